@@ -1,0 +1,1 @@
+//! System monitor model (issue 3).

@@ -1,0 +1,4 @@
+//! See the crate description.
+#![forbid(unsafe_code)]
+
+pub mod monitor;

@@ -1,0 +1,1 @@
+//! Renderers for the system monitor (issue 3).

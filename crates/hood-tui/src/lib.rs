@@ -1,0 +1,2 @@
+//! See the crate description.
+#![forbid(unsafe_code)]
