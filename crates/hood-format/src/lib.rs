@@ -1,2 +1,22 @@
-//! See the crate description.
+//! The on-disk container shared by every kind of hood recording.
+//!
+//! A file is a fixed 32-byte [`FileHeader`] followed by chunks. Each chunk has a 40-byte header
+//! (its own CRC, a tag saying what the payload is, lengths, a payload CRC) and a payload that
+//! may be zstd-compressed. Because each chunk stands alone, a file whose writer was killed is
+//! readable up to the last whole chunk; the reader reports the cut as a warning. A chunk whose
+//! bytes were damaged is an error naming its offset. The layout is documented in
+//! `docs/format.md`.
 #![forbid(unsafe_code)]
+
+mod error;
+mod header;
+mod reader;
+pub mod tags;
+mod writer;
+
+pub use error::FormatError;
+pub use header::{
+    ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, FORMAT_VERSION,
+};
+pub use reader::{expect_kind, Chunk, Reader};
+pub use writer::Writer;

@@ -1,0 +1,260 @@
+//! Reading chunks back, surviving truncation and naming the offset of any damage.
+
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use crate::error::FormatError;
+use crate::header::{
+    ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, FLAG_ZSTD, FORMAT_VERSION,
+};
+use crate::writer::MAX_PAYLOAD;
+
+/// One chunk, payload decompressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// What the payload is (see [`crate::tags`]).
+    pub tag: u32,
+    /// Byte offset of the chunk header in the file.
+    pub offset: u64,
+    /// The payload.
+    pub data: Vec<u8>,
+}
+
+/// Reads a recording chunk by chunk.
+pub struct Reader {
+    input: Box<dyn Read>,
+    path: PathBuf,
+    header: FileHeader,
+    len: u64,
+    pos: u64,
+    done: bool,
+    chunks_read: u64,
+    warnings: Vec<String>,
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader")
+            .field("path", &self.path)
+            .field("header", &self.header)
+            .field("pos", &self.pos)
+            .finish()
+    }
+}
+
+impl Reader {
+    /// Open `path` and check its header.
+    pub fn open(path: &Path) -> Result<Self, FormatError> {
+        let io = |source| FormatError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = File::open(path).map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        Reader::new(Box::new(BufReader::with_capacity(1 << 20, file)), len, path)
+    }
+
+    /// Read from memory (tests, fuzzing); `name` is used in messages.
+    pub fn from_bytes(bytes: Vec<u8>, name: &str) -> Result<Self, FormatError> {
+        let len = bytes.len() as u64;
+        Reader::new(Box::new(std::io::Cursor::new(bytes)), len, Path::new(name))
+    }
+
+    fn new(mut input: Box<dyn Read>, len: u64, path: &Path) -> Result<Self, FormatError> {
+        let mut hb = [0u8; FILE_HEADER_LEN];
+        if len < FILE_HEADER_LEN as u64 {
+            let mut head = vec![0u8; len as usize];
+            let _ = input.read_exact(&mut head);
+            return Err(not_hood_or_short(path, &head));
+        }
+        input
+            .read_exact(&mut hb)
+            .map_err(|source| FormatError::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        let header = FileHeader::decode(&hb).map_err(|what| {
+            if what == "bad magic" {
+                not_hood_or_short(path, &hb)
+            } else {
+                FormatError::BadHeader {
+                    path: path.to_owned(),
+                    what,
+                }
+            }
+        })?;
+        if header.version > FORMAT_VERSION {
+            return Err(FormatError::UnsupportedVersion {
+                path: path.to_owned(),
+                found: header.version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        Ok(Reader {
+            input,
+            path: path.to_owned(),
+            header,
+            len,
+            pos: FILE_HEADER_LEN as u64,
+            done: false,
+            chunks_read: 0,
+            warnings: Vec::new(),
+        })
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// What the file holds.
+    pub fn kind(&self) -> FileKind {
+        self.header.kind
+    }
+
+    /// The file's path (or name given to [`Reader::from_bytes`]).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Warnings so far (a cut-off end of file).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The next chunk; `Ok(None)` at the end (or at a cut-off end, with a warning).
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, FormatError> {
+        if self.done {
+            return Ok(None);
+        }
+        let offset = self.pos;
+        let left = self.len - self.pos;
+        if left == 0 {
+            self.done = true;
+            return Ok(None);
+        }
+        if left < CHUNK_HEADER_LEN as u64 {
+            return self.truncated(offset);
+        }
+        let mut hb = [0u8; CHUNK_HEADER_LEN];
+        self.read_exact(&mut hb)?;
+        let header = ChunkHeader::decode(&hb).map_err(|what| self.corrupt(offset, what))?;
+        if header.stored_len > MAX_PAYLOAD || header.raw_len > MAX_PAYLOAD {
+            return Err(self.corrupt(
+                offset,
+                format!("impossible payload length {}", header.stored_len),
+            ));
+        }
+        if header.stored_len > self.len - self.pos {
+            return self.truncated(offset);
+        }
+        let mut stored = vec![0u8; header.stored_len as usize];
+        self.read_exact(&mut stored)?;
+        if crc32c::crc32c(&stored) != header.payload_crc {
+            return Err(self.corrupt(offset, "payload checksum mismatch".into()));
+        }
+        let data = if header.flags & FLAG_ZSTD != 0 {
+            let out = zstd::bulk::decompress(&stored, header.raw_len as usize).map_err(|e| {
+                self.corrupt(offset, format!("zstd payload does not decompress: {e}"))
+            })?;
+            if out.len() as u64 != header.raw_len {
+                return Err(self.corrupt(offset, "decompressed length differs from header".into()));
+            }
+            out
+        } else {
+            if header.raw_len != header.stored_len {
+                return Err(self.corrupt(
+                    offset,
+                    "uncompressed chunk with two different lengths".into(),
+                ));
+            }
+            stored
+        };
+        self.chunks_read += 1;
+        Ok(Some(Chunk {
+            tag: header.tag,
+            offset,
+            data,
+        }))
+    }
+
+    /// Iterate over the remaining chunks. After an `Err` the iterator ends.
+    pub fn chunks(&mut self) -> impl Iterator<Item = Result<Chunk, FormatError>> + '_ {
+        std::iter::from_fn(move || match self.next_chunk() {
+            Ok(Some(c)) => Some(Ok(c)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        })
+    }
+
+    fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), FormatError> {
+        self.input
+            .read_exact(buf)
+            .map_err(|source| FormatError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        self.pos += buf.len() as u64;
+        Ok(())
+    }
+
+    fn corrupt(&self, offset: u64, what: String) -> FormatError {
+        FormatError::CorruptChunk {
+            path: self.path.clone(),
+            offset,
+            what,
+        }
+    }
+
+    fn truncated(&mut self, offset: u64) -> Result<Option<Chunk>, FormatError> {
+        self.done = true;
+        self.warnings.push(format!(
+            "{}: file ends inside the chunk at byte offset {offset} of {} (the recording was cut short, e.g. the recorder was killed); using the {} whole chunks before it",
+            self.path.display(),
+            self.len,
+            self.chunks_read
+        ));
+        Ok(None)
+    }
+}
+
+fn not_hood_or_short(path: &Path, head: &[u8]) -> FormatError {
+    let hint = if head.starts_with(b"PERFILE2") {
+        " (it is a perf.data file written by `perf record`; use `perf report` on it)".to_string()
+    } else if head.len() < FILE_HEADER_LEN && crate::header::MAGIC.starts_with(head) {
+        format!(
+            " (only {} bytes: the recording was cut before its header was written)",
+            head.len()
+        )
+    } else if head.is_empty() {
+        " (the file is empty)".to_string()
+    } else {
+        String::new()
+    };
+    FormatError::NotHood {
+        path: path.to_owned(),
+        hint,
+    }
+}
+
+/// Check that `reader` holds `expected`; otherwise an error naming the command that reads it.
+pub fn expect_kind(
+    reader: &Reader,
+    expected: FileKind,
+    _this_command: &str,
+) -> Result<(), FormatError> {
+    let found = reader.kind();
+    if found == expected {
+        return Ok(());
+    }
+    Err(FormatError::WrongKind {
+        path: reader.path().to_owned(),
+        found,
+        expected,
+        reader: found.reader_command(),
+    })
+}

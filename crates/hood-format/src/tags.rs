@@ -1,0 +1,37 @@
+//! Chunk tags. Each recording kind owns a range; readers skip tags they do not know, so new
+//! chunk types can be added without a format version bump.
+
+/// Range 0x0001..0x00FF: tags any kind may carry.
+pub mod common {
+    /// JSON: free-form notes/warnings the writer wants a reader to show.
+    pub const NOTES: u32 = 0x0001;
+}
+
+/// Range 0x0100..0x01FF: sampled profiles (`hood record`). See docs/format.md.
+pub mod profile {
+    /// JSON `RecordMeta`: how the recording was made (written first).
+    pub const META: u32 = 0x0101;
+    /// The raw `perf_event_attr` bytes passed to the kernel.
+    pub const PERF_ATTR: u32 = 0x0102;
+    /// u32 CPU number (LE) followed by raw perf ring records of that CPU, verbatim.
+    pub const PERF_RECORDS: u32 = 0x0103;
+    /// JSON: processes and threads that existed when recording started, with their raw
+    /// /proc/PID/maps text and build-ids of mapped files.
+    pub const PROC_SNAPSHOT: u32 = 0x0104;
+    /// Raw text of /proc/kallsyms at record time.
+    pub const KALLSYMS: u32 = 0x0105;
+    /// JSON: build-ids of files named in mmap records that carried none.
+    pub const BUILD_IDS: u32 = 0x0106;
+    /// u32 pid (LE) followed by the raw text of /tmp/perf-PID.map.
+    pub const PERF_MAP: u32 = 0x0107;
+    /// The [vdso] ELF image of the recording machine.
+    pub const VDSO: u32 = 0x0108;
+    /// JSON `RecordStats`: counts at finalization (written last; absent = not finalized).
+    pub const STATS: u32 = 0x0109;
+}
+
+/// Range 0x0200..0x02FF: call-path tables (`hood calls`).
+pub mod calls {}
+
+/// Range 0x0300..0x03FF: event traces (`hood trace`).
+pub mod trace {}

@@ -1,0 +1,134 @@
+//! Round trips, truncation at every byte, corruption of every byte, and random input.
+
+use std::path::Path;
+
+use hood_format::{expect_kind, FileKind, FormatError, Reader, Writer};
+use proptest::prelude::*;
+
+fn sample_file(kind: FileKind) -> Vec<u8> {
+    let mut w = Writer::new(Vec::new(), Path::new("mem"), kind).unwrap();
+    w.write_chunk(0x0101, b"{\"meta\":1}", false).unwrap();
+    let big: Vec<u8> = (0..5000u32).flat_map(|i| (i % 17).to_le_bytes()).collect();
+    w.write_chunk(0x0103, &big, true).unwrap();
+    w.write_chunk(0x0109, b"", true).unwrap();
+    w.finish().unwrap()
+}
+
+fn read_all(bytes: Vec<u8>) -> Result<(Vec<(u32, Vec<u8>)>, Vec<String>), FormatError> {
+    let mut r = Reader::from_bytes(bytes, "mem")?;
+    let mut out = Vec::new();
+    for c in r.chunks() {
+        let c = c?;
+        out.push((c.tag, c.data));
+    }
+    Ok((out, r.warnings().to_vec()))
+}
+
+#[test]
+fn round_trip_keeps_tags_and_payloads() {
+    let bytes = sample_file(FileKind::Profile);
+    let (chunks, warnings) = read_all(bytes.clone()).unwrap();
+    assert!(warnings.is_empty());
+    assert_eq!(chunks.len(), 3);
+    assert_eq!(chunks[0], (0x0101, b"{\"meta\":1}".to_vec()));
+    let big: Vec<u8> = (0..5000u32).flat_map(|i| (i % 17).to_le_bytes()).collect();
+    assert_eq!(chunks[1].1, big);
+    assert!(
+        bytes.len() < big.len(),
+        "compressible payload was stored compressed"
+    );
+    assert_eq!(chunks[2], (0x0109, Vec::new()));
+}
+
+#[test]
+fn every_cut_reads_the_whole_chunks_before_it() {
+    let bytes = sample_file(FileKind::Profile);
+    let (full, _) = read_all(bytes.clone()).unwrap();
+    for cut in 0..bytes.len() {
+        match read_all(bytes[..cut].to_vec()) {
+            Ok((chunks, warnings)) => {
+                assert!(chunks.len() < full.len(), "cut at {cut} lost nothing?");
+                assert_eq!(&full[..chunks.len()], &chunks[..]);
+                let at_boundary = warnings.is_empty();
+                if !at_boundary {
+                    assert!(warnings[0].contains("cut short"), "{warnings:?}");
+                }
+            }
+            Err(FormatError::NotHood { hint, .. }) => assert!(cut < 32, "cut {cut}: {hint}"),
+            Err(e) => panic!("cut at {cut}: unexpected error {e}"),
+        }
+    }
+}
+
+#[test]
+fn every_flipped_byte_is_an_error_naming_an_offset_or_a_bad_header() {
+    let bytes = sample_file(FileKind::Profile);
+    let (full, _) = read_all(bytes.clone()).unwrap();
+    for i in 0..bytes.len() {
+        let mut damaged = bytes.clone();
+        damaged[i] ^= 0x5a;
+        match read_all(damaged) {
+            Ok((chunks, _)) => {
+                // Only the reserved/unused header bytes may change without detection.
+                assert_eq!(chunks, full, "flip at {i} silently changed data");
+            }
+            Err(FormatError::CorruptChunk { offset, .. }) => assert!(offset <= i as u64),
+            Err(FormatError::BadHeader { .. }) | Err(FormatError::NotHood { .. }) => {
+                assert!(i < 32)
+            }
+            Err(e) => panic!("flip at {i}: unexpected {e}"),
+        }
+    }
+}
+
+#[test]
+fn wrong_kind_names_the_reading_command() {
+    let r = Reader::from_bytes(sample_file(FileKind::Calls), "x.data").unwrap();
+    let err = expect_kind(&r, FileKind::Profile, "hood report").unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("hood calls report"), "{msg}");
+}
+
+#[test]
+fn perf_data_files_are_recognised() {
+    let mut bytes = b"PERFILE2".to_vec();
+    bytes.resize(200, 0);
+    let err = Reader::from_bytes(bytes, "perf.data").unwrap_err();
+    assert!(err.to_string().contains("perf record"), "{err}");
+}
+
+#[test]
+fn file_round_trip_and_missing_file_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.data");
+    let mut w = Writer::create(&path, FileKind::Trace).unwrap();
+    w.write_chunk(7, b"hello", true).unwrap();
+    w.sync().unwrap();
+    drop(w);
+    let mut r = Reader::open(&path).unwrap();
+    assert_eq!(r.kind(), FileKind::Trace);
+    let c = r.next_chunk().unwrap().unwrap();
+    assert_eq!((c.tag, c.offset, c.data.as_slice()), (7, 32, &b"hello"[..]));
+    let err = Reader::open(&dir.path().join("nope.data")).unwrap_err();
+    assert!(err.to_string().contains("nope.data"));
+}
+
+proptest! {
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = read_all(bytes);
+    }
+
+    #[test]
+    fn mutated_files_never_panic(edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+                                 cut in any::<usize>()) {
+        let mut bytes = sample_file(FileKind::Profile);
+        for (at, v) in edits {
+            let n = bytes.len();
+            bytes[at % n] = v;
+        }
+        let n = bytes.len();
+        bytes.truncate(cut % (n + 1));
+        let _ = read_all(bytes);
+    }
+}
