@@ -69,9 +69,10 @@ pub enum FormatError {
 
 fn io_hint(err: &std::io::Error) -> &'static str {
     match err.raw_os_error() {
-        Some(libc_enospc) if libc_enospc == 28 => {
+        Some(28) => {
             " (disk full: free space or write elsewhere with -o; what was written so far is readable)"
         }
+        // 28 is ENOSPC, 13 is EACCES on Linux.
         Some(13) => " (permission denied: check the directory's permissions or choose another path with -o)",
         _ => match err.kind() {
             std::io::ErrorKind::NotFound => " (no such file: record one first, or pass the path with -i)",
