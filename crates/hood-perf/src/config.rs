@@ -1,0 +1,127 @@
+//! Plain configuration types: which event, how often, and whom to sample.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::PerfError;
+
+/// The sampling event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    /// Software timer per CPU (`cpu-clock`); works everywhere, including VMs without a PMU.
+    CpuClock,
+    /// Software timer per task (`task-clock`).
+    TaskClock,
+    /// Hardware CPU cycles (`cycles`); needs a PMU.
+    Cycles,
+    /// Hardware retired instructions (`instructions`); needs a PMU.
+    Instructions,
+}
+
+impl EventKind {
+    /// The perf-style name, e.g. `cpu-clock`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::CpuClock => "cpu-clock",
+            EventKind::TaskClock => "task-clock",
+            EventKind::Cycles => "cycles",
+            EventKind::Instructions => "instructions",
+        }
+    }
+
+    /// Whether this event needs a hardware PMU.
+    pub fn is_hardware(self) -> bool {
+        matches!(self, EventKind::Cycles | EventKind::Instructions)
+    }
+}
+
+impl fmt::Display for EventKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EventKind {
+    type Err = PerfError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cpu-clock" => Ok(EventKind::CpuClock),
+            "task-clock" => Ok(EventKind::TaskClock),
+            "cycles" | "cpu-cycles" => Ok(EventKind::Cycles),
+            "instructions" => Ok(EventKind::Instructions),
+            other => Err(PerfError::InvalidConfig(format!(
+                "unknown event {other:?}; choose one of cpu-clock, task-clock, cycles, instructions"
+            ))),
+        }
+    }
+}
+
+/// How to sample. Build with [`SamplingConfig::default`] and adjust fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplingConfig {
+    /// The event to sample on.
+    pub event: EventKind,
+    /// Target sampling frequency in Hz (`attr.freq = 1`, `sample_freq`).
+    pub freq_hz: u64,
+    /// Record call chains (kernel chains and user frame-pointer chains).
+    pub callchain: bool,
+    /// Sample while in the kernel (`exclude_kernel = !include_kernel`).
+    pub include_kernel: bool,
+    /// Sample while in user space.
+    pub include_user: bool,
+    /// Data pages per CPU ring; must be a power of two.
+    pub ring_pages: usize,
+    /// Bytes in a ring before poll() wakes the reader; 0 means a quarter of the ring.
+    pub wakeup_watermark: u32,
+}
+
+impl Default for SamplingConfig {
+    fn default() -> Self {
+        SamplingConfig {
+            event: EventKind::CpuClock,
+            freq_hz: 999,
+            callchain: true,
+            include_kernel: true,
+            include_user: true,
+            ring_pages: 256,
+            wakeup_watermark: 0,
+        }
+    }
+}
+
+impl SamplingConfig {
+    /// Checks the fields for values the kernel would reject or that make no sense.
+    pub fn validate(&self) -> Result<(), PerfError> {
+        if self.freq_hz == 0 {
+            return Err(PerfError::InvalidConfig(
+                "sampling frequency must be at least 1 Hz".into(),
+            ));
+        }
+        if self.ring_pages == 0 || !self.ring_pages.is_power_of_two() {
+            return Err(PerfError::InvalidConfig(format!(
+                "ring_pages must be a power of two, got {}",
+                self.ring_pages
+            )));
+        }
+        if !self.include_kernel && !self.include_user {
+            return Err(PerfError::InvalidConfig(
+                "neither kernel nor user samples requested".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whom to sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// Every task on every online CPU (`pid = -1`), the idle task (pid 0) included.
+    System,
+    /// Running processes: every current thread of each pid (from /proc/PID/task);
+    /// threads and children created later are followed (`inherit = 1`).
+    Tasks(Vec<i32>),
+    /// A forked child stopped before exec: sampling starts at its exec
+    /// (`enable_on_exec = 1`) and follows its descendants (`inherit = 1`).
+    Child(i32),
+}

@@ -1,0 +1,268 @@
+//! A sampling session: one ring per online CPU, every event of that CPU
+//! redirected into it, raw bytes handed out by [`Session::drain`].
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use perf_event_open_sys::bindings::perf_event_attr;
+
+use crate::attr::{self, AttrOpts};
+use crate::cpus::{online_cpus, threads_of};
+use crate::open::Opener;
+use crate::ring::Ring;
+use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
+
+/// What [`Session::wait`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// At least one ring has data past its wakeup watermark (or a task event fired).
+    Ready,
+    /// The timeout passed; rings may still hold data below the watermark.
+    Timeout,
+    /// A signal interrupted the wait (EINTR); check your signal flags.
+    Interrupted,
+    /// Every sampled task has exited (Target::Tasks / Target::Child only);
+    /// drain once more and stop.
+    Hangup,
+}
+
+/// An open set of sampling events with their mapped per-CPU rings.
+pub struct Session {
+    // Field order matters: rings are unmapped before the descriptors close.
+    rings: Vec<Ring>,
+    fds: Vec<OwnedFd>,
+    pollfds: Mutex<Vec<libc::pollfd>>,
+    watch_hup: bool,
+    event: EventKind,
+    notes: Vec<String>,
+    attr: perf_event_attr,
+    cpus: Vec<u32>,
+}
+
+impl fmt::Debug for Session {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Session")
+            .field("event", &self.event)
+            .field("cpus", &self.cpus)
+            .field("events", &self.fds.len())
+            .field("notes", &self.notes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Opens (disabled) sampling events for `target` and maps one ring per online CPU.
+    ///
+    /// Hardware events fall back to cpu-clock when the machine has no PMU, and
+    /// build ids are dropped on kernels without them; both leave a line in
+    /// [`Session::notes`]. Threads that exit while being attached are skipped.
+    pub fn open(cfg: &SamplingConfig, target: &Target) -> Result<Session, PerfError> {
+        cfg.validate()?;
+        let cpus = online_cpus()?;
+        let (groups, opts) = match target {
+            Target::System => (vec![(-1, vec![-1])], opts(false, false)),
+            Target::Tasks(pids) => {
+                if pids.is_empty() {
+                    return Err(PerfError::InvalidConfig("no pid to attach to".into()));
+                }
+                let mut groups = Vec::with_capacity(pids.len());
+                for &pid in pids {
+                    groups.push((pid, threads_of(pid)?));
+                }
+                (groups, opts(true, false))
+            }
+            Target::Child(pid) => {
+                if *pid <= 0 {
+                    return Err(PerfError::NoSuchProcess(*pid));
+                }
+                (vec![(*pid, vec![*pid])], opts(true, true))
+            }
+        };
+        let mut opener = Opener::new(cfg, opts);
+        let mut rings = Vec::with_capacity(cpus.len());
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        let mut opened_per_group = vec![0usize; groups.len()];
+        for &cpu in &cpus {
+            let mut leader: Option<usize> = None;
+            for (g, (_, tids)) in groups.iter().enumerate() {
+                for &tid in tids {
+                    let fd = match opener.open(tid, cpu) {
+                        Ok(fd) => fd,
+                        // A thread that exited since we listed it; checked per pid below.
+                        Err(PerfError::NoSuchProcess(_)) => continue,
+                        Err(e) => return Err(e),
+                    };
+                    match leader {
+                        None => {
+                            rings.push(Ring::map(fd.as_raw_fd(), cpu, cfg.ring_pages)?);
+                            leader = Some(fds.len());
+                        }
+                        Some(l) => {
+                            sys::ioc_set_output(&fd, &fds[l]).map_err(|e| PerfError::Sys {
+                                call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
+                                what: format!("thread {tid} on CPU {cpu}"),
+                                source: e,
+                            })?
+                        }
+                    }
+                    fds.push(fd);
+                    opened_per_group[g] += 1;
+                }
+            }
+            if leader.is_none() {
+                // Every thread of every pid vanished.
+                return Err(PerfError::NoSuchProcess(groups[0].0));
+            }
+        }
+        if let Some(g) = opened_per_group.iter().position(|&n| n == 0) {
+            return Err(PerfError::NoSuchProcess(groups[g].0));
+        }
+        let attr = opener.attr.ok_or(PerfError::NoSuchProcess(groups[0].0))?;
+        let pollfds = fds
+            .iter()
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        Ok(Session {
+            rings,
+            fds,
+            pollfds: Mutex::new(pollfds),
+            watch_hup: !matches!(target, Target::System),
+            event: opener.event,
+            notes: opener.notes,
+            attr,
+            cpus,
+        })
+    }
+
+    /// The event actually sampled (after any fallback).
+    pub fn event(&self) -> EventKind {
+        self.event
+    }
+
+    /// One-line notes about fallbacks taken while opening.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The raw `perf_event_attr` exactly as passed to the kernel (`size` bytes).
+    pub fn attr_bytes(&self) -> Vec<u8> {
+        attr::to_bytes(&self.attr)
+    }
+
+    /// The `sample_type` bits of every sample in the rings.
+    pub fn sample_type(&self) -> u64 {
+        self.attr.sample_type
+    }
+
+    /// The CPU number of each ring, in ring order.
+    pub fn cpus(&self) -> &[u32] {
+        &self.cpus
+    }
+
+    /// Number of perf events opened (threads × CPUs for task targets).
+    pub fn event_count(&self) -> usize {
+        self.fds.len()
+    }
+
+    /// Starts (or resumes) sampling on every event.
+    pub fn enable(&self) -> Result<(), PerfError> {
+        self.each_fd("ioctl(PERF_EVENT_IOC_ENABLE)", sys::ioc_enable)
+    }
+
+    /// Pauses sampling on every event; side-band records keep arriving.
+    pub fn disable(&self) -> Result<(), PerfError> {
+        self.each_fd("ioctl(PERF_EVENT_IOC_DISABLE)", sys::ioc_disable)
+    }
+
+    fn each_fd(
+        &self,
+        call: &'static str,
+        f: fn(&OwnedFd) -> io::Result<()>,
+    ) -> Result<(), PerfError> {
+        for fd in &self.fds {
+            f(fd).map_err(|source| PerfError::Sys {
+                call,
+                what: format!("perf event fd {}", fd.as_raw_fd()),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for ring data, a signal, or (task targets) the exit
+    /// of every sampled task.
+    pub fn wait(&self, timeout: Duration) -> Result<Readiness, PerfError> {
+        let mut pfds = self.pollfds.lock().unwrap_or_else(|p| p.into_inner());
+        if self.watch_hup && pfds.iter().all(|p| p.fd < 0) {
+            return Ok(Readiness::Hangup);
+        }
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        let n = match sys::poll(&mut pfds, ms) {
+            Ok(n) => n,
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => return Ok(Readiness::Interrupted),
+            Err(source) => {
+                return Err(PerfError::Sys {
+                    call: "poll",
+                    what: "perf ring buffers".into(),
+                    source,
+                })
+            }
+        };
+        if n == 0 {
+            return Ok(Readiness::Timeout);
+        }
+        let mut ready = false;
+        for p in pfds.iter_mut() {
+            ready |= p.revents & libc::POLLIN != 0;
+            if self.watch_hup && p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+                // Stop watching a finished task's event, or poll would spin on it.
+                p.fd = -1;
+            }
+            p.revents = 0;
+        }
+        if self.watch_hup && pfds.iter().all(|p| p.fd < 0) {
+            Ok(Readiness::Hangup)
+        } else if ready {
+            Ok(Readiness::Ready)
+        } else {
+            Ok(Readiness::Timeout)
+        }
+    }
+
+    /// Hands every ring's unread bytes to `sink(cpu, bytes)` and releases them to
+    /// the kernel. A ring whose unread region wraps is handed over as two slices;
+    /// the concatenation of all slices of one CPU, across calls, is a sequence of
+    /// whole perf records. Returns the number of bytes drained. Does not allocate.
+    /// If `sink` fails, that ring keeps its data and the error is returned.
+    pub fn drain(
+        &mut self,
+        sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
+    ) -> Result<usize, PerfError> {
+        let mut total = 0;
+        for ring in &mut self.rings {
+            total += ring.drain(sink)?;
+        }
+        Ok(total)
+    }
+
+    /// CPU of ring `i` (same order as [`Session::cpus`]).
+    pub fn ring_cpu(&self, i: usize) -> Option<u32> {
+        self.rings.get(i).map(Ring::cpu)
+    }
+}
+
+fn opts(inherit: bool, enable_on_exec: bool) -> AttrOpts {
+    AttrOpts {
+        sideband: true,
+        build_id: true,
+        inherit,
+        enable_on_exec,
+    }
+}

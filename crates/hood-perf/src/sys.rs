@@ -1,0 +1,138 @@
+//! Thin safe wrappers over the system calls this crate needs. Every `unsafe`
+//! block of the crate except the ring-buffer accessors lives here.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+
+use perf_event_open_sys as sys;
+use sys::bindings::perf_event_attr;
+
+/// Opens one perf event with `PERF_FLAG_FD_CLOEXEC` and no group.
+pub(crate) fn perf_event_open(
+    attr: &mut perf_event_attr,
+    pid: i32,
+    cpu: i32,
+) -> io::Result<OwnedFd> {
+    // SAFETY: `attr` is a valid, initialized perf_event_attr whose `size` field
+    // does not exceed the struct's real size; the kernel only reads it (and may
+    // write `size` back on E2BIG, which is within the struct).
+    let fd = unsafe {
+        sys::perf_event_open(
+            attr,
+            pid,
+            cpu,
+            -1,
+            sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor to us; nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `PERF_EVENT_IOC_ENABLE` on one event.
+pub(crate) fn ioc_enable(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: `fd` is an open perf event descriptor; the ioctl takes an integer argument.
+    check(unsafe { sys::ioctls::ENABLE(fd.as_raw_fd(), 0) })
+}
+
+/// `PERF_EVENT_IOC_DISABLE` on one event.
+pub(crate) fn ioc_disable(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: `fd` is an open perf event descriptor; the ioctl takes an integer argument.
+    check(unsafe { sys::ioctls::DISABLE(fd.as_raw_fd(), 0) })
+}
+
+/// `PERF_EVENT_IOC_SET_OUTPUT`: send `fd`'s records into `target`'s ring.
+pub(crate) fn ioc_set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    // SAFETY: both are open perf event descriptors; the argument is a descriptor number.
+    check(unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), target.as_raw_fd()) })
+}
+
+/// The system page size.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+/// `poll(2)` over `fds`; returns the number of ready descriptors.
+pub(crate) fn poll(fds: &mut [libc::pollfd], timeout_ms: libc::c_int) -> io::Result<usize> {
+    // SAFETY: `fds` is a valid, exclusively borrowed slice of pollfd of the given length.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// A shared read-write mapping of a perf event's ring buffer, unmapped on drop.
+#[derive(Debug)]
+pub(crate) struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain shared memory owned by this value; access to it
+// goes through `&self`/`&mut self` of the owner (the ring), so moving it between
+// threads is sound.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` at offset 0, readable and writable (so the
+    /// kernel honours our `data_tail` and never overwrites unread data).
+    pub(crate) fn new(fd: RawFd, len: usize) -> io::Result<Mapping> {
+        // SAFETY: we ask for a fresh mapping (addr NULL) of `len` bytes of a perf
+        // event fd; the result is checked against MAP_FAILED before use.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap gave NULL"))?;
+        Ok(Mapping { ptr, len })
+    }
+
+    /// Start of the mapping.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length of the mapping in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: ptr/len are exactly what mmap returned and nothing borrows the
+        // memory any more (slices handed to sinks never outlive a drain call).
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
+}

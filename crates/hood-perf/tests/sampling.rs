@@ -1,0 +1,291 @@
+//! Real-kernel tests of system-wide and attach sampling.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use hood_perf::{EventKind, PerfError, SamplingConfig, Session, Target};
+
+fn cfg() -> SamplingConfig {
+    SamplingConfig {
+        freq_hz: 999,
+        ..SamplingConfig::default()
+    }
+}
+
+fn own_pid() -> i32 {
+    std::process::id() as i32
+}
+
+#[test]
+fn system_wide_samples_every_cpu() {
+    if !privileged(0, "system_wide_samples_every_cpu") {
+        return;
+    }
+    let mut s = Session::open(&cfg(), &Target::System).unwrap();
+    assert_eq!(s.event(), EventKind::CpuClock);
+    let attr = s.attr_bytes();
+    assert_eq!(
+        attr.len() as u32,
+        u32_at(&attr, 4),
+        "size field = byte count"
+    );
+    assert_eq!(u64_at(&attr, 24), s.sample_type());
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy: Vec<_> = s.cpus().iter().map(|_| busy_thread(stop.clone())).collect();
+    s.enable().unwrap();
+    let mut got = Collected::default();
+    collect(&mut s, Duration::from_millis(300), &mut got);
+    s.disable().unwrap();
+    drain(&mut s, &mut got);
+    stop.store(true, Ordering::Relaxed);
+    for (h, _) in busy {
+        h.join().unwrap();
+    }
+
+    let recs = got.records();
+    for &cpu in s.cpus() {
+        let samples: Vec<Sample> = recs
+            .get(&cpu)
+            .map(|v| {
+                v.iter()
+                    .filter(|r| r.ty == RECORD_SAMPLE)
+                    .map(sample)
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(!samples.is_empty(), "no samples from busy CPU {cpu}");
+        assert!(
+            samples.iter().all(|x| x.cpu == cpu),
+            "ring of CPU {cpu} holds another CPU's sample"
+        );
+        assert!(samples.iter().all(|x| x.period > 0));
+        // Timestamps are CLOCK_MONOTONIC and rise within a ring.
+        assert!(samples.windows(2).all(|w| w[0].time <= w[1].time));
+    }
+    let samples = got.samples();
+    assert!(
+        samples.iter().any(|(_, x)| x.pid as i32 == own_pid()),
+        "the busy threads of pid {} were never sampled",
+        own_pid()
+    );
+    let now = mono_ns();
+    assert!(samples
+        .iter()
+        .all(|(_, x)| x.time <= now && now - x.time < 60_000_000_000));
+}
+
+#[test]
+fn small_ring_wraps_into_whole_records() {
+    if !privileged(0, "small_ring_wraps_into_whole_records") {
+        return;
+    }
+    let c = SamplingConfig {
+        ring_pages: 1,
+        freq_hz: 4999,
+        ..cfg()
+    };
+    let mut s = Session::open(&c, &Target::System).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy: Vec<_> = s.cpus().iter().map(|_| busy_thread(stop.clone())).collect();
+    s.enable().unwrap();
+    let mut got = Collected::default();
+    collect(&mut s, Duration::from_millis(400), &mut got);
+    s.disable().unwrap();
+    drain(&mut s, &mut got);
+    stop.store(true, Ordering::Relaxed);
+    for (h, _) in busy {
+        h.join().unwrap();
+    }
+    // `records()` walks every stream and fails on any split or torn record.
+    let recs = got.records();
+    let page = 4096;
+    assert!(
+        got.bytes > 4 * page * s.cpus().len(),
+        "too little data to wrap: {}",
+        got.bytes
+    );
+    assert!(
+        got.wraps > 0,
+        "no drain ever wrapped around a one-page ring"
+    );
+    let n: usize = recs
+        .values()
+        .map(|v| v.iter().filter(|r| r.ty == RECORD_SAMPLE).count())
+        .sum();
+    let lost: u64 = recs
+        .values()
+        .flat_map(|v| {
+            v.iter()
+                .filter(|r| r.ty == RECORD_LOST)
+                .map(|r| u64_at(&r.body, 8))
+        })
+        .sum();
+    println!(
+        "{} bytes, {n} samples, {lost} lost, {} wrapped drains",
+        got.bytes, got.wraps
+    );
+    assert!(n > 0);
+}
+
+#[test]
+fn attach_to_own_pid_samples_busy_thread() {
+    if !privileged(1, "attach_to_own_pid_samples_busy_thread") {
+        return;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (h, tid) = busy_thread(stop.clone());
+    let mut s = Session::open(&cfg(), &Target::Tasks(vec![own_pid()])).unwrap();
+    assert!(
+        s.event_count() >= 2 * s.cpus().len(),
+        "main and busy thread on every CPU"
+    );
+    s.enable().unwrap();
+    let mut got = Collected::default();
+    collect(&mut s, Duration::from_millis(300), &mut got);
+    s.disable().unwrap();
+    drain(&mut s, &mut got);
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+
+    let samples = got.samples();
+    assert!(!samples.is_empty());
+    assert!(
+        samples.iter().all(|(_, x)| x.pid as i32 == own_pid()),
+        "a sample of another process leaked into an attach session"
+    );
+    let busy = samples.iter().filter(|(_, x)| x.tid == tid as u32).count();
+    assert!(busy > 0, "no sample carries the busy thread's tid {tid}");
+    assert!(samples.iter().all(|(ring, x)| x.cpu == *ring));
+}
+
+#[test]
+fn disable_pauses_and_enable_resumes() {
+    if !privileged(1, "disable_pauses_and_enable_resumes") {
+        return;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let (h, tid) = busy_thread(stop.clone());
+    let mut s = Session::open(&cfg(), &Target::Tasks(vec![own_pid()])).unwrap();
+    let count = |got: &Collected| {
+        got.samples()
+            .iter()
+            .filter(|(_, x)| x.tid == tid as u32)
+            .count()
+    };
+
+    // Opened disabled: nothing before enable.
+    std::thread::sleep(Duration::from_millis(150));
+    let mut before = Collected::default();
+    drain(&mut s, &mut before);
+    assert_eq!(before.samples().len(), 0, "samples before enable()");
+
+    s.enable().unwrap();
+    let mut running = Collected::default();
+    collect(&mut s, Duration::from_millis(200), &mut running);
+    s.disable().unwrap();
+    drain(&mut s, &mut running);
+    assert!(count(&running) > 0, "no samples while enabled");
+
+    std::thread::sleep(Duration::from_millis(300));
+    let mut paused = Collected::default();
+    drain(&mut s, &mut paused);
+    assert_eq!(paused.samples().len(), 0, "samples arrived while paused");
+
+    s.enable().unwrap();
+    let mut resumed = Collected::default();
+    collect(&mut s, Duration::from_millis(200), &mut resumed);
+    s.disable().unwrap();
+    drain(&mut s, &mut resumed);
+    assert!(count(&resumed) > 0, "no samples after resume");
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+}
+
+#[test]
+fn hardware_event_opens_or_falls_back_with_note() {
+    if !privileged(1, "hardware_event_opens_or_falls_back_with_note") {
+        return;
+    }
+    for ev in [EventKind::Cycles, EventKind::Instructions] {
+        let c = SamplingConfig { event: ev, ..cfg() };
+        let s = Session::open(&c, &Target::Tasks(vec![own_pid()])).unwrap();
+        if s.event() == ev {
+            assert!(s.notes().iter().all(|n| !n.contains("PMU")));
+        } else {
+            assert_eq!(s.event(), EventKind::CpuClock);
+            assert!(
+                s.notes()
+                    .iter()
+                    .any(|n| n.contains(ev.name()) && n.contains("cpu-clock")),
+                "fallback without a note: {:?}",
+                s.notes()
+            );
+            // The stored attribute is the one really used: software cpu-clock.
+            let attr = s.attr_bytes();
+            assert_eq!(u32_at(&attr, 0), 1, "PERF_TYPE_SOFTWARE");
+            assert_eq!(u64_at(&attr, 8), 0, "PERF_COUNT_SW_CPU_CLOCK");
+        }
+    }
+}
+
+#[test]
+fn missing_pid_is_no_such_process() {
+    let pid = vacant_pid();
+    match Session::open(&cfg(), &Target::Tasks(vec![pid])) {
+        Err(PerfError::NoSuchProcess(p)) => assert_eq!(p, pid),
+        other => panic!("expected NoSuchProcess({pid}), got {other:?}"),
+    }
+    if !privileged(1, "missing_pid_is_no_such_process (child)") {
+        return;
+    }
+    match Session::open(&cfg(), &Target::Child(pid)) {
+        Err(PerfError::NoSuchProcess(p)) => assert_eq!(p, pid),
+        other => panic!("expected NoSuchProcess({pid}), got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_config_is_rejected() {
+    let c = SamplingConfig {
+        ring_pages: 3,
+        ..cfg()
+    };
+    let e = Session::open(&c, &Target::System).unwrap_err();
+    assert!(matches!(e, PerfError::InvalidConfig(_)), "{e}");
+    assert!(e.to_string().contains("power of two"));
+    assert!("bogus".parse::<EventKind>().is_err());
+    for ev in [
+        EventKind::CpuClock,
+        EventKind::TaskClock,
+        EventKind::Cycles,
+        EventKind::Instructions,
+    ] {
+        assert_eq!(ev.to_string().parse::<EventKind>().unwrap(), ev);
+    }
+}
+
+fn vacant_pid() -> i32 {
+    let max: i32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(32768);
+    (2..max)
+        .rev()
+        .find(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        .expect("some pid is free")
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
