@@ -1,2 +1,108 @@
-//! See the crate description.
+//! Address → symbol resolution for hood reports.
+//!
+//! The report pipeline aggregates raw sample addresses first, converts each
+//! user address to (mapped file, file offset) itself, and then asks this
+//! crate to name each *unique* location once, in batches per source:
+//!
+//! * ELF files by file offset ([`Symbolizer::symbolize_file`]) — executables,
+//!   PIE and shared libraries alike, checked against the build-id recorded
+//!   at recording time;
+//! * in-memory ELF images such as the recorded `[vdso]`
+//!   ([`Symbolizer::symbolize_image`]);
+//! * the kernel, from a stored copy of `/proc/kallsyms`
+//!   ([`Symbolizer::set_kallsyms`], [`Symbolizer::symbolize_kernel`]);
+//! * JIT perf maps `/tmp/perf-PID.map` ([`Symbolizer::symbolize_perf_map`]);
+//! * an nm-format `--symfile` as the last resort
+//!   ([`Symbolizer::symbolize_symfile`]).
+//!
+//! Every lookup answers with a [`Resolution`]: a [`Sym`] or the reason
+//! ([`Unresolved`]) it has no name. Problems that concern a whole file
+//! (missing, changed since recording) are also reported once, in words, via
+//! [`Symbolizer::warnings`].
 #![forbid(unsafe_code)]
+
+mod buildid;
+mod demangle;
+mod elf;
+mod error;
+mod symbolizer;
+mod table;
+pub mod text;
+
+use std::fmt;
+use std::path::PathBuf;
+
+pub use buildid::{build_id_from_bytes, hex, read_build_id};
+pub use demangle::demangle;
+pub use error::SymbolError;
+pub use symbolizer::Symbolizer;
+pub use table::SymbolTable;
+
+/// A resolved symbol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sym {
+    /// Function name (demangled if [`SymbolizerOptions::demangle`]); kernel
+    /// module functions are named `func [module]`.
+    pub name: String,
+    /// Distance of the looked-up address from the symbol's start.
+    pub offset: u64,
+    /// Symbol size in bytes, when the source records it.
+    pub size: Option<u64>,
+}
+
+/// Why a location has no symbol name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Unresolved {
+    /// The mapped file is not present (at the path under
+    /// [`SymbolizerOptions::root`]).
+    FileMissing,
+    /// The file on disk is not the one that was profiled: its build-id
+    /// differs from (or lacks) the recorded one.
+    BuildIdMismatch,
+    /// The source was read but no code symbol covers the location.
+    NoSymbol,
+    /// The file or image is not a valid ELF object.
+    NotElf,
+    /// No source to ask: no kallsyms in the recording, no `--symfile` given.
+    NoSource,
+    /// Anything else (unreadable file, parse failure), in words.
+    Other(String),
+}
+
+impl fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unresolved::FileMissing => f.write_str("file missing"),
+            Unresolved::BuildIdMismatch => f.write_str("binary changed since recording"),
+            Unresolved::NoSymbol => f.write_str("no symbol"),
+            Unresolved::NotElf => f.write_str("not an ELF file"),
+            Unresolved::NoSource => f.write_str("no symbol source"),
+            Unresolved::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// The answer for one address or offset.
+pub type Resolution = Result<Sym, Unresolved>;
+
+/// Configuration of a [`Symbolizer`] (built by the binary from its CLI).
+#[derive(Clone, Debug)]
+pub struct SymbolizerOptions {
+    /// An nm-format symbol file (`nm prog > syms`) for [`Symbolizer::symbolize_symfile`].
+    pub symfile: Option<PathBuf>,
+    /// Demangle Rust and C++ names (default `true`).
+    pub demangle: bool,
+    /// Prefix for every file path, e.g. a copy of the profiled machine's
+    /// root file system (default none: paths are used as recorded).
+    pub root: Option<PathBuf>,
+}
+
+impl Default for SymbolizerOptions {
+    fn default() -> Self {
+        SymbolizerOptions {
+            symfile: None,
+            demangle: true,
+            root: None,
+        }
+    }
+}

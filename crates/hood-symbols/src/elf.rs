@@ -1,0 +1,178 @@
+//! ELF symbolization by file offset through blazesym: files on disk
+//! (checked against the recorded build-id) and in-memory images.
+
+use std::io::{ErrorKind, Write as _};
+use std::path::{Path, PathBuf};
+
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{Input, Reason, Symbolized};
+
+use crate::symbolizer::{hash_of, Verdict};
+use crate::{
+    build_id_from_bytes, hex, read_build_id, Resolution, Sym, SymbolError, Symbolizer, Unresolved,
+};
+
+const LEFT: &str = "its frames are left unresolved";
+
+impl Symbolizer {
+    /// Resolves file offsets inside the ELF file `path` (as recorded; the
+    /// [`root`](crate::SymbolizerOptions::root) prefix is applied). The
+    /// caller converts runtime addresses to file offsets with the mapping's
+    /// page offset, so executables, PIE and shared libraries are all alike.
+    ///
+    /// If `expected_build_id` (from the recording) is given and the file now
+    /// on disk has another build-id or none, every offset is
+    /// [`Unresolved::BuildIdMismatch`]; a missing file gives
+    /// [`Unresolved::FileMissing`]. Both are warned about once per file.
+    /// Only ELF symbol tables (`.symtab`, `.dynsym`) are read, not DWARF.
+    pub fn symbolize_file(
+        &mut self,
+        path: &Path,
+        expected_build_id: Option<&[u8]>,
+        file_offsets: &[u64],
+    ) -> Vec<Resolution> {
+        if file_offsets.is_empty() {
+            return Vec::new();
+        }
+        let expected = expected_build_id.filter(|b| !b.is_empty());
+        let key = (path.to_path_buf(), expected.map(<[u8]>::to_vec));
+        let verdict = match self.files.get(&key) {
+            Some(v) => v.clone(),
+            None => {
+                let v = self.check_file(path, expected);
+                self.files.insert(key, v.clone());
+                v
+            }
+        };
+        match verdict {
+            Ok(real) => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
+            Err(why) => vec![Err(why); file_offsets.len()],
+        }
+    }
+
+    /// Resolves offsets into an ELF image held in memory, such as the
+    /// `[vdso]` bytes stored in the recording. `key` names the image (for
+    /// example `"[vdso]"`); the image is written to a private temporary
+    /// file once per key (again only if different bytes come with the key).
+    pub fn symbolize_image(&mut self, key: &str, image: &[u8], offsets: &[u64]) -> Vec<Resolution> {
+        if offsets.is_empty() {
+            return Vec::new();
+        }
+        let hash = hash_of(image);
+        if self.images.get(key).map(|(h, _)| *h) != Some(hash) {
+            let stored = self.store_image(key, image);
+            self.images.insert(key.to_string(), (hash, stored));
+        }
+        let real = match self.images.get(key) {
+            Some((_, Ok(tmp))) => tmp.to_path_buf(),
+            Some((_, Err(why))) => return vec![Err(why.clone()); offsets.len()],
+            None => return vec![Err(Unresolved::NoSource); offsets.len()],
+        };
+        self.blaze_offsets(&real, key, offsets)
+    }
+
+    /// Checks that the image is ELF and writes it to a temporary file.
+    fn store_image(&mut self, key: &str, image: &[u8]) -> Result<tempfile::TempPath, Unresolved> {
+        if let Err(e) = build_id_from_bytes(image) {
+            self.warn(format!("image {key}"), format!("image {key}: {e}; {LEFT}"));
+            return Err(Unresolved::NotElf);
+        }
+        let written = tempfile::Builder::new()
+            .prefix("hood-image-")
+            .tempfile()
+            .and_then(|mut f| f.write_all(image).map(|()| f.into_temp_path()));
+        written.map_err(|e| {
+            let msg = format!("cannot write image {key} to a temporary file: {e}");
+            self.warn(format!("image {key}"), format!("{msg}; {LEFT}"));
+            Unresolved::Other(msg)
+        })
+    }
+
+    /// Decides once whether `path` may be read: present, ELF, same build-id.
+    fn check_file(&mut self, path: &Path, expected: Option<&[u8]>) -> Verdict {
+        let shown = path.display().to_string();
+        let mut real = self.rooted(path);
+        if !real.exists() {
+            // "/usr/bin/x (deleted)" in the maps of a process whose binary was
+            // replaced: the path without the suffix is worth a try, the
+            // build-id check below guards against reading the wrong file.
+            if let Some(stripped) = shown.strip_suffix(" (deleted)") {
+                real = self.rooted(Path::new(stripped));
+            }
+        }
+        let actual = match read_build_id(&real) {
+            Ok(id) => id,
+            Err(SymbolError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
+                let msg = format!("binary {shown} not found ({}); {LEFT}", self.where_looked(&real));
+                self.warn(shown, msg);
+                return Err(Unresolved::FileMissing);
+            }
+            Err(SymbolError::NotElf { reason, .. }) => {
+                self.warn(shown.clone(), format!("{shown} is not an ELF file ({reason}); {LEFT}"));
+                return Err(Unresolved::NotElf);
+            }
+            Err(e) => {
+                self.warn(shown, format!("{e}; {LEFT}"));
+                return Err(Unresolved::Other(e.to_string()));
+            }
+        };
+        if let Some(exp) = expected {
+            if actual.as_deref() != Some(exp) {
+                let now = actual.as_deref().map_or("none".to_string(), hex);
+                let msg = format!(
+                    "binary {shown} changed since recording (build-id {} recorded, {now} now); {LEFT}",
+                    hex(exp)
+                );
+                self.warn(shown, msg);
+                return Err(Unresolved::BuildIdMismatch);
+            }
+        }
+        Ok(real)
+    }
+
+    /// `path` under the configured root, if any.
+    fn rooted(&self, path: &Path) -> PathBuf {
+        match &self.opts.root {
+            Some(root) => root.join(path.strip_prefix("/").unwrap_or(path)),
+            None => path.to_path_buf(),
+        }
+    }
+
+    fn where_looked(&self, real: &Path) -> String {
+        match &self.opts.root {
+            Some(_) => format!("looked for {}", real.display()),
+            None => "give --symfile or a root with the recorded files".to_string(),
+        }
+    }
+
+    /// One blazesym batch for one file; `shown` names it in warnings.
+    fn blaze_offsets(&mut self, real: &Path, shown: &str, offsets: &[u64]) -> Vec<Resolution> {
+        let src = Source::Elf(Elf {
+            debug_syms: false,
+            ..Elf::new(real)
+        });
+        match self.blaze.symbolize(&src, Input::FileOffset(offsets)) {
+            Ok(found) => found.into_iter().map(convert).collect(),
+            Err(e) => {
+                let msg = format!("cannot read symbols of {shown}: {e}");
+                self.warn(format!("read {shown}"), format!("{msg}; {LEFT}"));
+                vec![Err(Unresolved::Other(msg)); offsets.len()]
+            }
+        }
+    }
+}
+
+/// blazesym's answer for one offset → ours.
+fn convert(s: Symbolized<'_>) -> Resolution {
+    match s {
+        Symbolized::Sym(sym) => Ok(Sym {
+            name: sym.name.into_owned(),
+            offset: sym.offset as u64,
+            size: sym.size.map(|s| s as u64).filter(|&s| s > 0),
+        }),
+        Symbolized::Unknown(Reason::IgnoredError) => {
+            Err(Unresolved::Other("error while reading symbols".to_string()))
+        }
+        Symbolized::Unknown(_) => Err(Unresolved::NoSymbol),
+    }
+}

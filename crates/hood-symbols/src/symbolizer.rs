@@ -1,0 +1,186 @@
+//! The [`Symbolizer`]: one per report, caching every parsed source.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+
+use blazesym::symbolize;
+
+use crate::text::{parse_kallsyms, parse_nm, parse_perf_map_lenient};
+use crate::{demangle, Resolution, SymbolError, SymbolTable, SymbolizerOptions, Unresolved};
+
+/// Whether an ELF file (or image) may be read, decided once per file.
+pub(crate) type Verdict = Result<PathBuf, Unresolved>;
+
+/// Resolves addresses of every kind a hood recording holds; see the
+/// crate documentation. Construct once per report and reuse: parsed ELF
+/// files, kallsyms, perf maps and the symfile are cached.
+pub struct Symbolizer {
+    pub(crate) opts: SymbolizerOptions,
+    pub(crate) blaze: symbolize::Symbolizer,
+    kernel: Option<SymbolTable>,
+    symfile: Option<SymbolTable>,
+    /// (path as recorded, expected build-id) → verdict.
+    pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
+    /// image key → (hash of the bytes, temp file holding them or why not).
+    pub(crate) images: HashMap<String, (u64, Result<tempfile::TempPath, Unresolved>)>,
+    /// pid → (hash of the map text, parsed table).
+    perf_maps: HashMap<u32, (u64, SymbolTable)>,
+    warnings: Vec<String>,
+    warned: HashSet<String>,
+}
+
+impl Symbolizer {
+    /// Creates a symbolizer; reads and parses `opts.symfile` if given.
+    ///
+    /// Errors: the symfile cannot be read ([`SymbolError::Io`]) or has a
+    /// malformed line ([`SymbolError::BadLine`], naming file and line).
+    pub fn new(opts: SymbolizerOptions) -> Result<Self, SymbolError> {
+        let symfile = match &opts.symfile {
+            Some(path) => {
+                let text = std::fs::read(path).map_err(|source| SymbolError::Io {
+                    path: path.clone(),
+                    source,
+                })?;
+                let text = String::from_utf8_lossy(&text);
+                Some(parse_nm(&path.display().to_string(), &text)?)
+            }
+            None => None,
+        };
+        let blaze = symbolize::Symbolizer::builder()
+            .enable_code_info(false)
+            .enable_inlined_fns(false)
+            .enable_demangling(opts.demangle)
+            .build();
+        Ok(Symbolizer {
+            opts,
+            blaze,
+            kernel: None,
+            symfile,
+            files: HashMap::new(),
+            images: HashMap::new(),
+            perf_maps: HashMap::new(),
+            warnings: Vec::new(),
+            warned: HashSet::new(),
+        })
+    }
+
+    /// Loads the stored text of `/proc/kallsyms` (replacing any earlier
+    /// one) and returns the number of code symbols it provides. Text read
+    /// without privileges (all addresses zero) provides none, with a
+    /// warning that says so.
+    pub fn set_kallsyms(&mut self, text: &str) -> usize {
+        let (table, skipped) = parse_kallsyms(text);
+        if let Some((line, reason)) = skipped.first() {
+            self.warn(
+                "kallsyms-bad-lines".into(),
+                format!(
+                    "kallsyms: {} malformed line(s) skipped (first at line {line}: {reason})",
+                    skipped.len()
+                ),
+            );
+        }
+        if !table.is_empty() && table.all_zero() {
+            self.warn(
+                "kallsyms-zero".into(),
+                "kallsyms: every address is zero (recorded without privileges, \
+                 kptr_restrict); kernel frames are left unresolved — record as root \
+                 or set kernel.kptr_restrict=0"
+                    .into(),
+            );
+            self.kernel = None;
+            return 0;
+        }
+        let n = table.text_len();
+        self.kernel = Some(table);
+        n
+    }
+
+    /// Resolves kernel addresses against the kallsyms given to
+    /// [`set_kallsyms`](Self::set_kallsyms); without one, every address is
+    /// [`Unresolved::NoSource`] (warned once).
+    pub fn symbolize_kernel(&mut self, addrs: &[u64]) -> Vec<Resolution> {
+        match &self.kernel {
+            Some(table) => addrs.iter().map(|&a| table.lookup(a)).collect(),
+            None => {
+                if !addrs.is_empty() {
+                    self.warn(
+                        "kallsyms-none".into(),
+                        "no usable kernel symbol table in the recording; \
+                         kernel frames are left unresolved"
+                            .into(),
+                    );
+                }
+                vec![Err(Unresolved::NoSource); addrs.len()]
+            }
+        }
+    }
+
+    /// Resolves absolute addresses of process `pid` against the text of its
+    /// JIT map `/tmp/perf-PID.map` (`START SIZE NAME`, hex). The text is
+    /// parsed once per pid (again only if a different text is given);
+    /// malformed lines are skipped with one warning naming the first.
+    pub fn symbolize_perf_map(&mut self, pid: u32, map_text: &str, addrs: &[u64]) -> Vec<Resolution> {
+        let hash = hash_of(map_text.as_bytes());
+        if self.perf_maps.get(&pid).map(|(h, _)| *h) != Some(hash) {
+            let (table, skipped) = parse_perf_map_lenient(map_text);
+            if let Some((line, reason)) = skipped.first() {
+                self.warn(
+                    format!("perf-map-{pid}"),
+                    format!(
+                        "/tmp/perf-{pid}.map: {} malformed line(s) skipped \
+                         (first at line {line}: {reason}; expected \"START SIZE NAME\" in hex)",
+                        skipped.len()
+                    ),
+                );
+            }
+            self.perf_maps.insert(pid, (hash, table));
+        }
+        let demangle = self.opts.demangle;
+        match self.perf_maps.get(&pid) {
+            Some((_, table)) => addrs.iter().map(|&a| named(table, a, demangle)).collect(),
+            None => vec![Err(Unresolved::NoSource); addrs.len()],
+        }
+    }
+
+    /// Resolves absolute addresses against the nm-format `--symfile`; without
+    /// one, every address is [`Unresolved::NoSource`].
+    pub fn symbolize_symfile(&mut self, addrs: &[u64]) -> Vec<Resolution> {
+        let demangle = self.opts.demangle;
+        match &self.symfile {
+            Some(table) => addrs.iter().map(|&a| named(table, a, demangle)).collect(),
+            None => vec![Err(Unresolved::NoSource); addrs.len()],
+        }
+    }
+
+    /// Warnings gathered so far, one per problem file or source, in the
+    /// order they arose, e.g. "binary /usr/bin/x changed since recording
+    /// (build-id abc… recorded, def… now); its frames are left unresolved".
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// Records `msg` unless a warning with the same `key` was recorded.
+    pub(crate) fn warn(&mut self, key: String, msg: String) {
+        if self.warned.insert(key) {
+            self.warnings.push(msg);
+        }
+    }
+}
+
+/// Looks `addr` up in a text table and demangles the name if asked.
+fn named(table: &SymbolTable, addr: u64, demangle_names: bool) -> Resolution {
+    let mut sym = table.lookup(addr)?;
+    if demangle_names {
+        sym.name = demangle(&sym.name);
+    }
+    Ok(sym)
+}
+
+/// A 64-bit hash to notice that a cached source was replaced.
+pub(crate) fn hash_of(bytes: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
+}

@@ -1,0 +1,162 @@
+//! A sorted address → name table shared by the kallsyms, perf-map and
+//! nm-format parsers: names live in one string arena, lookups are a
+//! binary search.
+
+use crate::{Sym, Unresolved};
+
+/// One entry of a [`SymbolTable`].
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    start: u64,
+    /// Exclusive end when the source gives a size.
+    end: Option<u64>,
+    name_at: u32,
+    name_len: u32,
+    /// Code symbols resolve; data symbols only bound their neighbours.
+    text: bool,
+}
+
+/// A sorted symbol table built from text (kallsyms, perf map, nm output).
+///
+/// A symbol without a size extends to the next symbol's start (data
+/// symbols included, so an address in a data area is not charged to the
+/// function before it); the last symbol without a size covers at most
+/// [`SymbolTable::LAST_SYMBOL_SPAN`] bytes.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolTable {
+    entries: Vec<Entry>,
+    names: String,
+}
+
+impl SymbolTable {
+    /// How far past its start the last symbol of a table (with no size
+    /// and no successor) may still claim an address.
+    pub const LAST_SYMBOL_SPAN: u64 = 1 << 20;
+
+    /// Adds a symbol. `size` of `None` or `Some(0)` means "unknown".
+    pub(crate) fn push(&mut self, start: u64, size: Option<u64>, name: &str, text: bool) {
+        self.push_parts(start, size, &[name], text);
+    }
+
+    /// Adds a symbol whose name is the concatenation of `parts`.
+    pub(crate) fn push_parts(&mut self, start: u64, size: Option<u64>, parts: &[&str], text: bool) {
+        let name_at = self.names.len();
+        for p in parts {
+            self.names.push_str(p);
+        }
+        let (Ok(name_at), Ok(name_len)) = (
+            u32::try_from(name_at),
+            u32::try_from(self.names.len() - name_at),
+        ) else {
+            // Over 4 GiB of names: refuse further symbols rather than wrap.
+            self.names.truncate(name_at);
+            return;
+        };
+        let end = size.filter(|&s| s > 0).map(|s| start.saturating_add(s));
+        self.entries.push(Entry {
+            start,
+            end,
+            name_at,
+            name_len,
+            text,
+        });
+    }
+
+    /// Sorts by start address; of several symbols at the same address the
+    /// one added last wins (a JIT that reuses memory appends newer code
+    /// later; kallsyms aliases are equally good).
+    pub(crate) fn finish(&mut self) {
+        // Stable sort keeps insertion order among equal starts.
+        self.entries.sort_by_key(|e| e.start);
+        let mut out: Vec<Entry> = Vec::with_capacity(self.entries.len());
+        for e in self.entries.drain(..) {
+            match out.last_mut() {
+                // Prefer a later code symbol over an earlier alias, but do
+                // not let a data symbol hide a function at the same address.
+                Some(last) if last.start == e.start => {
+                    if e.text || !last.text {
+                        *last = e;
+                    }
+                }
+                _ => out.push(e),
+            }
+        }
+        self.entries = out;
+    }
+
+    /// Number of symbols (code and data).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True if the table holds no symbol.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Number of code symbols.
+    pub fn text_len(&self) -> usize {
+        self.entries.iter().filter(|e| e.text).count()
+    }
+
+    /// True if every symbol sits at address 0 (kallsyms read without
+    /// privileges under `kptr_restrict`).
+    pub(crate) fn all_zero(&self) -> bool {
+        self.entries.iter().all(|e| e.start == 0)
+    }
+
+    /// Resolves one address.
+    pub fn lookup(&self, addr: u64) -> Result<Sym, Unresolved> {
+        let idx = self.entries.partition_point(|e| e.start <= addr);
+        let Some(i) = idx.checked_sub(1) else {
+            return Err(Unresolved::NoSymbol);
+        };
+        let e = self.entries[i];
+        let limit = match (e.end, self.entries.get(i + 1)) {
+            (Some(end), _) => end,
+            (None, Some(next)) => next.start,
+            (None, None) => e.start.saturating_add(Self::LAST_SYMBOL_SPAN),
+        };
+        if !e.text || addr >= limit {
+            return Err(Unresolved::NoSymbol);
+        }
+        let name = self
+            .names
+            .get(e.name_at as usize..(e.name_at as usize + e.name_len as usize))
+            .unwrap_or("");
+        Ok(Sym {
+            name: name.to_string(),
+            offset: addr - e.start,
+            size: e.end.map(|end| end - e.start),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> SymbolTable {
+        let mut t = SymbolTable::default();
+        t.push(0x2000, None, "b", true);
+        t.push(0x1000, Some(0x10), "a", true);
+        t.push(0x3000, None, "data", false);
+        t.push(0x2000, None, "b_alias", true);
+        t.finish();
+        t
+    }
+
+    #[test]
+    fn sized_unsized_data_and_aliases() {
+        let t = table();
+        assert_eq!(t.lookup(0x1000).unwrap().name, "a");
+        assert_eq!(t.lookup(0x100f).unwrap().offset, 0xf);
+        assert_eq!(t.lookup(0x1010), Err(Unresolved::NoSymbol));
+        assert_eq!(t.lookup(0xfff), Err(Unresolved::NoSymbol));
+        let b = t.lookup(0x2fff).unwrap();
+        assert_eq!((b.name.as_str(), b.offset, b.size), ("b_alias", 0xfff, None));
+        assert_eq!(t.lookup(0x3000), Err(Unresolved::NoSymbol));
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.text_len(), 2);
+    }
+}

@@ -1,0 +1,242 @@
+//! Parsers for the text symbol sources: `/proc/kallsyms`, JIT perf maps
+//! (`/tmp/perf-PID.map`) and nm-format symbol files (`--symfile`).
+//!
+//! All three are small hand-written line parsers that never panic on
+//! input; the strict ones report the first bad line by number.
+
+use crate::{SymbolError, SymbolTable};
+
+/// The expected shape of a perf-map line, for error messages.
+pub const PERF_MAP_FORMAT: &str = "\"START SIZE NAME\" with START and SIZE in hex";
+/// The expected shape of an nm-format line, for error messages.
+pub const NM_FORMAT: &str =
+    "nm output: \"ADDR TYPE NAME\" or \"ADDR SIZE TYPE NAME\" with ADDR and SIZE in hex";
+
+/// A line that a lenient parse skipped: 1-based number and reason.
+pub type SkippedLine = (usize, String);
+
+/// Splits off the first whitespace-separated token: `(token, rest)`.
+fn token(s: &str) -> Option<(&str, &str)> {
+    let s = s.trim_start();
+    if s.is_empty() {
+        return None;
+    }
+    let end = s.find(char::is_whitespace).unwrap_or(s.len());
+    Some((&s[..end], &s[end..]))
+}
+
+/// Parses a hex number with or without `0x`.
+fn hex(tok: &str) -> Option<u64> {
+    let digits = tok
+        .strip_prefix("0x")
+        .or_else(|| tok.strip_prefix("0X"))
+        .unwrap_or(tok);
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// A one-letter nm/kallsyms symbol type.
+fn sym_type(tok: &str) -> Option<char> {
+    let mut chars = tok.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) if c.is_ascii_alphabetic() || c == '?' || c == '-' => Some(c),
+        _ => None,
+    }
+}
+
+/// Code symbol types: local/global text, weak, and GNU indirect functions.
+fn is_text(t: char) -> bool {
+    matches!(t, 't' | 'T' | 'w' | 'W' | 'i')
+}
+
+/// Parses the text of `/proc/kallsyms` (lines `ADDR TYPE NAME` with an
+/// optional `\t[module]`), keeping every symbol for bounding but letting
+/// only code symbols (`t T w W`) resolve; module symbols are named
+/// `func [module]`. Malformed lines are skipped and returned.
+pub fn parse_kallsyms(text: &str) -> (SymbolTable, Vec<SkippedLine>) {
+    let mut table = SymbolTable::default();
+    let mut skipped = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match kallsyms_line(line) {
+            Some((addr, t, name, module)) => {
+                let text = matches!(t, 't' | 'T' | 'w' | 'W');
+                match module {
+                    Some(m) => table.push_parts(addr, None, &[name, " ", m], text),
+                    None => table.push(addr, None, name, text),
+                }
+            }
+            None => skipped.push((i + 1, "expected \"ADDR TYPE NAME [module]\"".to_string())),
+        }
+    }
+    table.finish();
+    (table, skipped)
+}
+
+fn kallsyms_line(line: &str) -> Option<(u64, char, &str, Option<&str>)> {
+    let (addr, rest) = token(line)?;
+    let (t, rest) = token(rest)?;
+    let (name, rest) = token(rest)?;
+    let module = token(rest).map(|(m, _)| m);
+    Some((hex(addr)?, sym_type(t)?, name, module))
+}
+
+/// Parses a JIT perf map (`/tmp/perf-PID.map`): one `START SIZE NAME` per
+/// line, hex numbers, the name running to the end of the line.
+///
+/// Strict: the first malformed line is an error naming `file` and the
+/// line number. See [`parse_perf_map_lenient`] for the forgiving variant.
+pub fn parse_perf_map(file: &str, text: &str) -> Result<SymbolTable, SymbolError> {
+    let (table, skipped) = parse_perf_map_lenient(text);
+    match skipped.into_iter().next() {
+        Some((line, reason)) => Err(SymbolError::BadLine {
+            file: file.to_string(),
+            line,
+            reason,
+            expected: PERF_MAP_FORMAT,
+        }),
+        None => Ok(table),
+    }
+}
+
+/// Like [`parse_perf_map`] but skips malformed lines (a JIT may be killed
+/// mid-write) and returns them.
+pub fn parse_perf_map_lenient(text: &str) -> (SymbolTable, Vec<SkippedLine>) {
+    let mut table = SymbolTable::default();
+    let mut skipped = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match perf_map_line(line) {
+            Ok((start, size, name)) => table.push(start, Some(size), name, true),
+            Err(reason) => skipped.push((i + 1, reason.to_string())),
+        }
+    }
+    table.finish();
+    (table, skipped)
+}
+
+fn perf_map_line(line: &str) -> Result<(u64, u64, &str), &'static str> {
+    let (start, rest) = token(line).ok_or("empty line")?;
+    let start = hex(start).ok_or("START is not a hex number")?;
+    let (size, rest) = token(rest).ok_or("missing SIZE")?;
+    let size = hex(size).ok_or("SIZE is not a hex number")?;
+    let name = rest.trim();
+    if name.is_empty() {
+        return Err("missing NAME");
+    }
+    Ok((start, size, name))
+}
+
+/// Parses nm output (`nm`, `nm -S`, `nm -C`) used as a `--symfile`:
+/// `ADDR TYPE NAME` or `ADDR SIZE TYPE NAME`. Undefined symbols (no
+/// address), blank lines, `#` comments and `file.o:` headers are skipped;
+/// any other malformed line is an error naming `file` and the line.
+pub fn parse_nm(file: &str, text: &str) -> Result<SymbolTable, SymbolError> {
+    let mut table = SymbolTable::default();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if trimmed.ends_with(':') && !trimmed.contains(char::is_whitespace) {
+            continue;
+        }
+        match nm_line(trimmed) {
+            Ok(Some((addr, size, t, name))) => table.push(addr, size, name, is_text(t)),
+            Ok(None) => {}
+            Err(reason) => {
+                return Err(SymbolError::BadLine {
+                    file: file.to_string(),
+                    line: i + 1,
+                    reason: reason.to_string(),
+                    expected: NM_FORMAT,
+                })
+            }
+        }
+    }
+    table.finish();
+    Ok(table)
+}
+
+type NmLine<'a> = Option<(u64, Option<u64>, char, &'a str)>;
+
+fn nm_line(line: &str) -> Result<NmLine<'_>, &'static str> {
+    let (first, rest) = token(line).ok_or("empty line")?;
+    // "U name" / "w name": an undefined symbol has no address.
+    if sym_type(first).is_some() && hex(first).is_none() {
+        return Ok(None);
+    }
+    let addr = hex(first).ok_or("ADDR is not a hex number")?;
+    let (second, rest) = token(rest).ok_or("missing TYPE")?;
+    let (size, t, rest) = match sym_type(second) {
+        // A one-letter type; "a".."f" would also be hex, but nm never
+        // prints a one-digit size field.
+        Some(t) => (None, t, rest),
+        None => {
+            let size = hex(second).ok_or("TYPE is not a single letter")?;
+            let (third, rest) = token(rest).ok_or("missing TYPE")?;
+            let t = sym_type(third).ok_or("TYPE is not a single letter")?;
+            (Some(size), t, rest)
+        }
+    };
+    let name = rest.trim();
+    if name.is_empty() {
+        return Err("missing NAME");
+    }
+    Ok(Some((addr, size, t, name)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kallsyms_modules_and_data() {
+        let (t, skipped) = parse_kallsyms(
+            "ffffffff81000000 T _stext\nffffffff81000100 t helper\n\
+             ffffffff81000200 D some_data\nffffffffc0001000 t mod_fn\t[ext4]\ngarbage\n",
+        );
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].0, 5);
+        assert_eq!(t.lookup(0xffffffff81000010).unwrap().name, "_stext");
+        assert_eq!(t.lookup(0xffffffff81000101).unwrap().offset, 1);
+        assert!(t.lookup(0xffffffff81000201).is_err());
+        assert_eq!(t.lookup(0xffffffffc0001004).unwrap().name, "mod_fn [ext4]");
+    }
+
+    #[test]
+    fn perf_map_names_with_spaces_and_bad_lines() {
+        let t = parse_perf_map("m", "7f0010 20 LazyCompile:~foo bar.js:3\n0x7f0100 0x10 stub\n")
+            .unwrap();
+        assert_eq!(t.lookup(0x7f0011).unwrap().name, "LazyCompile:~foo bar.js:3");
+        assert_eq!(t.lookup(0x7f0030), Err(crate::Unresolved::NoSymbol));
+        assert_eq!(t.lookup(0x7f010f).unwrap().name, "stub");
+        let err = parse_perf_map("/tmp/perf-9.map", "7f0010 20 a\nzz 20 b\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("/tmp/perf-9.map:2"), "{msg}");
+    }
+
+    #[test]
+    fn nm_forms() {
+        let t = parse_nm(
+            "syms",
+            "prog.o:\n                 U puts\n0000000000001139 T main\n\
+             0000000000001120 000000000000000b t helper\n0000000000004010 D data\n",
+        )
+        .unwrap();
+        assert_eq!(t.lookup(0x1140).unwrap().name, "main");
+        let h = t.lookup(0x112a).unwrap();
+        assert_eq!((h.name.as_str(), h.offset, h.size), ("helper", 10, Some(11)));
+        assert!(t.lookup(0x112b).is_err());
+        let err = parse_nm("syms.txt", "1000 T ok\n1010 TT bad\n").unwrap_err();
+        assert!(err.to_string().starts_with("syms.txt:2:"), "{err}");
+        assert!(parse_nm("s", "1000 T\n").is_err());
+        assert!(parse_nm("s", "xyz T name\n").is_err());
+    }
+}

@@ -1,0 +1,178 @@
+//! ELF symbolization by file offset on real gcc-built programs and libc.
+
+mod common;
+
+use common::{compile, func_offset, loaded_libc, OTHER, PROG};
+use hood_symbols::{read_build_id, Symbolizer, SymbolizerOptions, Unresolved};
+
+fn symbolizer() -> Symbolizer {
+    Symbolizer::new(SymbolizerOptions::default()).expect("symbolizer")
+}
+
+/// Every function of PROG resolves at its first, second and last byte.
+fn check_program(extra: &[&str]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = compile(dir.path(), "prog", PROG, extra);
+    let id = read_build_id(&bin).expect("read build-id").expect("gcc emits a build-id");
+    let mut s = symbolizer();
+    let names = ["alpha", "beta", "gamma_fn", "main"];
+    let mut offsets = Vec::new();
+    let mut want = Vec::new();
+    for name in names {
+        let (off, size) = func_offset(&bin, name, false);
+        assert!(size > 1, "{name} has size {size}");
+        for delta in [0, 1, size - 1] {
+            offsets.push(off + delta);
+            want.push((name, delta, size));
+        }
+    }
+    // Offset 0 is the ELF header: no function there.
+    offsets.push(0);
+    let got = s.symbolize_file(&bin, Some(&id), &offsets);
+    assert_eq!(got.len(), offsets.len());
+    for (g, (name, delta, size)) in got.iter().zip(&want) {
+        let sym = g.as_ref().unwrap_or_else(|e| panic!("{name}+{delta}: {e}"));
+        assert_eq!(sym.name, *name);
+        assert_eq!(sym.offset, *delta);
+        assert_eq!(sym.size, Some(*size));
+    }
+    assert_eq!(got.last(), Some(&Err(Unresolved::NoSymbol)));
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+}
+
+#[test]
+fn pie_executable_resolves_by_file_offset() {
+    check_program(&["-pie", "-fPIE"]);
+}
+
+#[test]
+fn non_pie_executable_resolves_by_file_offset() {
+    check_program(&["-no-pie", "-fno-PIE"]);
+}
+
+#[test]
+fn mangled_names_demangle_unless_turned_off() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = compile(dir.path(), "prog", PROG, &[]);
+    let (off, _) = func_offset(&bin, "_Z5deltai", false);
+    let mut on = symbolizer();
+    assert_eq!(on.symbolize_file(&bin, None, &[off])[0].as_ref().map(|s| s.name.as_str()), Ok("delta(int)"));
+    let mut off_opts = SymbolizerOptions::default();
+    off_opts.demangle = false;
+    let mut off_s = Symbolizer::new(off_opts).expect("symbolizer");
+    assert_eq!(off_s.symbolize_file(&bin, None, &[off])[0].as_ref().map(|s| s.name.as_str()), Ok("_Z5deltai"));
+}
+
+#[test]
+fn loaded_libc_resolves_through_dynsym() {
+    let libc = loaded_libc();
+    let id = read_build_id(&libc).expect("libc build-id");
+    let mut s = symbolizer();
+    let mut offsets = Vec::new();
+    for name in ["getpid", "malloc", "write"] {
+        let (off, _) = func_offset(&libc, name, true);
+        offsets.push(off + 1);
+    }
+    let got = s.symbolize_file(&libc, id.as_deref(), &offsets);
+    for (g, name) in got.iter().zip(["getpid", "malloc", "write"]) {
+        let sym = g.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
+        // libc exports aliases (__getpid, __libc_malloc, __write): any of
+        // them names the same code.
+        assert!(sym.name.contains(name), "{name} resolved as {}", sym.name);
+        assert_eq!(sym.offset, 1);
+    }
+}
+
+#[test]
+fn changed_binary_is_a_build_id_mismatch_with_a_warning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = compile(dir.path(), "prog", PROG, &[]);
+    let old_id = read_build_id(&bin).expect("read").expect("build-id");
+    let (off, _) = func_offset(&bin, "alpha", false);
+    // Recompile something else to the very same path.
+    compile(dir.path(), "prog", OTHER, &[]);
+    let new_id = read_build_id(&bin).expect("read").expect("build-id");
+    assert_ne!(old_id, new_id);
+
+    let mut s = symbolizer();
+    let got = s.symbolize_file(&bin, Some(&old_id), &[off, off + 1]);
+    assert_eq!(got, vec![Err(Unresolved::BuildIdMismatch); 2]);
+    s.symbolize_file(&bin, Some(&old_id), &[off]);
+    assert_eq!(s.warnings().len(), 1, "warned once: {:?}", s.warnings());
+    let w = &s.warnings()[0];
+    assert!(w.contains(&bin.display().to_string()), "{w}");
+    assert!(w.contains("changed since recording"), "{w}");
+    assert!(w.contains(&hood_symbols::hex(&old_id)), "{w}");
+
+    // The current build-id is accepted.
+    let (main_off, _) = func_offset(&bin, "main", false);
+    assert_eq!(s.symbolize_file(&bin, Some(&new_id), &[main_off])[0].as_ref().map(|x| x.name.as_str()), Ok("main"));
+
+    // A file without any build-id while one was recorded is a mismatch too.
+    compile(dir.path(), "prog", PROG, &["-Wl,--build-id=none"]);
+    assert_eq!(read_build_id(&bin).expect("read"), None);
+    let mut s = symbolizer();
+    assert_eq!(s.symbolize_file(&bin, Some(&old_id), &[off]), vec![Err(Unresolved::BuildIdMismatch)]);
+    assert!(s.warnings()[0].contains("none now"), "{:?}", s.warnings());
+}
+
+#[test]
+fn missing_and_non_elf_files_are_reported_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let gone = dir.path().join("no-such-binary");
+    let mut s = symbolizer();
+    assert_eq!(s.symbolize_file(&gone, None, &[0x1000, 0x2000]), vec![Err(Unresolved::FileMissing); 2]);
+    assert_eq!(s.symbolize_file(&gone, None, &[0x3000]), vec![Err(Unresolved::FileMissing)]);
+    assert_eq!(s.warnings().len(), 1);
+    assert!(s.warnings()[0].contains("no-such-binary"), "{:?}", s.warnings());
+
+    let text = dir.path().join("script.sh");
+    std::fs::write(&text, "#!/bin/sh\necho not elf\n").expect("write");
+    assert_eq!(s.symbolize_file(&text, None, &[4]), vec![Err(Unresolved::NotElf)]);
+    assert_eq!(s.warnings().len(), 2);
+    assert!(s.symbolize_file(&text, None, &[]).is_empty());
+}
+
+#[test]
+fn root_prefix_finds_recorded_paths_elsewhere() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = compile(dir.path(), "prog", PROG, &[]);
+    let root = dir.path().join("sysroot");
+    std::fs::create_dir_all(root.join("usr/bin")).expect("mkdir");
+    std::fs::copy(&bin, root.join("usr/bin/prog")).expect("copy");
+    let (off, _) = func_offset(&bin, "beta", false);
+    let opts = SymbolizerOptions { root: Some(root), ..SymbolizerOptions::default() };
+    let mut s = Symbolizer::new(opts).expect("symbolizer");
+    let got = s.symbolize_file(std::path::Path::new("/usr/bin/prog"), None, &[off + 2]);
+    assert_eq!(got[0].as_ref().map(|x| (x.name.as_str(), x.offset)), Ok(("beta", 2)));
+}
+
+#[test]
+fn vdso_image_resolves_from_memory() {
+    // Read this process's [vdso] bytes the way the recorder stores them.
+    let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
+    let line = maps.lines().find(|l| l.ends_with("[vdso]")).expect("a [vdso] mapping");
+    let range = line.split_whitespace().next().expect("range");
+    let (lo, hi) = range.split_once('-').expect("range form");
+    let lo = u64::from_str_radix(lo, 16).expect("hex");
+    let hi = u64::from_str_radix(hi, 16).expect("hex");
+    let mut image = vec![0u8; (hi - lo) as usize];
+    let mem = std::fs::File::open("/proc/self/mem").expect("open /proc/self/mem");
+    std::os::unix::fs::FileExt::read_exact_at(&mem, &mut image, lo).expect("read vdso");
+
+    // Where clock_gettime lives, per binutils on a copy of the image.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let copy = dir.path().join("vdso.so");
+    std::fs::write(&copy, &image).expect("write copy");
+    let (off, _) = func_offset(&copy, "__vdso_clock_gettime", true);
+
+    let mut s = symbolizer();
+    let got = s.symbolize_image("[vdso]", &image, &[off, off + 3]);
+    for g in &got {
+        let sym = g.as_ref().expect("vdso symbol");
+        assert!(sym.name.contains("clock_gettime"), "{}", sym.name);
+    }
+    assert_eq!(got[1].as_ref().map(|x| x.offset), Ok(3));
+    // Bytes that are not ELF under another key.
+    assert_eq!(s.symbolize_image("[junk]", b"not an elf image", &[1]), vec![Err(Unresolved::NotElf)]);
+}
