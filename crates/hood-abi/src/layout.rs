@@ -1,0 +1,288 @@
+//! The layouts themselves, with compile-time size and offset checks.
+
+use core::mem::{offset_of, size_of};
+use core::sync::atomic::{AtomicU32, AtomicU64};
+
+/// First 8 bytes of every segment: `b"HOODSEG\0"` read as a little-endian u64.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"HOODSEG\0");
+/// Bumped whenever any layout in this crate changes; readers skip other versions.
+pub const LAYOUT_VERSION: u32 = 1;
+/// File-name prefix of segments in the segment directory.
+pub const SEGMENT_PREFIX: &str = "hood-rt-";
+/// Default segment directory; the runtime and the readers honour `HOOD_SHM_DIR`.
+pub const DEFAULT_SHM_DIR: &str = "/dev/shm";
+
+/// Segment mode: call-path tables (issue 4).
+pub const MODE_CALLS: u32 = 1;
+/// Segment mode: event trace rings (issue 5, not yet implemented).
+pub const MODE_TRACE: u32 = 2;
+
+/// Process state: the process is (as far as its runtime knows) running.
+pub const STATE_RUNNING: u32 = 1;
+/// Process state: the runtime's exit handler ran; `exit_tsc` is valid.
+pub const STATE_EXITED: u32 = 2;
+
+/// Clock: timestamps are TSC ticks, `ticks_per_sec` calibrated against CLOCK_MONOTONIC.
+pub const CLOCK_TSC: u32 = 1;
+/// Clock: timestamps are CLOCK_MONOTONIC nanoseconds (no invariant TSC).
+pub const CLOCK_MONOTONIC_NS: u32 = 2;
+
+/// Flag: a call path was longer than `max_path_len`; deeper calls were folded into it.
+pub const FLAG_PATH_OVERRUN: u32 = 0x1;
+/// Flag: the call stack was deeper than `max_depth`; deeper calls were not measured.
+pub const FLAG_STACK_OVERRUN: u32 = 0x2;
+/// Flag: a thread's path table was full; new paths were charged to the lost node.
+pub const FLAG_TABLE_OVERRUN: u32 = 0x4;
+/// Flag: more threads than `max_threads`; extra threads were not measured.
+pub const FLAG_THREAD_OVERRUN: u32 = 0x8;
+/// Flag: exits that did not match the stack were seen (longjmp, exceptions); see `mismatched`.
+pub const FLAG_MISMATCH: u32 = 0x10;
+
+/// Thread slot state: slot claimed, thread alive.
+pub const THREAD_LIVE: u32 = 1;
+/// Thread slot state: the thread exited (`exit_tsc` valid).
+pub const THREAD_EXITED: u32 = 2;
+
+/// Node index meaning "no parent" (a top-level call).
+pub const NO_PARENT: u32 = u32::MAX;
+/// Node 0 of every table: calls whose path could not be inserted (table overrun).
+pub const LOST_NODE: u32 = 0;
+/// Frame flag: the frame's path was folded into its parent's (path overrun); calls not counted.
+pub const FRAME_FOLDED: u32 = 0x1;
+
+/// Size of the header area (one page).
+pub const HEADER_AREA_SIZE: u64 = 4096;
+/// Size of the maps area following the header.
+pub const MAPS_AREA_SIZE: u64 = 64 * 1024;
+/// Byte length of the executable path field.
+pub const EXE_PATH_LEN: usize = 1024;
+
+/// The segment header. Fields that change while the process runs are atomics; the rest are
+/// written once before `magic` is stored (the runtime stores `magic` last).
+#[repr(C)]
+pub struct SegmentHeader {
+    /// [`MAGIC`].
+    pub magic: AtomicU64,
+    /// [`LAYOUT_VERSION`].
+    pub version: u32,
+    /// [`MODE_CALLS`] or [`MODE_TRACE`].
+    pub mode: u32,
+    /// Process id of the process that owns the segment.
+    pub pid: u32,
+    /// Its parent at segment creation.
+    pub ppid: u32,
+    /// [`STATE_RUNNING`] or [`STATE_EXITED`].
+    pub state: AtomicU32,
+    /// [`CLOCK_TSC`] or [`CLOCK_MONOTONIC_NS`].
+    pub clock: u32,
+    /// Timestamp ticks per second (refined at exit when the run was long enough).
+    pub ticks_per_sec: AtomicU64,
+    /// Timestamp at segment creation.
+    pub start_ticks: u64,
+    /// CLOCK_MONOTONIC ns at segment creation (same instant as `start_ticks`).
+    pub start_mono_ns: u64,
+    /// CLOCK_REALTIME ns at segment creation.
+    pub start_realtime_ns: u64,
+    /// Timestamp when the exit handler ran (valid when `state` is exited).
+    pub exit_ticks: AtomicU64,
+    /// OR of `FLAG_*` values.
+    pub flags: AtomicU32,
+    /// Reset generation: readers increment it to ask for a reset; each thread honours it at
+    /// its next hook and stores it in its `seen_gen`.
+    pub reset_gen: AtomicU32,
+    /// 1 when overhead compensation is on (`HOOD_COMPENSATE=0` turns it off).
+    pub compensate: u32,
+    /// Maximum number of thread slots.
+    pub max_threads: u32,
+    /// Ticks charged per call to the callee's own time by the hooks themselves (subtracted).
+    pub comp_self_ticks: u64,
+    /// Ticks of hook cost per child call not covered by the child's timestamps (added to the
+    /// caller's deeper time).
+    pub comp_child_ticks: u64,
+    /// Stack frames per thread.
+    pub max_depth: u32,
+    /// Path nodes per thread (node 0 is the lost node).
+    pub max_paths: u32,
+    /// Longest call path kept; deeper calls are folded.
+    pub max_path_len: u32,
+    /// Hash index entries per thread (a power of two).
+    pub hash_size: u32,
+    /// Number of thread slots claimed so far (may exceed `max_threads`; clamp).
+    pub threads_used: AtomicU32,
+    /// Length of the executable path in `exe_path`.
+    pub exe_path_len: u32,
+    /// Offset of the maps area from the segment start.
+    pub maps_offset: u64,
+    /// Bytes of text currently in the maps area.
+    pub maps_len: AtomicU64,
+    /// Offset of thread slot 0.
+    pub threads_offset: u64,
+    /// Size of one thread slot.
+    pub thread_slot_size: u64,
+    /// Total segment size.
+    pub total_size: u64,
+    /// Executable path (`/proc/self/exe`), not NUL terminated.
+    pub exe_path: [u8; EXE_PATH_LEN],
+}
+
+/// Per-thread header at the start of each thread slot (128 bytes). Written only by the owner
+/// thread, except `state`/`exit_ticks` written by the thread-exit destructor of that thread.
+#[repr(C)]
+pub struct ThreadHeader {
+    /// Kernel thread id.
+    pub tid: u32,
+    /// [`THREAD_LIVE`] or [`THREAD_EXITED`].
+    pub state: AtomicU32,
+    /// Current stack depth (frames 0..depth are valid).
+    pub depth: AtomicU32,
+    /// Calls deeper than `max_depth` currently open (not on the stack).
+    pub overflow_depth: u32,
+    /// Reset generation this thread last honoured.
+    pub seen_gen: AtomicU32,
+    /// Re-entrancy guard (owner thread only).
+    pub busy: u32,
+    /// Nodes used in the path table, including the lost node 0.
+    pub paths_used: AtomicU32,
+    /// OR of `FLAG_*` values seen by this thread.
+    pub flags: u32,
+    /// Timestamp of this thread's latest hook.
+    pub last_ticks: AtomicU64,
+    /// Timestamp when the thread exited (valid when `state` is exited).
+    pub exit_ticks: AtomicU64,
+    /// Exits that did not match the top of the stack and were repaired.
+    pub mismatched: AtomicU64,
+    /// Calls not measured because of stack or thread overruns.
+    pub lost_calls: AtomicU64,
+    /// Timestamp when the table was last reset (or the slot claimed).
+    pub reset_ticks: AtomicU64,
+    /// Reserved.
+    pub _reserved: [u64; 7],
+}
+
+/// One open call on a thread's stack (32 bytes).
+#[repr(C)]
+pub struct Frame {
+    /// Path node of this call.
+    pub node: u32,
+    /// `FRAME_*` flags.
+    pub flags: u32,
+    /// Function address (`this_fn`).
+    pub func: u64,
+    /// Timestamp at the end of the entry hook.
+    pub entry_ticks: u64,
+    /// Ticks spent in completed deeper calls, including their hook cost.
+    pub deeper_ticks: u64,
+    /// Stack pointer inside the entry hook (detects frames unwound by longjmp).
+    pub sp: u64,
+}
+
+/// One unique call path: the function at its end plus its parent path (48 bytes).
+#[repr(C)]
+pub struct PathNode {
+    /// Function address at the end of the path.
+    pub func: u64,
+    /// Parent node index, or [`NO_PARENT`].
+    pub parent: u32,
+    /// Next node in the same hash chain (0 = end; node 0 is never chained).
+    pub next: u32,
+    /// Completed calls of this path.
+    pub calls: u64,
+    /// Own-body ticks, summed with wrapping arithmetic; read as i64 (compensation may drive
+    /// near-empty functions slightly negative).
+    pub own_ticks: u64,
+    /// Most recent child node (lookup cache).
+    pub last_child: u32,
+    /// Path length (1 for a top-level call).
+    pub depth: u32,
+    /// Reserved.
+    pub _reserved: u64,
+}
+
+/// One trace event for the trace mode of issue 5 (16 bytes): reserved layout.
+#[repr(C)]
+pub struct TraceEvent {
+    /// Function address or inline tag; the low 2 bits of `ticks_kind` give the kind.
+    pub addr: u64,
+    /// Timestamp << 2 | kind (0 entry, 1 exit, 2 inline mark).
+    pub ticks_kind: u64,
+}
+
+/// Size of [`SegmentHeader`].
+pub const SEGMENT_HEADER_SIZE: usize = size_of::<SegmentHeader>();
+/// Size of [`ThreadHeader`].
+pub const THREAD_HEADER_SIZE: usize = size_of::<ThreadHeader>();
+/// Size of [`Frame`].
+pub const FRAME_SIZE: usize = size_of::<Frame>();
+/// Size of [`PathNode`].
+pub const PATH_NODE_SIZE: usize = size_of::<PathNode>();
+
+const _: () = {
+    assert!(SEGMENT_HEADER_SIZE == 168 + EXE_PATH_LEN);
+    assert!(SEGMENT_HEADER_SIZE as u64 <= HEADER_AREA_SIZE);
+    assert!(offset_of!(SegmentHeader, version) == 8);
+    assert!(offset_of!(SegmentHeader, pid) == 16);
+    assert!(offset_of!(SegmentHeader, state) == 24);
+    assert!(offset_of!(SegmentHeader, ticks_per_sec) == 32);
+    assert!(offset_of!(SegmentHeader, start_ticks) == 40);
+    assert!(offset_of!(SegmentHeader, exit_ticks) == 64);
+    assert!(offset_of!(SegmentHeader, flags) == 72);
+    assert!(offset_of!(SegmentHeader, reset_gen) == 76);
+    assert!(offset_of!(SegmentHeader, comp_self_ticks) == 88);
+    assert!(offset_of!(SegmentHeader, max_depth) == 104);
+    assert!(offset_of!(SegmentHeader, threads_used) == 120);
+    assert!(offset_of!(SegmentHeader, maps_offset) == 128);
+    assert!(offset_of!(SegmentHeader, total_size) == 160);
+    assert!(offset_of!(SegmentHeader, exe_path) == 168);
+    assert!(THREAD_HEADER_SIZE == 128);
+    assert!(offset_of!(ThreadHeader, last_ticks) == 32);
+    assert!(offset_of!(ThreadHeader, mismatched) == 48);
+    assert!(offset_of!(ThreadHeader, reset_ticks) == 64);
+    assert!(FRAME_SIZE == 40);
+    assert!(offset_of!(Frame, entry_ticks) == 16);
+    assert!(offset_of!(Frame, sp) == 32);
+    assert!(PATH_NODE_SIZE == 48);
+    assert!(offset_of!(PathNode, calls) == 16);
+    assert!(offset_of!(PathNode, own_ticks) == 24);
+    assert!(offset_of!(PathNode, last_child) == 32);
+    assert!(size_of::<TraceEvent>() == 16);
+};
+
+/// Sizes of the parts of one thread slot, derived from the limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlotLayout {
+    /// Offset of `Frame[0]` within the slot.
+    pub frames_offset: u64,
+    /// Offset of `PathNode[0]` within the slot.
+    pub nodes_offset: u64,
+    /// Offset of the u32 hash index within the slot.
+    pub hash_offset: u64,
+    /// Total slot size, rounded up to 4096.
+    pub slot_size: u64,
+}
+
+impl SlotLayout {
+    /// Compute the slot layout for the given limits; `None` on arithmetic overflow.
+    pub fn new(max_depth: u32, max_paths: u32, hash_size: u32) -> Option<Self> {
+        let frames_offset = THREAD_HEADER_SIZE as u64;
+        let nodes_offset =
+            frames_offset.checked_add((max_depth as u64).checked_mul(FRAME_SIZE as u64)?)?;
+        let hash_offset =
+            nodes_offset.checked_add((max_paths as u64).checked_mul(PATH_NODE_SIZE as u64)?)?;
+        let end = hash_offset.checked_add((hash_size as u64).checked_mul(4)?)?;
+        let slot_size = end.checked_add(4095)? & !4095;
+        Some(SlotLayout {
+            frames_offset,
+            nodes_offset,
+            hash_offset,
+            slot_size,
+        })
+    }
+}
+
+/// Hash index entry for (parent node, function); `mask` is `hash_size - 1`.
+#[inline(always)]
+pub fn path_hash(parent: u32, func: u64, mask: u32) -> u32 {
+    let x = (func ^ (parent as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .wrapping_mul(0xD6E8_FEB8_6659_FD93);
+    ((x >> 32) as u32) & mask
+}

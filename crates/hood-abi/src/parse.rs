@@ -1,0 +1,349 @@
+//! Safe decoding of segment bytes copied by a reader. Every size and offset read from the
+//! segment is validated against the bytes actually present; nothing is trusted.
+
+use core::fmt;
+use core::mem::offset_of;
+
+use crate::layout::*;
+
+/// Why a segment's bytes were rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    /// Fewer bytes than the structure needs.
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+        /// Bytes needed.
+        need: u64,
+        /// Bytes present.
+        have: u64,
+    },
+    /// The first 8 bytes are not [`MAGIC`].
+    BadMagic(u64),
+    /// A layout version this reader does not know.
+    BadVersion(u32),
+    /// A header field is outside sane bounds.
+    BadField(&'static str, u64),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::Truncated { what, need, have } => {
+                write!(f, "truncated {what}: need {need} bytes, have {have}")
+            }
+            ParseError::BadMagic(m) => write!(f, "bad magic {m:#018x} (not a hood-rt segment)"),
+            ParseError::BadVersion(v) => {
+                write!(
+                    f,
+                    "layout version {v}, this hood reads version {LAYOUT_VERSION}"
+                )
+            }
+            ParseError::BadField(name, v) => write!(f, "implausible header field {name} = {v}"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+fn u32_at(b: &[u8], off: usize) -> u32 {
+    let mut a = [0u8; 4];
+    if let Some(s) = b.get(off..off + 4) {
+        a.copy_from_slice(s);
+    }
+    u32::from_le_bytes(a)
+}
+
+fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut a = [0u8; 8];
+    if let Some(s) = b.get(off..off + 8) {
+        a.copy_from_slice(s);
+    }
+    u64::from_le_bytes(a)
+}
+
+fn need(b: &[u8], n: u64, what: &'static str) -> Result<(), ParseError> {
+    if (b.len() as u64) < n {
+        return Err(ParseError::Truncated {
+            what,
+            need: n,
+            have: b.len() as u64,
+        });
+    }
+    Ok(())
+}
+
+/// A decoded, validated segment header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeaderView {
+    /// `MODE_*`.
+    pub mode: u32,
+    /// Owner pid.
+    pub pid: u32,
+    /// Parent pid at creation.
+    pub ppid: u32,
+    /// `STATE_*`.
+    pub state: u32,
+    /// `CLOCK_*`.
+    pub clock: u32,
+    /// Ticks per second.
+    pub ticks_per_sec: u64,
+    /// Timestamp at creation.
+    pub start_ticks: u64,
+    /// CLOCK_MONOTONIC ns at creation.
+    pub start_mono_ns: u64,
+    /// CLOCK_REALTIME ns at creation.
+    pub start_realtime_ns: u64,
+    /// Timestamp at exit (when `state` is exited).
+    pub exit_ticks: u64,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// Reset generation requested.
+    pub reset_gen: u32,
+    /// Compensation on.
+    pub compensate: bool,
+    /// Thread slot limit.
+    pub max_threads: u32,
+    /// Per-call self compensation in ticks.
+    pub comp_self_ticks: u64,
+    /// Per-child compensation in ticks.
+    pub comp_child_ticks: u64,
+    /// Stack depth limit.
+    pub max_depth: u32,
+    /// Path table size.
+    pub max_paths: u32,
+    /// Path length limit.
+    pub max_path_len: u32,
+    /// Hash index size.
+    pub hash_size: u32,
+    /// Thread slots in use (clamped to `max_threads`).
+    pub threads_used: u32,
+    /// Maps area offset.
+    pub maps_offset: u64,
+    /// Maps text length.
+    pub maps_len: u64,
+    /// Thread slot 0 offset.
+    pub threads_offset: u64,
+    /// Thread slot size.
+    pub thread_slot_size: u64,
+    /// Segment size.
+    pub total_size: u64,
+    /// Executable path.
+    pub exe_path: String,
+    /// Derived slot layout.
+    pub slot: SlotLayout,
+}
+
+/// Byte offset of the `reset_gen` field (readers bump it in place to request a reset).
+pub const RESET_GEN_OFFSET: usize = offset_of!(SegmentHeader, reset_gen);
+/// Byte offset of the `flags` field.
+pub const FLAGS_OFFSET: usize = offset_of!(SegmentHeader, flags);
+
+impl HeaderView {
+    /// Decode and validate the header at the start of `b` (at least the header area).
+    pub fn parse(b: &[u8]) -> Result<Self, ParseError> {
+        need(b, SEGMENT_HEADER_SIZE as u64, "segment header")?;
+        let magic = u64_at(b, 0);
+        if magic != MAGIC {
+            return Err(ParseError::BadMagic(magic));
+        }
+        let version = u32_at(b, offset_of!(SegmentHeader, version));
+        if version != LAYOUT_VERSION {
+            return Err(ParseError::BadVersion(version));
+        }
+        let g32 = |o: usize| u32_at(b, o);
+        let g64 = |o: usize| u64_at(b, o);
+        let exe_len = (g32(offset_of!(SegmentHeader, exe_path_len)) as usize).min(EXE_PATH_LEN);
+        let exe_off = offset_of!(SegmentHeader, exe_path);
+        let exe_path = String::from_utf8_lossy(&b[exe_off..exe_off + exe_len]).into_owned();
+        let max_threads = g32(offset_of!(SegmentHeader, max_threads));
+        let mut v = HeaderView {
+            mode: g32(offset_of!(SegmentHeader, mode)),
+            pid: g32(offset_of!(SegmentHeader, pid)),
+            ppid: g32(offset_of!(SegmentHeader, ppid)),
+            state: g32(offset_of!(SegmentHeader, state)),
+            clock: g32(offset_of!(SegmentHeader, clock)),
+            ticks_per_sec: g64(offset_of!(SegmentHeader, ticks_per_sec)),
+            start_ticks: g64(offset_of!(SegmentHeader, start_ticks)),
+            start_mono_ns: g64(offset_of!(SegmentHeader, start_mono_ns)),
+            start_realtime_ns: g64(offset_of!(SegmentHeader, start_realtime_ns)),
+            exit_ticks: g64(offset_of!(SegmentHeader, exit_ticks)),
+            flags: g32(FLAGS_OFFSET),
+            reset_gen: g32(RESET_GEN_OFFSET),
+            compensate: g32(offset_of!(SegmentHeader, compensate)) != 0,
+            max_threads,
+            comp_self_ticks: g64(offset_of!(SegmentHeader, comp_self_ticks)),
+            comp_child_ticks: g64(offset_of!(SegmentHeader, comp_child_ticks)),
+            max_depth: g32(offset_of!(SegmentHeader, max_depth)),
+            max_paths: g32(offset_of!(SegmentHeader, max_paths)),
+            max_path_len: g32(offset_of!(SegmentHeader, max_path_len)),
+            hash_size: g32(offset_of!(SegmentHeader, hash_size)),
+            threads_used: g32(offset_of!(SegmentHeader, threads_used)).min(max_threads),
+            maps_offset: g64(offset_of!(SegmentHeader, maps_offset)),
+            maps_len: g64(offset_of!(SegmentHeader, maps_len)),
+            threads_offset: g64(offset_of!(SegmentHeader, threads_offset)),
+            thread_slot_size: g64(offset_of!(SegmentHeader, thread_slot_size)),
+            total_size: g64(offset_of!(SegmentHeader, total_size)),
+            exe_path,
+            slot: SlotLayout {
+                frames_offset: 0,
+                nodes_offset: 0,
+                hash_offset: 0,
+                slot_size: 0,
+            },
+        };
+        if v.mode != MODE_CALLS && v.mode != MODE_TRACE {
+            return Err(ParseError::BadField("mode", v.mode as u64));
+        }
+        if v.ticks_per_sec == 0 {
+            return Err(ParseError::BadField("ticks_per_sec", 0));
+        }
+        if !v.hash_size.is_power_of_two() {
+            return Err(ParseError::BadField("hash_size", v.hash_size as u64));
+        }
+        if v.max_paths == 0 || v.max_depth == 0 {
+            return Err(ParseError::BadField("max_paths", v.max_paths as u64));
+        }
+        v.slot = SlotLayout::new(v.max_depth, v.max_paths, v.hash_size)
+            .ok_or(ParseError::BadField("max_paths", v.max_paths as u64))?;
+        if v.slot.slot_size != v.thread_slot_size {
+            return Err(ParseError::BadField("thread_slot_size", v.thread_slot_size));
+        }
+        let slots_end = (v.max_threads as u64)
+            .checked_mul(v.thread_slot_size)
+            .and_then(|s| s.checked_add(v.threads_offset));
+        if slots_end != Some(v.total_size) || v.threads_offset < HEADER_AREA_SIZE {
+            return Err(ParseError::BadField("total_size", v.total_size));
+        }
+        if v.maps_offset.checked_add(MAPS_AREA_SIZE) != Some(v.threads_offset) {
+            return Err(ParseError::BadField("maps_offset", v.maps_offset));
+        }
+        v.maps_len = v.maps_len.min(MAPS_AREA_SIZE);
+        Ok(v)
+    }
+
+    /// Byte offset of thread slot `i` in the segment.
+    pub fn slot_offset(&self, i: u32) -> u64 {
+        self.threads_offset + i as u64 * self.thread_slot_size
+    }
+
+    /// Bytes of a thread slot a reader needs: header, frames and the used nodes.
+    pub fn slot_read_len(&self, paths_used: u32) -> u64 {
+        self.slot.nodes_offset + paths_used.min(self.max_paths) as u64 * PATH_NODE_SIZE as u64
+    }
+}
+
+/// A decoded stack frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameView {
+    /// Path node.
+    pub node: u32,
+    /// `FRAME_*` flags.
+    pub flags: u32,
+    /// Function address.
+    pub func: u64,
+    /// Entry timestamp.
+    pub entry_ticks: u64,
+    /// Completed deeper time.
+    pub deeper_ticks: u64,
+}
+
+/// A decoded path node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeView {
+    /// Function address.
+    pub func: u64,
+    /// Parent node or [`NO_PARENT`].
+    pub parent: u32,
+    /// Completed calls.
+    pub calls: u64,
+    /// Own ticks (signed).
+    pub own_ticks: i64,
+}
+
+/// A decoded thread slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadView {
+    /// Kernel thread id.
+    pub tid: u32,
+    /// `THREAD_*` state.
+    pub state: u32,
+    /// Reset generation honoured.
+    pub seen_gen: u32,
+    /// `FLAG_*` bits.
+    pub flags: u32,
+    /// Latest hook timestamp.
+    pub last_ticks: u64,
+    /// Exit timestamp.
+    pub exit_ticks: u64,
+    /// Repaired mismatched exits.
+    pub mismatched: u64,
+    /// Calls not measured.
+    pub lost_calls: u64,
+    /// Last reset timestamp.
+    pub reset_ticks: u64,
+    /// Open calls, outermost first.
+    pub frames: Vec<FrameView>,
+    /// Path table (index = node id).
+    pub nodes: Vec<NodeView>,
+}
+
+/// `paths_used` of the thread slot whose first bytes are `b` (to size the full read).
+pub fn slot_paths_used(b: &[u8]) -> u32 {
+    u32_at(b, offset_of!(ThreadHeader, paths_used))
+}
+
+impl ThreadView {
+    /// Decode a thread slot copied from offset `slot_offset(i)`; `b` may stop after the used
+    /// nodes. Frames and nodes referring outside the table are dropped, never followed.
+    pub fn parse(h: &HeaderView, b: &[u8]) -> Result<Self, ParseError> {
+        need(b, THREAD_HEADER_SIZE as u64, "thread header")?;
+        let depth = u32_at(b, offset_of!(ThreadHeader, depth)).min(h.max_depth);
+        let paths_used = slot_paths_used(b).min(h.max_paths);
+        need(b, h.slot_read_len(paths_used), "thread path table")?;
+        let mut nodes = Vec::with_capacity(paths_used as usize);
+        for i in 0..paths_used as usize {
+            let o = h.slot.nodes_offset as usize + i * PATH_NODE_SIZE;
+            let parent = u32_at(b, o + offset_of!(PathNode, parent));
+            let parent = if parent != NO_PARENT && parent as usize >= i {
+                NO_PARENT
+            } else {
+                parent
+            };
+            nodes.push(NodeView {
+                func: u64_at(b, o),
+                parent,
+                calls: u64_at(b, o + offset_of!(PathNode, calls)),
+                own_ticks: u64_at(b, o + offset_of!(PathNode, own_ticks)) as i64,
+            });
+        }
+        let mut frames = Vec::with_capacity(depth as usize);
+        for i in 0..depth as usize {
+            let o = h.slot.frames_offset as usize + i * FRAME_SIZE;
+            let f = FrameView {
+                node: u32_at(b, o),
+                flags: u32_at(b, o + offset_of!(Frame, flags)),
+                func: u64_at(b, o + offset_of!(Frame, func)),
+                entry_ticks: u64_at(b, o + offset_of!(Frame, entry_ticks)),
+                deeper_ticks: u64_at(b, o + offset_of!(Frame, deeper_ticks)),
+            };
+            if (f.node as usize) < nodes.len() {
+                frames.push(f);
+            }
+        }
+        let g64 = |f: usize| u64_at(b, f);
+        Ok(ThreadView {
+            tid: u32_at(b, offset_of!(ThreadHeader, tid)),
+            state: u32_at(b, offset_of!(ThreadHeader, state)),
+            seen_gen: u32_at(b, offset_of!(ThreadHeader, seen_gen)),
+            flags: u32_at(b, offset_of!(ThreadHeader, flags)),
+            last_ticks: g64(offset_of!(ThreadHeader, last_ticks)),
+            exit_ticks: g64(offset_of!(ThreadHeader, exit_ticks)),
+            mismatched: g64(offset_of!(ThreadHeader, mismatched)),
+            lost_calls: g64(offset_of!(ThreadHeader, lost_calls)),
+            reset_ticks: g64(offset_of!(ThreadHeader, reset_ticks)),
+            frames,
+            nodes,
+        })
+    }
+}

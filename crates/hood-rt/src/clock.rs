@@ -1,0 +1,89 @@
+//! Timestamps: the TSC where it is invariant, else the vDSO CLOCK_MONOTONIC; and the
+//! calibration of the TSC rate against CLOCK_MONOTONIC.
+
+use core::sync::atomic::{AtomicBool, Ordering};
+
+static USE_TSC: AtomicBool = AtomicBool::new(false);
+
+/// Read the current timestamp (TSC ticks or monotonic ns). Never fails, never panics.
+#[inline(always)]
+pub fn now() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if USE_TSC.load(Ordering::Relaxed) {
+            // SAFETY: rdtsc has no memory effects; availability was checked by `init`.
+            return unsafe { core::arch::x86_64::_rdtsc() };
+        }
+    }
+    mono_ns()
+}
+
+/// CLOCK_MONOTONIC in ns (vDSO, no syscall on Linux x86_64/aarch64).
+pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME in ns.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME)
+}
+
+fn clock_ns(id: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(id, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
+}
+
+/// True when the CPU reports an invariant TSC (CPUID 0x8000_0007 EDX bit 8).
+fn invariant_tsc() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let max_ext = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+        if max_ext >= 0x8000_0007 {
+            let r = core::arch::x86_64::__cpuid(0x8000_0007);
+            return r.edx & (1 << 8) != 0;
+        }
+    }
+    false
+}
+
+/// Choose the clock (unless `force_mono`) and return (clock kind, ticks per second). The TSC
+/// rate is measured by spinning ~2 ms against CLOCK_MONOTONIC; [`refine`] improves it later.
+pub fn init(force_mono: bool) -> (u32, u64) {
+    if force_mono || !invariant_tsc() {
+        USE_TSC.store(false, Ordering::Relaxed);
+        return (hood_abi::CLOCK_MONOTONIC_NS, 1_000_000_000);
+    }
+    USE_TSC.store(true, Ordering::Relaxed);
+    let (t0, m0) = (now(), mono_ns());
+    let mut m1 = m0;
+    while m1.wrapping_sub(m0) < 2_000_000 {
+        m1 = mono_ns();
+    }
+    let t1 = now();
+    (
+        hood_abi::CLOCK_TSC,
+        rate(t0, m0, t1, m1).unwrap_or(1_000_000_000),
+    )
+}
+
+/// Ticks per second from two (ticks, monotonic ns) pairs, if the interval is usable.
+pub fn rate(t0: u64, m0: u64, t1: u64, m1: u64) -> Option<u64> {
+    let dm = m1.checked_sub(m0)?;
+    let dt = t1.checked_sub(t0)?;
+    if dm < 1_000_000 {
+        return None;
+    }
+    Some(((dt as u128 * 1_000_000_000u128) / dm as u128) as u64)
+}
+
+/// True when timestamps are TSC ticks.
+pub fn using_tsc() -> bool {
+    USE_TSC.load(Ordering::Relaxed)
+}

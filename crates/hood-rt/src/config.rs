@@ -1,0 +1,75 @@
+//! Limits and switches from the environment (read once, at process start).
+
+/// Runtime configuration.
+pub struct Config {
+    /// Thread slots.
+    pub max_threads: u32,
+    /// Stack frames per thread.
+    pub max_depth: u32,
+    /// Path nodes per thread.
+    pub max_paths: u32,
+    /// Longest call path kept.
+    pub max_path_len: u32,
+    /// Hash index size (power of two >= 2 * max_paths).
+    pub hash_size: u32,
+    /// Overhead compensation on.
+    pub compensate: bool,
+    /// Use CLOCK_MONOTONIC even where an invariant TSC exists.
+    pub force_mono: bool,
+    /// Runtime disabled (`HOOD_DISABLE=1`).
+    pub disabled: bool,
+    dir: [u8; 512],
+    dir_len: usize,
+}
+
+fn env(name: &[u8]) -> Option<&'static [u8]> {
+    // SAFETY: `name` is NUL terminated by every caller; getenv returns a pointer into the
+    // environment (or null), which lives for the process unless someone calls setenv.
+    let p = unsafe { libc::getenv(name.as_ptr() as *const libc::c_char) };
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: getenv returned a NUL-terminated string.
+    Some(unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes())
+}
+
+fn env_u32(name: &[u8], default: u32, min: u32, max: u32) -> u32 {
+    let Some(v) = env(name) else { return default };
+    let mut n: u64 = 0;
+    for &b in v {
+        if !b.is_ascii_digit() {
+            return default;
+        }
+        n = n.saturating_mul(10).saturating_add((b - b'0') as u64);
+    }
+    n.clamp(min as u64, max as u64) as u32
+}
+
+impl Config {
+    /// Read `HOOD_*` variables (see docs/calls.md).
+    pub fn from_env() -> Self {
+        let max_paths = env_u32(b"HOOD_MAX_PATHS\0", 16384, 2, 1 << 24);
+        let mut c = Config {
+            max_threads: env_u32(b"HOOD_MAX_THREADS\0", 64, 1, 65536),
+            max_depth: env_u32(b"HOOD_MAX_DEPTH\0", 1024, 1, 1 << 20),
+            max_paths,
+            max_path_len: env_u32(b"HOOD_MAX_PATH_LEN\0", 256, 1, 1 << 20),
+            hash_size: (max_paths as u64 * 2).next_power_of_two() as u32,
+            compensate: env(b"HOOD_COMPENSATE\0") != Some(b"0"),
+            force_mono: env(b"HOOD_CLOCK\0") == Some(b"monotonic"),
+            disabled: env(b"HOOD_DISABLE\0") == Some(b"1"),
+            dir: [0; 512],
+            dir_len: 0,
+        };
+        let dir = env(b"HOOD_SHM_DIR\0").unwrap_or(hood_abi::DEFAULT_SHM_DIR.as_bytes());
+        let n = dir.len().min(c.dir.len());
+        c.dir[..n].copy_from_slice(&dir[..n]);
+        c.dir_len = n;
+        c
+    }
+
+    /// Segment directory.
+    pub fn dir(&self) -> &[u8] {
+        &self.dir[..self.dir_len]
+    }
+}

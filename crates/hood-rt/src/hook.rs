@@ -1,0 +1,283 @@
+//! The hook path: entry and exit on the calling thread's own slot. No allocation, locks,
+//! syscalls or panics: only raw loads and stores into the thread's slot and one timestamp read
+//! per hook. All arithmetic wraps.
+
+use core::sync::atomic::Ordering;
+
+use hood_abi::{
+    path_hash, Frame, PathNode, SegmentHeader, ThreadHeader, FLAG_MISMATCH, FLAG_PATH_OVERRUN,
+    FLAG_STACK_OVERRUN, FLAG_TABLE_OVERRUN, FRAME_FOLDED, LOST_NODE, NO_PARENT, THREAD_HEADER_SIZE,
+};
+
+use crate::clock;
+
+/// Frames whose saved stack pointer is below the current one by less than this are stale
+/// (unwound by longjmp or an exception); a bigger gap means another stack (sigaltstack).
+const STALE_WINDOW: u64 = 1 << 20;
+
+/// Pointers for one hook invocation.
+pub struct Slot {
+    /// Segment header.
+    pub h: *mut SegmentHeader,
+    /// Thread header at the start of the slot.
+    pub t: *mut ThreadHeader,
+}
+
+impl Slot {
+    #[inline(always)]
+    unsafe fn frame(&self, i: u32) -> *mut Frame {
+        // SAFETY (caller): i < max_depth; frames follow the thread header.
+        (self.t as *mut u8)
+            .add(THREAD_HEADER_SIZE)
+            .cast::<Frame>()
+            .add(i as usize)
+    }
+    #[inline(always)]
+    unsafe fn nodes(&self) -> *mut PathNode {
+        let depth = (*self.h).max_depth as usize;
+        (self.t as *mut u8)
+            .add(THREAD_HEADER_SIZE + depth * core::mem::size_of::<Frame>())
+            .cast::<PathNode>()
+    }
+    #[inline(always)]
+    unsafe fn hash(&self) -> *mut u32 {
+        self.nodes().add((*self.h).max_paths as usize).cast::<u32>()
+    }
+}
+
+/// Current stack pointer (approximately: the address of a local of this hook).
+#[inline(always)]
+fn stack_pointer() -> u64 {
+    let marker = 0u8;
+    core::hint::black_box(&marker) as *const u8 as u64
+}
+
+/// Find or insert the path node (parent, func); LOST_NODE when the table is full.
+#[inline(always)]
+unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> u32 {
+    let nodes = s.nodes();
+    if parent != NO_PARENT {
+        let c = (*nodes.add(parent as usize)).last_child;
+        if c != 0 && (*nodes.add(c as usize)).func == func {
+            return c;
+        }
+        if parent == LOST_NODE {
+            return LOST_NODE;
+        }
+    }
+    let found = lookup_slow(s, parent, func);
+    if parent != NO_PARENT && found != LOST_NODE {
+        (*nodes.add(parent as usize)).last_child = found;
+    }
+    found
+}
+
+#[inline(never)]
+unsafe fn lookup_slow(s: &Slot, parent: u32, func: u64) -> u32 {
+    let h = &*s.h;
+    let t = &mut *s.t;
+    let nodes = s.nodes();
+    let bucket = s
+        .hash()
+        .add(path_hash(parent, func, h.hash_size.wrapping_sub(1)) as usize);
+    let mut i = *bucket;
+    while i != 0 && i < h.max_paths {
+        let n = &*nodes.add(i as usize);
+        if n.func == func && n.parent == parent {
+            return i;
+        }
+        i = n.next;
+    }
+    let used = t.paths_used.load(Ordering::Relaxed);
+    if used >= h.max_paths {
+        t.flags |= FLAG_TABLE_OVERRUN;
+        h.flags.fetch_or(FLAG_TABLE_OVERRUN, Ordering::Relaxed);
+        return LOST_NODE;
+    }
+    let depth = if parent == NO_PARENT {
+        1
+    } else {
+        (*nodes.add(parent as usize)).depth.wrapping_add(1)
+    };
+    let n = &mut *nodes.add(used as usize);
+    n.func = func;
+    n.parent = parent;
+    n.next = *bucket;
+    n.calls = 0;
+    n.own_ticks = 0;
+    n.last_child = 0;
+    n.depth = depth;
+    *bucket = used;
+    t.paths_used.store(used.wrapping_add(1), Ordering::Release);
+    used
+}
+
+/// Entry hook body. Caller guarantees `s` points at this thread's initialised slot.
+#[inline(always)]
+pub unsafe fn enter(s: &Slot, func: u64) {
+    let h = &*s.h;
+    let t = &mut *s.t;
+    if t.busy != 0 {
+        return;
+    }
+    t.busy = 1;
+    if h.reset_gen.load(Ordering::Relaxed) != t.seen_gen.load(Ordering::Relaxed) {
+        reset(s);
+    }
+    let mut d = t.depth.load(Ordering::Relaxed);
+    if d >= h.max_depth {
+        t.overflow_depth = t.overflow_depth.wrapping_add(1);
+        t.flags |= FLAG_STACK_OVERRUN;
+        h.flags.fetch_or(FLAG_STACK_OVERRUN, Ordering::Relaxed);
+        t.lost_calls.store(
+            t.lost_calls.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+        t.busy = 0;
+        return;
+    }
+    let sp = stack_pointer();
+    // Frames below the current stack pointer were unwound without exit hooks (longjmp).
+    while d > 0 {
+        let top = &*s.frame(d - 1);
+        if top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW {
+            d -= 1;
+            mismatch(s, 1);
+        } else {
+            break;
+        }
+    }
+    let (node, flags) = if d == 0 {
+        (lookup(s, NO_PARENT, func), 0)
+    } else if d >= h.max_path_len {
+        t.flags |= FLAG_PATH_OVERRUN;
+        h.flags.fetch_or(FLAG_PATH_OVERRUN, Ordering::Relaxed);
+        ((*s.frame(d - 1)).node, FRAME_FOLDED)
+    } else {
+        (lookup(s, (*s.frame(d - 1)).node, func), 0)
+    };
+    if flags == 0 {
+        let n = &mut *s.nodes().add(node as usize);
+        n.calls = n.calls.wrapping_add(1);
+    }
+    let f = &mut *s.frame(d);
+    f.node = node;
+    f.flags = flags;
+    f.func = func;
+    f.deeper_ticks = 0;
+    f.sp = sp;
+    let now = clock::now();
+    f.entry_ticks = now;
+    t.last_ticks.store(now, Ordering::Relaxed);
+    t.depth.store(d + 1, Ordering::Release);
+    t.busy = 0;
+}
+
+/// Exit hook body. Caller guarantees `s` points at this thread's initialised slot.
+#[inline(always)]
+pub unsafe fn exit(s: &Slot, func: u64) {
+    let now = clock::now();
+    let h = &*s.h;
+    let t = &mut *s.t;
+    if t.busy != 0 {
+        return;
+    }
+    t.busy = 1;
+    if h.reset_gen.load(Ordering::Relaxed) != t.seen_gen.load(Ordering::Relaxed) {
+        reset(s);
+    }
+    if t.overflow_depth > 0 {
+        t.overflow_depth -= 1;
+        t.busy = 0;
+        return;
+    }
+    let mut d = t.depth.load(Ordering::Relaxed);
+    if d == 0 {
+        mismatch(s, 1);
+        t.busy = 0;
+        return;
+    }
+    if (*s.frame(d - 1)).func != func {
+        // Exits were skipped (longjmp, exception): find the nearest open call of `func`.
+        let mut k = d - 1;
+        while k > 0 && (*s.frame(k - 1)).func != func {
+            k -= 1;
+        }
+        if k == 0 {
+            mismatch(s, 1);
+            t.busy = 0;
+            return;
+        }
+        mismatch(s, (d - k) as u64);
+        d = k;
+    }
+    let f = &*s.frame(d - 1);
+    let elapsed = now.wrapping_sub(f.entry_ticks);
+    let own = elapsed
+        .wrapping_sub(f.deeper_ticks)
+        .wrapping_sub(h.comp_self_ticks);
+    let n = &mut *s.nodes().add(f.node as usize);
+    n.own_ticks = n.own_ticks.wrapping_add(own);
+    if d > 1 {
+        let p = &mut *s.frame(d - 2);
+        p.deeper_ticks = p
+            .deeper_ticks
+            .wrapping_add(elapsed)
+            .wrapping_add(h.comp_child_ticks);
+    }
+    t.depth.store(d - 1, Ordering::Release);
+    t.last_ticks.store(now, Ordering::Relaxed);
+    t.busy = 0;
+}
+
+#[cold]
+unsafe fn mismatch(s: &Slot, n: u64) {
+    let t = &*s.t;
+    t.mismatched.store(
+        t.mismatched.load(Ordering::Relaxed).wrapping_add(n),
+        Ordering::Relaxed,
+    );
+    (*s.t).flags |= FLAG_MISMATCH;
+    (*s.h).flags.fetch_or(FLAG_MISMATCH, Ordering::Relaxed);
+}
+
+/// Clear this thread's table and re-insert the open calls with zero counts, so that running
+/// functions are measured from the reset on (the stack outlives resets, as in seed 000).
+#[cold]
+#[inline(never)]
+pub unsafe fn reset(s: &Slot) {
+    let h = &*s.h;
+    let t = &mut *s.t;
+    t.seen_gen
+        .store(h.reset_gen.load(Ordering::Relaxed), Ordering::Relaxed);
+    clear_table(s);
+    let now = clock::now();
+    let d = t.depth.load(Ordering::Relaxed);
+    let mut parent = NO_PARENT;
+    for i in 0..d {
+        let f = &mut *s.frame(i);
+        if f.flags & FRAME_FOLDED == 0 {
+            parent = lookup(s, parent, f.func);
+        }
+        f.node = parent;
+        f.entry_ticks = now;
+        f.deeper_ticks = 0;
+    }
+    t.mismatched.store(0, Ordering::Relaxed);
+    t.lost_calls.store(0, Ordering::Relaxed);
+    t.flags = 0;
+    t.reset_ticks.store(now, Ordering::Relaxed);
+}
+
+/// Empty the path table: node 0 (lost) only, hash index zeroed.
+pub unsafe fn clear_table(s: &Slot) {
+    let h = &*s.h;
+    let t = &*s.t;
+    let used = t.paths_used.load(Ordering::Relaxed).min(h.max_paths) as usize;
+    core::ptr::write_bytes(s.nodes(), 0, used.max(1));
+    core::ptr::write_bytes(s.hash(), 0, h.hash_size as usize);
+    let lost = &mut *s.nodes();
+    lost.parent = NO_PARENT;
+    lost.depth = 1;
+    t.paths_used.store(1, Ordering::Release);
+}

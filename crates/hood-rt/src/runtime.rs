@@ -1,0 +1,309 @@
+//! Process and thread set-up (cold paths): lazy process init on the first hook, thread slots,
+//! overhead calibration, fork, thread exit and process exit handlers.
+
+use core::cell::Cell;
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use hood_abi::{SegmentHeader, ThreadHeader, FLAG_THREAD_OVERRUN, THREAD_EXITED, THREAD_LIVE};
+
+use crate::config::Config;
+use crate::hook::{self, Slot};
+use crate::{clock, segment};
+
+/// Runtime not initialised yet (first hook initialises).
+pub const UNINIT: u32 = 0;
+/// Some thread is initialising; hooks of other threads return at once.
+pub const INITIALISING: u32 = 1;
+/// Recording.
+pub const READY: u32 = 2;
+/// Off: disabled by environment, failed set-up, or `hood_disable()`.
+pub const OFF: u32 = 3;
+
+/// The one load a disabled runtime costs.
+pub static STATE: AtomicU32 = AtomicU32::new(UNINIT);
+/// The process's segment.
+pub static SEG: AtomicPtr<SegmentHeader> = AtomicPtr::new(ptr::null_mut());
+static KEY: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// Marker stored in the thread-local for threads that get no slot.
+const NO_SLOT: usize = 1;
+
+thread_local! {
+    static TLS: Cell<*mut ThreadHeader> = const { Cell::new(ptr::null_mut()) };
+}
+
+/// This thread's slot pointer (null = not yet set up, NO_SLOT = none).
+#[inline(always)]
+pub fn tls_get() -> *mut ThreadHeader {
+    TLS.try_with(|c| c.get())
+        .unwrap_or(NO_SLOT as *mut ThreadHeader)
+}
+
+fn tls_set(p: *mut ThreadHeader) {
+    let _ = TLS.try_with(|c| c.set(p));
+}
+
+/// Slot for this hook, setting up process and thread on first use; None = do nothing.
+#[inline(always)]
+pub fn slot() -> Option<Slot> {
+    if STATE.load(Ordering::Relaxed) != READY {
+        return cold_slot();
+    }
+    let t = tls_get();
+    if (t as usize) <= NO_SLOT {
+        return cold_slot();
+    }
+    Some(Slot {
+        h: SEG.load(Ordering::Relaxed),
+        t,
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn cold_slot() -> Option<Slot> {
+    // SAFETY: errno is thread-local; saved and restored around the set-up syscalls.
+    let saved = unsafe { *libc::__errno_location() };
+    let r = setup();
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = saved };
+    r
+}
+
+fn setup() -> Option<Slot> {
+    match STATE.load(Ordering::Acquire) {
+        UNINIT => {
+            if STATE
+                .compare_exchange(UNINIT, INITIALISING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                return None;
+            }
+            let Some(compensate) = init_process() else {
+                STATE.store(OFF, Ordering::Release);
+                return None;
+            };
+            STATE.store(READY, Ordering::Release);
+            if compensate {
+                calibrate(SEG.load(Ordering::Acquire));
+            }
+        }
+        READY => {}
+        _ => return None,
+    }
+    let t = tls_get();
+    if t as usize == NO_SLOT {
+        return None;
+    }
+    let h = SEG.load(Ordering::Acquire);
+    if t.is_null() {
+        let t = init_thread(h);
+        if t.is_null() {
+            tls_set(NO_SLOT as *mut ThreadHeader);
+            return None;
+        }
+        return Some(Slot { h, t });
+    }
+    Some(Slot { h, t })
+}
+
+/// Create the segment and register handlers; Some(compensate) on success.
+fn init_process() -> Option<bool> {
+    let cfg = Config::from_env();
+    if cfg.disabled {
+        return None;
+    }
+    let (kind, rate) = clock::init(cfg.force_mono);
+    let h = segment::create(&cfg, kind, rate);
+    if h.is_null() {
+        return None;
+    }
+    SEG.store(h, Ordering::Release);
+    // SAFETY: registering handlers with valid extern "C" functions; key storage is local.
+    unsafe {
+        let mut key: libc::pthread_key_t = 0;
+        if libc::pthread_key_create(&mut key, Some(thread_exit)) == 0 {
+            KEY.store(key, Ordering::Relaxed);
+        }
+        libc::pthread_atfork(None, None, Some(fork_child));
+        libc::atexit(process_exit);
+    }
+    Some(cfg.compensate)
+}
+
+/// Claim and initialise a thread slot for the calling thread; null when none is left.
+fn init_thread(h: *mut SegmentHeader) -> *mut ThreadHeader {
+    // SAFETY: `h` is the live segment mapping; slots are within `total_size`.
+    unsafe {
+        let hd = &*h;
+        let idx = hd.threads_used.fetch_add(1, Ordering::Relaxed);
+        if idx >= hd.max_threads {
+            hd.flags.fetch_or(FLAG_THREAD_OVERRUN, Ordering::Relaxed);
+            return ptr::null_mut();
+        }
+        let t = (h as *mut u8)
+            .add((hd.threads_offset + idx as u64 * hd.thread_slot_size) as usize)
+            .cast::<ThreadHeader>();
+        init_slot(h, t);
+        t
+    }
+}
+
+/// Initialise slot `t` for the calling thread and make it current.
+unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
+    let s = Slot { h, t };
+    let th = &mut *t;
+    th.tid = libc::syscall(libc::SYS_gettid) as u32;
+    th.depth.store(0, Ordering::Relaxed);
+    th.overflow_depth = 0;
+    th.busy = 0;
+    th.seen_gen
+        .store((*h).reset_gen.load(Ordering::Relaxed), Ordering::Relaxed);
+    hook::clear_table(&s);
+    th.reset_ticks.store(clock::now(), Ordering::Relaxed);
+    th.state.store(THREAD_LIVE, Ordering::Release);
+    let key = KEY.load(Ordering::Relaxed);
+    if key != u32::MAX {
+        libc::pthread_setspecific(key, t as *const libc::c_void);
+    }
+    tls_set(t);
+}
+
+/// Measure the hooks' own cost on this thread's fresh slot, then clear it. comp_self is the
+/// mean raw own time of an empty function (end of entry hook to start of exit hook); comp_child
+/// is the rest of one entry+exit pair, which the caller's timestamps do not see.
+fn calibrate(h: *mut SegmentHeader) {
+    let t = init_thread(h);
+    if t.is_null() {
+        return;
+    }
+    let enter: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
+        core::hint::black_box(crate::__cyg_profile_func_enter);
+    let exit: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
+        core::hint::black_box(crate::__cyg_profile_func_exit);
+    let f = calibrate as *mut libc::c_void;
+    const N: u64 = 2000;
+    let mut best: Option<(u64, u64)> = None;
+    // SAFETY: `t` is this thread's slot (set up by init_thread); node 1 is the only path.
+    unsafe {
+        let s = Slot { h, t };
+        for _ in 0..7 {
+            hook::clear_table(&s);
+            let t0 = clock::now();
+            for _ in 0..N {
+                enter(f, ptr::null_mut());
+                exit(f, ptr::null_mut());
+            }
+            let per_pair = clock::now().wrapping_sub(t0) / N;
+            let node = &*(t as *mut u8)
+                .add(hood_abi::THREAD_HEADER_SIZE + (*h).max_depth as usize * hood_abi::FRAME_SIZE)
+                .cast::<hood_abi::PathNode>()
+                .add(1);
+            let own = node.own_ticks / N;
+            if best.is_none_or(|(p, _)| per_pair < p) {
+                best = Some((per_pair, own));
+            }
+        }
+        if let Some((per_pair, own)) = best {
+            (*h).comp_self_ticks = own;
+            (*h).comp_child_ticks = per_pair.saturating_sub(own);
+        }
+        hook::clear_table(&s);
+        (*t).mismatched.store(0, Ordering::Relaxed);
+        (*t).reset_ticks.store(clock::now(), Ordering::Relaxed);
+    }
+}
+
+extern "C" fn thread_exit(p: *mut libc::c_void) {
+    let t = p as *mut ThreadHeader;
+    if t.is_null() {
+        return;
+    }
+    // SAFETY: the key value is this thread's slot in the live segment.
+    unsafe {
+        (*t).exit_ticks.store(clock::now(), Ordering::Relaxed);
+        (*t).state.store(THREAD_EXITED, Ordering::Release);
+    }
+}
+
+extern "C" fn process_exit() {
+    let h = SEG.load(Ordering::Acquire);
+    if h.is_null() {
+        return;
+    }
+    // SAFETY: `h` is the live segment mapping of this process.
+    let hd = unsafe { &*h };
+    let now = clock::now();
+    if clock::using_tsc() {
+        if let Some(r) = clock::rate(hd.start_ticks, hd.start_mono_ns, now, clock::mono_ns()) {
+            if now.wrapping_sub(hd.start_ticks) > hd.ticks_per_sec.load(Ordering::Relaxed) / 20 {
+                hd.ticks_per_sec.store(r, Ordering::Relaxed);
+            }
+        }
+    }
+    segment::copy_maps(hd);
+    hd.exit_ticks.store(now, Ordering::Relaxed);
+    hd.state.store(hood_abi::STATE_EXITED, Ordering::Release);
+}
+
+/// In the child after fork: a new segment for the new pid, with the forking thread's open calls
+/// re-inserted (counts zero, times from the fork on). The parent's mapping is dropped.
+extern "C" fn fork_child() {
+    let old = SEG.load(Ordering::Acquire);
+    let old_t = tls_get();
+    if old.is_null() || STATE.load(Ordering::Acquire) != READY {
+        return;
+    }
+    let cfg = Config::from_env();
+    // SAFETY: `old` is the inherited mapping; its constants are valid.
+    let (kind, rate) = unsafe { ((*old).clock, (*old).ticks_per_sec.load(Ordering::Relaxed)) };
+    let h = segment::create(&cfg, kind, rate);
+    if h.is_null() {
+        STATE.store(OFF, Ordering::Release);
+        segment::unmap(old);
+        return;
+    }
+    // SAFETY: both mappings are live; the new segment has identical limits (same env).
+    unsafe {
+        (*h).compensate = (*old).compensate;
+        (*h).comp_self_ticks = (*old).comp_self_ticks;
+        (*h).comp_child_ticks = (*old).comp_child_ticks;
+    }
+    SEG.store(h, Ordering::Release);
+    tls_set(ptr::null_mut());
+    let t = init_thread(h);
+    if !t.is_null() && (old_t as usize) > NO_SLOT {
+        // SAFETY: copy the open frames from the old slot into the new one, then rebuild paths.
+        unsafe {
+            let d = (*old_t).depth.load(Ordering::Relaxed).min((*h).max_depth);
+            let src = (old_t as *const u8).add(hood_abi::THREAD_HEADER_SIZE);
+            let dst = (t as *mut u8).add(hood_abi::THREAD_HEADER_SIZE);
+            ptr::copy_nonoverlapping(src, dst, d as usize * hood_abi::FRAME_SIZE);
+            (*t).depth.store(d, Ordering::Relaxed);
+            (*t).overflow_depth = (*old_t).overflow_depth;
+            hook::reset(&Slot { h, t });
+        }
+    }
+    segment::unmap(old);
+}
+
+/// Turn recording off (`false`) or back on (`true`) for the whole process.
+pub fn set_enabled(on: bool) {
+    if on {
+        if !SEG.load(Ordering::Acquire).is_null() {
+            let _ = STATE.compare_exchange(OFF, READY, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    } else {
+        let _ = STATE.compare_exchange(READY, OFF, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+/// Refresh the maps copy and the TSC rate (e.g. after dlopen).
+pub fn sync() {
+    let h = SEG.load(Ordering::Acquire);
+    if !h.is_null() {
+        // SAFETY: live mapping.
+        segment::copy_maps(unsafe { &*h });
+    }
+}
