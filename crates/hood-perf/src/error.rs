@@ -13,7 +13,7 @@ pub enum PerfError {
     #[error(
         "no permission to open perf event {event} ({what}): kernel.perf_event_paranoid is {paranoid}; \
          run as root, grant CAP_PERFMON (setcap cap_perfmon+ep on the binary), or lower the setting with \
-         `sudo sysctl kernel.perf_event_paranoid=1` (kernel samples as non-root need <= 1, \
+         `sudo sysctl kernel.perf_event_paranoid={needed}` (kernel samples as non-root need <= 1, \
          system-wide profiling needs <= 0)",
         paranoid = .paranoid.map_or_else(|| "unknown".to_string(), |p| p.to_string())
     )]
@@ -24,6 +24,8 @@ pub enum PerfError {
         what: String,
         /// The current value of /proc/sys/kernel/perf_event_paranoid, if readable.
         paranoid: Option<i32>,
+        /// The highest paranoid level that permits this open for a non-root user.
+        needed: i32,
     },
     /// The process does not exist (ESRCH, or /proc/PID is missing).
     #[error("no such process: pid {0} (it may have exited; check the pid with `ps -p {0}`)")]

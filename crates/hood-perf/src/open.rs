@@ -1,15 +1,19 @@
 //! Opening the per-(task, CPU) events with the documented fallbacks:
 //! hardware event → cpu-clock when there is no PMU, and MMAP2 build ids off
-//! when the kernel predates them.
+//! when the kernel predates them; then one ring per CPU with every other
+//! event of that CPU redirected into it.
 
+use std::collections::BTreeSet;
 use std::io;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 
 use perf_event_open_sys::bindings::perf_event_attr;
 
 use crate::attr::{self, AttrOpts};
+use crate::cpus::threads_of;
 use crate::error::paranoid_level;
-use crate::{sys, EventKind, PerfError, SamplingConfig};
+use crate::ring::Ring;
+use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
 
 /// Opens events, remembering the fallbacks taken so that every later event of
 /// the session gets the same attribute.
@@ -82,6 +86,13 @@ impl<'a> Opener<'a> {
                 event: self.event.to_string(),
                 what,
                 paranoid: paranoid_level(),
+                needed: if pid == -1 {
+                    0
+                } else if self.cfg.include_kernel {
+                    1
+                } else {
+                    2
+                },
             },
             libc::ESRCH => PerfError::NoSuchProcess(pid),
             libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
@@ -95,5 +106,154 @@ impl<'a> Opener<'a> {
                 source: e,
             },
         }
+    }
+}
+
+/// Everything opened for one session: one ring per CPU (in CPU order) and all
+/// event descriptors (ring owners and redirected events).
+pub(crate) struct Opened {
+    pub rings: Vec<Ring>,
+    pub fds: Vec<OwnedFd>,
+    pub event: EventKind,
+    pub notes: Vec<String>,
+    pub attr: perf_event_attr,
+}
+
+/// Opens the events of `target` on every CPU of `cpus`.
+pub(crate) fn open_target(
+    cfg: &SamplingConfig,
+    target: &Target,
+    cpus: &[u32],
+) -> Result<Opened, PerfError> {
+    let (inherit, enable_on_exec) = match target {
+        Target::System => (false, false),
+        Target::Tasks(_) => (true, false),
+        Target::Child(_) => (true, true),
+    };
+    let opts = AttrOpts {
+        sideband: true,
+        build_id: true,
+        inherit,
+        enable_on_exec,
+    };
+    let mut b = Builder {
+        opener: Opener::new(cfg, opts),
+        cpus,
+        ring_pages: cfg.ring_pages,
+        rings: cpus.iter().map(|_| None).collect(),
+        leaders: vec![None; cpus.len()],
+        fds: Vec::new(),
+    };
+    let first_pid = match target {
+        Target::System => {
+            for (i, &cpu) in cpus.iter().enumerate() {
+                let fd = b.opener.open(-1, cpu)?;
+                b.attach(i, cpu, fd, -1)?;
+            }
+            -1
+        }
+        Target::Child(pid) => {
+            if *pid <= 0 || b.add_task(*pid)? == 0 {
+                return Err(PerfError::NoSuchProcess(*pid));
+            }
+            *pid
+        }
+        Target::Tasks(pids) => {
+            let first = *pids
+                .first()
+                .ok_or_else(|| PerfError::InvalidConfig("no pid to attach to".into()))?;
+            for &pid in pids {
+                b.add_process(pid)?;
+            }
+            first
+        }
+    };
+    let rings = b
+        .rings
+        .into_iter()
+        .collect::<Option<Vec<Ring>>>()
+        // Only possible when every thread vanished while we attached.
+        .ok_or(PerfError::NoSuchProcess(first_pid))?;
+    let attr = b.opener.attr.ok_or(PerfError::NoSuchProcess(first_pid))?;
+    Ok(Opened {
+        rings,
+        fds: b.fds,
+        event: b.opener.event,
+        notes: b.opener.notes,
+        attr,
+    })
+}
+
+struct Builder<'a> {
+    opener: Opener<'a>,
+    cpus: &'a [u32],
+    ring_pages: usize,
+    rings: Vec<Option<Ring>>,
+    /// Index into `fds` of the ring-owning event of each CPU.
+    leaders: Vec<Option<usize>>,
+    fds: Vec<OwnedFd>,
+}
+
+impl Builder<'_> {
+    /// Attaches to every thread of `pid`, re-listing /proc/PID/task until no new
+    /// thread appears (threads created after their event opened are inherited).
+    fn add_process(&mut self, pid: i32) -> Result<(), PerfError> {
+        let mut seen = BTreeSet::new();
+        let mut opened = 0;
+        for round in 0..8 {
+            let tids = match threads_of(pid) {
+                Ok(t) => t,
+                Err(PerfError::NoSuchProcess(_)) if round > 0 => break,
+                Err(e) => return Err(e),
+            };
+            let mut any_new = false;
+            for tid in tids {
+                if seen.insert(tid) {
+                    any_new = true;
+                    opened += self.add_task(tid)?;
+                }
+            }
+            if !any_new {
+                break;
+            }
+        }
+        if opened == 0 {
+            return Err(PerfError::NoSuchProcess(pid));
+        }
+        Ok(())
+    }
+
+    /// Opens `tid` on every CPU; returns how many events opened (0 when the
+    /// thread no longer exists).
+    fn add_task(&mut self, tid: i32) -> Result<usize, PerfError> {
+        let mut n = 0;
+        for (i, &cpu) in self.cpus.iter().enumerate() {
+            match self.opener.open(tid, cpu) {
+                Ok(fd) => {
+                    self.attach(i, cpu, fd, tid)?;
+                    n += 1;
+                }
+                Err(PerfError::NoSuchProcess(_)) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(n)
+    }
+
+    /// Makes `fd` the owner of CPU `i`'s ring, or redirects it into that ring.
+    fn attach(&mut self, i: usize, cpu: u32, fd: OwnedFd, tid: i32) -> Result<(), PerfError> {
+        match self.leaders[i] {
+            None => {
+                self.rings[i] = Some(Ring::map(fd.as_raw_fd(), cpu, self.ring_pages)?);
+                self.leaders[i] = Some(self.fds.len());
+            }
+            Some(l) => sys::ioc_set_output(&fd, &self.fds[l]).map_err(|e| PerfError::Sys {
+                call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
+                what: format!("thread {tid} on CPU {cpu}"),
+                source: e,
+            })?,
+        }
+        self.fds.push(fd);
+        Ok(())
     }
 }

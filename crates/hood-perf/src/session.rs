@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use perf_event_open_sys::bindings::perf_event_attr;
 
-use crate::attr::{self, AttrOpts};
-use crate::cpus::{online_cpus, threads_of};
-use crate::open::Opener;
+use crate::attr;
+use crate::cpus::online_cpus;
+use crate::open::{open_target, Opened};
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
 
@@ -62,65 +62,13 @@ impl Session {
     pub fn open(cfg: &SamplingConfig, target: &Target) -> Result<Session, PerfError> {
         cfg.validate()?;
         let cpus = online_cpus()?;
-        let (groups, opts) = match target {
-            Target::System => (vec![(-1, vec![-1])], opts(false, false)),
-            Target::Tasks(pids) => {
-                if pids.is_empty() {
-                    return Err(PerfError::InvalidConfig("no pid to attach to".into()));
-                }
-                let mut groups = Vec::with_capacity(pids.len());
-                for &pid in pids {
-                    groups.push((pid, threads_of(pid)?));
-                }
-                (groups, opts(true, false))
-            }
-            Target::Child(pid) => {
-                if *pid <= 0 {
-                    return Err(PerfError::NoSuchProcess(*pid));
-                }
-                (vec![(*pid, vec![*pid])], opts(true, true))
-            }
-        };
-        let mut opener = Opener::new(cfg, opts);
-        let mut rings = Vec::with_capacity(cpus.len());
-        let mut fds: Vec<OwnedFd> = Vec::new();
-        let mut opened_per_group = vec![0usize; groups.len()];
-        for &cpu in &cpus {
-            let mut leader: Option<usize> = None;
-            for (g, (_, tids)) in groups.iter().enumerate() {
-                for &tid in tids {
-                    let fd = match opener.open(tid, cpu) {
-                        Ok(fd) => fd,
-                        // A thread that exited since we listed it; checked per pid below.
-                        Err(PerfError::NoSuchProcess(_)) => continue,
-                        Err(e) => return Err(e),
-                    };
-                    match leader {
-                        None => {
-                            rings.push(Ring::map(fd.as_raw_fd(), cpu, cfg.ring_pages)?);
-                            leader = Some(fds.len());
-                        }
-                        Some(l) => {
-                            sys::ioc_set_output(&fd, &fds[l]).map_err(|e| PerfError::Sys {
-                                call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
-                                what: format!("thread {tid} on CPU {cpu}"),
-                                source: e,
-                            })?
-                        }
-                    }
-                    fds.push(fd);
-                    opened_per_group[g] += 1;
-                }
-            }
-            if leader.is_none() {
-                // Every thread of every pid vanished.
-                return Err(PerfError::NoSuchProcess(groups[0].0));
-            }
-        }
-        if let Some(g) = opened_per_group.iter().position(|&n| n == 0) {
-            return Err(PerfError::NoSuchProcess(groups[g].0));
-        }
-        let attr = opener.attr.ok_or(PerfError::NoSuchProcess(groups[0].0))?;
+        let Opened {
+            rings,
+            fds,
+            event,
+            notes,
+            attr,
+        } = open_target(cfg, target, &cpus)?;
         let pollfds = fds
             .iter()
             .map(|fd| libc::pollfd {
@@ -134,8 +82,8 @@ impl Session {
             fds,
             pollfds: Mutex::new(pollfds),
             watch_hup: !matches!(target, Target::System),
-            event: opener.event,
-            notes: opener.notes,
+            event,
+            notes,
             attr,
             cpus,
         })
@@ -255,14 +203,5 @@ impl Session {
     /// CPU of ring `i` (same order as [`Session::cpus`]).
     pub fn ring_cpu(&self, i: usize) -> Option<u32> {
         self.rings.get(i).map(Ring::cpu)
-    }
-}
-
-fn opts(inherit: bool, enable_on_exec: bool) -> AttrOpts {
-    AttrOpts {
-        sideband: true,
-        build_id: true,
-        inherit,
-        enable_on_exec,
     }
 }
