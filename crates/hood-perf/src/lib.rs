@@ -3,6 +3,18 @@
 //! (collect raw → store raw; a pure decoder elsewhere parses them), plus small
 //! tracefs helpers.
 //!
+//! # What the rings contain
+//!
+//! Every event of a session shares one attribute ([`Session::attr_bytes`]):
+//! `sample_type` = IDENTIFIER | IP | TID | TIME | CPU | PERIOD (+ CALLCHAIN when
+//! asked), `sample_id_all = 1`, timestamps from CLOCK_MONOTONIC, frequency mode.
+//! Side-band records (MMAP, MMAP2 with build ids when the kernel has them, COMM
+//! with the exec flag, FORK, EXIT), LOST and THROTTLE records arrive in the same
+//! per-CPU streams. [`Session::drain`] hands each CPU's stream over as raw bytes;
+//! concatenated per CPU they are a sequence of whole records (`u32 type, u16 misc,
+//! u16 size` headers), one slice boundary possibly falling inside a record where
+//! the ring wrapped.
+//!
 //! All `unsafe` of the perf interface lives in this crate, each block behind a
 //! safe wrapper and preceded by a `// SAFETY:` comment.
 //!
@@ -38,3 +50,9 @@ pub use config::{EventKind, SamplingConfig, Target};
 pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{paranoid_level, PerfError};
 pub use session::{Readiness, Session};
+
+// The recorder may move a session to its own thread.
+const _: () = {
+    const fn is_send<T: Send>() {}
+    is_send::<Session>();
+};

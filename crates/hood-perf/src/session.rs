@@ -120,6 +120,10 @@ impl Session {
     }
 
     /// Starts (or resumes) sampling on every event.
+    ///
+    /// For [`Target::Child`] there is no need to call this before the child
+    /// execs: its events enable themselves at exec (`enable_on_exec`); calling
+    /// it earlier would also sample the child between fork and exec.
     pub fn enable(&self) -> Result<(), PerfError> {
         self.each_fd("ioctl(PERF_EVENT_IOC_ENABLE)", sys::ioc_enable)
     }
