@@ -1,4 +1,18 @@
-//! See the crate description.
+//! Pure data model of hood: decoded recordings, profiles and their aggregation, and the system
+//! monitor's snapshots. Nothing here touches the kernel, so reports work on another machine.
 #![forbid(unsafe_code)]
 
+pub mod calls;
 pub mod monitor;
+pub mod profile;
+
+/// Errors of the model layer.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// The container could not be read.
+    #[error(transparent)]
+    Format(#[from] hood_format::FormatError),
+    /// A chunk's content is malformed.
+    #[error("malformed recording: {0}")]
+    Malformed(String),
+}

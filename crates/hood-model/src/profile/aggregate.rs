@@ -1,0 +1,324 @@
+//! Aggregations over a symbolized profile: totals, flat profiles by function / dso / process /
+//! thread, call trees, folded stacks and sampling intervals. Counts are samples.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::model::{FuncId, Mode, Profile, Sample};
+
+/// Which samples a report looks at.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only this process.
+    pub pid: Option<u32>,
+    /// Only processes with this name.
+    pub comm: Option<String>,
+    /// Only kernel (`Some(Mode::Kernel)`) or user (`Some(Mode::User)`) samples.
+    pub mode: Option<Mode>,
+}
+
+impl Filter {
+    /// Whether `s` passes.
+    pub fn keep(&self, prof: &Profile, s: &Sample) -> bool {
+        if self.pid.is_some_and(|p| p != s.pid) {
+            return false;
+        }
+        if self.mode.is_some_and(|m| m != s.mode) {
+            return false;
+        }
+        if let Some(c) = &self.comm {
+            if prof.comm(s.pid) != *c {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The samples that pass.
+    pub fn samples<'a>(&'a self, prof: &'a Profile) -> impl Iterator<Item = &'a Sample> + 'a {
+        prof.samples.iter().filter(move |s| self.keep(prof, s))
+    }
+}
+
+/// Sample counts by mode.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct Totals {
+    /// All samples.
+    pub samples: u64,
+    /// User-mode samples.
+    pub user: u64,
+    /// Kernel-mode samples of tasks.
+    pub kernel: u64,
+    /// Samples of the idle task.
+    pub idle: u64,
+}
+
+/// Count samples by mode.
+pub fn totals<'a>(samples: impl Iterator<Item = &'a Sample>) -> Totals {
+    let mut t = Totals::default();
+    for s in samples {
+        t.samples += 1;
+        match s.mode {
+            Mode::User => t.user += 1,
+            Mode::Kernel => t.kernel += 1,
+            Mode::Idle => t.idle += 1,
+        }
+    }
+    t
+}
+
+/// The leaf function of a sample (`None`: no frame at all).
+pub fn leaf(prof: &Profile, s: &Sample) -> Option<FuncId> {
+    prof.stacks
+        .get(s.stack as usize)
+        .and_then(|st| st.first().copied())
+}
+
+/// One row of a flat profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Row<K> {
+    /// What was counted.
+    pub key: K,
+    /// Samples.
+    pub count: u64,
+}
+
+fn sorted<K: Ord + Clone>(map: HashMap<K, u64>) -> Vec<Row<K>> {
+    let mut v: Vec<Row<K>> = map
+        .into_iter()
+        .map(|(key, count)| Row { key, count })
+        .collect();
+    v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
+    v
+}
+
+/// Self samples per (pid, leaf function); `None` function means no frame.
+pub fn by_process_function(prof: &Profile, f: &Filter) -> Vec<Row<(u32, Option<FuncId>)>> {
+    let mut m = HashMap::new();
+    for s in f.samples(prof) {
+        *m.entry((s.pid, leaf(prof, s))).or_insert(0) += 1;
+    }
+    sorted(m)
+}
+
+/// Self samples per leaf function over all processes.
+pub fn by_function(prof: &Profile, f: &Filter) -> Vec<Row<Option<FuncId>>> {
+    let mut m = HashMap::new();
+    for s in f.samples(prof) {
+        *m.entry(leaf(prof, s)).or_insert(0) += 1;
+    }
+    sorted(m)
+}
+
+/// Samples per process.
+pub fn by_process(prof: &Profile, f: &Filter) -> Vec<Row<u32>> {
+    let mut m = HashMap::new();
+    for s in f.samples(prof) {
+        *m.entry(s.pid).or_insert(0) += 1;
+    }
+    sorted(m)
+}
+
+/// Samples per (pid, tid).
+pub fn by_thread(prof: &Profile, f: &Filter) -> Vec<Row<(u32, u32)>> {
+    let mut m = HashMap::new();
+    for s in f.samples(prof) {
+        *m.entry((s.pid, s.tid)).or_insert(0) += 1;
+    }
+    sorted(m)
+}
+
+/// Samples per file of the leaf frame.
+pub fn by_dso(prof: &Profile, f: &Filter) -> Vec<Row<String>> {
+    let mut m = HashMap::new();
+    for s in f.samples(prof) {
+        let dso = match leaf(prof, s) {
+            Some(id) => prof.funcs[id as usize].dso.clone(),
+            None => "[unknown]".to_string(),
+        };
+        *m.entry(dso).or_insert(0) += 1;
+    }
+    sorted(m)
+}
+
+/// A node of a call tree.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct TreeNode {
+    /// The function (`None` at the root).
+    pub func: Option<FuncId>,
+    /// Samples at or below this node.
+    pub total: u64,
+    /// Samples whose path ends here.
+    pub self_count: u64,
+    /// Children, heaviest first.
+    pub children: Vec<TreeNode>,
+}
+
+impl TreeNode {
+    fn child(&mut self, func: FuncId) -> &mut TreeNode {
+        let i = match self.children.iter().position(|c| c.func == Some(func)) {
+            Some(i) => i,
+            None => {
+                self.children.push(TreeNode {
+                    func: Some(func),
+                    ..TreeNode::default()
+                });
+                self.children.len() - 1
+            }
+        };
+        &mut self.children[i]
+    }
+
+    fn sort(&mut self) {
+        self.children
+            .sort_by(|a, b| b.total.cmp(&a.total).then(a.func.cmp(&b.func)));
+        for c in &mut self.children {
+            c.sort();
+        }
+    }
+}
+
+/// Call tree: `caller` (top-down, roots are outermost frames) or callee (bottom-up, roots
+/// are leaf functions). The root node stands for all samples.
+pub fn call_tree(prof: &Profile, f: &Filter, top_down: bool) -> TreeNode {
+    let mut counts: HashMap<u32, u64> = HashMap::new();
+    for s in f.samples(prof) {
+        *counts.entry(s.stack).or_insert(0) += 1;
+    }
+    let mut root = TreeNode::default();
+    for (stack, n) in counts {
+        let frames = prof
+            .stacks
+            .get(stack as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        root.total += n;
+        let mut node = &mut root;
+        let order: Box<dyn Iterator<Item = &FuncId>> = if top_down {
+            Box::new(frames.iter().rev())
+        } else {
+            Box::new(frames.iter())
+        };
+        for &func in order {
+            node = node.child(func);
+            node.total += n;
+        }
+        node.self_count += n;
+    }
+    root.sort();
+    root
+}
+
+/// Folded stacks: `COMM;root;...;leaf` → count. Kernel frames carry `_[k]`.
+pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
+    let mut by_stack: HashMap<(u32, u32), u64> = HashMap::new();
+    for s in f.samples(prof) {
+        *by_stack.entry((s.pid, s.stack)).or_insert(0) += 1;
+    }
+    let mut lines: HashMap<String, u64> = HashMap::new();
+    for ((pid, stack), n) in by_stack {
+        let mut line = sanitize(&prof.comm(pid));
+        let frames = prof
+            .stacks
+            .get(stack as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        if frames.is_empty() {
+            line.push_str(";[unknown]");
+        }
+        for &fid in frames.iter().rev() {
+            let func = &prof.funcs[fid as usize];
+            line.push(';');
+            line.push_str(&sanitize(&func.name));
+            if func.kernel {
+                line.push_str("_[k]");
+            }
+        }
+        *lines.entry(line).or_insert(0) += n;
+    }
+    let mut v: Vec<(String, u64)> = lines.into_iter().collect();
+    v.sort();
+    v
+}
+
+/// Folded-stack frames may not contain `;` or newlines, and the count is the last
+/// space-separated field.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            ';' => ':',
+            '\n' | '\r' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+/// Distribution of the time between consecutive samples on one CPU.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CpuIntervals {
+    /// CPU number.
+    pub cpu: u32,
+    /// Intervals measured.
+    pub count: u64,
+    /// Shortest, ns.
+    pub min_ns: u64,
+    /// Median, ns.
+    pub median_ns: u64,
+    /// 99th percentile, ns.
+    pub p99_ns: u64,
+    /// Longest, ns.
+    pub max_ns: u64,
+    /// Share of intervals longer than 1.5 nominal periods (the sample was delayed by more
+    /// than half a period).
+    pub delayed_share: f64,
+    /// Histogram: (upper bound in periods, count); the last bound is infinity.
+    pub histogram: Vec<(f64, u64)>,
+}
+
+/// Histogram bucket upper bounds, in nominal periods.
+pub const INTERVAL_BUCKETS: [f64; 8] = [0.5, 0.9, 1.1, 1.5, 2.0, 4.0, 16.0, f64::INFINITY];
+
+/// Per-CPU sampling intervals relative to the nominal period `period_ns`.
+pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
+    let mut per_cpu: HashMap<u32, Vec<u64>> = HashMap::new();
+    for s in &prof.samples {
+        per_cpu.entry(s.cpu).or_default().push(s.time);
+    }
+    let mut out = Vec::new();
+    let mut cpus: Vec<u32> = per_cpu.keys().copied().collect();
+    cpus.sort_unstable();
+    for cpu in cpus {
+        let mut times = per_cpu.remove(&cpu).unwrap_or_default();
+        times.sort_unstable();
+        let mut d: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        if d.is_empty() {
+            continue;
+        }
+        d.sort_unstable();
+        let pct = |p: f64| d[(((d.len() - 1) as f64) * p).round() as usize];
+        let period = period_ns.max(1) as f64;
+        let mut histogram: Vec<(f64, u64)> = INTERVAL_BUCKETS.iter().map(|&b| (b, 0)).collect();
+        let mut delayed = 0u64;
+        for &x in &d {
+            let r = x as f64 / period;
+            if r > 1.5 {
+                delayed += 1;
+            }
+            if let Some(slot) = histogram.iter_mut().find(|(b, _)| r < *b) {
+                slot.1 += 1;
+            }
+        }
+        out.push(CpuIntervals {
+            cpu,
+            count: d.len() as u64,
+            min_ns: d[0],
+            median_ns: pct(0.5),
+            p99_ns: pct(0.99),
+            max_ns: d[d.len() - 1],
+            delayed_share: delayed as f64 / d.len() as f64,
+            histogram,
+        });
+    }
+    out
+}

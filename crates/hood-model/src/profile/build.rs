@@ -1,0 +1,377 @@
+//! Interpreting a raw recording: follow processes through fork/exec/mmap, turn every sample's
+//! addresses into locations, symbolize each unique location once, and intern stacks.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::load::RawRecording;
+use super::maps::{hex_decode, load_proc_maps, AddressSpace, FileId, Files, MappedFile};
+use super::model::{Func, FuncId, Mode, Process, Profile, Sample, Thread};
+use super::records::{Event, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL};
+
+/// Turns locations into names. Implemented outside the model (by hood-symbols in the binary)
+/// so the model stays pure. Each method gets a batch of unique locations and returns one
+/// answer per input, `None` when no symbol was found.
+pub trait Resolver {
+    /// Kernel addresses.
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>>;
+    /// Offsets into a mapped ELF file.
+    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<String>>;
+    /// Offsets into the recorded [vdso] image.
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>>;
+    /// Absolute addresses in anonymous memory of `pid` (JIT code; /tmp/perf-PID.map).
+    fn perf_map(&mut self, pid: u32, addrs: &[u64]) -> Vec<Option<String>>;
+    /// Absolute addresses nothing else resolved (an nm-format --symfile).
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>>;
+    /// Warnings collected (changed binaries, missing files).
+    fn warnings(&mut self) -> Vec<String>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Loc {
+    Kernel(u64),
+    File(FileId, u64),
+    Vdso(u64),
+    Anon(u32, u64),
+    Unknown,
+}
+
+#[derive(Default)]
+struct Interner {
+    locs: Vec<Loc>,
+    abs: Vec<u64>,
+    loc_ids: HashMap<Loc, u32>,
+    stacks: Vec<Vec<u32>>,
+    stack_ids: HashMap<Vec<u32>, u32>,
+}
+
+impl Interner {
+    fn loc(&mut self, loc: Loc, abs: u64) -> u32 {
+        if let Some(&id) = self.loc_ids.get(&loc) {
+            return id;
+        }
+        let id = self.locs.len() as u32;
+        self.locs.push(loc);
+        self.abs.push(abs);
+        self.loc_ids.insert(loc, id);
+        id
+    }
+
+    fn stack(&mut self, frames: &[u32]) -> u32 {
+        if let Some(&id) = self.stack_ids.get(frames) {
+            return id;
+        }
+        let id = self.stacks.len() as u32;
+        self.stacks.push(frames.to_vec());
+        self.stack_ids.insert(frames.to_vec(), id);
+        id
+    }
+}
+
+struct World {
+    files: Files,
+    spaces: HashMap<u32, AddressSpace>,
+    comms: BTreeMap<u32, String>,
+    threads: BTreeMap<u32, BTreeMap<u32, String>>,
+    build_ids: BTreeMap<String, String>,
+}
+
+impl World {
+    fn locate(&self, pid: u32, addr: u64, kernel: bool, has_perf_map: bool) -> Loc {
+        if kernel {
+            return Loc::Kernel(addr);
+        }
+        match self.spaces.get(&pid).and_then(|s| s.lookup(addr)) {
+            Some((file, off)) => {
+                let f = &self.files.list[file as usize];
+                if f.path == "[vdso]" {
+                    Loc::Vdso(off)
+                } else if f.is_anon() {
+                    Loc::Anon(pid, addr)
+                } else if f.is_pseudo() {
+                    Loc::Unknown
+                } else {
+                    Loc::File(file, off)
+                }
+            }
+            None if has_perf_map => Loc::Anon(pid, addr),
+            None => Loc::Unknown,
+        }
+    }
+}
+
+/// Interpret and symbolize a raw recording.
+pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile {
+    let mut world = World {
+        files: Files::default(),
+        spaces: HashMap::new(),
+        comms: BTreeMap::new(),
+        threads: BTreeMap::new(),
+        build_ids: raw.snapshot.build_ids.clone(),
+    };
+    world
+        .build_ids
+        .extend(raw.build_ids.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for p in &raw.snapshot.processes {
+        let mut space = AddressSpace::default();
+        load_proc_maps(&p.maps, &mut world.files, &world.build_ids, &mut space);
+        world.spaces.insert(p.pid, space);
+        world.comms.insert(p.pid, p.comm.clone());
+        let t = world.threads.entry(p.pid).or_default();
+        for (tid, comm) in &p.threads {
+            t.insert(*tid, comm.clone());
+        }
+    }
+    let mut prof = Profile {
+        meta: raw.meta.clone(),
+        stats: raw.stats.clone(),
+        warnings: raw.warnings.clone(),
+        ..Profile::default()
+    };
+    let mut int = Interner::default();
+    int.stack(&[]);
+    let mut raw_samples: Vec<Sample> = Vec::new();
+    let mut frames: Vec<u32> = Vec::with_capacity(128);
+    for ev in &raw.decoded.events {
+        match &ev.event {
+            Event::Mmap {
+                pid,
+                start,
+                len,
+                pgoff,
+                filename,
+                build_id,
+            } => {
+                let build_id = build_id
+                    .clone()
+                    .or_else(|| world.build_ids.get(filename).and_then(|h| hex_decode(h)));
+                let file = world.files.intern(MappedFile {
+                    path: filename.clone(),
+                    build_id,
+                });
+                let end = start.saturating_add(*len);
+                world
+                    .spaces
+                    .entry(*pid)
+                    .or_default()
+                    .insert(*start, end, *pgoff, file);
+            }
+            Event::Comm {
+                pid,
+                tid,
+                comm,
+                exec,
+            } => {
+                world
+                    .threads
+                    .entry(*pid)
+                    .or_default()
+                    .insert(*tid, comm.clone());
+                if *exec || pid == tid {
+                    world.comms.insert(*pid, comm.clone());
+                }
+                if *exec {
+                    world.spaces.entry(*pid).or_default().clear();
+                }
+            }
+            Event::Fork { pid, ppid, tid } => {
+                if pid != ppid {
+                    let space = world.spaces.get(ppid).cloned().unwrap_or_default();
+                    world.spaces.insert(*pid, space);
+                    if let Some(c) = world.comms.get(ppid).cloned() {
+                        world.comms.insert(*pid, c);
+                    }
+                }
+                let name = world.comms.get(pid).cloned().unwrap_or_default();
+                world
+                    .threads
+                    .entry(*pid)
+                    .or_default()
+                    .entry(*tid)
+                    .or_insert(name);
+            }
+            Event::Exit { .. } => {}
+            Event::Lost { count } => prof.lost_in_stream += count,
+            Event::Throttle => prof.throttles_in_stream += 1,
+            Event::Sample {
+                pid,
+                tid,
+                cpu,
+                ip,
+                period,
+                cpumode,
+                chain,
+            } => {
+                let has_map = raw.perf_maps.contains_key(pid);
+                frames.clear();
+                let kernel_ip = *cpumode == CPUMODE_KERNEL;
+                let chain = raw
+                    .decoded
+                    .chains
+                    .get(chain.0 as usize..chain.1 as usize)
+                    .unwrap_or(&[]);
+                if chain.is_empty() {
+                    let l = world.locate(*pid, *ip, kernel_ip, has_map);
+                    frames.push(int.loc(l, *ip));
+                } else {
+                    let mut kernel = kernel_ip;
+                    for &a in chain {
+                        if a >= CONTEXT_MAX {
+                            kernel = a == CONTEXT_KERNEL;
+                            if a != CONTEXT_KERNEL && a != CONTEXT_USER {
+                                break; // guest or hypervisor frames: not ours
+                            }
+                            continue;
+                        }
+                        // Return addresses point after the call; look up the call itself.
+                        let look = if frames.is_empty() {
+                            a
+                        } else {
+                            a.saturating_sub(1)
+                        };
+                        let l = world.locate(*pid, look, kernel, has_map);
+                        frames.push(int.loc(l, look));
+                    }
+                }
+                let stack = int.stack(&frames);
+                let mode = if *pid == 0 {
+                    Mode::Idle
+                } else if kernel_ip {
+                    Mode::Kernel
+                } else {
+                    Mode::User
+                };
+                raw_samples.push(Sample {
+                    pid: *pid,
+                    tid: *tid,
+                    cpu: *cpu,
+                    time: ev.time,
+                    period: *period,
+                    mode,
+                    stack,
+                });
+            }
+        }
+    }
+    let funcs_of_loc = symbolize(&int, &world.files, resolver, &mut prof);
+    let mut stack_map: HashMap<Vec<FuncId>, u32> = HashMap::new();
+    let mut remap = Vec::with_capacity(int.stacks.len());
+    for s in &int.stacks {
+        let f: Vec<FuncId> = s.iter().map(|&l| funcs_of_loc[l as usize]).collect();
+        let next = prof.stacks.len() as u32;
+        let id = *stack_map.entry(f.clone()).or_insert_with(|| {
+            prof.stacks.push(f);
+            next
+        });
+        remap.push(id);
+    }
+    for s in &mut raw_samples {
+        s.stack = remap[s.stack as usize];
+    }
+    prof.samples = raw_samples;
+    prof.warnings.extend(resolver.warnings());
+    let mut pids: Vec<u32> = prof.samples.iter().map(|s| s.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    for pid in pids {
+        let comm = world.comms.get(&pid).cloned().unwrap_or_default();
+        let threads = world
+            .threads
+            .get(&pid)
+            .map(|t| {
+                t.iter()
+                    .map(|(&tid, c)| Thread {
+                        tid,
+                        comm: c.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        prof.processes.push(Process { pid, comm, threads });
+    }
+    prof
+}
+
+fn symbolize(
+    int: &Interner,
+    files: &Files,
+    resolver: &mut dyn Resolver,
+    prof: &mut Profile,
+) -> Vec<FuncId> {
+    let n = int.locs.len();
+    let mut names: Vec<Option<String>> = vec![None; n];
+    let mut kernel = Vec::new();
+    let mut vdso = Vec::new();
+    let mut by_file: BTreeMap<FileId, Vec<usize>> = BTreeMap::new();
+    let mut by_pid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, l) in int.locs.iter().enumerate() {
+        match l {
+            Loc::Kernel(_) => kernel.push(i),
+            Loc::File(f, _) => by_file.entry(*f).or_default().push(i),
+            Loc::Vdso(_) => vdso.push(i),
+            Loc::Anon(pid, _) => by_pid.entry(*pid).or_default().push(i),
+            Loc::Unknown => {}
+        }
+    }
+    fn fill(names: &mut [Option<String>], idx: &[usize], got: Vec<Option<String>>) {
+        for (&i, name) in idx.iter().zip(got) {
+            names[i] = name;
+        }
+    }
+    let addr_of = |i: usize| match int.locs[i] {
+        Loc::Kernel(a) | Loc::Anon(_, a) => a,
+        Loc::File(_, o) | Loc::Vdso(o) => o,
+        Loc::Unknown => 0,
+    };
+    let addrs: Vec<u64> = kernel.iter().map(|&i| addr_of(i)).collect();
+    fill(&mut names, &kernel, resolver.kernel(&addrs));
+    let addrs: Vec<u64> = vdso.iter().map(|&i| addr_of(i)).collect();
+    fill(&mut names, &vdso, resolver.vdso(&addrs));
+    for (f, idx) in &by_file {
+        let offs: Vec<u64> = idx.iter().map(|&i| addr_of(i)).collect();
+        fill(
+            &mut names,
+            idx,
+            resolver.file(&files.list[*f as usize], &offs),
+        );
+    }
+    for (pid, idx) in &by_pid {
+        let a: Vec<u64> = idx.iter().map(|&i| addr_of(i)).collect();
+        fill(&mut names, idx, resolver.perf_map(*pid, &a));
+    }
+    let missing: Vec<usize> = (0..n).filter(|&i| names[i].is_none()).collect();
+    if !missing.is_empty() {
+        let a: Vec<u64> = missing.iter().map(|&i| int.abs[i]).collect();
+        fill(&mut names, &missing, resolver.symfile(&a));
+    }
+    let mut func_ids: HashMap<Func, FuncId> = HashMap::new();
+    let mut out = Vec::with_capacity(n);
+    for (i, l) in int.locs.iter().enumerate() {
+        let (dso, kernel) = match l {
+            Loc::Kernel(_) => ("[kernel.kallsyms]".to_string(), true),
+            Loc::File(f, _) => (files.list[*f as usize].short_name().to_string(), false),
+            Loc::Vdso(_) => ("[vdso]".to_string(), false),
+            Loc::Anon(..) | Loc::Unknown => ("[unknown]".to_string(), false),
+        };
+        let (name, resolved) = match names[i].take() {
+            Some(n) => (n, true),
+            None => match l {
+                Loc::File(_, off) | Loc::Vdso(off) => (format!("{dso}+{off:#x}"), false),
+                Loc::Kernel(a) => (format!("[kernel.kallsyms]+{a:#x}"), false),
+                _ => ("[unknown]".to_string(), false),
+            },
+        };
+        let func = Func {
+            name,
+            dso,
+            kernel,
+            resolved,
+        };
+        let next = prof.funcs.len() as FuncId;
+        let id = *func_ids.entry(func.clone()).or_insert_with(|| {
+            prof.funcs.push(func);
+            next
+        });
+        out.push(id);
+    }
+    out
+}

@@ -1,0 +1,121 @@
+//! Reading a sampled-profile recording into memory: metadata, raw records decoded, side data.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use hood_format::{expect_kind, tags, FileKind, Reader};
+
+use super::attr::Attr;
+use super::meta::{ProcSnapshotChunk, RecordMeta, RecordStats};
+use super::records::Decoded;
+use crate::ModelError;
+
+/// Everything a sampled recording holds, decoded but not yet interpreted.
+#[derive(Debug, Default)]
+pub struct RawRecording {
+    /// How it was made.
+    pub meta: RecordMeta,
+    /// What happened (`None`: the recording was not finalized).
+    pub stats: Option<RecordStats>,
+    /// Decoded perf records, sorted by time.
+    pub decoded: Decoded,
+    /// Processes at start.
+    pub snapshot: ProcSnapshotChunk,
+    /// Build-ids (hex) of files named by mmap records without one.
+    pub build_ids: BTreeMap<String, String>,
+    /// Raw /proc/kallsyms text.
+    pub kallsyms: String,
+    /// The [vdso] image.
+    pub vdso: Vec<u8>,
+    /// /tmp/perf-PID.map texts.
+    pub perf_maps: BTreeMap<u32, String>,
+    /// Problems found while reading (cut-off file, missing chunks).
+    pub warnings: Vec<String>,
+}
+
+fn json<T: serde::de::DeserializeOwned>(
+    what: &str,
+    offset: u64,
+    data: &[u8],
+) -> Result<T, ModelError> {
+    serde_json::from_slice(data)
+        .map_err(|e| ModelError::Malformed(format!("{what} chunk at byte offset {offset}: {e}")))
+}
+
+impl RawRecording {
+    /// Read and decode the recording at `path`.
+    pub fn load(path: &Path) -> Result<RawRecording, ModelError> {
+        let mut reader = Reader::open(path)?;
+        expect_kind(&reader, FileKind::Profile, "hood report")?;
+        let mut rec = RawRecording::default();
+        let mut attr: Option<Attr> = None;
+        let mut have_meta = false;
+        let mut pending: Vec<(u32, Vec<u8>)> = Vec::new();
+        for chunk in reader.chunks() {
+            let chunk = chunk?;
+            let (off, data) = (chunk.offset, chunk.data);
+            match chunk.tag {
+                tags::profile::META => {
+                    rec.meta = json("metadata", off, &data)?;
+                    have_meta = true;
+                }
+                tags::profile::PERF_ATTR => attr = Some(Attr::parse(&data)?),
+                tags::profile::PERF_RECORDS => {
+                    if data.len() < 4 {
+                        return Err(ModelError::Malformed(format!(
+                            "record chunk at byte offset {off} is too short"
+                        )));
+                    }
+                    let cpu = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+                    match &attr {
+                        Some(a) => rec.decoded.push_chunk(a, cpu, &data[4..]),
+                        None => pending.push((cpu, data)),
+                    }
+                }
+                tags::profile::PROC_SNAPSHOT => {
+                    rec.snapshot = json("process snapshot", off, &data)?
+                }
+                tags::profile::BUILD_IDS => rec.build_ids = json("build-id", off, &data)?,
+                tags::profile::KALLSYMS => {
+                    rec.kallsyms = String::from_utf8_lossy(&data).into_owned()
+                }
+                tags::profile::VDSO => rec.vdso = data,
+                tags::profile::PERF_MAP if data.len() >= 4 => {
+                    let pid = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+                    rec.perf_maps
+                        .insert(pid, String::from_utf8_lossy(&data[4..]).into_owned());
+                }
+                tags::profile::STATS => rec.stats = Some(json("statistics", off, &data)?),
+                _ => {}
+            }
+        }
+        rec.warnings.extend(reader.warnings().iter().cloned());
+        let Some(attr) = attr else {
+            return Err(ModelError::Malformed(format!(
+                "{}: no event description chunk; the recording holds no samples (was it cut before recording started?)",
+                path.display()
+            )));
+        };
+        for (cpu, data) in pending {
+            rec.decoded.push_chunk(&attr, cpu, &data[4..]);
+        }
+        if !have_meta {
+            rec.warnings
+                .push(format!("{}: metadata chunk missing", path.display()));
+        }
+        if rec.stats.is_none() {
+            rec.warnings.push(format!(
+                "{}: recording was not finalized (the recorder was killed or the disk filled); counts cover what was written",
+                path.display()
+            ));
+        }
+        if rec.decoded.malformed > 0 {
+            rec.warnings.push(format!(
+                "{} malformed perf records were skipped",
+                rec.decoded.malformed
+            ));
+        }
+        rec.decoded.sort();
+        Ok(rec)
+    }
+}

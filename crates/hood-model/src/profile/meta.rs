@@ -1,0 +1,116 @@
+//! Metadata chunks written by the recorder and read by every report: how the recording was
+//! made (`RecordMeta`, first chunk) and what happened (`RecordStats`, last chunk).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// How a sampled recording was made. Stored as JSON in the `profile::META` chunk.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RecordMeta {
+    /// Version of hood that wrote the file.
+    pub hood_version: String,
+    /// `system`, `pids` or `command`.
+    pub mode: String,
+    /// The profiled command line (`command` mode).
+    pub command: Vec<String>,
+    /// Attached pids (`pids` mode).
+    pub pids: Vec<u32>,
+    /// Event that was sampled (after any fallback).
+    pub event: String,
+    /// Event the user asked for.
+    pub requested_event: String,
+    /// Sampling frequency in Hz.
+    pub freq_hz: u64,
+    /// Whether call chains were recorded.
+    pub callchain: bool,
+    /// Host name of the recording machine.
+    pub hostname: String,
+    /// `uname -r` of the recording machine.
+    pub kernel_release: String,
+    /// Kernel build-id (hex) of the recording machine, when readable.
+    pub kernel_build_id: Option<String>,
+    /// CPU number of each ring, in ring order.
+    pub cpus: Vec<u32>,
+    /// CLOCK_MONOTONIC at the start, ns (the clock of every sample timestamp).
+    pub start_monotonic_ns: u64,
+    /// Wall clock at the start, ns since the Unix epoch.
+    pub start_unix_ns: u64,
+    /// Notes the recorder printed (fallbacks and the like).
+    pub notes: Vec<String>,
+}
+
+/// Per-CPU counters kept by the recorder.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CpuCounts {
+    /// Sample records received.
+    pub samples: u64,
+    /// Samples the kernel dropped (sum of PERF_RECORD_LOST and LOST_SAMPLES counts).
+    pub lost: u64,
+    /// PERF_RECORD_THROTTLE records (the kernel lowered the rate).
+    pub throttled: u64,
+    /// Raw ring bytes written.
+    pub bytes: u64,
+}
+
+/// What happened during a recording. Stored as JSON in the `profile::STATS` chunk at
+/// finalization; a file without it was cut short.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct RecordStats {
+    /// CLOCK_MONOTONIC at the end, ns.
+    pub end_monotonic_ns: u64,
+    /// Time sampling was paused, ns.
+    pub paused_ns: u64,
+    /// Counters per CPU number.
+    pub per_cpu: BTreeMap<u32, CpuCounts>,
+    /// Why recording stopped (`command exited`, `duration`, `signal`, `disk full`, ...).
+    pub stop_reason: String,
+    /// The profiled command's exit status (`command` mode).
+    pub exit_status: Option<i32>,
+    /// An error that ended the recording early, if any.
+    pub error: Option<String>,
+}
+
+impl RecordStats {
+    /// Total samples over all CPUs.
+    pub fn samples(&self) -> u64 {
+        self.per_cpu.values().map(|c| c.samples).sum()
+    }
+
+    /// Total lost samples over all CPUs.
+    pub fn lost(&self) -> u64 {
+        self.per_cpu.values().map(|c| c.lost).sum()
+    }
+
+    /// Total throttle events over all CPUs.
+    pub fn throttled(&self) -> u64 {
+        self.per_cpu.values().map(|c| c.throttled).sum()
+    }
+}
+
+/// One process as found in /proc when recording started.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ProcSnapshot {
+    /// Process id.
+    pub pid: u32,
+    /// Short name (/proc/PID/comm).
+    pub comm: String,
+    /// Raw text of /proc/PID/maps.
+    pub maps: String,
+    /// Threads: (tid, comm).
+    pub threads: Vec<(u32, String)>,
+}
+
+/// The `profile::PROC_SNAPSHOT` chunk: processes at start plus build-ids of their files.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ProcSnapshotChunk {
+    /// Processes.
+    pub processes: Vec<ProcSnapshot>,
+    /// Build-id (hex) by file path, for files named in `maps`.
+    pub build_ids: BTreeMap<String, String>,
+}

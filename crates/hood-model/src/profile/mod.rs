@@ -1,0 +1,16 @@
+//! Sampled profiles: the recording's metadata, decoding of raw perf records, address spaces,
+//! symbolized profiles and their aggregations.
+
+pub mod aggregate;
+pub mod attr;
+pub mod build;
+pub mod load;
+pub mod maps;
+pub mod meta;
+pub mod model;
+pub mod records;
+
+pub use build::{build_profile, Resolver};
+pub use load::RawRecording;
+pub use meta::{CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats};
+pub use model::{Func, FuncId, Mode, Process, Profile, Sample, StackId, Thread};

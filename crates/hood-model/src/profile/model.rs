@@ -1,0 +1,140 @@
+//! The interpreted, symbolized profile every renderer works from.
+
+use serde::Serialize;
+
+use super::meta::{RecordMeta, RecordStats};
+
+/// Index into [`Profile::funcs`].
+pub type FuncId = u32;
+/// Index into [`Profile::stacks`].
+pub type StackId = u32;
+
+/// Where the CPU was when sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// User code.
+    User,
+    /// Kernel code on behalf of a task.
+    Kernel,
+    /// The idle task (pid 0).
+    Idle,
+}
+
+/// A function (or an unresolved location standing in for one).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct Func {
+    /// Symbol name, or `dso+0xOFFSET` / `[unknown]` when unresolved.
+    pub name: String,
+    /// Short name of the file it lives in (`[kernel.kallsyms]` for the kernel).
+    pub dso: String,
+    /// Kernel code.
+    pub kernel: bool,
+    /// Whether a symbol was found.
+    pub resolved: bool,
+}
+
+/// A thread seen in the recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Thread {
+    /// Thread id.
+    pub tid: u32,
+    /// Its last name.
+    pub comm: String,
+}
+
+/// A process seen in the recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Process {
+    /// Process id (0: the idle task).
+    pub pid: u32,
+    /// Its last name (after exec, the new program's).
+    pub comm: String,
+    /// Threads, by tid.
+    pub threads: Vec<Thread>,
+}
+
+/// One sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// CPU.
+    pub cpu: u32,
+    /// CLOCK_MONOTONIC ns.
+    pub time: u64,
+    /// Event count this sample stands for.
+    pub period: u64,
+    /// Where the CPU was.
+    pub mode: Mode,
+    /// Call stack, leaf first.
+    pub stack: StackId,
+}
+
+/// A symbolized profile.
+#[derive(Debug, Default)]
+pub struct Profile {
+    /// How it was recorded.
+    pub meta: RecordMeta,
+    /// What happened while recording (`None`: not finalized).
+    pub stats: Option<RecordStats>,
+    /// Warnings to show in report headers.
+    pub warnings: Vec<String>,
+    /// Processes, by pid.
+    pub processes: Vec<Process>,
+    /// Functions.
+    pub funcs: Vec<Func>,
+    /// Stacks of functions, leaf first. Stack 0 is the empty stack.
+    pub stacks: Vec<Vec<FuncId>>,
+    /// Samples in time order.
+    pub samples: Vec<Sample>,
+    /// Lost samples counted from the records themselves.
+    pub lost_in_stream: u64,
+    /// Throttle records in the stream.
+    pub throttles_in_stream: u64,
+}
+
+impl Profile {
+    /// The process with `pid`.
+    pub fn process(&self, pid: u32) -> Option<&Process> {
+        self.processes
+            .binary_search_by_key(&pid, |p| p.pid)
+            .ok()
+            .map(|i| &self.processes[i])
+    }
+
+    /// The display name of a process (`[idle]` for pid 0, `[pid N]` if never named).
+    pub fn comm(&self, pid: u32) -> String {
+        if pid == 0 {
+            return "[idle]".into();
+        }
+        match self.process(pid) {
+            Some(p) if !p.comm.is_empty() => p.comm.clone(),
+            _ => format!("[pid {pid}]"),
+        }
+    }
+
+    /// Lost samples: the recorder's counts when finalized, else those seen in the stream.
+    pub fn lost(&self) -> u64 {
+        match &self.stats {
+            Some(s) => s.lost().max(self.lost_in_stream),
+            None => self.lost_in_stream,
+        }
+    }
+
+    /// Recording duration in ns, from metadata and stats, else from sample times.
+    pub fn duration_ns(&self) -> u64 {
+        if let Some(s) = &self.stats {
+            if s.end_monotonic_ns > self.meta.start_monotonic_ns && self.meta.start_monotonic_ns > 0
+            {
+                return s.end_monotonic_ns - self.meta.start_monotonic_ns;
+            }
+        }
+        match (self.samples.first(), self.samples.last()) {
+            (Some(a), Some(b)) => b.time.saturating_sub(a.time),
+            _ => 0,
+        }
+    }
+}

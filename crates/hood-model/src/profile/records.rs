@@ -1,0 +1,380 @@
+//! Decoding the raw perf ring records stored verbatim by the recorder.
+//!
+//! Untrusted bytes: every read is bounds-checked and a malformed record ends the chunk with a
+//! counted error rather than a panic.
+
+use super::attr::{sample, Attr};
+
+/// PERF_RECORD_* types hood decodes.
+pub mod kind {
+    /// mmap of an executable region.
+    pub const MMAP: u32 = 1;
+    /// Samples lost by the kernel.
+    pub const LOST: u32 = 2;
+    /// Thread name change / exec.
+    pub const COMM: u32 = 3;
+    /// Thread exit.
+    pub const EXIT: u32 = 4;
+    /// Sampling throttled.
+    pub const THROTTLE: u32 = 5;
+    /// Sampling unthrottled.
+    pub const UNTHROTTLE: u32 = 6;
+    /// Fork / clone.
+    pub const FORK: u32 = 7;
+    /// A sample.
+    pub const SAMPLE: u32 = 9;
+    /// mmap with device/inode or build-id.
+    pub const MMAP2: u32 = 10;
+    /// Samples lost (counted in the ring's sample stream).
+    pub const LOST_SAMPLES: u32 = 13;
+}
+
+/// misc bit: COMM record caused by exec.
+pub const MISC_COMM_EXEC: u16 = 1 << 13;
+/// misc bit: MMAP2 record carries a build-id instead of device/inode.
+pub const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
+/// cpumode values in misc & 7.
+pub const CPUMODE_KERNEL: u8 = 1;
+/// User mode.
+pub const CPUMODE_USER: u8 = 2;
+
+/// First callchain marker value (`PERF_CONTEXT_MAX` = -4095 as u64).
+pub const CONTEXT_MAX: u64 = (-4095i64) as u64;
+/// Marker: the following frames are kernel frames.
+pub const CONTEXT_KERNEL: u64 = (-128i64) as u64;
+/// Marker: the following frames are user frames.
+pub const CONTEXT_USER: u64 = (-512i64) as u64;
+
+/// One decoded record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A sample; its call chain is `chains[chain.0..chain.1]` of the decoder's buffer.
+    Sample {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// CPU.
+        cpu: u32,
+        /// Sampled instruction pointer.
+        ip: u64,
+        /// Period (event count since the previous sample).
+        period: u64,
+        /// cpumode from misc.
+        cpumode: u8,
+        /// Range of the call chain in [`Decoded::chains`].
+        chain: (u32, u32),
+    },
+    /// A new mapping.
+    Mmap {
+        /// Process id.
+        pid: u32,
+        /// Start address.
+        start: u64,
+        /// Length.
+        len: u64,
+        /// File offset of `start`.
+        pgoff: u64,
+        /// File name or pseudo-name.
+        filename: String,
+        /// Build-id when the kernel supplied it.
+        build_id: Option<Vec<u8>>,
+    },
+    /// A thread name change; `exec` when caused by exec.
+    Comm {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// New name.
+        comm: String,
+        /// Caused by exec.
+        exec: bool,
+    },
+    /// A fork or clone.
+    Fork {
+        /// New process id.
+        pid: u32,
+        /// Parent process id.
+        ppid: u32,
+        /// New thread id.
+        tid: u32,
+    },
+    /// A thread exit.
+    Exit {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+    },
+    /// The kernel dropped `count` records.
+    Lost {
+        /// How many.
+        count: u64,
+    },
+    /// Sampling was throttled.
+    Throttle,
+}
+
+/// An event with its timestamp (CLOCK_MONOTONIC ns; 0 if unknown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timed {
+    /// Timestamp.
+    pub time: u64,
+    /// CPU ring the record came from.
+    pub ring_cpu: u32,
+    /// The event.
+    pub event: Event,
+}
+
+/// Decoded records of a whole recording.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// Events in ring order (sorted later).
+    pub events: Vec<Timed>,
+    /// Call chain entries of all samples.
+    pub chains: Vec<u64>,
+    /// Records that could not be decoded.
+    pub malformed: u64,
+    /// Record types seen but not used.
+    pub skipped: u64,
+}
+
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn u64(&mut self) -> Option<u64> {
+        let s = self.b.get(self.at..self.at + 8)?;
+        self.at += 8;
+        Some(u64::from_le_bytes(s.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        let s = self.b.get(self.at..self.at + 4)?;
+        self.at += 4;
+        Some(u32::from_le_bytes(s.try_into().ok()?))
+    }
+    fn skip(&mut self, n: usize) -> Option<()> {
+        if self.at + n > self.b.len() {
+            return None;
+        }
+        self.at += n;
+        Some(())
+    }
+    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at + n)?;
+        self.at += n;
+        Some(s)
+    }
+}
+
+/// Where the `time` of a non-sample record sits in its sample_id trailer.
+fn trailer_time(attr: &Attr, body: &[u8]) -> u64 {
+    if !attr.sample_id_all() || attr.sample_type & sample::TIME == 0 {
+        return 0;
+    }
+    let st = attr.sample_type;
+    // Trailer fields after TIME: ID, STREAM_ID, CPU, IDENTIFIER (8 bytes each).
+    let after = [
+        sample::ID,
+        sample::STREAM_ID,
+        sample::CPU,
+        sample::IDENTIFIER,
+    ]
+    .iter()
+    .filter(|&&bit| st & bit != 0)
+    .count()
+        * 8;
+    let end = body.len();
+    if end < after + 8 {
+        return 0;
+    }
+    let at = end - after - 8;
+    u64::from_le_bytes(body[at..at + 8].try_into().unwrap_or([0; 8]))
+}
+
+fn cstr(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+impl Decoded {
+    /// Decode one chunk of raw records from the ring of `cpu`.
+    pub fn push_chunk(&mut self, attr: &Attr, cpu: u32, bytes: &[u8]) {
+        let mut at = 0usize;
+        while at + 8 <= bytes.len() {
+            let typ = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
+            let misc = u16::from_le_bytes([bytes[at + 4], bytes[at + 5]]);
+            let size = u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
+            if size < 8 || at + size > bytes.len() {
+                self.malformed += 1;
+                return;
+            }
+            let body = &bytes[at + 8..at + size];
+            if self.push_record(attr, cpu, typ, misc, body).is_none() {
+                self.malformed += 1;
+            }
+            at += size;
+        }
+        if at != bytes.len() {
+            self.malformed += 1;
+        }
+    }
+
+    fn push_record(
+        &mut self,
+        attr: &Attr,
+        cpu: u32,
+        typ: u32,
+        misc: u16,
+        body: &[u8],
+    ) -> Option<()> {
+        let mut c = Cursor { b: body, at: 0 };
+        let (time, event) = match typ {
+            kind::SAMPLE => {
+                let mark = self.chains.len();
+                let r = self.push_sample(attr, cpu, misc, body);
+                if r.is_none() {
+                    self.chains.truncate(mark);
+                }
+                return r;
+            }
+            kind::MMAP | kind::MMAP2 => {
+                let pid = c.u32()?;
+                let _tid = c.u32()?;
+                let start = c.u64()?;
+                let len = c.u64()?;
+                let pgoff = c.u64()?;
+                let mut build_id = None;
+                if typ == kind::MMAP2 {
+                    let ids = c.bytes(24)?;
+                    if misc & MISC_MMAP_BUILD_ID != 0 {
+                        let n = (ids[0] as usize).min(20);
+                        build_id = Some(ids[4..4 + n].to_vec());
+                    }
+                    c.skip(8)?; // prot, flags
+                }
+                let filename = cstr(body.get(c.at..)?);
+                let ev = Event::Mmap {
+                    pid,
+                    start,
+                    len,
+                    pgoff,
+                    filename,
+                    build_id,
+                };
+                (trailer_time(attr, body), ev)
+            }
+            kind::COMM => {
+                let pid = c.u32()?;
+                let tid = c.u32()?;
+                let comm = cstr(body.get(c.at..)?);
+                let exec = misc & MISC_COMM_EXEC != 0;
+                (
+                    trailer_time(attr, body),
+                    Event::Comm {
+                        pid,
+                        tid,
+                        comm,
+                        exec,
+                    },
+                )
+            }
+            kind::FORK | kind::EXIT => {
+                let pid = c.u32()?;
+                let ppid = c.u32()?;
+                let tid = c.u32()?;
+                let _ptid = c.u32()?;
+                let time = c.u64()?;
+                let ev = if typ == kind::FORK {
+                    Event::Fork { pid, ppid, tid }
+                } else {
+                    Event::Exit { pid, tid }
+                };
+                (time, ev)
+            }
+            kind::LOST => {
+                let _id = c.u64()?;
+                let count = c.u64()?;
+                (trailer_time(attr, body), Event::Lost { count })
+            }
+            kind::LOST_SAMPLES => {
+                let count = c.u64()?;
+                (trailer_time(attr, body), Event::Lost { count })
+            }
+            kind::THROTTLE => (c.u64()?, Event::Throttle),
+            _ => {
+                self.skipped += 1;
+                return Some(());
+            }
+        };
+        self.events.push(Timed {
+            time,
+            ring_cpu: cpu,
+            event,
+        });
+        Some(())
+    }
+
+    fn push_sample(&mut self, attr: &Attr, ring_cpu: u32, misc: u16, body: &[u8]) -> Option<()> {
+        let st = attr.sample_type;
+        let mut c = Cursor { b: body, at: 0 };
+        let has = |bit| st & bit != 0;
+        if has(sample::IDENTIFIER) {
+            c.skip(8)?;
+        }
+        let ip = if has(sample::IP) { c.u64()? } else { 0 };
+        let (pid, tid) = if has(sample::TID) {
+            (c.u32()?, c.u32()?)
+        } else {
+            (0, 0)
+        };
+        let time = if has(sample::TIME) { c.u64()? } else { 0 };
+        for bit in [sample::ADDR, sample::ID, sample::STREAM_ID] {
+            if has(bit) {
+                c.skip(8)?;
+            }
+        }
+        let cpu = if has(sample::CPU) {
+            let cpu = c.u32()?;
+            c.skip(4)?;
+            cpu
+        } else {
+            ring_cpu
+        };
+        let period = if has(sample::PERIOD) { c.u64()? } else { 1 };
+        let begin = self.chains.len() as u32;
+        if has(sample::CALLCHAIN) {
+            let nr = c.u64()?;
+            if nr > 4096 {
+                return None;
+            }
+            for _ in 0..nr {
+                let a = c.u64()?;
+                self.chains.push(a);
+            }
+        }
+        let end = self.chains.len() as u32;
+        self.events.push(Timed {
+            time,
+            ring_cpu,
+            event: Event::Sample {
+                pid,
+                tid,
+                cpu,
+                ip,
+                period,
+                cpumode: (misc & 7) as u8,
+                chain: (begin, end),
+            },
+        });
+        Some(())
+    }
+
+    /// Sort events by time, keeping ring order among equal times.
+    pub fn sort(&mut self) {
+        self.events.sort_by_key(|e| e.time);
+    }
+}
