@@ -56,10 +56,13 @@ pub(crate) fn build(cfg: &SamplingConfig, event: EventKind, opts: AttrOpts) -> p
     attr.clockid = libc::CLOCK_MONOTONIC;
     attr.set_watermark(1);
     let ring_bytes = cfg.ring_pages.saturating_mul(crate::sys::page_size());
+    // A watermark at or past the ring size would never wake us before data is lost.
+    let quarter = u32::try_from(ring_bytes / 4).unwrap_or(u32::MAX);
+    let half = u32::try_from(ring_bytes / 2).unwrap_or(u32::MAX);
     attr.wakeup_watermark = if cfg.wakeup_watermark == 0 {
-        u32::try_from(ring_bytes / 4).unwrap_or(u32::MAX)
+        quarter
     } else {
-        cfg.wakeup_watermark
+        cfg.wakeup_watermark.min(half)
     };
     if opts.sideband {
         attr.set_mmap(1);

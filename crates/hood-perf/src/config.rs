@@ -72,7 +72,8 @@ pub struct SamplingConfig {
     pub include_user: bool,
     /// Data pages per CPU ring; must be a power of two.
     pub ring_pages: usize,
-    /// Bytes in a ring before poll() wakes the reader; 0 means a quarter of the ring.
+    /// Bytes in a ring before poll() wakes the reader; 0 means a quarter of the
+    /// ring, and values above half the ring are capped at half.
     pub wakeup_watermark: u32,
 }
 

@@ -136,6 +136,7 @@ pub(crate) fn open_target(
         inherit,
         enable_on_exec,
     };
+    check_sample_rate(cfg.freq_hz)?;
     let mut b = Builder {
         opener: Opener::new(cfg, opts),
         cpus,
@@ -143,6 +144,7 @@ pub(crate) fn open_target(
         rings: cpus.iter().map(|_| None).collect(),
         leaders: vec![None; cpus.len()],
         fds: Vec::new(),
+        seen: BTreeSet::new(),
     };
     let first_pid = match target {
         Target::System => {
@@ -184,6 +186,22 @@ pub(crate) fn open_target(
     })
 }
 
+/// Frequency mode is capped by kernel.perf_event_max_sample_rate (which the
+/// kernel itself lowers when sampling interrupts take too long).
+fn check_sample_rate(freq_hz: u64) -> Result<(), PerfError> {
+    let path = "/proc/sys/kernel/perf_event_max_sample_rate";
+    let max = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    match max {
+        Some(max) if freq_hz > max => Err(PerfError::InvalidConfig(format!(
+            "sampling frequency {freq_hz} Hz exceeds kernel.perf_event_max_sample_rate = {max} \
+             ({path}); use a lower -F or raise it with `sudo sysctl kernel.perf_event_max_sample_rate={freq_hz}`"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 struct Builder<'a> {
     opener: Opener<'a>,
     cpus: &'a [u32],
@@ -192,13 +210,15 @@ struct Builder<'a> {
     /// Index into `fds` of the ring-owning event of each CPU.
     leaders: Vec<Option<usize>>,
     fds: Vec<OwnedFd>,
+    /// Threads already opened (a pid listed twice, or a thread id given as a
+    /// pid, must not double its samples).
+    seen: BTreeSet<i32>,
 }
 
 impl Builder<'_> {
     /// Attaches to every thread of `pid`, re-listing /proc/PID/task until no new
     /// thread appears (threads created after their event opened are inherited).
     fn add_process(&mut self, pid: i32) -> Result<(), PerfError> {
-        let mut seen = BTreeSet::new();
         let mut opened = 0;
         for round in 0..8 {
             let tids = match threads_of(pid) {
@@ -208,7 +228,7 @@ impl Builder<'_> {
             };
             let mut any_new = false;
             for tid in tids {
-                if seen.insert(tid) {
+                if self.seen.insert(tid) {
                     any_new = true;
                     opened += self.add_task(tid)?;
                 }
@@ -217,7 +237,7 @@ impl Builder<'_> {
                 break;
             }
         }
-        if opened == 0 {
+        if opened == 0 && !self.seen.contains(&pid) {
             return Err(PerfError::NoSuchProcess(pid));
         }
         Ok(())

@@ -269,6 +269,44 @@ fn bad_config_is_rejected() {
     }
 }
 
+#[test]
+fn duplicate_pids_open_each_thread_once() {
+    if !privileged(1, "duplicate_pids_open_each_thread_once") {
+        return;
+    }
+    // A single-threaded process listed twice.
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let s = Session::open(&cfg(), &Target::Tasks(vec![pid, pid]));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let s = s.unwrap();
+    assert_eq!(
+        s.event_count(),
+        s.cpus().len(),
+        "one event per CPU for one thread"
+    );
+}
+
+#[test]
+fn frequency_above_kernel_cap_is_explained() {
+    let max: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let c = SamplingConfig {
+        freq_hz: max + 1,
+        ..cfg()
+    };
+    let e = Session::open(&c, &Target::Tasks(vec![own_pid()])).unwrap_err();
+    assert!(matches!(e, PerfError::InvalidConfig(_)), "{e}");
+    assert!(e.to_string().contains("perf_event_max_sample_rate"), "{e}");
+}
+
 fn vacant_pid() -> i32 {
     let max: i32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
         .ok()
