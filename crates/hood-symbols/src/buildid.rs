@@ -75,15 +75,27 @@ struct Layout {
 impl Layout {
     fn u16(self, b: &[u8], at: usize) -> Option<u16> {
         let a: [u8; 2] = b.get(at..at + 2)?.try_into().ok()?;
-        Some(if self.big { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) })
+        Some(if self.big {
+            u16::from_be_bytes(a)
+        } else {
+            u16::from_le_bytes(a)
+        })
     }
     fn u32(self, b: &[u8], at: usize) -> Option<u32> {
         let a: [u8; 4] = b.get(at..at + 4)?.try_into().ok()?;
-        Some(if self.big { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) })
+        Some(if self.big {
+            u32::from_be_bytes(a)
+        } else {
+            u32::from_le_bytes(a)
+        })
     }
     fn u64(self, b: &[u8], at: usize) -> Option<u64> {
         let a: [u8; 8] = b.get(at..at + 8)?.try_into().ok()?;
-        Some(if self.big { u64::from_be_bytes(a) } else { u64::from_le_bytes(a) })
+        Some(if self.big {
+            u64::from_be_bytes(a)
+        } else {
+            u64::from_le_bytes(a)
+        })
     }
     /// A word: 8 bytes in ELF64, 4 in ELF32.
     fn word(self, b: &[u8], at64: usize, at32: usize) -> Option<u64> {
@@ -126,7 +138,11 @@ fn find_build_id(read: &mut ReadAt<'_>) -> Result<Option<Vec<u8>>, &'static str>
     };
     let bad = "truncated ELF header";
     let (shoff, shentsize, shnum) = if lay.is64 {
-        (lay.u64(&ehdr, 0x28), lay.u16(&ehdr, 0x3a), lay.u16(&ehdr, 0x3c))
+        (
+            lay.u64(&ehdr, 0x28),
+            lay.u16(&ehdr, 0x3a),
+            lay.u16(&ehdr, 0x3c),
+        )
     } else {
         (
             lay.u32(&ehdr, 0x20).map(u64::from),
@@ -135,7 +151,11 @@ fn find_build_id(read: &mut ReadAt<'_>) -> Result<Option<Vec<u8>>, &'static str>
         )
     };
     let (phoff, phentsize, phnum) = if lay.is64 {
-        (lay.u64(&ehdr, 0x20), lay.u16(&ehdr, 0x36), lay.u16(&ehdr, 0x38))
+        (
+            lay.u64(&ehdr, 0x20),
+            lay.u16(&ehdr, 0x36),
+            lay.u16(&ehdr, 0x38),
+        )
     } else {
         (
             lay.u32(&ehdr, 0x1c).map(u64::from),
@@ -239,7 +259,10 @@ mod tests {
 
     #[test]
     fn rejects_non_elf() {
-        assert!(build_id_from_bytes(b"hello world, not an elf file at all....................").is_err());
+        assert!(
+            build_id_from_bytes(b"hello world, not an elf file at all....................")
+                .is_err()
+        );
         assert!(build_id_from_bytes(b"\x7fELF").is_err());
         assert!(build_id_from_bytes(&[]).is_err());
     }

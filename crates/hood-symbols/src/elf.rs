@@ -103,12 +103,18 @@ impl Symbolizer {
         let actual = match read_build_id(&real) {
             Ok(id) => id,
             Err(SymbolError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
-                let msg = format!("binary {shown} not found ({}); {LEFT}", self.where_looked(&real));
+                let msg = format!(
+                    "binary {shown} not found ({}); {LEFT}",
+                    self.where_looked(&real)
+                );
                 self.warn(shown, msg);
                 return Err(Unresolved::FileMissing);
             }
             Err(SymbolError::NotElf { reason, .. }) => {
-                self.warn(shown.clone(), format!("{shown} is not an ELF file ({reason}); {LEFT}"));
+                self.warn(
+                    shown.clone(),
+                    format!("{shown} is not an ELF file ({reason}); {LEFT}"),
+                );
                 return Err(Unresolved::NotElf);
             }
             Err(e) => {
@@ -146,13 +152,43 @@ impl Symbolizer {
     }
 
     /// One blazesym batch for one file; `shown` names it in warnings.
+    /// Offsets are looked up in ascending order (neighbouring lookups then
+    /// touch the same parts of the symbol tables) and answered in the
+    /// caller's order.
     fn blaze_offsets(&mut self, real: &Path, shown: &str, offsets: &[u64]) -> Vec<Resolution> {
+        if offsets.is_sorted() {
+            return self.blaze_sorted(real, shown, offsets);
+        }
+        let mut order: Vec<usize> = (0..offsets.len()).collect();
+        order.sort_unstable_by_key(|&i| offsets[i]);
+        let sorted: Vec<u64> = order.iter().map(|&i| offsets[i]).collect();
+        let answers = self.blaze_sorted(real, shown, &sorted);
+        let mut out = vec![Err(Unresolved::NoSymbol); offsets.len()];
+        for (i, r) in order.into_iter().zip(answers) {
+            out[i] = r;
+        }
+        out
+    }
+
+    fn blaze_sorted(&mut self, real: &Path, shown: &str, offsets: &[u64]) -> Vec<Resolution> {
         let src = Source::Elf(Elf {
             debug_syms: false,
             ..Elf::new(real)
         });
         match self.blaze.symbolize(&src, Input::FileOffset(offsets)) {
-            Ok(found) => found.into_iter().map(convert).collect(),
+            Ok(found) => {
+                let dm = &mut self.demangler;
+                found
+                    .into_iter()
+                    .map(|f| {
+                        let mut r = convert(f);
+                        if let (Ok(sym), Some(d)) = (&mut r, dm.as_mut()) {
+                            d.apply(&mut sym.name);
+                        }
+                        r
+                    })
+                    .collect()
+            }
             Err(e) => {
                 let msg = format!("cannot read symbols of {shown}: {e}");
                 self.warn(format!("read {shown}"), format!("{msg}; {LEFT}"));

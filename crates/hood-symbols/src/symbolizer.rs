@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 use blazesym::symbolize;
 
+use crate::demangle::DemangleCache;
 use crate::text::{parse_kallsyms, parse_nm, parse_perf_map_lenient};
-use crate::{demangle, Resolution, SymbolError, SymbolTable, SymbolizerOptions, Unresolved};
+use crate::{Resolution, SymbolError, SymbolTable, SymbolizerOptions, Unresolved};
 
 /// Whether an ELF file (or image) may be read, decided once per file.
 pub(crate) type Verdict = Result<PathBuf, Unresolved>;
@@ -19,6 +20,9 @@ pub(crate) type Verdict = Result<PathBuf, Unresolved>;
 pub struct Symbolizer {
     pub(crate) opts: SymbolizerOptions,
     pub(crate) blaze: symbolize::Symbolizer,
+    /// Memoizing demangler; `None` when demangling is off. blazesym's own
+    /// demangling is off so that every source shares this memo.
+    pub(crate) demangler: Option<DemangleCache>,
     kernel: Option<SymbolTable>,
     symfile: Option<SymbolTable>,
     /// (path as recorded, expected build-id) → verdict.
@@ -51,11 +55,13 @@ impl Symbolizer {
         let blaze = symbolize::Symbolizer::builder()
             .enable_code_info(false)
             .enable_inlined_fns(false)
-            .enable_demangling(opts.demangle)
+            .enable_demangling(false)
             .build();
+        let demangler = opts.demangle.then(DemangleCache::default);
         Ok(Symbolizer {
             opts,
             blaze,
+            demangler,
             kernel: None,
             symfile,
             files: HashMap::new(),
@@ -121,7 +127,12 @@ impl Symbolizer {
     /// JIT map `/tmp/perf-PID.map` (`START SIZE NAME`, hex). The text is
     /// parsed once per pid (again only if a different text is given);
     /// malformed lines are skipped with one warning naming the first.
-    pub fn symbolize_perf_map(&mut self, pid: u32, map_text: &str, addrs: &[u64]) -> Vec<Resolution> {
+    pub fn symbolize_perf_map(
+        &mut self,
+        pid: u32,
+        map_text: &str,
+        addrs: &[u64],
+    ) -> Vec<Resolution> {
         let hash = hash_of(map_text.as_bytes());
         if self.perf_maps.get(&pid).map(|(h, _)| *h) != Some(hash) {
             let (table, skipped) = parse_perf_map_lenient(map_text);
@@ -137,9 +148,9 @@ impl Symbolizer {
             }
             self.perf_maps.insert(pid, (hash, table));
         }
-        let demangle = self.opts.demangle;
+        let dm = &mut self.demangler;
         match self.perf_maps.get(&pid) {
-            Some((_, table)) => addrs.iter().map(|&a| named(table, a, demangle)).collect(),
+            Some((_, table)) => addrs.iter().map(|&a| named(table, a, dm)).collect(),
             None => vec![Err(Unresolved::NoSource); addrs.len()],
         }
     }
@@ -147,9 +158,9 @@ impl Symbolizer {
     /// Resolves absolute addresses against the nm-format `--symfile`; without
     /// one, every address is [`Unresolved::NoSource`].
     pub fn symbolize_symfile(&mut self, addrs: &[u64]) -> Vec<Resolution> {
-        let demangle = self.opts.demangle;
+        let dm = &mut self.demangler;
         match &self.symfile {
-            Some(table) => addrs.iter().map(|&a| named(table, a, demangle)).collect(),
+            Some(table) => addrs.iter().map(|&a| named(table, a, dm)).collect(),
             None => vec![Err(Unresolved::NoSource); addrs.len()],
         }
     }
@@ -170,10 +181,10 @@ impl Symbolizer {
 }
 
 /// Looks `addr` up in a text table and demangles the name if asked.
-fn named(table: &SymbolTable, addr: u64, demangle_names: bool) -> Resolution {
+fn named(table: &SymbolTable, addr: u64, demangler: &mut Option<DemangleCache>) -> Resolution {
     let mut sym = table.lookup(addr)?;
-    if demangle_names {
-        sym.name = demangle(&sym.name);
+    if let Some(d) = demangler {
+        d.apply(&mut sym.name);
     }
     Ok(sym)
 }

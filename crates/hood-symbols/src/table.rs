@@ -154,7 +154,10 @@ mod tests {
         assert_eq!(t.lookup(0x1010), Err(Unresolved::NoSymbol));
         assert_eq!(t.lookup(0xfff), Err(Unresolved::NoSymbol));
         let b = t.lookup(0x2fff).unwrap();
-        assert_eq!((b.name.as_str(), b.offset, b.size), ("b_alias", 0xfff, None));
+        assert_eq!(
+            (b.name.as_str(), b.offset, b.size),
+            ("b_alias", 0xfff, None)
+        );
         assert_eq!(t.lookup(0x3000), Err(Unresolved::NoSymbol));
         assert_eq!(t.len(), 3);
         assert_eq!(t.text_len(), 2);

@@ -13,7 +13,9 @@ fn symbolizer() -> Symbolizer {
 fn check_program(extra: &[&str]) {
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = compile(dir.path(), "prog", PROG, extra);
-    let id = read_build_id(&bin).expect("read build-id").expect("gcc emits a build-id");
+    let id = read_build_id(&bin)
+        .expect("read build-id")
+        .expect("gcc emits a build-id");
     let mut s = symbolizer();
     let names = ["alpha", "beta", "gamma_fn", "main"];
     let mut offsets = Vec::new();
@@ -56,11 +58,23 @@ fn mangled_names_demangle_unless_turned_off() {
     let bin = compile(dir.path(), "prog", PROG, &[]);
     let (off, _) = func_offset(&bin, "_Z5deltai", false);
     let mut on = symbolizer();
-    assert_eq!(on.symbolize_file(&bin, None, &[off])[0].as_ref().map(|s| s.name.as_str()), Ok("delta(int)"));
-    let mut off_opts = SymbolizerOptions::default();
-    off_opts.demangle = false;
+    assert_eq!(
+        on.symbolize_file(&bin, None, &[off])[0]
+            .as_ref()
+            .map(|s| s.name.as_str()),
+        Ok("delta(int)")
+    );
+    let off_opts = SymbolizerOptions {
+        demangle: false,
+        ..SymbolizerOptions::default()
+    };
     let mut off_s = Symbolizer::new(off_opts).expect("symbolizer");
-    assert_eq!(off_s.symbolize_file(&bin, None, &[off])[0].as_ref().map(|s| s.name.as_str()), Ok("_Z5deltai"));
+    assert_eq!(
+        off_s.symbolize_file(&bin, None, &[off])[0]
+            .as_ref()
+            .map(|s| s.name.as_str()),
+        Ok("_Z5deltai")
+    );
 }
 
 #[test]
@@ -106,13 +120,21 @@ fn changed_binary_is_a_build_id_mismatch_with_a_warning() {
 
     // The current build-id is accepted.
     let (main_off, _) = func_offset(&bin, "main", false);
-    assert_eq!(s.symbolize_file(&bin, Some(&new_id), &[main_off])[0].as_ref().map(|x| x.name.as_str()), Ok("main"));
+    assert_eq!(
+        s.symbolize_file(&bin, Some(&new_id), &[main_off])[0]
+            .as_ref()
+            .map(|x| x.name.as_str()),
+        Ok("main")
+    );
 
     // A file without any build-id while one was recorded is a mismatch too.
     compile(dir.path(), "prog", PROG, &["-Wl,--build-id=none"]);
     assert_eq!(read_build_id(&bin).expect("read"), None);
     let mut s = symbolizer();
-    assert_eq!(s.symbolize_file(&bin, Some(&old_id), &[off]), vec![Err(Unresolved::BuildIdMismatch)]);
+    assert_eq!(
+        s.symbolize_file(&bin, Some(&old_id), &[off]),
+        vec![Err(Unresolved::BuildIdMismatch)]
+    );
     assert!(s.warnings()[0].contains("none now"), "{:?}", s.warnings());
 }
 
@@ -121,14 +143,27 @@ fn missing_and_non_elf_files_are_reported_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let gone = dir.path().join("no-such-binary");
     let mut s = symbolizer();
-    assert_eq!(s.symbolize_file(&gone, None, &[0x1000, 0x2000]), vec![Err(Unresolved::FileMissing); 2]);
-    assert_eq!(s.symbolize_file(&gone, None, &[0x3000]), vec![Err(Unresolved::FileMissing)]);
+    assert_eq!(
+        s.symbolize_file(&gone, None, &[0x1000, 0x2000]),
+        vec![Err(Unresolved::FileMissing); 2]
+    );
+    assert_eq!(
+        s.symbolize_file(&gone, None, &[0x3000]),
+        vec![Err(Unresolved::FileMissing)]
+    );
     assert_eq!(s.warnings().len(), 1);
-    assert!(s.warnings()[0].contains("no-such-binary"), "{:?}", s.warnings());
+    assert!(
+        s.warnings()[0].contains("no-such-binary"),
+        "{:?}",
+        s.warnings()
+    );
 
     let text = dir.path().join("script.sh");
     std::fs::write(&text, "#!/bin/sh\necho not elf\n").expect("write");
-    assert_eq!(s.symbolize_file(&text, None, &[4]), vec![Err(Unresolved::NotElf)]);
+    assert_eq!(
+        s.symbolize_file(&text, None, &[4]),
+        vec![Err(Unresolved::NotElf)]
+    );
     assert_eq!(s.warnings().len(), 2);
     assert!(s.symbolize_file(&text, None, &[]).is_empty());
 }
@@ -141,17 +176,26 @@ fn root_prefix_finds_recorded_paths_elsewhere() {
     std::fs::create_dir_all(root.join("usr/bin")).expect("mkdir");
     std::fs::copy(&bin, root.join("usr/bin/prog")).expect("copy");
     let (off, _) = func_offset(&bin, "beta", false);
-    let opts = SymbolizerOptions { root: Some(root), ..SymbolizerOptions::default() };
+    let opts = SymbolizerOptions {
+        root: Some(root),
+        ..SymbolizerOptions::default()
+    };
     let mut s = Symbolizer::new(opts).expect("symbolizer");
     let got = s.symbolize_file(std::path::Path::new("/usr/bin/prog"), None, &[off + 2]);
-    assert_eq!(got[0].as_ref().map(|x| (x.name.as_str(), x.offset)), Ok(("beta", 2)));
+    assert_eq!(
+        got[0].as_ref().map(|x| (x.name.as_str(), x.offset)),
+        Ok(("beta", 2))
+    );
 }
 
 #[test]
 fn vdso_image_resolves_from_memory() {
     // Read this process's [vdso] bytes the way the recorder stores them.
     let maps = std::fs::read_to_string("/proc/self/maps").expect("maps");
-    let line = maps.lines().find(|l| l.ends_with("[vdso]")).expect("a [vdso] mapping");
+    let line = maps
+        .lines()
+        .find(|l| l.ends_with("[vdso]"))
+        .expect("a [vdso] mapping");
     let range = line.split_whitespace().next().expect("range");
     let (lo, hi) = range.split_once('-').expect("range form");
     let lo = u64::from_str_radix(lo, 16).expect("hex");
@@ -174,5 +218,8 @@ fn vdso_image_resolves_from_memory() {
     }
     assert_eq!(got[1].as_ref().map(|x| x.offset), Ok(3));
     // Bytes that are not ELF under another key.
-    assert_eq!(s.symbolize_image("[junk]", b"not an elf image", &[1]), vec![Err(Unresolved::NotElf)]);
+    assert_eq!(
+        s.symbolize_image("[junk]", b"not an elf image", &[1]),
+        vec![Err(Unresolved::NotElf)]
+    );
 }

@@ -41,7 +41,11 @@ pub fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {
 
 fn run(cmd: &str, args: &[&str], path: &Path) -> String {
     let out = Command::new(cmd).args(args).arg(path).output().expect(cmd);
-    assert!(out.status.success(), "{cmd} {args:?} {} failed", path.display());
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} {} failed",
+        path.display()
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -62,7 +66,8 @@ pub fn nm_symbol(path: &Path, name: &str, dynamic: bool) -> (u64, u64) {
 /// Converts a virtual address of the ELF file to its file offset using the
 /// PT_LOAD program headers printed by `readelf -lW`.
 pub fn vaddr_to_offset(path: &Path, vaddr: u64) -> u64 {
-    let hexnum = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("readelf hex");
+    let hexnum =
+        |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).expect("readelf hex");
     for line in run("readelf", &["-lW"], path).lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
         if f.first() == Some(&"LOAD") && f.len() >= 6 {
