@@ -1,2 +1,40 @@
-//! See the crate description.
+//! /proc readers for hood's monitor.
+//!
+//! [`ProcReader`] takes one [`Snapshot`](hood_model::monitor::Snapshot) of the system per call,
+//! reading only what the [`ScanOptions`](hood_model::monitor::ScanOptions) ask for. The per-task
+//! hot path is hand-written: one reused buffer, one reused path string, one `read` per file.
+//! The root directory is injectable so tests can point it at a fake /proc tree.
 #![forbid(unsafe_code)]
+
+pub mod irqtime;
+pub mod parse;
+mod reader;
+
+pub use reader::ProcReader;
+
+use std::path::PathBuf;
+
+/// Errors of the /proc readers. Per-task files that vanish or are unreadable are not errors
+/// (the task is skipped or shows what is readable); only system-wide files are.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcError {
+    /// A system-wide file could not be read.
+    #[error("cannot read {path}: {source} (is procfs mounted? try `mount -t proc proc /proc`)")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A system-wide file had no parseable content.
+    #[error("cannot parse {path}: {what}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        what: String,
+    },
+    /// Tracefs could not be set up for `--irq-time`.
+    #[error("{0}")]
+    Trace(String),
+}

@@ -1,2 +1,74 @@
-//! See the crate description.
+//! Terminal UI of `hood top` (ratatui + crossterm). It never touches /proc: it receives derived
+//! [`SystemView`]s over a channel and sends back the [`ScanOptions`] its current mode needs, so
+//! the sampler reads only what is shown.
 #![forbid(unsafe_code)]
+
+mod app;
+mod draw;
+
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
+
+use hood_model::monitor::{ScanOptions, SortKey, SystemView};
+use hood_report::monitor::Mode;
+
+pub use app::App;
+
+/// Errors of the terminal UI.
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    /// The terminal could not be set up, drawn or read.
+    #[error("terminal I/O failed: {0} (is stdin/stdout a terminal? use `hood top -b` otherwise)")]
+    Io(#[from] std::io::Error),
+}
+
+/// Starting state of the UI.
+#[derive(Clone, Debug)]
+pub struct TuiConfig {
+    /// Initial mode.
+    pub mode: Mode,
+    /// Initial sort key.
+    pub sort: SortKey,
+    /// Largest first.
+    pub descending: bool,
+    /// Initial filter text (empty: none).
+    pub filter: String,
+    /// Refresh interval (shown in the status line).
+    pub delay: Duration,
+    /// Whether `--irq-time` handler times are being measured.
+    pub irq_time: bool,
+}
+
+/// What a scan must read for `mode` sorted by `key`: /proc/PID/stat alone for the task view,
+/// status and io only for the IPC view or when sorting needs them, threads only for `H`.
+pub fn scan_needs(mode: Mode, key: SortKey, irq_time: bool) -> ScanOptions {
+    let ipc = mode == Mode::Ipc || matches!(key, SortKey::Ctx | SortKey::Syscalls | SortKey::Bytes);
+    ScanOptions {
+        status: ipc,
+        owner: true,
+        io: ipc,
+        cmdline: false,
+        threads: mode == Mode::Threads,
+        threads_of: None,
+        cpu_mhz: true,
+        exceptions: mode == Mode::Exceptions || irq_time,
+    }
+}
+
+/// The terminal width, if stdout is a terminal.
+pub fn terminal_width() -> Option<u16> {
+    ratatui::crossterm::terminal::size().ok().map(|(w, _)| w)
+}
+
+/// Run the UI until `q` (or Ctrl-C, or the frame channel closing). The terminal is restored on
+/// return and, through ratatui's panic hook, after a panic.
+pub fn run(
+    cfg: TuiConfig,
+    frames: Receiver<SystemView>,
+    needs: Sender<ScanOptions>,
+) -> Result<(), TuiError> {
+    let mut terminal = ratatui::try_init()?;
+    let res = App::new(cfg).run(&mut terminal, &frames, &needs);
+    ratatui::try_restore()?;
+    res
+}

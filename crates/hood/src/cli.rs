@@ -14,4 +14,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// List tasks (or threads): ID, threads, memory, user/system time, name.
+    Ps(cmd::monitor::ps::PsArgs),
+    /// Time, uptime and load averages.
+    Uptime(cmd::monitor::uptime::UptimeArgs),
+    /// Full-screen system monitor; `-b` for batch text or `--json` lines.
+    Top(cmd::monitor::top::TopArgs),
+    /// List the system.* tree or print one node (`hood info system.load`).
+    Info(cmd::monitor::info::InfoArgs),
 }

@@ -1,0 +1,341 @@
+//! Turn raw cumulative snapshots into the [`SystemView`]: unit conversion, and percentages and
+//! rates from the difference of two snapshots.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::raw::{CpuRaw, CpuTicks, IrqLine, IrqTimeRaw, Snapshot, TaskRaw};
+use super::view::*;
+
+/// Derive the view of `cur`, with rates over the interval since `prev` when given.
+///
+/// Tasks are matched across snapshots by pid and start time, so a reused pid starts fresh.
+/// Counters that went backwards (a reset, a different task) give no rate rather than a wrong one.
+pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
+    let interval_s = prev
+        .map(|p| cur.taken_ns.saturating_sub(p.taken_ns) as f64 / 1e9)
+        .filter(|s| *s > 0.0);
+    let iv = prev.zip(interval_s);
+    let hz = cur.clk_tck.max(1);
+    let mem_total = cur.mem.total_kb.saturating_mul(1024);
+
+    let tasks = derive_tasks(
+        iv.map(|(p, s)| (&p.tasks[..], s)),
+        &cur.tasks,
+        cur,
+        mem_total,
+    );
+    let threads = cur.threads.as_ref().map(|th| {
+        let prev_th = iv.and_then(|(p, s)| p.threads.as_deref().map(|t| (t, s)));
+        derive_tasks(prev_th, th, cur, mem_total)
+    });
+
+    let mut tasks_by_state = BTreeMap::new();
+    for t in &cur.tasks {
+        *tasks_by_state.entry(t.state.to_string()).or_insert(0) += 1;
+    }
+    let threads_by_state = cur.threads.as_ref().map(|th| {
+        let mut m = BTreeMap::new();
+        for t in th {
+            *m.entry(t.state.to_string()).or_insert(0) += 1;
+        }
+        m
+    });
+
+    let prev_cpus: HashMap<u32, &CpuRaw> = prev
+        .map(|p| p.cpus.iter().map(|c| (c.id, c)).collect())
+        .unwrap_or_default();
+    let per_cpu = cur
+        .cpus
+        .iter()
+        .map(|c| CpuView {
+            id: Some(c.id),
+            mhz: c.mhz,
+            time_ms: times_ms(&c.ticks, hz),
+            percent: prev_cpus
+                .get(&c.id)
+                .and_then(|p| cpu_percent(&p.ticks, &c.ticks)),
+        })
+        .collect();
+    let total = CpuView {
+        id: None,
+        mhz: None,
+        time_ms: times_ms(&cur.cpu_total, hz),
+        percent: prev.and_then(|p| cpu_percent(&p.cpu_total, &cur.cpu_total)),
+    };
+
+    let m = &cur.mem;
+    let cache_kb = m.cached_kb.saturating_add(m.sreclaimable_kb);
+    let used_kb = m
+        .total_kb
+        .saturating_sub(m.free_kb)
+        .saturating_sub(m.buffers_kb)
+        .saturating_sub(cache_kb);
+    let physmem = MemView {
+        total: mem_total,
+        used: used_kb * 1024,
+        free: m.free_kb * 1024,
+        buffers: m.buffers_kb * 1024,
+        cache: cache_kb * 1024,
+        available: m.available_kb.unwrap_or(m.free_kb) * 1024,
+        swap_total: m.swap_total_kb * 1024,
+        swap_used: m.swap_total_kb.saturating_sub(m.swap_free_kb) * 1024,
+        swap_free: m.swap_free_kb * 1024,
+    };
+
+    SystemView {
+        schema_version: SCHEMA_VERSION,
+        interval_s,
+        uptime: UptimeView {
+            seconds: cur.uptime_s,
+            wall_time_s: cur.wall_time_s,
+            utc_offset_s: cur.utc_offset_s,
+        },
+        load: LoadView {
+            one: cur.load.one,
+            five: cur.load.five,
+            fifteen: cur.load.fifteen,
+            runnable: cur.load.runnable,
+            total: cur.load.total,
+        },
+        cpus: CpusView {
+            total,
+            per_cpu,
+            context_switches: cur.ctxt,
+            context_switches_per_s: iv.and_then(|(p, s)| rate(p.ctxt, cur.ctxt, s)),
+        },
+        physmem,
+        counts: CountsView {
+            tasks: cur.tasks.len() as u32,
+            tasks_by_state,
+            threads: cur.tasks.iter().map(|t| t.num_threads).sum(),
+            threads_running: cur.load.runnable,
+            threads_by_state,
+        },
+        tasks,
+        threads,
+        exceptions: ExceptionsView {
+            interrupts: derive_irqs(iv.map(|(p, s)| (&p.interrupts[..], s)), &cur.interrupts),
+            softirqs: derive_irqs(iv.map(|(p, s)| (&p.softirqs[..], s)), &cur.softirqs),
+            irq_time: cur.irq_time.as_ref().map(|it| {
+                let prev_it = iv.and_then(|(p, s)| p.irq_time.as_ref().map(|x| (x, s)));
+                derive_irq_time(prev_it, it, cur.cpus.len().max(1))
+            }),
+        },
+    }
+}
+
+fn rate(prev: u64, cur: u64, secs: f64) -> Option<f64> {
+    cur.checked_sub(prev).map(|d| d as f64 / secs)
+}
+
+fn ticks_ms(t: u64, hz: u64) -> u64 {
+    t.saturating_mul(1000) / hz
+}
+
+fn times_ms(t: &CpuTicks, hz: u64) -> CpuTimesMs {
+    CpuTimesMs {
+        busy: ticks_ms(t.busy(), hz),
+        idle: ticks_ms(t.idle_all(), hz),
+        user: ticks_ms(t.user.saturating_add(t.nice), hz),
+        nice: ticks_ms(t.nice, hz),
+        system: ticks_ms(t.system, hz),
+        irq: ticks_ms(t.irq, hz),
+        softirq: ticks_ms(t.softirq, hz),
+        steal: ticks_ms(t.steal, hz),
+        iowait: ticks_ms(t.iowait, hz),
+    }
+}
+
+fn cpu_percent(p: &CpuTicks, c: &CpuTicks) -> Option<CpuPercent> {
+    let total = c.total().checked_sub(p.total())?;
+    if total == 0 {
+        return None;
+    }
+    let pc = |a: u64, b: u64| b.saturating_sub(a) as f64 * 100.0 / total as f64;
+    Some(CpuPercent {
+        busy: pc(p.busy(), c.busy()),
+        idle: pc(p.idle_all(), c.idle_all()),
+        user: pc(p.user + p.nice, c.user + c.nice),
+        nice: pc(p.nice, c.nice),
+        system: pc(p.system, c.system),
+        irq: pc(p.irq, c.irq),
+        softirq: pc(p.softirq, c.softirq),
+        steal: pc(p.steal, c.steal),
+        iowait: pc(p.iowait, c.iowait),
+    })
+}
+
+fn derive_tasks(
+    prev: Option<(&[TaskRaw], f64)>,
+    cur: &[TaskRaw],
+    snap: &Snapshot,
+    mem_total: u64,
+) -> Vec<TaskView> {
+    let hz = snap.clk_tck.max(1);
+    let index: HashMap<u32, &TaskRaw> = prev
+        .map(|(p, _)| p.iter().map(|t| (t.pid, t)).collect())
+        .unwrap_or_default();
+    let secs = prev.map(|(_, s)| s);
+    cur.iter()
+        .map(|t| {
+            let before = index
+                .get(&t.pid)
+                .filter(|b| b.start_time == t.start_time)
+                .copied();
+            let pct = |a: u64, b: u64| -> Option<f64> {
+                let s = secs?;
+                Some(b.checked_sub(a)? as f64 / hz as f64 / s * 100.0)
+            };
+            // A task new since the previous snapshot is charged from zero: it started within
+            // the interval, so all its CPU time falls inside it.
+            let (pu, ps) = before.map(|b| (b.utime, b.stime)).unwrap_or((0, 0));
+            let user_percent = pct(pu, t.utime);
+            let kernel_percent = pct(ps, t.stime);
+            let cpu_percent = user_percent.zip(kernel_percent).map(|(u, k)| u + k);
+            let res_bytes = t.rss_pages.saturating_mul(snap.page_size);
+            let r = |a: Option<u64>, b: u64| secs.zip(a).and_then(|(s, a)| rate(a, b, s));
+            TaskView {
+                pid: t.pid,
+                tgid: t.tgid,
+                ppid: t.ppid,
+                name: t.name.clone(),
+                cmdline: t.cmdline.as_ref().map(|c| c.join(" ")),
+                uid: t.uid,
+                user: t.user.clone(),
+                state: t.state.to_string(),
+                threads: t.num_threads,
+                priority: t.priority,
+                nice: t.nice,
+                virt_bytes: t.vsize,
+                res_bytes,
+                mem_percent: if mem_total > 0 {
+                    res_bytes as f64 * 100.0 / mem_total as f64
+                } else {
+                    0.0
+                },
+                user_time_ms: ticks_ms(t.utime, hz),
+                kernel_time_ms: ticks_ms(t.stime, hz),
+                cpu_percent,
+                user_percent,
+                kernel_percent,
+                processor: t.processor,
+                ctx_switches: t.ctx.map(|c| {
+                    let b = before.and_then(|b| b.ctx);
+                    CtxView {
+                        voluntary: c.voluntary,
+                        involuntary: c.involuntary,
+                        voluntary_per_s: r(Some(b.map_or(0, |b| b.voluntary)), c.voluntary),
+                        involuntary_per_s: r(Some(b.map_or(0, |b| b.involuntary)), c.involuntary),
+                    }
+                }),
+                io: t.io.map(|io| {
+                    let b = before.and_then(|b| b.io).unwrap_or_default();
+                    IoView {
+                        syscr: io.syscr,
+                        syscw: io.syscw,
+                        rchar: io.rchar,
+                        wchar: io.wchar,
+                        read_bytes: io.read_bytes,
+                        write_bytes: io.write_bytes,
+                        syscr_per_s: r(Some(b.syscr), io.syscr),
+                        syscw_per_s: r(Some(b.syscw), io.syscw),
+                        rchar_per_s: r(Some(b.rchar), io.rchar),
+                        wchar_per_s: r(Some(b.wchar), io.wchar),
+                    }
+                }),
+            }
+        })
+        .collect()
+}
+
+fn derive_irqs(prev: Option<(&[IrqLine], f64)>, cur: &[IrqLine]) -> Vec<IrqView> {
+    let index: HashMap<&str, &IrqLine> = prev
+        .map(|(p, _)| p.iter().map(|l| (l.id.as_str(), l)).collect())
+        .unwrap_or_default();
+    cur.iter()
+        .map(|l| {
+            let total: u64 = l.per_cpu.iter().sum();
+            let before = index.get(l.id.as_str());
+            let per_cpu_per_s = prev.zip(before).and_then(|((_, s), b)| {
+                (b.per_cpu.len() == l.per_cpu.len())
+                    .then(|| {
+                        l.per_cpu
+                            .iter()
+                            .zip(&b.per_cpu)
+                            .map(|(c, p)| rate(*p, *c, s))
+                            .collect::<Option<Vec<f64>>>()
+                    })
+                    .flatten()
+            });
+            IrqView {
+                id: l.id.clone(),
+                description: l.description.clone(),
+                per_cpu: l.per_cpu.clone(),
+                total,
+                per_s: per_cpu_per_s.as_ref().map(|v| v.iter().sum()),
+                per_cpu_per_s,
+            }
+        })
+        .collect()
+}
+
+fn derive_irq_time(
+    prev: Option<(&IrqTimeRaw, f64)>,
+    cur: &IrqTimeRaw,
+    ncpus: usize,
+) -> IrqTimeView {
+    let key = |kind: &str, n: u32| (kind.to_string(), n);
+    let index: HashMap<(String, u32), (u64, u64)> = prev
+        .map(|(p, _)| {
+            p.handlers
+                .iter()
+                .map(|h| (key(&h.kind, h.number), (h.count, h.total_ns)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let secs = prev.map(|(_, s)| s);
+    let mut handlers: Vec<HandlerView> = cur
+        .handlers
+        .iter()
+        .map(|h| {
+            let (pc, pn) = index
+                .get(&key(&h.kind, h.number))
+                .copied()
+                .unwrap_or((0, 0));
+            let dc = h.count.saturating_sub(pc);
+            let dn = h.total_ns.saturating_sub(pn);
+            let avg_us = if secs.is_some() && dc > 0 {
+                dn as f64 / dc as f64 / 1000.0
+            } else if h.count > 0 {
+                h.total_ns as f64 / h.count as f64 / 1000.0
+            } else {
+                0.0
+            };
+            HandlerView {
+                kind: h.kind.clone(),
+                number: h.number,
+                name: h.name.clone(),
+                count: h.count,
+                count_interval: secs.map(|_| dc),
+                avg_us,
+                cpu_percent: secs.map(|s| dn as f64 / (s * 1e9 * ncpus as f64) * 100.0),
+                total_ns: h.total_ns,
+            }
+        })
+        .collect();
+    handlers.sort_by(|a, b| {
+        b.cpu_percent
+            .unwrap_or(0.0)
+            .total_cmp(&a.cpu_percent.unwrap_or(0.0))
+            .then(b.total_ns.cmp(&a.total_ns))
+    });
+    IrqTimeView {
+        handlers,
+        unavailable: cur.unavailable.clone(),
+        events: cur.events,
+        lost: cur.lost,
+        cost_ms: cur.cost_ns as f64 / 1e6,
+        cost_percent: prev
+            .map(|(p, s)| cur.cost_ns.saturating_sub(p.cost_ns) as f64 / (s * 1e9) * 100.0),
+    }
+}

@@ -1,0 +1,324 @@
+//! The derived `system.*` view: units converted, percentages and rates over the interval
+//! between two snapshots. This is what `--json` prints (docs/monitor.md, versioned by
+//! [`SCHEMA_VERSION`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON schema of [`SystemView`]; bump on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole `system` tree.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SystemView {
+    /// JSON schema version.
+    pub schema_version: u32,
+    /// Seconds between the two snapshots rates were derived from; `None` for a single snapshot.
+    pub interval_s: Option<f64>,
+    /// `system.uptime`.
+    pub uptime: UptimeView,
+    /// `system.load`.
+    pub load: LoadView,
+    /// `system.cpus`.
+    pub cpus: CpusView,
+    /// `system.physmem`.
+    pub physmem: MemView,
+    /// `system.counts`: tasks and threads by state.
+    pub counts: CountsView,
+    /// `system.tasks`.
+    pub tasks: Vec<TaskView>,
+    /// `system.threads`, when scanned.
+    pub threads: Option<Vec<TaskView>>,
+    /// `system.exceptions`.
+    pub exceptions: ExceptionsView,
+}
+
+/// `system.uptime`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UptimeView {
+    /// Seconds since boot.
+    pub seconds: f64,
+    /// Wall clock, seconds since the Unix epoch.
+    pub wall_time_s: i64,
+    /// Local time zone offset east of UTC in seconds.
+    pub utc_offset_s: i32,
+}
+
+/// `system.load`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadView {
+    /// 1-minute load average.
+    pub one: f64,
+    /// 5-minute load average.
+    pub five: f64,
+    /// 15-minute load average.
+    pub fifteen: f64,
+    /// Runnable threads now.
+    pub runnable: u32,
+    /// All threads now.
+    pub total: u32,
+}
+
+/// Cumulative CPU times in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuTimesMs {
+    /// Busy (everything but idle and iowait).
+    pub busy: u64,
+    /// Idle including iowait.
+    pub idle: u64,
+    /// User (including nice).
+    pub user: u64,
+    /// Nice part of user.
+    pub nice: u64,
+    /// Kernel.
+    pub system: u64,
+    /// Hard interrupts.
+    pub irq: u64,
+    /// Soft interrupts.
+    pub softirq: u64,
+    /// Hypervisor steal.
+    pub steal: u64,
+    /// Waiting for I/O.
+    pub iowait: u64,
+}
+
+/// Percent of the interval, same fields as [`CpuTimesMs`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuPercent {
+    /// Busy.
+    pub busy: f64,
+    /// Idle including iowait.
+    pub idle: f64,
+    /// User (including nice).
+    pub user: f64,
+    /// Nice.
+    pub nice: f64,
+    /// Kernel.
+    pub system: f64,
+    /// Hard interrupts.
+    pub irq: f64,
+    /// Soft interrupts.
+    pub softirq: f64,
+    /// Hypervisor steal.
+    pub steal: f64,
+    /// Waiting for I/O.
+    pub iowait: f64,
+}
+
+/// One CPU (or all together).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuView {
+    /// CPU number; `None` for the all-CPU line.
+    pub id: Option<u32>,
+    /// Current clock, when exposed.
+    pub mhz: Option<f64>,
+    /// Cumulative times since boot.
+    pub time_ms: CpuTimesMs,
+    /// Percentages over the interval; `None` for a single snapshot.
+    pub percent: Option<CpuPercent>,
+}
+
+/// `system.cpus`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpusView {
+    /// All CPUs together (percent of all CPUs' time).
+    pub total: CpuView,
+    /// Per CPU.
+    pub per_cpu: Vec<CpuView>,
+    /// Context switches since boot.
+    pub context_switches: u64,
+    /// Context switches per second over the interval.
+    pub context_switches_per_s: Option<f64>,
+}
+
+/// `system.physmem`, in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MemView {
+    /// Total usable RAM.
+    pub total: u64,
+    /// Used = total - free - buffers - cache (as `free` computes it).
+    pub used: u64,
+    /// Completely unused.
+    pub free: u64,
+    /// Block device buffers.
+    pub buffers: u64,
+    /// Page cache plus reclaimable slab.
+    pub cache: u64,
+    /// Kernel's estimate of memory available for new work.
+    pub available: u64,
+    /// Swap size.
+    pub swap_total: u64,
+    /// Swap in use.
+    pub swap_used: u64,
+    /// Swap free.
+    pub swap_free: u64,
+}
+
+/// `system.counts`: tasks and threads by state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CountsView {
+    /// Processes.
+    pub tasks: u32,
+    /// Processes by single-letter state.
+    pub tasks_by_state: BTreeMap<String, u32>,
+    /// Threads (sum of each process's thread count).
+    pub threads: u32,
+    /// Threads runnable now (from the load line).
+    pub threads_running: u32,
+    /// Threads by state, when threads were scanned.
+    pub threads_by_state: Option<BTreeMap<String, u32>>,
+}
+
+/// Context switches of one task with rates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CtxView {
+    /// Voluntary switches since start (the task blocked: waits, I/O, messages).
+    pub voluntary: u64,
+    /// Involuntary switches since start (preempted).
+    pub involuntary: u64,
+    /// Voluntary per second over the interval.
+    pub voluntary_per_s: Option<f64>,
+    /// Involuntary per second over the interval.
+    pub involuntary_per_s: Option<f64>,
+}
+
+/// Read/write syscall activity of one task with rates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoView {
+    /// Read-like syscalls since start.
+    pub syscr: u64,
+    /// Write-like syscalls since start.
+    pub syscw: u64,
+    /// Bytes read through syscalls.
+    pub rchar: u64,
+    /// Bytes written through syscalls.
+    pub wchar: u64,
+    /// Bytes read from storage.
+    pub read_bytes: u64,
+    /// Bytes written to storage.
+    pub write_bytes: u64,
+    /// Read syscalls per second.
+    pub syscr_per_s: Option<f64>,
+    /// Write syscalls per second.
+    pub syscw_per_s: Option<f64>,
+    /// Bytes read per second.
+    pub rchar_per_s: Option<f64>,
+    /// Bytes written per second.
+    pub wchar_per_s: Option<f64>,
+}
+
+/// One process (`system.tasks.PID`) or thread (`system.threads.TID`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskView {
+    /// Process id, or thread id for a thread.
+    pub pid: u32,
+    /// Owning process id (equals `pid` for a process).
+    pub tgid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Name.
+    pub name: String,
+    /// Command line joined by spaces, when read (empty for kernel threads).
+    pub cmdline: Option<String>,
+    /// Owning uid, when read.
+    pub uid: Option<u32>,
+    /// Owning user name, when known.
+    pub user: Option<String>,
+    /// Single-letter state.
+    pub state: String,
+    /// Threads.
+    pub threads: u32,
+    /// Kernel priority.
+    pub priority: i64,
+    /// Nice.
+    pub nice: i64,
+    /// Virtual memory in bytes.
+    pub virt_bytes: u64,
+    /// Resident memory in bytes.
+    pub res_bytes: u64,
+    /// Resident memory as percent of RAM.
+    pub mem_percent: f64,
+    /// User CPU time since start, ms.
+    pub user_time_ms: u64,
+    /// Kernel CPU time since start, ms.
+    pub kernel_time_ms: u64,
+    /// CPU over the interval, percent of one CPU (user + kernel; may exceed 100 with threads).
+    pub cpu_percent: Option<f64>,
+    /// User part of `cpu_percent`.
+    pub user_percent: Option<f64>,
+    /// Kernel part of `cpu_percent`.
+    pub kernel_percent: Option<f64>,
+    /// CPU it last ran on.
+    pub processor: i32,
+    /// Context switches, when read.
+    pub ctx_switches: Option<CtxView>,
+    /// Read/write syscalls, when readable.
+    pub io: Option<IoView>,
+}
+
+/// One interrupt line or softirq type.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IrqView {
+    /// Id (IRQ number, `LOC`, `NET_RX`, ...).
+    pub id: String,
+    /// Controller/device description.
+    pub description: String,
+    /// Per-CPU counts since boot.
+    pub per_cpu: Vec<u64>,
+    /// Sum over CPUs.
+    pub total: u64,
+    /// Per-CPU rates per second over the interval.
+    pub per_cpu_per_s: Option<Vec<f64>>,
+    /// All-CPU rate per second over the interval.
+    pub per_s: Option<f64>,
+}
+
+/// Handler time of one irq/softirq (`--irq-time`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HandlerView {
+    /// `irq` or `softirq`.
+    pub kind: String,
+    /// IRQ or vector number.
+    pub number: u32,
+    /// Handler name.
+    pub name: String,
+    /// Runs since tracing started.
+    pub count: u64,
+    /// Runs in the interval.
+    pub count_interval: Option<u64>,
+    /// Average µs per run (over the interval when there were runs, else overall).
+    pub avg_us: f64,
+    /// Percent of all CPUs' time in this handler over the interval.
+    pub cpu_percent: Option<f64>,
+    /// Total ns since tracing started.
+    pub total_ns: u64,
+}
+
+/// `system.exceptions.irq_time`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IrqTimeView {
+    /// Handlers sorted by time spent, most first.
+    pub handlers: Vec<HandlerView>,
+    /// Why it is unavailable, if it is.
+    pub unavailable: Option<String>,
+    /// Trace events received.
+    pub events: u64,
+    /// Events lost by the kernel buffer.
+    pub lost: u64,
+    /// hood's own CPU time reading the trace, ms since start (the measuring cost).
+    pub cost_ms: f64,
+    /// That cost as percent of one CPU over the interval.
+    pub cost_percent: Option<f64>,
+}
+
+/// `system.exceptions`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExceptionsView {
+    /// `/proc/interrupts` lines.
+    pub interrupts: Vec<IrqView>,
+    /// `/proc/softirqs` types.
+    pub softirqs: Vec<IrqView>,
+    /// Handler times (`--irq-time`), when requested.
+    pub irq_time: Option<IrqTimeView>,
+}

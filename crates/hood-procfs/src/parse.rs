@@ -1,0 +1,315 @@
+//! Parsers of /proc text. All take bytes or text of untrusted content and never panic: a
+//! malformed line is skipped, a malformed file gives `None` or a default.
+
+use hood_model::monitor::{
+    CpuRaw, CpuTicks, CtxSwitches, IoCounters, IrqLine, LoadAvg, MemInfo, TaskRaw,
+};
+
+/// Parse `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) into `t`'s stat fields.
+///
+/// The name is taken between the first `(` and the *last* `)`, so names containing spaces and
+/// parentheses parse right. Returns `None` when the line is malformed.
+pub fn parse_stat(buf: &[u8], t: &mut TaskRaw) -> Option<()> {
+    let open = buf.iter().position(|&b| b == b'(')?;
+    let close = buf.iter().rposition(|&b| b == b')')?;
+    if close < open {
+        return None;
+    }
+    let pid = std::str::from_utf8(&buf[..open])
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let name = String::from_utf8_lossy(&buf[open + 1..close]);
+    let rest = std::str::from_utf8(&buf[close + 1..]).ok()?;
+    // tokens[0] is man-page field 3 (state).
+    let mut fields = [""; 40];
+    let mut n = 0;
+    for tok in rest.split_ascii_whitespace().take(fields.len()) {
+        fields[n] = tok;
+        n += 1;
+    }
+    if n < 22 {
+        return None;
+    }
+    let f = |k: usize| fields[k - 3];
+    let u = |k: usize| f(k).parse::<u64>().ok();
+    let i = |k: usize| f(k).parse::<i64>().ok();
+    t.pid = pid;
+    t.name.clear();
+    t.name.push_str(&name);
+    t.state = f(3).chars().next()?;
+    t.ppid = f(4).parse().ok()?;
+    t.utime = u(14)?;
+    t.stime = u(15)?;
+    t.priority = i(18)?;
+    t.nice = i(19)?;
+    t.num_threads = f(20).parse().ok()?;
+    t.start_time = u(22)?;
+    t.vsize = u(23)?;
+    t.rss_pages = i(24)?.max(0) as u64;
+    t.processor = if n >= 37 {
+        f(39).parse().unwrap_or(-1)
+    } else {
+        -1
+    };
+    Some(())
+}
+
+fn kv_u64(line: &str) -> Option<(&str, u64)> {
+    let (k, v) = line.split_once(':')?;
+    let v = v.split_ascii_whitespace().next()?.parse().ok()?;
+    Some((k.trim(), v))
+}
+
+/// Fields of `/proc/PID/status` hood uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StatusFields {
+    /// Real uid.
+    pub uid: Option<u32>,
+    /// Owning thread group.
+    pub tgid: Option<u32>,
+    /// Context switches (both lines present).
+    pub ctx: Option<CtxSwitches>,
+}
+
+/// Parse `/proc/PID/status`.
+pub fn parse_status(text: &str) -> StatusFields {
+    let mut out = StatusFields::default();
+    let (mut vol, mut invol) = (None, None);
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("Uid:") {
+            out.uid = rest
+                .split_ascii_whitespace()
+                .next()
+                .and_then(|s| s.parse().ok());
+        } else if let Some((k, v)) = kv_u64(line) {
+            match k {
+                "Tgid" => out.tgid = u32::try_from(v).ok(),
+                "voluntary_ctxt_switches" => vol = Some(v),
+                "nonvoluntary_ctxt_switches" => invol = Some(v),
+                _ => {}
+            }
+        }
+    }
+    out.ctx = vol.zip(invol).map(|(voluntary, involuntary)| CtxSwitches {
+        voluntary,
+        involuntary,
+    });
+    out
+}
+
+/// Parse `/proc/PID/io`. Returns `None` if no known counter is present.
+pub fn parse_io(text: &str) -> Option<IoCounters> {
+    let mut io = IoCounters::default();
+    let mut seen = false;
+    for (k, v) in text.lines().filter_map(kv_u64) {
+        let slot = match k {
+            "rchar" => &mut io.rchar,
+            "wchar" => &mut io.wchar,
+            "syscr" => &mut io.syscr,
+            "syscw" => &mut io.syscw,
+            "read_bytes" => &mut io.read_bytes,
+            "write_bytes" => &mut io.write_bytes,
+            _ => continue,
+        };
+        *slot = v;
+        seen = true;
+    }
+    seen.then_some(io)
+}
+
+/// Parse `/proc/PID/cmdline` (NUL-separated arguments).
+pub fn parse_cmdline(buf: &[u8]) -> Vec<String> {
+    buf.split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// Parse `/proc/meminfo`.
+pub fn parse_meminfo(text: &str) -> MemInfo {
+    let mut m = MemInfo::default();
+    for (k, v) in text.lines().filter_map(kv_u64) {
+        match k {
+            "MemTotal" => m.total_kb = v,
+            "MemFree" => m.free_kb = v,
+            "MemAvailable" => m.available_kb = Some(v),
+            "Buffers" => m.buffers_kb = v,
+            "Cached" => m.cached_kb = v,
+            "SReclaimable" => m.sreclaimable_kb = v,
+            "SwapTotal" => m.swap_total_kb = v,
+            "SwapFree" => m.swap_free_kb = v,
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Parse `/proc/loadavg` (`0.00 0.01 0.05 1/123 4567`).
+pub fn parse_loadavg(text: &str) -> Option<LoadAvg> {
+    let mut it = text.split_ascii_whitespace();
+    let one = it.next()?.parse().ok()?;
+    let five = it.next()?.parse().ok()?;
+    let fifteen = it.next()?.parse().ok()?;
+    let (r, t) = it.next()?.split_once('/')?;
+    Some(LoadAvg {
+        one,
+        five,
+        fifteen,
+        runnable: r.parse().ok()?,
+        total: t.parse().ok()?,
+    })
+}
+
+/// Parse `/proc/uptime`: seconds since boot.
+pub fn parse_uptime(text: &str) -> Option<f64> {
+    text.split_ascii_whitespace().next()?.parse().ok()
+}
+
+/// What `/proc/stat` gives.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProcStat {
+    /// All-CPU line.
+    pub total: CpuTicks,
+    /// Per-CPU lines.
+    pub cpus: Vec<CpuRaw>,
+    /// Context switches since boot.
+    pub ctxt: u64,
+    /// Forks since boot.
+    pub processes: u64,
+}
+
+fn parse_ticks(rest: &str) -> CpuTicks {
+    let mut v = [0u64; 8];
+    for (slot, tok) in v.iter_mut().zip(rest.split_ascii_whitespace()) {
+        *slot = tok.parse().unwrap_or(0);
+    }
+    CpuTicks {
+        user: v[0],
+        nice: v[1],
+        system: v[2],
+        idle: v[3],
+        iowait: v[4],
+        irq: v[5],
+        softirq: v[6],
+        steal: v[7],
+    }
+}
+
+/// Parse `/proc/stat`.
+pub fn parse_proc_stat(text: &str) -> ProcStat {
+    let mut s = ProcStat::default();
+    for line in text.lines() {
+        let Some((key, rest)) = line.split_once(char::is_whitespace) else {
+            continue;
+        };
+        if key == "cpu" {
+            s.total = parse_ticks(rest);
+        } else if let Some(id) = key.strip_prefix("cpu").and_then(|n| n.parse().ok()) {
+            s.cpus.push(CpuRaw {
+                id,
+                ticks: parse_ticks(rest),
+                mhz: None,
+            });
+        } else if key == "ctxt" {
+            s.ctxt = rest.trim().parse().unwrap_or(0);
+        } else if key == "processes" {
+            s.processes = rest.trim().parse().unwrap_or(0);
+        }
+    }
+    s
+}
+
+/// Parse `/proc/interrupts` or `/proc/softirqs`: a header naming the CPUs, then one line per
+/// interrupt (`ID: count count ... description`). Lines with fewer counts (e.g. `ERR:`) keep
+/// what they have.
+pub fn parse_irq_table(text: &str) -> Vec<IrqLine> {
+    let mut lines = text.lines();
+    let ncpus = lines
+        .next()
+        .map(|h| {
+            h.split_ascii_whitespace()
+                .filter(|w| w.starts_with("CPU"))
+                .count()
+        })
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for line in lines {
+        let Some((id, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let id = id.trim();
+        if id.is_empty() {
+            continue;
+        }
+        let mut per_cpu = Vec::with_capacity(ncpus);
+        let mut rest = rest.trim_start();
+        while per_cpu.len() < ncpus {
+            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            match rest[..end].parse::<u64>() {
+                Ok(v) => per_cpu.push(v),
+                Err(_) => break,
+            }
+            rest = rest[end..].trim_start();
+        }
+        out.push(IrqLine {
+            id: id.to_string(),
+            per_cpu,
+            description: rest.split_ascii_whitespace().collect::<Vec<_>>().join(" "),
+        });
+    }
+    out
+}
+
+/// Parse `/proc/cpuinfo` into (processor number, MHz) pairs.
+pub fn parse_cpuinfo_mhz(text: &str) -> Vec<(u32, f64)> {
+    let mut out = Vec::new();
+    let mut cur = None;
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        match k.trim() {
+            "processor" => cur = v.trim().parse().ok(),
+            "cpu MHz" => {
+                if let (Some(id), Ok(mhz)) = (cur, v.trim().parse()) {
+                    out.push((id, mhz));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Parse `/etc/passwd` into (uid, name) pairs.
+pub fn parse_passwd(text: &str) -> Vec<(u32, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split(':');
+            let name = it.next()?;
+            let _pw = it.next()?;
+            let uid = it.next()?.parse().ok()?;
+            (!name.is_empty()).then(|| (uid, name.to_string()))
+        })
+        .collect()
+}
+
+/// Parse `/proc/self/auxv` (native-endian u64 pairs) for (clock ticks per second, page size).
+pub fn parse_auxv(buf: &[u8]) -> (Option<u64>, Option<u64>) {
+    const AT_PAGESZ: u64 = 6;
+    const AT_CLKTCK: u64 = 17;
+    let (mut hz, mut page) = (None, None);
+    for pair in buf.chunks_exact(16) {
+        let k = u64::from_ne_bytes(pair[..8].try_into().unwrap_or_default());
+        let v = u64::from_ne_bytes(pair[8..].try_into().unwrap_or_default());
+        match k {
+            0 => break,
+            AT_PAGESZ if v > 0 => page = Some(v),
+            AT_CLKTCK if v > 0 => hz = Some(v),
+            _ => {}
+        }
+    }
+    (hz, page)
+}

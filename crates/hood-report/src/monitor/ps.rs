@@ -1,0 +1,101 @@
+//! `hood ps` (the thesis's `tasks`) and `hood uptime` (the thesis's `stats`).
+
+use hood_model::monitor::{SortKey, SystemView};
+
+use super::fmt::{bytes, clock, uptime};
+use super::table::{render_table, Column};
+
+/// What `hood ps` prints.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PsLayout {
+    /// Print threads (`-t PID`/`-a`) instead of tasks.
+    pub threads: bool,
+    /// Print the load line (`-l`).
+    pub load: bool,
+    /// Print the CPU lines (`-c`).
+    pub cpus: bool,
+    /// Print the user and command-line columns (`-f`).
+    pub full: bool,
+}
+
+/// The columns of `hood ps`: ID, threads, memory, user and system time, name (seed 003 B.1),
+/// with state and resident memory added.
+pub fn ps_columns(layout: PsLayout) -> Vec<Column> {
+    use Column::*;
+    let mut c = if layout.threads {
+        vec![Pid, Tgid, State, UTime, STime, Name]
+    } else {
+        vec![Pid, Threads, Virt, Res, State, UTime, STime, Name]
+    };
+    if layout.full {
+        c.insert(1, User);
+        if let Some(last) = c.last_mut() {
+            *last = Command;
+        }
+    }
+    c
+}
+
+/// Render `hood ps`.
+pub fn render_ps(
+    v: &SystemView,
+    layout: PsLayout,
+    width: usize,
+    sorted: Option<SortKey>,
+) -> String {
+    let mut lines = Vec::new();
+    if layout.load {
+        lines.push(format!(
+            "load average: {:.2} {:.2} {:.2}, {} of {} threads runnable",
+            v.load.one, v.load.five, v.load.fifteen, v.load.runnable, v.load.total
+        ));
+    }
+    if layout.cpus {
+        for c in &v.cpus.per_cpu {
+            let mhz = c.mhz.map_or_else(String::new, |m| format!(" ({m:.0} MHz)"));
+            lines.push(format!(
+                "cpu{}{mhz}: busy ms: {}, idle ms: {}, user ms: {}, system ms: {}, irq ms: {}, softirq ms: {}, steal ms: {}, iowait ms: {}",
+                c.id.unwrap_or(0),
+                c.time_ms.busy,
+                c.time_ms.idle,
+                c.time_ms.user,
+                c.time_ms.system,
+                c.time_ms.irq,
+                c.time_ms.softirq,
+                c.time_ms.steal,
+                c.time_ms.iowait
+            ));
+        }
+        lines.push(format!(
+            "memory: {} total, {} used, {} free, {} available",
+            bytes(v.physmem.total),
+            bytes(v.physmem.used),
+            bytes(v.physmem.free),
+            bytes(v.physmem.available)
+        ));
+    }
+    if !(layout.load || layout.cpus) || layout.threads {
+        let rows = if layout.threads {
+            v.threads.as_deref().unwrap_or(&[])
+        } else {
+            &v.tasks[..]
+        };
+        lines.extend(render_table(rows, &ps_columns(layout), width, sorted));
+    }
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s
+}
+
+/// Render `hood uptime`: ` 12:00:00 up 3 days,  2:01,  2 tasks, load average: 0.00, 0.01, 0.05`.
+pub fn render_uptime(v: &SystemView) -> String {
+    format!(
+        " {} up {},  {} tasks,  load average: {:.2}, {:.2}, {:.2}\n",
+        clock(v.uptime.wall_time_s, v.uptime.utc_offset_s),
+        uptime(v.uptime.seconds),
+        v.counts.tasks,
+        v.load.one,
+        v.load.five,
+        v.load.fifteen
+    )
+}

@@ -1,0 +1,261 @@
+//! The task table: columns per view mode, shared by `hood ps`, `hood top -b` and the TUI.
+
+use hood_model::monitor::{SortKey, TaskView};
+
+use super::fmt::{bytes, cpu_time, fit_left, fit_right, pct, rate, rate_bytes};
+
+/// What the task area of `hood top` shows (seed 003 appendix A.3 plus threads).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `t`: tasks with memory and CPU.
+    Tasks,
+    /// `i`: IPC-like activity: context switches, read/write syscalls and bytes.
+    Ipc,
+    /// `e`: interrupts, softirqs and handler times.
+    Exceptions,
+    /// `H`: threads.
+    Threads,
+}
+
+/// A column of the task table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    /// Pid (or tid).
+    Pid,
+    /// Owning pid (threads).
+    Tgid,
+    /// User.
+    User,
+    /// Priority.
+    Pri,
+    /// Nice.
+    Nice,
+    /// Threads.
+    Threads,
+    /// Virtual memory.
+    Virt,
+    /// Resident memory.
+    Res,
+    /// State.
+    State,
+    /// %CPU.
+    Cpu,
+    /// %user CPU.
+    UserCpu,
+    /// %kernel CPU.
+    KernelCpu,
+    /// %MEM.
+    MemPct,
+    /// User time.
+    UTime,
+    /// Kernel time.
+    STime,
+    /// Total CPU time.
+    Time,
+    /// Voluntary context switches per second.
+    Vcsw,
+    /// Involuntary context switches per second.
+    Ivcsw,
+    /// Read syscalls per second.
+    Syscr,
+    /// Write syscalls per second.
+    Syscw,
+    /// Bytes read per second.
+    Rchar,
+    /// Bytes written per second.
+    Wchar,
+    /// Name (last column, takes the rest of the line).
+    Name,
+    /// Command line (last column).
+    Command,
+}
+
+impl Column {
+    /// Header text.
+    pub fn header(self) -> &'static str {
+        match self {
+            Column::Pid => "PID",
+            Column::Tgid => "TGID",
+            Column::User => "USER",
+            Column::Pri => "PR",
+            Column::Nice => "NI",
+            Column::Threads => "THR",
+            Column::Virt => "VIRT",
+            Column::Res => "RES",
+            Column::State => "S",
+            Column::Cpu => "%CPU",
+            Column::UserCpu => "%USR",
+            Column::KernelCpu => "%SYS",
+            Column::MemPct => "%MEM",
+            Column::UTime => "UTIME",
+            Column::STime => "STIME",
+            Column::Time => "TIME+",
+            Column::Vcsw => "VCSW/s",
+            Column::Ivcsw => "ICSW/s",
+            Column::Syscr => "RSYS/s",
+            Column::Syscw => "WSYS/s",
+            Column::Rchar => "RBYT/s",
+            Column::Wchar => "WBYT/s",
+            Column::Name => "NAME",
+            Column::Command => "COMMAND",
+        }
+    }
+
+    fn width(self) -> usize {
+        match self {
+            Column::Pid | Column::Tgid => 7,
+            Column::User => 8,
+            Column::Pri | Column::Nice => 3,
+            Column::Threads => 4,
+            Column::Virt | Column::Res => 8,
+            Column::State => 1,
+            Column::Cpu | Column::UserCpu | Column::KernelCpu | Column::MemPct => 5,
+            Column::UTime | Column::STime | Column::Time => 9,
+            Column::Vcsw | Column::Ivcsw | Column::Syscr | Column::Syscw => 7,
+            Column::Rchar | Column::Wchar => 7,
+            Column::Name | Column::Command => 15,
+        }
+    }
+
+    /// The sort key this column sorts by.
+    pub fn sort_key(self) -> SortKey {
+        match self {
+            Column::Pid | Column::Tgid => SortKey::Pid,
+            Column::User => SortKey::User,
+            Column::Pri => SortKey::Priority,
+            Column::Nice => SortKey::Nice,
+            Column::Threads => SortKey::Threads,
+            Column::Virt => SortKey::Virt,
+            Column::Res | Column::MemPct => SortKey::Res,
+            Column::State => SortKey::State,
+            Column::Cpu => SortKey::Cpu,
+            Column::UserCpu => SortKey::UserCpu,
+            Column::KernelCpu => SortKey::KernelCpu,
+            Column::UTime | Column::STime | Column::Time => SortKey::Time,
+            Column::Vcsw | Column::Ivcsw => SortKey::Ctx,
+            Column::Syscr | Column::Syscw => SortKey::Syscalls,
+            Column::Rchar | Column::Wchar => SortKey::Bytes,
+            Column::Name | Column::Command => SortKey::Name,
+        }
+    }
+
+    fn left(self) -> bool {
+        matches!(
+            self,
+            Column::User | Column::State | Column::Name | Column::Command
+        )
+    }
+
+    fn value(self, t: &TaskView) -> String {
+        let ctx = t.ctx_switches.as_ref();
+        let io = t.io.as_ref();
+        match self {
+            Column::Pid => t.pid.to_string(),
+            Column::Tgid => t.tgid.to_string(),
+            Column::User => t
+                .user
+                .clone()
+                .or_else(|| t.uid.map(|u| u.to_string()))
+                .unwrap_or_else(|| "-".into()),
+            Column::Pri => {
+                if t.priority <= -100 {
+                    "rt".into()
+                } else {
+                    t.priority.to_string()
+                }
+            }
+            Column::Nice => t.nice.to_string(),
+            Column::Threads => t.threads.to_string(),
+            Column::Virt => bytes(t.virt_bytes),
+            Column::Res => bytes(t.res_bytes),
+            Column::State => t.state.clone(),
+            Column::Cpu => pct(t.cpu_percent),
+            Column::UserCpu => pct(t.user_percent),
+            Column::KernelCpu => pct(t.kernel_percent),
+            Column::MemPct => format!("{:.1}", t.mem_percent),
+            Column::UTime => cpu_time(t.user_time_ms),
+            Column::STime => cpu_time(t.kernel_time_ms),
+            Column::Time => cpu_time(t.user_time_ms + t.kernel_time_ms),
+            Column::Vcsw => rate(ctx.and_then(|c| c.voluntary_per_s)),
+            Column::Ivcsw => rate(ctx.and_then(|c| c.involuntary_per_s)),
+            Column::Syscr => rate(io.and_then(|c| c.syscr_per_s)),
+            Column::Syscw => rate(io.and_then(|c| c.syscw_per_s)),
+            Column::Rchar => rate_bytes(io.and_then(|c| c.rchar_per_s)),
+            Column::Wchar => rate_bytes(io.and_then(|c| c.wchar_per_s)),
+            Column::Name => t.name.clone(),
+            Column::Command => match t.cmdline.as_deref() {
+                Some(c) if !c.is_empty() => c.to_string(),
+                _ => format!("[{}]", t.name),
+            },
+        }
+    }
+}
+
+/// The columns of a `hood top` mode (for [`Mode::Exceptions`] the task columns are unused).
+pub fn columns_for(mode: Mode) -> Vec<Column> {
+    use Column::*;
+    match mode {
+        Mode::Tasks | Mode::Exceptions => vec![
+            Pid, User, Pri, Nice, Threads, Virt, Res, State, Cpu, UserCpu, KernelCpu, MemPct, Time,
+            Name,
+        ],
+        Mode::Ipc => vec![
+            Pid, User, Cpu, Vcsw, Ivcsw, Syscr, Syscw, Rchar, Wchar, Name,
+        ],
+        Mode::Threads => vec![
+            Pid, Tgid, User, Pri, Nice, State, Cpu, UserCpu, KernelCpu, Time, Name,
+        ],
+    }
+}
+
+/// Render the header line and one line per task, each cut to `width` characters. The last
+/// column takes whatever room is left. `sorted` marks the sorted column's header with `*`.
+pub fn render_table(
+    tasks: &[TaskView],
+    cols: &[Column],
+    width: usize,
+    sorted: Option<SortKey>,
+) -> Vec<String> {
+    let mut out = Vec::with_capacity(tasks.len() + 1);
+    let cell = |c: Column, s: &str, last: bool| -> String {
+        if last {
+            s.to_string()
+        } else if c.left() {
+            fit_left(s, c.width())
+        } else {
+            fit_right(s, c.width())
+        }
+    };
+    let line = |vals: Vec<String>| -> String {
+        let mut l = String::with_capacity(width.min(512));
+        for (i, v) in vals.iter().enumerate() {
+            if i > 0 {
+                l.push(' ');
+            }
+            l.push_str(v);
+        }
+        l.chars().take(width).collect()
+    };
+    let n = cols.len();
+    out.push(line(
+        cols.iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut h = c.header().to_string();
+                if sorted == Some(c.sort_key()) && !matches!(c, Column::Tgid) {
+                    h.push('*');
+                }
+                cell(*c, &h, i + 1 == n)
+            })
+            .collect(),
+    ));
+    for t in tasks {
+        out.push(line(
+            cols.iter()
+                .enumerate()
+                .map(|(i, c)| cell(*c, &c.value(t), i + 1 == n))
+                .collect(),
+        ));
+    }
+    out
+}

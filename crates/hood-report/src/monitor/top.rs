@@ -1,0 +1,145 @@
+//! `hood top` frames: the system header and a mode's body, as plain lines.
+
+use hood_model::monitor::{SortKey, SystemView};
+
+use super::exceptions::render_exceptions;
+use super::fmt::{bytes, clip, clock, uptime};
+use super::table::{columns_for, render_table, Mode};
+
+/// The `uptime`-style first line: `top - 12:00:00 up 1 day,  2:03, load average: ...`.
+pub fn uptime_line(v: &SystemView) -> String {
+    format!(
+        "{} up {},  load average: {:.2}, {:.2}, {:.2}",
+        clock(v.uptime.wall_time_s, v.uptime.utc_offset_s),
+        uptime(v.uptime.seconds),
+        v.load.one,
+        v.load.five,
+        v.load.fifteen
+    )
+}
+
+fn by_state(m: &std::collections::BTreeMap<String, u32>, letters: &str) -> u32 {
+    letters
+        .chars()
+        .map(|c| m.get(&c.to_string()).copied().unwrap_or(0))
+        .sum()
+}
+
+/// A text bar of `width` cells filled to `pct` percent.
+pub fn bar(pct: f64, width: usize) -> String {
+    let filled = ((pct.clamp(0.0, 100.0) / 100.0) * width as f64).round() as usize;
+    let mut s = String::with_capacity(width);
+    s.extend(std::iter::repeat_n('|', filled));
+    s.extend(std::iter::repeat_n(' ', width - filled.min(width)));
+    s
+}
+
+/// Header lines: time/uptime/load, tasks and threads by state, one line per CPU with a busy
+/// bar, memory and swap. Every line is cut to `width`.
+pub fn header(v: &SystemView, width: usize) -> Vec<String> {
+    let c = &v.counts;
+    let ts = &c.tasks_by_state;
+    let mut out = vec![
+        format!("top - {}", uptime_line(v)),
+        format!(
+            "Tasks: {} total, {} running, {} sleeping, {} disk-wait, {} stopped, {} zombie",
+            c.tasks,
+            by_state(ts, "R"),
+            by_state(ts, "SI"),
+            by_state(ts, "D"),
+            by_state(ts, "Tt"),
+            by_state(ts, "Z")
+        ),
+    ];
+    out.push(match &c.threads_by_state {
+        Some(m) => format!(
+            "Threads: {} total, {} running, {} sleeping, {} disk-wait, {} other",
+            c.threads,
+            by_state(m, "R"),
+            by_state(m, "SI"),
+            by_state(m, "D"),
+            m.values().sum::<u32>().saturating_sub(by_state(m, "RSID"))
+        ),
+        None => format!(
+            "Threads: {} total, {} runnable",
+            c.threads, c.threads_running
+        ),
+    });
+    let bar_w = width.saturating_sub(64).clamp(0, 40);
+    for cpu in std::iter::once(&v.cpus.total).chain(&v.cpus.per_cpu) {
+        let name = cpu
+            .id
+            .map_or_else(|| "all ".to_string(), |i| format!("cpu{i:<2}"));
+        let mhz = cpu
+            .mhz
+            .map_or_else(String::new, |m| format!(" ({m:.0} MHz)"));
+        let line = match &cpu.percent {
+            Some(p) => format!(
+                "{name}{mhz}: [{}] {:5.1}% busy  us {:4.1} sy {:4.1} hi {:4.1} si {:4.1} st {:4.1} wa {:4.1}",
+                bar(p.busy, bar_w),
+                p.busy,
+                p.user,
+                p.system,
+                p.irq,
+                p.softirq,
+                p.steal,
+                p.iowait
+            ),
+            None => format!(
+                "{name}{mhz}: busy ms {} idle ms {}",
+                cpu.time_ms.busy, cpu.time_ms.idle
+            ),
+        };
+        out.push(line);
+    }
+    let m = &v.physmem;
+    out.push(format!(
+        "Mem: {} total, {} used, {} free, {} buff/cache, {} avail",
+        bytes(m.total),
+        bytes(m.used),
+        bytes(m.free),
+        bytes(m.buffers + m.cache),
+        bytes(m.available)
+    ));
+    out.push(format!(
+        "Swap: {} total, {} used, {} free",
+        bytes(m.swap_total),
+        bytes(m.swap_used),
+        bytes(m.swap_free)
+    ));
+    out.into_iter().map(|l| clip(&l, width)).collect()
+}
+
+/// The body of a mode: the task (or thread) table, or the exceptions tables. `v` is expected
+/// to be already sorted and filtered by the caller.
+pub fn body(v: &SystemView, mode: Mode, width: usize, sorted: Option<SortKey>) -> Vec<String> {
+    match mode {
+        Mode::Exceptions => render_exceptions(v, width),
+        Mode::Threads => render_table(
+            v.threads.as_deref().unwrap_or(&[]),
+            &columns_for(mode),
+            width,
+            sorted,
+        ),
+        _ => render_table(&v.tasks, &columns_for(mode), width, sorted),
+    }
+}
+
+/// One batch-mode frame: header, a blank line, then up to `max_rows` body lines (all when
+/// `None`).
+pub fn frame(
+    v: &SystemView,
+    mode: Mode,
+    width: usize,
+    max_rows: Option<usize>,
+    sorted: Option<SortKey>,
+) -> String {
+    let mut lines = header(v, width);
+    lines.push(String::new());
+    let body = body(v, mode, width, sorted);
+    let n = max_rows.map_or(body.len(), |m| m.min(body.len()));
+    lines.extend(body.into_iter().take(n));
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s
+}

@@ -1,0 +1,119 @@
+//! Drawing one screen from the app state.
+
+use hood_report::monitor::top::{body, header};
+use hood_report::monitor::Mode;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::Frame;
+
+use crate::App;
+
+const HELP: &[&str] = &[
+    "hood top keys",
+    "",
+    "  t  tasks            i  IPC-like activity (context switches, syscalls, bytes)",
+    "  e  interrupts       H  threads (toggle)",
+    "  < >  sort by previous/next column    R  reverse order",
+    "  P %CPU  M memory  T time  N pid  U user  C name  S ctx/s  Y syscalls/s  B bytes/s",
+    "  /  filter by text (Enter apply, Esc cancel)",
+    "  space  pause     up/down/PgUp/PgDn  scroll     ?  help     q  quit",
+    "",
+    "any key closes this help",
+];
+
+fn mode_name(m: Mode) -> &'static str {
+    match m {
+        Mode::Tasks => "tasks",
+        Mode::Ipc => "ipc",
+        Mode::Exceptions => "interrupts",
+        Mode::Threads => "threads",
+    }
+}
+
+/// Draw the whole screen. Works at any size (a 1x1 terminal shows what fits).
+pub fn draw(f: &mut Frame, app: &App) {
+    let area = f.area();
+    let width = area.width as usize;
+    let Some(v) = &app.shown else {
+        f.render_widget(
+            Paragraph::new("hood top: taking the first two snapshots..."),
+            area,
+        );
+        return;
+    };
+    let head: Vec<Line> = header(v, width).into_iter().map(Line::from).collect();
+    let head_h = (head.len() as u16).min(area.height.saturating_sub(2));
+    let [top, mid, status] = Layout::vertical([
+        Constraint::Length(head_h),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    f.render_widget(Paragraph::new(head), top);
+
+    let lines = body(v, app.cfg.mode, width, Some(app.cfg.sort));
+    let room = mid.height as usize;
+    let mut shown: Vec<Line> = Vec::with_capacity(room);
+    if let Some((first, rest)) = lines.split_first() {
+        let sticky = app.cfg.mode != Mode::Exceptions;
+        if sticky {
+            shown.push(Line::styled(
+                format!("{first:<width$}"),
+                Style::default().add_modifier(Modifier::REVERSED),
+            ));
+        } else {
+            shown.push(Line::from(first.clone()));
+        }
+        let skip = app.scroll.min(rest.len().saturating_sub(1));
+        shown.extend(
+            rest.iter()
+                .skip(skip)
+                .take(room.saturating_sub(1))
+                .map(|l| Line::from(l.as_str())),
+        );
+    }
+    f.render_widget(Paragraph::new(shown), mid);
+
+    let status_text = match &app.editing {
+        Some(buf) => format!("filter: {buf}_"),
+        None => format!(
+            "mode {} | sort {}{} | filter {} | every {:.1}s{} | ? help  q quit",
+            mode_name(app.cfg.mode),
+            app.cfg.sort.name(),
+            if app.cfg.descending { " desc" } else { " asc" },
+            if app.cfg.filter.is_empty() {
+                "-"
+            } else {
+                &app.cfg.filter
+            },
+            app.cfg.delay.as_secs_f64(),
+            if app.paused { " | PAUSED" } else { "" }
+        ),
+    };
+    f.render_widget(
+        Paragraph::new(Line::styled(
+            status_text,
+            Style::default().add_modifier(Modifier::BOLD),
+        )),
+        status,
+    );
+
+    if app.help {
+        let w = (HELP.iter().map(|l| l.len()).max().unwrap_or(0) as u16 + 2).min(area.width);
+        let h = (HELP.len() as u16 + 2).min(area.height);
+        let r = Rect {
+            x: area.x + (area.width - w) / 2,
+            y: area.y + (area.height - h) / 2,
+            width: w,
+            height: h,
+        };
+        f.render_widget(Clear, r);
+        f.render_widget(
+            Paragraph::new(HELP.iter().map(|l| Line::from(*l)).collect::<Vec<_>>())
+                .block(Block::default().borders(Borders::ALL).title("help")),
+            r,
+        );
+    }
+}

@@ -1,0 +1,57 @@
+//! `hood info [PATH]`: the `system.*` tree (seed 003 §4.1).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use hood_model::monitor::tree::{list_paths, lookup};
+use hood_model::monitor::ScanOptions;
+use hood_report::monitor::info::{render_node, render_paths};
+
+use super::{emit, reader, sample};
+
+/// List the `system.*` tree, or print one node of it.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Node to print, e.g. `system.load`, `system.tasks`, `system.tasks.PID`, `system.cpus.0`.
+    pub path: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds between the two snapshots rates and percentages come from (0: none).
+    #[arg(long, value_name = "SECS", default_value_t = 0.25)]
+    pub interval: f64,
+    /// Read this directory instead of /proc (for tests with a fake tree).
+    #[arg(long, hide = true)]
+    pub proc_root: Option<PathBuf>,
+}
+
+/// Run `hood info`.
+pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
+    let mut r = reader(&args.proc_root);
+    let interval = Duration::from_secs_f64(args.interval.clamp(0.0, 3600.0));
+    let view = sample(&mut r, &ScanOptions::all(), interval)?;
+    let Some(path) = args.path else {
+        let paths = list_paths(&view);
+        if args.json {
+            let j: Vec<_> = paths
+                .iter()
+                .map(|(p, d)| serde_json::json!({"path": p, "description": d}))
+                .collect();
+            emit(&(serde_json::to_string_pretty(&j)? + "\n"))?;
+        } else {
+            emit(&render_paths(&paths))?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    match lookup(&view, &path) {
+        Some(node) if args.json => emit(&(serde_json::to_string_pretty(&node)? + "\n"))?,
+        Some(node) => emit(&render_node(&path, &node))?,
+        None => {
+            eprintln!("hood info: no node {path:?}; run `hood info` for the list of nodes");
+            return Ok(ExitCode::from(1));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

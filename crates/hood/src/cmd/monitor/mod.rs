@@ -1,0 +1,100 @@
+//! The system monitor subcommands (issue 3): `hood ps`, `hood uptime`, `hood top`, `hood info`.
+//! Each converts its clap arguments into model/report config and drives hood-procfs.
+
+pub mod info;
+pub mod ps;
+pub mod top;
+pub mod uptime;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use hood_model::monitor::{
+    derive, filter_tasks, sort_tasks, ScanOptions, Snapshot, SortKey, SystemView,
+};
+use hood_procfs::ProcReader;
+
+/// Open a reader of `/proc` or of the given fake root.
+pub(crate) fn reader(root: &Option<PathBuf>) -> ProcReader {
+    match root {
+        Some(r) => ProcReader::with_root(r),
+        None => ProcReader::new(),
+    }
+}
+
+/// Take a snapshot, and a second one `interval` later when non-zero, and derive the view.
+pub(crate) fn sample(
+    r: &mut ProcReader,
+    opts: &ScanOptions,
+    interval: Duration,
+) -> anyhow::Result<SystemView> {
+    let first: Snapshot = r.snapshot(opts).context("reading /proc")?;
+    if interval.is_zero() {
+        return Ok(derive(None, &first));
+    }
+    std::thread::sleep(interval);
+    let second = r.snapshot(opts).context("reading /proc")?;
+    Ok(derive(Some(&first), &second))
+}
+
+/// Parse `--sort KEY` (default given), telling the valid keys on error.
+pub(crate) fn sort_key(s: Option<&str>, default: SortKey) -> anyhow::Result<SortKey> {
+    match s {
+        None => Ok(default),
+        Some(s) => match SortKey::parse(s.trim_start_matches(['+', '-'])) {
+            Some(k) => Ok(k),
+            None => {
+                let keys: Vec<&str> = SortKey::ALL.iter().map(|k| k.name()).collect();
+                bail!("unknown sort key {s:?}; use one of: {}", keys.join(", "))
+            }
+        },
+    }
+}
+
+/// Direction for a `--sort` value: a leading `+` means ascending, `-` descending, none means
+/// the key's natural direction.
+pub(crate) fn descending(s: Option<&str>, key: SortKey) -> bool {
+    match s.and_then(|s| s.chars().next()) {
+        Some('+') => false,
+        Some('-') => true,
+        _ => key.descending_by_default(),
+    }
+}
+
+/// Sort and filter the task and thread lists of a view in place.
+pub(crate) fn arrange(v: &mut SystemView, key: SortKey, desc: bool, filter: Option<&str>) {
+    if let Some(f) = filter {
+        filter_tasks(&mut v.tasks, f);
+        if let Some(t) = v.threads.as_mut() {
+            filter_tasks(t, f);
+        }
+    }
+    sort_tasks(&mut v.tasks, key, desc);
+    if let Some(t) = v.threads.as_mut() {
+        sort_tasks(t, key, desc);
+    }
+}
+
+/// Output width: the terminal's when stdout is one, else `$COLUMNS`, else unlimited-ish.
+pub(crate) fn out_width() -> usize {
+    if std::io::stdout().is_terminal() {
+        if let Some(w) = hood_tui::terminal_width() {
+            return w as usize;
+        }
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(512)
+}
+
+/// Write text to stdout, treating a closed pipe (`| head`) as success.
+pub(crate) fn emit(s: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("writing to stdout"),
+    }
+}

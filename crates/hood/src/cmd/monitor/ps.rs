@@ -1,0 +1,106 @@
+//! `hood ps`: list tasks (the thesis's `tasks` utility).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use hood_model::monitor::{ScanOptions, SortKey};
+use hood_report::monitor::ps::{render_ps, PsLayout};
+
+use super::{arrange, descending, emit, out_width, reader, sample, sort_key};
+
+/// List tasks: ID, threads, memory, user and system time, name.
+#[derive(Debug, Args)]
+pub struct PsArgs {
+    /// List the threads of the task PID.
+    #[arg(short = 't', long = "task", value_name = "PID")]
+    pub task: Option<u32>,
+    /// List all threads of all tasks.
+    #[arg(short, long)]
+    pub all: bool,
+    /// Print the system load.
+    #[arg(short, long)]
+    pub load: bool,
+    /// List CPUs and memory.
+    #[arg(short = 'c', long = "cpu")]
+    pub cpus: bool,
+    /// Also show user and full command line.
+    #[arg(short, long)]
+    pub full: bool,
+    /// Print the `system.*` view as JSON (docs/monitor.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Sort by KEY (pid, name, user, state, threads, pri, nice, virt, mem, cpu, ucpu, kcpu,
+    /// time, ctx, syscalls, bytes); prefix `+` ascending, `-` descending.
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
+    pub sort: Option<String>,
+    /// Only tasks whose pid, name, user or command line contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+    /// Measure CPU percentages and rates over this many seconds (0: none, the default).
+    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    pub interval: f64,
+    /// Read this directory instead of /proc (for tests with a fake tree).
+    #[arg(long, hide = true)]
+    pub proc_root: Option<PathBuf>,
+}
+
+/// Plain configuration of one `hood ps` run.
+struct PsConfig {
+    scan: ScanOptions,
+    layout: PsLayout,
+    key: SortKey,
+    desc: bool,
+    interval: Duration,
+}
+
+impl PsArgs {
+    fn config(&self) -> anyhow::Result<PsConfig> {
+        let key = sort_key(self.sort.as_deref(), SortKey::Pid)?;
+        let threads = self.all || self.task.is_some();
+        Ok(PsConfig {
+            scan: ScanOptions {
+                status: self.json,
+                owner: self.full,
+                io: self.json,
+                cmdline: self.json || self.full || self.filter.is_some(),
+                threads: self.all,
+                threads_of: if self.all { None } else { self.task },
+                cpu_mhz: self.cpus || self.json,
+                exceptions: self.json,
+            },
+            layout: PsLayout {
+                threads,
+                load: self.load,
+                cpus: self.cpus,
+                full: self.full,
+            },
+            key,
+            desc: descending(self.sort.as_deref(), key),
+            interval: Duration::from_secs_f64(self.interval.clamp(0.0, 3600.0)),
+        })
+    }
+}
+
+/// Run `hood ps`.
+pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
+    let cfg = args.config()?;
+    let mut r = reader(&args.proc_root);
+    let mut view = sample(&mut r, &cfg.scan, cfg.interval)?;
+    if let Some(pid) = args.task {
+        if !view.tasks.iter().any(|t| t.pid == pid) {
+            eprintln!(
+                "hood ps: no task with pid {pid} (it may have exited); see `hood ps` for the list"
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    arrange(&mut view, cfg.key, cfg.desc, args.filter.as_deref());
+    if args.json {
+        emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;
+    } else {
+        emit(&render_ps(&view, cfg.layout, out_width(), Some(cfg.key)))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,40 @@
+//! `hood uptime`: time, uptime and load averages (the thesis's `stats`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use hood_model::monitor::ScanOptions;
+use hood_report::monitor::ps::render_uptime;
+
+use super::{emit, reader, sample};
+
+/// Show the time, how long the system has been up, and the load averages.
+#[derive(Debug, Args)]
+pub struct UptimeArgs {
+    /// Print `system.uptime` and `system.load` as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Read this directory instead of /proc (for tests with a fake tree).
+    #[arg(long, hide = true)]
+    pub proc_root: Option<PathBuf>,
+}
+
+/// Run `hood uptime`.
+pub fn run(args: UptimeArgs) -> anyhow::Result<ExitCode> {
+    let mut r = reader(&args.proc_root);
+    let v = sample(&mut r, &ScanOptions::default(), Duration::ZERO)?;
+    if args.json {
+        let j = serde_json::json!({
+            "schema_version": v.schema_version,
+            "uptime": v.uptime,
+            "load": v.load,
+            "tasks": v.counts.tasks,
+        });
+        emit(&(serde_json::to_string_pretty(&j)? + "\n"))?;
+    } else {
+        emit(&render_uptime(&v))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
