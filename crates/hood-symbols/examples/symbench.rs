@@ -51,8 +51,11 @@ fn main() {
         .expect("read /usr/lib/x86_64-linux-gnu")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.to_string_lossy().contains(".so"))
+        // Many names are symlinks to one library: keep each file once.
+        .filter_map(|p| std::fs::canonicalize(p).ok())
         .collect();
     libs.sort();
+    libs.dedup();
     let mut files = Vec::new();
     for lib in libs {
         let funcs = functions(&inspector, &lib);
@@ -61,6 +64,11 @@ fn main() {
         }
         if files.len() == FILES {
             break;
+        }
+    }
+    if std::env::var_os("SYMBENCH_LIST").is_some() {
+        for (path, funcs) in &files {
+            println!("{} ({} functions)", path.display(), funcs.len());
         }
     }
     let per_file = USER_OFFSETS / files.len().max(1);

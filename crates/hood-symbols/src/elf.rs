@@ -144,10 +144,11 @@ impl Symbolizer {
         }
     }
 
+    /// Where a missing file was looked for and what the user can do.
     fn where_looked(&self, real: &Path) -> String {
         match &self.opts.root {
             Some(_) => format!("looked for {}", real.display()),
-            None => "give --symfile or a root with the recorded files".to_string(),
+            None => "put the profiled binary back in place or give --symfile".to_string(),
         }
     }
 

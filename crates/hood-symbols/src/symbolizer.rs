@@ -17,6 +17,9 @@ pub(crate) type Verdict = Result<PathBuf, Unresolved>;
 /// Resolves addresses of every kind a hood recording holds; see the
 /// crate documentation. Construct once per report and reuse: parsed ELF
 /// files, kallsyms, perf maps and the symfile are cached.
+///
+/// Not `Send`: blazesym's caches are single-threaded. Symbolize on the
+/// thread that created it (or create one per thread).
 pub struct Symbolizer {
     pub(crate) opts: SymbolizerOptions,
     pub(crate) blaze: symbolize::Symbolizer,

@@ -31,7 +31,7 @@ pub struct SymbolTable {
 impl SymbolTable {
     /// How far past its start the last symbol of a table (with no size
     /// and no successor) may still claim an address.
-    pub const LAST_SYMBOL_SPAN: u64 = 1 << 20;
+    pub const LAST_SYMBOL_SPAN: u64 = 64 << 10;
 
     /// Adds a symbol. `size` of `None` or `Some(0)` means "unknown".
     pub(crate) fn push(&mut self, start: u64, size: Option<u64>, name: &str, text: bool) {
