@@ -1,0 +1,144 @@
+//! The reader against a fake /proc tree: known values come back, a pid that vanished between
+//! listing and reading is skipped, unknown or malformed lines are tolerated.
+
+use std::fs;
+use std::path::Path;
+
+use hood_model::monitor::{derive, ScanOptions};
+use hood_procfs::ProcReader;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().expect("has parent")).expect("mkdir");
+    fs::write(p, text).expect("write");
+}
+
+fn stat_line(pid: u32, name: &str, state: char, threads: u32, utime: u64, rss: u64) -> String {
+    format!("{pid} ({name}) {state} 1 {pid} {pid} 0 -1 0 0 0 0 0 {utime} 5 0 0 20 0 {threads} 0 100 8192000 {rss} 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n")
+}
+
+/// A fake tree with two tasks, one vanished pid and some noise.
+pub fn fake_proc(root: &Path) {
+    write(root, "uptime", "1234.56 2000.00\n");
+    write(root, "loadavg", "0.50 0.25 0.10 2/150 999\n");
+    write(root, "stat", "cpu  100 0 50 800 10 0 5 0 0 0\ncpu0 60 0 30 400 5 0 3 0 0 0\ncpu1 40 0 20 400 5 0 2 0 0 0\nintr 1 2 3\nctxt 5000\nbtime 1\nprocesses 77\nweird line without numbers\n");
+    write(root, "meminfo", "MemTotal:       1000000 kB\nMemFree:         400000 kB\nMemAvailable:    700000 kB\nBuffers:          10000 kB\nCached:          200000 kB\nSReclaimable:     20000 kB\nSwapTotal:            0 kB\nSwapFree:             0 kB\nNonsense: x\n");
+    write(root, "interrupts", "           CPU0       CPU1\n  1:         10         20   IO-APIC   1-edge      i8042\nLOC:        500        600   Local timer interrupts\n");
+    write(root, "softirqs", "                    CPU0       CPU1\n          HI:          1          0\n       TIMER:        100        200\n");
+    write(
+        root,
+        "cpuinfo",
+        "processor\t: 0\ncpu MHz\t\t: 2596.000\n\nprocessor\t: 1\ncpu MHz\t\t: 2500.500\n",
+    );
+    write(root, "1/stat", &stat_line(1, "init", 'S', 1, 300, 100));
+    write(root, "1/status", "Name:\tinit\nUid:\t0\t0\t0\t0\nvoluntary_ctxt_switches:\t10\nnonvoluntary_ctxt_switches:\t2\n");
+    write(root, "1/cmdline", "/sbin/init\0splash\0");
+    write(
+        root,
+        "1/task/1/stat",
+        &stat_line(1, "init", 'S', 1, 300, 100),
+    );
+    write(
+        root,
+        "42/stat",
+        &stat_line(42, "busy worker", 'R', 2, 1000, 2560),
+    );
+    write(root, "42/status", "Uid:\t1000\t1000\t1000\t1000\n");
+    write(root, "42/cmdline", "./worker\0--fast\0");
+    write(
+        root,
+        "42/task/42/stat",
+        &stat_line(42, "busy worker", 'R', 2, 600, 2560),
+    );
+    write(
+        root,
+        "42/task/43/stat",
+        &stat_line(43, "helper", 'S', 2, 400, 2560),
+    );
+    // Vanished between listing and reading: a directory without files.
+    fs::create_dir_all(root.join("77")).expect("mkdir");
+    // Malformed stat: skipped too.
+    write(root, "78/stat", "78 (broken\n");
+    write(root, "self/auxv", "");
+    write(
+        root,
+        "passwd",
+        "root:x:0:0::/root:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\nbad line\n",
+    );
+}
+
+#[test]
+fn reads_known_values_and_skips_vanished() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path());
+    let mut r = ProcReader::with_root(dir.path()).with_passwd(dir.path().join("passwd"));
+    let s = r
+        .snapshot(&ScanOptions::all())
+        .expect("snapshot of fake tree");
+    assert_eq!(s.uptime_s, 1234.56);
+    assert_eq!((s.load.runnable, s.load.total), (2, 150));
+    assert_eq!(s.cpus.len(), 2);
+    assert_eq!(s.cpus[1].mhz, Some(2500.5));
+    assert_eq!(s.ctxt, 5000);
+    assert_eq!(s.mem.total_kb, 1_000_000);
+    let pids: Vec<u32> = s.tasks.iter().map(|t| t.pid).collect();
+    assert_eq!(
+        pids,
+        vec![1, 42],
+        "vanished 77 and malformed 78 are skipped"
+    );
+    let w = &s.tasks[1];
+    assert_eq!(w.name, "busy worker");
+    assert_eq!(w.user.as_deref(), Some("alice"));
+    assert_eq!(
+        w.cmdline.as_deref(),
+        Some(&["./worker".to_string(), "--fast".to_string()][..])
+    );
+    assert!(w.ctx.is_none(), "no switch lines in its status");
+    let th = s.threads.as_ref().expect("threads scanned");
+    let tids: Vec<(u32, u32)> = th.iter().map(|t| (t.pid, t.tgid)).collect();
+    assert_eq!(tids, vec![(1, 1), (42, 42), (43, 42)]);
+    assert_eq!(s.interrupts.len(), 2);
+    assert_eq!(s.softirqs[1].id, "TIMER");
+
+    let v = derive(None, &s);
+    assert_eq!(v.counts.tasks, 2);
+    assert_eq!(v.counts.threads, 3);
+    // 2560 pages of 4096 bytes (no auxv in the fake tree: the 4096 default).
+    assert_eq!(v.tasks[1].res_bytes, 2560 * 4096);
+    assert_eq!(
+        v.physmem.used,
+        (1_000_000 - 400_000 - 10_000 - 220_000) * 1024
+    );
+}
+
+#[test]
+fn missing_proc_file_names_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut r = ProcReader::with_root(dir.path());
+    let err = r.snapshot(&ScanOptions::default()).expect_err("empty root");
+    let msg = err.to_string();
+    assert!(msg.contains("uptime") && msg.contains("mount"), "{msg}");
+}
+
+#[test]
+fn real_proc_has_this_process() {
+    let mut r = ProcReader::new();
+    let s = r
+        .snapshot(&ScanOptions {
+            status: true,
+            threads_of: Some(std::process::id()),
+            ..Default::default()
+        })
+        .expect("snapshot of /proc");
+    let me = s
+        .tasks
+        .iter()
+        .find(|t| t.pid == std::process::id())
+        .expect("own pid listed");
+    assert!(me.num_threads >= 1);
+    assert!(me.ctx.is_some());
+    let th = s.threads.expect("threads of self");
+    assert!(th.iter().any(|t| t.pid == me.pid), "main thread listed");
+    assert!(th.iter().all(|t| t.tgid == me.pid));
+}
