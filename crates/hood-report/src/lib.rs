@@ -2,3 +2,31 @@
 #![forbid(unsafe_code)]
 
 pub mod monitor;
+pub mod profile;
+
+/// Why a report could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Writing the output failed (closed pipe, full disk, ...).
+    #[error("cannot write the report: {0}")]
+    Io(#[from] std::io::Error),
+    /// Encoding JSON failed.
+    #[error("cannot encode the JSON report: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Nothing to draw (e.g. a flamegraph of zero samples).
+    #[error("no samples to {what}{hint}")]
+    NoSamples {
+        /// What was attempted.
+        what: &'static str,
+        /// How to get samples (empty, or starting with "; ").
+        hint: String,
+    },
+    /// The recording lacks a field the report needs.
+    #[error("the recording has no {field}: {fix}")]
+    MissingMeta {
+        /// The missing field.
+        field: &'static str,
+        /// What to do about it.
+        fix: &'static str,
+    },
+}

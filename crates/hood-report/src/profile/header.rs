@@ -1,0 +1,240 @@
+//! The header block of the text report: what was recorded, the kernel / user / idle split,
+//! lost samples, the sampling rate achieved and warnings.
+
+use std::io::Write;
+
+use hood_model::profile::aggregate::{Filter, Totals};
+use hood_model::profile::{Mode, Profile};
+
+use super::fmt::{pct, rule, secs};
+use crate::ReportError;
+
+/// What was recorded, in words: `command ./a.out x`, `system-wide`, `pids 1, 2`.
+pub fn target(prof: &Profile) -> String {
+    let m = &prof.meta;
+    match m.mode.as_str() {
+        "system" => "system-wide (all CPUs, kernel and user)".into(),
+        "pids" => {
+            let pids: Vec<String> = m.pids.iter().map(u32::to_string).collect();
+            format!("pids {}", pids.join(", "))
+        }
+        _ if !m.command.is_empty() => format!("command `{}`", m.command.join(" ")),
+        "" => "unknown".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Number of CPUs sampled: the recorder's rings, else the CPUs seen.
+pub fn cpu_count(prof: &Profile) -> usize {
+    if !prof.meta.cpus.is_empty() {
+        return prof.meta.cpus.len();
+    }
+    if let Some(s) = &prof.stats {
+        if !s.per_cpu.is_empty() {
+            return s.per_cpu.len();
+        }
+    }
+    let mut seen: Vec<u32> = prof.samples.iter().map(|s| s.cpu).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len().max(1)
+}
+
+/// Time sampling was active (duration minus pauses), ns.
+pub fn active_ns(prof: &Profile) -> u64 {
+    let paused = prof.stats.as_ref().map_or(0, |s| s.paused_ns);
+    prof.duration_ns().saturating_sub(paused)
+}
+
+/// Samples per second per CPU actually achieved (0 when the duration is unknown).
+pub fn achieved_hz(prof: &Profile) -> f64 {
+    let ns = active_ns(prof);
+    if ns == 0 {
+        return 0.0;
+    }
+    prof.samples.len() as f64 / (ns as f64 / 1e9) / cpu_count(prof) as f64
+}
+
+/// Throttle events: the recorder's counts when finalized, else those seen in the stream.
+pub fn throttled(prof: &Profile) -> u64 {
+    let stored = prof.stats.as_ref().map_or(0, |s| s.throttled());
+    stored.max(prof.throttles_in_stream)
+}
+
+/// The filter in words, or `None` when every sample is kept.
+pub fn filter_text(f: &Filter) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(p) = f.pid {
+        parts.push(format!("pid {p}"));
+    }
+    if let Some(c) = &f.comm {
+        parts.push(format!("process name {c}"));
+    }
+    match f.mode {
+        Some(Mode::Kernel) => parts.push("kernel samples only".into()),
+        Some(Mode::User) => parts.push("user samples only".into()),
+        Some(Mode::Idle) => parts.push("idle samples only".into()),
+        None => {}
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Write the header block for the samples counted in `t`.
+pub fn render_header(
+    prof: &Profile,
+    source: &str,
+    filter: &Filter,
+    t: &Totals,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let m = &prof.meta;
+    writeln!(out, "{}", rule('='))?;
+    writeln!(out, "Data file:   {source}")?;
+    writeln!(out, "Recorded:    {}", target(prof))?;
+    let mut event = format!(
+        "{}, {} Hz",
+        if m.event.is_empty() { "?" } else { &m.event },
+        m.freq_hz
+    );
+    if !m.requested_event.is_empty() && m.requested_event != m.event {
+        event.push_str(&format!(" (asked for {})", m.requested_event));
+    }
+    event.push_str(if m.callchain {
+        ", call chains"
+    } else {
+        ", no call chains"
+    });
+    writeln!(out, "Event:       {event}")?;
+    if !m.hostname.is_empty() || !m.kernel_release.is_empty() {
+        writeln!(
+            out,
+            "Host:        {} (Linux {})",
+            m.hostname, m.kernel_release
+        )?;
+    }
+    let mut dur = format!(
+        "{} on {} CPU{}",
+        secs(prof.duration_ns()),
+        cpu_count(prof),
+        if cpu_count(prof) == 1 { "" } else { "s" }
+    );
+    if let Some(s) = &prof.stats {
+        if s.paused_ns > 0 {
+            dur.push_str(&format!(", paused {}", secs(s.paused_ns)));
+        }
+        if !s.stop_reason.is_empty() {
+            dur.push_str(&format!(", stopped: {}", s.stop_reason));
+        }
+        if let Some(code) = s.exit_status {
+            dur.push_str(&format!(", exit status {code}"));
+        }
+    }
+    writeln!(out, "Duration:    {dur}")?;
+    if let Some(f) = filter_text(filter) {
+        writeln!(
+            out,
+            "Filter:      {f} ({} of {} samples)",
+            t.samples,
+            prof.samples.len()
+        )?;
+    }
+    writeln!(out, "{}", rule('='))?;
+    writeln!(out)?;
+    let line = |label: &str, n: u64| format!("{label:>18}: {n:>10} ({:>5.1}%)", pct(n, t.samples));
+    writeln!(out, "{}", line("Kernel samples", t.kernel))?;
+    writeln!(out, "{}", line("User samples", t.user))?;
+    writeln!(out, "{}", line("Idle samples", t.idle))?;
+    writeln!(out, "{:>20}{:->10}  {:->7}", "", "", "")?;
+    writeln!(out, "{:>18}: {:>10} (100.0%)", "Total samples", t.samples)?;
+    writeln!(out)?;
+    render_losses(prof, out)?;
+    render_rate(prof, out)?;
+    render_notes(prof, out)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn render_losses(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {
+    let lost = prof.lost();
+    let received = prof.samples.len() as u64;
+    if lost == 0 {
+        writeln!(out, "Lost samples: 0")?;
+    } else {
+        writeln!(
+            out,
+            "Lost samples: {lost} ({:.2}% of {} generated){}",
+            pct(lost, lost + received),
+            lost + received,
+            per_cpu(prof, |c| c.lost)
+        )?;
+    }
+    let thr = throttled(prof);
+    if thr > 0 {
+        writeln!(
+            out,
+            "Throttled:    {thr} times (the kernel lowered the rate){}",
+            per_cpu(prof, |c| c.throttled)
+        )?;
+    }
+    if prof.stats.is_none() {
+        writeln!(
+            out,
+            "Not finalized: the recorder was stopped abruptly; counts come from the stream"
+        )?;
+    }
+    Ok(())
+}
+
+/// ` — cpu0 3, cpu1 1` for the non-zero CPUs, or empty.
+fn per_cpu(prof: &Profile, f: impl Fn(&hood_model::profile::CpuCounts) -> u64) -> String {
+    let Some(s) = &prof.stats else {
+        return String::new();
+    };
+    let parts: Vec<String> = s
+        .per_cpu
+        .iter()
+        .filter(|(_, c)| f(c) > 0)
+        .map(|(cpu, c)| format!("cpu{cpu} {}", f(c)))
+        .collect();
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" — {}", parts.join(", "))
+    }
+}
+
+fn render_rate(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {
+    let ns = active_ns(prof);
+    if ns == 0 || prof.samples.is_empty() {
+        return Ok(());
+    }
+    let cpus = cpu_count(prof);
+    write!(
+        out,
+        "Sample rate:  {:.1} Hz per CPU (asked {} Hz): {} samples / {} / {} CPU{}",
+        achieved_hz(prof),
+        prof.meta.freq_hz,
+        prof.samples.len(),
+        secs(ns),
+        cpus,
+        if cpus == 1 { "" } else { "s" }
+    )?;
+    if prof.meta.mode != "system" {
+        write!(out, " (samples only while the target ran)")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn render_notes(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {
+    for n in &prof.meta.notes {
+        writeln!(out, "Note: {n}")?;
+    }
+    if let Some(e) = prof.stats.as_ref().and_then(|s| s.error.as_ref()) {
+        writeln!(out, "Error: the recording ended early: {e}")?;
+    }
+    for w in &prof.warnings {
+        writeln!(out, "Warning: {w}")?;
+    }
+    Ok(())
+}

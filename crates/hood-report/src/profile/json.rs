@@ -1,0 +1,303 @@
+//! The JSON report (`hood report --format json`), documented in docs/json.md.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use hood_model::profile::aggregate::{
+    by_dso, by_process_function, by_thread, totals, Totals, TreeNode,
+};
+use hood_model::profile::{FuncId, Mode, Profile, RecordMeta, RecordStats};
+use serde::Serialize;
+
+use super::header::{achieved_hz, active_ns, cpu_count, target, throttled};
+use super::{tree, CallGraph, ReportOptions};
+use crate::ReportError;
+
+/// Version of the JSON layout; bumped when a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Report<'a> {
+    schema_version: u32,
+    source: &'a str,
+    target: String,
+    meta: &'a RecordMeta,
+    stats: Option<&'a RecordStats>,
+    finalized: bool,
+    duration_ns: u64,
+    active_ns: u64,
+    cpus: usize,
+    achieved_hz_per_cpu: f64,
+    lost: u64,
+    throttled: u64,
+    warnings: &'a [String],
+    filter: FilterJson<'a>,
+    totals: Totals,
+    functions: Vec<FuncRow<'a>>,
+    processes: Vec<ProcRow<'a>>,
+    threads: Vec<ThreadRow<'a>>,
+    dsos: Vec<DsoRow>,
+    call_graph: Option<TreeJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct FilterJson<'a> {
+    pid: Option<u32>,
+    comm: Option<&'a str>,
+    mode: Option<Mode>,
+}
+
+#[derive(Serialize)]
+struct FuncRow<'a> {
+    name: &'a str,
+    dso: &'a str,
+    kernel: bool,
+    resolved: bool,
+    pid: u32,
+    comm: String,
+    samples: u64,
+    percent: f64,
+}
+
+#[derive(Serialize)]
+struct ProcFunc<'a> {
+    name: &'a str,
+    dso: &'a str,
+    kernel: bool,
+    resolved: bool,
+    samples: u64,
+    percent: f64,
+    percent_of_process: f64,
+}
+
+#[derive(Serialize)]
+struct ProcRow<'a> {
+    pid: u32,
+    comm: String,
+    samples: u64,
+    percent: f64,
+    functions: Vec<ProcFunc<'a>>,
+}
+
+#[derive(Serialize)]
+struct ThreadRow<'a> {
+    pid: u32,
+    tid: u32,
+    comm: &'a str,
+    samples: u64,
+    percent: f64,
+}
+
+#[derive(Serialize)]
+struct DsoRow {
+    dso: String,
+    samples: u64,
+    percent: f64,
+}
+
+#[derive(Serialize)]
+struct TreeJson<'a> {
+    kind: &'static str,
+    min_percent: f64,
+    max_depth: usize,
+    root: NodeJson<'a>,
+}
+
+#[derive(Serialize)]
+struct NodeJson<'a> {
+    name: &'a str,
+    dso: &'a str,
+    kernel: bool,
+    total: u64,
+    self_samples: u64,
+    percent: f64,
+    other_children: usize,
+    other_samples: u64,
+    depth_limited: bool,
+    children: Vec<NodeJson<'a>>,
+}
+
+/// A percentage rounded to 3 decimals (0 when `total` is 0).
+fn pct3(n: u64, total: u64) -> f64 {
+    (super::fmt::pct(n, total) * 1000.0).round() / 1000.0
+}
+
+/// (name, dso, kernel, resolved) of a leaf, `[unknown]` for none.
+fn func_fields(prof: &Profile, f: Option<FuncId>) -> (&str, &str, bool, bool) {
+    match f.and_then(|id| prof.funcs.get(id as usize)) {
+        Some(func) => (&func.name, &func.dso, func.kernel, func.resolved),
+        None => ("[unknown]", "[unknown]", false, false),
+    }
+}
+
+/// Render the JSON report: one pretty-printed object and a newline.
+pub fn render_json(
+    prof: &Profile,
+    opts: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let filt = &opts.filter;
+    let t = totals(filt.samples(prof));
+    let total = t.samples;
+    let limit = opts.max_rows.unwrap_or(usize::MAX);
+
+    let pf = by_process_function(prof, filt);
+    let mut per_proc: HashMap<u32, (u64, Vec<ProcFunc>)> = HashMap::new();
+    for r in &pf {
+        let (name, dso, kernel, resolved) = func_fields(prof, r.key.1);
+        let e = per_proc.entry(r.key.0).or_default();
+        e.0 += r.count;
+        e.1.push(ProcFunc {
+            name,
+            dso,
+            kernel,
+            resolved,
+            samples: r.count,
+            percent: pct3(r.count, total),
+            percent_of_process: 0.0,
+        });
+    }
+    let functions = pf
+        .iter()
+        .take(limit)
+        .map(|r| {
+            let (name, dso, kernel, resolved) = func_fields(prof, r.key.1);
+            FuncRow {
+                name,
+                dso,
+                kernel,
+                resolved,
+                pid: r.key.0,
+                comm: prof.comm(r.key.0),
+                samples: r.count,
+                percent: pct3(r.count, total),
+            }
+        })
+        .collect();
+    let mut processes: Vec<ProcRow> = per_proc
+        .into_iter()
+        .map(|(pid, (samples, mut functions))| {
+            functions.truncate(limit);
+            for f in &mut functions {
+                f.percent_of_process = pct3(f.samples, samples);
+            }
+            ProcRow {
+                pid,
+                comm: prof.comm(pid),
+                samples,
+                percent: pct3(samples, total),
+                functions,
+            }
+        })
+        .collect();
+    processes.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.pid.cmp(&b.pid)));
+
+    let thread_names: HashMap<u32, &str> = prof
+        .processes
+        .iter()
+        .flat_map(|p| p.threads.iter().map(|t| (t.tid, t.comm.as_str())))
+        .collect();
+    let threads = by_thread(prof, filt)
+        .into_iter()
+        .take(limit)
+        .map(|r| ThreadRow {
+            pid: r.key.0,
+            tid: r.key.1,
+            comm: thread_names.get(&r.key.1).copied().unwrap_or(""),
+            samples: r.count,
+            percent: pct3(r.count, total),
+        })
+        .collect();
+    let dsos = by_dso(prof, filt)
+        .into_iter()
+        .take(limit)
+        .map(|r| DsoRow {
+            percent: pct3(r.count, total),
+            dso: r.key,
+            samples: r.count,
+        })
+        .collect();
+
+    let built = tree::build(prof, opts);
+    let call_graph = built.as_ref().map(|root| TreeJson {
+        kind: if opts.call_graph == CallGraph::Caller {
+            "caller"
+        } else {
+            "callee"
+        },
+        min_percent: opts.min_percent,
+        max_depth: opts.max_depth,
+        root: node(prof, opts, root, root.total, 0),
+    });
+
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        source: &opts.source,
+        target: target(prof),
+        meta: &prof.meta,
+        stats: prof.stats.as_ref(),
+        finalized: prof.stats.is_some(),
+        duration_ns: prof.duration_ns(),
+        active_ns: active_ns(prof),
+        cpus: cpu_count(prof),
+        achieved_hz_per_cpu: (achieved_hz(prof) * 1000.0).round() / 1000.0,
+        lost: prof.lost(),
+        throttled: throttled(prof),
+        warnings: &prof.warnings,
+        filter: FilterJson {
+            pid: filt.pid,
+            comm: filt.comm.as_deref(),
+            mode: filt.mode,
+        },
+        totals: t,
+        functions,
+        processes,
+        threads,
+        dsos,
+        call_graph,
+    };
+    serde_json::to_writer_pretty(&mut *out, &report)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// A tree node with its visible children (pruned like the text tree).
+fn node<'a>(
+    prof: &'a Profile,
+    opts: &ReportOptions,
+    n: &TreeNode,
+    base: u64,
+    depth: usize,
+) -> NodeJson<'a> {
+    let (name, dso, kernel) = match n.func.and_then(|id| prof.funcs.get(id as usize)) {
+        Some(f) => (f.name.as_str(), f.dso.as_str(), f.kernel),
+        None if depth == 0 => ("[all]", "", false),
+        None => ("[unknown]", "[unknown]", false),
+    };
+    let mut out = NodeJson {
+        name,
+        dso,
+        kernel,
+        total: n.total,
+        self_samples: n.self_count,
+        percent: pct3(n.total, base),
+        other_children: 0,
+        other_samples: 0,
+        depth_limited: false,
+        children: Vec::new(),
+    };
+    if depth >= opts.max_depth && !n.children.is_empty() {
+        out.depth_limited = true;
+        out.other_children = n.children.len();
+        out.other_samples = n.children.iter().map(|c| c.total).sum();
+        return out;
+    }
+    let f = tree::visible(n, base, opts.min_percent);
+    out.other_children = f.folded_rows;
+    out.other_samples = f.folded_count;
+    out.children = n.children[..f.shown]
+        .iter()
+        .map(|c| node(prof, opts, c, base, depth + 1))
+        .collect();
+    out
+}

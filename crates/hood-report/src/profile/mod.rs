@@ -1,0 +1,97 @@
+//! Renderers for sampled profiles (`hood report`): the sprofalyze-style text report, JSON,
+//! collapsed stacks, flamegraph SVG, the sampling-interval analysis and the short "top"
+//! form the recorder prints live.
+//!
+//! Every renderer aggregates first (one pass over the samples through
+//! [`hood_model::profile::aggregate`]) and formats only the rows it prints, so the cost is
+//! O(samples + functions), never a string per sample.
+
+mod fmt;
+pub mod folded;
+pub mod header;
+pub mod intervals;
+pub mod json;
+pub mod text;
+pub mod top;
+pub mod tree;
+
+#[cfg(test)]
+mod testutil;
+
+use hood_model::profile::aggregate::Filter;
+
+pub use folded::{render_collapsed, render_svg};
+pub use intervals::render_intervals;
+pub use json::{render_json, SCHEMA_VERSION};
+pub use text::render_text;
+pub use top::render_top;
+
+/// The key of the flat profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum By {
+    /// Self samples per function and process (sprofalyze's layout).
+    #[default]
+    Function,
+    /// Self samples per file (executable, library, `[kernel.kallsyms]`).
+    Dso,
+    /// Samples per process.
+    Process,
+    /// Samples per thread.
+    Thread,
+}
+
+/// Which call tree to print under the flat profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallGraph {
+    /// No tree.
+    #[default]
+    None,
+    /// Top-down: outermost callers at the root, callees below.
+    Caller,
+    /// Bottom-up: sampled functions at the root, their callers below.
+    Callee,
+}
+
+/// How to render a profile report (the binary builds it from `hood report` arguments).
+#[derive(Debug, Clone)]
+pub struct ReportOptions {
+    /// Name of the recording file, shown in the header.
+    pub source: String,
+    /// Rows (and tree children) below this percentage of samples are folded into one
+    /// `<P%` line. Default 1.0.
+    pub min_percent: f64,
+    /// Key of the flat profile.
+    pub by: By,
+    /// Which samples to look at.
+    pub filter: Filter,
+    /// Call tree to print (text) or include (JSON).
+    pub call_graph: CallGraph,
+    /// Width of the `*` bars in characters. Default 30.
+    pub bar_width: usize,
+    /// At most this many rows per table (the rest is folded); `None`: no limit.
+    pub max_rows: Option<usize>,
+    /// Deepest call-tree level printed. Default 24.
+    pub max_depth: usize,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            source: "hood.data".into(),
+            min_percent: 1.0,
+            by: By::Function,
+            filter: Filter::default(),
+            call_graph: CallGraph::None,
+            bar_width: 30,
+            max_rows: None,
+            max_depth: 24,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests_formats;
+#[cfg(test)]
+mod tests_text;
+#[cfg(test)]
+mod tests_tree;

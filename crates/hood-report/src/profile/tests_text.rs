@@ -1,0 +1,193 @@
+//! Tests of the text report and the call trees on hand-built profiles.
+
+use hood_model::profile::{Mode, Profile};
+
+use super::testutil::{known, Builder};
+use super::*;
+
+fn text(prof: &Profile, opts: &ReportOptions) -> String {
+    let mut out = Vec::new();
+    render_text(prof, opts, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// The only line containing `needle`.
+fn line<'a>(s: &'a str, needle: &str) -> &'a str {
+    let found: Vec<&str> = s.lines().filter(|l| l.contains(needle)).collect();
+    assert_eq!(found.len(), 1, "{needle:?} in:\n{s}");
+    found[0]
+}
+
+/// The numbers (percentages and counts) on a line, in order.
+fn numbers(l: &str) -> Vec<f64> {
+    l.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+#[test]
+fn header_counts_modes_with_percentages() {
+    let s = text(&known(), &ReportOptions::default());
+    assert_eq!(numbers(line(&s, "Kernel samples:")), [10.0, 1.0]);
+    assert_eq!(numbers(line(&s, "User samples:")), [935.0, 93.5]);
+    assert_eq!(numbers(line(&s, "Idle samples:")), [55.0, 5.5]);
+    assert_eq!(numbers(line(&s, "Total samples:")), [1000.0, 100.0]);
+    assert!(line(&s, "Recorded:").contains("command `./work 60`"));
+    assert!(line(&s, "Event:").contains("cpu-clock, 1000 Hz"));
+    assert_eq!(numbers(line(&s, "Lost samples:")), [0.0]);
+    // 1000 samples in 500.5 ms over 2 CPUs.
+    assert!(line(&s, "Sample rate:").starts_with("Sample rate:  999.0 Hz per CPU"));
+}
+
+#[test]
+fn functions_ranked_with_process_and_small_rows_folded() {
+    let s = text(&known(), &ReportOptions::default());
+    let top: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.starts_with("Highest-scoring"))
+        .skip(2)
+        .take(7)
+        .collect();
+    assert!(top[0].starts_with("  50.0%  ") && top[0].ends_with("work_a         work (100)"));
+    assert!(
+        top[2].starts_with("  10.0%")
+            && top[2].contains("spin")
+            && top[2].ends_with("helper (200)")
+    );
+    assert!(
+        top[5].contains("read_zero [k]"),
+        "kernel functions are marked"
+    );
+    assert!(top[6].starts_with("   0.5%") && top[6].ends_with("<1% (1 function)"));
+    // The bar of the top row fills the bar width; half the share, half the bar.
+    assert_eq!(top[0].matches('*').count(), 30);
+    assert_eq!(top[1].matches('*').count(), 15);
+    assert!(
+        !top.iter().any(|l| l.contains("tiny")),
+        "0.5% row is folded"
+    );
+}
+
+#[test]
+fn min_percent_folds_and_sums_the_rest() {
+    let o = ReportOptions {
+        min_percent: 9.0,
+        ..Default::default()
+    };
+    let s = text(&known(), &o);
+    // work_c 8.0 + idle 5.5 + read_zero 1.0 + tiny 0.5
+    let fold = line(&s, "<9% (4 functions)");
+    assert!(fold.starts_with("  15.0%"), "{fold}");
+    // In the work section, work_c (9.5% of work) stays, read_zero (1.2%) folds.
+    assert!(s.contains("<9% (1 function)"));
+    // The idle process (5.5%) gets no section.
+    assert!(!s.contains("[idle] (pid 0)"));
+    let small = line(&s, "processes <9% (not showing functions): 1");
+    assert!(small.ends_with("5.5% of samples"));
+}
+
+#[test]
+fn one_section_per_process_heaviest_first() {
+    let s = text(&known(), &ReportOptions::default());
+    let work = s.find("work (pid 100)").unwrap();
+    let helper = s.find("helper (pid 200)").unwrap();
+    let idle = s.find("[idle] (pid 0)").unwrap();
+    assert!(work < helper && helper < idle);
+    assert!(line(&s, "work (pid 100)").ends_with("84.0% of all samples (840)"));
+    // Percent within the process, then of all samples.
+    assert_eq!(numbers(line(&s[work..], "  work_a")), [59.5, 50.0]);
+    assert_eq!(numbers(line(&s, "  tiny")), [4.8, 0.5]);
+    assert_eq!(numbers(line(&s, "100.0%   10.5%  total")), [100.0, 10.5]);
+}
+
+#[test]
+fn filters_restrict_samples_and_say_so() {
+    let mut o = ReportOptions::default();
+    o.filter.pid = Some(200);
+    let s = text(&known(), &o);
+    assert!(line(&s, "Filter:").contains("pid 200 (105 of 1000 samples)"));
+    assert_eq!(numbers(line(&s, "Total samples:")), [105.0, 100.0]);
+    assert!(line(&s, "  spin").starts_with("  95.2%"));
+    assert!(!s.contains("(pid 200)"), "one process: no repeated section");
+    o.filter.pid = Some(999);
+    let s = text(&known(), &o);
+    assert!(s.contains("No samples pass the filter"));
+    let mut o = ReportOptions::default();
+    o.filter.mode = Some(Mode::Kernel);
+    let s = text(&known(), &o);
+    assert!(line(&s, "read_zero [k]").starts_with(" 100.0%"));
+}
+
+#[test]
+fn flat_tables_by_dso_process_and_thread() {
+    let p = known();
+    let by = |by| {
+        text(
+            &p,
+            &ReportOptions {
+                by,
+                ..Default::default()
+            },
+        )
+    };
+    let s = by(By::Dso);
+    assert_eq!(numbers(line(&s, "  work ")), [83.0, 830.0]);
+    assert_eq!(numbers(line(&s, "[kernel.kallsyms]")), [6.5, 65.0]);
+    assert!(!s.contains("Highest-scoring"));
+    let s = by(By::Process);
+    assert_eq!(numbers(line(&s, "helper (200)")), [10.5, 200.0, 105.0]);
+    let s = by(By::Thread);
+    assert!(line(&s, "[spinner]").starts_with("  10.0%"));
+    assert!(s.contains("<1% (1 thread)"));
+}
+
+#[test]
+fn max_rows_truncates_with_an_other_line() {
+    let o = ReportOptions {
+        max_rows: Some(2),
+        ..Default::default()
+    };
+    let s = text(&known(), &o);
+    // 1000 - 500 - 250
+    assert!(line(&s, "(other 5 functions)").starts_with("  25.0%"));
+}
+
+#[test]
+fn lost_throttled_warnings_and_unfinalized_files_are_reported() {
+    let mut b = Builder::new();
+    let f = b.func("f", "x");
+    b.samples(1, 1, Mode::User, &[f], 990);
+    let mut p = b.finish(&[(0, 4), (1, 6)]);
+    p.stats
+        .as_mut()
+        .unwrap()
+        .per_cpu
+        .get_mut(&1)
+        .unwrap()
+        .throttled = 2;
+    p.warnings
+        .push("build-id of /bin/x changed since recording".into());
+    let s = text(&p, &ReportOptions::default());
+    let lost = line(&s, "Lost samples:");
+    assert!(
+        lost.contains("10 (1.00% of 1000 generated) — cpu0 4, cpu1 6"),
+        "{lost}"
+    );
+    assert!(line(&s, "Throttled:").contains("2 times") && s.contains("— cpu1 2"));
+    assert!(s.contains("Warning: build-id of /bin/x changed"));
+    p.stats = None;
+    p.lost_in_stream = 3;
+    let s = text(&p, &ReportOptions::default());
+    assert!(line(&s, "Lost samples:").starts_with("Lost samples: 3 "));
+    assert!(s.contains("Not finalized"));
+}
+
+#[test]
+fn empty_profile_renders_without_panicking() {
+    let p = Profile::default();
+    let s = text(&p, &ReportOptions::default());
+    assert!(s.contains("No samples"));
+    let mut out = Vec::new();
+    render_top(&p, 5, &mut out).unwrap();
+    render_collapsed(&p, &ReportOptions::default(), &mut out).unwrap();
+}

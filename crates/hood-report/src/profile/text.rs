@@ -1,0 +1,236 @@
+//! The default text report, modeled on sprofalyze (seed 000 appendix C): the header, the
+//! highest-scoring functions across all processes, then one section per process; or a flat
+//! table by file, process or thread; then optionally a call tree.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use hood_model::profile::aggregate::{by_dso, by_process, by_process_function, by_thread, totals};
+use hood_model::profile::{FuncId, Profile};
+
+use super::fmt::{bar, fold, fold_label, func_label, pct, proc_label, rule, threshold, title};
+use super::header::{filter_text, render_header};
+use super::{tree, By, CallGraph, ReportOptions};
+use crate::ReportError;
+
+/// Names longer than this push the next column right instead of widening every row.
+const MAX_NAME_COLUMN: usize = 48;
+
+/// Render the text report.
+pub fn render_text(
+    prof: &Profile,
+    opts: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let t = totals(opts.filter.samples(prof));
+    render_header(prof, &opts.source, &opts.filter, &t, out)?;
+    if t.samples == 0 {
+        if filter_text(&opts.filter).is_some() {
+            writeln!(
+                out,
+                "No samples pass the filter; try without --pid/--comm/--kernel/--user."
+            )?;
+        } else {
+            writeln!(
+                out,
+                "No samples: the target ran too briefly or sampling was paused throughout."
+            )?;
+        }
+        return Ok(());
+    }
+    match opts.by {
+        By::Function => functions(prof, opts, t.samples, out)?,
+        By::Dso => {
+            let rows = by_dso(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+            let table = Table::new("Samples by file", t.samples, &counts, "file");
+            table.write(opts, out, |i| {
+                (rows[i].key.clone(), rows[i].count.to_string())
+            })?;
+        }
+        By::Process => {
+            let rows = by_process(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+            let table = Table::new("Samples by process", t.samples, &counts, "process");
+            table.write(opts, out, |i| {
+                (proc_label(prof, rows[i].key), rows[i].count.to_string())
+            })?;
+        }
+        By::Thread => {
+            let rows = by_thread(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+            let table = Table::new("Samples by thread", t.samples, &counts, "thread");
+            table.write(opts, out, |i| {
+                let (pid, tid) = rows[i].key;
+                (thread_label(prof, pid, tid), rows[i].count.to_string())
+            })?;
+        }
+    }
+    if opts.call_graph != CallGraph::None {
+        tree::render_tree_text(prof, opts, out)?;
+    }
+    Ok(())
+}
+
+/// `comm pid/tid`, with the thread's own name when it differs from the process's.
+fn thread_label(prof: &Profile, pid: u32, tid: u32) -> String {
+    let comm = prof.comm(pid);
+    let tcomm = prof
+        .process(pid)
+        .and_then(|p| p.threads.iter().find(|t| t.tid == tid))
+        .map(|t| t.comm.as_str())
+        .filter(|c| !c.is_empty() && *c != comm);
+    match tcomm {
+        Some(t) => format!("{comm} {pid}/{tid} [{t}]"),
+        None => format!("{comm} {pid}/{tid}"),
+    }
+}
+
+/// A process's sample count and its (function, self samples) rows, heaviest first.
+type ProcRows = (u64, Vec<(Option<FuncId>, u64)>);
+
+/// sprofalyze's layout: functions over all processes, then per process.
+fn functions(
+    prof: &Profile,
+    opts: &ReportOptions,
+    total: u64,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let rows = by_process_function(prof, &opts.filter);
+    let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+    let table = Table::new(
+        "Highest-scoring functions, all processes",
+        total,
+        &counts,
+        "function",
+    );
+    table.write(opts, out, |i| {
+        let (pid, f) = rows[i].key;
+        (func_label(prof, f), proc_label(prof, pid))
+    })?;
+
+    // Rows are heaviest first, so each process's list stays sorted.
+    let mut per_proc: HashMap<u32, ProcRows> = HashMap::new();
+    for r in &rows {
+        let e = per_proc.entry(r.key.0).or_default();
+        e.0 += r.count;
+        e.1.push((r.key.1, r.count));
+    }
+    let mut procs: Vec<(u32, u64)> = per_proc.iter().map(|(&p, e)| (p, e.0)).collect();
+    procs.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    if procs.len() < 2 {
+        return Ok(()); // the table above already is the one process's profile
+    }
+    let mut small = (0usize, 0u64);
+    for &(pid, count) in &procs {
+        if pct(count, total) < opts.min_percent {
+            small.0 += 1;
+            small.1 += count;
+            continue;
+        }
+        let funcs = &per_proc[&pid].1;
+        let counts: Vec<u64> = funcs.iter().map(|f| f.1).collect();
+        let left = format!("{} (pid {pid})", prof.comm(pid));
+        let mut table = Table::new(&left, count, &counts, "function");
+        table.overall = Some(total);
+        table.write(opts, out, |i| (func_label(prof, funcs[i].0), String::new()))?;
+    }
+    if small.0 > 0 {
+        writeln!(out)?;
+        writeln!(out, "{}", rule('-'))?;
+        let left = format!(
+            "processes {} (not showing functions): {}",
+            threshold(opts.min_percent),
+            small.0
+        );
+        let right = format!("{:.1}% of samples", pct(small.1, total));
+        writeln!(out, "{}", title(&left, &right))?;
+        writeln!(out, "{}", rule('-'))?;
+    }
+    Ok(())
+}
+
+/// One table: a titled list of rows, heaviest first, with percent, bar and labels.
+struct Table<'a> {
+    /// Title at the left of the heading.
+    left: String,
+    /// Samples the percentages are relative to.
+    base: u64,
+    /// When set, a second percent column relative to all samples.
+    overall: Option<u64>,
+    counts: &'a [u64],
+    /// Singular noun for the fold line.
+    what: &'static str,
+}
+
+impl<'a> Table<'a> {
+    fn new(left: &str, base: u64, counts: &'a [u64], what: &'static str) -> Self {
+        Table {
+            left: left.to_string(),
+            base,
+            overall: None,
+            counts,
+            what,
+        }
+    }
+
+    /// Write the table; `label(i)` gives the name column and an extra column of row `i`.
+    fn write(
+        &self,
+        opts: &ReportOptions,
+        out: &mut dyn Write,
+        label: impl Fn(usize) -> (String, String),
+    ) -> Result<(), ReportError> {
+        let f = fold(self.counts, self.base, opts.min_percent, opts.max_rows);
+        let labels: Vec<(String, String)> = (0..f.shown).map(label).collect();
+        let name_w = labels
+            .iter()
+            .map(|l| l.0.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(MAX_NAME_COLUMN);
+        let max = self
+            .counts
+            .first()
+            .copied()
+            .unwrap_or(0)
+            .max(f.folded_count);
+        let w = opts.bar_width;
+        let right = match self.overall {
+            Some(all) => format!("{:.1}% of all samples ({})", pct(self.base, all), self.base),
+            None => format!("{} samples", self.base),
+        };
+        writeln!(out, "{}", rule('-'))?;
+        writeln!(out, "{}", title(&self.left, &right))?;
+        if self.overall.is_some() {
+            writeln!(out, "{:>7} {:>7}", "process", "all")?;
+        }
+        writeln!(out, "{}", rule('-'))?;
+        let pcts = |n: u64| match self.overall {
+            Some(all) => format!("{:>6.1}% {:>6.1}%", pct(n, self.base), pct(n, all)),
+            None => format!("{:>6.1}%", pct(n, self.base)),
+        };
+        for (i, (name, extra)) in labels.iter().enumerate() {
+            let n = self.counts[i];
+            let line = format!(
+                "{}  {:<w$}  {name:<name_w$}  {extra}",
+                pcts(n),
+                bar(n, max, w)
+            );
+            writeln!(out, "{}", line.trim_end())?;
+        }
+        if f.folded_rows > 0 {
+            let label = fold_label(&f, opts.min_percent, self.what);
+            let b = bar(f.folded_count, max, w);
+            writeln!(out, "{}  {b:<w$}  {label}", pcts(f.folded_count))?;
+        }
+        writeln!(out, "{}", rule('-'))?;
+        let all = match self.overall {
+            Some(all) => format!("{:>6.1}% {:>6.1}%", 100.0, pct(self.base, all)),
+            None => format!("{:>6.1}%", 100.0),
+        };
+        writeln!(out, "{all}  total")?;
+        writeln!(out)?;
+        Ok(())
+    }
+}
