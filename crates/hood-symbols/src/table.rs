@@ -4,16 +4,31 @@
 
 use crate::{Sym, Unresolved};
 
-/// One entry of a [`SymbolTable`].
+/// One entry of a [`SymbolTable`], 24 bytes (kallsyms has ~120k of them).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     start: u64,
-    /// Exclusive end when the source gives a size.
-    end: Option<u64>,
+    /// Exclusive end when the source gives a size, 0 when it does not.
+    end: u64,
     name_at: u32,
-    name_len: u32,
-    /// Code symbols resolve; data symbols only bound their neighbours.
-    text: bool,
+    /// Name length in the low 31 bits; the top bit marks a code symbol
+    /// (code resolves; data symbols only bound their neighbours).
+    len_text: u32,
+}
+
+const TEXT_BIT: u32 = 1 << 31;
+
+impl Entry {
+    fn text(&self) -> bool {
+        self.len_text & TEXT_BIT != 0
+    }
+    fn end(&self) -> Option<u64> {
+        (self.end != 0).then_some(self.end)
+    }
+    fn name_range(&self) -> std::ops::Range<usize> {
+        let at = self.name_at as usize;
+        at..at + (self.len_text & !TEXT_BIT) as usize
+    }
 }
 
 /// A sorted symbol table built from text (kallsyms, perf map, nm output).
@@ -32,6 +47,15 @@ impl SymbolTable {
     /// How far past its start the last symbol of a table (with no size
     /// and no successor) may still claim an address.
     pub const LAST_SYMBOL_SPAN: u64 = 64 << 10;
+
+    /// An empty table with room for about `symbols` symbols whose names
+    /// total about `name_bytes` bytes.
+    pub(crate) fn with_capacity(symbols: usize, name_bytes: usize) -> Self {
+        SymbolTable {
+            entries: Vec::with_capacity(symbols),
+            names: String::with_capacity(name_bytes),
+        }
+    }
 
     /// Adds a symbol. `size` of `None` or `Some(0)` means "unknown".
     pub(crate) fn push(&mut self, start: u64, size: Option<u64>, name: &str, text: bool) {
@@ -52,13 +76,20 @@ impl SymbolTable {
             self.names.truncate(name_at);
             return;
         };
-        let end = size.filter(|&s| s > 0).map(|s| start.saturating_add(s));
+        if name_len & TEXT_BIT != 0 {
+            // A single name over 2 GiB: not a symbol.
+            self.names.truncate(name_at as usize);
+            return;
+        }
+        let end = match size {
+            Some(s) if s > 0 => start.saturating_add(s),
+            _ => 0,
+        };
         self.entries.push(Entry {
             start,
             end,
             name_at,
-            name_len,
-            text,
+            len_text: name_len | if text { TEXT_BIT } else { 0 },
         });
     }
 
@@ -66,22 +97,25 @@ impl SymbolTable {
     /// one added last wins (a JIT that reuses memory appends newer code
     /// later; kallsyms aliases are equally good).
     pub(crate) fn finish(&mut self) {
-        // Stable sort keeps insertion order among equal starts.
+        // Stable sort keeps insertion order among equal starts (and is
+        // linear on the nearly sorted kallsyms).
         self.entries.sort_by_key(|e| e.start);
-        let mut out: Vec<Entry> = Vec::with_capacity(self.entries.len());
-        for e in self.entries.drain(..) {
-            match out.last_mut() {
-                // Prefer a later code symbol over an earlier alias, but do
-                // not let a data symbol hide a function at the same address.
-                Some(last) if last.start == e.start => {
-                    if e.text || !last.text {
-                        *last = e;
-                    }
+        // Compact in place: of equal starts keep the later code symbol, but
+        // never let a data symbol hide a function at the same address.
+        let mut w = 0usize;
+        for r in 0..self.entries.len() {
+            let e = self.entries[r];
+            if w > 0 && self.entries[w - 1].start == e.start {
+                let last = &mut self.entries[w - 1];
+                if e.text() || !last.text() {
+                    *last = e;
                 }
-                _ => out.push(e),
+            } else {
+                self.entries[w] = e;
+                w += 1;
             }
         }
-        self.entries = out;
+        self.entries.truncate(w);
     }
 
     /// Number of symbols (code and data).
@@ -96,7 +130,7 @@ impl SymbolTable {
 
     /// Number of code symbols.
     pub fn text_len(&self) -> usize {
-        self.entries.iter().filter(|e| e.text).count()
+        self.entries.iter().filter(|e| e.text()).count()
     }
 
     /// True if every symbol sits at address 0 (kallsyms read without
@@ -112,22 +146,19 @@ impl SymbolTable {
             return Err(Unresolved::NoSymbol);
         };
         let e = self.entries[i];
-        let limit = match (e.end, self.entries.get(i + 1)) {
+        let limit = match (e.end(), self.entries.get(i + 1)) {
             (Some(end), _) => end,
             (None, Some(next)) => next.start,
             (None, None) => e.start.saturating_add(Self::LAST_SYMBOL_SPAN),
         };
-        if !e.text || addr >= limit {
+        if !e.text() || addr >= limit {
             return Err(Unresolved::NoSymbol);
         }
-        let name = self
-            .names
-            .get(e.name_at as usize..(e.name_at as usize + e.name_len as usize))
-            .unwrap_or("");
+        let name = self.names.get(e.name_range()).unwrap_or("");
         Ok(Sym {
             name: name.to_string(),
             offset: addr - e.start,
-            size: e.end.map(|end| end - e.start),
+            size: e.end().map(|end| end - e.start),
         })
     }
 }

@@ -56,7 +56,8 @@ fn is_text(t: char) -> bool {
 /// only code symbols (`t T w W`) resolve; module symbols are named
 /// `func [module]`. Malformed lines are skipped and returned.
 pub fn parse_kallsyms(text: &str) -> (SymbolTable, Vec<SkippedLine>) {
-    let mut table = SymbolTable::default();
+    // Kernel lines average about 45 bytes, 20 of them name.
+    let mut table = SymbolTable::with_capacity(text.len() / 40, text.len() / 2);
     let mut skipped = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
