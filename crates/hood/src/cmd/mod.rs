@@ -1,7 +1,10 @@
 //! One module per subcommand. Each converts its clap arguments into a library config struct and
-//! calls library code; nothing here talks to the kernel directly.
+//! calls library code; nothing here parses kernel data itself.
 
+pub mod calls;
 pub mod monitor;
+pub mod record;
+pub mod report;
 
 use std::process::ExitCode;
 
@@ -10,9 +13,23 @@ use crate::cli::Command;
 /// Run one subcommand.
 pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Record(a) => record::run(&a),
+        Command::Start(a) => record::detach::start(&a, &raw_args_after("start")),
+        Command::Stop(a) => record::detach::stop(&a),
+        Command::Report(a) => report::run(&a),
         Command::Ps(a) => monitor::ps::run(a),
         Command::Uptime(a) => monitor::uptime::run(a),
         Command::Top(a) => monitor::top::run(a),
         Command::Info(a) => monitor::info::run(a),
+        Command::Calls(a) => calls::run(a),
+    }
+}
+
+/// The raw command-line arguments after the subcommand `name` (for re-running it detached).
+fn raw_args_after(name: &str) -> Vec<String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.iter().position(|a| a == name) {
+        Some(i) => args[i + 1..].to_vec(),
+        None => Vec::new(),
     }
 }

@@ -1,0 +1,340 @@
+//! `hood record`: sample CPUs into a recording file, streaming continuously.
+
+mod args;
+mod child;
+mod collect;
+mod control;
+pub mod detach;
+mod snapshot;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use hood_format::{tags, FileKind, Writer};
+use hood_model::profile::{RecordMeta, RecordStats};
+use hood_perf::{Readiness, Session, Target};
+
+pub use args::{RecordArgs, RecordConfig, Who};
+use child::Child;
+use collect::Collector;
+use control::{Control, Request};
+
+/// What a finished recording reports (also written for `hood stop`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    /// The file written.
+    pub output: String,
+    /// Samples recorded.
+    pub samples: u64,
+    /// Samples lost.
+    pub lost: u64,
+    /// Seconds recorded.
+    pub seconds: f64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Lost samples per CPU.
+    pub lost_per_cpu: BTreeMap<u32, u64>,
+    /// Error that ended the recording early.
+    pub error: Option<String>,
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into our local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Run `hood record`.
+pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
+    let cfg = args.to_config()?;
+    let (outcome, exit) = record(&cfg)?;
+    if let Some(status) = &args.detached_status {
+        std::fs::write(status, serde_json::to_vec(&outcome)?)
+            .with_context(|| format!("writing {}", status.display()))?;
+    }
+    Ok(exit)
+}
+
+/// Record according to `cfg`; returns the outcome and the exit code to use.
+pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
+    let mut child = match &cfg.who {
+        Who::Command(argv) => Some(Child::spawn(argv)?),
+        _ => None,
+    };
+    let target = match &cfg.who {
+        Who::System => Target::System,
+        Who::Pids(p) => Target::Tasks(p.clone()),
+        Who::Command(_) => Target::Child(child.as_ref().map_or(0, |c| c.pid)),
+    };
+    let session = match Session::open(&cfg.sampling, &target) {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(c) = child.as_mut() {
+                c.kill();
+            }
+            return Err(e.into());
+        }
+    };
+    for n in session.notes() {
+        eprintln!("hood: {n}");
+    }
+    let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
+    let (hostname, kernel_release) = snapshot::uname();
+    let start_mono = monotonic_ns();
+    let meta = RecordMeta {
+        hood_version: env!("CARGO_PKG_VERSION").to_string(),
+        mode: match cfg.who {
+            Who::System => "system",
+            Who::Pids(_) => "pids",
+            Who::Command(_) => "command",
+        }
+        .into(),
+        command: match &cfg.who {
+            Who::Command(a) => a.clone(),
+            _ => Vec::new(),
+        },
+        pids: match &cfg.who {
+            Who::Pids(p) => p.iter().map(|&p| p as u32).collect(),
+            _ => Vec::new(),
+        },
+        event: session.event().to_string(),
+        requested_event: cfg.requested_event.clone(),
+        freq_hz: cfg.sampling.freq_hz,
+        callchain: cfg.sampling.callchain,
+        hostname,
+        kernel_release,
+        kernel_build_id: snapshot::kernel_build_id(),
+        cpus: session.cpus().to_vec(),
+        start_monotonic_ns: start_mono,
+        start_unix_ns: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        notes: session.notes().to_vec(),
+    };
+    writer.write_chunk(tags::profile::META, &serde_json::to_vec(&meta)?, false)?;
+    writer.write_chunk(tags::profile::PERF_ATTR, &session.attr_bytes(), false)?;
+    let snap = match &cfg.who {
+        Who::System => Some(snapshot::processes(None)),
+        Who::Pids(p) => Some(snapshot::processes(Some(p))),
+        Who::Command(_) => None,
+    };
+    if let Some(snap) = snap {
+        writer.write_chunk(
+            tags::profile::PROC_SNAPSHOT,
+            &serde_json::to_vec(&snap)?,
+            true,
+        )?;
+    }
+    match snapshot::kallsyms() {
+        Some(k) => writer.write_chunk(tags::profile::KALLSYMS, k.as_bytes(), true)?,
+        None => eprintln!("hood: kernel addresses are hidden (kernel.kptr_restrict); kernel frames will be unresolved. Fix: sudo sysctl kernel.kptr_restrict=0"),
+    }
+    if let Some(v) = snapshot::vdso() {
+        writer.write_chunk(tags::profile::VDSO, &v, true)?;
+    }
+    let mut session = session;
+    let control = Control::install(cfg.keys)?;
+    if control.reads_keys() {
+        eprintln!("hood: recording; keys: a = pause/resume, p = print top functions, q = stop");
+    }
+    match child.as_mut() {
+        // The child's events switch on at its exec.
+        Some(c) => {
+            if let Err(e) = c.release() {
+                drop(writer);
+                let _ = std::fs::remove_file(&cfg.output);
+                return Err(e);
+            }
+        }
+        None => session.enable()?,
+    }
+    let started = Instant::now();
+    let mut collector = Collector::new(session.cpus(), session.sample_type());
+    let mut paused_at: Option<Instant> = None;
+    let mut paused = Duration::ZERO;
+    let mut exit_status = None;
+    let stop_reason: String;
+    let mut error: Option<String> = None;
+    loop {
+        let ready = session.wait(Duration::from_millis(200))?;
+        let drained = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes));
+        if let Err(e) = drained {
+            error = Some(e.to_string());
+            stop_reason = "error".into();
+            break;
+        }
+        if let Err(e) = collector.flush(&mut writer, false) {
+            error = Some(e.to_string());
+            stop_reason = "write error".into();
+            break;
+        }
+        if let Some(c) = child.as_mut() {
+            if let Some(st) = c.try_wait() {
+                exit_status = Some(st);
+                stop_reason = "command exited".into();
+                break;
+            }
+        }
+        if ready == Readiness::Hangup && child.is_none() {
+            stop_reason = "all attached processes exited".into();
+            break;
+        }
+        if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+            stop_reason = "duration reached".into();
+            break;
+        }
+        let mut stop = false;
+        for req in control.poll() {
+            match req {
+                Request::Stop => stop = true,
+                Request::TogglePause => match paused_at.take() {
+                    Some(t) => {
+                        paused += t.elapsed();
+                        session.enable()?;
+                        eprintln!("hood: resumed");
+                    }
+                    None => {
+                        session.disable()?;
+                        paused_at = Some(Instant::now());
+                        eprintln!("hood: paused (a or SIGUSR1 resumes)");
+                    }
+                },
+                Request::PrintTop => print_top(&mut collector, &mut writer),
+            }
+        }
+        if stop {
+            stop_reason = "stopped by user".into();
+            break;
+        }
+    }
+    let _ = session.disable();
+    if error.is_none() {
+        if let Err(e) = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes)) {
+            error = Some(e.to_string());
+        }
+    }
+    if let Some(t) = paused_at {
+        paused += t.elapsed();
+    }
+    let end_mono = monotonic_ns();
+    let finish = finalize(
+        &mut writer,
+        &mut collector,
+        end_mono,
+        paused,
+        &stop_reason,
+        exit_status,
+        error.clone(),
+    );
+    if let (Err(e), None) = (&finish, &error) {
+        error = Some(e.to_string());
+    }
+    let outcome = Outcome {
+        output: cfg.output.display().to_string(),
+        samples: collector.samples(),
+        lost: collector.lost(),
+        seconds: (end_mono - start_mono) as f64 / 1e9,
+        bytes: writer.bytes_written(),
+        lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
+        error: error.clone(),
+    };
+    drop(writer);
+    print_outcome(&outcome, &session);
+    if let Some(c) = child.as_mut() {
+        if exit_status.is_none() {
+            exit_status = c.wait();
+        }
+    }
+    let code = match (&error, exit_status) {
+        (Some(_), _) => ExitCode::from(2),
+        (None, Some(st)) => ExitCode::from(st.clamp(0, 255) as u8),
+        (None, None) if outcome.samples == 0 => ExitCode::from(1),
+        (None, None) => ExitCode::SUCCESS,
+    };
+    Ok((outcome, code))
+}
+
+fn finalize<W: std::io::Write>(
+    writer: &mut Writer<W>,
+    collector: &mut Collector,
+    end_mono: u64,
+    paused: Duration,
+    stop_reason: &str,
+    exit_status: Option<i32>,
+    error: Option<String>,
+) -> Result<(), hood_format::FormatError> {
+    collector.flush(writer, true)?;
+    let ids = snapshot::build_ids(collector.files_without_build_id.iter().map(String::as_str));
+    if !ids.is_empty() {
+        writer.write_chunk(
+            tags::profile::BUILD_IDS,
+            &serde_json::to_vec(&ids).unwrap_or_default(),
+            true,
+        )?;
+    }
+    for (pid, text) in snapshot::perf_maps(&collector.pids) {
+        let mut payload = pid.to_le_bytes().to_vec();
+        payload.extend_from_slice(text.as_bytes());
+        writer.write_chunk(tags::profile::PERF_MAP, &payload, true)?;
+    }
+    let stats = RecordStats {
+        end_monotonic_ns: end_mono,
+        paused_ns: paused.as_nanos() as u64,
+        per_cpu: collector.counts.clone(),
+        stop_reason: stop_reason.to_string(),
+        exit_status,
+        error,
+    };
+    writer.write_chunk(
+        tags::profile::STATS,
+        &serde_json::to_vec(&stats).unwrap_or_default(),
+        false,
+    )?;
+    writer.flush()
+}
+
+fn print_outcome(o: &Outcome, session: &Session) {
+    let mb = o.bytes as f64 / 1e6;
+    eprintln!(
+        "hood: wrote {} ({mb:.1} MB): {} samples on {} CPUs in {:.1} s ({}); lost {} samples",
+        o.output,
+        o.samples,
+        session.cpus().len(),
+        o.seconds,
+        session.event(),
+        o.lost
+    );
+    if o.lost > 0 {
+        let per: Vec<String> = o
+            .lost_per_cpu
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, n)| format!("cpu{c}: {n}"))
+            .collect();
+        eprintln!(
+            "hood: lost samples per CPU: {} (try a lower -F or a bigger --ring-kb)",
+            per.join(", ")
+        );
+    }
+    if let Some(e) = &o.error {
+        eprintln!("hood: recording stopped early: {e}; what was written is readable with `hood report -i {}`", o.output);
+    }
+}
+
+fn print_top<W: std::io::Write>(collector: &mut Collector, writer: &mut Writer<W>) {
+    if let Err(e) = collector.flush(writer, true) {
+        eprintln!("hood: cannot flush: {e}");
+        return;
+    }
+    let path = writer.path().to_owned();
+    if let Err(e) = crate::cmd::report::print_live_top(Path::new(&path), 15) {
+        eprintln!("hood: cannot read the recording so far: {e:#}");
+    }
+}

@@ -1,0 +1,143 @@
+//! What the report needs besides the samples, captured at record time: processes and their
+//! mappings at start, kallsyms, the vdso image, build-ids and JIT perf maps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+
+use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk};
+
+/// Snapshot `pids` (or every process when `None`) from /proc. Vanished processes are skipped.
+pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
+    let list: Vec<u32> = match pids {
+        Some(p) => p.iter().map(|&p| p as u32).collect(),
+        None => fs::read_dir("/proc")
+            .map(|rd| {
+                rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    let mut out = ProcSnapshotChunk::default();
+    let mut files = BTreeSet::new();
+    for pid in list {
+        let base = format!("/proc/{pid}");
+        let Ok(maps) = fs::read_to_string(format!("{base}/maps")) else {
+            continue;
+        };
+        let comm = read_trim(&format!("{base}/comm"));
+        let mut threads = Vec::new();
+        if let Ok(rd) = fs::read_dir(format!("{base}/task")) {
+            for e in rd.flatten() {
+                if let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
+                    threads.push((tid, read_trim(&format!("{base}/task/{tid}/comm"))));
+                }
+            }
+        }
+        threads.sort();
+        for line in maps.lines() {
+            let mut f = line.split_ascii_whitespace();
+            let perms = f.nth(1).unwrap_or("");
+            let path = f.nth(3).unwrap_or("");
+            if perms.contains('x') && path.starts_with('/') {
+                files.insert(path.to_string());
+            }
+        }
+        out.processes.push(ProcSnapshot {
+            pid,
+            comm,
+            maps,
+            threads,
+        });
+    }
+    out.build_ids = build_ids(files.iter().map(String::as_str));
+    out
+}
+
+/// Build-ids (hex) of the given ELF files; unreadable files are left out.
+pub fn build_ids<'a>(paths: impl Iterator<Item = &'a str>) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for p in paths {
+        if let Ok(Some(id)) = hood_symbols::read_build_id(Path::new(p)) {
+            out.insert(p.to_string(), hood_symbols::hex(&id));
+        }
+    }
+    out
+}
+
+fn read_trim(path: &str) -> String {
+    fs::read_to_string(path)
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default()
+}
+
+/// The text of /proc/kallsyms, or `None` with addresses hidden (kptr_restrict) or unreadable.
+pub fn kallsyms() -> Option<String> {
+    let text = fs::read_to_string("/proc/kallsyms").ok()?;
+    let hidden = text
+        .lines()
+        .take(50)
+        .all(|l| l.starts_with("0000000000000000"));
+    (!hidden).then_some(text)
+}
+
+/// The kernel's build-id from /sys/kernel/notes.
+pub fn kernel_build_id() -> Option<String> {
+    let notes = fs::read("/sys/kernel/notes").ok()?;
+    // ELF note records: namesz, descsz, type, name (padded to 4), desc (padded to 4).
+    let mut at = 0usize;
+    while at + 12 <= notes.len() {
+        let word =
+            |o: usize| u32::from_le_bytes(notes[o..o + 4].try_into().unwrap_or([0; 4])) as usize;
+        let (namesz, descsz, typ) = (word(at), word(at + 4), word(at + 8));
+        let name_at = at + 12;
+        let desc_at = name_at + namesz.div_ceil(4) * 4;
+        let end = desc_at + descsz.div_ceil(4) * 4;
+        if end > notes.len() {
+            return None;
+        }
+        if typ == 3 && notes.get(name_at..name_at + 3) == Some(b"GNU") {
+            return Some(hood_symbols::hex(&notes[desc_at..desc_at + descsz]));
+        }
+        at = end;
+    }
+    None
+}
+
+/// The [vdso] ELF image of this process (the same for every process on this kernel).
+pub fn vdso() -> Option<Vec<u8>> {
+    let maps = fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let range = line.split_ascii_whitespace().next()?;
+    let (s, e) = range.split_once('-')?;
+    let (s, e) = (
+        u64::from_str_radix(s, 16).ok()?,
+        u64::from_str_radix(e, 16).ok()?,
+    );
+    use std::io::{Read, Seek, SeekFrom};
+    let mut mem = fs::File::open("/proc/self/mem").ok()?;
+    mem.seek(SeekFrom::Start(s)).ok()?;
+    let mut buf = vec![0u8; (e - s) as usize];
+    mem.read_exact(&mut buf).ok()?;
+    Some(buf)
+}
+
+/// /tmp/perf-PID.map text of each pid that has one.
+pub fn perf_maps(pids: &BTreeSet<u32>) -> Vec<(u32, String)> {
+    pids.iter()
+        .filter_map(|&pid| {
+            Some((
+                pid,
+                fs::read_to_string(format!("/tmp/perf-{pid}.map")).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// Host name and kernel release.
+pub fn uname() -> (String, String) {
+    (
+        read_trim("/proc/sys/kernel/hostname"),
+        read_trim("/proc/sys/kernel/osrelease"),
+    )
+}

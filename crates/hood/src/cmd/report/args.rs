@@ -1,0 +1,81 @@
+//! `hood report` arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Grouping of the flat profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ByArg {
+    /// Functions (per process sections).
+    Function,
+    /// Shared objects / executables.
+    Dso,
+    /// Processes.
+    Process,
+    /// Threads.
+    Thread,
+}
+
+/// Call-graph direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CallGraphArg {
+    /// Top-down: from outermost callers to callees.
+    Caller,
+    /// Bottom-up: from hot functions to their callers.
+    Callee,
+}
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Human-readable text (sprofalyze style).
+    Text,
+    /// Versioned JSON (docs/json.md).
+    Json,
+    /// Folded stacks for flamegraph tools.
+    Collapsed,
+    /// Interactive flamegraph SVG.
+    Svg,
+}
+
+/// Arguments of `hood report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Recording to read.
+    #[arg(short = 'i', long = "input", default_value = "hood.data")]
+    pub input: PathBuf,
+    /// Fold rows below this percentage into one line.
+    #[arg(long = "min-percent", default_value_t = 1.0)]
+    pub min_percent: f64,
+    /// What to group the flat profile by.
+    #[arg(long = "by", value_enum, default_value_t = ByArg::Function)]
+    pub by: ByArg,
+    /// Only this process.
+    #[arg(long = "pid")]
+    pub pid: Option<u32>,
+    /// Only processes with this name.
+    #[arg(long = "comm")]
+    pub comm: Option<String>,
+    /// Only kernel-mode samples.
+    #[arg(long = "kernel", conflicts_with = "user")]
+    pub kernel: bool,
+    /// Only user-mode samples.
+    #[arg(long = "user")]
+    pub user: bool,
+    /// Print a call tree.
+    #[arg(long = "call-graph", value_enum)]
+    pub call_graph: Option<CallGraphArg>,
+    /// Sampling-interval analysis per CPU (are samples delayed?).
+    #[arg(long = "intervals")]
+    pub intervals: bool,
+    /// Output format.
+    #[arg(long = "format", value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// nm-format symbol file for addresses nothing else resolves.
+    #[arg(long = "symfile")]
+    pub symfile: Option<PathBuf>,
+}

@@ -1,0 +1,129 @@
+//! Shared helpers of hood's integration tests: the binary, C workloads built with gcc, and the
+//! privileged-test convention (skip with a message locally, fail in CI).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The hood binary under test.
+pub fn hood() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hood"))
+}
+
+/// Repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Build tests/c/NAME.c with gcc (-O1, frame pointers) into a per-process build dir; cached.
+pub fn c_program(name: &str) -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"));
+    let out = dir.path().join(name);
+    if out.exists() {
+        return out;
+    }
+    let src = repo().join("tests/c").join(format!("{name}.c"));
+    let tmp = dir
+        .path()
+        .join(format!("{name}.{}.tmp", std::process::id()));
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&tmp)
+        .arg(&src)
+        .status()
+        .expect("gcc must be installed to build the test workloads");
+    assert!(st.success(), "gcc failed on {}", src.display());
+    std::fs::rename(&tmp, &out).expect("rename");
+    out
+}
+
+/// Whether perf sampling with kernel frames is allowed; otherwise print SKIPPED, or panic when
+/// HOOD_REQUIRE_PRIVILEGED=1 (CI).
+pub fn privileged(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(3);
+    if root || paranoid <= 0 {
+        return true;
+    }
+    if std::env::var("HOOD_REQUIRE_PRIVILEGED").as_deref() == Ok("1") {
+        panic!("{test} needs root or CAP_PERFMON (perf_event_paranoid is {paranoid}) and HOOD_REQUIRE_PRIVILEGED=1 forbids skipping");
+    }
+    eprintln!("SKIPPED (needs root or CAP_PERFMON): {test}");
+    false
+}
+
+/// Run and capture, with stdout/stderr shown on failure.
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("spawn");
+    assert_ne!(out.status.code(), Some(101), "panicked:\n{}", text(&out));
+    out
+}
+
+/// stdout and stderr as text.
+pub fn text(out: &Output) -> String {
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Parse folded stacks into (line, count).
+pub fn folded(stdout: &[u8]) -> Vec<(Vec<String>, u64)> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (stack, n) = l.rsplit_once(' ').expect("folded line has a count");
+            (
+                stack.split(';').map(str::to_string).collect(),
+                n.parse().expect("count"),
+            )
+        })
+        .collect()
+}
+
+/// Self samples per leaf frame among stacks whose first frame (process) is `comm`.
+pub fn leaf_counts(stacks: &[(Vec<String>, u64)], comm: &str) -> HashMap<String, u64> {
+    let mut m = HashMap::new();
+    for (frames, n) in stacks {
+        if frames.first().map(String::as_str) == Some(comm) {
+            *m.entry(frames.last().cloned().unwrap_or_default())
+                .or_insert(0) += n;
+        }
+    }
+    m
+}
+
+/// The sample count the recorder printed ("N samples").
+pub fn recorded_samples(stderr: &[u8]) -> u64 {
+    let s = String::from_utf8_lossy(stderr);
+    let line = s
+        .lines()
+        .find(|l| l.contains("hood: wrote"))
+        .expect("summary line");
+    let before = line.split(" samples on").next().expect("samples");
+    before.rsplit(' ').next().unwrap().parse().expect("number")
+}
+
+/// Record `args` into `out` and return the output.
+pub fn record(out: &Path, args: &[&str]) -> Output {
+    run(hood().arg("record").arg("-o").arg(out).args(args))
+}
+
+/// `hood report --format collapsed` of `file`, plus extra args.
+pub fn collapsed(file: &Path, extra: &[&str]) -> Vec<(Vec<String>, u64)> {
+    let out = run(hood()
+        .args(["report", "--format", "collapsed", "-i"])
+        .arg(file)
+        .args(extra));
+    assert!(out.status.success(), "report failed:\n{}", text(&out));
+    folded(&out.stdout)
+}
