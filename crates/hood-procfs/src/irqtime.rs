@@ -26,6 +26,9 @@ const EVENTS: [&str; 4] = [
     "irq/softirq_exit",
 ];
 
+/// A handler entered but not yet left on one CPU: (irq or vector number, entry time in µs).
+type Pending = Option<(u32, u64)>;
+
 /// A running irq/softirq handler timer. Dropping it removes its tracefs instance.
 #[derive(Debug)]
 pub struct IrqTracer {
@@ -34,7 +37,7 @@ pub struct IrqTracer {
     buf: Vec<u8>,
     carry: String,
     /// Per CPU: pending hard irq (number, entry µs) and softirq (vector, entry µs).
-    pending: HashMap<u32, (Option<(u32, u64)>, Option<(u32, u64)>)>,
+    pending: HashMap<u32, (Pending, Pending)>,
     handlers: HashMap<(bool, u32), HandlerTime>,
     events: u64,
     lost: u64,
