@@ -31,7 +31,12 @@ pub mod profile {
 }
 
 /// Range 0x0200..0x02FF: call-path tables (`hood calls`).
-pub mod calls {}
+pub mod calls {
+    /// JSON `CallsMeta`: how the file was made (hood_model::calls).
+    pub const META: u32 = 0x0201;
+    /// JSON `ProcessCalls`: one process's per-thread call-path tables, symbols resolved.
+    pub const PROCESS: u32 = 0x0202;
+}
 
 /// Range 0x0300..0x03FF: event traces (`hood trace`).
 pub mod trace {}

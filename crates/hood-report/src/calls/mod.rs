@@ -1,0 +1,196 @@
+//! Renderers for `hood calls report`: seed 000's cprofalyze text layout (`calls  msecs  path`
+//! per process, with its notes), JSON, and collapsed stacks (own time in µs per path).
+
+use std::fmt::Write as _;
+
+use hood_model::calls::{function_rows, path_rows, sort_rows, ProcessCalls, Row, SortKey};
+use serde::Serialize;
+
+/// Report options (built by the binary from its arguments).
+#[derive(Debug, Clone)]
+pub struct CallsReportOptions {
+    /// Totals per function instead of per path.
+    pub functions: bool,
+    /// Sort order.
+    pub sort: SortKey,
+    /// Lines per process (None = all).
+    pub limit: Option<usize>,
+    /// Print full paths; otherwise long paths are shortened to fit 100 columns.
+    pub full_paths: bool,
+    /// Rows per thread.
+    pub threads: bool,
+}
+
+/// The notes printed after the text report (seed 000 appendix C, updated for hood).
+pub const NOTES: &str = "\
+Notes:
+- Calls attributed to a path are calls made on that call level.
+    For instance: a() is called once and calls b() twice. Path \"a\" is attributed
+    1 call, path \"a b\" 2 calls. Calls are counted at entry.
+- Time attributed to a path is time spent in the own body of the function at its end.
+    For instance: a() spends 10 ms in its own body and calls b(), which spends 5 ms in its
+    body. Path \"a\" is attributed 10 ms, path \"a b\" 5 ms.
+- Time spent blocking (sleeping, waiting for I/O) is included.
+- The profiler's own cost is compensated (small/big difference, calibrated at start-up)
+  unless HOOD_COMPENSATE=0 was set.
+- Functions that had not returned when the table was read (e.g. main) are marked with *
+  and shown with their time so far.
+- After `hood calls reset`, a thread resets at its next function entry or exit; threads that
+  had not yet done so are marked in the header.
+- Time is in milliseconds.
+";
+
+fn rows(p: &ProcessCalls, o: &CallsReportOptions) -> Vec<Row> {
+    let mut r = if o.functions {
+        function_rows(p, o.threads)
+    } else {
+        path_rows(p, o.threads)
+    };
+    sort_rows(&mut r, o.sort);
+    if let Some(n) = o.limit {
+        r.truncate(n);
+    }
+    r
+}
+
+fn shorten(path: &[String], full: bool) -> String {
+    let s = path.join(" ");
+    if full || s.len() <= 80 {
+        return s;
+    }
+    let mut tail = String::new();
+    for name in path.iter().rev() {
+        if tail.len() + name.len() + 1 > 74 {
+            break;
+        }
+        tail = if tail.is_empty() {
+            name.clone()
+        } else {
+            format!("{name} {tail}")
+        };
+    }
+    format!("... {tail}")
+}
+
+/// The text report for all processes.
+pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
+    let mut out = String::new();
+    let rule = "-".repeat(80);
+    for p in procs {
+        let rows = rows(p, o);
+        let what = if o.functions {
+            "functions"
+        } else {
+            "call paths"
+        };
+        let count = if o.functions {
+            function_rows(p, false).len()
+        } else {
+            path_rows(p, false).len()
+        };
+        let _ = writeln!(out, "{rule}");
+        let title = format!("{} [{}] ({})", p.comm(), p.pid, p.state);
+        let _ = writeln!(out, "{title:<60}{:>20}", format!("{count} {what}"));
+        let _ = writeln!(out, "{rule}");
+        for n in p.flag_notes().iter().chain(p.notes.iter()) {
+            let _ = writeln!(out, "  ! {n}");
+        }
+        let tcol = if o.threads {
+            format!("{:>8}", "tid")
+        } else {
+            String::new()
+        };
+        let label = if o.functions { "function" } else { "path" };
+        let _ = writeln!(out, "{tcol}{:>10}  {:>12}  {label}", "calls", "msecs");
+        let _ = writeln!(out, "{rule}");
+        for r in &rows {
+            let tcol = match (o.threads, r.tid) {
+                (true, Some(t)) => format!("{t:>8}"),
+                _ => String::new(),
+            };
+            let mark = if r.running { "*" } else { " " };
+            let _ = writeln!(
+                out,
+                "{tcol}{:>10}  {:>12.3}{mark} {}",
+                r.calls,
+                r.msecs,
+                shorten(&r.path, o.full_paths)
+            );
+        }
+        let _ = writeln!(out);
+    }
+    out.push_str(NOTES);
+    out
+}
+
+/// Versioned JSON (`{"version":1,"processes":[...]}`).
+pub fn render_json(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
+    #[derive(Serialize)]
+    struct P<'a> {
+        pid: u32,
+        ppid: u32,
+        exe: &'a str,
+        state: &'a str,
+        ticks_per_sec: u64,
+        compensate: bool,
+        flags: u32,
+        warnings: Vec<String>,
+        threads: Vec<u32>,
+        rows: Vec<Row>,
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        version: u32,
+        per: &'a str,
+        processes: Vec<P<'a>>,
+    }
+    let doc = Doc {
+        version: 1,
+        per: if o.functions { "function" } else { "path" },
+        processes: procs
+            .iter()
+            .map(|p| P {
+                pid: p.pid,
+                ppid: p.ppid,
+                exe: &p.exe,
+                state: &p.state,
+                ticks_per_sec: p.ticks_per_sec,
+                compensate: p.compensate,
+                flags: p.flags,
+                warnings: p
+                    .flag_notes()
+                    .into_iter()
+                    .chain(p.notes.iter().cloned())
+                    .collect(),
+                threads: p.threads.iter().map(|t| t.tid).collect(),
+                rows: rows(p, o),
+            })
+            .collect(),
+    };
+    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+}
+
+/// Collapsed stacks (`comm;f1;f2 µs`), one line per path, own time in microseconds, for
+/// flamegraph tools.
+pub fn render_collapsed(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
+    let mut out = String::new();
+    for p in procs {
+        let mut rows = path_rows(p, o.threads);
+        sort_rows(&mut rows, SortKey::Name);
+        for r in rows {
+            let us = (r.msecs * 1000.0).round() as u64;
+            if us == 0 {
+                continue;
+            }
+            let tid = r.tid.map(|t| format!(";tid {t}")).unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{} [{}]{tid};{} {us}",
+                p.comm(),
+                p.pid,
+                r.path.join(";")
+            );
+        }
+    }
+    out
+}

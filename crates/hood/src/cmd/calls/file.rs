@@ -1,0 +1,58 @@
+//! Writing and reading Calls-kind files (hood-format container, chunks tags::calls::*).
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use hood_format::{tags, FileKind, Reader, Writer};
+use hood_model::calls::{decode_process, encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION};
+
+/// Write a Calls file: META then one PROCESS chunk per process.
+pub fn write(
+    path: &Path,
+    command: &str,
+    argv: &[String],
+    procs: &[ProcessCalls],
+) -> anyhow::Result<()> {
+    let mut w = Writer::create(path, FileKind::Calls)?;
+    let realtime = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let meta = CallsMeta {
+        version: PAYLOAD_VERSION,
+        command: command.into(),
+        argv: argv.to_vec(),
+        collected_realtime_ns: realtime,
+    };
+    w.write_chunk(tags::calls::META, &serde_json::to_vec(&meta)?, false)?;
+    for p in procs {
+        w.write_chunk(tags::calls::PROCESS, &encode_process(p), true)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+/// Read a Calls file; warnings (truncation) go to stderr.
+pub fn read(path: &Path) -> anyhow::Result<Vec<ProcessCalls>> {
+    let mut r = Reader::open(path)?;
+    hood_format::expect_kind(&r, FileKind::Calls, "hood calls report")?;
+    let mut procs = Vec::new();
+    let mut saw_meta = false;
+    for c in r.chunks() {
+        let c = c?;
+        match c.tag {
+            tags::calls::META => saw_meta = true,
+            tags::calls::PROCESS => procs.push(
+                decode_process(&c.data, c.offset).with_context(|| path.display().to_string())?,
+            ),
+            _ => {}
+        }
+    }
+    for w in r.warnings() {
+        eprintln!("hood: warning: {w}");
+    }
+    if !saw_meta && procs.is_empty() {
+        bail!("{}: no call-path data in this file", path.display());
+    }
+    Ok(procs)
+}

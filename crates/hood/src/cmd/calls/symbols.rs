@@ -1,0 +1,97 @@
+//! Naming the function addresses of each process at collection time, through its mappings
+//! (live /proc/PID/maps, else the copy in the segment) and hood-symbols.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use hood_model::calls::ProcessCalls;
+use hood_symbols::{Symbolizer, SymbolizerOptions};
+
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let range = it.next()?;
+            let perms = it.next()?;
+            let offset = u64::from_str_radix(it.next()?, 16).ok()?;
+            let _dev = it.next()?;
+            let _inode = it.next()?;
+            let path = it.collect::<Vec<_>>().join(" ");
+            let (s, e) = range.split_once('-')?;
+            (perms.contains('x') && path.starts_with('/')).then_some(Mapping {
+                start: u64::from_str_radix(s, 16).ok()?,
+                end: u64::from_str_radix(e, 16).ok()?,
+                offset,
+                path,
+            })
+        })
+        .collect()
+}
+
+/// Fill `p.symbols` for every function address in its tables.
+pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut Symbolizer) {
+    let live_maps = if live {
+        std::fs::read_to_string(format!("/proc/{}/maps", p.pid)).ok()
+    } else {
+        None
+    };
+    let maps = parse_maps(live_maps.as_deref().unwrap_or(segment_maps));
+    let mut by_file: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut unmapped = 0usize;
+    let mut funcs: Vec<u64> = p
+        .threads
+        .iter()
+        .flat_map(|t| t.paths.iter().map(|e| e.func))
+        .filter(|&f| f != 0)
+        .collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    for f in funcs {
+        match maps.iter().find(|m| m.start <= f && f < m.end) {
+            Some(m) => by_file
+                .entry(&m.path)
+                .or_default()
+                .push((f, f - m.start + m.offset)),
+            None => unmapped += 1,
+        }
+    }
+    for (file, list) in by_file {
+        let offs: Vec<u64> = list.iter().map(|&(_, o)| o).collect();
+        let res = sym.symbolize_file(Path::new(file), None, &offs);
+        let mut missing = 0usize;
+        for (&(addr, _), r) in list.iter().zip(res) {
+            match r {
+                Ok(s) if s.offset == 0 => {
+                    p.symbols.insert(addr, s.name);
+                }
+                Ok(s) => {
+                    p.symbols
+                        .insert(addr, format!("{}+{:#x}", s.name, s.offset));
+                }
+                Err(_) => missing += 1,
+            }
+        }
+        if missing > 0 {
+            p.notes.push(format!(
+                "{missing} functions in {file} have no symbol (stripped?); shown as addresses"
+            ));
+        }
+    }
+    if unmapped > 0 {
+        p.notes.push(format!(
+            "{unmapped} function addresses were outside the recorded mappings; shown as addresses"
+        ));
+    }
+}
+
+/// A symbolizer with default options.
+pub fn symbolizer() -> anyhow::Result<Symbolizer> {
+    Ok(Symbolizer::new(SymbolizerOptions::default())?)
+}
