@@ -1,6 +1,7 @@
 //! See the crate description.
 #![forbid(unsafe_code)]
 
+pub mod calls;
 pub mod monitor;
 pub mod profile;
 
