@@ -30,7 +30,13 @@ pub fn c_program(name: &str) -> PathBuf {
         .path()
         .join(format!("{name}.{}.tmp", std::process::id()));
     let st = Command::new("gcc")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .args([
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-mno-omit-leaf-frame-pointer",
+            "-o",
+        ])
         .arg(&tmp)
         .arg(&src)
         .status()
@@ -126,4 +132,11 @@ pub fn collapsed(file: &Path, extra: &[&str]) -> Vec<(Vec<String>, u64)> {
         .args(extra));
     assert!(out.status.success(), "report failed:\n{}", text(&out));
     folded(&out.stdout)
+}
+
+/// Serializes the tests of one binary that sample the machine, so they do not steal each
+/// other's CPU time (cargo runs tests in parallel threads).
+pub fn perf_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -42,6 +42,9 @@ pub struct RecordArgs {
     /// Ring buffer size per CPU in KiB (rounded up to a power-of-two number of pages).
     #[arg(long = "ring-kb", default_value_t = 1024)]
     pub ring_kb: usize,
+    /// Testing aid: sleep this long between ring drains (provokes lost samples).
+    #[arg(long = "drain-delay-ms", hide = true, default_value_t = 0)]
+    pub drain_delay_ms: u64,
     /// Where a detached recorder (`hood start`) writes its outcome.
     #[arg(long = "detached-status", hide = true)]
     pub detached_status: Option<PathBuf>,
@@ -76,6 +79,8 @@ pub struct RecordConfig {
     pub duration: Option<Duration>,
     /// Whether terminal keys are read.
     pub keys: bool,
+    /// Sleep between drains (testing aid).
+    pub drain_delay: Duration,
 }
 
 impl RecordArgs {
@@ -131,6 +136,7 @@ impl RecordArgs {
             requested_event: self.event.clone(),
             output: self.output.clone(),
             duration,
+            drain_delay: Duration::from_millis(self.drain_delay_ms),
         })
     }
 }

@@ -164,6 +164,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     let mut error: Option<String> = None;
     loop {
         let ready = session.wait(Duration::from_millis(200))?;
+        if !cfg.drain_delay.is_zero() {
+            std::thread::sleep(cfg.drain_delay);
+        }
         let drained = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes));
         if let Err(e) = drained {
             error = Some(e.to_string());
