@@ -100,6 +100,17 @@ impl Symbolizer {
                 real = self.rooted(Path::new(stripped));
             }
         }
+        // Device nodes and other non-files (a mapped /dev/zero, a GPU
+        // aperture) are never opened: reading one could block or have effects.
+        if let Ok(meta) = std::fs::metadata(&real) {
+            if !meta.is_file() {
+                self.warn(
+                    shown.clone(),
+                    format!("{shown} is not a regular file; {LEFT}"),
+                );
+                return Err(Unresolved::NotElf);
+            }
+        }
         let actual = match read_build_id(&real) {
             Ok(id) => id,
             Err(SymbolError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {

@@ -166,6 +166,12 @@ fn missing_and_non_elf_files_are_reported_once() {
     );
     assert_eq!(s.warnings().len(), 2);
     assert!(s.symbolize_file(&text, None, &[]).is_empty());
+    // A device node is refused without being read.
+    assert_eq!(
+        s.symbolize_file(std::path::Path::new("/dev/zero"), None, &[0]),
+        vec![Err(Unresolved::NotElf)]
+    );
+    assert!(s.warnings()[2].contains("/dev/zero"), "{:?}", s.warnings());
 }
 
 #[test]
