@@ -49,6 +49,8 @@ pub const NO_PARENT: u32 = u32::MAX;
 pub const LOST_NODE: u32 = 0;
 /// Frame flag: the frame's path was folded into its parent's (path overrun); calls not counted.
 pub const FRAME_FOLDED: u32 = 0x1;
+/// Frame flag: the entry's path lookup missed the last-child cache (costlier entry hook).
+pub const FRAME_SLOW: u32 = 0x2;
 
 /// Size of the header area (one page).
 pub const HEADER_AREA_SIZE: u64 = 4096;
@@ -123,6 +125,9 @@ pub struct SegmentHeader {
     pub total_size: u64,
     /// Executable path (`/proc/self/exe`), not NUL terminated.
     pub exe_path: [u8; EXE_PATH_LEN],
+    /// Like `comp_child_ticks`, for calls whose path lookup missed the last-child cache (a
+    /// caller alternating between callees): that lookup costs more, before the entry timestamp.
+    pub comp_child_slow_ticks: u64,
 }
 
 /// Per-thread header at the start of each thread slot (128 bytes). Written only by the owner
@@ -217,7 +222,8 @@ pub const FRAME_SIZE: usize = size_of::<Frame>();
 pub const PATH_NODE_SIZE: usize = size_of::<PathNode>();
 
 const _: () = {
-    assert!(SEGMENT_HEADER_SIZE == 168 + EXE_PATH_LEN);
+    assert!(SEGMENT_HEADER_SIZE == 168 + EXE_PATH_LEN + 8);
+    assert!(offset_of!(SegmentHeader, comp_child_slow_ticks) == 168 + EXE_PATH_LEN);
     assert!(SEGMENT_HEADER_SIZE as u64 <= HEADER_AREA_SIZE);
     assert!(offset_of!(SegmentHeader, version) == 8);
     assert!(offset_of!(SegmentHeader, pid) == 16);

@@ -108,6 +108,8 @@ pub struct HeaderView {
     pub comp_self_ticks: u64,
     /// Per-child compensation in ticks.
     pub comp_child_ticks: u64,
+    /// Per-child compensation in ticks after a last-child cache miss.
+    pub comp_child_slow_ticks: u64,
     /// Stack depth limit.
     pub max_depth: u32,
     /// Path table size.
@@ -174,6 +176,7 @@ impl HeaderView {
             max_threads,
             comp_self_ticks: g64(offset_of!(SegmentHeader, comp_self_ticks)),
             comp_child_ticks: g64(offset_of!(SegmentHeader, comp_child_ticks)),
+            comp_child_slow_ticks: g64(offset_of!(SegmentHeader, comp_child_slow_ticks)),
             max_depth: g32(offset_of!(SegmentHeader, max_depth)),
             max_paths: g32(offset_of!(SegmentHeader, max_paths)),
             max_path_len: g32(offset_of!(SegmentHeader, max_path_len)),

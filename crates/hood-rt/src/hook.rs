@@ -6,7 +6,8 @@ use core::sync::atomic::Ordering;
 
 use hood_abi::{
     path_hash, Frame, PathNode, SegmentHeader, ThreadHeader, FLAG_MISMATCH, FLAG_PATH_OVERRUN,
-    FLAG_STACK_OVERRUN, FLAG_TABLE_OVERRUN, FRAME_FOLDED, LOST_NODE, NO_PARENT, THREAD_HEADER_SIZE,
+    FLAG_STACK_OVERRUN, FLAG_TABLE_OVERRUN, FRAME_FOLDED, FRAME_SLOW, LOST_NODE, NO_PARENT,
+    THREAD_HEADER_SIZE,
 };
 
 use crate::clock;
@@ -52,24 +53,25 @@ fn stack_pointer() -> u64 {
     core::hint::black_box(&marker) as *const u8 as u64
 }
 
-/// Find or insert the path node (parent, func); LOST_NODE when the table is full.
+/// Find or insert the path node (parent, func); LOST_NODE when the table is full. The flag is
+/// FRAME_SLOW when the last-child cache missed.
 #[inline(always)]
-unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> u32 {
+unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> (u32, u32) {
     let nodes = s.nodes();
     if parent != NO_PARENT {
         let c = (*nodes.add(parent as usize)).last_child;
         if c != 0 && (*nodes.add(c as usize)).func == func {
-            return c;
+            return (c, 0);
         }
         if parent == LOST_NODE {
-            return LOST_NODE;
+            return (LOST_NODE, 0);
         }
     }
     let found = lookup_slow(s, parent, func);
     if parent != NO_PARENT && found != LOST_NODE {
         (*nodes.add(parent as usize)).last_child = found;
     }
-    found
+    (found, FRAME_SLOW)
 }
 
 #[inline(never)]
@@ -148,15 +150,15 @@ pub unsafe fn enter(s: &Slot, func: u64) {
         }
     }
     let (node, flags) = if d == 0 {
-        (lookup(s, NO_PARENT, func), 0)
+        lookup(s, NO_PARENT, func)
     } else if d >= h.max_path_len {
         t.flags |= FLAG_PATH_OVERRUN;
         h.flags.fetch_or(FLAG_PATH_OVERRUN, Ordering::Relaxed);
         ((*s.frame(d - 1)).node, FRAME_FOLDED)
     } else {
-        (lookup(s, (*s.frame(d - 1)).node, func), 0)
+        lookup(s, (*s.frame(d - 1)).node, func)
     };
-    if flags == 0 {
+    if flags & FRAME_FOLDED == 0 {
         let n = &mut *s.nodes().add(node as usize);
         n.calls = n.calls.wrapping_add(1);
     }
@@ -220,10 +222,12 @@ pub unsafe fn exit(s: &Slot, func: u64) {
     n.own_ticks = n.own_ticks.wrapping_add(own);
     if d > 1 {
         let p = &mut *s.frame(d - 2);
-        p.deeper_ticks = p
-            .deeper_ticks
-            .wrapping_add(elapsed)
-            .wrapping_add(h.comp_child_ticks);
+        let comp = if f.flags & FRAME_SLOW != 0 {
+            h.comp_child_slow_ticks
+        } else {
+            h.comp_child_ticks
+        };
+        p.deeper_ticks = p.deeper_ticks.wrapping_add(elapsed).wrapping_add(comp);
     }
     t.depth.store(d - 1, Ordering::Release);
     t.last_ticks.store(now, Ordering::Relaxed);
@@ -257,7 +261,7 @@ pub unsafe fn reset(s: &Slot) {
     for i in 0..d {
         let f = &mut *s.frame(i);
         if f.flags & FRAME_FOLDED == 0 {
-            parent = lookup(s, parent, f.func);
+            parent = lookup(s, parent, f.func).0;
         }
         f.node = parent;
         f.entry_ticks = now;

@@ -172,47 +172,70 @@ unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
 
 /// Measure the hooks' own cost on this thread's fresh slot, then clear it. comp_self is the
 /// mean raw own time of an empty function (end of entry hook to start of exit hook); comp_child
-/// is the rest of one entry+exit pair, which the caller's timestamps do not see.
+/// is the rest of one entry+exit pair, which the caller's timestamps do not see. It is measured
+/// twice: repeating one callee (last-child cache hit) and alternating two callees (miss).
 fn calibrate(h: *mut SegmentHeader) {
     let t = init_thread(h);
     if t.is_null() {
         return;
     }
+    let s = Slot { h, t };
+    let fast = measure(&s, false);
+    let slow = measure(&s, true);
+    // SAFETY: `t` is this thread's slot in the live segment `h`.
+    unsafe {
+        (*h).comp_self_ticks = fast.1;
+        (*h).comp_child_ticks = fast.0.saturating_sub(fast.1);
+        (*h).comp_child_slow_ticks = slow.0.saturating_sub(fast.1);
+        hook::clear_table(&s);
+        (*t).depth.store(0, Ordering::Relaxed);
+        (*t).mismatched.store(0, Ordering::Relaxed);
+        (*t).reset_ticks.store(clock::now(), Ordering::Relaxed);
+    }
+}
+
+/// Best of 7 rounds: (ticks per entry+exit pair, mean raw own ticks of the empty callee).
+fn measure(s: &Slot, alternate: bool) -> (u64, u64) {
     let enter: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
         core::hint::black_box(crate::__cyg_profile_func_enter);
     let exit: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
         core::hint::black_box(crate::__cyg_profile_func_exit);
-    let f = calibrate as *mut libc::c_void;
-    const N: u64 = 2000;
-    let mut best: Option<(u64, u64)> = None;
-    // SAFETY: `t` is this thread's slot (set up by init_thread); node 1 is the only path.
+    let parent = calibrate as *mut libc::c_void;
+    let f1 = measure as *mut libc::c_void;
+    let f2 = init_thread as *mut libc::c_void;
+    const N: u64 = 1000;
+    let mut best = (u64::MAX, 0);
+    // SAFETY: `s` is this thread's slot; nodes 1.. are the calibration paths.
     unsafe {
-        let s = Slot { h, t };
         for _ in 0..7 {
-            hook::clear_table(&s);
+            hook::clear_table(s);
+            enter(parent, ptr::null_mut());
             let t0 = clock::now();
             for _ in 0..N {
+                enter(f1, ptr::null_mut());
+                exit(f1, ptr::null_mut());
+                let f = if alternate { f2 } else { f1 };
                 enter(f, ptr::null_mut());
                 exit(f, ptr::null_mut());
             }
-            let per_pair = clock::now().wrapping_sub(t0) / N;
-            let node = &*(t as *mut u8)
-                .add(hood_abi::THREAD_HEADER_SIZE + (*h).max_depth as usize * hood_abi::FRAME_SIZE)
-                .cast::<hood_abi::PathNode>()
-                .add(1);
-            let own = node.own_ticks / N;
-            if best.is_none_or(|(p, _)| per_pair < p) {
-                best = Some((per_pair, own));
+            let per_pair = clock::now().wrapping_sub(t0) / (2 * N);
+            exit(parent, ptr::null_mut());
+            let nodes = (s.t as *mut u8)
+                .add(
+                    hood_abi::THREAD_HEADER_SIZE + (*s.h).max_depth as usize * hood_abi::FRAME_SIZE,
+                )
+                .cast::<hood_abi::PathNode>();
+            let own = (*nodes.add(2)).own_ticks.wrapping_add(if alternate {
+                (*nodes.add(3)).own_ticks
+            } else {
+                0
+            });
+            if per_pair < best.0 {
+                best = (per_pair, own / (2 * N));
             }
         }
-        if let Some((per_pair, own)) = best {
-            (*h).comp_self_ticks = own;
-            (*h).comp_child_ticks = per_pair.saturating_sub(own);
-        }
-        hook::clear_table(&s);
-        (*t).mismatched.store(0, Ordering::Relaxed);
-        (*t).reset_ticks.store(clock::now(), Ordering::Relaxed);
     }
+    best
 }
 
 extern "C" fn thread_exit(p: *mut libc::c_void) {

@@ -1,0 +1,528 @@
+//! Known-answer tests of hood-rt and `hood calls`: real C programs built with gcc
+//! -finstrument-functions, run under `hood calls run` (LD_PRELOAD) or linked statically, and
+//! the reported call counts and times checked against what the programs do by construction.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn hood() -> &'static str {
+    env!("CARGO_BIN_EXE_hood")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Build the runtime in release mode once (the hook timing matters for the accuracy test).
+fn runtime_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = Path::new(hood())
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "-p", "hood-rt", "--target-dir"])
+            .arg(&target)
+            .current_dir(repo())
+            .status()
+            .expect("run cargo");
+        assert!(st.success(), "building hood-rt failed");
+        target.join("release")
+    })
+}
+
+/// Tests run one at a time: the accuracy test measures wall-clock own times, which parallel
+/// tests on a 2-CPU machine would disturb. Each test holds this while it runs.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct Tmp(
+    tempfile::TempDir,
+    #[allow(dead_code)] std::sync::MutexGuard<'static, ()>,
+);
+
+impl Tmp {
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+fn tmp() -> Tmp {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    Tmp(tempfile::tempdir().expect("tempdir"), guard)
+}
+
+/// gcc -O2 -finstrument-functions tests/c/NAME.c -o DIR/NAME [extra...]
+fn build_c(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args([
+            "-O2",
+            "-g",
+            "-finstrument-functions",
+            "-falign-functions=64",
+            "-falign-loops=64",
+        ])
+        .arg(repo().join(format!("tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&out)
+        .args(extra)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "gcc failed for {name}");
+    out
+}
+
+/// `hood calls run` in a private segment directory; returns the data file.
+fn calls_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
+    let data = dir.join(format!(
+        "calls-{}.data",
+        args.len() + dir.read_dir().map(|d| d.count()).unwrap_or(0)
+    ));
+    let mut c = Command::new(hood());
+    c.args(["calls", "run", "-o"])
+        .arg(&data)
+        .arg("--")
+        .args(args);
+    c.env("HOOD_RT_LIB", runtime_dir().join("libhood_rt.so"))
+        .env("HOOD_SHM_DIR", dir);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.stdout(Stdio::null()).output().expect("hood calls run");
+    assert!(
+        out.status.success(),
+        "hood calls run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    data
+}
+
+fn report_json(data: &Path, extra: &[&str]) -> Value {
+    let out = Command::new(hood())
+        .args(["calls", "report", "--format", "json", "--sort", "name"])
+        .args(extra)
+        .arg(data)
+        .output()
+        .expect("hood calls report");
+    assert!(
+        out.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+/// (path joined by spaces, tid) → (calls, msecs) of one process.
+fn rows(p: &Value) -> Vec<(String, Option<u64>, u64, f64)> {
+    p["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            let path: Vec<&str> = r["path"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
+            (
+                path.join(" "),
+                r["tid"].as_u64(),
+                r["calls"].as_u64().unwrap(),
+                r["msecs"].as_f64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn calls_of(p: &Value, path: &str) -> Option<u64> {
+    rows(p).into_iter().find(|r| r.0 == path).map(|r| r.2)
+}
+
+fn process_by_exe<'a>(doc: &'a Value, exe_suffix: &str) -> Vec<&'a Value> {
+    doc["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["exe"].as_str().unwrap().ends_with(exe_suffix))
+        .collect()
+}
+
+#[test]
+fn exact_call_counts_with_recursion() {
+    let d = tmp();
+    let exe = build_c("calls_known", d.path(), &[]);
+    let data = calls_run(d.path(), &[exe.to_str().unwrap()], &[]);
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    let expect = [
+        ("main", 1),
+        ("main leaf", 3),
+        ("main twice", 2),
+        ("main twice leaf", 4),
+        ("main fact", 1),
+        ("main fact fact", 1),
+        ("main fact fact fact fact fact", 1),
+    ];
+    for (path, n) in expect {
+        assert_eq!(calls_of(p, path), Some(n), "path {path:?} in {:?}", rows(p));
+    }
+    assert_eq!(rows(p).len(), 9, "unexpected paths: {:?}", rows(p));
+    assert_eq!(calls_of(p, "main fact fact fact fact fact fact"), None);
+    // Per function: leaf is called 7 times in all, fact 5.
+    let f = report_json(&data, &["-f"]);
+    assert_eq!(calls_of(&f["processes"][0], "leaf"), Some(7));
+    assert_eq!(calls_of(&f["processes"][0], "fact"), Some(5));
+}
+
+/// Median over many short runs of each path's own time. Own time is wall-clock time, so a
+/// run preempted by another process (the CI machine is shared) inflates whichever path was
+/// running; short runs keep that rare and the median ignores it.
+fn abcd_medians(dir: &Path, exe: &Path, env: &[(&str, &str)]) -> [f64; 4] {
+    let paths = ["main a", "main a b", "main a b d", "main a c"];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); 4];
+    for _ in 0..25 {
+        let data = calls_run(dir, &[exe.to_str().unwrap(), "1000", "500"], env);
+        let doc = report_json(&data, &[]);
+        let r = rows(&doc["processes"][0]);
+        for (i, p) in paths.iter().enumerate() {
+            let row = r
+                .iter()
+                .find(|x| x.0 == *p)
+                .unwrap_or_else(|| panic!("no path {p}: {r:?}"));
+            assert_eq!(row.2, 500, "calls of {p}");
+            samples[i].push(row.3);
+        }
+        std::fs::remove_file(data).ok();
+    }
+    let mut out = [0.0; 4];
+    for (i, s) in samples.iter_mut().enumerate() {
+        s.sort_by(f64::total_cmp);
+        out[i] = s[s.len() / 2];
+    }
+    out
+}
+
+#[test]
+fn abcd_identical_bodies_get_equal_own_times() {
+    let d = tmp();
+    let exe = build_c("calls_abcd", d.path(), &[]);
+    let on = abcd_medians(d.path(), &exe, &[]);
+    let off = abcd_medians(d.path(), &exe, &[("HOOD_COMPENSATE", "0")]);
+    let mean = on.iter().sum::<f64>() / 4.0;
+    eprintln!("a/b/d/c own ms, compensated:   {on:?}");
+    eprintln!("a/b/d/c own ms, uncompensated: {off:?}");
+    for (i, v) in on.iter().enumerate() {
+        let dev = (v - mean) / mean;
+        assert!(
+            dev.abs() <= 0.05,
+            "path {i} deviates {:.1}% from the mean: {on:?}",
+            dev * 100.0
+        );
+    }
+}
+
+#[test]
+fn threads_have_their_own_tables_and_merge() {
+    let d = tmp();
+    let exe = build_c("calls_threads", d.path(), &["-lpthread"]);
+    let data = calls_run(d.path(), &[exe.to_str().unwrap(), "1000"], &[]);
+    let merged = report_json(&data, &[]);
+    let p = &merged["processes"][0];
+    assert_eq!(p["threads"].as_array().unwrap().len(), 5);
+    assert_eq!(calls_of(p, "thread_main"), Some(4));
+    assert_eq!(calls_of(p, "thread_main work"), Some(4000));
+    assert_eq!(calls_of(p, "thread_main work leaf"), Some(8000));
+    let per = report_json(&data, &["--threads"]);
+    let r = rows(&per["processes"][0]);
+    let work: Vec<_> = r.iter().filter(|x| x.0 == "thread_main work").collect();
+    assert_eq!(work.len(), 4, "{r:?}");
+    assert!(work.iter().all(|x| x.2 == 1000 && x.1.is_some()));
+}
+
+#[test]
+fn fork_gives_the_child_its_own_table_and_exec_starts_fresh() {
+    let d = tmp();
+    let exe = build_c("calls_fork", d.path(), &[]);
+    let data = calls_run(d.path(), &[exe.to_str().unwrap()], &[]);
+    let doc = report_json(&data, &[]);
+    let procs = process_by_exe(&doc, "calls_fork");
+    assert_eq!(procs.len(), 2, "{doc}");
+    let parent = procs
+        .iter()
+        .find(|p| calls_of(p, "main parent_work").is_some())
+        .expect("parent");
+    let child = procs
+        .iter()
+        .find(|p| calls_of(p, "main child_work").is_some())
+        .expect("child");
+    assert_eq!(child["ppid"], parent["pid"]);
+    assert_eq!(calls_of(parent, "main parent_work"), Some(5));
+    assert_eq!(calls_of(parent, "main before"), Some(1));
+    assert_eq!(calls_of(parent, "main child_work"), None);
+    assert_eq!(calls_of(child, "main child_work"), Some(7));
+    assert_eq!(
+        calls_of(child, "main before"),
+        None,
+        "the child starts counting at fork"
+    );
+
+    let known = build_c("calls_known", d.path(), &[]);
+    let data = calls_run(
+        d.path(),
+        &[exe.to_str().unwrap(), known.to_str().unwrap()],
+        &[],
+    );
+    let doc = report_json(&data, &[]);
+    let k = process_by_exe(&doc, "calls_known");
+    assert_eq!(k.len(), 1, "{doc}");
+    assert_eq!(calls_of(k[0], "main twice leaf"), Some(4));
+    assert_eq!(calls_of(k[0], "main"), Some(1));
+}
+
+#[test]
+fn longjmp_out_of_nested_calls_is_repaired() {
+    let d = tmp();
+    let exe = build_c("calls_longjmp", d.path(), &[]);
+    let data = calls_run(d.path(), &[exe.to_str().unwrap()], &[]);
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    assert_eq!(calls_of(p, "main outer"), Some(10));
+    assert_eq!(
+        calls_of(p, "main outer after"),
+        Some(10),
+        "after() must nest under outer: {:?}",
+        rows(p)
+    );
+    assert_eq!(calls_of(p, "main outer inner inner inner"), Some(10));
+    assert_eq!(calls_of(p, "main outer inner inner inner after"), None);
+    let w = p["warnings"].to_string();
+    assert!(w.contains("30 exits did not match"), "{w}");
+}
+
+#[test]
+fn tiny_limits_set_overrun_flags_and_program_keeps_running() {
+    let d = tmp();
+    let exe = build_c("calls_known", d.path(), &[]);
+    let data = calls_run(
+        d.path(),
+        &[exe.to_str().unwrap()],
+        &[("HOOD_MAX_PATHS", "4")],
+    );
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    let flags = p["flags"].as_u64().unwrap();
+    assert!(flags & 0x4 != 0, "table overrun flag: {p}");
+    let w = p["warnings"].to_string();
+    assert!(w.contains("path table full"), "{w}");
+    // Calls that found no room are charged to <lost paths>, not dropped.
+    let total: u64 = rows(p).iter().map(|r| r.2).sum();
+    assert_eq!(total, 15, "{:?}", rows(p));
+    assert_eq!(
+        calls_of(p, "<lost paths>"),
+        Some(9),
+        "main twice leaf x4 + fact x5"
+    );
+
+    let data = calls_run(
+        d.path(),
+        &[exe.to_str().unwrap()],
+        &[("HOOD_MAX_PATH_LEN", "3")],
+    );
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    assert!(
+        p["flags"].as_u64().unwrap() & 0x1 != 0,
+        "path overrun flag: {p}"
+    );
+    assert_eq!(calls_of(p, "main fact fact"), Some(1));
+    assert_eq!(
+        calls_of(p, "main fact fact fact"),
+        None,
+        "deeper calls are folded"
+    );
+
+    let data = calls_run(
+        d.path(),
+        &[exe.to_str().unwrap()],
+        &[("HOOD_MAX_DEPTH", "3")],
+    );
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    assert!(
+        p["flags"].as_u64().unwrap() & 0x2 != 0,
+        "stack overrun flag: {p}"
+    );
+    assert_eq!(calls_of(p, "main fact fact"), Some(1));
+    assert_eq!(calls_of(p, "main fact fact fact"), None);
+    assert_eq!(calls_of(p, "main twice leaf"), Some(4));
+}
+
+#[test]
+fn static_linking_works() {
+    let d = tmp();
+    let lib = runtime_dir().join("libhood_rt.a");
+    let exe = build_c(
+        "calls_known",
+        d.path(),
+        &[lib.to_str().unwrap(), "-lpthread", "-ldl", "-lm"],
+    );
+    let out = Command::new(&exe)
+        .env("HOOD_SHM_DIR", d.path())
+        .output()
+        .expect("run");
+    assert!(out.status.success());
+    let data = d.path().join("static.data");
+    let out = Command::new(hood())
+        .args(["calls", "get", "-o"])
+        .arg(&data)
+        .env("HOOD_SHM_DIR", d.path())
+        .output()
+        .expect("get");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = report_json(&data, &[]);
+    assert_eq!(calls_of(&doc["processes"][0], "main twice leaf"), Some(4));
+    // The exited process's segment was removed after collection.
+    let left = std::fs::read_dir(d.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("hood-rt-")
+        })
+        .count();
+    assert_eq!(left, 0);
+}
+
+#[test]
+fn reset_between_phases_shows_only_the_second() {
+    use std::io::{BufRead, BufReader, Write};
+    let d = tmp();
+    let exe = build_c("calls_phases", d.path(), &[]);
+    let mut child = Command::new(&exe)
+        .env("LD_PRELOAD", runtime_dir().join("libhood_rt.so"))
+        .env("HOOD_SHM_DIR", d.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let pid = child.id().to_string();
+    // While the program waits: get shows phase 1 with main running.
+    let mid = d.path().join("mid.data");
+    let st = Command::new(hood())
+        .args(["calls", "get", "-p", &pid, "-o"])
+        .arg(&mid)
+        .env("HOOD_SHM_DIR", d.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let doc = report_json(&mid, &[]);
+    let p = &doc["processes"][0];
+    assert_eq!(calls_of(p, "main phase one"), Some(10));
+    assert!(rows(p).iter().any(|r| r.0 == "main") && p["state"] == "running");
+    let main_running = doc["processes"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r["path"] == serde_json::json!(["main"]) && r["running"] == true);
+    assert!(main_running, "main must be reported as running: {p}");
+    let st = Command::new(hood())
+        .args(["calls", "reset", "-p", &pid])
+        .env("HOOD_SHM_DIR", d.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    child.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    assert!(child.wait().unwrap().success());
+    let end = d.path().join("end.data");
+    let st = Command::new(hood())
+        .args(["calls", "get", "-p", &pid, "-o"])
+        .arg(&end)
+        .env("HOOD_SHM_DIR", d.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let doc = report_json(&end, &[]);
+    let p = &doc["processes"][0];
+    assert_eq!(
+        calls_of(p, "main phase one"),
+        None,
+        "phase 1 must be gone: {:?}",
+        rows(p)
+    );
+    assert_eq!(calls_of(p, "main phase two"), Some(20));
+    assert_eq!(calls_of(p, "main phase"), Some(1));
+}
+
+#[test]
+fn corrupt_segments_are_skipped_with_a_warning() {
+    let d = tmp();
+    std::fs::write(d.path().join("hood-rt-1-1"), b"garbage, not a segment").unwrap();
+    let mut bad = vec![0u8; 8192];
+    bad[..8].copy_from_slice(&hood_abi_magic());
+    bad[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(d.path().join("hood-rt-2-2"), &bad).unwrap();
+    let exe = build_c("calls_known", d.path(), &[]);
+    let out = Command::new(&exe)
+        .env("LD_PRELOAD", runtime_dir().join("libhood_rt.so"))
+        .env("HOOD_SHM_DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let data = d.path().join("c.data");
+    let out = Command::new(hood())
+        .args(["calls", "get", "--keep", "-o"])
+        .arg(&data)
+        .env("HOOD_SHM_DIR", d.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("hood-rt-1-1") && err.contains("hood-rt-2-2"),
+        "{err}"
+    );
+    assert!(err.contains("version 99"), "{err}");
+    let doc = report_json(&data, &[]);
+    assert_eq!(doc["processes"].as_array().unwrap().len(), 1);
+}
+
+fn hood_abi_magic() -> [u8; 8] {
+    *b"HOODSEG\0"
+}
+
+#[test]
+fn uninstrumented_program_is_unaffected() {
+    let d = tmp();
+    let out = Command::new(hood())
+        .args(["calls", "run", "-o"])
+        .arg(d.path().join("x.data"))
+        .args(["--", "sh", "-c", "exit 3"])
+        .env("HOOD_RT_LIB", runtime_dir().join("libhood_rt.so"))
+        .env("HOOD_SHM_DIR", d.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "exit status of the child is passed on"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no call-path tables"));
+}
