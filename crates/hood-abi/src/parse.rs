@@ -350,3 +350,112 @@ impl ThreadView {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid_header() -> Vec<u8> {
+        let mut b = vec![0u8; HEADER_AREA_SIZE as usize];
+        let put32 =
+            |b: &mut Vec<u8>, o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_le_bytes());
+        let put64 =
+            |b: &mut Vec<u8>, o: usize, v: u64| b[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        let slot = SlotLayout::new(4, 8, 16).unwrap();
+        put64(&mut b, 0, MAGIC);
+        put32(&mut b, offset_of!(SegmentHeader, version), LAYOUT_VERSION);
+        put32(&mut b, offset_of!(SegmentHeader, mode), MODE_CALLS);
+        put32(&mut b, offset_of!(SegmentHeader, pid), 42);
+        put64(
+            &mut b,
+            offset_of!(SegmentHeader, ticks_per_sec),
+            1_000_000_000,
+        );
+        put32(&mut b, offset_of!(SegmentHeader, max_threads), 2);
+        put32(&mut b, offset_of!(SegmentHeader, max_depth), 4);
+        put32(&mut b, offset_of!(SegmentHeader, max_paths), 8);
+        put32(&mut b, offset_of!(SegmentHeader, hash_size), 16);
+        put32(&mut b, offset_of!(SegmentHeader, threads_used), 9);
+        put64(
+            &mut b,
+            offset_of!(SegmentHeader, maps_offset),
+            HEADER_AREA_SIZE,
+        );
+        put64(
+            &mut b,
+            offset_of!(SegmentHeader, threads_offset),
+            HEADER_AREA_SIZE + MAPS_AREA_SIZE,
+        );
+        put64(
+            &mut b,
+            offset_of!(SegmentHeader, thread_slot_size),
+            slot.slot_size,
+        );
+        put64(
+            &mut b,
+            offset_of!(SegmentHeader, total_size),
+            HEADER_AREA_SIZE + MAPS_AREA_SIZE + 2 * slot.slot_size,
+        );
+        b
+    }
+
+    #[test]
+    fn valid_header_parses_and_clamps_threads() {
+        let h = HeaderView::parse(&valid_header()).expect("valid");
+        assert_eq!(h.pid, 42);
+        assert_eq!(h.threads_used, 2, "threads_used is clamped to max_threads");
+    }
+
+    #[test]
+    fn bad_magic_version_and_sizes_are_rejected() {
+        let mut b = valid_header();
+        b[0] ^= 1;
+        assert!(matches!(
+            HeaderView::parse(&b),
+            Err(ParseError::BadMagic(_))
+        ));
+        let mut b = valid_header();
+        b[8] = 99;
+        assert_eq!(HeaderView::parse(&b), Err(ParseError::BadVersion(99)));
+        let mut b = valid_header();
+        b[offset_of!(SegmentHeader, total_size)] ^= 0x10;
+        assert!(matches!(
+            HeaderView::parse(&b),
+            Err(ParseError::BadField("total_size", _))
+        ));
+        assert!(matches!(
+            HeaderView::parse(&b[..100]),
+            Err(ParseError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let h = HeaderView::parse(&valid_header()).unwrap();
+        for round in 0..2000 {
+            let mut b = valid_header();
+            let mut slot = vec![0u8; h.slot_read_len(8) as usize];
+            for _ in 0..(round % 64 + 1) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let i = (x % b.len() as u64) as usize;
+                b[i] = (x >> 32) as u8;
+                let j = ((x >> 8) % slot.len() as u64) as usize;
+                slot[j] = (x >> 40) as u8;
+            }
+            if let Ok(hv) = HeaderView::parse(&b) {
+                let _ = ThreadView::parse(&hv, &slot);
+            }
+            let t = ThreadView::parse(&h, &slot[..(x as usize % slot.len())]);
+            if let Ok(t) = t {
+                assert!(t
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .all(|(i, n)| n.parent == NO_PARENT || (n.parent as usize) < i));
+            }
+        }
+    }
+}
