@@ -3,12 +3,11 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use hood_model::profile::aggregate::{
-    by_dso, by_process_function, by_thread, totals, Totals, TreeNode,
-};
+use hood_model::profile::aggregate::{by_process_function, by_thread, totals, Totals, TreeNode};
 use hood_model::profile::{FuncId, Mode, Profile, RecordMeta, RecordStats};
 use serde::Serialize;
 
+use super::group::dso_rows;
 use super::header::{achieved_hz, active_ns, cpu_count, target, throttled};
 use super::{tree, CallGraph, ReportOptions};
 use crate::ReportError;
@@ -36,7 +35,7 @@ struct Report<'a> {
     functions: Vec<FuncRow<'a>>,
     processes: Vec<ProcRow<'a>>,
     threads: Vec<ThreadRow<'a>>,
-    dsos: Vec<DsoRow>,
+    dsos: Vec<DsoRow<'a>>,
     call_graph: Option<TreeJson<'a>>,
 }
 
@@ -89,8 +88,8 @@ struct ThreadRow<'a> {
 }
 
 #[derive(Serialize)]
-struct DsoRow {
-    dso: String,
+struct DsoRow<'a> {
+    dso: &'a str,
     samples: u64,
     percent: f64,
 }
@@ -208,13 +207,13 @@ pub fn render_json(
             percent: pct3(r.count, total),
         })
         .collect();
-    let dsos = by_dso(prof, filt)
+    let dsos = dso_rows(prof, pf.iter().map(|r| (r.key.1, r.count)))
         .into_iter()
         .take(limit)
-        .map(|r| DsoRow {
-            percent: pct3(r.count, total),
-            dso: r.key,
-            samples: r.count,
+        .map(|(dso, samples)| DsoRow {
+            dso,
+            samples,
+            percent: pct3(samples, total),
         })
         .collect();
 

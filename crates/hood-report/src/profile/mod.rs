@@ -8,6 +8,7 @@
 
 mod fmt;
 pub mod folded;
+mod group;
 pub mod header;
 pub mod intervals;
 pub mod json;

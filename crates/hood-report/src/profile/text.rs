@@ -5,10 +5,13 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use hood_model::profile::aggregate::{by_dso, by_process, by_process_function, by_thread, totals};
+use hood_model::profile::aggregate::{
+    by_function, by_process, by_process_function, by_thread, totals,
+};
 use hood_model::profile::{FuncId, Profile};
 
 use super::fmt::{bar, fold, fold_label, func_label, pct, proc_label, rule, threshold, title};
+use super::group::dso_rows;
 use super::header::{filter_text, render_header};
 use super::{tree, By, CallGraph, ReportOptions};
 use crate::ReportError;
@@ -41,11 +44,12 @@ pub fn render_text(
     match opts.by {
         By::Function => functions(prof, opts, t.samples, out)?,
         By::Dso => {
-            let rows = by_dso(prof, &opts.filter);
-            let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+            let funcs = by_function(prof, &opts.filter);
+            let rows = dso_rows(prof, funcs.iter().map(|r| (r.key, r.count)));
+            let counts: Vec<u64> = rows.iter().map(|r| r.1).collect();
             let table = Table::new("Samples by file", t.samples, &counts, "file");
             table.write(opts, out, |i| {
-                (rows[i].key.clone(), rows[i].count.to_string())
+                (rows[i].0.to_string(), rows[i].1.to_string())
             })?;
         }
         By::Process => {
