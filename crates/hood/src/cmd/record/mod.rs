@@ -73,7 +73,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         Who::Pids(p) => Target::Tasks(p.clone()),
         Who::Command(_) => Target::Child(child.as_ref().map_or(0, |c| c.pid)),
     };
-    let session = match Session::open(&cfg.sampling, &target) {
+    let session = match open_session(cfg, &target) {
         Ok(s) => s,
         Err(e) => {
             if let Some(c) = child.as_mut() {
@@ -262,6 +262,25 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         (None, None) => ExitCode::SUCCESS,
     };
     Ok((outcome, code))
+}
+
+/// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
+/// still gets a user-space profile of their own processes, with a note, as perf does.
+fn open_session(cfg: &RecordConfig, target: &Target) -> Result<Session, hood_perf::PerfError> {
+    match Session::open(&cfg.sampling, target) {
+        Err(hood_perf::PerfError::Permission { paranoid, .. })
+            if cfg.sampling.include_kernel && paranoid == Some(2) && *target != Target::System =>
+        {
+            eprintln!(
+                "hood: kernel samples need kernel.perf_event_paranoid <= 1 (it is 2); recording user space only. \
+                 Fix: `sudo sysctl kernel.perf_event_paranoid=1`, or run as root / with CAP_PERFMON"
+            );
+            let mut user_only = cfg.sampling.clone();
+            user_only.include_kernel = false;
+            Session::open(&user_only, target)
+        }
+        other => other,
+    }
 }
 
 fn finalize<W: std::io::Write>(
