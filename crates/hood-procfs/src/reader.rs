@@ -24,6 +24,10 @@ pub struct ProcReader {
     buf: Vec<u8>,
     path: String,
     pids: Vec<u32>,
+    /// Owner uid per (pid, start time) from the previous scan: a process's owner is looked up
+    /// once, not at every refresh.
+    owners: HashMap<(u32, u64), u32>,
+    owners_next: HashMap<(u32, u64), u32>,
     clk_tck: u64,
     page_size: u64,
 }
@@ -83,6 +87,8 @@ impl ProcReader {
             buf,
             path: String::with_capacity(64),
             pids: Vec::new(),
+            owners: HashMap::new(),
+            owners_next: HashMap::new(),
             clk_tck: hz.unwrap_or(100),
             page_size: page.unwrap_or(4096),
         }
@@ -148,6 +154,7 @@ impl ProcReader {
                 s.softirqs = parse::parse_irq_table(&t);
             }
         }
+        self.owners_next.clear();
         s.tasks = self.scan_tasks(opts)?;
         if opts.threads || opts.threads_of.is_some() {
             let mut threads = Vec::new();
@@ -160,6 +167,7 @@ impl ProcReader {
             }
             s.threads = Some(threads);
         }
+        std::mem::swap(&mut self.owners, &mut self.owners_next);
         if opts.status || opts.owner {
             self.fill_users(&mut s.tasks);
             if let Some(th) = s.threads.as_mut() {
@@ -246,10 +254,14 @@ impl ProcReader {
             }
         }
         if opts.owner && t.uid.is_none() {
-            self.path.truncate(dir_len);
-            if let Ok(m) = fs::metadata(&self.path) {
-                t.uid = Some(m.uid());
-            }
+            let key = (id, t.start_time);
+            t.uid = self.owners.get(&key).copied().or_else(|| {
+                self.path.truncate(dir_len);
+                fs::metadata(&self.path).ok().map(|m| m.uid())
+            });
+        }
+        if let Some(uid) = t.uid {
+            self.owners_next.insert((id, t.start_time), uid);
         }
         if opts.io {
             self.path.truncate(dir_len);
