@@ -14,5 +14,5 @@ fi
 cargo build --release -q -p hood
 mkdir -p target/demo
 gcc -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o target/demo/demo demo/demo.c
-./target/release/hood record -o target/demo/demo.data -- target/demo/demo 3
-./target/release/hood report -i target/demo/demo.data "$@"
+"${CARGO_TARGET_DIR:-target}"/release/hood record -o target/demo/demo.data -- target/demo/demo 3
+"${CARGO_TARGET_DIR:-target}"/release/hood report -i target/demo/demo.data "$@"

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of hood's sampling profiler against perf (issue 2's targets).
+# Prints figures and ratios; never pass/fail. Needs root, perf (linux-perf), gcc.
+# Usage: bench/profile/run.sh [SECONDS]   (default 10; the issue's figures use 10)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+secs=${1:-10}
+out=bench/out/profile; mkdir -p "$out"
+command -v perf >/dev/null || { echo "perf is needed: apt-get install linux-perf"; exit 2; }
+cargo build --release -q -p hood
+hood=${CARGO_TARGET_DIR:-target}/release/hood
+gcc -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o "$out/fixedwork" bench/profile/fixedwork.c
+gcc -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o "$out/spinner" tests/c/spinner.c
+
+cpu_of() { # "user sys maxrss_kb" from GNU time's output file
+    awk '{printf "%.2f", $1 + $2}' "$1"
+}
+rss_of() { awk '{printf "%.0f", $3 / 1024}' "$1"; }
+
+busy() { # keep both CPUs busy for $1 seconds
+    "$out/spinner" $(( $1 * 1000 )) & "$out/spinner" $(( $1 * 1000 )) &
+}
+
+echo "== 1. recorder cost: -a -F 4999 -g for ${secs}s with both CPUs busy"
+busy $((secs + 2)); sleep 0.5
+/usr/bin/time -f "%U %S %M" -o "$out/perf.time" perf record -q -a -F 4999 -g -o "$out/perf.data" -- sleep "$secs" 2> "$out/perf.log" || true
+wait
+busy $((secs + 2)); sleep 0.5
+/usr/bin/time -f "%U %S %M" -o "$out/hood.time" $hood record -a -F 4999 -g -d "$secs" -o "$out/hood.data" 2> "$out/hood.log"
+wait
+psamples=$(perf report -i "$out/perf.data" --stdio --header-only 2>/dev/null | awk '/sample/ && /nr_samples|samples/ {print}' | head -1)
+plost=$(perf report -i "$out/perf.data" --stdio 2>/dev/null | awk -F'[ ,]+' '/^# Total Lost Samples/ {print $5}' | head -1)
+pevents=$(perf report -i "$out/perf.data" --stdio 2>/dev/null | grep -m1 "^# Samples:" || true)
+echo "perf: $(cpu_of "$out/perf.time") s CPU, $(rss_of "$out/perf.time") MB RSS, ${pevents#\# }, lost ${plost:-?}, $(du -m "$out/perf.data" | cut -f1) MB"
+echo "hood: $(cpu_of "$out/hood.time") s CPU, $(rss_of "$out/hood.time") MB RSS, $(grep -o '[0-9]* samples on' "$out/hood.log"), $(grep -o 'lost [0-9]* samples' "$out/hood.log"), $(du -m "$out/hood.data" | cut -f1) MB"
+awk -v h="$(cpu_of "$out/hood.time")" -v p="$(cpu_of "$out/perf.time")" 'BEGIN { if (p > 0) printf "recorder CPU ratio hood/perf: %.2f (target <= 1)\n", h / p }'
+
+echo; echo "== 2. report time on those recordings (text to /dev/null)"
+/usr/bin/time -f "%e" -o "$out/perfrep.time" perf report -i "$out/perf.data" --stdio > /dev/null 2>&1
+/usr/bin/time -f "%e" -o "$out/hoodrep.time" $hood report -i "$out/hood.data" > /dev/null
+pr=$(cat "$out/perfrep.time"); hr=$(cat "$out/hoodrep.time")
+echo "perf report --stdio: ${pr} s; hood report: ${hr} s"
+awk -v h="$hr" -v p="$pr" 'BEGIN { if (h > 0) printf "report speed-up perf/hood: %.1fx (target >= 5x)\n", p / h }'
+
+echo; echo "== 3. workload overhead at -F 999 -g (fixed work, median of 5)"
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+run5() { for i in 1 2 3 4 5; do /usr/bin/time -f "%e" "$@" 2>&1 >/dev/null | tail -1; done | median; }
+iters=${ITERS:-2000}
+base=$(run5 "$out/fixedwork" "$iters")
+withperf=$(run5 perf record -q -F 999 -g -o "$out/ov-perf.data" -- "$out/fixedwork" "$iters")
+withhood=$(run5 $hood record -F 999 -g -o "$out/ov-hood.data" -- "$out/fixedwork" "$iters")
+awk -v b="$base" -v p="$withperf" -v h="$withhood" 'BEGIN {
+  printf "plain %.2f s, perf %.2f s (+%.1f%%), hood %.2f s (+%.1f%%)\n", b, p, 100*(p-b)/b, h, 100*(h-b)/b }'
+
+echo; echo "== 4. lost samples at -F 4999 -a -g, 30 s, both CPUs busy (target 0)"
+busy 32; sleep 0.5
+$hood record -a -F 4999 -g -d 30 -o "$out/long.data" 2>&1 | grep -E "wrote|lost"
+wait
