@@ -41,9 +41,14 @@ pub(crate) fn func_label(prof: &Profile, f: Option<FuncId>) -> String {
     }
 }
 
-/// `comm (pid)`.
+/// `comm (pid)`, or just `[pid N]` for a process never named.
 pub(crate) fn proc_label(prof: &Profile, pid: u32) -> String {
-    format!("{} ({pid})", prof.comm(pid))
+    let comm = prof.comm(pid);
+    if comm.starts_with("[pid ") {
+        comm
+    } else {
+        format!("{comm} ({pid})")
+    }
 }
 
 /// A line of `c` across the rule width.

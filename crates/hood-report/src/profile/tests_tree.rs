@@ -57,6 +57,39 @@ fn callee_tree_lists_callers_below_sampled_functions() {
 }
 
 #[test]
+fn small_folds_below_the_top_level_are_not_listed() {
+    let mut b = Builder::new();
+    let [main, a, c, d, e] = ["main", "a", "c", "d", "e"].map(|n| b.func(n, "x"));
+    b.samples(1, 1, Mode::User, &[a, main], 970);
+    b.samples(1, 1, Mode::User, &[c, main], 10);
+    b.samples(1, 1, Mode::User, &[d, main], 10);
+    b.samples(1, 1, Mode::User, &[e], 10);
+    let p = b.finish(&[]);
+    let o = ReportOptions {
+        call_graph: CallGraph::Caller,
+        min_percent: 1.5,
+        ..Default::default()
+    };
+    let s = text(&p, &o);
+    // c and d (1.0% each) fold into a 2.0% line under main; e (1.0%) folds at the top.
+    assert_eq!(
+        tree_lines(&s),
+        [
+            "  99.0%    0.0%  main",
+            "  97.0%   97.0%    a",
+            "   2.0%            <1.5% (2 callees)",
+            "   1.0%          <1.5% (1 callee)"
+        ]
+    );
+    let o = ReportOptions {
+        min_percent: 2.5,
+        ..o
+    };
+    let s = text(&p, &o);
+    assert_eq!(tree_lines(&s).len(), 3, "the 2% fold under main is dropped");
+}
+
+#[test]
 fn deep_stacks_are_cut_at_max_depth() {
     let mut b = Builder::new();
     let frames: Vec<_> = (0..40).map(|i| b.func(&format!("f{i}"), "deep")).collect();

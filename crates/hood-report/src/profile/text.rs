@@ -134,13 +134,17 @@ fn functions(
         }
         let funcs = &per_proc[&pid].1;
         let counts: Vec<u64> = funcs.iter().map(|f| f.1).collect();
-        let left = format!("{} (pid {pid})", prof.comm(pid));
+        let comm = prof.comm(pid);
+        let left = if comm.starts_with("[pid ") {
+            comm
+        } else {
+            format!("{comm} (pid {pid})")
+        };
         let mut table = Table::new(&left, count, &counts, "function");
         table.overall = Some(total);
         table.write(opts, out, |i| (func_label(prof, funcs[i].0), String::new()))?;
     }
     if small.0 > 0 {
-        writeln!(out)?;
         writeln!(out, "{}", rule('-'))?;
         let left = format!(
             "processes {} (not showing functions): {}",
@@ -207,7 +211,7 @@ impl<'a> Table<'a> {
         writeln!(out, "{}", rule('-'))?;
         writeln!(out, "{}", title(&self.left, &right))?;
         if self.overall.is_some() {
-            writeln!(out, "{:>7} {:>7}", "process", "all")?;
+            writeln!(out, "{:>7} {:>7}", "%proc", "%all")?;
         }
         writeln!(out, "{}", rule('-'))?;
         let pcts = |n: u64| match self.overall {

@@ -125,7 +125,9 @@ impl Writer<'_> {
             self.line(c.total, Some(c.self_count), depth, &name, out)?;
             self.children(c, depth + 1, out)?;
         }
-        if f.folded_rows > 0 {
+        // Below the top level, a fold line is only worth a line when it is itself large.
+        let worth = depth == 0 || pct(f.folded_count, self.base) >= self.opts.min_percent;
+        if f.folded_rows > 0 && worth {
             let what = if self.top_down { "callee" } else { "caller" };
             let label = fold_label(&f, self.opts.min_percent, what);
             self.line(f.folded_count, None, depth, &label, out)?;
