@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64};
 /// First 8 bytes of every segment: `b"HOODSEG\0"` read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"HOODSEG\0");
 /// Bumped whenever any layout in this crate changes; readers skip other versions.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// File-name prefix of segments in the segment directory.
 pub const SEGMENT_PREFIX: &str = "hood-rt-";
 /// Default segment directory; the runtime and the readers honour `HOOD_SHM_DIR`.
@@ -14,7 +14,7 @@ pub const DEFAULT_SHM_DIR: &str = "/dev/shm";
 
 /// Segment mode: call-path tables (issue 4).
 pub const MODE_CALLS: u32 = 1;
-/// Segment mode: event trace rings (issue 5, not yet implemented).
+/// Segment mode: per-thread event trace buffers (`hood trace`).
 pub const MODE_TRACE: u32 = 2;
 
 /// Process state: the process is (as far as its runtime knows) running.
@@ -37,6 +37,37 @@ pub const FLAG_TABLE_OVERRUN: u32 = 0x4;
 pub const FLAG_THREAD_OVERRUN: u32 = 0x8;
 /// Flag: exits that did not match the stack were seen (longjmp, exceptions); see `mismatched`.
 pub const FLAG_MISMATCH: u32 = 0x10;
+/// Flag (trace): a thread's buffer filled in `stop` mode; later events were dropped (counted).
+pub const FLAG_TRACE_FULL: u32 = 0x20;
+/// Flag (trace): a thread's buffer wrapped in `wrap` mode; the oldest events were overwritten.
+pub const FLAG_TRACE_WRAPPED: u32 = 0x40;
+/// Flag (trace): the inline tag table was full; later labels are recorded as unknown.
+pub const FLAG_TAG_OVERRUN: u32 = 0x80;
+
+/// Trace mode: stop recording a thread when its buffer is full (the hardware's behaviour).
+pub const TRACE_FULL_STOP: u32 = 0;
+/// Trace mode: keep the most recent events (flight recorder).
+pub const TRACE_FULL_WRAP: u32 = 1;
+/// Trace event kind: function entry (`addr` = function address).
+pub const KIND_ENTRY: u64 = 0;
+/// Trace event kind: function exit (`addr` = function address).
+pub const KIND_EXIT: u64 = 1;
+/// Trace event kind: inline mark (`addr` = index into the tag table, or [`TAG_UNKNOWN`]).
+pub const KIND_MARK: u64 = 2;
+/// Trace event kind: recording switched off (`addr` = [`CONTROL_OFF`]) or on ([`CONTROL_ON`]).
+pub const KIND_CONTROL: u64 = 3;
+/// `addr` of a control event: `hood_trace_off()`.
+pub const CONTROL_OFF: u64 = 0;
+/// `addr` of a control event: `hood_trace_on()`.
+pub const CONTROL_ON: u64 = 1;
+/// Mark index used when the tag table was full.
+pub const TAG_UNKNOWN: u64 = u64::MAX;
+/// Entries in a trace segment's inline tag table.
+pub const MAX_TAGS: u32 = 1024;
+/// Bytes of label kept per inline tag.
+pub const TAG_LABEL_LEN: usize = 52;
+/// Size of the tag table area of a trace segment (between the maps area and the slots).
+pub const TAGS_AREA_SIZE: u64 = MAX_TAGS as u64 * 64;
 
 /// Thread slot state: slot claimed, thread alive.
 pub const THREAD_LIVE: u32 = 1;
@@ -128,6 +159,14 @@ pub struct SegmentHeader {
     /// Like `comp_child_ticks`, for calls whose path lookup missed the last-child cache (a
     /// caller alternating between callees): that lookup costs more, before the entry timestamp.
     pub comp_child_slow_ticks: u64,
+    /// Trace mode: [`TraceEvent`]s per thread buffer (0 in calls mode).
+    pub trace_capacity: u64,
+    /// Trace mode: [`TRACE_FULL_STOP`] or [`TRACE_FULL_WRAP`].
+    pub trace_full: u32,
+    /// Trace mode: inline tags registered so far (clamp to [`MAX_TAGS`]).
+    pub tags_used: AtomicU32,
+    /// Trace mode: offset of the [`TagEntry`] table (0 in calls mode).
+    pub tags_offset: u64,
 }
 
 /// Per-thread header at the start of each thread slot (128 bytes). Written only by the owner
@@ -160,8 +199,14 @@ pub struct ThreadHeader {
     pub lost_calls: AtomicU64,
     /// Timestamp when the table was last reset (or the slot claimed).
     pub reset_ticks: AtomicU64,
+    /// Trace mode: events appended so far, including overwritten ones (not dropped ones).
+    pub trace_written: AtomicU64,
+    /// Trace mode: index of the next event in the buffer.
+    pub trace_pos: AtomicU64,
+    /// Trace mode: events not stored because the buffer was full (`stop` mode).
+    pub trace_dropped: AtomicU64,
     /// Reserved.
-    pub _reserved: [u64; 7],
+    pub _reserved: [u64; 4],
 }
 
 /// One open call on a thread's stack (32 bytes).
@@ -203,13 +248,31 @@ pub struct PathNode {
     pub _reserved: u64,
 }
 
-/// One trace event for the trace mode of issue 5 (16 bytes): reserved layout.
+/// One trace event (16 bytes), appended by the trace-mode hooks to the thread's buffer.
 #[repr(C)]
 pub struct TraceEvent {
-    /// Function address or inline tag; the low 2 bits of `ticks_kind` give the kind.
+    /// Function address, inline tag index or control code, by kind.
     pub addr: u64,
-    /// Timestamp << 2 | kind (0 entry, 1 exit, 2 inline mark).
+    /// Timestamp << 2 | kind ([`KIND_ENTRY`], [`KIND_EXIT`], [`KIND_MARK`], [`KIND_CONTROL`]).
     pub ticks_kind: u64,
+}
+
+/// One inline tag of a trace segment (64 bytes): the label of a `hood_mark` call site.
+#[repr(C)]
+pub struct TagEntry {
+    /// Address of the label string in the process (the key; 0 = free entry).
+    pub key: AtomicU64,
+    /// Bytes of `label` that are valid, stored after them (0 = not yet published).
+    pub len: AtomicU32,
+    /// The label, truncated to [`TAG_LABEL_LEN`] bytes.
+    pub label: [u8; TAG_LABEL_LEN],
+}
+
+/// Size of one thread slot of a trace segment holding `capacity` events, rounded to 4096;
+/// `None` on overflow.
+pub fn trace_slot_size(capacity: u64) -> Option<u64> {
+    let end = (THREAD_HEADER_SIZE as u64).checked_add(capacity.checked_mul(16)?)?;
+    Some(end.checked_add(4095)? & !4095)
 }
 
 /// Size of [`SegmentHeader`].
@@ -222,7 +285,11 @@ pub const FRAME_SIZE: usize = size_of::<Frame>();
 pub const PATH_NODE_SIZE: usize = size_of::<PathNode>();
 
 const _: () = {
-    assert!(SEGMENT_HEADER_SIZE == 168 + EXE_PATH_LEN + 8);
+    assert!(SEGMENT_HEADER_SIZE == 168 + EXE_PATH_LEN + 32);
+    assert!(offset_of!(SegmentHeader, trace_capacity) == 176 + EXE_PATH_LEN);
+    assert!(offset_of!(SegmentHeader, tags_offset) == 192 + EXE_PATH_LEN);
+    assert!(size_of::<TagEntry>() == 64);
+    assert!(offset_of!(ThreadHeader, trace_written) == 72);
     assert!(offset_of!(SegmentHeader, comp_child_slow_ticks) == 168 + EXE_PATH_LEN);
     assert!(SEGMENT_HEADER_SIZE as u64 <= HEADER_AREA_SIZE);
     assert!(offset_of!(SegmentHeader, version) == 8);

@@ -22,4 +22,7 @@ pub mod layout;
 pub mod parse;
 
 pub use layout::*;
-pub use parse::{FrameView, HeaderView, NodeView, ParseError, ThreadView};
+pub use parse::{
+    parse_tags, trace_slot_read_len, FrameView, HeaderView, NodeView, ParseError, ThreadView,
+    TraceThreadView,
+};

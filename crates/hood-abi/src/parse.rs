@@ -132,8 +132,16 @@ pub struct HeaderView {
     pub total_size: u64,
     /// Executable path.
     pub exe_path: String,
-    /// Derived slot layout.
+    /// Derived slot layout (calls mode; in trace mode only `slot_size` is meaningful).
     pub slot: SlotLayout,
+    /// Trace mode: events per thread buffer.
+    pub trace_capacity: u64,
+    /// Trace mode: `TRACE_FULL_*`.
+    pub trace_full: u32,
+    /// Trace mode: inline tags registered (clamped to [`MAX_TAGS`]).
+    pub tags_used: u32,
+    /// Trace mode: tag table offset.
+    pub tags_offset: u64,
 }
 
 /// Byte offset of the `reset_gen` field (readers bump it in place to request a reset).
@@ -194,12 +202,20 @@ impl HeaderView {
                 hash_offset: 0,
                 slot_size: 0,
             },
+            trace_capacity: g64(offset_of!(SegmentHeader, trace_capacity)),
+            trace_full: g32(offset_of!(SegmentHeader, trace_full)),
+            tags_used: g32(offset_of!(SegmentHeader, tags_used)).min(MAX_TAGS),
+            tags_offset: g64(offset_of!(SegmentHeader, tags_offset)),
         };
         if v.mode != MODE_CALLS && v.mode != MODE_TRACE {
             return Err(ParseError::BadField("mode", v.mode as u64));
         }
         if v.ticks_per_sec == 0 {
             return Err(ParseError::BadField("ticks_per_sec", 0));
+        }
+        if v.mode == MODE_TRACE {
+            v.validate_trace()?;
+            return Ok(v);
         }
         if !v.hash_size.is_power_of_two() {
             return Err(ParseError::BadField("hash_size", v.hash_size as u64));
@@ -225,6 +241,39 @@ impl HeaderView {
         Ok(v)
     }
 
+    fn validate_trace(&mut self) -> Result<(), ParseError> {
+        if self.trace_capacity == 0 || self.trace_full > TRACE_FULL_WRAP {
+            return Err(ParseError::BadField("trace_capacity", self.trace_capacity));
+        }
+        let slot = trace_slot_size(self.trace_capacity)
+            .ok_or(ParseError::BadField("trace_capacity", self.trace_capacity))?;
+        if slot != self.thread_slot_size {
+            return Err(ParseError::BadField(
+                "thread_slot_size",
+                self.thread_slot_size,
+            ));
+        }
+        self.slot = SlotLayout {
+            frames_offset: THREAD_HEADER_SIZE as u64,
+            nodes_offset: THREAD_HEADER_SIZE as u64,
+            hash_offset: THREAD_HEADER_SIZE as u64,
+            slot_size: slot,
+        };
+        let slots_end = (self.max_threads as u64)
+            .checked_mul(slot)
+            .and_then(|s| s.checked_add(self.threads_offset));
+        if slots_end != Some(self.total_size) || self.threads_offset < HEADER_AREA_SIZE {
+            return Err(ParseError::BadField("total_size", self.total_size));
+        }
+        if self.maps_offset.checked_add(MAPS_AREA_SIZE) != Some(self.tags_offset)
+            || self.tags_offset.checked_add(TAGS_AREA_SIZE) != Some(self.threads_offset)
+        {
+            return Err(ParseError::BadField("tags_offset", self.tags_offset));
+        }
+        self.maps_len = self.maps_len.min(MAPS_AREA_SIZE);
+        Ok(())
+    }
+
     /// Byte offset of thread slot `i` in the segment.
     pub fn slot_offset(&self, i: u32) -> u64 {
         self.threads_offset + i as u64 * self.thread_slot_size
@@ -234,6 +283,84 @@ impl HeaderView {
     pub fn slot_read_len(&self, paths_used: u32) -> u64 {
         self.slot.nodes_offset + paths_used.min(self.max_paths) as u64 * PATH_NODE_SIZE as u64
     }
+}
+
+/// Events of a trace thread slot a reader needs to copy: `(bytes from the slot start)` for a
+/// slot whose header bytes are `th` (at least [`THREAD_HEADER_SIZE`]).
+pub fn trace_slot_read_len(h: &HeaderView, th: &[u8]) -> u64 {
+    let written = u64_at(th, offset_of!(ThreadHeader, trace_written));
+    THREAD_HEADER_SIZE as u64 + written.min(h.trace_capacity) * 16
+}
+
+/// A decoded trace thread slot: its events in recording order (oldest first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceThreadView {
+    /// Kernel thread id.
+    pub tid: u32,
+    /// `THREAD_*` state.
+    pub state: u32,
+    /// Exit timestamp (valid when exited).
+    pub exit_ticks: u64,
+    /// Events appended, including overwritten ones.
+    pub written: u64,
+    /// Events dropped because the buffer was full (stop mode).
+    pub dropped: u64,
+    /// Events overwritten by newer ones (wrap mode).
+    pub overwritten: u64,
+    /// `(addr, ticks_kind)` pairs, oldest first.
+    pub events: Vec<(u64, u64)>,
+}
+
+impl TraceThreadView {
+    /// Decode a trace slot copied from `slot_offset(i)`; `b` needs [`trace_slot_read_len`]
+    /// bytes. A write position outside the buffer is rejected.
+    pub fn parse(h: &HeaderView, b: &[u8]) -> Result<Self, ParseError> {
+        need(b, THREAD_HEADER_SIZE as u64, "thread header")?;
+        let written = u64_at(b, offset_of!(ThreadHeader, trace_written));
+        let pos = u64_at(b, offset_of!(ThreadHeader, trace_pos));
+        let cap = h.trace_capacity;
+        let stored = written.min(cap);
+        need(b, THREAD_HEADER_SIZE as u64 + stored * 16, "trace buffer")?;
+        // A process killed between the two stores may leave pos one ahead of written: written
+        // alone decides until the buffer wrapped.
+        if pos > cap {
+            return Err(ParseError::BadField("trace_pos", pos));
+        }
+        let ev = |i: u64| {
+            let o = THREAD_HEADER_SIZE + i as usize * 16;
+            (u64_at(b, o), u64_at(b, o + 8))
+        };
+        let events: Vec<(u64, u64)> = if written <= cap {
+            (0..written).map(ev).collect()
+        } else {
+            let start = if pos == cap { 0 } else { pos };
+            (start..cap).chain(0..start).map(ev).collect()
+        };
+        Ok(TraceThreadView {
+            tid: u32_at(b, offset_of!(ThreadHeader, tid)),
+            state: u32_at(b, offset_of!(ThreadHeader, state)),
+            exit_ticks: u64_at(b, offset_of!(ThreadHeader, exit_ticks)),
+            written,
+            dropped: u64_at(b, offset_of!(ThreadHeader, trace_dropped)),
+            overwritten: written.saturating_sub(cap),
+            events,
+        })
+    }
+}
+
+/// Decode the inline tag table (`b` = [`TAGS_AREA_SIZE`] bytes at `tags_offset`): label per
+/// tag index; entries not yet published are `None`.
+pub fn parse_tags(h: &HeaderView, b: &[u8]) -> Vec<Option<String>> {
+    (0..MAX_TAGS as usize)
+        .map(|i| {
+            let o = i * 64;
+            let key = u64_at(b, o);
+            let len = (u32_at(b, o + 8) as usize).min(TAG_LABEL_LEN);
+            let label = b.get(o + 12..o + 12 + len)?;
+            (key != 0 && len > 0).then(|| String::from_utf8_lossy(label).into_owned())
+        })
+        .take(if h.tags_used == 0 { 0 } else { MAX_TAGS as usize })
+        .collect()
 }
 
 /// A decoded stack frame.

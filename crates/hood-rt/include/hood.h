@@ -9,6 +9,8 @@
  * HOOD_MAX_PATHS (16384 per thread), HOOD_MAX_DEPTH (1024), HOOD_MAX_PATH_LEN (256),
  * HOOD_MAX_THREADS (64), HOOD_COMPENSATE=0 (turn overhead compensation off),
  * HOOD_CLOCK=monotonic (use CLOCK_MONOTONIC instead of the TSC), HOOD_DISABLE=1.
+ * Trace mode (set by `hood trace record`): HOOD_MODE=trace, HOOD_TRACE_BUFFER (events per
+ * thread), HOOD_TRACE_FULL=stop|wrap, HOOD_TRACE_START=off, HOOD_TRACE_FILTER=FILE.
  */
 #ifndef HOOD_H
 #define HOOD_H
@@ -35,6 +37,15 @@ void hood_enable(void) HOOD_NOINSTR;
 
 /* 1 when this process is recording, else 0. */
 int hood_active(void) HOOD_NOINSTR;
+
+/* Trace mode (`hood trace record`): an inline mark with a label (a string literal; its
+ * first 52 bytes are kept), shown as `== label` in the code-path trace. */
+void hood_mark(const char *label) HOOD_NOINSTR;
+
+/* Trace mode: bracket the interval of interest (the hardware profiler's start switch).
+ * `hood trace record --start-off` starts with tracing off until hood_trace_on(). */
+void hood_trace_on(void) HOOD_NOINSTR;
+void hood_trace_off(void) HOOD_NOINSTR;
 
 /* Refresh the copy of this process's memory mappings in its segment (after dlopen). */
 void hood_sync(void) HOOD_NOINSTR;

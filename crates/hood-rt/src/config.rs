@@ -18,8 +18,18 @@ pub struct Config {
     pub force_mono: bool,
     /// Runtime disabled (`HOOD_DISABLE=1`).
     pub disabled: bool,
+    /// Trace mode (`HOOD_MODE=trace`, set by `hood trace record`).
+    pub trace: bool,
+    /// Trace events per thread buffer (`HOOD_TRACE_BUFFER`).
+    pub trace_capacity: u64,
+    /// Keep the newest events when full (`HOOD_TRACE_FULL=wrap`) instead of stopping.
+    pub trace_wrap: bool,
+    /// Start with tracing off until `hood_trace_on()` (`HOOD_TRACE_START=off`).
+    pub trace_start_off: bool,
     dir: [u8; 512],
     dir_len: usize,
+    filter: [u8; 512],
+    filter_len: usize,
 }
 
 fn env(name: &[u8]) -> Option<&'static [u8]> {
@@ -58,14 +68,30 @@ impl Config {
             compensate: env(b"HOOD_COMPENSATE\0") != Some(b"0"),
             force_mono: env(b"HOOD_CLOCK\0") == Some(b"monotonic"),
             disabled: env(b"HOOD_DISABLE\0") == Some(b"1"),
+            trace: env(b"HOOD_MODE\0") == Some(b"trace"),
+            trace_capacity: env_u32(b"HOOD_TRACE_BUFFER\0", 1 << 20, 16, 1 << 30) as u64,
+            trace_wrap: env(b"HOOD_TRACE_FULL\0") == Some(b"wrap"),
+            trace_start_off: env(b"HOOD_TRACE_START\0") == Some(b"off"),
             dir: [0; 512],
             dir_len: 0,
+            filter: [0; 512],
+            filter_len: 0,
         };
+        if let Some(f) = env(b"HOOD_TRACE_FILTER\0") {
+            let n = f.len().min(c.filter.len() - 1);
+            c.filter[..n].copy_from_slice(&f[..n]);
+            c.filter_len = n;
+        }
         let dir = env(b"HOOD_SHM_DIR\0").unwrap_or(hood_abi::DEFAULT_SHM_DIR.as_bytes());
         let n = dir.len().min(c.dir.len());
         c.dir[..n].copy_from_slice(&dir[..n]);
         c.dir_len = n;
         c
+    }
+
+    /// Path of the filter table written by `hood trace record` (NUL terminated), if any.
+    pub fn filter_path(&self) -> Option<&[u8]> {
+        (self.filter_len > 0).then(|| &self.filter[..self.filter_len + 1])
     }
 
     /// Segment directory.

@@ -11,11 +11,16 @@
 
 mod clock;
 mod config;
+mod filter;
 mod hook;
 mod runtime;
 mod segment;
+mod trace;
 
 use core::ffi::c_void;
+use core::sync::atomic::Ordering;
+
+use hood_abi::{CONTROL_OFF, CONTROL_ON, KIND_CONTROL, KIND_ENTRY, KIND_EXIT, KIND_MARK};
 
 /// gcc/clang `-finstrument-functions` entry hook.
 ///
@@ -24,8 +29,15 @@ use core::ffi::c_void;
 #[no_mangle]
 pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
     if let Some(s) = runtime::slot() {
-        // SAFETY: `s` is this thread's initialised slot in the live segment.
-        unsafe { hook::enter(&s, this_fn as u64) }
+        match runtime::HOOKS.load(Ordering::Relaxed) {
+            // SAFETY: `s` is this thread's initialised slot in the live segment.
+            runtime::CALLS => unsafe { hook::enter(&s, this_fn as u64) },
+            runtime::TRACE_ON if filter::allowed(this_fn as u64) => {
+                // SAFETY: as above; trace mode, so the slot holds an event buffer.
+                unsafe { trace::event(&s, this_fn as u64, KIND_ENTRY) }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -33,8 +45,66 @@ pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mu
 #[no_mangle]
 pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut c_void) {
     if let Some(s) = runtime::slot() {
-        // SAFETY: `s` is this thread's initialised slot in the live segment.
-        unsafe { hook::exit(&s, this_fn as u64) }
+        match runtime::HOOKS.load(Ordering::Relaxed) {
+            // SAFETY: `s` is this thread's initialised slot in the live segment.
+            runtime::CALLS => unsafe { hook::exit(&s, this_fn as u64) },
+            runtime::TRACE_ON if filter::allowed(this_fn as u64) => {
+                // SAFETY: as above; trace mode, so the slot holds an event buffer.
+                unsafe { trace::event(&s, this_fn as u64, KIND_EXIT) }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Trace mode: record an inline mark (seed 001's '=' tags) with `label`, a NUL-terminated
+/// string that stays valid (normally a literal). Does nothing in calls mode.
+#[no_mangle]
+pub extern "C" fn hood_mark(label: *const libc::c_char) {
+    if let Some(s) = runtime::slot() {
+        if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
+            // SAFETY: trace-mode slot of this thread; `label` is the caller's C string.
+            unsafe {
+                let i = trace::tag_index(s.h, label as *const u8);
+                trace::event(&s, i, KIND_MARK);
+            }
+        }
+    }
+}
+
+/// Trace mode: start (or resume) recording — the hardware profiler's start switch.
+#[no_mangle]
+pub extern "C" fn hood_trace_on() {
+    if let Some(s) = runtime::slot() {
+        if runtime::HOOKS
+            .compare_exchange(
+                runtime::TRACE_OFF,
+                runtime::TRACE_ON,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            // SAFETY: trace-mode slot of this thread.
+            unsafe { trace::event(&s, CONTROL_ON, KIND_CONTROL) }
+        }
+    }
+}
+
+/// Trace mode: stop recording until `hood_trace_on()`.
+#[no_mangle]
+pub extern "C" fn hood_trace_off() {
+    if let Some(s) = runtime::slot() {
+        if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
+            // SAFETY: trace-mode slot of this thread.
+            unsafe { trace::event(&s, CONTROL_OFF, KIND_CONTROL) }
+            let _ = runtime::HOOKS.compare_exchange(
+                runtime::TRACE_ON,
+                runtime::TRACE_OFF,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
     }
 }
 

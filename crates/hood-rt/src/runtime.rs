@@ -20,6 +20,15 @@ pub const READY: u32 = 2;
 /// Off: disabled by environment, failed set-up, or `hood_disable()`.
 pub const OFF: u32 = 3;
 
+/// Hook flavour, loaded once per hook: call-path tables.
+pub const CALLS: u32 = 0;
+/// Hook flavour: trace mode, recording.
+pub const TRACE_ON: u32 = 1;
+/// Hook flavour: trace mode, `hood_trace_off()` (or `HOOD_TRACE_START=off`) in force.
+pub const TRACE_OFF: u32 = 2;
+/// Which hooks run: [`CALLS`], [`TRACE_ON`] or [`TRACE_OFF`]; set before [`READY`].
+pub static HOOKS: AtomicU32 = AtomicU32::new(CALLS);
+
 /// The one load a disabled runtime costs.
 pub static STATE: AtomicU32 = AtomicU32::new(UNINIT);
 /// The process's segment.
@@ -119,6 +128,17 @@ fn init_process() -> Option<bool> {
     if h.is_null() {
         return None;
     }
+    if cfg.trace {
+        if let Some(f) = cfg.filter_path() {
+            crate::filter::load(f);
+        }
+        let hooks = if cfg.trace_start_off {
+            TRACE_OFF
+        } else {
+            TRACE_ON
+        };
+        HOOKS.store(hooks, Ordering::Relaxed);
+    }
     SEG.store(h, Ordering::Release);
     // SAFETY: registering handlers with valid extern "C" functions; key storage is local.
     unsafe {
@@ -129,7 +149,7 @@ fn init_process() -> Option<bool> {
         libc::pthread_atfork(None, None, Some(fork_child));
         libc::atexit(process_exit);
     }
-    Some(cfg.compensate)
+    Some(cfg.compensate && !cfg.trace)
 }
 
 /// Claim and initialise a thread slot for the calling thread; null when none is left.
@@ -160,7 +180,13 @@ unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
     th.busy = 0;
     th.seen_gen
         .store((*h).reset_gen.load(Ordering::Relaxed), Ordering::Relaxed);
-    hook::clear_table(&s);
+    if (*h).mode == hood_abi::MODE_TRACE {
+        th.trace_pos.store(0, Ordering::Relaxed);
+        th.trace_dropped.store(0, Ordering::Relaxed);
+        th.trace_written.store(0, Ordering::Relaxed);
+    } else {
+        hook::clear_table(&s);
+    }
     th.reset_ticks.store(clock::now(), Ordering::Relaxed);
     th.state.store(THREAD_LIVE, Ordering::Release);
     let key = KEY.load(Ordering::Relaxed);
@@ -296,7 +322,9 @@ extern "C" fn fork_child() {
     SEG.store(h, Ordering::Release);
     tls_set(ptr::null_mut());
     let t = init_thread(h);
-    if !t.is_null() && (old_t as usize) > NO_SLOT {
+    // SAFETY: `h` is the live new mapping.
+    let calls = unsafe { (*h).mode } == hood_abi::MODE_CALLS;
+    if calls && !t.is_null() && (old_t as usize) > NO_SLOT {
         // SAFETY: copy the open frames from the old slot into the new one, then rebuild paths.
         unsafe {
             let d = (*old_t).depth.load(Ordering::Relaxed).min((*h).max_depth);

@@ -55,11 +55,26 @@ impl PathBuf {
 /// Create, size and map a new segment for the current pid; returns the mapped header or null.
 /// The header is fully written with `magic` stored last.
 pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut SegmentHeader {
-    let Some(slot) = SlotLayout::new(cfg.max_depth, cfg.max_paths, cfg.hash_size) else {
+    let slot_size = if cfg.trace {
+        hood_abi::trace_slot_size(cfg.trace_capacity)
+    } else {
+        SlotLayout::new(cfg.max_depth, cfg.max_paths, cfg.hash_size).map(|s| s.slot_size)
+    };
+    let Some(slot_size) = slot_size else {
         return ptr::null_mut();
     };
-    let threads_offset = HEADER_AREA_SIZE + MAPS_AREA_SIZE;
-    let total = threads_offset + slot.slot_size * cfg.max_threads as u64;
+    let tags_area = if cfg.trace {
+        hood_abi::TAGS_AREA_SIZE
+    } else {
+        0
+    };
+    let threads_offset = HEADER_AREA_SIZE + MAPS_AREA_SIZE + tags_area;
+    let Some(total) = slot_size
+        .checked_mul(cfg.max_threads as u64)
+        .and_then(|s| s.checked_add(threads_offset))
+    else {
+        return ptr::null_mut();
+    };
     // SAFETY: getpid/getppid cannot fail.
     let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
     let start_ticks = clock::now();
@@ -102,7 +117,20 @@ pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut Segment
     // SAFETY: `base` maps `total` >= HEADER_AREA_SIZE zeroed bytes, suitably aligned (page).
     let h = unsafe { &mut *base };
     h.version = hood_abi::LAYOUT_VERSION;
-    h.mode = hood_abi::MODE_CALLS;
+    h.mode = if cfg.trace {
+        hood_abi::MODE_TRACE
+    } else {
+        hood_abi::MODE_CALLS
+    };
+    if cfg.trace {
+        h.trace_capacity = cfg.trace_capacity;
+        h.trace_full = if cfg.trace_wrap {
+            hood_abi::TRACE_FULL_WRAP
+        } else {
+            hood_abi::TRACE_FULL_STOP
+        };
+        h.tags_offset = HEADER_AREA_SIZE + MAPS_AREA_SIZE;
+    }
     h.pid = pid as u32;
     h.ppid = ppid as u32;
     h.state.store(hood_abi::STATE_RUNNING, Ordering::Relaxed);
@@ -119,7 +147,7 @@ pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut Segment
     h.hash_size = cfg.hash_size;
     h.maps_offset = HEADER_AREA_SIZE;
     h.threads_offset = threads_offset;
-    h.thread_slot_size = slot.slot_size;
+    h.thread_slot_size = slot_size;
     h.total_size = total;
     let mut exe = PathBuf::new();
     exe.push(b"/proc/self/exe");

@@ -1,0 +1,226 @@
+//! `--filter/--exclude` for trace mode. `hood trace record` resolves the globs against the
+//! symbol tables of the executable and its libraries before the program starts and writes a
+//! table of (object, address range, verdict) to a file named by `HOOD_TRACE_FILTER`. The
+//! runtime maps it at start. The first time a function address is seen, the cold path asks
+//! the dynamic loader which object holds it (`dladdr1`, giving the object's name and load
+//! bias), looks the unrelocated address up in the table and caches the verdict in a
+//! lock-free hash keyed by address. Later hooks of that function cost one hash probe.
+//!
+//! File layout (little endian): `HOODFLT1`, u32 verdict for objects not in the table, u32
+//! object count; per object: u32 name length, name (empty = the main executable), u32 default
+//! verdict, u32 range count, then `(u64 lo, u64 hi)` ranges of unrelocated addresses whose
+//! verdict is the opposite of the default, sorted by `lo`.
+
+use core::ptr;
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+static TABLE: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
+static TABLE_LEN: AtomicUsize = AtomicUsize::new(0);
+static CACHE: AtomicPtr<AtomicU64> = AtomicPtr::new(ptr::null_mut());
+
+const CACHE_SLOTS: usize = 1 << 16;
+const VALID: u64 = 1 << 62;
+const ALLOW: u64 = 1 << 63;
+const ADDR_MASK: u64 = VALID - 1;
+
+/// The prefix of glibc's `struct link_map` that `dladdr1(RTLD_DL_LINKMAP)` returns.
+#[repr(C)]
+struct LinkMapHead {
+    l_addr: usize,
+    l_name: *const libc::c_char,
+}
+const RTLD_DL_LINKMAP: libc::c_int = 2;
+
+/// Map the filter table named by `path` (NUL terminated). Without it every function is traced.
+pub fn load(path: &[u8]) {
+    // SAFETY: path is NUL terminated (Config::filter_path); the mappings are checked.
+    unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return;
+        }
+        let mut st: libc::stat = core::mem::zeroed();
+        let ok = libc::fstat(fd, &mut st) == 0 && st.st_size >= 16;
+        let len = st.st_size as usize;
+        let p = if ok {
+            libc::mmap(ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, fd, 0)
+        } else {
+            libc::MAP_FAILED
+        };
+        libc::close(fd);
+        if p == libc::MAP_FAILED || core::slice::from_raw_parts(p as *const u8, 8) != b"HOODFLT1"
+        {
+            return;
+        }
+        let c = libc::mmap(
+            ptr::null_mut(),
+            CACHE_SLOTS * 8,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if c == libc::MAP_FAILED {
+            return;
+        }
+        TABLE_LEN.store(len, Ordering::Relaxed);
+        TABLE.store(p as *mut u8, Ordering::Relaxed);
+        CACHE.store(c as *mut AtomicU64, Ordering::Release);
+    }
+}
+
+#[inline(always)]
+fn bucket(addr: u64) -> usize {
+    (addr.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (CACHE_SLOTS - 1)
+}
+
+/// Whether events of the function at `addr` are recorded.
+#[inline(always)]
+pub fn allowed(addr: u64) -> bool {
+    let c = CACHE.load(Ordering::Relaxed);
+    if c.is_null() {
+        return true;
+    }
+    let b = bucket(addr);
+    // SAFETY: the cache has CACHE_SLOTS entries; the index is masked.
+    let e = unsafe { (*c.add(b)).load(Ordering::Relaxed) };
+    if e & ADDR_MASK == addr && e & VALID != 0 {
+        return e & ALLOW != 0;
+    }
+    resolve(c, addr)
+}
+
+#[cold]
+#[inline(never)]
+fn resolve(c: *mut AtomicU64, addr: u64) -> bool {
+    // SAFETY: errno is thread-local; dladdr1 may set it.
+    let saved = unsafe { *libc::__errno_location() };
+    let verdict = lookup(addr);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = saved };
+    let entry = (addr & ADDR_MASK) | VALID | if verdict { ALLOW } else { 0 };
+    // Only the home bucket is probed on the hot path: a function whose bucket is taken by
+    // another one keeps taking this cold path (correct, just slower; rare with 65536 slots).
+    // SAFETY: masked index into the CACHE_SLOTS entries.
+    let slot = unsafe { &*c.add(bucket(addr)) };
+    let _ = slot.compare_exchange(0, entry, Ordering::Relaxed, Ordering::Relaxed);
+    verdict
+}
+
+struct Cursor {
+    p: *const u8,
+    len: usize,
+    off: usize,
+}
+
+impl Cursor {
+    fn bytes(&mut self, n: usize) -> Option<&'static [u8]> {
+        if self.off.checked_add(n)? > self.len {
+            return None;
+        }
+        // SAFETY: within the mapped table (checked above); the mapping lives forever.
+        let s = unsafe { core::slice::from_raw_parts(self.p.add(self.off), n) };
+        self.off += n;
+        Some(s)
+    }
+    fn u32(&mut self) -> Option<u32> {
+        let b = self.bytes(4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        let lo = self.u32()? as u64;
+        Some(lo | (self.u32()? as u64) << 32)
+    }
+}
+
+fn basename(p: &[u8]) -> &[u8] {
+    match p.iter().rposition(|&b| b == b'/') {
+        Some(i) => &p[i + 1..],
+        None => p,
+    }
+}
+
+/// The verdict for `addr` from the table (cold: once per function).
+fn lookup(addr: u64) -> bool {
+    let mut info: libc::Dl_info = unsafe_zeroed_info();
+    let mut lm: *mut libc::c_void = ptr::null_mut();
+    // SAFETY: valid out-pointers; dladdr1 only reads the loader's structures.
+    let ok = unsafe {
+        libc::dladdr1(
+            addr as *const libc::c_void,
+            &mut info,
+            &mut lm,
+            RTLD_DL_LINKMAP,
+        )
+    };
+    let mut cur = Cursor {
+        p: TABLE.load(Ordering::Relaxed),
+        len: TABLE_LEN.load(Ordering::Relaxed),
+        off: 8,
+    };
+    let Some(unknown) = cur.u32() else {
+        return true;
+    };
+    if ok == 0 || lm.is_null() {
+        return unknown != 0;
+    }
+    // SAFETY: dladdr1 returned the object's link_map; l_name is a NUL-terminated string.
+    let (bias, name) = unsafe {
+        let l = &*(lm as *const LinkMapHead);
+        let name = if l.l_name.is_null() {
+            &[][..]
+        } else {
+            core::ffi::CStr::from_ptr(l.l_name).to_bytes()
+        };
+        (l.l_addr as u64, name)
+    };
+    let rel = addr.wrapping_sub(bias);
+    let Some(n) = cur.u32() else { return true };
+    for _ in 0..n {
+        let Some(len) = cur.u32() else { return true };
+        let Some(obj) = cur.bytes(len as usize) else {
+            return true;
+        };
+        let (Some(default), Some(nr)) = (cur.u32(), cur.u32()) else {
+            return true;
+        };
+        let here = if obj.is_empty() || name.is_empty() {
+            obj.is_empty() && name.is_empty()
+        } else {
+            obj == name || basename(obj) == basename(name)
+        };
+        if !here {
+            if cur.bytes(nr as usize * 16).is_none() {
+                return true;
+            }
+            continue;
+        }
+        let start = cur.off;
+        let (mut lo_i, mut hi_i) = (0usize, nr as usize);
+        while lo_i < hi_i {
+            let mid = (lo_i + hi_i) / 2;
+            cur.off = start + mid * 16;
+            let (Some(lo), Some(hi)) = (cur.u64(), cur.u64()) else {
+                return true;
+            };
+            if rel < lo {
+                hi_i = mid;
+            } else if rel >= hi {
+                lo_i = mid + 1;
+            } else {
+                return default == 0;
+            }
+        }
+        return default != 0;
+    }
+    unknown != 0
+}
+
+fn unsafe_zeroed_info() -> libc::Dl_info {
+    libc::Dl_info {
+        dli_fname: ptr::null(),
+        dli_fbase: ptr::null_mut(),
+        dli_sname: ptr::null(),
+        dli_saddr: ptr::null_mut(),
+    }
+}

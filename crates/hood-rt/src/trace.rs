@@ -1,0 +1,105 @@
+//! Trace mode (issue 5, seed 001): each hook appends one fixed-size [`TraceEvent`] to the
+//! calling thread's buffer. Like the calls hooks: no allocation, locks, syscalls or panics on
+//! the hook path; one timestamp read per event; only the owner thread writes its buffer.
+
+use core::sync::atomic::Ordering;
+
+use hood_abi::{
+    SegmentHeader, TagEntry, TraceEvent, FLAG_TAG_OVERRUN, FLAG_TRACE_FULL, FLAG_TRACE_WRAPPED,
+    MAX_TAGS, TAG_LABEL_LEN, TAG_UNKNOWN, THREAD_HEADER_SIZE, TRACE_FULL_STOP,
+};
+
+use crate::clock;
+use crate::hook::Slot;
+
+/// Append one event. Caller guarantees `s` is this thread's initialised trace slot.
+#[inline(always)]
+pub unsafe fn event(s: &Slot, addr: u64, kind: u64) {
+    let now = clock::now();
+    let h = &*s.h;
+    let t = &*s.t;
+    let mut pos = t.trace_pos.load(Ordering::Relaxed);
+    if pos >= h.trace_capacity {
+        if h.trace_full == TRACE_FULL_STOP {
+            full(s);
+            return;
+        }
+        wrapped(s);
+        pos = 0;
+    }
+    let ev = (s.t as *mut u8)
+        .add(THREAD_HEADER_SIZE)
+        .cast::<TraceEvent>()
+        .add(pos as usize);
+    (*ev).addr = addr;
+    (*ev).ticks_kind = (now << 2) | kind;
+    t.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
+    t.trace_written.store(
+        t.trace_written.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Release,
+    );
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn full(s: &Slot) {
+    let t = &mut *s.t;
+    t.trace_dropped.store(
+        t.trace_dropped.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
+    if t.flags & FLAG_TRACE_FULL == 0 {
+        t.flags |= FLAG_TRACE_FULL;
+        (*s.h).flags.fetch_or(FLAG_TRACE_FULL, Ordering::Relaxed);
+    }
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn wrapped(s: &Slot) {
+    let t = &mut *s.t;
+    if t.flags & FLAG_TRACE_WRAPPED == 0 {
+        t.flags |= FLAG_TRACE_WRAPPED;
+        (*s.h).flags.fetch_or(FLAG_TRACE_WRAPPED, Ordering::Relaxed);
+    }
+}
+
+/// Index of the inline tag for the label at `label` (registering it on first use), or
+/// [`TAG_UNKNOWN`] when the table is full. Lock-free: entries are claimed by CAS on the key.
+pub unsafe fn tag_index(h: *mut SegmentHeader, label: *const u8) -> u64 {
+    let key = label as u64;
+    if key == 0 {
+        return TAG_UNKNOWN;
+    }
+    let tags = (h as *mut u8)
+        .add((*h).tags_offset as usize)
+        .cast::<TagEntry>();
+    let mut i = ((key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32) % MAX_TAGS;
+    for _ in 0..MAX_TAGS {
+        let e = &mut *tags.add(i as usize);
+        let k = e.key.load(Ordering::Acquire);
+        if k == key {
+            return i as u64;
+        }
+        if k == 0
+            && e.key
+                .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            let mut n = 0;
+            while n < TAG_LABEL_LEN && *label.add(n) != 0 {
+                e.label[n] = *label.add(n);
+                n += 1;
+            }
+            e.len.store(n.max(1) as u32, Ordering::Release);
+            (*h).tags_used.fetch_add(1, Ordering::Relaxed);
+            return i as u64;
+        }
+        if e.key.load(Ordering::Acquire) == key {
+            return i as u64;
+        }
+        i = (i + 1) % MAX_TAGS;
+    }
+    (*h).flags.fetch_or(FLAG_TAG_OVERRUN, Ordering::Relaxed);
+    TAG_UNKNOWN
+}
