@@ -1,7 +1,7 @@
 //! Aggregations over a symbolized profile: totals, flat profiles by function / dso / process /
 //! thread, call trees, folded stacks and sampling intervals. Counts are samples.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -21,23 +21,30 @@ pub struct Filter {
 impl Filter {
     /// Whether `s` passes.
     pub fn keep(&self, prof: &Profile, s: &Sample) -> bool {
-        if self.pid.is_some_and(|p| p != s.pid) {
-            return false;
-        }
-        if self.mode.is_some_and(|m| m != s.mode) {
-            return false;
-        }
-        if let Some(c) = &self.comm {
-            if prof.comm(s.pid) != *c {
-                return false;
-            }
-        }
-        true
+        self.keep_mode_pid(s) && self.comm.as_ref().is_none_or(|c| prof.comm(s.pid) == *c)
     }
 
-    /// The samples that pass.
+    fn keep_mode_pid(&self, s: &Sample) -> bool {
+        !(self.pid.is_some_and(|p| p != s.pid) || self.mode.is_some_and(|m| m != s.mode))
+    }
+
+    /// The samples that pass. A `comm` filter is resolved to pids once, not per sample.
     pub fn samples<'a>(&'a self, prof: &'a Profile) -> impl Iterator<Item = &'a Sample> + 'a {
-        prof.samples.iter().filter(move |s| self.keep(prof, s))
+        let pids: Option<rustc_hash::FxHashSet<u32>> = self.comm.as_ref().map(|c| {
+            let mut set: rustc_hash::FxHashSet<u32> = prof
+                .processes
+                .iter()
+                .filter(|p| prof.comm(p.pid) == *c)
+                .map(|p| p.pid)
+                .collect();
+            if c == "[idle]" {
+                set.insert(0);
+            }
+            set
+        });
+        prof.samples.iter().filter(move |s| {
+            self.keep_mode_pid(s) && pids.as_ref().is_none_or(|set| set.contains(&s.pid))
+        })
     }
 }
 
@@ -95,7 +102,7 @@ fn sorted<K: Ord + Clone>(map: HashMap<K, u64>) -> Vec<Row<K>> {
 
 /// Self samples per (pid, leaf function); `None` function means no frame.
 pub fn by_process_function(prof: &Profile, f: &Filter) -> Vec<Row<(u32, Option<FuncId>)>> {
-    let mut m = HashMap::new();
+    let mut m = HashMap::default();
     for s in f.samples(prof) {
         *m.entry((s.pid, leaf(prof, s))).or_insert(0) += 1;
     }
@@ -104,7 +111,7 @@ pub fn by_process_function(prof: &Profile, f: &Filter) -> Vec<Row<(u32, Option<F
 
 /// Self samples per leaf function over all processes.
 pub fn by_function(prof: &Profile, f: &Filter) -> Vec<Row<Option<FuncId>>> {
-    let mut m = HashMap::new();
+    let mut m = HashMap::default();
     for s in f.samples(prof) {
         *m.entry(leaf(prof, s)).or_insert(0) += 1;
     }
@@ -113,7 +120,7 @@ pub fn by_function(prof: &Profile, f: &Filter) -> Vec<Row<Option<FuncId>>> {
 
 /// Samples per process.
 pub fn by_process(prof: &Profile, f: &Filter) -> Vec<Row<u32>> {
-    let mut m = HashMap::new();
+    let mut m = HashMap::default();
     for s in f.samples(prof) {
         *m.entry(s.pid).or_insert(0) += 1;
     }
@@ -122,22 +129,22 @@ pub fn by_process(prof: &Profile, f: &Filter) -> Vec<Row<u32>> {
 
 /// Samples per (pid, tid).
 pub fn by_thread(prof: &Profile, f: &Filter) -> Vec<Row<(u32, u32)>> {
-    let mut m = HashMap::new();
+    let mut m = HashMap::default();
     for s in f.samples(prof) {
         *m.entry((s.pid, s.tid)).or_insert(0) += 1;
     }
     sorted(m)
 }
 
-/// Samples per file of the leaf frame.
+/// Samples per file of the leaf frame (counted per function first, then grouped).
 pub fn by_dso(prof: &Profile, f: &Filter) -> Vec<Row<String>> {
-    let mut m = HashMap::new();
-    for s in f.samples(prof) {
-        let dso = match leaf(prof, s) {
+    let mut m: HashMap<String, u64> = HashMap::default();
+    for row in by_function(prof, f) {
+        let dso = match row.key {
             Some(id) => prof.funcs[id as usize].dso.clone(),
             None => "[unknown]".to_string(),
         };
-        *m.entry(dso).or_insert(0) += 1;
+        *m.entry(dso).or_insert(0) += row.count;
     }
     sorted(m)
 }
@@ -156,20 +163,6 @@ pub struct TreeNode {
 }
 
 impl TreeNode {
-    fn child(&mut self, func: FuncId) -> &mut TreeNode {
-        let i = match self.children.iter().position(|c| c.func == Some(func)) {
-            Some(i) => i,
-            None => {
-                self.children.push(TreeNode {
-                    func: Some(func),
-                    ..TreeNode::default()
-                });
-                self.children.len() - 1
-            }
-        };
-        &mut self.children[i]
-    }
-
     fn sort(&mut self) {
         self.children
             .sort_by(|a, b| b.total.cmp(&a.total).then(a.func.cmp(&b.func)));
@@ -179,44 +172,94 @@ impl TreeNode {
     }
 }
 
+/// A tree under construction: nodes in an arena, children found through a hash map, so wide
+/// levels (a bottom-up tree has one root child per sampled function) cost O(1) per step.
+struct Arena {
+    func: Vec<Option<FuncId>>,
+    total: Vec<u64>,
+    self_count: Vec<u64>,
+    kids: Vec<Vec<u32>>,
+    index: HashMap<(u32, FuncId), u32>,
+}
+
+impl Arena {
+    fn new() -> Arena {
+        Arena {
+            func: vec![None],
+            total: vec![0],
+            self_count: vec![0],
+            kids: vec![Vec::new()],
+            index: HashMap::default(),
+        }
+    }
+
+    fn child(&mut self, parent: u32, func: FuncId) -> u32 {
+        if let Some(&id) = self.index.get(&(parent, func)) {
+            return id;
+        }
+        let id = self.func.len() as u32;
+        self.func.push(Some(func));
+        self.total.push(0);
+        self.self_count.push(0);
+        self.kids.push(Vec::new());
+        self.kids[parent as usize].push(id);
+        self.index.insert((parent, func), id);
+        id
+    }
+
+    fn into_tree(self) -> TreeNode {
+        fn build(a: &Arena, id: u32) -> TreeNode {
+            let i = id as usize;
+            TreeNode {
+                func: a.func[i],
+                total: a.total[i],
+                self_count: a.self_count[i],
+                children: a.kids[i].iter().map(|&k| build(a, k)).collect(),
+            }
+        }
+        build(&self, 0)
+    }
+}
+
 /// Call tree: `caller` (top-down, roots are outermost frames) or callee (bottom-up, roots
 /// are leaf functions). The root node stands for all samples.
 pub fn call_tree(prof: &Profile, f: &Filter, top_down: bool) -> TreeNode {
-    let mut counts: HashMap<u32, u64> = HashMap::new();
+    let mut counts: HashMap<u32, u64> = HashMap::default();
     for s in f.samples(prof) {
         *counts.entry(s.stack).or_insert(0) += 1;
     }
-    let mut root = TreeNode::default();
+    let mut arena = Arena::new();
     for (stack, n) in counts {
         let frames = prof
             .stacks
             .get(stack as usize)
             .map(Vec::as_slice)
             .unwrap_or(&[]);
-        root.total += n;
-        let mut node = &mut root;
+        arena.total[0] += n;
+        let mut node = 0u32;
         let order: Box<dyn Iterator<Item = &FuncId>> = if top_down {
             Box::new(frames.iter().rev())
         } else {
             Box::new(frames.iter())
         };
         for &func in order {
-            node = node.child(func);
-            node.total += n;
+            node = arena.child(node, func);
+            arena.total[node as usize] += n;
         }
-        node.self_count += n;
+        arena.self_count[node as usize] += n;
     }
+    let mut root = arena.into_tree();
     root.sort();
     root
 }
 
 /// Folded stacks: `COMM;root;...;leaf` → count. Kernel frames carry `_[k]`.
 pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
-    let mut by_stack: HashMap<(u32, u32), u64> = HashMap::new();
+    let mut by_stack: HashMap<(u32, u32), u64> = HashMap::default();
     for s in f.samples(prof) {
         *by_stack.entry((s.pid, s.stack)).or_insert(0) += 1;
     }
-    let mut lines: HashMap<String, u64> = HashMap::new();
+    let mut lines: HashMap<String, u64> = HashMap::default();
     for ((pid, stack), n) in by_stack {
         let mut line = sanitize(&prof.comm(pid));
         let frames = prof
@@ -281,7 +324,7 @@ pub const INTERVAL_BUCKETS: [f64; 8] = [0.5, 0.9, 1.1, 1.5, 2.0, 4.0, 16.0, f64:
 
 /// Per-CPU sampling intervals relative to the nominal period `period_ns`.
 pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
-    let mut per_cpu: HashMap<u32, Vec<u64>> = HashMap::new();
+    let mut per_cpu: HashMap<u32, Vec<u64>> = HashMap::default();
     for s in &prof.samples {
         per_cpu.entry(s.cpu).or_default().push(s.time);
     }

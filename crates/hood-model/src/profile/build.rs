@@ -1,11 +1,15 @@
 //! Interpreting a raw recording: follow processes through fork/exec/mmap, turn every sample's
 //! addresses into locations, symbolize each unique location once, and intern stacks.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::load::RawRecording;
-use super::maps::{hex_decode, load_proc_maps, AddressSpace, FileId, Files, MappedFile};
-use super::model::{Func, FuncId, Mode, Process, Profile, Sample, Thread};
+use super::maps::{
+    hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
+};
+use super::model::{DsoFile, Func, FuncId, Mode, Process, Profile, Sample, Thread};
 use super::records::{Event, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL};
 
 /// Turns locations into names. Implemented outside the model (by hood-symbols in the binary)
@@ -103,7 +107,7 @@ impl World {
 pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile {
     let mut world = World {
         files: Files::default(),
-        spaces: HashMap::new(),
+        spaces: HashMap::default(),
         comms: BTreeMap::new(),
         threads: BTreeMap::new(),
         build_ids: raw.snapshot.build_ids.clone(),
@@ -253,7 +257,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         }
     }
     let funcs_of_loc = symbolize(&int, &world.files, resolver, &mut prof);
-    let mut stack_map: HashMap<Vec<FuncId>, u32> = HashMap::new();
+    let mut stack_map: HashMap<Vec<FuncId>, u32> = HashMap::default();
     let mut remap = Vec::with_capacity(int.stacks.len());
     for s in &int.stacks {
         let f: Vec<FuncId> = s.iter().map(|&l| funcs_of_loc[l as usize]).collect();
@@ -343,12 +347,31 @@ fn symbolize(
         let a: Vec<u64> = missing.iter().map(|&i| int.abs[i]).collect();
         fill(&mut names, &missing, resolver.symfile(&a));
     }
-    let mut func_ids: HashMap<Func, FuncId> = HashMap::new();
+    if !kernel.is_empty() {
+        prof.dso_files.insert(
+            "[kernel.kallsyms]".into(),
+            DsoFile {
+                path: "[kernel.kallsyms]".into(),
+                build_id: prof.meta.kernel_build_id.clone(),
+            },
+        );
+    }
+    let mut func_ids: HashMap<Func, FuncId> = HashMap::default();
     let mut out = Vec::with_capacity(n);
     for (i, l) in int.locs.iter().enumerate() {
         let (dso, kernel) = match l {
             Loc::Kernel(_) => ("[kernel.kallsyms]".to_string(), true),
-            Loc::File(f, _) => (files.list[*f as usize].short_name().to_string(), false),
+            Loc::File(f, _) => {
+                let file = &files.list[*f as usize];
+                let short = file.short_name().to_string();
+                prof.dso_files
+                    .entry(short.clone())
+                    .or_insert_with(|| DsoFile {
+                        path: file.path.clone(),
+                        build_id: file.build_id.as_deref().map(hex_encode),
+                    });
+                (short, false)
+            }
             Loc::Vdso(_) => ("[vdso]".to_string(), false),
             Loc::Anon(..) | Loc::Unknown => ("[unknown]".to_string(), false),
         };

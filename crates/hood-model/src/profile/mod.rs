@@ -13,4 +13,4 @@ pub mod records;
 pub use build::{build_profile, Resolver};
 pub use load::RawRecording;
 pub use meta::{CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats};
-pub use model::{Func, FuncId, Mode, Process, Profile, Sample, StackId, Thread};
+pub use model::{DsoFile, Func, FuncId, Mode, Process, Profile, Sample, StackId, Thread};

@@ -1,5 +1,7 @@
 //! The interpreted, symbolized profile every renderer works from.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::meta::{RecordMeta, RecordStats};
@@ -32,6 +34,15 @@ pub struct Func {
     pub kernel: bool,
     /// Whether a symbol was found.
     pub resolved: bool,
+}
+
+/// The file behind a [`Func::dso`] name, for outputs that describe mappings (pprof).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DsoFile {
+    /// Full path or pseudo-name as the recording named it.
+    pub path: String,
+    /// Build-id (lowercase hex) when known.
+    pub build_id: Option<String>,
 }
 
 /// A thread seen in the recording.
@@ -94,6 +105,8 @@ pub struct Profile {
     pub lost_in_stream: u64,
     /// Throttle records in the stream.
     pub throttles_in_stream: u64,
+    /// The file behind each `Func::dso` short name that appears in `funcs`.
+    pub dso_files: BTreeMap<String, DsoFile>,
 }
 
 impl Profile {

@@ -1,0 +1,149 @@
+//! Aggregations on a hand-built profile with a known answer.
+
+use hood_model::profile::aggregate::{
+    by_dso, by_function, by_process, call_tree, folded, intervals, totals, Filter,
+};
+use hood_model::profile::{Func, Mode, Process, Profile, Sample};
+
+fn func(name: &str, dso: &str, kernel: bool) -> Func {
+    Func {
+        name: name.into(),
+        dso: dso.into(),
+        kernel,
+        resolved: true,
+    }
+}
+
+/// Process 10 "app": main→a (6 samples), main→b (3), main→b→sys_read[k] (1, kernel).
+/// Process 20 "other": main (2). Idle: 4 samples with no frames.
+fn profile() -> Profile {
+    let mut p = Profile::default();
+    p.funcs = vec![
+        func("main", "app", false),
+        func("a", "app", false),
+        func("b", "libx.so", false),
+        func("sys_read", "[kernel.kallsyms]", true),
+    ];
+    p.stacks = vec![vec![], vec![1, 0], vec![2, 0], vec![3, 2, 0], vec![0]];
+    p.processes = vec![
+        Process {
+            pid: 10,
+            comm: "app".into(),
+            threads: vec![],
+        },
+        Process {
+            pid: 20,
+            comm: "other".into(),
+            threads: vec![],
+        },
+    ];
+    let mut t = 0;
+    let mut push = |pid, stack, mode, n| {
+        for _ in 0..n {
+            t += 1_000_000;
+            p.samples.push(Sample {
+                pid,
+                tid: pid,
+                cpu: 0,
+                time: t,
+                period: 1,
+                mode,
+                stack,
+            });
+        }
+    };
+    push(10, 1, Mode::User, 6);
+    push(10, 2, Mode::User, 3);
+    push(10, 3, Mode::Kernel, 1);
+    push(20, 4, Mode::User, 2);
+    push(0, 0, Mode::Idle, 4);
+    p
+}
+
+#[test]
+fn totals_and_flat_profiles() {
+    let p = profile();
+    let all = Filter::default();
+    let t = totals(all.samples(&p));
+    assert_eq!((t.samples, t.user, t.kernel, t.idle), (16, 11, 1, 4));
+    let f = by_function(&p, &all);
+    assert_eq!(f[0].key, Some(1));
+    assert_eq!(f[0].count, 6);
+    let procs = by_process(&p, &all);
+    assert_eq!(
+        procs.iter().map(|r| (r.key, r.count)).collect::<Vec<_>>(),
+        vec![(10, 10), (0, 4), (20, 2)]
+    );
+    let d = by_dso(&p, &all);
+    assert_eq!(d.iter().find(|r| r.key == "app").unwrap().count, 8);
+    assert_eq!(d.iter().find(|r| r.key == "libx.so").unwrap().count, 3);
+}
+
+#[test]
+fn filters_by_comm_pid_and_mode() {
+    let p = profile();
+    let app = Filter {
+        comm: Some("app".into()),
+        ..Filter::default()
+    };
+    assert_eq!(app.samples(&p).count(), 10);
+    let idle = Filter {
+        comm: Some("[idle]".into()),
+        ..Filter::default()
+    };
+    assert_eq!(idle.samples(&p).count(), 4);
+    let kernel = Filter {
+        mode: Some(Mode::Kernel),
+        ..Filter::default()
+    };
+    assert_eq!(kernel.samples(&p).count(), 1);
+    let pid = Filter {
+        pid: Some(20),
+        ..Filter::default()
+    };
+    assert_eq!(pid.samples(&p).count(), 2);
+}
+
+#[test]
+fn call_trees_sum_up() {
+    let p = profile();
+    let app = Filter {
+        pid: Some(10),
+        ..Filter::default()
+    };
+    let top = call_tree(&p, &app, true);
+    assert_eq!(top.total, 10);
+    assert_eq!(top.children.len(), 1);
+    let main = &top.children[0];
+    assert_eq!((main.func, main.total, main.self_count), (Some(0), 10, 0));
+    assert_eq!(main.children[0].func, Some(1));
+    assert_eq!(main.children[0].total, 6);
+    let b = &main.children[1];
+    assert_eq!((b.total, b.self_count, b.children[0].total), (4, 3, 1));
+    let bottom = call_tree(&p, &app, false);
+    let roots: Vec<(Option<u32>, u64)> =
+        bottom.children.iter().map(|c| (c.func, c.total)).collect();
+    assert_eq!(roots, vec![(Some(1), 6), (Some(2), 3), (Some(3), 1)]);
+}
+
+#[test]
+fn folded_lines_mark_kernel_frames_and_sum_to_samples() {
+    let p = profile();
+    let lines = folded(&p, &Filter::default());
+    let sum: u64 = lines.iter().map(|(_, n)| n).sum();
+    assert_eq!(sum, 16);
+    assert!(lines.contains(&("app;main;b;sys_read_[k]".to_string(), 1)));
+    assert!(lines.contains(&("[idle];[unknown]".to_string(), 4)));
+}
+
+#[test]
+fn intervals_measure_gaps_in_periods() {
+    let p = profile();
+    let iv = intervals(&p, 1_000_000);
+    assert_eq!(iv.len(), 1);
+    assert_eq!(
+        (iv[0].count, iv[0].min_ns, iv[0].max_ns),
+        (15, 1_000_000, 1_000_000)
+    );
+    assert_eq!(iv[0].delayed_share, 0.0);
+}
