@@ -39,4 +39,15 @@ pub mod calls {
 }
 
 /// Range 0x0300..0x03FF: event traces (`hood trace`).
-pub mod trace {}
+pub mod trace {
+    /// JSON `TraceMeta`: how the trace was recorded (hood_model::trace).
+    pub const META: u32 = 0x0301;
+    /// JSON `ProcessTrace`: one traced process (one hood-rt segment): clock, threads and their
+    /// drop counts, function names, inline tag labels.
+    pub const PROCESS: u32 = 0x0302;
+    /// One thread's events: u32 pid, u32 tid (LE), then the raw 16-byte hood-rt `TraceEvent`s
+    /// (u64 address or tag, u64 ticks << 2 | kind), oldest first.
+    pub const EVENTS: u32 = 0x0303;
+    /// u32 CPU (LE) followed by raw perf ring records of the context-switch event, verbatim.
+    pub const SWITCHES: u32 = 0x0304;
+}

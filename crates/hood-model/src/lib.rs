@@ -5,6 +5,7 @@
 pub mod calls;
 pub mod monitor;
 pub mod profile;
+pub mod trace;
 
 /// Errors of the model layer.
 #[derive(Debug, thiserror::Error)]

@@ -42,6 +42,7 @@ mod error;
 mod open;
 mod ring;
 mod session;
+mod switches;
 mod sys;
 pub mod tracefs;
 
@@ -50,6 +51,7 @@ pub use config::{EventKind, SamplingConfig, Target};
 pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{paranoid_level, PerfError};
 pub use session::{Readiness, Session};
+pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};
 
 // The recorder may move a session to its own thread.
 const _: () = {

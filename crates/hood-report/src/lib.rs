@@ -4,6 +4,7 @@
 pub mod calls;
 pub mod monitor;
 pub mod profile;
+pub mod trace;
 
 /// Why a report could not be rendered.
 #[derive(Debug, thiserror::Error)]

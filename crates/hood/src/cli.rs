@@ -36,4 +36,6 @@ pub enum Command {
     Info(cmd::monitor::info::InfoArgs),
     /// Call-path profiling of programs built with -finstrument-functions (run, get, reset, report).
     Calls(cmd::calls::CallsArgs),
+    /// Event-tag tracing of programs built with -finstrument-functions (record, report).
+    Trace(cmd::trace::TraceArgs),
 }

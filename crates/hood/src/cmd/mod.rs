@@ -5,6 +5,7 @@ pub mod calls;
 pub mod monitor;
 pub mod record;
 pub mod report;
+pub mod trace;
 
 use std::process::ExitCode;
 
@@ -22,6 +23,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Top(a) => monitor::top::run(a),
         Command::Info(a) => monitor::info::run(a),
         Command::Calls(a) => calls::run(a),
+        Command::Trace(a) => trace::run(a),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `hood record`: sample CPUs into a recording file, streaming continuously.
 
 mod args;
-mod child;
+pub(crate) mod child;
 mod collect;
 mod control;
 pub mod detach;

@@ -1,0 +1,213 @@
+//! File encoding of traces: EVENTS chunks (raw runtime records), SWITCHES chunks (raw perf
+//! ring records) and the JSON chunks, and loading a whole trace file.
+
+use std::path::Path;
+
+use hood_format::{tags, FileKind, Reader};
+
+use super::{ProcessTrace, RawEvent, Switch, ThreadEvents, Trace, TraceMeta, PAYLOAD_VERSION};
+use crate::ModelError;
+
+/// PERF_RECORD_LOST.
+const RECORD_LOST: u32 = 2;
+/// PERF_RECORD_SWITCH.
+const RECORD_SWITCH: u32 = 14;
+/// PERF_RECORD_MISC_SWITCH_OUT.
+const MISC_SWITCH_OUT: u16 = 0x2000;
+/// PERF_RECORD_MISC_SWITCH_OUT_PREEMPT.
+const MISC_SWITCH_PREEMPT: u16 = 0x4000;
+
+/// EVENTS payload: u32 pid, u32 tid, then 16-byte records.
+pub fn encode_events(pid: u32, tid: u32, events: &[(u64, u64)]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(8 + events.len() * 16);
+    b.extend_from_slice(&pid.to_le_bytes());
+    b.extend_from_slice(&tid.to_le_bytes());
+    for &(a, t) in events {
+        b.extend_from_slice(&a.to_le_bytes());
+        b.extend_from_slice(&t.to_le_bytes());
+    }
+    b
+}
+
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]))
+}
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
+}
+
+/// Decode an EVENTS payload (`offset` names the chunk in errors).
+pub fn decode_events(b: &[u8], offset: u64) -> Result<ThreadEvents, ModelError> {
+    if b.len() < 8 || !(b.len() - 8).is_multiple_of(16) {
+        return Err(ModelError::Malformed(format!(
+            "event chunk at offset {offset} has {} bytes, not 8 + 16 per event",
+            b.len()
+        )));
+    }
+    let events = b[8..]
+        .chunks_exact(16)
+        .map(|c| RawEvent {
+            addr: u64_at(c, 0),
+            ticks_kind: u64_at(c, 8),
+        })
+        .collect();
+    Ok(ThreadEvents {
+        pid: u32_at(b, 0),
+        tid: u32_at(b, 4),
+        events,
+    })
+}
+
+/// Switches decoded from one CPU's raw ring bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SwitchDecode {
+    /// Switch records.
+    pub switches: Vec<Switch>,
+    /// Records the kernel reported lost.
+    pub lost: u64,
+    /// Why decoding stopped early, if it did.
+    pub malformed: Option<String>,
+}
+
+/// Decode the raw records of the switch event of CPU `cpu` (sample id: pid, tid, time).
+pub fn decode_switches(cpu: u32, b: &[u8]) -> SwitchDecode {
+    let mut out = SwitchDecode::default();
+    let mut o = 0usize;
+    while o + 8 <= b.len() {
+        let ty = u32_at(b, o);
+        let misc = u16::from_le_bytes([b[o + 4], b[o + 5]]);
+        let size = u16::from_le_bytes([b[o + 6], b[o + 7]]) as usize;
+        if size < 8 || o + size > b.len() {
+            out.malformed = Some(format!(
+                "CPU {cpu}: switch record at byte {o} has size {size} ({} bytes left)",
+                b.len() - o
+            ));
+            return out;
+        }
+        let rec = &b[o..o + size];
+        match ty {
+            RECORD_SWITCH if size >= 24 => out.switches.push(Switch {
+                pid: u32_at(rec, size - 16),
+                tid: u32_at(rec, size - 12),
+                time_ns: u64_at(rec, size - 8),
+                out: misc & MISC_SWITCH_OUT != 0,
+                preempt: misc & MISC_SWITCH_PREEMPT != 0,
+                cpu,
+            }),
+            RECORD_LOST if size >= 24 => out.lost += u64_at(rec, 16),
+            _ => {}
+        }
+        o += size;
+    }
+    if o != b.len() {
+        out.malformed = Some(format!("CPU {cpu}: {} trailing bytes", b.len() - o));
+    }
+    out
+}
+
+fn json<T: serde::de::DeserializeOwned>(
+    b: &[u8],
+    what: &str,
+    offset: u64,
+) -> Result<T, ModelError> {
+    let v: serde_json::Value = serde_json::from_slice(b)
+        .map_err(|e| ModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))?;
+    let ver = v.get("version").and_then(|x| x.as_u64()).unwrap_or(0);
+    if ver > PAYLOAD_VERSION as u64 {
+        return Err(ModelError::Malformed(format!(
+            "{what} chunk at offset {offset} has payload version {ver}; this hood reads {PAYLOAD_VERSION}: upgrade hood"
+        )));
+    }
+    serde_json::from_value(v)
+        .map_err(|e| ModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))
+}
+
+#[derive(serde::Deserialize)]
+struct ProcessPayload {
+    process: ProcessTrace,
+}
+
+/// Read a trace file. Truncation after whole chunks is a warning in [`Trace::warnings`];
+/// damaged chunks and malformed payloads are errors naming their offset.
+pub fn load(path: &Path) -> Result<Trace, ModelError> {
+    let mut r = Reader::open(path)?;
+    hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
+    let mut t = Trace::default();
+    while let Some(c) = r.next_chunk()? {
+        match c.tag {
+            tags::trace::META => t.meta = Some(json::<TraceMeta>(&c.data, "META", c.offset)?),
+            tags::trace::PROCESS => t
+                .processes
+                .push(json::<ProcessPayload>(&c.data, "PROCESS", c.offset)?.process),
+            tags::trace::EVENTS => t.events.push(decode_events(&c.data, c.offset)?),
+            tags::trace::SWITCHES => {
+                if c.data.len() < 4 {
+                    return Err(ModelError::Malformed(format!(
+                        "switch chunk at offset {} is {} bytes",
+                        c.offset,
+                        c.data.len()
+                    )));
+                }
+                let d = decode_switches(u32_at(&c.data, 0), &c.data[4..]);
+                t.switches.extend(d.switches);
+                t.lost_switches += d.lost;
+                if let Some(m) = d.malformed {
+                    t.warnings
+                        .push(format!("chunk at offset {}: {m}", c.offset));
+                }
+            }
+            _ => {}
+        }
+    }
+    t.warnings.extend(r.warnings().iter().cloned());
+    if t.meta.is_none() && t.processes.is_empty() {
+        return Err(ModelError::Malformed(format!(
+            "{}: no trace data in this file",
+            path.display()
+        )));
+    }
+    Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_and_bad_sizes_are_errors() {
+        let b = encode_events(7, 8, &[(0x1000, 5 << 2), (0x1000, (9 << 2) | 1)]);
+        let e = decode_events(&b, 0).unwrap();
+        assert_eq!((e.pid, e.tid, e.events.len()), (7, 8, 2));
+        assert_eq!(e.events[1].ticks(), 9);
+        assert!(decode_events(&b[..b.len() - 1], 40).is_err());
+        assert!(decode_events(&b[..3], 40).is_err());
+    }
+
+    #[test]
+    fn switch_records_decode_and_garbage_never_panics() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&14u32.to_le_bytes());
+        b.extend_from_slice(&0x2000u16.to_le_bytes());
+        b.extend_from_slice(&24u16.to_le_bytes());
+        b.extend_from_slice(&5u32.to_le_bytes());
+        b.extend_from_slice(&6u32.to_le_bytes());
+        b.extend_from_slice(&123u64.to_le_bytes());
+        let d = decode_switches(1, &b);
+        assert_eq!(d.switches.len(), 1);
+        assert!(d.switches[0].out && d.switches[0].tid == 6 && d.switches[0].time_ns == 123);
+        assert!(d.malformed.is_none());
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for n in 0..500 {
+            let g: Vec<u8> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let _ = decode_switches(0, &g);
+            let _ = decode_events(&g, 0);
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Event traces (`hood trace`, seed 001): per-thread entry/exit/mark events from the hood-rt
+//! trace mode, the kernel's context switches, their file encoding, and the analysis behind
+//! `hood trace report` (McRae's function summary and code-path trace). Pure: no kernel.
+
+mod analysis;
+mod codec;
+mod timeline;
+
+pub use analysis::{
+    analyze, tag_listing, Analysis, AnalysisOptions, CallRec, FunctionRow, ThreadSummary,
+};
+pub use codec::{decode_events, decode_switches, encode_events, load, SwitchDecode};
+pub use timeline::{PathItem, PathLine};
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the JSON payloads (META, PROCESS); readers refuse newer ones.
+pub const PAYLOAD_VERSION: u32 = 1;
+
+/// How the trace was recorded (chunk META).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceMeta {
+    /// [`PAYLOAD_VERSION`].
+    pub version: u32,
+    /// The traced command.
+    pub argv: Vec<String>,
+    /// Events per thread buffer.
+    pub buffer: u64,
+    /// "stop" or "wrap".
+    pub full: String,
+    /// `--filter` globs.
+    pub filters: Vec<String>,
+    /// `--exclude` globs.
+    pub excludes: Vec<String>,
+    /// Context switches were recorded.
+    pub sched: bool,
+    /// CLOCK_REALTIME ns when the file was written.
+    pub collected_realtime_ns: u64,
+}
+
+/// One traced process (one hood-rt trace segment), chunk PROCESS.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessTrace {
+    /// Process id.
+    pub pid: u32,
+    /// Parent pid at segment creation.
+    pub ppid: u32,
+    /// Executable path.
+    pub exe: String,
+    /// "tsc" or "monotonic".
+    pub clock: String,
+    /// Timestamp ticks per second (calibrated against CLOCK_MONOTONIC by the runtime).
+    pub ticks_per_sec: u64,
+    /// Timestamp at segment creation...
+    pub start_ticks: u64,
+    /// ...and CLOCK_MONOTONIC ns at the same instant.
+    pub start_mono_ns: u64,
+    /// "exited", "gone" (killed before its exit handlers ran), "exec" or "running".
+    pub state: String,
+    /// hood-abi FLAG_* bits (buffer full, wrapped, tag overrun).
+    pub flags: u32,
+    /// Events per thread buffer.
+    pub capacity: u64,
+    /// "stop" or "wrap".
+    pub full: String,
+    /// Threads with their counts.
+    pub threads: Vec<ThreadInfo>,
+    /// Function address → name (resolved at record time).
+    pub symbols: BTreeMap<u64, String>,
+    /// Inline tag index → label.
+    pub tags: BTreeMap<u64, String>,
+    /// Collection notes.
+    pub notes: Vec<String>,
+}
+
+/// Per-thread counts of a traced process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Exit timestamp (ticks), when the thread exited.
+    pub exit_ticks: Option<u64>,
+    /// Events appended (kept + overwritten).
+    pub written: u64,
+    /// Events dropped because the buffer was full (`--full stop`).
+    pub dropped: u64,
+    /// Events overwritten by newer ones (`--full wrap`).
+    pub overwritten: u64,
+}
+
+/// Kind of a raw event (hood-abi KIND_*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Function entry.
+    Entry,
+    /// Function exit.
+    Exit,
+    /// Inline mark.
+    Mark,
+    /// Tracing switched off (`addr` 0) or on (1).
+    Control,
+}
+
+/// One raw event as the runtime wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawEvent {
+    /// Function address, tag index or control code.
+    pub addr: u64,
+    /// Ticks << 2 | kind.
+    pub ticks_kind: u64,
+}
+
+impl RawEvent {
+    /// The event's kind.
+    pub fn kind(&self) -> Kind {
+        match self.ticks_kind & 3 {
+            0 => Kind::Entry,
+            1 => Kind::Exit,
+            2 => Kind::Mark,
+            _ => Kind::Control,
+        }
+    }
+    /// The timestamp in ticks.
+    pub fn ticks(&self) -> u64 {
+        self.ticks_kind >> 2
+    }
+}
+
+/// One thread's events (chunk EVENTS).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadEvents {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Events, oldest first.
+    pub events: Vec<RawEvent>,
+}
+
+/// A context switch of a traced thread (PERF_RECORD_SWITCH).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Switch {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// CLOCK_MONOTONIC ns.
+    pub time_ns: u64,
+    /// Switched out (else in).
+    pub out: bool,
+    /// Switched out while runnable (preempted) rather than blocking.
+    pub preempt: bool,
+    /// CPU whose ring carried it.
+    pub cpu: u32,
+}
+
+/// A whole trace file.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// META, if present.
+    pub meta: Option<TraceMeta>,
+    /// Processes.
+    pub processes: Vec<ProcessTrace>,
+    /// Per-thread events.
+    pub events: Vec<ThreadEvents>,
+    /// Context switches, in no particular order.
+    pub switches: Vec<Switch>,
+    /// Switch records the kernel reported lost (PERF_RECORD_LOST).
+    pub lost_switches: u64,
+    /// Reader warnings (truncation, malformed records skipped).
+    pub warnings: Vec<String>,
+}
+
+impl ProcessTrace {
+    /// CLOCK_MONOTONIC ns of a timestamp of this process.
+    pub fn ns(&self, ticks: u64) -> u64 {
+        let d = ticks as i128 - self.start_ticks as i128;
+        let ns = self.start_mono_ns as i128 + d * 1_000_000_000 / self.ticks_per_sec.max(1) as i128;
+        ns.clamp(0, u64::MAX as i128) as u64
+    }
+
+    /// Name of a function address (hex when unresolved).
+    pub fn name(&self, addr: u64) -> String {
+        self.symbols
+            .get(&addr)
+            .cloned()
+            .unwrap_or_else(|| format!("{addr:#x}"))
+    }
+}

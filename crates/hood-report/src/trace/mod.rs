@@ -1,0 +1,222 @@
+//! Renderers of `hood trace report` (seed 001): the function summary (fig. 3), the code-path
+//! trace (fig. 4), versioned JSON, Chrome trace-event JSON and the name/tag listing.
+
+mod chrome;
+
+pub use chrome::chrome;
+
+use std::io::Write;
+
+use hood_model::trace::{Analysis, PathItem};
+
+use crate::ReportError;
+
+/// JSON version of [`json`] output.
+pub const JSON_VERSION: u32 = 1;
+
+fn us(ns: u64) -> u64 {
+    (ns + 500) / 1000
+}
+
+/// `s:mmm uuu` like seed 001's timestamps.
+fn stamp(ns: u64) -> String {
+    let us = ns / 1000;
+    format!(
+        "{}:{:03} {:03}",
+        us / 1_000_000,
+        us / 1000 % 1000,
+        us % 1000
+    )
+}
+
+fn sec_us(ns: u64) -> String {
+    let us = ns / 1000;
+    format!("{} sec {:6} us", us / 1_000_000, us % 1_000_000)
+}
+
+fn pct(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        n as f64 * 100.0 / d as f64
+    }
+}
+
+/// The function summary: totals, then one row per function sorted by net time (µs).
+pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Result<(), ReportError> {
+    writeln!(
+        out,
+        "Elapsed time = {} ({} events, {} thread{})",
+        sec_us(a.elapsed_ns),
+        a.events,
+        a.threads.len(),
+        if a.threads.len() == 1 { "" } else { "s" }
+    )?;
+    if a.threads.len() > 1 {
+        writeln!(
+            out,
+            "Thread time  = {} (sum of the threads' traced spans)",
+            sec_us(a.thread_ns)
+        )?;
+    }
+    writeln!(
+        out,
+        "Accumulated run time = {} ({:6.2}%)",
+        sec_us(a.run_ns),
+        pct(a.run_ns, a.thread_ns)
+    )?;
+    writeln!(
+        out,
+        "Off-CPU time         = {} ({:6.2}%){}",
+        sec_us(a.off_cpu_ns),
+        pct(a.off_cpu_ns, a.thread_ns),
+        if a.sched {
+            ""
+        } else {
+            "  [context switches not recorded: off-CPU time is counted as run time]"
+        }
+    )?;
+    notes(a, out)?;
+    writeln!(out, "{}", "-".repeat(96))?;
+    writeln!(
+        out,
+        "{:>10} {:>10} {:>8} {:>24} {:>7} {:>7}  name",
+        "Elapsed", "Net", "# calls", "(max/avg/min) us", "% real", "% net"
+    )?;
+    for f in a.functions.iter().take(limit.unwrap_or(usize::MAX)) {
+        writeln!(
+            out,
+            "{:>10} {:>10} {:>8} {:>24} {:>6.2}% {:>6.2}%  {}",
+            us(f.elapsed_ns),
+            us(f.net_ns),
+            f.calls,
+            format!("({}/{}/{})", us(f.max_ns), us(f.avg_ns()), us(f.min_ns)),
+            f.pct_real,
+            f.pct_net,
+            f.name
+        )?;
+    }
+    writeln!(out, "{}", "-".repeat(96))?;
+    writeln!(
+        out,
+        "times in us; net = elapsed - callees - off-CPU time; max/avg/min are net per call;"
+    )?;
+    writeln!(
+        out,
+        "% real = net / traced thread time, % net = net / on-CPU time; calls still running at the end are timed to it but not counted."
+    )?;
+    Ok(())
+}
+
+fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
+    for t in &a.threads {
+        if t.dropped > 0 {
+            writeln!(
+                out,
+                "note: pid {} tid {}: buffer full, {} events dropped after the first {} (--full stop); raise --buffer",
+                t.pid, t.tid, t.dropped, t.events
+            )?;
+        }
+        if t.overwritten > 0 {
+            writeln!(
+                out,
+                "note: pid {} tid {}: buffer wrapped, the oldest {} events were overwritten (--full wrap); the trace keeps the newest {}",
+                t.pid, t.tid, t.overwritten, t.events
+            )?;
+        }
+        if t.unmatched_exits > 0 {
+            writeln!(
+                out,
+                "note: pid {} tid {}: {} exits without their entry (entries lost to the buffer or made before a fork)",
+                t.pid, t.tid, t.unmatched_exits
+            )?;
+        }
+    }
+    if a.lost_switches > 0 {
+        writeln!(
+            out,
+            "note: the kernel lost {} context-switch records",
+            a.lost_switches
+        )?;
+    }
+    Ok(())
+}
+
+/// The code-path trace, one section per thread.
+pub fn paths(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
+    for t in &a.threads {
+        writeln!(out, "==== pid {} tid {} ({}) ====", t.pid, t.tid, t.exe)?;
+        for l in &t.lines {
+            let ts = stamp(l.t_ns);
+            match &l.item {
+                PathItem::Call {
+                    depth,
+                    name,
+                    net_ns,
+                    total_ns,
+                    unfinished,
+                } => {
+                    let pad = "    ".repeat(*depth);
+                    let more = if *unfinished { ", running at end" } else { "" };
+                    match total_ns {
+                        Some(tot) => writeln!(
+                            out,
+                            "{ts} {pad}-> {name} ({} us, {} total{more})",
+                            us(*net_ns),
+                            us(*tot)
+                        )?,
+                        None => writeln!(out, "{ts} {pad}-> {name} ({} us{more})", us(*net_ns))?,
+                    }
+                }
+                PathItem::Return { depth, name } => {
+                    writeln!(out, "{ts} {}<- {name}", "    ".repeat(*depth))?
+                }
+                PathItem::Mark { depth, label } => {
+                    writeln!(out, "{ts} {}== {label}", "    ".repeat(*depth))?
+                }
+                PathItem::SwitchOut { preempt } => writeln!(
+                    out,
+                    "{ts} ---- context switch out{} ----",
+                    if *preempt { " (preempted)" } else { "" }
+                )?,
+                PathItem::SwitchIn { off_ns } => writeln!(
+                    out,
+                    "{ts} ---- context switch in ({} us off-CPU) ----",
+                    us(*off_ns)
+                )?,
+                PathItem::Control { on } => writeln!(
+                    out,
+                    "{ts} ==== trace {} ====",
+                    if *on { "on" } else { "off" }
+                )?,
+                PathItem::UnmatchedExit { name } => {
+                    writeln!(out, "{ts} <- {name} (entry not in the trace)")?
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Versioned JSON: totals, functions, threads (with path lines when computed).
+pub fn json(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
+    let v = serde_json::json!({
+        "version": JSON_VERSION,
+        "analysis": a,
+    });
+    serde_json::to_writer_pretty(&mut *out, &v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Seed 001's names file: `name/tag`, with '=' for inline marks.
+pub fn tags(list: &[(String, u64, char)], out: &mut dyn Write) -> Result<(), ReportError> {
+    for (name, tag, m) in list {
+        if *m == ' ' {
+            writeln!(out, "{name}/{tag}")?;
+        } else {
+            writeln!(out, "{name}/{tag}{m}")?;
+        }
+    }
+    Ok(())
+}

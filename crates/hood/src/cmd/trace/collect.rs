@@ -1,0 +1,267 @@
+//! Reading hood-rt trace segments from the private segment directory into the trace model, and
+//! naming function addresses through each process's recorded mappings. Nothing in a segment is
+//! trusted: invalid ones are skipped with a warning naming the file.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use hood_abi::{
+    parse_tags, trace_slot_read_len, HeaderView, TraceThreadView, KIND_ENTRY, KIND_EXIT,
+    TAGS_AREA_SIZE, THREAD_EXITED, THREAD_HEADER_SIZE,
+};
+use hood_model::trace::{ProcessTrace, ThreadEvents, ThreadInfo};
+use hood_symbols::{Symbolizer, SymbolizerOptions};
+
+/// One decoded trace segment.
+struct Seg {
+    header: HeaderView,
+    maps: String,
+    tags: Vec<Option<String>>,
+    threads: Vec<TraceThreadView>,
+}
+
+fn read_segment(path: &Path) -> Result<Seg, String> {
+    let f = File::open(path).map_err(|e| e.to_string())?;
+    let len = f.metadata().map_err(|e| e.to_string())?.len();
+    let mut head = vec![0u8; hood_abi::HEADER_AREA_SIZE as usize];
+    f.read_exact_at(&mut head, 0)
+        .map_err(|_| format!("shorter than a header ({len} bytes)"))?;
+    let header = HeaderView::parse(&head).map_err(|e| e.to_string())?;
+    if header.mode != hood_abi::MODE_TRACE {
+        return Err("a call-path segment (read by hood calls)".into());
+    }
+    if len < header.total_size {
+        return Err(format!(
+            "truncated: {len} bytes, header says {}",
+            header.total_size
+        ));
+    }
+    let mut maps = vec![0u8; header.maps_len as usize];
+    f.read_exact_at(&mut maps, header.maps_offset)
+        .map_err(|e| e.to_string())?;
+    let mut tagb = vec![0u8; TAGS_AREA_SIZE as usize];
+    f.read_exact_at(&mut tagb, header.tags_offset)
+        .map_err(|e| e.to_string())?;
+    let tags = parse_tags(&header, &tagb);
+    let mut threads = Vec::new();
+    for i in 0..header.threads_used {
+        let off = header.slot_offset(i);
+        let mut th = vec![0u8; THREAD_HEADER_SIZE];
+        f.read_exact_at(&mut th, off).map_err(|e| e.to_string())?;
+        let mut slot = vec![0u8; trace_slot_read_len(&header, &th) as usize];
+        f.read_exact_at(&mut slot, off).map_err(|e| e.to_string())?;
+        match TraceThreadView::parse(&header, &slot) {
+            Ok(t) if t.tid != 0 => threads.push(t),
+            Ok(_) => {}
+            Err(e) => return Err(format!("thread slot {i}: {e}")),
+        }
+    }
+    Ok(Seg {
+        header,
+        maps: String::from_utf8_lossy(&maps).into_owned(),
+        tags,
+        threads,
+    })
+}
+
+fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .map(|r| !r.trim_start().starts_with(['Z', 'X']))
+        })
+        .unwrap_or(false)
+}
+
+/// Read every trace segment in `dir`.
+pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Vec<ThreadEvents>) {
+    let mut segs = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for ent in rd.flatten() {
+            let name = ent.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(hood_abi::SEGMENT_PREFIX) {
+                continue;
+            }
+            match read_segment(&ent.path()) {
+                Ok(s) => segs.push(s),
+                Err(e) => warnings.push(format!("skipping segment {}: {e}", ent.path().display())),
+            }
+        }
+    } else {
+        warnings.push(format!("cannot read segment directory {}", dir.display()));
+    }
+    segs.sort_by_key(|s| (s.header.start_mono_ns, s.header.pid));
+    let mut newest: HashMap<u32, u64> = HashMap::new();
+    for s in &segs {
+        let e = newest.entry(s.header.pid).or_insert(0);
+        *e = (*e).max(s.header.start_mono_ns);
+    }
+    let mut sym = Symbolizer::new(SymbolizerOptions::default()).ok();
+    let mut procs = Vec::new();
+    let mut events = Vec::new();
+    for s in segs {
+        let h = &s.header;
+        let state = if h.state == hood_abi::STATE_EXITED {
+            "exited"
+        } else if newest.get(&h.pid) != Some(&h.start_mono_ns) {
+            "exec"
+        } else if pid_alive(h.pid) {
+            "running"
+        } else {
+            "gone"
+        };
+        let mut notes = Vec::new();
+        if state == "gone" {
+            notes.push("process ended without running its exit handlers (killed or crashed); its events up to then are kept".to_string());
+        }
+        let mut funcs = BTreeSet::new();
+        for t in &s.threads {
+            for &(a, tk) in &t.events {
+                if matches!(tk & 3, KIND_ENTRY | KIND_EXIT) {
+                    funcs.insert(a);
+                }
+            }
+        }
+        let symbols = match sym.as_mut() {
+            Some(sym) => resolve(&funcs, &s.maps, sym, &mut notes),
+            None => BTreeMap::new(),
+        };
+        let tags = s
+            .tags
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| Some((i as u64, l.clone()?)))
+            .collect();
+        procs.push(ProcessTrace {
+            pid: h.pid,
+            ppid: h.ppid,
+            exe: h.exe_path.clone(),
+            clock: if h.clock == hood_abi::CLOCK_TSC {
+                "tsc"
+            } else {
+                "monotonic"
+            }
+            .into(),
+            ticks_per_sec: h.ticks_per_sec,
+            start_ticks: h.start_ticks,
+            start_mono_ns: h.start_mono_ns,
+            state: state.into(),
+            flags: h.flags,
+            capacity: h.trace_capacity,
+            full: if h.trace_full == hood_abi::TRACE_FULL_WRAP {
+                "wrap"
+            } else {
+                "stop"
+            }
+            .into(),
+            threads: s
+                .threads
+                .iter()
+                .map(|t| ThreadInfo {
+                    tid: t.tid,
+                    exit_ticks: (t.state == THREAD_EXITED && t.exit_ticks != 0)
+                        .then_some(t.exit_ticks),
+                    written: t.written,
+                    dropped: t.dropped,
+                    overwritten: t.overwritten,
+                })
+                .collect(),
+            symbols,
+            tags,
+            notes,
+        });
+        for t in s.threads {
+            events.push((h.pid, t.tid, t.events));
+        }
+    }
+    let events = events
+        .into_iter()
+        .map(|(pid, tid, ev)| ThreadEvents {
+            pid,
+            tid,
+            events: ev
+                .into_iter()
+                .map(|(addr, ticks_kind)| hood_model::trace::RawEvent { addr, ticks_kind })
+                .collect(),
+        })
+        .collect();
+    (procs, events)
+}
+
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let (range, perms) = (it.next()?, it.next()?);
+            let offset = u64::from_str_radix(it.next()?, 16).ok()?;
+            let (_dev, _inode) = (it.next()?, it.next()?);
+            let path = it.collect::<Vec<_>>().join(" ");
+            let (s, e) = range.split_once('-')?;
+            (perms.contains('x') && path.starts_with('/')).then_some(Mapping {
+                start: u64::from_str_radix(s, 16).ok()?,
+                end: u64::from_str_radix(e, 16).ok()?,
+                offset,
+                path,
+            })
+        })
+        .collect()
+}
+
+/// Name every address in `funcs` through the mappings recorded in the segment.
+fn resolve(
+    funcs: &BTreeSet<u64>,
+    maps_text: &str,
+    sym: &mut Symbolizer,
+    notes: &mut Vec<String>,
+) -> BTreeMap<u64, String> {
+    let maps = parse_maps(maps_text);
+    let mut by_file: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for &f in funcs {
+        if let Some(m) = maps.iter().find(|m| m.start <= f && f < m.end) {
+            by_file
+                .entry(&m.path)
+                .or_default()
+                .push((f, f - m.start + m.offset));
+        }
+    }
+    for (file, list) in by_file {
+        let offs: Vec<u64> = list.iter().map(|&(_, o)| o).collect();
+        let res = sym.symbolize_file(Path::new(file), None, &offs);
+        let mut missing = 0;
+        for (&(addr, _), r) in list.iter().zip(res) {
+            match r {
+                Ok(s) if s.offset == 0 => {
+                    out.insert(addr, s.name);
+                }
+                Ok(s) => {
+                    out.insert(addr, format!("{}+{:#x}", s.name, s.offset));
+                }
+                Err(_) => missing += 1,
+            }
+        }
+        if missing > 0 {
+            notes.push(format!(
+                "{missing} functions in {file} have no symbol (stripped?); shown as addresses"
+            ));
+        }
+    }
+    let unnamed = funcs.len() - out.len();
+    if unnamed > 0 && notes.is_empty() {
+        notes.push(format!(
+            "{unnamed} function addresses could not be named; shown as addresses"
+        ));
+    }
+    out
+}

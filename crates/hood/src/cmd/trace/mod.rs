@@ -1,0 +1,175 @@
+//! `hood trace record|report`: event-tag tracing with the hood-rt runtime in trace mode (seed
+//! 001, McRae's hardware profiler in software). See docs/trace.md.
+
+mod collect;
+mod elfsyms;
+mod filter;
+mod record;
+mod report;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+/// `hood trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    #[command(subcommand)]
+    pub command: TraceCommand,
+}
+
+/// The `hood trace` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Run a program built with -finstrument-functions and record every function entry and
+    /// exit, inline mark and context switch with nanosecond timestamps.
+    Record(RecordArgs),
+    /// Print a trace: function summary, code-path trace, JSON, Chrome trace or tag listing.
+    Report(ReportArgs),
+}
+
+/// What to do when a thread's buffer is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FullArg {
+    /// Stop recording that thread (like seed 001's hardware) and count the drops.
+    Stop,
+    /// Keep the newest events (flight recorder) and count the overwritten ones.
+    Wrap,
+}
+
+/// `hood trace record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Output file.
+    #[arg(short, long, default_value = "hood-trace.data")]
+    pub output: PathBuf,
+    /// Events per thread buffer (16 bytes each; untouched pages cost nothing).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub buffer: u64,
+    /// When a buffer is full: stop or wrap.
+    #[arg(long, value_enum, default_value_t = FullArg::Stop)]
+    pub full: FullArg,
+    /// Trace only functions whose name matches GLOB, or whose object file matches it when
+    /// GLOB contains '/' or ".so" (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Vec<String>,
+    /// Do not trace functions (or objects) matching GLOB (repeatable; wins over --filter).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// Do not record context switches.
+    #[arg(long)]
+    pub no_sched: bool,
+    /// Start with tracing off; the program turns it on with hood_trace_on().
+    #[arg(long)]
+    pub start_off: bool,
+    /// Leave the runtime's segments in their directory.
+    #[arg(long)]
+    pub keep: bool,
+    /// The command to run.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+/// Output format of `hood trace report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Seed 001's summary (or code-path trace with --paths).
+    Text,
+    /// Versioned JSON (`"version": 1`).
+    Json,
+    /// Chrome trace-event JSON (Perfetto, chrome://tracing).
+    Chrome,
+}
+
+/// `hood trace report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The file written by `hood trace record`.
+    #[arg(default_value = "hood-trace.data")]
+    pub file: PathBuf,
+    /// Print the code-path trace instead of the summary.
+    #[arg(long)]
+    pub paths: bool,
+    /// Only this thread.
+    #[arg(long)]
+    pub tid: Option<u32>,
+    /// Code-path trace from this time after the start (e.g. 10ms, 1.5s, 250us; plain = s).
+    #[arg(long, value_parser = parse_time)]
+    pub from: Option<u64>,
+    /// Code-path trace up to this time after the start.
+    #[arg(long, value_parser = parse_time)]
+    pub to: Option<u64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// List names and tags (seed 001's names file) instead.
+    #[arg(long)]
+    pub tags: bool,
+    /// Rows of the function summary.
+    #[arg(short = 'n', long)]
+    pub lines: Option<usize>,
+}
+
+/// "10ms", "1.5s", "250us", "900ns" or plain seconds → ns.
+fn parse_time(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mul) = if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        (s, 1e9)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a time: use e.g. 10ms, 1.5s, 250us"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("{s:?}: time must be >= 0"));
+    }
+    Ok((v * mul) as u64)
+}
+
+/// Run one `hood trace` subcommand.
+pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        TraceCommand::Record(a) => record::record(record::RecordConfig {
+            output: a.output,
+            buffer: a.buffer,
+            wrap: a.full == FullArg::Wrap,
+            filters: a.filter,
+            excludes: a.exclude,
+            sched: !a.no_sched,
+            start_off: a.start_off,
+            keep: a.keep,
+            argv: a.command,
+        }),
+        TraceCommand::Report(a) => report::report(report::ReportConfig {
+            file: a.file,
+            paths: a.paths,
+            tid: a.tid,
+            from_ns: a.from,
+            to_ns: a.to,
+            format: a.format,
+            tags: a.tags,
+            lines: a.lines,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_parse_with_units() {
+        assert_eq!(super::parse_time("10ms"), Ok(10_000_000));
+        assert_eq!(super::parse_time("1.5"), Ok(1_500_000_000));
+        assert_eq!(super::parse_time("250us"), Ok(250_000));
+        assert!(super::parse_time("abc").is_err());
+        assert!(super::parse_time("-1s").is_err());
+    }
+}

@@ -1,0 +1,275 @@
+//! `hood trace record`: run the command with hood-rt preloaded in trace mode and its context
+//! switches recorded, then collect every process's buffers into one trace file.
+
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use hood_format::{tags, FileKind, Writer};
+use hood_model::trace::{encode_events, ProcessTrace, ThreadEvents, TraceMeta, PAYLOAD_VERSION};
+use hood_perf::SwitchRecorder;
+
+use super::{collect, filter};
+use crate::cmd::record::child::Child;
+
+/// Plain config of `hood trace record`.
+pub struct RecordConfig {
+    pub output: PathBuf,
+    pub buffer: u64,
+    pub wrap: bool,
+    pub filters: Vec<String>,
+    pub excludes: Vec<String>,
+    pub sched: bool,
+    pub start_off: bool,
+    pub keep: bool,
+    pub argv: Vec<String>,
+}
+
+/// Where libhood_rt.so is: `$HOOD_RT_LIB`, next to the hood binary, or ../lib/hood/.
+fn runtime_library() -> anyhow::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("HOOD_RT_LIB") {
+        let p = PathBuf::from(p);
+        if !p.is_file() {
+            bail!(
+                "HOOD_RT_LIB={} does not name a file; point it at libhood_rt.so",
+                p.display()
+            );
+        }
+        return Ok(p);
+    }
+    let exe = std::env::current_exe().context("locating the hood executable")?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    for cand in [
+        dir.join("libhood_rt.so"),
+        dir.join("../lib/hood/libhood_rt.so"),
+    ] {
+        if cand.is_file() {
+            return Ok(cand);
+        }
+    }
+    bail!(
+        "cannot find libhood_rt.so next to {}: build it with `cargo build --release -p hood-rt` \
+         or set HOOD_RT_LIB=/path/to/libhood_rt.so",
+        exe.display()
+    )
+}
+
+fn private_dir() -> anyhow::Result<PathBuf> {
+    let base = std::env::var_os("HOOD_SHM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(hood_abi::DEFAULT_SHM_DIR));
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let dir = base.join(format!("hood-trace-{}-{nonce}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("creating the segment directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+pub fn record(cfg: RecordConfig) -> anyhow::Result<ExitCode> {
+    if cfg.buffer < 16 || cfg.buffer > 1 << 30 {
+        bail!(
+            "--buffer {} is out of range: use 16 to 1073741824 events per thread",
+            cfg.buffer
+        );
+    }
+    let lib = runtime_library()?;
+    let (prog, _) = cfg.argv.split_first().context("no command given")?;
+    let dir = private_dir()?;
+    let result = run_and_collect(&cfg, &lib, &dir, prog);
+    if cfg.keep {
+        eprintln!("hood trace: segments kept in {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+fn run_and_collect(
+    cfg: &RecordConfig,
+    lib: &Path,
+    dir: &Path,
+    prog: &str,
+) -> anyhow::Result<ExitCode> {
+    let mut warnings = Vec::new();
+    let filter_file = if cfg.filters.is_empty() && cfg.excludes.is_empty() {
+        None
+    } else {
+        let exe = filter::which(prog).with_context(|| format!("command not found: {prog}"))?;
+        let rules = filter::Rules {
+            filters: cfg.filters.clone(),
+            excludes: cfg.excludes.clone(),
+        };
+        let table = filter::build(&rules, &exe, &mut warnings);
+        let p = dir.join("filter.bin");
+        std::fs::write(&p, table).with_context(|| format!("writing {}", p.display()))?;
+        Some(p)
+    };
+    let mut preload = lib.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    // The child inherits hood's environment at exec (hood is single-threaded here).
+    std::env::set_var("LD_PRELOAD", &preload);
+    std::env::set_var("HOOD_SHM_DIR", dir);
+    std::env::set_var("HOOD_MODE", "trace");
+    std::env::set_var("HOOD_TRACE_BUFFER", cfg.buffer.to_string());
+    std::env::set_var("HOOD_TRACE_FULL", if cfg.wrap { "wrap" } else { "stop" });
+    if cfg.start_off {
+        std::env::set_var("HOOD_TRACE_START", "off");
+    }
+    if let Some(f) = &filter_file {
+        std::env::set_var("HOOD_TRACE_FILTER", f);
+    }
+    let mut child = Child::spawn(&cfg.argv)?;
+    let mut switches = None;
+    if cfg.sched {
+        match SwitchRecorder::open_child(child.pid, 256) {
+            Ok(s) => switches = Some(s),
+            Err(e) => warnings.push(format!("context switches not recorded: {e}")),
+        }
+    }
+    for k in [
+        "LD_PRELOAD",
+        "HOOD_MODE",
+        "HOOD_TRACE_FILTER",
+        "HOOD_TRACE_START",
+    ] {
+        std::env::remove_var(k);
+    }
+    child.release()?;
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone());
+    let mut per_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
+    let status = loop {
+        if let Some(s) = switches.as_mut() {
+            s.drain(&mut |cpu, b| {
+                per_cpu.entry(cpu).or_default().extend_from_slice(b);
+                Ok(())
+            })?;
+        }
+        if let Some(st) = child.try_wait() {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(
+            if interrupted.load(Ordering::Relaxed) {
+                5
+            } else {
+                20
+            },
+        ));
+    };
+    // Let the last switch records of exiting grandchildren land, then drain once more.
+    if let Some(s) = switches.as_mut() {
+        s.drain(&mut |cpu, b| {
+            per_cpu.entry(cpu).or_default().extend_from_slice(b);
+            Ok(())
+        })?;
+    }
+    let (procs, events) = collect::collect(dir, &mut warnings);
+    for w in &warnings {
+        eprintln!("hood trace: warning: {w}");
+    }
+    if procs.is_empty() {
+        eprintln!(
+            "hood trace: {prog} produced no trace: was it built with -finstrument-functions \
+             (gcc/clang) and dynamically linked? See docs/trace.md"
+        );
+        return Ok(ExitCode::from(if status == 0 {
+            1
+        } else {
+            status.clamp(0, 255) as u8
+        }));
+    }
+    write(
+        cfg,
+        &procs,
+        &events,
+        &per_cpu,
+        switches.is_some(),
+        &warnings,
+    )?;
+    summary(cfg, &procs, &events);
+    Ok(ExitCode::from(status.clamp(0, 255) as u8))
+}
+
+fn write(
+    cfg: &RecordConfig,
+    procs: &[ProcessTrace],
+    events: &[ThreadEvents],
+    per_cpu: &std::collections::BTreeMap<u32, Vec<u8>>,
+    sched: bool,
+    warnings: &[String],
+) -> anyhow::Result<()> {
+    let mut w = Writer::create(&cfg.output, FileKind::Trace)?;
+    let meta = TraceMeta {
+        version: PAYLOAD_VERSION,
+        argv: cfg.argv.clone(),
+        buffer: cfg.buffer,
+        full: if cfg.wrap { "wrap" } else { "stop" }.into(),
+        filters: cfg.filters.clone(),
+        excludes: cfg.excludes.clone(),
+        sched,
+        collected_realtime_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    };
+    w.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
+    if !warnings.is_empty() {
+        w.write_chunk(tags::common::NOTES, &serde_json::to_vec(warnings)?, false)?;
+    }
+    for p in procs {
+        let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});
+        w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
+    }
+    for t in events {
+        // Split very long threads so no chunk exceeds the container's payload limit.
+        for part in t.events.chunks(1 << 20) {
+            let raw: Vec<(u64, u64)> = part.iter().map(|e| (e.addr, e.ticks_kind)).collect();
+            w.write_chunk(
+                tags::trace::EVENTS,
+                &encode_events(t.pid, t.tid, &raw),
+                true,
+            )?;
+        }
+    }
+    for (cpu, bytes) in per_cpu {
+        let mut b = cpu.to_le_bytes().to_vec();
+        b.extend_from_slice(bytes);
+        w.write_chunk(tags::trace::SWITCHES, &b, true)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+fn summary(cfg: &RecordConfig, procs: &[ProcessTrace], events: &[ThreadEvents]) {
+    let n: usize = events.iter().map(|t| t.events.len()).sum();
+    let threads: Vec<_> = procs.iter().flat_map(|p| &p.threads).collect();
+    let dropped: u64 = threads.iter().map(|t| t.dropped).sum();
+    let over: u64 = threads.iter().map(|t| t.overwritten).sum();
+    eprintln!(
+        "hood trace: {} process{}, {} thread{}, {n} events written to {} (read it with `hood trace report {}`)",
+        procs.len(),
+        if procs.len() == 1 { "" } else { "es" },
+        threads.len(),
+        if threads.len() == 1 { "" } else { "s" },
+        cfg.output.display(),
+        cfg.output.display()
+    );
+    if dropped > 0 {
+        eprintln!("hood trace: warning: buffers full: {dropped} events dropped (--full stop); raise --buffer or use --filter");
+    }
+    if over > 0 {
+        eprintln!("hood trace: {over} older events overwritten (--full wrap keeps the newest {} per thread)", cfg.buffer);
+    }
+}
