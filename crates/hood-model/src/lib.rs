@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod calls;
+pub mod labels;
 pub mod monitor;
 pub mod profile;
 pub mod trace;

@@ -20,7 +20,11 @@ use resolver::SymResolver;
 /// Load and symbolize the recording at `path`.
 pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profile> {
     let t0 = Instant::now();
-    let raw = RawRecording::load(path)?;
+    let raw = if hood_model::perfdata::is_perf_data(path) {
+        load_perf_data(path)?
+    } else {
+        RawRecording::load(path)?
+    };
     let t1 = Instant::now();
     let mut resolver = SymResolver::new(symfile, &raw.kallsyms, &raw.vdso, &raw.perf_maps)?;
     let prof = build_profile(&raw, &mut resolver);
@@ -32,6 +36,32 @@ pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profi
         );
     }
     Ok(prof)
+}
+
+/// Import a perf.data file. perf does not store kallsyms or the [vdso] image: when the file
+/// was recorded on the running kernel (same build-id, or same release if it stored none),
+/// take them from this system; otherwise kernel frames stay unresolved, with a warning.
+fn load_perf_data(path: &Path) -> anyhow::Result<RawRecording> {
+    use crate::cmd::record::snapshot;
+    let imp = hood_model::perfdata::load(path)?;
+    let mut raw = imp.raw;
+    let running = snapshot::kernel_build_id();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let same_kernel = match (&imp.kernel_build_id, &running) {
+        (Some(a), Some(b)) => a == b,
+        _ => raw.meta.kernel_release == release.trim(),
+    };
+    if same_kernel {
+        raw.kallsyms = snapshot::kallsyms().unwrap_or_default();
+        raw.vdso = snapshot::vdso().unwrap_or_default();
+    } else {
+        raw.warnings.push(format!(
+            "{} was recorded on another kernel ({}); kernel frames are unresolved",
+            path.display(),
+            raw.meta.kernel_release
+        ));
+    }
+    Ok(raw)
 }
 
 impl ReportArgs {
@@ -84,6 +114,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         )),
         None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
+    // The text report shows warnings in its header; other formats have no place for them.
+    if args.intervals || args.format != FormatArg::Text {
+        for w in &prof.warnings {
+            eprintln!("hood: warning: {w}");
+        }
+    }
     let t = Instant::now();
     if args.intervals {
         render::render_intervals(&prof, &opts, &mut out)?;
@@ -93,6 +129,8 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             FormatArg::Json => render::render_json(&prof, &opts, &mut out)?,
             FormatArg::Collapsed => render::render_collapsed(&prof, &opts, &mut out)?,
             FormatArg::Svg => render::render_svg(&prof, &opts, &mut out)?,
+            FormatArg::Pprof => hood_report::pprof::render_pprof(&prof, &opts, &mut out)?,
+            FormatArg::Firefox => hood_report::firefox::render_firefox(&prof, &opts, &mut out)?,
         }
     }
     out.flush()?;
