@@ -54,11 +54,22 @@ fn a_full_disk_stops_the_recording_cleanly_and_keeps_what_was_written() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(err.contains("disk full"), "{err}");
-    let rep = run(hood().args(["report", "--format", "collapsed", "-i"]).arg(&file));
-    assert!(rep.status.success(), "what was written is readable: {}", text(&rep));
+    let rep = run(hood()
+        .args(["report", "--format", "collapsed", "-i"])
+        .arg(&file));
+    assert!(
+        rep.status.success(),
+        "what was written is readable: {}",
+        text(&rep)
+    );
     let rep_err = String::from_utf8_lossy(&rep.stderr);
     let rep_text = text(&rep);
-    assert!(rep_err.contains("cut short") || rep_err.contains("not finalized") || rep_text.contains("cut short"), "{rep_text}");
+    assert!(
+        rep_err.contains("cut short")
+            || rep_err.contains("not finalized")
+            || rep_text.contains("cut short"),
+        "{rep_text}"
+    );
     assert!(!folded(&rep.stdout).is_empty());
 }
 
@@ -71,11 +82,20 @@ fn hardware_events_fall_back_to_cpu_clock_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hw.data");
     let prog = c_program("spinner");
-    let out = record(&file, &["-e", "cycles", "--", prog.to_str().unwrap(), "300"]);
+    let out = record(
+        &file,
+        &["-e", "cycles", "--", prog.to_str().unwrap(), "300"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     // Either the machine has a PMU and sampled cycles, or it said in one line that it fell back.
-    assert!(err.contains("(cycles)") || err.contains("sampling cpu-clock instead"), "{err}");
+    assert!(
+        err.contains("(cycles)") || err.contains("sampling cpu-clock instead"),
+        "{err}"
+    );
     let rep = run(hood().args(["report", "-i"]).arg(&file));
-    assert!(String::from_utf8_lossy(&rep.stdout).contains("cycles"), "the header names the requested event");
+    assert!(
+        String::from_utf8_lossy(&rep.stdout).contains("cycles"),
+        "the header names the requested event"
+    );
 }

@@ -18,7 +18,11 @@ fn keys_pause_print_and_stop() {
         return;
     }
     if Command::new("tmux").arg("-V").output().is_err() {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "tmux must be installed in CI");
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "tmux must be installed in CI"
+        );
         eprintln!("SKIPPED-LOCAL (tmux not installed): record_keys");
         return;
     }
@@ -26,8 +30,22 @@ fn keys_pause_print_and_stop() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("k.data");
     let session = format!("hoodkeys{}", std::process::id());
-    let cmd = format!("{} record -a -o {}; sleep 30", env!("CARGO_BIN_EXE_hood"), file.display());
-    tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "50", &cmd]);
+    let cmd = format!(
+        "{} record -a -o {}; sleep 30",
+        env!("CARGO_BIN_EXE_hood"),
+        file.display()
+    );
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "160",
+        "-y",
+        "50",
+        &cmd,
+    ]);
     let wait_for = |needle: &str| {
         for _ in 0..100 {
             let screen = tmux(&["capture-pane", "-t", &session, "-p"]);
@@ -51,6 +69,9 @@ fn keys_pause_print_and_stop() {
     tmux(&["send-keys", "-t", &session, "q"]);
     let screen = wait_for("hood: wrote");
     tmux(&["kill-session", "-t", &session]);
-    assert!(screen.contains("lost 0 samples") || screen.contains("lost"), "{screen}");
+    assert!(
+        screen.contains("lost 0 samples") || screen.contains("lost"),
+        "{screen}"
+    );
     assert!(file.exists());
 }
