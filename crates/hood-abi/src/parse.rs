@@ -359,7 +359,11 @@ pub fn parse_tags(h: &HeaderView, b: &[u8]) -> Vec<Option<String>> {
             let label = b.get(o + 12..o + 12 + len)?;
             (key != 0 && len > 0).then(|| String::from_utf8_lossy(label).into_owned())
         })
-        .take(if h.tags_used == 0 { 0 } else { MAX_TAGS as usize })
+        .take(if h.tags_used == 0 {
+            0
+        } else {
+            MAX_TAGS as usize
+        })
         .collect()
 }
 

@@ -43,13 +43,19 @@ pub fn load(path: &[u8]) {
         let ok = libc::fstat(fd, &mut st) == 0 && st.st_size >= 16;
         let len = st.st_size as usize;
         let p = if ok {
-            libc::mmap(ptr::null_mut(), len, libc::PROT_READ, libc::MAP_PRIVATE, fd, 0)
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                fd,
+                0,
+            )
         } else {
             libc::MAP_FAILED
         };
         libc::close(fd);
-        if p == libc::MAP_FAILED || core::slice::from_raw_parts(p as *const u8, 8) != b"HOODFLT1"
-        {
+        if p == libc::MAP_FAILED || core::slice::from_raw_parts(p as *const u8, 8) != b"HOODFLT1" {
             return;
         }
         let c = libc::mmap(

@@ -1,0 +1,395 @@
+//! Known-answer tests of `hood trace`: real C programs built with gcc -finstrument-functions
+//! run under `hood trace record` (hood-rt preloaded in trace mode, context switches from
+//! perf_event_open), and the reports checked against what the programs do by construction.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn hood() -> &'static str {
+    env!("CARGO_BIN_EXE_hood")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Build the runtime in release mode once (hook cost matters for the timing test).
+fn runtime_lib() -> &'static Path {
+    static LIB: OnceLock<PathBuf> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let target = Path::new(hood())
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "-p", "hood-rt", "--target-dir"])
+            .arg(&target)
+            .current_dir(repo())
+            .status()
+            .expect("run cargo");
+        assert!(st.success(), "building hood-rt failed");
+        target.join("release/libhood_rt.so")
+    })
+}
+
+/// One test at a time: the timing test must not share 2 CPUs with the others.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+struct Tmp(
+    tempfile::TempDir,
+    #[allow(dead_code)] std::sync::MutexGuard<'static, ()>,
+);
+
+fn tmp() -> Tmp {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    Tmp(tempfile::tempdir().expect("tempdir"), guard)
+}
+
+fn build_c(name: &str, dir: &Path) -> PathBuf {
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-finstrument-functions", "-pthread"])
+        .arg(repo().join(format!("tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "gcc failed for {name}");
+    out
+}
+
+fn record(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> (PathBuf, Output) {
+    let data = dir.join(data);
+    let out = Command::new(hood())
+        .args(["trace", "record", "-o"])
+        .arg(&data)
+        .args(opts)
+        .arg("--")
+        .args(cmd)
+        .env("HOOD_RT_LIB", runtime_lib())
+        .env("HOOD_SHM_DIR", dir)
+        .stdout(Stdio::null())
+        .output()
+        .expect("hood trace record");
+    (data, out)
+}
+
+fn record_ok(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> PathBuf {
+    let (d, out) = record(dir, data, opts, cmd);
+    assert!(
+        out.status.success(),
+        "hood trace record failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d
+}
+
+fn report(data: &Path, extra: &[&str]) -> Output {
+    Command::new(hood())
+        .args(["trace", "report"])
+        .args(extra)
+        .arg(data)
+        .output()
+        .expect("hood trace report")
+}
+
+fn report_text(data: &Path, extra: &[&str]) -> String {
+    let out = report(data, extra);
+    assert!(
+        out.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+fn report_json(data: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["--format", "json"];
+    args.extend_from_slice(extra);
+    let v: Value = serde_json::from_str(&report_text(data, &args)).expect("json");
+    assert_eq!(v["version"], 1);
+    v["analysis"].clone()
+}
+
+fn func<'a>(a: &'a Value, name: &str) -> Option<&'a Value> {
+    a["functions"]
+        .as_array()?
+        .iter()
+        .find(|f| f["name"] == name)
+}
+
+fn calls(a: &Value, name: &str) -> u64 {
+    func(a, name).map_or(0, |f| f["calls"].as_u64().unwrap())
+}
+
+fn names(a: &Value) -> Vec<String> {
+    let mut v: Vec<String> = a["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Context switches of one's own child need no privilege at perf_event_paranoid <= 2; on a
+/// stricter system they can be missing unless CI demands them (HOOD_REQUIRE_PRIVILEGED=1).
+fn sched_required() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    root || std::env::var("HOOD_REQUIRE_PRIVILEGED").as_deref() == Ok("1")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Issue 5's workload: outer busy 8 ms, inner busy 4 ms, sleep 15 ms, repeated. Net times per
+/// call within ±10 % (median of 3 recordings), the sleep shown as off-CPU time with
+/// context-switch markers, not as net time.
+#[test]
+fn known_answer_net_times_and_off_cpu() {
+    let t = tmp();
+    let prog = build_c("trace_known", t.0.path());
+    let p = prog.to_str().unwrap();
+    let (mut outer, mut inner, mut elapsed, mut off) = (vec![], vec![], vec![], vec![]);
+    let mut last = PathBuf::new();
+    for i in 0..3 {
+        let d = record_ok(t.0.path(), &format!("k{i}.data"), &[], &[p, "8"]);
+        let a = report_json(&d, &[]);
+        let o = func(&a, "outer").expect("outer traced");
+        assert_eq!(o["calls"], 8);
+        assert_eq!(calls(&a, "inner"), 8);
+        outer.push(o["net_ns"].as_f64().unwrap() / 8e6);
+        inner.push(func(&a, "inner").unwrap()["net_ns"].as_f64().unwrap() / 8e6);
+        elapsed.push(o["elapsed_ns"].as_f64().unwrap() / 8e6);
+        off.push(a["off_cpu_ns"].as_f64().unwrap() / 8e6);
+        if a["sched"] != true && !sched_required() {
+            eprintln!("SKIPPED (needs perf_event_open of the child's context switches): known_answer_net_times_and_off_cpu");
+            return;
+        }
+        last = d;
+    }
+    let (o, i, e, f) = (median(outer), median(inner), median(elapsed), median(off));
+    eprintln!("outer net {o:.3} ms, inner net {i:.3} ms, outer elapsed {e:.3} ms, off-CPU {f:.3} ms per call");
+    assert!((o - 8.0).abs() <= 0.8, "outer net {o} ms, want 8 ± 10 %");
+    assert!((i - 4.0).abs() <= 0.4, "inner net {i} ms, want 4 ± 10 %");
+    assert!(e >= 27.0 * 0.9, "outer elapsed {e} ms, want >= 27 ms");
+    assert!(
+        f >= 15.0 * 0.95,
+        "off-CPU {f} ms per call, want >= 15 ms (the sleep)"
+    );
+    // Code path: the sleep follows the mark and is bracketed by switch lines, then outer returns.
+    let paths = report_text(&last, &["--paths"]);
+    let lines: Vec<&str> = paths.lines().collect();
+    let m = lines
+        .iter()
+        .position(|l| l.ends_with("== before sleep"))
+        .expect("mark line");
+    assert!(
+        lines[m + 1].contains("---- context switch out ----"),
+        "{paths}"
+    );
+    assert!(lines[m + 2].contains("---- context switch in ("), "{paths}");
+    assert!(lines[m + 3].trim_end().ends_with("<- outer"), "{paths}");
+    assert!(paths.contains("-> inner ("), "{paths}");
+    // Summary text has McRae's header lines.
+    let text = report_text(&last, &[]);
+    assert!(
+        text.contains("Elapsed time =") && text.contains("Off-CPU time"),
+        "{text}"
+    );
+}
+
+#[test]
+fn threads_fork_and_nesting() {
+    let t = tmp();
+    let prog = build_c("trace_threads", t.0.path());
+    let d = record_ok(t.0.path(), "t.data", &[], &[prog.to_str().unwrap()]);
+    let a = report_json(&d, &[]);
+    assert_eq!(calls(&a, "work"), 10, "1+2+3+4 work() calls");
+    assert_eq!(calls(&a, "leaf"), 21, "20 from work() + 1 from main");
+    assert_eq!(calls(&a, "child_only"), 3, "the fork child's calls");
+    let threads = a["threads"].as_array().unwrap();
+    let pids: std::collections::BTreeSet<u64> =
+        threads.iter().map(|t| t["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "parent and fork child: {threads:?}");
+    assert_eq!(threads.len(), 6, "main + 4 workers + the child");
+    for th in threads {
+        assert_eq!(th["unmatched_exits"], 0, "{th}");
+        assert_eq!(th["mismatched"], 0, "{th}");
+        assert_eq!(th["dropped"], 0, "{th}");
+    }
+    // Per thread (--tid): the workers called work() 1, 2, 3 and 4 times.
+    let mut per: Vec<u64> = Vec::new();
+    for th in threads {
+        let tid = th["tid"].to_string();
+        let one = report_json(&d, &["--tid", &tid]);
+        let w = calls(&one, "work");
+        if w > 0 {
+            assert_eq!(calls(&one, "leaf"), 2 * w, "tid {tid}");
+            per.push(w);
+        }
+    }
+    per.sort();
+    assert_eq!(per, vec![1, 2, 3, 4]);
+    // Nesting: in the code path every leaf is one level under a work().
+    let paths = report_text(&d, &["--paths"]);
+    let mut work_indent = None;
+    for l in paths.lines() {
+        if let Some(i) = l.find("-> work") {
+            work_indent = Some(i);
+        } else if let Some(i) = l.find("-> leaf") {
+            if let Some(w) = work_indent {
+                assert_eq!(i, w + 4, "leaf nested under work: {l}");
+            }
+        } else if l.starts_with("====") {
+            work_indent = None;
+        }
+    }
+}
+
+#[test]
+fn full_buffer_stop_and_wrap_count_what_was_lost() {
+    let t = tmp();
+    let prog = build_c("trace_many", t.0.path());
+    let p = prog.to_str().unwrap();
+    let total = 4 * 10_000 + 7;
+    let d = record_ok(t.0.path(), "all.data", &[], &[p]);
+    let a = report_json(&d, &[]);
+    assert_eq!(
+        a["events"], total,
+        "zero events lost when the buffer suffices"
+    );
+    assert_eq!(a["threads"][0]["dropped"], 0);
+
+    let d = record_ok(t.0.path(), "stop.data", &["--buffer", "1000"], &[p]);
+    let a = report_json(&d, &[]);
+    assert_eq!(a["events"], 1000);
+    assert_eq!(a["threads"][0]["dropped"], total - 1000);
+    assert!(report_text(&d, &[]).contains(&format!("{} events dropped", total - 1000)));
+
+    let d = record_ok(
+        t.0.path(),
+        "wrap.data",
+        &["--buffer", "1000", "--full", "wrap"],
+        &[p],
+    );
+    let a = report_json(&d, &[]);
+    assert_eq!(a["events"], 1000);
+    assert_eq!(a["threads"][0]["overwritten"], total - 1000);
+    assert!(report_text(&d, &[]).contains("overwritten"));
+    // The newest events survive: the final leaf call and main's exit (unmatched now).
+    assert_eq!(calls(&a, "leaf"), 1);
+    assert_eq!(a["threads"][0]["unmatched_exits"], 1);
+}
+
+#[test]
+fn filters_marks_and_trace_off() {
+    let t = tmp();
+    let prog = build_c("trace_many", t.0.path());
+    let p = prog.to_str().unwrap();
+    let d = record_ok(t.0.path(), "f.data", &["--filter", "lea*"], &[p, "500"]);
+    let a = report_json(&d, &[]);
+    assert_eq!(names(&a), vec!["leaf"]);
+    assert_eq!(calls(&a, "leaf"), 501);
+    assert_eq!(a["events"], 2 * 501 + 3, "leaf events + mark + off + on");
+
+    let d = record_ok(t.0.path(), "x.data", &["--exclude", "noisy"], &[p, "500"]);
+    let a = report_json(&d, &[]);
+    assert_eq!(names(&a), vec!["leaf", "main"]);
+    assert_eq!(calls(&a, "leaf"), 501);
+
+    let paths = report_text(&d, &["--paths"]);
+    assert!(paths.contains("== phase two"), "{paths}");
+    assert!(paths.contains("==== trace off ===="), "{paths}");
+    assert!(paths.contains("==== trace on ===="), "{paths}");
+    assert!(!paths.contains("off_only"), "off_only ran with tracing off");
+    let tags = report_text(&d, &["--tags"]);
+    assert!(tags.lines().any(|l| l.starts_with("leaf/")), "{tags}");
+    assert!(
+        tags.lines().any(|l| l == format!("phase two/{}=", 6)),
+        "{tags}"
+    );
+}
+
+#[test]
+fn crashed_program_is_still_readable_and_chrome_output_loads() {
+    let t = tmp();
+    let prog = build_c("trace_many", t.0.path());
+    let (d, out) = record(
+        t.0.path(),
+        "c.data",
+        &[],
+        &[prog.to_str().unwrap(), "100", "abort"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(128 + 6),
+        "hood exits with the child's status"
+    );
+    let a = report_json(&d, &[]);
+    assert_eq!(calls(&a, "leaf"), 101);
+    assert_eq!(a["threads"][0]["unfinished"], 1, "main never returned");
+    let chrome: Value = serde_json::from_str(&report_text(&d, &["--format", "chrome"])).unwrap();
+    let ev = chrome["traceEvents"].as_array().unwrap();
+    assert_eq!(
+        ev.iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == "leaf")
+            .count(),
+        101
+    );
+    assert!(ev
+        .iter()
+        .any(|e| e["ph"] == "i" && e["name"] == "phase two"));
+}
+
+#[test]
+fn damaged_files_give_clear_errors() {
+    let t = tmp();
+    let prog = build_c("trace_many", t.0.path());
+    let d = record_ok(
+        t.0.path(),
+        "d.data",
+        &["--no-sched"],
+        &[prog.to_str().unwrap(), "100"],
+    );
+    let a = report_json(&d, &[]);
+    assert_eq!(a["sched"], false);
+    assert!(report_text(&d, &[]).contains("context switches not recorded"));
+    let bytes = std::fs::read(&d).unwrap();
+    // Truncated mid-file: either the whole chunks before the cut are reported with a warning,
+    // or a clear error; never a panic.
+    for cut in [bytes.len() / 2, bytes.len() - 3, 40, 10] {
+        let p = t.0.path().join(format!("cut{cut}.data"));
+        std::fs::write(&p, &bytes[..cut]).unwrap();
+        let out = report(&p, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{err}");
+        let code = out.status.code();
+        assert!(
+            matches!(code, Some(0) | Some(1)) && err.contains("cut short") || code == Some(2),
+            "cut at {cut}: {err}"
+        );
+    }
+    // A damaged byte inside a chunk is an error naming the offset.
+    let mut bad = bytes.clone();
+    let i = bad.len() / 2;
+    bad[i] ^= 0xff;
+    let p = t.0.path().join("bad.data");
+    std::fs::write(&p, &bad).unwrap();
+    let out = report(&p, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("offset") && !err.contains("panicked"), "{err}");
+    let p = t.0.path().join("garbage.data");
+    std::fs::write(&p, b"not a trace at all, just text").unwrap();
+    assert_eq!(report(&p, &[]).status.code(), Some(2));
+}
