@@ -230,6 +230,19 @@ fn table<'a>(read: &mut ReadAt<'a>, off: u64, entsize: u16, num: u16) -> Option<
     read(off, len)
 }
 
+/// The GNU build-id in a raw little-endian note area such as /sys/kernel/notes (the running
+/// kernel's notes), or `None` when there is none.
+pub fn build_id_from_notes(notes: &[u8]) -> Option<Vec<u8>> {
+    scan_notes(
+        Layout {
+            is64: true,
+            big: false,
+        },
+        notes,
+        4,
+    )
+}
+
 /// Walks the notes of one note area and returns the GNU build-id descriptor.
 fn scan_notes(lay: Layout, bytes: &[u8], align: u64) -> Option<Vec<u8>> {
     let align: usize = if align == 8 { 8 } else { 4 };

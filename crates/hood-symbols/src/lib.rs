@@ -32,7 +32,7 @@ pub mod text;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use buildid::{build_id_from_bytes, hex, read_build_id};
+pub use buildid::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use demangle::demangle;
 pub use error::SymbolError;
 pub use symbolizer::Symbolizer;

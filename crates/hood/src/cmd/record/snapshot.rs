@@ -84,24 +84,7 @@ pub fn kallsyms() -> Option<String> {
 /// The kernel's build-id from /sys/kernel/notes.
 pub fn kernel_build_id() -> Option<String> {
     let notes = fs::read("/sys/kernel/notes").ok()?;
-    // ELF note records: namesz, descsz, type, name (padded to 4), desc (padded to 4).
-    let mut at = 0usize;
-    while at + 12 <= notes.len() {
-        let word =
-            |o: usize| u32::from_le_bytes(notes[o..o + 4].try_into().unwrap_or([0; 4])) as usize;
-        let (namesz, descsz, typ) = (word(at), word(at + 4), word(at + 8));
-        let name_at = at + 12;
-        let desc_at = name_at + namesz.div_ceil(4) * 4;
-        let end = desc_at + descsz.div_ceil(4) * 4;
-        if end > notes.len() {
-            return None;
-        }
-        if typ == 3 && notes.get(name_at..name_at + 3) == Some(b"GNU") {
-            return Some(hood_symbols::hex(&notes[desc_at..desc_at + descsz]));
-        }
-        at = end;
-    }
-    None
+    hood_symbols::build_id_from_notes(&notes).map(|id| hood_symbols::hex(&id))
 }
 
 /// The [vdso] ELF image of this process (the same for every process on this kernel).
