@@ -28,6 +28,14 @@ pub mod profile {
     pub const VDSO: u32 = 0x0108;
     /// JSON `RecordStats`: counts at finalization (written last; absent = not finalized).
     pub const STATS: u32 = 0x0109;
+    /// JSON `LabelsMeta` (`hood record --labels`): the tracefs instance, page size, and each
+    /// traced event's id and `format` file text (field offsets are read from these).
+    pub const LABELS_META: u32 = 0x0110;
+    /// u32 CPU number (LE) followed by raw tracefs ring-buffer pages of that CPU, verbatim,
+    /// each as long as the page size in `LABELS_META`.
+    pub const LABELS_PAGES: u32 = 0x0111;
+    /// JSON `LabelsStats`: the instance's per-CPU `stats` text read at stop (written last).
+    pub const LABELS_STATS: u32 = 0x0112;
 }
 
 /// Range 0x0200..0x02FF: call-path tables (`hood calls`).

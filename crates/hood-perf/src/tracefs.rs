@@ -131,6 +131,203 @@ pub fn tracepoint_id_in(root: &Path, sys: &str, name: &str) -> Result<u64, PerfE
     })
 }
 
+/// A private tracefs instance (`instances/<prefix><pid>`): its own per-CPU ring buffers, clock
+/// and enabled events, so other tracing users are neither disturbed nor seen. Events are read
+/// as raw ring-buffer pages from `per_cpu/cpuN/trace_pipe_raw` (no text formatting, nothing
+/// lost to a reader that keeps up). Dropping it switches tracing off, closes the pipes and
+/// removes the instance, so the system's tracing state is as before.
+#[derive(Debug)]
+pub struct Instance {
+    dir: PathBuf,
+    pipes: Vec<(u32, std::fs::File)>,
+    page: Vec<u8>,
+    enabled: Vec<(String, String)>,
+}
+
+/// Size of one raw ring-buffer page as `trace_pipe_raw` hands it out.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+fn tracefs_err(path: &Path, e: io::Error, what: &str) -> PerfError {
+    let hint = if e.kind() == io::ErrorKind::PermissionDenied {
+        " (tracefs instances need root)"
+    } else {
+        ""
+    };
+    PerfError::File {
+        path: path.to_owned(),
+        source: io::Error::new(e.kind(), format!("{what}: {e}{hint}")),
+    }
+}
+
+fn write_file(path: &Path, val: &str) -> Result<(), PerfError> {
+    std::fs::write(path, val).map_err(|e| tracefs_err(path, e, &format!("writing {val:?}")))
+}
+
+/// Remove instances named `<prefix><pid>` whose process no longer exists (left by a recorder
+/// that was killed). Returns the names removed.
+pub fn remove_stale_instances(root: &Path, prefix: &str) -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(rd) = std::fs::read_dir(root.join("instances")) else {
+        return removed;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(prefix) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok()
+            && !Path::new("/proc").join(pid).exists()
+            && std::fs::remove_dir(e.path()).is_ok()
+        {
+            removed.push(name);
+        }
+    }
+    removed
+}
+
+/// The `format` file text of `sys:name` under tracefs `root` (field offsets come from here).
+pub fn event_format(root: &Path, sys: &str, name: &str) -> Result<String, PerfError> {
+    let path = root.join("events").join(sys).join(name).join("format");
+    std::fs::read_to_string(&path).map_err(|e| tracefs_err(&path, e, "reading the event format"))
+}
+
+impl Instance {
+    /// Create `instances/<prefix><our pid>` under `root` with `trace_clock mono` (the clock of
+    /// hood's perf samples), `buffer_kb` KiB per CPU, and those of `events` (`(sys, name)`)
+    /// this kernel has enabled. Tracing stays off until [`Instance::start`]. Stale instances
+    /// of dead recorders with the same prefix are removed first. Events the kernel lacks are
+    /// skipped; [`Instance::enabled`] lists what was enabled.
+    pub fn create(
+        root: &Path,
+        prefix: &str,
+        events: &[(&str, &str)],
+        buffer_kb: usize,
+        cpus: &[u32],
+    ) -> Result<Instance, PerfError> {
+        remove_stale_instances(root, prefix);
+        let dir = root
+            .join("instances")
+            .join(format!("{prefix}{}", std::process::id()));
+        if let Err(e) = std::fs::create_dir(&dir) {
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(tracefs_err(&dir, e, "creating the tracefs instance"));
+            }
+        }
+        // From here on Drop removes the instance on any failure.
+        let mut inst = Instance {
+            dir,
+            pipes: Vec::new(),
+            page: vec![0; page_size()],
+            enabled: Vec::new(),
+        };
+        write_file(&inst.dir.join("tracing_on"), "0")?;
+        write_file(&inst.dir.join("trace_clock"), "mono")?;
+        write_file(
+            &inst.dir.join("buffer_size_kb"),
+            &buffer_kb.max(4).to_string(),
+        )?;
+        for &(sys, name) in events {
+            let ev = inst.dir.join("events").join(sys).join(name);
+            if !ev.is_dir() {
+                continue;
+            }
+            write_file(&ev.join("enable"), "1")?;
+            inst.enabled.push((sys.to_string(), name.to_string()));
+        }
+        for &cpu in cpus {
+            let path = inst
+                .dir
+                .join("per_cpu")
+                .join(format!("cpu{cpu}"))
+                .join("trace_pipe_raw");
+            use std::os::unix::fs::OpenOptionsExt;
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .map_err(|e| tracefs_err(&path, e, "opening the raw pipe"))?;
+            inst.pipes.push((cpu, f));
+        }
+        Ok(inst)
+    }
+
+    /// The instance directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The events enabled, as `(sys, name)`.
+    pub fn enabled(&self) -> &[(String, String)] {
+        &self.enabled
+    }
+
+    /// Switch tracing on.
+    pub fn start(&self) -> Result<(), PerfError> {
+        write_file(&self.dir.join("tracing_on"), "1")
+    }
+
+    /// Switch tracing off (events already in the buffers stay readable).
+    pub fn stop(&self) -> Result<(), PerfError> {
+        write_file(&self.dir.join("tracing_on"), "0")
+    }
+
+    /// Read every page available now from each CPU's raw pipe, handing `(cpu, page)` to `sink`;
+    /// never blocks. Each page is one ring-buffer page, verbatim: u64 timestamp, the commit
+    /// word (data length in its low bits), then the event data. Returns the pages read.
+    pub fn drain(&mut self, sink: &mut dyn FnMut(u32, &[u8])) -> Result<u64, PerfError> {
+        use std::io::Read;
+        let mut pages = 0;
+        for (cpu, f) in &mut self.pipes {
+            loop {
+                match f.read(&mut self.page) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        pages += 1;
+                        sink(*cpu, &self.page[..n]);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        let path = self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+                        return Err(tracefs_err(&path, e, "reading the raw pipe"));
+                    }
+                }
+            }
+        }
+        Ok(pages)
+    }
+
+    /// The kernel's counters for `cpu`'s buffer (`per_cpu/cpuN/stats` text: entries, overrun,
+    /// dropped events, read events, ...).
+    pub fn cpu_stats(&self, cpu: u32) -> Result<String, PerfError> {
+        let path = self.dir.join(format!("per_cpu/cpu{cpu}/stats"));
+        std::fs::read_to_string(&path).map_err(|e| tracefs_err(&path, e, "reading buffer stats"))
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        self.pipes.clear();
+        // rmdir fails while the kernel still holds a reader reference; retry briefly.
+        for _ in 0..50 {
+            match std::fs::remove_dir(&self.dir) {
+                Ok(()) => return,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::unescape_mount;
