@@ -5,6 +5,7 @@
 pub mod calls;
 pub mod labels;
 pub mod monitor;
+pub mod perfdata;
 pub mod profile;
 pub mod trace;
 

@@ -2,7 +2,9 @@
 #![forbid(unsafe_code)]
 
 pub mod calls;
+pub mod firefox;
 pub mod monitor;
+pub mod pprof;
 pub mod profile;
 pub mod trace;
 

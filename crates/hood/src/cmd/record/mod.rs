@@ -5,7 +5,7 @@ pub(crate) mod child;
 mod collect;
 mod control;
 pub mod detach;
-mod snapshot;
+pub(crate) mod snapshot;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -37,12 +37,16 @@ pub enum FormatArg {
     Collapsed,
     /// Interactive flamegraph SVG.
     Svg,
+    /// pprof profile.proto, gzip-compressed (go tool pprof, Pyroscope, Parca).
+    Pprof,
+    /// Firefox Profiler processed format, gzip-compressed JSON (profiler.firefox.com).
+    Firefox,
 }
 
 /// Arguments of `hood report`.
 #[derive(Debug, Clone, Args)]
 pub struct ReportArgs {
-    /// Recording to read.
+    /// Recording to read (hood's own, or a perf.data file written by `perf record`).
     #[arg(short = 'i', long = "input", default_value = "hood.data")]
     pub input: PathBuf,
     /// Fold rows below this percentage into one line.

@@ -1,0 +1,190 @@
+use std::io::Read;
+
+use flate2::read::GzDecoder;
+use hood_model::profile::aggregate::Filter;
+use hood_model::profile::{DsoFile, Func, Mode, Process, Profile, RecordMeta, Sample, Thread};
+use prost::Message;
+
+use super::*;
+
+/// A profile with user stacks main->work60 (6x), main->work10 (1x, other thread) and a kernel
+/// stack in pid 2, plus one idle sample.
+pub(crate) fn small_profile() -> Profile {
+    let f = |name: &str, dso: &str, kernel: bool| Func {
+        name: name.into(),
+        dso: dso.into(),
+        kernel,
+        resolved: true,
+    };
+    let mut prof = Profile {
+        meta: RecordMeta {
+            event: "cpu-clock".into(),
+            freq_hz: 1000,
+            mode: "system".into(),
+            ..RecordMeta::default()
+        },
+        funcs: vec![
+            f("main", "split", false),
+            f("work60", "split", false),
+            f("work10", "split", false),
+            f("do_syscall_64", "[kernel.kallsyms]", true),
+            f("pv_native_safe_halt", "[kernel.kallsyms]", true),
+        ],
+        stacks: vec![vec![], vec![1, 0], vec![2, 0], vec![3, 0], vec![4]],
+        processes: vec![
+            Process {
+                pid: 0,
+                comm: "swapper".into(),
+                threads: vec![],
+            },
+            Process {
+                pid: 7,
+                comm: "split".into(),
+                threads: vec![
+                    Thread {
+                        tid: 7,
+                        comm: "split".into(),
+                    },
+                    Thread {
+                        tid: 8,
+                        comm: "helper".into(),
+                    },
+                ],
+            },
+        ],
+        ..Profile::default()
+    };
+    prof.dso_files.insert(
+        "split".into(),
+        DsoFile {
+            path: "/tmp/split".into(),
+            build_id: Some("abcd".into()),
+        },
+    );
+    let mut t = 1_000;
+    let mut push = |pid, tid, mode, stack| {
+        t += 1_000_000;
+        prof.samples.push(Sample {
+            pid,
+            tid,
+            cpu: 0,
+            time: t,
+            period: 1_000_000,
+            mode,
+            stack,
+        });
+    };
+    for _ in 0..6 {
+        push(7, 7, Mode::User, 1);
+    }
+    push(7, 8, Mode::User, 2);
+    push(7, 7, Mode::Kernel, 3);
+    push(0, 0, Mode::Idle, 4);
+    prof
+}
+
+fn decode(prof: &Profile, filter: &Filter) -> proto::Profile {
+    let opts = ReportOptions {
+        filter: filter.clone(),
+        ..ReportOptions::default()
+    };
+    let mut gz = Vec::new();
+    render_pprof(prof, &opts, &mut gz).unwrap();
+    let mut bytes = Vec::new();
+    GzDecoder::new(&gz[..]).read_to_end(&mut bytes).unwrap();
+    proto::Profile::decode(&bytes[..]).expect("valid profile.proto")
+}
+
+fn leaf_name(p: &proto::Profile, s: &proto::Sample) -> String {
+    let loc = &p.location[(s.location_id[0] - 1) as usize];
+    let func = &p.function[(loc.line[0].function_id - 1) as usize];
+    p.string_table[func.name as usize].clone()
+}
+
+fn label<'a>(p: &'a proto::Profile, s: &proto::Sample, key: &str) -> (&'a str, i64) {
+    let l = s
+        .label
+        .iter()
+        .find(|l| p.string_table[l.key as usize] == key)
+        .unwrap_or_else(|| panic!("no label {key}"));
+    (p.string_table[l.str as usize].as_str(), l.num)
+}
+
+#[test]
+fn round_trips_counts_names_labels_and_mappings() {
+    let prof = small_profile();
+    let p = decode(&prof, &Filter::default());
+    assert_eq!(p.string_table[0], "");
+    assert_eq!(p.string_table[p.default_sample_type as usize], "samples");
+    assert_eq!(p.period, 1_000_000);
+    let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(total, 9);
+    let ns: i64 = p.sample.iter().map(|s| s.value[1]).sum();
+    assert_eq!(ns, 9_000_000);
+    let work60: i64 = p
+        .sample
+        .iter()
+        .filter(|s| leaf_name(&p, s) == "work60")
+        .map(|s| s.value[0])
+        .sum();
+    assert_eq!(work60, 6);
+    // Merged: the six identical work60 samples are one pprof sample.
+    assert_eq!(p.sample.len(), 4);
+    let helper = p
+        .sample
+        .iter()
+        .find(|s| leaf_name(&p, s) == "work10")
+        .unwrap();
+    assert_eq!(label(&p, helper, "tid").1, 8);
+    assert_eq!(label(&p, helper, "pid").1, 7);
+    assert_eq!(label(&p, helper, "comm").0, "split");
+    assert_eq!(label(&p, helper, "thread").0, "helper");
+    assert_eq!(label(&p, helper, "mode").0, "user");
+    // Stacks are leaf first: work10 then main.
+    assert_eq!(helper.location_id.len(), 2);
+    // Mappings: the file with its build-id, and the kernel.
+    let names: Vec<(&str, &str)> = p
+        .mapping
+        .iter()
+        .map(|m| {
+            (
+                p.string_table[m.filename as usize].as_str(),
+                p.string_table[m.build_id as usize].as_str(),
+            )
+        })
+        .collect();
+    assert!(names.contains(&("/tmp/split", "abcd")), "{names:?}");
+    assert!(names.iter().any(|(f, _)| *f == "[kernel.kallsyms]"));
+    let kernel = p
+        .sample
+        .iter()
+        .find(|s| leaf_name(&p, s) == "do_syscall_64")
+        .unwrap();
+    let loc = &p.location[(kernel.location_id[0] - 1) as usize];
+    let m = &p.mapping[(loc.mapping_id - 1) as usize];
+    assert_eq!(p.string_table[m.filename as usize], "[kernel.kallsyms]");
+}
+
+#[test]
+fn filter_limits_the_samples() {
+    let prof = small_profile();
+    let f = Filter {
+        mode: Some(Mode::Kernel),
+        ..Filter::default()
+    };
+    let p = decode(&prof, &f);
+    let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(total, 1);
+    assert_eq!(leaf_name(&p, &p.sample[0]), "do_syscall_64");
+}
+
+#[test]
+fn empty_profile_is_still_a_valid_message() {
+    let prof = Profile {
+        stacks: vec![vec![]],
+        ..Profile::default()
+    };
+    let p = decode(&prof, &Filter::default());
+    assert!(p.sample.is_empty());
+    assert_eq!(p.sample_type.len(), 2);
+}
