@@ -259,24 +259,29 @@ pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
     for s in f.samples(prof) {
         *by_stack.entry((s.pid, s.stack)).or_insert(0) += 1;
     }
+    // Frame names are sanitized once per function, not once per occurrence.
+    let names: Vec<String> = prof
+        .funcs
+        .iter()
+        .map(|f| {
+            let mut n = sanitize(&f.name);
+            if f.kernel {
+                n.push_str("_[k]");
+            }
+            n
+        })
+        .collect();
+    let mut comms: HashMap<u32, String> = HashMap::default();
     let mut lines: HashMap<String, u64> = HashMap::default();
     for ((pid, stack), n) in by_stack {
-        let mut line = sanitize(&prof.comm(pid));
-        let frames = prof
-            .stacks
-            .get(stack as usize)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+        let mut line = comms.entry(pid).or_insert_with(|| sanitize(&prof.comm(pid))).clone();
+        let frames = prof.stacks.get(stack as usize).map(Vec::as_slice).unwrap_or(&[]);
         if frames.is_empty() {
             line.push_str(";[unknown]");
         }
         for &fid in frames.iter().rev() {
-            let func = &prof.funcs[fid as usize];
             line.push(';');
-            line.push_str(&sanitize(&func.name));
-            if func.kernel {
-                line.push_str("_[k]");
-            }
+            line.push_str(&names[fid as usize]);
         }
         *lines.entry(line).or_insert(0) += n;
     }
