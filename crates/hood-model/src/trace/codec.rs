@@ -139,7 +139,18 @@ pub fn load(path: &Path) -> Result<Trace, ModelError> {
             tags::trace::PROCESS => t
                 .processes
                 .push(json::<ProcessPayload>(&c.data, "PROCESS", c.offset)?.process),
-            tags::trace::EVENTS => t.events.push(decode_events(&c.data, c.offset)?),
+            tags::trace::EVENTS => {
+                // A long thread is split over several chunks: join its parts in order.
+                let e = decode_events(&c.data, c.offset)?;
+                match t
+                    .events
+                    .iter_mut()
+                    .find(|x| x.pid == e.pid && x.tid == e.tid)
+                {
+                    Some(x) => x.events.extend(e.events),
+                    None => t.events.push(e),
+                }
+            }
             tags::trace::SWITCHES => {
                 if c.data.len() < 4 {
                     return Err(ModelError::Malformed(format!(
