@@ -264,6 +264,11 @@ impl Instance {
         &self.dir
     }
 
+    /// The CPUs whose buffers are read.
+    pub fn cpus(&self) -> Vec<u32> {
+        self.pipes.iter().map(|(c, _)| *c).collect()
+    }
+
     /// The events enabled, as `(sys, name)`.
     pub fn enabled(&self) -> &[(String, String)] {
         &self.enabled

@@ -3,6 +3,7 @@
 
 pub mod calls;
 pub mod firefox;
+pub mod labels;
 pub mod monitor;
 pub mod pprof;
 pub mod profile;

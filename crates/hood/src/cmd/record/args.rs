@@ -45,6 +45,10 @@ pub struct RecordArgs {
     /// Testing aid: sleep this long between ring drains (provokes lost samples).
     #[arg(long = "drain-delay-ms", hide = true, default_value_t = 0)]
     pub drain_delay_ms: u64,
+    /// Also trace the irq, softirq, network and block events that tell which process each
+    /// kernel sample served (`hood report --labels`); needs root.
+    #[arg(long = "labels")]
+    pub labels: bool,
     /// Where a detached recorder (`hood start`) writes its outcome.
     #[arg(long = "detached-status", hide = true)]
     pub detached_status: Option<PathBuf>,
@@ -81,6 +85,8 @@ pub struct RecordConfig {
     pub keys: bool,
     /// Sleep between drains (testing aid).
     pub drain_delay: Duration,
+    /// Record the events of process-labeled kernel profiling.
+    pub labels: bool,
 }
 
 impl RecordArgs {
@@ -137,6 +143,7 @@ impl RecordArgs {
             output: self.output.clone(),
             duration,
             drain_delay: Duration::from_millis(self.drain_delay_ms),
+            labels: self.labels,
         })
     }
 }

@@ -5,6 +5,7 @@ pub(crate) mod child;
 mod collect;
 mod control;
 pub mod detach;
+mod labels;
 pub(crate) mod snapshot;
 
 use std::collections::BTreeMap;
@@ -86,6 +87,21 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         eprintln!("hood: {n}");
     }
     let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
+    // The labels instance exists before sampling starts and is removed on every way out.
+    let mut labels = match cfg.labels {
+        false => None,
+        true => match labels::LabelsRecorder::start(session.cpus(), &mut writer) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                if let Some(c) = child.as_mut() {
+                    c.kill();
+                }
+                drop(writer);
+                let _ = std::fs::remove_file(&cfg.output);
+                return Err(e);
+            }
+        },
+    };
     let (hostname, kernel_release) = snapshot::uname();
     let start_mono = monotonic_ns();
     let meta = RecordMeta {
@@ -144,6 +160,14 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     if control.reads_keys() {
         eprintln!("hood: recording; keys: a = pause/resume, p = print top functions, q = stop");
     }
+    if let Some(l) = &labels {
+        if let Err(e) = l.begin() {
+            if let Some(c) = child.as_mut() {
+                c.kill();
+            }
+            return Err(e);
+        }
+    }
     match child.as_mut() {
         // The child's events switch on at its exec.
         Some(c) => {
@@ -177,6 +201,13 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             error = Some(e.to_string());
             stop_reason = "write error".into();
             break;
+        }
+        if let Some(l) = labels.as_mut() {
+            if let Err(e) = l.drain(&mut writer, false) {
+                error = Some(format!("{e:#}"));
+                stop_reason = "labels error".into();
+                break;
+            }
         }
         if let Some(c) = child.as_mut() {
             if let Some(st) = c.try_wait() {
@@ -225,6 +256,11 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     }
     if let Some(t) = paused_at {
         paused += t.elapsed();
+    }
+    if let Some(l) = labels.take() {
+        if let Err(e) = l.finish(&mut writer) {
+            error.get_or_insert(format!("{e:#}"));
+        }
     }
     let end_mono = monotonic_ns();
     let finish = finalize(

@@ -41,6 +41,8 @@ pub enum FormatArg {
     Pprof,
     /// Firefox Profiler processed format, gzip-compressed JSON (profiler.firefox.com).
     Firefox,
+    /// gprof-style flat profile and call graph (with `--labels`).
+    Gprof,
 }
 
 /// Arguments of `hood report`.
@@ -73,6 +75,11 @@ pub struct ReportArgs {
     /// Sampling-interval analysis per CPU (are samples delayed?).
     #[arg(long = "intervals")]
     pub intervals: bool,
+    /// Charge each sample to the process it served (a recording made with `--labels`):
+    /// kernel time split into synchronous and asynchronous work, seed 002's `PIDu:`/`PIDk:`
+    /// naming; formats text, gprof, collapsed.
+    #[arg(long = "labels")]
+    pub labels: bool,
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,

@@ -121,7 +121,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let t = Instant::now();
-    if args.intervals {
+    if args.labels {
+        render_labels(args, &prof, &opts, &mut out)?;
+    } else if args.format == FormatArg::Gprof {
+        anyhow::bail!("--format gprof is the labeled call graph: add --labels (and record with `hood record --labels`)");
+    } else if args.intervals {
         render::render_intervals(&prof, &opts, &mut out)?;
     } else {
         match args.format {
@@ -131,6 +135,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             FormatArg::Svg => render::render_svg(&prof, &opts, &mut out)?,
             FormatArg::Pprof => hood_report::pprof::render_pprof(&prof, &opts, &mut out)?,
             FormatArg::Firefox => hood_report::firefox::render_firefox(&prof, &opts, &mut out)?,
+            FormatArg::Gprof => unreachable!("handled above"),
         }
     }
     out.flush()?;
@@ -142,6 +147,40 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `hood report --labels`: charge the samples with the recording's labels events and render.
+fn render_labels(
+    args: &ReportArgs,
+    prof: &Profile,
+    opts: &render::ReportOptions,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    use hood_report::labels as lr;
+    let Some(rec) = hood_model::labels::LabelsRecording::load(&args.input)? else {
+        anyhow::bail!(
+            "{}: recorded without --labels; record with `hood record --labels ...` (as root)",
+            args.input.display()
+        );
+    };
+    let labeled = rec.analyze(prof);
+    let view = lr::LabeledView {
+        prof,
+        labeled: &labeled,
+        source: &opts.source,
+    };
+    for w in &prof.warnings {
+        eprintln!("hood: warning: {w}");
+    }
+    match args.format {
+        FormatArg::Text => lr::render_labels_text(&view, opts.min_percent, out)?,
+        FormatArg::Gprof => lr::render_labels_gprof(&view, out)?,
+        FormatArg::Collapsed => lr::render_labels_collapsed(&view, out)?,
+        other => anyhow::bail!(
+            "--labels renders text, gprof or collapsed, not {other:?}; drop --labels for the plain profile"
+        ),
+    }
+    Ok(())
 }
 
 /// The recorder's `p` key: the top functions of the file written so far.

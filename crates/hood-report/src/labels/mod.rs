@@ -1,0 +1,116 @@
+//! Process-labeled kernel profile reports (`hood report --labels`, seed 002): every sample
+//! charged to the process it served. Text (per-process split of kernel time into synchronous
+//! and asynchronous work, flat profiles named `PIDu:func` / `PIDk:func`), a gprof-style flat
+//! profile and call graph with edges across the user→kernel boundary, and collapsed stacks
+//! whose first frame is the charged process.
+
+pub mod collapsed;
+pub mod gprof;
+pub mod stacks;
+pub mod text;
+
+use hood_model::labels::{Charge, Labeled};
+use hood_model::profile::Profile;
+
+pub use collapsed::render_labels_collapsed;
+pub use gprof::render_labels_gprof;
+pub use text::render_labels_text;
+
+/// A profile with one charge per sample.
+#[derive(Debug, Clone, Copy)]
+pub struct LabeledView<'a> {
+    /// The symbolized profile.
+    pub prof: &'a Profile,
+    /// The charges and completeness checks.
+    pub labeled: &'a Labeled,
+    /// Name of the recording, for headers.
+    pub source: &'a str,
+}
+
+impl<'a> LabeledView<'a> {
+    /// Samples with their charges.
+    pub fn charged(&self) -> impl Iterator<Item = (&'a hood_model::profile::Sample, Charge)> + 'a {
+        let charges = &self.labeled.attribution.charges;
+        self.prof.samples.iter().zip(charges.iter().copied())
+    }
+
+    /// Display label of a charge: the process as `PID comm`, or `[kernel]`, `[other]`,
+    /// `[idle]`.
+    pub fn owner(&self, c: Charge) -> String {
+        match c.pid() {
+            Some(p) => format!("{p} {}", self.prof.comm(p)),
+            None => bucket(c).to_string(),
+        }
+    }
+
+    /// Prefix of function names of a charge: `PID` or the bucket name.
+    pub fn prefix(&self, c: Charge) -> String {
+        match c.pid() {
+            Some(p) => p.to_string(),
+            None => bucket(c).to_string(),
+        }
+    }
+
+    /// Seconds a sample stands for when the event is a clock (period in ns), else `None`.
+    pub fn clock_event(&self) -> bool {
+        self.prof.meta.event.contains("clock")
+    }
+}
+
+/// `[kernel]`, `[other]`, `[idle]` for charges without a process.
+pub fn bucket(c: Charge) -> &'static str {
+    match c {
+        Charge::Idle => "[idle]",
+        Charge::Kernel => "[kernel]",
+        Charge::Other(_) => "[other]",
+        Charge::Sync(_) | Charge::Async(..) => "",
+    }
+}
+
+/// Header lines shared by the renderers: completeness of the event stream (received versus
+/// the kernel's counts) and how the tags fared.
+pub fn header_lines(v: &LabeledView<'_>) -> Vec<String> {
+    let l = v.labeled;
+    let mut out = vec![format!(
+        "process-labeled kernel profile of {}: {} samples, {} events ({} NET_RX packets, {} consumed; {} block requests, {} with a waiter)",
+        v.source,
+        v.prof.samples.len(),
+        l.events,
+        l.attribution.tags.net,
+        l.attribution.tags.net_consumed,
+        l.attribution.tags.block,
+        l.attribution.tags.block_consumed,
+    )];
+    let per: Vec<String> = l
+        .per_cpu
+        .iter()
+        .map(|(cpu, c)| format!("cpu{cpu} {}/{}", c.received, c.kernel.written()))
+        .collect();
+    if !l.finalized {
+        out.push("WARNING: the recording was not finalized; the kernel's event counts are unknown, completeness unchecked".into());
+    } else if l.shortfall() > 0 {
+        out.push(format!(
+            "WARNING: {} traced events missing (received/kernel per CPU: {}); charges near the gaps may be wrong",
+            l.shortfall(),
+            per.join(", ")
+        ));
+    } else {
+        out.push(format!(
+            "events complete: received = kernel's count on every CPU ({})",
+            per.join(", ")
+        ));
+    }
+    if l.decode.malformed_pages > 0 || l.decode.pages_with_loss > 0 {
+        out.push(format!(
+            "WARNING: {} pages did not decode, {} pages flagged lost events ({} counted)",
+            l.decode.malformed_pages, l.decode.pages_with_loss, l.decode.missed_in_pages
+        ));
+    }
+    if !l.missing_events.is_empty() {
+        out.push(format!(
+            "note: the recording kernel lacked {}",
+            l.missing_events.join(", ")
+        ));
+    }
+    out
+}
