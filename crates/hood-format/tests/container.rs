@@ -14,7 +14,10 @@ fn sample_file(kind: FileKind) -> Vec<u8> {
     w.finish().unwrap()
 }
 
-fn read_all(bytes: Vec<u8>) -> Result<(Vec<(u32, Vec<u8>)>, Vec<String>), FormatError> {
+/// Tagged payloads and the reader's warnings.
+type ReadBack = (Vec<(u32, Vec<u8>)>, Vec<String>);
+
+fn read_all(bytes: Vec<u8>) -> Result<ReadBack, FormatError> {
     let mut r = Reader::from_bytes(bytes, "mem")?;
     let mut out = Vec::new();
     for c in r.chunks() {

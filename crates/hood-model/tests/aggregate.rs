@@ -17,26 +17,28 @@ fn func(name: &str, dso: &str, kernel: bool) -> Func {
 /// Process 10 "app": main→a (6 samples), main→b (3), main→b→sys_read[k] (1, kernel).
 /// Process 20 "other": main (2). Idle: 4 samples with no frames.
 fn profile() -> Profile {
-    let mut p = Profile::default();
-    p.funcs = vec![
-        func("main", "app", false),
-        func("a", "app", false),
-        func("b", "libx.so", false),
-        func("sys_read", "[kernel.kallsyms]", true),
-    ];
-    p.stacks = vec![vec![], vec![1, 0], vec![2, 0], vec![3, 2, 0], vec![0]];
-    p.processes = vec![
-        Process {
-            pid: 10,
-            comm: "app".into(),
-            threads: vec![],
-        },
-        Process {
-            pid: 20,
-            comm: "other".into(),
-            threads: vec![],
-        },
-    ];
+    let mut p = Profile {
+        funcs: vec![
+            func("main", "app", false),
+            func("a", "app", false),
+            func("b", "libx.so", false),
+            func("sys_read", "[kernel.kallsyms]", true),
+        ],
+        stacks: vec![vec![], vec![1, 0], vec![2, 0], vec![3, 2, 0], vec![0]],
+        processes: vec![
+            Process {
+                pid: 10,
+                comm: "app".into(),
+                threads: vec![],
+            },
+            Process {
+                pid: 20,
+                comm: "other".into(),
+                threads: vec![],
+            },
+        ],
+        ..Profile::default()
+    };
     let mut t = 0;
     let mut push = |pid, stack, mode, n| {
         for _ in 0..n {

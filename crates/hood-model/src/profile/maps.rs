@@ -164,7 +164,7 @@ pub fn load_proc_maps(
 
 /// Decode lowercase/uppercase hex; `None` on bad input.
 pub fn hex_decode(h: &str) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     (0..h.len())
