@@ -74,10 +74,11 @@ fn irq_time_measures_handlers_and_cleans_up() {
         .expect("instances")
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("hood-"))
-        .filter(|n| {
-            let pid = n.trim_start_matches("hood-");
-            !Path::new("/proc").join(pid).exists()
+        // Only the monitor's own instances (`hood-PID`); other hood tools use other prefixes.
+        .filter_map(|n| {
+            let pid = n.strip_prefix("hood-")?;
+            (pid.chars().all(|c| c.is_ascii_digit()) && !Path::new("/proc").join(pid).exists())
+                .then_some(n)
         })
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
