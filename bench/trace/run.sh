@@ -14,8 +14,8 @@ trap 'rm -rf "$WORK" "$SHM"' EXIT
 (cd "$ROOT" && cargo build --release -q -p hood-rt -p hood)
 LIB=$TARGET/release/libhood_rt.so
 HOOD=$TARGET/release/hood
-gcc -O2 -finstrument-functions "$HERE/fib.c" -o "$WORK/fib"
-gcc -O2 "$HERE/fib.c" -o "$WORK/fib_plain"
+gcc -O2 -finstrument-functions "$HERE/../calls/fib.c" -o "$WORK/fib"
+gcc -O2 "$HERE/../calls/fib.c" -o "$WORK/fib_plain"
 CALLS=$(python3 -c "a,b=0,1
 for _ in range($N+1): a,b=b,a+b
 print(2*a-1)")
