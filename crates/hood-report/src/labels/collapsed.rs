@@ -11,7 +11,7 @@ use crate::ReportError;
 
 /// One line per distinct charged stack: the first frame is the charged process name (or
 /// `[kernel]`, `[other]`, `[idle]`), async work carries `[async KIND]` before the handler's
-/// frames, then frames root to leaf, then the sample count.
+/// frames, then frames root to leaf (kernel ones suffixed `_[k]`), then the sample count.
 pub fn render_labels_collapsed(
     v: &LabeledView<'_>,
     out: &mut dyn Write,
@@ -33,7 +33,13 @@ pub fn render_labels_collapsed(
         for &f in charged_frames(v.prof, s, c).iter().rev() {
             line.push(';');
             match v.prof.funcs.get(f as usize) {
-                Some(func) => line.push_str(&func.name.replace(';', ":")),
+                Some(func) => {
+                    line.push_str(&func.name.replace(';', ":"));
+                    // flamegraph.pl's marker for kernel frames, as the plain collapsed output.
+                    if func.kernel {
+                        line.push_str("_[k]");
+                    }
+                }
                 None => line.push_str("[unknown]"),
             }
         }

@@ -1,0 +1,277 @@
+//! `hood record --labels` / `hood report --labels` on known-answer workloads, run for real:
+//! loopback UDP (perf charges the receive softirq to the sender; hood must charge it to the
+//! receiver), O_DIRECT disk reads (completions charged to the reader), and the system's
+//! tracing state left as found, also after the recorder is killed.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Whether `frames` contain any of `names`.
+fn has(frames: &[String], names: &[&str]) -> bool {
+    frames
+        .iter()
+        .any(|f| names.contains(&f.strip_suffix("_[k]").unwrap_or(f)))
+}
+
+fn sum(stacks: &[(Vec<String>, u64)], pred: impl Fn(&[String]) -> bool) -> u64 {
+    stacks.iter().filter(|(f, _)| pred(f)).map(|(_, n)| n).sum()
+}
+
+fn report(file: &Path, args: &[&str]) -> String {
+    let out = run(hood().arg("report").arg("-i").arg(file).args(args));
+    assert!(out.status.success(), "report failed:\n{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// What a run could change in tracefs: the instances, and the top-level enabled events,
+/// tracing switch and tracer.
+fn tracing_state() -> String {
+    let root = Path::new(TRACEFS);
+    let mut names: Vec<String> = std::fs::read_dir(root.join("instances"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                // A killed earlier run's instance is removed by the next recorder: not state.
+                .filter(|n| !stale(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap_or_default();
+    format!(
+        "instances: {names:?}\nset_event: {}\ntracing_on: {}\ncurrent_tracer: {}",
+        read("set_event"),
+        read("tracing_on"),
+        read("current_tracer")
+    )
+}
+
+/// A `hood-labels-PID` instance whose recorder is dead.
+fn stale(name: &str) -> bool {
+    name.strip_prefix("hood-labels-")
+        .is_some_and(|pid| !Path::new("/proc").join(pid).exists())
+}
+
+fn ensure_tracefs() {
+    if !Path::new(TRACEFS).join("instances").is_dir() {
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status();
+    }
+}
+
+#[test]
+fn udp_receive_path_is_charged_to_the_receiver() {
+    if !privileged("udp_receive_path_is_charged_to_the_receiver") {
+        return;
+    }
+    let _serial = perf_lock();
+    ensure_tracefs();
+    let before = tracing_state();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("udp.data");
+    let prog = c_program("labels_udp");
+    let out = record(
+        &file,
+        &["--labels", "-F", "999", "--", prog.to_str().unwrap(), "2"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(tracing_state(), before, "tracing state changed by the run");
+
+    let rx = ["net_rx_action", "__netif_receive_skb", "process_backlog"];
+    // Plain profile: perf's view puts the receive softirq on the sender.
+    let plain = collapsed(&file, &[]);
+    let perf_rx_on_sender = sum(&plain, |f| f[0] == "udp_send" && has(f, &rx));
+    assert!(
+        perf_rx_on_sender >= 20,
+        "too few receive-path samples on the sender to judge ({perf_rx_on_sender}):\n{plain:?}"
+    );
+    // Labeled: the receive path belongs to the receiver, marked as async NET_RX work.
+    let labeled = collapsed(&file, &["--labels"]);
+    let rx_on_receiver = sum(&labeled, |f| {
+        f[0] == "udp_recv" && f.get(1).map(String::as_str) == Some("[async NET_RX]") && has(f, &rx)
+    });
+    let rx_left_on_sender = sum(&labeled, |f| f[0] == "udp_send" && has(f, &rx));
+    assert!(
+        rx_on_receiver as f64 >= 0.8 * perf_rx_on_sender as f64,
+        "receiver got {rx_on_receiver} of {perf_rx_on_sender} receive-path samples (sender kept {rx_left_on_sender})"
+    );
+    assert!(
+        (rx_left_on_sender as f64) < 0.2 * perf_rx_on_sender as f64,
+        "sender kept {rx_left_on_sender} of {perf_rx_on_sender} receive-path samples"
+    );
+    eprintln!(
+        "receive-path samples: perf puts {perf_rx_on_sender} on the sender; labeled: receiver {rx_on_receiver}, sender {rx_left_on_sender}"
+    );
+    // The sender keeps its transmit path.
+    let tx = ["udp_sendmsg", "udp_send_skb", "ip_send_skb"];
+    let tx_plain = sum(&plain, |f| {
+        f[0] == "udp_send" && has(f, &tx) && !has(f, &rx)
+    });
+    let tx_labeled = sum(&labeled, |f| f[0] == "udp_send" && has(f, &tx));
+    assert!(tx_plain > 0, "no transmit samples at all");
+    assert!(
+        tx_labeled as f64 >= 0.9 * tx_plain as f64,
+        "sender's transmit path shrank from {tx_plain} to {tx_labeled} samples"
+    );
+    // Text report: complete event stream, the receiver's async share, seed 002 naming.
+    let txt = report(&file, &["--labels"]);
+    assert!(txt.contains("events complete"), "{txt}");
+    let recv_line = txt
+        .lines()
+        .find(|l| l.starts_with("== ") && l.contains("udp_recv"))
+        .unwrap_or_else(|| panic!("no receiver section:\n{txt}"));
+    assert!(!recv_line.contains("async NET_RX 0 "), "{recv_line}");
+    assert!(
+        txt.lines().any(|l| l.contains("k:net_rx_action")
+            || l.contains("k:udp_queue_rcv_one_skb")
+            || l.contains("k:__udp4_lib_rcv")),
+        "no PIDk: receive functions:\n{txt}"
+    );
+    // gprof: the receiver's synthetic async frame calls the softirq frames; user -> kernel
+    // edges of the sender's sendto cross the boundary.
+    let g = report(&file, &["--labels", "--format", "gprof"]);
+    assert!(g.contains("Call graph:"), "{g}");
+    assert!(g.contains("k:[async NET_RX]"), "{g}");
+    let sender_pid = txt
+        .lines()
+        .find(|l| l.contains("udp_send") && !l.starts_with("=="))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("sender row")
+        .to_string();
+    let boundary = g.lines().any(|l| l.contains(&format!("{sender_pid}u:")))
+        && g.lines().any(|l| l.contains(&format!("{sender_pid}k:")));
+    assert!(
+        boundary,
+        "sender has no user and kernel functions in the graph:\n{g}"
+    );
+}
+
+#[test]
+fn direct_io_completions_are_charged_to_the_reader() {
+    if !privileged("direct_io_completions_are_charged_to_the_reader") {
+        return;
+    }
+    let _serial = perf_lock();
+    ensure_tracefs();
+    // The data file must live on the machine's block device, not on tmpfs.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let data = dir.path().join("dio.bin");
+    let file = dir.path().join("dio.data");
+    let prog = c_program("labels_dio");
+    let mut reader = Command::new(&prog)
+        .arg(&data)
+        .arg("4")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start reader");
+    // Let it write its file and start reading.
+    std::thread::sleep(Duration::from_millis(700));
+    let out = record(&file, &["--labels", "-a", "-d", "2"]);
+    let _ = reader.wait();
+    assert!(out.status.success(), "{}", text(&out));
+    let labeled = collapsed(&file, &["--labels"]);
+    let done = [
+        "blk_done_softirq",
+        "virtblk_done",
+        "blk_mq_end_request",
+        "blk_update_request",
+    ];
+    let all = sum(&labeled, |f| has(f, &done));
+    let reader_async = sum(&labeled, |f| {
+        f[0] == "dio_reader"
+            && f.get(1).map(String::as_str) == Some("[async BLOCK]")
+            && has(f, &done)
+    });
+    eprintln!("completion samples: {all}, charged to the reader as async BLOCK: {reader_async}");
+    assert!(all >= 10, "too few completion samples ({all})");
+    assert!(
+        reader_async as f64 >= 0.8 * all as f64,
+        "reader got {reader_async} of {all} completion samples:\n{:?}",
+        labeled
+            .iter()
+            .filter(|(f, _)| has(f, &done))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn killed_recorder_leaves_an_instance_the_next_run_removes() {
+    if !privileged("killed_recorder_leaves_an_instance_the_next_run_removes") {
+        return;
+    }
+    let _serial = perf_lock();
+    ensure_tracefs();
+    let before = tracing_state();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("killed.data");
+    let mut rec = hood()
+        .args(["record", "--labels", "-a", "-d", "30", "-o"])
+        .arg(&file)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start recorder");
+    let name = format!("hood-labels-{}", rec.id());
+    let inst = Path::new(TRACEFS).join("instances").join(&name);
+    let t0 = Instant::now();
+    while !inst.join("tracing_on").exists() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(inst.is_dir(), "recorder never created {name}");
+    // Long enough for the recorder to flush its first chunks (it writes at least every second).
+    std::thread::sleep(Duration::from_millis(2500));
+    rec.kill().expect("SIGKILL");
+    let _ = rec.wait();
+    assert!(
+        inst.is_dir(),
+        "a SIGKILLed recorder cannot clean up; {name} should remain"
+    );
+    // The killed run's file is readable and says it was not finalized.
+    let out = run(hood().args(["report", "--labels", "-i"]).arg(&file));
+    let txt = text(&out);
+    assert!(txt.contains("not finalized"), "{txt}");
+    // The next run removes the stale instance and leaves everything as before.
+    let out = record(
+        &dir.path().join("next.data"),
+        &["--labels", "-a", "-d", "0.5"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!inst.exists(), "stale {name} not removed");
+    assert_eq!(
+        tracing_state(),
+        before,
+        "tracing state differs after kill + rerun"
+    );
+}
+
+#[test]
+fn gprof_without_labels_and_labels_without_events_explain_themselves() {
+    if !privileged("gprof_without_labels_and_labels_without_events_explain_themselves") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain.data");
+    let prog = c_program("spinner");
+    let out = record(&file, &["-F", "499", "--", prog.to_str().unwrap(), "300"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let out = run(hood().args(["report", "--labels", "-i"]).arg(&file));
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("recorded without --labels"),
+        "{}",
+        text(&out)
+    );
+    let out = run(hood()
+        .args(["report", "--format", "gprof", "-i"])
+        .arg(&file));
+    assert!(!out.status.success());
+    assert!(text(&out).contains("add --labels"), "{}", text(&out));
+}
