@@ -3,9 +3,9 @@
 
 mod file;
 mod report;
-mod run;
+pub(crate) mod run;
 mod segments;
-mod symbols;
+pub(crate) mod symbols;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -26,7 +26,7 @@ pub struct GetConfig {
 }
 
 /// Where libhood_rt.so is: `$HOOD_RT_LIB`, next to the hood binary, or ../lib/hood/.
-fn runtime_library() -> anyhow::Result<PathBuf> {
+pub(crate) fn runtime_library() -> anyhow::Result<PathBuf> {
     if let Some(p) = std::env::var_os("HOOD_RT_LIB") {
         let p = PathBuf::from(p);
         if !p.is_file() {

@@ -35,25 +35,19 @@ fn parse_maps(text: &str) -> Vec<Mapping> {
         .collect()
 }
 
-/// Fill `p.symbols` for every function address in its tables.
-pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut Symbolizer) {
-    let live_maps = if live {
-        std::fs::read_to_string(format!("/proc/{}/maps", p.pid)).ok()
-    } else {
-        None
-    };
-    let maps = parse_maps(live_maps.as_deref().unwrap_or(segment_maps));
+/// Name each function address through the executable mappings in `maps_text` (a
+/// /proc/PID/maps text), batched per file. Addresses without a symbol are left out; `notes`
+/// says how many and why.
+pub fn name_functions(
+    funcs: &[u64],
+    maps_text: &str,
+    sym: &mut Symbolizer,
+    notes: &mut Vec<String>,
+) -> BTreeMap<u64, String> {
+    let maps = parse_maps(maps_text);
     let mut by_file: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
     let mut unmapped = 0usize;
-    let mut funcs: Vec<u64> = p
-        .threads
-        .iter()
-        .flat_map(|t| t.paths.iter().map(|e| e.func))
-        .filter(|&f| f != 0)
-        .collect();
-    funcs.sort_unstable();
-    funcs.dedup();
-    for f in funcs {
+    for &f in funcs {
         match maps.iter().find(|m| m.start <= f && f < m.end) {
             Some(m) => by_file
                 .entry(&m.path)
@@ -62,6 +56,7 @@ pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut S
             None => unmapped += 1,
         }
     }
+    let mut out = BTreeMap::new();
     for (file, list) in by_file {
         let offs: Vec<u64> = list.iter().map(|&(_, o)| o).collect();
         let res = sym.symbolize_file(Path::new(file), None, &offs);
@@ -69,26 +64,50 @@ pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut S
         for (&(addr, _), r) in list.iter().zip(res) {
             match r {
                 Ok(s) if s.offset == 0 => {
-                    p.symbols.insert(addr, s.name);
+                    out.insert(addr, s.name);
                 }
                 Ok(s) => {
-                    p.symbols
-                        .insert(addr, format!("{}+{:#x}", s.name, s.offset));
+                    out.insert(addr, format!("{}+{:#x}", s.name, s.offset));
                 }
                 Err(_) => missing += 1,
             }
         }
         if missing > 0 {
-            p.notes.push(format!(
+            notes.push(format!(
                 "{missing} functions in {file} have no symbol (stripped?); shown as addresses"
             ));
         }
     }
     if unmapped > 0 {
-        p.notes.push(format!(
+        notes.push(format!(
             "{unmapped} function addresses were outside the recorded mappings; shown as addresses"
         ));
     }
+    out
+}
+
+/// Fill `p.symbols` for every function address in its tables.
+pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut Symbolizer) {
+    let live_maps = if live {
+        std::fs::read_to_string(format!("/proc/{}/maps", p.pid)).ok()
+    } else {
+        None
+    };
+    let mut funcs: Vec<u64> = p
+        .threads
+        .iter()
+        .flat_map(|t| t.paths.iter().map(|e| e.func))
+        .filter(|&f| f != 0)
+        .collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    let names = name_functions(
+        &funcs,
+        live_maps.as_deref().unwrap_or(segment_maps),
+        sym,
+        &mut p.notes,
+    );
+    p.symbols.extend(names);
 }
 
 /// A symbolizer with default options.

@@ -127,7 +127,10 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             }
         }
         let symbols = match sym.as_mut() {
-            Some(sym) => resolve(&funcs, &s.maps, sym, &mut notes),
+            Some(sym) => {
+                let list: Vec<u64> = funcs.iter().copied().collect();
+                crate::cmd::calls::symbols::name_functions(&list, &s.maps, sym, &mut notes)
+            }
             None => BTreeMap::new(),
         };
         let tags = s
@@ -190,78 +193,4 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
         })
         .collect();
     (procs, events)
-}
-
-struct Mapping {
-    start: u64,
-    end: u64,
-    offset: u64,
-    path: String,
-}
-
-fn parse_maps(text: &str) -> Vec<Mapping> {
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let (range, perms) = (it.next()?, it.next()?);
-            let offset = u64::from_str_radix(it.next()?, 16).ok()?;
-            let (_dev, _inode) = (it.next()?, it.next()?);
-            let path = it.collect::<Vec<_>>().join(" ");
-            let (s, e) = range.split_once('-')?;
-            (perms.contains('x') && path.starts_with('/')).then_some(Mapping {
-                start: u64::from_str_radix(s, 16).ok()?,
-                end: u64::from_str_radix(e, 16).ok()?,
-                offset,
-                path,
-            })
-        })
-        .collect()
-}
-
-/// Name every address in `funcs` through the mappings recorded in the segment.
-fn resolve(
-    funcs: &BTreeSet<u64>,
-    maps_text: &str,
-    sym: &mut Symbolizer,
-    notes: &mut Vec<String>,
-) -> BTreeMap<u64, String> {
-    let maps = parse_maps(maps_text);
-    let mut by_file: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
-    let mut out = BTreeMap::new();
-    for &f in funcs {
-        if let Some(m) = maps.iter().find(|m| m.start <= f && f < m.end) {
-            by_file
-                .entry(&m.path)
-                .or_default()
-                .push((f, f - m.start + m.offset));
-        }
-    }
-    for (file, list) in by_file {
-        let offs: Vec<u64> = list.iter().map(|&(_, o)| o).collect();
-        let res = sym.symbolize_file(Path::new(file), None, &offs);
-        let mut missing = 0;
-        for (&(addr, _), r) in list.iter().zip(res) {
-            match r {
-                Ok(s) if s.offset == 0 => {
-                    out.insert(addr, s.name);
-                }
-                Ok(s) => {
-                    out.insert(addr, format!("{}+{:#x}", s.name, s.offset));
-                }
-                Err(_) => missing += 1,
-            }
-        }
-        if missing > 0 {
-            notes.push(format!(
-                "{missing} functions in {file} have no symbol (stripped?); shown as addresses"
-            ));
-        }
-    }
-    let unnamed = funcs.len() - out.len();
-    if unnamed > 0 && notes.is_empty() {
-        notes.push(format!(
-            "{unnamed} function addresses could not be named; shown as addresses"
-        ));
-    }
-    out
 }

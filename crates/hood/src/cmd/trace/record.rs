@@ -29,35 +29,6 @@ pub struct RecordConfig {
     pub argv: Vec<String>,
 }
 
-/// Where libhood_rt.so is: `$HOOD_RT_LIB`, next to the hood binary, or ../lib/hood/.
-fn runtime_library() -> anyhow::Result<PathBuf> {
-    if let Some(p) = std::env::var_os("HOOD_RT_LIB") {
-        let p = PathBuf::from(p);
-        if !p.is_file() {
-            bail!(
-                "HOOD_RT_LIB={} does not name a file; point it at libhood_rt.so",
-                p.display()
-            );
-        }
-        return Ok(p);
-    }
-    let exe = std::env::current_exe().context("locating the hood executable")?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    for cand in [
-        dir.join("libhood_rt.so"),
-        dir.join("../lib/hood/libhood_rt.so"),
-    ] {
-        if cand.is_file() {
-            return Ok(cand);
-        }
-    }
-    bail!(
-        "cannot find libhood_rt.so next to {}: build it with `cargo build --release -p hood-rt` \
-         or set HOOD_RT_LIB=/path/to/libhood_rt.so",
-        exe.display()
-    )
-}
-
 fn private_dir() -> anyhow::Result<PathBuf> {
     let base = std::env::var_os("HOOD_SHM_DIR")
         .map(PathBuf::from)
@@ -81,7 +52,7 @@ pub fn record(cfg: RecordConfig) -> anyhow::Result<ExitCode> {
             cfg.buffer
         );
     }
-    let lib = runtime_library()?;
+    let lib = crate::cmd::calls::run::runtime_library()?;
     let (prog, _) = cfg.argv.split_first().context("no command given")?;
     let dir = private_dir()?;
     let result = run_and_collect(&cfg, &lib, &dir, prog);
