@@ -66,7 +66,7 @@ pub enum Pushed {
 
 /// Decode `rec` into `out`.
 pub fn push(out: &mut Decoded, rec: &RawEventRecord) -> Pushed {
-    if would_panic(rec) {
+    if would_panic(rec) || !super::check::sample(rec) {
         return Pushed::Malformed;
     }
     let time = rec.timestamp().unwrap_or(0);

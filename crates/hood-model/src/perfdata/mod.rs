@@ -8,11 +8,12 @@
 //! fill `kallsyms` and `vdso` from the running system when it is the recording's
 //! ([`PerfImport::kernel_build_id`] tells which kernel that was).
 
+mod check;
 mod convert;
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{Cursor, Read};
 use std::path::Path;
 
 use linux_perf_data::linux_perf_event_reader::{
@@ -74,13 +75,17 @@ fn event_name(desc: &AttributeDescription) -> String {
 /// A file cut short (perf killed, disk full) gives what could be read plus a warning; a file
 /// that is not perf.data, or whose header is damaged, gives an error naming the file.
 pub fn load(path: &Path) -> Result<PerfImport, ModelError> {
-    let file = File::open(path).map_err(|e| perr(path, e))?;
+    let mut bytes = std::fs::read(path).map_err(|e| perr(path, e))?;
+    let repaired = check::header(&mut bytes).map_err(|e| perr(path, e))?;
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
-    } = PerfFileReader::parse_file(BufReader::new(file)).map_err(|e| perr(path, e))?;
+    } = PerfFileReader::parse_file(Cursor::new(&bytes[..])).map_err(|e| perr(path, e))?;
 
     let mut raw = RawRecording::default();
+    if let Some(note) = repaired {
+        raw.warnings.push(format!("{}: {note}", path.display()));
+    }
     let attrs = perf_file.event_attributes().to_vec();
     let main = attrs
         .iter()

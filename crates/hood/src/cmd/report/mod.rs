@@ -49,6 +49,13 @@ fn load_perf_data(path: &Path) -> anyhow::Result<RawRecording> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let same_kernel = match (&imp.kernel_build_id, &running) {
         (Some(a), Some(b)) => a == b,
+        _ if raw.meta.kernel_release.is_empty() => {
+            raw.warnings.push(format!(
+                "{} does not say which kernel recorded it; kernel frames are named from this system's",
+                path.display()
+            ));
+            true
+        }
         _ => raw.meta.kernel_release == release.trim(),
     };
     if same_kernel {
