@@ -217,3 +217,52 @@ pub fn sample(rec: &RawEventRecord) -> bool {
         None => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(typ: u32, size: u16) -> Vec<u8> {
+        let mut r = typ.to_le_bytes().to_vec();
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&size.to_le_bytes());
+        r.resize(size as usize, 0);
+        r
+    }
+
+    #[test]
+    fn record_walk_finds_impossible_sizes() {
+        let mut d = rec(9, 16);
+        d.extend(rec(3, 24));
+        assert_eq!(first_bad_record(&d), None);
+        let mut bad = d.clone();
+        bad.extend(rec(9, 4000)[..32].to_vec()); // says 4000 bytes, has 32
+        assert_eq!(first_bad_record(&bad), Some(40));
+        let mut aux = d.clone();
+        let mut a = rec(RECORD_AUXTRACE, 48);
+        a[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        aux.extend(a);
+        assert_eq!(first_bad_record(&aux), Some(40));
+    }
+
+    #[test]
+    fn header_errors_and_repairs() {
+        assert!(header(&mut b"PERFILE2".to_vec()).is_err());
+        let mut h = vec![0u8; 104];
+        h[..8].copy_from_slice(b"PERFILE2");
+        h[8..16].copy_from_slice(&HEADER_SIZE.to_le_bytes());
+        h[16..24].copy_from_slice(&0u64.to_le_bytes());
+        assert!(header(&mut h.clone())
+            .unwrap_err()
+            .contains("attribute size"));
+        h[16..24].copy_from_slice(&128u64.to_le_bytes());
+        h[40..48].copy_from_slice(&104u64.to_le_bytes()); // data at 104, size 0: unfinished
+        h[72] = 0xff; // features that are not there
+        let mut f = h.clone();
+        f.extend(rec(9, 16));
+        let note = header(&mut f).unwrap().expect("repaired");
+        assert!(note.contains("not finalized"), "{note}");
+        assert_eq!(u64_at(&f, 48), Some(16));
+        assert_eq!(&f[72..104], &[0u8; 32]);
+    }
+}
