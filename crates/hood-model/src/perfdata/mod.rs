@@ -4,7 +4,7 @@
 //! The records are parsed by the linux-perf-data crate and converted into hood's decoded
 //! events ([`crate::profile::records::Event`]); the metadata that hood's recorder would have
 //! written (event, frequency, host, CPUs, per-CPU counts) is taken from perf's header
-//! features. perf.data carries no kallsyms, [vdso] image or /proc snapshot: the caller may
+//! features. perf.data carries no kallsyms, `[vdso]` image or /proc snapshot: the caller may
 //! fill `kallsyms` and `vdso` from the running system when it is the recording's
 //! ([`PerfImport::kernel_build_id`] tells which kernel that was).
 
