@@ -19,6 +19,10 @@ use hood_procfs::ProcReader;
 /// Open a reader of `/proc` or of the given fake root.
 pub(crate) fn reader(root: &Option<PathBuf>) -> ProcReader {
     match root {
+        // A fake tree may bring its own passwd for uid -> name.
+        Some(r) if r.join("passwd").is_file() => {
+            ProcReader::with_root(r).with_passwd(r.join("passwd"))
+        }
         Some(r) => ProcReader::with_root(r),
         None => ProcReader::new(),
     }
