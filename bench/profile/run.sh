@@ -42,15 +42,20 @@ pr=$(cat "$out/perfrep.time"); hr=$(cat "$out/hoodrep.time")
 echo "perf report --stdio: ${pr} s; hood report: ${hr} s"
 awk -v h="$hr" -v p="$pr" 'BEGIN { if (h > 0) printf "report speed-up perf/hood: %.1fx (target >= 5x)\n", p / h }'
 
-echo; echo "== 3. workload overhead at -F 999 -g (fixed work, median of 5)"
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-run5() { for i in 1 2 3 4 5; do /usr/bin/time -f "%e" "$@" 2>&1 >/dev/null | tail -1; done | median; }
+echo; echo "== 3. workload overhead at -F 999 -g (fixed work; rounds interleave plain/perf/hood, median)"
 iters=${ITERS:-2000}
-base=$(run5 "$out/fixedwork" "$iters")
-withperf=$(run5 perf record -q -F 999 -g -o "$out/ov-perf.data" -- "$out/fixedwork" "$iters")
-withhood=$(run5 $hood record -F 999 -g -o "$out/ov-hood.data" -- "$out/fixedwork" "$iters")
-awk -v b="$base" -v p="$withperf" -v h="$withhood" 'BEGIN {
-  printf "plain %.2f s, perf %.2f s (+%.1f%%), hood %.2f s (+%.1f%%)\n", b, p, 100*(p-b)/b, h, 100*(h-b)/b }'
+rounds=${ROUNDS:-7}
+secs_of() { /usr/bin/time -f "%e" "$@" 2>&1 >/dev/null | tail -1; }
+: > "$out/overhead.txt"
+for r in $(seq "$rounds"); do
+    b=$(secs_of "$out/fixedwork" "$iters")
+    p=$(secs_of perf record -q -F 999 -g -o "$out/ov-perf.data" -- "$out/fixedwork" "$iters")
+    h=$(secs_of $hood record -F 999 -g -o "$out/ov-hood.data" -- "$out/fixedwork" "$iters")
+    echo "$b $p $h" >> "$out/overhead.txt"
+done
+awk '{ b[NR]=$1; p[NR]=$2; h[NR]=$3; po[NR]=100*($2-$1)/$1; ho[NR]=100*($3-$1)/$1 }
+     function med(a, n,   i, j, t) { for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (a[j]<a[i]) { t=a[i]; a[i]=a[j]; a[j]=t }; return a[int((n+1)/2)] }
+     END { n=NR; printf "median of %d rounds: plain %.2f s, perf %+.1f%%, hood %+.1f%% (target: hood <= perf)\n", n, med(b,n), med(po,n), med(ho,n) }' "$out/overhead.txt"
 
 echo; echo "== 4. lost samples at -F 4999 -a -g, 30 s, both CPUs busy (target 0)"
 busy 32; sleep 0.5

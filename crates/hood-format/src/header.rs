@@ -118,7 +118,7 @@ impl FileHeader {
 pub struct ChunkHeader {
     /// What the payload is (see [`crate::tags`]).
     pub tag: u32,
-    /// Flags ([`FLAG_ZSTD`]).
+    /// Flags (bit 0: the payload is zstd-compressed).
     pub flags: u32,
     /// Payload bytes on disk.
     pub stored_len: u64,

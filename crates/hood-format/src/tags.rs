@@ -24,7 +24,7 @@ pub mod profile {
     pub const BUILD_IDS: u32 = 0x0106;
     /// u32 pid (LE) followed by the raw text of /tmp/perf-PID.map.
     pub const PERF_MAP: u32 = 0x0107;
-    /// The [vdso] ELF image of the recording machine.
+    /// The `[vdso]` ELF image of the recording machine.
     pub const VDSO: u32 = 0x0108;
     /// JSON `RecordStats`: counts at finalization (written last; absent = not finalized).
     pub const STATS: u32 = 0x0109;

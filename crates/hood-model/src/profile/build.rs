@@ -20,7 +20,7 @@ pub trait Resolver {
     fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>>;
     /// Offsets into a mapped ELF file.
     fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<String>>;
-    /// Offsets into the recorded [vdso] image.
+    /// Offsets into the recorded `[vdso]` image.
     fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>>;
     /// Absolute addresses in anonymous memory of `pid` (JIT code; /tmp/perf-PID.map).
     fn perf_map(&mut self, pid: u32, addrs: &[u64]) -> Vec<Option<String>>;

@@ -25,7 +25,7 @@ pub struct RawRecording {
     pub build_ids: BTreeMap<String, String>,
     /// Raw /proc/kallsyms text.
     pub kallsyms: String,
-    /// The [vdso] image.
+    /// The `[vdso]` image.
     pub vdso: Vec<u8>,
     /// /tmp/perf-PID.map texts.
     pub perf_maps: BTreeMap<u32, String>,

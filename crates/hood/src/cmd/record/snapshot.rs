@@ -87,7 +87,7 @@ pub fn kernel_build_id() -> Option<String> {
     hood_symbols::build_id_from_notes(&notes).map(|id| hood_symbols::hex(&id))
 }
 
-/// The [vdso] ELF image of this process (the same for every process on this kernel).
+/// The `[vdso]` ELF image of this process (the same for every process on this kernel).
 pub fn vdso() -> Option<Vec<u8>> {
     let maps = fs::read_to_string("/proc/self/maps").ok()?;
     let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;

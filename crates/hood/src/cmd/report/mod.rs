@@ -38,7 +38,7 @@ pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profi
     Ok(prof)
 }
 
-/// Import a perf.data file. perf does not store kallsyms or the [vdso] image: when the file
+/// Import a perf.data file. perf does not store kallsyms or the `[vdso]` image: when the file
 /// was recorded on the running kernel (same build-id, or same release if it stored none),
 /// take them from this system; otherwise kernel frames stay unresolved, with a warning.
 fn load_perf_data(path: &Path) -> anyhow::Result<RawRecording> {
