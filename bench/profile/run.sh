@@ -42,15 +42,15 @@ pr=$(cat "$out/perfrep.time"); hr=$(cat "$out/hoodrep.time")
 echo "perf report --stdio: ${pr} s; hood report: ${hr} s"
 awk -v h="$hr" -v p="$pr" 'BEGIN { if (h > 0) printf "report speed-up perf/hood: %.1fx (target >= 5x)\n", p / h }'
 
-echo; echo "== 3. workload overhead at -F 999 -g (fixed work; rounds interleave plain/perf/hood, median)"
+echo; echo "== 3. workload overhead at -F 999 -g (the workload's own run time for fixed work; rounds interleave plain/perf/hood, median)"
 iters=${ITERS:-2000}
 rounds=${ROUNDS:-7}
-secs_of() { /usr/bin/time -f "%e" "$@" 2>&1 >/dev/null | tail -1; }
+secs_of() { "$@" 2>/dev/null | tail -1; }
 : > "$out/overhead.txt"
 for r in $(seq "$rounds"); do
     b=$(secs_of "$out/fixedwork" "$iters")
-    p=$(secs_of perf record -q -F 999 -g -o "$out/ov-perf.data" -- "$out/fixedwork" "$iters")
-    h=$(secs_of $hood record -F 999 -g -o "$out/ov-hood.data" -- "$out/fixedwork" "$iters")
+    p=$(secs_of perf record -q -B -F 999 -g -o "$out/ov-perf.data" -- "$out/fixedwork" "$iters" || echo nan)
+    h=$(secs_of $hood record -F 999 -g -o "$out/ov-hood.data" -- "$out/fixedwork" "$iters" || echo nan)
     echo "$b $p $h" >> "$out/overhead.txt"
 done
 awk '{ b[NR]=$1; p[NR]=$2; h[NR]=$3; po[NR]=100*($2-$1)/$1; ho[NR]=100*($3-$1)/$1 }
