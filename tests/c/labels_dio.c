@@ -3,7 +3,7 @@
  * Creates FILE (16 MiB, on the machine's block device), then reads 4 KiB blocks at
  * pseudo-random offsets with O_DIRECT for SECONDS, so every read is a block request whose
  * completion (irq/softirq work on whatever CPU) should be charged to this reader.
- * Prints "reads N". */
+ * Prints "reading" when the reads start, then "reads N". */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -40,6 +40,8 @@ int main(int argc, char **argv) {
     if (posix_memalign(&buf, BLOCK, BLOCK)) return 1;
     unsigned long x = 88172645463325252UL;
     long reads = 0;
+    printf("reading\n");
+    fflush(stdout);
     double end = now() + secs;
     while (now() < end) {
         x ^= x << 13; x ^= x >> 7; x ^= x << 17;

@@ -274,6 +274,12 @@ impl Instance {
         &self.enabled
     }
 
+    /// Switch one enabled event on or off (e.g. to duty-cycle high-rate events).
+    pub fn set_event(&self, sys: &str, name: &str, on: bool) -> Result<(), PerfError> {
+        let path = self.dir.join("events").join(sys).join(name).join("enable");
+        write_file(&path, if on { "1" } else { "0" })
+    }
+
     /// Switch tracing on.
     pub fn start(&self) -> Result<(), PerfError> {
         write_file(&self.dir.join("tracing_on"), "1")

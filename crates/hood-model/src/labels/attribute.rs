@@ -74,8 +74,9 @@ pub struct TagCounts {
     pub block: u64,
     /// Of those, with a waiter or issuer found.
     pub block_consumed: u64,
-    /// Samples in a softirq/irq run whose entry was not recorded (charged by task).
-    pub unmatched_exits: u64,
+    /// NET_RX samples whose packet was not traced (per-packet events off, cost control):
+    /// charged like the nearest traced NET_RX sample.
+    pub extrapolated: u64,
 }
 
 /// The result: one charge per sample, plus tag counts.
@@ -90,6 +91,7 @@ pub struct Attribution {
 #[derive(Debug)]
 struct Tag {
     kind: AsyncKind,
+    time: u64,
     consumer: Option<u32>,
 }
 
@@ -122,9 +124,15 @@ impl CpuState {
     }
 }
 
-/// Charge each of `samples` given the decoded `events` (sorted by time) and the pids of
-/// kernel threads.
-pub fn attribute(events: &[Event], samples: &[Sample], kthreads: &HashSet<u32>) -> Attribution {
+/// Charge each of `samples` given the decoded `events` (sorted by time), the pids of kernel
+/// threads, and the windows (CLOCK_MONOTONIC `[start, end)`) during which the per-packet events
+/// were off (cost control; empty when all was traced).
+pub fn attribute(
+    events: &[Event],
+    samples: &[Sample],
+    kthreads: &HashSet<u32>,
+    off: &[(u64, u64)],
+) -> Attribution {
     let mut cpus: HashMap<u32, CpuState> = HashMap::new();
     let mut tags: Vec<Tag> = Vec::new();
     let mut counts = TagCounts::default();
@@ -177,6 +185,7 @@ pub fn attribute(events: &[Event], samples: &[Sample], kthreads: &HashSet<u32>) 
                 let t = tags.len();
                 tags.push(Tag {
                     kind: AsyncKind::NetRx,
+                    time: e.time,
                     consumer: None,
                 });
                 counts.net += 1;
@@ -215,6 +224,7 @@ pub fn attribute(events: &[Event], samples: &[Sample], kthreads: &HashSet<u32>) 
                 let t = tags.len();
                 tags.push(Tag {
                     kind: AsyncKind::Block,
+                    time: e.time,
                     consumer: issuer.remove(&(dev, sector)),
                 });
                 counts.block += 1;
@@ -243,14 +253,62 @@ pub fn attribute(events: &[Event], samples: &[Sample], kthreads: &HashSet<u32>) 
         .iter()
         .filter(|t| t.kind == AsyncKind::Block && t.consumer.is_some())
         .count() as u64;
-    let charges = samples
+    let mut charges: Vec<Option<Charge>> = samples
         .iter()
-        .map(|s| charge(s, &cpus, &tags, kthreads))
+        .map(|s| charge(s, &cpus, &tags, kthreads, off))
         .collect();
+    counts.extrapolated = extrapolate(&mut charges, samples);
     Attribution {
-        charges,
+        charges: charges
+            .into_iter()
+            .map(|c| c.unwrap_or(Charge::Other(AsyncKind::NetRx)))
+            .collect(),
         tags: counts,
     }
+}
+
+/// Charge untraced NET_RX samples (`None`) like the nearest traced NET_RX sample in time.
+fn extrapolate(charges: &mut [Option<Charge>], samples: &[Sample]) -> u64 {
+    let mut traced: Vec<(u64, Charge)> = samples
+        .iter()
+        .zip(charges.iter())
+        .filter_map(|(s, c)| match c {
+            Some(c @ (Charge::Async(_, AsyncKind::NetRx) | Charge::Other(AsyncKind::NetRx))) => {
+                Some((s.time, *c))
+            }
+            _ => None,
+        })
+        .collect();
+    traced.sort_by_key(|&(t, _)| t);
+    let mut n = 0;
+    for (s, c) in samples.iter().zip(charges.iter_mut()) {
+        if c.is_some() {
+            continue;
+        }
+        n += 1;
+        let i = traced.partition_point(|&(t, _)| t < s.time);
+        let before = i.checked_sub(1).and_then(|j| traced.get(j));
+        let after = traced.get(i);
+        *c = match (before, after) {
+            (Some(b), Some(a)) if s.time - b.0 <= a.0 - s.time => Some(b.1),
+            (_, Some(a)) => Some(a.1),
+            (Some(b), None) => Some(b.1),
+            (None, None) => Some(Charge::Other(AsyncKind::NetRx)),
+        };
+    }
+    n
+}
+
+fn in_windows(off: &[(u64, u64)], t: u64) -> bool {
+    let i = off.partition_point(|&(s, _)| s <= t);
+    i > 0 && t < off[i - 1].1
+}
+
+/// Whether an off window starts within a second after `t` (a packet traced just before the
+/// events went off may have been consumed unseen).
+fn off_soon_after(off: &[(u64, u64)], t: u64) -> bool {
+    let i = off.partition_point(|&(s, _)| s <= t);
+    off.get(i).is_some_and(|&(s, _)| s - t < 1_000_000_000)
 }
 
 fn find(runs: &[Run], t: u64) -> Option<&Run> {
@@ -265,12 +323,14 @@ fn tag_at(run: &Run, t: u64) -> Option<usize> {
     run.tags.get(j).map(|&(_, tag)| tag)
 }
 
+/// `None`: NET_RX work whose packet was not traced (cost control); extrapolated later.
 fn charge(
     s: &Sample,
     cpus: &HashMap<u32, CpuState>,
     tags: &[Tag],
     kthreads: &HashSet<u32>,
-) -> Charge {
+    off: &[(u64, u64)],
+) -> Option<Charge> {
     if let Some(st) = cpus.get(&s.cpu) {
         let run = find(&st.hard, s.time).or_else(|| find(&st.soft, s.time));
         if let Some(run) = run {
@@ -278,22 +338,29 @@ fn charge(
                 None => true,
                 Some(v) => v == NET_RX_SOFTIRQ || v == BLOCK_SOFTIRQ,
             };
+            let untraced_rx = run.vec == Some(NET_RX_SOFTIRQ) && in_windows(off, s.time);
             return match tag_at(run, s.time).filter(|_| kind_ok) {
                 Some(t) => match tags[t].consumer {
-                    Some(pid) => Charge::Async(pid, tags[t].kind),
-                    None => Charge::Other(tags[t].kind),
+                    Some(pid) => Some(Charge::Async(pid, tags[t].kind)),
+                    None if tags[t].kind == AsyncKind::NetRx
+                        && off_soon_after(off, tags[t].time) =>
+                    {
+                        None
+                    }
+                    None => Some(Charge::Other(tags[t].kind)),
                 },
-                None => Charge::Kernel,
+                None if untraced_rx => None,
+                None => Some(Charge::Kernel),
             };
         }
     }
-    if s.pid == 0 || s.mode == Mode::Idle {
+    Some(if s.pid == 0 || s.mode == Mode::Idle {
         Charge::Idle
     } else if kthreads.contains(&s.pid) {
         Charge::Kernel
     } else {
         Charge::Sync(s.pid)
-    }
+    })
 }
 
 #[cfg(test)]
@@ -343,7 +410,7 @@ mod tests {
             sample(205, 1, 20),
             sample(50, 0, 0),
         ];
-        let a = attribute(&events, &samples, &HashSet::new());
+        let a = attribute(&events, &samples, &HashSet::new(), &[]);
         assert_eq!(
             a.charges,
             vec![
@@ -371,7 +438,7 @@ mod tests {
         ];
         let samples = [sample(115, 0, 0), sample(250, 0, 7), sample(400, 0, 9)];
         let kthreads: HashSet<u32> = [9].into_iter().collect();
-        let a = attribute(&events, &samples, &kthreads);
+        let a = attribute(&events, &samples, &kthreads, &[]);
         assert_eq!(
             a.charges,
             vec![
@@ -380,5 +447,31 @@ mod tests {
                 Charge::Kernel
             ]
         );
+    }
+
+    #[test]
+    fn untraced_receive_work_is_charged_like_the_nearest_traced() {
+        // Per-packet events were off in [300, 500): the run at 350 has no packet tag.
+        let events = vec![
+            ev(100, 0, 10, true, EvKind::SoftEntry { vec: 3 }),
+            ev(110, 0, 10, true, EvKind::NetRx { skb: 0xa }),
+            ev(150, 0, 10, true, EvKind::SoftExit { vec: 3 }),
+            ev(200, 1, 20, false, EvKind::SkbCopy { skb: 0xa }),
+            ev(350, 0, 10, true, EvKind::SoftEntry { vec: 3 }),
+            ev(390, 0, 10, true, EvKind::SoftExit { vec: 3 }),
+        ];
+        let samples = [sample(120, 0, 10), sample(360, 0, 10)];
+        let a = attribute(&events, &samples, &HashSet::new(), &[(300, 500)]);
+        assert_eq!(
+            a.charges,
+            vec![
+                Charge::Async(20, AsyncKind::NetRx),
+                Charge::Async(20, AsyncKind::NetRx)
+            ]
+        );
+        assert_eq!(a.tags.extrapolated, 1);
+        // Without the window, the same run is kernel-wide NET_RX work nobody asked for.
+        let b = attribute(&events, &samples, &HashSet::new(), &[]);
+        assert_eq!(b.charges[1], Charge::Kernel);
     }
 }

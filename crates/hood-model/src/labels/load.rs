@@ -53,6 +53,8 @@ pub struct Labeled {
     pub missing_events: Vec<String>,
     /// Whether the kernel's counts were available.
     pub finalized: bool,
+    /// Cost control in effect (`events_per_s` 0: none).
+    pub budget: super::Budget,
 }
 
 impl Labeled {
@@ -112,7 +114,8 @@ impl LabelsRecording {
         if let Some(s) = &self.stats {
             kthreads.extend(s.kthreads.iter().copied());
         }
-        let mut attribution = attribute(&events, &prof.samples, &kthreads);
+        let off: &[(u64, u64)] = self.stats.as_ref().map_or(&[], |s| &s.budget.off);
+        let mut attribution = attribute(&events, &prof.samples, &kthreads, off);
         // Events name threads; charge their processes.
         let tgid: HashMap<u32, u32> = prof
             .processes
@@ -142,6 +145,11 @@ impl LabelsRecording {
             decode,
             missing_events: self.meta.missing.clone(),
             finalized: self.stats.is_some(),
+            budget: self
+                .stats
+                .as_ref()
+                .map(|s| s.budget.clone())
+                .unwrap_or_default(),
         }
     }
 }

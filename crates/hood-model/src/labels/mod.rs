@@ -86,7 +86,33 @@ pub struct LabelsStats {
     pub pages: BTreeMap<u32, u64>,
     /// Kernel threads found at stop.
     pub kthreads: Vec<u32>,
+    /// Cost control: the event budget (events/s, 0 = none) and the CLOCK_MONOTONIC windows
+    /// `[start, end)` during which the per-packet events ([`PER_PACKET`]) were switched off.
+    pub budget: Budget,
 }
+
+/// Cost control of `--labels`: per-packet events duty-cycled to stay near a budget.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Budget {
+    /// Events per second allowed (0: unlimited).
+    pub events_per_s: u64,
+    /// Windows with the per-packet events off, CLOCK_MONOTONIC ns `[start, end)`.
+    pub off: Vec<(u64, u64)>,
+    /// Nanoseconds recorded with them on and off.
+    pub on_ns: u64,
+    /// See `on_ns`.
+    pub off_ns: u64,
+}
+
+/// The per-packet events (`(sys, name)`) that cost control switches off part of the time.
+pub const PER_PACKET: &[(&str, &str)] = &[
+    ("net", "netif_receive_skb"),
+    ("sock", "sk_data_ready"),
+    ("skb", "skb_copy_datagram_iovec"),
+    ("skb", "consume_skb"),
+    ("sock", "sock_recv_length"),
+];
 
 /// The kernel's counters of one CPU's buffer, parsed from its `stats` text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -106,6 +106,14 @@ pub fn header_lines(v: &LabeledView<'_>) -> Vec<String> {
             l.decode.malformed_pages, l.decode.pages_with_loss, l.decode.missed_in_pages
         ));
     }
+    let b = &l.budget;
+    if b.events_per_s > 0 && b.off_ns > 0 {
+        let on = 100.0 * b.on_ns as f64 / (b.on_ns + b.off_ns).max(1) as f64;
+        out.push(format!(
+            "cost control ACTIVE: events exceeded the budget of {} events/s, so per-packet events were traced {on:.0}% of the time; {} NET_RX samples outside the traced windows were charged like the nearest traced one (extrapolated)",
+            b.events_per_s, l.attribution.tags.extrapolated
+        ));
+    }
     if !l.missing_events.is_empty() {
         out.push(format!(
             "note: the recording kernel lacked {}",

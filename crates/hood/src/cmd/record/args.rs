@@ -49,6 +49,10 @@ pub struct RecordArgs {
     /// kernel sample served (`hood report --labels`); needs root.
     #[arg(long = "labels")]
     pub labels: bool,
+    /// With --labels: events per second allowed before the per-packet network events are
+    /// duty-cycled (their share extrapolated, and said so in the report); 0 = no limit.
+    #[arg(long = "labels-budget", default_value_t = 500_000)]
+    pub labels_budget: u64,
     /// Where a detached recorder (`hood start`) writes its outcome.
     #[arg(long = "detached-status", hide = true)]
     pub detached_status: Option<PathBuf>,
@@ -87,6 +91,8 @@ pub struct RecordConfig {
     pub drain_delay: Duration,
     /// Record the events of process-labeled kernel profiling.
     pub labels: bool,
+    /// Events per second before per-packet events are duty-cycled (0: never).
+    pub labels_budget: u64,
 }
 
 impl RecordArgs {
@@ -144,6 +150,7 @@ impl RecordArgs {
             duration,
             drain_delay: Duration::from_millis(self.drain_delay_ms),
             labels: self.labels,
+            labels_budget: self.labels_budget,
         })
     }
 }

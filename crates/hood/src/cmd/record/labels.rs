@@ -14,7 +14,10 @@ use std::io::Write;
 
 use anyhow::Context;
 use hood_format::{tags, Writer};
-use hood_model::labels::{LabelsMeta, LabelsStats, TracedEvent, EVENTS, INSTANCE_PREFIX};
+use hood_model::labels::page::{decode_page, PageLayout};
+use hood_model::labels::{
+    Budget, LabelsMeta, LabelsStats, TracedEvent, EVENTS, INSTANCE_PREFIX, PER_PACKET,
+};
 use hood_perf::tracefs::{self, Instance};
 
 /// Per-CPU ring size of the instance, KiB (drained every 200 ms).
@@ -26,8 +29,75 @@ const FLUSH_BYTES: usize = 1 << 20;
 pub struct LabelsRecorder {
     inst: Instance,
     page_size: usize,
+    layout: PageLayout,
     pending: BTreeMap<u32, Vec<u8>>,
     pages: BTreeMap<u32, u64>,
+    duty: Duty,
+}
+
+/// Cost control: with more events per second than the budget, the per-packet events are on
+/// for one drain period out of `k` (k from the rate measured while on), and the windows they
+/// were off are recorded so the report can extrapolate and say so.
+struct Duty {
+    budget: u64,
+    per_packet: Vec<(String, String)>,
+    on: bool,
+    k: u64,
+    iter: u64,
+    last: std::time::Instant,
+    since_ns: u64,
+    out: Budget,
+}
+
+impl Duty {
+    /// Account for `events` drained since the last call; switch the per-packet events.
+    fn regulate(&mut self, inst: &Instance, events: u64) -> anyhow::Result<()> {
+        let dt = self.last.elapsed().as_secs_f64();
+        self.last = std::time::Instant::now();
+        if self.budget == 0 || self.per_packet.is_empty() || dt <= 0.0 {
+            return Ok(());
+        }
+        if self.on {
+            let rate = events as f64 / dt;
+            self.k = ((rate / self.budget as f64).ceil() as u64).clamp(1, 50);
+        }
+        self.iter += 1;
+        let want_on = self.k <= 1 || self.iter % self.k == 0;
+        if want_on != self.on {
+            self.switch(inst, want_on)?;
+        }
+        Ok(())
+    }
+
+    fn switch(&mut self, inst: &Instance, on: bool) -> anyhow::Result<()> {
+        for (sys, name) in &self.per_packet {
+            inst.set_event(sys, name, on)?;
+        }
+        let now = super::monotonic_ns();
+        let span = now.saturating_sub(self.since_ns);
+        if self.on {
+            self.out.on_ns += span;
+        } else {
+            self.out.off_ns += span;
+            self.out.off.push((self.since_ns, now));
+        }
+        self.on = on;
+        self.since_ns = now;
+        Ok(())
+    }
+
+    /// Close the current window at stop.
+    fn close(&mut self) {
+        let now = super::monotonic_ns();
+        let span = now.saturating_sub(self.since_ns);
+        if self.on {
+            self.out.on_ns += span;
+        } else {
+            self.out.off_ns += span;
+            self.out.off.push((self.since_ns, now));
+        }
+        self.since_ns = now;
+    }
 }
 
 /// Pids of kernel threads (PF_KTHREAD in /proc/PID/stat).
@@ -58,7 +128,12 @@ pub fn kernel_threads() -> Vec<u32> {
 impl LabelsRecorder {
     /// Create the instance for `cpus` and write the `LABELS_META` chunk. Tracing starts with
     /// [`LabelsRecorder::begin`].
-    pub fn start<W: Write>(cpus: &[u32], writer: &mut Writer<W>) -> anyhow::Result<Self> {
+    /// `budget`: events per second before the per-packet events are duty-cycled (0: never).
+    pub fn start<W: Write>(
+        cpus: &[u32],
+        budget: u64,
+        writer: &mut Writer<W>,
+    ) -> anyhow::Result<Self> {
         let root = tracefs::mount_point().context("--labels needs tracefs")?;
         let inst = Instance::create(&root, INSTANCE_PREFIX, EVENTS, BUFFER_KB, cpus)
             .context("--labels: setting up the private tracefs instance (run as root)")?;
@@ -99,24 +174,48 @@ impl LabelsRecorder {
             &serde_json::to_vec(&meta)?,
             true,
         )?;
+        let per_packet = PER_PACKET
+            .iter()
+            .filter(|(s, n)| inst.enabled().iter().any(|(es, en)| es == s && en == n))
+            .map(|&(s, n)| (s.to_string(), n.to_string()))
+            .collect();
         Ok(LabelsRecorder {
             inst,
             page_size: meta.page_size,
+            layout: PageLayout::from_header_page(&meta.header_page),
             pending: BTreeMap::new(),
             pages: BTreeMap::new(),
+            duty: Duty {
+                budget,
+                per_packet,
+                on: true,
+                k: 1,
+                iter: 0,
+                last: std::time::Instant::now(),
+                since_ns: super::monotonic_ns(),
+                out: Budget {
+                    events_per_s: budget,
+                    ..Budget::default()
+                },
+            },
         })
     }
 
     /// Switch tracing on (before sampling starts).
-    pub fn begin(&self) -> anyhow::Result<()> {
-        Ok(self.inst.start()?)
+    pub fn begin(&mut self) -> anyhow::Result<()> {
+        self.inst.start()?;
+        self.duty.last = std::time::Instant::now();
+        self.duty.since_ns = super::monotonic_ns();
+        Ok(())
     }
 
     /// Read the pages available now and write them out.
     pub fn drain<W: Write>(&mut self, writer: &mut Writer<W>, force: bool) -> anyhow::Result<()> {
-        let ps = self.page_size;
+        let (ps, layout) = (self.page_size, self.layout);
         let (pending, pages) = (&mut self.pending, &mut self.pages);
+        let mut events = 0;
         self.inst.drain(&mut |cpu, page| {
+            events += decode_page(page, layout, &mut |_, _| {}).events;
             let buf = pending
                 .entry(cpu)
                 .or_insert_with(|| cpu.to_le_bytes().to_vec());
@@ -131,6 +230,9 @@ impl LabelsRecorder {
                 buf.truncate(4);
             }
         }
+        if !force {
+            self.duty.regulate(&self.inst, events)?;
+        }
         Ok(())
     }
 
@@ -138,9 +240,11 @@ impl LabelsRecorder {
     pub fn finish<W: Write>(mut self, writer: &mut Writer<W>) -> anyhow::Result<()> {
         self.inst.stop()?;
         self.drain(writer, true)?;
+        self.duty.close();
         let mut stats = LabelsStats {
             pages: self.pages.clone(),
             kthreads: kernel_threads(),
+            budget: self.duty.out.clone(),
             ..LabelsStats::default()
         };
         for cpu in self.inst.cpus() {

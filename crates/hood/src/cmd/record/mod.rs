@@ -90,7 +90,8 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     // The labels instance exists before sampling starts and is removed on every way out.
     let mut labels = match cfg.labels {
         false => None,
-        true => match labels::LabelsRecorder::start(session.cpus(), &mut writer) {
+        true => match labels::LabelsRecorder::start(session.cpus(), cfg.labels_budget, &mut writer)
+        {
             Ok(l) => Some(l),
             Err(e) => {
                 if let Some(c) = child.as_mut() {
@@ -160,7 +161,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     if control.reads_keys() {
         eprintln!("hood: recording; keys: a = pause/resume, p = print top functions, q = stop");
     }
-    if let Some(l) = &labels {
+    if let Some(l) = labels.as_mut() {
         if let Err(e) = l.begin() {
             if let Some(c) = child.as_mut() {
                 c.kill();
