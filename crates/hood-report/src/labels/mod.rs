@@ -9,6 +9,9 @@ pub mod gprof;
 pub mod stacks;
 pub mod text;
 
+#[cfg(test)]
+mod tests;
+
 use hood_model::labels::{Charge, Labeled};
 use hood_model::profile::Profile;
 
