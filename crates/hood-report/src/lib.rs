@@ -4,6 +4,7 @@
 pub mod calls;
 pub mod firefox;
 pub mod labels;
+pub mod metrics;
 pub mod monitor;
 pub mod pprof;
 pub mod profile;

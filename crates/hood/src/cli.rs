@@ -38,4 +38,6 @@ pub enum Command {
     Calls(cmd::calls::CallsArgs),
     /// Event-tag tracing of programs built with -finstrument-functions (record, report).
     Trace(cmd::trace::TraceArgs),
+    /// Serve Prometheus /metrics, pprof CPU profiles (/debug/pprof/profile) and /healthz over HTTP.
+    Serve(cmd::serve::ServeArgs),
 }

@@ -5,6 +5,7 @@ pub mod calls;
 pub mod monitor;
 pub mod record;
 pub mod report;
+pub mod serve;
 pub mod trace;
 
 use std::process::ExitCode;
@@ -24,6 +25,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Info(a) => monitor::info::run(a),
         Command::Calls(a) => calls::run(a),
         Command::Trace(a) => trace::run(a),
+        Command::Serve(a) => serve::run(&a),
     }
 }
 

@@ -1,0 +1,243 @@
+//! Prometheus text exposition (format 0.0.4, which OpenMetrics parsers also accept) of the
+//! monitor's [`SystemView`], for `hood serve`'s `/metrics`.
+//!
+//! Counters are the kernel's cumulative values (CPU seconds, context switches, interrupts), so
+//! Prometheus derives rates itself; gauges are instantaneous values or ratios over the interval
+//! between the server's last two snapshots. Per-process series are limited to the tasks
+//! [`select_tasks`] picks (top N by CPU, or those matching a filter), which bounds the label
+//! set.
+
+mod encode;
+#[cfg(test)]
+mod tests;
+
+use hood_model::monitor::{filter_tasks, SystemView, TaskView};
+
+use encode::Enc;
+pub use encode::{escape_label, format_value};
+
+/// Content type of [`render_metrics`]'s output.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Which processes get per-process series.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// At most this many processes.
+    pub top: usize,
+    /// Keep only processes whose pid equals, or name, user or command line contains, this text.
+    pub filter: Option<String>,
+}
+
+/// The processes to export: those matching the filter (if any), busiest first (CPU over the
+/// interval, then resident memory, then pid), at most `sel.top`.
+pub fn select_tasks(view: &SystemView, sel: &Selection) -> Vec<TaskView> {
+    let mut tasks = view.tasks.clone();
+    if let Some(f) = &sel.filter {
+        filter_tasks(&mut tasks, f);
+    }
+    tasks.sort_by(|a, b| {
+        let (ca, cb) = (a.cpu_percent.unwrap_or(0.0), b.cpu_percent.unwrap_or(0.0));
+        cb.total_cmp(&ca)
+            .then(b.res_bytes.cmp(&a.res_bytes))
+            .then(a.pid.cmp(&b.pid))
+    });
+    tasks.truncate(sel.top);
+    tasks
+}
+
+/// Encode `view` with per-process series for `tasks` (see [`select_tasks`]).
+pub fn render_metrics(view: &SystemView, tasks: &[TaskView]) -> String {
+    let mut e = Enc::default();
+    system(&mut e, view);
+    processes(&mut e, tasks);
+    e.finish()
+}
+
+fn system(e: &mut Enc, v: &SystemView) {
+    e.family("hood_uptime_seconds", "gauge", "Seconds since boot.");
+    e.sample("hood_uptime_seconds", &[], v.uptime.seconds);
+    if let Some(i) = v.interval_s {
+        e.family(
+            "hood_interval_seconds",
+            "gauge",
+            "Seconds between the two snapshots the ratios were derived from.",
+        );
+        e.sample("hood_interval_seconds", &[], i);
+    }
+    e.family(
+        "hood_cpu_seconds_total",
+        "counter",
+        "CPU time since boot by CPU and mode (modes do not overlap).",
+    );
+    for c in &v.cpus.per_cpu {
+        let id = c.id.map_or_else(|| "all".to_string(), |i| i.to_string());
+        let t = &c.time_ms;
+        let modes = [
+            ("user", t.user.saturating_sub(t.nice)),
+            ("nice", t.nice),
+            ("system", t.system),
+            ("idle", t.idle.saturating_sub(t.iowait)),
+            ("iowait", t.iowait),
+            ("irq", t.irq),
+            ("softirq", t.softirq),
+            ("steal", t.steal),
+        ];
+        for (mode, ms) in modes {
+            let labels = [("cpu", id.as_str()), ("mode", mode)];
+            e.sample("hood_cpu_seconds_total", &labels, ms as f64 / 1e3);
+        }
+    }
+    if let Some(p) = &v.cpus.total.percent {
+        e.family(
+            "hood_cpu_busy_ratio",
+            "gauge",
+            "Busy fraction of all CPUs over the last interval (0..1).",
+        );
+        e.sample("hood_cpu_busy_ratio", &[], p.busy / 100.0);
+    }
+    e.family("hood_cpus", "gauge", "Online CPUs.");
+    e.sample("hood_cpus", &[], v.cpus.per_cpu.len() as f64);
+    e.family(
+        "hood_context_switches_total",
+        "counter",
+        "Context switches since boot, all CPUs.",
+    );
+    e.sample(
+        "hood_context_switches_total",
+        &[],
+        v.cpus.context_switches as f64,
+    );
+    e.family("hood_load", "gauge", "Load averages by period.");
+    for (period, x) in [
+        ("1m", v.load.one),
+        ("5m", v.load.five),
+        ("15m", v.load.fifteen),
+    ] {
+        e.sample("hood_load", &[("period", period)], x);
+    }
+    e.family("hood_threads_runnable", "gauge", "Runnable threads now.");
+    e.sample("hood_threads_runnable", &[], v.load.runnable as f64);
+    e.family("hood_threads", "gauge", "Threads now.");
+    e.sample("hood_threads", &[], v.load.total as f64);
+    e.family("hood_processes", "gauge", "Processes by state letter.");
+    for (state, n) in &v.counts.tasks_by_state {
+        e.sample("hood_processes", &[("state", state)], *n as f64);
+    }
+    let m = &v.physmem;
+    e.family(
+        "hood_memory_bytes",
+        "gauge",
+        "Physical memory by kind (used = total - free - buffers - cache).",
+    );
+    for (kind, b) in [
+        ("total", m.total),
+        ("used", m.used),
+        ("free", m.free),
+        ("buffers", m.buffers),
+        ("cache", m.cache),
+        ("available", m.available),
+    ] {
+        e.sample("hood_memory_bytes", &[("kind", kind)], b as f64);
+    }
+    e.family("hood_swap_bytes", "gauge", "Swap by kind.");
+    for (kind, b) in [
+        ("total", m.swap_total),
+        ("used", m.swap_used),
+        ("free", m.swap_free),
+    ] {
+        e.sample("hood_swap_bytes", &[("kind", kind)], b as f64);
+    }
+    e.family(
+        "hood_interrupts_total",
+        "counter",
+        "Hardware interrupts since boot by line, all CPUs.",
+    );
+    for i in &v.exceptions.interrupts {
+        let labels = [
+            ("irq", i.id.as_str()),
+            ("description", i.description.as_str()),
+        ];
+        e.sample("hood_interrupts_total", &labels, i.total as f64);
+    }
+    e.family(
+        "hood_softirqs_total",
+        "counter",
+        "Soft interrupts since boot by type, all CPUs.",
+    );
+    for s in &v.exceptions.softirqs {
+        e.sample(
+            "hood_softirqs_total",
+            &[("type", s.id.as_str())],
+            s.total as f64,
+        );
+    }
+}
+
+fn processes(e: &mut Enc, tasks: &[TaskView]) {
+    let ids: Vec<(String, &str)> = tasks
+        .iter()
+        .map(|t| (t.pid.to_string(), t.name.as_str()))
+        .collect();
+    e.family(
+        "hood_process_cpu_seconds_total",
+        "counter",
+        "CPU time of an exported process since it started, by mode.",
+    );
+    for (t, (pid, name)) in tasks.iter().zip(&ids) {
+        for (mode, ms) in [("user", t.user_time_ms), ("system", t.kernel_time_ms)] {
+            let labels = [("pid", pid.as_str()), ("name", name), ("mode", mode)];
+            e.sample("hood_process_cpu_seconds_total", &labels, ms as f64 / 1e3);
+        }
+    }
+    e.family(
+        "hood_process_cpu_ratio",
+        "gauge",
+        "CPU of an exported process over the last interval, in CPUs (1 = one busy CPU).",
+    );
+    for (t, (pid, name)) in tasks.iter().zip(&ids) {
+        if let Some(p) = t.cpu_percent {
+            let labels = [("pid", pid.as_str()), ("name", name)];
+            e.sample("hood_process_cpu_ratio", &labels, p / 100.0);
+        }
+    }
+    e.family(
+        "hood_process_resident_bytes",
+        "gauge",
+        "Resident memory of an exported process.",
+    );
+    for (t, (pid, name)) in tasks.iter().zip(&ids) {
+        let labels = [("pid", pid.as_str()), ("name", name)];
+        e.sample("hood_process_resident_bytes", &labels, t.res_bytes as f64);
+    }
+    e.family(
+        "hood_process_virtual_bytes",
+        "gauge",
+        "Virtual memory of an exported process.",
+    );
+    for (t, (pid, name)) in tasks.iter().zip(&ids) {
+        let labels = [("pid", pid.as_str()), ("name", name)];
+        e.sample("hood_process_virtual_bytes", &labels, t.virt_bytes as f64);
+    }
+    e.family(
+        "hood_process_threads",
+        "gauge",
+        "Threads of an exported process.",
+    );
+    for (t, (pid, name)) in tasks.iter().zip(&ids) {
+        let labels = [("pid", pid.as_str()), ("name", name)];
+        e.sample("hood_process_threads", &labels, t.threads as f64);
+    }
+    e.family(
+        "hood_process_context_switches_total",
+        "counter",
+        "Context switches of an exported process's main thread since it started, by kind.",
+    );
+    for (t, (pid, name)) in tasks.iter().zip(&ids) {
+        if let Some(c) = &t.ctx_switches {
+            for (kind, n) in [("voluntary", c.voluntary), ("involuntary", c.involuntary)] {
+                let labels = [("pid", pid.as_str()), ("name", name), ("kind", kind)];
+                e.sample("hood_process_context_switches_total", &labels, n as f64);
+            }
+        }
+    }
+}

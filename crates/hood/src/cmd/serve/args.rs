@@ -1,0 +1,80 @@
+//! `hood serve` arguments and their validated config.
+
+use std::net::SocketAddr;
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+/// Serve Prometheus metrics, pprof CPU profiles and a health check over HTTP.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on. Anything but loopback needs --token (or
+    /// --unauthenticated).
+    #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
+    pub listen: String,
+    /// Require `Authorization: Bearer TOKEN` on /metrics and /debug/pprof/*.
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Allow a non-loopback --listen without --token (anyone who can reach the port can read
+    /// metrics and profiles).
+    #[arg(long)]
+    pub unauthenticated: bool,
+    /// Export per-process series for at most this many processes (busiest first).
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: usize,
+    /// Export only processes whose pid equals, or name, user or command line contains, TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub process_filter: Option<String>,
+}
+
+/// Largest `--top`: bounds the label set Prometheus has to store.
+pub const MAX_TOP: usize = 1000;
+
+/// What the server needs, free of clap.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Bearer token, if required.
+    pub token: Option<String>,
+    /// Per-process series limit.
+    pub top: usize,
+    /// Per-process filter.
+    pub process_filter: Option<String>,
+}
+
+impl ServeArgs {
+    /// Validate and convert.
+    pub fn to_config(&self) -> anyhow::Result<ServeConfig> {
+        let listen: SocketAddr = self.listen.parse().with_context(|| {
+            format!(
+                "--listen {}: expected ADDR:PORT such as 127.0.0.1:9464 or [::1]:9464",
+                self.listen
+            )
+        })?;
+        if self.top == 0 || self.top > MAX_TOP {
+            bail!("--top {}: must be between 1 and {MAX_TOP}", self.top);
+        }
+        let token = match &self.token {
+            Some(t) if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+                bail!("--token: must be non-empty, without spaces or control characters")
+            }
+            t => t.clone(),
+        };
+        if !listen.ip().is_loopback() && token.is_none() && !self.unauthenticated {
+            bail!(
+                "--listen {listen} is reachable from other machines and no --token was given: \
+                 anyone could read this machine's processes and profiles. \
+                 Fix: add --token SECRET (clients send `Authorization: Bearer SECRET`), \
+                 or --unauthenticated if that is really intended"
+            );
+        }
+        let process_filter = self.process_filter.clone().filter(|f| !f.is_empty());
+        Ok(ServeConfig {
+            listen,
+            token,
+            top: self.top,
+            process_filter,
+        })
+    }
+}

@@ -1,0 +1,188 @@
+//! `/debug/pprof/profile?seconds=N[&pid=P]`: record with hood's recorder into a temporary
+//! file, load and symbolize it, answer with the gzipped pprof. One profile at a time.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use anyhow::Context;
+use clap::Parser;
+use hood_model::profile::Profile;
+use hood_report::profile::ReportOptions;
+
+use crate::cmd::record::{self, RecordArgs};
+use crate::cmd::report::load_profile;
+
+/// Allowed `seconds`.
+pub const SECONDS: std::ops::RangeInclusive<u64> = 1..=60;
+/// `seconds` when the request names none (as Go's net/http/pprof).
+pub const DEFAULT_SECONDS: u64 = 30;
+
+/// A validated profile request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileRequest {
+    /// How long to sample.
+    pub seconds: u64,
+    /// One process, or the whole machine.
+    pub pid: Option<u32>,
+}
+
+/// Parse the query string (`seconds=N&pid=P`); the error is the 400 answer's text.
+pub fn parse_query(query: &str) -> Result<ProfileRequest, String> {
+    let mut req = ProfileRequest {
+        seconds: DEFAULT_SECONDS,
+        pid: None,
+    };
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        match k {
+            "seconds" => {
+                req.seconds = v
+                    .parse()
+                    .ok()
+                    .filter(|s| SECONDS.contains(s))
+                    .ok_or_else(|| {
+                        format!(
+                            "seconds={v}: must be a whole number from {} to {}",
+                            SECONDS.start(),
+                            SECONDS.end()
+                        )
+                    })?
+            }
+            "pid" => {
+                req.pid = Some(
+                    v.parse()
+                        .ok()
+                        .filter(|&p: &u32| p > 0)
+                        .ok_or_else(|| format!("pid={v}: must be a process id"))?,
+                )
+            }
+            // Other pprof clients' parameters (e.g. `debug`) do not change a CPU profile.
+            _ => {}
+        }
+    }
+    Ok(req)
+}
+
+/// At most one recording runs; the guard frees the slot when dropped.
+pub struct Slot(&'static AtomicBool);
+
+impl Slot {
+    /// Take the slot, or `None` if a profile is being recorded.
+    pub fn try_take(flag: &'static AtomicBool) -> Option<Slot> {
+        flag.compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .ok()
+            .map(|_| Slot(flag))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
+/// A temporary recording file removed when dropped.
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn temp_path() -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    std::env::temp_dir().join(format!(
+        "hood-serve-{}-{}.hood",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// The recorder's own arguments, so its defaults and validation apply unchanged.
+#[derive(Parser)]
+struct RecordCli {
+    #[command(flatten)]
+    args: RecordArgs,
+}
+
+/// Record `req` and return the gzipped pprof bytes.
+pub fn profile(req: &ProfileRequest) -> anyhow::Result<Vec<u8>> {
+    let file = TempFile(temp_path());
+    let mut argv = vec![
+        "hood".to_string(),
+        "-d".into(),
+        req.seconds.to_string(),
+        "-o".into(),
+        file.0.display().to_string(),
+    ];
+    match req.pid {
+        Some(p) => argv.extend(["-p".to_string(), p.to_string()]),
+        None => argv.push("-a".into()),
+    }
+    let cli = RecordCli::try_parse_from(&argv).context("recorder arguments")?;
+    let mut cfg = cli.args.to_config()?;
+    // A server reads no keys, even when started from a terminal.
+    cfg.keys = false;
+    let (outcome, _) = record::record(&cfg)?;
+    if let Some(e) = outcome.error {
+        anyhow::bail!("recording failed: {e}");
+    }
+    let mut prof = load_profile(Path::new(&file.0), None)?;
+    hide_kernel_addresses(&mut prof);
+    let mut out = Vec::new();
+    let opts = ReportOptions {
+        source: "hood serve".into(),
+        ..ReportOptions::default()
+    };
+    hood_report::pprof::render_pprof(&prof, &opts, &mut out)?;
+    Ok(out)
+}
+
+/// Unresolved kernel frames are named by address; name them `[kernel.kallsyms]` instead, so
+/// no kernel address leaves the server (resolved kernel frames carry symbol names only).
+pub fn hide_kernel_addresses(prof: &mut Profile) {
+    for f in &mut prof.funcs {
+        if f.kernel && !f.resolved {
+            f.name = "[kernel.kallsyms]".into();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_validation() {
+        assert_eq!(
+            parse_query("seconds=2&pid=7"),
+            Ok(ProfileRequest {
+                seconds: 2,
+                pid: Some(7)
+            })
+        );
+        assert_eq!(parse_query("").unwrap().seconds, DEFAULT_SECONDS);
+        assert_eq!(parse_query("debug=1&seconds=60").unwrap().seconds, 60);
+        for bad in [
+            "seconds=0",
+            "seconds=61",
+            "seconds=-1",
+            "seconds=x",
+            "seconds=1.5",
+            "pid=0",
+            "pid=abc",
+        ] {
+            assert!(parse_query(bad).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
+    fn one_slot() {
+        static FLAG: AtomicBool = AtomicBool::new(false);
+        let a = Slot::try_take(&FLAG).expect("free");
+        assert!(Slot::try_take(&FLAG).is_none());
+        drop(a);
+        assert!(Slot::try_take(&FLAG).is_some());
+    }
+}
