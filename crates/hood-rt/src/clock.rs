@@ -18,6 +18,22 @@ pub fn now() -> u64 {
     mono_ns()
 }
 
+/// The TSC, for callers that checked [`using_tsc`]; 0 on other architectures.
+#[inline(always)]
+pub fn tsc() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no memory effects; `using_tsc` (checked by the caller) means
+        // `init` found an invariant TSC. No lfence: events of one thread stay in program
+        // order without serialising, and the hooks do not time single instructions.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        0
+    }
+}
+
 /// CLOCK_MONOTONIC in ns (vDSO, no syscall on Linux x86_64/aarch64).
 pub fn mono_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)

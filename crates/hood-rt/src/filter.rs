@@ -96,6 +96,22 @@ pub fn allowed(addr: u64) -> bool {
     resolve(c, addr)
 }
 
+/// The cached verdict for `addr`: `Some(true)` also when no filter is loaded, `None` when
+/// the function was not resolved yet (then [`allowed`] resolves it).
+#[inline(always)]
+pub fn cached(addr: u64) -> Option<bool> {
+    let c = CACHE.load(Ordering::Relaxed);
+    if c.is_null() {
+        return Some(true);
+    }
+    // SAFETY: the cache has CACHE_SLOTS entries; the index is masked.
+    let e = unsafe { (*c.add(bucket(addr))).load(Ordering::Relaxed) };
+    if e & ADDR_MASK == addr && e & VALID != 0 {
+        return Some(e & ALLOW != 0);
+    }
+    None
+}
+
 #[cold]
 #[inline(never)]
 fn resolve(c: *mut AtomicU64, addr: u64) -> bool {

@@ -15,6 +15,7 @@ mod filter;
 mod hook;
 mod runtime;
 mod segment;
+mod tls;
 mod trace;
 
 use core::ffi::c_void;
@@ -28,29 +29,61 @@ use hood_abi::{CONTROL_OFF, CONTROL_ON, KIND_CONTROL, KIND_ENTRY, KIND_EXIT, KIN
 /// Called by instrumented code with the address of the function being entered.
 #[no_mangle]
 pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
-    if let Some(s) = runtime::slot() {
-        match runtime::HOOKS.load(Ordering::Relaxed) {
-            // SAFETY: `s` is this thread's initialised slot in the live segment.
-            runtime::CALLS => unsafe { hook::enter(&s, this_fn as u64) },
-            runtime::TRACE_ON if filter::allowed(this_fn as u64) => {
-                // SAFETY: as above; trace mode, so the slot holds an event buffer.
-                unsafe { trace::event(&s, this_fn as u64, KIND_ENTRY) }
-            }
-            _ => {}
-        }
+    if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
+        trace_hook(this_fn as u64, KIND_ENTRY);
+    } else {
+        hook_other(this_fn as u64, KIND_ENTRY);
     }
 }
 
 /// gcc/clang `-finstrument-functions` exit hook.
 #[no_mangle]
 pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut c_void) {
+    if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
+        trace_hook(this_fn as u64, KIND_EXIT);
+    } else {
+        hook_other(this_fn as u64, KIND_EXIT);
+    }
+}
+
+/// The trace-mode hook, inlined into both entry points. Its common path (TSC clock, slot set
+/// up, filter verdict cached, room in the buffer) makes no call, so it saves no registers;
+/// everything else goes to [`hook_other`] by a tail call.
+#[inline(always)]
+fn trace_hook(func: u64, kind: u64) {
+    let t = runtime::tls_get();
+    let h = runtime::SEG.load(Ordering::Relaxed);
+    if runtime::STATE.load(Ordering::Relaxed) != runtime::READY
+        || (t as usize) <= runtime::NO_SLOT
+        || !clock::using_tsc()
+    {
+        return hook_other(func, kind);
+    }
+    match filter::cached(func) {
+        Some(true) => {}
+        Some(false) => return,
+        None => return hook_other(func, kind),
+    }
+    // SAFETY: READY with a slot pointer: `h` is the live trace-mode segment and `t` this
+    // thread's initialised slot in it.
+    if !unsafe { trace::event_fast(h, t, func, kind) } {
+        hook_other(func, kind)
+    }
+}
+
+/// Calls mode, and every hook before the runtime is set up (the first hook of a process or
+/// thread; `HOOKS` becomes [`runtime::TRACE_ON`] only during set-up).
+#[inline(never)]
+fn hook_other(func: u64, kind: u64) {
     if let Some(s) = runtime::slot() {
         match runtime::HOOKS.load(Ordering::Relaxed) {
             // SAFETY: `s` is this thread's initialised slot in the live segment.
-            runtime::CALLS => unsafe { hook::exit(&s, this_fn as u64) },
-            runtime::TRACE_ON if filter::allowed(this_fn as u64) => {
+            runtime::CALLS if kind == KIND_ENTRY => unsafe { hook::enter(&s, func) },
+            // SAFETY: as above.
+            runtime::CALLS => unsafe { hook::exit(&s, func) },
+            runtime::TRACE_ON if filter::allowed(func) => {
                 // SAFETY: as above; trace mode, so the slot holds an event buffer.
-                unsafe { trace::event(&s, this_fn as u64, KIND_EXIT) }
+                unsafe { trace::event(&s, func, kind) }
             }
             _ => {}
         }

@@ -1,7 +1,6 @@
 //! Process and thread set-up (cold paths): lazy process init on the first hook, thread slots,
 //! overhead calibration, fork, thread exit and process exit handlers.
 
-use core::cell::Cell;
 use core::ptr;
 use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
@@ -36,21 +35,16 @@ pub static SEG: AtomicPtr<SegmentHeader> = AtomicPtr::new(ptr::null_mut());
 static KEY: AtomicU32 = AtomicU32::new(u32::MAX);
 
 /// Marker stored in the thread-local for threads that get no slot.
-const NO_SLOT: usize = 1;
-
-thread_local! {
-    static TLS: Cell<*mut ThreadHeader> = const { Cell::new(ptr::null_mut()) };
-}
+pub const NO_SLOT: usize = 1;
 
 /// This thread's slot pointer (null = not yet set up, NO_SLOT = none).
 #[inline(always)]
 pub fn tls_get() -> *mut ThreadHeader {
-    TLS.try_with(|c| c.get())
-        .unwrap_or(NO_SLOT as *mut ThreadHeader)
+    crate::tls::get()
 }
 
 fn tls_set(p: *mut ThreadHeader) {
-    let _ = TLS.try_with(|c| c.set(p));
+    crate::tls::set(p)
 }
 
 /// Slot for this hook, setting up process and thread on first use; None = do nothing.

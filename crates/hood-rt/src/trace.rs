@@ -5,8 +5,8 @@
 use core::sync::atomic::Ordering;
 
 use hood_abi::{
-    SegmentHeader, TagEntry, TraceEvent, FLAG_TAG_OVERRUN, FLAG_TRACE_FULL, FLAG_TRACE_WRAPPED,
-    MAX_TAGS, TAG_LABEL_LEN, TAG_UNKNOWN, THREAD_HEADER_SIZE, TRACE_FULL_STOP,
+    SegmentHeader, TagEntry, ThreadHeader, TraceEvent, FLAG_TAG_OVERRUN, FLAG_TRACE_FULL,
+    FLAG_TRACE_WRAPPED, MAX_TAGS, TAG_LABEL_LEN, TAG_UNKNOWN, THREAD_HEADER_SIZE, TRACE_FULL_STOP,
 };
 
 use crate::clock;
@@ -38,6 +38,36 @@ pub unsafe fn event(s: &Slot, addr: u64, kind: u64) {
         t.trace_written.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Release,
     );
+}
+
+/// The common case of [`event`] on the TSC clock: false (nothing written) when the buffer is
+/// full, which the caller then hands to the general path. Caller guarantees `h` is the live
+/// trace-mode segment and `t` this thread's initialised slot in it.
+#[inline(always)]
+pub unsafe fn event_fast(
+    h: *const SegmentHeader,
+    t: *mut ThreadHeader,
+    addr: u64,
+    kind: u64,
+) -> bool {
+    let now = clock::tsc();
+    let th = &*t;
+    let pos = th.trace_pos.load(Ordering::Relaxed);
+    if pos >= (*h).trace_capacity {
+        return false;
+    }
+    let ev = (t as *mut u8)
+        .add(THREAD_HEADER_SIZE)
+        .cast::<TraceEvent>()
+        .add(pos as usize);
+    (*ev).addr = addr;
+    (*ev).ticks_kind = (now << 2) | kind;
+    th.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
+    th.trace_written.store(
+        th.trace_written.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Release,
+    );
+    true
 }
 
 #[cold]
