@@ -268,6 +268,29 @@ fn bad_seconds_get_400() {
         let (code, body) = get(s.port, &format!("/debug/pprof/profile?{q}"), &[]);
         assert_eq!(code, 400, "{q}: {}", String::from_utf8_lossy(&body));
     }
+    // pid_max is at most 2^22: this pid cannot exist.
+    let (code, _) = get(s.port, "/debug/pprof/profile?seconds=1&pid=999999999", &[]);
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn sigterm_stops_the_server() {
+    let mut s = serve(&[]);
+    let pid = s.child.id() as i32;
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = s.child.try_wait().expect("wait") {
+            break st;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "hood serve ignores SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
 }
 
 #[test]
