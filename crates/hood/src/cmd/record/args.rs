@@ -51,7 +51,7 @@ pub struct RecordArgs {
     pub labels: bool,
     /// With --labels: events per second allowed before the per-packet network events are
     /// duty-cycled (their share extrapolated, and said so in the report); 0 = no limit.
-    #[arg(long = "labels-budget", default_value_t = 500_000)]
+    #[arg(long = "labels-budget", default_value_t = 500_000, requires = "labels")]
     pub labels_budget: u64,
     /// Where a detached recorder (`hood start`) writes its outcome.
     #[arg(long = "detached-status", hide = true)]
