@@ -203,6 +203,15 @@ fn healthz_and_metrics_with_own_busy_child() {
         .map(|(k, _)| k.as_str())
         .collect();
     assert!(pids.len() <= 20, "{} processes exported", pids.len());
+    // A scrape right after another still gets ratios over at least a second.
+    let (_, body) = get(s.port, "/metrics", &[]);
+    let again = parse_prometheus(&String::from_utf8(body).unwrap());
+    let interval = again
+        .iter()
+        .find(|(k, _)| k == "hood_interval_seconds")
+        .expect("interval")
+        .1;
+    assert!(interval >= 1.0, "interval {interval}");
     assert_eq!(get(s.port, "/nope", &[]).0, 404);
 }
 

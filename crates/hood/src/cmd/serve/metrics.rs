@@ -1,16 +1,22 @@
-//! `/metrics`: a fresh /proc snapshot per scrape, rates against the previous one.
+//! `/metrics`: a fresh /proc snapshot per scrape, ratios against an earlier one.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use anyhow::Context;
 use hood_model::monitor::view::CtxView;
-use hood_model::monitor::{derive, ScanOptions, Snapshot};
+use hood_model::monitor::{derive, ScanOptions, Snapshot, TaskView};
 use hood_procfs::ProcReader;
 use hood_report::metrics::{render_metrics, select_tasks, Selection};
 
-/// The scraper: the reader and the previous snapshot, shared by the request threads.
+/// Shortest interval the per-interval ratios are computed over (once the server has run that
+/// long), so scrapes close together (the two servers of a Prometheus HA pair) still get
+/// meaningful ratios.
+const MIN_INTERVAL_NS: u64 = 1_000_000_000;
+
+/// The scraper: the reader and recent snapshots, shared by the request threads.
 pub struct Scraper {
-    state: Mutex<(ProcReader, Option<Snapshot>)>,
+    state: Mutex<(ProcReader, VecDeque<Snapshot>)>,
     scan: ScanOptions,
     sel: Selection,
 }
@@ -29,7 +35,7 @@ impl Scraper {
             ..ScanOptions::default()
         };
         let mut r = ProcReader::new();
-        let first = r.snapshot(&scan).ok();
+        let first: VecDeque<Snapshot> = r.snapshot(&scan).ok().into_iter().collect();
         Scraper {
             state: Mutex::new((r, first)),
             scan,
@@ -40,10 +46,20 @@ impl Scraper {
     /// Encode the metrics text of a new snapshot.
     pub fn scrape(&self) -> anyhow::Result<String> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (reader, prev) = &mut *st;
+        let (reader, recent) = &mut *st;
         let cur = reader.snapshot(&self.scan).context("reading /proc")?;
-        let view = derive(prev.as_ref(), &cur);
-        *prev = Some(cur);
+        // The newest snapshot at least MIN_INTERVAL old, else the oldest kept; older ones go.
+        let age = |s: &Snapshot| cur.taken_ns.saturating_sub(s.taken_ns);
+        let base = recent
+            .iter()
+            .rposition(|s| age(s) >= MIN_INTERVAL_NS)
+            .unwrap_or(0);
+        recent.drain(..base);
+        let view = derive(recent.front(), &cur);
+        // At most about five kept per MIN_INTERVAL however often scrapes come.
+        if recent.back().is_none_or(|b| age(b) >= MIN_INTERVAL_NS / 4) {
+            recent.push_back(cur);
+        }
         drop(st);
         let mut tasks = select_tasks(&view, &self.sel);
         add_ctx(&mut tasks);
@@ -52,7 +68,7 @@ impl Scraper {
 }
 
 /// Context switch counters of the exported processes (a vanished process keeps none).
-fn add_ctx(tasks: &mut [hood_model::monitor::TaskView]) {
+fn add_ctx(tasks: &mut [TaskView]) {
     for t in tasks {
         let path = format!("/proc/{}/status", t.pid);
         if let Ok(text) = std::fs::read_to_string(path) {
