@@ -1,6 +1,7 @@
 //! `hood serve` arguments and their validated config.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
@@ -13,8 +14,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
     pub listen: String,
     /// Require `Authorization: Bearer TOKEN` on /metrics and /debug/pprof/*.
-    #[arg(long, value_name = "TOKEN")]
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the token from FILE (first line), which keeps it out of the process list.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Allow a non-loopback --listen without --token (anyone who can reach the port can read
     /// metrics and profiles).
     #[arg(long)]
@@ -55,11 +59,23 @@ impl ServeArgs {
         if self.top == 0 || self.top > MAX_TOP {
             bail!("--top {}: must be between 1 and {MAX_TOP}", self.top);
         }
-        let token = match &self.token {
+        let from_file = match &self.token_file {
+            Some(f) => Some(
+                std::fs::read_to_string(f)
+                    .with_context(|| format!("--token-file {}", f.display()))?
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_string(),
+            ),
+            None => None,
+        };
+        let token = match self.token.as_ref().or(from_file.as_ref()) {
             Some(t) if t.is_empty() || t.chars().any(|c| c.is_whitespace() || c.is_control()) => {
                 bail!("--token: must be non-empty, without spaces or control characters")
             }
-            t => t.clone(),
+            t => t.cloned(),
         };
         if !listen.ip().is_loopback() && token.is_none() && !self.unauthenticated {
             bail!(
