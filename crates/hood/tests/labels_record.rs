@@ -323,3 +323,40 @@ fn over_budget_run_says_so_and_still_charges_the_receiver() {
         "receiver got {on_receiver} of {perf_rx}"
     );
 }
+
+#[test]
+fn tcp_receive_work_goes_to_the_reader_and_acks_to_the_sender() {
+    if !privileged("tcp_receive_work_goes_to_the_reader_and_acks_to_the_sender") {
+        return;
+    }
+    let _serial = perf_lock();
+    ensure_tracefs();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tcp.data");
+    let prog = c_program("labels_tcp");
+    let out = record(&file, &["--labels", "--", prog.to_str().unwrap(), "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rx = ["net_rx_action", "__netif_receive_skb", "process_backlog"];
+    let plain = collapsed(&file, &[]);
+    let perf_rx = sum(&plain, |f| has(f, &rx));
+    let labeled = collapsed(&file, &["--labels"]);
+    let async_of = |who: &str| {
+        sum(&labeled, |f| {
+            f[0] == who && f.get(1).map(String::as_str) == Some("[async NET_RX]") && has(f, &rx)
+        })
+    };
+    let (reader, sender) = (async_of("tcp_recv"), async_of("tcp_send"));
+    let other = sum(&labeled, |f| f[0] == "[other]" && has(f, &rx));
+    eprintln!("tcp: {perf_rx} receive-path samples; reader {reader}, sender (acks) {sender}, [other] {other}");
+    assert!(perf_rx >= 20, "too few receive samples ({perf_rx})");
+    assert!(reader > 0, "no receive work charged to the reader");
+    assert!(
+        (other as f64) < 0.2 * perf_rx as f64,
+        "{other} of {perf_rx} receive samples unclaimed"
+    );
+    assert!(
+        (reader + sender) as f64 >= 0.8 * perf_rx as f64,
+        "only {} of {perf_rx} receive samples charged to the two ends",
+        reader + sender
+    );
+}

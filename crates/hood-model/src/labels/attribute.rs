@@ -93,6 +93,8 @@ struct Tag {
     kind: AsyncKind,
     time: u64,
     consumer: Option<u32>,
+    /// A TCP segment without data for this socket: serves the socket's owner.
+    ack_sk: Option<u64>,
 }
 
 /// A handler run on one CPU: `[start, end)`, with the tags it worked on (time, tag index).
@@ -141,6 +143,8 @@ pub fn attribute(
     let mut last_net: HashMap<u32, usize> = HashMap::new();
     let mut issuer: HashMap<(u64, u64), u32> = HashMap::new();
     let mut waiting_block: HashMap<u32, Vec<usize>> = HashMap::new();
+    // The last task that sent or received on each socket.
+    let mut owner: HashMap<u64, u32> = HashMap::new();
     for e in events {
         let st = cpus.entry(e.cpu).or_default();
         match e.kind {
@@ -187,6 +191,7 @@ pub fn attribute(
                     kind: AsyncKind::NetRx,
                     time: e.time,
                     consumer: None,
+                    ack_sk: None,
                 });
                 counts.net += 1;
                 by_skb.insert(skb, t);
@@ -207,7 +212,24 @@ pub fn attribute(
                     }
                 }
             }
+            EvKind::TcpProbe { skb, sk, len } => {
+                if let Some(&t) = by_skb.get(&skb) {
+                    if len == 0 {
+                        tags[t].ack_sk = Some(sk);
+                        by_skb.remove(&skb);
+                    } else {
+                        let q = by_sk.entry(sk).or_default();
+                        if q.back() != Some(&t) {
+                            q.push_back(t);
+                        }
+                    }
+                }
+            }
+            EvKind::SendLen { sk, ret } if !e.in_irq && ret > 0 && e.pid != 0 => {
+                owner.insert(sk, e.pid);
+            }
             EvKind::RecvLen { sk, ret } if !e.in_irq && ret > 0 => {
+                owner.insert(sk, e.pid);
                 if let Some(q) = by_sk.get_mut(&sk) {
                     while let Some(t) = q.pop_front() {
                         if tags[t].consumer.is_none() {
@@ -226,6 +248,7 @@ pub fn attribute(
                     kind: AsyncKind::Block,
                     time: e.time,
                     consumer: issuer.remove(&(dev, sector)),
+                    ack_sk: None,
                 });
                 counts.block += 1;
                 if let Some(r) = st.innermost() {
@@ -243,6 +266,11 @@ pub fn attribute(
                 }
             }
             _ => {}
+        }
+    }
+    for t in &mut tags {
+        if let (None, Some(sk)) = (t.consumer, t.ack_sk) {
+            t.consumer = owner.get(&sk).copied();
         }
     }
     counts.net_consumed = tags
@@ -473,5 +501,29 @@ mod tests {
         // Without the window, the same run is kernel-wide NET_RX work nobody asked for.
         let b = attribute(&events, &samples, &HashSet::new(), &[]);
         assert_eq!(b.charges[1], Charge::Kernel);
+    }
+
+    #[test]
+    fn tcp_acks_serve_the_sockets_sender() {
+        // Sender 10 sends on socket 0x7; the ACK (data_len 0) for it arrives in a softirq.
+        let events = vec![
+            ev(50, 0, 10, false, EvKind::SendLen { sk: 0x7, ret: 1024 }),
+            ev(100, 1, 20, true, EvKind::SoftEntry { vec: 3 }),
+            ev(110, 1, 20, true, EvKind::NetRx { skb: 0xc }),
+            ev(
+                115,
+                1,
+                20,
+                true,
+                EvKind::TcpProbe {
+                    skb: 0xc,
+                    sk: 0x7,
+                    len: 0,
+                },
+            ),
+            ev(150, 1, 20, true, EvKind::SoftExit { vec: 3 }),
+        ];
+        let a = attribute(&events, &[sample(120, 1, 20)], &HashSet::new(), &[]);
+        assert_eq!(a.charges, vec![Charge::Async(10, AsyncKind::NetRx)]);
     }
 }

@@ -53,6 +53,22 @@ pub enum EvKind {
         /// Bytes returned (negative: error).
         ret: i64,
     },
+    /// A TCP segment reached an established socket (`tcp_probe`).
+    TcpProbe {
+        /// skb address.
+        skb: u64,
+        /// Socket address.
+        sk: u64,
+        /// Payload bytes (0: a pure ACK).
+        len: u64,
+    },
+    /// A send call returned on a socket.
+    SendLen {
+        /// Socket address.
+        sk: u64,
+        /// Bytes sent (negative: error).
+        ret: i64,
+    },
     /// A block request was issued.
     RqIssue {
         /// Device number.
@@ -94,6 +110,7 @@ struct Shape {
     name: String,
     a: Option<Field>,
     b: Option<Field>,
+    c: Option<Field>,
 }
 
 /// Turns raw records into [`Event`]s using the recorded format files.
@@ -125,6 +142,8 @@ impl Decoder {
                 d.common_flags = f.field("common_flags").cloned();
             }
             let (a, b) = match ev.name.as_str() {
+                "tcp_probe" => ("skbaddr", "skaddr"),
+                "sock_send_length" => ("sk", "ret"),
                 "irq_handler_entry" | "irq_handler_exit" => ("irq", ""),
                 "softirq_entry" | "softirq_exit" => ("vec", ""),
                 "netif_receive_skb" | "skb_copy_datagram_iovec" | "consume_skb" => ("skbaddr", ""),
@@ -136,6 +155,9 @@ impl Decoder {
             };
             let a = f.field(a).cloned();
             let b = (!b.is_empty()).then(|| f.field(b).cloned()).flatten();
+            let c = (ev.name == "tcp_probe")
+                .then(|| f.field("data_len").cloned())
+                .flatten();
             if a.is_none() || f.id == 0 {
                 continue;
             }
@@ -145,6 +167,7 @@ impl Decoder {
                     name: ev.name.clone(),
                     a,
                     b,
+                    c,
                 },
             );
         }
@@ -185,6 +208,15 @@ impl Decoder {
                 sector: need_b()?,
             },
             "sched_waking" => EvKind::Waking { pid: a as u32 },
+            "tcp_probe" => EvKind::TcpProbe {
+                skb: a,
+                sk: need_b()?,
+                len: s.c.as_ref().and_then(|f| f.read(rec))?,
+            },
+            "sock_send_length" => EvKind::SendLen {
+                sk: a,
+                ret: need_b()? as i64,
+            },
             _ => return None,
         };
         let pid = self

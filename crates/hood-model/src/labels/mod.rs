@@ -6,7 +6,9 @@
 //! Join keys (verified on the target kernel, see docs/labels.md):
 //! - network receive: `net:netif_receive_skb` (skb) inside a NET_RX softirq → `sock:sk_data_ready`
 //!   (socket) → the first task-context `skb:skb_copy_datagram_iovec` / `skb:consume_skb` of that
-//!   skb, else the first task-context `sock:sock_recv_length` (ret > 0) on that socket;
+//!   skb, else the first task-context `sock:sock_recv_length` (ret > 0) on that socket; a TCP segment
+//!   without data (`tcp:tcp_probe` data_len 0: an ACK) serves the socket's last sender or reader
+//!   (`sock:sock_send_length` / `sock_recv_length` in task context);
 //! - block I/O: `block:block_rq_complete` (dev, sector) inside a hardirq or BLOCK softirq →
 //!   the `sched:sched_waking` that follows it in the same handler, else the task that issued
 //!   the request (`block:block_rq_issue` in task context).
@@ -39,6 +41,8 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("skb", "skb_copy_datagram_iovec"),
     ("skb", "consume_skb"),
     ("sock", "sock_recv_length"),
+    ("tcp", "tcp_probe"),
+    ("sock", "sock_send_length"),
     ("block", "block_rq_issue"),
     ("block", "block_rq_complete"),
     ("sched", "sched_waking"),
@@ -112,6 +116,8 @@ pub const PER_PACKET: &[(&str, &str)] = &[
     ("skb", "skb_copy_datagram_iovec"),
     ("skb", "consume_skb"),
     ("sock", "sock_recv_length"),
+    ("tcp", "tcp_probe"),
+    ("sock", "sock_send_length"),
 ];
 
 /// The kernel's counters of one CPU's buffer, parsed from its `stats` text.
