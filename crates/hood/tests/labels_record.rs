@@ -38,8 +38,10 @@ fn tracing_state() -> String {
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                // A killed earlier run's instance is removed by the next recorder: not state.
-                .filter(|n| !stale(n))
+                // Other tools' instances (e.g. a concurrently running `hood top --irq-time`
+                // test) come and go on their own; a killed earlier run's instance is removed by
+                // the next recorder. What a labels run must not leave behind is its own.
+                .filter(|n| n.starts_with("hood-labels-") && !stale(n))
                 .collect()
         })
         .unwrap_or_default();
@@ -80,7 +82,17 @@ fn udp_receive_path_is_charged_to_the_receiver() {
     let prog = c_program("labels_udp");
     let out = record(
         &file,
-        &["--labels", "-F", "999", "--", prog.to_str().unwrap(), "2"],
+        // Everything traced (no budget): the attribution itself is under test.
+        &[
+            "--labels",
+            "--labels-budget",
+            "0",
+            "-F",
+            "999",
+            "--",
+            prog.to_str().unwrap(),
+            "2",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(tracing_state(), before, "tracing state changed by the run");

@@ -113,7 +113,7 @@ pub fn header_lines(v: &LabeledView<'_>) -> Vec<String> {
     if b.events_per_s > 0 && b.off_ns > 0 {
         let on = 100.0 * b.on_ns as f64 / (b.on_ns + b.off_ns).max(1) as f64;
         out.push(format!(
-            "cost control ACTIVE: events exceeded the budget of {} events/s, so per-packet events were traced {on:.0}% of the time; {} NET_RX samples outside the traced windows were charged like the nearest traced one (extrapolated)",
+            "cost control ACTIVE: events exceeded the budget of {} events/s, so per-packet events were traced {on:.1}% of the time; {} NET_RX samples outside the traced windows were charged like the nearest traced one (extrapolated)",
             b.events_per_s, l.attribution.tags.extrapolated
         ));
     }

@@ -44,21 +44,28 @@ struct Duty {
     on: bool,
     k: u64,
     iter: u64,
+    acc_events: u64,
     last: std::time::Instant,
     since_ns: u64,
     out: Budget,
 }
 
 impl Duty {
-    /// Account for `events` drained since the last call; switch the per-packet events.
+    /// Account for `events` drained since the last call; once a period of at least 100 ms has
+    /// passed (shorter ones, from early wake-ups, are too noisy), decide the duty cycle and
+    /// switch the per-packet events.
     fn regulate(&mut self, inst: &Instance, events: u64) -> anyhow::Result<()> {
-        let dt = self.last.elapsed().as_secs_f64();
-        self.last = std::time::Instant::now();
-        if self.budget == 0 || self.per_packet.is_empty() || dt <= 0.0 {
+        if self.budget == 0 || self.per_packet.is_empty() {
             return Ok(());
         }
+        self.acc_events += events;
+        let dt = self.last.elapsed().as_secs_f64();
+        if dt < 0.1 {
+            return Ok(());
+        }
+        self.last = std::time::Instant::now();
+        let rate = std::mem::take(&mut self.acc_events) as f64 / dt;
         if self.on {
-            let rate = events as f64 / dt;
             self.k = ((rate / self.budget as f64).ceil() as u64).clamp(1, 50);
         }
         self.iter += 1;
@@ -191,6 +198,7 @@ impl LabelsRecorder {
                 on: true,
                 k: 1,
                 iter: 0,
+                acc_events: 0,
                 last: std::time::Instant::now(),
                 since_ns: super::monotonic_ns(),
                 out: Budget {
