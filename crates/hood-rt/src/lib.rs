@@ -28,7 +28,21 @@ use hood_abi::{CONTROL_OFF, CONTROL_ON, KIND_CONTROL, KIND_ENTRY, KIND_EXIT, KIN
 /// # Safety
 /// Called by instrumented code with the address of the function being entered.
 #[no_mangle]
-pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
+pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, call_site: *mut c_void) {
+    enter_hook(this_fn, call_site)
+}
+
+/// gcc/clang `-finstrument-functions` exit hook.
+#[no_mangle]
+pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut c_void) {
+    exit_hook(this_fn, call_site)
+}
+
+/// The body of the entry hook. `hood_enter` and the overhead calibration call it directly:
+/// the exported `__cyg_profile_func_enter` is reached through the GOT, and when this library
+/// was `dlopen`ed rather than preloaded that resolves to glibc's empty stub.
+#[inline(always)]
+extern "C" fn enter_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
     if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
         trace_hook(this_fn as u64, KIND_ENTRY);
     } else {
@@ -36,9 +50,9 @@ pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mu
     }
 }
 
-/// gcc/clang `-finstrument-functions` exit hook.
-#[no_mangle]
-pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut c_void) {
+/// The body of the exit hook (see [`enter_hook`]).
+#[inline(always)]
+extern "C" fn exit_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
     if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
         trace_hook(this_fn as u64, KIND_EXIT);
     } else {
@@ -144,13 +158,13 @@ pub extern "C" fn hood_trace_off() {
 /// Explicit instrumentation (e.g. Rust on stable): call at the start of `func`.
 #[no_mangle]
 pub extern "C" fn hood_enter(func: *const c_void) {
-    __cyg_profile_func_enter(func as *mut c_void, core::ptr::null_mut());
+    enter_hook(func as *mut c_void, core::ptr::null_mut());
 }
 
 /// Explicit instrumentation: call at every return of `func` (same address as `hood_enter`).
 #[no_mangle]
 pub extern "C" fn hood_exit(func: *const c_void) {
-    __cyg_profile_func_exit(func as *mut c_void, core::ptr::null_mut());
+    exit_hook(func as *mut c_void, core::ptr::null_mut());
 }
 
 /// Stop recording in this process (hooks then cost one load).

@@ -217,9 +217,9 @@ fn calibrate(h: *mut SegmentHeader) {
 /// Best of 7 rounds: (ticks per entry+exit pair, mean raw own ticks of the empty callee).
 fn measure(s: &Slot, alternate: bool) -> (u64, u64) {
     let enter: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
-        core::hint::black_box(crate::__cyg_profile_func_enter);
+        core::hint::black_box(crate::enter_hook);
     let exit: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
-        core::hint::black_box(crate::__cyg_profile_func_exit);
+        core::hint::black_box(crate::exit_hook);
     let parent = calibrate as *mut libc::c_void;
     let f1 = measure as *mut libc::c_void;
     let f2 = init_thread as *mut libc::c_void;
