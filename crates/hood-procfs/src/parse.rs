@@ -5,27 +5,70 @@ use hood_model::monitor::{
     CpuRaw, CpuTicks, CtxSwitches, IoCounters, IrqLine, LoadAvg, MemInfo, TaskRaw,
 };
 
+/// Unsigned decimal (an optional `+`, then digits); `None` when empty, not a number or too big.
+fn dec_u64(tok: &[u8]) -> Option<u64> {
+    let digits = tok.strip_prefix(b"+").unwrap_or(tok);
+    if digits.is_empty() {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in digits {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    Some(v)
+}
+
+/// Signed decimal (an optional sign, then digits).
+fn dec_i64(tok: &[u8]) -> Option<i64> {
+    match tok.strip_prefix(b"-") {
+        Some(d) if !d.starts_with(b"+") => {
+            let v = dec_u64(d)?;
+            if v == 1 << 63 {
+                Some(i64::MIN)
+            } else {
+                i64::try_from(v).ok().map(|v| -v)
+            }
+        }
+        Some(_) => None,
+        None => i64::try_from(dec_u64(tok)?).ok(),
+    }
+}
+
+fn dec_u32(tok: &[u8]) -> Option<u32> {
+    u32::try_from(dec_u64(tok)?).ok()
+}
+
 /// Parse `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) into `t`'s stat fields.
 ///
 /// The name is taken between the first `(` and the *last* `)`, so names containing spaces and
-/// parentheses parse right. Returns `None` when the line is malformed.
+/// parentheses parse right. Returns `None` when the line is malformed. A hand-written byte
+/// scanner: this runs once per task per refresh. `t.name` keeps its buffer when the name is
+/// unchanged.
 pub fn parse_stat(buf: &[u8], t: &mut TaskRaw) -> Option<()> {
     let open = buf.iter().position(|&b| b == b'(')?;
     let close = buf.iter().rposition(|&b| b == b')')?;
     if close < open {
         return None;
     }
-    let pid = std::str::from_utf8(&buf[..open])
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let name = String::from_utf8_lossy(&buf[open + 1..close]);
-    let rest = std::str::from_utf8(&buf[close + 1..]).ok()?;
-    // tokens[0] is man-page field 3 (state).
-    let mut fields = [""; 40];
+    let pid = dec_u32(buf[..open].trim_ascii())?;
+    let rest = &buf[close + 1..];
+    // Anything after the name is ASCII on every kernel; other bytes mean a damaged line.
+    if !rest.is_ascii() {
+        std::str::from_utf8(rest).ok()?;
+    }
+    // fields[0] is man-page field 3 (state).
+    let mut fields: [&[u8]; 40] = [&[]; 40];
     let mut n = 0;
-    for tok in rest.split_ascii_whitespace().take(fields.len()) {
+    for tok in rest
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|t| !t.is_empty())
+    {
+        if n == fields.len() {
+            break;
+        }
         fields[n] = tok;
         n += 1;
     }
@@ -33,26 +76,33 @@ pub fn parse_stat(buf: &[u8], t: &mut TaskRaw) -> Option<()> {
         return None;
     }
     let f = |k: usize| fields[k - 3];
-    let u = |k: usize| f(k).parse::<u64>().ok();
-    let i = |k: usize| f(k).parse::<i64>().ok();
+    let state = match f(3) {
+        [b, ..] if b.is_ascii() => char::from(*b),
+        tok => std::str::from_utf8(tok).ok()?.chars().next()?,
+    };
     t.pid = pid;
-    t.name.clear();
-    t.name.push_str(&name);
-    t.state = f(3).chars().next()?;
-    t.ppid = f(4).parse().ok()?;
-    t.utime = u(14)?;
-    t.stime = u(15)?;
-    t.priority = i(18)?;
-    t.nice = i(19)?;
-    t.num_threads = f(20).parse().ok()?;
-    t.start_time = u(22)?;
-    t.vsize = u(23)?;
-    t.rss_pages = i(24)?.max(0) as u64;
+    t.state = state;
+    t.ppid = dec_u32(f(4))?;
+    t.utime = dec_u64(f(14))?;
+    t.stime = dec_u64(f(15))?;
+    t.priority = dec_i64(f(18))?;
+    t.nice = dec_i64(f(19))?;
+    t.num_threads = dec_u32(f(20))?;
+    t.start_time = dec_u64(f(22))?;
+    t.vsize = dec_u64(f(23))?;
+    t.rss_pages = dec_i64(f(24))?.max(0) as u64;
     t.processor = if n >= 37 {
-        f(39).parse().unwrap_or(-1)
+        dec_i64(f(39))
+            .and_then(|v| i32::try_from(v).ok())
+            .unwrap_or(-1)
     } else {
         -1
     };
+    let name = &buf[open + 1..close];
+    if t.name.as_bytes() != name {
+        t.name.clear();
+        t.name.push_str(&String::from_utf8_lossy(name));
+    }
     Some(())
 }
 

@@ -1,66 +1,136 @@
 //! The snapshot reader.
+//!
+//! Per-task files are opened relative to a held descriptor of the procfs root (`openat`), so
+//! no absolute path is built or walked per file. On a real procfs the descriptor of each
+//! `/proc/PID/stat` is also kept across refreshes and re-read from offset 0 (procfs regenerates
+//! the text on every read from the start, and a descriptor of a task that has gone reads as
+//! `ESRCH`, after which the path is opened afresh): a refresh then costs one `pread` per task
+//! instead of open + read + close. The number of held descriptors stays within half the
+//! open-file limit; tasks beyond it are opened per refresh. A fake tree (tests) holds none, as
+//! regular files would keep showing deleted or replaced content.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::fs::{self, File};
-use std::io::{self, Read};
-use std::os::unix::fs::MetadataExt;
+use std::fs;
+use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use hood_model::monitor::{IrqTimeRaw, ScanOptions, Snapshot, TaskRaw};
+use rustc_hash::FxHashMap;
+use rustix::fs::{AtFlags, Mode, OFlags, RawDir, SeekFrom};
 
 use crate::parse;
 use crate::ProcError;
 
+/// `statfs` magic of procfs.
+const PROC_SUPER_MAGIC: i64 = 0x9fa0;
+
 /// Reads snapshots from a procfs root (normally `/proc`). Keep one reader alive across
-/// refreshes: it reuses its buffers and its uid → name table.
+/// refreshes: it reuses its buffers, its open `stat` descriptors and its uid → name table.
 #[derive(Debug)]
 pub struct ProcReader {
     root: PathBuf,
+    /// The root directory, or why it could not be opened.
+    root_fd: Result<OwnedFd, io::ErrorKind>,
     passwd: PathBuf,
     users: Option<HashMap<u32, String>>,
     epoch: Instant,
     buf: Vec<u8>,
+    /// getdents buffer.
+    dirbuf: Vec<u8>,
+    /// Path relative to the root (`PID/stat`, `PID/task/TID/io`, ...).
     path: String,
     pids: Vec<u32>,
     /// Owner uid per (pid, start time) from the previous scan: a process's owner is looked up
     /// once, not at every refresh.
-    owners: HashMap<(u32, u64), u32>,
-    owners_next: HashMap<(u32, u64), u32>,
+    owners: FxHashMap<(u32, u64), u32>,
+    owners_next: FxHashMap<(u32, u64), u32>,
+    /// Held `stat` descriptors of processes (by pid) and threads (by tid), from the previous
+    /// scan and for the next one.
+    stat_fds: [FxHashMap<u32, OwnedFd>; 2],
+    stat_fds_next: [FxHashMap<u32, OwnedFd>; 2],
+    /// How many `stat` descriptors may be held (0 on a fake tree).
+    fd_budget: usize,
+    /// Task records of an old snapshot handed back by [`ProcReader::recycle`], reused so a
+    /// refresh does not allocate names anew.
+    spare: Vec<TaskRaw>,
     clk_tck: u64,
     page_size: u64,
 }
 
-/// Read a whole file into `buf` (cleared first). Per-task /proc files produce their whole
-/// content in the first `read` when it fits, so a short read ends it.
-fn read_file(path: &str, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    let mut f = File::open(path)?;
-    if buf.capacity() < 4096 {
-        buf.reserve(4096);
+/// Read a whole file from `fd` at offset 0 into `buf` and return its length. `buf` stays
+/// initialized at its full length between calls (no clearing per read) and grows when a file
+/// fills it. Per-task /proc files produce their whole content in the first read when it fits,
+/// so a short read ends it.
+fn pread_all(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    if buf.len() < 4096 {
+        buf.resize(4096, 0);
     }
+    let mut len = 0;
     loop {
-        let len = buf.len();
-        let spare = buf.capacity() - len;
-        if spare == 0 {
-            buf.reserve(len.max(4096));
-            continue;
-        }
-        buf.resize(len + spare, 0);
-        let n = match f.read(&mut buf[len..]) {
+        let got = match rustix::io::pread(fd, &mut buf[len..], len as u64) {
             Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => 0,
-            Err(e) => {
-                buf.truncate(len);
-                return Err(e);
-            }
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         };
-        buf.truncate(len + n);
-        if n == 0 || n < spare {
-            return Ok(());
+        let room = buf.len() - len;
+        len += got;
+        if got == 0 || got < room {
+            return Ok(len);
+        }
+        let new_len = buf.len() * 2;
+        buf.resize(new_len, 0);
+    }
+}
+
+/// Open `path` (relative to `dir`) for reading.
+fn open_at(dir: &OwnedFd, path: &str) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        dir,
+        path,
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    )?)
+}
+
+/// Read `path` (relative to `dir`) into `buf`; returns the length.
+fn read_at(dir: &OwnedFd, path: &str, buf: &mut Vec<u8>) -> io::Result<usize> {
+    pread_all(&open_at(dir, path)?, buf)
+}
+
+/// Append the numeric entries of the directory `fd` (read from its start) to `out`, sorted.
+fn list_numeric(fd: &OwnedFd, dirbuf: &mut Vec<u8>, out: &mut Vec<u32>) -> io::Result<()> {
+    out.clear();
+    rustix::fs::seek(fd, SeekFrom::Start(0))?;
+    if dirbuf.capacity() < 32 * 1024 {
+        dirbuf.reserve(32 * 1024);
+    }
+    let mut dir = RawDir::new(fd, dirbuf.spare_capacity_mut());
+    while let Some(e) = dir.next() {
+        let e = e?;
+        if let Some(n) = parse_id(e.file_name().to_bytes()) {
+            out.push(n);
         }
     }
+    out.sort_unstable();
+    Ok(())
+}
+
+/// A decimal task id (`"123"`); `None` for anything else (`self`, `sys`, overflow).
+fn parse_id(name: &[u8]) -> Option<u32> {
+    if name.is_empty() || name.len() > 10 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in name {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(b - b'0');
+    }
+    u32::try_from(v).ok()
 }
 
 impl ProcReader {
@@ -73,22 +143,48 @@ impl ProcReader {
     /// `/etc/passwd` unless [`ProcReader::with_passwd`] says otherwise.
     pub fn with_root(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
-        let mut buf = Vec::with_capacity(4096);
-        let auxv = root.join("self/auxv");
-        let (hz, page) = match read_file(&auxv.to_string_lossy(), &mut buf) {
-            Ok(()) => parse::parse_auxv(&buf),
-            Err(_) => (None, None),
+        let root_fd = rustix::fs::open(
+            &root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io::Error::from(e).kind());
+        let mut buf = vec![0; 4096];
+        let (hz, page) = match root_fd
+            .as_ref()
+            .map(|fd| read_at(fd, "self/auxv", &mut buf))
+        {
+            Ok(Ok(n)) => parse::parse_auxv(&buf[..n]),
+            _ => (None, None),
         };
+        // `f_type`'s width differs between architectures.
+        #[allow(clippy::unnecessary_cast)]
+        let is_procfs = root_fd.as_ref().is_ok_and(|fd| {
+            rustix::fs::fstatfs(fd).is_ok_and(|st| st.f_type as i64 == PROC_SUPER_MAGIC)
+        });
+        let fd_limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+            .current
+            .unwrap_or(1024);
         ProcReader {
             root,
+            root_fd,
             passwd: PathBuf::from("/etc/passwd"),
             users: None,
             epoch: Instant::now(),
             buf,
+            dirbuf: Vec::new(),
             path: String::with_capacity(64),
             pids: Vec::new(),
-            owners: HashMap::new(),
-            owners_next: HashMap::new(),
+            owners: FxHashMap::default(),
+            owners_next: FxHashMap::default(),
+            stat_fds: Default::default(),
+            stat_fds_next: Default::default(),
+            fd_budget: if is_procfs {
+                usize::try_from(fd_limit / 2).unwrap_or(usize::MAX)
+            } else {
+                0
+            },
+            spare: Vec::new(),
             clk_tck: hz.unwrap_or(100),
             page_size: page.unwrap_or(4096),
         }
@@ -106,13 +202,37 @@ impl ProcReader {
         &self.root
     }
 
+    /// Hand back a snapshot that is no longer needed: its task records are reused by the next
+    /// [`ProcReader::snapshot`], which then allocates nothing new for tasks seen before.
+    pub fn recycle(&mut self, old: Snapshot) {
+        self.spare.extend(old.tasks);
+        self.spare.extend(old.threads.into_iter().flatten());
+    }
+
+    fn root_fd(&self) -> Result<&OwnedFd, ProcError> {
+        self.root_fd.as_ref().map_err(|&kind| ProcError::Read {
+            path: self.root.clone(),
+            source: kind.into(),
+        })
+    }
+
     fn sys_file(&mut self, name: &str) -> Result<String, ProcError> {
-        let path = self.root.join(name);
-        fs::read_to_string(&path).map_err(|source| ProcError::Read { path, source })
+        let read = match &self.root_fd {
+            Ok(fd) => read_at(fd, name, &mut self.buf),
+            Err(kind) => Err((*kind).into()),
+        };
+        match read {
+            Ok(n) => Ok(String::from_utf8_lossy(&self.buf[..n]).into_owned()),
+            Err(source) => Err(ProcError::Read {
+                path: self.root.join(name),
+                source,
+            }),
+        }
     }
 
     /// Take one snapshot. `irq_time` is attached as given (the tracer lives elsewhere).
     pub fn snapshot(&mut self, opts: &ScanOptions) -> Result<Snapshot, ProcError> {
+        self.root_fd()?;
         let mut s = Snapshot {
             taken_ns: self.epoch.elapsed().as_nanos() as u64,
             wall_time_s: SystemTime::now()
@@ -137,7 +257,7 @@ impl ProcReader {
         s.forks = stat.processes;
         s.mem = parse::parse_meminfo(&self.sys_file("meminfo")?);
         if opts.cpu_mhz {
-            if let Ok(info) = fs::read_to_string(self.root.join("cpuinfo")) {
+            if let Ok(info) = self.sys_file("cpuinfo") {
                 for (id, mhz) in parse::parse_cpuinfo_mhz(&info) {
                     if let Some(c) = s.cpus.iter_mut().find(|c| c.id == id) {
                         c.mhz = Some(mhz);
@@ -147,10 +267,10 @@ impl ProcReader {
         }
         if opts.exceptions {
             // Optional files: a kernel without them just shows none.
-            if let Ok(t) = fs::read_to_string(self.root.join("interrupts")) {
+            if let Ok(t) = self.sys_file("interrupts") {
                 s.interrupts = parse::parse_irq_table(&t);
             }
-            if let Ok(t) = fs::read_to_string(self.root.join("softirqs")) {
+            if let Ok(t) = self.sys_file("softirqs") {
                 s.softirqs = parse::parse_irq_table(&t);
             }
         }
@@ -168,6 +288,11 @@ impl ProcReader {
             s.threads = Some(threads);
         }
         std::mem::swap(&mut self.owners, &mut self.owners_next);
+        // Descriptors of tasks not seen in this scan are closed here.
+        for (held, next) in self.stat_fds.iter_mut().zip(&mut self.stat_fds_next) {
+            std::mem::swap(held, next);
+            next.clear();
+        }
         if opts.status || opts.owner {
             self.fill_users(&mut s.tasks);
             if let Some(th) = s.threads.as_mut() {
@@ -182,32 +307,22 @@ impl ProcReader {
         s.irq_time = it;
     }
 
-    fn list_numeric(&mut self, dir: &Path) -> io::Result<()> {
-        self.pids.clear();
-        for e in fs::read_dir(dir)? {
-            let Ok(e) = e else { continue };
-            if let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) {
-                self.pids.push(pid);
-            }
-        }
-        self.pids.sort_unstable();
-        Ok(())
-    }
-
     fn scan_tasks(&mut self, opts: &ScanOptions) -> Result<Vec<TaskRaw>, ProcError> {
-        let root = self.root.clone();
-        self.list_numeric(&root).map_err(|source| ProcError::Read {
-            path: root.clone(),
+        let listed = match &self.root_fd {
+            Ok(fd) => list_numeric(fd, &mut self.dirbuf, &mut self.pids),
+            Err(kind) => Err((*kind).into()),
+        };
+        listed.map_err(|source| ProcError::Read {
+            path: self.root.clone(),
             source,
         })?;
         let pids = std::mem::take(&mut self.pids);
         let mut out = Vec::with_capacity(pids.len());
-        let base = root.to_string_lossy().into_owned();
         for &pid in &pids {
             self.path.clear();
-            let _ = write!(self.path, "{base}/{pid}");
+            let _ = write!(self.path, "{pid}");
             // A task that vanished since the listing is skipped.
-            if let Some(t) = self.read_task(pid, pid, opts) {
+            if let Some(t) = self.read_task(pid, pid, 0, opts) {
                 out.push(t);
             }
         }
@@ -216,39 +331,95 @@ impl ProcReader {
     }
 
     fn scan_threads(&mut self, pid: u32, opts: &ScanOptions, out: &mut Vec<TaskRaw>) {
-        let dir = self.root.join(pid.to_string()).join("task");
-        if self.list_numeric(&dir).is_err() {
-            return; // vanished or unreadable: no threads
+        let Ok(root) = &self.root_fd else { return };
+        let dir = match open_at(root, &format!("{pid}/task")) {
+            Ok(d) => d,
+            Err(_) => return, // vanished or unreadable: no threads
+        };
+        if list_numeric(&dir, &mut self.dirbuf, &mut self.pids).is_err() {
+            return;
         }
         let tids = std::mem::take(&mut self.pids);
-        let base = dir.to_string_lossy().into_owned();
         for &tid in &tids {
             self.path.clear();
-            let _ = write!(self.path, "{base}/{tid}");
-            if let Some(t) = self.read_task(tid, pid, opts) {
+            let _ = write!(self.path, "{pid}/task/{tid}");
+            if let Some(t) = self.read_task(tid, pid, 1, opts) {
                 out.push(t);
             }
         }
         self.pids = tids;
     }
 
-    /// Read one task whose directory is in `self.path`. `None` when it vanished or its stat
-    /// is unreadable or malformed.
-    fn read_task(&mut self, id: u32, tgid: u32, opts: &ScanOptions) -> Option<TaskRaw> {
+    /// Read the `stat` of task `id` (directory in `self.path`) into `self.buf`, through its
+    /// held descriptor when there is one (`kind` 0: processes, 1: threads). Returns the length.
+    fn read_stat(&mut self, id: u32, kind: usize) -> Option<usize> {
+        if let Some(fd) = self.stat_fds[kind].remove(&id) {
+            if let Ok(n) = pread_all(&fd, &mut self.buf) {
+                if n > 0 {
+                    self.stat_fds_next[kind].insert(id, fd);
+                    return Some(n);
+                }
+            }
+            // Gone (ESRCH), or the pid now names another task: open afresh below.
+        }
         let dir_len = self.path.len();
-        let mut t = TaskRaw {
-            tgid,
-            ..TaskRaw::default()
-        };
         self.path.push_str("/stat");
-        read_file(&self.path, &mut self.buf).ok()?;
-        parse::parse_stat(&self.buf, &mut t)?;
+        let fd = self
+            .root_fd
+            .as_ref()
+            .ok()
+            .and_then(|r| open_at(r, &self.path).ok());
+        self.path.truncate(dir_len);
+        let fd = fd?;
+        let n = pread_all(&fd, &mut self.buf).ok()?;
+        let held = self.stat_fds_next[0].len() + self.stat_fds_next[1].len();
+        if held < self.fd_budget {
+            self.stat_fds_next[kind].insert(id, fd);
+        }
+        Some(n)
+    }
+
+    /// Read an optional per-task file `name` of the task whose directory is in `self.path`.
+    fn read_task_file(&mut self, name: &str) -> Option<usize> {
+        let dir_len = self.path.len();
+        self.path.push('/');
+        self.path.push_str(name);
+        let n = self
+            .root_fd
+            .as_ref()
+            .ok()
+            .and_then(|r| read_at(r, &self.path, &mut self.buf).ok());
+        self.path.truncate(dir_len);
+        n
+    }
+
+    /// Read one task whose directory (relative to the root) is in `self.path`. `None` when it
+    /// vanished or its stat is unreadable or malformed.
+    fn read_task(
+        &mut self,
+        id: u32,
+        tgid: u32,
+        kind: usize,
+        opts: &ScanOptions,
+    ) -> Option<TaskRaw> {
+        let n = self.read_stat(id, kind)?;
+        let mut t = self.spare.pop().unwrap_or_default();
+        if parse::parse_stat(&self.buf[..n], &mut t).is_none() {
+            self.spare.push(t);
+            return None;
+        }
         t.pid = id;
+        t.tgid = tgid;
+        t.uid = None;
+        t.ctx = None;
+        t.io = None;
+        t.cmdline = None;
+        if !(opts.status || opts.owner) {
+            t.user = None;
+        }
         if opts.status {
-            self.path.truncate(dir_len);
-            self.path.push_str("/status");
-            if read_file(&self.path, &mut self.buf).is_ok() {
-                let st = parse::parse_status(&String::from_utf8_lossy(&self.buf));
+            if let Some(n) = self.read_task_file("status") {
+                let st = parse::parse_status(&String::from_utf8_lossy(&self.buf[..n]));
                 t.uid = st.uid;
                 t.ctx = st.ctx;
             }
@@ -256,29 +427,26 @@ impl ProcReader {
         if opts.owner && t.uid.is_none() {
             let key = (id, t.start_time);
             t.uid = self.owners.get(&key).copied().or_else(|| {
-                self.path.truncate(dir_len);
-                fs::metadata(&self.path).ok().map(|m| m.uid())
+                let root = self.root_fd.as_ref().ok()?;
+                rustix::fs::statat(root, &self.path, AtFlags::empty())
+                    .ok()
+                    .map(|st| st.st_uid)
             });
         }
         if let Some(uid) = t.uid {
             self.owners_next.insert((id, t.start_time), uid);
         }
         if opts.io {
-            self.path.truncate(dir_len);
-            self.path.push_str("/io");
             // Other users' io is unreadable without privileges: show what is readable.
-            if read_file(&self.path, &mut self.buf).is_ok() {
-                t.io = parse::parse_io(&String::from_utf8_lossy(&self.buf));
+            if let Some(n) = self.read_task_file("io") {
+                t.io = parse::parse_io(&String::from_utf8_lossy(&self.buf[..n]));
             }
         }
         if opts.cmdline {
-            self.path.truncate(dir_len);
-            self.path.push_str("/cmdline");
-            if read_file(&self.path, &mut self.buf).is_ok() {
-                t.cmdline = Some(parse::parse_cmdline(&self.buf));
+            if let Some(n) = self.read_task_file("cmdline") {
+                t.cmdline = Some(parse::parse_cmdline(&self.buf[..n]));
             }
         }
-        self.path.truncate(dir_len);
         Some(t)
     }
 
@@ -288,9 +456,28 @@ impl ProcReader {
                 .map(|t| parse::parse_passwd(&t).into_iter().collect())
                 .unwrap_or_default()
         });
+        let mut num = String::new();
         for t in tasks {
-            if let Some(uid) = t.uid {
-                t.user = Some(users.get(&uid).cloned().unwrap_or_else(|| uid.to_string()));
+            let Some(uid) = t.uid else {
+                t.user = None;
+                continue;
+            };
+            let name = match users.get(&uid) {
+                Some(n) => n.as_str(),
+                None => {
+                    num.clear();
+                    let _ = write!(num, "{uid}");
+                    num.as_str()
+                }
+            };
+            // Reuse a recycled record's buffer rather than allocating a name per task.
+            match t.user.as_mut() {
+                Some(u) if u == name => {}
+                Some(u) => {
+                    u.clear();
+                    u.push_str(name);
+                }
+                None => t.user = Some(name.to_string()),
             }
         }
     }

@@ -127,7 +127,8 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
                 s.push('\n');
                 emit(&s)?;
             }
-            prev = cur;
+            // The older snapshot's records are reused by the next scan.
+            r.recycle(std::mem::replace(&mut prev, cur));
             n += 1;
         }
         return Ok(ExitCode::SUCCESS);
@@ -183,7 +184,7 @@ fn run_tui(
             cur.irq_time = irq_state(&mut tracer);
             if changed {
                 // Rates need two snapshots of the same depth: take a short second one.
-                prev = cur;
+                r.recycle(std::mem::replace(&mut prev, cur));
                 std::thread::sleep(Duration::from_millis(200));
                 cur = r.snapshot(&scan)?;
                 cur.irq_time = irq_state(&mut tracer);
@@ -191,7 +192,7 @@ fn run_tui(
             if frame_tx.send(derive(Some(&prev), &cur)).is_err() {
                 return Ok(());
             }
-            prev = cur;
+            r.recycle(std::mem::replace(&mut prev, cur));
         }
     });
     let res = hood_tui::run(cfg, frame_rx, need_tx);
