@@ -217,4 +217,28 @@ mod tests {
         bad[8..16].copy_from_slice(&(1u64 << 20).to_le_bytes());
         assert!(decode_page(&bad, PageLayout::default(), &mut |_, _| {}).malformed);
     }
+
+    #[test]
+    fn random_bytes_never_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut page = vec![0u8; 4096];
+        for round in 0..2000 {
+            for b in page.iter_mut() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            // Keep the commit length plausible half of the time so events get parsed.
+            if round % 2 == 0 {
+                page[8..16].copy_from_slice(&((x % 4080) as u64).to_le_bytes());
+            }
+            let mut n = 0u64;
+            let info = decode_page(&page, PageLayout::default(), &mut |_, r| {
+                n += 1;
+                assert!(r.len() <= 4080);
+            });
+            assert_eq!(info.events, n);
+        }
+    }
 }
