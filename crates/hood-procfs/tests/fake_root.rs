@@ -142,3 +142,72 @@ fn real_proc_has_this_process() {
     assert!(th.iter().any(|t| t.pid == me.pid), "main thread listed");
     assert!(th.iter().all(|t| t.tgid == me.pid));
 }
+
+#[test]
+fn reused_reader_sees_changes_and_drops_stale_fields() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake_proc(dir.path());
+    let mut r = ProcReader::with_root(dir.path()).with_passwd(dir.path().join("passwd"));
+    let first = r.snapshot(&ScanOptions::all()).expect("first snapshot");
+    assert!(first.tasks[1].cmdline.is_some());
+    r.recycle(first);
+    // The worker renamed itself and used more CPU; init exited.
+    write(
+        dir.path(),
+        "42/stat",
+        &stat_line(42, "renamed", 'S', 2, 1500, 2560),
+    );
+    fs::remove_dir_all(dir.path().join("1")).expect("rm 1");
+    let second = r
+        .snapshot(&ScanOptions::default())
+        .expect("second snapshot");
+    let pids: Vec<u32> = second.tasks.iter().map(|t| t.pid).collect();
+    assert_eq!(pids, vec![42], "the exited task is gone");
+    let w = &second.tasks[0];
+    assert_eq!((w.name.as_str(), w.state, w.utime), ("renamed", 'S', 1500));
+    assert_eq!(w.tgid, 42);
+    // Not asked for this time: nothing left over from the recycled records.
+    assert!(w.cmdline.is_none() && w.user.is_none() && w.uid.is_none() && w.ctx.is_none());
+    assert!(second.threads.is_none());
+}
+
+#[test]
+fn real_proc_held_descriptors_follow_exits() {
+    let mut r = ProcReader::new();
+    let opts = ScanOptions {
+        owner: true,
+        ..Default::default()
+    };
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("spawn sleep");
+    let pid = child.id();
+    let s = r.snapshot(&opts).expect("snapshot with child");
+    let kid = s.tasks.iter().find(|t| t.pid == pid).expect("child listed");
+    assert_eq!(kid.name, "sleep");
+    assert_eq!(kid.ppid, std::process::id());
+    r.recycle(s);
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+    let s = r.snapshot(&opts).expect("snapshot after exit");
+    assert!(s.tasks.iter().all(|t| t.pid != pid), "reaped child gone");
+    // Every task a fresh reader sees (and that still lives) reads the same in the reused one.
+    let fresh = ProcReader::new().snapshot(&opts).expect("fresh snapshot");
+    let me = std::process::id();
+    let a = s
+        .tasks
+        .iter()
+        .find(|t| t.pid == me)
+        .expect("self in reused");
+    let b = fresh
+        .tasks
+        .iter()
+        .find(|t| t.pid == me)
+        .expect("self in fresh");
+    assert_eq!(
+        (&a.name, a.ppid, a.start_time),
+        (&b.name, b.ppid, b.start_time)
+    );
+    assert_eq!(a.uid, b.uid);
+}

@@ -34,6 +34,23 @@ fn comm_ending_in_paren_and_space() {
 }
 
 #[test]
+fn stat_number_edge_cases() {
+    let with = |field: &str| STAT.replace(" 250 75 ", &format!(" {field} 75 "));
+    let mut t = TaskRaw::default();
+    parse_stat(with("+7").as_bytes(), &mut t).expect("plus sign");
+    assert_eq!(t.utime, 7);
+    for bad in ["18446744073709551616", "-1", "1x", "+"] {
+        assert!(parse_stat(with(bad).as_bytes(), &mut t).is_none(), "{bad}");
+    }
+    let neg = STAT.replace(" 20 0 6 ", " -100 -20 6 ");
+    parse_stat(neg.as_bytes(), &mut t).expect("negative priority");
+    assert_eq!((t.priority, t.nice), (-100, -20));
+    let min = STAT.replace(" 20 0 6 ", " -9223372036854775808 0 6 ");
+    parse_stat(min.as_bytes(), &mut t).expect("i64::MIN");
+    assert_eq!(t.priority, i64::MIN);
+}
+
+#[test]
 fn truncated_stat_is_rejected() {
     let mut t = TaskRaw::default();
     for cut in [0, 5, 30, 60] {
@@ -117,6 +134,19 @@ proptest! {
         prop_assert!(parse_stat(line.as_bytes(), &mut t).is_some());
         prop_assert_eq!(t.name, name);
         prop_assert_eq!(t.num_threads, 6);
+    }
+
+    #[test]
+    fn stat_numbers_roundtrip(
+        utime in any::<u64>(), stime in any::<u64>(), prio in any::<i64>(), nice in -20i64..20,
+        threads in any::<u32>(), start in any::<u64>(), rss in any::<i64>(), cpu in 0i32..4096,
+    ) {
+        let line = format!("77 (n) R 1 77 77 0 -1 0 0 0 0 0 {utime} {stime} 0 0 {prio} {nice} {threads} 0 {start} 4096 {rss} 0 0 0 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n");
+        let mut t = TaskRaw::default();
+        prop_assert!(parse_stat(line.as_bytes(), &mut t).is_some());
+        prop_assert_eq!((t.utime, t.stime, t.priority, t.nice), (utime, stime, prio, nice));
+        prop_assert_eq!((t.num_threads, t.start_time, t.processor), (threads, start, cpu));
+        prop_assert_eq!(t.rss_pages, rss.max(0) as u64);
     }
 
     #[test]
