@@ -96,10 +96,10 @@ pub fn render_labels_gprof(v: &LabeledView<'_>, out: &mut dyn Write) -> Result<(
         }
     }
     let total: u64 = g.selfs.iter().sum();
-    let per = if v.clock_event() && total > 0 {
-        period_sum as f64 / 1e9 / total as f64
-    } else {
-        1.0
+    let per = match (v.clock_event(), total) {
+        (true, 0) => 0.0,
+        (true, n) => period_sum as f64 / 1e9 / n as f64,
+        (false, _) => 1.0,
     };
     let unit = if v.clock_event() {
         "seconds"

@@ -28,13 +28,25 @@ pub struct LabeledView<'a> {
     pub labeled: &'a Labeled,
     /// Name of the recording, for headers.
     pub source: &'a str,
+    /// Only samples charged to this process (`hood report --pid`).
+    pub pid: Option<u32>,
+    /// Only samples charged to processes of this name (`hood report --comm`).
+    pub comm: Option<&'a str>,
 }
 
 impl<'a> LabeledView<'a> {
-    /// Samples with their charges.
+    /// Samples with their charges, those the `pid`/`comm` filters keep.
     pub fn charged(&self) -> impl Iterator<Item = (&'a hood_model::profile::Sample, Charge)> + 'a {
         let charges = &self.labeled.attribution.charges;
-        self.prof.samples.iter().zip(charges.iter().copied())
+        let (prof, pid, comm) = (self.prof, self.pid, self.comm);
+        self.prof
+            .samples
+            .iter()
+            .zip(charges.iter().copied())
+            .filter(move |&(_, c)| {
+                pid.is_none_or(|p| c.pid() == Some(p))
+                    && comm.is_none_or(|n| c.pid().is_some_and(|p| prof.comm(p) == n))
+            })
     }
 
     /// Display label of a charge: the process as `PID comm`, or `[kernel]`, `[other]`,

@@ -97,6 +97,8 @@ fn render(f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
         prof: &prof,
         labeled: &labeled,
         source: "t.data",
+        pid: None,
+        comm: None,
     };
     let mut out = Vec::new();
     f(&v, &mut out);

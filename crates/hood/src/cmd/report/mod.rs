@@ -175,6 +175,8 @@ fn render_labels(
         prof,
         labeled: &labeled,
         source: &opts.source,
+        pid: args.pid,
+        comm: args.comm.as_deref(),
     };
     for w in &prof.warnings {
         eprintln!("hood: warning: {w}");
