@@ -182,7 +182,7 @@ fn direct_io_completions_are_charged_to_the_reader() {
     let prog = c_program("labels_dio");
     let mut reader = Command::new(&prog)
         .arg(&data)
-        .arg("6")
+        .arg("8")
         .stdout(Stdio::piped())
         .spawn()
         .expect("start reader");
@@ -191,8 +191,11 @@ fn direct_io_completions_are_charged_to_the_reader() {
     let mut stdout = std::io::BufReader::new(reader.stdout.take().expect("reader stdout"));
     std::io::BufRead::read_line(&mut stdout, &mut line).expect("reader output");
     assert_eq!(line.trim(), "reading", "reader failed to start");
-    let out = record(&file, &["--labels", "-a", "-d", "2"]);
+    // A high rate: completions are short, and each sample in one counts.
+    let out = record(&file, &["--labels", "-a", "-F", "4999", "-d", "3"]);
     let _ = reader.wait();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
     assert!(out.status.success(), "{}", text(&out));
     let labeled = collapsed(&file, &["--labels"]);
     let done = [
@@ -208,7 +211,11 @@ fn direct_io_completions_are_charged_to_the_reader() {
             && has(f, &done)
     });
     eprintln!("completion samples: {all}, charged to the reader as async BLOCK: {reader_async}");
-    assert!(all >= 10, "too few completion samples ({all})");
+    assert!(
+        all >= 10,
+        "too few completion samples ({all}); reader: {}",
+        rest.trim()
+    );
     assert!(
         reader_async as f64 >= 0.8 * all as f64,
         "reader got {reader_async} of {all} completion samples:\n{:?}",
