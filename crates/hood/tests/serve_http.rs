@@ -32,12 +32,18 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Start `hood serve` on a free loopback port with `extra` arguments; wait for /healthz.
+/// Start `hood serve` on a free loopback port with `extra` arguments; wait until it listens.
 fn serve(extra: &[&str]) -> Serve {
+    serve_in(extra, &std::env::temp_dir())
+}
+
+/// `serve` with TMPDIR set to `tmp`.
+fn serve_in(extra: &[&str], tmp: &std::path::Path) -> Serve {
     let port = free_port();
     let child = hood()
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .args(extra)
+        .env("TMPDIR", tmp)
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn hood serve");
@@ -294,8 +300,11 @@ fn bad_seconds_get_400() {
 }
 
 #[test]
-fn sigterm_stops_the_server() {
-    let mut s = serve(&[]);
+fn sigterm_stops_the_server_and_removes_its_scratch_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut s = serve_in(&[], tmp.path());
+    let entries = || std::fs::read_dir(tmp.path()).unwrap().count();
+    assert_eq!(entries(), 1, "one private scratch directory");
     let pid = s.child.id() as i32;
     // SAFETY: kill(2) on our own child's pid.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
@@ -311,6 +320,7 @@ fn sigterm_stops_the_server() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status:?}");
+    assert_eq!(entries(), 0, "scratch directory left behind");
 }
 
 #[test]

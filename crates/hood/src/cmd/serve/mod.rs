@@ -51,7 +51,12 @@ pub fn serve(cfg: &ServeConfig) -> anyhow::Result<()> {
         eprintln!("hood serve: WARNING: listening on {addr} WITHOUT authentication (--unauthenticated): anyone who reaches this port can read process metrics and CPU profiles");
     }
     eprintln!("hood serve: listening on http://{addr} (/metrics, /debug/pprof/profile?seconds=N[&pid=P], /healthz)");
+    let scratch = tempfile::Builder::new()
+        .prefix("hood-serve-")
+        .tempdir()
+        .context("creating a scratch directory for profiles (set TMPDIR to a writable one)")?;
     let state = Arc::new(State {
+        scratch,
         scraper: Scraper::new(Selection {
             top: cfg.top,
             filter: cfg.process_filter.clone(),
@@ -85,6 +90,8 @@ pub fn serve(cfg: &ServeConfig) -> anyhow::Result<()> {
 
 /// What the request threads share.
 struct State {
+    /// Private directory for recordings, removed at exit.
+    scratch: tempfile::TempDir,
     scraper: Scraper,
     token: Option<String>,
 }
@@ -131,7 +138,7 @@ impl State {
                 Err(e) => text(500, format!("{e:#}\n")),
             }
         } else {
-            profile_reply(query)
+            profile_reply(query, self.scratch.path())
         };
         if let Err(e) = req.respond(reply) {
             eprintln!("hood serve: answering {path}: {e}");
@@ -151,7 +158,7 @@ impl State {
     }
 }
 
-fn profile_reply(query: &str) -> Reply {
+fn profile_reply(query: &str, scratch: &std::path::Path) -> Reply {
     let preq = match parse_query(query) {
         Ok(r) => r,
         Err(e) => return text(400, format!("{e}\n")),
@@ -168,7 +175,7 @@ fn profile_reply(query: &str) -> Reply {
         )
         .with_header(header("Retry-After", "5"));
     };
-    match profile::profile(&preq) {
+    match profile::profile(&preq, scratch) {
         Ok(bytes) => Response::from_data(bytes)
             .with_header(header("Content-Type", "application/octet-stream"))
             .with_header(header(

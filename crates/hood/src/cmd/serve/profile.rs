@@ -90,11 +90,12 @@ impl Drop for TempFile {
     }
 }
 
-fn temp_path() -> PathBuf {
+/// A new file name in the server's private (mode 0700) scratch directory, so no other local
+/// user can plant a symlink where the recorder writes.
+fn temp_path(dir: &Path) -> PathBuf {
     static N: AtomicU64 = AtomicU64::new(0);
-    std::env::temp_dir().join(format!(
-        "hood-serve-{}-{}.hood",
-        std::process::id(),
+    dir.join(format!(
+        "profile-{}.hood",
         N.fetch_add(1, Ordering::Relaxed)
     ))
 }
@@ -106,9 +107,9 @@ struct RecordCli {
     args: RecordArgs,
 }
 
-/// Record `req` and return the gzipped pprof bytes.
-pub fn profile(req: &ProfileRequest) -> anyhow::Result<Vec<u8>> {
-    let file = TempFile(temp_path());
+/// Record `req` into a file in `scratch` and return the gzipped pprof bytes.
+pub fn profile(req: &ProfileRequest, scratch: &Path) -> anyhow::Result<Vec<u8>> {
+    let file = TempFile(temp_path(scratch));
     let mut argv = vec![
         "hood".to_string(),
         "-d".into(),
