@@ -1,8 +1,10 @@
 //! The task table: columns per view mode, shared by `hood ps`, `hood top -b` and the TUI.
 
+use std::borrow::Cow;
+
 use hood_model::monitor::{SortKey, TaskView};
 
-use super::fmt::{bytes, cpu_time, fit_left, fit_right, pct, rate, rate_bytes};
+use super::fmt::{bytes, cpu_time, pct, rate, rate_bytes};
 
 /// What the task area of `hood top` shows (seed 003 appendix A.3 plus threads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +148,20 @@ impl Column {
         )
     }
 
-    fn value(self, t: &TaskView) -> String {
+    fn value(self, t: &TaskView) -> Cow<'_, str> {
+        match self {
+            Column::User => match (&t.user, t.uid) {
+                (Some(u), _) => Cow::Borrowed(u),
+                (None, Some(uid)) => Cow::Owned(uid.to_string()),
+                (None, None) => Cow::Borrowed("-"),
+            },
+            Column::State => Cow::Borrowed(&t.state),
+            Column::Name => Cow::Borrowed(&t.name),
+            c => Cow::Owned(c.formatted(t)),
+        }
+    }
+
+    fn formatted(self, t: &TaskView) -> String {
         let ctx = t.ctx_switches.as_ref();
         let io = t.io.as_ref();
         match self {
@@ -208,6 +223,35 @@ pub fn columns_for(mode: Mode) -> Vec<Column> {
     }
 }
 
+/// Append `s` as the cell of column `c`: left columns cut or padded to their width, right
+/// columns padded (numbers are never cut), the last column as is.
+fn push_cell(l: &mut String, c: Column, s: &str, last: bool) {
+    let w = c.width();
+    if last {
+        l.push_str(s);
+    } else if c.left() {
+        let mut n = 0;
+        for ch in s.chars().take(w) {
+            l.push(ch);
+            n += 1;
+        }
+        l.extend(std::iter::repeat_n(' ', w - n));
+    } else {
+        let n = s.chars().count();
+        l.extend(std::iter::repeat_n(' ', w.saturating_sub(n)));
+        l.push_str(s);
+    }
+}
+
+/// Cut a line to at most `width` characters, in place.
+fn clip_in_place(l: &mut String, width: usize) {
+    if l.len() > width {
+        if let Some((i, _)) = l.char_indices().nth(width) {
+            l.truncate(i);
+        }
+    }
+}
+
 /// Render the header line and one line per task, each cut to `width` characters. The last
 /// column takes whatever room is left. `sorted` marks the sorted column's header with `*`.
 pub fn render_table(
@@ -217,45 +261,31 @@ pub fn render_table(
     sorted: Option<SortKey>,
 ) -> Vec<String> {
     let mut out = Vec::with_capacity(tasks.len() + 1);
-    let cell = |c: Column, s: &str, last: bool| -> String {
-        if last {
-            s.to_string()
-        } else if c.left() {
-            fit_left(s, c.width())
-        } else {
-            fit_right(s, c.width())
+    let n = cols.len();
+    let line_cap = cols.iter().map(|c| c.width() + 1).sum::<usize>() + 16;
+    let mut l = String::with_capacity(line_cap);
+    for (i, c) in cols.iter().enumerate() {
+        if i > 0 {
+            l.push(' ');
         }
-    };
-    let line = |vals: Vec<String>| -> String {
-        let mut l = String::with_capacity(width.min(512));
-        for (i, v) in vals.iter().enumerate() {
+        let mut h = c.header().to_string();
+        if sorted == Some(c.sort_key()) && !matches!(c, Column::Tgid) {
+            h.push('*');
+        }
+        push_cell(&mut l, *c, &h, i + 1 == n);
+    }
+    clip_in_place(&mut l, width);
+    out.push(l);
+    for t in tasks {
+        let mut l = String::with_capacity(line_cap);
+        for (i, c) in cols.iter().enumerate() {
             if i > 0 {
                 l.push(' ');
             }
-            l.push_str(v);
+            push_cell(&mut l, *c, &c.value(t), i + 1 == n);
         }
-        l.chars().take(width).collect()
-    };
-    let n = cols.len();
-    out.push(line(
-        cols.iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut h = c.header().to_string();
-                if sorted == Some(c.sort_key()) && !matches!(c, Column::Tgid) {
-                    h.push('*');
-                }
-                cell(*c, &h, i + 1 == n)
-            })
-            .collect(),
-    ));
-    for t in tasks {
-        out.push(line(
-            cols.iter()
-                .enumerate()
-                .map(|(i, c)| cell(*c, &c.value(t), i + 1 == n))
-                .collect(),
-        ));
+        clip_in_place(&mut l, width);
+        out.push(l);
     }
     out
 }
