@@ -231,7 +231,7 @@ mod tests {
             }
             // Keep the commit length plausible half of the time so events get parsed.
             if round % 2 == 0 {
-                page[8..16].copy_from_slice(&((x % 4080) as u64).to_le_bytes());
+                page[8..16].copy_from_slice(&(x % 4080).to_le_bytes());
             }
             let mut n = 0u64;
             let info = decode_page(&page, PageLayout::default(), &mut |_, r| {

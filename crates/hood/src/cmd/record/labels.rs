@@ -69,7 +69,7 @@ impl Duty {
             self.k = ((rate / self.budget as f64).ceil() as u64).clamp(1, 50);
         }
         self.iter += 1;
-        let want_on = self.k <= 1 || self.iter % self.k == 0;
+        let want_on = self.k <= 1 || self.iter.is_multiple_of(self.k);
         if want_on != self.on {
             self.switch(inst, want_on)?;
         }
