@@ -274,8 +274,15 @@ pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
     let mut comms: HashMap<u32, String> = HashMap::default();
     let mut lines: HashMap<String, u64> = HashMap::default();
     for ((pid, stack), n) in by_stack {
-        let mut line = comms.entry(pid).or_insert_with(|| sanitize(&prof.comm(pid))).clone();
-        let frames = prof.stacks.get(stack as usize).map(Vec::as_slice).unwrap_or(&[]);
+        let mut line = comms
+            .entry(pid)
+            .or_insert_with(|| sanitize(&prof.comm(pid)))
+            .clone();
+        let frames = prof
+            .stacks
+            .get(stack as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         if frames.is_empty() {
             line.push_str(";[unknown]");
         }
