@@ -5,7 +5,7 @@
 use std::io::{IsTerminal, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// What the user asked for since the last look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,16 +27,26 @@ pub struct Control {
 }
 
 impl Control {
-    /// Install handlers; read keys when `keys` and stdin is a terminal.
+    /// Install handlers (once per process: a server that records many times does not pile
+    /// them up); read keys when `keys` and stdin is a terminal.
     pub fn install(keys: bool) -> anyhow::Result<Control> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let toggle = Arc::new(AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            // A second signal while the first is being handled exits at once (abort).
-            signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
-            signal_hook::flag::register(sig, Arc::clone(&stop))?;
-        }
-        signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&toggle))?;
+        static FLAGS: OnceLock<(Arc<AtomicBool>, Arc<AtomicBool>)> = OnceLock::new();
+        let (stop, toggle) = match FLAGS.get() {
+            Some(f) => f.clone(),
+            None => {
+                let stop = Arc::new(AtomicBool::new(false));
+                let toggle = Arc::new(AtomicBool::new(false));
+                for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+                    // A second signal while the first is being handled exits at once (abort).
+                    signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
+                    signal_hook::flag::register(sig, Arc::clone(&stop))?;
+                }
+                signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&toggle))?;
+                FLAGS.get_or_init(|| (stop, toggle)).clone()
+            }
+        };
+        // A pause request left over from an earlier recording in this process does not carry over.
+        toggle.store(false, Ordering::SeqCst);
         let (keys, tty) = if keys && std::io::stdin().is_terminal() {
             let tty = TtyGuard::cbreak();
             let (tx, rx) = channel();
