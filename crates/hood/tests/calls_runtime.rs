@@ -4,37 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
+mod common;
+use common::repo;
+
 fn hood() -> &'static str {
     env!("CARGO_BIN_EXE_hood")
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Build the runtime in release mode once (the hook timing matters for the accuracy test).
-fn runtime_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let target = Path::new(hood())
-            .parent()
-            .and_then(Path::parent)
-            .expect("target dir")
-            .to_path_buf();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "--release", "-p", "hood-rt", "--target-dir"])
-            .arg(&target)
-            .current_dir(repo())
-            .status()
-            .expect("run cargo");
-        assert!(st.success(), "building hood-rt failed");
-        target.join("release")
-    })
 }
 
 /// Tests run one at a time: the accuracy test measures wall-clock own times, which parallel
@@ -89,8 +66,11 @@ fn calls_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
         .arg(&data)
         .arg("--")
         .args(args);
-    c.env("HOOD_RT_LIB", runtime_dir().join("libhood_rt.so"))
-        .env("HOOD_SHM_DIR", dir);
+    c.env(
+        "HOOD_RT_LIB",
+        common::runtime_release_dir().join("libhood_rt.so"),
+    )
+    .env("HOOD_SHM_DIR", dir);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -367,7 +347,7 @@ fn tiny_limits_set_overrun_flags_and_program_keeps_running() {
 #[test]
 fn static_linking_works() {
     let d = tmp();
-    let lib = runtime_dir().join("libhood_rt.a");
+    let lib = common::runtime_release_dir().join("libhood_rt.a");
     let exe = build_c(
         "calls_known",
         d.path(),
@@ -412,7 +392,10 @@ fn reset_between_phases_shows_only_the_second() {
     let d = tmp();
     let exe = build_c("calls_phases", d.path(), &[]);
     let mut child = Command::new(&exe)
-        .env("LD_PRELOAD", runtime_dir().join("libhood_rt.so"))
+        .env(
+            "LD_PRELOAD",
+            common::runtime_release_dir().join("libhood_rt.so"),
+        )
         .env("HOOD_SHM_DIR", d.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -481,7 +464,10 @@ fn corrupt_segments_are_skipped_with_a_warning() {
     std::fs::write(d.path().join("hood-rt-2-2"), &bad).unwrap();
     let exe = build_c("calls_known", d.path(), &[]);
     let out = Command::new(&exe)
-        .env("LD_PRELOAD", runtime_dir().join("libhood_rt.so"))
+        .env(
+            "LD_PRELOAD",
+            common::runtime_release_dir().join("libhood_rt.so"),
+        )
         .env("HOOD_SHM_DIR", d.path())
         .output()
         .unwrap();
@@ -515,7 +501,10 @@ fn uninstrumented_program_is_unaffected() {
         .args(["calls", "run", "-o"])
         .arg(d.path().join("x.data"))
         .args(["--", "sh", "-c", "exit 3"])
-        .env("HOOD_RT_LIB", runtime_dir().join("libhood_rt.so"))
+        .env(
+            "HOOD_RT_LIB",
+            common::runtime_release_dir().join("libhood_rt.so"),
+        )
         .env("HOOD_SHM_DIR", d.path())
         .output()
         .unwrap();

@@ -4,37 +4,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
+mod common;
+use common::repo;
+
 fn hood() -> &'static str {
     env!("CARGO_BIN_EXE_hood")
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Build the runtime in release mode once (hook cost matters for the timing test).
-fn runtime_lib() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let target = Path::new(hood())
-            .parent()
-            .and_then(Path::parent)
-            .expect("target dir")
-            .to_path_buf();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
-            .args(["build", "--release", "-p", "hood-rt", "--target-dir"])
-            .arg(&target)
-            .current_dir(repo())
-            .status()
-            .expect("run cargo");
-        assert!(st.success(), "building hood-rt failed");
-        target.join("release/libhood_rt.so")
-    })
 }
 
 /// One test at a time: the timing test must not share 2 CPUs with the others.
@@ -71,7 +48,10 @@ fn record(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> (PathBuf, Outp
         .args(opts)
         .arg("--")
         .args(cmd)
-        .env("HOOD_RT_LIB", runtime_lib())
+        .env(
+            "HOOD_RT_LIB",
+            common::runtime_release_dir().join("libhood_rt.so"),
+        )
         .env("HOOD_SHM_DIR", dir)
         .stdout(Stdio::null())
         .output()

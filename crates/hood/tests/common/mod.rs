@@ -140,3 +140,25 @@ pub fn perf_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// Build hood-rt in release mode once per test binary (hook timing matters for the accuracy
+/// tests) into the target dir of the hood binary under test; returns `target/release`.
+pub fn runtime_release_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let target = Path::new(env!("CARGO_BIN_EXE_hood"))
+            .parent()
+            .and_then(Path::parent)
+            .expect("target dir")
+            .to_path_buf();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let st = Command::new(cargo)
+            .args(["build", "--release", "-p", "hood-rt", "--target-dir"])
+            .arg(&target)
+            .current_dir(repo())
+            .status()
+            .expect("run cargo");
+        assert!(st.success(), "building hood-rt failed");
+        target.join("release")
+    })
+}
