@@ -187,8 +187,11 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     let mut exit_status = None;
     let stop_reason: String;
     let mut error: Option<String> = None;
+    // Tracepoint rings fill much faster than sample rings under a packet flood; drain them
+    // more often when they are on.
+    let tick = Duration::from_millis(if labels.is_some() { 40 } else { 200 });
     loop {
-        let ready = session.wait(Duration::from_millis(200))?;
+        let ready = session.wait(tick)?;
         if !cfg.drain_delay.is_zero() {
             std::thread::sleep(cfg.drain_delay);
         }
