@@ -35,6 +35,11 @@ pub fn serve(cfg: &ServeConfig) -> anyhow::Result<()> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    // The scratch directory exists before the port accepts a request.
+    let scratch = tempfile::Builder::new()
+        .prefix("hood-serve-")
+        .tempdir()
+        .context("creating a scratch directory for profiles (set TMPDIR to a writable one)")?;
     let server = Server::http(cfg.listen)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| {
@@ -51,10 +56,6 @@ pub fn serve(cfg: &ServeConfig) -> anyhow::Result<()> {
         eprintln!("hood serve: WARNING: listening on {addr} WITHOUT authentication (--unauthenticated): anyone who reaches this port can read process metrics and CPU profiles");
     }
     eprintln!("hood serve: listening on http://{addr} (/metrics, /debug/pprof/profile?seconds=N[&pid=P], /healthz)");
-    let scratch = tempfile::Builder::new()
-        .prefix("hood-serve-")
-        .tempdir()
-        .context("creating a scratch directory for profiles (set TMPDIR to a writable one)")?;
     let state = Arc::new(State {
         scratch,
         scraper: Scraper::new(Selection {
