@@ -4,7 +4,7 @@
 mod file;
 mod report;
 pub(crate) mod run;
-mod segments;
+pub(crate) mod segments;
 pub(crate) mod symbols;
 
 use std::path::PathBuf;

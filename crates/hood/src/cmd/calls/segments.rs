@@ -55,15 +55,21 @@ pub fn scan(dir: &Path, pid: Option<u32>, warnings: &mut Vec<String>) -> Vec<Seg
     out
 }
 
-fn read_segment(path: &Path) -> Result<Segment, String> {
+/// An opened segment of the expected mode: its file, header and maps text. `other` names the
+/// command that reads segments of the other mode, for the message.
+pub(crate) fn open_segment(
+    path: &Path,
+    mode: u32,
+    other: &str,
+) -> Result<(File, HeaderView, String), String> {
     let f = File::open(path).map_err(|e| e.to_string())?;
     let len = f.metadata().map_err(|e| e.to_string())?.len();
     let mut head = vec![0u8; hood_abi::HEADER_AREA_SIZE as usize];
     f.read_exact_at(&mut head, 0)
         .map_err(|_| format!("shorter than a header ({len} bytes)"))?;
     let header = HeaderView::parse(&head).map_err(|e| e.to_string())?;
-    if header.mode != hood_abi::MODE_CALLS {
-        return Err("a trace-mode segment (read by hood trace)".into());
+    if header.mode != mode {
+        return Err(format!("a segment of the other mode (read by {other})"));
     }
     if len < header.total_size {
         return Err(format!(
@@ -74,29 +80,53 @@ fn read_segment(path: &Path) -> Result<Segment, String> {
     let mut maps = vec![0u8; header.maps_len as usize];
     f.read_exact_at(&mut maps, header.maps_offset)
         .map_err(|e| e.to_string())?;
+    Ok((f, header, String::from_utf8_lossy(&maps).into_owned()))
+}
+
+/// Read every used thread slot: `read_len` sizes a slot from its thread header, `parse` decodes
+/// it (`Some(tid)` keeps it; unused slots have tid 0).
+pub(crate) fn read_slots<T, E: std::fmt::Display>(
+    f: &File,
+    header: &HeaderView,
+    read_len: impl Fn(&[u8]) -> u64,
+    parse: impl Fn(&HeaderView, &[u8]) -> Result<T, E>,
+    tid: impl Fn(&T) -> u32,
+) -> Result<Vec<T>, String> {
     let mut threads = Vec::new();
     for i in 0..header.threads_used {
         let off = header.slot_offset(i);
         let mut th = vec![0u8; THREAD_HEADER_SIZE];
         f.read_exact_at(&mut th, off).map_err(|e| e.to_string())?;
-        let used = hood_abi::parse::slot_paths_used(&th);
-        let mut slot = vec![0u8; header.slot_read_len(used) as usize];
+        let mut slot = vec![0u8; read_len(&th) as usize];
         f.read_exact_at(&mut slot, off).map_err(|e| e.to_string())?;
-        match ThreadView::parse(&header, &slot) {
-            Ok(t) if t.tid != 0 => threads.push(t),
+        match parse(header, &slot) {
+            Ok(t) if tid(&t) != 0 => threads.push(t),
             Ok(_) => {}
             Err(e) => return Err(format!("thread slot {i}: {e}")),
         }
     }
+    Ok(threads)
+}
+
+fn read_segment(path: &Path) -> Result<Segment, String> {
+    let (f, header, maps) = open_segment(path, hood_abi::MODE_CALLS, "hood trace")?;
+    let threads = read_slots(
+        &f,
+        &header,
+        |th| header.slot_read_len(hood_abi::parse::slot_paths_used(th)),
+        ThreadView::parse,
+        |t| t.tid,
+    )?;
     Ok(Segment {
         path: path.to_owned(),
         header,
-        maps: String::from_utf8_lossy(&maps).into_owned(),
+        maps,
         threads,
     })
 }
 
-fn pid_alive(pid: u32) -> bool {
+/// Whether `pid` is a live (not zombie or dead) process.
+pub(crate) fn pid_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(s) => s
             .rsplit(')')

@@ -3,15 +3,16 @@
 //! trusted: invalid ones are skipped with a warning naming the file.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use hood_abi::{
     parse_tags, trace_slot_read_len, HeaderView, TraceThreadView, KIND_ENTRY, KIND_EXIT,
-    TAGS_AREA_SIZE, THREAD_EXITED, THREAD_HEADER_SIZE,
+    TAGS_AREA_SIZE, THREAD_EXITED,
 };
 use hood_model::trace::{ProcessTrace, ThreadEvents, ThreadInfo};
+
+use crate::cmd::calls::segments;
 use hood_symbols::{Symbolizer, SymbolizerOptions};
 
 /// One decoded trace segment.
@@ -23,58 +24,24 @@ struct Seg {
 }
 
 fn read_segment(path: &Path) -> Result<Seg, String> {
-    let f = File::open(path).map_err(|e| e.to_string())?;
-    let len = f.metadata().map_err(|e| e.to_string())?.len();
-    let mut head = vec![0u8; hood_abi::HEADER_AREA_SIZE as usize];
-    f.read_exact_at(&mut head, 0)
-        .map_err(|_| format!("shorter than a header ({len} bytes)"))?;
-    let header = HeaderView::parse(&head).map_err(|e| e.to_string())?;
-    if header.mode != hood_abi::MODE_TRACE {
-        return Err("a call-path segment (read by hood calls)".into());
-    }
-    if len < header.total_size {
-        return Err(format!(
-            "truncated: {len} bytes, header says {}",
-            header.total_size
-        ));
-    }
-    let mut maps = vec![0u8; header.maps_len as usize];
-    f.read_exact_at(&mut maps, header.maps_offset)
-        .map_err(|e| e.to_string())?;
+    let (f, header, maps) = segments::open_segment(path, hood_abi::MODE_TRACE, "hood calls")?;
     let mut tagb = vec![0u8; TAGS_AREA_SIZE as usize];
     f.read_exact_at(&mut tagb, header.tags_offset)
         .map_err(|e| e.to_string())?;
     let tags = parse_tags(&header, &tagb);
-    let mut threads = Vec::new();
-    for i in 0..header.threads_used {
-        let off = header.slot_offset(i);
-        let mut th = vec![0u8; THREAD_HEADER_SIZE];
-        f.read_exact_at(&mut th, off).map_err(|e| e.to_string())?;
-        let mut slot = vec![0u8; trace_slot_read_len(&header, &th) as usize];
-        f.read_exact_at(&mut slot, off).map_err(|e| e.to_string())?;
-        match TraceThreadView::parse(&header, &slot) {
-            Ok(t) if t.tid != 0 => threads.push(t),
-            Ok(_) => {}
-            Err(e) => return Err(format!("thread slot {i}: {e}")),
-        }
-    }
+    let threads = segments::read_slots(
+        &f,
+        &header,
+        |th| trace_slot_read_len(&header, th),
+        TraceThreadView::parse,
+        |t| t.tid,
+    )?;
     Ok(Seg {
         header,
-        maps: String::from_utf8_lossy(&maps).into_owned(),
+        maps,
         tags,
         threads,
     })
-}
-
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .map(|r| !r.trim_start().starts_with(['Z', 'X']))
-        })
-        .unwrap_or(false)
 }
 
 /// Read every trace segment in `dir`.
@@ -109,7 +76,7 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             "exited"
         } else if newest.get(&h.pid) != Some(&h.start_mono_ns) {
             "exec"
-        } else if pid_alive(h.pid) {
+        } else if segments::pid_alive(h.pid) {
             "running"
         } else {
             "gone"
