@@ -42,9 +42,26 @@ struct Acc {
     first: usize,
 }
 
-/// Per-path rows; merged over threads by the sequence of function addresses unless
-/// `per_thread`.
-pub fn path_rows(p: &ProcessCalls, per_thread: bool) -> Vec<Row> {
+/// One unique call path's totals, by function address (the analysis behind [`path_rows`],
+/// before names are attached; pprof output uses it to keep functions with equal names apart).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathTotal {
+    /// Thread id, when totals are per thread.
+    pub tid: Option<u32>,
+    /// Function addresses from the outermost call (0 is the lost-paths node).
+    pub funcs: Vec<u64>,
+    /// Calls (counted at entry, running calls included).
+    pub calls: u64,
+    /// Own-body ticks, completed plus running calls (may be slightly negative after
+    /// compensation; clamp before showing).
+    pub ticks: i64,
+    /// Some call of this path was still running at collection.
+    pub running: bool,
+}
+
+/// Per-path totals in first-seen order; merged over threads by the sequence of function
+/// addresses unless `per_thread`.
+pub fn path_totals(p: &ProcessCalls, per_thread: bool) -> Vec<PathTotal> {
     let mut acc: HashMap<(Option<u32>, Vec<u64>), Acc> = HashMap::new();
     let mut order = 0usize;
     for t in &p.threads {
@@ -72,7 +89,13 @@ pub fn path_rows(p: &ProcessCalls, per_thread: bool) -> Vec<Row> {
             a.running |= e.running;
         }
     }
-    finish(p, acc)
+    ordered(acc)
+}
+
+/// Per-path rows; merged over threads by the sequence of function addresses unless
+/// `per_thread`.
+pub fn path_rows(p: &ProcessCalls, per_thread: bool) -> Vec<Row> {
+    named(p, path_totals(p, per_thread))
 }
 
 /// Per-function totals (seed 000's `-f`): calls and own time of every path ending in the
@@ -98,37 +121,49 @@ pub fn function_rows(p: &ProcessCalls, per_thread: bool) -> Vec<Row> {
             a.running |= e.running;
         }
     }
-    finish(p, acc)
+    named(p, ordered(acc))
 }
 
-fn finish(p: &ProcessCalls, acc: HashMap<(Option<u32>, Vec<u64>), Acc>) -> Vec<Row> {
-    let mut v: Vec<(usize, Row)> = acc
+fn ordered(acc: HashMap<(Option<u32>, Vec<u64>), Acc>) -> Vec<PathTotal> {
+    let mut v: Vec<(usize, PathTotal)> = acc
         .into_iter()
-        .map(|((tid, key), a)| {
-            let path = key
-                .iter()
-                .map(|&f| {
-                    if f == 0 {
-                        "<lost paths>".to_string()
-                    } else {
-                        p.name(f)
-                    }
-                })
-                .collect();
+        .map(|((tid, funcs), a)| {
             (
                 a.first,
-                Row {
+                PathTotal {
                     tid,
-                    path,
+                    funcs,
                     calls: a.calls,
-                    msecs: p.ticks_to_ms(a.ticks).max(0.0),
+                    ticks: a.ticks,
                     running: a.running,
                 },
             )
         })
         .collect();
     v.sort_by_key(|(o, _)| *o);
-    v.into_iter().map(|(_, r)| r).collect()
+    v.into_iter().map(|(_, t)| t).collect()
+}
+
+/// Name of a path node: the function's, or `<lost paths>` for address 0.
+pub fn node_name(p: &ProcessCalls, func: u64) -> String {
+    if func == 0 {
+        "<lost paths>".to_string()
+    } else {
+        p.name(func)
+    }
+}
+
+fn named(p: &ProcessCalls, totals: Vec<PathTotal>) -> Vec<Row> {
+    totals
+        .into_iter()
+        .map(|t| Row {
+            tid: t.tid,
+            path: t.funcs.iter().map(|&f| node_name(p, f)).collect(),
+            calls: t.calls,
+            msecs: p.ticks_to_ms(t.ticks).max(0.0),
+            running: t.running,
+        })
+        .collect()
 }
 
 /// Sort rows in place.

@@ -5,7 +5,9 @@
 mod analysis;
 mod codec;
 
-pub use analysis::{function_rows, path_rows, sort_rows, Row, SortKey};
+pub use analysis::{
+    function_rows, node_name, path_rows, path_totals, sort_rows, PathTotal, Row, SortKey,
+};
 pub use codec::{decode_process, encode_process, CallsMeta, PAYLOAD_VERSION};
 
 use std::collections::BTreeMap;

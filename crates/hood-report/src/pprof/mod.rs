@@ -8,6 +8,7 @@
 //! (thread name) and `mode` (user/kernel/idle) on every sample. Samples with the same stack
 //! and labels are merged into one pprof sample whose values are summed.
 
+pub mod calls;
 pub mod proto;
 
 use std::collections::{BTreeMap, HashMap};

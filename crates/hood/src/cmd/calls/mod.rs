@@ -91,6 +91,8 @@ pub enum FormatArg {
     Json,
     /// Collapsed stacks (own µs per path).
     Collapsed,
+    /// pprof profile.proto, gzipped (calls and own-body time per path; needs -o).
+    Pprof,
 }
 
 /// `hood calls report`.
@@ -120,6 +122,9 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
 }
 
 /// Run one `hood calls` subcommand.
