@@ -7,6 +7,12 @@
 //! code) with its build-id when known; labels `pid`, `tid`, `comm` (process name), `thread`
 //! (thread name) and `mode` (user/kernel/idle) on every sample. Samples with the same stack
 //! and labels are merged into one pprof sample whose values are summed.
+//!
+//! With `--labels` ([`render_pprof_labeled`]) every sample also carries whom it is charged
+//! to: `charged_comm` (the process name, or `[kernel]`, `[other]`, `[idle]`),
+//! `charged_pid` (when a process) and `async` (`NET_RX`/`BLOCK`, for interrupt work done for
+//! a process); irq and softirq work keeps only the handler's frames, as in the other labeled
+//! outputs (the frames below belong to whichever task was interrupted).
 
 pub mod calls;
 pub mod proto;
@@ -16,10 +22,13 @@ use std::io::Write;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
+use hood_model::labels::Charge;
 use hood_model::profile::aggregate::Filter;
-use hood_model::profile::{FuncId, Mode, Profile};
+use hood_model::profile::{FuncId, Mode, Profile, Sample};
 use prost::Message;
 
+use crate::labels::stacks::charged_frames;
+use crate::labels::{bucket, LabeledView};
 use crate::profile::header::target;
 use crate::profile::ReportOptions;
 use crate::ReportError;
@@ -68,6 +77,22 @@ fn event_value_type(event: &str) -> (&str, &'static str) {
 
 /// Build the pprof message for the samples of `prof` that pass `filter`.
 pub fn build(prof: &Profile, filter: &Filter) -> proto::Profile {
+    build_from(prof, filter.samples(prof).map(|s| (s, None)))
+}
+
+/// Build the pprof message of a labeled profile: the samples `view` keeps, each with its
+/// charge as labels.
+pub fn build_labeled(view: &LabeledView<'_>) -> proto::Profile {
+    build_from(view.prof, view.charged().map(|(s, c)| (s, Some(c))))
+}
+
+/// Merge key of a pprof sample.
+type Key = (u32, u32, u32, Mode, Option<Charge>);
+
+fn build_from<'a>(
+    prof: &'a Profile,
+    samples: impl Iterator<Item = (&'a Sample, Option<Charge>)>,
+) -> proto::Profile {
     let mut st = Strings::new();
     let (ev_type, ev_unit) = event_value_type(prof.meta.event.split(':').next().unwrap_or(""));
     let sample_type = vec![
@@ -80,10 +105,13 @@ pub fn build(prof: &Profile, filter: &Filter) -> proto::Profile {
             unit: st.id(ev_unit),
         },
     ];
-    // Merge samples with equal stack and labels: (stack, pid, tid, mode) -> (count, period).
-    let mut merged: BTreeMap<(u32, u32, u32, Mode), (i64, i64)> = BTreeMap::new();
-    for s in filter.samples(prof) {
-        let e = merged.entry((s.stack, s.pid, s.tid, s.mode)).or_default();
+    // Merge samples with equal stack and labels: (stack, pid, tid, mode, charge) -> (count,
+    // period, one sample for its charged frames).
+    let mut merged: BTreeMap<Key, (i64, i64, &Sample)> = BTreeMap::new();
+    for (s, charge) in samples {
+        let e = merged
+            .entry((s.stack, s.pid, s.tid, s.mode, charge))
+            .or_insert((0, 0, s));
         e.0 += 1;
         e.1 = e.1.saturating_add(s.period.min(i64::MAX as u64) as i64);
     }
@@ -106,13 +134,17 @@ pub fn build(prof: &Profile, filter: &Filter) -> proto::Profile {
         st.id("thread"),
         st.id("mode"),
     );
+    let (k_cpid, k_ccomm, k_async) = (st.id("charged_pid"), st.id("charged_comm"), st.id("async"));
     let mut sample = Vec::with_capacity(merged.len());
-    for (&(stack, pid, tid, mode), &(count, period)) in &merged {
-        let frames = prof
-            .stacks
-            .get(stack as usize)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+    for (&(stack, pid, tid, mode, charge), &(count, period, first)) in &merged {
+        let frames = match charge {
+            Some(c) => charged_frames(prof, first, c),
+            None => prof
+                .stacks
+                .get(stack as usize)
+                .map(Vec::as_slice)
+                .unwrap_or(&[]),
+        };
         let mut location_id = Vec::with_capacity(frames.len());
         for &f in frames {
             let Some(func) = prof.funcs.get(f as usize) else {
@@ -159,7 +191,7 @@ pub fn build(prof: &Profile, filter: &Filter) -> proto::Profile {
             .get(&(pid, tid))
             .cloned()
             .unwrap_or_else(|| comm.clone());
-        let label = vec![
+        let mut label = vec![
             proto::Label {
                 key: k_pid,
                 num: pid as i64,
@@ -186,6 +218,9 @@ pub fn build(prof: &Profile, filter: &Filter) -> proto::Profile {
                 ..proto::Label::default()
             },
         ];
+        if let Some(c) = charge {
+            charge_labels(prof, c, &mut st, (k_cpid, k_ccomm, k_async), &mut label);
+        }
         sample.push(proto::Sample {
             location_id,
             value: vec![count, period],
@@ -225,13 +260,59 @@ pub fn build(prof: &Profile, filter: &Filter) -> proto::Profile {
     }
 }
 
+/// Append the labels of charge `c`: `charged_comm`, `charged_pid` when a process, `async`
+/// for interrupt work.
+fn charge_labels(
+    prof: &Profile,
+    c: Charge,
+    st: &mut Strings,
+    (k_cpid, k_ccomm, k_async): (i64, i64, i64),
+    label: &mut Vec<proto::Label>,
+) {
+    let comm = match c.pid() {
+        Some(p) => prof.comm(p),
+        None => bucket(c).to_string(),
+    };
+    label.push(proto::Label {
+        key: k_ccomm,
+        str: st.id(&comm),
+        ..proto::Label::default()
+    });
+    if let Some(p) = c.pid() {
+        label.push(proto::Label {
+            key: k_cpid,
+            num: p as i64,
+            ..proto::Label::default()
+        });
+    }
+    if let Charge::Async(_, k) | Charge::Other(k) = c {
+        label.push(proto::Label {
+            key: k_async,
+            str: st.id(k.name()),
+            ..proto::Label::default()
+        });
+    }
+}
+
 /// Write the gzip-compressed pprof profile of `prof` (the samples `opts.filter` keeps).
 pub fn render_pprof(
     prof: &Profile,
     opts: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
-    let msg = build(prof, &opts.filter);
+    write_gz(&build(prof, &opts.filter), out)
+}
+
+/// Write the gzip-compressed pprof profile of a labeled profile (`hood report --labels
+/// --format pprof`): the samples `view` keeps, with their charges as labels.
+pub fn render_pprof_labeled(
+    view: &LabeledView<'_>,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    write_gz(&build_labeled(view), out)
+}
+
+fn write_gz(msg: &proto::Profile, out: &mut dyn Write) -> Result<(), ReportError> {
     let bytes = msg.encode_to_vec();
     let mut gz = GzEncoder::new(out, Compression::default());
     gz.write_all(&bytes)?;

@@ -188,3 +188,66 @@ fn empty_profile_is_still_a_valid_message() {
     assert!(p.sample.is_empty());
     assert_eq!(p.sample_type.len(), 2);
 }
+
+fn labeled(charges: Vec<hood_model::labels::Charge>) -> hood_model::labels::Labeled {
+    hood_model::labels::Labeled {
+        attribution: hood_model::labels::Attribution {
+            charges,
+            ..Default::default()
+        },
+        finalized: true,
+        ..Default::default()
+    }
+}
+
+fn decode_labeled(view: &crate::labels::LabeledView<'_>) -> proto::Profile {
+    let mut gz = Vec::new();
+    render_pprof_labeled(view, &mut gz).unwrap();
+    let mut bytes = Vec::new();
+    GzDecoder::new(&gz[..]).read_to_end(&mut bytes).unwrap();
+    proto::Profile::decode(&bytes[..]).expect("valid profile.proto")
+}
+
+#[test]
+fn labeled_samples_carry_their_charge() {
+    use hood_model::labels::{AsyncKind, Charge};
+    let prof = small_profile();
+    // 6 work60, 1 work10, 1 kernel (block completion done for pid 7), 1 idle.
+    let mut charges = vec![Charge::Sync(7); 7];
+    charges.push(Charge::Async(7, AsyncKind::Block));
+    charges.push(Charge::Idle);
+    let l = labeled(charges);
+    let mut view = crate::labels::LabeledView {
+        prof: &prof,
+        labeled: &l,
+        source: "t.data",
+        pid: None,
+        comm: None,
+    };
+    let p = decode_labeled(&view);
+    let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(total, 9);
+    let by_leaf = |leaf: &str| p.sample.iter().find(|s| leaf_name(&p, s) == leaf).unwrap();
+    let s = by_leaf("work60");
+    assert_eq!(s.value[0], 6);
+    assert_eq!(label(&p, s, "charged_comm").0, "split");
+    assert_eq!(label(&p, s, "charged_pid").1, 7);
+    assert!(!s
+        .label
+        .iter()
+        .any(|l| p.string_table[l.key as usize] == "async"));
+    let k = by_leaf("do_syscall_64");
+    assert_eq!(label(&p, k, "async").0, "BLOCK");
+    assert_eq!(label(&p, k, "charged_pid").1, 7);
+    let idle = by_leaf("pv_native_safe_halt");
+    assert_eq!(label(&p, idle, "charged_comm").0, "[idle]");
+    assert!(!idle
+        .label
+        .iter()
+        .any(|l| p.string_table[l.key as usize] == "charged_pid"));
+    // --pid keeps the samples charged to that process.
+    view.pid = Some(7);
+    let p = decode_labeled(&view);
+    let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+    assert_eq!(total, 8);
+}

@@ -185,8 +185,9 @@ fn render_labels(
         FormatArg::Text => lr::render_labels_text(&view, opts.min_percent, out)?,
         FormatArg::Gprof => lr::render_labels_gprof(&view, out)?,
         FormatArg::Collapsed => lr::render_labels_collapsed(&view, out)?,
+        FormatArg::Pprof => hood_report::pprof::render_pprof_labeled(&view, out)?,
         other => anyhow::bail!(
-            "--labels renders text, gprof or collapsed, not {other:?}; drop --labels for the plain profile"
+            "--labels renders text, gprof, collapsed or pprof, not {other:?}; drop --labels for the plain profile"
         ),
     }
     Ok(())
