@@ -275,6 +275,8 @@ pub fn trace_slot_size(capacity: u64) -> Option<u64> {
     Some(end.checked_add(4095)? & !4095)
 }
 
+/// Size of one [`TraceEvent`] in bytes.
+pub const TRACE_EVENT_SIZE: u64 = size_of::<TraceEvent>() as u64;
 /// Size of [`SegmentHeader`].
 pub const SEGMENT_HEADER_SIZE: usize = size_of::<SegmentHeader>();
 /// Size of [`ThreadHeader`].

@@ -146,6 +146,10 @@ pub struct HeaderView {
 
 /// Byte offset of the `reset_gen` field (readers bump it in place to request a reset).
 pub const RESET_GEN_OFFSET: usize = offset_of!(SegmentHeader, reset_gen);
+/// Byte offset of the segment `state` field.
+pub const STATE_OFFSET: usize = offset_of!(SegmentHeader, state);
+/// Byte offset of the `threads_used` field.
+pub const THREADS_USED_OFFSET: usize = offset_of!(SegmentHeader, threads_used);
 /// Byte offset of the `flags` field.
 pub const FLAGS_OFFSET: usize = offset_of!(SegmentHeader, flags);
 

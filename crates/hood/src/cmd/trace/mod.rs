@@ -4,6 +4,7 @@
 mod collect;
 mod elfsyms;
 mod filter;
+mod prefault;
 mod record;
 mod report;
 
