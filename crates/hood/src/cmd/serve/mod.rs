@@ -63,6 +63,7 @@ pub fn serve(cfg: &ServeConfig) -> anyhow::Result<()> {
             filter: cfg.process_filter.clone(),
         }),
         token: cfg.token.clone(),
+        stop: Arc::clone(&stop),
     });
     let server = Arc::new(server);
     let mut workers = Vec::new();
@@ -95,6 +96,8 @@ struct State {
     scratch: tempfile::TempDir,
     scraper: Scraper,
     token: Option<String>,
+    /// Set by SIGINT/SIGTERM; cuts a running profile short.
+    stop: Arc<AtomicBool>,
 }
 
 /// Set while a profile is recorded.
@@ -139,7 +142,7 @@ impl State {
                 Err(e) => text(500, format!("{e:#}\n")),
             }
         } else {
-            profile_reply(query, self.scratch.path())
+            profile_reply(query, self.scratch.path(), &self.stop)
         };
         if let Err(e) = req.respond(reply) {
             eprintln!("hood serve: answering {path}: {e}");
@@ -159,7 +162,7 @@ impl State {
     }
 }
 
-fn profile_reply(query: &str, scratch: &std::path::Path) -> Reply {
+fn profile_reply(query: &str, scratch: &std::path::Path, stop: &AtomicBool) -> Reply {
     let preq = match parse_query(query) {
         Ok(r) => r,
         Err(e) => return text(400, format!("{e}\n")),
@@ -176,7 +179,7 @@ fn profile_reply(query: &str, scratch: &std::path::Path) -> Reply {
         )
         .with_header(header("Retry-After", "5"));
     };
-    match profile::profile(&preq, scratch) {
+    match profile::profile(&preq, scratch, stop) {
         Ok(bytes) => Response::from_data(bytes)
             .with_header(header("Content-Type", "application/octet-stream"))
             .with_header(header(

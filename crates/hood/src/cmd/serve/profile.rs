@@ -1,15 +1,17 @@
-//! `/debug/pprof/profile?seconds=N[&pid=P]`: record with hood's recorder into a temporary
-//! file, load and symbolize it, answer with the gzipped pprof. One profile at a time.
+//! `/debug/pprof/profile?seconds=N[&pid=P]`: record with `hood record` (a child process)
+//! into a temporary file, load and symbolize it, answer with the gzipped pprof. One profile
+//! at a time.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
 use hood_model::profile::Profile;
 use hood_report::profile::ReportOptions;
 
-use crate::cmd::record::{self, RecordArgs};
 use crate::cmd::report::load_profile;
 
 /// Allowed `seconds`.
@@ -100,36 +102,68 @@ fn temp_path(dir: &Path) -> PathBuf {
     ))
 }
 
-/// The recorder's own arguments, so its defaults and validation apply unchanged.
-#[derive(Parser)]
-struct RecordCli {
-    #[command(flatten)]
-    args: RecordArgs,
-}
-
-/// Record `req` into a file in `scratch` and return the gzipped pprof bytes.
-pub fn profile(req: &ProfileRequest, scratch: &Path) -> anyhow::Result<Vec<u8>> {
+/// Record `req` with `hood record` run as a child process (its own signal handling, and its
+/// messages kept apart: each line goes to the server's log as `hood serve: profile #N (...):
+/// LINE`), into a file in `scratch`, and return the gzipped pprof bytes. `stop` (the server's
+/// SIGINT/SIGTERM flag) cuts the recording short.
+pub fn profile(req: &ProfileRequest, scratch: &Path, stop: &AtomicBool) -> anyhow::Result<Vec<u8>> {
+    static SEQ: AtomicU64 = AtomicU64::new(1);
+    let tag = format!(
+        "profile #{} ({}, {} s)",
+        SEQ.fetch_add(1, Ordering::Relaxed),
+        req.pid
+            .map_or_else(|| "whole machine".to_string(), |p| format!("pid {p}")),
+        req.seconds
+    );
     let file = TempFile(temp_path(scratch));
-    let mut argv = vec![
-        "hood".to_string(),
-        "-d".into(),
-        req.seconds.to_string(),
-        "-o".into(),
-        file.0.display().to_string(),
-    ];
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.args(["record", "-d", &req.seconds.to_string(), "-o"])
+        .arg(&file.0);
     match req.pid {
-        Some(p) => argv.extend(["-p".to_string(), p.to_string()]),
-        None => argv.push("-a".into()),
-    }
-    let cli = RecordCli::try_parse_from(&argv).context("recorder arguments")?;
-    let mut cfg = cli.args.to_config()?;
-    // A server reads no keys, even when started from a terminal.
-    cfg.keys = false;
-    let (outcome, _) = record::record(&cfg)?;
-    if let Some(e) = outcome.error {
-        anyhow::bail!("recording failed: {e}");
-    }
-    let mut prof = load_profile(Path::new(&file.0), None)?;
+        Some(p) => cmd.args(["-p", &p.to_string()]),
+        None => cmd.arg("-a"),
+    };
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("starting the recorder (/proc/self/exe record)")?;
+    let stderr = child.stderr.take().context("recorder stderr")?;
+    let log_tag = tag.clone();
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let line = line.strip_prefix("hood: ").unwrap_or(&line).to_string();
+            eprintln!("hood serve: {log_tag}: {line}");
+            lines.push(line);
+        }
+        lines
+    });
+    let mut interrupted = false;
+    let status = loop {
+        if let Some(st) = child.try_wait().context("waiting for the recorder")? {
+            break st;
+        }
+        if !interrupted && stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+            // SAFETY: kill(2) of our own child, not yet reaped (try_wait saw it running).
+            unsafe { libc::kill(pid, libc::SIGINT) };
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let lines = reader.join().unwrap_or_default();
+    // The recorder exits 1 when it caught no sample (an idle pid): still a valid profile.
+    let loaded = if file.0.exists() {
+        load_profile(&file.0, None)
+    } else {
+        Err(anyhow::anyhow!("no recording written"))
+    };
+    let mut prof = match loaded {
+        Ok(p) if status.success() || status.code() == Some(1) => p,
+        Ok(_) | Err(_) => anyhow::bail!("the recorder failed ({status}): {}", lines.join("; ")),
+    };
     hide_kernel_addresses(&mut prof);
     let mut out = Vec::new();
     let opts = ReportOptions {
