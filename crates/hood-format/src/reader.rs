@@ -21,9 +21,22 @@ pub struct Chunk {
     pub data: Vec<u8>,
 }
 
+/// Where a chunk read by [`Reader::next_chunk_into`] sits and what it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkInfo {
+    /// What the payload is (see [`crate::tags`]).
+    pub tag: u32,
+    /// Byte offset of the chunk header in the file.
+    pub offset: u64,
+}
+
 /// Reads a recording chunk by chunk.
 pub struct Reader {
     input: Box<dyn Read>,
+    /// Stored (compressed) bytes of the chunk being read, reused from chunk to chunk.
+    stored: Vec<u8>,
+    /// One zstd context for the whole file (created on the first compressed chunk).
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
     path: PathBuf,
     header: FileHeader,
     len: u64,
@@ -93,6 +106,8 @@ impl Reader {
         }
         Ok(Reader {
             input,
+            stored: Vec::new(),
+            zstd: None,
             path: path.to_owned(),
             header,
             len,
@@ -125,6 +140,19 @@ impl Reader {
 
     /// The next chunk; `Ok(None)` at the end (or at a cut-off end, with a warning).
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>, FormatError> {
+        let mut data = Vec::new();
+        Ok(self
+            .next_chunk_into(&mut data)?
+            .map(|ChunkInfo { tag, offset }| Chunk { tag, offset, data }))
+    }
+
+    /// Like [`next_chunk`](Self::next_chunk), but the payload replaces the contents of `data`,
+    /// so one buffer serves a whole file (large recordings: no fresh pages per chunk).
+    pub fn next_chunk_into(
+        &mut self,
+        data: &mut Vec<u8>,
+    ) -> Result<Option<ChunkInfo>, FormatError> {
+        data.clear();
         if self.done {
             return Ok(None);
         }
@@ -149,34 +177,66 @@ impl Reader {
         if header.stored_len > self.len - self.pos {
             return self.truncated(offset);
         }
-        let mut stored = vec![0u8; header.stored_len as usize];
-        self.read_exact(&mut stored)?;
-        if crc32c::crc32c(&stored) != header.payload_crc {
-            return Err(self.corrupt(offset, "payload checksum mismatch".into()));
+        let zstd = header.flags & FLAG_ZSTD != 0;
+        if !zstd && header.raw_len != header.stored_len {
+            return Err(self.corrupt(
+                offset,
+                "uncompressed chunk with two different lengths".into(),
+            ));
         }
-        let data = if header.flags & FLAG_ZSTD != 0 {
-            let out = zstd::bulk::decompress(&stored, header.raw_len as usize).map_err(|e| {
-                self.corrupt(offset, format!("zstd payload does not decompress: {e}"))
-            })?;
-            if out.len() as u64 != header.raw_len {
-                return Err(self.corrupt(offset, "decompressed length differs from header".into()));
-            }
-            out
+        // An uncompressed payload is read straight into `data`; a compressed one into the
+        // reader's own buffer first.
+        let mut stored = if zstd {
+            std::mem::take(&mut self.stored)
         } else {
-            if header.raw_len != header.stored_len {
-                return Err(self.corrupt(
-                    offset,
-                    "uncompressed chunk with two different lengths".into(),
-                ));
-            }
-            stored
+            std::mem::take(data)
         };
+        stored.resize(header.stored_len as usize, 0);
+        let read = self.read_exact(&mut stored);
+        let checked = read.and_then(|()| {
+            if crc32c::crc32c(&stored) != header.payload_crc {
+                Err(self.corrupt(offset, "payload checksum mismatch".into()))
+            } else {
+                Ok(())
+            }
+        });
+        if !zstd {
+            *data = stored;
+            checked?;
+        } else {
+            let out = checked.and_then(|()| self.decompress(offset, &stored, header.raw_len, data));
+            self.stored = stored;
+            out?;
+        }
         self.chunks_read += 1;
-        Ok(Some(Chunk {
+        Ok(Some(ChunkInfo {
             tag: header.tag,
             offset,
-            data,
         }))
+    }
+
+    fn decompress(
+        &mut self,
+        offset: u64,
+        stored: &[u8],
+        raw_len: u64,
+        data: &mut Vec<u8>,
+    ) -> Result<(), FormatError> {
+        let bad = |e: std::io::Error| format!("zstd payload does not decompress: {e}");
+        if self.zstd.is_none() {
+            let d = zstd::bulk::Decompressor::new().map_err(|e| self.corrupt(offset, bad(e)))?;
+            self.zstd = Some(d);
+        }
+        data.reserve(raw_len as usize);
+        let result = match self.zstd.as_mut() {
+            Some(dctx) => dctx.decompress_to_buffer(stored, data),
+            None => Ok(0),
+        };
+        let n = result.map_err(|e| self.corrupt(offset, bad(e)))?;
+        if n as u64 != raw_len || data.len() as u64 != raw_len {
+            return Err(self.corrupt(offset, "decompressed length differs from header".into()));
+        }
+        Ok(())
     }
 
     /// Iterate over the remaining chunks. After an `Err` the iterator ends.
@@ -210,7 +270,7 @@ impl Reader {
         }
     }
 
-    fn truncated(&mut self, offset: u64) -> Result<Option<Chunk>, FormatError> {
+    fn truncated(&mut self, offset: u64) -> Result<Option<ChunkInfo>, FormatError> {
         self.done = true;
         self.warnings.push(format!(
             "{}: file ends inside the chunk at byte offset {offset} of {} (the recording was cut short, e.g. the recorder was killed); using the {} whole chunks before it",

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use blazesym::symbolize;
 
 use crate::demangle::DemangleCache;
-use crate::text::{parse_kallsyms, parse_nm, parse_perf_map_lenient};
+use crate::text::{parse_kallsyms_owned, parse_nm, parse_perf_map_lenient, SkippedLine};
 use crate::{Resolution, SymbolError, SymbolTable, SymbolizerOptions, Unresolved};
 
 /// Whether an ELF file (or image) may be read, decided once per file.
@@ -78,9 +78,17 @@ impl Symbolizer {
     /// Loads the stored text of `/proc/kallsyms` (replacing any earlier
     /// one) and returns the number of code symbols it provides. Text read
     /// without privileges (all addresses zero) provides none, with a
-    /// warning that says so.
-    pub fn set_kallsyms(&mut self, text: &str) -> usize {
-        let (table, skipped) = parse_kallsyms(text);
+    /// warning that says so. Given a `String`, the text is indexed in place, not copied.
+    pub fn set_kallsyms(&mut self, text: impl Into<String>) -> usize {
+        let (table, skipped) = parse_kallsyms_owned(text.into());
+        self.set_kernel_table(table, skipped)
+    }
+
+    /// Installs a kernel table parsed elsewhere (e.g. on another thread with
+    /// [`parse_kallsyms_owned`](crate::text::parse_kallsyms_owned)) and the lines
+    /// that parse skipped; returns the number of code symbols, as
+    /// [`set_kallsyms`](Self::set_kallsyms) does.
+    pub fn set_kernel_table(&mut self, table: SymbolTable, skipped: Vec<SkippedLine>) -> usize {
         if let Some((line, reason)) = skipped.first() {
             self.warn(
                 "kallsyms-bad-lines".into(),

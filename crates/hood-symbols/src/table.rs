@@ -17,6 +17,9 @@ struct Entry {
 }
 
 const TEXT_BIT: u32 = 1 << 31;
+/// The name is kallsyms' `func\t[module]` in place: shown with a space for the tab.
+const TAB_BIT: u32 = 1 << 30;
+const LEN_MASK: u32 = !(TEXT_BIT | TAB_BIT);
 
 impl Entry {
     fn text(&self) -> bool {
@@ -27,7 +30,7 @@ impl Entry {
     }
     fn name_range(&self) -> std::ops::Range<usize> {
         let at = self.name_at as usize;
-        at..at + (self.len_text & !TEXT_BIT) as usize
+        at..at + (self.len_text & LEN_MASK) as usize
     }
 }
 
@@ -48,15 +51,6 @@ impl SymbolTable {
     /// and no successor) may still claim an address.
     pub const LAST_SYMBOL_SPAN: u64 = 64 << 10;
 
-    /// An empty table with room for about `symbols` symbols whose names
-    /// total about `name_bytes` bytes.
-    pub(crate) fn with_capacity(symbols: usize, name_bytes: usize) -> Self {
-        SymbolTable {
-            entries: Vec::with_capacity(symbols),
-            names: String::with_capacity(name_bytes),
-        }
-    }
-
     /// Adds a symbol. `size` of `None` or `Some(0)` means "unknown".
     pub(crate) fn push(&mut self, start: u64, size: Option<u64>, name: &str, text: bool) {
         self.push_parts(start, size, &[name], text);
@@ -76,8 +70,8 @@ impl SymbolTable {
             self.names.truncate(name_at);
             return;
         };
-        if name_len & TEXT_BIT != 0 {
-            // A single name over 2 GiB: not a symbol.
+        if name_len & !LEN_MASK != 0 {
+            // A single name over 1 GiB: not a symbol.
             self.names.truncate(name_at as usize);
             return;
         }
@@ -90,6 +84,39 @@ impl SymbolTable {
             end,
             name_at,
             len_text: name_len | if text { TEXT_BIT } else { 0 },
+        });
+    }
+
+    /// A table whose names are slices of `text` itself (no copy): fill it with
+    /// [`push_in_place`](Self::push_in_place), then [`finish`](Self::finish).
+    pub(crate) fn over_text(text: String, symbols: usize) -> Self {
+        SymbolTable {
+            entries: Vec::with_capacity(symbols),
+            names: text,
+        }
+    }
+
+    /// Adds a symbol whose name is `names[at..at + len]` already; `tab`: the name is
+    /// `func\t[module]`, shown as `func [module]`. Out-of-range names are refused.
+    pub(crate) fn push_in_place(
+        &mut self,
+        start: u64,
+        at: usize,
+        len: usize,
+        text: bool,
+        tab: bool,
+    ) {
+        let (Ok(name_at), Ok(name_len)) = (u32::try_from(at), u32::try_from(len)) else {
+            return;
+        };
+        if name_len & !LEN_MASK != 0 || self.names.get(at..at + len).is_none() {
+            return;
+        }
+        self.entries.push(Entry {
+            start,
+            end: 0,
+            name_at,
+            len_text: name_len | if text { TEXT_BIT } else { 0 } | if tab { TAB_BIT } else { 0 },
         });
     }
 
@@ -155,8 +182,13 @@ impl SymbolTable {
             return Err(Unresolved::NoSymbol);
         }
         let name = self.names.get(e.name_range()).unwrap_or("");
+        let name = if e.len_text & TAB_BIT != 0 {
+            name.replace('\t', " ")
+        } else {
+            name.to_string()
+        };
         Ok(Sym {
-            name: name.to_string(),
+            name,
             offset: addr - e.start,
             size: e.end().map(|end| end - e.start),
         })

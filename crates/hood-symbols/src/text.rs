@@ -56,26 +56,92 @@ fn is_text(t: char) -> bool {
 /// only code symbols (`t T w W`) resolve; module symbols are named
 /// `func [module]`. Malformed lines are skipped and returned.
 pub fn parse_kallsyms(text: &str) -> (SymbolTable, Vec<SkippedLine>) {
-    // Kernel lines average about 45 bytes, 20 of them name.
-    let mut table = SymbolTable::with_capacity(text.len() / 40, text.len() / 2);
+    parse_kallsyms_owned(text.to_owned())
+}
+
+/// [`parse_kallsyms`] taking the text by value: the table's names stay slices of
+/// it, so the 5 MB of a kernel's symbols are indexed, not copied.
+pub fn parse_kallsyms_owned(text: String) -> (SymbolTable, Vec<SkippedLine>) {
+    // Kernel lines average about 45 bytes.
+    let mut refs: Vec<(u64, usize, usize, bool, bool)> = Vec::with_capacity(text.len() / 40);
+    let mut odd: Vec<(u64, String, bool)> = Vec::new();
     let mut skipped = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match kallsyms_line(line) {
-            Some((addr, t, name, module)) => {
-                let text = matches!(t, 't' | 'T' | 'w' | 'W');
-                match module {
-                    Some(m) => table.push_parts(addr, None, &[name, " ", m], text),
-                    None => table.push(addr, None, name, text),
+    let b = text.as_bytes();
+    let (mut at, mut lineno) = (0usize, 0usize);
+    while at < b.len() {
+        lineno += 1;
+        let end = memchr::memchr(b'\n', &b[at..]).map_or(b.len(), |i| at + i);
+        if let Some((addr, code, name_off, name_len, tab)) = kallsyms_line_in_place(&b[at..end]) {
+            refs.push((addr, at + name_off, name_len, code, tab));
+        } else {
+            // `at` and `end` sit next to ASCII newlines: valid char boundaries.
+            let line = text.get(at..end).unwrap_or("");
+            if !line.trim().is_empty() {
+                match kallsyms_line(line) {
+                    Some((addr, t, name, module)) => {
+                        let name = match module {
+                            Some(m) => format!("{name} {m}"),
+                            None => name.to_string(),
+                        };
+                        odd.push((addr, name, matches!(t, 't' | 'T' | 'w' | 'W')));
+                    }
+                    None => {
+                        skipped.push((lineno, "expected \"ADDR TYPE NAME [module]\"".to_string()))
+                    }
                 }
             }
-            None => skipped.push((i + 1, "expected \"ADDR TYPE NAME [module]\"".to_string())),
         }
+        at = end + 1;
+    }
+    let mut table = SymbolTable::over_text(text, refs.len() + odd.len());
+    for (addr, name_at, len, code, tab) in refs {
+        table.push_in_place(addr, name_at, len, code, tab);
+    }
+    for (addr, name, code) in odd {
+        table.push(addr, None, &name, code);
     }
     table.finish();
     (table, skipped)
+}
+
+/// The exact shape the kernel prints, `ADDR T NAME` or `ADDR T NAME\tMODULE`
+/// (single spaces, at most 16 hex digits, no blanks in NAME or MODULE):
+/// (address, code symbol, name offset and length in the line, has module).
+fn kallsyms_line_in_place(line: &[u8]) -> Option<(u64, bool, usize, usize, bool)> {
+    let sp = memchr::memchr(b' ', line.get(..17.min(line.len()))?)?;
+    if sp == 0 || line.get(sp + 2) != Some(&b' ') {
+        return None;
+    }
+    let mut addr = 0u64;
+    for &c in &line[..sp] {
+        let v = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            b'A'..=b'F' => c - b'A' + 10,
+            _ => return None,
+        };
+        addr = (addr << 4) | u64::from(v);
+    }
+    let t = line[sp + 1];
+    if !t.is_ascii_alphabetic() {
+        return None;
+    }
+    let name = &line[sp + 3..];
+    if name.is_empty() || memchr::memchr2(b' ', b'\r', name).is_some() {
+        return None;
+    }
+    let tab = match memchr::memchr(b'\t', name) {
+        // `func\t[module]`: both parts non-empty, one tab.
+        Some(i)
+            if i == 0 || i + 1 == name.len() || memchr::memchr(b'\t', &name[i + 1..]).is_some() =>
+        {
+            return None
+        }
+        Some(_) => true,
+        None => false,
+    };
+    let code = matches!(t, b't' | b'T' | b'w' | b'W');
+    Some((addr, code, sp + 3, name.len(), tab))
 }
 
 fn kallsyms_line(line: &str) -> Option<(u64, char, &str, Option<&str>)> {

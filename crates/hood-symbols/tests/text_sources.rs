@@ -100,6 +100,47 @@ fn kallsyms_module_symbols_carry_the_module_name() {
 }
 
 #[test]
+fn kallsyms_lines_of_unusual_shape_mix_with_the_kernel_s_own() {
+    // The kernel's exact shape is indexed in place; other spacing, CRLF line ends and
+    // 8-digit addresses go through the general parser; garbage is counted, not fatal.
+    let mut s = symbolizer();
+    let n = s.set_kallsyms(
+        "ffffffff81000000 T first\n\
+         ffffffff81000100   t   spaced_out\r\n\
+         81000200 T short_addr\n\
+         not a symbol line at all\n\
+         ffffffff81000300 t mod_fn\t[m]\n\
+         ffffffff81000400 D data_after\n",
+    );
+    assert_eq!(n, 4);
+    let got = s.symbolize_kernel(&[
+        0xffffffff81000010,
+        0xffffffff81000101,
+        0x81000201,
+        0xffffffff81000301,
+        0xffffffff81000400,
+    ]);
+    let names: Vec<_> = got
+        .iter()
+        .map(|r| r.as_ref().map(|x| x.name.as_str()).ok())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            Some("first"),
+            Some("spaced_out"),
+            Some("short_addr"),
+            Some("mod_fn [m]"),
+            None
+        ]
+    );
+    assert!(s
+        .warnings()
+        .iter()
+        .any(|w| w.contains("1 malformed line(s)") && w.contains("line 4")));
+}
+
+#[test]
 fn perf_map_resolves_absolute_addresses_and_skips_bad_lines() {
     let map = "7f3a00001000 40 LazyCompile:*fib app.js:1\n\
                7f3a00001040 20 _ZN3jit4stub17h0123456789abcdefE\n\

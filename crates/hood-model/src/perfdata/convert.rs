@@ -7,7 +7,7 @@ use linux_perf_data::linux_perf_event_reader::{
     CpuMode, EventRecord, Mmap2FileId, RawEventRecord, RecordType,
 };
 
-use crate::profile::records::{Decoded, Event, Timed};
+use crate::profile::records::{Decoded, Event, Mapping, Timed};
 
 /// PERF_RECORD_MISC_MMAP_BUILD_ID: the MMAP2 record carries a build-id.
 const MISC_MMAP_BUILD_ID: u16 = 1 << 14;
@@ -95,15 +95,15 @@ pub fn push(out: &mut Decoded, rec: &RawEventRecord) -> Pushed {
                 chain: (begin, end),
             }
         }
-        EventRecord::Mmap(m) => Event::Mmap {
+        EventRecord::Mmap(m) => Event::Mmap(Box::new(Mapping {
             pid: m.pid as u32,
             start: m.address,
             len: m.length,
             pgoff: m.page_offset,
             filename: text(&m.path.as_slice()),
             build_id: None,
-        },
-        EventRecord::Mmap2(m) => Event::Mmap {
+        })),
+        EventRecord::Mmap2(m) => Event::Mmap(Box::new(Mapping {
             pid: m.pid as u32,
             start: m.address,
             len: m.length,
@@ -113,7 +113,7 @@ pub fn push(out: &mut Decoded, rec: &RawEventRecord) -> Pushed {
                 Mmap2FileId::BuildId(b) => Some(b),
                 Mmap2FileId::InodeAndVersion(_) => None,
             },
-        },
+        })),
         EventRecord::Comm(c) => Event::Comm {
             pid: c.pid as u32,
             tid: c.tid as u32,

@@ -10,7 +10,7 @@ use super::maps::{
     hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
 };
 use super::model::{DsoFile, Func, FuncId, Mode, Process, Profile, Sample, Thread};
-use super::records::{Event, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL};
+use super::records::{Event, Mapping, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL};
 
 /// Turns locations into names. Implemented outside the model (by hood-symbols in the binary)
 /// so the model stays pure. Each method gets a batch of unique locations and returns one
@@ -137,14 +137,15 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     let mut frames: Vec<u32> = Vec::with_capacity(128);
     for ev in &raw.decoded.events {
         match &ev.event {
-            Event::Mmap {
-                pid,
-                start,
-                len,
-                pgoff,
-                filename,
-                build_id,
-            } => {
+            Event::Mmap(m) => {
+                let Mapping {
+                    pid,
+                    start,
+                    len,
+                    pgoff,
+                    filename,
+                    build_id,
+                } = &**m;
                 let build_id = build_id
                     .clone()
                     .or_else(|| world.build_ids.get(filename).and_then(|h| hex_decode(h)));

@@ -45,15 +45,29 @@ fn json<T: serde::de::DeserializeOwned>(
 impl RawRecording {
     /// Read and decode the recording at `path`.
     pub fn load(path: &Path) -> Result<RawRecording, ModelError> {
+        let mut kallsyms = String::new();
+        let mut rec = Self::load_with(path, &mut |text| kallsyms = text)?;
+        rec.kallsyms = kallsyms;
+        Ok(rec)
+    }
+
+    /// Like [`load`](Self::load), but the kallsyms text is handed to `on_kallsyms` as soon
+    /// as it is read (the recorder writes it before the records), so that a caller can
+    /// index it on another thread while the records are decoded; `kallsyms` stays empty.
+    pub fn load_with(
+        path: &Path,
+        on_kallsyms: &mut dyn FnMut(String),
+    ) -> Result<RawRecording, ModelError> {
         let mut reader = Reader::open(path)?;
         expect_kind(&reader, FileKind::Profile, "hood report")?;
         let mut rec = RawRecording::default();
         let mut attr: Option<Attr> = None;
         let mut have_meta = false;
         let mut pending: Vec<(u32, Vec<u8>)> = Vec::new();
-        for chunk in reader.chunks() {
-            let chunk = chunk?;
-            let (off, data) = (chunk.offset, chunk.data);
+        // One payload buffer for the whole file; large payloads kept for later are moved out.
+        let mut data = Vec::new();
+        while let Some(chunk) = reader.next_chunk_into(&mut data)? {
+            let off = chunk.offset;
             match chunk.tag {
                 tags::profile::META => {
                     rec.meta = json("metadata", off, &data)?;
@@ -69,17 +83,18 @@ impl RawRecording {
                     let cpu = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
                     match &attr {
                         Some(a) => rec.decoded.push_chunk(a, cpu, &data[4..]),
-                        None => pending.push((cpu, data)),
+                        None => pending.push((cpu, std::mem::take(&mut data))),
                     }
                 }
                 tags::profile::PROC_SNAPSHOT => {
                     rec.snapshot = json("process snapshot", off, &data)?
                 }
                 tags::profile::BUILD_IDS => rec.build_ids = json("build-id", off, &data)?,
-                tags::profile::KALLSYMS => {
-                    rec.kallsyms = String::from_utf8_lossy(&data).into_owned()
-                }
-                tags::profile::VDSO => rec.vdso = data,
+                tags::profile::KALLSYMS => on_kallsyms(
+                    String::from_utf8(std::mem::take(&mut data))
+                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+                ),
+                tags::profile::VDSO => rec.vdso = std::mem::take(&mut data),
                 tags::profile::PERF_MAP if data.len() >= 4 => {
                     let pid = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
                     rec.perf_maps

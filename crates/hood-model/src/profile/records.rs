@@ -65,21 +65,8 @@ pub enum Event {
         /// Range of the call chain in [`Decoded::chains`].
         chain: (u32, u32),
     },
-    /// A new mapping.
-    Mmap {
-        /// Process id.
-        pid: u32,
-        /// Start address.
-        start: u64,
-        /// Length.
-        len: u64,
-        /// File offset of `start`.
-        pgoff: u64,
-        /// File name or pseudo-name.
-        filename: String,
-        /// Build-id when the kernel supplied it.
-        build_id: Option<Vec<u8>>,
-    },
+    /// A new mapping (boxed: rare, and twice the size of a sample).
+    Mmap(Box<Mapping>),
     /// A thread name change; `exec` when caused by exec.
     Comm {
         /// Process id.
@@ -114,6 +101,23 @@ pub enum Event {
     },
     /// Sampling was throttled.
     Throttle,
+}
+
+/// A new mapping of a file or pseudo-file into a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// Process id.
+    pub pid: u32,
+    /// Start address.
+    pub start: u64,
+    /// Length.
+    pub len: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// File name or pseudo-name.
+    pub filename: String,
+    /// Build-id when the kernel supplied it.
+    pub build_id: Option<Vec<u8>>,
 }
 
 /// An event with its timestamp (CLOCK_MONOTONIC ns; 0 if unknown).
@@ -257,14 +261,14 @@ impl Decoded {
                     c.skip(8)?; // prot, flags
                 }
                 let filename = cstr(body.get(c.at..)?);
-                let ev = Event::Mmap {
+                let ev = Event::Mmap(Box::new(Mapping {
                     pid,
                     start,
                     len,
                     pgoff,
                     filename,
                     build_id,
-                };
+                }));
                 (trailer_time(attr, body), ev)
             }
             kind::COMM => {

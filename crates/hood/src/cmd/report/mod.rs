@@ -15,27 +15,52 @@ use hood_model::profile::{build_profile, Mode, Profile, RawRecording};
 use hood_report::profile as render;
 
 pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs};
-use resolver::SymResolver;
+use resolver::{KernelJob, SymResolver};
 
-/// Load and symbolize the recording at `path`.
+/// Load and symbolize the recording at `path`. The kernel's symbols are indexed on a second
+/// thread while the records are read and interpreted.
 pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profile> {
     let t0 = Instant::now();
-    let raw = if hood_model::perfdata::is_perf_data(path) {
-        load_perf_data(path)?
-    } else {
-        RawRecording::load(path)?
-    };
-    let t1 = Instant::now();
-    let mut resolver = SymResolver::new(symfile, &raw.kallsyms, &raw.vdso, &raw.perf_maps)?;
-    let prof = build_profile(&raw, &mut resolver);
-    if std::env::var_os("HOOD_TIMING").is_some() {
-        eprintln!(
-            "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
-            (t1 - t0).as_secs_f64() * 1e3,
-            t1.elapsed().as_secs_f64() * 1e3
-        );
-    }
-    Ok(prof)
+    std::thread::scope(|scope| {
+        let mut job = None;
+        let mut index_kallsyms = |text: String| {
+            if text.is_empty() {
+                return;
+            }
+            // Shared so that, should no thread be had, the text is still here to index inline.
+            let text = std::sync::Arc::new(std::sync::Mutex::new(Some(text)));
+            let take = |t: &std::sync::Mutex<Option<String>>| {
+                let text = t.lock().ok()?.take()?;
+                Some(hood_symbols::text::parse_kallsyms_owned(text))
+            };
+            let theirs = std::sync::Arc::clone(&text);
+            let spawned = std::thread::Builder::new()
+                .name("kallsyms".into())
+                .spawn_scoped(scope, move || take(&theirs));
+            job = Some(match spawned {
+                Ok(handle) => Box::new(move || handle.join().ok().flatten()) as KernelJob,
+                Err(_) => Box::new(move || take(&text)) as KernelJob,
+            });
+        };
+        let raw = if hood_model::perfdata::is_perf_data(path) {
+            let mut raw = load_perf_data(path)?;
+            index_kallsyms(std::mem::take(&mut raw.kallsyms));
+            raw
+        } else {
+            RawRecording::load_with(path, &mut index_kallsyms)?
+        };
+        let t1 = Instant::now();
+        let mut resolver = SymResolver::new(symfile, job, &raw.vdso, &raw.perf_maps)?;
+        let prof = build_profile(&raw, &mut resolver);
+        if std::env::var_os("HOOD_TIMING").is_some() {
+            eprintln!(
+                "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
+                (t1 - t0).as_secs_f64() * 1e3,
+                t1.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        Ok(prof)
+    })
 }
 
 /// Import a perf.data file. perf does not store kallsyms or the `[vdso]` image: when the file

@@ -5,7 +5,12 @@ use std::path::Path;
 
 use hood_model::profile::maps::MappedFile;
 use hood_model::profile::Resolver;
-use hood_symbols::{Resolution, Symbolizer, SymbolizerOptions};
+use hood_symbols::text::SkippedLine;
+use hood_symbols::{Resolution, SymbolTable, Symbolizer, SymbolizerOptions};
+
+/// The kernel's symbol table, being indexed (on another thread) while the records are read;
+/// `None` if indexing failed.
+pub type KernelJob<'a> = Box<dyn FnOnce() -> Option<(SymbolTable, Vec<SkippedLine>)> + 'a>;
 
 /// Symbolizes from a recording's kallsyms, vdso image and perf maps, and from files on disk.
 pub struct SymResolver<'a> {
@@ -13,34 +18,49 @@ pub struct SymResolver<'a> {
     vdso: &'a [u8],
     perf_maps: &'a BTreeMap<u32, String>,
     has_symfile: bool,
+    /// Waited for at the first kernel address.
+    kernel_job: Option<KernelJob<'a>>,
     has_kallsyms: bool,
     extra: Vec<String>,
 }
 
 impl<'a> SymResolver<'a> {
-    /// Build from the recording's side data.
+    /// Build from the recording's side data; `kernel_job` yields its kallsyms table (`None`:
+    /// the recording holds none).
     pub fn new(
         symfile: Option<&Path>,
-        kallsyms: &str,
+        kernel_job: Option<KernelJob<'a>>,
         vdso: &'a [u8],
         perf_maps: &'a BTreeMap<u32, String>,
     ) -> anyhow::Result<SymResolver<'a>> {
-        let mut sym = Symbolizer::new(SymbolizerOptions {
+        let sym = Symbolizer::new(SymbolizerOptions {
             symfile: symfile.map(Path::to_path_buf),
             ..SymbolizerOptions::default()
         })?;
-        let has_kallsyms = !kallsyms.is_empty();
-        if has_kallsyms {
-            sym.set_kallsyms(kallsyms);
-        }
         Ok(SymResolver {
             sym,
             vdso,
             perf_maps,
             has_symfile: symfile.is_some(),
-            has_kallsyms,
+            kernel_job,
+            has_kallsyms: false,
             extra: Vec::new(),
         })
+    }
+
+    /// Install the kernel table once its indexing is done.
+    fn wait_for_kernel(&mut self) {
+        if let Some(job) = self.kernel_job.take() {
+            match job() {
+                Some((table, skipped)) => {
+                    self.has_kallsyms = true;
+                    self.sym.set_kernel_table(table, skipped);
+                }
+                None => self.extra.push(
+                    "indexing the recording's kallsyms failed; kernel frames are unresolved".into(),
+                ),
+            }
+        }
     }
 }
 
@@ -50,6 +70,7 @@ fn names(r: Vec<Resolution>) -> Vec<Option<String>> {
 
 impl Resolver for SymResolver<'_> {
     fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+        self.wait_for_kernel();
         if !self.has_kallsyms && !addrs.is_empty() {
             self.extra
                 .push("the recording holds no kallsyms (kernel addresses were hidden); kernel frames are unresolved".into());
