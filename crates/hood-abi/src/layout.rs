@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64};
 /// First 8 bytes of every segment: `b"HOODSEG\0"` read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"HOODSEG\0");
 /// Bumped whenever any layout in this crate changes; readers skip other versions.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// File-name prefix of segments in the segment directory.
 pub const SEGMENT_PREFIX: &str = "hood-rt-";
 /// Default segment directory; the runtime and the readers honour `HOOD_SHM_DIR`.
@@ -43,25 +43,41 @@ pub const FLAG_TRACE_FULL: u32 = 0x20;
 pub const FLAG_TRACE_WRAPPED: u32 = 0x40;
 /// Flag (trace): the inline tag table was full; later labels are recorded as unknown.
 pub const FLAG_TAG_OVERRUN: u32 = 0x80;
+/// Flag (trace): the function table was full; later functions are recorded as unknown.
+pub const FLAG_FUNC_OVERRUN: u32 = 0x100;
 
 /// Trace mode: stop recording a thread when its buffer is full (the hardware's behaviour).
 pub const TRACE_FULL_STOP: u32 = 0;
 /// Trace mode: keep the most recent events (flight recorder).
 pub const TRACE_FULL_WRAP: u32 = 1;
-/// Trace event kind: function entry (`addr` = function address).
+/// Trace event kind: function entry (index = the function's entry in the function table).
 pub const KIND_ENTRY: u64 = 0;
-/// Trace event kind: function exit (`addr` = function address).
+/// Trace event kind: function exit (index as for entry).
 pub const KIND_EXIT: u64 = 1;
-/// Trace event kind: inline mark (`addr` = index into the tag table, or [`TAG_UNKNOWN`]).
+/// Trace event kind: inline mark (index = entry in the tag table, or [`INDEX_UNKNOWN`]).
 pub const KIND_MARK: u64 = 2;
-/// Trace event kind: recording switched off (`addr` = [`CONTROL_OFF`]) or on ([`CONTROL_ON`]).
+/// Trace event kind: recording switched off (index [`CONTROL_OFF`]) or on ([`CONTROL_ON`]).
 pub const KIND_CONTROL: u64 = 3;
-/// `addr` of a control event: `hood_trace_off()`.
+/// Index of a control event: `hood_trace_off()`.
 pub const CONTROL_OFF: u64 = 0;
-/// `addr` of a control event: `hood_trace_on()`.
+/// Index of a control event: `hood_trace_on()`.
 pub const CONTROL_ON: u64 = 1;
-/// Mark index used when the tag table was full.
+/// Mark tag meaning "unknown label" in decoded events (the tag table was full).
 pub const TAG_UNKNOWN: u64 = u64::MAX;
+/// Bits of an event word holding the kind (the lowest).
+pub const EVENT_KIND_BITS: u32 = 2;
+/// Bits of an event word holding the function, tag or control index (above the kind).
+pub const EVENT_INDEX_BITS: u32 = 16;
+/// Shift of the timestamp in an event word; it keeps the low [`EVENT_TICKS_BITS`] bits.
+pub const EVENT_TICKS_SHIFT: u32 = EVENT_KIND_BITS + EVENT_INDEX_BITS;
+/// Timestamp bits kept per event; readers restore the rest from the previous event.
+pub const EVENT_TICKS_BITS: u32 = 64 - EVENT_TICKS_SHIFT;
+/// Index meaning "unknown": the function table (or tag table) was full.
+pub const INDEX_UNKNOWN: u64 = (1 << EVENT_INDEX_BITS) - 1;
+/// Entries in a trace segment's function table (index [`INDEX_UNKNOWN`] is never assigned).
+pub const MAX_FUNCS: u32 = INDEX_UNKNOWN as u32;
+/// Size of the function table area (between the tag table and the slots).
+pub const FUNCS_AREA_SIZE: u64 = (INDEX_UNKNOWN + 1) * 8;
 /// Entries in a trace segment's inline tag table.
 pub const MAX_TAGS: u32 = 1024;
 /// Bytes of label kept per inline tag.
@@ -167,6 +183,13 @@ pub struct SegmentHeader {
     pub tags_used: AtomicU32,
     /// Trace mode: offset of the [`TagEntry`] table (0 in calls mode).
     pub tags_offset: u64,
+    /// Trace mode: offset of the function table, `max_funcs` u64 function addresses indexed
+    /// by the events' index field (0 = claimed, address not yet stored).
+    pub funcs_offset: u64,
+    /// Trace mode: function table entries claimed so far (may exceed `max_funcs`; clamp).
+    pub funcs_used: AtomicU32,
+    /// Trace mode: function table entries ([`MAX_FUNCS`]).
+    pub max_funcs: u32,
 }
 
 /// Per-thread header at the start of each thread slot (128 bytes). Written only by the owner
@@ -205,8 +228,11 @@ pub struct ThreadHeader {
     pub trace_pos: AtomicU64,
     /// Trace mode: events not stored because the buffer was full (`stop` mode).
     pub trace_dropped: AtomicU64,
+    /// Trace mode, wrap: full timestamp of the event that last restarted the ring at index 0
+    /// (readers restore the older events' timestamps backwards from it).
+    pub lap_ticks: AtomicU64,
     /// Reserved.
-    pub _reserved: [u64; 4],
+    pub _reserved: [u64; 3],
 }
 
 /// One open call on a thread's stack (32 bytes).
@@ -248,13 +274,41 @@ pub struct PathNode {
     pub _reserved: u64,
 }
 
-/// One trace event (16 bytes), appended by the trace-mode hooks to the thread's buffer.
+/// One trace event (8 bytes), appended by the trace-mode hooks to the thread's buffer:
+/// `ticks << 18 | index << 2 | kind` (see [`encode_event`]). The timestamp keeps its low
+/// [`EVENT_TICKS_BITS`] bits; readers restore the high bits from the thread's previous event
+/// (or the slot's `reset_ticks` / `lap_ticks`) with [`restore_ticks`].
 #[repr(C)]
 pub struct TraceEvent {
-    /// Function address, inline tag index or control code, by kind.
-    pub addr: u64,
-    /// Timestamp << 2 | kind ([`KIND_ENTRY`], [`KIND_EXIT`], [`KIND_MARK`], [`KIND_CONTROL`]).
-    pub ticks_kind: u64,
+    /// The event word.
+    pub word: u64,
+}
+
+/// The event word for a timestamp, an index (function, tag or control) and a kind.
+#[inline(always)]
+pub const fn encode_event(ticks: u64, index: u64, kind: u64) -> u64 {
+    (ticks << EVENT_TICKS_SHIFT) | ((index & INDEX_UNKNOWN) << EVENT_KIND_BITS) | (kind & 3)
+}
+
+/// The kind of an event word.
+#[inline]
+pub const fn event_kind(word: u64) -> u64 {
+    word & 3
+}
+
+/// The index field of an event word.
+#[inline]
+pub const fn event_index(word: u64) -> u64 {
+    (word >> EVENT_KIND_BITS) & INDEX_UNKNOWN
+}
+
+/// The full timestamp of an event word, given the full timestamp `prev` of an event of the
+/// same thread at most 2^45 ticks before or after it (the previous event, or an anchor).
+#[inline]
+pub const fn restore_ticks(prev: u64, word: u64) -> u64 {
+    let low = word >> EVENT_TICKS_SHIFT;
+    let delta = low.wrapping_sub(prev) << EVENT_TICKS_SHIFT;
+    prev.wrapping_add(((delta as i64) >> EVENT_TICKS_SHIFT) as u64)
 }
 
 /// One inline tag of a trace segment (64 bytes): the label of a `hood_mark` call site.
@@ -271,7 +325,7 @@ pub struct TagEntry {
 /// Size of one thread slot of a trace segment holding `capacity` events, rounded to 4096;
 /// `None` on overflow.
 pub fn trace_slot_size(capacity: u64) -> Option<u64> {
-    let end = (THREAD_HEADER_SIZE as u64).checked_add(capacity.checked_mul(16)?)?;
+    let end = (THREAD_HEADER_SIZE as u64).checked_add(capacity.checked_mul(TRACE_EVENT_SIZE)?)?;
     Some(end.checked_add(4095)? & !4095)
 }
 
@@ -287,7 +341,10 @@ pub const FRAME_SIZE: usize = size_of::<Frame>();
 pub const PATH_NODE_SIZE: usize = size_of::<PathNode>();
 
 const _: () = {
-    assert!(SEGMENT_HEADER_SIZE == 168 + EXE_PATH_LEN + 32);
+    assert!(SEGMENT_HEADER_SIZE == 168 + EXE_PATH_LEN + 48);
+    assert!(offset_of!(SegmentHeader, funcs_offset) == 200 + EXE_PATH_LEN);
+    assert!(offset_of!(SegmentHeader, funcs_used) == 208 + EXE_PATH_LEN);
+    assert!(offset_of!(ThreadHeader, lap_ticks) == 96);
     assert!(offset_of!(SegmentHeader, trace_capacity) == 176 + EXE_PATH_LEN);
     assert!(offset_of!(SegmentHeader, tags_offset) == 192 + EXE_PATH_LEN);
     assert!(size_of::<TagEntry>() == 64);
@@ -319,7 +376,8 @@ const _: () = {
     assert!(offset_of!(PathNode, calls) == 16);
     assert!(offset_of!(PathNode, own_ticks) == 24);
     assert!(offset_of!(PathNode, last_child) == 32);
-    assert!(size_of::<TraceEvent>() == 16);
+    assert!(size_of::<TraceEvent>() == 8);
+    assert!(EVENT_TICKS_BITS == 46);
 };
 
 /// Sizes of the parts of one thread slot, derived from the limits.
@@ -360,4 +418,26 @@ pub fn path_hash(parent: u32, func: u64, mask: u32) -> u32 {
     let x = (func ^ (parent as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
         .wrapping_mul(0xD6E8_FEB8_6659_FD93);
     ((x >> 32) as u32) & mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_words_round_trip_and_timestamps_are_restored() {
+        let t = 0x0123_4567_89ab_cdefu64;
+        let w = encode_event(t, 0x1234, KIND_EXIT);
+        assert_eq!((event_kind(w), event_index(w)), (KIND_EXIT, 0x1234));
+        // From an anchor before or after it (up to 2^45 ticks either way), across a wrap of
+        // the kept low bits.
+        for d in [0u64, 1, 1000, (1 << 45) - 1] {
+            assert_eq!(restore_ticks(t - d, w), t);
+            assert_eq!(restore_ticks(t + d, w), t);
+        }
+        let wrap = (1u64 << 46) * 7 - 3;
+        let w2 = encode_event(wrap + 10, 5, KIND_ENTRY);
+        assert_eq!(restore_ticks(wrap, w2), wrap + 10);
+        assert_eq!(event_index(encode_event(1, 1 << 20, KIND_MARK)), 0);
+    }
 }

@@ -15,7 +15,9 @@
 //! path needs no locks or atomic read-modify-write. Readers copy the bytes and decode them with
 //! the safe helpers in [`parse`]; nothing read from a segment is trusted (magic, version and
 //! every size are checked). The trace mode of issue 5 reuses the header and thread slots with
-//! a ring of [`TraceEvent`] in place of the frames/paths area (`mode` = [`MODE_TRACE`]).
+//! a ring of 8-byte [`TraceEvent`] words in place of the frames/paths area (`mode` =
+//! [`MODE_TRACE`]), and adds an inline tag table and a function table (index → address)
+//! between the maps area and the slots.
 #![forbid(unsafe_code)]
 
 pub mod layout;
@@ -23,6 +25,6 @@ pub mod parse;
 
 pub use layout::*;
 pub use parse::{
-    parse_tags, trace_slot_read_len, FrameView, HeaderView, NodeView, ParseError, ThreadView,
-    TraceThreadView,
+    parse_funcs, parse_tags, trace_slot_read_len, FrameView, HeaderView, NodeView, ParseError,
+    ThreadView, TraceThreadView,
 };

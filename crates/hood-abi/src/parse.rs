@@ -142,6 +142,12 @@ pub struct HeaderView {
     pub tags_used: u32,
     /// Trace mode: tag table offset.
     pub tags_offset: u64,
+    /// Trace mode: function table offset.
+    pub funcs_offset: u64,
+    /// Trace mode: function table entries claimed (clamped to `max_funcs`).
+    pub funcs_used: u32,
+    /// Trace mode: function table size.
+    pub max_funcs: u32,
 }
 
 /// Byte offset of the `reset_gen` field (readers bump it in place to request a reset).
@@ -210,6 +216,9 @@ impl HeaderView {
             trace_full: g32(offset_of!(SegmentHeader, trace_full)),
             tags_used: g32(offset_of!(SegmentHeader, tags_used)).min(MAX_TAGS),
             tags_offset: g64(offset_of!(SegmentHeader, tags_offset)),
+            funcs_offset: g64(offset_of!(SegmentHeader, funcs_offset)),
+            funcs_used: g32(offset_of!(SegmentHeader, funcs_used)),
+            max_funcs: g32(offset_of!(SegmentHeader, max_funcs)),
         };
         if v.mode != MODE_CALLS && v.mode != MODE_TRACE {
             return Err(ParseError::BadField("mode", v.mode as u64));
@@ -270,10 +279,16 @@ impl HeaderView {
             return Err(ParseError::BadField("total_size", self.total_size));
         }
         if self.maps_offset.checked_add(MAPS_AREA_SIZE) != Some(self.tags_offset)
-            || self.tags_offset.checked_add(TAGS_AREA_SIZE) != Some(self.threads_offset)
+            || self.tags_offset.checked_add(TAGS_AREA_SIZE) != Some(self.funcs_offset)
         {
             return Err(ParseError::BadField("tags_offset", self.tags_offset));
         }
+        if self.funcs_offset.checked_add(FUNCS_AREA_SIZE) != Some(self.threads_offset)
+            || self.max_funcs > MAX_FUNCS
+        {
+            return Err(ParseError::BadField("funcs_offset", self.funcs_offset));
+        }
+        self.funcs_used = self.funcs_used.min(self.max_funcs);
         self.maps_len = self.maps_len.min(MAPS_AREA_SIZE);
         Ok(())
     }
@@ -293,7 +308,16 @@ impl HeaderView {
 /// slot whose header bytes are `th` (at least [`THREAD_HEADER_SIZE`]).
 pub fn trace_slot_read_len(h: &HeaderView, th: &[u8]) -> u64 {
     let written = u64_at(th, offset_of!(ThreadHeader, trace_written));
-    THREAD_HEADER_SIZE as u64 + written.min(h.trace_capacity) * 16
+    THREAD_HEADER_SIZE as u64 + written.min(h.trace_capacity) * TRACE_EVENT_SIZE
+}
+
+/// Decode the function table (`b` = the first `8 * funcs_used` bytes at `funcs_offset`):
+/// the function address per index; 0 where an index was claimed but its address not yet
+/// stored (a process killed at that instant).
+pub fn parse_funcs(h: &HeaderView, b: &[u8]) -> Vec<u64> {
+    (0..h.funcs_used as usize)
+        .map(|i| u64_at(b, i * 8))
+        .collect()
 }
 
 /// A decoded trace thread slot: its events in recording order (oldest first).
@@ -311,8 +335,11 @@ pub struct TraceThreadView {
     pub dropped: u64,
     /// Events overwritten by newer ones (wrap mode).
     pub overwritten: u64,
-    /// `(addr, ticks_kind)` pairs, oldest first.
-    pub events: Vec<(u64, u64)>,
+    /// Event words ([`encode_event`]), oldest first.
+    pub events: Vec<u64>,
+    /// A full timestamp within 2^45 ticks of the first event, to restore the events' full
+    /// timestamps from with [`restore_ticks`] (each from the one before).
+    pub anchor_ticks: u64,
 }
 
 impl TraceThreadView {
@@ -324,21 +351,35 @@ impl TraceThreadView {
         let pos = u64_at(b, offset_of!(ThreadHeader, trace_pos));
         let cap = h.trace_capacity;
         let stored = written.min(cap);
-        need(b, THREAD_HEADER_SIZE as u64 + stored * 16, "trace buffer")?;
+        need(
+            b,
+            THREAD_HEADER_SIZE as u64 + stored * TRACE_EVENT_SIZE,
+            "trace buffer",
+        )?;
         // A process killed between the two stores may leave pos one ahead of written: written
         // alone decides until the buffer wrapped.
         if pos > cap {
             return Err(ParseError::BadField("trace_pos", pos));
         }
         let ev = |i: u64| {
-            let o = THREAD_HEADER_SIZE + i as usize * 16;
-            (u64_at(b, o), u64_at(b, o + 8))
+            u64_at(
+                b,
+                THREAD_HEADER_SIZE + i as usize * TRACE_EVENT_SIZE as usize,
+            )
         };
-        let events: Vec<(u64, u64)> = if written <= cap {
-            (0..written).map(ev).collect()
+        let reset = u64_at(b, offset_of!(ThreadHeader, reset_ticks));
+        let (events, anchor_ticks): (Vec<u64>, u64) = if written <= cap {
+            ((0..written).map(ev).collect(), reset)
         } else {
+            // Wrapped: the oldest event was written before the latest lap started.
             let start = if pos == cap { 0 } else { pos };
-            (start..cap).chain(0..start).map(ev).collect()
+            let lap = u64_at(b, offset_of!(ThreadHeader, lap_ticks));
+            let anchor = if start < cap {
+                restore_ticks(lap, ev(start))
+            } else {
+                lap
+            };
+            ((start..cap).chain(0..start).map(ev).collect(), anchor)
         };
         Ok(TraceThreadView {
             tid: u32_at(b, offset_of!(ThreadHeader, tid)),
@@ -348,6 +389,7 @@ impl TraceThreadView {
             dropped: u64_at(b, offset_of!(ThreadHeader, trace_dropped)),
             overwritten: written.saturating_sub(cap),
             events,
+            anchor_ticks,
         })
     }
 }

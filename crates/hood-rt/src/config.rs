@@ -69,7 +69,7 @@ impl Config {
             force_mono: env(b"HOOD_CLOCK\0") == Some(b"monotonic"),
             disabled: env(b"HOOD_DISABLE\0") == Some(b"1"),
             trace: env(b"HOOD_MODE\0") == Some(b"trace"),
-            trace_capacity: env_u32(b"HOOD_TRACE_BUFFER\0", 1 << 20, 16, 1 << 30) as u64,
+            trace_capacity: env_u32(b"HOOD_TRACE_BUFFER\0", 1 << 23, 16, 1 << 30) as u64,
             trace_wrap: env(b"HOOD_TRACE_FULL\0") == Some(b"wrap"),
             trace_start_off: env(b"HOOD_TRACE_START\0") == Some(b"off"),
             dir: [0; 512],

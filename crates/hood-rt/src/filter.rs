@@ -3,8 +3,9 @@
 //! table of (object, address range, verdict) to a file named by `HOOD_TRACE_FILTER`. The
 //! runtime maps it at start. The first time a function address is seen, the cold path asks
 //! the dynamic loader which object holds it (`dladdr1`, giving the object's name and load
-//! bias), looks the unrelocated address up in the table and caches the verdict in a
-//! lock-free hash keyed by address. Later hooks of that function cost one hash probe.
+//! bias), looks the unrelocated address up in the table; the function index cache
+//! ([`crate::index`]) keeps the verdict with the function's index, so later hooks of that
+//! function cost the one hash probe every traced function costs.
 //!
 //! File layout (little endian): `HOODFLT1`, u32 verdict for objects not in the table, u32
 //! object count; per object: u32 name length, name (empty = the main executable), u32 default
@@ -12,16 +13,10 @@
 //! verdict is the opposite of the default, sorted by `lo`.
 
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 static TABLE: AtomicPtr<u8> = AtomicPtr::new(ptr::null_mut());
 static TABLE_LEN: AtomicUsize = AtomicUsize::new(0);
-static CACHE: AtomicPtr<AtomicU64> = AtomicPtr::new(ptr::null_mut());
-
-const CACHE_SLOTS: usize = 1 << 16;
-const VALID: u64 = 1 << 62;
-const ALLOW: u64 = 1 << 63;
-const ADDR_MASK: u64 = VALID - 1;
 
 /// The prefix of glibc's `struct link_map` that `dladdr1(RTLD_DL_LINKMAP)` returns.
 #[repr(C)]
@@ -58,75 +53,23 @@ pub fn load(path: &[u8]) {
         if p == libc::MAP_FAILED || core::slice::from_raw_parts(p as *const u8, 8) != b"HOODFLT1" {
             return;
         }
-        let c = libc::mmap(
-            ptr::null_mut(),
-            CACHE_SLOTS * 8,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if c == libc::MAP_FAILED {
-            return;
-        }
         TABLE_LEN.store(len, Ordering::Relaxed);
-        TABLE.store(p as *mut u8, Ordering::Relaxed);
-        CACHE.store(c as *mut AtomicU64, Ordering::Release);
+        TABLE.store(p as *mut u8, Ordering::Release);
     }
 }
 
-#[inline(always)]
-fn bucket(addr: u64) -> usize {
-    (addr.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (CACHE_SLOTS - 1)
-}
-
-/// Whether events of the function at `addr` are recorded.
-#[inline(always)]
-pub fn allowed(addr: u64) -> bool {
-    let c = CACHE.load(Ordering::Relaxed);
-    if c.is_null() {
+/// Whether events of the function at `addr` are recorded (cold: once per function, by the
+/// function index cache): true without a filter table.
+pub fn verdict(addr: u64) -> bool {
+    if TABLE.load(Ordering::Acquire).is_null() {
         return true;
     }
-    let b = bucket(addr);
-    // SAFETY: the cache has CACHE_SLOTS entries; the index is masked.
-    let e = unsafe { (*c.add(b)).load(Ordering::Relaxed) };
-    if e & ADDR_MASK == addr && e & VALID != 0 {
-        return e & ALLOW != 0;
-    }
-    resolve(c, addr)
-}
-
-/// The cached verdict for `addr`: `Some(true)` also when no filter is loaded, `None` when
-/// the function was not resolved yet (then [`allowed`] resolves it).
-#[inline(always)]
-pub fn cached(addr: u64) -> Option<bool> {
-    let c = CACHE.load(Ordering::Relaxed);
-    if c.is_null() {
-        return Some(true);
-    }
-    // SAFETY: the cache has CACHE_SLOTS entries; the index is masked.
-    let e = unsafe { (*c.add(bucket(addr))).load(Ordering::Relaxed) };
-    if e & ADDR_MASK == addr && e & VALID != 0 {
-        return Some(e & ALLOW != 0);
-    }
-    None
-}
-
-#[cold]
-#[inline(never)]
-fn resolve(c: *mut AtomicU64, addr: u64) -> bool {
     // SAFETY: errno is thread-local; dladdr1 may set it.
     let saved = unsafe { *libc::__errno_location() };
-    let verdict = lookup(addr);
+    let v = lookup(addr);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = saved };
-    let entry = (addr & ADDR_MASK) | VALID | if verdict { ALLOW } else { 0 };
-    // Only the home bucket is probed on the hot path: a function whose bucket is taken by
-    // another one keeps taking this cold path (correct, just slower; rare with 65536 slots).
-    // SAFETY: masked index into the CACHE_SLOTS entries.
-    let slot = unsafe { &*c.add(bucket(addr)) };
-    let _ = slot.compare_exchange(0, entry, Ordering::Relaxed, Ordering::Relaxed);
-    verdict
+    v
 }
 
 struct Cursor {

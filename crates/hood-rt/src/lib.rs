@@ -13,6 +13,7 @@ mod clock;
 mod config;
 mod filter;
 mod hook;
+mod index;
 mod runtime;
 mod segment;
 mod tls;
@@ -61,8 +62,8 @@ extern "C" fn exit_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
 }
 
 /// The trace-mode hook, inlined into both entry points. Its common path (TSC clock, slot set
-/// up, filter verdict cached, room in the buffer) makes no call, so it saves no registers;
-/// everything else goes to [`hook_other`] by a tail call.
+/// up, function index and filter verdict cached, room in the buffer) makes no call, so it
+/// saves no registers; everything else goes to [`hook_other`] by a tail call.
 #[inline(always)]
 fn trace_hook(func: u64, kind: u64) {
     let t = runtime::tls_get();
@@ -73,14 +74,14 @@ fn trace_hook(func: u64, kind: u64) {
     {
         return hook_other(func, kind);
     }
-    match filter::cached(func) {
-        Some(true) => {}
-        Some(false) => return,
+    let v = match index::cached(func) {
+        Some(v) if v & index::ALLOW != 0 => v,
+        Some(_) => return,
         None => return hook_other(func, kind),
-    }
+    };
     // SAFETY: READY with a slot pointer: `h` is the live trace-mode segment and `t` this
     // thread's initialised slot in it.
-    if !unsafe { trace::event_fast(h, t, func, kind) } {
+    if !unsafe { trace::event_fast(h, t, v, kind) } {
         hook_other(func, kind)
     }
 }
@@ -95,9 +96,12 @@ fn hook_other(func: u64, kind: u64) {
             runtime::CALLS if kind == KIND_ENTRY => unsafe { hook::enter(&s, func) },
             // SAFETY: as above.
             runtime::CALLS => unsafe { hook::exit(&s, func) },
-            runtime::TRACE_ON if filter::allowed(func) => {
-                // SAFETY: as above; trace mode, so the slot holds an event buffer.
-                unsafe { trace::event(&s, func, kind) }
+            runtime::TRACE_ON => {
+                let v = index::get(s.h, func);
+                if v & index::ALLOW != 0 {
+                    // SAFETY: as above; trace mode, so the slot holds an event buffer.
+                    unsafe { trace::event(&s, v, kind) }
+                }
             }
             _ => {}
         }

@@ -123,6 +123,10 @@ fn init_process() -> Option<bool> {
         return None;
     }
     if cfg.trace {
+        if !crate::index::init() {
+            segment::unmap(h);
+            return None;
+        }
         if let Some(f) = cfg.filter_path() {
             crate::filter::load(f);
         }
@@ -312,6 +316,9 @@ extern "C" fn fork_child() {
         (*h).compensate = (*old).compensate;
         (*h).comp_self_ticks = (*old).comp_self_ticks;
         (*h).comp_child_ticks = (*old).comp_child_ticks;
+        if (*h).mode == hood_abi::MODE_TRACE && (*old).mode == hood_abi::MODE_TRACE {
+            crate::index::copy_table(old, h);
+        }
     }
     SEG.store(h, Ordering::Release);
     tls_set(ptr::null_mut());

@@ -64,7 +64,7 @@ pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut Segment
         return ptr::null_mut();
     };
     let tags_area = if cfg.trace {
-        hood_abi::TAGS_AREA_SIZE
+        hood_abi::TAGS_AREA_SIZE + hood_abi::FUNCS_AREA_SIZE
     } else {
         0
     };
@@ -130,6 +130,8 @@ pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut Segment
             hood_abi::TRACE_FULL_STOP
         };
         h.tags_offset = HEADER_AREA_SIZE + MAPS_AREA_SIZE;
+        h.funcs_offset = h.tags_offset + hood_abi::TAGS_AREA_SIZE;
+        h.max_funcs = hood_abi::MAX_FUNCS;
     }
     h.pid = pid as u32;
     h.ppid = ppid as u32;

@@ -1,20 +1,22 @@
-//! Trace mode (issue 5, seed 001): each hook appends one fixed-size [`TraceEvent`] to the
-//! calling thread's buffer. Like the calls hooks: no allocation, locks, syscalls or panics on
+//! Trace mode (issue 5, seed 001): each hook appends one 8-byte [`TraceEvent`] word
+//! (timestamp, function/tag index, kind) to the calling thread's buffer. Like the calls hooks: no allocation, locks, syscalls or panics on
 //! the hook path; one timestamp read per event; only the owner thread writes its buffer.
 
 use core::sync::atomic::Ordering;
 
 use hood_abi::{
-    SegmentHeader, TagEntry, ThreadHeader, TraceEvent, FLAG_TAG_OVERRUN, FLAG_TRACE_FULL,
-    FLAG_TRACE_WRAPPED, MAX_TAGS, TAG_LABEL_LEN, TAG_UNKNOWN, THREAD_HEADER_SIZE, TRACE_FULL_STOP,
+    encode_event, SegmentHeader, TagEntry, ThreadHeader, TraceEvent, FLAG_TAG_OVERRUN,
+    FLAG_TRACE_FULL, FLAG_TRACE_WRAPPED, INDEX_UNKNOWN, MAX_TAGS, TAG_LABEL_LEN,
+    THREAD_HEADER_SIZE, TRACE_FULL_STOP,
 };
 
 use crate::clock;
 use crate::hook::Slot;
 
-/// Append one event. Caller guarantees `s` is this thread's initialised trace slot.
+/// Append one event (`index`: function, tag or control index). Caller guarantees `s` is this
+/// thread's initialised trace slot.
 #[inline(always)]
-pub unsafe fn event(s: &Slot, addr: u64, kind: u64) {
+pub unsafe fn event(s: &Slot, index: u64, kind: u64) {
     let now = clock::now();
     let h = &*s.h;
     let t = &*s.t;
@@ -24,15 +26,14 @@ pub unsafe fn event(s: &Slot, addr: u64, kind: u64) {
             full(s);
             return;
         }
-        wrapped(s);
+        wrapped(s, now);
         pos = 0;
     }
     let ev = (s.t as *mut u8)
         .add(THREAD_HEADER_SIZE)
         .cast::<TraceEvent>()
         .add(pos as usize);
-    (*ev).addr = addr;
-    (*ev).ticks_kind = (now << 2) | kind;
+    (*ev).word = encode_event(now, index, kind);
     t.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
     t.trace_written.store(
         t.trace_written.load(Ordering::Relaxed).wrapping_add(1),
@@ -47,7 +48,7 @@ pub unsafe fn event(s: &Slot, addr: u64, kind: u64) {
 pub unsafe fn event_fast(
     h: *const SegmentHeader,
     t: *mut ThreadHeader,
-    addr: u64,
+    index: u64,
     kind: u64,
 ) -> bool {
     let now = clock::tsc();
@@ -60,8 +61,7 @@ pub unsafe fn event_fast(
         .add(THREAD_HEADER_SIZE)
         .cast::<TraceEvent>()
         .add(pos as usize);
-    (*ev).addr = addr;
-    (*ev).ticks_kind = (now << 2) | kind;
+    (*ev).word = encode_event(now, index, kind);
     th.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
     th.trace_written.store(
         th.trace_written.load(Ordering::Relaxed).wrapping_add(1),
@@ -86,8 +86,11 @@ unsafe fn full(s: &Slot) {
 
 #[cold]
 #[inline(never)]
-unsafe fn wrapped(s: &Slot) {
+unsafe fn wrapped(s: &Slot, now: u64) {
     let t = &mut *s.t;
+    // The event about to be written at index 0 has this full timestamp: readers restore the
+    // older events' timestamps backwards from it.
+    t.lap_ticks.store(now, Ordering::Relaxed);
     if t.flags & FLAG_TRACE_WRAPPED == 0 {
         t.flags |= FLAG_TRACE_WRAPPED;
         (*s.h).flags.fetch_or(FLAG_TRACE_WRAPPED, Ordering::Relaxed);
@@ -95,11 +98,11 @@ unsafe fn wrapped(s: &Slot) {
 }
 
 /// Index of the inline tag for the label at `label` (registering it on first use), or
-/// [`TAG_UNKNOWN`] when the table is full. Lock-free: entries are claimed by CAS on the key.
+/// [`INDEX_UNKNOWN`] when the table is full. Lock-free: entries are claimed by CAS on the key.
 pub unsafe fn tag_index(h: *mut SegmentHeader, label: *const u8) -> u64 {
     let key = label as u64;
     if key == 0 {
-        return TAG_UNKNOWN;
+        return INDEX_UNKNOWN;
     }
     let tags = (h as *mut u8)
         .add((*h).tags_offset as usize)
@@ -131,5 +134,5 @@ pub unsafe fn tag_index(h: *mut SegmentHeader, label: *const u8) -> u64 {
         i = (i + 1) % MAX_TAGS;
     }
     (*h).flags.fetch_or(FLAG_TAG_OVERRUN, Ordering::Relaxed);
-    TAG_UNKNOWN
+    INDEX_UNKNOWN
 }

@@ -17,7 +17,73 @@ const MISC_SWITCH_OUT: u16 = 0x2000;
 /// PERF_RECORD_MISC_SWITCH_OUT_PREEMPT.
 const MISC_SWITCH_PREEMPT: u16 = 0x4000;
 
-/// EVENTS payload: u32 pid, u32 tid, then 16-byte records.
+/// Bytes before the event words of a version-2 EVENTS payload.
+const WORDS_HEADER: usize = 24;
+
+/// EVENTS payload, version 2: u32 pid, u32 tid, u64 CLOCK_MONOTONIC start of the process's
+/// segment (with the pid, names the PROCESS whose function table the indices refer to),
+/// u64 anchor ticks (a full timestamp within 2^45 ticks of the first event), then the
+/// runtime's 8-byte event words verbatim, oldest first.
+pub fn encode_words(pid: u32, tid: u32, start_mono_ns: u64, anchor: u64, words: &[u64]) -> Vec<u8> {
+    let mut b = Vec::with_capacity(WORDS_HEADER + words.len() * 8);
+    b.extend_from_slice(&pid.to_le_bytes());
+    b.extend_from_slice(&tid.to_le_bytes());
+    b.extend_from_slice(&start_mono_ns.to_le_bytes());
+    b.extend_from_slice(&anchor.to_le_bytes());
+    for w in words {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    b
+}
+
+/// Decode a version-2 EVENTS payload against the processes read so far (`offset` names the
+/// chunk in errors). Function indices become addresses (0 when unknown), mark indices tag
+/// numbers ([`hood_abi::TAG_UNKNOWN`] when the tag table was full), timestamps full ticks.
+pub fn decode_words(
+    b: &[u8],
+    offset: u64,
+    processes: &[ProcessTrace],
+) -> Result<ThreadEvents, ModelError> {
+    if b.len() < WORDS_HEADER || !(b.len() - WORDS_HEADER).is_multiple_of(8) {
+        return Err(ModelError::Malformed(format!(
+            "event chunk at offset {offset} has {} bytes, not {WORDS_HEADER} + 8 per event",
+            b.len()
+        )));
+    }
+    let (pid, tid, start) = (u32_at(b, 0), u32_at(b, 4), u64_at(b, 8));
+    let Some(p) = processes
+        .iter()
+        .find(|p| p.pid == pid && p.start_mono_ns == start)
+    else {
+        return Err(ModelError::Malformed(format!(
+            "event chunk at offset {offset} belongs to pid {pid}, whose process chunk is missing"
+        )));
+    };
+    let mut ticks = u64_at(b, 16);
+    let events = b[WORDS_HEADER..]
+        .chunks_exact(8)
+        .map(|c| {
+            let w = u64_at(c, 0);
+            ticks = hood_abi::restore_ticks(ticks, w);
+            let (kind, i) = (hood_abi::event_kind(w), hood_abi::event_index(w));
+            let addr = match kind {
+                hood_abi::KIND_ENTRY | hood_abi::KIND_EXIT => {
+                    p.funcs.get(i as usize).copied().unwrap_or(0)
+                }
+                hood_abi::KIND_MARK if i == hood_abi::INDEX_UNKNOWN => hood_abi::TAG_UNKNOWN,
+                _ => i,
+            };
+            RawEvent {
+                addr,
+                ticks_kind: (ticks << 2) | kind,
+            }
+        })
+        .collect();
+    Ok(ThreadEvents { pid, tid, events })
+}
+
+/// EVENTS payload, version 1 (files of earlier hood versions): u32 pid, u32 tid, then 16-byte
+/// (address, ticks << 2 | kind) records.
 pub fn encode_events(pid: u32, tid: u32, events: &[(u64, u64)]) -> Vec<u8> {
     let mut b = Vec::with_capacity(8 + events.len() * 16);
     b.extend_from_slice(&pid.to_le_bytes());
@@ -141,7 +207,11 @@ pub fn load(path: &Path) -> Result<Trace, ModelError> {
                 .push(json::<ProcessPayload>(&c.data, "PROCESS", c.offset)?.process),
             tags::trace::EVENTS => {
                 // A long thread is split over several chunks: join its parts in order.
-                let e = decode_events(&c.data, c.offset)?;
+                let e = if t.meta.as_ref().is_some_and(|m| m.version >= 2) {
+                    decode_words(&c.data, c.offset, &t.processes)?
+                } else {
+                    decode_events(&c.data, c.offset)?
+                };
                 match t
                     .events
                     .iter_mut()
@@ -195,6 +265,46 @@ mod tests {
     }
 
     #[test]
+    fn words_restore_addresses_tags_and_wrapped_timestamps() {
+        use hood_abi::{encode_event, KIND_ENTRY, KIND_EXIT, KIND_MARK};
+        let p = ProcessTrace {
+            pid: 7,
+            ppid: 1,
+            exe: String::new(),
+            clock: "tsc".into(),
+            ticks_per_sec: 1_000_000_000,
+            start_ticks: 0,
+            start_mono_ns: 99,
+            state: "exited".into(),
+            flags: 0,
+            capacity: 16,
+            full: "stop".into(),
+            threads: Vec::new(),
+            symbols: Default::default(),
+            tags: Default::default(),
+            funcs: vec![0x1000, 0x2000],
+            notes: Vec::new(),
+        };
+        // Timestamps crossing a wrap of the 46 kept bits are restored from the anchor.
+        let t0 = (1u64 << 46) - 5;
+        let words = [
+            encode_event(t0, 1, KIND_ENTRY),
+            encode_event(t0 + 10, 0xFFFF, KIND_MARK),
+            encode_event(t0 + 20, 9, KIND_EXIT),
+        ];
+        let b = encode_words(7, 8, 99, t0 - 100, &words);
+        let e = decode_words(&b, 0, std::slice::from_ref(&p)).unwrap();
+        assert_eq!((e.pid, e.tid), (7, 8));
+        let got: Vec<(u64, u64)> = e.events.iter().map(|x| (x.addr, x.ticks())).collect();
+        assert_eq!(
+            got,
+            vec![(0x2000, t0), (hood_abi::TAG_UNKNOWN, t0 + 10), (0, t0 + 20)]
+        );
+        assert!(decode_words(&b[..b.len() - 1], 0, std::slice::from_ref(&p)).is_err());
+        assert!(decode_words(&encode_words(7, 8, 98, 0, &words), 0, &[p]).is_err());
+    }
+
+    #[test]
     fn switch_records_decode_and_garbage_never_panics() {
         let mut b = Vec::new();
         b.extend_from_slice(&14u32.to_le_bytes());
@@ -219,6 +329,7 @@ mod tests {
                 .collect();
             let _ = decode_switches(0, &g);
             let _ = decode_events(&g, 0);
+            let _ = decode_words(&g, 0, &[]);
         }
     }
 }

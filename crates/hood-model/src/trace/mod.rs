@@ -9,15 +9,19 @@ mod timeline;
 pub use analysis::{
     analyze, tag_listing, Analysis, AnalysisOptions, CallRec, FunctionRow, ThreadSummary,
 };
-pub use codec::{decode_events, decode_switches, encode_events, load, SwitchDecode};
+pub use codec::{
+    decode_events, decode_switches, decode_words, encode_events, encode_words, load, SwitchDecode,
+};
 pub use timeline::{PathItem, PathLine};
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// Version of the JSON payloads (META, PROCESS); readers refuse newer ones.
-pub const PAYLOAD_VERSION: u32 = 1;
+/// Version of the JSON payloads (META, PROCESS) and of the EVENTS encoding; readers refuse
+/// newer ones. 1: EVENTS hold 16-byte (address, ticks << 2 | kind) events; 2: EVENTS hold the
+/// runtime's 8-byte event words, functions named by index into [`ProcessTrace::funcs`].
+pub const PAYLOAD_VERSION: u32 = 2;
 
 /// How the trace was recorded (chunk META).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,6 +75,9 @@ pub struct ProcessTrace {
     pub symbols: BTreeMap<u64, String>,
     /// Inline tag index → label.
     pub tags: BTreeMap<u64, String>,
+    /// Function table (payload version 2): function address per event index (0 = unknown).
+    #[serde(default)]
+    pub funcs: Vec<u64>,
     /// Collection notes.
     pub notes: Vec<String>,
 }

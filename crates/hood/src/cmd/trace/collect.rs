@@ -7,10 +7,10 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use hood_abi::{
-    parse_tags, trace_slot_read_len, HeaderView, TraceThreadView, KIND_ENTRY, KIND_EXIT,
-    TAGS_AREA_SIZE, THREAD_EXITED,
+    parse_funcs, parse_tags, trace_slot_read_len, HeaderView, TraceThreadView, TAGS_AREA_SIZE,
+    THREAD_EXITED,
 };
-use hood_model::trace::{ProcessTrace, ThreadEvents, ThreadInfo};
+use hood_model::trace::{ProcessTrace, ThreadInfo};
 
 use crate::cmd::calls::segments;
 use hood_symbols::{Symbolizer, SymbolizerOptions};
@@ -20,7 +20,19 @@ struct Seg {
     header: HeaderView,
     maps: String,
     tags: Vec<Option<String>>,
+    funcs: Vec<u64>,
     threads: Vec<TraceThreadView>,
+}
+
+/// One thread's event words as the runtime wrote them (oldest first), with the anchor their
+/// full timestamps are restored from and the segment (pid, start) whose function table their
+/// indices refer to.
+pub struct SegEvents {
+    pub pid: u32,
+    pub tid: u32,
+    pub start_mono_ns: u64,
+    pub anchor_ticks: u64,
+    pub words: Vec<u64>,
 }
 
 fn read_segment(path: &Path) -> Result<Seg, String> {
@@ -29,6 +41,10 @@ fn read_segment(path: &Path) -> Result<Seg, String> {
     f.read_exact_at(&mut tagb, header.tags_offset)
         .map_err(|e| e.to_string())?;
     let tags = parse_tags(&header, &tagb);
+    let mut funcb = vec![0u8; header.funcs_used as usize * 8];
+    f.read_exact_at(&mut funcb, header.funcs_offset)
+        .map_err(|e| e.to_string())?;
+    let funcs = parse_funcs(&header, &funcb);
     let threads = segments::read_slots(
         &f,
         &header,
@@ -40,12 +56,13 @@ fn read_segment(path: &Path) -> Result<Seg, String> {
         header,
         maps,
         tags,
+        funcs,
         threads,
     })
 }
 
 /// Read every trace segment in `dir`.
-pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Vec<ThreadEvents>) {
+pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Vec<SegEvents>) {
     let mut segs = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
         for ent in rd.flatten() {
@@ -85,21 +102,23 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
         if state == "gone" {
             notes.push("process ended without running its exit handlers (killed or crashed); its events up to then are kept".to_string());
         }
-        let mut funcs = BTreeSet::new();
-        for t in &s.threads {
-            for &(a, tk) in &t.events {
-                if matches!(tk & 3, KIND_ENTRY | KIND_EXIT) {
-                    funcs.insert(a);
-                }
-            }
+        if h.flags & hood_abi::FLAG_FUNC_OVERRUN != 0 {
+            notes.push(format!(
+                "more than {} distinct functions: later ones are shown as [unknown function] (use --filter)",
+                h.max_funcs
+            ));
         }
-        let symbols = match sym.as_mut() {
+        let funcs: BTreeSet<u64> = s.funcs.iter().copied().filter(|&a| a != 0).collect();
+        let mut symbols = match sym.as_mut() {
             Some(sym) => {
                 let list: Vec<u64> = funcs.iter().copied().collect();
                 crate::cmd::calls::symbols::name_functions(&list, &s.maps, sym, &mut notes)
             }
             None => BTreeMap::new(),
         };
+        if h.flags & hood_abi::FLAG_FUNC_OVERRUN != 0 || s.funcs.contains(&0) {
+            symbols.insert(0, "[unknown function]".to_string());
+        }
         let tags = s
             .tags
             .iter()
@@ -142,22 +161,18 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
                 .collect(),
             symbols,
             tags,
+            funcs: s.funcs,
             notes,
         });
         for t in s.threads {
-            events.push((h.pid, t.tid, t.events));
+            events.push(SegEvents {
+                pid: h.pid,
+                tid: t.tid,
+                start_mono_ns: h.start_mono_ns,
+                anchor_ticks: t.anchor_ticks,
+                words: t.events,
+            });
         }
     }
-    let events = events
-        .into_iter()
-        .map(|(pid, tid, ev)| ThreadEvents {
-            pid,
-            tid,
-            events: ev
-                .into_iter()
-                .map(|(addr, ticks_kind)| hood_model::trace::RawEvent { addr, ticks_kind })
-                .collect(),
-        })
-        .collect();
     (procs, events)
 }

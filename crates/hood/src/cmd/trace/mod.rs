@@ -45,8 +45,8 @@ pub struct RecordArgs {
     /// Output file.
     #[arg(short, long, default_value = "hood-trace.data")]
     pub output: PathBuf,
-    /// Events per thread buffer (16 bytes each; untouched pages cost nothing).
-    #[arg(long, default_value_t = 1 << 20)]
+    /// Events per thread buffer (8 bytes each; memory is used only as events are written).
+    #[arg(long, default_value_t = 1 << 23)]
     pub buffer: u64,
     /// When a buffer is full: stop or wrap.
     #[arg(long, value_enum, default_value_t = FullArg::Stop)]

@@ -296,6 +296,8 @@ fn fault(
 
 #[cfg(test)]
 mod tests {
+    use std::os::fd::AsRawFd;
+
     #[test]
     fn finds_own_mapping_base() {
         let dir = std::env::temp_dir();

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use hood_format::{tags, FileKind, Writer};
-use hood_model::trace::{encode_events, ProcessTrace, ThreadEvents, TraceMeta, PAYLOAD_VERSION};
+use hood_model::trace::{encode_words, ProcessTrace, TraceMeta, PAYLOAD_VERSION};
 use hood_perf::SwitchRecorder;
 
 use super::{collect, filter, prefault};
@@ -181,7 +181,7 @@ fn run_and_collect(
 fn write(
     cfg: &RecordConfig,
     procs: &[ProcessTrace],
-    events: &[ThreadEvents],
+    events: &[collect::SegEvents],
     per_cpu: &std::collections::BTreeMap<u32, Vec<u8>>,
     sched: bool,
     warnings: &[String],
@@ -209,14 +209,18 @@ fn write(
         w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
     }
     for t in events {
-        // Split very long threads so no chunk exceeds the container's payload limit.
-        for part in t.events.chunks(1 << 20) {
-            let raw: Vec<(u64, u64)> = part.iter().map(|e| (e.addr, e.ticks_kind)).collect();
+        // Split very long threads so no chunk exceeds the container's payload limit; each
+        // part carries the full timestamp of the event before it as its anchor.
+        let mut anchor = t.anchor_ticks;
+        for part in t.words.chunks(1 << 20) {
             w.write_chunk(
                 tags::trace::EVENTS,
-                &encode_events(t.pid, t.tid, &raw),
+                &encode_words(t.pid, t.tid, t.start_mono_ns, anchor, part),
                 true,
             )?;
+            anchor = part
+                .iter()
+                .fold(anchor, |a, &w| hood_abi::restore_ticks(a, w));
         }
     }
     for (cpu, bytes) in per_cpu {
@@ -243,10 +247,10 @@ fn cpu_seconds(who: libc::c_int) -> f64 {
 fn summary(
     cfg: &RecordConfig,
     procs: &[ProcessTrace],
-    events: &[ThreadEvents],
+    events: &[collect::SegEvents],
     prefaulted: prefault::Stats,
 ) {
-    let n: usize = events.iter().map(|t| t.events.len()).sum();
+    let n: usize = events.iter().map(|t| t.words.len()).sum();
     let threads: Vec<_> = procs.iter().flat_map(|p| &p.threads).collect();
     let dropped: u64 = threads.iter().map(|t| t.dropped).sum();
     let over: u64 = threads.iter().map(|t| t.overwritten).sum();
