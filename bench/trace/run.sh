@@ -1,84 +1,101 @@
 #!/bin/sh
 # Cost per recorded event of `hood trace record` versus `uftrace record`, on the same
-# -finstrument-functions binary, in one run. Prints ns per event above the plain run for the
-# bare runtime hooks (LD_PRELOAD in trace mode, nothing collected) and end to end (record +
-# write the file) for hood and uftrace, and the ratio. Usage: bench/trace/run.sh [N] (fib(N))
-# Each figure is given twice: by wall-clock time and by CPU time (user + sys of the command and
-# its children), both best of 5; on a loaded VM the wall figures include time the CPU was taken
-# away, so compare the CPU ones. "warm 1 MiB ring" runs the hooks with a 65,536-event buffer in
-# --full wrap mode: the hook path alone, without the first-touch cost of fresh buffer pages.
+# -finstrument-functions binary (fib(N), bench/calls/fib.c), in one run.
+# Usage: bench/trace/run.sh [N [ROUNDS]]   (default fib(30), 7 rounds)
+#
+# The figure the target (<= 15 ns per event) is about: the traced program's OWN CPU time (user +
+# sys, measured around it by bench/trace/cpu_of.c) minus the uninstrumented program's, divided by
+# the events, for `hood trace record -- CMD` with its default buffer. The recorder's CPU
+# (pre-faulting the buffers from the other CPU, collecting, compressing, writing) is printed
+# separately, as is the end-to-end total (recorder + program) that uftrace is compared on too.
+# Every configuration runs once per round, rounds interleave them, and the medians are printed,
+# with the load average before and after: on a shared VM the figures move with the load.
 set -eu
 N=${1:-30}
+ROUNDS=${2:-7}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=$(mktemp -d)
-SHM=$(mktemp -d -p /dev/shm)   # segments must live on tmpfs, as in normal use
-trap 'rm -rf "$WORK" "$SHM"' EXIT
+trap 'rm -rf "$WORK"' EXIT
 (cd "$ROOT" && cargo build --release -q -p hood-rt -p hood)
-LIB=$TARGET/release/libhood_rt.so
+export HOOD_RT_LIB=$TARGET/release/libhood_rt.so
 HOOD=$TARGET/release/hood
 gcc -O2 -finstrument-functions "$HERE/../calls/fib.c" -o "$WORK/fib"
 gcc -O2 "$HERE/../calls/fib.c" -o "$WORK/fib_plain"
-CALLS=$(python3 -c "a,b=0,1
-for _ in range($N+1): a,b=b,a+b
-print(2*a-1)")
-EVENTS=$((2 * CALLS + 2))
-BUF=$((EVENTS + 1024))
+gcc -O2 "$HERE/cpu_of.c" -o "$WORK/cpu_of"
+command -v uftrace >/dev/null && UFTRACE=1 || UFTRACE=0
 
-best() { # best of 5 wall-clock and CPU seconds of "$@" (segments removed between runs)
-    python3 - "$SHM" "$@" <<'PY'
-import subprocess, sys, time, os, glob
-work, cmd = sys.argv[1], sys.argv[2:]
-wall = cpu = 1e9
-for _ in range(5):
-    t = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ)
+python3 - "$N" "$ROUNDS" "$WORK" "$HOOD" "$HOOD_RT_LIB" "$UFTRACE" <<'PY'
+import os, re, subprocess, sys, statistics, glob, shutil
+n, rounds, work, hood, lib, uft = sys.argv[1:]
+n, rounds, uft = int(n), int(rounds), uft == "1"
+a, b = 0, 1
+for _ in range(n + 1):
+    a, b = b, a + b
+events = 2 * (2 * a - 1) + 2          # fib calls (fib(N+1)*2-1) + main, entry and exit each
+fib, plain, cpu_of = (os.path.join(work, x) for x in ("fib", "fib_plain", "cpu_of"))
+prog_file = os.path.join(work, "prog.cpu")
+shm = os.path.join("/dev/shm", f"hood-bench-{os.getpid()}")
+os.makedirs(shm, exist_ok=True)
+
+def run(cmd, env=None):
+    """(total CPU of cmd and its children, program CPU from cpu_of, stderr text)."""
+    e = dict(os.environ, **(env or {}))
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e)
+    err = p.stderr.read().decode(errors="replace")
     _, status, ru = os.wait4(p.pid, 0)
-    wall = min(wall, time.perf_counter() - t)
     if status != 0:
-        sys.exit(f"{cmd[0]} failed (wait status {status})")
-    # wait4 counts the command and the children it waited for (the recorders' programs).
-    cpu = min(cpu, ru.ru_utime + ru.ru_stime)
-    for f in glob.glob(os.path.join(work, "hood-rt-*")):
-        os.unlink(f)
-print(wall, cpu)
-PY
-}
+        sys.exit(f"{' '.join(cmd)} failed (wait status {status}):\n{err}")
+    with open(prog_file) as f:
+        prog = sum(map(float, f.read().split()))
+    for g in glob.glob(os.path.join(shm, "hood-rt-*")):
+        os.unlink(g)
+    return ru.ru_utime + ru.ru_stime, prog, err
 
-plain=$(best "$WORK/fib_plain" "$N")
-stub=$(best "$WORK/fib" "$N")
-hooks=$(HOOD_SHM_DIR=$SHM HOOD_MODE=trace HOOD_TRACE_BUFFER=$BUF LD_PRELOAD=$LIB best "$WORK/fib" "$N")
-ring=$(HOOD_SHM_DIR=$SHM HOOD_MODE=trace HOOD_TRACE_BUFFER=65536 HOOD_TRACE_FULL=wrap LD_PRELOAD=$LIB best "$WORK/fib" "$N")
-hood=$(HOOD_RT_LIB=$LIB HOOD_SHM_DIR=$SHM best "$HOOD" trace record --buffer "$BUF" -o "$WORK/t.data" -- "$WORK/fib" "$N")
-"$HOOD" trace report "$WORK/t.data" -n 3 2>&1 | head -3
-if command -v uftrace >/dev/null; then
-    uft=$(cd "$WORK" && best uftrace record -d "$WORK/uftrace.data" "$WORK/fib" "$N")
-else
-    uft=""
-fi
-python3 - "$EVENTS" "$plain" "$stub" "$hooks" "$ring" "$hood" "$uft" <<'PY'
-import sys
-ev = int(sys.argv[1])
-plain, stub, hooks, ring, hood = (tuple(map(float, a.split())) for a in sys.argv[2:7])
-uft = tuple(map(float, sys.argv[7].split())) if sys.argv[7] else None
-ns = lambda t, i: (t[i] - plain[i]) * 1e9 / ev
-def line(name, t):
-    print(f"  {name:<40} {t[0]*1e3:8.1f} ms {ns(t, 0):6.1f} ns/event"
-          f"  {t[1]*1e3:8.1f} ms {ns(t, 1):6.1f} ns/event")
-print(f"fib: {ev} events ({ev//2} calls); best of 5 runs each"
-      f"{'wall clock':>21}{'CPU (user+sys)':>29}")
-print(f"  {'plain (no -finstrument-functions)':<40} {plain[0]*1e3:8.1f} ms"
-      f"{'':>17}{plain[1]*1e3:8.1f} ms")
-line("glibc empty hooks", stub)
-line("hood-rt trace hooks (LD_PRELOAD only)", hooks)
-line("hood-rt trace hooks, warm 1 MiB ring", ring)
-line("hood trace record (end to end)", hood)
-if uft is not None:
-    line("uftrace record (end to end)", uft)
-    for i, what in ((0, "wall"), (1, "CPU")):
-        print(f"  ratio uftrace/hood per event ({what}): hooks {ns(uft, i)/ns(hooks, i):.2f}x,"
-              f" end to end {ns(uft, i)/ns(hood, i):.2f}x")
+data = os.path.join(work, "t.data")
+rec = [hood, "trace", "record", "-o", data, "--", cpu_of, prog_file, fib, str(n)]
+configs = [
+    ("plain (no -finstrument-functions)", [cpu_of, prog_file, plain, str(n)], {}),
+    ("hood trace record (default)", rec, {}),
+    ("hood trace record, HOOD_TRACE_PREFAULT=0", rec, {"HOOD_TRACE_PREFAULT": "0"}),
+    ("hood-rt hooks alone (LD_PRELOAD, fresh)", [cpu_of, prog_file, fib, str(n)],
+     {"LD_PRELOAD": lib, "HOOD_MODE": "trace", "HOOD_SHM_DIR": shm}),
+]
+if uft:
+    configs.append(("uftrace record", ["uftrace", "record", "--force", "-d",
+                    os.path.join(work, "uftrace.data"), cpu_of, prog_file, fib, str(n)], {}))
+res = {c[0]: ([], []) for c in configs}
+load0 = os.getloadavg()
+for r in range(rounds):
+    for name, cmd, env in configs:
+        total, prog, err = run(cmd, env)
+        res[name][0].append(total)
+        res[name][1].append(prog)
+        if cmd is rec:
+            m = re.search(r"(\d+) events written", err)
+            got = int(m.group(1)) if m else -1
+            if got != events or "dropped" in err:
+                sys.exit(f"hood recorded {got} events, expected {events} (none lost):\n{err}")
+load1 = os.getloadavg()
+shutil.rmtree(shm, ignore_errors=True)
+med = {k: (statistics.median(v[0]), statistics.median(v[1])) for k, v in res.items()}
+base = med[configs[0][0]][1]
+ns = lambda t: (t - base) * 1e9 / events
+print(f"fib({n}): {events} events, default buffer, none lost; median of {rounds} interleaved"
+      f" rounds; load average {load0[0]:.2f} before, {load1[0]:.2f} after")
+print(f"  {'':<42}{'program CPU':>14}{'ns/event':>10}{'total CPU':>13}{'ns/event':>10}")
+print(f"  {configs[0][0]:<42}{base*1e3:11.1f} ms")
+for name, _, _ in configs[1:]:
+    tot, prog = med[name]
+    print(f"  {name:<42}{prog*1e3:11.1f} ms{ns(prog):10.1f}{tot*1e3:10.1f} ms{ns(tot):10.1f}")
+h = med["hood trace record (default)"]
+print(f"  hood recorder CPU (total - program): {(h[0]-h[1])*1e3:.1f} ms"
+      f" = {(h[0]-h[1])*1e9/events:.1f} ns/event (pre-faulting, collecting, zstd, writing)")
+if uft:
+    u = med["uftrace record"]
+    print(f"  ratio uftrace/hood per event: program {ns(u[1])/ns(h[1]):.2f}x,"
+          f" end to end {ns(u[0])/ns(h[0]):.2f}x")
 else:
-    print("  uftrace not installed (apt-get install uftrace) - no comparison")
+    print("  uftrace not installed (apt-get install uftrace): no comparison")
 PY

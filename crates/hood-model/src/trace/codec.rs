@@ -17,23 +17,44 @@ const MISC_SWITCH_OUT: u16 = 0x2000;
 /// PERF_RECORD_MISC_SWITCH_OUT_PREEMPT.
 const MISC_SWITCH_PREEMPT: u16 = 0x4000;
 
-/// Bytes before the event words of a version-2 EVENTS payload.
+/// Bytes before the events of a version-2 EVENTS payload.
 const WORDS_HEADER: usize = 24;
+/// Low bits of a version-2 event value holding the runtime word's index and kind.
+const INDEX_KIND_BITS: u32 = hood_abi::EVENT_TICKS_SHIFT;
 
 /// EVENTS payload, version 2: u32 pid, u32 tid, u64 CLOCK_MONOTONIC start of the process's
-/// segment (with the pid, names the PROCESS whose function table the indices refer to),
-/// u64 anchor ticks (a full timestamp within 2^45 ticks of the first event), then the
-/// runtime's 8-byte event words verbatim, oldest first.
-pub fn encode_words(pid: u32, tid: u32, start_mono_ns: u64, anchor: u64, words: &[u64]) -> Vec<u8> {
-    let mut b = Vec::with_capacity(WORDS_HEADER + words.len() * 8);
+/// segment (with the pid, names the PROCESS whose function table the indices refer to), u64
+/// anchor ticks (a full timestamp within 2^45 ticks of the first event), then per event one
+/// LEB128 varint of `zigzag(ticks - previous ticks) << 18 | index << 2 | kind`: the runtime's
+/// word with its truncated timestamp replaced by the (small) step from the event before, which
+/// takes ~4 bytes and compresses several times faster and smaller than the raw words.
+/// Returns the payload and the full timestamp of the last event (the next part's anchor).
+pub fn encode_words(
+    pid: u32,
+    tid: u32,
+    start_mono_ns: u64,
+    anchor: u64,
+    words: &[u64],
+) -> (Vec<u8>, u64) {
+    let mut b = Vec::with_capacity(WORDS_HEADER + words.len() * 5);
     b.extend_from_slice(&pid.to_le_bytes());
     b.extend_from_slice(&tid.to_le_bytes());
     b.extend_from_slice(&start_mono_ns.to_le_bytes());
     b.extend_from_slice(&anchor.to_le_bytes());
-    for w in words {
-        b.extend_from_slice(&w.to_le_bytes());
+    let mut prev = anchor;
+    for &w in words {
+        let t = hood_abi::restore_ticks(prev, w);
+        let d = t.wrapping_sub(prev) as i64; // within ±2^45 by construction
+        prev = t;
+        let zz = ((d << 1) ^ (d >> 63)) as u64;
+        let mut v = (zz << INDEX_KIND_BITS) | (w & ((1 << INDEX_KIND_BITS) - 1));
+        while v >= 0x80 {
+            b.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        b.push(v as u8);
     }
-    b
+    (b, prev)
 }
 
 /// Decode a version-2 EVENTS payload against the processes read so far (`offset` names the
@@ -44,9 +65,9 @@ pub fn decode_words(
     offset: u64,
     processes: &[ProcessTrace],
 ) -> Result<ThreadEvents, ModelError> {
-    if b.len() < WORDS_HEADER || !(b.len() - WORDS_HEADER).is_multiple_of(8) {
+    if b.len() < WORDS_HEADER {
         return Err(ModelError::Malformed(format!(
-            "event chunk at offset {offset} has {} bytes, not {WORDS_HEADER} + 8 per event",
+            "event chunk at offset {offset} has {} bytes, less than its {WORDS_HEADER}-byte header",
             b.len()
         )));
     }
@@ -60,25 +81,44 @@ pub fn decode_words(
         )));
     };
     let mut ticks = u64_at(b, 16);
-    let events = b[WORDS_HEADER..]
-        .chunks_exact(8)
-        .map(|c| {
-            let w = u64_at(c, 0);
-            ticks = hood_abi::restore_ticks(ticks, w);
-            let (kind, i) = (hood_abi::event_kind(w), hood_abi::event_index(w));
-            let addr = match kind {
-                hood_abi::KIND_ENTRY | hood_abi::KIND_EXIT => {
-                    p.funcs.get(i as usize).copied().unwrap_or(0)
-                }
-                hood_abi::KIND_MARK if i == hood_abi::INDEX_UNKNOWN => hood_abi::TAG_UNKNOWN,
-                _ => i,
-            };
-            RawEvent {
-                addr,
-                ticks_kind: (ticks << 2) | kind,
+    let mut events = Vec::with_capacity((b.len() - WORDS_HEADER) / 4);
+    let mut v = 0u64;
+    let mut shift = 0u32;
+    for (k, &byte) in b[WORDS_HEADER..].iter().enumerate() {
+        if shift > 63 {
+            return Err(ModelError::Malformed(format!(
+                "event chunk at offset {offset}: overlong event at byte {}",
+                WORDS_HEADER + k
+            )));
+        }
+        v |= ((byte & 0x7f) as u64) << shift;
+        if byte & 0x80 != 0 {
+            shift += 7;
+            continue;
+        }
+        let zz = v >> INDEX_KIND_BITS;
+        let d = ((zz >> 1) as i64) ^ -((zz & 1) as i64);
+        ticks = ticks.wrapping_add(d as u64);
+        let (kind, i) = (hood_abi::event_kind(v), hood_abi::event_index(v));
+        let addr = match kind {
+            hood_abi::KIND_ENTRY | hood_abi::KIND_EXIT => {
+                p.funcs.get(i as usize).copied().unwrap_or(0)
             }
-        })
-        .collect();
+            hood_abi::KIND_MARK if i == hood_abi::INDEX_UNKNOWN => hood_abi::TAG_UNKNOWN,
+            _ => i,
+        };
+        events.push(RawEvent {
+            addr,
+            ticks_kind: (ticks << 2) | kind,
+        });
+        v = 0;
+        shift = 0;
+    }
+    if shift != 0 {
+        return Err(ModelError::Malformed(format!(
+            "event chunk at offset {offset}: its last event is cut off"
+        )));
+    }
     Ok(ThreadEvents { pid, tid, events })
 }
 
@@ -292,7 +332,8 @@ mod tests {
             encode_event(t0 + 10, 0xFFFF, KIND_MARK),
             encode_event(t0 + 20, 9, KIND_EXIT),
         ];
-        let b = encode_words(7, 8, 99, t0 - 100, &words);
+        let (b, last) = encode_words(7, 8, 99, t0 - 100, &words);
+        assert_eq!(last, t0 + 20);
         let e = decode_words(&b, 0, std::slice::from_ref(&p)).unwrap();
         assert_eq!((e.pid, e.tid), (7, 8));
         let got: Vec<(u64, u64)> = e.events.iter().map(|x| (x.addr, x.ticks())).collect();
@@ -301,7 +342,7 @@ mod tests {
             vec![(0x2000, t0), (hood_abi::TAG_UNKNOWN, t0 + 10), (0, t0 + 20)]
         );
         assert!(decode_words(&b[..b.len() - 1], 0, std::slice::from_ref(&p)).is_err());
-        assert!(decode_words(&encode_words(7, 8, 98, 0, &words), 0, &[p]).is_err());
+        assert!(decode_words(&encode_words(7, 8, 98, 0, &words).0, 0, &[p]).is_err());
     }
 
     #[test]

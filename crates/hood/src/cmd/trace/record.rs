@@ -213,14 +213,9 @@ fn write(
         // part carries the full timestamp of the event before it as its anchor.
         let mut anchor = t.anchor_ticks;
         for part in t.words.chunks(1 << 20) {
-            w.write_chunk(
-                tags::trace::EVENTS,
-                &encode_words(t.pid, t.tid, t.start_mono_ns, anchor, part),
-                true,
-            )?;
-            anchor = part
-                .iter()
-                .fold(anchor, |a, &w| hood_abi::restore_ticks(a, w));
+            let (payload, last) = encode_words(t.pid, t.tid, t.start_mono_ns, anchor, part);
+            w.write_chunk(tags::trace::EVENTS, &payload, true)?;
+            anchor = last;
         }
     }
     for (cpu, bytes) in per_cpu {
