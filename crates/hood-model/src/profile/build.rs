@@ -103,6 +103,55 @@ impl World {
     }
 }
 
+/// What decides a sample's stack: its process and that process's mappings (generation),
+/// the mode it was taken in, and its call chain (or, without one, its ip).
+#[derive(PartialEq, Eq, Hash)]
+struct ChainKey<'a> {
+    pid: u32,
+    gen: u32,
+    kernel_ip: bool,
+    ip: u64,
+    chain: &'a [u64],
+}
+
+/// Turn one sample's call chain (or bare ip) into interned locations in `frames`, leaf first.
+#[allow(clippy::too_many_arguments)]
+fn locate_chain(
+    world: &World,
+    int: &mut Interner,
+    frames: &mut Vec<u32>,
+    pid: u32,
+    ip: u64,
+    kernel_ip: bool,
+    chain: &[u64],
+    has_map: bool,
+) {
+    frames.clear();
+    if chain.is_empty() {
+        let l = world.locate(pid, ip, kernel_ip, has_map);
+        frames.push(int.loc(l, ip));
+        return;
+    }
+    let mut kernel = kernel_ip;
+    for &a in chain {
+        if a >= CONTEXT_MAX {
+            kernel = a == CONTEXT_KERNEL;
+            if a != CONTEXT_KERNEL && a != CONTEXT_USER {
+                break; // guest or hypervisor frames: not ours
+            }
+            continue;
+        }
+        // Return addresses point after the call; look up the call itself.
+        let look = if frames.is_empty() {
+            a
+        } else {
+            a.saturating_sub(1)
+        };
+        let l = world.locate(pid, look, kernel, has_map);
+        frames.push(int.loc(l, look));
+    }
+}
+
 /// Interpret and symbolize a raw recording.
 pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile {
     let mut world = World {
@@ -133,8 +182,12 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     };
     let mut int = Interner::default();
     int.stack(&[]);
-    let mut raw_samples: Vec<Sample> = Vec::new();
+    let mut raw_samples: Vec<Sample> = Vec::with_capacity(raw.decoded.events.len());
     let mut frames: Vec<u32> = Vec::with_capacity(128);
+    // Most samples repeat a call chain seen before in the same address space (a hot loop):
+    // remember chain → stack until that process's mappings change. `gens` counts the changes.
+    let mut gens: HashMap<u32, u32> = HashMap::default();
+    let mut memo: HashMap<ChainKey<'_>, u32> = HashMap::default();
     for ev in &raw.decoded.events {
         match &ev.event {
             Event::Mmap(m) => {
@@ -159,6 +212,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     .entry(*pid)
                     .or_default()
                     .insert(*start, end, *pgoff, file);
+                *gens.entry(*pid).or_default() += 1;
             }
             Event::Comm {
                 pid,
@@ -176,12 +230,14 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 }
                 if *exec {
                     world.spaces.entry(*pid).or_default().clear();
+                    *gens.entry(*pid).or_default() += 1;
                 }
             }
             Event::Fork { pid, ppid, tid } => {
                 if pid != ppid {
                     let space = world.spaces.get(ppid).cloned().unwrap_or_default();
                     world.spaces.insert(*pid, space);
+                    *gens.entry(*pid).or_default() += 1;
                     if let Some(c) = world.comms.get(ppid).cloned() {
                         world.comms.insert(*pid, c);
                     }
@@ -206,38 +262,38 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 cpumode,
                 chain,
             } => {
-                let has_map = raw.perf_maps.contains_key(pid);
-                frames.clear();
                 let kernel_ip = *cpumode == CPUMODE_KERNEL;
                 let chain = raw
                     .decoded
                     .chains
                     .get(chain.0 as usize..chain.1 as usize)
                     .unwrap_or(&[]);
-                if chain.is_empty() {
-                    let l = world.locate(*pid, *ip, kernel_ip, has_map);
-                    frames.push(int.loc(l, *ip));
-                } else {
-                    let mut kernel = kernel_ip;
-                    for &a in chain {
-                        if a >= CONTEXT_MAX {
-                            kernel = a == CONTEXT_KERNEL;
-                            if a != CONTEXT_KERNEL && a != CONTEXT_USER {
-                                break; // guest or hypervisor frames: not ours
-                            }
-                            continue;
-                        }
-                        // Return addresses point after the call; look up the call itself.
-                        let look = if frames.is_empty() {
-                            a
-                        } else {
-                            a.saturating_sub(1)
-                        };
-                        let l = world.locate(*pid, look, kernel, has_map);
-                        frames.push(int.loc(l, look));
+                let key = ChainKey {
+                    pid: *pid,
+                    gen: gens.get(pid).copied().unwrap_or(0),
+                    kernel_ip,
+                    ip: if chain.is_empty() { *ip } else { 0 },
+                    chain,
+                };
+                let stack = match memo.get(&key) {
+                    Some(&stack) => stack,
+                    None => {
+                        let has_map = raw.perf_maps.contains_key(pid);
+                        locate_chain(
+                            &world,
+                            &mut int,
+                            &mut frames,
+                            *pid,
+                            *ip,
+                            kernel_ip,
+                            chain,
+                            has_map,
+                        );
+                        let stack = int.stack(&frames);
+                        memo.insert(key, stack);
+                        stack
                     }
-                }
-                let stack = int.stack(&frames);
+                };
                 let mode = if *pid == 0 {
                     Mode::Idle
                 } else if kernel_ip {

@@ -1,0 +1,122 @@
+//! Interpreting samples whose call chains repeat while the process's mappings change: the
+//! same addresses must resolve against the mappings in force when each sample was taken.
+
+use hood_model::profile::maps::MappedFile;
+use hood_model::profile::records::{Event, Mapping, Timed, CONTEXT_USER};
+use hood_model::profile::{build_profile, RawRecording, Resolver};
+
+/// Names a location `FILE@OFFSET`, so a test sees which file an address resolved in.
+struct ByFile;
+
+impl Resolver for ByFile {
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<String>> {
+        offsets
+            .iter()
+            .map(|o| Some(format!("{}@{o:#x}", file.path)))
+            .collect()
+    }
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>> {
+        vec![None; offsets.len()]
+    }
+    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+fn at(time: u64, event: Event) -> Timed {
+    Timed {
+        time,
+        ring_cpu: 0,
+        event,
+    }
+}
+
+fn map(pid: u32, file: &str) -> Event {
+    Event::Mmap(Box::new(Mapping {
+        pid,
+        start: 0x40_0000,
+        len: 0x1000,
+        pgoff: 0,
+        filename: file.into(),
+        build_id: None,
+    }))
+}
+
+fn sample(pid: u32, chain: (u32, u32)) -> Event {
+    Event::Sample {
+        pid,
+        tid: pid,
+        cpu: 0,
+        ip: 0x40_0100,
+        period: 1,
+        cpumode: 2,
+        chain,
+    }
+}
+
+#[test]
+fn a_repeated_chain_follows_mmap_exec_and_fork() {
+    let mut raw = RawRecording::default();
+    // One chain shared by every sample: leaf 0x400100, caller returns to 0x400201.
+    raw.decoded.chains = vec![CONTEXT_USER, 0x40_0100, 0x40_0201];
+    let chain = (0, 3);
+    raw.decoded.events = vec![
+        at(1, map(10, "/a")),
+        at(2, sample(10, chain)),
+        at(3, sample(10, chain)),
+        at(4, map(10, "/b")),
+        at(5, sample(10, chain)),
+        at(
+            6,
+            Event::Fork {
+                pid: 11,
+                ppid: 10,
+                tid: 11,
+            },
+        ),
+        at(7, sample(11, chain)),
+        at(
+            8,
+            Event::Comm {
+                pid: 10,
+                tid: 10,
+                comm: "new".into(),
+                exec: true,
+            },
+        ),
+        at(9, map(10, "/c")),
+        at(10, sample(10, chain)),
+        at(11, sample(11, chain)),
+    ];
+    let prof = build_profile(&raw, &mut ByFile);
+    let leaf_and_caller: Vec<(u32, String, String)> = prof
+        .samples
+        .iter()
+        .map(|s| {
+            let st = &prof.stacks[s.stack as usize];
+            let name = |i: usize| prof.funcs[st[i] as usize].name.clone();
+            (s.pid, name(0), name(1))
+        })
+        .collect();
+    let want = |pid, f: &str| (pid, format!("{f}@0x100"), format!("{f}@0x200"));
+    assert_eq!(
+        leaf_and_caller,
+        [
+            want(10, "/a"),
+            want(10, "/a"),
+            want(10, "/b"),
+            want(11, "/b"),
+            want(10, "/c"),
+            want(11, "/b"),
+        ]
+    );
+}
