@@ -10,6 +10,7 @@
 
 mod error;
 mod header;
+mod prefetch;
 mod reader;
 pub mod tags;
 mod writer;
@@ -18,5 +19,6 @@ pub use error::FormatError;
 pub use header::{
     ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, FORMAT_VERSION,
 };
-pub use reader::{expect_kind, Chunk, Reader};
+pub use prefetch::Prefetch;
+pub use reader::{expect_kind, Chunk, ChunkInfo, Reader};
 pub use writer::Writer;

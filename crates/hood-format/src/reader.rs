@@ -32,7 +32,7 @@ pub struct ChunkInfo {
 
 /// Reads a recording chunk by chunk.
 pub struct Reader {
-    input: Box<dyn Read>,
+    input: Box<dyn Read + Send>,
     /// Stored (compressed) bytes of the chunk being read, reused from chunk to chunk.
     stored: Vec<u8>,
     /// One zstd context for the whole file (created on the first compressed chunk).
@@ -74,7 +74,7 @@ impl Reader {
         Reader::new(Box::new(std::io::Cursor::new(bytes)), len, Path::new(name))
     }
 
-    fn new(mut input: Box<dyn Read>, len: u64, path: &Path) -> Result<Self, FormatError> {
+    fn new(mut input: Box<dyn Read + Send>, len: u64, path: &Path) -> Result<Self, FormatError> {
         let mut hb = [0u8; FILE_HEADER_LEN];
         if len < FILE_HEADER_LEN as u64 {
             let mut head = vec![0u8; len as usize];

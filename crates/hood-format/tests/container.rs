@@ -135,3 +135,32 @@ proptest! {
         let _ = read_all(bytes);
     }
 }
+
+/// What the read-ahead reader gives: the same as `read_all`, errors shown as text.
+fn read_all_prefetched(bytes: Vec<u8>) -> Result<ReadBack, String> {
+    let mut r = Reader::from_bytes(bytes, "mem")
+        .map_err(|e| e.to_string())?
+        .prefetch();
+    let mut out = Vec::new();
+    let mut data = vec![0xee; 7]; // stale contents must never leak into a payload
+    while let Some(c) = r.next_chunk_into(&mut data).map_err(|e| e.to_string())? {
+        out.push((c.tag, data.clone()));
+    }
+    Ok((out, r.warnings().to_vec()))
+}
+
+#[test]
+fn reading_ahead_on_a_thread_gives_the_same_chunks_warnings_and_errors() {
+    let bytes = sample_file(FileKind::Profile);
+    let plain = |b: Vec<u8>| read_all(b).map_err(|e| e.to_string());
+    assert_eq!(read_all_prefetched(bytes.clone()), plain(bytes.clone()));
+    for cut in 0..bytes.len() {
+        let b = bytes[..cut].to_vec();
+        assert_eq!(read_all_prefetched(b.clone()), plain(b), "cut at {cut}");
+    }
+    for i in (0..bytes.len()).step_by(3) {
+        let mut b = bytes.clone();
+        b[i] ^= 0x5a;
+        assert_eq!(read_all_prefetched(b.clone()), plain(b), "flip at {i}");
+    }
+}

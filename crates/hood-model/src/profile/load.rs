@@ -58,7 +58,7 @@ impl RawRecording {
         path: &Path,
         on_kallsyms: &mut dyn FnMut(String),
     ) -> Result<RawRecording, ModelError> {
-        let mut reader = Reader::open(path)?;
+        let reader = Reader::open(path)?;
         expect_kind(&reader, FileKind::Profile, "hood report")?;
         let mut rec = RawRecording::default();
         let mut attr: Option<Attr> = None;
@@ -66,6 +66,7 @@ impl RawRecording {
         let mut pending: Vec<(u32, Vec<u8>)> = Vec::new();
         // One payload buffer for the whole file; large payloads kept for later are moved out.
         let mut data = Vec::new();
+        let mut reader = reader.prefetch();
         while let Some(chunk) = reader.next_chunk_into(&mut data)? {
             let off = chunk.offset;
             match chunk.tag {
