@@ -24,12 +24,15 @@ impl Enc {
                 if i > 0 {
                     self.out.push(',');
                 }
-                let _ = write!(self.out, "{k}=\"{}\"", escape_label(v));
+                self.out.push_str(k);
+                self.out.push_str("=\"");
+                push_escaped(&mut self.out, v);
+                self.out.push('"');
             }
             self.out.push('}');
         }
         self.out.push(' ');
-        self.out.push_str(&format_value(value));
+        push_value(&mut self.out, value);
         self.out.push('\n');
     }
 
@@ -42,15 +45,24 @@ impl Enc {
 /// Escape a label value: backslash, double quote and line feed.
 pub fn escape_label(v: &str) -> String {
     let mut s = String::with_capacity(v.len());
+    push_escaped(&mut s, v);
+    s
+}
+
+/// Append `v` escaped as a label value (no allocation when nothing needs escaping).
+fn push_escaped(out: &mut String, v: &str) {
+    if !v.contains(['\\', '"', '\n']) {
+        out.push_str(v);
+        return;
+    }
     for c in v.chars() {
         match c {
-            '\\' => s.push_str("\\\\"),
-            '"' => s.push_str("\\\""),
-            '\n' => s.push_str("\\n"),
-            c => s.push(c),
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
         }
     }
-    s
 }
 
 fn escape_help(v: &str) -> String {
@@ -59,13 +71,20 @@ fn escape_help(v: &str) -> String {
 
 /// A sample value: integers without a fraction, `NaN`, `+Inf`, `-Inf` for the non-finite.
 pub fn format_value(x: f64) -> String {
+    let mut s = String::new();
+    push_value(&mut s, x);
+    s
+}
+
+/// Append `x` as [`format_value`] writes it, without an intermediate string.
+fn push_value(out: &mut String, x: f64) {
     if x.is_nan() {
-        "NaN".into()
+        out.push_str("NaN");
     } else if x.is_infinite() {
-        if x > 0.0 { "+Inf" } else { "-Inf" }.into()
+        out.push_str(if x > 0.0 { "+Inf" } else { "-Inf" });
     } else if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
+        let _ = write!(out, "{}", x as i64);
     } else {
-        format!("{x}")
+        let _ = write!(out, "{x}");
     }
 }

@@ -31,18 +31,23 @@ pub struct Selection {
 /// The processes to export: those matching the filter (if any), busiest first (CPU over the
 /// interval, then resident memory, then pid), at most `sel.top`.
 pub fn select_tasks(view: &SystemView, sel: &Selection) -> Vec<TaskView> {
-    let mut tasks = view.tasks.clone();
-    if let Some(f) = &sel.filter {
-        filter_tasks(&mut tasks, f);
-    }
-    tasks.sort_by(|a, b| {
+    fn busiest(a: &TaskView, b: &TaskView) -> std::cmp::Ordering {
         let (ca, cb) = (a.cpu_percent.unwrap_or(0.0), b.cpu_percent.unwrap_or(0.0));
         cb.total_cmp(&ca)
             .then(b.res_bytes.cmp(&a.res_bytes))
             .then(a.pid.cmp(&b.pid))
-    });
-    tasks.truncate(sel.top);
-    tasks
+    }
+    if let Some(f) = &sel.filter {
+        let mut tasks = view.tasks.clone();
+        filter_tasks(&mut tasks, f);
+        tasks.sort_by(busiest);
+        tasks.truncate(sel.top);
+        return tasks;
+    }
+    // Without a filter only the exported few are copied.
+    let mut refs: Vec<&TaskView> = view.tasks.iter().collect();
+    refs.sort_by(|a, b| busiest(a, b));
+    refs.into_iter().take(sel.top).cloned().collect()
 }
 
 /// Encode `view` with per-process series for `tasks` (see [`select_tasks`]).

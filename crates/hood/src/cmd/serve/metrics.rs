@@ -1,6 +1,6 @@
 //! `/metrics`: a fresh /proc snapshot per scrape, ratios against an earlier one.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Mutex;
 
 use anyhow::Context;
@@ -9,36 +9,56 @@ use hood_model::monitor::{derive, ScanOptions, Snapshot, TaskView};
 use hood_procfs::ProcReader;
 use hood_report::metrics::{render_metrics, select_tasks, Selection};
 
+use super::lean::{LeanNeeds, LeanReader};
+
 /// Shortest interval the per-interval ratios are computed over (once the server has run that
 /// long), so scrapes close together (the two servers of a Prometheus HA pair) still get
 /// meaningful ratios.
 const MIN_INTERVAL_NS: u64 = 1_000_000_000;
 
-/// The scraper: the reader and recent snapshots, shared by the request threads.
+/// What the request threads share under one lock: the reader, recent snapshots and the pids
+/// exported last time (re-read in full on the next scrape).
+struct Inner {
+    reader: LeanReader,
+    recent: VecDeque<Snapshot>,
+    exported: HashSet<u32>,
+}
+
+/// The scraper, shared by the request threads.
 pub struct Scraper {
-    state: Mutex<(ProcReader, VecDeque<Snapshot>)>,
-    scan: ScanOptions,
+    state: Mutex<Inner>,
+    needs: LeanNeeds,
     sel: Selection,
 }
 
 impl Scraper {
     /// Take the first snapshot now, so the first scrape already has an interval.
     pub fn new(sel: Selection) -> Scraper {
-        // Only what the exported series need; /proc/PID/status is read for the exported
-        // processes alone (see `add_ctx`), which keeps a scrape cheaper than a `hood top`
-        // refresh. The filter matches user and command line, so those are read when filtering.
+        // The filter matches user and command line, so those are read when filtering (and,
+        // like everything else, only for processes that ran since the last scrape).
         let filtering = sel.filter.is_some();
-        let scan = ScanOptions {
+        let needs = LeanNeeds {
             owner: filtering,
             cmdline: filtering,
-            exceptions: true,
-            ..ScanOptions::default()
         };
-        let mut r = ProcReader::new();
-        let first: VecDeque<Snapshot> = r.snapshot(&scan).ok().into_iter().collect();
+        // The clock tick and page size, as the monitor's reader finds them.
+        let sys = ProcReader::new().snapshot(&ScanOptions::default()).ok();
+        let mut reader = LeanReader::new(
+            sys.as_ref().map_or(100, |s| s.clk_tck),
+            sys.as_ref().map_or(4096, |s| s.page_size),
+        );
+        let first: VecDeque<Snapshot> = reader
+            .snapshot(needs, &HashSet::new())
+            .ok()
+            .into_iter()
+            .collect();
         Scraper {
-            state: Mutex::new((r, first)),
-            scan,
+            state: Mutex::new(Inner {
+                reader,
+                recent: first,
+                exported: HashSet::new(),
+            }),
+            needs,
             sel,
         }
     }
@@ -46,8 +66,14 @@ impl Scraper {
     /// Encode the metrics text of a new snapshot.
     pub fn scrape(&self) -> anyhow::Result<String> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let (reader, recent) = &mut *st;
-        let cur = reader.snapshot(&self.scan).context("reading /proc")?;
+        let Inner {
+            reader,
+            recent,
+            exported,
+        } = &mut *st;
+        let cur = reader
+            .snapshot(self.needs, exported)
+            .context("reading /proc")?;
         // The newest snapshot at least MIN_INTERVAL old, else the oldest kept; older ones go.
         let age = |s: &Snapshot| cur.taken_ns.saturating_sub(s.taken_ns);
         let base = recent
@@ -60,8 +86,10 @@ impl Scraper {
         if recent.back().is_none_or(|b| age(b) >= MIN_INTERVAL_NS / 4) {
             recent.push_back(cur);
         }
-        drop(st);
         let mut tasks = select_tasks(&view, &self.sel);
+        exported.clear();
+        exported.extend(tasks.iter().map(|t| t.pid));
+        drop(st);
         add_ctx(&mut tasks);
         Ok(render_metrics(&view, &tasks))
     }

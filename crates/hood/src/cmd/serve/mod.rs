@@ -3,6 +3,7 @@
 //! See docs/serve.md.
 
 mod args;
+mod lean;
 mod metrics;
 mod profile;
 
