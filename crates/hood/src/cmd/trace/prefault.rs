@@ -322,4 +322,80 @@ mod tests {
         std::fs::remove_file(&p).unwrap();
         assert_eq!(base, Some(addr as u64));
     }
+
+    /// Resident KiB of the mapping starting at `addr` in this process (/proc/self/smaps).
+    fn rss_kib(addr: u64) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{addr:x}-");
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        lines.next().expect("mapping in smaps");
+        lines
+            .find_map(|l| l.strip_prefix("Rss:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+
+    #[test]
+    fn pages_are_faulted_into_the_target_or_only_allocated() {
+        use std::os::unix::fs::MetadataExt;
+        const LEN: usize = 1 << 20;
+        let dir = std::path::Path::new("/dev/shm");
+        let dir = if dir.is_dir() {
+            dir.to_owned()
+        } else {
+            std::env::temp_dir()
+        };
+        for remote in [true, false] {
+            let p = dir.join(format!("hood-prefault-{}-{remote}", std::process::id()));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&p)
+                .unwrap();
+            f.set_len(LEN as u64).unwrap();
+            // SAFETY: a shared mapping of our own file (std has no mmap); unmapped below.
+            let addr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    LEN,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    f.as_raw_fd(),
+                    0,
+                )
+            };
+            assert_ne!(addr, libc::MAP_FAILED);
+            assert_eq!(rss_kib(addr as u64), 0);
+            let mut stats = super::Stats::default();
+            let base = remote.then_some(addr as u64);
+            // Ourselves as the "traced process": the kernel path is the same.
+            let n = super::fault(
+                std::process::id() as i32,
+                base,
+                &f,
+                4096,
+                LEN as u64,
+                &mut stats,
+            )
+            .unwrap();
+            assert_eq!(n, (LEN / 4096 - 1) as u64);
+            let blocks = f.metadata().unwrap().blocks() * 512;
+            let rss = rss_kib(addr as u64);
+            // SAFETY: unmapping the mapping created above.
+            unsafe { libc::munmap(addr, LEN) };
+            std::fs::remove_file(&p).unwrap();
+            assert_eq!(
+                blocks,
+                (LEN - 4096) as u64,
+                "pages allocated (remote {remote})"
+            );
+            if remote {
+                assert_eq!((stats.pages, rss), (n, (LEN as u64 - 4096) / 1024));
+            } else {
+                assert_eq!((stats.allocated, rss), (n, 0));
+            }
+        }
+    }
 }
