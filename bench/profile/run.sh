@@ -35,12 +35,21 @@ echo "perf: $(cpu_of "$out/perf.time") s CPU, $(rss_of "$out/perf.time") MB RSS,
 echo "hood: $(cpu_of "$out/hood.time") s CPU, $(rss_of "$out/hood.time") MB RSS, $(grep -o '[0-9]* samples on' "$out/hood.log"), $(grep -o 'lost [0-9]* samples' "$out/hood.log"), $(du -m "$out/hood.data" | cut -f1) MB"
 awk -v h="$(cpu_of "$out/hood.time")" -v p="$(cpu_of "$out/perf.time")" 'BEGIN { if (p > 0) printf "recorder CPU ratio hood/perf: %.2f (target <= 1)\n", h / p }'
 
-echo; echo "== 2. report time on those recordings (text to /dev/null)"
-/usr/bin/time -f "%e" -o "$out/perfrep.time" perf report -i "$out/perf.data" --stdio > /dev/null 2>&1
-/usr/bin/time -f "%e" -o "$out/hoodrep.time" $hood report -i "$out/hood.data" > /dev/null
-pr=$(cat "$out/perfrep.time"); hr=$(cat "$out/hoodrep.time")
-echo "perf report --stdio: ${pr} s; hood report: ${hr} s"
-awk -v h="$hr" -v p="$pr" 'BEGIN { if (h > 0) printf "report speed-up perf/hood: %.1fx (target >= 5x)\n", p / h }'
+echo; echo "== 2. report time on those recordings (text to /dev/null; median of ${REPORT_ROUNDS:-11} interleaved runs)"
+wall() { # wall seconds (ns resolution) of one run of "$@", output discarded
+    local t0 t1
+    t0=$(date +%s%N); "$@" > /dev/null 2>&1 || true; t1=$(date +%s%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }'
+}
+: > "$out/report.txt"
+for r in $(seq "${REPORT_ROUNDS:-11}"); do
+    echo "$(wall perf report -i "$out/perf.data" --stdio) $(wall $hood report -i "$out/hood.data")" >> "$out/report.txt"
+done
+awk '{ p[NR]=$1; h[NR]=$2 }
+     function med(a, n,   i, j, t) { for (i=1;i<=n;i++) for (j=i+1;j<=n;j++) if (a[j]<a[i]) { t=a[i]; a[i]=a[j]; a[j]=t }; return a[int((n+1)/2)] }
+     END { n=NR; mp=med(p,n); mh=med(h,n)
+           printf "perf report --stdio: %.3f s; hood report: %.3f s (medians of %d)\n", mp, mh, n
+           if (mh > 0) printf "report speed-up perf/hood: %.1fx (target >= 5x)\n", mp / mh }' "$out/report.txt"
 
 echo; echo "== 3. workload overhead at -F 999 -g (the workload's own run time for fixed work; rounds interleave plain/perf/hood, median)"
 iters=${ITERS:-2000}
