@@ -53,9 +53,15 @@ pub mod trace {
     /// JSON `ProcessTrace`: one traced process (one hood-rt segment): clock, threads and their
     /// drop counts, function names, inline tag labels.
     pub const PROCESS: u32 = 0x0302;
-    /// One thread's events: u32 pid, u32 tid (LE), then the raw 16-byte hood-rt `TraceEvent`s
-    /// (u64 address or tag, u64 ticks << 2 | kind), oldest first.
+    /// One thread's events: u32 pid, u32 tid, u64 start ns of its process's segment, u64 anchor
+    /// ticks (LE), then per 8-byte hood-rt event word one LEB128 varint of
+    /// `zigzag(ticks step) << 18 | index << 2 | kind`, oldest first (META version 1 files hold
+    /// 16-byte (address, ticks << 2 | kind) events after the pid and tid instead).
     pub const EVENTS: u32 = 0x0303;
     /// u32 CPU (LE) followed by raw perf ring records of the context-switch event, verbatim.
     pub const SWITCHES: u32 = 0x0304;
+    /// u32 CPU (LE) followed by raw perf ring records (SAMPLE: tid, time, cpu, raw tracepoint
+    /// record; LOST) of the `irq:irq_handler_*` / `irq:softirq_*` tracepoints, verbatim; their
+    /// `format` texts are in META.
+    pub const IRQS: u32 = 0x0305;
 }

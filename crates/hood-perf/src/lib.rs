@@ -39,6 +39,7 @@ mod attr;
 mod config;
 mod cpus;
 mod error;
+mod irq;
 mod open;
 mod ring;
 mod session;
@@ -50,6 +51,7 @@ pub use attr::BASE_SAMPLE_TYPE;
 pub use config::{EventKind, SamplingConfig, Target};
 pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{paranoid_level, PerfError};
+pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
 pub use session::{Readiness, Session};
 pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};
 

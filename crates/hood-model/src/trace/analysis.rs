@@ -3,8 +3,10 @@
 //! Per thread, events and that thread's switches are merged by CLOCK_MONOTONIC time and walked
 //! with a stack. A call's *elapsed* time is exit minus entry; its *net* time is elapsed minus
 //! the elapsed time of its callees minus the time the thread was off-CPU while the call was on
-//! top of the stack. Off-CPU time is the thread's time between a switch-out and the next
-//! switch-in inside its traced span. Elapsed time of a recursive function counts only its
+//! top of the stack, minus the time hard irqs and softirqs ran in the thread's context while
+//! the call was on top of the stack. Off-CPU time is the thread's time between a switch-out and
+//! the next switch-in inside its traced span; irq time runs from the outermost irq entry to its
+//! exit (a hard irq inside a softirq is counted once). Elapsed time of a recursive function counts only its
 //! outermost activation, so it never exceeds wall time.
 
 use std::collections::{BTreeMap, HashMap};
@@ -12,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::timeline::{PathItem, PathLine};
-use super::{Kind, ProcessTrace, Trace};
+use super::{IrqKind, Kind, ProcessTrace, Trace};
 
 /// What to compute.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +46,13 @@ pub struct FunctionRow {
     pub max_ns: u64,
     /// Smallest net ns of one call.
     pub min_ns: u64,
+    /// Off-CPU ns taken out of its net time (the thread was off-CPU while it was on top of
+    /// the stack).
+    pub off_cpu_ns: u64,
+    /// Irq and softirq ns taken out of its net time (they ran while it was on top of the stack).
+    pub irq_ns: u64,
+    /// Hard irq and softirq entries while it was on top of the stack.
+    pub irqs: u64,
     /// Net ns as a share of the traced threads' time, %.
     pub pct_real: f64,
     /// Net ns as a share of their on-CPU time, %.
@@ -76,6 +85,14 @@ pub struct ThreadSummary {
     pub off_cpu_ns: u64,
     /// Context switches out inside the span.
     pub switches: u64,
+    /// Time in hard irqs and softirqs inside the span (on-CPU, but not the program's work).
+    pub irq_ns: u64,
+    /// Hard irq entries inside the span.
+    pub hard_irqs: u64,
+    /// Softirq entries inside the span.
+    pub softirqs: u64,
+    /// Irq entries whose exit is missing (lost records), not timed.
+    pub irq_unmatched: u64,
     /// Events dropped (buffer full, stop mode).
     pub dropped: u64,
     /// Events overwritten (wrap mode).
@@ -123,6 +140,16 @@ pub struct Analysis {
     pub run_ns: u64,
     /// Of which off-CPU.
     pub off_cpu_ns: u64,
+    /// Of which in hard irqs and softirqs that interrupted the traced threads.
+    pub irq_ns: u64,
+    /// Hard irq entries in the traced threads' context.
+    pub hard_irqs: u64,
+    /// Softirq entries in the traced threads' context.
+    pub softirqs: u64,
+    /// Irq entries/exits were recorded.
+    pub irq: bool,
+    /// Irq records lost by the kernel.
+    pub lost_irqs: u64,
     /// Context switches were recorded.
     pub sched: bool,
     /// Switch records lost by the kernel.
@@ -140,6 +167,10 @@ pub struct Analysis {
     /// Marks (pid, tid, ns since origin, label) (with `calls`).
     #[serde(skip)]
     pub marks: Vec<(u32, u32, u64, String)>,
+    /// Irq and softirq intervals (pid, tid, start ns since origin, duration, name such as
+    /// `irq 11 virtio0` or `softirq NET_RX`) (with `calls`).
+    #[serde(skip)]
+    pub irq_intervals: Vec<(u32, u32, u64, u64, String)>,
 }
 
 #[derive(Default)]
@@ -149,6 +180,9 @@ struct Acc {
     calls: u64,
     max: u64,
     min: u64,
+    off: u64,
+    irq: u64,
+    irqs: u64,
 }
 
 struct Open {
@@ -156,13 +190,39 @@ struct Open {
     entry: u64,
     child: u64,
     off: u64,
+    irq: u64,
+    irqs: u64,
     line: Option<usize>,
     has_child: bool,
 }
 
-enum Ev {
+enum Ev<'t> {
     Raw(Kind, u64),
-    Switch { out: bool, preempt: bool },
+    Switch {
+        out: bool,
+        preempt: bool,
+    },
+    Irq {
+        kind: IrqKind,
+        num: u32,
+        name: &'t str,
+    },
+}
+
+/// An irq or softirq that has entered and not yet exited.
+struct OpenIrq {
+    entry: u64,
+    label: String,
+}
+
+/// `irq 11 virtio0` / `softirq NET_RX`.
+fn irq_label(kind: IrqKind, num: u32, name: &str) -> String {
+    match (kind.is_soft(), name.is_empty()) {
+        (true, false) => format!("softirq {name}"),
+        (true, true) => format!("softirq {num}"),
+        (false, false) => format!("irq {num} {name}"),
+        (false, true) => format!("irq {num}"),
+    }
 }
 
 struct Walk<'a> {
@@ -176,6 +236,12 @@ struct Walk<'a> {
     th: ThreadSummary,
     off_since: Option<u64>,
     show_returns: bool,
+    /// Open hard irq and softirq (Linux nests at most a hard irq inside a softirq).
+    hard: Option<OpenIrq>,
+    soft: Option<OpenIrq>,
+    /// Start of the outermost open irq, and the time up to which its time was charged.
+    irq_since: u64,
+    irq_mark: u64,
 }
 
 impl Walk<'_> {
@@ -193,10 +259,34 @@ impl Walk<'_> {
         Some(self.th.lines.len() - 1)
     }
 
+    fn in_irq(&self) -> bool {
+        self.hard.is_some() || self.soft.is_some()
+    }
+
+    /// Charge the irq time since the last charge to the call on top of the stack (called
+    /// before the stack changes and when the outermost irq exits).
+    fn charge_irq(&mut self, t: u64) {
+        if self.in_irq() {
+            self.charge_since_mark(t);
+        }
+    }
+
+    fn charge_since_mark(&mut self, t: u64) {
+        let d = t.saturating_sub(self.irq_mark);
+        self.irq_mark = self.irq_mark.max(t);
+        if let Some(top) = self.stack.last_mut() {
+            top.irq += d;
+        }
+    }
+
     fn pop(&mut self, t: u64, finished: bool) {
+        self.charge_irq(t);
         let Some(o) = self.stack.pop() else { return };
         let elapsed = t.saturating_sub(o.entry);
-        let net = elapsed.saturating_sub(o.child).saturating_sub(o.off);
+        let net = elapsed
+            .saturating_sub(o.child)
+            .saturating_sub(o.off)
+            .saturating_sub(o.irq);
         let name = self.p.name(o.func);
         let a = self.active.entry(o.func).or_insert(1);
         *a = a.saturating_sub(1);
@@ -215,6 +305,9 @@ impl Walk<'_> {
             };
         }
         acc.net += net;
+        acc.off += o.off;
+        acc.irq += o.irq;
+        acc.irqs += o.irqs;
         if let Some(parent) = self.stack.last_mut() {
             parent.child += elapsed;
             parent.has_child = true;
@@ -254,11 +347,14 @@ impl Walk<'_> {
                     },
                 );
                 *self.active.entry(f).or_insert(0) += 1;
+                self.charge_irq(t);
                 self.stack.push(Open {
                     func: f,
                     entry: t,
                     child: 0,
                     off: 0,
+                    irq: 0,
+                    irqs: 0,
                     line,
                     has_child: false,
                 });
@@ -300,7 +396,10 @@ impl Walk<'_> {
             Ev::Raw(Kind::Control, c) => {
                 self.line(t, PathItem::Control { on: c != 0 });
             }
+            Ev::Irq { kind, num, name } => self.irq(t, kind, num, name),
             Ev::Switch { out: true, preempt } => {
+                // No task switch happens inside an irq: an irq still open lost its exit.
+                self.drop_open_irqs();
                 self.off_since = Some(t);
                 self.th.switches += 1;
                 self.line(t, PathItem::SwitchOut { preempt });
@@ -323,6 +422,86 @@ impl Walk<'_> {
     }
 }
 
+impl Walk<'_> {
+    /// Irqs whose exit never came (lost records): counted, not timed.
+    fn drop_open_irqs(&mut self) {
+        let n = u64::from(self.hard.take().is_some()) + u64::from(self.soft.take().is_some());
+        self.th.irq_unmatched += n;
+    }
+
+    fn irq(&mut self, t: u64, kind: IrqKind, num: u32, name: &str) {
+        let soft = kind.is_soft();
+        if kind.is_entry() {
+            let label = irq_label(kind, num, name);
+            let stale = if soft {
+                self.soft.take()
+            } else {
+                self.hard.take()
+            };
+            if stale.is_some() {
+                // Same kind again without an exit in between: that exit was lost; the stale
+                // entry is counted, not timed.
+                self.th.irq_unmatched += 1;
+            }
+            if !self.in_irq() {
+                self.irq_since = t;
+                self.irq_mark = t;
+            }
+            if soft {
+                self.th.softirqs += 1;
+            } else {
+                self.th.hard_irqs += 1;
+            }
+            if let Some(top) = self.stack.last_mut() {
+                top.irqs += 1;
+            }
+            let depth = self.stack.len();
+            self.line(
+                t,
+                PathItem::IrqIn {
+                    depth,
+                    label: label.clone(),
+                },
+            );
+            let o = Some(OpenIrq { entry: t, label });
+            if soft {
+                self.soft = o;
+            } else {
+                self.hard = o;
+            }
+            return;
+        }
+        let open = if soft {
+            self.soft.take()
+        } else {
+            self.hard.take()
+        };
+        let Some(o) = open else {
+            return; // an exit whose entry was lost or came before the traced span
+        };
+        let d = t.saturating_sub(o.entry);
+        if self.opts.calls {
+            self.out
+                .irq_intervals
+                .push((self.p.pid, self.th.tid, o.entry, d, o.label.clone()));
+        }
+        let depth = self.stack.len();
+        self.line(
+            t,
+            PathItem::IrqOut {
+                depth,
+                label: o.label,
+                dur_ns: d,
+            },
+        );
+        if !self.in_irq() {
+            // The outermost irq exited: charge the rest and count its time once.
+            self.charge_since_mark(t);
+            self.th.irq_ns += t.saturating_sub(self.irq_since);
+        }
+    }
+}
+
 /// Analyse a trace.
 pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
     let procs: HashMap<u32, &ProcessTrace> = trace.processes.iter().map(|p| (p.pid, p)).collect();
@@ -335,6 +514,10 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
     }
     for v in switches.values_mut() {
         v.sort_by_key(|s| s.0);
+    }
+    let mut irqs: HashMap<u32, Vec<&super::Irq>> = HashMap::new();
+    for i in &trace.irqs {
+        irqs.entry(i.tid).or_default().push(i);
     }
     let origin = trace
         .events
@@ -351,11 +534,17 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
         off_cpu_ns: 0,
         sched: trace.meta.as_ref().is_some_and(|m| m.sched),
         lost_switches: trace.lost_switches,
+        irq_ns: 0,
+        hard_irqs: 0,
+        softirqs: 0,
+        irq: trace.meta.as_ref().is_some_and(|m| m.irq.is_some()),
+        lost_irqs: trace.lost_irqs,
         functions: Vec::new(),
         threads: Vec::new(),
         calls: Vec::new(),
         off_intervals: Vec::new(),
         marks: Vec::new(),
+        irq_intervals: Vec::new(),
     };
     let mut acc: HashMap<String, Acc> = HashMap::new();
     let mut end_max = 0u64;
@@ -397,6 +586,22 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
                 }
             }
         }
+        if let Some(list) = irqs.get(&te.tid) {
+            for i in list {
+                let t = i.time_ns.saturating_sub(origin);
+                if i.pid == te.pid && i.time_ns >= origin && t >= start && t <= end {
+                    evs.push((
+                        t,
+                        Ev::Irq {
+                            kind: i.kind,
+                            num: i.num,
+                            name: &i.name,
+                        },
+                    ));
+                }
+            }
+        }
+        // Stable: at equal times function events stay in program order.
         evs.sort_by_key(|e| e.0);
         let mut w = Walk {
             p,
@@ -415,6 +620,10 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
                 events: te.events.len() as u64,
                 off_cpu_ns: 0,
                 switches: 0,
+                irq_ns: 0,
+                hard_irqs: 0,
+                softirqs: 0,
+                irq_unmatched: 0,
                 dropped: info.map_or(0, |i| i.dropped),
                 overwritten: info.map_or(0, |i| i.overwritten),
                 unmatched_exits: 0,
@@ -424,6 +633,10 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
             },
             off_since: None,
             show_returns: false,
+            hard: None,
+            soft: None,
+            irq_since: 0,
+            irq_mark: 0,
         };
         for (t, ev) in evs {
             w.step(t, ev);
@@ -431,6 +644,7 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
         if let Some(o) = w.off_since.take() {
             w.th.off_cpu_ns += end.saturating_sub(o);
         }
+        w.drop_open_irqs();
         while !w.stack.is_empty() {
             w.th.unfinished += 1;
             w.pop(end, false);
@@ -440,12 +654,16 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
         out.events += th.events;
         out.thread_ns += th.end_ns - th.start_ns;
         out.off_cpu_ns += th.off_cpu_ns;
+        out.irq_ns += th.irq_ns;
+        out.hard_irqs += th.hard_irqs;
+        out.softirqs += th.softirqs;
         end_max = end_max.max(th.end_ns);
         out.threads.push(th);
     }
     out.elapsed_ns = end_max;
     out.off_cpu_ns = out.off_cpu_ns.min(out.thread_ns);
-    out.run_ns = out.thread_ns - out.off_cpu_ns;
+    out.irq_ns = out.irq_ns.min(out.thread_ns - out.off_cpu_ns);
+    out.run_ns = out.thread_ns - out.off_cpu_ns - out.irq_ns;
     let pct = |n: u64, d: u64| {
         if d == 0 {
             0.0
@@ -464,6 +682,9 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
             calls: a.calls,
             max_ns: a.max,
             min_ns: a.min,
+            off_cpu_ns: a.off,
+            irq_ns: a.irq,
+            irqs: a.irqs,
         })
         .collect();
     rows.sort_by(|a, b| b.net_ns.cmp(&a.net_ns).then_with(|| a.name.cmp(&b.name)));

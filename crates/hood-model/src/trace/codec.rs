@@ -5,7 +5,9 @@ use std::path::Path;
 
 use hood_format::{tags, FileKind, Reader};
 
-use super::{ProcessTrace, RawEvent, Switch, ThreadEvents, Trace, TraceMeta, PAYLOAD_VERSION};
+use super::{
+    IrqDecoder, ProcessTrace, RawEvent, Switch, ThreadEvents, Trace, TraceMeta, PAYLOAD_VERSION,
+};
 use crate::ModelError;
 
 /// PERF_RECORD_LOST.
@@ -239,6 +241,7 @@ pub fn load(path: &Path) -> Result<Trace, ModelError> {
     let mut r = Reader::open(path)?;
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
     let mut t = Trace::default();
+    let mut irq_decoder: Option<IrqDecoder> = None;
     while let Some(c) = r.next_chunk()? {
         match c.tag {
             tags::trace::META => t.meta = Some(json::<TraceMeta>(&c.data, "META", c.offset)?),
@@ -272,6 +275,35 @@ pub fn load(path: &Path) -> Result<Trace, ModelError> {
                 let d = decode_switches(u32_at(&c.data, 0), &c.data[4..]);
                 t.switches.extend(d.switches);
                 t.lost_switches += d.lost;
+                if let Some(m) = d.malformed {
+                    t.warnings
+                        .push(format!("chunk at offset {}: {m}", c.offset));
+                }
+            }
+            tags::trace::IRQS => {
+                if c.data.len() < 4 {
+                    return Err(ModelError::Malformed(format!(
+                        "irq chunk at offset {} is {} bytes",
+                        c.offset,
+                        c.data.len()
+                    )));
+                }
+                let Some(meta) = t.meta.as_ref().and_then(|m| m.irq.as_ref()) else {
+                    return Err(ModelError::Malformed(format!(
+                        "irq chunk at offset {} comes without the tracepoint formats in META",
+                        c.offset
+                    )));
+                };
+                let dec = irq_decoder.get_or_insert_with(|| IrqDecoder::new(meta));
+                let d = dec.decode(u32_at(&c.data, 0), &c.data[4..]);
+                t.irqs.extend(d.irqs);
+                t.lost_irqs += d.lost;
+                if d.skipped > 0 {
+                    t.warnings.push(format!(
+                        "chunk at offset {}: {} irq samples of unknown layout skipped",
+                        c.offset, d.skipped
+                    ));
+                }
                 if let Some(m) = d.malformed {
                     t.warnings
                         .push(format!("chunk at offset {}: {m}", c.offset));

@@ -4,6 +4,7 @@
 
 mod analysis;
 mod codec;
+mod irq;
 mod timeline;
 
 pub use analysis::{
@@ -12,6 +13,7 @@ pub use analysis::{
 pub use codec::{
     decode_events, decode_switches, decode_words, encode_events, encode_words, load, SwitchDecode,
 };
+pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};
 pub use timeline::{PathItem, PathLine};
 
 use std::collections::BTreeMap;
@@ -42,6 +44,10 @@ pub struct TraceMeta {
     pub sched: bool,
     /// CLOCK_REALTIME ns when the file was written.
     pub collected_realtime_ns: u64,
+    /// Irq entries/exits were recorded (chunks IRQS) with these tracepoints; `None` when they
+    /// were not (no privilege, `--no-sched`, or a file of an earlier hood).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub irq: Option<IrqMeta>,
 }
 
 /// One traced process (one hood-rt trace segment), chunk PROCESS.
@@ -176,6 +182,11 @@ pub struct Trace {
     pub switches: Vec<Switch>,
     /// Switch records the kernel reported lost (PERF_RECORD_LOST).
     pub lost_switches: u64,
+    /// Hard-irq and softirq entries/exits in the traced threads' context, in no particular
+    /// order.
+    pub irqs: Vec<Irq>,
+    /// Irq records the kernel reported lost (PERF_RECORD_LOST).
+    pub lost_irqs: u64,
     /// Reader warnings (truncation, malformed records skipped).
     pub warnings: Vec<String>,
 }

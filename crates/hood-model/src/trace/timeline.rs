@@ -43,6 +43,22 @@ pub enum PathItem {
         /// Time off-CPU.
         off_ns: u64,
     },
+    /// A hard irq or softirq interrupted the thread (`---- irq 11 virtio0 in ----`).
+    IrqIn {
+        /// Depth of the interrupted call stack.
+        depth: usize,
+        /// `irq N NAME` or `softirq NAME`.
+        label: String,
+    },
+    /// It returned to the thread after `dur_ns` (`---- irq out (D us) ----`).
+    IrqOut {
+        /// Depth of the interrupted call stack.
+        depth: usize,
+        /// Same label as the entry.
+        label: String,
+        /// Time in the handler.
+        dur_ns: u64,
+    },
     /// `hood_trace_off()` / `hood_trace_on()`.
     Control {
         /// True for on.

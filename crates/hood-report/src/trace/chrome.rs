@@ -1,5 +1,6 @@
 //! Chrome trace-event JSON (opens in Perfetto and chrome://tracing): one complete ("X") event
-//! per call, off-CPU intervals as "X" events in category `sched`, marks as instant events,
+//! per call, off-CPU intervals as "X" events in category `sched`, hard irqs and softirqs that
+//! interrupted the thread as "X" events in category `irq`, marks as instant events,
 //! process and thread names as metadata.
 
 use std::io::Write;
@@ -36,6 +37,12 @@ pub fn chrome(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
         ev.push(
             json!({"ph": "X", "cat": "sched", "name": "off-CPU", "pid": pid, "tid": tid,
             "ts": us(start), "dur": us(dur)}),
+        );
+    }
+    for (pid, tid, start, dur, name) in &a.irq_intervals {
+        ev.push(
+            json!({"ph": "X", "cat": "irq", "name": name, "pid": pid, "tid": tid,
+            "ts": us(*start), "dur": us(*dur)}),
         );
     }
     for (pid, tid, t, label) in &a.marks {

@@ -18,6 +18,15 @@ fn us(ns: u64) -> u64 {
     (ns + 500) / 1000
 }
 
+/// µs with one decimal below 100 µs (irq handlers take a few µs).
+fn us_frac(ns: u64) -> String {
+    if ns < 100_000 {
+        format!("{:.1}", ns as f64 / 1000.0)
+    } else {
+        us(ns).to_string()
+    }
+}
+
 /// `s:mmm uuu` like seed 001's timestamps.
 fn stamp(ns: u64) -> String {
     let us = ns / 1000;
@@ -76,6 +85,23 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             "  [context switches not recorded: off-CPU time is counted as run time]"
         }
     )?;
+    if a.irq {
+        writeln!(
+            out,
+            "irq/softirq time     = {} ({:6.2}%)  {} hard irq{}, {} softirq{} in the traced threads' context",
+            sec_us(a.irq_ns),
+            pct(a.irq_ns, a.thread_ns),
+            a.hard_irqs,
+            if a.hard_irqs == 1 { "" } else { "s" },
+            a.softirqs,
+            if a.softirqs == 1 { "" } else { "s" },
+        )?;
+    } else if a.sched {
+        writeln!(
+            out,
+            "irq/softirq time     = not recorded (needs root or CAP_PERFMON): counted as run time"
+        )?;
+    }
     notes(a, out)?;
     writeln!(out, "{}", "-".repeat(96))?;
     writeln!(
@@ -99,11 +125,11 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
     writeln!(out, "{}", "-".repeat(96))?;
     writeln!(
         out,
-        "times in us; net = elapsed - callees - off-CPU time; max/avg/min are net per call;"
+        "times in us; net = elapsed - callees - off-CPU time - irq/softirq time; max/avg/min are net per call;"
     )?;
     writeln!(
         out,
-        "% real = net / traced thread time, % net = net / on-CPU time; calls still running at the end are timed to it but not counted."
+        "% real = net / traced thread time, % net = net / on-CPU time (run time); calls still running at the end are timed to it but not counted."
     )?;
     Ok(())
 }
@@ -124,6 +150,13 @@ fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
                 t.pid, t.tid, t.overwritten, t.events
             )?;
         }
+        if t.irq_unmatched > 0 {
+            writeln!(
+                out,
+                "note: pid {} tid {}: {} irq entries without their exit (records lost), not timed",
+                t.pid, t.tid, t.irq_unmatched
+            )?;
+        }
         if t.unmatched_exits > 0 {
             writeln!(
                 out,
@@ -131,6 +164,13 @@ fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
                 t.pid, t.tid, t.unmatched_exits
             )?;
         }
+    }
+    if a.lost_irqs > 0 {
+        writeln!(
+            out,
+            "note: the kernel lost {} irq records: irq/softirq time is undercounted",
+            a.lost_irqs
+        )?;
     }
     if a.lost_switches > 0 {
         writeln!(
@@ -184,6 +224,22 @@ pub fn paths(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
                     "{ts} ---- context switch in ({} us off-CPU) ----",
                     us(*off_ns)
                 )?,
+                PathItem::IrqIn { depth, label } => {
+                    writeln!(out, "{ts} {}---- {label} in ----", "    ".repeat(*depth))?
+                }
+                PathItem::IrqOut {
+                    depth,
+                    label,
+                    dur_ns,
+                } => {
+                    let what = label.split(' ').next().unwrap_or("irq");
+                    writeln!(
+                        out,
+                        "{ts} {}---- {what} out ({} us) ----",
+                        "    ".repeat(*depth),
+                        us_frac(*dur_ns)
+                    )?
+                }
                 PathItem::Control { on } => writeln!(
                     out,
                     "{ts} ==== trace {} ====",

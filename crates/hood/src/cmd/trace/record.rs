@@ -10,8 +10,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use hood_format::{tags, FileKind, Writer};
-use hood_model::trace::{encode_words, ProcessTrace, TraceMeta, PAYLOAD_VERSION};
-use hood_perf::SwitchRecorder;
+use hood_model::trace::{
+    encode_words, IrqDecoder, IrqMeta, IrqTracepointMeta, ProcessTrace, TraceMeta, PAYLOAD_VERSION,
+};
+use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
 
 use super::{collect, filter, prefault};
 use crate::cmd::record::child::Child;
@@ -109,6 +111,17 @@ fn run_and_collect(
             Err(e) => warnings.push(format!("context switches not recorded: {e}")),
         }
     }
+    // Irq entries/exits in the traced threads' context: root (or CAP_PERFMON) only; without
+    // the privilege a note, never an error. HOOD_TRACE_IRQ=0 leaves them out (benchmarks).
+    let mut irqs = None;
+    let irq_wanted =
+        std::env::var_os("HOOD_TRACE_IRQ").as_deref() != Some(std::ffi::OsStr::new("0"));
+    if cfg.sched && irq_wanted {
+        match IrqRecorder::open_child(child.pid, 128) {
+            Ok(r) => irqs = Some(r),
+            Err(e) => eprintln!("hood trace: note: irq entries/exits not recorded: {e}"),
+        }
+    }
     for k in [
         "LD_PRELOAD",
         "HOOD_MODE",
@@ -125,10 +138,17 @@ fn run_and_collect(
     let interrupted = Arc::new(AtomicBool::new(false));
     let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone());
     let mut per_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
+    let mut irq_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
     let status = loop {
         if let Some(s) = switches.as_mut() {
             s.drain(&mut |cpu, b| {
                 per_cpu.entry(cpu).or_default().extend_from_slice(b);
+                Ok(())
+            })?;
+        }
+        if let Some(r) = irqs.as_mut() {
+            r.drain(&mut |cpu, b| {
+                irq_cpu.entry(cpu).or_default().extend_from_slice(b);
                 Ok(())
             })?;
         }
@@ -151,6 +171,25 @@ fn run_and_collect(
             Ok(())
         })?;
     }
+    if let Some(r) = irqs.as_mut() {
+        r.drain(&mut |cpu, b| {
+            irq_cpu.entry(cpu).or_default().extend_from_slice(b);
+            Ok(())
+        })?;
+    }
+    let irq_meta = irqs.as_ref().map(|r| IrqMeta {
+        sample_type: IRQ_SAMPLE_TYPE,
+        tracepoints: r
+            .tracepoints()
+            .iter()
+            .map(|t| IrqTracepointMeta {
+                name: t.name.clone(),
+                id: t.id,
+                format: t.format.clone(),
+            })
+            .collect(),
+    });
+    drop(irqs);
     let (procs, events) = collect::collect(dir, &mut warnings);
     for w in &warnings {
         eprintln!("hood trace: warning: {w}");
@@ -166,24 +205,59 @@ fn run_and_collect(
             status.clamp(0, 255) as u8
         }));
     }
-    write(
-        cfg,
-        &procs,
-        &events,
-        &per_cpu,
-        switches.is_some(),
-        &warnings,
-    )?;
+    let rings = Rings {
+        switches: &per_cpu,
+        sched: switches.is_some(),
+        irqs: &irq_cpu,
+        irq_meta,
+    };
+    write(cfg, &procs, &events, &rings, &warnings)?;
     summary(cfg, &procs, &events, prefaulted);
+    irq_summary(&rings);
     Ok(ExitCode::from(status.clamp(0, 255) as u8))
+}
+
+/// The kernel rings' raw bytes per CPU.
+struct Rings<'a> {
+    switches: &'a std::collections::BTreeMap<u32, Vec<u8>>,
+    sched: bool,
+    irqs: &'a std::collections::BTreeMap<u32, Vec<u8>>,
+    irq_meta: Option<IrqMeta>,
+}
+
+/// What the irq rings hold, and what they lost.
+fn irq_summary(r: &Rings) {
+    let Some(meta) = &r.irq_meta else { return };
+    let dec = IrqDecoder::new(meta);
+    let (mut hard, mut soft, mut lost) = (0u64, 0u64, 0u64);
+    for (cpu, b) in r.irqs {
+        let d = dec.decode(*cpu, b);
+        lost += d.lost;
+        for i in &d.irqs {
+            if i.kind.is_entry() {
+                if i.kind.is_soft() {
+                    soft += 1;
+                } else {
+                    hard += 1;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "hood trace: irqs: {hard} hard irq and {soft} softirq entries in the traced threads' context{}",
+        if lost > 0 {
+            format!(", {lost} irq records LOST by the kernel (ring full)")
+        } else {
+            ", none lost".to_string()
+        }
+    );
 }
 
 fn write(
     cfg: &RecordConfig,
     procs: &[ProcessTrace],
     events: &[collect::SegEvents],
-    per_cpu: &std::collections::BTreeMap<u32, Vec<u8>>,
-    sched: bool,
+    rings: &Rings,
     warnings: &[String],
 ) -> anyhow::Result<()> {
     let mut w = Writer::create(&cfg.output, FileKind::Trace)?;
@@ -194,7 +268,8 @@ fn write(
         full: if cfg.wrap { "wrap" } else { "stop" }.into(),
         filters: cfg.filters.clone(),
         excludes: cfg.excludes.clone(),
-        sched,
+        sched: rings.sched,
+        irq: rings.irq_meta.clone(),
         collected_realtime_ns: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -218,10 +293,15 @@ fn write(
             anchor = last;
         }
     }
-    for (cpu, bytes) in per_cpu {
-        let mut b = cpu.to_le_bytes().to_vec();
-        b.extend_from_slice(bytes);
-        w.write_chunk(tags::trace::SWITCHES, &b, true)?;
+    for (tag, per_cpu) in [
+        (tags::trace::SWITCHES, rings.switches),
+        (tags::trace::IRQS, rings.irqs),
+    ] {
+        for (cpu, bytes) in per_cpu {
+            let mut b = cpu.to_le_bytes().to_vec();
+            b.extend_from_slice(bytes);
+            w.write_chunk(tag, &b, true)?;
+        }
     }
     w.finish()?;
     Ok(())
