@@ -20,10 +20,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use hood_model::calls::{node_name, path_totals, ProcessCalls};
-use prost::Message;
 
 use super::{proto, Strings};
 use crate::ReportError;
@@ -182,11 +179,7 @@ pub fn render_calls_pprof(
     opts: &CallsPprofOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
-    let bytes = build_calls(procs, opts).encode_to_vec();
-    let mut gz = GzEncoder::new(out, Compression::default());
-    gz.write_all(&bytes)?;
-    gz.finish()?;
-    Ok(())
+    super::write_gz(&build_calls(procs, opts), out)
 }
 
 #[cfg(test)]

@@ -312,9 +312,11 @@ pub fn render_pprof_labeled(
     write_gz(&build_labeled(view), out)
 }
 
+/// Encode `msg` and gzip it at the fastest level, as Go's runtime/pprof does (the profile is
+/// made once and read once; `hood serve` pays for compression on every request).
 fn write_gz(msg: &proto::Profile, out: &mut dyn Write) -> Result<(), ReportError> {
     let bytes = msg.encode_to_vec();
-    let mut gz = GzEncoder::new(out, Compression::default());
+    let mut gz = GzEncoder::new(out, Compression::fast());
     gz.write_all(&bytes)?;
     gz.finish()?;
     Ok(())

@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
+use prost::Message;
 
 use super::*;
 
