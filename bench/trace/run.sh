@@ -59,6 +59,9 @@ configs = [
     ("plain (no -finstrument-functions)", [cpu_of, prog_file, plain, str(n)], {}),
     ("hood trace record (default)", rec, {}),
     ("hood trace record, HOOD_TRACE_PREFAULT=0", rec, {"HOOD_TRACE_PREFAULT": "0"}),
+    # As root the default records the irq tracepoints; this shows what they cost when few
+    # interrupts happen (bench/trace/irq.sh measures the cost per irq).
+    ("hood trace record, HOOD_TRACE_IRQ=0", rec, {"HOOD_TRACE_IRQ": "0"}),
     ("hood-rt hooks alone (LD_PRELOAD, fresh)", [cpu_of, prog_file, fib, str(n)],
      {"LD_PRELOAD": lib, "HOOD_MODE": "trace", "HOOD_SHM_DIR": shm}),
 ]

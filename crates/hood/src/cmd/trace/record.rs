@@ -119,6 +119,10 @@ fn run_and_collect(
     if cfg.sched && irq_wanted {
         match IrqRecorder::open_child(child.pid, 128) {
             Ok(r) => irqs = Some(r),
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            Err(e) if unsafe { libc::geteuid() } != 0 => eprintln!(
+                "hood trace: note: irq entries/exits not recorded: they need root or CAP_PERFMON ({e})"
+            ),
             Err(e) => eprintln!("hood trace: note: irq entries/exits not recorded: {e}"),
         }
     }
