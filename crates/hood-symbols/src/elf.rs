@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Reason, Symbolized};
 
+use crate::debugfile::DebugFile;
 use crate::symbolizer::{hash_of, Verdict};
 use crate::{
     build_id_from_bytes, hex, read_build_id, Resolution, Sym, SymbolError, Symbolizer, Unresolved,
@@ -45,9 +46,45 @@ impl Symbolizer {
             }
         };
         match verdict {
-            Ok(real) => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
+            Ok(real) => match self.debug_file(&real) {
+                Some(dbg) => self.blaze_debug(&dbg, &path.display().to_string(), file_offsets),
+                None => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
+            },
             Err(why) => vec![Err(why); file_offsets.len()],
         }
+    }
+
+    /// The separate debug file of the binary `real`, looked for once.
+    fn debug_file(&mut self, real: &Path) -> Option<DebugFile> {
+        if let Some(found) = self.debug_files.get(real) {
+            return found.clone();
+        }
+        let dirs: Vec<PathBuf> = self
+            .opts
+            .debug_dirs
+            .iter()
+            .map(|d| self.rooted(d))
+            .collect();
+        let found = DebugFile::find(real, &dirs);
+        self.debug_files.insert(real.to_path_buf(), found.clone());
+        found
+    }
+
+    /// Offsets of a binary resolved in its debug file, by virtual address.
+    fn blaze_debug(&mut self, dbg: &DebugFile, shown: &str, offsets: &[u64]) -> Vec<Resolution> {
+        let mut order: Vec<(u64, usize)> = offsets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &o)| dbg.vaddr(o).map(|v| (v, i)))
+            .collect();
+        order.sort_unstable();
+        let vaddrs: Vec<u64> = order.iter().map(|&(v, _)| v).collect();
+        let answers = self.blaze_sorted(&dbg.path, shown, Input::VirtOffset(&vaddrs));
+        let mut out = vec![Err(Unresolved::NoSymbol); offsets.len()];
+        for ((_, i), r) in order.into_iter().zip(answers) {
+            out[i] = r;
+        }
+        out
     }
 
     /// Resolves offsets into an ELF image held in memory, such as the
@@ -169,12 +206,12 @@ impl Symbolizer {
     /// caller's order.
     fn blaze_offsets(&mut self, real: &Path, shown: &str, offsets: &[u64]) -> Vec<Resolution> {
         if offsets.is_sorted() {
-            return self.blaze_sorted(real, shown, offsets);
+            return self.blaze_sorted(real, shown, Input::FileOffset(offsets));
         }
         let mut order: Vec<usize> = (0..offsets.len()).collect();
         order.sort_unstable_by_key(|&i| offsets[i]);
         let sorted: Vec<u64> = order.iter().map(|&i| offsets[i]).collect();
-        let answers = self.blaze_sorted(real, shown, &sorted);
+        let answers = self.blaze_sorted(real, shown, Input::FileOffset(&sorted));
         let mut out = vec![Err(Unresolved::NoSymbol); offsets.len()];
         for (i, r) in order.into_iter().zip(answers) {
             out[i] = r;
@@ -182,12 +219,15 @@ impl Symbolizer {
         out
     }
 
-    fn blaze_sorted(&mut self, real: &Path, shown: &str, offsets: &[u64]) -> Vec<Resolution> {
+    fn blaze_sorted(&mut self, real: &Path, shown: &str, input: Input<&[u64]>) -> Vec<Resolution> {
+        let n = match input {
+            Input::FileOffset(a) | Input::VirtOffset(a) | Input::AbsAddr(a) => a.len(),
+        };
         let src = Source::Elf(Elf {
             debug_syms: false,
             ..Elf::new(real)
         });
-        match self.blaze.symbolize(&src, Input::FileOffset(offsets)) {
+        match self.blaze.symbolize(&src, input) {
             Ok(found) => {
                 let dm = &mut self.demangler;
                 found
@@ -204,7 +244,7 @@ impl Symbolizer {
             Err(e) => {
                 let msg = format!("cannot read symbols of {shown}: {e}");
                 self.warn(format!("read {shown}"), format!("{msg}; {LEFT}"));
-                vec![Err(Unresolved::Other(msg)); offsets.len()]
+                vec![Err(Unresolved::Other(msg)); n]
             }
         }
     }

@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 mod buildid;
+mod debugfile;
 mod demangle;
 mod elf;
 mod error;
@@ -95,6 +96,11 @@ pub struct SymbolizerOptions {
     /// Prefix for every file path, e.g. a copy of the profiled machine's
     /// root file system (default none: paths are used as recorded).
     pub root: Option<PathBuf>,
+    /// Directories searched for separate debug files by build-id
+    /// (`DIR/.build-id/XX/YYYY.debug`); a binary's debug file, when present with
+    /// the same build-id, is read instead of the binary (default `/usr/lib/debug`,
+    /// under [`root`](Self::root) if set).
+    pub debug_dirs: Vec<PathBuf>,
 }
 
 impl Default for SymbolizerOptions {
@@ -103,6 +109,7 @@ impl Default for SymbolizerOptions {
             symfile: None,
             demangle: true,
             root: None,
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
         }
     }
 }

@@ -30,6 +30,8 @@ pub struct Symbolizer {
     symfile: Option<SymbolTable>,
     /// (path as recorded, expected build-id) → verdict.
     pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
+    /// binary as read → its separate debug file, if any.
+    pub(crate) debug_files: HashMap<PathBuf, Option<crate::debugfile::DebugFile>>,
     /// image key → (hash of the bytes, temp file holding them or why not).
     pub(crate) images: HashMap<String, (u64, Result<tempfile::TempPath, Unresolved>)>,
     /// pid → (hash of the map text, parsed table).
@@ -68,6 +70,7 @@ impl Symbolizer {
             kernel: None,
             symfile,
             files: HashMap::new(),
+            debug_files: HashMap::new(),
             images: HashMap::new(),
             perf_maps: HashMap::new(),
             warnings: Vec::new(),

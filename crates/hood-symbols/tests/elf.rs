@@ -229,3 +229,71 @@ fn vdso_image_resolves_from_memory() {
         vec![Err(Unresolved::NotElf)]
     );
 }
+
+/// `objcopy --only-keep-debug` of `bin` placed as `DIR/.build-id/XX/YYYY.debug`.
+fn split_debug(bin: &std::path::Path, dir: &std::path::Path) {
+    let id = read_build_id(bin).unwrap().expect("build-id");
+    let h = hood_symbols::hex(&id);
+    let sub = dir.join(".build-id").join(&h[..2]);
+    std::fs::create_dir_all(&sub).unwrap();
+    let run = |args: &[&std::ffi::OsStr]| {
+        let st = std::process::Command::new(args[0])
+            .args(&args[1..])
+            .status()
+            .expect("binutils (objcopy, strip) come with gcc");
+        assert!(st.success(), "{args:?}");
+    };
+    let dbg = sub.join(format!("{}.debug", &h[2..]));
+    run(&[
+        "objcopy".as_ref(),
+        "--only-keep-debug".as_ref(),
+        bin.as_os_str(),
+        dbg.as_os_str(),
+    ]);
+}
+
+#[test]
+fn a_stripped_binary_resolves_through_its_debug_file_by_build_id() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bin = compile(dir.path(), "prog", PROG, &["-pie", "-fPIE"]);
+    // Offsets of the static and global functions, read before stripping.
+    let want: Vec<(&str, u64)> = ["gamma_fn", "alpha"]
+        .iter()
+        .map(|&n| (n, func_offset(&bin, n, false).0 + 1))
+        .collect();
+    let debug = dir.path().join("debug");
+    split_debug(&bin, &debug);
+    let st = std::process::Command::new("strip")
+        .arg("-s")
+        .arg(&bin)
+        .status()
+        .expect("strip");
+    assert!(st.success());
+    let offsets: Vec<u64> = want.iter().map(|w| w.1).collect();
+    let names = |dirs: Vec<std::path::PathBuf>| -> Vec<Option<String>> {
+        let mut s = Symbolizer::new(SymbolizerOptions {
+            debug_dirs: dirs,
+            ..SymbolizerOptions::default()
+        })
+        .expect("symbolizer");
+        s.symbolize_file(&bin, None, &offsets)
+            .into_iter()
+            .map(|r| r.ok().map(|s| s.name))
+            .collect()
+    };
+    // Stripped: the static function is gone from the binary's own tables.
+    assert_eq!(names(vec![])[0], None);
+    assert_eq!(
+        names(vec![debug.clone()]),
+        [Some("gamma_fn".to_string()), Some("alpha".to_string())]
+    );
+    // A debug file of another build (other build-id inside) is not trusted.
+    let other = compile(dir.path(), "other", OTHER, &[]);
+    let id = hood_symbols::hex(&read_build_id(&bin).unwrap().unwrap());
+    let dbg = debug
+        .join(".build-id")
+        .join(&id[..2])
+        .join(format!("{}.debug", &id[2..]));
+    std::fs::copy(&other, &dbg).unwrap();
+    assert_eq!(names(vec![debug])[0], None);
+}
