@@ -99,7 +99,7 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
     } else if a.sched {
         writeln!(
             out,
-            "irq/softirq time     = not recorded (needs root or CAP_PERFMON): counted as run time"
+            "irq/softirq time     = not recorded (needs root or CAP_PERFMON; HOOD_TRACE_IRQ=0 turns it off): counted as run time"
         )?;
     }
     notes(a, out)?;

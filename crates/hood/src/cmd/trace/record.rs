@@ -117,7 +117,7 @@ fn run_and_collect(
     let irq_wanted =
         std::env::var_os("HOOD_TRACE_IRQ").as_deref() != Some(std::ffi::OsStr::new("0"));
     if cfg.sched && irq_wanted {
-        match IrqRecorder::open_child(child.pid, 128) {
+        match IrqRecorder::open_child(child.pid, 256) {
             Ok(r) => irqs = Some(r),
             // SAFETY: geteuid has no preconditions and cannot fail.
             Err(e) if unsafe { libc::geteuid() } != 0 => eprintln!(
