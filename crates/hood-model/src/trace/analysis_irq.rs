@@ -39,7 +39,8 @@ impl Walk<'_> {
             if let Some(top) = self.stack.last_mut() {
                 top.irqs += 1;
             }
-            let depth = self.stack.len();
+            // A hard irq inside a softirq is shown one level deeper.
+            let depth = self.stack.len() + usize::from(!soft && self.soft.is_some());
             self.line(
                 t,
                 PathItem::IrqIn {
@@ -69,7 +70,7 @@ impl Walk<'_> {
                 .irq_intervals
                 .push((self.p.pid, self.th.tid, o.entry, d, o.label.clone()));
         }
-        let depth = self.stack.len();
+        let depth = self.stack.len() + usize::from(!soft && self.soft.is_some());
         self.line(
             t,
             PathItem::IrqOut {

@@ -144,7 +144,7 @@ fn irq_time_leaves_net_time_and_nested_hard_irqs_count_once() {
         .unwrap();
     assert_eq!(first_in, (2000, 2, "softirq NET_RX".to_string()));
     assert!(lines.iter().any(|l| matches!(&l.item,
-        PathItem::IrqOut { depth: 2, label, dur_ns: 500 } if label == "irq 11 virtio0")));
+        PathItem::IrqOut { depth: 3, label, dur_ns: 500 } if label == "irq 11 virtio0")));
     let slices: Vec<_> = a.irq_intervals.iter().map(|i| (i.2, i.3)).collect();
     assert_eq!(slices, vec![(2500, 500), (2000, 2000), (5500, 1000)]);
 }

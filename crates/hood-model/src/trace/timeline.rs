@@ -45,14 +45,14 @@ pub enum PathItem {
     },
     /// A hard irq or softirq interrupted the thread (`---- irq 11 virtio0 in ----`).
     IrqIn {
-        /// Depth of the interrupted call stack.
+        /// Depth of the interrupted call stack (one more for a hard irq inside a softirq).
         depth: usize,
         /// `irq N NAME` or `softirq NAME`.
         label: String,
     },
     /// It returned to the thread after `dur_ns` (`---- irq out (D us) ----`).
     IrqOut {
-        /// Depth of the interrupted call stack.
+        /// Same depth as the entry.
         depth: usize,
         /// Same label as the entry.
         label: String,
