@@ -143,7 +143,10 @@ fn run_and_collect(
     let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone());
     let mut per_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
     let mut irq_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
-    let status = loop {
+    // Append what the switch and irq rings hold to the per-CPU byte buffers.
+    let mut drain = |switches: &mut Option<SwitchRecorder>,
+                     irqs: &mut Option<IrqRecorder>|
+     -> anyhow::Result<()> {
         if let Some(s) = switches.as_mut() {
             s.drain(&mut |cpu, b| {
                 per_cpu.entry(cpu).or_default().extend_from_slice(b);
@@ -156,6 +159,10 @@ fn run_and_collect(
                 Ok(())
             })?;
         }
+        Ok(())
+    };
+    let status = loop {
+        drain(&mut switches, &mut irqs)?;
         if let Some(st) = child.try_wait() {
             break st;
         }
@@ -169,18 +176,7 @@ fn run_and_collect(
     };
     let prefaulted = prefaulter.map(|p| p.stop()).unwrap_or_default();
     // Let the last switch records of exiting grandchildren land, then drain once more.
-    if let Some(s) = switches.as_mut() {
-        s.drain(&mut |cpu, b| {
-            per_cpu.entry(cpu).or_default().extend_from_slice(b);
-            Ok(())
-        })?;
-    }
-    if let Some(r) = irqs.as_mut() {
-        r.drain(&mut |cpu, b| {
-            irq_cpu.entry(cpu).or_default().extend_from_slice(b);
-            Ok(())
-        })?;
-    }
+    drain(&mut switches, &mut irqs)?;
     let irq_meta = irqs.as_ref().map(|r| IrqMeta {
         sample_type: IRQ_SAMPLE_TYPE,
         tracepoints: r
