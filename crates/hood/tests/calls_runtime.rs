@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 mod common;
-use common::repo;
+use common::instrumented;
 
 fn hood() -> &'static str {
     env!("CARGO_BIN_EXE_hood")
@@ -32,27 +32,6 @@ impl Tmp {
 fn tmp() -> Tmp {
     let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     Tmp(tempfile::tempdir().expect("tempdir"), guard)
-}
-
-/// gcc -O2 -finstrument-functions tests/c/NAME.c -o DIR/NAME [extra...]
-fn build_c(name: &str, dir: &Path, extra: &[&str]) -> PathBuf {
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args([
-            "-O2",
-            "-g",
-            "-finstrument-functions",
-            "-falign-functions=64",
-            "-falign-loops=64",
-        ])
-        .arg(repo().join(format!("tests/c/{name}.c")))
-        .arg("-o")
-        .arg(&out)
-        .args(extra)
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "gcc failed for {name}");
-    out
 }
 
 /// `hood calls run` in a private segment directory; returns the data file.
@@ -516,4 +495,14 @@ fn uninstrumented_program_is_unaffected() {
         "exit status of the child is passed on"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no call-path tables"));
+}
+
+/// The calls workloads, aligned so that identical bodies cost the same.
+fn build_c(name: &str, dir: &Path, libs: &[&str]) -> PathBuf {
+    instrumented(
+        name,
+        dir,
+        &["-falign-functions=64", "-falign-loops=64"],
+        libs,
+    )
 }

@@ -11,26 +11,6 @@ use std::process::{Command, Stdio};
 
 use common::*;
 
-/// gcc -O2 -finstrument-functions tests/c/NAME.c -o DIR/NAME (as calls_runtime.rs builds).
-fn build_instrumented(name: &str, dir: &Path) -> PathBuf {
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args([
-            "-O2",
-            "-g",
-            "-finstrument-functions",
-            "-falign-functions=64",
-            "-falign-loops=64",
-        ])
-        .arg(repo().join(format!("tests/c/{name}.c")))
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("gcc must be installed");
-    assert!(st.success(), "gcc failed for {name}");
-    out
-}
-
 /// `hood calls run` with the release runtime and a private segment directory.
 fn calls_run(dir: &Path, argv: &[&str]) -> PathBuf {
     let data = dir.join("calls.data");
@@ -182,4 +162,14 @@ fn go_tool_pprof_shows_the_same_top_functions_by_own_time() {
             "{name} calls"
         );
     }
+}
+
+/// Built as calls_runtime.rs builds its workloads.
+fn build_instrumented(name: &str, dir: &Path) -> PathBuf {
+    instrumented(
+        name,
+        dir,
+        &["-falign-functions=64", "-falign-loops=64"],
+        &[],
+    )
 }

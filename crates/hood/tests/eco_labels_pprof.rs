@@ -11,8 +11,6 @@ use std::process::Command;
 
 use common::*;
 
-const TRACEFS: &str = "/sys/kernel/tracing";
-
 /// `go tool pprof -tags [-tagfocus=FOCUS]`: key → value → sample count.
 fn pprof_tags(file: &Path, focus: Option<&str>) -> HashMap<String, HashMap<String, u64>> {
     let mut cmd = Command::new("go");
@@ -57,11 +55,7 @@ fn pprof_labels_charge_the_udp_receive_path_to_the_receiver() {
         return;
     }
     let _serial = perf_lock();
-    if !Path::new(TRACEFS).join("instances").is_dir() {
-        let _ = Command::new("mount")
-            .args(["-t", "tracefs", "nodev", TRACEFS])
-            .status();
-    }
+    ensure_tracefs();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("udp.data");
     let pb = dir.path().join("udp.pb.gz");

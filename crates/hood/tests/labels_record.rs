@@ -11,8 +11,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-const TRACEFS: &str = "/sys/kernel/tracing";
-
 /// Whether `frames` contain any of `names`.
 fn has(frames: &[String], names: &[&str]) -> bool {
     frames
@@ -59,14 +57,6 @@ fn tracing_state() -> String {
 fn stale(name: &str) -> bool {
     name.strip_prefix("hood-labels-")
         .is_some_and(|pid| !Path::new("/proc").join(pid).exists())
-}
-
-fn ensure_tracefs() {
-    if !Path::new(TRACEFS).join("instances").is_dir() {
-        let _ = Command::new("mount")
-            .args(["-t", "tracefs", "nodev", TRACEFS])
-            .status();
-    }
 }
 
 #[test]

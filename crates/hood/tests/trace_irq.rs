@@ -12,7 +12,6 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 mod common;
-use common::repo;
 
 fn hood() -> &'static str {
     env!("CARGO_BIN_EXE_hood")
@@ -20,19 +19,6 @@ fn hood() -> &'static str {
 
 /// One recording at a time (they share 2 CPUs and /proc/softirqs).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn build(dir: &Path) -> PathBuf {
-    let out = dir.join("trace_irq");
-    let st = Command::new("gcc")
-        .args(["-O2", "-g", "-finstrument-functions", "-pthread"])
-        .arg(repo().join("tests/c/trace_irq.c"))
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "gcc failed for trace_irq.c");
-    out
-}
 
 fn record(dir: &Path, data: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Output {
     let out = Command::new(hood())
@@ -261,4 +247,8 @@ fn without_irq_recording_the_report_says_so_and_charges_nothing() {
     assert_eq!(u(func(&a, "send_burst"), "irq_ns"), 0);
     assert!(report(&data, &[]).contains("irq/softirq time     = not recorded"));
     assert!(!report(&data, &["--paths"]).contains("softirq"));
+}
+
+fn build(dir: &Path) -> PathBuf {
+    common::instrumented("trace_irq", dir, &["-pthread"], &[])
 }

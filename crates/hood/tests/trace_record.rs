@@ -8,7 +8,6 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 mod common;
-use common::repo;
 
 fn hood() -> &'static str {
     env!("CARGO_BIN_EXE_hood")
@@ -25,19 +24,6 @@ struct Tmp(
 fn tmp() -> Tmp {
     let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     Tmp(tempfile::tempdir().expect("tempdir"), guard)
-}
-
-fn build_c(name: &str, dir: &Path) -> PathBuf {
-    let out = dir.join(name);
-    let st = Command::new("gcc")
-        .args(["-O2", "-g", "-finstrument-functions", "-pthread"])
-        .arg(repo().join(format!("tests/c/{name}.c")))
-        .arg("-o")
-        .arg(&out)
-        .status()
-        .expect("gcc");
-    assert!(st.success(), "gcc failed for {name}");
-    out
 }
 
 fn record(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> (PathBuf, Output) {
@@ -372,4 +358,8 @@ fn damaged_files_give_clear_errors() {
     let p = t.0.path().join("garbage.data");
     std::fs::write(&p, b"not a trace at all, just text").unwrap();
     assert_eq!(report(&p, &[]).status.code(), Some(2));
+}
+
+fn build_c(name: &str, dir: &Path) -> PathBuf {
+    common::instrumented(name, dir, &["-pthread"], &[])
 }

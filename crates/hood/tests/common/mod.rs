@@ -162,3 +162,32 @@ pub fn runtime_release_dir() -> &'static Path {
         target.join("release")
     })
 }
+
+/// `gcc -O2 -g -finstrument-functions FLAGS tests/c/NAME.c -o DIR/NAME LIBS`: a workload for
+/// the call-path profiler and the tracer.
+pub fn instrumented(name: &str, dir: &Path, flags: &[&str], libs: &[&str]) -> PathBuf {
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-finstrument-functions"])
+        .args(flags)
+        .arg(repo().join(format!("tests/c/{name}.c")))
+        .arg("-o")
+        .arg(&out)
+        .args(libs)
+        .status()
+        .expect("gcc must be installed");
+    assert!(st.success(), "gcc failed for {name}");
+    out
+}
+
+/// Where tracefs is expected.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Mount tracefs if it is not mounted yet (the tests that need it run as root).
+pub fn ensure_tracefs() {
+    if !Path::new(TRACEFS).join("instances").is_dir() {
+        let _ = Command::new("mount")
+            .args(["-t", "tracefs", "nodev", TRACEFS])
+            .status();
+    }
+}
