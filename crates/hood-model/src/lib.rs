@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod calls;
+pub mod frames;
 pub mod labels;
 pub mod monitor;
 pub mod perfdata;

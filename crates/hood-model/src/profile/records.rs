@@ -4,6 +4,7 @@
 //! counted error rather than a panic.
 
 use super::attr::{sample, Attr};
+use crate::frames::for_each_frame;
 
 /// PERF_RECORD_* types hood decodes.
 pub mod kind {
@@ -207,24 +208,16 @@ fn cstr(b: &[u8]) -> String {
 impl Decoded {
     /// Decode one chunk of raw records from the ring of `cpu`.
     pub fn push_chunk(&mut self, attr: &Attr, cpu: u32, bytes: &[u8]) {
-        let mut at = 0usize;
-        while at + 8 <= bytes.len() {
-            let typ = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or([0; 4]));
-            let misc = u16::from_le_bytes([bytes[at + 4], bytes[at + 5]]);
-            let size = u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
-            if size < 8 || at + size > bytes.len() {
-                self.malformed += 1;
-                return;
+        let mut bad = 0;
+        let framed = for_each_frame(bytes, |f| {
+            if self
+                .push_record(attr, cpu, f.ty, f.misc, &f.bytes[8..])
+                .is_none()
+            {
+                bad += 1;
             }
-            let body = &bytes[at + 8..at + size];
-            if self.push_record(attr, cpu, typ, misc, body).is_none() {
-                self.malformed += 1;
-            }
-            at += size;
-        }
-        if at != bytes.len() {
-            self.malformed += 1;
-        }
+        });
+        self.malformed += bad + u64::from(framed.is_err());
     }
 
     fn push_record(

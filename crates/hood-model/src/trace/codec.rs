@@ -8,6 +8,7 @@ use hood_format::{tags, FileKind, Reader};
 use super::{
     IrqDecoder, ProcessTrace, RawEvent, Switch, ThreadEvents, Trace, TraceMeta, PAYLOAD_VERSION,
 };
+use crate::frames::{for_each_frame, FrameError};
 use crate::ModelError;
 
 /// PERF_RECORD_LOST.
@@ -180,36 +181,25 @@ pub struct SwitchDecode {
 /// Decode the raw records of the switch event of CPU `cpu` (sample id: pid, tid, time).
 pub fn decode_switches(cpu: u32, b: &[u8]) -> SwitchDecode {
     let mut out = SwitchDecode::default();
-    let mut o = 0usize;
-    while o + 8 <= b.len() {
-        let ty = u32_at(b, o);
-        let misc = u16::from_le_bytes([b[o + 4], b[o + 5]]);
-        let size = u16::from_le_bytes([b[o + 6], b[o + 7]]) as usize;
-        if size < 8 || o + size > b.len() {
-            out.malformed = Some(format!(
-                "CPU {cpu}: switch record at byte {o} has size {size} ({} bytes left)",
-                b.len() - o
-            ));
-            return out;
-        }
-        let rec = &b[o..o + size];
-        match ty {
+    let framed = for_each_frame(b, |f| {
+        let (rec, size) = (f.bytes, f.bytes.len());
+        match f.ty {
             RECORD_SWITCH if size >= 24 => out.switches.push(Switch {
                 pid: u32_at(rec, size - 16),
                 tid: u32_at(rec, size - 12),
                 time_ns: u64_at(rec, size - 8),
-                out: misc & MISC_SWITCH_OUT != 0,
-                preempt: misc & MISC_SWITCH_PREEMPT != 0,
+                out: f.misc & MISC_SWITCH_OUT != 0,
+                preempt: f.misc & MISC_SWITCH_PREEMPT != 0,
                 cpu,
             }),
             RECORD_LOST if size >= 24 => out.lost += u64_at(rec, 16),
             _ => {}
         }
-        o += size;
-    }
-    if o != b.len() {
-        out.malformed = Some(format!("CPU {cpu}: {} trailing bytes", b.len() - o));
-    }
+    });
+    out.malformed = framed.err().map(|e| match e {
+        FrameError::BadSize { .. } => format!("CPU {cpu}: switch {e}"),
+        FrameError::Trailing(_) => format!("CPU {cpu}: {e}"),
+    });
     out
 }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::frames::{for_each_frame, FrameError};
 use crate::labels::format::{EventFormat, Field};
 
 /// PERF_RECORD_LOST.
@@ -208,31 +209,18 @@ impl IrqDecoder {
     /// Decode the raw records of CPU `cpu`'s irq ring.
     pub fn decode(&self, cpu: u32, b: &[u8]) -> IrqDecode {
         let mut out = IrqDecode::default();
-        let mut o = 0usize;
-        while o + 8 <= b.len() {
-            let ty = u32_at(b, o).unwrap_or(0);
-            let size = u16::from_le_bytes([b[o + 6], b[o + 7]]) as usize;
-            if size < 8 || o + size > b.len() {
-                out.malformed = Some(format!(
-                    "CPU {cpu}: irq record at byte {o} has size {size} ({} bytes left)",
-                    b.len() - o
-                ));
-                return out;
-            }
-            let rec = &b[o..o + size];
-            match ty {
-                RECORD_SAMPLE => match self.sample(&rec[8..]) {
-                    Some(i) => out.irqs.push(i),
-                    None => out.skipped += 1,
-                },
-                RECORD_LOST if size >= 24 => out.lost += u64_at(rec, 16).unwrap_or(0),
-                _ => {}
-            }
-            o += size;
-        }
-        if o != b.len() {
-            out.malformed = Some(format!("CPU {cpu}: {} trailing bytes", b.len() - o));
-        }
+        let framed = for_each_frame(b, |f| match f.ty {
+            RECORD_SAMPLE => match self.sample(&f.bytes[8..]) {
+                Some(i) => out.irqs.push(i),
+                None => out.skipped += 1,
+            },
+            RECORD_LOST if f.bytes.len() >= 24 => out.lost += u64_at(f.bytes, 16).unwrap_or(0),
+            _ => {}
+        });
+        out.malformed = framed.err().map(|e| match e {
+            FrameError::BadSize { .. } => format!("CPU {cpu}: irq {e}"),
+            FrameError::Trailing(_) => format!("CPU {cpu}: {e}"),
+        });
         out
     }
 }
