@@ -59,21 +59,7 @@ fn pprof_labels_charge_the_udp_receive_path_to_the_receiver() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("udp.data");
     let pb = dir.path().join("udp.pb.gz");
-    let prog = c_program("labels_udp");
-    let out = record(
-        &file,
-        &[
-            "--labels",
-            "--labels-budget",
-            "0",
-            "-F",
-            "999",
-            "--",
-            prog.to_str().unwrap(),
-            "2",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    record_labels_udp(&file, "0");
     let out = run(hood()
         .args(["report", "--labels", "--format", "pprof", "-i"])
         .arg(&file)

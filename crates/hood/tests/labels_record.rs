@@ -69,22 +69,8 @@ fn udp_receive_path_is_charged_to_the_receiver() {
     let before = tracing_state();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("udp.data");
-    let prog = c_program("labels_udp");
-    let out = record(
-        &file,
-        // Everything traced (no budget): the attribution itself is under test.
-        &[
-            "--labels",
-            "--labels-budget",
-            "0",
-            "-F",
-            "999",
-            "--",
-            prog.to_str().unwrap(),
-            "2",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    // Everything traced (no budget): the attribution itself is under test.
+    record_labels_udp(&file, "0");
     assert_eq!(tracing_state(), before, "tracing state changed by the run");
 
     let rx = ["net_rx_action", "__netif_receive_skb", "process_backlog"];
@@ -305,20 +291,8 @@ fn over_budget_run_says_so_and_still_charges_the_receiver() {
     ensure_tracefs();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("budget.data");
-    let prog = c_program("labels_udp");
     // Loopback UDP produces far more than 20000 events/s.
-    let out = record(
-        &file,
-        &[
-            "--labels",
-            "--labels-budget",
-            "20000",
-            "--",
-            prog.to_str().unwrap(),
-            "2",
-        ],
-    );
-    assert!(out.status.success(), "{}", text(&out));
+    record_labels_udp(&file, "20000");
     let txt = report(&file, &["--labels"]);
     let note = txt
         .lines()

@@ -191,3 +191,24 @@ pub fn ensure_tracefs() {
             .status();
     }
 }
+
+/// `hood record --labels --labels-budget BUDGET -F 999 -- labels_udp 2` (the loopback UDP
+/// sender/receiver pair) into `file`; the recording must succeed. `0`: no budget.
+pub fn record_labels_udp(file: &Path, budget: &str) -> Output {
+    let prog = c_program("labels_udp");
+    let out = record(
+        file,
+        &[
+            "--labels",
+            "--labels-budget",
+            budget,
+            "-F",
+            "999",
+            "--",
+            prog.to_str().unwrap(),
+            "2",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    out
+}
