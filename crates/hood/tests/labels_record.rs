@@ -159,8 +159,52 @@ fn direct_io_completions_are_charged_to_the_reader() {
     ensure_tracefs();
     // The data file must live on the machine's block device, not on tmpfs.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let data = dir.path().join("dio.bin");
-    let file = dir.path().join("dio.data");
+    let done = [
+        "blk_done_softirq",
+        "virtblk_done",
+        "blk_mq_end_request",
+        "blk_update_request",
+    ];
+    // Completions are short: a run can catch too few of them to judge the charging by (3 of
+    // a usual 25-110 was seen once). Such a run is repeated, up to three in all; the charging
+    // is then asserted on the last run.
+    let mut attempt = 0;
+    let (labeled, all, reader_async) = loop {
+        attempt += 1;
+        let (labeled, rest) = record_dio(dir.path());
+        let all = sum(&labeled, |f| has(f, &done));
+        let reader_async = sum(&labeled, |f| {
+            f[0] == "dio_reader"
+                && f.get(1).map(String::as_str) == Some("[async BLOCK]")
+                && has(f, &done)
+        });
+        eprintln!(
+            "run {attempt}: completion samples: {all}, charged to the reader as async BLOCK: {reader_async}"
+        );
+        if all >= 5 || attempt == 3 {
+            assert!(
+                all >= 5,
+                "too few completion samples ({all}) in {attempt} runs; reader: {}",
+                rest.trim()
+            );
+            break (labeled, all, reader_async);
+        }
+    };
+    assert!(
+        reader_async as f64 >= 0.8 * all as f64,
+        "reader got {reader_async} of {all} completion samples:\n{:?}",
+        labeled
+            .iter()
+            .filter(|(f, _)| has(f, &done))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// One `hood record --labels -a` of the O_DIRECT reader in `dir`: the labeled folded stacks
+/// and what the reader printed at the end.
+fn record_dio(dir: &Path) -> (Vec<(Vec<String>, u64)>, String) {
+    let data = dir.join("dio.bin");
+    let file = dir.join("dio.data");
     let prog = c_program("labels_dio");
     let mut reader = Command::new(&prog)
         .arg(&data)
@@ -179,33 +223,7 @@ fn direct_io_completions_are_charged_to_the_reader() {
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut stdout, &mut rest);
     assert!(out.status.success(), "{}", text(&out));
-    let labeled = collapsed(&file, &["--labels"]);
-    let done = [
-        "blk_done_softirq",
-        "virtblk_done",
-        "blk_mq_end_request",
-        "blk_update_request",
-    ];
-    let all = sum(&labeled, |f| has(f, &done));
-    let reader_async = sum(&labeled, |f| {
-        f[0] == "dio_reader"
-            && f.get(1).map(String::as_str) == Some("[async BLOCK]")
-            && has(f, &done)
-    });
-    eprintln!("completion samples: {all}, charged to the reader as async BLOCK: {reader_async}");
-    assert!(
-        all >= 5,
-        "too few completion samples ({all}); reader: {}",
-        rest.trim()
-    );
-    assert!(
-        reader_async as f64 >= 0.8 * all as f64,
-        "reader got {reader_async} of {all} completion samples:\n{:?}",
-        labeled
-            .iter()
-            .filter(|(f, _)| has(f, &done))
-            .collect::<Vec<_>>()
-    );
+    (collapsed(&file, &["--labels"]), rest)
 }
 
 #[test]
