@@ -19,6 +19,7 @@ fn attr() -> Attr {
             | sample::CALLCHAIN,
         read_format: 0,
         flags: (1 << 18) | (1 << 10),
+        sample_regs_user: 0,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
-use crate::{EventKind, SamplingConfig};
+use crate::{EventKind, SamplingConfig, UserStack};
 
 /// The sample fields every hood sample carries (CALLCHAIN is added on request).
 pub const BASE_SAMPLE_TYPE: u64 = (b::PERF_SAMPLE_IDENTIFIER
@@ -11,6 +11,10 @@ pub const BASE_SAMPLE_TYPE: u64 = (b::PERF_SAMPLE_IDENTIFIER
     | b::PERF_SAMPLE_TIME
     | b::PERF_SAMPLE_CPU
     | b::PERF_SAMPLE_PERIOD) as u64;
+
+/// The user registers a stack-copy sample carries, in the kernel's x86-64 numbering: BP (6),
+/// SP (7), IP (8) — what unwinding starts from. They appear in the record in this order.
+pub const USER_REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 
 /// Per-open choices that are not part of the user's configuration.
 #[derive(Debug, Clone, Copy)]
@@ -45,6 +49,15 @@ pub(crate) fn build(cfg: &SamplingConfig, event: EventKind, opts: AttrOpts) -> p
     let mut st = BASE_SAMPLE_TYPE;
     if cfg.callchain {
         st |= b::PERF_SAMPLE_CALLCHAIN as u64;
+        if let UserStack::Copy { bytes, fp_chain } = cfg.user_stack {
+            // The register numbering above is x86-64's.
+            if cfg.include_user && cfg!(target_arch = "x86_64") {
+                st |= (b::PERF_SAMPLE_REGS_USER | b::PERF_SAMPLE_STACK_USER) as u64;
+                attr.sample_regs_user = USER_REGS_MASK;
+                attr.sample_stack_user = bytes;
+                attr.set_exclude_callchain_user(u64::from(!fp_chain));
+            }
+        }
     }
     attr.sample_type = st;
     attr.set_disabled(1);

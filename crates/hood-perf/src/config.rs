@@ -57,6 +57,42 @@ impl FromStr for EventKind {
     }
 }
 
+/// How user-space call stacks are obtained (kernel stacks always come from the kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserStack {
+    /// The kernel follows frame pointers (`--call-graph fp`): cheapest, but stacks of code
+    /// built without frame pointers stop at their first frame.
+    FramePointer,
+    /// Each sample carries the user registers and a copy of the top `bytes` of the user stack
+    /// (`--call-graph dwarf,BYTES`), for unwinding with call frame information. With
+    /// `fp_chain` the kernel's frame-pointer chain comes too, to continue stacks deeper than
+    /// the copy where the code keeps frame pointers (`auto`).
+    Copy {
+        /// Bytes of stack copied per sample: a multiple of 8, at most [`MAX_STACK_COPY`].
+        bytes: u32,
+        /// Also record the kernel's frame-pointer chain.
+        fp_chain: bool,
+    },
+}
+
+/// The largest stack copy a sample can carry (a perf record's size is 16 bits).
+pub const MAX_STACK_COPY: u32 = 65_528;
+/// The default stack copy (what `perf record --call-graph dwarf` copies).
+pub const DEFAULT_STACK_COPY: u32 = 8_192;
+
+impl UserStack {
+    /// The default: a stack copy plus the frame-pointer chain.
+    pub const AUTO: UserStack = UserStack::Copy {
+        bytes: DEFAULT_STACK_COPY,
+        fp_chain: true,
+    };
+
+    /// Whether samples carry registers and a stack copy.
+    pub fn copies_stack(self) -> bool {
+        matches!(self, UserStack::Copy { .. })
+    }
+}
+
 /// How to sample. Build with [`SamplingConfig::default`] and adjust fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SamplingConfig {
@@ -64,8 +100,11 @@ pub struct SamplingConfig {
     pub event: EventKind,
     /// Target sampling frequency in Hz (`attr.freq = 1`, `sample_freq`).
     pub freq_hz: u64,
-    /// Record call chains (kernel chains and user frame-pointer chains).
+    /// Record call chains (kernel chains, and user stacks as [`user_stack`](Self::user_stack)
+    /// says).
     pub callchain: bool,
+    /// How user stacks are obtained when `callchain` is on.
+    pub user_stack: UserStack,
     /// Sample while in the kernel (`exclude_kernel = !include_kernel`).
     pub include_kernel: bool,
     /// Sample while in user space.
@@ -83,6 +122,7 @@ impl Default for SamplingConfig {
             event: EventKind::CpuClock,
             freq_hz: 999,
             callchain: true,
+            user_stack: UserStack::FramePointer,
             include_kernel: true,
             include_user: true,
             ring_pages: 256,
@@ -104,6 +144,13 @@ impl SamplingConfig {
                 "ring_pages must be a power of two, got {}",
                 self.ring_pages
             )));
+        }
+        if let UserStack::Copy { bytes, .. } = self.user_stack {
+            if bytes == 0 || bytes % 8 != 0 || bytes > MAX_STACK_COPY {
+                return Err(PerfError::InvalidConfig(format!(
+                    "a stack copy of {bytes} bytes: it must be a multiple of 8 between 8 and {MAX_STACK_COPY}"
+                )));
+            }
         }
         if !self.include_kernel && !self.include_user {
             return Err(PerfError::InvalidConfig(

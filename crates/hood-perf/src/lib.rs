@@ -47,8 +47,10 @@ mod switches;
 mod sys;
 pub mod tracefs;
 
-pub use attr::BASE_SAMPLE_TYPE;
-pub use config::{EventKind, SamplingConfig, Target};
+pub use attr::{BASE_SAMPLE_TYPE, USER_REGS_MASK};
+pub use config::{
+    EventKind, SamplingConfig, Target, UserStack, DEFAULT_STACK_COPY, MAX_STACK_COPY,
+};
 pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{paranoid_level, PerfError};
 pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};

@@ -36,22 +36,7 @@ impl DebugFile {
     /// binary's load segments can be read.
     pub(crate) fn find(real: &Path, dirs: &[PathBuf]) -> Option<DebugFile> {
         let id = read_build_id(real).ok()??;
-        if id.len() < 2 {
-            return None;
-        }
-        let h = hex(&id);
-        let path = dirs
-            .iter()
-            .map(|d| {
-                d.join(".build-id")
-                    .join(&h[..2])
-                    .join(format!("{}.debug", &h[2..]))
-            })
-            .find(|p| p.is_file())?;
-        // A debug file left over from another build of the binary must not be trusted.
-        if read_build_id(&path).ok()?.as_deref() != Some(&id[..]) {
-            return None;
-        }
+        let path = debug_file_path(&id, dirs)?;
         let loads = read_loads(real)?;
         Some(DebugFile { path, loads })
     }
@@ -63,6 +48,25 @@ impl DebugFile {
             .find(|l| offset >= l.offset && offset - l.offset < l.filesz)
             .and_then(|l| l.vaddr.checked_add(offset - l.offset))
     }
+}
+
+/// The separate debug file for `build_id` in one of `dirs` (each laid out as
+/// `DIR/.build-id/XX/YYYY.debug`), if one exists and carries the same build-id: a debug file
+/// left over from another build of the binary is never trusted.
+pub fn debug_file_path(build_id: &[u8], dirs: &[PathBuf]) -> Option<PathBuf> {
+    if build_id.len() < 2 {
+        return None;
+    }
+    let h = hex(build_id);
+    let path = dirs
+        .iter()
+        .map(|d| {
+            d.join(".build-id")
+                .join(&h[..2])
+                .join(format!("{}.debug", &h[2..]))
+        })
+        .find(|p| p.is_file())?;
+    (read_build_id(&path).ok()?.as_deref() == Some(build_id)).then_some(path)
 }
 
 /// The `PT_LOAD` headers of a 64-bit little-endian ELF file; `None` for anything else

@@ -34,6 +34,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use buildid::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
+pub use debugfile::debug_file_path;
 pub use demangle::demangle;
 pub use error::SymbolError;
 pub use symbolizer::Symbolizer;

@@ -26,6 +26,12 @@ pub mod sample {
     pub const STREAM_ID: u64 = 1 << 9;
     /// Raw tracepoint data.
     pub const RAW: u64 = 1 << 10;
+    /// Branch stack.
+    pub const BRANCH_STACK: u64 = 1 << 11;
+    /// User registers.
+    pub const REGS_USER: u64 = 1 << 12;
+    /// A copy of the top of the user stack.
+    pub const STACK_USER: u64 = 1 << 13;
     /// Identifier at a fixed position.
     pub const IDENTIFIER: u64 = 1 << 16;
 }
@@ -45,6 +51,25 @@ pub struct Attr {
     pub read_format: u64,
     /// Flag bits (disabled, inherit, ..., sample_id_all at bit 18).
     pub flags: u64,
+    /// Which user registers samples carry (0 when the stored attribute is too short to say).
+    pub sample_regs_user: u64,
+}
+
+/// Byte offset of `sample_type` in a `perf_event_attr`.
+const SAMPLE_TYPE_AT: usize = 24;
+/// Byte offset of `sample_regs_user`.
+const REGS_USER_AT: usize = 80;
+
+/// The attribute bytes with the given `sample_type` bits cleared: what describes samples
+/// the recorder rewrote after taking those fields out (a stack copy it already unwound).
+pub fn clear_sample_bits(bytes: &[u8], bits: u64) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    if let Some(b) = out.get_mut(SAMPLE_TYPE_AT..SAMPLE_TYPE_AT + 8) {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        b.copy_from_slice(&(u64::from_le_bytes(w) & !bits).to_le_bytes());
+    }
+    out
 }
 
 impl Attr {
@@ -65,9 +90,14 @@ impl Attr {
             type_: u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
             config: u64_at(8),
             sample_period_or_freq: u64_at(16),
-            sample_type: u64_at(24),
+            sample_type: u64_at(SAMPLE_TYPE_AT),
             read_format: u64_at(32),
             flags: u64_at(40),
+            sample_regs_user: if bytes.len() >= REGS_USER_AT + 8 {
+                u64_at(REGS_USER_AT)
+            } else {
+                0
+            },
         };
         if attr.read_format != 0 && attr.sample_type & sample::READ != 0 {
             return Err(ModelError::Malformed(

@@ -10,7 +10,9 @@ use super::maps::{
     hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
 };
 use super::model::{DsoFile, Func, FuncId, Mode, Process, Profile, Sample, Thread};
-use super::records::{Event, Mapping, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL};
+use super::records::{
+    Event, Mapping, Truncation, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL,
+};
 
 /// Turns locations into names. Implemented outside the model (by hood-symbols in the binary)
 /// so the model stays pure. Each method gets a batch of unique locations and returns one
@@ -37,6 +39,27 @@ enum Loc {
     Vdso(u64),
     Anon(u32, u64),
     Unknown,
+    /// A user stack that could not be completed: why, and the file of its last frame.
+    Truncated(Truncation, Option<FileId>),
+}
+
+/// The pseudo-DSO of truncation frames.
+pub const TRUNCATED_DSO: &str = "[truncated]";
+
+/// The frame shown where a user stack stops early.
+fn truncation_name(t: Truncation, file: Option<&MappedFile>) -> String {
+    let short = file.map(MappedFile::short_name);
+    match (t, short) {
+        (Truncation::StackCopyTooSmall, _) => "[truncated: stack copy too small]".into(),
+        (Truncation::NoUnwindInfo, Some(f)) => format!("[truncated: no unwind info in {f}]"),
+        (Truncation::NoUnwindInfo, None) => {
+            "[truncated: no unwind info (JIT or anonymous code)]".into()
+        }
+        (Truncation::NotMapped, _) => "[truncated: return address outside known mappings]".into(),
+        (Truncation::Failed, Some(f)) => format!("[truncated: unwinding failed in {f}]"),
+        (Truncation::Failed, None) => "[truncated: unwinding failed]".into(),
+        (Truncation::TooDeep, _) => "[truncated: deeper than hood keeps]".into(),
+    }
 }
 
 #[derive(Default)]
@@ -135,6 +158,14 @@ fn locate_chain(
     let mut kernel = kernel_ip;
     for &a in chain {
         if a >= CONTEXT_MAX {
+            if let Some(t) = Truncation::from_marker(a) {
+                let file = frames.last().and_then(|&l| match int.locs[l as usize] {
+                    Loc::File(f, _) => Some(f),
+                    _ => None,
+                });
+                frames.push(int.loc(Loc::Truncated(t, file), 0));
+                break;
+            }
             kernel = a == CONTEXT_KERNEL;
             if a != CONTEXT_KERNEL && a != CONTEXT_USER {
                 break; // guest or hypervisor frames: not ours
@@ -370,7 +401,7 @@ fn symbolize(
             Loc::File(f, _) => by_file.entry(*f).or_default().push(i),
             Loc::Vdso(_) => vdso.push(i),
             Loc::Anon(pid, _) => by_pid.entry(*pid).or_default().push(i),
-            Loc::Unknown => {}
+            Loc::Unknown | Loc::Truncated(..) => {}
         }
     }
     fn fill(names: &mut [Option<String>], idx: &[usize], got: Vec<Option<String>>) {
@@ -381,7 +412,7 @@ fn symbolize(
     let addr_of = |i: usize| match int.locs[i] {
         Loc::Kernel(a) | Loc::Anon(_, a) => a,
         Loc::File(_, o) | Loc::Vdso(o) => o,
-        Loc::Unknown => 0,
+        Loc::Unknown | Loc::Truncated(..) => 0,
     };
     let addrs: Vec<u64> = kernel.iter().map(|&i| addr_of(i)).collect();
     fill(&mut names, &kernel, resolver.kernel(&addrs));
@@ -398,6 +429,11 @@ fn symbolize(
     for (pid, idx) in &by_pid {
         let a: Vec<u64> = idx.iter().map(|&i| addr_of(i)).collect();
         fill(&mut names, idx, resolver.perf_map(*pid, &a));
+    }
+    for (i, l) in int.locs.iter().enumerate() {
+        if let Loc::Truncated(t, f) = l {
+            names[i] = Some(truncation_name(*t, f.map(|f| &files.list[f as usize])));
+        }
     }
     let missing: Vec<usize> = (0..n).filter(|&i| names[i].is_none()).collect();
     if !missing.is_empty() {
@@ -430,6 +466,7 @@ fn symbolize(
                 (short, false)
             }
             Loc::Vdso(_) => ("[vdso]".to_string(), false),
+            Loc::Truncated(..) => (TRUNCATED_DSO.to_string(), false),
             Loc::Anon(..) | Loc::Unknown => ("[unknown]".to_string(), false),
         };
         let (name, resolved) = match names[i].take() {

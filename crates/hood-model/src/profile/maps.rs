@@ -128,6 +128,66 @@ impl AddressSpace {
     }
 }
 
+/// One line of `/proc/PID/maps`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapsLine<'a> {
+    /// First address.
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// Permissions, e.g. `r-xp`.
+    pub perms: &'a str,
+    /// File offset of `start`.
+    pub offset: u64,
+    /// Device, `major:minor` in hex.
+    pub dev: &'a str,
+    /// Inode number (0 for anonymous memory).
+    pub inode: u64,
+    /// Path or pseudo-name (`[vdso]`, `[heap]`); empty for anonymous memory. Paths may hold
+    /// spaces; a deleted file ends in ` (deleted)`.
+    pub path: &'a str,
+}
+
+impl MapsLine<'_> {
+    /// Whether the mapping is executable.
+    pub fn is_exec(&self) -> bool {
+        self.perms.as_bytes().get(2) == Some(&b'x')
+    }
+}
+
+/// Parse one line of `/proc/PID/maps`; `None` for anything not of its shape. This is the
+/// workspace's one reader of that format.
+pub fn parse_maps_line(line: &str) -> Option<MapsLine<'_>> {
+    let mut rest = line;
+    let mut field = || {
+        let t = rest.trim_start_matches(' ');
+        let end = t.find(' ').unwrap_or(t.len());
+        let (f, r) = t.split_at(end);
+        rest = r;
+        (!f.is_empty()).then_some(f)
+    };
+    let range = field()?;
+    let perms = field()?;
+    let offset = field()?;
+    let dev = field()?;
+    let inode = field()?;
+    let (s, e) = range.split_once('-')?;
+    let start = u64::from_str_radix(s, 16).ok()?;
+    let end = u64::from_str_radix(e, 16).ok()?;
+    if end < start || perms.len() != 4 {
+        return None;
+    }
+    Some(MapsLine {
+        start,
+        end,
+        perms,
+        offset: u64::from_str_radix(offset, 16).ok()?,
+        dev,
+        inode: inode.parse().ok()?,
+        path: rest.trim_start_matches(' ').trim_end_matches(['\n', '\r']),
+    })
+}
+
 /// Parse the raw text of /proc/PID/maps into `space`, executable mappings only.
 pub fn load_proc_maps(
     text: &str,
@@ -135,30 +195,14 @@ pub fn load_proc_maps(
     build_ids: &BTreeMap<String, String>,
     space: &mut AddressSpace,
 ) {
-    for line in text.lines() {
-        let mut it = line.split_ascii_whitespace();
-        let (Some(range), Some(perms), Some(off)) = (it.next(), it.next(), it.next()) else {
-            continue;
-        };
-        let _dev = it.next();
-        let _inode = it.next();
-        let path: String = it.collect::<Vec<_>>().join(" ");
-        if !perms.contains('x') {
+    for m in text.lines().filter_map(parse_maps_line) {
+        if !m.is_exec() {
             continue;
         }
-        let Some((s, e)) = range.split_once('-') else {
-            continue;
-        };
-        let (Ok(s), Ok(e), Ok(off)) = (
-            u64::from_str_radix(s, 16),
-            u64::from_str_radix(e, 16),
-            u64::from_str_radix(off, 16),
-        ) else {
-            continue;
-        };
+        let path = m.path.to_string();
         let build_id = build_ids.get(&path).and_then(|h| hex_decode(h));
         let file = files.intern(MappedFile { path, build_id });
-        space.insert(s, e, off, file);
+        space.insert(m.start, m.end, m.offset, file);
     }
 }
 
@@ -213,5 +257,32 @@ mod tests {
             files.list[s.lookup(0x7ffd1000).unwrap().0 as usize].path,
             "[vdso]"
         );
+    }
+
+    #[test]
+    fn maps_lines_parse_every_field_and_refuse_other_shapes() {
+        let l =
+            parse_maps_line("7f00-7f10 r-xp 0000a000 fe:01 4242    /lib/x y.so (deleted)").unwrap();
+        assert_eq!(
+            (l.start, l.end, l.offset, l.inode),
+            (0x7f00, 0x7f10, 0xa000, 4242)
+        );
+        assert_eq!(
+            (l.perms, l.dev, l.path),
+            ("r-xp", "fe:01", "/lib/x y.so (deleted)")
+        );
+        assert!(l.is_exec());
+        let anon = parse_maps_line("1000-2000 rw-p 00000000 00:00 0").unwrap();
+        assert_eq!(anon.path, "");
+        assert!(!anon.is_exec());
+        for bad in [
+            "",
+            "zz-1 r-xp 0 0:0 0 /a",
+            "2000-1000 r-xp 0 0:0 0",
+            "1-2 r-xp 0 0:0",
+            "1-2 rx 0 0:0 0",
+        ] {
+            assert_eq!(parse_maps_line(bad), None, "{bad:?}");
+        }
     }
 }

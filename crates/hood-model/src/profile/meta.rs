@@ -25,6 +25,9 @@ pub struct RecordMeta {
     pub freq_hz: u64,
     /// Whether call chains were recorded.
     pub callchain: bool,
+    /// How user stacks were obtained, in `--call-graph`'s words (`fp`, `dwarf,8192`,
+    /// `auto,8192`); empty in files from before the choice existed (frame pointers).
+    pub call_graph: String,
     /// Host name of the recording machine.
     pub hostname: String,
     /// `uname -r` of the recording machine.

@@ -9,8 +9,9 @@ pub mod maps;
 pub mod meta;
 pub mod model;
 pub mod records;
+pub mod stackcopy;
 
-pub use build::{build_profile, Resolver};
+pub use build::{build_profile, Resolver, TRUNCATED_DSO};
 pub use load::RawRecording;
 pub use meta::{CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats};
 pub use model::{DsoFile, Func, FuncId, Mode, Process, Profile, Sample, StackId, Thread};

@@ -46,6 +46,58 @@ pub const CONTEXT_KERNEL: u64 = (-128i64) as u64;
 /// Marker: the following frames are user frames.
 pub const CONTEXT_USER: u64 = (-512i64) as u64;
 
+/// First of hood's own call-chain markers: `CONTEXT_TRUNCATED + code` ends a user stack that
+/// could not be completed, with [`Truncation::code`] saying why. They sit inside perf's range of
+/// context markers (at or above [`CONTEXT_MAX`]), where the kernel defines none.
+pub const CONTEXT_TRUNCATED: u64 = (-3072i64) as u64;
+
+/// Why a user stack stops before the program's entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Truncation {
+    /// The next frame lies beyond the copied part of the stack (`--call-graph dwarf,BYTES`
+    /// with a bigger size reaches it).
+    StackCopyTooSmall,
+    /// The last frame's code has no call frame information and no frame pointer to follow.
+    NoUnwindInfo,
+    /// A return address lies outside every known mapping (or the sample's process is unknown).
+    NotMapped,
+    /// The call frame information or the stack contents led nowhere.
+    Failed,
+    /// More frames than hood keeps.
+    TooDeep,
+}
+
+impl Truncation {
+    /// Every reason, in code order.
+    pub const ALL: [Truncation; 5] = [
+        Truncation::StackCopyTooSmall,
+        Truncation::NoUnwindInfo,
+        Truncation::NotMapped,
+        Truncation::Failed,
+        Truncation::TooDeep,
+    ];
+
+    /// The small stable code stored in recordings.
+    pub fn code(self) -> u64 {
+        self as u64
+    }
+
+    /// The reason for a stored code.
+    pub fn from_code(code: u64) -> Option<Truncation> {
+        Truncation::ALL.get(usize::try_from(code).ok()?).copied()
+    }
+
+    /// The call-chain marker that stores this reason.
+    pub fn marker(self) -> u64 {
+        CONTEXT_TRUNCATED + self.code()
+    }
+
+    /// The reason a call-chain entry stores, if it is one of hood's truncation markers.
+    pub fn from_marker(entry: u64) -> Option<Truncation> {
+        Truncation::from_code(entry.checked_sub(CONTEXT_TRUNCATED)?)
+    }
+}
+
 /// One decoded record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {

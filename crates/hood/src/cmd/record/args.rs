@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use hood_perf::{EventKind, SamplingConfig};
+use hood_perf::{EventKind, SamplingConfig, UserStack, DEFAULT_STACK_COPY, MAX_STACK_COPY};
 
 /// Arguments of `hood record` (and `hood start`).
 #[derive(Debug, Clone, Args)]
@@ -27,9 +27,22 @@ pub struct RecordArgs {
     /// Event to sample: cpu-clock, task-clock, cycles, instructions.
     #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
     pub event: String,
-    /// Record call chains (the default; kernel chains always, user chains by frame pointer).
-    #[arg(short = 'g', long = "call-graph", overrides_with = "no_call_graph")]
-    pub call_graph: bool,
+    /// Record call chains (the default).
+    #[arg(short = 'g', overrides_with = "no_call_graph")]
+    pub g: bool,
+    /// How user call stacks are obtained: `auto` (the default) copies the top of the stack
+    /// with each sample (8 KiB) and unwinds it with the binaries' DWARF call frame
+    /// information, continuing with frame pointers where that runs out; `dwarf[,BYTES]` the
+    /// same without the frame-pointer chain (BYTES: stack copied per sample, up to 65528);
+    /// `fp` follows frame pointers only (cheapest; stacks of code built without them stop
+    /// early). Kernel stacks always come from the kernel.
+    #[arg(
+        long = "call-graph",
+        value_name = "MODE",
+        default_value = "auto",
+        overrides_with = "no_call_graph"
+    )]
+    pub call_graph: String,
     /// Record only the sampled instruction, no call chains.
     #[arg(long = "no-call-graph")]
     pub no_call_graph: bool,
@@ -39,9 +52,10 @@ pub struct RecordArgs {
     /// Stop after this many seconds.
     #[arg(short = 'd', long = "duration")]
     pub duration: Option<f64>,
-    /// Ring buffer size per CPU in KiB (rounded up to a power-of-two number of pages).
-    #[arg(long = "ring-kb", default_value_t = 1024)]
-    pub ring_kb: usize,
+    /// Ring buffer size per CPU in KiB (rounded up to a power-of-two number of pages);
+    /// default 1024, or 4096 when samples carry stack copies.
+    #[arg(long = "ring-kb")]
+    pub ring_kb: Option<usize>,
     /// Testing aid: sleep this long between ring drains (provokes lost samples).
     #[arg(long = "drain-delay-ms", hide = true, default_value_t = 0)]
     pub drain_delay_ms: u64,
@@ -129,15 +143,19 @@ impl RecordArgs {
             Some(d) => Some(Duration::from_secs_f64(d)),
             None => None,
         };
+        let user_stack = parse_call_graph(&self.call_graph)?;
+        let ring_kb = self.ring_kb.unwrap_or(if user_stack.copies_stack() {
+            4096
+        } else {
+            1024
+        });
         let page = 4096;
-        let pages = (self.ring_kb * 1024)
-            .div_ceil(page)
-            .max(1)
-            .next_power_of_two();
+        let pages = (ring_kb * 1024).div_ceil(page).max(1).next_power_of_two();
         let sampling = SamplingConfig {
             event,
             freq_hz: self.freq,
             callchain: !self.no_call_graph,
+            user_stack,
             ring_pages: pages,
             ..SamplingConfig::default()
         };
@@ -152,5 +170,65 @@ impl RecordArgs {
             labels: self.labels,
             labels_budget: self.labels_budget,
         })
+    }
+}
+
+/// Parse `--call-graph fp|dwarf[,BYTES]|auto`.
+pub fn parse_call_graph(s: &str) -> anyhow::Result<UserStack> {
+    let (mode, size) = match s.split_once(',') {
+        Some((m, b)) => (m, Some(b)),
+        None => (s, None),
+    };
+    let bytes = match size {
+        None => DEFAULT_STACK_COPY,
+        Some(b) => {
+            let n: u32 = b.trim().parse().with_context(|| {
+                format!("--call-graph {s}: the stack copy size {b:?} is not a number of bytes")
+            })?;
+            if n == 0 || n > MAX_STACK_COPY {
+                bail!(
+                    "--call-graph {s}: the stack copy must be between 8 and {MAX_STACK_COPY} bytes"
+                );
+            }
+            // The kernel copies whole 8-byte words.
+            n.div_ceil(8) * 8
+        }
+    };
+    let stack = match mode {
+        "fp" if size.is_none() => UserStack::FramePointer,
+        "dwarf" => UserStack::Copy {
+            bytes,
+            fp_chain: false,
+        },
+        "auto" => UserStack::Copy {
+            bytes,
+            fp_chain: true,
+        },
+        _ => bail!(
+            "--call-graph {s}: choose fp, dwarf, dwarf,BYTES, auto or auto,BYTES \
+             (e.g. --call-graph dwarf,16384 for deeper stacks)"
+        ),
+    };
+    if stack.copies_stack() && !cfg!(target_arch = "x86_64") {
+        eprintln!(
+            "hood: --call-graph {s}: stack copies are unwound on x86-64 only; using frame pointers"
+        );
+        return Ok(UserStack::FramePointer);
+    }
+    Ok(stack)
+}
+
+/// How `stack` reads in `--call-graph`'s words (stored in the recording's metadata).
+pub fn call_graph_name(stack: UserStack) -> String {
+    match stack {
+        UserStack::FramePointer => "fp".into(),
+        UserStack::Copy {
+            bytes,
+            fp_chain: false,
+        } => format!("dwarf,{bytes}"),
+        UserStack::Copy {
+            bytes,
+            fp_chain: true,
+        } => format!("auto,{bytes}"),
     }
 }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use hood_format::{tags, Writer};
 use hood_model::profile::records::{kind, MISC_MMAP_BUILD_ID};
 use hood_model::profile::CpuCounts;
+use hood_unwind::Rewriter;
 
 /// Flush a CPU's buffer once it holds this many bytes.
 const FLUSH_BYTES: usize = 1 << 20;
@@ -15,6 +16,9 @@ const FLUSH_BYTES: usize = 1 << 20;
 /// Per-CPU buffers and counters.
 pub struct Collector {
     bufs: BTreeMap<u32, Vec<u8>>,
+    /// With stack copies: bytes drained this round, rewritten by `end_round`.
+    pending: BTreeMap<u32, Vec<u8>>,
+    rewriter: Option<Rewriter>,
     /// Counters per CPU.
     pub counts: BTreeMap<u32, CpuCounts>,
     /// Pids seen in samples (for JIT maps).
@@ -38,6 +42,8 @@ impl Collector {
                 .iter()
                 .map(|&c| (c, Vec::with_capacity(FLUSH_BYTES * 2)))
                 .collect(),
+            pending: BTreeMap::new(),
+            rewriter: None,
             counts: cpus.iter().map(|&c| (c, CpuCounts::default())).collect(),
             pids: BTreeSet::new(),
             files_without_build_id: BTreeSet::new(),
@@ -46,10 +52,53 @@ impl Collector {
         }
     }
 
+    /// Unwind stack copies with `rewriter` before storing samples.
+    pub fn set_rewriter(&mut self, rewriter: Rewriter) {
+        self.rewriter = Some(rewriter);
+    }
+
+    /// The unwinding stage, when samples carry stack copies.
+    pub fn rewriter(&self) -> Option<&Rewriter> {
+        self.rewriter.as_ref()
+    }
+
     /// Append drained bytes of `cpu`'s ring.
     pub fn push(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
-        self.bufs.entry(cpu).or_default().extend_from_slice(bytes);
+        let to = match self.rewriter {
+            Some(_) => &mut self.pending,
+            None => &mut self.bufs,
+        };
+        to.entry(cpu).or_default().extend_from_slice(bytes);
         Ok(())
+    }
+
+    /// After a drain of every ring: unwind the round's stack copies, in time order across
+    /// CPUs, into the per-CPU buffers.
+    pub fn end_round(&mut self) {
+        let Some(rw) = self.rewriter.as_mut() else {
+            return;
+        };
+        if self.pending.values().all(Vec::is_empty) {
+            return;
+        }
+        let cpus: Vec<u32> = self.pending.keys().copied().collect();
+        let mut outs: Vec<Vec<u8>> = cpus
+            .iter()
+            .map(|c| std::mem::take(self.bufs.entry(*c).or_default()))
+            .collect();
+        {
+            let input: Vec<&[u8]> = self.pending.values().map(Vec::as_slice).collect();
+            rw.rewrite(&input, &mut outs);
+        }
+        for (cpu, out) in cpus.into_iter().zip(outs) {
+            self.bufs.insert(cpu, out);
+        }
+        for p in self.pending.values_mut() {
+            p.clear();
+        }
+        for w in rw.unwinder().take_warnings() {
+            eprintln!("hood: {w}");
+        }
     }
 
     /// Count the records in a buffer that ends on a record boundary.

@@ -125,6 +125,11 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         requested_event: cfg.requested_event.clone(),
         freq_hz: cfg.sampling.freq_hz,
         callchain: cfg.sampling.callchain,
+        call_graph: if cfg.sampling.callchain {
+            args::call_graph_name(cfg.sampling.user_stack)
+        } else {
+            String::new()
+        },
         hostname,
         kernel_release,
         kernel_build_id: snapshot::kernel_build_id(),
@@ -136,12 +141,29 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         notes: session.notes().to_vec(),
     };
     writer.write_chunk(tags::profile::META, &serde_json::to_vec(&meta)?, false)?;
-    writer.write_chunk(tags::profile::PERF_ATTR, &session.attr_bytes(), false)?;
+    // Stack copies are unwound as they are drained; the file stores the chains, described by
+    // the attribute without the copy's fields.
+    let mut rewriter = hood_unwind::Rewriter::new(
+        &session.attr_bytes(),
+        hood_unwind::Options {
+            live: true,
+            ..Default::default()
+        },
+    );
+    let stored_attr = rewriter
+        .as_ref()
+        .map_or_else(|| session.attr_bytes(), |r| r.stored_attr().to_vec());
+    writer.write_chunk(tags::profile::PERF_ATTR, &stored_attr, false)?;
     let snap = match &cfg.who {
         Who::System => Some(snapshot::processes(None)),
         Who::Pids(p) => Some(snapshot::processes(Some(p))),
         Who::Command(_) => None,
     };
+    if let (Some(rw), Some(snap)) = (rewriter.as_mut(), snap.as_ref()) {
+        for p in &snap.processes {
+            rw.unwinder().load_proc_maps(p.pid, &p.maps);
+        }
+    }
     if let Some(snap) = snap {
         writer.write_chunk(
             tags::profile::PROC_SNAPSHOT,
@@ -154,6 +176,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         None => eprintln!("hood: kernel addresses are hidden (kernel.kptr_restrict); kernel frames will be unresolved. Fix: sudo sysctl kernel.kptr_restrict=0"),
     }
     if let Some(v) = snapshot::vdso() {
+        if let Some(rw) = rewriter.as_mut() {
+            rw.unwinder().set_vdso(&v);
+        }
         writer.write_chunk(tags::profile::VDSO, &v, true)?;
     }
     let mut session = session;
@@ -182,6 +207,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     }
     let started = Instant::now();
     let mut collector = Collector::new(session.cpus(), session.sample_type());
+    if let Some(rw) = rewriter.take() {
+        collector.set_rewriter(rw);
+    }
     let mut paused_at: Option<Instant> = None;
     let mut paused = Duration::ZERO;
     let mut exit_status = None;
@@ -196,6 +224,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             std::thread::sleep(cfg.drain_delay);
         }
         let drained = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes));
+        collector.end_round();
         if let Err(e) = drained {
             error = Some(e.to_string());
             stop_reason = "error".into();
@@ -257,6 +286,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         if let Err(e) = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes)) {
             error = Some(e.to_string());
         }
+        collector.end_round();
     }
     if let Some(t) = paused_at {
         paused += t.elapsed();
@@ -290,6 +320,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     };
     drop(writer);
     print_outcome(&outcome, &session);
+    if let Some(rw) = collector.rewriter() {
+        print_unwinding(rw);
+    }
     if let Some(c) = child.as_mut() {
         if exit_status.is_none() {
             exit_status = c.wait();
@@ -387,6 +420,43 @@ fn print_outcome(o: &Outcome, session: &Session) {
     }
     if let Some(e) = &o.error {
         eprintln!("hood: recording stopped early: {e}; what was written is readable with `hood report -i {}`", o.output);
+    }
+}
+
+/// One line on how complete the unwound user stacks are, and why the others stopped.
+fn print_unwinding(rw: &hood_unwind::Rewriter) {
+    let st = rw.unwind_stats();
+    if st.stacks == 0 {
+        return;
+    }
+    let pct = |n: u64| 100.0 * n as f64 / st.stacks as f64;
+    let mut why: Vec<String> = hood_unwind::Truncation::ALL
+        .iter()
+        .filter(|t| st.truncated[t.code() as usize] > 0)
+        .map(|t| {
+            let n = st.truncated[t.code() as usize];
+            format!("{} {:.1}%", truncation_words(*t), pct(n))
+        })
+        .collect();
+    if why.is_empty() {
+        why.push("none".into());
+    }
+    eprintln!(
+        "hood: user stacks: {} unwound, {:.1}% complete; truncated: {}",
+        st.stacks,
+        pct(st.complete),
+        why.join(", ")
+    );
+}
+
+fn truncation_words(t: hood_unwind::Truncation) -> &'static str {
+    use hood_unwind::Truncation as T;
+    match t {
+        T::StackCopyTooSmall => "stack copy too small",
+        T::NoUnwindInfo => "no unwind info",
+        T::NotMapped => "outside known mappings",
+        T::Failed => "unwinding failed",
+        T::TooDeep => "too deep",
     }
 }
 

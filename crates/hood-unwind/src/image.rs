@@ -1,0 +1,240 @@
+//! The unwind information of one ELF image (an executable, a shared library, the vDSO),
+//! read once and shared by every process that maps it.
+//!
+//! The files are untrusted: they are opened without following a final symlink and without
+//! blocking (a FIFO planted under a mapped path cannot hang the recorder), only regular files
+//! are read, only the few sections unwinding needs are read (never the whole file), and every
+//! size comes from the file's real length, never from what its headers claim.
+
+use std::fs::{File, OpenOptions};
+use std::ops::Range;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
+use object::read::ReadCache;
+use object::{Object as _, ObjectSection as _, ObjectSegment as _, ReadRef};
+use rustix::fs::OFlags;
+
+use crate::UnwindError;
+
+/// Files bigger than this are not read for unwind information (no real ELF image is).
+const MAX_IMAGE_BYTES: u64 = 8 << 30;
+/// An unwind section bigger than this is ignored (the biggest real ones are tens of MB).
+const MAX_SECTION_BYTES: u64 = 512 << 20;
+
+/// Section bytes shared between every module made from one image.
+pub(crate) type Bytes = Arc<[u8]>;
+
+/// One `PT_LOAD` segment.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+    exec: bool,
+}
+
+/// A section's stated address range and its bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct Section {
+    pub svma: Range<u64>,
+    pub data: Bytes,
+}
+
+/// What unwinding needs from one ELF image.
+#[derive(Debug)]
+pub struct Image {
+    /// The path it was read from (or a pseudo-name such as `[vdso]`).
+    pub name: String,
+    loads: Vec<Load>,
+    pub(crate) text: Option<Range<u64>>,
+    pub(crate) got: Option<Range<u64>>,
+    pub(crate) eh_frame: Option<Section>,
+    pub(crate) eh_frame_hdr: Option<Section>,
+    pub(crate) debug_frame: Option<Bytes>,
+    /// The GNU build-id note.
+    pub(crate) build_id: Option<Vec<u8>>,
+    /// The entry point (`e_entry`; 0 for a library).
+    pub(crate) entry: u64,
+}
+
+impl Image {
+    /// Whether the image carries call frame information of any kind.
+    pub fn has_cfi(&self) -> bool {
+        self.eh_frame.is_some() || self.debug_frame.is_some()
+    }
+
+    /// The address the image states for file offset `pgoff` of a mapping, and whether the
+    /// segment holding it is executable.
+    pub(crate) fn svma_of_offset(&self, pgoff: u64) -> Option<u64> {
+        // A mapping starts at the page holding its segment's first byte, so compare against
+        // page-aligned segment starts; prefer executable segments (the mapping is one).
+        let holds = |l: &&Load| {
+            let aligned = l.offset & !0xfff;
+            pgoff >= aligned && pgoff < l.offset.saturating_add(l.filesz.max(1))
+        };
+        let l = self
+            .loads
+            .iter()
+            .filter(holds)
+            .find(|l| l.exec)
+            .or_else(|| self.loads.iter().find(holds))?;
+        (l.vaddr.checked_sub(l.offset)?).checked_add(pgoff)
+    }
+
+    /// Whether `svma` lies in the first instructions after the entry point: a frame there is
+    /// the process's (or the dynamic loader's) first, whatever its call frame information
+    /// says about a caller.
+    pub(crate) fn is_entry(&self, svma: u64) -> bool {
+        self.entry != 0 && svma >= self.entry && svma - self.entry < 64
+    }
+
+    /// Whether the code at `svma` (a return address minus one) belongs to a signal trampoline
+    /// (its CIE carries the `S` augmentation, as glibc's `__restore_rt` does).
+    pub(crate) fn is_signal_trampoline(&self, svma: u64) -> bool {
+        let (Some(hdr), Some(eh)) = (&self.eh_frame_hdr, &self.eh_frame) else {
+            return false;
+        };
+        let bases = BaseAddresses::default()
+            .set_eh_frame_hdr(hdr.svma.start)
+            .set_eh_frame(eh.svma.start)
+            .set_text(self.text.as_ref().map_or(0, |t| t.start))
+            .set_got(self.got.as_ref().map_or(0, |g| g.start));
+        let Ok(parsed) = EhFrameHdr::new(&hdr.data[..], LittleEndian).parse(&bases, 8) else {
+            return false;
+        };
+        let Some(table) = parsed.table() else {
+            return false;
+        };
+        let mut eh_frame = EhFrame::new(&eh.data[..], LittleEndian);
+        eh_frame.set_address_size(8);
+        table
+            .fde_for_address(&eh_frame, &bases, svma, EhFrame::cie_from_offset)
+            .is_ok_and(|fde| fde.cie().is_signal_trampoline())
+    }
+
+    /// Read the unwind information of the ELF image in `data`, named `name`.
+    pub(crate) fn parse<'d, R: ReadRef<'d>>(name: String, data: R) -> Result<Image, UnwindError> {
+        let file = object::File::parse(data).map_err(|e| UnwindError::Elf {
+            path: name.clone(),
+            reason: e.to_string(),
+        })?;
+        let loads = file
+            .segments()
+            .map(|s| {
+                let (offset, filesz) = s.file_range();
+                Load {
+                    offset,
+                    vaddr: s.address(),
+                    filesz,
+                    exec: match s.flags() {
+                        object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+                        _ => false,
+                    },
+                }
+            })
+            .collect();
+        let range = |name: &str| {
+            let s = file.section_by_name(name)?;
+            let start = s.address();
+            Some(start..start.checked_add(s.size())?)
+        };
+        let bytes = |name: &str| -> Option<Section> {
+            let s = file.section_by_name(name)?;
+            if s.size() > MAX_SECTION_BYTES {
+                return None;
+            }
+            let data = s.data().ok()?;
+            if data.is_empty() {
+                return None;
+            }
+            let start = s.address();
+            Some(Section {
+                svma: start..start.checked_add(data.len() as u64)?,
+                data: Arc::from(data),
+            })
+        };
+        let eh_frame = bytes(".eh_frame");
+        let eh_frame_hdr = eh_frame.as_ref().and_then(|_| bytes(".eh_frame_hdr"));
+        let debug_frame = bytes(".debug_frame").map(|s| s.data);
+        Ok(Image {
+            name,
+            loads,
+            text: range(".text"),
+            got: range(".got"),
+            eh_frame,
+            eh_frame_hdr,
+            debug_frame,
+            build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
+            entry: file.entry(),
+        })
+    }
+
+    /// Read an image from a file on disk; see the module notes for what is trusted.
+    pub(crate) fn read(path: &Path, name: String) -> Result<(Image, FileId), UnwindError> {
+        let (file, id) = open_regular(path)?;
+        let cache = ReadCache::new(file);
+        let image = Image::parse(name, &cache)?;
+        Ok((image, id))
+    }
+
+    /// Add `.debug_frame` from a separate debug file when the image itself has no call frame
+    /// information (a stripped binary whose distribution moved everything to a -dbg package).
+    pub(crate) fn add_debug_frame_from(&mut self, debug_file: &Path) {
+        if self.has_cfi() {
+            return;
+        }
+        if let Ok((dbg, _)) = Image::read(debug_file, String::new()) {
+            self.debug_frame = dbg.debug_frame;
+        }
+    }
+}
+
+/// Identity of a file on disk: a changed or replaced file is a different image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FileId {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+}
+
+/// Open `path` for reading: no final symlink, no blocking on a FIFO, regular files only,
+/// of a size an ELF image can have.
+pub(crate) fn open_regular(path: &Path) -> Result<(File, FileId), UnwindError> {
+    let io = |e: std::io::Error| UnwindError::Open {
+        path: path.to_path_buf(),
+        source: e,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    let md = file.metadata().map_err(io)?;
+    if !md.file_type().is_file() || md.len() > MAX_IMAGE_BYTES {
+        return Err(UnwindError::NotAnImage {
+            path: path.to_path_buf(),
+        });
+    }
+    let id = FileId {
+        dev: md.dev(),
+        ino: md.ino(),
+        size: md.len(),
+        mtime_ns: i128::from(md.mtime()) * 1_000_000_000 + i128::from(md.mtime_nsec()),
+    };
+    Ok((file, id))
+}
+
+/// Where to look for a mapped file: inside the process's root first (containers), then the
+/// path as recorded.
+pub(crate) fn candidate_paths(pid: Option<u32>, path: &str) -> Vec<PathBuf> {
+    let mut out = Vec::with_capacity(2);
+    if let Some(pid) = pid {
+        out.push(PathBuf::from(format!("/proc/{pid}/root{path}")));
+    }
+    out.push(PathBuf::from(path));
+    out
+}

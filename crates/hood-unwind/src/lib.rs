@@ -1,0 +1,110 @@
+//! User-stack unwinding for hood.
+//!
+//! **Owns:** turning a sample's user registers and a copy of the top of its user stack into a
+//! complete call chain, for code built with or without frame pointers: DWARF call frame
+//! information (`.eh_frame` through `.eh_frame_hdr`, `.debug_frame`, also from a separate debug
+//! file found by build-id) with a frame-pointer fallback where there is none (JIT code, the
+//! perf-map trampolines of `python3 -X perf`), across signal frames, PLT stubs and the vDSO.
+//! It keeps every process's executable mappings over time (fork, exec, mmap) and reads each
+//! ELF image's unwind sections once, shared by every process that maps it.
+//!
+//! **Depends on:** framehop (the rule engine), object and gimli (ELF and CFI parsing),
+//! hood-model (the one `/proc/PID/maps` parser), hood-symbols (debug files by build-id).
+//! Pure: no `unsafe`; its only I/O is reading ELF files and `/proc/PID/maps`.
+//!
+//! A chain that could not be completed says why ([`Truncation`]), so reports can mark it
+//! instead of showing a believable but wrong stack.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod image;
+pub mod rewrite;
+mod space;
+mod walk;
+
+use std::path::PathBuf;
+
+pub use image::Image;
+pub use rewrite::{RewriteStats, Rewriter};
+pub use space::Unwinder;
+
+/// Errors reading an image's unwind information (kept as notes: an unreadable image only
+/// means its frames fall back to frame pointers).
+#[derive(Debug, thiserror::Error)]
+pub enum UnwindError {
+    /// The file could not be opened or inspected.
+    #[error("cannot read {path}: {source}")]
+    Open {
+        /// The path tried.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Not a regular file of a plausible size.
+    #[error("{path} is not a regular file of an ELF image's size")]
+    NotAnImage {
+        /// The path tried.
+        path: PathBuf,
+    },
+    /// Not an ELF image hood can read.
+    #[error("{path} is not a readable ELF image: {reason}")]
+    Elf {
+        /// The path or pseudo-name.
+        path: String,
+        /// What the parser said.
+        reason: String,
+    },
+}
+
+/// The user registers unwinding starts from (x86-64: rip, rsp, rbp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserRegs {
+    /// Instruction pointer.
+    pub ip: u64,
+    /// Stack pointer; the stack copy starts here.
+    pub sp: u64,
+    /// Frame pointer register.
+    pub bp: u64,
+}
+
+pub use hood_model::profile::records::Truncation;
+
+/// Most user frames kept per sample.
+pub const MAX_FRAMES: usize = 1024;
+
+/// How the unwinder finds files.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directories searched for separate debug files by build-id
+    /// (`DIR/.build-id/XX/YYYY.debug`), for `.debug_frame` of images that carry no CFI.
+    pub debug_dirs: Vec<PathBuf>,
+    /// The processes are running now (recording): files are looked up inside each process's
+    /// root (`/proc/PID/root`, for containers) and a process whose mappings are unknown has
+    /// its `/proc/PID/maps` read.
+    pub live: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            live: false,
+        }
+    }
+}
+
+/// Counts of what the unwinder did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Stacks unwound.
+    pub stacks: u64,
+    /// Stacks that reached the program's entry (or a thread's start).
+    pub complete: u64,
+    /// Truncated stacks per reason, indexed by [`Truncation::code`].
+    pub truncated: [u64; 5],
+    /// Signal frames stepped through.
+    pub signal_frames: u64,
+    /// ELF images read.
+    pub images: u64,
+}

@@ -1,0 +1,326 @@
+//! Processes' executable mappings over time, and the images behind them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use rustc_hash::FxHashMap;
+
+use crate::image::{candidate_paths, Bytes, FileId, Image};
+use crate::{Options, Stats, Truncation, UserRegs};
+
+/// After this many module changes, framehop's rule cache (keyed by a 16-bit generation that
+/// wraps) is started afresh so an old rule can never be taken for a new module's.
+const CACHE_RESET_CHANGES: u32 = 30_000;
+/// A process whose code addresses miss every known mapping has its `/proc/PID/maps` re-read
+/// at most this often.
+const REFRESH_EVERY: Duration = Duration::from_millis(250);
+
+/// One executable mapping.
+#[derive(Debug, Clone)]
+pub(crate) struct Mapped {
+    pub end: u64,
+    /// Where svma 0 of the image lies in the process.
+    pub bias: u64,
+    /// `None`: anonymous memory (JIT code) or a file that could not be read.
+    pub image: Option<Arc<Image>>,
+    /// Path or pseudo-name as recorded.
+    pub name: Arc<str>,
+}
+
+/// One process's executable mappings and framehop's view of them.
+#[derive(Clone, Default)]
+pub(crate) struct Space {
+    pub fh: UnwinderX86_64<Bytes>,
+    pub maps: BTreeMap<u64, Mapped>,
+}
+
+impl Space {
+    /// The mapping holding `addr`.
+    pub(crate) fn lookup(&self, addr: u64) -> Option<&Mapped> {
+        let (_, m) = self.maps.range(..=addr).next_back()?;
+        (addr < m.end).then_some(m)
+    }
+
+    fn insert(&mut self, start: u64, m: Mapped, changes: &mut u32) {
+        let overlapping: Vec<u64> = self
+            .maps
+            .range(..m.end)
+            .filter(|(_, o)| o.end > start)
+            .map(|(&s, _)| s)
+            .collect();
+        for s in overlapping {
+            self.maps.remove(&s);
+            self.fh.remove_module(s);
+            *changes += 1;
+        }
+        if let Some(img) = &m.image {
+            let info = ExplicitModuleSectionInfo {
+                base_svma: 0,
+                text_svma: img.text.clone(),
+                got_svma: img.got.clone(),
+                eh_frame_svma: img.eh_frame.as_ref().map(|s| s.svma.clone()),
+                eh_frame: img.eh_frame.as_ref().map(|s| s.data.clone()),
+                eh_frame_hdr_svma: img.eh_frame_hdr.as_ref().map(|s| s.svma.clone()),
+                eh_frame_hdr: img.eh_frame_hdr.as_ref().map(|s| s.data.clone()),
+                debug_frame: img.debug_frame.clone(),
+                ..Default::default()
+            };
+            self.fh
+                .add_module(Module::new(m.name.to_string(), start..m.end, m.bias, info));
+            *changes += 1;
+        }
+        self.maps.insert(start, m);
+    }
+}
+
+/// Unwinds the user stacks of samples, following processes' mappings over time.
+pub struct Unwinder {
+    opts: Options,
+    /// Images by file identity (`None`: not an ELF image hood can read).
+    images: FxHashMap<FileId, Option<Arc<Image>>>,
+    /// Paths that could not be opened, so they are not retried for every mapping.
+    unreadable: BTreeSet<String>,
+    vdso: Option<Arc<Image>>,
+    pub(crate) spaces: FxHashMap<u32, Space>,
+    pub(crate) cache: CacheX86_64,
+    changes: u32,
+    /// Return addresses known to be (or not be) signal trampolines, by image and svma.
+    pub(crate) sigreturn: FxHashMap<(usize, u64), bool>,
+    refreshed: FxHashMap<u32, Instant>,
+    /// Images already warned about, and warnings not yet taken.
+    warned: BTreeSet<String>,
+    warnings: Vec<String>,
+    pub(crate) stats: Stats,
+}
+
+impl Unwinder {
+    /// An unwinder that knows no process yet.
+    pub fn new(opts: Options) -> Unwinder {
+        Unwinder {
+            opts,
+            images: FxHashMap::default(),
+            unreadable: BTreeSet::new(),
+            vdso: None,
+            spaces: FxHashMap::default(),
+            cache: CacheX86_64::new(),
+            changes: 0,
+            sigreturn: FxHashMap::default(),
+            refreshed: FxHashMap::default(),
+            warned: BTreeSet::new(),
+            warnings: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The vDSO image every process maps as `[vdso]` (the same kernel's, so the recorder's
+    /// own copy will do).
+    pub fn set_vdso(&mut self, bytes: &[u8]) {
+        self.vdso = Image::parse("[vdso]".into(), bytes).ok().map(Arc::new);
+    }
+
+    /// What the unwinder did so far.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Notes for the user gathered since the last call (an image with no unwind information,
+    /// once per image).
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    /// Load every executable mapping of `pid` from the text of its `/proc/PID/maps`.
+    pub fn load_proc_maps(&mut self, pid: u32, text: &str) {
+        for m in text
+            .lines()
+            .filter_map(hood_model::profile::maps::parse_maps_line)
+        {
+            if m.is_exec() {
+                self.mmap(pid, m.start, m.end - m.start, m.offset, m.path, None);
+            }
+        }
+    }
+
+    /// `pid` mapped `len` bytes of `path` at `start` from file offset `pgoff` (an executable
+    /// mapping; `build_id` when the kernel reported it).
+    pub fn mmap(
+        &mut self,
+        pid: u32,
+        start: u64,
+        len: u64,
+        pgoff: u64,
+        path: &str,
+        build_id: Option<&[u8]>,
+    ) {
+        let Some(end) = start.checked_add(len).filter(|_| len > 0) else {
+            return;
+        };
+        let image = self.image_for(pid, path, build_id);
+        let bias = image
+            .as_ref()
+            .and_then(|i| i.svma_of_offset(pgoff))
+            .and_then(|svma| start.checked_sub(svma));
+        let image = image.filter(|_| bias.is_some());
+        let m = Mapped {
+            end,
+            bias: bias.unwrap_or(0),
+            image,
+            name: Arc::from(path),
+        };
+        let space = self.spaces.entry(pid).or_default();
+        space.insert(start, m, &mut self.changes);
+        if self.changes >= CACHE_RESET_CHANGES {
+            self.cache = CacheX86_64::new();
+            self.changes = 0;
+        }
+    }
+
+    /// A new process `pid` forked from `ppid` (threads share their process's mappings and
+    /// need no call).
+    pub fn fork(&mut self, ppid: u32, pid: u32) {
+        if ppid == pid {
+            return;
+        }
+        let space = self.spaces.get(&ppid).cloned().unwrap_or_default();
+        self.spaces.insert(pid, space);
+    }
+
+    /// `pid` called exec: its old mappings are gone.
+    pub fn exec(&mut self, pid: u32) {
+        self.spaces.insert(pid, Space::default());
+    }
+
+    /// `pid` exited.
+    pub fn exit(&mut self, pid: u32) {
+        self.spaces.remove(&pid);
+        self.refreshed.remove(&pid);
+    }
+
+    /// Unwind one sample of `pid` from `regs` over `stack` (the bytes copied from `regs.sp`
+    /// upwards), appending the instruction pointer and then the return addresses to `out`
+    /// (an address that is an interrupted instruction rather than a return address, below a
+    /// signal frame, is stored plus one, so that every frame after the first can be looked
+    /// up at `address - 1`). Returns why the chain stops early, if it does.
+    pub fn unwind(
+        &mut self,
+        pid: u32,
+        regs: UserRegs,
+        stack: &[u8],
+        out: &mut Vec<u64>,
+    ) -> Option<Truncation> {
+        if self.opts.live {
+            let known = self
+                .spaces
+                .get(&pid)
+                .is_some_and(|s| s.lookup(regs.ip).is_some());
+            if !known {
+                self.refresh(pid);
+            }
+        }
+        let t = crate::walk::walk(self, pid, regs, stack, out);
+        self.stats.stacks += 1;
+        match t {
+            None => self.stats.complete += 1,
+            Some(t) => {
+                self.stats.truncated[t.code() as usize] += 1;
+                if t == Truncation::NoUnwindInfo {
+                    self.warn_no_cfi(pid, out.last().copied());
+                }
+            }
+        }
+        t
+    }
+
+    /// Re-read `/proc/PID/maps` (a process started or mapped code before the recorder saw it).
+    fn refresh(&mut self, pid: u32) {
+        let now = Instant::now();
+        if self
+            .refreshed
+            .get(&pid)
+            .is_some_and(|t| now.duration_since(*t) < REFRESH_EVERY)
+        {
+            return;
+        }
+        self.refreshed.insert(pid, now);
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            self.load_proc_maps(pid, &text);
+        }
+    }
+
+    fn warn_no_cfi(&mut self, pid: u32, addr: Option<u64>) {
+        let Some(m) = addr.and_then(|a| self.spaces.get(&pid)?.lookup(a.saturating_sub(1))) else {
+            return;
+        };
+        if !m.name.starts_with('/') || m.image.as_ref().is_some_and(|i| i.has_cfi()) {
+            return;
+        }
+        if self.warned.insert(m.name.to_string()) {
+            self.warnings.push(format!(
+                "{} has no unwind information (.eh_frame or .debug_frame) and its code keeps no \
+                 frame pointer where sampled, so stacks through it stop there. Fix: rebuild it with \
+                 -fasynchronous-unwind-tables (gcc/clang default) or -fno-omit-frame-pointer, or \
+                 install its debug file under /usr/lib/debug/.build-id",
+                m.name
+            ));
+        }
+    }
+
+    /// The image behind `path` as `pid` sees it, read once per file.
+    fn image_for(&mut self, pid: u32, path: &str, build_id: Option<&[u8]>) -> Option<Arc<Image>> {
+        if path == "[vdso]" {
+            return self.vdso.clone();
+        }
+        if !path.starts_with('/') || path.ends_with(" (deleted)") {
+            return None;
+        }
+        let pid = self.opts.live.then_some(pid);
+        for candidate in candidate_paths(pid, path) {
+            if candidate.as_os_str() == path && self.unreadable.contains(path) {
+                return None;
+            }
+            let Ok((file, id)) = crate::image::open_regular(&candidate) else {
+                continue;
+            };
+            drop(file);
+            if let Some(known) = self.images.get(&id) {
+                return known.clone().filter(|i| build_id_matches(i, build_id));
+            }
+            let image =
+                Image::read(&candidate, path.to_string())
+                    .ok()
+                    .map(|(mut img, _)| {
+                        if !img.has_cfi() {
+                            if let Some(dbg) = img.build_id.as_deref().and_then(|b| {
+                                hood_symbols::debug_file_path(b, &self.opts.debug_dirs)
+                            }) {
+                                img.add_debug_frame_from(&dbg);
+                            }
+                        }
+                        Arc::new(img)
+                    });
+            self.stats.images += u64::from(image.is_some());
+            self.images.insert(id, image.clone());
+            return image.filter(|i| build_id_matches(i, build_id));
+        }
+        self.unreadable.insert(path.to_string());
+        None
+    }
+
+    /// Directories searched for debug files.
+    pub fn debug_dirs(&self) -> &[PathBuf] {
+        &self.opts.debug_dirs
+    }
+}
+
+/// A file whose build-id differs from the one the kernel reported is another build of the
+/// binary: its unwind rules would be wrong.
+fn build_id_matches(image: &Image, want: Option<&[u8]>) -> bool {
+    match (want, image.build_id.as_deref()) {
+        (Some(w), Some(have)) => w == have,
+        _ => true,
+    }
+}

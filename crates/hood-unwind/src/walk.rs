@@ -1,0 +1,167 @@
+//! The frame-by-frame walk: framehop's rules, plus the signal frames it does not step through.
+
+use framehop::x86_64::UnwindRegsX86_64;
+use framehop::{Error as FhError, FrameAddress, Unwinder as _};
+use rustc_hash::FxHashMap;
+
+use crate::space::{Space, Unwinder};
+use crate::{Truncation, UserRegs, MAX_FRAMES};
+
+/// Offsets from the stack pointer at a signal trampoline (just past the handler's return
+/// address, i.e. at the kernel's `struct ucontext`) to the saved registers: `uc_mcontext`
+/// starts 40 bytes in (flags, link, `stack_t`), and in x86-64's `struct sigcontext` rbp, rsp
+/// and rip are the 11th, 16th and 17th words.
+const UC_MCONTEXT: u64 = 40;
+const SC_RBP: u64 = UC_MCONTEXT + 10 * 8;
+const SC_RSP: u64 = UC_MCONTEXT + 15 * 8;
+const SC_RIP: u64 = UC_MCONTEXT + 16 * 8;
+
+/// Reads 8-byte words of the stack copy, remembering the first address it could not serve.
+struct StackReader<'a> {
+    base: u64,
+    bytes: &'a [u8],
+}
+
+impl StackReader<'_> {
+    fn read(&self, addr: u64) -> Result<u64, ()> {
+        let off = usize::try_from(addr.checked_sub(self.base).ok_or(())?).map_err(|_| ())?;
+        let b = self
+            .bytes
+            .get(off..off.checked_add(8).ok_or(())?)
+            .ok_or(())?;
+        Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
+    }
+
+    /// One past the last copied byte.
+    fn end(&self) -> u64 {
+        self.base.saturating_add(self.bytes.len() as u64)
+    }
+}
+
+/// Unwind `pid`'s stack; see [`Unwinder::unwind`].
+pub(crate) fn walk(
+    u: &mut Unwinder,
+    pid: u32,
+    regs: UserRegs,
+    stack: &[u8],
+    out: &mut Vec<u64>,
+) -> Option<Truncation> {
+    out.push(regs.ip);
+    let Unwinder {
+        spaces,
+        cache,
+        sigreturn,
+        stats,
+        ..
+    } = u;
+    let Some(space) = spaces.get(&pid) else {
+        return Some(Truncation::NotMapped);
+    };
+    let reader = StackReader {
+        base: regs.sp,
+        bytes: stack,
+    };
+    let mut read = |a: u64| reader.read(a);
+    let mut r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
+    let mut addr = FrameAddress::from_instruction_pointer(regs.ip);
+    let first = out.len() - 1;
+    loop {
+        if out.len() - first >= MAX_FRAMES {
+            return Some(Truncation::TooDeep);
+        }
+        if addr.is_return_address() && is_sigreturn(sigreturn, space, addr.address()) {
+            stats.signal_frames += 1;
+            let sp = r.sp();
+            let saved = (|| {
+                Some((
+                    read(sp.checked_add(SC_RIP)?).ok()?,
+                    read(sp.checked_add(SC_RSP)?).ok()?,
+                    read(sp.checked_add(SC_RBP)?).ok()?,
+                ))
+            })();
+            let Some((ip, new_sp, bp)) = saved else {
+                return Some(Truncation::StackCopyTooSmall);
+            };
+            r = UnwindRegsX86_64::new(ip, new_sp, bp);
+            // The interrupted instruction itself, not a return address: stored plus one so a
+            // reader's `address - 1` finds it.
+            out.push(ip.wrapping_add(1));
+            addr = FrameAddress::from_instruction_pointer(ip);
+            continue;
+        }
+        match space.fh.unwind_frame(addr, &mut r, cache, &mut read) {
+            Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
+                Some(next) => {
+                    if at_entry(space, addr) {
+                        return None;
+                    }
+                    if space.lookup(ra.wrapping_sub(1)).is_none() {
+                        // A "return address" outside every mapping is a wrong guess (a frame
+                        // pointer walk through code that keeps none): stop before it.
+                        return Some(classify_stop(space, addr));
+                    }
+                    out.push(ra);
+                    addr = next;
+                }
+                None => return ended(space, addr),
+            },
+            Ok(None) => return ended(space, addr),
+            Err(_) if at_entry(space, addr) => return None,
+            Err(FhError::CouldNotReadStack(a)) if a >= reader.end() => {
+                return Some(Truncation::StackCopyTooSmall)
+            }
+            Err(_) => return Some(classify_stop(space, addr)),
+        }
+    }
+}
+
+/// Whether the frame at `addr` is a process's entry point (`_start` of the executable or of
+/// the dynamic loader): nothing called it.
+fn at_entry(space: &Space, addr: FrameAddress) -> bool {
+    let look = addr.address_for_lookup();
+    space.lookup(look).is_some_and(|m| {
+        m.image
+            .as_ref()
+            .is_some_and(|i| i.is_entry(look.wrapping_sub(m.bias)))
+    })
+}
+
+/// The walk ended normally at `addr`: a real end when the frame's code has call frame
+/// information saying so; a frame-pointer walk that met a zero frame pointer in code without
+/// any proves nothing.
+fn ended(space: &Space, addr: FrameAddress) -> Option<Truncation> {
+    match space.lookup(addr.address_for_lookup()) {
+        Some(m) if m.image.as_ref().is_some_and(|i| i.has_cfi()) => None,
+        Some(_) => Some(Truncation::NoUnwindInfo),
+        None => Some(Truncation::NotMapped),
+    }
+}
+
+/// Why unwinding the frame at `addr` failed.
+fn classify_stop(space: &Space, addr: FrameAddress) -> Truncation {
+    match space.lookup(addr.address_for_lookup()) {
+        Some(m) if m.image.as_ref().is_some_and(|i| i.has_cfi()) => Truncation::Failed,
+        Some(_) => Truncation::NoUnwindInfo,
+        None => Truncation::NotMapped,
+    }
+}
+
+/// Whether the return address `ra` enters a signal trampoline (`__restore_rt`), i.e. the
+/// frame below is the kernel's signal frame.
+fn is_sigreturn(known: &mut FxHashMap<(usize, u64), bool>, space: &Space, ra: u64) -> bool {
+    let look = ra.wrapping_sub(1);
+    let Some(m) = space.lookup(look) else {
+        return false;
+    };
+    let Some(img) = &m.image else {
+        return false;
+    };
+    let svma = look.wrapping_sub(m.bias);
+    let key = (std::sync::Arc::as_ptr(img) as usize, svma);
+    if let Some(&is) = known.get(&key) {
+        return is;
+    }
+    let is = img.is_signal_trampoline(svma);
+    known.insert(key, is);
+    is
+}
