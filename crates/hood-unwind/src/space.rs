@@ -324,3 +324,36 @@ fn build_id_matches(image: &Image, want: Option<&[u8]>) -> bool {
         _ => true,
     }
 }
+
+impl hood_model::perfdata::StackUnwinder for Unwinder {
+    fn mmap(&mut self, m: &hood_model::profile::records::Mapping) {
+        Unwinder::mmap(
+            self,
+            m.pid,
+            m.start,
+            m.len,
+            m.pgoff,
+            &m.filename,
+            m.build_id.as_deref(),
+        );
+    }
+    fn exec(&mut self, pid: u32) {
+        Unwinder::exec(self, pid);
+    }
+    fn fork(&mut self, ppid: u32, pid: u32) {
+        Unwinder::fork(self, ppid, pid);
+    }
+    fn exit(&mut self, pid: u32) {
+        Unwinder::exit(self, pid);
+    }
+    fn unwind(
+        &mut self,
+        pid: u32,
+        regs: [u64; 3],
+        stack: &[u8],
+        out: &mut Vec<u64>,
+    ) -> Option<Truncation> {
+        let [ip, sp, bp] = regs;
+        Unwinder::unwind(self, pid, UserRegs { ip, sp, bp }, stack, out)
+    }
+}

@@ -64,8 +64,24 @@ pub enum Pushed {
     Malformed,
 }
 
-/// Decode `rec` into `out`.
-pub fn push(out: &mut Decoded, rec: &RawEventRecord) -> Pushed {
+/// Stack copies of `perf record --call-graph dwarf` samples, kept until they are unwound.
+#[derive(Debug, Default)]
+pub struct StackCopies {
+    /// (index of the sample in the decoded events, ip, sp, bp, range in `bytes`).
+    pub samples: Vec<(usize, [u64; 3], std::ops::Range<usize>)>,
+    /// The copied stack bytes of every sample, one after the other.
+    pub bytes: Vec<u8>,
+    /// Largest copy size asked for.
+    pub max_size: usize,
+}
+
+/// x86-64 register numbers in perf's user register sets.
+const REG_BP: u64 = 6;
+const REG_SP: u64 = 7;
+const REG_IP: u64 = 8;
+
+/// Decode `rec` into `out`; a sample's user stack copy goes to `stacks`.
+pub fn push(out: &mut Decoded, rec: &RawEventRecord, stacks: &mut StackCopies) -> Pushed {
     if would_panic(rec) || !super::check::sample(rec) {
         return Pushed::Malformed;
     }
@@ -83,6 +99,21 @@ pub fn push(out: &mut Decoded, rec: &RawEventRecord) -> Pushed {
                     .extend((0..chain.len()).filter_map(|i| chain.get(i)));
             }
             let end = out.chains.len() as u32;
+            if let (Some(regs), Some((data, dyn_size))) = (&s.user_regs, &s.user_stack) {
+                if let (Some(ip), Some(sp), Some(bp)) =
+                    (regs.get(REG_IP), regs.get(REG_SP), regs.get(REG_BP))
+                {
+                    let copied = usize::try_from(*dyn_size).unwrap_or(0).min(data.len());
+                    let from = stacks.bytes.len();
+                    if let Some(d) = data.get(0..copied) {
+                        stacks.bytes.extend_from_slice(&d.as_slice());
+                    }
+                    stacks.max_size = stacks.max_size.max(data.len());
+                    stacks
+                        .samples
+                        .push((out.events.len(), [ip, sp, bp], from..stacks.bytes.len()));
+                }
+            }
             let cpu = s.cpu.unwrap_or(ring_cpu);
             result = Pushed::Sample(cpu);
             Event::Sample {
@@ -199,7 +230,10 @@ mod tests {
             parse_info(),
         );
         let mut d = Decoded::default();
-        assert_eq!(push(&mut d, &rec), Pushed::Malformed);
+        assert_eq!(
+            push(&mut d, &rec, &mut StackCopies::default()),
+            Pushed::Malformed
+        );
         assert!(d.events.is_empty());
     }
 
@@ -217,7 +251,10 @@ mod tests {
             parse_info(),
         );
         let mut d = Decoded::default();
-        assert_eq!(push(&mut d, &rec), Pushed::Sample(0));
+        assert_eq!(
+            push(&mut d, &rec, &mut StackCopies::default()),
+            Pushed::Sample(0)
+        );
         assert_eq!(d.events.len(), 1);
         assert_eq!(d.events[0].time, 7);
         match &d.events[0].event {
@@ -243,6 +280,9 @@ mod tests {
             RawData::from(&body[..10]),
             parse_info(),
         );
-        assert_eq!(push(&mut d, &short), Pushed::Malformed);
+        assert_eq!(
+            push(&mut d, &short, &mut StackCopies::default()),
+            Pushed::Malformed
+        );
     }
 }

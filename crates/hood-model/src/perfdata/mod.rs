@@ -25,7 +25,81 @@ use crate::profile::maps::hex_encode;
 use crate::profile::{CpuCounts, RawRecording, RecordMeta, RecordStats};
 use crate::ModelError;
 
-pub use convert::{cpumode_code, Pushed};
+pub use convert::{cpumode_code, Pushed, StackCopies};
+
+use crate::profile::records::{Event, Mapping, Truncation, CONTEXT_USER};
+
+/// Unwinds user stack copies while the records are replayed in time order (implemented
+/// outside the model, by hood-unwind, so the model stays pure).
+pub trait StackUnwinder {
+    /// A process mapped executable code.
+    fn mmap(&mut self, m: &Mapping);
+    /// A process called exec.
+    fn exec(&mut self, pid: u32);
+    /// A new process forked from `ppid`.
+    fn fork(&mut self, ppid: u32, pid: u32);
+    /// A process exited.
+    fn exit(&mut self, pid: u32);
+    /// Unwind a sample of `pid` from `regs` (ip, sp, bp) over `stack`, appending the frames
+    /// to `out`; returns why the chain stops early, if it does.
+    fn unwind(
+        &mut self,
+        pid: u32,
+        regs: [u64; 3],
+        stack: &[u8],
+        out: &mut Vec<u64>,
+    ) -> Option<Truncation>;
+}
+
+/// Replace the user part of every sample that carries a stack copy with the unwound chain.
+fn unwind_copies(raw: &mut RawRecording, stacks: &StackCopies, u: &mut dyn StackUnwinder) {
+    let events = &raw.decoded.events;
+    let mut order: Vec<usize> = (0..events.len()).collect();
+    order.sort_by_key(|&i| (events[i].time, i));
+    let mut copy_of: rustc_hash::FxHashMap<usize, usize> = rustc_hash::FxHashMap::default();
+    for (n, (i, ..)) in stacks.samples.iter().enumerate() {
+        copy_of.insert(*i, n);
+    }
+    let mut chain = Vec::new();
+    let mut updates = Vec::new();
+    for i in order {
+        match &raw.decoded.events[i].event {
+            Event::Mmap(m) => u.mmap(m),
+            Event::Comm {
+                pid, exec: true, ..
+            } => u.exec(*pid),
+            Event::Fork { pid, ppid, .. } => u.fork(*ppid, *pid),
+            Event::Exit { pid, tid } if pid == tid => u.exit(*pid),
+            Event::Sample { pid, chain: c, .. } => {
+                let Some(&n) = copy_of.get(&i) else {
+                    continue;
+                };
+                let (_, regs, range) = &stacks.samples[n];
+                chain.clear();
+                let old = raw
+                    .decoded
+                    .chains
+                    .get(c.0 as usize..c.1 as usize)
+                    .unwrap_or(&[]);
+                chain.extend(old.iter().copied().take_while(|&a| a != CONTEXT_USER));
+                chain.push(CONTEXT_USER);
+                let stack = stacks.bytes.get(range.clone()).unwrap_or(&[]);
+                if let Some(t) = u.unwind(*pid, *regs, stack, &mut chain) {
+                    chain.push(t.marker());
+                }
+                let begin = raw.decoded.chains.len() as u32;
+                raw.decoded.chains.extend_from_slice(&chain);
+                updates.push((i, (begin, raw.decoded.chains.len() as u32)));
+            }
+            _ => {}
+        }
+    }
+    for (i, range) in updates {
+        if let Event::Sample { chain, .. } = &mut raw.decoded.events[i].event {
+            *chain = range;
+        }
+    }
+}
 
 /// The magic bytes at the start of a perf.data file.
 pub const MAGIC: &[u8; 8] = b"PERFILE2";
@@ -74,7 +148,13 @@ fn event_name(desc: &AttributeDescription) -> String {
 ///
 /// A file cut short (perf killed, disk full) gives what could be read plus a warning; a file
 /// that is not perf.data, or whose header is damaged, gives an error naming the file.
-pub fn load(path: &Path) -> Result<PerfImport, ModelError> {
+///
+/// Samples recorded with `--call-graph dwarf` are unwound with `unwinder` when one is given;
+/// without one their user stacks hold only the sampled instruction (and the report says so).
+pub fn load(
+    path: &Path,
+    unwinder: Option<&mut dyn StackUnwinder>,
+) -> Result<PerfImport, ModelError> {
     let mut bytes = std::fs::read(path).map_err(|e| perr(path, e))?;
     let repaired = check::header(&mut bytes).map_err(|e| perr(path, e))?;
     let PerfFileReader {
@@ -143,6 +223,7 @@ pub fn load(path: &Path) -> Result<PerfImport, ModelError> {
 
     let mut per_cpu: BTreeMap<u32, CpuCounts> = BTreeMap::new();
     let mut skipped = 0u64;
+    let mut stacks = StackCopies::default();
     let (mut first, mut last) = (u64::MAX, 0u64);
     loop {
         let rec = match record_iter.next_record(&mut perf_file) {
@@ -160,7 +241,7 @@ pub fn load(path: &Path) -> Result<PerfImport, ModelError> {
             continue; // perf's own bookkeeping records (rounds, headers, ...)
         };
         let before = raw.decoded.events.len();
-        match convert::push(&mut raw.decoded, &record) {
+        match convert::push(&mut raw.decoded, &record, &mut stacks) {
             Pushed::Sample(cpu) => {
                 per_cpu.entry(cpu).or_default().samples += 1;
                 if let Some(t) = raw.decoded.events.get(before).map(|e| e.time) {
@@ -181,6 +262,16 @@ pub fn load(path: &Path) -> Result<PerfImport, ModelError> {
         ));
     }
     raw.decoded.skipped = skipped;
+    if !stacks.samples.is_empty() {
+        meta.call_graph = format!("dwarf,{}", stacks.max_size);
+        match unwinder {
+            Some(u) => unwind_copies(&mut raw, &stacks, u),
+            None => raw.warnings.push(format!(
+                "{} samples carry user stack copies (perf --call-graph dwarf) that were not unwound",
+                stacks.samples.len()
+            )),
+        }
+    }
     raw.decoded.sort();
     if first <= last {
         meta.start_monotonic_ns = first;

@@ -377,3 +377,50 @@ pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
     }
     out
 }
+
+/// How complete the user stacks of the kept samples are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StackCompleteness {
+    /// Samples whose stack has a user part.
+    pub with_user_stack: u64,
+    /// Of those, stacks that end in a truncation frame.
+    pub truncated: u64,
+    /// Truncated samples per truncation frame name, most first.
+    pub reasons: Vec<(String, u64)>,
+}
+
+/// Count the kept samples whose user stack could not be completed (their outermost frame is
+/// a `[truncated: …]` frame).
+pub fn stack_completeness(prof: &Profile, f: &Filter) -> StackCompleteness {
+    let mut out = StackCompleteness::default();
+    let mut by_reason: HashMap<FuncId, u64> = HashMap::default();
+    for s in f.samples(prof) {
+        let Some(stack) = prof.stacks.get(s.stack as usize) else {
+            continue;
+        };
+        let Some(&root) = stack.last() else {
+            continue;
+        };
+        let Some(func) = prof.funcs.get(root as usize) else {
+            continue;
+        };
+        if func.dso == super::TRUNCATED_DSO {
+            out.with_user_stack += 1;
+            out.truncated += 1;
+            *by_reason.entry(root).or_default() += 1;
+        } else if s.pid != 0
+            && stack
+                .iter()
+                .any(|&f| prof.funcs.get(f as usize).is_some_and(|f| !f.kernel))
+        {
+            out.with_user_stack += 1;
+        }
+    }
+    out.reasons = by_reason
+        .into_iter()
+        .map(|(f, n)| (prof.funcs[f as usize].name.clone(), n))
+        .collect();
+    out.reasons
+        .sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    out
+}

@@ -99,11 +99,7 @@ pub fn render_header(
     if !m.requested_event.is_empty() && m.requested_event != m.event {
         event.push_str(&format!(" (asked for {})", m.requested_event));
     }
-    event.push_str(if m.callchain {
-        ", call chains"
-    } else {
-        ", no call chains"
-    });
+    event.push_str(&call_graph_words(m));
     writeln!(out, "Event:       {event}")?;
     if !m.hostname.is_empty() || !m.kernel_release.is_empty() {
         writeln!(
@@ -148,10 +144,73 @@ pub fn render_header(
     writeln!(out, "{:>18}: {:>10} (100.0%)", "Total samples", t.samples)?;
     writeln!(out)?;
     render_losses(prof, out)?;
+    render_stacks(prof, filter, out)?;
     render_rate(prof, out)?;
     render_notes(prof, out)?;
     writeln!(out)?;
     Ok(())
+}
+
+/// `, call chains (…how user stacks were obtained…)`.
+fn call_graph_words(m: &hood_model::profile::RecordMeta) -> String {
+    if !m.callchain {
+        return ", no call chains".into();
+    }
+    let (mode, bytes) = m
+        .call_graph
+        .split_once(',')
+        .map_or((m.call_graph.as_str(), ""), |(a, b)| (a, b));
+    match mode {
+        "auto" => format!(
+            ", call chains (user stacks: DWARF unwinding of a {bytes}-byte stack copy, then frame pointers)"
+        ),
+        "dwarf" => format!(", call chains (user stacks: DWARF unwinding of a {bytes}-byte stack copy)"),
+        "" | "fp" => ", call chains (user stacks: frame pointers)".into(),
+        other => format!(", call chains ({other})"),
+    }
+}
+
+/// The share of user stacks that could not be completed, the main reason, and its fix.
+fn render_stacks(prof: &Profile, filter: &Filter, out: &mut dyn Write) -> Result<(), ReportError> {
+    let c = hood_model::profile::aggregate::stack_completeness(prof, filter);
+    if c.truncated == 0 {
+        return Ok(());
+    }
+    let (main, n) = &c.reasons[0];
+    writeln!(
+        out,
+        "Truncated:    {} of {} user stacks ({:.1}%) stop before the program's entry; most: {main} ({n})",
+        c.truncated,
+        c.with_user_stack,
+        pct(c.truncated, c.with_user_stack),
+    )?;
+    writeln!(
+        out,
+        "              Fix: {}",
+        truncation_fix(main, &prof.meta.call_graph)
+    )?;
+    Ok(())
+}
+
+/// What to do about a truncation frame named `name`.
+pub fn truncation_fix(name: &str, call_graph: &str) -> String {
+    if name.contains("stack copy too small") {
+        let mode = call_graph
+            .split(',')
+            .next()
+            .filter(|m| !m.is_empty())
+            .unwrap_or("auto");
+        format!("record with a bigger stack copy, e.g. `hood record --call-graph {mode},32768` (at most 65528)")
+    } else if name.contains("no unwind info") {
+        "rebuild that code with -fasynchronous-unwind-tables or -fno-omit-frame-pointer, or install its debug file under /usr/lib/debug/.build-id".into()
+    } else if name.contains("outside known mappings") {
+        "usually code that ran before the process's mappings were seen (exec in progress) or JIT code without a perf map; nothing to fix when rare".into()
+    } else if call_graph.is_empty() || call_graph == "fp" {
+        "record with `--call-graph auto` (the default) to unwind code built without frame pointers"
+            .into()
+    } else {
+        "the code's call frame information could not be followed here (hand-written assembly that realigns the stack); nothing to fix when rare".into()
+    }
 }
 
 fn render_losses(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {

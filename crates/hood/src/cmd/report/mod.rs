@@ -68,8 +68,23 @@ pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profi
 /// take them from this system; otherwise kernel frames stay unresolved, with a warning.
 fn load_perf_data(path: &Path) -> anyhow::Result<RawRecording> {
     use crate::cmd::record::snapshot;
-    let imp = hood_model::perfdata::load(path)?;
+    // Stack copies of `perf record --call-graph dwarf` are unwound against the binaries on
+    // this machine, as perf report does.
+    let mut unwinder = hood_unwind::Unwinder::new(hood_unwind::Options::default());
+    if let Some(v) = snapshot::vdso() {
+        unwinder.set_vdso(&v);
+    }
+    let imp = hood_model::perfdata::load(path, Some(&mut unwinder))?;
     let mut raw = imp.raw;
+    let st = unwinder.stats();
+    if st.stacks > 0 && st.complete < st.stacks {
+        raw.warnings.push(format!(
+            "{} of {} user stack copies in {} were unwound only in part (see the [truncated: …] frames)",
+            st.stacks - st.complete,
+            st.stacks,
+            path.display()
+        ));
+    }
     let running = snapshot::kernel_build_id();
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let same_kernel = match (&imp.kernel_build_id, &running) {
