@@ -28,6 +28,10 @@ pub struct RewriteStats {
     pub malformed: u64,
     /// Bytes of stack copies dropped.
     pub stack_bytes: u64,
+    /// Stacks stored complete (after splicing).
+    pub complete: u64,
+    /// Stacks stored truncated, per reason (indexed by [`Truncation::code`], after splicing).
+    pub truncated: [u64; 5],
 }
 
 /// Rewrites drained ring bytes; see the module notes.
@@ -180,8 +184,12 @@ impl Rewriter {
                 self.stats.spliced += 1;
                 t = (self.user.len() >= KERNEL_MAX_STACK).then_some(Truncation::TooDeep);
             }
-            if let Some(t) = t {
-                self.chain.push(t.marker());
+            match t {
+                Some(t) => {
+                    self.chain.push(t.marker());
+                    self.stats.truncated[t.code() as usize] += 1;
+                }
+                None => self.stats.complete += 1,
             }
             self.stats.unwound += 1;
         } else {

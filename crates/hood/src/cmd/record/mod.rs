@@ -425,11 +425,11 @@ fn print_outcome(o: &Outcome, session: &Session) {
 
 /// One line on how complete the unwound user stacks are, and why the others stopped.
 fn print_unwinding(rw: &hood_unwind::Rewriter) {
-    let st = rw.unwind_stats();
-    if st.stacks == 0 {
+    let st = rw.stats();
+    if st.unwound == 0 {
         return;
     }
-    let pct = |n: u64| 100.0 * n as f64 / st.stacks as f64;
+    let pct = |n: u64| 100.0 * n as f64 / st.unwound as f64;
     let mut why: Vec<String> = hood_unwind::Truncation::ALL
         .iter()
         .filter(|t| st.truncated[t.code() as usize] > 0)
@@ -442,9 +442,17 @@ fn print_unwinding(rw: &hood_unwind::Rewriter) {
         why.push("none".into());
     }
     eprintln!(
-        "hood: user stacks: {} unwound, {:.1}% complete; truncated: {}",
-        st.stacks,
+        "hood: user stacks: {} unwound, {:.1}% complete{}; truncated: {}",
+        st.unwound,
         pct(st.complete),
+        if st.spliced > 0 {
+            format!(
+                " ({} continued by frame pointers past the stack copy)",
+                st.spliced
+            )
+        } else {
+            String::new()
+        },
         why.join(", ")
     );
 }
