@@ -105,6 +105,8 @@ pub struct Stats {
     pub truncated: [u64; 5],
     /// Signal frames stepped through.
     pub signal_frames: u64,
+    /// Frames of JIT code (no unwind information) stepped out of by frame pointer or scan.
+    pub jit_steps: u64,
     /// ELF images read.
     pub images: u64,
 }

@@ -61,7 +61,8 @@ pub(crate) fn walk(
         base: regs.sp,
         bytes: stack,
     };
-    let mut read = |a: u64| reader.read(a);
+    let read = |a: u64| reader.read(a);
+    let mut read_mut = read;
     let mut r = UnwindRegsX86_64::new(regs.ip, regs.sp, regs.bp);
     let mut addr = FrameAddress::from_instruction_pointer(regs.ip);
     let first = out.len() - 1;
@@ -89,7 +90,27 @@ pub(crate) fn walk(
             addr = FrameAddress::from_instruction_pointer(ip);
             continue;
         }
-        match space.fh.unwind_frame(addr, &mut r, cache, &mut read) {
+        if addr.is_return_address()
+            && space
+                .lookup(addr.address_for_lookup())
+                .is_some_and(|m| m.image.is_none())
+        {
+            // JIT code (no unwind information anywhere): the perf-map trampolines of
+            // `python3 -X perf`, V8, LuaJIT. Frame pointer first, then a short scan.
+            match jit_step(space, &mut r, &read) {
+                Some(ra) => {
+                    stats.jit_steps += 1;
+                    out.push(ra);
+                    match FrameAddress::from_return_address(ra) {
+                        Some(next) => addr = next,
+                        None => return Some(Truncation::NoUnwindInfo),
+                    }
+                    continue;
+                }
+                None => return Some(Truncation::NoUnwindInfo),
+            }
+        }
+        match space.fh.unwind_frame(addr, &mut r, cache, &mut read_mut) {
             Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
                 Some(next) => {
                     if at_entry(space, addr) {
@@ -113,6 +134,46 @@ pub(crate) fn walk(
             Err(_) => return Some(classify_stop(space, addr)),
         }
     }
+}
+
+/// Step out of a frame of code that has no unwind information at all (JIT code in anonymous
+/// memory). First as code that keeps a frame pointer (`push rbp; mov rbp, rsp`), accepted
+/// when the return address it finds lies in mapped code; then by looking for a return
+/// address in the first words above the stack pointer, accepted only when it lies in an ELF
+/// image with call frame information, which unwinding then continues from and so checks.
+/// The scan tries the word a `sub rsp, 8; call` trampoline leaves first (CPython 3.12's perf
+/// trampoline without frame pointers).
+fn jit_step(
+    space: &Space,
+    r: &mut UnwindRegsX86_64,
+    read: &impl Fn(u64) -> Result<u64, ()>,
+) -> Option<u64> {
+    let (sp, bp) = (r.sp(), r.bp());
+    let in_code = |ra: u64| ra > 1 && space.lookup(ra - 1).is_some();
+    let in_cfi = |ra: u64| {
+        ra > 1
+            && space
+                .lookup(ra - 1)
+                .is_some_and(|m| m.image.as_ref().is_some_and(|i| i.has_cfi()))
+    };
+    if bp > sp && bp - sp < (1 << 20) {
+        if let (Ok(ra), Ok(next_bp)) = (read(bp.wrapping_add(8)), read(bp)) {
+            if in_code(ra) {
+                *r = UnwindRegsX86_64::new(ra, bp + 16, next_bp);
+                return Some(ra);
+            }
+        }
+    }
+    for off in [8u64, 0, 16, 24, 32, 40, 48, 56] {
+        let Ok(ra) = read(sp.wrapping_add(off)) else {
+            continue;
+        };
+        if in_cfi(ra) {
+            *r = UnwindRegsX86_64::new(ra, sp + off + 8, bp);
+            return Some(ra);
+        }
+    }
+    None
 }
 
 /// Whether the frame at `addr` is a process's entry point (`_start` of the executable or of

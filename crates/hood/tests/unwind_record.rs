@@ -430,7 +430,11 @@ fn python3_stacks_reach_main() {
     let out = record(&file, &["--", py, "-S", "-c", script]);
     assert!(out.status.success(), "{}", text(&out));
     // The process is named after the path it was started by (a symlink here).
-    let comm = Path::new(py).file_name().unwrap().to_string_lossy().into_owned();
+    let comm = Path::new(py)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let stacks = collapsed(&file, &["--min-percent", "0"]);
     let (pct, n) = reach(&stacks, &comm, |f| f == "Py_BytesMain" || f == "main");
     assert!(
@@ -562,4 +566,98 @@ fn perf_dwarf_files_are_unwound_by_report() {
         n >= 100 && pct >= 95.0,
         "perf.data: {pct:.1}% of {n}; e.g. {bad:#?}"
     );
+}
+
+#[test]
+fn python_perf_trampolines_show_python_frames_inside_complete_stacks() {
+    if !privileged("python_perf_jit") {
+        return;
+    }
+    // CPython 3.12+ `-X perf`: each Python call goes through a JIT trampoline named in
+    // /tmp/perf-PID.map; the trampolines have neither unwind information nor frame pointers.
+    let Some(py) = python_with_perf_support() else {
+        eprintln!("SKIPPED: no python3.12 or later on this machine");
+        return;
+    };
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("fibs.py");
+    std::fs::write(
+        &script,
+        "def fib(n): return n if n < 2 else fib(n-1) + fib(n-2)\n\
+         def work():\n    for _ in range(200): fib(22)\nwork()\n",
+    )
+    .unwrap();
+    let file = dir.path().join("pyperf.hood");
+    // Every Python call is a C-level recursion here, so the default 8 KiB copy does not reach
+    // the entry of a 22-deep fib: the header says to raise it, and this is that fix.
+    let out = record(
+        &file,
+        &[
+            "--call-graph",
+            "auto,65528",
+            "--",
+            &py,
+            "-X",
+            "perf",
+            script.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let (mut fib, mut good) = (0, 0);
+    for (frames, n) in &stacks {
+        let u = user_frames(frames);
+        if !frames[0].starts_with("python3.1") || !u.iter().any(|f| f.starts_with("py::fib:")) {
+            continue;
+        }
+        fib += n;
+        let pos = |p: &str| u.iter().position(|f| f.starts_with(p));
+        let ordered = matches!(
+            (pos("Py_BytesMain"), pos("py::<module>:"), pos("py::work:"), pos("py::fib:")),
+            (Some(a), Some(b), Some(c), Some(d)) if a < b && b < c && c < d
+        );
+        if ordered && !u.iter().any(|f| f.starts_with("[truncated")) {
+            good += n;
+        }
+    }
+    assert!(fib >= 200, "only {fib} samples in fib\n{}", text(&out));
+    assert!(
+        good as f64 >= 0.95 * fib as f64,
+        "{good} of {fib} fib samples complete with <module> > work > fib"
+    );
+}
+
+/// A CPython 3.12 or later (`-X perf` exists since 3.12): on PATH, or installed by pyenv.
+fn python_with_perf_support() -> Option<String> {
+    let works = |p: &str| {
+        Command::new(p)
+            .args(["-c", "import sys; assert sys.version_info >= (3, 12)"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    for name in ["python3.13", "python3.12"] {
+        if works(name) {
+            return Some(name.to_string());
+        }
+    }
+    let root = std::env::var("PYENV_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".pyenv")
+        });
+    let mut found: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let v = e.file_name().to_string_lossy().into_owned();
+            let minor: u32 = v.strip_prefix("3.")?.split('.').next()?.parse().ok()?;
+            (minor >= 12).then(|| e.path().join(format!("bin/python3.{minor}")))
+        })
+        .collect();
+    found.sort();
+    found
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .find(|p| works(p))
 }
