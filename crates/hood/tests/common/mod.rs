@@ -212,3 +212,66 @@ pub fn record_labels_udp(file: &Path, budget: &str) -> Output {
     assert!(out.status.success(), "{}", text(&out));
     out
 }
+
+/// Whether the test runs as root (it needs to chown files to another user or read root-only
+/// ones); otherwise print SKIPPED, or panic when HOOD_REQUIRE_PRIVILEGED=1 (CI).
+pub fn root(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var("HOOD_REQUIRE_PRIVILEGED").as_deref() == Ok("1") {
+        panic!("{test} needs root and HOOD_REQUIRE_PRIVILEGED=1 forbids skipping");
+    }
+    eprintln!("SKIPPED (needs root): {test}");
+    false
+}
+
+/// Name of the ordinary user the attack tests act as.
+pub const OTHER_USER: &str = "hood-other";
+
+/// (uid, gid) of an ordinary second user, created with useradd on first use (as root).
+pub fn other_user() -> (u32, u32) {
+    static IDS: OnceLock<(u32, u32)> = OnceLock::new();
+    *IDS.get_or_init(|| {
+        let id = |flag: &str| -> Option<u32> {
+            let out = Command::new("id").args([flag, OTHER_USER]).output().ok()?;
+            String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+        };
+        // Several test binaries may race to create it: useradd fails while another holds
+        // the lock on /etc/passwd, so try again until the user exists.
+        for _ in 0..50 {
+            if let (Some(u), Some(g)) = (id("-u"), id("-g")) {
+                return (u, g);
+            }
+            let _ = Command::new("useradd")
+                .args([
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                ])
+                .arg(OTHER_USER)
+                .output();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("cannot create the user {OTHER_USER} with useradd");
+    })
+}
+
+/// A world-writable sticky directory like /tmp, private to the test, for files "planted" by
+/// the other user.
+pub fn sticky_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    d
+}
+
+/// A root-only file (mode 0600) holding `content`, for checking that hood never writes it.
+pub fn root_only_file(dir: &Path, content: &[u8]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("root-only");
+    std::fs::write(&p, content).expect("write");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    p
+}
