@@ -275,3 +275,59 @@ pub fn root_only_file(dir: &Path, content: &[u8]) -> PathBuf {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     p
 }
+
+/// What a command bounded in time did: its exit status (`None`: it was still running at the
+/// deadline and was killed), its peak RSS in KiB, and its stderr.
+pub struct Bounded {
+    pub status: Option<std::process::ExitStatus>,
+    pub max_rss_kb: i64,
+    pub stderr: String,
+}
+
+/// Run `cmd` (stdin and stdout to /dev/null) until it exits or `limit` passes (then kill it),
+/// and measure its own peak RSS with wait4 (a hang detector: a command that works ends long
+/// before the limit).
+pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Bounded {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let errf = tempfile::tempfile().expect("temp file");
+    #[allow(
+        clippy::zombie_processes,
+        reason = "reaped below with wait4, for its rusage"
+    )]
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(errf.try_clone().expect("dup"))
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let deadline = std::time::Instant::now() + limit;
+    let mut killed = false;
+    let (status, usage) = loop {
+        let mut st: libc::c_int = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` and `ru` are valid for writes; `pid` is our own unreaped child.
+        let r = unsafe { libc::wait4(pid, &mut st, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break (std::process::ExitStatus::from_raw(st), ru);
+        }
+        assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
+        if !killed && std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            killed = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    use std::io::{Read, Seek};
+    let mut errf = errf;
+    errf.rewind().expect("rewind");
+    errf.read_to_string(&mut stderr).expect("read stderr");
+    Bounded {
+        status: (!killed).then_some(status),
+        max_rss_kb: usage.ru_maxrss,
+        stderr,
+    }
+}

@@ -1,7 +1,6 @@
 //! `hood calls run`, `get` and `reset`.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::{DirBuilderExt, FileExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -57,7 +56,7 @@ pub(crate) fn runtime_library() -> anyhow::Result<PathBuf> {
 
 fn collect(dir: &Path, pid: Option<u32>) -> anyhow::Result<(Vec<ProcessCalls>, Vec<PathBuf>)> {
     let mut warnings = Vec::new();
-    let segs = segments::scan(dir, pid, &mut warnings);
+    let segs = segments::scan(dir, pid, false, &mut warnings);
     for w in &warnings {
         eprintln!("hood: warning: {w}");
     }
@@ -173,7 +172,7 @@ pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
 pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
     let dir = segments::shm_dir();
     let mut warnings = Vec::new();
-    let segs = segments::scan(&dir, pid, &mut warnings);
+    let segs = segments::scan(&dir, pid, true, &mut warnings);
     for w in &warnings {
         eprintln!("hood: warning: {w}");
     }
@@ -182,15 +181,16 @@ pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
         if !live {
             continue;
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&seg.path)
-            .with_context(|| format!("opening {}", seg.path.display()))?;
+        // Through the descriptor that was checked: the path may name another file by now.
         let off = hood_abi::parse::RESET_GEN_OFFSET as u64;
-        let mut b = [0u8; 4];
-        f.read_exact_at(&mut b, off)?;
-        f.write_all_at(&u32::from_le_bytes(b).wrapping_add(1).to_le_bytes(), off)?;
+        let b = seg
+            .file
+            .read_fixed(off, 4, "the reset counter")
+            .map_err(|e| anyhow::anyhow!("{}: {e}", seg.path.display()))?;
+        let gen = u32::from_le_bytes([b[0], b[1], b[2], b[3]]).wrapping_add(1);
+        seg.file
+            .write_at(&gen.to_le_bytes(), off)
+            .with_context(|| format!("writing the reset counter of {}", seg.path.display()))?;
         n += 1;
     }
     if n == 0 {
