@@ -240,3 +240,61 @@ fn another_users_segment_naming_roots_process_is_skipped() {
         "the planted file was written"
     );
 }
+
+/// Start time (/proc/PID/stat field 22) of `pid`.
+fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = stat.rsplit_once(')').unwrap().1;
+    after.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+#[test]
+fn stale_private_dirs_of_killed_recorders_are_removed() {
+    if !root("stale_private_dirs_of_killed_recorders_are_removed") {
+        return;
+    }
+    let (uid, gid) = other_user();
+    let base = sticky_dir();
+    // A pid that is gone: a child that has exited and been reaped.
+    let mut done = Command::new("true").spawn().unwrap();
+    let gone = done.id();
+    done.wait().unwrap();
+    let running = Sleeper::new();
+    let live = running.pid();
+    let mk = |name: &str, segment: Option<u32>| {
+        let d = base.path().join(name);
+        std::fs::create_dir(&d).unwrap();
+        let seg = format!("hood-rt-{}-1", segment.unwrap_or(gone));
+        let f = std::fs::File::create(d.join(seg)).unwrap();
+        f.set_len(1 << 30).unwrap();
+        f.write_all_at(b"written", 0).unwrap();
+        d
+    };
+    // Left by killed recorders: their pid is gone, or reused by another process.
+    let stale = [
+        mk(&format!("hood-trace-{gone}-5"), None),
+        mk(&format!("hood-calls-run-{live}-5"), None),
+    ];
+    // Still in use: its recorder runs (same pid and start time), or a process with a segment
+    // in it runs; and another user's directory is not hood's to remove.
+    let kept = [
+        mk(&format!("hood-trace-{live}-{}", start_time(live)), None),
+        mk(&format!("hood-calls-run-{gone}-6"), Some(live)),
+        mk(&format!("hood-trace-{gone}-7"), None),
+    ];
+    std::os::unix::fs::chown(&kept[2], Some(uid), Some(gid)).unwrap();
+    let out_file = base.path().join("c.data");
+    let r = run_bounded(calls(base.path(), &["get", "-o"]).arg(&out_file), LIMIT);
+    assert!(r.status.is_some(), "hung: {}", r.stderr);
+    for d in &stale {
+        assert!(!d.exists(), "{} left behind: {}", d.display(), r.stderr);
+        assert!(
+            r.stderr.contains(&format!("removed {}", d.display())),
+            "{}",
+            r.stderr
+        );
+    }
+    for d in &kept {
+        assert!(d.exists(), "{} removed: {}", d.display(), r.stderr);
+    }
+}

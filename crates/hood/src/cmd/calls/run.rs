@@ -1,6 +1,5 @@
 //! `hood calls run`, `get` and `reset`.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -95,16 +94,7 @@ fn summary(procs: &[ProcessCalls], out: &Path) {
 
 pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
     let lib = runtime_library()?;
-    let base = segments::shm_dir();
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir = base.join(format!("hood-calls-run-{}-{nonce}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .with_context(|| format!("creating {}", dir.display()))?;
+    let dir = segments::private_dir(&segments::shm_dir(), "calls-run")?;
     let preload = match std::env::var_os("LD_PRELOAD") {
         Some(old) if !old.is_empty() => {
             let mut s = lib.clone().into_os_string();
@@ -150,6 +140,7 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
 
 pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
     let dir = segments::shm_dir();
+    segments::clean_stale(&dir);
     let (procs, finished) = collect(&dir, cfg.pid)?;
     if procs.is_empty() {
         eprintln!(
@@ -171,6 +162,7 @@ pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
 
 pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
     let dir = segments::shm_dir();
+    segments::clean_stale(&dir);
     let mut warnings = Vec::new();
     let segs = segments::scan(&dir, pid, true, &mut warnings);
     for w in &warnings {

@@ -275,6 +275,98 @@ fn read_segment(path: &Path, write: bool) -> Result<Segment, String> {
     })
 }
 
+/// Prefixes of the private segment directories `hood calls run` and `hood trace record` create
+/// in the segment directory, named `PREFIX-PID-START` (the recorder's pid and its start time,
+/// /proc/PID/stat field 22).
+const PRIVATE_DIRS: [&str; 2] = ["hood-calls-run-", "hood-trace-"];
+
+/// Create this recorder's private segment directory (mode 0700) in `base`; `kind` is
+/// `calls-run` or `trace`. Stale ones left by killed recorders are removed first.
+pub(crate) fn private_dir(base: &Path, kind: &str) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    use std::os::unix::fs::DirBuilderExt;
+    clean_stale(base);
+    let pid = std::process::id();
+    let start = crate::cmd::record::detach::proc_stat(pid as i32).map_or(0, |(_, t)| t);
+    let dir = base.join(format!("hood-{kind}-{pid}-{start}"));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("creating the segment directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Whether the private directory `name` may still be in use: its recorder runs (same pid and
+/// start time, or a process named hood under that pid, for directories named by older hoods
+/// with a clock value), or a process whose segment is in it runs (an orphaned traced program
+/// still writing).
+fn private_dir_in_use(dir: &Path, name: &str) -> bool {
+    let Some(rest) = PRIVATE_DIRS.iter().find_map(|p| name.strip_prefix(p)) else {
+        return true;
+    };
+    let mut it = rest.splitn(2, '-');
+    let (Some(Ok(pid)), Some(Ok(start))) = (
+        it.next().map(str::parse::<i32>),
+        it.next().map(str::parse::<u64>),
+    ) else {
+        return true;
+    };
+    if let Some((state, t)) = crate::cmd::record::detach::proc_stat(pid) {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if !matches!(state, 'Z' | 'X') && (t == start || comm.starts_with("hood")) {
+            return true;
+        }
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    rd.flatten()
+        .any(|e| name_pid(&e.path()).is_some_and(pid_alive))
+}
+
+/// Remove the private segment directories in `base` that killed recorders left behind (their
+/// recorder and every process with a segment in them are gone), saying so on stderr. Only
+/// real directories of the caller are considered; links and other users' directories are
+/// left alone.
+pub(crate) fn clean_stale(base: &Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        if !PRIVATE_DIRS.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let path = ent.path();
+        let Ok(md) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !md.is_dir() || md.uid() != me || private_dir_in_use(&path, &name) {
+            continue;
+        }
+        let held: u64 = std::fs::read_dir(&path)
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.blocks() * 512)
+                    .sum()
+            })
+            .unwrap_or(0);
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => eprintln!(
+                "hood: removed {}, left behind by a killed recorder (its process is gone; {:.1} MB freed)",
+                path.display(),
+                held as f64 / 1e6
+            ),
+            Err(e) => eprintln!(
+                "hood: warning: cannot remove {}, left behind by a killed recorder: {e}",
+                path.display()
+            ),
+        }
+    }
+}
+
 /// Whether `pid` is a live (not zombie or dead) process.
 pub(crate) fn pid_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -223,7 +223,7 @@ impl StateDir {
 }
 
 /// (state, start time) of `pid` from /proc/PID/stat; `None` when there is no such process.
-fn proc_stat(pid: i32) -> Option<(char, u64)> {
+pub(crate) fn proc_stat(pid: i32) -> Option<(char, u64)> {
     let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     let mut t = hood_model::monitor::TaskRaw::default();
     hood_procfs::parse::parse_stat(&buf, &mut t)?;
