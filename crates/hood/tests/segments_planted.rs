@@ -298,3 +298,66 @@ fn stale_private_dirs_of_killed_recorders_are_removed() {
         assert!(d.exists(), "{} removed: {}", d.display(), r.stderr);
     }
 }
+
+#[test]
+fn reset_during_a_link_swap_never_writes_the_link_target() {
+    if !root("reset_during_a_link_swap_never_writes_the_link_target") {
+        return;
+    }
+    let dir = sticky_dir();
+    let victim = Sleeper::new();
+    let pid = victim.pid();
+    let (head, total) = header(pid, 1, 4, 8);
+    let secret = root_only_file(dir.path(), b"");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&secret)
+        .unwrap();
+    f.set_len(total).unwrap();
+    f.write_all_at(&head, 0).unwrap();
+    drop(f);
+    let before = std::fs::read(&secret).unwrap();
+    // What an attacker does: swap the segment's name between a genuine segment (which passes
+    // every check) and a link to the root-only file, as fast as possible, so that a reader
+    // that checks one file and then reopens the name for writing gets the other.
+    let name = dir.path().join(format!("hood-rt-{pid}-1"));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swapper = {
+        let (dir, name, secret, stop) = (
+            dir.path().to_path_buf(),
+            name.clone(),
+            secret.clone(),
+            stop.clone(),
+        );
+        std::thread::spawn(move || {
+            let (real, link) = (dir.join("swap-real"), dir.join("swap-link"));
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let f = std::fs::File::create(&real).unwrap();
+                f.set_len(total).unwrap();
+                f.write_all_at(&head, 0).unwrap();
+                drop(f);
+                std::fs::rename(&real, &name).unwrap();
+                let _ = std::fs::remove_file(&link);
+                symlink(&secret, &link).unwrap();
+                std::fs::rename(&link, &name).unwrap();
+            }
+        })
+    };
+    for _ in 0..300 {
+        let r = run_bounded(
+            &mut calls(dir.path(), &["reset", "-p", &pid.to_string()]),
+            LIMIT,
+        );
+        assert!(r.status.is_some(), "hung: {}", r.stderr);
+        if std::fs::read(&secret).unwrap() != before {
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert_eq!(
+        std::fs::read(&secret).unwrap(),
+        before,
+        "hood calls reset wrote the root-only file through a swapped link"
+    );
+}
