@@ -160,6 +160,10 @@ fn sparse_segment_claiming_gigabytes_is_not_read() {
         LIMIT,
     );
     assert!(r.status.is_some(), "hung: {}", r.stderr);
+    eprintln!(
+        "hood calls get on a {total}-byte sparse segment: peak RSS {} KiB",
+        r.max_rss_kb
+    );
     assert!(
         r.max_rss_kb < 64 * 1024,
         "hood calls get peaked at {} MB of RSS on a sparse file: {}",
