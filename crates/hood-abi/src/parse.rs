@@ -473,39 +473,74 @@ pub fn slot_paths_used(b: &[u8]) -> u32 {
     u32_at(b, offset_of!(ThreadHeader, paths_used))
 }
 
+/// The parts of a calls thread slot a reader needs, as `(offset from the slot start, length)`:
+/// the thread header, the open frames and the used path nodes, for the slot whose header bytes
+/// are `th` (at least [`THREAD_HEADER_SIZE`]). The rest of the slot (deeper frames, unused
+/// nodes, the hash index) is never read, so a reader copies only what the runtime wrote.
+pub fn slot_parts(h: &HeaderView, th: &[u8]) -> [(u64, u64); 3] {
+    let depth = u32_at(th, offset_of!(ThreadHeader, depth)).min(h.max_depth) as u64;
+    let paths_used = slot_paths_used(th).min(h.max_paths) as u64;
+    [
+        (0, THREAD_HEADER_SIZE as u64),
+        (h.slot.frames_offset, depth * FRAME_SIZE as u64),
+        (h.slot.nodes_offset, paths_used * PATH_NODE_SIZE as u64),
+    ]
+}
+
 impl ThreadView {
     /// Decode a thread slot copied from offset `slot_offset(i)`; `b` may stop after the used
     /// nodes. Frames and nodes referring outside the table are dropped, never followed.
     pub fn parse(h: &HeaderView, b: &[u8]) -> Result<Self, ParseError> {
         need(b, THREAD_HEADER_SIZE as u64, "thread header")?;
-        let depth = u32_at(b, offset_of!(ThreadHeader, depth)).min(h.max_depth);
         let paths_used = slot_paths_used(b).min(h.max_paths);
         need(b, h.slot_read_len(paths_used), "thread path table")?;
-        let mut nodes = Vec::with_capacity(paths_used as usize);
-        for i in 0..paths_used as usize {
-            let o = h.slot.nodes_offset as usize + i * PATH_NODE_SIZE;
-            let parent = u32_at(b, o + offset_of!(PathNode, parent));
+        let [_, (fo, fl), (no, nl)] = slot_parts(h, b);
+        ThreadView::parse_parts(
+            h,
+            b,
+            &b[fo as usize..(fo + fl) as usize],
+            &b[no as usize..(no + nl) as usize],
+        )
+    }
+
+    /// Decode a thread slot from its [`slot_parts`]: the thread header `b`, the open frames
+    /// and the used path nodes (shorter parts drop the frames or nodes they lack).
+    pub fn parse_parts(
+        h: &HeaderView,
+        b: &[u8],
+        frames_b: &[u8],
+        nodes_b: &[u8],
+    ) -> Result<Self, ParseError> {
+        need(b, THREAD_HEADER_SIZE as u64, "thread header")?;
+        let depth = (u32_at(b, offset_of!(ThreadHeader, depth)).min(h.max_depth) as usize)
+            .min(frames_b.len() / FRAME_SIZE);
+        let paths_used =
+            (slot_paths_used(b).min(h.max_paths) as usize).min(nodes_b.len() / PATH_NODE_SIZE);
+        let mut nodes = Vec::with_capacity(paths_used);
+        for i in 0..paths_used {
+            let o = i * PATH_NODE_SIZE;
+            let parent = u32_at(nodes_b, o + offset_of!(PathNode, parent));
             let parent = if parent != NO_PARENT && parent as usize >= i {
                 NO_PARENT
             } else {
                 parent
             };
             nodes.push(NodeView {
-                func: u64_at(b, o),
+                func: u64_at(nodes_b, o),
                 parent,
-                calls: u64_at(b, o + offset_of!(PathNode, calls)),
-                own_ticks: u64_at(b, o + offset_of!(PathNode, own_ticks)) as i64,
+                calls: u64_at(nodes_b, o + offset_of!(PathNode, calls)),
+                own_ticks: u64_at(nodes_b, o + offset_of!(PathNode, own_ticks)) as i64,
             });
         }
-        let mut frames = Vec::with_capacity(depth as usize);
-        for i in 0..depth as usize {
-            let o = h.slot.frames_offset as usize + i * FRAME_SIZE;
+        let mut frames = Vec::with_capacity(depth);
+        for i in 0..depth {
+            let o = i * FRAME_SIZE;
             let f = FrameView {
-                node: u32_at(b, o),
-                flags: u32_at(b, o + offset_of!(Frame, flags)),
-                func: u64_at(b, o + offset_of!(Frame, func)),
-                entry_ticks: u64_at(b, o + offset_of!(Frame, entry_ticks)),
-                deeper_ticks: u64_at(b, o + offset_of!(Frame, deeper_ticks)),
+                node: u32_at(frames_b, o),
+                flags: u32_at(frames_b, o + offset_of!(Frame, flags)),
+                func: u64_at(frames_b, o + offset_of!(Frame, func)),
+                entry_ticks: u64_at(frames_b, o + offset_of!(Frame, entry_ticks)),
+                deeper_ticks: u64_at(frames_b, o + offset_of!(Frame, deeper_ticks)),
             };
             if (f.node as usize) < nodes.len() {
                 frames.push(f);

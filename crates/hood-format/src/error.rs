@@ -62,6 +62,14 @@ pub enum FormatError {
         /// The command that reads `found`.
         reader: &'static str,
     },
+    /// The output path is a symbolic link owned by another user.
+    #[error("{path} is a symbolic link owned by uid {owner}, not by you: hood does not write through another user's link (it could point at any file); remove it or choose another path with -o")]
+    ForeignLink {
+        /// The link.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+    },
     /// A payload is larger than the writer allows.
     #[error("chunk payload of {0} bytes is larger than the 1 GiB limit")]
     TooLarge(u64),

@@ -1,7 +1,8 @@
 //! Appending chunks to a recording.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,13 +25,42 @@ pub struct Writer<W: Write> {
 }
 
 impl Writer<BufWriter<File>> {
-    /// Create (or truncate) `path` and write the file header.
+    /// Create `path` and write the file header. The file is created mode 0600 (as perf
+    /// does): recordings hold kernel addresses and other users' command lines.
+    ///
+    /// A new or existing regular file is never truncated in place: the header is written to a
+    /// new file in the same directory (created exclusively, so nothing planted under that
+    /// name is followed), synced and renamed over `path`. A crash therefore leaves either the
+    /// old file or a valid new recording, never a half-replaced one. A `path` naming a pipe,
+    /// terminal or other special file (`/dev/null`, `>(cmd)`) is written in place; a symbolic
+    /// link is followed only if the caller or root owns it (another user's link is refused).
     pub fn create(path: &Path, kind: FileKind) -> Result<Self, FormatError> {
-        let file = File::create(path).map_err(|source| FormatError::Io {
+        let io = |source| FormatError::Io {
             path: path.to_owned(),
             source,
-        })?;
-        Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind)
+        };
+        let target = resolve_output(path)?;
+        match std::fs::metadata(&target) {
+            Ok(md) if md.is_dir() => {
+                return Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory)))
+            }
+            Ok(md) if !md.is_file() => {
+                let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
+                return Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind);
+            }
+            _ => {}
+        }
+        let (file, temp) = create_temp_beside(&target).map_err(io)?;
+        let placed =
+            Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind).and_then(|mut w| {
+                w.sync()?;
+                std::fs::rename(&temp, &target).map_err(io)?;
+                Ok(w)
+            });
+        if placed.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        placed
     }
 
     /// Flush and ask the kernel to write the file to disk.
@@ -148,5 +178,64 @@ impl<W: Write> Writer<W> {
     pub fn finish(mut self) -> Result<W, FormatError> {
         self.flush()?;
         Ok(self.out)
+    }
+}
+
+/// The file `path` stands for: `path` itself unless it is a symbolic link owned by the caller
+/// or root (`/dev/stdout`), which is followed. Another user's link is refused: in a shared
+/// directory such as /tmp it could point anywhere.
+fn resolve_output(path: &Path) -> Result<PathBuf, FormatError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(md) if md.file_type().is_symlink() => {
+            let me = rustix::process::geteuid().as_raw();
+            if md.uid() != me && md.uid() != 0 {
+                return Err(FormatError::ForeignLink {
+                    path: path.to_owned(),
+                    owner: md.uid(),
+                });
+            }
+            match std::fs::canonicalize(path) {
+                Ok(p) => Ok(p),
+                // A dangling link of ours: create the file it names.
+                Err(_) => {
+                    let dest = std::fs::read_link(path).map_err(|source| FormatError::Io {
+                        path: path.to_owned(),
+                        source,
+                    })?;
+                    Ok(path.parent().unwrap_or(Path::new(".")).join(dest))
+                }
+            }
+        }
+        _ => Ok(path.to_owned()),
+    }
+}
+
+/// A new file (mode 0600) in the directory of `target`, created exclusively.
+fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "hood".into());
+    loop {
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let temp = dir.join(format!(".{name}.{}-{seq}-{nanos}.tmp", std::process::id()));
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)
+        {
+            Ok(f) => return Ok((f, temp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && seq % 64 != 63 => {}
+            Err(e) => return Err(e),
+        }
     }
 }

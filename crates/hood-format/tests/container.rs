@@ -164,3 +164,40 @@ fn reading_ahead_on_a_thread_gives_the_same_chunks_warnings_and_errors() {
         assert_eq!(read_all_prefetched(b.clone()), plain(b), "flip at {i}");
     }
 }
+
+#[test]
+fn create_makes_a_private_file_and_replaces_an_old_one_whole() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.hood");
+    std::fs::write(&p, b"old contents").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let old_inode = std::fs::metadata(&p).unwrap().ino();
+    let mut w = Writer::create(&p, FileKind::Profile).unwrap();
+    // As soon as create returns, the path holds a new file with its header (not a truncated
+    // old one), mode 0600.
+    let md = std::fs::metadata(&p).unwrap();
+    assert_ne!(md.ino(), old_inode, "replaced by rename, not truncated");
+    assert_eq!(md.mode() & 0o777, 0o600);
+    assert!(md.len() > 0, "header written before the rename");
+    w.write_chunk(0x0101, b"{}", false).unwrap();
+    w.flush().unwrap();
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        vec![std::ffi::OsString::from("r.hood")],
+        "no temporary file left"
+    );
+    assert_eq!(read_all(std::fs::read(&p).unwrap()).unwrap().0.len(), 1);
+
+    // A special file is written in place, never replaced.
+    let mut w = Writer::create(Path::new("/dev/null"), FileKind::Profile).unwrap();
+    w.write_chunk(0x0101, b"{}", false).unwrap();
+    w.flush().unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &std::fs::metadata("/dev/null").unwrap().file_type()
+    ));
+}

@@ -212,3 +212,122 @@ pub fn record_labels_udp(file: &Path, budget: &str) -> Output {
     assert!(out.status.success(), "{}", text(&out));
     out
 }
+
+/// Whether the test runs as root (it needs to chown files to another user or read root-only
+/// ones); otherwise print SKIPPED, or panic when HOOD_REQUIRE_PRIVILEGED=1 (CI).
+pub fn root(test: &str) -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    if std::env::var("HOOD_REQUIRE_PRIVILEGED").as_deref() == Ok("1") {
+        panic!("{test} needs root and HOOD_REQUIRE_PRIVILEGED=1 forbids skipping");
+    }
+    eprintln!("SKIPPED (needs root): {test}");
+    false
+}
+
+/// Name of the ordinary user the attack tests act as.
+pub const OTHER_USER: &str = "hood-other";
+
+/// (uid, gid) of an ordinary second user, created with useradd on first use (as root).
+pub fn other_user() -> (u32, u32) {
+    static IDS: OnceLock<(u32, u32)> = OnceLock::new();
+    *IDS.get_or_init(|| {
+        let id = |flag: &str| -> Option<u32> {
+            let out = Command::new("id").args([flag, OTHER_USER]).output().ok()?;
+            String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+        };
+        // Several test binaries may race to create it: useradd fails while another holds
+        // the lock on /etc/passwd, so try again until the user exists.
+        for _ in 0..50 {
+            if let (Some(u), Some(g)) = (id("-u"), id("-g")) {
+                return (u, g);
+            }
+            let _ = Command::new("useradd")
+                .args([
+                    "--system",
+                    "--no-create-home",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                ])
+                .arg(OTHER_USER)
+                .output();
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("cannot create the user {OTHER_USER} with useradd");
+    })
+}
+
+/// A world-writable sticky directory like /tmp, private to the test, for files "planted" by
+/// the other user.
+pub fn sticky_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().expect("temp dir");
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+    d
+}
+
+/// A root-only file (mode 0600) holding `content`, for checking that hood never writes it.
+pub fn root_only_file(dir: &Path, content: &[u8]) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = dir.join("root-only");
+    std::fs::write(&p, content).expect("write");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    p
+}
+
+/// What a command bounded in time did: its exit status (`None`: it was still running at the
+/// deadline and was killed), its peak RSS in KiB, and its stderr.
+pub struct Bounded {
+    pub status: Option<std::process::ExitStatus>,
+    pub max_rss_kb: i64,
+    pub stderr: String,
+}
+
+/// Run `cmd` (stdin and stdout to /dev/null) until it exits or `limit` passes (then kill it),
+/// and measure its own peak RSS with wait4 (a hang detector: a command that works ends long
+/// before the limit).
+pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Bounded {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let errf = tempfile::tempfile().expect("temp file");
+    #[allow(
+        clippy::zombie_processes,
+        reason = "reaped below with wait4, for its rusage"
+    )]
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(errf.try_clone().expect("dup"))
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let deadline = std::time::Instant::now() + limit;
+    let mut killed = false;
+    let (status, usage) = loop {
+        let mut st: libc::c_int = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` and `ru` are valid for writes; `pid` is our own unreaped child.
+        let r = unsafe { libc::wait4(pid, &mut st, libc::WNOHANG, &mut ru) };
+        if r == pid {
+            break (std::process::ExitStatus::from_raw(st), ru);
+        }
+        assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
+        if !killed && std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            killed = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    use std::io::{Read, Seek};
+    let mut errf = errf;
+    errf.rewind().expect("rewind");
+    errf.read_to_string(&mut stderr).expect("read stderr");
+    Bounded {
+        status: (!killed).then_some(status),
+        max_rss_kb: usage.ru_maxrss,
+        stderr,
+    }
+}

@@ -1,7 +1,5 @@
 //! `hood calls run`, `get` and `reset`.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::{DirBuilderExt, FileExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -57,7 +55,7 @@ pub(crate) fn runtime_library() -> anyhow::Result<PathBuf> {
 
 fn collect(dir: &Path, pid: Option<u32>) -> anyhow::Result<(Vec<ProcessCalls>, Vec<PathBuf>)> {
     let mut warnings = Vec::new();
-    let segs = segments::scan(dir, pid, &mut warnings);
+    let segs = segments::scan(dir, pid, false, &mut warnings);
     for w in &warnings {
         eprintln!("hood: warning: {w}");
     }
@@ -96,16 +94,7 @@ fn summary(procs: &[ProcessCalls], out: &Path) {
 
 pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
     let lib = runtime_library()?;
-    let base = segments::shm_dir();
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir = base.join(format!("hood-calls-run-{}-{nonce}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .with_context(|| format!("creating {}", dir.display()))?;
+    let dir = segments::private_dir(&segments::shm_dir(), "calls-run")?;
     let preload = match std::env::var_os("LD_PRELOAD") {
         Some(old) if !old.is_empty() => {
             let mut s = lib.clone().into_os_string();
@@ -151,6 +140,7 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
 
 pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
     let dir = segments::shm_dir();
+    segments::clean_stale(&dir);
     let (procs, finished) = collect(&dir, cfg.pid)?;
     if procs.is_empty() {
         eprintln!(
@@ -172,8 +162,9 @@ pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
 
 pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
     let dir = segments::shm_dir();
+    segments::clean_stale(&dir);
     let mut warnings = Vec::new();
-    let segs = segments::scan(&dir, pid, &mut warnings);
+    let segs = segments::scan(&dir, pid, true, &mut warnings);
     for w in &warnings {
         eprintln!("hood: warning: {w}");
     }
@@ -182,15 +173,16 @@ pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
         if !live {
             continue;
         }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&seg.path)
-            .with_context(|| format!("opening {}", seg.path.display()))?;
+        // Through the descriptor that was checked: the path may name another file by now.
         let off = hood_abi::parse::RESET_GEN_OFFSET as u64;
-        let mut b = [0u8; 4];
-        f.read_exact_at(&mut b, off)?;
-        f.write_all_at(&u32::from_le_bytes(b).wrapping_add(1).to_le_bytes(), off)?;
+        let b = seg
+            .file
+            .read_fixed(off, 4, "the reset counter")
+            .map_err(|e| anyhow::anyhow!("{}: {e}", seg.path.display()))?;
+        let gen = u32::from_le_bytes([b[0], b[1], b[2], b[3]]).wrapping_add(1);
+        seg.file
+            .write_at(&gen.to_le_bytes(), off)
+            .with_context(|| format!("writing the reset counter of {}", seg.path.display()))?;
         n += 1;
     }
     if n == 0 {

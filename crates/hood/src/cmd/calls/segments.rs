@@ -1,10 +1,16 @@
 //! Reading hood-rt segments from the segment directory into `ProcessCalls` (without names).
-//! Nothing in a segment is trusted: bad magic, version or sizes skip it with a warning.
+//! Nothing in a segment is trusted: bad magic, version or sizes skip it with a warning, and
+//! a file planted by another user (a link, a FIFO, a sparse file claiming gigabytes, a file of
+//! someone other than the process it names) is skipped before it can hang hood, make it
+//! allocate, or make it write (see [`SegFile`]).
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{FileType, Mode, OFlags};
+use rustix::io::Errno;
 
 use hood_abi::{HeaderView, ThreadView, NO_PARENT, THREAD_EXITED, THREAD_HEADER_SIZE};
 use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
@@ -19,6 +25,8 @@ pub struct Segment {
     pub maps: String,
     /// Thread slots.
     pub threads: Vec<ThreadView>,
+    /// The checked file (`hood calls reset` writes through it).
+    pub(crate) file: SegFile,
 }
 
 /// Directory segments live in: `$HOOD_SHM_DIR` or /dev/shm.
@@ -28,25 +36,27 @@ pub fn shm_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(hood_abi::DEFAULT_SHM_DIR))
 }
 
-/// Read every segment in `dir` (of `pid` only, if given). Unreadable or invalid segments are
-/// skipped and described in `warnings`.
-pub fn scan(dir: &Path, pid: Option<u32>, warnings: &mut Vec<String>) -> Vec<Segment> {
+/// Read every segment in `dir` (of `pid` only, if given), opened for writing too with `write`.
+/// Unreadable, invalid or untrusted segments are skipped and described in `warnings`.
+pub fn scan(dir: &Path, pid: Option<u32>, write: bool, warnings: &mut Vec<String>) -> Vec<Segment> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         warnings.push(format!("cannot read segment directory {}", dir.display()));
         return Vec::new();
     };
     let mut out = Vec::new();
     for ent in rd.flatten() {
-        let name = ent.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(hood_abi::SEGMENT_PREFIX) else {
-            continue;
-        };
-        let seg_pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        if pid.is_some() && seg_pid != pid {
+        let path = ent.path();
+        if !ent
+            .file_name()
+            .to_string_lossy()
+            .starts_with(hood_abi::SEGMENT_PREFIX)
+        {
             continue;
         }
-        let path = ent.path();
-        match read_segment(&path) {
+        if pid.is_some() && name_pid(&path) != pid {
+            continue;
+        }
+        match read_segment(&path, write) {
             Ok(s) => out.push(s),
             Err(e) => warnings.push(format!("skipping segment {}: {e}", path.display())),
         }
@@ -55,21 +65,159 @@ pub fn scan(dir: &Path, pid: Option<u32>, warnings: &mut Vec<String>) -> Vec<Seg
     out
 }
 
+/// A segment file, opened without following links or blocking and checked before anything is
+/// read: a regular file with one link, owned by the caller or by the running process it names.
+/// Every read whose length the file itself claims is charged against the bytes the filesystem
+/// really holds for it (`st_blocks`), so a sparse file whose header claims gigabytes cannot make
+/// hood allocate them; fixed-size areas of the layout are read without charge.
+pub(crate) struct SegFile {
+    file: File,
+    /// Bytes the filesystem held for the file when last checked.
+    held: u64,
+    /// Bytes read so far against `held`.
+    charged: u64,
+}
+
+/// Where a segment file name says it comes from: `hood-rt-PID-START`.
+pub(crate) fn name_pid(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_str()?;
+    let rest = name.strip_prefix(hood_abi::SEGMENT_PREFIX)?;
+    rest.split('-').next()?.parse().ok()
+}
+
+/// The uid files created by `pid` get (the filesystem uid of /proc/PID/status).
+fn process_fsuid(pid: u32) -> Option<u32> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let uids = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    uids.split_ascii_whitespace().nth(3)?.parse().ok()
+}
+
+impl SegFile {
+    /// Open `path` for reading (and writing, with `write`: `hood calls reset` bumps a counter
+    /// through this same descriptor, never by reopening the path) and check it.
+    pub(crate) fn open(path: &Path, write: bool) -> Result<SegFile, String> {
+        let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
+        let fd = rustix::fs::open(
+            path,
+            access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| match e {
+            Errno::LOOP => "a symbolic link, which hood never follows: remove it".to_string(),
+            e => e.to_string(),
+        })?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| e.to_string())?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(format!(
+                "not a regular file (a {:?}): not written by hood-rt; remove it",
+                FileType::from_raw_mode(st.st_mode)
+            ));
+        }
+        if st.st_nlink != 1 {
+            return Err(format!(
+                "has {} hard links (hood-rt creates one): remove it",
+                st.st_nlink
+            ));
+        }
+        let me = rustix::process::geteuid().as_raw();
+        if st.st_uid != me {
+            match name_pid(path).map(|p| (p, process_fsuid(p))) {
+                Some((_, Some(u))) if u == st.st_uid => {}
+                Some((p, Some(u))) => {
+                    return Err(format!(
+                        "owned by uid {}, but pid {p} runs as uid {u}: not written by that \
+                         process; remove it",
+                        st.st_uid
+                    ))
+                }
+                Some((p, None)) => {
+                    return Err(format!(
+                        "owned by uid {} (not you) and pid {p} is gone, so nothing shows that \
+                         process wrote it; that user can read it, or remove it",
+                        st.st_uid
+                    ))
+                }
+                None => {
+                    return Err(format!(
+                        "owned by uid {} (not you) and its name names no process; remove it",
+                        st.st_uid
+                    ))
+                }
+            }
+        }
+        Ok(SegFile {
+            file: File::from(fd),
+            held: (st.st_blocks as u64).saturating_mul(512),
+            charged: 0,
+        })
+    }
+
+    /// Size of the file now.
+    fn len(&self) -> Result<u64, String> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Read `len` bytes at `off` of an area whose size the layout fixes.
+    pub(crate) fn read_fixed(&self, off: u64, len: u64, what: &str) -> Result<Vec<u8>, String> {
+        let mut buf = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut buf, off)
+            .map_err(|e| format!("reading {what} ({len} bytes at {off}): {e}"))?;
+        Ok(buf)
+    }
+
+    /// Read `len` bytes at `off` whose size the file claims: refused when, with what was read
+    /// before, it is more than the file really holds.
+    pub(crate) fn read(&mut self, off: u64, len: u64, what: &str) -> Result<Vec<u8>, String> {
+        let charged = self.charged.saturating_add(len);
+        if charged > self.held {
+            // A running process may have written more since the last look.
+            self.held =
+                (self.file.metadata().map_err(|e| e.to_string())?.blocks()).saturating_mul(512);
+            if charged > self.held {
+                return Err(format!(
+                    "its header claims {charged} bytes of data (up to {what}), but the file \
+                     holds only {} bytes (a sparse file claiming more than was written): not \
+                     read; remove it",
+                    self.held
+                ));
+            }
+        }
+        self.charged = charged;
+        self.read_fixed(off, len, what)
+    }
+
+    /// Write `bytes` at `off` through the checked descriptor.
+    pub(crate) fn write_at(&self, bytes: &[u8], off: u64) -> std::io::Result<()> {
+        self.file.write_all_at(bytes, off)
+    }
+}
+
 /// An opened segment of the expected mode: its file, header and maps text. `other` names the
 /// command that reads segments of the other mode, for the message.
 pub(crate) fn open_segment(
     path: &Path,
     mode: u32,
     other: &str,
-) -> Result<(File, HeaderView, String), String> {
-    let f = File::open(path).map_err(|e| e.to_string())?;
-    let len = f.metadata().map_err(|e| e.to_string())?.len();
-    let mut head = vec![0u8; hood_abi::HEADER_AREA_SIZE as usize];
-    f.read_exact_at(&mut head, 0)
+    write: bool,
+) -> Result<(SegFile, HeaderView, String), String> {
+    let mut f = SegFile::open(path, write)?;
+    let len = f.len()?;
+    let head = f
+        .read_fixed(0, hood_abi::HEADER_AREA_SIZE, "the header")
         .map_err(|_| format!("shorter than a header ({len} bytes)"))?;
     let header = HeaderView::parse(&head).map_err(|e| e.to_string())?;
     if header.mode != mode {
         return Err(format!("a segment of the other mode (read by {other})"));
+    }
+    if let Some(p) = name_pid(path).filter(|&p| p != header.pid) {
+        return Err(format!(
+            "named for pid {p} but its header says pid {}: remove it",
+            header.pid
+        ));
     }
     if len < header.total_size {
         return Err(format!(
@@ -77,29 +225,30 @@ pub(crate) fn open_segment(
             header.total_size
         ));
     }
-    let mut maps = vec![0u8; header.maps_len as usize];
-    f.read_exact_at(&mut maps, header.maps_offset)
-        .map_err(|e| e.to_string())?;
+    let maps = f.read(header.maps_offset, header.maps_len, "the maps text")?;
     Ok((f, header, String::from_utf8_lossy(&maps).into_owned()))
 }
 
-/// Read every used thread slot: `read_len` sizes a slot from its thread header, `parse` decodes
-/// it (`Some(tid)` keeps it; unused slots have tid 0).
+/// Read every used thread slot: `parts` names the byte ranges of a slot (offset from the slot
+/// start, length) to copy from its thread header, `parse` decodes them (`Some(tid)` keeps it;
+/// unused slots have tid 0).
 pub(crate) fn read_slots<T, E: std::fmt::Display>(
-    f: &File,
+    f: &mut SegFile,
     header: &HeaderView,
-    read_len: impl Fn(&[u8]) -> u64,
-    parse: impl Fn(&HeaderView, &[u8]) -> Result<T, E>,
+    parts: impl Fn(&[u8]) -> Vec<(u64, u64)>,
+    parse: impl Fn(&HeaderView, &[Vec<u8>]) -> Result<T, E>,
     tid: impl Fn(&T) -> u32,
 ) -> Result<Vec<T>, String> {
     let mut threads = Vec::new();
     for i in 0..header.threads_used {
         let off = header.slot_offset(i);
-        let mut th = vec![0u8; THREAD_HEADER_SIZE];
-        f.read_exact_at(&mut th, off).map_err(|e| e.to_string())?;
-        let mut slot = vec![0u8; read_len(&th) as usize];
-        f.read_exact_at(&mut slot, off).map_err(|e| e.to_string())?;
-        match parse(header, &slot) {
+        let what = format!("thread slot {i}");
+        let th = f.read(off, THREAD_HEADER_SIZE as u64, &what)?;
+        let mut bufs = vec![th];
+        for (o, len) in parts(&bufs[0]).into_iter().skip(1) {
+            bufs.push(f.read(off + o, len, &what)?);
+        }
+        match parse(header, &bufs) {
             Ok(t) if tid(&t) != 0 => threads.push(t),
             Ok(_) => {}
             Err(e) => return Err(format!("thread slot {i}: {e}")),
@@ -108,13 +257,13 @@ pub(crate) fn read_slots<T, E: std::fmt::Display>(
     Ok(threads)
 }
 
-fn read_segment(path: &Path) -> Result<Segment, String> {
-    let (f, header, maps) = open_segment(path, hood_abi::MODE_CALLS, "hood trace")?;
+fn read_segment(path: &Path, write: bool) -> Result<Segment, String> {
+    let (mut f, header, maps) = open_segment(path, hood_abi::MODE_CALLS, "hood trace", write)?;
     let threads = read_slots(
-        &f,
+        &mut f,
         &header,
-        |th| header.slot_read_len(hood_abi::parse::slot_paths_used(th)),
-        ThreadView::parse,
+        |th| hood_abi::parse::slot_parts(&header, th).to_vec(),
+        |h, b| ThreadView::parse_parts(h, &b[0], &b[1], &b[2]),
         |t| t.tid,
     )?;
     Ok(Segment {
@@ -122,7 +271,100 @@ fn read_segment(path: &Path) -> Result<Segment, String> {
         header,
         maps,
         threads,
+        file: f,
     })
+}
+
+/// Prefixes of the private segment directories `hood calls run` and `hood trace record` create
+/// in the segment directory, named `PREFIX-PID-START` (the recorder's pid and its start time,
+/// /proc/PID/stat field 22).
+const PRIVATE_DIRS: [&str; 2] = ["hood-calls-run-", "hood-trace-"];
+
+/// Create this recorder's private segment directory (mode 0700) in `base`; `kind` is
+/// `calls-run` or `trace`. Stale ones left by killed recorders are removed first.
+pub(crate) fn private_dir(base: &Path, kind: &str) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    use std::os::unix::fs::DirBuilderExt;
+    clean_stale(base);
+    let pid = std::process::id();
+    let start = crate::cmd::record::detach::proc_stat(pid as i32).map_or(0, |(_, t)| t);
+    let dir = base.join(format!("hood-{kind}-{pid}-{start}"));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("creating the segment directory {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// Whether the private directory `name` may still be in use: its recorder runs (same pid and
+/// start time, or a process named hood under that pid, for directories named by older hoods
+/// with a clock value), or a process whose segment is in it runs (an orphaned traced program
+/// still writing).
+fn private_dir_in_use(dir: &Path, name: &str) -> bool {
+    let Some(rest) = PRIVATE_DIRS.iter().find_map(|p| name.strip_prefix(p)) else {
+        return true;
+    };
+    let mut it = rest.splitn(2, '-');
+    let (Some(Ok(pid)), Some(Ok(start))) = (
+        it.next().map(str::parse::<i32>),
+        it.next().map(str::parse::<u64>),
+    ) else {
+        return true;
+    };
+    if let Some((state, t)) = crate::cmd::record::detach::proc_stat(pid) {
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if !matches!(state, 'Z' | 'X') && (t == start || comm.starts_with("hood")) {
+            return true;
+        }
+    }
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return true;
+    };
+    rd.flatten()
+        .any(|e| name_pid(&e.path()).is_some_and(pid_alive))
+}
+
+/// Remove the private segment directories in `base` that killed recorders left behind (their
+/// recorder and every process with a segment in them are gone), saying so on stderr. Only
+/// real directories of the caller are considered; links and other users' directories are
+/// left alone.
+pub(crate) fn clean_stale(base: &Path) {
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        if !PRIVATE_DIRS.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let path = ent.path();
+        let Ok(md) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !md.is_dir() || md.uid() != me || private_dir_in_use(&path, &name) {
+            continue;
+        }
+        let held: u64 = std::fs::read_dir(&path)
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.blocks() * 512)
+                    .sum()
+            })
+            .unwrap_or(0);
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => eprintln!(
+                "hood: removed {}, left behind by a killed recorder (its process is gone; {:.1} MB freed)",
+                path.display(),
+                held as f64 / 1e6
+            ),
+            Err(e) => eprintln!(
+                "hood: warning: cannot remove {}, left behind by a killed recorder: {e}",
+                path.display()
+            ),
+        }
+    }
 }
 
 /// Whether `pid` is a live (not zombie or dead) process.

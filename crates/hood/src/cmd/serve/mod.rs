@@ -37,8 +37,10 @@ pub fn serve(cfg: &ServeConfig) -> anyhow::Result<()> {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     // The scratch directory exists before the port accepts a request.
+    // Mode 0700: the profiles in it hold kernel addresses (each file is 0600 as well).
     let scratch = tempfile::Builder::new()
         .prefix("hood-serve-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir()
         .context("creating a scratch directory for profiles (set TMPDIR to a writable one)")?;
     let server = Server::http(cfg.listen)

@@ -3,7 +3,6 @@
 //! trusted: invalid ones are skipped with a warning naming the file.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use hood_abi::{
@@ -36,20 +35,21 @@ pub struct SegEvents {
 }
 
 fn read_segment(path: &Path) -> Result<Seg, String> {
-    let (f, header, maps) = segments::open_segment(path, hood_abi::MODE_TRACE, "hood calls")?;
-    let mut tagb = vec![0u8; TAGS_AREA_SIZE as usize];
-    f.read_exact_at(&mut tagb, header.tags_offset)
-        .map_err(|e| e.to_string())?;
+    let (mut f, header, maps) =
+        segments::open_segment(path, hood_abi::MODE_TRACE, "hood calls", false)?;
+    let tagb = f.read_fixed(header.tags_offset, TAGS_AREA_SIZE, "the tag table")?;
     let tags = parse_tags(&header, &tagb);
-    let mut funcb = vec![0u8; header.funcs_used as usize * 8];
-    f.read_exact_at(&mut funcb, header.funcs_offset)
-        .map_err(|e| e.to_string())?;
+    let funcb = f.read(
+        header.funcs_offset,
+        header.funcs_used as u64 * 8,
+        "the function table",
+    )?;
     let funcs = parse_funcs(&header, &funcb);
     let threads = segments::read_slots(
-        &f,
+        &mut f,
         &header,
-        |th| trace_slot_read_len(&header, th),
-        TraceThreadView::parse,
+        |th| vec![(0, 0), (0, trace_slot_read_len(&header, th))],
+        |h, b| TraceThreadView::parse(h, &b[1]),
         |t| t.tid,
     )?;
     Ok(Seg {

@@ -1,7 +1,6 @@
 //! `hood trace record`: run the command with hood-rt preloaded in trace mode and its context
 //! switches recorded, then collect every process's buffers into one trace file.
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,19 +31,7 @@ pub struct RecordConfig {
 }
 
 fn private_dir() -> anyhow::Result<PathBuf> {
-    let base = std::env::var_os("HOOD_SHM_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(hood_abi::DEFAULT_SHM_DIR));
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let dir = base.join(format!("hood-trace-{}-{nonce}", std::process::id()));
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(&dir)
-        .with_context(|| format!("creating the segment directory {}", dir.display()))?;
-    Ok(dir)
+    crate::cmd::calls::segments::private_dir(&crate::cmd::calls::segments::shm_dir(), "trace")
 }
 
 pub fn record(cfg: RecordConfig) -> anyhow::Result<ExitCode> {
