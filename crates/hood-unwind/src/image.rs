@@ -94,25 +94,37 @@ impl Image {
     /// Whether the code at `svma` (a return address minus one) belongs to a signal trampoline
     /// (its CIE carries the `S` augmentation, as glibc's `__restore_rt` does).
     pub(crate) fn is_signal_trampoline(&self, svma: u64) -> bool {
-        let (Some(hdr), Some(eh)) = (&self.eh_frame_hdr, &self.eh_frame) else {
-            return false;
-        };
+        self.fde_at(svma) == Some(true)
+    }
+
+    /// Whether call frame information covers the code at `svma`. Only `.eh_frame_hdr`'s
+    /// table can say no; an image with `.debug_frame` alone is taken as covered.
+    pub(crate) fn covers(&self, svma: u64) -> bool {
+        if self.eh_frame_hdr.is_none() {
+            return self.has_cfi();
+        }
+        self.fde_at(svma).is_some()
+    }
+
+    /// Look `svma` up in `.eh_frame_hdr`: `None` when no FDE covers it, else whether that
+    /// FDE describes a signal trampoline.
+    fn fde_at(&self, svma: u64) -> Option<bool> {
+        let (hdr, eh) = (self.eh_frame_hdr.as_ref()?, self.eh_frame.as_ref()?);
         let bases = BaseAddresses::default()
             .set_eh_frame_hdr(hdr.svma.start)
             .set_eh_frame(eh.svma.start)
             .set_text(self.text.as_ref().map_or(0, |t| t.start))
             .set_got(self.got.as_ref().map_or(0, |g| g.start));
-        let Ok(parsed) = EhFrameHdr::new(&hdr.data[..], LittleEndian).parse(&bases, 8) else {
-            return false;
-        };
-        let Some(table) = parsed.table() else {
-            return false;
-        };
+        let parsed = EhFrameHdr::new(&hdr.data[..], LittleEndian)
+            .parse(&bases, 8)
+            .ok()?;
+        let table = parsed.table()?;
         let mut eh_frame = EhFrame::new(&eh.data[..], LittleEndian);
         eh_frame.set_address_size(8);
-        table
+        let fde = table
             .fde_for_address(&eh_frame, &bases, svma, EhFrame::cie_from_offset)
-            .is_ok_and(|fde| fde.cie().is_signal_trampoline())
+            .ok()?;
+        Some(fde.cie().is_signal_trampoline())
     }
 
     /// Read the unwind information of the ELF image in `data`, named `name`.
@@ -156,8 +168,12 @@ impl Image {
                 data: Arc::from(data),
             })
         };
-        let eh_frame = bytes(".eh_frame");
-        let eh_frame_hdr = eh_frame.as_ref().and_then(|_| bytes(".eh_frame_hdr"));
+        let eh_frame_hdr = bytes(".eh_frame_hdr");
+        // Without the header's table, an `.eh_frame` that describes no function (only the
+        // terminator that `-fno-asynchronous-unwind-tables` leaves) is no information at all.
+        let eh_frame =
+            bytes(".eh_frame").filter(|eh| eh_frame_hdr.is_some() || describes_code(&eh.data));
+        let eh_frame_hdr = eh_frame_hdr.filter(|_| eh_frame.is_some());
         let debug_frame = bytes(".debug_frame").map(|s| s.data);
         Ok(Image {
             name,
@@ -190,6 +206,20 @@ impl Image {
             self.debug_frame = dbg.debug_frame;
         }
     }
+}
+
+/// Whether an `.eh_frame` section holds at least one FDE (checked without the header table).
+fn describes_code(data: &[u8]) -> bool {
+    let mut eh = EhFrame::new(data, LittleEndian);
+    eh.set_address_size(8);
+    let bases = BaseAddresses::default();
+    let mut entries = eh.entries(&bases);
+    while let Ok(Some(e)) = entries.next() {
+        if matches!(e, gimli::CieOrFde::Fde(_)) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Identity of a file on disk: a changed or replaced file is a different image.

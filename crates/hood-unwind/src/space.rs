@@ -255,15 +255,15 @@ impl Unwinder {
         let Some(m) = addr.and_then(|a| self.spaces.get(&pid)?.lookup(a.saturating_sub(1))) else {
             return;
         };
-        if !m.name.starts_with('/') || m.image.as_ref().is_some_and(|i| i.has_cfi()) {
+        if !m.name.starts_with('/') {
             return;
         }
         if self.warned.insert(m.name.to_string()) {
             self.warnings.push(format!(
-                "{} has no unwind information (.eh_frame or .debug_frame) and its code keeps no \
-                 frame pointer where sampled, so stacks through it stop there. Fix: rebuild it with \
-                 -fasynchronous-unwind-tables (gcc/clang default) or -fno-omit-frame-pointer, or \
-                 install its debug file under /usr/lib/debug/.build-id",
+                "{} has code without unwind information (.eh_frame or .debug_frame) that keeps no \
+                 frame pointer, so stacks through it stop there. Fix: rebuild it with \
+                 -fasynchronous-unwind-tables (the gcc/clang default) or -fno-omit-frame-pointer, \
+                 or install its debug file under /usr/lib/debug/.build-id",
                 m.name
             ));
         }

@@ -191,18 +191,25 @@ fn at_entry(space: &Space, addr: FrameAddress) -> bool {
 /// information saying so; a frame-pointer walk that met a zero frame pointer in code without
 /// any proves nothing.
 fn ended(space: &Space, addr: FrameAddress) -> Option<Truncation> {
-    match space.lookup(addr.address_for_lookup()) {
-        Some(m) if m.image.as_ref().is_some_and(|i| i.has_cfi()) => None,
-        Some(_) => Some(Truncation::NoUnwindInfo),
+    let look = addr.address_for_lookup();
+    match space.lookup(look) {
+        Some(m) => match &m.image {
+            Some(i) if i.covers(look.wrapping_sub(m.bias)) => None,
+            _ => Some(Truncation::NoUnwindInfo),
+        },
         None => Some(Truncation::NotMapped),
     }
 }
 
-/// Why unwinding the frame at `addr` failed.
+/// Why unwinding the frame at `addr` failed: its code has no call frame information (none in
+/// its image, or none for this function), or what it has led nowhere.
 fn classify_stop(space: &Space, addr: FrameAddress) -> Truncation {
-    match space.lookup(addr.address_for_lookup()) {
-        Some(m) if m.image.as_ref().is_some_and(|i| i.has_cfi()) => Truncation::Failed,
-        Some(_) => Truncation::NoUnwindInfo,
+    let look = addr.address_for_lookup();
+    match space.lookup(look) {
+        Some(m) => match &m.image {
+            Some(i) if i.covers(look.wrapping_sub(m.bias)) => Truncation::Failed,
+            _ => Truncation::NoUnwindInfo,
+        },
         None => Truncation::NotMapped,
     }
 }

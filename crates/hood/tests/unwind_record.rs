@@ -661,3 +661,50 @@ fn python_with_perf_support() -> Option<String> {
         .map(|p| p.display().to_string())
         .find(|p| works(p))
 }
+
+#[test]
+fn library_without_unwind_info_is_marked_and_warned_about_once() {
+    if !privileged("no_cfi_library") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let dir = k.dir.path().join("nocfi");
+    std::fs::create_dir_all(&dir).unwrap();
+    let so = dir.join("libunwlib.so");
+    let src = repo().join("tests/c/unwind_lib.c");
+    gcc(&[
+        "-O2",
+        "-fomit-frame-pointer",
+        "-fno-asynchronous-unwind-tables",
+        "-fno-unwind-tables",
+        "-fPIC",
+        "-shared",
+        "-o",
+        so.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let file = k.dir.path().join("nocfi.hood");
+    let out = run(hood()
+        .args(["record", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&k.nofp)
+        .args(["lib", "1000"])
+        .env("LD_LIBRARY_PATH", &dir));
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("has code without unwind information").count(),
+        1,
+        "one warning for the library:\n{err}"
+    );
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let (pct, n, bad) = share(&stacks, "uk_nofp", "lib_leaf", |u| {
+        u.first() == Some(&"[truncated: no unwind info in libunwlib.so]")
+    });
+    assert!(
+        n >= 100 && pct >= 95.0,
+        "{pct:.1}% of {n} marked; e.g. {bad:#?}"
+    );
+}
