@@ -7,6 +7,8 @@
 
 mod cli;
 mod cmd;
+mod environment;
+mod generate;
 
 use std::process::ExitCode;
 
@@ -14,7 +16,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match cmd::dispatch(cli.command) {
+    match run(cli) {
         Ok(code) => code,
         // `hood report | head -1`: the reader has all it wanted. Say nothing and exit 0, as
         // ripgrep does, rather than "Broken pipe" or death by SIGPIPE (141).
@@ -24,6 +26,21 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
+    if let Some(kind) = cli.generate {
+        let mut out = std::io::stdout().lock();
+        generate::generate(kind, &mut out)?;
+        std::io::Write::flush(&mut out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(command) = cli.command else {
+        // clap prints the help for a bare `hood`; this is for anything that slips past it.
+        anyhow::bail!("no subcommand: see `hood --help`");
+    };
+    environment::check()?;
+    cmd::dispatch(command)
 }
 
 /// The error and its causes on one line, each cause only when it says something new: an I/O

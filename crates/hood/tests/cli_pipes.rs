@@ -175,8 +175,13 @@ fn every_report_into_a_closed_pipe_ends_quietly_with_status_0() {
 }
 
 #[test]
-fn ps_into_a_closed_pipe_ends_quietly() {
-    for args in [&["ps"][..], &["ps", "-a", "--json"]] {
+fn ps_and_generated_scripts_into_a_closed_pipe_end_quietly() {
+    for args in [
+        &["ps"][..],
+        &["ps", "-a", "--json"],
+        &["--generate", "man"],
+        &["--generate", "complete-bash"],
+    ] {
         let out = hood()
             .args(args)
             .stdout(closed_pipe())
@@ -316,4 +321,27 @@ fn a_missing_file_is_named_once_with_the_commands_own_fix() {
             );
         }
     }
+}
+
+/// Only a reader that went away is quiet: any other write error on standard output (here
+/// ENOSPC from /dev/full, with a command that needs no recording) is still an error.
+#[test]
+fn other_write_errors_are_still_reported() {
+    let out = hood()
+        .args(["--generate", "man"])
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("hood: error:") && err.contains("No space left"),
+        "{err}"
+    );
 }
