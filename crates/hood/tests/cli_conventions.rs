@@ -381,3 +381,82 @@ fn the_runtime_names_a_clock_it_does_not_understand() {
     let out = run_with("monotonic");
     assert!(out.stderr.is_empty(), "{}", text(&out));
 }
+
+/// README.md, docs/*.md, every `--help` and the man page speak the user's words: no internal
+/// names of the source works ("seed 000", "§2.8.2", "the thesis", the MINIX tool names), and
+/// no links to files outside the repository. The works are named once, in README's
+/// Background section.
+#[test]
+fn user_facing_text_speaks_the_users_words_and_links_only_inside_the_repository() {
+    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut md = vec![repo().join("README.md")];
+    for e in std::fs::read_dir(repo().join("docs")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "md") {
+            md.push(e.path());
+        }
+    }
+    for p in &md {
+        texts.push((p.display().to_string(), std::fs::read_to_string(p).unwrap()));
+    }
+    let mut helps = vec![vec![]];
+    for sub in SUBCOMMANDS {
+        helps.push(sub.split(' ').collect::<Vec<_>>());
+    }
+    for args in helps {
+        let out = run(hood().args(&args).arg("--help"));
+        assert!(out.status.success(), "{args:?} --help:\n{}", text(&out));
+        texts.push((
+            format!("hood {} --help", args.join(" ")),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+        ));
+    }
+    texts.push(("the man page".into(), generate("man")));
+    for (what, body) in &texts {
+        let lower = body.to_lowercase();
+        for word in [
+            "seed 0",
+            "seed-0",
+            "§",
+            "the thesis",
+            "sprofalyze",
+            "cprofalyze",
+            "design.md",
+        ] {
+            assert!(!lower.contains(word), "{what} says {word:?}");
+        }
+    }
+    // Relative markdown links resolve to files of the repository.
+    let root = repo().canonicalize().unwrap();
+    for p in &md {
+        let body = std::fs::read_to_string(p).unwrap();
+        for (i, _) in body.match_indices("](") {
+            let rest = &body[i + 2..];
+            let Some(end) = rest.find(')') else { continue };
+            let target = rest[..end].split('#').next().unwrap();
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            let resolved = p.parent().unwrap().join(target);
+            let inside = resolved.canonicalize().is_ok_and(|r| r.starts_with(&root));
+            assert!(
+                inside,
+                "{} links {target}, which is not a file of the repository",
+                p.display()
+            );
+        }
+    }
+    // The source works are named, by their titles, in README's Background section.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let background = readme
+        .split("## Background")
+        .nth(1)
+        .expect("README has a Background section");
+    for title in [
+        "Building Performance Measurement Tools for the MINIX 3 Operating System",
+        "Hardware Profiling of Kernels",
+        "Process-labeled kernel profiling",
+        "HelenOS monitoring",
+    ] {
+        assert!(background.contains(title), "Background lacks {title:?}");
+    }
+}

@@ -1,4 +1,4 @@
-//! The default text report, modeled on sprofalyze (seed 000 appendix C): the header, the
+//! The default text report, modeled on the MINIX 3 profiler's: the header, the
 //! highest-scoring functions across all processes, then one section per process; or a flat
 //! table by file, process or thread; then optionally a call tree.
 
@@ -93,7 +93,7 @@ fn thread_label(prof: &Profile, pid: u32, tid: u32) -> String {
 /// A process's sample count and its (function, self samples) rows, heaviest first.
 type ProcRows = (u64, Vec<(Option<FuncId>, u64)>);
 
-/// sprofalyze's layout: functions over all processes, then per process.
+/// The default layout: functions over all processes, then per process.
 fn functions(
     prof: &Profile,
     opts: &ReportOptions,
