@@ -37,6 +37,8 @@ pub enum By {
     Dso,
     /// Samples per process.
     Process,
+    /// Samples per process name, all processes of one name together (perf's `--sort comm`).
+    Comm,
     /// Samples per thread.
     Thread,
 }

@@ -11,8 +11,10 @@ pub enum ByArg {
     Function,
     /// Shared objects / executables.
     Dso,
-    /// Processes.
+    /// Processes, one row per PID.
     Process,
+    /// Process names: all processes of one name in one row (perf's `--sort comm`).
+    Comm,
     /// Threads.
     Thread,
 }

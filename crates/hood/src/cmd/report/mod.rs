@@ -122,6 +122,7 @@ impl ReportArgs {
                 ByArg::Function => render::By::Function,
                 ByArg::Dso => render::By::Dso,
                 ByArg::Process => render::By::Process,
+                ByArg::Comm => render::By::Comm,
                 ByArg::Thread => render::By::Thread,
             },
             filter,
