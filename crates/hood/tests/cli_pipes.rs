@@ -175,10 +175,14 @@ fn every_report_into_a_closed_pipe_ends_quietly_with_status_0() {
 }
 
 #[test]
-fn ps_and_generated_scripts_into_a_closed_pipe_end_quietly() {
+fn monitor_commands_and_generated_scripts_into_a_closed_pipe_end_quietly() {
     for args in [
         &["ps"][..],
         &["ps", "-a", "--json"],
+        &["uptime"],
+        &["info"],
+        &["info", "system.load", "--json"],
+        &["top", "-b", "-n", "1", "-d", "0.1"],
         &["--generate", "man"],
         &["--generate", "complete-bash"],
     ] {
@@ -344,4 +348,31 @@ fn other_write_errors_are_still_reported() {
         err.contains("hood: error:") && err.contains("No space left"),
         "{err}"
     );
+}
+
+/// `hood top -b` runs until interrupted; a reader that has gone must end it (it used to
+/// sample on forever for nobody). The 60 s bound only turns a hang into a failure.
+#[test]
+fn top_batch_stops_when_its_reader_goes() {
+    for args in [
+        &["top", "-b", "-d", "0.1"][..],
+        &["top", "--json", "-d", "0.1"],
+    ] {
+        let mut child = hood()
+            .args(args)
+            .stdout(closed_pipe())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn hood");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child.try_wait().expect("wait").is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("hood {} kept running after its reader went", args.join(" "));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().expect("wait");
+        assert_quiet(&format!("hood {}", args.join(" ")), &out);
+    }
 }
