@@ -376,3 +376,31 @@ fn top_batch_stops_when_its_reader_goes() {
         assert_quiet(&format!("hood {}", args.join(" ")), &out);
     }
 }
+
+/// The command under `hood record --` gets SIGPIPE's default disposition back (hood itself
+/// ignores it, and an ignored signal survives exec), so `yes | head -1` in it ends by SIGPIPE
+/// rather than with "Broken pipe" errors. Read from the command's own /proc status.
+#[test]
+fn record_gives_its_command_the_default_sigpipe() {
+    if !common::privileged("record_gives_its_command_the_default_sigpipe") {
+        return;
+    }
+    let _lock = common::perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::record(
+        &dir.path().join("cat.data"),
+        &["--", "cat", "/proc/self/status"],
+    );
+    let status = String::from_utf8_lossy(&out.stdout);
+    let ignored = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|h| u64::from_str_radix(h.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no SigIgn line:\n{}", text(&out)));
+    let sigpipe = 1u64 << (libc::SIGPIPE - 1);
+    assert_eq!(
+        ignored & sigpipe,
+        0,
+        "the command inherited an ignored SIGPIPE (SigIgn {ignored:#x})"
+    );
+}
