@@ -1,5 +1,6 @@
-/* Seed 000 §3.5.5: a calls b and c, b calls d; identical loops in every body, so with
- * overhead compensation the four own-body times must agree. Usage: calls_abcd [ITER] [REPS] */
+/* The MINIX 3 call-path profiler's test (Meurs 2006): a calls b and c, b calls d; identical
+ * loops in every body, so with overhead compensation the four own-body times must agree.
+ * Usage: calls_abcd [ITER] [REPS] */
 #include <stdlib.h>
 
 static long iters = 1000;

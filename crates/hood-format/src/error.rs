@@ -82,9 +82,8 @@ fn io_hint(err: &std::io::Error) -> &'static str {
         }
         // 28 is ENOSPC, 13 is EACCES on Linux.
         Some(13) => " (permission denied: check the directory's permissions or choose another path with -o)",
-        _ => match err.kind() {
-            std::io::ErrorKind::NotFound => " (no such file: record one first, or pass the path with -i)",
-            _ => "",
-        },
+        // A missing file gets its fix from the command that reads it, which knows how it
+        // takes its path (`-i FILE` or an argument).
+        _ => "",
     }
 }

@@ -1,5 +1,5 @@
 //! `--irq-time`: time spent in each irq and softirq handler, measured from the
-//! `irq:irq_handler_entry/exit` and `irq:softirq_entry/exit` tracepoints (seed 003 §4.4.3).
+//! `irq:irq_handler_entry/exit` and `irq:softirq_entry/exit` tracepoints.
 //!
 //! A private tracefs instance `instances/hood-<pid>` with `trace_clock mono` carries only these
 //! four events, so other tracing users are not disturbed. Its text `trace_pipe` is read without

@@ -55,6 +55,28 @@ fn env_u32(name: &[u8], default: u32, min: u32, max: u32) -> u32 {
     n.clamp(min as u64, max as u64) as u32
 }
 
+/// `HOOD_CLOCK`: `monotonic` forces CLOCK_MONOTONIC; unset or `tsc` keeps the default. Any
+/// other value is named on standard error once (hood itself refuses it before starting a
+/// program; this is for programs run without hood), and the default is used.
+fn clock_is_monotonic() -> bool {
+    match env(b"HOOD_CLOCK\0") {
+        None | Some(b"tsc") => false,
+        Some(b"monotonic") => true,
+        Some(other) => {
+            let parts: [&[u8]; 3] = [
+                b"hood-rt: HOOD_CLOCK=",
+                other,
+                b" is not understood: use tsc or monotonic; using tsc\n",
+            ];
+            for p in parts {
+                // SAFETY: writing a valid buffer to fd 2; a failed write is ignored.
+                let _ = unsafe { libc::write(2, p.as_ptr().cast(), p.len()) };
+            }
+            false
+        }
+    }
+}
+
 impl Config {
     /// Read `HOOD_*` variables (see docs/calls.md).
     pub fn from_env() -> Self {
@@ -66,7 +88,7 @@ impl Config {
             max_path_len: env_u32(b"HOOD_MAX_PATH_LEN\0", 256, 1, 1 << 20),
             hash_size: (max_paths as u64 * 2).next_power_of_two() as u32,
             compensate: env(b"HOOD_COMPENSATE\0") != Some(b"0"),
-            force_mono: env(b"HOOD_CLOCK\0") == Some(b"monotonic"),
+            force_mono: clock_is_monotonic(),
             disabled: env(b"HOOD_DISABLE\0") == Some(b"1"),
             trace: env(b"HOOD_MODE\0") == Some(b"trace"),
             trace_capacity: env_u32(b"HOOD_TRACE_BUFFER\0", 1 << 23, 16, 1 << 30) as u64,

@@ -246,7 +246,7 @@ unsafe fn mismatch(s: &Slot, n: u64) {
 }
 
 /// Clear this thread's table and re-insert the open calls with zero counts, so that running
-/// functions are measured from the reset on (the stack outlives resets, as in seed 000).
+/// functions are measured from the reset on (the stack outlives resets).
 #[cold]
 #[inline(never)]
 pub unsafe fn reset(s: &Slot) {

@@ -1,6 +1,6 @@
 //! hood-rt: the runtime that programs built with `-finstrument-functions` link (or get through
 //! `LD_PRELOAD=libhood_rt.so`). Per thread it keeps a call stack and a table of unique call
-//! paths with calls and own-body time, compensated for its own cost (seed 000 §3.5.3), in a
+//! paths with calls and own-body time, compensated for its own cost, in a
 //! shared-memory segment under /dev/shm that `hood calls get` reads. See docs/calls.md and
 //! `include/hood.h`.
 //!
@@ -108,7 +108,7 @@ fn hook_other(func: u64, kind: u64) {
     }
 }
 
-/// Trace mode: record an inline mark (seed 001's '=' tags) with `label`, a NUL-terminated
+/// Trace mode: record an inline mark (an '=' tag in McRae's traces) with `label`, a NUL-terminated
 /// string that stays valid (normally a literal). Does nothing in calls mode.
 #[no_mangle]
 pub extern "C" fn hood_mark(label: *const libc::c_char) {

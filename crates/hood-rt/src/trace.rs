@@ -1,4 +1,4 @@
-//! Trace mode (issue 5, seed 001): each hook appends one 8-byte [`TraceEvent`] word
+//! Trace mode (issue 5, McRae's event tags in software): each hook appends one 8-byte [`TraceEvent`] word
 //! (timestamp, function/tag index, kind) to the calling thread's buffer. Like the calls hooks: no allocation, locks, syscalls or panics on
 //! the hook path; one timestamp read per event; only the owner thread writes its buffer.
 

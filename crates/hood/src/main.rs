@@ -1,11 +1,14 @@
 //! `hood`: look under the hood of a running Linux system.
 //!
-//! This file stays thin: parse the command line, run one subcommand, map errors to exit codes
-//! (0 success, 1 ran but found nothing / target failed, 2 usage or environment error; `record --`
-//! exits with the child's status).
+//! This file stays thin: parse the command line, run one subcommand, map errors to exit codes.
+//! The exit codes are listed in docs/cli.md: 0 success (also when the reader of standard output
+//! went away early, as in `hood report | head`), 1 ran but found nothing / target failed, 2 usage
+//! or environment error; `record --` exits with the child's status.
 
 mod cli;
 mod cmd;
+mod environment;
+mod generate;
 
 use std::process::ExitCode;
 
@@ -13,11 +16,66 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match cmd::dispatch(cli.command) {
+    match run(cli) {
         Ok(code) => code,
+        // `hood report | head -1`: the reader has all it wanted. Say nothing and exit 0, as
+        // ripgrep does, rather than "Broken pipe" or death by SIGPIPE (141).
+        Err(err) if stdout_reader_gone(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("hood: error: {err:#}");
+            eprintln!("hood: error: {}", one_line(&err));
             ExitCode::from(2)
         }
     }
+}
+
+fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
+    if let Some(kind) = cli.generate {
+        let mut out = std::io::stdout().lock();
+        generate::generate(kind, &mut out)?;
+        std::io::Write::flush(&mut out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(command) = cli.command else {
+        // clap prints the help for a bare `hood`; this is for anything that slips past it.
+        anyhow::bail!("no subcommand: see `hood --help`");
+    };
+    environment::check()?;
+    cmd::dispatch(command)
+}
+
+/// The error and its causes on one line, each cause only when it says something new: an I/O
+/// error that names its file embeds its OS error, which is also its source.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// Whether `err` is a broken pipe and standard output is a pipe or socket whose reader has
+/// closed it (so a broken pipe to a child process or a client socket is still reported).
+fn stdout_reader_gone(err: &anyhow::Error) -> bool {
+    let broken = err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    });
+    if !broken {
+        return false;
+    }
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n == 1 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }

@@ -111,7 +111,7 @@ fn udp_receive_path_is_charged_to_the_receiver() {
         tx_labeled as f64 >= 0.9 * tx_plain as f64,
         "sender's transmit path shrank from {tx_plain} to {tx_labeled} samples"
     );
-    // Text report: complete event stream, the receiver's async share, seed 002 naming.
+    // Text report: complete event stream, the receiver's async share, PIDu:/PIDk: naming.
     let txt = report(&file, &["--labels"]);
     // The event stream is complete, or the shortfall against the kernel's counts is reported
     // (a starved recorder on a loaded machine can fall behind a packet flood).

@@ -98,7 +98,7 @@ pub fn path_rows(p: &ProcessCalls, per_thread: bool) -> Vec<Row> {
     named(p, path_totals(p, per_thread))
 }
 
-/// Per-function totals (seed 000's `-f`): calls and own time of every path ending in the
+/// Per-function totals (`hood calls report -f`): calls and own time of every path ending in the
 /// function.
 pub fn function_rows(p: &ProcessCalls, per_thread: bool) -> Vec<Row> {
     let mut acc: HashMap<(Option<u32>, Vec<u64>), Acc> = HashMap::new();

@@ -1,4 +1,4 @@
-//! Charging samples to the process they served (seed 002 §3.1).
+//! Charging samples to the process they served.
 //!
 //! Each CPU's hard irq and softirq handler runs are rebuilt from entry/exit events. A sample
 //! outside them is synchronous work of its task. Inside a NET_RX softirq it belongs to the

@@ -1,4 +1,4 @@
-//! Process-labeled kernel profiling (seed 002, `hood record --labels`): decode the raw
+//! Process-labeled kernel profiling (Nishioka et al., `hood record --labels`): decode the raw
 //! tracefs pages stored next to the samples, rebuild each CPU's irq/softirq contexts, follow
 //! asynchronous work (received packets, block requests) to the process that consumes it, and
 //! charge every sample to the process it served.

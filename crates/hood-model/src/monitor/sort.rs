@@ -1,4 +1,4 @@
-//! Sorting and filtering of task lists (the thesis's "future work": sort by any column, filter).
+//! Sorting and filtering of task lists: sort by any column, filter by text.
 
 use std::cmp::Ordering;
 

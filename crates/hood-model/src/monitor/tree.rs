@@ -1,4 +1,4 @@
-//! The `hood info` tree (seed 003 §4.1): the `system.*` nodes, listed and looked up by path.
+//! The `hood info` tree: the `system.*` nodes, listed and looked up by path.
 
 use serde_json::Value;
 

@@ -620,7 +620,7 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
     out
 }
 
-/// Name/tag listing (seed 001's names file): function names get even tags in address order
+/// Name/tag listing (McRae's names file): function names get even tags in address order
 /// per process (exit = tag + 1); inline marks are listed with '='.
 pub fn tag_listing(trace: &Trace) -> Vec<(String, u64, char)> {
     let mut names: BTreeMap<String, ()> = BTreeMap::new();

@@ -1,4 +1,4 @@
-//! Event traces (`hood trace`, seed 001): per-thread entry/exit/mark events from the hood-rt
+//! Event traces (`hood trace`): per-thread entry/exit/mark events from the hood-rt
 //! trace mode, the kernel's context switches, their file encoding, and the analysis behind
 //! `hood trace report` (McRae's function summary and code-path trace). Pure: no kernel.
 

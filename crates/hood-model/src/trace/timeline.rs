@@ -1,4 +1,4 @@
-//! Lines of the code-path trace (seed 001 fig. 4), produced by the analysis per thread.
+//! Lines of the code-path trace, produced by the analysis per thread.
 
 use serde::Serialize;
 

@@ -1,4 +1,4 @@
-//! Renderers for `hood calls report`: seed 000's cprofalyze text layout (`calls  msecs  path`
+//! Renderers for `hood calls report`: the text layout (`calls  msecs  path`
 //! per process, with its notes), JSON, and collapsed stacks (own time in µs per path).
 
 use std::fmt::Write as _;
@@ -21,7 +21,7 @@ pub struct CallsReportOptions {
     pub threads: bool,
 }
 
-/// The notes printed after the text report (seed 000 appendix C, updated for hood).
+/// The notes printed after the text report.
 pub const NOTES: &str = "\
 Notes:
 - Calls attributed to a path are calls made on that call level.

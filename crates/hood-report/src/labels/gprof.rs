@@ -1,8 +1,8 @@
-//! `hood report --labels --format gprof`: a gprof-style flat profile and call graph (seed 002
-//! Figure 2.2) where every function is named for the process it worked for (`PIDu:func`,
+//! `hood report --labels --format gprof`: a gprof-style flat profile and call graph (as in
+//! Nishioka et al.) where every function is named for the process it worked for (`PIDu:func`,
 //! `PIDk:func`). Edges come from the sampled call chains, so a user function calling into the
-//! kernel through a syscall shows `PIDu:caller` → `PIDk:entry` edges across the boundary
-//! (seed 002 §5.3). Sampling gives no call counts; those columns stay empty.
+//! kernel through a syscall shows `PIDu:caller` → `PIDk:entry` edges across the boundary.
+//! Sampling gives no call counts; those columns stay empty.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -115,7 +115,7 @@ pub fn render_labels_gprof(v: &LabeledView<'_>, out: &mut dyn Write) -> Result<(
     };
     writeln!(
         out,
-        "Flat profile (process-labeled, seed 002 naming: PIDu: user, PIDk: kernel):"
+        "Flat profile (process-labeled: PIDu: user, PIDk: kernel work of process PID):"
     )?;
     writeln!(out)?;
     writeln!(

@@ -1,4 +1,4 @@
-//! Process-labeled kernel profile reports (`hood report --labels`, seed 002): every sample
+//! Process-labeled kernel profile reports (`hood report --labels`): every sample
 //! charged to the process it served. Text (per-process split of kernel time into synchronous
 //! and asynchronous work, flat profiles named `PIDu:func` / `PIDk:func`), a gprof-style flat
 //! profile and call graph with edges across the user→kernel boundary, and collapsed stacks

@@ -1,4 +1,4 @@
-//! `hood ps` (the thesis's `tasks`) and `hood uptime` (the thesis's `stats`).
+//! `hood ps` (HelenOS's `tasks`) and `hood uptime` (HelenOS's `stats`).
 
 use hood_model::monitor::{SortKey, SystemView};
 
@@ -18,7 +18,7 @@ pub struct PsLayout {
     pub full: bool,
 }
 
-/// The columns of `hood ps`: ID, threads, memory, user and system time, name (seed 003 B.1),
+/// The columns of `hood ps`: ID, threads, memory, user and system time, name (as HelenOS's `tasks`),
 /// with state and resident memory added.
 pub fn ps_columns(layout: PsLayout) -> Vec<Column> {
     use Column::*;

@@ -6,7 +6,7 @@ use hood_model::monitor::{SortKey, TaskView};
 
 use super::fmt::{bytes, cpu_time, pct, rate, rate_bytes};
 
-/// What the task area of `hood top` shows (seed 003 appendix A.3 plus threads).
+/// What the task area of `hood top` shows (HelenOS's `top` views plus threads).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// `t`: tasks with memory and CPU.

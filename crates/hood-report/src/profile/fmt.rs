@@ -102,7 +102,11 @@ pub(crate) fn fold(counts: &[u64], base: u64, min_percent: f64, max_rows: Option
 
 /// The label of a fold line: `<1% (12 more)`.
 pub(crate) fn fold_label(f: &Fold, min_percent: f64, what: &str) -> String {
-    let plural = if f.folded_rows == 1 { "" } else { "s" };
+    let plural = match (f.folded_rows, what.ends_with('s')) {
+        (1, _) => "",
+        (_, true) => "es",
+        (_, false) => "s",
+    };
     if f.truncated {
         format!("(other {} {what}{plural})", f.folded_rows)
     } else {

@@ -1,4 +1,4 @@
-//! `hood report --intervals`: seed 000 §2.8.2's interrupt-delay analysis. Per CPU, the time
+//! `hood report --intervals`: the interrupt-delay analysis of sampling. Per CPU, the time
 //! between consecutive samples against the nominal period 1/F: a delayed sample makes one
 //! interval longer and the next one shorter.
 
@@ -61,7 +61,7 @@ pub fn render_intervals(
     )?;
     writeln!(
         out,
-        "next one shorter (seed 000 §2.8.2), so the spread shows how late samples were taken."
+        "next one shorter, so the spread shows how late samples were taken."
     )?;
     if prof.meta.mode != "system" {
         writeln!(

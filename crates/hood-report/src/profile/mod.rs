@@ -1,4 +1,4 @@
-//! Renderers for sampled profiles (`hood report`): the sprofalyze-style text report, JSON,
+//! Renderers for sampled profiles (`hood report`): the text report, JSON,
 //! collapsed stacks, flamegraph SVG, the sampling-interval analysis and the short "top"
 //! form the recorder prints live.
 //!
@@ -30,13 +30,15 @@ pub use top::render_top;
 /// The key of the flat profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum By {
-    /// Self samples per function and process (sprofalyze's layout).
+    /// Self samples per function and process (the default layout).
     #[default]
     Function,
     /// Self samples per file (executable, library, `[kernel.kallsyms]`).
     Dso,
     /// Samples per process.
     Process,
+    /// Samples per process name, all processes of one name together (perf's `--sort comm`).
+    Comm,
     /// Samples per thread.
     Thread,
 }

@@ -191,3 +191,74 @@ fn empty_profile_renders_without_panicking() {
     render_top(&p, 5, &mut out).unwrap();
     render_collapsed(&p, &ReportOptions::default(), &mut out).unwrap();
 }
+
+/// Thirty `cc1`-like processes: one row per name under `By::Comm`, with the process count;
+/// small names fold into "process names", small processes into "processes".
+#[test]
+fn by_comm_groups_the_processes_of_one_name() {
+    let mut b = Builder::new();
+    let f = b.func("parse", "cc1");
+    let g = b.func("wait", "make");
+    for pid in 10..13 {
+        b.process(pid, "cc1", &[(pid, "cc1")]);
+        b.samples(pid, pid, Mode::User, &[f], 300);
+    }
+    b.process(20, "make", &[(20, "make")]);
+    b.samples(20, 20, Mode::User, &[g], 94);
+    for (pid, name) in [(30, "sh"), (31, "cat")] {
+        b.process(pid, name, &[(pid, name)]);
+        b.samples(pid, pid, Mode::User, &[g], 3);
+    }
+    let p = b.finish(&[]);
+    let by = |by| {
+        text(
+            &p,
+            &ReportOptions {
+                by,
+                ..Default::default()
+            },
+        )
+    };
+    let s = by(By::Comm);
+    assert!(s.contains("Samples by process name"), "{s}");
+    let cc1 = line(&s, " cc1 ");
+    assert!(
+        cc1.starts_with("  90.0%") && cc1.ends_with(" 900  3 processes"),
+        "{cc1}"
+    );
+    assert!(line(&s, " make ").ends_with("94  1 process"));
+    assert!(s.contains("<1% (2 process names)"), "{s}");
+    let s = by(By::Process);
+    assert_eq!(s.matches("cc1 (").count(), 3, "{s}");
+    assert!(
+        s.contains("<1% (2 processes)"),
+        "the plural of process:\n{s}"
+    );
+}
+
+#[test]
+fn the_top_table_names_the_processes_a_filter_kept() {
+    let p = known();
+    let with = |pid: Option<u32>, comm: Option<&str>| {
+        text(
+            &p,
+            &ReportOptions {
+                filter: hood_model::profile::aggregate::Filter {
+                    pid,
+                    comm: comm.map(str::to_string),
+                    mode: None,
+                },
+                ..Default::default()
+            },
+        )
+    };
+    assert!(with(None, None).contains("Highest-scoring functions, all processes"));
+    let s = with(None, Some("helper"));
+    assert!(
+        s.contains("Highest-scoring functions, processes named helper"),
+        "{s}"
+    );
+    assert!(!s.contains("all processes"), "{s}");
+    let s = with(Some(100), None);
+    assert!(s.contains("Highest-scoring functions, pid 100"), "{s}");
+}

@@ -1,10 +1,11 @@
-//! The default text report, modeled on sprofalyze (seed 000 appendix C): the header, the
+//! The default text report, modeled on the MINIX 3 profiler's: the header, the
 //! highest-scoring functions across all processes, then one section per process; or a flat
 //! table by file, process or thread; then optionally a call tree.
 
 use std::collections::HashMap;
 use std::io::Write;
 
+use hood_model::profile::aggregate::Filter;
 use hood_model::profile::aggregate::{
     by_function, by_process, by_process_function, by_thread, totals,
 };
@@ -60,6 +61,24 @@ pub fn render_text(
                 (proc_label(prof, rows[i].key), rows[i].count.to_string())
             })?;
         }
+        By::Comm => {
+            let rows = comm_rows(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.1).collect();
+            let table = Table::new(
+                "Samples by process name",
+                t.samples,
+                &counts,
+                "process name",
+            );
+            table.write(opts, out, |i| {
+                let (comm, count, pids) = &rows[i];
+                let extra = match pids {
+                    1 => "1 process".to_string(),
+                    n => format!("{n} processes"),
+                };
+                (comm.clone(), format!("{count}  {extra}"))
+            })?;
+        }
         By::Thread => {
             let rows = by_thread(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
@@ -74,6 +93,19 @@ pub fn render_text(
         tree::render_tree_text(prof, opts, out)?;
     }
     Ok(())
+}
+
+/// (name, samples, processes) per process name, heaviest first, then by name.
+fn comm_rows(prof: &Profile, filter: &Filter) -> Vec<(String, u64, usize)> {
+    let mut m: HashMap<String, (u64, usize)> = HashMap::new();
+    for r in by_process(prof, filter) {
+        let e = m.entry(prof.comm(r.key)).or_default();
+        e.0 += r.count;
+        e.1 += 1;
+    }
+    let mut rows: Vec<(String, u64, usize)> = m.into_iter().map(|(c, (n, p))| (c, n, p)).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    rows
 }
 
 /// `comm pid/tid`, with the thread's own name when it differs from the process's.
@@ -93,7 +125,7 @@ fn thread_label(prof: &Profile, pid: u32, tid: u32) -> String {
 /// A process's sample count and its (function, self samples) rows, heaviest first.
 type ProcRows = (u64, Vec<(Option<FuncId>, u64)>);
 
-/// sprofalyze's layout: functions over all processes, then per process.
+/// The default layout: functions over all processes, then per process.
 fn functions(
     prof: &Profile,
     opts: &ReportOptions,
@@ -102,8 +134,14 @@ fn functions(
 ) -> Result<(), ReportError> {
     let rows = by_process_function(prof, &opts.filter);
     let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+    // Say which processes the table covers: all of them only when no filter narrows them.
+    let whose = match (opts.filter.pid, &opts.filter.comm) {
+        (Some(pid), _) => format!("pid {pid}"),
+        (None, Some(comm)) => format!("processes named {comm}"),
+        (None, None) => "all processes".to_string(),
+    };
     let table = Table::new(
-        "Highest-scoring functions, all processes",
+        &format!("Highest-scoring functions, {whose}"),
         total,
         &counts,
         "function",

@@ -1,5 +1,5 @@
-//! Renderers of `hood trace report` (seed 001): the function summary (fig. 3), the code-path
-//! trace (fig. 4), versioned JSON, Chrome trace-event JSON and the name/tag listing.
+//! Renderers of `hood trace report`: the function summary, the code-path
+//! trace, versioned JSON, Chrome trace-event JSON and the name/tag listing.
 
 mod chrome;
 
@@ -27,7 +27,7 @@ fn us_frac(ns: u64) -> String {
     }
 }
 
-/// `s:mmm uuu` like seed 001's timestamps.
+/// `s:mmm uuu`: seconds, milliseconds, microseconds.
 fn stamp(ns: u64) -> String {
     let us = ns / 1000;
     format!(
@@ -265,7 +265,7 @@ pub fn json(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
     Ok(())
 }
 
-/// Seed 001's names file: `name/tag`, with '=' for inline marks.
+/// The names file: `name/tag`, with '=' for inline marks.
 pub fn tags(list: &[(String, u64, char)], out: &mut dyn Write) -> Result<(), ReportError> {
     for (name, tag, m) in list {
         if *m == ' ' {

@@ -37,3 +37,33 @@ fn raw_args_after(name: &str) -> Vec<String> {
         None => Vec::new(),
     }
 }
+
+/// Refuse to write binary output (`--format pprof`, `firefox`) to a terminal, where it would
+/// print as garbage: with `-o` or a redirected standard output it goes ahead.
+pub fn refuse_binary_on_terminal(
+    output: Option<&std::path::Path>,
+    format: &str,
+    example: &str,
+) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if output.is_none() && std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "--format {format} writes gzip-compressed binary data, not text for a terminal: add -o {example} or redirect standard output to a file"
+        );
+    }
+    Ok(())
+}
+
+/// Reword an error opening `path` when the file does not exist: the OS error once, then `fix`
+/// (which names the way this command takes its file). Other errors pass unchanged.
+pub fn missing_file(err: anyhow::Error, path: &std::path::Path, fix: &str) -> anyhow::Error {
+    let not_found = err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+    });
+    if not_found && !path.exists() {
+        anyhow::anyhow!("{}: no such file; {fix}", path.display())
+    } else {
+        err
+    }
+}

@@ -1,5 +1,5 @@
-//! `hood calls run|get|reset|report`: call-path profiling with the hood-rt runtime (seed 000
-//! ch. 3). See docs/calls.md.
+//! `hood calls run|get|reset|report`: call-path profiling with the hood-rt runtime. See
+//! docs/calls.md.
 
 mod file;
 mod report;
@@ -25,11 +25,11 @@ pub enum CallsCommand {
     /// Run a program built with -finstrument-functions with the runtime preloaded and collect
     /// every process of its tree at exit.
     Run(RunArgs),
-    /// Collect the tables of running and exited instrumented processes (seed 000 `profile get`).
+    /// Collect the tables of running and exited instrumented processes.
     Get(GetArgs),
     /// Reset the tables of running instrumented processes (honoured at their next hook).
     Reset(ResetArgs),
-    /// Print a call-path file per path or per function (seed 000's cprofalyze).
+    /// Print a call-path file per path or per function.
     Report(ReportArgs),
 }
 
@@ -85,7 +85,7 @@ pub enum SortArg {
 /// Output format for `hood calls report`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FormatArg {
-    /// Seed 000's cprofalyze layout.
+    /// Calls and milliseconds per call path, with notes.
     Text,
     /// Versioned JSON.
     Json,

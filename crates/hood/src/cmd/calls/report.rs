@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -15,7 +15,13 @@ use hood_report::pprof::calls::{render_calls_pprof, CallsPprofOptions};
 use super::{file, FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
-    let mut procs = file::read(&a.file)?;
+    let mut procs = file::read(&a.file).map_err(|e| {
+        crate::cmd::missing_file(
+            e,
+            &a.file,
+            "write one with `hood calls run -- PROGRAM` or `hood calls get`, or give the file's path: `hood calls report FILE`",
+        )
+    })?;
     if let Some(pid) = a.pid {
         procs.retain(|p| p.pid == pid);
     }
@@ -31,10 +37,12 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,
         )),
-        None if matches!(a.format, FormatArg::Pprof) && std::io::stdout().is_terminal() => {
-            anyhow::bail!("--format pprof writes gzipped binary: give -o FILE.pb.gz (or redirect standard output)")
+        None => {
+            if let FormatArg::Pprof = a.format {
+                crate::cmd::refuse_binary_on_terminal(None, "pprof", "calls.pb.gz")?;
+            }
+            Box::new(BufWriter::new(std::io::stdout().lock()))
         }
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
     };
     if let FormatArg::Pprof = a.format {
         let opts = pprof_options(&a.file, &procs, a.threads);

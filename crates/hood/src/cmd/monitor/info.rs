@@ -1,4 +1,4 @@
-//! `hood info [PATH]`: the `system.*` tree (seed 003 §4.1).
+//! `hood info [PATH]`: the `system.*` tree.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -94,11 +94,11 @@ pub(crate) fn out_width() -> usize {
         .unwrap_or(512)
 }
 
-/// Write text to stdout, treating a closed pipe (`| head`) as success.
+/// Write text to stdout. A closed pipe (`| head`) is an error here, so that `hood top -b`
+/// stops instead of sampling for a reader that has gone; main ends such a run quietly.
 pub(crate) fn emit(s: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("writing to stdout"),
-    }
+    out.write_all(s.as_bytes())
+        .and_then(|_| out.flush())
+        .context("writing to standard output")
 }

@@ -1,4 +1,4 @@
-//! `hood ps`: list tasks (the thesis's `tasks` utility).
+//! `hood ps`: list tasks.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

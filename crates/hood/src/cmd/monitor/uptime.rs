@@ -1,4 +1,4 @@
-//! `hood uptime`: time, uptime and load averages (the thesis's `stats`).
+//! `hood uptime`: time, uptime and load averages.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

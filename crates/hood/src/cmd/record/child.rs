@@ -47,7 +47,7 @@ impl Child {
         let (go_r, go_w) = pipe_cloexec().context("creating a pipe")?;
         let (st_r, st_w) = pipe_cloexec().context("creating a pipe")?;
         // SAFETY: fork is async-signal-safe; in the child we only call async-signal-safe
-        // functions (read, execvp, write, _exit) on memory prepared before the fork.
+        // functions (read, signal, execvp, write, _exit) on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(io::Error::last_os_error()).context("fork");
@@ -62,8 +62,15 @@ impl Child {
             // SAFETY: reading into a local byte from a descriptor we own; no allocation.
             let n = unsafe { libc::read(go_r.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
             if n == 1 {
-                // SAFETY: program and ptrs are NUL-terminated and outlive the call.
-                unsafe { libc::execvp(program.as_ptr(), ptrs.as_ptr()) };
+                // The Rust runtime ignores SIGPIPE in hood, and an ignored signal stays ignored
+                // across exec: give the command the default back, so `yes | head -1` under
+                // `hood record` ends by SIGPIPE instead of printing "Broken pipe".
+                // SAFETY: program and ptrs are NUL-terminated and outlive the call; signal
+                // with SIG_DFL only changes this process's disposition.
+                unsafe {
+                    libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                    libc::execvp(program.as_ptr(), ptrs.as_ptr());
+                }
             }
             // SAFETY: __errno_location is valid in this thread; write/_exit are async-signal-safe.
             unsafe {

@@ -1,4 +1,4 @@
-//! `hood start` / `hood stop`: a detached recording (seed 000's `profile start` / `profile stop`).
+//! `hood start` / `hood stop`: a detached recording that runs on after the command returns.
 //!
 //! hood usually runs as root, and its state directory may sit in /tmp, so nothing in it is
 //! trusted by name: the directory must be a real directory owned by the caller with no group or

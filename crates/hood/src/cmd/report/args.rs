@@ -11,8 +11,10 @@ pub enum ByArg {
     Function,
     /// Shared objects / executables.
     Dso,
-    /// Processes.
+    /// Processes, one row per PID.
     Process,
+    /// Process names: all processes of one name in one row (perf's `--sort comm`).
+    Comm,
     /// Threads.
     Thread,
 }
@@ -29,7 +31,7 @@ pub enum CallGraphArg {
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
-    /// Human-readable text (sprofalyze style).
+    /// Human-readable text: sample counts, top functions, then one section per process.
     Text,
     /// Versioned JSON (docs/json.md).
     Json,
@@ -76,8 +78,8 @@ pub struct ReportArgs {
     #[arg(long = "intervals")]
     pub intervals: bool,
     /// Charge each sample to the process it served (a recording made with `--labels`):
-    /// kernel time split into synchronous and asynchronous work, seed 002's `PIDu:`/`PIDk:`
-    /// naming; formats text, gprof, collapsed.
+    /// kernel time split into synchronous and asynchronous work, functions named `PIDu:`
+    /// (user) and `PIDk:` (kernel work for process PID); formats text, gprof, collapsed, pprof.
     #[arg(long = "labels")]
     pub labels: bool,
     /// Output format.

@@ -137,6 +137,7 @@ impl ReportArgs {
                 ByArg::Function => render::By::Function,
                 ByArg::Dso => render::By::Dso,
                 ByArg::Process => render::By::Process,
+                ByArg::Comm => render::By::Comm,
                 ByArg::Thread => render::By::Thread,
             },
             filter,
@@ -154,7 +155,22 @@ impl ReportArgs {
 /// Run `hood report`.
 pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let opts = args.to_options()?;
-    let prof = load_profile(&args.input, args.symfile.as_deref())?;
+    match args.format {
+        FormatArg::Pprof => {
+            super::refuse_binary_on_terminal(args.output.as_deref(), "pprof", "profile.pb.gz")?
+        }
+        FormatArg::Firefox => {
+            super::refuse_binary_on_terminal(args.output.as_deref(), "firefox", "profile.json.gz")?
+        }
+        _ => {}
+    }
+    let prof = load_profile(&args.input, args.symfile.as_deref()).map_err(|e| {
+        super::missing_file(
+            e,
+            &args.input,
+            "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
+        )
+    })?;
     let mut out: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,

@@ -1,5 +1,5 @@
-//! `hood trace record|report`: event-tag tracing with the hood-rt runtime in trace mode (seed
-//! 001, McRae's hardware profiler in software). See docs/trace.md.
+//! `hood trace record|report`: event-tag tracing with the hood-rt runtime in trace mode (McRae's
+//! hardware kernel profiler, in software). See docs/trace.md.
 
 mod collect;
 mod elfsyms;
@@ -33,7 +33,7 @@ pub enum TraceCommand {
 /// What to do when a thread's buffer is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FullArg {
-    /// Stop recording that thread (like seed 001's hardware) and count the drops.
+    /// Stop recording that thread and count the events dropped.
     Stop,
     /// Keep the newest events (flight recorder) and count the overwritten ones.
     Wrap,
@@ -75,7 +75,7 @@ pub struct RecordArgs {
 /// Output format of `hood trace report`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum FormatArg {
-    /// Seed 001's summary (or code-path trace with --paths).
+    /// Function summary (or the code-path trace with --paths).
     Text,
     /// Versioned JSON (`"version": 1`).
     Json,
@@ -104,7 +104,7 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
-    /// List names and tags (seed 001's names file) instead.
+    /// List function names and their event tags instead.
     #[arg(long)]
     pub tags: bool,
     /// Rows of the function summary.

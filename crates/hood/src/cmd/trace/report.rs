@@ -22,7 +22,13 @@ pub struct ReportConfig {
 }
 
 pub fn report(c: ReportConfig) -> anyhow::Result<ExitCode> {
-    let trace = load(&c.file)?;
+    let trace = load(&c.file).map_err(|e| {
+        crate::cmd::missing_file(
+            e.into(),
+            &c.file,
+            "write one with `hood trace record -- PROGRAM`, or give the file's path: `hood trace report FILE`",
+        )
+    })?;
     for w in &trace.warnings {
         eprintln!("hood: warning: {}: {w}", c.file.display());
     }

@@ -1,0 +1,204 @@
+//! Every `HOOD_*` environment variable that hood, its runtime (libhood_rt) or its test suite
+//! reads, with what it does and which values it takes. The man page's ENVIRONMENT section is
+//! generated from this table; docs/cli.md says the same for readers of the repository (a test
+//! checks that both name every variable the code reads).
+//!
+//! hood checks the values of the set variables when it starts: a value it would not understand
+//! (`HOOD_CLOCK=mono`) is refused with the values it takes, instead of being silently ignored
+//! by the runtime in the profiled program.
+
+use anyhow::bail;
+
+/// The values a variable takes.
+#[derive(Debug, Clone, Copy)]
+pub enum Values {
+    /// Any text (a path, or "set at all").
+    Any,
+    /// One of these words.
+    OneOf(&'static [&'static str]),
+    /// A whole number in this range (inclusive).
+    Count(u64, u64),
+}
+
+/// One environment variable.
+#[derive(Debug)]
+pub struct Var {
+    /// Its name.
+    pub name: &'static str,
+    /// Its values, as the documentation writes them.
+    pub shown: &'static str,
+    /// What it does.
+    pub what: &'static str,
+    /// The values hood accepts.
+    pub values: Values,
+}
+
+/// Every variable, in the order the documentation lists them.
+pub const VARS: &[Var] = &[
+    Var {
+        name: "HOOD_RT_LIB",
+        shown: "PATH",
+        what: "libhood_rt.so for `hood calls run` and `hood trace record` (default: next to the hood binary, then ../lib/hood/)",
+        values: Values::Any,
+    },
+    Var {
+        name: "HOOD_SHM_DIR",
+        shown: "DIR",
+        what: "where instrumented programs keep their call-path and trace tables (default /dev/shm); `hood calls get|reset` look there too",
+        values: Values::Any,
+    },
+    Var {
+        name: "HOOD_STATE_DIR",
+        shown: "DIR",
+        what: "where `hood start` keeps the detached recording's state for `hood stop` (default $XDG_RUNTIME_DIR/hood, else /tmp/hood-UID)",
+        values: Values::Any,
+    },
+    Var {
+        name: "HOOD_TIMING",
+        shown: "any value",
+        what: "`hood report` prints how long loading, symbolizing and rendering took to standard error",
+        values: Values::Any,
+    },
+    Var {
+        name: "HOOD_CLOCK",
+        shown: "tsc | monotonic",
+        what: "the runtime's clock: `tsc` (default, where the CPU has an invariant TSC) or `monotonic` (CLOCK_MONOTONIC through the vDSO)",
+        values: Values::OneOf(&["tsc", "monotonic"]),
+    },
+    Var {
+        name: "HOOD_COMPENSATE",
+        shown: "1 | 0",
+        what: "`0` turns off the runtime's compensation for its own overhead in `hood calls` times",
+        values: Values::OneOf(&["1", "0"]),
+    },
+    Var {
+        name: "HOOD_DISABLE",
+        shown: "0 | 1",
+        what: "`1` makes every runtime hook return at once: the program runs instrumented but unmeasured",
+        values: Values::OneOf(&["0", "1"]),
+    },
+    Var {
+        name: "HOOD_MAX_THREADS",
+        shown: "1..65536 (64)",
+        what: "threads measured per process by `hood calls`; further threads are counted as lost",
+        values: Values::Count(1, 65_536),
+    },
+    Var {
+        name: "HOOD_MAX_DEPTH",
+        shown: "1..1048576 (1024)",
+        what: "call stack depth followed per thread by `hood calls`",
+        values: Values::Count(1, 1 << 20),
+    },
+    Var {
+        name: "HOOD_MAX_PATHS",
+        shown: "2..16777216 (16384)",
+        what: "distinct call paths kept per thread by `hood calls`",
+        values: Values::Count(2, 1 << 24),
+    },
+    Var {
+        name: "HOOD_MAX_PATH_LEN",
+        shown: "1..1048576 (256)",
+        what: "functions kept per call path by `hood calls`; longer paths are folded",
+        values: Values::Count(1, 1 << 20),
+    },
+    Var {
+        name: "HOOD_TRACE_IRQ",
+        shown: "1 | 0",
+        what: "`0`: `hood trace record` does not record interrupt time (benchmarks)",
+        values: Values::OneOf(&["1", "0"]),
+    },
+    Var {
+        name: "HOOD_TRACE_PREFAULT",
+        shown: "1 | 0",
+        what: "`0`: `hood trace record` leaves the first touch of the trace buffers to the program (benchmarks)",
+        values: Values::OneOf(&["1", "0"]),
+    },
+    Var {
+        name: "HOOD_MODE",
+        shown: "trace",
+        what: "set by `hood trace record` for the runtime in the traced program; not for users",
+        values: Values::OneOf(&["trace"]),
+    },
+    Var {
+        name: "HOOD_TRACE_BUFFER",
+        shown: "16..1073741824",
+        what: "set by `hood trace record` from --buffer; not for users",
+        values: Values::Count(16, 1 << 30),
+    },
+    Var {
+        name: "HOOD_TRACE_FULL",
+        shown: "stop | wrap",
+        what: "set by `hood trace record` from --full; not for users",
+        values: Values::OneOf(&["stop", "wrap"]),
+    },
+    Var {
+        name: "HOOD_TRACE_START",
+        shown: "off",
+        what: "set by `hood trace record --start-off`; not for users",
+        values: Values::OneOf(&["on", "off"]),
+    },
+    Var {
+        name: "HOOD_TRACE_FILTER",
+        shown: "PATH",
+        what: "set by `hood trace record --filter/--exclude` (the filter table's file); not for users",
+        values: Values::Any,
+    },
+    Var {
+        name: "HOOD_REQUIRE_PRIVILEGED",
+        shown: "1",
+        what: "test suite: `1` makes tests that need root fail instead of skipping (CI sets it)",
+        values: Values::Any,
+    },
+    Var {
+        name: "HOOD_BLESS",
+        shown: "1",
+        what: "test suite: `1` rewrites the expected outputs of the layout tests",
+        values: Values::Any,
+    },
+    Var {
+        name: "HOOD_PERF_PERMISSION_INNER",
+        shown: "(internal)",
+        what: "test suite: marks the child process of hood-perf's permission test",
+        values: Values::Any,
+    },
+];
+
+/// The exit statuses of hood, as (status, meaning).
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "success; also when the reader of standard output closed it early (`hood report | head -1`): hood stops quietly"),
+    ("1", "the command ran but found nothing to show (a recording with no samples, no matching process) or its target failed"),
+    ("2", "usage or environment error: a bad option or value, a missing or damaged file, a permission hood lacks; the message names the cause and a fix"),
+    ("N", "`hood record -- COMMAND`, `hood calls run` and `hood trace record` exit with COMMAND's status (128+N when signal N ended it) once its data is written"),
+];
+
+/// Refuse set variables whose value hood (or its runtime) would not understand.
+pub fn check() -> anyhow::Result<()> {
+    for v in VARS {
+        let Some(val) = std::env::var_os(v.name) else {
+            continue;
+        };
+        let val = val.to_string_lossy();
+        match v.values {
+            Values::Any => {}
+            Values::OneOf(words) => {
+                if !words.contains(&val.as_ref()) {
+                    bail!(
+                        "environment variable {}={val:?} is not understood: use {}, or unset it",
+                        v.name,
+                        words.join(" or ")
+                    );
+                }
+            }
+            Values::Count(lo, hi) => {
+                let ok = val.parse::<u64>().is_ok_and(|n| (lo..=hi).contains(&n));
+                if !ok {
+                    bail!(
+                        "environment variable {}={val:?} is not understood: use a whole number from {lo} to {hi}, or unset it",
+                        v.name
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! `hood --generate man|complete-bash|complete-zsh|complete-fish`: the man page and the shell
+//! completions, generated from the clap definitions so they never drift from the CLI.
+
+use std::io::Write;
+
+use clap::CommandFactory;
+
+use crate::cli::{Cli, Generate};
+use crate::environment::{Values, EXIT_STATUS, VARS};
+
+/// Write what `kind` asks for to `out`.
+pub fn generate(kind: Generate, out: &mut dyn Write) -> std::io::Result<()> {
+    let mut cmd = Cli::command();
+    let shell = match kind {
+        Generate::Man => return man(cmd, out),
+        Generate::CompleteBash => clap_complete::Shell::Bash,
+        Generate::CompleteZsh => clap_complete::Shell::Zsh,
+        Generate::CompleteFish => clap_complete::Shell::Fish,
+    };
+    // clap_complete panics when its output fails; write to memory, then report write errors
+    // (a reader that went away early) like every other output.
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "hood", &mut script);
+    out.write_all(&script)
+}
+
+/// One page, `hood(1)`: the top level, then a section per subcommand (and per nested
+/// subcommand: `hood calls report`) with its synopsis and options, then EXIT STATUS and
+/// ENVIRONMENT.
+fn man(mut cmd: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
+    cmd.build();
+    let top = clap_mangen::Man::new(cmd.clone()).date(env!("BUILD_DATE"));
+    top.render_title(out)?;
+    top.render_name_section(out)?;
+    top.render_synopsis_section(out)?;
+    top.render_description_section(out)?;
+    top.render_options_section(out)?;
+    // clap_mangen's list points to one page per subcommand (hood-report(1)); here they are
+    // sections of this page.
+    writeln!(out, ".SH SUBCOMMANDS")?;
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        writeln!(out, ".TP\n\\fBhood {}\\fR", sub.get_name())?;
+        if let Some(about) = sub.get_about() {
+            writeln!(out, "{}", roff_text(&about.to_string()))?;
+        }
+    }
+    for sub in cmd.get_subcommands() {
+        subcommand(sub, out)?;
+    }
+    exit_and_environment(out)?;
+    top.render_version_section(out)?;
+    Ok(())
+}
+
+/// A subcommand's own section: its name and about as a heading, then its synopsis and options
+/// (rendered by clap_mangen, with their headings lowered one level).
+fn subcommand(cmd: &clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
+    if cmd.is_hide_set() || cmd.get_name() == "help" {
+        return Ok(());
+    }
+    let name = cmd
+        .get_bin_name()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("hood {}", cmd.get_name()));
+    writeln!(out, ".SH \"{}\"", roff_text(&name.to_uppercase()))?;
+    if let Some(about) = cmd.get_long_about().or(cmd.get_about()) {
+        writeln!(out, "{}", roff_text(&about.to_string()))?;
+    }
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut buf = Vec::new();
+    man.render_synopsis_section(&mut buf)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut buf)?;
+    }
+    let text = String::from_utf8_lossy(&buf).replace(".SH ", ".SS ");
+    out.write_all(text.as_bytes())?;
+    for sub in cmd.get_subcommands() {
+        subcommand(sub, out)?;
+    }
+    Ok(())
+}
+
+fn exit_and_environment(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, ".SH \"EXIT STATUS\"")?;
+    for (status, meaning) in EXIT_STATUS {
+        writeln!(out, ".TP\n\\fB{status}\\fR\n{}", roff_text(meaning))?;
+    }
+    writeln!(out, ".SH ENVIRONMENT")?;
+    writeln!(
+        out,
+        "hood refuses a set variable whose value it does not understand, naming the values it takes."
+    )?;
+    for v in VARS {
+        let values = match v.values {
+            Values::Any => String::new(),
+            _ => format!(" ({})", v.shown),
+        };
+        writeln!(
+            out,
+            ".TP\n\\fB{}\\fR{}\n{}",
+            v.name,
+            roff_text(&values),
+            roff_text(v.what)
+        )?;
+    }
+    writeln!(out, ".SH \"SEE ALSO\"")?;
+    writeln!(
+        out,
+        "perf(1), perf_event_open(2), proc(5); the guides under docs/ in hood's source tree."
+    )?;
+    Ok(())
+}
+
+/// Text safe in roff body lines: backslashes escaped, no line starting with a control
+/// character, and the minus of options as a real minus.
+fn roff_text(s: &str) -> String {
+    s.lines()
+        .map(|l| {
+            let l = l.replace('\\', "\\e").replace('-', "\\-");
+            if l.starts_with(['.', '\'']) {
+                format!("\\&{l}")
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::roff_text;
+
+    #[test]
+    fn roff_text_escapes_controls() {
+        assert_eq!(roff_text(".hidden"), "\\&.hidden");
+        assert_eq!(roff_text("a\\b --x"), "a\\eb \\-\\-x");
+    }
+}
