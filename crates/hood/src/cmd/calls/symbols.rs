@@ -16,21 +16,13 @@ struct Mapping {
 
 fn parse_maps(text: &str) -> Vec<Mapping> {
     text.lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let range = it.next()?;
-            let perms = it.next()?;
-            let offset = u64::from_str_radix(it.next()?, 16).ok()?;
-            let _dev = it.next()?;
-            let _inode = it.next()?;
-            let path = it.collect::<Vec<_>>().join(" ");
-            let (s, e) = range.split_once('-')?;
-            (perms.contains('x') && path.starts_with('/')).then_some(Mapping {
-                start: u64::from_str_radix(s, 16).ok()?,
-                end: u64::from_str_radix(e, 16).ok()?,
-                offset,
-                path,
-            })
+        .filter_map(hood_model::profile::maps::parse_maps_line)
+        .filter(|m| m.is_exec() && m.path.starts_with('/'))
+        .map(|m| Mapping {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            path: m.path.to_string(),
         })
         .collect()
 }

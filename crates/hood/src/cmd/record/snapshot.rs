@@ -35,12 +35,12 @@ pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
             }
         }
         threads.sort();
-        for line in maps.lines() {
-            let mut f = line.split_ascii_whitespace();
-            let perms = f.nth(1).unwrap_or("");
-            let path = f.nth(3).unwrap_or("");
-            if perms.contains('x') && path.starts_with('/') {
-                files.insert(path.to_string());
+        for m in maps
+            .lines()
+            .filter_map(hood_model::profile::maps::parse_maps_line)
+        {
+            if m.is_exec() && m.path.starts_with('/') {
+                files.insert(m.path.to_string());
             }
         }
         out.processes.push(ProcSnapshot {

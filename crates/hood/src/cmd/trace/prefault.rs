@@ -160,14 +160,10 @@ fn open(path: &Path) -> Option<Seg> {
 fn mapping_base(pid: u32, path: &Path) -> Option<u64> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let want = path.to_string_lossy();
-    maps.lines().find_map(|l| {
-        let mut f = l.split_ascii_whitespace();
-        let range = f.next()?;
-        let offset = f.nth(1)?;
-        let name = f.nth(2)?;
-        (name == want && u64::from_str_radix(offset, 16).ok()? == 0)
-            .then(|| u64::from_str_radix(range.split('-').next()?, 16).ok())?
-    })
+    maps.lines()
+        .filter_map(hood_model::profile::maps::parse_maps_line)
+        .find(|m| m.path == want && m.offset == 0)
+        .map(|m| m.start)
 }
 
 /// One look at a segment: fault pages ahead of every thread. Ok(true) when some thread moved;
