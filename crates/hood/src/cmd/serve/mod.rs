@@ -193,12 +193,11 @@ fn profile_reply(query: &str, scratch: &std::path::Path, stop: &AtomicBool) -> R
     }
 }
 
-/// Compare without an early exit, so timing does not reveal how much of a token matched.
+/// Compare in constant time (the `subtle` crate keeps the optimiser from adding an early
+/// exit), so timing does not reveal how much of a token matched. Only the length may leak.
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
 #[cfg(test)]
