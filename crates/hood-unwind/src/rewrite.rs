@@ -7,7 +7,7 @@
 
 use hood_model::frames::for_each_frame;
 use hood_model::profile::attr::{clear_sample_bits, sample, Attr};
-use hood_model::profile::records::{kind, Decoded, Event, Truncation, CONTEXT_MAX, CONTEXT_USER};
+use hood_model::profile::records::{kind, Decoded, Truncation, CONTEXT_MAX, CONTEXT_USER};
 use hood_model::profile::stackcopy;
 
 use crate::{Options, Stats, Unwinder, UserRegs};
@@ -133,20 +133,7 @@ impl Rewriter {
         let Some(ev) = self.decoded.events.pop() else {
             return;
         };
-        match ev.event {
-            Event::Mmap(m) => self.unwinder.mmap(
-                m.pid,
-                m.start,
-                m.len,
-                m.pgoff,
-                &m.filename,
-                m.build_id.as_deref(),
-            ),
-            Event::Comm { pid, exec, .. } if exec => self.unwinder.exec(pid),
-            Event::Fork { pid, ppid, .. } => self.unwinder.fork(ppid, pid),
-            Event::Exit { pid, tid } if pid == tid => self.unwinder.exit(pid),
-            _ => {}
-        }
+        hood_model::perfdata::follow_event(&mut self.unwinder, &ev.event);
     }
 
     /// Unwind one sample and write it back without its registers and stack copy.

@@ -315,7 +315,7 @@ fn attached_and_system_wide_recordings_unwind_running_processes() {
     let _serial = perf_lock();
     let k = known();
     let mut child = Command::new(&k.nofp)
-        .args(["depth", "4000"])
+        .args(["depth", "20000"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();

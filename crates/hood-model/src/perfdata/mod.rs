@@ -51,6 +51,19 @@ pub trait StackUnwinder {
     ) -> Option<Truncation>;
 }
 
+/// Tell `u` what a side-band event changes in a process's mappings (other events: nothing).
+pub fn follow_event(u: &mut dyn StackUnwinder, ev: &Event) {
+    match ev {
+        Event::Mmap(m) => u.mmap(m),
+        Event::Comm {
+            pid, exec: true, ..
+        } => u.exec(*pid),
+        Event::Fork { pid, ppid, .. } => u.fork(*ppid, *pid),
+        Event::Exit { pid, tid } if pid == tid => u.exit(*pid),
+        _ => {}
+    }
+}
+
 /// Replace the user part of every sample that carries a stack copy with the unwound chain.
 fn unwind_copies(raw: &mut RawRecording, stacks: &StackCopies, u: &mut dyn StackUnwinder) {
     let events = &raw.decoded.events;
@@ -91,7 +104,7 @@ fn unwind_copies(raw: &mut RawRecording, stacks: &StackCopies, u: &mut dyn Stack
                 raw.decoded.chains.extend_from_slice(&chain);
                 updates.push((i, (begin, raw.decoded.chains.len() as u32)));
             }
-            _ => {}
+            other => follow_event(u, other),
         }
     }
     for (i, range) in updates {
