@@ -29,6 +29,7 @@ struct Report<'a> {
     achieved_hz_per_cpu: f64,
     lost: u64,
     throttled: u64,
+    user_stacks: StacksJson,
     warnings: &'a [String],
     filter: FilterJson<'a>,
     totals: Totals,
@@ -37,6 +38,19 @@ struct Report<'a> {
     threads: Vec<ThreadRow<'a>>,
     dsos: Vec<DsoRow<'a>>,
     call_graph: Option<TreeJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct StacksJson {
+    with_user_stack: u64,
+    truncated: u64,
+    reasons: Vec<ReasonJson>,
+}
+
+#[derive(Serialize)]
+struct ReasonJson {
+    frame: String,
+    samples: u64,
 }
 
 #[derive(Serialize)]
@@ -242,6 +256,18 @@ pub fn render_json(
         achieved_hz_per_cpu: (achieved_hz(prof) * 1000.0).round() / 1000.0,
         lost: prof.lost(),
         throttled: throttled(prof),
+        user_stacks: {
+            let c = hood_model::profile::aggregate::stack_completeness(prof, filt);
+            StacksJson {
+                with_user_stack: c.with_user_stack,
+                truncated: c.truncated,
+                reasons: c
+                    .reasons
+                    .into_iter()
+                    .map(|(frame, samples)| ReasonJson { frame, samples })
+                    .collect(),
+            }
+        },
         warnings: &prof.warnings,
         filter: FilterJson {
             pid: filt.pid,
