@@ -50,7 +50,6 @@ need_apt g++ g++
 need_apt xz xz-utils
 need_apt gzip gzip
 need_apt python3 python3
-[ -x /usr/bin/time ] || need_apt /usr/bin/time time
 if ! command -v samply >/dev/null; then
     log "installing samply (cargo install samply --locked; several minutes)"
     cargo install -q samply --locked
@@ -75,6 +74,7 @@ samply record --help 2>&1 | grep -q -- --unstable-presymbolicate && samply_presy
 # ---------------------------------------------------------------- workloads
 # Work is sized in "units" measured on this machine's kind of core so each run does about $secs
 # seconds of CPU work (CPU time, not wall: the machine may be shared).
+gcc -O2 -o "$work/cputime" "$HERE/cputime.c"
 gcc -O2 -fomit-frame-pointer -o "$work/chain" "$HERE/chain.c"
 g++ -O2 -fomit-frame-pointer -o "$work/maptmpl" "$HERE/maptmpl.cpp"
 mkdir -p "$work/btree/src"
@@ -114,12 +114,12 @@ comm[py312]=$(basename "${py312:-python3.12}"); cmd[py312]="${py312:-false} -X p
 [ -n "$py312" ] || { log "no python3.12 found: skipping py312"; workloads=${workloads//py312/}; }
 
 # ---------------------------------------------------------------- one run
-cpu() { awk '{ printf "%.3f", $1 + $2 }' "$1"; }
+cpu() { awk '{ printf "%.4f", $1 + $2 }' "$1"; }
 perf_crashes=0
 run_one() { # run_one PROFILER WORKLOAD ROUND -> appends a line to $out/runs.tsv
     local prof=$1 wl=$2 r=$3 f="$work/$2.$1.$3" rc=0
-    local inner=(/usr/bin/time -f "%U %S" -o "$f.wl.time" ${cmd[$wl]})
-    local outer=(/usr/bin/time -f "%U %S" -o "$f.rec.time")
+    local inner=("$work/cputime" "$f.wl.time" ${cmd[$wl]})
+    local outer=("$work/cputime" "$f.rec.time")
     case $prof in
         plain) "${inner[@]}" > /dev/null 2> "$f.log" || rc=$? ;;
         hood) "${outer[@]}" "$hood" record -F 999 "${hood_args[@]}" -o "$f.data" -- "${inner[@]}" > /dev/null 2> "$f.log" || rc=$? ;;
@@ -141,7 +141,7 @@ run_one() { # run_one PROFILER WORKLOAD ROUND -> appends a line to $out/runs.tsv
     local wlcpu reccpu=nan stats="0 0 0 0" size=0
     wlcpu=$(cpu "$f.wl.time" 2>/dev/null || echo nan)
     if [ "$prof" != plain ]; then
-        reccpu=$(awk -v a="$(cpu "$f.rec.time" 2>/dev/null || echo nan)" -v b="$wlcpu" 'BEGIN { printf "%.3f", a - b }')
+        reccpu=$(awk -v a="$(cpu "$f.rec.time" 2>/dev/null || echo nan)" -v b="$wlcpu" 'BEGIN { printf "%.4f", a - b }')
         case $prof in
             hood) stats=$("$hood" report -i "$f.data" --format collapsed 2>> "$f.log" | python3 "$HERE/stacks.py" collapsed "${comm[$wl]}")
                   size=$(stat -c %s "$f.data") ;;
@@ -180,7 +180,7 @@ printf 'workload\trun\tprofiler\twall_s\tcpu_s\n' > "$out/report.tsv"
 timed() { # timed WL RUN NAME CMD... : wall and CPU of one run, output discarded
     local wl=$1 n=$2 name=$3 t0 t1; shift 3
     t0=$(date +%s%N)
-    /usr/bin/time -f "%U %S" -o "$work/report.time" "$@" > /dev/null 2>&1 || true
+    "$work/cputime" "$work/report.time" "$@" > /dev/null 2>&1 || true
     t1=$(date +%s%N)
     printf '%s\t%s\t%s\t%s\t%s\n' "$wl" "$n" "$name" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", (b - a) / 1e9 }')" "$(cpu "$work/report.time")" >> "$out/report.tsv"
 }
