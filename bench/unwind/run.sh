@@ -123,31 +123,35 @@ run_one() { # run_one PROFILER WORKLOAD ROUND -> appends a line to $out/runs.tsv
     case $prof in
         plain) "${inner[@]}" > /dev/null 2> "$f.log" || rc=$? ;;
         hood) "${outer[@]}" "$hood" record -F 999 "${hood_args[@]}" -o "$f.data" -- "${inner[@]}" > /dev/null 2> "$f.log" || rc=$? ;;
-        perf)
-            for attempt in 1 2; do
+        perf) # Debian's perf 6.1 can abort ("stack smashing detected") in its end-of-recording
+              # build-id pass even with -N: retried once as is, then once with -B (no build-ids)
+            local extra=()
+            for attempt in 1 2 3; do
                 rc=0
-                "${outer[@]}" perf record -N -q --call-graph dwarf -F 999 -o "$f.data" -- "${inner[@]}" > /dev/null 2> "$f.log" || rc=$?
+                [ "$attempt" = 3 ] && extra=(-B)
+                "${outer[@]}" perf record -N "${extra[@]}" -q --call-graph dwarf -F 999 -o "$f.data" -- "${inner[@]}" > /dev/null 2> "$f.log" || rc=$?
                 [ "$rc" = 0 ] && [ -s "$f.data" ] && break
                 perf_crashes=$((perf_crashes + 1))
-                log "perf record failed (rc $rc, attempt $attempt) on $wl: $(grep -m1 -iE 'smash|abort|error' "$f.log" || tail -1 "$f.log")"
-                echo "$wl round $r attempt $attempt rc $rc: $(tail -2 "$f.log" | tr '\n' ' ')" >> "$out/perf-crashes.txt"
-            done ;;
+                log "perf record failed (rc $rc, attempt $attempt${extra[*]:+ with ${extra[*]}}) on $wl: $(grep -m1 -iE 'smash|abort|assert|error' "$f.log" || tail -1 "$f.log")"
+                echo "$wl round $r attempt $attempt${extra[*]:+ (${extra[*]})} rc $rc: $(tail -2 "$f.log" | tr '\n' ' ')" >> "$out/perf-crashes.txt"
+            done
+            [ "$rc" = 0 ] && [ "$attempt" -gt 1 ] && echo "$wl round $r: attempt $attempt${extra[*]:+ (${extra[*]})} succeeded" >> "$out/perf-crashes.txt" ;;
         samply) # samply refuses perf_event_paranoid > 1 even as root: lowered for its run only
             local para; para=$(cat /proc/sys/kernel/perf_event_paranoid)
             [ "$para" -le 1 ] || echo 1 > /proc/sys/kernel/perf_event_paranoid
             "${outer[@]}" samply record --save-only "${samply_presym[@]}" -r 999 -o "$f.json.gz" -- "${inner[@]}" > /dev/null 2> "$f.log" || rc=$?
             echo "$para" > /proc/sys/kernel/perf_event_paranoid ;;
     esac
-    local wlcpu reccpu=nan stats="0 0 0 0" size=0
+    local wlcpu reccpu=nan stats="0 0 0 0 0" size=0
     wlcpu=$(cpu "$f.wl.time" 2>/dev/null || echo nan)
-    if [ "$prof" != plain ]; then
+    if [ "$prof" != plain ] && [ "$rc" = 0 ]; then
         reccpu=$(awk -v a="$(cpu "$f.rec.time" 2>/dev/null || echo nan)" -v b="$wlcpu" 'BEGIN { printf "%.4f", a - b }')
         case $prof in
-            hood) stats=$("$hood" report -i "$f.data" --format collapsed 2>> "$f.log" | python3 "$HERE/stacks.py" collapsed "${comm[$wl]}")
+            hood) stats=$("$hood" report -i "$f.data" --format collapsed 2>> "$f.log" | python3 "$HERE/stacks.py" collapsed "${comm[$wl]}" || echo 0 0 0 0 0)
                   size=$(stat -c %s "$f.data") ;;
-            perf) stats=$(perf script -i "$f.data" -F comm,tid,ip,sym,dso --no-inline 2>> "$f.log" | python3 "$HERE/stacks.py" perfscript "${comm[$wl]}")
+            perf) stats=$(perf script -i "$f.data" -F comm,tid,ip,sym,dso --no-inline 2>> "$f.log" | python3 "$HERE/stacks.py" perfscript "${comm[$wl]}" || echo 0 0 0 0 0)
                   size=$(stat -c %s "$f.data") ;;
-            samply) stats=$(python3 "$HERE/stacks.py" samply "${comm[$wl]}" "$f.json.gz")
+            samply) stats=$(python3 "$HERE/stacks.py" samply "${comm[$wl]}" "$f.json.gz" || echo 0 0 0 0 0)
                     size=$(( $(stat -c %s "$f.json.gz") + $(stat -c %s "$f.json.syms.json" 2>/dev/null || echo 0) )) ;;
         esac
     fi
@@ -159,7 +163,7 @@ echo "# hood unwind bench, $(date -u '+%Y-%m-%d %H:%M UTC'), mode $mode (${secs}
 echo "# $(uname -r), $(nproc) CPUs, load before:$(uptime | sed 's/.*load average://')"
 echo "# hood: $hood ${hood_args[*]:-}  ($("$hood" --version 2>/dev/null || echo '?'))"
 echo "# perf: $(perf --version)  samply: $(samply --version 2>/dev/null)${samply_presym:+ (presymbolicated)}"
-printf 'round\tworkload\tprofiler\twl_cpu_s\trec_cpu_s\tbytes\trc\tsamples\tcomplete\tpyframes\tdepth\n' > "$out/runs.tsv"
+printf 'round\tworkload\tprofiler\twl_cpu_s\trec_cpu_s\tbytes\trc\tsamples\tcomplete\tpyframes\tdepth\ttruncated\n' > "$out/runs.tsv"
 : > "$out/perf-crashes.txt"
 for r in $(seq "$rounds"); do
     for wl in $workloads; do

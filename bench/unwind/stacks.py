@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Count, per profiler output, the samples of one process and how many of their stacks are
 complete (reach the program's entry) and how many hold a Python frame (`py::`, from the perf map
-of `python3.12 -X perf`). Prints "SAMPLES COMPLETE PYFRAMES DEPTH_MEDIAN".
+of `python3.12 -X perf`). Prints "SAMPLES COMPLETE PYFRAMES DEPTH_MEDIAN TRUNCATED" (TRUNCATED: samples whose stack
+holds a frame marked `[truncated…` by hood).
 
   stacks.py collapsed COMM          < folded stacks (hood report --format collapsed)
   stacks.py perfscript COMM         < perf script -F comm,tid,ip,sym,dso output
@@ -32,7 +33,7 @@ def clean(name):
 
 class Tally:
     def __init__(self):
-        self.n = self.complete = self.py = 0
+        self.n = self.complete = self.py = self.truncated = 0
         self.depths = []
 
     def add(self, frames, count=1):
@@ -42,6 +43,8 @@ class Tally:
             self.complete += count
         if any(f.startswith("py::") for f in names):
             self.py += count
+        if any(f.startswith("[truncated") for f in names):
+            self.truncated += count
         self.depths.append((len(frames), count))
 
     def line(self):
@@ -51,7 +54,7 @@ class Tally:
             if total * 2 >= self.n:
                 med = d
                 break
-        return f"{self.n} {self.complete} {self.py} {med}"
+        return f"{self.n} {self.complete} {self.py} {med} {self.truncated}"
 
 
 def comm_match(comm, want):

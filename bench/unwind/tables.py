@@ -49,6 +49,8 @@ def main():
     runs = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
     order = []
     by = defaultdict(list)
+    failed = [r for r in runs if r["rc"] != "0"]
+    runs = [r for r in runs if r["rc"] == "0"]
     for r in runs:
         if r["workload"] not in order:
             order.append(r["workload"])
@@ -80,6 +82,13 @@ def main():
     if "py312" in order:
         table("python3.12 -X perf: % of samples with a Python frame (py::)",
               [r for r in agg(share("pyframes")) if r[0] == "py312"], ".1f")
+    def marked(wl, p, rs):
+        if p != "hood":
+            return None
+        bad = sum(num(r["samples"]) - num(r["complete"]) for r in rs)
+        return 100 * sum(num(r.get("truncated") or 0) for r in rs) / bad if bad else None
+    table("honesty: % of the incomplete stacks that end in a `[truncated: …]` frame",
+          agg(marked), ".1f", "hood's marker; perf and samply have none")
     table("median stack depth (frames, kernel included)",
           agg(lambda wl, p, rs: median([num(r["depth"]) for r in rs])), ".0f")
     table("file size: bytes per sample (median of rounds)",
@@ -124,7 +133,9 @@ def main():
             extra = " (--call-graph dwarf)" if who == "perf" else ""
             print(f"{who}{extra} -F {freq}: lost {n or '?'} of {total or '?'} samples")
     crashes = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-    print(f"\nperf record failures (retried once each): {crashes}")
+    print(f"\nperf record failures (retried as is, then with -B): {crashes}")
+    for r in failed:
+        print(f"failed run left out: round {r['round']} {r['workload']} under {r['profiler']} (exit {r['rc']})")
 
 
 if __name__ == "__main__":
