@@ -39,11 +39,13 @@ class Tally:
     def add(self, frames, count=1):
         names = [clean(f) for f in frames]
         self.n += count
-        if any(f.lstrip("_") in ENTRY for f in names):
+        truncated = any(f.startswith("[truncated") for f in names)
+        # A stack hood marks as cut short is not complete, whatever names it holds.
+        if not truncated and any(f.lstrip("_") in ENTRY for f in names):
             self.complete += count
         if any(f.startswith("py::") for f in names):
             self.py += count
-        if any(f.startswith("[truncated") for f in names):
+        if truncated:
             self.truncated += count
         self.depths.append((len(frames), count))
 
