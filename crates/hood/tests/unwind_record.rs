@@ -708,3 +708,38 @@ fn library_without_unwind_info_is_marked_and_warned_about_once() {
         "{pct:.1}% of {n} marked; e.g. {bad:#?}"
     );
 }
+
+#[test]
+fn many_short_lived_processes_keep_complete_stacks() {
+    if !privileged("short_lived_unwind") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let file = k.dir.path().join("short.hood");
+    // 2 at a time, 40 processes of 40 ms, each forked by the shell, exec'd and exited while
+    // recorded (make -j2's pattern).
+    let prog = k.nofp.to_str().unwrap();
+    let script = format!("for i in $(seq 20); do {prog} depth 40 & {prog} recurse 40 & wait; done");
+    let out = record(&file, &["--", "sh", "-c", &script]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let want = ["main", "d1", "d2", "d3", "d4", "d5", "depth_leaf"];
+    let (pct, n, bad) = share(&stacks, "uk_nofp", "depth_leaf", |u| {
+        ends_with_chain(u, &want)
+    });
+    assert!(
+        n >= 200 && pct >= 95.0,
+        "depth: {pct:.1}% of {n}; e.g. {bad:#?}"
+    );
+    let mut want = vec!["main"];
+    want.extend(std::iter::repeat_n("rec", 30));
+    want.push("rec_leaf");
+    let (pct, n, bad) = share(&stacks, "uk_nofp", "rec_leaf", |u| {
+        ends_with_chain(u, &want)
+    });
+    assert!(
+        n >= 200 && pct >= 95.0,
+        "recurse: {pct:.1}% of {n}; e.g. {bad:#?}"
+    );
+}
