@@ -743,3 +743,88 @@ fn many_short_lived_processes_keep_complete_stacks() {
         "recurse: {pct:.1}% of {n}; e.g. {bad:#?}"
     );
 }
+
+/// Removes a file when dropped (a debug file placed under /usr/lib/debug for one test).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn debug_frame_from_a_separate_debug_file_found_by_build_id() {
+    if !privileged("debug_frame_by_build_id") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let dir = k.dir.path().join("dbgfile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let so = dir.join("libunwlib.so");
+    let src = repo().join("tests/c/unwind_lib.c");
+    // Call frame information only in .debug_frame, which then moves to a debug file.
+    gcc(&[
+        "-O2",
+        "-g",
+        "-fomit-frame-pointer",
+        "-fno-asynchronous-unwind-tables",
+        "-fno-unwind-tables",
+        "-Wl,--build-id",
+        "-fPIC",
+        "-shared",
+        "-o",
+        so.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let dbg = dir.join("libunwlib.debug");
+    for args in [
+        vec![
+            "--only-keep-debug",
+            so.to_str().unwrap(),
+            dbg.to_str().unwrap(),
+        ],
+        vec!["--strip-debug", so.to_str().unwrap()],
+    ] {
+        let st = Command::new("objcopy").args(&args).status().unwrap();
+        assert!(st.success(), "objcopy {args:?}");
+    }
+    let id = build_id_hex(&so);
+    let place = PathBuf::from(format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        &id[..2],
+        &id[2..]
+    ));
+    std::fs::create_dir_all(place.parent().unwrap()).unwrap();
+    std::fs::copy(&dbg, &place).unwrap();
+    let _cleanup = RemoveOnDrop(place);
+    let file = k.dir.path().join("dbgfile.hood");
+    let out = run(hood()
+        .args(["record", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&k.nofp)
+        .args(["lib", "1000"])
+        .env("LD_LIBRARY_PATH", &dir));
+    assert!(out.status.success(), "{}", text(&out));
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let want = ["main", "lib_outer", "lib_inner", "lib_leaf"];
+    let (pct, n, bad) = share(&stacks, "uk_nofp", "lib_leaf", |u| {
+        ends_with_chain(u, &want)
+    });
+    assert!(n >= 100 && pct >= 95.0, "{pct:.1}% of {n}; e.g. {bad:#?}");
+}
+
+/// The GNU build-id of an ELF file, as lowercase hex (from `readelf -n`).
+fn build_id_hex(path: &Path) -> String {
+    let out = Command::new("readelf")
+        .arg("-n")
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+        .expect("the library has a build-id")
+}
