@@ -371,7 +371,7 @@ fn debian_gzip_stacks_reach_libc_start() {
         .into_iter()
         .find(|p| Path::new(p).exists())
     else {
-        eprintln!("SKIPPED: no gzip on this machine");
+        eprintln!("not run here: no gzip on this machine");
         return;
     };
     let _serial = perf_lock();
@@ -420,7 +420,7 @@ fn python3_stacks_reach_main() {
         .into_iter()
         .find(|p| Path::new(p).exists())
     else {
-        eprintln!("SKIPPED: no /usr/bin/python3 on this machine");
+        eprintln!("not run here: no /usr/bin/python3 on this machine");
         return;
     };
     let _serial = perf_lock();
@@ -519,7 +519,7 @@ fn perf_dwarf_files_are_unwound_by_report() {
         return;
     }
     if Command::new("perf").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: perf is not installed");
+        eprintln!("not run here: perf is not installed");
         return;
     }
     let _serial = perf_lock();
@@ -554,7 +554,9 @@ fn perf_dwarf_files_are_unwound_by_report() {
         last = text(&out);
     }
     if !ok {
-        eprintln!("SKIPPED: perf record itself failed three times (not hood's failure):\n{last}");
+        eprintln!(
+            "not run here: perf record itself failed three times (not hood's failure):\n{last}"
+        );
         return;
     }
     let stacks = collapsed(&file, &["--min-percent", "0"]);
@@ -576,7 +578,7 @@ fn python_perf_trampolines_show_python_frames_inside_complete_stacks() {
     // CPython 3.12+ `-X perf`: each Python call goes through a JIT trampoline named in
     // /tmp/perf-PID.map; the trampolines have neither unwind information nor frame pointers.
     let Some(py) = python_with_perf_support() else {
-        eprintln!("SKIPPED: no python3.12 or later on this machine");
+        eprintln!("not run here: no python3.12 or later on this machine");
         return;
     };
     let _serial = perf_lock();
