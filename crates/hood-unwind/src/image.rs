@@ -21,8 +21,9 @@ use crate::UnwindError;
 
 /// Files bigger than this are not read for unwind information (no real ELF image is).
 const MAX_IMAGE_BYTES: u64 = 8 << 30;
-/// An unwind section bigger than this is ignored (the biggest real ones are tens of MB).
-const MAX_SECTION_BYTES: u64 = 512 << 20;
+/// An unwind section bigger than this is ignored (the biggest real ones, a browser's, are
+/// a few tens of MB).
+const MAX_SECTION_BYTES: u64 = 64 << 20;
 
 /// Section bytes shared between every module made from one image.
 pub(crate) type Bytes = Arc<[u8]>;

@@ -221,7 +221,17 @@ impl Unwinder {
                 self.refresh(pid);
             }
         }
-        let t = crate::walk::walk(self, pid, regs, stack, out);
+        // The rules come from files any user can write: should a malformed one trip a bug in
+        // the parsers, this sample's stack is marked as failed and the recording goes on.
+        let mark = out.len();
+        let t = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::walk::walk(self, pid, regs, stack, out)
+        }))
+        .unwrap_or_else(|_| {
+            out.truncate(mark);
+            out.push(regs.ip);
+            Some(Truncation::Failed)
+        });
         self.stats.stacks += 1;
         match t {
             None => self.stats.complete += 1,

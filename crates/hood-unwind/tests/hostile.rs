@@ -1,0 +1,109 @@
+//! The unwinder reads ELF files any local user can write and stack bytes any process controls:
+//! damaged unwind sections and random stacks must give marked, bounded chains — never a panic,
+//! a hang or a chain longer than the limit.
+
+use hood_unwind::{Options, Unwinder, UserRegs, MAX_FRAMES};
+
+/// xorshift: deterministic, so a failure can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// File offset and size of section `name` in a 64-bit little-endian ELF image.
+fn section(elf: &[u8], name: &str) -> Option<(usize, usize)> {
+    let u16_at = |o: usize| u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let strtab = u64_at(shoff + shstrndx * shentsize + 0x18);
+    (0..shnum).find_map(|i| {
+        let sh = shoff + i * shentsize;
+        let n = strtab + u32_at(sh);
+        let end = elf[n..].iter().position(|&b| b == 0)?;
+        (&elf[n..n + end] == name.as_bytes()).then(|| (u64_at(sh + 0x18), u64_at(sh + 0x20)))
+    })
+}
+
+#[test]
+fn damaged_unwind_sections_and_random_stacks_never_panic() {
+    let exe = std::fs::read("/proc/self/exe").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let targets: Vec<(usize, usize)> = [".eh_frame", ".eh_frame_hdr", ".text"]
+        .iter()
+        .filter_map(|n| section(&exe, n))
+        .collect();
+    assert!(targets.len() >= 2, "the test binary has unwind sections");
+    let text = section(&exe, ".text").unwrap();
+    for round in 0..30 {
+        let mut img = exe.clone();
+        for _ in 0..(1 + rng.next() % 64) {
+            let (off, len) = targets[(rng.next() % targets.len() as u64) as usize];
+            let at = off + (rng.next() as usize % len.max(1));
+            img[at] = rng.next() as u8;
+        }
+        if round % 7 == 0 {
+            img.truncate((rng.next() as usize) % img.len());
+        }
+        let path = dir.path().join(format!("img{round}"));
+        std::fs::write(&path, &img).unwrap();
+        let mut u = Unwinder::new(Options::default());
+        let base = 0x5555_0000_0000u64;
+        u.mmap(
+            1,
+            base,
+            img.len() as u64 + 0x10_0000,
+            0,
+            path.to_str().unwrap(),
+            None,
+        );
+        for _ in 0..40 {
+            let stack: Vec<u8> = (0..1024)
+                .map(|i| {
+                    // Some words point back into the image, so frames chain for a while.
+                    if i % 8 == 0 && rng.next() % 3 == 0 {
+                        0
+                    } else {
+                        rng.next() as u8
+                    }
+                })
+                .collect();
+            let sp = 0x7fff_0000_0000u64;
+            let ip = base + text.0 as u64 + rng.next() % text.1 as u64;
+            let bp = sp + rng.next() % 2048;
+            let mut out = Vec::new();
+            let _ = u.unwind(1, UserRegs { ip, sp, bp }, &stack, &mut out);
+            assert!(
+                !out.is_empty() && out.len() <= MAX_FRAMES + 1,
+                "{} frames",
+                out.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn unknown_processes_and_empty_stacks_are_marked_not_mapped() {
+    let mut u = Unwinder::new(Options::default());
+    let mut out = Vec::new();
+    let t = u.unwind(
+        424242,
+        UserRegs {
+            ip: 0x1000,
+            sp: 0x2000,
+            bp: 0,
+        },
+        &[],
+        &mut out,
+    );
+    assert_eq!(t, Some(hood_unwind::Truncation::NotMapped));
+    assert_eq!(out, vec![0x1000]);
+}
