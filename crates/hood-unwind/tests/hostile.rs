@@ -69,7 +69,7 @@ fn damaged_unwind_sections_and_random_stacks_never_panic() {
             let stack: Vec<u8> = (0..1024)
                 .map(|i| {
                     // Some words point back into the image, so frames chain for a while.
-                    if i % 8 == 0 && rng.next() % 3 == 0 {
+                    if i % 8 == 0 && rng.next().is_multiple_of(3) {
                         0
                     } else {
                         rng.next() as u8
