@@ -77,12 +77,6 @@ fn unwind_copies(raw: &mut RawRecording, stacks: &StackCopies, u: &mut dyn Stack
     let mut updates = Vec::new();
     for i in order {
         match &raw.decoded.events[i].event {
-            Event::Mmap(m) => u.mmap(m),
-            Event::Comm {
-                pid, exec: true, ..
-            } => u.exec(*pid),
-            Event::Fork { pid, ppid, .. } => u.fork(*ppid, *pid),
-            Event::Exit { pid, tid } if pid == tid => u.exit(*pid),
             Event::Sample { pid, chain: c, .. } => {
                 let Some(&n) = copy_of.get(&i) else {
                     continue;
