@@ -1,0 +1,29 @@
+/* Known answer: a loop that calls memcmp and strlen through the PLT (built with
+   -fno-builtin so gcc keeps the calls), on strings so short that the jump through the PLT
+   stub is a visible share of the time. Usage: plt_calls MILLISECONDS */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile unsigned long sink;
+static char a[8] = "abc", b[8] = "abd";
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static unsigned long calls(unsigned long n) {
+    unsigned long s = 0;
+    for (unsigned long i = 0; i < n; i++)
+        s += (unsigned long)memcmp(a, b, 3) + strlen(a);
+    return s;
+}
+
+int main(int argc, char **argv) {
+    double end = now() + (argc > 1 ? atof(argv[1]) : 1000) / 1000.0;
+    while (now() < end)
+        sink += calls(100000);
+    return 0;
+}
