@@ -1,5 +1,5 @@
-/* Known answer: a loop that calls memcmp and strlen through the PLT (built with
-   -fno-builtin so gcc keeps the calls), on strings so short that the jump through the PLT
+/* Known answer: a loop that calls memcmp, strlen and abs through the PLT (built with
+   -fno-builtin so gcc keeps the calls), on inputs so small that the jump through each PLT
    stub is a visible share of the time. Usage: plt_calls MILLISECONDS */
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +16,12 @@ static double now(void) {
 
 __attribute__((noinline)) static unsigned long calls(unsigned long n) {
     unsigned long s = 0;
+    /* Arguments that change with i: glibc declares these pure, so gcc would otherwise call
+       them once before the loop. Tiny inputs keep the callees about as cheap as the jump
+       through their stubs, so the stubs get a visible share of the samples. */
     for (unsigned long i = 0; i < n; i++)
-        /* Arguments that change with i: glibc declares both pure, so gcc would otherwise
-           call them once before the loop. */
-        s += (unsigned long)memcmp(a + (i & 1), b + (i & 1), 3) + strlen(a + (i & 1));
+        s += (unsigned long)memcmp(a + (i & 1), b + (i & 1), i & 1) + strlen(a + 3 + (i & 1)) +
+             (unsigned long)abs((int)(i & 7) - 4);
     return s;
 }
 

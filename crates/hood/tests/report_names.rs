@@ -59,15 +59,15 @@ fn samples_on_plt_stubs_are_charged_to_func_at_plt() {
         );
         let data = record_prog(&sub, &prog, &["1500"]);
         let leaf = leaves(&data, "plt_calls", &[]);
-        let plt: u64 = ["memcmp@plt", "strlen@plt"]
+        let plt: u64 = ["memcmp@plt", "strlen@plt", "abs@plt"]
             .iter()
             .filter_map(|n| leaf.get(*n))
             .sum();
         let total: u64 = leaf.values().sum();
-        // The stubs are one jump each: a small but certain share of a loop of short calls.
+        // The stubs are one jump each, about as long as the tiny calls: some 3-6 % of samples.
         assert!(
             plt > 0,
-            "{bind}: no sample charged to memcmp@plt/strlen@plt among {total}: {leaf:?}"
+            "{bind}: no sample charged to memcmp@plt/strlen@plt/abs@plt among {total}: {leaf:?}"
         );
         assert!(
             !leaf.contains_key("_init"),
