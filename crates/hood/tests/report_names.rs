@@ -206,3 +206,47 @@ fn pid_of(report: &str) -> String {
         .take_while(char::is_ascii_digit)
         .collect()
 }
+
+/// Whether `name` ends a path segment with a Rust symbol hash (`::h` + 16 hex digits).
+fn has_rust_hash(name: &str) -> bool {
+    name.match_indices("::h").any(|(at, _)| {
+        let rest = &name[at + 3..];
+        rest.len() >= 16 && rest[..16].chars().all(|c| c.is_ascii_hexdigit())
+    })
+}
+
+#[test]
+fn rust_names_carry_no_hash() {
+    if !privileged("rust_names_carry_no_hash") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(
+        dir.path(),
+        "rustc",
+        "rust_spin.rs",
+        &["-O", "-g", "-C", "force-frame-pointers=yes"],
+    );
+    // The symbol does carry a hash: the report takes it off.
+    let nm = Command::new("nm")
+        .arg(&prog)
+        .output()
+        .expect("nm (binutils)");
+    let syms = String::from_utf8_lossy(&nm.stdout);
+    assert!(
+        syms.lines().any(|l| l.contains("4spin17h")),
+        "rustc no longer mangles with a hash:\n{syms}"
+    );
+    let data = record_prog(dir.path(), &prog, &["800"]);
+    for extra in [&[][..], &["--full-names"][..]] {
+        let leaf = leaves(&data, "rust_spin", extra);
+        let (hot, _) = leaf.iter().max_by_key(|(_, &n)| n).expect("samples");
+        assert_eq!(hot, "rust_spin::spin", "{extra:?}: {leaf:?}");
+        let hashed: Vec<&String> = leaf.keys().filter(|k| has_rust_hash(k)).collect();
+        assert!(
+            hashed.is_empty(),
+            "{extra:?}: names with hashes: {hashed:?}"
+        );
+    }
+}
