@@ -77,7 +77,82 @@ fn samples_on_plt_stubs_are_charged_to_func_at_plt() {
             leaf.keys().all(|k| !k.starts_with("plt_calls+0x")),
             "{bind}: unresolved frames in the program: {leaf:?}"
         );
+        plt_addresses_lie_in_the_plt(&sub, &prog, &data);
     }
+}
+
+/// Every pprof location named `*@plt` in the program has a sampled address that, translated
+/// through its mapping, lies in `.plt` or `.plt.sec` (per readelf), and some do.
+fn plt_addresses_lie_in_the_plt(dir: &Path, prog: &Path, data: &Path) {
+    let pb = dir.join("plt.pb.gz");
+    let out = run(hood()
+        .args(["report", "--format", "pprof", "-i"])
+        .arg(data)
+        .arg("-o")
+        .arg(&pb));
+    assert!(out.status.success(), "{}", text(&out));
+    let Ok(raw) = Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(&pb)
+        .env("GOTOOLCHAIN", "local")
+        .env("HOME", dir)
+        .output()
+    else {
+        eprintln!("SKIPPED the address check: `go` is not installed (apt-get install golang-go)");
+        return;
+    };
+    assert!(raw.status.success(), "go tool pprof -raw:\n{}", text(&raw));
+    let raw = String::from_utf8_lossy(&raw.stdout).into_owned();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    // "[12] .plt PROGBITS 0000000000001020 001020 000050 10 AX 0 0 16": file ranges.
+    let sections = Command::new("readelf")
+        .arg("-SW")
+        .arg(prog)
+        .output()
+        .unwrap();
+    let plt: Vec<std::ops::Range<u64>> = String::from_utf8_lossy(&sections.stdout)
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split(']').nth(1)?.split_whitespace().collect();
+            matches!(cols.first(), Some(&".plt") | Some(&".plt.sec")).then(|| {
+                let (off, size) = (hex(cols[3]), hex(cols[4]));
+                off..off + size
+            })
+        })
+        .collect();
+    assert!(
+        !plt.is_empty(),
+        "readelf shows no .plt in {}",
+        prog.display()
+    );
+    let mut maps = std::collections::HashMap::new();
+    for l in raw.lines().skip_while(|l| *l != "Mappings").skip(1) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if let (Some(id), Some(r)) = (f.first().and_then(|i| i.strip_suffix(':')), f.get(1)) {
+            let r: Vec<u64> = r.split('/').map(hex).collect();
+            maps.insert(
+                id.to_string(),
+                (r[0], r[2], f.get(2).copied().unwrap_or("")),
+            );
+        }
+    }
+    let mut seen = 0;
+    for l in raw.lines().skip_while(|l| *l != "Locations").skip(1) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() < 4 || !f[3].ends_with("@plt") {
+            continue;
+        }
+        let m = f[2].strip_prefix("M=").expect("a mapping");
+        let (start, offset, file) = maps[m];
+        assert_eq!(Path::new(file), prog, "{l}");
+        let file_offset = hex(f[1]) - start + offset;
+        assert!(
+            plt.iter().any(|r| r.contains(&file_offset)),
+            "{l}: file offset {file_offset:#x} outside .plt/.plt.sec {plt:x?}"
+        );
+        seen += 1;
+    }
+    assert!(seen > 0, "no @plt location in:\n{raw}");
 }
 
 /// The hot function of templates.cpp, short and whole.
