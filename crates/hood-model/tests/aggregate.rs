@@ -51,6 +51,7 @@ fn profile() -> Profile {
                 period: 1,
                 mode,
                 stack,
+                locs: 0,
             });
         }
     };

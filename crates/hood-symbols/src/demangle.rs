@@ -12,8 +12,26 @@ pub(crate) fn looks_mangled(name: &str) -> bool {
 }
 
 /// Returns the demangled form of `name` (Rust legacy or v0, or Itanium
-/// C++), or `name` unchanged when it is not a mangled name.
+/// C++) with the whole C++ signature (parameters, return type), or `name`
+/// unchanged when it is not a mangled name. Rust names never carry their hash.
 pub fn demangle(name: &str) -> String {
+    demangle_as(name, true)
+}
+
+/// Returns `name` demangled and shortened the way perf prints it: C++ without
+/// parameter lists and return types (`ns::Box<int>::get`, template arguments
+/// kept), Rust without hashes; `name` unchanged when it is not mangled.
+pub fn demangle_short(name: &str) -> String {
+    demangle_as(name, false)
+}
+
+fn demangle_as(name: &str, full: bool) -> String {
+    // A PLT stub's name is its target's with `@plt` appended.
+    if let Some(stem) = name.strip_suffix("@plt") {
+        if looks_mangled(stem) {
+            return format!("{}@plt", demangle_as(stem, full));
+        }
+    }
     if !looks_mangled(name) {
         return name.to_string();
     }
@@ -22,7 +40,15 @@ pub fn demangle(name: &str) -> String {
     }
     if name.starts_with("_Z") {
         if let Ok(sym) = cpp_demangle::Symbol::new(name) {
-            if let Ok(d) = sym.demangle() {
+            let d = if full {
+                sym.demangle()
+            } else {
+                let short = cpp_demangle::DemangleOptions::new()
+                    .no_params()
+                    .no_return_type();
+                sym.demangle_with_options(&short)
+            };
+            if let Ok(d) = d {
                 return d;
             }
         }
@@ -34,26 +60,35 @@ pub fn demangle(name: &str) -> String {
 #[derive(Debug, Default)]
 pub(crate) struct DemangleCache {
     memo: HashMap<String, String>,
+    /// Whole signatures ([`demangle`]) rather than short names ([`demangle_short`]).
+    full: bool,
 }
 
 impl DemangleCache {
+    pub(crate) fn new(full: bool) -> Self {
+        DemangleCache {
+            memo: HashMap::new(),
+            full,
+        }
+    }
+
     /// Replaces `name` by its demangled form.
     pub(crate) fn apply(&mut self, name: &mut String) {
-        if !looks_mangled(name) {
+        if !looks_mangled(name.strip_suffix("@plt").unwrap_or(name)) {
             return;
         }
         if let Some(d) = self.memo.get(name.as_str()) {
             name.clone_from(d);
             return;
         }
-        let d = demangle(name);
+        let d = demangle_as(name, self.full);
         self.memo.insert(std::mem::replace(name, d.clone()), d);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::demangle;
+    use super::{demangle, demangle_short};
 
     #[test]
     fn cpp_rust_and_plain() {
@@ -64,5 +99,21 @@ mod tests {
         );
         assert_eq!(demangle("main"), "main");
         assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
+    }
+
+    #[test]
+    fn short_names_drop_parameters_return_types_and_hashes() {
+        // int ns::Box<int>::get<long>(long) const
+        let m = "_ZNK2ns3BoxIiE3getIlEEiT_";
+        assert_eq!(demangle(m), "int ns::Box<int>::get<long>(long) const");
+        assert_eq!(demangle_short(m), "ns::Box<int>::get<long>");
+        assert_eq!(demangle_short("_Z3fooi"), "foo");
+        assert_eq!(
+            demangle_short("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle_short("_ZdlPv@plt"), "operator delete@plt");
+        assert_eq!(demangle("_ZdlPv@plt"), "operator delete(void*)@plt");
+        assert_eq!(demangle_short("memcmp@plt"), "memcmp@plt");
     }
 }

@@ -8,6 +8,7 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Reason, Symbolized};
 
 use crate::debugfile::DebugFile;
+use crate::plt::Plt;
 use crate::symbolizer::{hash_of, Verdict};
 use crate::{
     build_id_from_bytes, hex, read_build_id, Resolution, Sym, SymbolError, Symbolizer, Unresolved,
@@ -25,7 +26,8 @@ impl Symbolizer {
     /// on disk has another build-id or none, every offset is
     /// [`Unresolved::BuildIdMismatch`]; a missing file gives
     /// [`Unresolved::FileMissing`]. Both are warned about once per file.
-    /// Only ELF symbol tables (`.symtab`, `.dynsym`) are read, not DWARF.
+    /// Only ELF symbol tables (`.symtab`, `.dynsym`) are read, not DWARF; offsets on
+    /// PLT stubs are named after their relocation's symbol (`memcmp@plt`).
     pub fn symbolize_file(
         &mut self,
         path: &Path,
@@ -46,11 +48,32 @@ impl Symbolizer {
             }
         };
         match verdict {
-            Ok(real) => match self.debug_file(&real) {
-                Some(dbg) => self.blaze_debug(&dbg, &path.display().to_string(), file_offsets),
-                None => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
-            },
+            Ok(real) => {
+                let mut out = match self.debug_file(&real) {
+                    Some(dbg) => self.blaze_debug(&dbg, &path.display().to_string(), file_offsets),
+                    None => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
+                };
+                self.name_plt_stubs(&real, file_offsets, &mut out);
+                out
+            }
             Err(why) => vec![Err(why); file_offsets.len()],
+        }
+    }
+
+    /// Names the offsets that fall on PLT stubs `func@plt` (no symbol covers them; the
+    /// symbol tables would name the code before `.plt`, usually `_init`).
+    fn name_plt_stubs(&mut self, real: &Path, offsets: &[u64], out: &mut [Resolution]) {
+        let plt = self
+            .plts
+            .entry(real.to_path_buf())
+            .or_insert_with(|| Plt::read(real));
+        for (&off, r) in offsets.iter().zip(out.iter_mut()) {
+            if let Some(mut sym) = plt.lookup(off) {
+                if let Some(d) = self.demangler.as_mut() {
+                    d.apply(&mut sym.name);
+                }
+                *r = Ok(sym);
+            }
         }
     }
 

@@ -26,6 +26,7 @@ mod debugfile;
 mod demangle;
 mod elf;
 mod error;
+mod plt;
 mod symbolizer;
 mod table;
 pub mod text;
@@ -35,7 +36,7 @@ use std::path::PathBuf;
 
 pub use buildid::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use debugfile::debug_file_path;
-pub use demangle::demangle;
+pub use demangle::{demangle, demangle_short};
 pub use error::SymbolError;
 pub use symbolizer::Symbolizer;
 pub use table::SymbolTable;
@@ -94,6 +95,10 @@ pub struct SymbolizerOptions {
     pub symfile: Option<PathBuf>,
     /// Demangle Rust and C++ names (default `true`).
     pub demangle: bool,
+    /// Keep whole demangled signatures, C++ parameter lists and return types included
+    /// (default `false`: names are shortened as perf prints them, `ns::Class<T>::method`;
+    /// Rust names never carry their hash).
+    pub full_names: bool,
     /// Prefix for every file path, e.g. a copy of the profiled machine's
     /// root file system (default none: paths are used as recorded).
     pub root: Option<PathBuf>,
@@ -109,6 +114,7 @@ impl Default for SymbolizerOptions {
         SymbolizerOptions {
             symfile: None,
             demangle: true,
+            full_names: false,
             root: None,
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
         }

@@ -32,6 +32,8 @@ pub struct Symbolizer {
     pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
     /// binary as read → its separate debug file, if any.
     pub(crate) debug_files: HashMap<PathBuf, Option<crate::debugfile::DebugFile>>,
+    /// binary as read → its PLT stubs.
+    pub(crate) plts: HashMap<PathBuf, crate::plt::Plt>,
     /// image key → (hash of the bytes, temp file holding them or why not).
     pub(crate) images: HashMap<String, (u64, Result<tempfile::TempPath, Unresolved>)>,
     /// pid → (hash of the map text, parsed table).
@@ -62,7 +64,7 @@ impl Symbolizer {
             .enable_inlined_fns(false)
             .enable_demangling(false)
             .build();
-        let demangler = opts.demangle.then(DemangleCache::default);
+        let demangler = opts.demangle.then(|| DemangleCache::new(opts.full_names));
         Ok(Symbolizer {
             opts,
             blaze,
@@ -71,6 +73,7 @@ impl Symbolizer {
             symfile,
             files: HashMap::new(),
             debug_files: HashMap::new(),
+            plts: HashMap::new(),
             images: HashMap::new(),
             perf_maps: HashMap::new(),
             warnings: Vec::new(),

@@ -53,13 +53,24 @@ fn non_pie_executable_resolves_by_file_offset() {
 }
 
 #[test]
-fn mangled_names_demangle_unless_turned_off() {
+fn mangled_names_demangle_short_or_full_unless_turned_off() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bin = compile(dir.path(), "prog", PROG, &[]);
     let (off, _) = func_offset(&bin, "_Z5deltai", false);
     let mut on = symbolizer();
     assert_eq!(
         on.symbolize_file(&bin, None, &[off])[0]
+            .as_ref()
+            .map(|s| s.name.as_str()),
+        Ok("delta")
+    );
+    let mut full = Symbolizer::new(SymbolizerOptions {
+        full_names: true,
+        ..SymbolizerOptions::default()
+    })
+    .expect("symbolizer");
+    assert_eq!(
+        full.symbolize_file(&bin, None, &[off])[0]
             .as_ref()
             .map(|s| s.name.as_str()),
         Ok("delta(int)")

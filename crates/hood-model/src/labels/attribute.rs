@@ -414,6 +414,7 @@ mod tests {
             period: 1,
             mode: Mode::Kernel,
             stack: 0,
+            locs: 0,
         }
     }
 

@@ -9,7 +9,9 @@ use super::load::RawRecording;
 use super::maps::{
     hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
 };
-use super::model::{DsoFile, Func, FuncId, Mode, Process, Profile, Sample, Thread};
+use super::model::{
+    CodeMap, DsoFile, Func, FuncId, Location, Mode, Process, Profile, Sample, Thread,
+};
 use super::records::{
     Event, Mapping, Truncation, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL,
 };
@@ -62,23 +64,29 @@ fn truncation_name(t: Truncation, file: Option<&MappedFile>) -> String {
     }
 }
 
+/// A mapping as the process saw it: (start, end, file offset of start).
+type MapRange = (u64, u64, u64);
+
 #[derive(Default)]
 struct Interner {
     locs: Vec<Loc>,
     abs: Vec<u64>,
+    /// The mapping each location was first seen in (files and the vdso).
+    maps: Vec<Option<MapRange>>,
     loc_ids: HashMap<Loc, u32>,
     stacks: Vec<Vec<u32>>,
     stack_ids: HashMap<Vec<u32>, u32>,
 }
 
 impl Interner {
-    fn loc(&mut self, loc: Loc, abs: u64) -> u32 {
+    fn loc(&mut self, loc: Loc, abs: u64, map: Option<MapRange>) -> u32 {
         if let Some(&id) = self.loc_ids.get(&loc) {
             return id;
         }
         let id = self.locs.len() as u32;
         self.locs.push(loc);
         self.abs.push(abs);
+        self.maps.push(map);
         self.loc_ids.insert(loc, id);
         id
     }
@@ -124,6 +132,22 @@ impl World {
             None => Loc::Unknown,
         }
     }
+
+    /// [`locate`](Self::locate), with the mapping a file (or vdso) location lies in.
+    fn locate_mapped(
+        &self,
+        pid: u32,
+        addr: u64,
+        kernel: bool,
+        has_perf_map: bool,
+    ) -> (Loc, Option<MapRange>) {
+        let loc = self.locate(pid, addr, kernel, has_perf_map);
+        let map = match loc {
+            Loc::File(..) | Loc::Vdso(_) => self.spaces.get(&pid).and_then(|s| s.mapping_of(addr)),
+            _ => None,
+        };
+        (loc, map)
+    }
 }
 
 /// What decides a sample's stack: its process and that process's mappings (generation),
@@ -151,8 +175,8 @@ fn locate_chain(
 ) {
     frames.clear();
     if chain.is_empty() {
-        let l = world.locate(pid, ip, kernel_ip, has_map);
-        frames.push(int.loc(l, ip));
+        let (l, m) = world.locate_mapped(pid, ip, kernel_ip, has_map);
+        frames.push(int.loc(l, ip, m));
         return;
     }
     let mut kernel = kernel_ip;
@@ -163,7 +187,7 @@ fn locate_chain(
                     Loc::File(f, _) => Some(f),
                     _ => None,
                 });
-                frames.push(int.loc(Loc::Truncated(t, file), 0));
+                frames.push(int.loc(Loc::Truncated(t, file), 0, None));
                 break;
             }
             kernel = a == CONTEXT_KERNEL;
@@ -178,8 +202,8 @@ fn locate_chain(
         } else {
             a.saturating_sub(1)
         };
-        let l = world.locate(pid, look, kernel, has_map);
-        frames.push(int.loc(l, look));
+        let (l, m) = world.locate_mapped(pid, look, kernel, has_map);
+        frames.push(int.loc(l, look, m));
     }
 }
 
@@ -340,6 +364,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     period: *period,
                     mode,
                     stack,
+                    locs: 0,
                 });
             }
         }
@@ -357,8 +382,10 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         remap.push(id);
     }
     for s in &mut raw_samples {
+        s.locs = s.stack;
         s.stack = remap[s.stack as usize];
     }
+    keep_locations(&mut int, &world.files, &funcs_of_loc, &mut prof);
     prof.samples = raw_samples;
     prof.warnings.extend(resolver.warnings());
     let mut pids: Vec<u32> = prof.samples.iter().map(|s| s.pid).collect();
@@ -381,6 +408,40 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         prof.processes.push(Process { pid, comm, threads });
     }
     prof
+}
+
+/// Move the interned locations, their stacks and mappings into the profile.
+fn keep_locations(int: &mut Interner, files: &Files, funcs_of_loc: &[FuncId], prof: &mut Profile) {
+    let mut map_ids: HashMap<(String, MapRange), u32> = HashMap::default();
+    for (i, l) in int.locs.iter().enumerate() {
+        let dso = match l {
+            Loc::File(f, _) => Some(files.list[*f as usize].short_name().to_string()),
+            Loc::Vdso(_) => Some("[vdso]".to_string()),
+            _ => None,
+        };
+        let map = match (dso, int.maps[i]) {
+            (Some(dso), Some(range)) => {
+                let next = prof.code_maps.len() as u32;
+                let id = *map_ids.entry((dso.clone(), range)).or_insert_with(|| {
+                    prof.code_maps.push(CodeMap {
+                        dso,
+                        start: range.0,
+                        limit: range.1,
+                        offset: range.2,
+                    });
+                    next
+                });
+                Some(id)
+            }
+            _ => None,
+        };
+        prof.locations.push(Location {
+            func: funcs_of_loc[i],
+            address: int.abs[i],
+            map,
+        });
+    }
+    prof.loc_stacks = std::mem::take(&mut int.stacks);
 }
 
 fn symbolize(

@@ -112,6 +112,12 @@ impl AddressSpace {
         Some((m.file, addr - start + m.pgoff))
     }
 
+    /// The mapping that holds `addr`: (start, end, file offset of start).
+    pub fn mapping_of(&self, addr: u64) -> Option<(u64, u64, u64)> {
+        let (&start, m) = self.maps.range(..=addr).next_back()?;
+        (addr < m.end).then_some((start, m.end, m.pgoff))
+    }
+
     /// Forget everything (exec).
     pub fn clear(&mut self) {
         self.maps.clear();

@@ -14,4 +14,7 @@ pub mod stackcopy;
 pub use build::{build_profile, Resolver, TRUNCATED_DSO};
 pub use load::RawRecording;
 pub use meta::{CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats};
-pub use model::{DsoFile, Func, FuncId, Mode, Process, Profile, Sample, StackId, Thread};
+pub use model::{
+    CodeMap, DsoFile, Func, FuncId, LocId, Location, Mode, Process, Profile, Sample, StackId,
+    Thread,
+};

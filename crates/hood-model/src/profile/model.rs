@@ -82,6 +82,40 @@ pub struct Sample {
     pub mode: Mode,
     /// Call stack, leaf first.
     pub stack: StackId,
+    /// The same stack by code location: index into [`Profile::loc_stacks`] (0, the empty
+    /// stack, when the profile keeps no locations, as in hand-built profiles).
+    #[serde(skip)]
+    pub locs: StackId,
+}
+
+/// Index into [`Profile::locations`].
+pub type LocId = u32;
+
+/// A sampled code address and the function it belongs to (outputs that show addresses:
+/// pprof).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// Its function.
+    pub func: FuncId,
+    /// The address as sampled (for callers, the return address minus one): in the process's
+    /// address space, or the kernel's; 0 for pseudo-frames.
+    pub address: u64,
+    /// The mapping it lies in (index into [`Profile::code_maps`]); `None` for kernel code,
+    /// anonymous memory and pseudo-frames.
+    pub map: Option<u32>,
+}
+
+/// A file mapped into a process's memory, as far as sampled locations lie in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeMap {
+    /// The file's short name, the key of [`Profile::dso_files`].
+    pub dso: String,
+    /// First address of the mapping.
+    pub start: u64,
+    /// One past its last address.
+    pub limit: u64,
+    /// File offset mapped at `start`.
+    pub offset: u64,
 }
 
 /// A symbolized profile.
@@ -107,6 +141,12 @@ pub struct Profile {
     pub throttles_in_stream: u64,
     /// The file behind each `Func::dso` short name that appears in `funcs`.
     pub dso_files: BTreeMap<String, DsoFile>,
+    /// Sampled code locations (one per unique file offset, kernel or anonymous address).
+    pub locations: Vec<Location>,
+    /// Stacks of locations, leaf first ([`Sample::locs`]). Stack 0 is the empty stack.
+    pub loc_stacks: Vec<Vec<LocId>>,
+    /// The mappings [`Location::map`] points into.
+    pub code_maps: Vec<CodeMap>,
 }
 
 impl Profile {

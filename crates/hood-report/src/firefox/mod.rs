@@ -6,7 +6,8 @@
 //! frames are labels carrying the function name, in category `Kernel` (orange) for kernel
 //! code and `User` (yellow) otherwise, so kernel frames stand out in the call tree and the
 //! activity graph. Sample times are relative to the recording's start; a sample's CPU delta is
-//! its period for time-based events.
+//! its period for time-based events. The profile is marked symbolicated (`meta.symbolicated`),
+//! so the profiler does not look for symbols itself.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -113,6 +114,9 @@ pub fn build(prof: &Profile, filter: &Filter) -> FxProfile {
     );
     let mut fx = FxProfile::new(&format!("hood: {}", target(prof)), reference, interval);
     fx.set_os_name("Linux");
+    // Every frame already carries its function's name (hood symbolizes at report time):
+    // the profiler must not try to symbolicate the profile again.
+    fx.set_symbolicated(true);
     let user = fx.add_category(USER_CATEGORY, CategoryColor::Yellow);
     let kernel = fx.add_category(KERNEL_CATEGORY, CategoryColor::Orange);
     let start_ns = match prof.samples.first() {

@@ -119,3 +119,14 @@ fn stacks_are_root_first() {
     assert_eq!(name_of_stack(parent), "main");
     assert!(th["stackTable"]["prefix"][parent].is_null());
 }
+
+#[test]
+fn the_profile_is_marked_symbolicated() {
+    let v = render(&small_profile(), Filter::default());
+    assert_eq!(
+        v["meta"]["symbolicated"],
+        Value::Bool(true),
+        "{}",
+        v["meta"]
+    );
+}

@@ -45,6 +45,7 @@ fn fixture() -> (Profile, Labeled) {
         period: 1_000_000,
         mode,
         stack,
+        locs: 0,
     };
     let samples = vec![
         s(10, 1, Mode::Kernel, 1),

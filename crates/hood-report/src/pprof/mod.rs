@@ -2,10 +2,15 @@
 //! gzip-compressed, as `go tool pprof`, Grafana Pyroscope and Parca read it.
 //!
 //! Layout: two sample types, `samples/count` (the default, what hood's percentages count) and
-//! the sampled event's total (`cpu/nanoseconds` for cpu-clock and task-clock); one location
-//! and one function per hood function; one mapping per file (`[kernel.kallsyms]` for kernel
-//! code) with its build-id when known; labels `pid`, `tid`, `comm` (process name), `thread`
-//! (thread name) and `mode` (user/kernel/idle) on every sample. Samples with the same stack
+//! the sampled event's total (`cpu/nanoseconds` for cpu-clock and task-clock); one function
+//! per hood function and one location per sampled address, with that address (for callers
+//! the return address minus one) and its mapping: start, limit, file offset, path and
+//! build-id as the process mapped the file (the profiled program's first, as pprof tools
+//! expect; `[kernel.kallsyms]` spans the kernel addresses sampled). Mappings say they have
+//! functions, not file names or lines (hood reads symbol tables only). Profiles without
+//! locations (hand-built ones) get one location per function, address 0. Labels `pid`,
+//! `tid`, `comm` (process name), `thread` (thread name) and `mode` (user/kernel/idle) on every
+//! sample. Samples with the same stack
 //! and labels are merged into one pprof sample whose values are summed.
 //!
 //! With `--labels` ([`render_pprof_labeled`]) every sample also carries whom it is charged
@@ -24,7 +29,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use hood_model::labels::Charge;
 use hood_model::profile::aggregate::Filter;
-use hood_model::profile::{FuncId, Mode, Profile, Sample};
+use hood_model::profile::{FuncId, LocId, Mode, Profile, Sample};
 use prost::Message;
 
 use crate::labels::stacks::charged_frames;
@@ -86,8 +91,183 @@ pub fn build_labeled(view: &LabeledView<'_>) -> proto::Profile {
     build_from(view.prof, view.charged().map(|(s, c)| (s, Some(c))))
 }
 
-/// Merge key of a pprof sample.
-type Key = (u32, u32, u32, Mode, Option<Charge>);
+/// Merge key of a pprof sample: stack, location stack, pid, tid, mode, charge.
+type Key = (u32, u32, u32, u32, Mode, Option<Charge>);
+
+/// The mapping, location and function tables under construction.
+struct Tables<'a> {
+    prof: &'a Profile,
+    mapping: Vec<proto::Mapping>,
+    location: Vec<proto::Location>,
+    function: Vec<proto::Function>,
+    /// Mapping of a file or pseudo-file without a known address range, by dso name.
+    dso_map: HashMap<&'a str, u64>,
+    /// Mapping by index into `Profile::code_maps`.
+    code_map: HashMap<u32, u64>,
+    func_ids: HashMap<FuncId, u64>,
+    /// Location standing for a whole function (no address known).
+    func_loc: HashMap<FuncId, u64>,
+    /// Location by `Profile::locations` index.
+    loc_ids: HashMap<LocId, u64>,
+    /// Lowest and one past the highest kernel address sampled: the kernel's mapping.
+    kernel_range: (u64, u64),
+}
+
+impl<'a> Tables<'a> {
+    fn new(prof: &'a Profile) -> Self {
+        let kernel = prof.locations.iter().filter(|l| {
+            l.map.is_none() && prof.funcs.get(l.func as usize).is_some_and(|f| f.kernel)
+        });
+        let kernel_range = kernel.fold((u64::MAX, 0), |(lo, hi), l| {
+            (lo.min(l.address), hi.max(l.address.saturating_add(1)))
+        });
+        Tables {
+            prof,
+            mapping: Vec::new(),
+            location: Vec::new(),
+            function: Vec::new(),
+            dso_map: HashMap::new(),
+            code_map: HashMap::new(),
+            func_ids: HashMap::new(),
+            func_loc: HashMap::new(),
+            loc_ids: HashMap::new(),
+            kernel_range: if kernel_range.0 < kernel_range.1 {
+                kernel_range
+            } else {
+                (0, 0)
+            },
+        }
+    }
+
+    /// A pprof mapping for `dso`, with the address range when known.
+    fn new_mapping(&mut self, dso: &str, range: (u64, u64, u64), st: &mut Strings) -> u64 {
+        let id = self.mapping.len() as u64 + 1;
+        let file = self.prof.dso_files.get(dso);
+        let path = file.map_or(dso, |d| d.path.as_str());
+        let build_id = file.and_then(|d| d.build_id.as_deref()).unwrap_or("");
+        self.mapping.push(proto::Mapping {
+            id,
+            memory_start: range.0,
+            memory_limit: range.1,
+            file_offset: range.2,
+            filename: st.id(path),
+            build_id: st.id(build_id),
+            has_functions: true,
+            // hood reads symbol tables only: no file names, lines or inlined frames yet.
+            has_filenames: false,
+            has_line_numbers: false,
+            has_inline_frames: false,
+        });
+        id
+    }
+
+    /// Gives the profiled program's mapping id 1: pprof tools take the first mapping for
+    /// the main binary (`File:` in `go tool pprof`).
+    fn main_first(&mut self, st: &mut Strings) {
+        let prof = self.prof;
+        let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+        let Some(program) = prof.meta.command.first().map(|c| base(c)) else {
+            return;
+        };
+        let main = prof.code_maps.iter().enumerate().find(|(_, c)| {
+            prof.dso_files
+                .get(&c.dso)
+                .is_some_and(|d| base(&d.path) == program)
+        });
+        if let Some((m, c)) = main {
+            let id = self.new_mapping(&c.dso, (c.start, c.limit, c.offset), st);
+            self.code_map.insert(m as u32, id);
+        }
+    }
+
+    /// The mapping of a function's file when no address range is known.
+    fn dso_mapping(&mut self, f: FuncId, st: &mut Strings) -> u64 {
+        let prof = self.prof;
+        let func = &prof.funcs[f as usize];
+        if let Some(&id) = self.dso_map.get(func.dso.as_str()) {
+            return id;
+        }
+        let range = if func.kernel {
+            (self.kernel_range.0, self.kernel_range.1, 0)
+        } else {
+            (0, 0, 0)
+        };
+        let id = self.new_mapping(&func.dso, range, st);
+        self.dso_map.insert(func.dso.as_str(), id);
+        id
+    }
+
+    fn function(&mut self, f: FuncId, st: &mut Strings) -> u64 {
+        if let Some(&id) = self.func_ids.get(&f) {
+            return id;
+        }
+        let id = self.function.len() as u64 + 1;
+        let name = st.id(&self.prof.funcs[f as usize].name);
+        self.function.push(proto::Function {
+            id,
+            name,
+            system_name: name,
+            ..proto::Function::default()
+        });
+        self.func_ids.insert(f, id);
+        id
+    }
+
+    fn push_location(&mut self, f: FuncId, mapping_id: u64, address: u64, st: &mut Strings) -> u64 {
+        let function_id = self.function(f, st);
+        let id = self.location.len() as u64 + 1;
+        self.location.push(proto::Location {
+            id,
+            mapping_id,
+            address,
+            line: vec![proto::Line {
+                function_id,
+                ..proto::Line::default()
+            }],
+            ..proto::Location::default()
+        });
+        id
+    }
+
+    /// The location of function `f` as a whole (no address known).
+    fn of_func(&mut self, f: FuncId, st: &mut Strings) -> Option<u64> {
+        self.prof.funcs.get(f as usize)?;
+        if let Some(&id) = self.func_loc.get(&f) {
+            return Some(id);
+        }
+        let mapping_id = self.dso_mapping(f, st);
+        let id = self.push_location(f, mapping_id, 0, st);
+        self.func_loc.insert(f, id);
+        Some(id)
+    }
+
+    /// The location of `Profile::locations[loc]`, with its address and mapping.
+    fn at(&mut self, loc: LocId, st: &mut Strings) -> Option<u64> {
+        if let Some(&id) = self.loc_ids.get(&loc) {
+            return Some(id);
+        }
+        let prof = self.prof;
+        let l = prof.locations.get(loc as usize)?;
+        prof.funcs.get(l.func as usize)?;
+        let mapping_id = match l
+            .map
+            .and_then(|m| prof.code_maps.get(m as usize).map(|c| (m, c)))
+        {
+            Some((m, c)) => match self.code_map.get(&m) {
+                Some(&id) => id,
+                None => {
+                    let id = self.new_mapping(&c.dso, (c.start, c.limit, c.offset), st);
+                    self.code_map.insert(m, id);
+                    id
+                }
+            },
+            None => self.dso_mapping(l.func, st),
+        };
+        let id = self.push_location(l.func, mapping_id, l.address, st);
+        self.loc_ids.insert(loc, id);
+        Some(id)
+    }
+}
 
 fn build_from<'a>(
     prof: &'a Profile,
@@ -109,18 +289,15 @@ fn build_from<'a>(
     // period, one sample for its charged frames).
     let mut merged: BTreeMap<Key, (i64, i64, &Sample)> = BTreeMap::new();
     for (s, charge) in samples {
+        let locs = if charge.is_some() { 0 } else { s.locs };
         let e = merged
-            .entry((s.stack, s.pid, s.tid, s.mode, charge))
+            .entry((s.stack, locs, s.pid, s.tid, s.mode, charge))
             .or_insert((0, 0, s));
         e.0 += 1;
         e.1 = e.1.saturating_add(s.period.min(i64::MAX as u64) as i64);
     }
-    // Locations and functions: one each per hood function used; mappings per dso.
-    let mut loc_of: HashMap<FuncId, u64> = HashMap::new();
-    let mut map_of: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut mapping = Vec::new();
-    let mut location = Vec::new();
-    let mut function = Vec::new();
+    let mut t = Tables::new(prof);
+    t.main_first(&mut st);
     let mut thread_names: HashMap<(u32, u32), String> = HashMap::new();
     for p in &prof.processes {
         for t in &p.threads {
@@ -136,7 +313,7 @@ fn build_from<'a>(
     );
     let (k_cpid, k_ccomm, k_async) = (st.id("charged_pid"), st.id("charged_comm"), st.id("async"));
     let mut sample = Vec::with_capacity(merged.len());
-    for (&(stack, pid, tid, mode, charge), &(count, period, first)) in &merged {
+    for (&(stack, locs, pid, tid, mode, charge), &(count, period, first)) in &merged {
         let frames = match charge {
             Some(c) => charged_frames(prof, first, c),
             None => prof
@@ -145,47 +322,19 @@ fn build_from<'a>(
                 .map(Vec::as_slice)
                 .unwrap_or(&[]),
         };
-        let mut location_id = Vec::with_capacity(frames.len());
-        for &f in frames {
-            let Some(func) = prof.funcs.get(f as usize) else {
-                continue;
-            };
-            let id = *loc_of.entry(f).or_insert_with(|| {
-                let next_map = mapping.len() as u64 + 1;
-                let mapping_id = *map_of.entry(func.dso.as_str()).or_insert_with(|| {
-                    let file = prof.dso_files.get(&func.dso);
-                    let path = file.map_or(func.dso.as_str(), |d| d.path.as_str());
-                    let build_id = file.and_then(|d| d.build_id.as_deref()).unwrap_or("");
-                    mapping.push(proto::Mapping {
-                        id: next_map,
-                        filename: st.id(path),
-                        build_id: st.id(build_id),
-                        has_functions: true,
-                        ..proto::Mapping::default()
-                    });
-                    next_map
-                });
-                let id = function.len() as u64 + 1;
-                let name = st.id(&func.name);
-                function.push(proto::Function {
-                    id,
-                    name,
-                    system_name: name,
-                    ..proto::Function::default()
-                });
-                location.push(proto::Location {
-                    id,
-                    mapping_id,
-                    line: vec![proto::Line {
-                        function_id: id,
-                        ..proto::Line::default()
-                    }],
-                    ..proto::Location::default()
-                });
-                id
-            });
-            location_id.push(id);
-        }
+        // The stack by code location when the profile keeps one for this sample (the same
+        // frames as `frames`, with their addresses); charged stacks are cut, by function.
+        let loc_frames = prof
+            .loc_stacks
+            .get(locs as usize)
+            .filter(|l| charge.is_none() && l.len() == frames.len() && !l.is_empty());
+        let location_id: Vec<u64> = match loc_frames {
+            Some(l) => l.iter().filter_map(|&id| t.at(id, &mut st)).collect(),
+            None => frames
+                .iter()
+                .filter_map(|&f| t.of_func(f, &mut st))
+                .collect(),
+        };
         let comm = prof.comm(pid);
         let thread = thread_names
             .get(&(pid, tid))
@@ -246,9 +395,9 @@ fn build_from<'a>(
     proto::Profile {
         sample_type,
         sample,
-        mapping,
-        location,
-        function,
+        mapping: t.mapping,
+        location: t.location,
+        function: t.function,
         time_nanos: m.start_unix_ns.min(i64::MAX as u64) as i64,
         duration_nanos: prof.duration_ns().min(i64::MAX as u64) as i64,
         period_type,

@@ -72,6 +72,7 @@ pub(crate) fn small_profile() -> Profile {
             period: 1_000_000,
             mode,
             stack,
+            locs: 0,
         });
     };
     for _ in 0..6 {

@@ -63,6 +63,107 @@ pub(crate) fn title(left: &str, right: &str) -> String {
     format!("{left}{}{right}", " ".repeat(gap))
 }
 
+/// `s` cut to at most `max` characters, its end replaced by `…` when cut.
+pub(crate) fn ellipsize(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut cut: String = s.chars().take(max - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// `text` broken at spaces into lines of at most `width` characters, the first starting
+/// with `first`, the others indented as deep; words longer than a line are cut with `…`.
+pub(crate) fn wrap(first: &str, text: &str, width: usize) -> Vec<String> {
+    let indent = " ".repeat(first.chars().count());
+    let room = width.saturating_sub(indent.len()).max(16);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let word = ellipsize(word, room);
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > room {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    lines.push(line);
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| format!("{}{l}", if i == 0 { first } else { &indent }))
+        .collect()
+}
+
+/// A writer that keeps every line within `width` characters: longer lines are cut with
+/// `…` (rules, lines of one repeated character, are cut plainly). Renderers cut names to
+/// their columns themselves; this is the guarantee for everything else.
+pub(crate) struct FitLines<'a> {
+    out: &'a mut dyn std::io::Write,
+    width: usize,
+    line: Vec<u8>,
+}
+
+impl<'a> FitLines<'a> {
+    pub(crate) fn new(out: &'a mut dyn std::io::Write, width: usize) -> Self {
+        FitLines {
+            out,
+            width,
+            line: Vec::new(),
+        }
+    }
+
+    fn emit(&mut self) -> std::io::Result<()> {
+        let text = String::from_utf8_lossy(&self.line);
+        let n = text.chars().count();
+        if n <= self.width {
+            self.out.write_all(&self.line)?;
+        } else {
+            let mut chars = text.chars();
+            let first = chars.next();
+            let rule = first.is_some_and(|c| chars.all(|d| d == c));
+            let cut = if rule {
+                text.chars().take(self.width).collect()
+            } else {
+                ellipsize(&text, self.width)
+            };
+            self.out.write_all(cut.as_bytes())?;
+        }
+        self.line.clear();
+        Ok(())
+    }
+}
+
+impl std::io::Write for FitLines<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        for part in buf.split_inclusive(|&b| b == b'\n') {
+            match part.strip_suffix(b"\n") {
+                Some(body) => {
+                    self.line.extend_from_slice(body);
+                    self.emit()?;
+                    self.out.write_all(b"\n")?;
+                }
+                None => self.line.extend_from_slice(part),
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            self.emit()?;
+        }
+        self.out.flush()
+    }
+}
+
 /// Seconds with sensible precision: `12.34 s`, `250.0 ms`.
 pub(crate) fn secs(ns: u64) -> String {
     if ns >= 1_000_000_000 {
@@ -132,6 +233,33 @@ mod tests {
         assert_eq!((f.shown, f.folded_rows, f.folded_count), (2, 4, 20));
         assert!(f.truncated);
         assert_eq!(fold_label(&f, 5.0, "function"), "(other 4 functions)");
+    }
+
+    #[test]
+    fn long_lines_are_cut_or_wrapped_to_the_width() {
+        use std::io::Write as _;
+        assert_eq!(ellipsize("abcdef", 4), "abc…");
+        assert_eq!(ellipsize("abc", 4), "abc");
+        let mut buf = Vec::new();
+        {
+            let mut fit = FitLines::new(&mut buf, 8);
+            write!(fit, "short\n{}\n0123456789\nä", "-".repeat(20)).unwrap();
+            fit.flush().unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "short\n--------\n0123456…\nä"
+        );
+        let w = wrap("Warning: ", "a long warning text that goes on", 24);
+        assert_eq!(
+            w,
+            [
+                "Warning: a long warning",
+                "         text that goes",
+                "         on"
+            ]
+        );
+        assert!(w.iter().all(|l| l.chars().count() <= 24));
     }
 
     #[test]

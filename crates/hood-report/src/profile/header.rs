@@ -6,7 +6,7 @@ use std::io::Write;
 use hood_model::profile::aggregate::{Filter, Totals};
 use hood_model::profile::{Mode, Profile};
 
-use super::fmt::{pct, rule, secs};
+use super::fmt::{pct, rule, secs, wrap};
 use crate::ReportError;
 
 /// What was recorded, in words: `command ./a.out x`, `system-wide`, `pids 1, 2`.
@@ -85,6 +85,7 @@ pub fn render_header(
     source: &str,
     filter: &Filter,
     t: &Totals,
+    width: usize,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
     let m = &prof.meta;
@@ -146,7 +147,7 @@ pub fn render_header(
     render_losses(prof, out)?;
     render_stacks(prof, filter, out)?;
     render_rate(prof, out)?;
-    render_notes(prof, out)?;
+    render_notes(prof, width, out)?;
     writeln!(out)?;
     Ok(())
 }
@@ -285,15 +286,22 @@ fn render_rate(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {
     Ok(())
 }
 
-fn render_notes(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {
+/// Notes, errors and warnings, each wrapped to `width` (they are sentences, not cut).
+fn render_notes(prof: &Profile, width: usize, out: &mut dyn Write) -> Result<(), ReportError> {
+    let mut say = |first: &str, text: &str| -> Result<(), ReportError> {
+        for line in wrap(first, text, width) {
+            writeln!(out, "{line}")?;
+        }
+        Ok(())
+    };
     for n in &prof.meta.notes {
-        writeln!(out, "Note: {n}")?;
+        say("Note: ", n)?;
     }
     if let Some(e) = prof.stats.as_ref().and_then(|s| s.error.as_ref()) {
-        writeln!(out, "Error: the recording ended early: {e}")?;
+        say("Error: ", &format!("the recording ended early: {e}"))?;
     }
     for w in &prof.warnings {
-        writeln!(out, "Warning: {w}")?;
+        say("Warning: ", w)?;
     }
     Ok(())
 }

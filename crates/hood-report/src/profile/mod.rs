@@ -75,6 +75,10 @@ pub struct ReportOptions {
     pub max_rows: Option<usize>,
     /// Deepest call-tree level printed. Default 24.
     pub max_depth: usize,
+    /// Longest line of the text report, in characters (the terminal's width): names are cut
+    /// with `…` to fit their column, other long lines are cut or wrapped. Default 120;
+    /// `usize::MAX` for no limit.
+    pub width: usize,
 }
 
 impl Default for ReportOptions {
@@ -88,6 +92,7 @@ impl Default for ReportOptions {
             bar_width: 30,
             max_rows: None,
             max_depth: 24,
+            width: 120,
         }
     }
 }

@@ -262,3 +262,49 @@ fn the_top_table_names_the_processes_a_filter_kept() {
     let s = with(Some(100), None);
     assert!(s.contains("Highest-scoring functions, pid 100"), "{s}");
 }
+
+#[test]
+fn long_names_are_cut_to_their_column_and_no_line_passes_the_width() {
+    let mut b = Builder::new();
+    b.process(7, "prog", &[(7, "prog")]);
+    let long = format!("ns::Table<{}>::find", "std::pair<int, long>, ".repeat(150));
+    let f = b.func(&long, "prog");
+    let main = b.func("main", "prog");
+    b.samples(7, 7, Mode::User, &[f, main], 90);
+    b.samples(7, 7, Mode::User, &[main], 10);
+    let mut prof = b.finish(&[]);
+    prof.warnings.push(format!(
+        "binary /usr/lib/{} changed since recording",
+        "x".repeat(30)
+    ));
+    for width in [40usize, 60, 80, 200] {
+        for graph in [CallGraph::None, CallGraph::Caller, CallGraph::Callee] {
+            let opts = ReportOptions {
+                width,
+                call_graph: graph,
+                ..ReportOptions::default()
+            };
+            let s = text(&prof, &opts);
+            for l in s.lines() {
+                assert!(l.chars().count() <= width, "{width} {graph:?}: {l:?}");
+            }
+            // The row keeps the start of the name and, where there is room, the process.
+            let row = s
+                .lines()
+                .find(|l| l.contains("ns::Table<std"))
+                .unwrap_or_else(|| panic!("{width}: no row in\n{s}"));
+            assert!(row.contains('…'), "{row}");
+            if width >= 60 && graph == CallGraph::None {
+                assert!(row.ends_with("prog (7)"), "{width}: {row}");
+            }
+            // Warnings are wrapped, not cut: every word is there.
+            let joined: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(joined.contains("changed since recording"), "{width}:\n{s}");
+        }
+    }
+    let unlimited = ReportOptions {
+        width: usize::MAX,
+        ..ReportOptions::default()
+    };
+    assert!(text(&prof, &unlimited).contains(&long));
+}

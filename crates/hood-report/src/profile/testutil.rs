@@ -97,6 +97,7 @@ impl Builder {
                 period: 1_000_000,
                 mode,
                 stack,
+                locs: 0,
             });
         }
     }
@@ -112,6 +113,7 @@ impl Builder {
             period: 1,
             mode: Mode::User,
             stack,
+            locs: 0,
         });
     }
 

@@ -11,7 +11,9 @@ use hood_model::profile::aggregate::{
 };
 use hood_model::profile::{FuncId, Profile};
 
-use super::fmt::{bar, fold, fold_label, func_label, pct, proc_label, rule, threshold, title};
+use super::fmt::{
+    bar, ellipsize, fold, fold_label, func_label, pct, proc_label, rule, threshold, title, FitLines,
+};
 use super::group::dso_rows;
 use super::header::{filter_text, render_header};
 use super::{tree, By, CallGraph, ReportOptions};
@@ -19,15 +21,28 @@ use crate::ReportError;
 
 /// Names longer than this push the next column right instead of widening every row.
 const MAX_NAME_COLUMN: usize = 48;
+/// A name is never cut shorter than this to make room for the column after it.
+const MIN_NAME_COLUMN: usize = 16;
 
-/// Render the text report.
+/// Render the text report, no line longer than [`ReportOptions::width`].
 pub fn render_text(
     prof: &Profile,
     opts: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
+    let mut fit = FitLines::new(out, opts.width.max(1));
+    render_text_lines(prof, opts, &mut fit)?;
+    fit.flush()?;
+    Ok(())
+}
+
+fn render_text_lines(
+    prof: &Profile,
+    opts: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
     let t = totals(opts.filter.samples(prof));
-    render_header(prof, &opts.source, &opts.filter, &t, out)?;
+    render_header(prof, &opts.source, &opts.filter, &t, opts.width, out)?;
     if t.samples == 0 {
         if filter_text(&opts.filter).is_some() {
             writeln!(
@@ -93,6 +108,13 @@ pub fn render_text(
         tree::render_tree_text(prof, opts, out)?;
     }
     Ok(())
+}
+
+/// The bar width: narrower on narrow terminals, so that names keep their room.
+pub(crate) fn bar_width(opts: &ReportOptions) -> usize {
+    opts.bar_width
+        .min(opts.width.saturating_sub(7 + 2 + 2 + MAX_NAME_COLUMN))
+        .max(opts.bar_width.min(8))
 }
 
 /// (name, samples, processes) per process name, heaviest first, then by name.
@@ -228,7 +250,25 @@ impl<'a> Table<'a> {
         label: impl Fn(usize) -> (String, String),
     ) -> Result<(), ReportError> {
         let f = fold(self.counts, self.base, opts.min_percent, opts.max_rows);
-        let labels: Vec<(String, String)> = (0..f.shown).map(label).collect();
+        let w = bar_width(opts);
+        let prefix = if self.overall.is_some() { 15 } else { 7 } + 2 + w + 2;
+        // Each name is cut so that its row, extra column included, fits the width; the
+        // extra column (a process) is cut only when the name would drop below its minimum.
+        let labels: Vec<(String, String)> = (0..f.shown)
+            .map(|i| {
+                let (name, extra) = label(i);
+                let extra_room = if extra.is_empty() {
+                    0
+                } else {
+                    extra.chars().count() + 2
+                };
+                let room = opts
+                    .width
+                    .saturating_sub(prefix + extra_room)
+                    .max(MIN_NAME_COLUMN);
+                (ellipsize(&name, room), extra)
+            })
+            .collect();
         let name_w = labels
             .iter()
             .map(|l| l.0.chars().count())
@@ -241,7 +281,6 @@ impl<'a> Table<'a> {
             .copied()
             .unwrap_or(0)
             .max(f.folded_count);
-        let w = opts.bar_width;
         let right = match self.overall {
             Some(all) => format!("{:.1}% of all samples ({})", pct(self.base, all), self.base),
             None => format!("{} samples", self.base),

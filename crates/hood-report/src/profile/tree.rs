@@ -6,7 +6,7 @@ use std::io::Write;
 use hood_model::profile::aggregate::{call_tree, TreeNode};
 use hood_model::profile::Profile;
 
-use super::fmt::{fold, fold_label, func_label, pct, rule, title, Fold};
+use super::fmt::{ellipsize, fold, fold_label, func_label, pct, rule, title, Fold};
 use super::{CallGraph, ReportOptions};
 use crate::ReportError;
 
@@ -93,6 +93,8 @@ impl Writer<'_> {
     ) -> Result<(), ReportError> {
         let indent = "  ".repeat(depth);
         let t = format!("{:>6.1}%", pct(total, self.base));
+        let used = if self.top_down { 17 } else { 9 } + indent.len();
+        let name = &ellipsize(name, self.opts.width.saturating_sub(used).max(16));
         if !self.top_down {
             writeln!(out, "{t}  {indent}{name}")?;
             return Ok(());

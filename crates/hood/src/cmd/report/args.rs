@@ -91,4 +91,12 @@ pub struct ReportArgs {
     /// nm-format symbol file for addresses nothing else resolves.
     #[arg(long = "symfile")]
     pub symfile: Option<PathBuf>,
+    /// Name C++ functions by their whole signature (parameter lists, return types);
+    /// by default names are shortened as perf prints them (`ns::Map<K, V>::find`).
+    #[arg(long = "full-names")]
+    pub full_names: bool,
+    /// Longest line of the text report in characters; longer names are cut with `…`
+    /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
+    #[arg(long = "width", value_name = "COLUMNS")]
+    pub width: Option<usize>,
 }

@@ -17,9 +17,18 @@ use hood_report::profile as render;
 pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs};
 use resolver::{KernelJob, SymResolver};
 
-/// Load and symbolize the recording at `path`. The kernel's symbols are indexed on a second
-/// thread while the records are read and interpreted.
+/// Load and symbolize the recording at `path`, with short function names. The kernel's
+/// symbols are indexed on a second thread while the records are read and interpreted.
 pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profile> {
+    load_profile_names(path, symfile, false)
+}
+
+/// [`load_profile`], with whole C++ signatures when `full_names` (`--full-names`).
+pub fn load_profile_names(
+    path: &Path,
+    symfile: Option<&Path>,
+    full_names: bool,
+) -> anyhow::Result<Profile> {
     let t0 = Instant::now();
     std::thread::scope(|scope| {
         let mut job = None;
@@ -50,7 +59,7 @@ pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profi
             RawRecording::load_with(path, &mut index_kallsyms)?
         };
         let t1 = Instant::now();
-        let mut resolver = SymResolver::new(symfile, job, &raw.vdso, &raw.perf_maps)?;
+        let mut resolver = SymResolver::new(symfile, full_names, job, &raw.vdso, &raw.perf_maps)?;
         let prof = build_profile(&raw, &mut resolver);
         if std::env::var_os("HOOD_TIMING").is_some() {
             eprintln!(
@@ -147,8 +156,29 @@ impl ReportArgs {
                 Some(CallGraphArg::Callee) => render::CallGraph::Callee,
             },
             source: self.input.display().to_string(),
+            width: self.text_width(),
             ..render::ReportOptions::default()
         })
+    }
+}
+
+impl ReportArgs {
+    /// The width of the text report: `--width` (0: no limit), else the terminal's when
+    /// standard output is one, else `COLUMNS`, else 120.
+    fn text_width(&self) -> usize {
+        use std::io::IsTerminal as _;
+        match self.width {
+            Some(0) => usize::MAX,
+            Some(w) => w,
+            None if self.output.is_none() && std::io::stdout().is_terminal() => {
+                hood_tui::terminal_width().map_or(120, usize::from)
+            }
+            None => std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.trim().parse().ok())
+                .filter(|&c: &usize| c > 0)
+                .unwrap_or(120),
+        }
     }
 }
 
@@ -164,13 +194,14 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let prof = load_profile(&args.input, args.symfile.as_deref()).map_err(|e| {
-        super::missing_file(
-            e,
-            &args.input,
-            "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
-        )
-    })?;
+    let prof =
+        load_profile_names(&args.input, args.symfile.as_deref(), args.full_names).map_err(|e| {
+            super::missing_file(
+                e,
+                &args.input,
+                "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
+            )
+        })?;
     let mut out: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,

@@ -25,16 +25,18 @@ pub struct SymResolver<'a> {
 }
 
 impl<'a> SymResolver<'a> {
-    /// Build from the recording's side data; `kernel_job` yields its kallsyms table (`None`:
+    /// Build from the recording's side data (`full_names`: whole C++ signatures); `kernel_job` yields its kallsyms table (`None`:
     /// the recording holds none).
     pub fn new(
         symfile: Option<&Path>,
+        full_names: bool,
         kernel_job: Option<KernelJob<'a>>,
         vdso: &'a [u8],
         perf_maps: &'a BTreeMap<u32, String>,
     ) -> anyhow::Result<SymResolver<'a>> {
         let sym = Symbolizer::new(SymbolizerOptions {
             symfile: symfile.map(Path::to_path_buf),
+            full_names,
             ..SymbolizerOptions::default()
         })?;
         Ok(SymResolver {
