@@ -145,7 +145,7 @@ pub fn render_header(
     writeln!(out, "{:>18}: {:>10} (100.0%)", "Total samples", t.samples)?;
     writeln!(out)?;
     render_losses(prof, out)?;
-    render_stacks(prof, filter, out)?;
+    render_stacks(prof, filter, width, out)?;
     render_rate(prof, out)?;
     render_notes(prof, width, out)?;
     writeln!(out)?;
@@ -172,24 +172,32 @@ fn call_graph_words(m: &hood_model::profile::RecordMeta) -> String {
 }
 
 /// The share of user stacks that could not be completed, the main reason, and its fix.
-fn render_stacks(prof: &Profile, filter: &Filter, out: &mut dyn Write) -> Result<(), ReportError> {
+fn render_stacks(
+    prof: &Profile,
+    filter: &Filter,
+    width: usize,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
     let c = hood_model::profile::aggregate::stack_completeness(prof, filter);
     if c.truncated == 0 {
         return Ok(());
     }
     let (main, n) = &c.reasons[0];
-    writeln!(
-        out,
-        "Truncated:    {} of {} user stacks ({:.1}%) stop before the program's entry; most: {main} ({n})",
+    // Sentences: wrapped to the width, never cut (the fix must be readable whole).
+    let width = if width == 0 { usize::MAX } else { width };
+    let said = format!(
+        "{} of {} user stacks ({:.1}%) stop before the program's entry; most: {main} ({n})",
         c.truncated,
         c.with_user_stack,
         pct(c.truncated, c.with_user_stack),
-    )?;
-    writeln!(
-        out,
-        "              Fix: {}",
-        truncation_fix(main, &prof.meta.call_graph)
-    )?;
+    );
+    for line in wrap("Truncated:    ", &said, width) {
+        writeln!(out, "{line}")?;
+    }
+    let fix = format!("Fix: {}", truncation_fix(main, &prof.meta.call_graph));
+    for line in wrap("              ", &fix, width) {
+        writeln!(out, "{line}")?;
+    }
     Ok(())
 }
 
