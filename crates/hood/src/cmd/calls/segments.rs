@@ -590,6 +590,8 @@ fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
             exited: t.state == THREAD_EXITED,
             mismatched: t.mismatched,
             lost_calls: t.lost_calls,
+            folded_calls: t.folded_calls,
+            folded_paths: t.folded_paths,
             flags: t.flags,
             reset_pending,
             paths,
