@@ -73,8 +73,13 @@ pub fn search_dirs(base: &Path, pid: Option<u32>) -> Vec<PathBuf> {
         dirs.extend(runs);
     }
     if let Some(d) = pid.and_then(|p| environ_var(p, "HOOD_SHM_DIR")) {
+        // Compared resolved: `/dev/shm/` and `/dev/shm` must not be scanned twice.
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => a == b,
+        };
         let d = PathBuf::from(d);
-        if !dirs.contains(&d) && d.is_dir() {
+        if d.is_dir() && !dirs.iter().any(|x| same(x, &d)) {
             dirs.push(d);
         }
     }
