@@ -94,7 +94,8 @@ pub const THREAD_EXITED: u32 = 2;
 pub const NO_PARENT: u32 = u32::MAX;
 /// Node 0 of every table: calls whose path could not be inserted (table overrun).
 pub const LOST_NODE: u32 = 0;
-/// Frame flag: the frame's path was folded into its parent's (path overrun); calls not counted.
+/// Frame flag: the frame is deeper than `max_path_len`: its call is counted on a folded path
+/// (the first `max_path_len - 1` functions of its path, then its own function).
 pub const FRAME_FOLDED: u32 = 0x1;
 /// Frame flag: the entry's path lookup missed the last-child cache (costlier entry hook).
 pub const FRAME_SLOW: u32 = 0x2;
@@ -231,8 +232,13 @@ pub struct ThreadHeader {
     /// Trace mode, wrap: full timestamp of the event that last restarted the ring at index 0
     /// (readers restore the older events' timestamps backwards from it).
     pub lap_ticks: AtomicU64,
+    /// Calls deeper than `max_path_len` frames, counted on a folded path (the first
+    /// `max_path_len - 1` functions and the called one).
+    pub folded_calls: AtomicU64,
+    /// Times a call path grew past `max_path_len` (each such excursion is one folded path).
+    pub folded_paths: AtomicU64,
     /// Reserved.
-    pub _reserved: [u64; 3],
+    pub _reserved: [u64; 1],
 }
 
 /// One open call on a thread's stack (32 bytes).

@@ -460,6 +460,10 @@ pub struct ThreadView {
     pub mismatched: u64,
     /// Calls not measured.
     pub lost_calls: u64,
+    /// Calls counted on folded paths (deeper than the path length limit).
+    pub folded_calls: u64,
+    /// Paths that grew past the limit.
+    pub folded_paths: u64,
     /// Last reset timestamp.
     pub reset_ticks: u64,
     /// Open calls, outermost first.
@@ -556,6 +560,8 @@ impl ThreadView {
             exit_ticks: g64(offset_of!(ThreadHeader, exit_ticks)),
             mismatched: g64(offset_of!(ThreadHeader, mismatched)),
             lost_calls: g64(offset_of!(ThreadHeader, lost_calls)),
+            folded_calls: g64(offset_of!(ThreadHeader, folded_calls)),
+            folded_paths: g64(offset_of!(ThreadHeader, folded_paths)),
             reset_ticks: g64(offset_of!(ThreadHeader, reset_ticks)),
             frames,
             nodes,

@@ -152,16 +152,12 @@ pub unsafe fn enter(s: &Slot, func: u64) {
     let (node, flags) = if d == 0 {
         lookup(s, NO_PARENT, func)
     } else if d >= h.max_path_len {
-        t.flags |= FLAG_PATH_OVERRUN;
-        h.flags.fetch_or(FLAG_PATH_OVERRUN, Ordering::Relaxed);
-        ((*s.frame(d - 1)).node, FRAME_FOLDED)
+        fold(s, d, func)
     } else {
         lookup(s, (*s.frame(d - 1)).node, func)
     };
-    if flags & FRAME_FOLDED == 0 {
-        let n = &mut *s.nodes().add(node as usize);
-        n.calls = n.calls.wrapping_add(1);
-    }
+    let n = &mut *s.nodes().add(node as usize);
+    n.calls = n.calls.wrapping_add(1);
     let f = &mut *s.frame(d);
     f.node = node;
     f.flags = flags;
@@ -234,6 +230,41 @@ pub unsafe fn exit(s: &Slot, func: u64) {
     t.busy = 0;
 }
 
+/// The node of a call at depth `d` >= `max_path_len`: its path is folded to the first
+/// `max_path_len - 1` functions of its path followed by `func`, so the call is counted (and
+/// per-function totals stay exact); the folding is counted.
+#[cold]
+#[inline(never)]
+unsafe fn fold(s: &Slot, d: u32, func: u64) -> (u32, u32) {
+    let h = &*s.h;
+    let t = &mut *s.t;
+    t.flags |= FLAG_PATH_OVERRUN;
+    h.flags.fetch_or(FLAG_PATH_OVERRUN, Ordering::Relaxed);
+    if d == h.max_path_len {
+        t.folded_paths.store(
+            t.folded_paths.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+    }
+    t.folded_calls.store(
+        t.folded_calls.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
+    let (node, flags) = lookup(s, folded_parent(s), func);
+    (node, flags | FRAME_FOLDED)
+}
+
+/// Parent node of folded calls: that of the frame at depth `max_path_len - 1`.
+#[inline(always)]
+unsafe fn folded_parent(s: &Slot) -> u32 {
+    let l = (*s.h).max_path_len;
+    if l >= 2 {
+        (*s.frame(l - 2)).node
+    } else {
+        NO_PARENT
+    }
+}
+
 #[cold]
 unsafe fn mismatch(s: &Slot, n: u64) {
     let t = &*s.t;
@@ -260,15 +291,19 @@ pub unsafe fn reset(s: &Slot) {
     let mut parent = NO_PARENT;
     for i in 0..d {
         let f = &mut *s.frame(i);
-        if f.flags & FRAME_FOLDED == 0 {
+        f.node = if i >= h.max_path_len {
+            lookup(s, folded_parent(s), f.func).0
+        } else {
             parent = lookup(s, parent, f.func).0;
-        }
-        f.node = parent;
+            parent
+        };
         f.entry_ticks = now;
         f.deeper_ticks = 0;
     }
     t.mismatched.store(0, Ordering::Relaxed);
     t.lost_calls.store(0, Ordering::Relaxed);
+    t.folded_calls.store(0, Ordering::Relaxed);
+    t.folded_paths.store(0, Ordering::Relaxed);
     t.flags = 0;
     t.reset_ticks.store(now, Ordering::Relaxed);
 }

@@ -302,12 +302,20 @@ fn tiny_limits_set_overrun_flags_and_program_keeps_running() {
         p["flags"].as_u64().unwrap() & 0x1 != 0,
         "path overrun flag: {p}"
     );
-    assert_eq!(calls_of(p, "main fact fact"), Some(1));
+    // fact(5) from main: fact at depths 2..6; the three beyond 3 are folded onto
+    // "main fact fact" with their calls kept.
+    assert_eq!(calls_of(p, "main fact fact"), Some(4));
     assert_eq!(
         calls_of(p, "main fact fact fact"),
         None,
         "deeper calls are folded"
     );
+    let w = p["warnings"].to_string();
+    assert!(
+        w.contains("1 call paths grew longer than 3 functions"),
+        "{w}"
+    );
+    assert!(w.contains("their 3 deeper calls"), "{w}");
 
     let data = calls_run(
         d.path(),
@@ -323,6 +331,53 @@ fn tiny_limits_set_overrun_flags_and_program_keeps_running() {
     assert_eq!(calls_of(p, "main fact fact"), Some(1));
     assert_eq!(calls_of(p, "main fact fact fact"), None);
     assert_eq!(calls_of(p, "main twice leaf"), Some(4));
+}
+
+/// Issue 13: a path longer than HOOD_MAX_PATH_LEN is folded with its calls kept. rec() 300
+/// deep, 4 times, under a limit of 50: every one of the 1,200 calls of rec is counted, no path
+/// is longer than 50, and the note says 4 paths were folded with 4 x 251 deeper calls.
+#[test]
+fn long_paths_are_folded_with_their_calls_kept() {
+    let d = tmp();
+    let exe = build_c("calls_deep", d.path(), &[]);
+    let data = calls_run(
+        d.path(),
+        &[exe.to_str().unwrap(), "300", "4"],
+        &[("HOOD_MAX_PATH_LEN", "50")],
+    );
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    let rows = rows(p);
+    let rec: u64 = rows
+        .iter()
+        .filter(|r| r.0.ends_with("rec"))
+        .map(|r| r.2)
+        .sum();
+    assert_eq!(rec, 1200, "{rows:?}");
+    assert_eq!(calls_of(p, "main"), Some(1));
+    let longest = rows.iter().map(|r| r.0.split(' ').count()).max().unwrap();
+    assert_eq!(longest, 50, "{rows:?}");
+    // The path of 50 functions holds its own 4 calls and the 4 x 251 folded ones.
+    let cut = format!("main{}", " rec".repeat(49));
+    assert_eq!(calls_of(p, &cut), Some(4 + 1004), "{rows:?}");
+    let w = p["warnings"].to_string();
+    assert!(
+        w.contains("4 call paths grew longer than 50 functions")
+            && w.contains("their 1004 deeper calls"),
+        "{w}"
+    );
+    // The text report states it too.
+    let out = Command::new(hood())
+        .args(["calls", "report"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("4 call paths grew longer than 50 functions"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -360,6 +360,55 @@ fn damaged_files_give_clear_errors() {
     assert_eq!(report(&p, &[]).status.code(), Some(2));
 }
 
+/// Issue 13: calls left by longjmp have no exit event. 2000 frames deep (deeper than the calls
+/// runtime's default stack of 1024), 7 times: every call counted, and the text report says how
+/// many exits were repaired.
+#[test]
+fn longjmp_out_of_a_deep_recursion_counts_every_call() {
+    let t = tmp();
+    let prog = build_c("trace_longjmp", t.0.path());
+    let (n, m) = (2000u64, 7u64);
+    let data = record_ok(
+        t.0.path(),
+        "lj.data",
+        &[],
+        &[prog.to_str().unwrap(), &n.to_string(), &m.to_string()],
+    );
+    let a = report_json(&data, &[]);
+    for (f, want) in [
+        ("catcher", m),
+        ("dive", n * m),
+        ("thrower", m),
+        ("after", m),
+        ("shallow", m),
+        ("main", 1),
+    ] {
+        assert_eq!(calls(&a, f), want, "{f}: {a}");
+    }
+    assert_eq!(func(&a, "dive").unwrap()["repaired"], n * m);
+    assert_eq!(func(&a, "thrower").unwrap()["repaired"], m);
+    assert_eq!(func(&a, "after").unwrap()["repaired"], 0);
+    assert_eq!(a["threads"][0]["mismatched"], (n + 1) * m);
+    let text = report_text(&data, &[]);
+    let line = format!("Exits repaired       = {}", (n + 1) * m);
+    assert!(text.contains(&line), "{line} missing:\n{text}");
+    assert!(
+        text.contains(&format!(
+            "{} exits repaired: calls left by longjmp",
+            (n + 1) * m
+        )),
+        "{text}"
+    );
+    // The code-path view marks the repaired calls instead of calling them running at the end.
+    let paths = report_text(&data, &["--paths"]);
+    assert!(!paths.contains("running at end"), "{paths}");
+    assert_eq!(
+        paths.matches("exit repaired").count() as u64,
+        (n + 1) * m,
+        "one mark per repaired call"
+    );
+}
+
 fn build_c(name: &str, dir: &Path) -> PathBuf {
     common::instrumented(name, dir, &["-pthread"], &[])
 }

@@ -74,6 +74,13 @@ pub struct ThreadCalls {
     pub mismatched: u64,
     /// Calls not measured (stack or thread overrun).
     pub lost_calls: u64,
+    /// Calls deeper than the path length limit, counted on folded paths (their first
+    /// `max_path_len - 1` functions and the called one).
+    #[serde(default)]
+    pub folded_calls: u64,
+    /// Times a call path grew past the limit (files of older hoods: 0).
+    #[serde(default)]
+    pub folded_paths: u64,
     /// FLAG_* bits seen by this thread.
     pub flags: u32,
     /// The thread had not yet honoured a requested reset (its numbers predate the reset).
@@ -138,7 +145,15 @@ impl ProcessCalls {
         let mut v = Vec::new();
         let l = &self.limits;
         if self.flags & FLAG_PATH_OVERRUN != 0 {
-            v.push(format!("paths longer than {} functions were folded into their first {} (raise HOOD_MAX_PATH_LEN)", l.max_path_len, l.max_path_len));
+            let calls: u64 = self.threads.iter().map(|t| t.folded_calls).sum();
+            let paths: u64 = self.threads.iter().map(|t| t.folded_paths).sum();
+            v.push(format!(
+                "{paths} call paths grew longer than {} functions and were folded: their {calls} \
+                 deeper calls are counted on paths cut to the first {} functions and the called \
+                 one (per-function totals stay exact; raise HOOD_MAX_PATH_LEN for full paths)",
+                l.max_path_len,
+                l.max_path_len.saturating_sub(1)
+            ));
         }
         if self.flags & FLAG_STACK_OVERRUN != 0 {
             let lost: u64 = self.threads.iter().map(|t| t.lost_calls).sum();

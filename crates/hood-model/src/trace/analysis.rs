@@ -40,8 +40,12 @@ pub struct FunctionRow {
     pub elapsed_ns: u64,
     /// Net ns.
     pub net_ns: u64,
-    /// Completed calls.
+    /// Completed calls, those left by longjmp or an exception (see `repaired`) included.
     pub calls: u64,
+    /// Of `calls`, those whose exit hook never ran (left by longjmp or an exception): closed
+    /// when a caller's exit showed them gone, and timed up to that exit (the hooks record no
+    /// stack pointer to tell when the jump happened).
+    pub repaired: u64,
     /// Largest net ns of one call.
     pub max_ns: u64,
     /// Smallest net ns of one call.
@@ -99,7 +103,8 @@ pub struct ThreadSummary {
     pub overwritten: u64,
     /// Exits without a matching entry.
     pub unmatched_exits: u64,
-    /// Calls closed because a caller returned first (longjmp, exceptions).
+    /// Exits repaired: calls closed because a caller returned first (longjmp, exceptions),
+    /// counted as calls of their functions.
     pub mismatched: u64,
     /// Calls still open at the end of the trace.
     pub unfinished: u64,
@@ -178,11 +183,23 @@ struct Acc {
     elapsed: u64,
     net: u64,
     calls: u64,
+    repaired: u64,
     max: u64,
     min: u64,
     off: u64,
     irq: u64,
     irqs: u64,
+}
+
+/// How a call on the stack ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Its exit event.
+    Returned,
+    /// A caller's exit came first: it was left by longjmp or an exception.
+    Repaired,
+    /// Still open when the thread's trace ended.
+    Running,
 }
 
 struct Open {
@@ -279,7 +296,8 @@ impl Walk<'_> {
         }
     }
 
-    fn pop(&mut self, t: u64, finished: bool) {
+    fn pop(&mut self, t: u64, end: End) {
+        let finished = end != End::Running;
         self.charge_irq(t);
         let Some(o) = self.stack.pop() else { return };
         let elapsed = t.saturating_sub(o.entry);
@@ -297,6 +315,7 @@ impl Walk<'_> {
         }
         if finished {
             acc.calls += 1;
+            acc.repaired += u64::from(end == End::Repaired);
             acc.max = acc.max.max(net);
             acc.min = if acc.calls == 1 {
                 net
@@ -319,6 +338,7 @@ impl Walk<'_> {
                 net_ns: net,
                 total_ns: o.has_child.then_some(elapsed),
                 unfinished: !finished,
+                repaired: end == End::Repaired,
             };
         }
         if self.opts.calls {
@@ -344,6 +364,7 @@ impl Walk<'_> {
                         net_ns: 0,
                         total_ns: None,
                         unfinished: true,
+                        repaired: false,
                     },
                 );
                 *self.active.entry(f).or_insert(0) += 1;
@@ -364,13 +385,13 @@ impl Walk<'_> {
                 Some(k) => {
                     while self.stack.len() > k + 1 {
                         self.th.mismatched += 1;
-                        self.pop(t, false);
+                        self.pop(t, End::Repaired);
                     }
                     if self.show_returns {
                         let name = self.p.name(f);
                         self.line(t, PathItem::Return { depth: k, name });
                     }
-                    self.pop(t, true);
+                    self.pop(t, End::Returned);
                 }
                 None => {
                     self.th.unmatched_exits += 1;
@@ -574,7 +595,7 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
         w.drop_open_irqs();
         while !w.stack.is_empty() {
             w.th.unfinished += 1;
-            w.pop(end, false);
+            w.pop(end, End::Running);
         }
         let _ = w.origin;
         let th = w.th;
@@ -607,6 +628,7 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
             elapsed_ns: a.elapsed,
             net_ns: a.net,
             calls: a.calls,
+            repaired: a.repaired,
             max_ns: a.max,
             min_ns: a.min,
             off_cpu_ns: a.off,

@@ -18,6 +18,9 @@ pub enum PathItem {
         total_ns: Option<u64>,
         /// The call had not returned when the trace ended.
         unfinished: bool,
+        /// The call was left by longjmp or an exception (no exit event): closed, and timed,
+        /// up to the exit of a caller.
+        repaired: bool,
     },
     /// A return shown after a context switch (`<- name`).
     Return {

@@ -102,6 +102,16 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             "irq/softirq time     = not recorded (needs root or CAP_PERFMON; HOOD_TRACE_IRQ=0 turns it off): counted as run time"
         )?;
     }
+    let repaired: u64 = a.threads.iter().map(|t| t.mismatched).sum();
+    writeln!(
+        out,
+        "Exits repaired       = {repaired}{}",
+        if repaired > 0 {
+            " (calls left by longjmp or an exception, without their exit event: counted, see the notes)"
+        } else {
+            ""
+        }
+    )?;
     notes(a, out)?;
     writeln!(out, "{}", "-".repeat(96))?;
     writeln!(
@@ -157,6 +167,13 @@ fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
                 t.pid, t.tid, t.irq_unmatched
             )?;
         }
+        if t.mismatched > 0 {
+            writeln!(
+                out,
+                "note: pid {} tid {}: {} exits repaired: calls left by longjmp or an exception (no exit event) were closed at the exit of a caller; they are counted, and timed up to that exit",
+                t.pid, t.tid, t.mismatched
+            )?;
+        }
         if t.unmatched_exits > 0 {
             writeln!(
                 out,
@@ -195,9 +212,16 @@ pub fn paths(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
                     net_ns,
                     total_ns,
                     unfinished,
+                    repaired,
                 } => {
                     let pad = "    ".repeat(*depth);
-                    let more = if *unfinished { ", running at end" } else { "" };
+                    let more = if *unfinished {
+                        ", running at end"
+                    } else if *repaired {
+                        ", left by longjmp/exception: exit repaired"
+                    } else {
+                        ""
+                    };
                     match total_ns {
                         Some(tot) => writeln!(
                             out,

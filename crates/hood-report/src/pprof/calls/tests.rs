@@ -32,6 +32,8 @@ fn known() -> ProcessCalls {
         exited: true,
         mismatched: 0,
         lost_calls: 0,
+        folded_calls: 0,
+        folded_paths: 0,
         flags: 0,
         reset_pending: false,
         paths,

@@ -53,9 +53,12 @@ pub(crate) fn runtime_library() -> anyhow::Result<PathBuf> {
     )
 }
 
-fn collect(dir: &Path, pid: Option<u32>) -> anyhow::Result<(Vec<ProcessCalls>, Vec<PathBuf>)> {
+fn collect(
+    dirs: &[PathBuf],
+    pid: Option<u32>,
+) -> anyhow::Result<(Vec<ProcessCalls>, Vec<PathBuf>)> {
     let mut warnings = Vec::new();
-    let segs = segments::scan(dir, pid, false, &mut warnings);
+    let segs = segments::scan_dirs(dirs, pid, false, &mut warnings);
     for w in &warnings {
         eprintln!("hood: warning: {w}");
     }
@@ -105,11 +108,17 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         _ => lib.clone().into_os_string(),
     };
     let (prog, args) = cfg.argv.split_first().context("no command given")?;
-    let status = Command::new(prog)
+    // Before the spawn, so a signal arriving right after it is not lost.
+    stop_signals::install();
+    let child = Command::new(prog)
         .args(args)
         .env("LD_PRELOAD", &preload)
         .env("HOOD_SHM_DIR", &dir)
-        .status();
+        .spawn();
+    let status = match child {
+        Ok(c) => stop_signals::wait_forwarding(c),
+        Err(e) => Err(e),
+    };
     let status = match status {
         Ok(s) => s,
         Err(e) => {
@@ -117,7 +126,17 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
             bail!("cannot run {prog}: {e}");
         }
     };
-    let (procs, _) = collect(&dir, None)?;
+    if let Some(sig) = stop_signals::received() {
+        eprintln!(
+            "hood calls: {} received; {prog} {}; collecting its tables",
+            stop_signals::name(sig),
+            match status.signal() {
+                Some(s) => format!("was ended by {}", stop_signals::name(s)),
+                None => format!("exited with status {}", status.code().unwrap_or(0)),
+            }
+        );
+    }
+    let (procs, _) = collect(std::slice::from_ref(&dir), None)?;
     if !cfg.keep {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
@@ -139,21 +158,29 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
 }
 
 pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
-    let dir = segments::shm_dir();
-    segments::clean_stale(&dir);
-    let (procs, finished) = collect(&dir, cfg.pid)?;
+    let base = segments::shm_dir();
+    segments::clean_stale(&base);
+    let dirs = segments::search_dirs(&base, cfg.pid);
+    let (procs, finished) = collect(&dirs, cfg.pid)?;
     if procs.is_empty() {
-        eprintln!(
-            "hood calls get: no instrumented processes{} in {} (programs must be built with -finstrument-functions and run with libhood_rt)",
-            cfg.pid.map(|p| format!(" with pid {p}")).unwrap_or_default(),
-            dir.display()
-        );
+        match cfg.pid {
+            Some(pid) => eprintln!("hood calls get: {}", segments::why_not_found(pid, &base)),
+            None => eprintln!(
+                "hood calls get: no instrumented processes in {} (programs must be built with -finstrument-functions and run with libhood_rt)",
+                base.display()
+            ),
+        }
         return Ok(ExitCode::from(1));
     }
     file::write(&cfg.output, "get", &[], &procs)?;
     summary(&procs, &cfg.output);
     if !cfg.keep {
-        for f in finished {
+        // Segments in a private directory belong to the `hood calls run` that made it: it
+        // collects them when its command ends.
+        for f in finished
+            .iter()
+            .filter(|f| f.parent() == Some(base.as_path()))
+        {
             let _ = std::fs::remove_file(f);
         }
     }
@@ -161,10 +188,11 @@ pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
 }
 
 pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
-    let dir = segments::shm_dir();
-    segments::clean_stale(&dir);
+    let base = segments::shm_dir();
+    segments::clean_stale(&base);
+    let dirs = segments::search_dirs(&base, pid);
     let mut warnings = Vec::new();
-    let segs = segments::scan(&dir, pid, true, &mut warnings);
+    let segs = segments::scan_dirs(&dirs, pid, true, &mut warnings);
     for w in &warnings {
         eprintln!("hood: warning: {w}");
     }
@@ -186,11 +214,16 @@ pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
         n += 1;
     }
     if n == 0 {
-        eprintln!(
-            "hood calls reset: no running instrumented processes{} in {}",
-            pid.map(|p| format!(" with pid {p}")).unwrap_or_default(),
-            dir.display()
-        );
+        match pid {
+            Some(p) if segs.is_empty() => {
+                eprintln!("hood calls reset: {}", segments::why_not_found(p, &base))
+            }
+            Some(p) => eprintln!("hood calls reset: pid {p} has ended: nothing to reset"),
+            None => eprintln!(
+                "hood calls reset: no running instrumented processes in {}",
+                base.display()
+            ),
+        }
         return Ok(ExitCode::from(1));
     }
     eprintln!(
@@ -198,4 +231,91 @@ pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
         if n == 1 { "" } else { "es" }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP while `hood calls run` waits for its command: hood does not die
+/// (it would leave no file and its segment directory behind); it passes the signal on to the
+/// command, waits for it to end, then collects and writes as after a normal exit. A signal the
+/// kernel sent to the whole process group (Ctrl-C or a hangup on the terminal: `si_code` is
+/// `SI_KERNEL`) has reached the command already and is not sent twice.
+mod stop_signals {
+    use std::process::{Child, ExitStatus};
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+
+    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+    /// Signals to pass on to the command (bit N: signal N).
+    static FORWARD: AtomicU32 = AtomicU32::new(0);
+    /// Every stop signal received (bit N: signal N).
+    static SEEN: AtomicU32 = AtomicU32::new(0);
+
+    extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+        let bit = 1u32 << sig;
+        SEEN.fetch_or(bit, Ordering::SeqCst);
+        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
+        let code = if info.is_null() {
+            0
+        } else {
+            unsafe { (*info).si_code }
+        };
+        if code != libc::SI_KERNEL {
+            FORWARD.fetch_or(bit, Ordering::SeqCst);
+        }
+    }
+
+    /// Catch the stop signals (the command gets the default dispositions back at exec).
+    pub fn install() {
+        for sig in SIGNALS {
+            // SAFETY: an all-zero sigaction is valid; the handler only touches atomics, which
+            // is async-signal-safe.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_signal as *const () as usize;
+                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+                libc::sigemptyset(&mut sa.sa_mask);
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
+        }
+    }
+
+    /// Wait for `child`, passing the stop signals hood receives on to it. Signals are sent
+    /// only while the child is unreaped, so its pid cannot name another process yet.
+    pub fn wait_forwarding(mut child: Child) -> std::io::Result<ExitStatus> {
+        let pid = child.id() as libc::pid_t;
+        // The command runs in hood's process group, so what the kernel sends to the group
+        // reaches it without hood.
+        loop {
+            let fwd = FORWARD.swap(0, Ordering::SeqCst);
+            for sig in SIGNALS {
+                if fwd & (1 << sig) != 0 {
+                    // SAFETY: `pid` is our child, not yet reaped (try_wait below reaps it).
+                    unsafe { libc::kill(pid, sig) };
+                }
+            }
+            if let Some(st) = child.try_wait()? {
+                return Ok(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The first stop signal received, if any.
+    pub fn received() -> Option<libc::c_int> {
+        let seen = SEEN.load(Ordering::SeqCst);
+        SIGNALS.into_iter().find(|s| seen & (1 << s) != 0)
+    }
+
+    /// `SIGINT` etc.
+    pub fn name(sig: libc::c_int) -> String {
+        match sig {
+            libc::SIGINT => "SIGINT".into(),
+            libc::SIGTERM => "SIGTERM".into(),
+            libc::SIGHUP => "SIGHUP".into(),
+            libc::SIGKILL => "SIGKILL".into(),
+            libc::SIGSEGV => "SIGSEGV".into(),
+            libc::SIGABRT => "SIGABRT".into(),
+            libc::SIGPIPE => "SIGPIPE".into(),
+            n => format!("signal {n}"),
+        }
+    }
 }

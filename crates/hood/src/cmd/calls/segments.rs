@@ -36,6 +36,127 @@ pub fn shm_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(hood_abi::DEFAULT_SHM_DIR))
 }
 
+/// [`scan`] of each of `dirs`, sorted as one.
+pub fn scan_dirs(
+    dirs: &[PathBuf],
+    pid: Option<u32>,
+    write: bool,
+    warnings: &mut Vec<String>,
+) -> Vec<Segment> {
+    let mut out: Vec<Segment> = dirs
+        .iter()
+        .flat_map(|d| scan(d, pid, write, warnings))
+        .collect();
+    out.sort_by_key(|s| (s.header.start_mono_ns, s.header.pid));
+    out
+}
+
+/// Where `hood calls get/reset` look: the segment directory `base`, the private directories
+/// of the `hood calls run`s in it (each keeps its command's segments there), and, for one
+/// pid, the directory its environment names (`HOOD_SHM_DIR`, when readable).
+pub fn search_dirs(base: &Path, pid: Option<u32>) -> Vec<PathBuf> {
+    let mut dirs = vec![base.to_path_buf()];
+    if let Ok(rd) = std::fs::read_dir(base) {
+        let mut runs: Vec<PathBuf> = rd
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(PRIVATE_DIRS[0])
+                    && e.file_type().is_ok_and(|t| t.is_dir())
+                    // Another user's (mode 0700): left out here, explained by why_not_found.
+                    && std::fs::read_dir(e.path()).is_ok()
+            })
+            .map(|e| e.path())
+            .collect();
+        runs.sort();
+        dirs.extend(runs);
+    }
+    if let Some(d) = pid.and_then(|p| environ_var(p, "HOOD_SHM_DIR")) {
+        // Compared resolved: `/dev/shm/` and `/dev/shm` must not be scanned twice.
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => a == b,
+        };
+        let d = PathBuf::from(d);
+        if d.is_dir() && !dirs.iter().any(|x| same(x, &d)) {
+            dirs.push(d);
+        }
+    }
+    dirs
+}
+
+/// `NAME`'s value in the environment `pid` started with, if hood may read it.
+fn environ_var(pid: u32, name: &str) -> Option<String> {
+    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|&b| b == 0).find_map(|kv| {
+        let kv = std::str::from_utf8(kv).ok()?;
+        kv.strip_prefix(name)?.strip_prefix('=').map(str::to_string)
+    })
+}
+
+/// Why no call-path segment of `pid` was found in `base` or the directories
+/// [`search_dirs`] adds: what the process is, where its segment would be, and what to do.
+pub fn why_not_found(pid: u32, base: &Path) -> String {
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    if !proc_dir.exists() {
+        return format!(
+            "no process with pid {pid}, and no segment of it in {} or in the directories of              running `hood calls run`s: check the pid (a process started by `hood calls run` is              collected by it when it ends)",
+            base.display()
+        );
+    }
+    let comm = std::fs::read_to_string(proc_dir.join("comm")).unwrap_or_default();
+    let who = format!("pid {pid} ({})", comm.trim());
+    let maps = match std::fs::read_to_string(proc_dir.join("maps")) {
+        Ok(m) => m,
+        Err(e) => {
+            return format!(
+                "{who} has no segment in {}, and /proc/{pid}/maps cannot be read ({e}) to tell                  whether it runs hood-rt: run hood as the process's user or as root",
+                base.display()
+            )
+        }
+    };
+    let dir = environ_var(pid, "HOOD_SHM_DIR");
+    if environ_var(pid, "HOOD_MODE").as_deref() == Some("trace") {
+        return format!(
+            "{who} runs hood-rt in trace mode (started by `hood trace record`): its segment              holds trace events, not call-path tables; `hood trace record` writes them to its              file when the program ends"
+        );
+    }
+    if !maps.contains("libhood_rt") && dir.is_none() {
+        return format!(
+            "{who} does not run hood-rt (libhood_rt.so is not mapped and no HOOD_SHM_DIR is in              its environment): start it with `hood calls run -- PROG` or              LD_PRELOAD=/path/to/libhood_rt.so, built with -finstrument-functions"
+        );
+    }
+    if let Some(run_dir) = dir
+        .as_deref()
+        .map(Path::new)
+        .filter(|d| d.parent() == Some(base))
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(PRIVATE_DIRS[0]))
+        })
+    {
+        if let Err(e) = std::fs::read_dir(run_dir) {
+            let owner = std::fs::metadata(run_dir)
+                .map(|m| format!("uid {}", m.uid()))
+                .unwrap_or_else(|_| "another user".into());
+            return format!(
+                "{who} was started by `hood calls run`; its segment is in {}, which belongs to                  {owner} and cannot be read ({e}): run `hood calls get/reset` as that user or                  as root",
+                run_dir.display()
+            );
+        }
+    }
+    match dir {
+        Some(d) => format!(
+            "{who} runs hood-rt with HOOD_SHM_DIR={d}, but no segment hood-rt-{pid}-* of call              paths is there: HOOD_DISABLE=1 is set, or the runtime could not create it (it says              why on the program's stderr)"
+        ),
+        None => format!(
+            "{who} runs hood-rt, but no segment hood-rt-{pid}-* of call paths is in {} (its              environment cannot be read to find another HOOD_SHM_DIR: run hood as the              process's user or root, or set HOOD_SHM_DIR as the program has it)",
+            base.display()
+        ),
+    }
+}
+
 /// Read every segment in `dir` (of `pid` only, if given), opened for writing too with `write`.
 /// Unreadable, invalid or untrusted segments are skipped and described in `warnings`.
 pub fn scan(dir: &Path, pid: Option<u32>, write: bool, warnings: &mut Vec<String>) -> Vec<Segment> {
@@ -474,6 +595,8 @@ fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
             exited: t.state == THREAD_EXITED,
             mismatched: t.mismatched,
             lost_calls: t.lost_calls,
+            folded_calls: t.folded_calls,
+            folded_paths: t.folded_paths,
             flags: t.flags,
             reset_pending,
             paths,
