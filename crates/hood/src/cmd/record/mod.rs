@@ -87,6 +87,10 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         eprintln!("hood: {n}");
     }
     let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
+    // Signals are caught from here on: a Ctrl-C or `hood stop` during the start-up snapshot
+    // (every process's mappings and binaries with -a) stops the recording after its first drain
+    // instead of killing it before the file is finalized.
+    let control = Control::install(cfg.keys)?;
     // The labels instance exists before sampling starts and is removed on every way out.
     let mut labels = match cfg.labels {
         false => None,
@@ -182,7 +186,6 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         writer.write_chunk(tags::profile::VDSO, &v, true)?;
     }
     let mut session = session;
-    let control = Control::install(cfg.keys)?;
     if control.reads_keys() {
         eprintln!("hood: recording; keys: a = pause/resume, p = print top functions, q = stop");
     }
