@@ -664,6 +664,38 @@ fn python_with_perf_support() -> Option<String> {
         .find(|p| works(p))
 }
 
+/// Build `unwind_lib.c` with `flags` as `DIR/libunwlib.so` in a directory of its own.
+fn lib_variant(k: &Known, name: &str, flags: &[&str]) -> (PathBuf, PathBuf) {
+    let dir = k.dir.path().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let so = dir.join("libunwlib.so");
+    let src = repo().join("tests/c/unwind_lib.c");
+    let mut args = flags.to_vec();
+    args.extend([
+        "-fPIC",
+        "-shared",
+        "-o",
+        so.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    gcc(&args);
+    (dir, so)
+}
+
+/// Record the known-answer program's `lib` mode with the library found in `dir` first.
+fn record_with_lib(k: &Known, dir: &Path, name: &str) -> (PathBuf, std::process::Output) {
+    let file = k.dir.path().join(format!("{name}.hood"));
+    let out = run(hood()
+        .args(["record", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&k.nofp)
+        .args(["lib", "1000"])
+        .env("LD_LIBRARY_PATH", dir));
+    assert!(out.status.success(), "{}", text(&out));
+    (file, out)
+}
+
 #[test]
 fn library_without_unwind_info_is_marked_and_warned_about_once() {
     if !privileged("no_cfi_library") {
@@ -671,30 +703,17 @@ fn library_without_unwind_info_is_marked_and_warned_about_once() {
     }
     let _serial = perf_lock();
     let k = known();
-    let dir = k.dir.path().join("nocfi");
-    std::fs::create_dir_all(&dir).unwrap();
-    let so = dir.join("libunwlib.so");
-    let src = repo().join("tests/c/unwind_lib.c");
-    gcc(&[
-        "-O2",
-        "-fomit-frame-pointer",
-        "-fno-asynchronous-unwind-tables",
-        "-fno-unwind-tables",
-        "-fPIC",
-        "-shared",
-        "-o",
-        so.to_str().unwrap(),
-        src.to_str().unwrap(),
-    ]);
-    let file = k.dir.path().join("nocfi.hood");
-    let out = run(hood()
-        .args(["record", "-o"])
-        .arg(&file)
-        .arg("--")
-        .arg(&k.nofp)
-        .args(["lib", "1000"])
-        .env("LD_LIBRARY_PATH", &dir));
-    assert!(out.status.success(), "{}", text(&out));
+    let (dir, _) = lib_variant(
+        k,
+        "nocfi",
+        &[
+            "-O2",
+            "-fomit-frame-pointer",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+        ],
+    );
+    let (file, out) = record_with_lib(k, &dir, "nocfi");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         err.matches("has code without unwind information").count(),
@@ -762,24 +781,19 @@ fn debug_frame_from_a_separate_debug_file_found_by_build_id() {
     }
     let _serial = perf_lock();
     let k = known();
-    let dir = k.dir.path().join("dbgfile");
-    std::fs::create_dir_all(&dir).unwrap();
-    let so = dir.join("libunwlib.so");
-    let src = repo().join("tests/c/unwind_lib.c");
     // Call frame information only in .debug_frame, which then moves to a debug file.
-    gcc(&[
-        "-O2",
-        "-g",
-        "-fomit-frame-pointer",
-        "-fno-asynchronous-unwind-tables",
-        "-fno-unwind-tables",
-        "-Wl,--build-id",
-        "-fPIC",
-        "-shared",
-        "-o",
-        so.to_str().unwrap(),
-        src.to_str().unwrap(),
-    ]);
+    let (dir, so) = lib_variant(
+        k,
+        "dbgfile",
+        &[
+            "-O2",
+            "-g",
+            "-fomit-frame-pointer",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+            "-Wl,--build-id",
+        ],
+    );
     let dbg = dir.join("libunwlib.debug");
     for args in [
         vec![
@@ -801,15 +815,7 @@ fn debug_frame_from_a_separate_debug_file_found_by_build_id() {
     std::fs::create_dir_all(place.parent().unwrap()).unwrap();
     std::fs::copy(&dbg, &place).unwrap();
     let _cleanup = RemoveOnDrop(place);
-    let file = k.dir.path().join("dbgfile.hood");
-    let out = run(hood()
-        .args(["record", "-o"])
-        .arg(&file)
-        .arg("--")
-        .arg(&k.nofp)
-        .args(["lib", "1000"])
-        .env("LD_LIBRARY_PATH", &dir));
-    assert!(out.status.success(), "{}", text(&out));
+    let (file, _) = record_with_lib(k, &dir, "dbgfile");
     let stacks = collapsed(&file, &["--min-percent", "0"]);
     let want = ["main", "lib_outer", "lib_inner", "lib_leaf"];
     let (pct, n, bad) = share(&stacks, "uk_nofp", "lib_leaf", |u| {
