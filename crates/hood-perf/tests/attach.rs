@@ -14,9 +14,11 @@ fn attach_follows_children_and_reports_hangup() {
     if !privileged(1, "attach_follows_children_and_reports_hangup") {
         return;
     }
-    // The parent sleeps (so we attach first), spins, then forks a subshell that
-    // spins too; the trailing `exit` keeps dash from exec'ing the subshell in place.
-    let script = "sleep 0.3; i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; \
+    // The parent spins in shell builtins (so we attach before any fork: a `sleep` forked
+    // between opening and enabling the events would inherit them with no FORK record, and
+    // its samples would look unrelated), then forks a subshell that spins too; the trailing
+    // `exit` keeps dash from exec'ing the subshell in place.
+    let script = "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; \
                   (j=0; while [ $j -lt 100000 ]; do j=$((j+1)); done); exit 0";
     let mut child = Command::new("/bin/sh")
         .arg("-c")
