@@ -34,6 +34,9 @@ pub struct RewriteStats {
     pub truncated: [u64; 5],
 }
 
+/// No decoded side-band event for a record.
+const NO_EVENT: usize = usize::MAX;
+
 /// Rewrites drained ring bytes; see the module notes.
 pub struct Rewriter {
     attr: Attr,
@@ -41,7 +44,8 @@ pub struct Rewriter {
     unwinder: Unwinder,
     stats: RewriteStats,
     decoded: Decoded,
-    order: Vec<(u64, usize, usize, usize)>,
+    /// (time, ring, offset, length, index of its decoded side-band event or `NO_EVENT`).
+    order: Vec<(u64, usize, usize, usize, usize)>,
     chain: Vec<u64>,
     user: Vec<u64>,
 }
@@ -92,48 +96,50 @@ impl Rewriter {
     /// records); the rewritten records of that CPU are appended to `output[i]`.
     pub fn rewrite(&mut self, input: &[&[u8]], output: &mut [Vec<u8>]) {
         self.order.clear();
+        // Side-band records are decoded once, here (for their time); the event is applied in
+        // time order below. `NO_EVENT` marks samples and records that decode to nothing.
+        self.decoded.events.clear();
         for (ring, bytes) in input.iter().enumerate() {
             let broken = for_each_frame(bytes, |f| {
-                let time = if f.ty == kind::SAMPLE {
-                    stackcopy::parse(&self.attr, &f.bytes[8..]).map_or(0, |s| s.time)
+                let (time, event) = if f.ty == kind::SAMPLE {
+                    let t = stackcopy::parse(&self.attr, &f.bytes[8..]).map_or(0, |s| s.time);
+                    (t, NO_EVENT)
                 } else {
-                    self.decoded.events.clear();
+                    let before = self.decoded.events.len();
                     self.decoded.push_chunk(&self.attr, 0, f.bytes);
-                    self.decoded.events.first().map_or(0, |e| e.time)
+                    match self.decoded.events.get(before) {
+                        Some(e) => (e.time, before),
+                        None => (0, NO_EVENT),
+                    }
                 };
-                self.order.push((time, ring, f.at, f.bytes.len()));
+                self.order.push((time, ring, f.at, f.bytes.len(), event));
             });
             if broken.is_err() {
                 self.stats.malformed += 1;
             }
         }
         self.order
-            .sort_by_key(|&(time, ring, at, _)| (time, ring, at));
+            .sort_by_key(|&(time, ring, at, ..)| (time, ring, at));
         let order = std::mem::take(&mut self.order);
-        for &(_, ring, at, len) in &order {
+        for &(_, ring, at, len, event) in &order {
             let rec = &input[ring][at..at + len];
             let Some(out) = output.get_mut(ring) else {
                 continue;
             };
+            if event != NO_EVENT {
+                hood_model::perfdata::follow_event(
+                    &mut self.unwinder,
+                    &self.decoded.events[event].event,
+                );
+            }
             let ty = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
             if ty == kind::SAMPLE {
                 self.sample(rec, out);
-                continue;
+            } else {
+                out.extend_from_slice(rec);
             }
-            self.sideband(rec);
-            out.extend_from_slice(rec);
         }
         self.order = order;
-    }
-
-    /// Follow a process's mappings through a side-band record.
-    fn sideband(&mut self, rec: &[u8]) {
-        self.decoded.events.clear();
-        self.decoded.push_chunk(&self.attr, 0, rec);
-        let Some(ev) = self.decoded.events.pop() else {
-            return;
-        };
-        hood_model::perfdata::follow_event(&mut self.unwinder, &ev.event);
     }
 
     /// Unwind one sample and write it back without its registers and stack copy.
