@@ -177,6 +177,19 @@ fn sparse_segment_claiming_gigabytes_is_not_read() {
     );
 }
 
+/// A root-only file that even looks like a valid segment of the running root process `pid`.
+fn root_only_segment(dir: &std::path::Path, pid: u32) -> std::path::PathBuf {
+    let (head, total) = header(pid, 1, 4, 8);
+    let secret = root_only_file(dir, b"");
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&secret)
+        .unwrap();
+    f.set_len(total).unwrap();
+    f.write_all_at(&head, 0).unwrap();
+    secret
+}
+
 #[test]
 fn reset_never_writes_through_a_link() {
     if !root("reset_never_writes_through_a_link") {
@@ -185,16 +198,7 @@ fn reset_never_writes_through_a_link() {
     let dir = sticky_dir();
     let victim = Sleeper::new();
     let pid = victim.pid();
-    // A root-only file that even looks like a valid segment of a running root process.
-    let (head, total) = header(pid, 1, 4, 8);
-    let secret = root_only_file(dir.path(), b"");
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&secret)
-        .unwrap();
-    f.set_len(total).unwrap();
-    f.write_all_at(&head, 0).unwrap();
-    drop(f);
+    let secret = root_only_segment(dir.path(), pid);
     let before = std::fs::read(&secret).unwrap();
     let link = dir.path().join(format!("hood-rt-{pid}-1"));
     symlink(&secret, &link).unwrap();
@@ -312,14 +316,7 @@ fn reset_during_a_link_swap_never_writes_the_link_target() {
     let victim = Sleeper::new();
     let pid = victim.pid();
     let (head, total) = header(pid, 1, 4, 8);
-    let secret = root_only_file(dir.path(), b"");
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&secret)
-        .unwrap();
-    f.set_len(total).unwrap();
-    f.write_all_at(&head, 0).unwrap();
-    drop(f);
+    let secret = root_only_segment(dir.path(), pid);
     let before = std::fs::read(&secret).unwrap();
     // What an attacker does: swap the segment's name between a genuine segment (which passes
     // every check) and a link to the root-only file, as fast as possible, so that a reader
