@@ -20,6 +20,7 @@ fn attr() -> Attr {
         read_format: 0,
         flags: (1 << 18) | (1 << 10),
         sample_regs_user: 0,
+        branch_sample_type: 0,
     }
 }
 

@@ -168,7 +168,11 @@ impl Rewriter {
                 self.chain.push(a);
             }
         }
-        if let (Some(bp), Some(sp), Some(ip)) = (s.reg(0), s.reg(1), s.reg(2)) {
+        if let (Some(bp), Some(sp), Some(ip)) = (
+            s.user_reg(stackcopy::reg::BP),
+            s.user_reg(stackcopy::reg::SP),
+            s.user_reg(stackcopy::reg::IP),
+        ) {
             self.chain.push(CONTEXT_USER);
             let from = self.chain.len();
             let regs = UserRegs { ip, sp, bp };

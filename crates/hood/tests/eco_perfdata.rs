@@ -1,5 +1,6 @@
-//! `hood report -i perf.data`: files written by `perf record` read through linux-perf-data,
-//! with the same totals as `perf report --stdio` and every hood report working on them.
+//! `hood report -i perf.data`: files written by `perf record` (both of its layouts, one or
+//! several events, group reads), read by hood's own perf.data reader, with the same totals as
+//! `perf report --stdio` and every hood report working on them.
 
 mod common;
 
@@ -45,14 +46,17 @@ fn perf_report(data: &Path) -> (u64, HashMap<String, u64>) {
         .arg(data));
     assert!(out.status.success(), "perf report failed:\n{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
-    // Rows: "    60.26%           546  [.] work60"
+    // Rows: "    60.26%           546  [.] work60"; a group has a percentage and a count per
+    // member ("53.79%  53.80%   192   192  [.] work60"): the first count is the leader's.
     let mut syms = HashMap::new();
     for l in s.lines().filter(|l| !l.starts_with('#')) {
         let cols: Vec<&str> = l.split_whitespace().collect();
-        if cols.len() >= 4 && cols[0].ends_with('%') && cols[2].starts_with('[') {
-            if let Ok(n) = cols[1].parse::<u64>() {
-                *syms.entry(cols[3..].join(" ")).or_insert(0) += n;
-            }
+        let Some(at) = cols.iter().position(|c| c.len() == 3 && c.starts_with('[')) else {
+            continue;
+        };
+        let count = cols[..at].iter().find_map(|c| c.parse::<u64>().ok());
+        if let (Some(n), true) = (count, cols[0].ends_with('%') && at + 1 < cols.len()) {
+            *syms.entry(cols[at + 1..].join(" ")).or_insert(0) += n;
         }
     }
     // The header's "# Samples: N" abbreviates (1K); the rows' counts add up exactly.
@@ -67,6 +71,94 @@ fn hood_json(data: &Path) -> serde_json::Value {
         .arg(data));
     assert!(out.status.success(), "{}", text(&out));
     serde_json::from_slice(&out.stdout).expect("json")
+}
+
+/// Shares of the work functions in hood's JSON report of `data`, and the sample total.
+fn hood_shares(data: &Path) -> (u64, HashMap<String, u64>) {
+    let v = hood_json(data);
+    let mut syms: HashMap<String, u64> = HashMap::new();
+    for f in v["functions"].as_array().unwrap() {
+        *syms
+            .entry(f["name"].as_str().unwrap().to_string())
+            .or_insert(0) += f["samples"].as_u64().unwrap();
+    }
+    (v["totals"]["samples"].as_u64().unwrap(), syms)
+}
+
+#[test]
+fn streamed_files_several_events_and_group_reads_match_perf_report() {
+    if !privileged("perf_data_layouts") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = c_program("split");
+    // `perf record -o -` writes the streamed layout; the others differ in their events:
+    // two sampling events with ids, and a group whose samples carry read values.
+    let cases: [(&str, &[&str]); 3] = [
+        ("streamed", &["-F", "999", "-g", "-o", "-"]),
+        (
+            "two-events",
+            &["-e", "cpu-clock,task-clock", "-F", "499", "-g"],
+        ),
+        (
+            "group",
+            &["-e", "{cpu-clock,task-clock}:S", "-F", "999", "-g"],
+        ),
+    ];
+    for (name, args) in cases {
+        let data = dir.path().join(format!("{name}.data"));
+        let mut cmd = Command::new("perf");
+        cmd.args(["record", "-B"]).args(args);
+        if name == "streamed" {
+            cmd.stdout(std::fs::File::create(&data).unwrap());
+        } else {
+            cmd.arg("-o").arg(&data);
+        }
+        let out = run(cmd.arg("--").arg(&prog).arg("1200"));
+        if !out.status.success() || std::fs::metadata(&data).map_or(0, |m| m.len()) == 0 {
+            println!(
+                "not run here: perf record {name} failed on its own:\n{}",
+                text(&out)
+            );
+            continue;
+        }
+        let (perf_total, perf_syms) = perf_report(&data);
+        let (total, syms) = hood_shares(&data);
+        assert_eq!(
+            total, perf_total,
+            "{name}: hood and perf disagree on the sample count"
+        );
+        assert!(total > 200, "{name}: {total} samples");
+        let perf_sum: u64 = ["work60", "work30", "work10"]
+            .iter()
+            .map(|f| perf_syms.get(*f).copied().unwrap_or(0))
+            .sum();
+        let hood_sum: u64 = ["work60", "work30", "work10"]
+            .iter()
+            .map(|f| syms.get(*f).copied().unwrap_or(0))
+            .sum();
+        for f in ["work60", "work30", "work10"] {
+            let p = 100.0 * perf_syms.get(f).copied().unwrap_or(0) as f64 / perf_sum.max(1) as f64;
+            let h = 100.0 * syms.get(f).copied().unwrap_or(0) as f64 / hood_sum.max(1) as f64;
+            assert!(
+                (p - h).abs() <= 2.0,
+                "{name} {f}: hood {h:.2}% vs perf {p:.2}%"
+            );
+        }
+        let stacks = collapsed(&data, &[]);
+        assert!(
+            stacks
+                .iter()
+                .any(|(fr, _)| fr.ends_with(&["main".into(), "work60".into()])),
+            "{name}: {stacks:?}"
+        );
+        let head = text(&run(hood().args(["report", "-i"]).arg(&data)));
+        if name == "two-events" {
+            assert!(head.contains("2 events (cpu-clock, task-clock)"), "{head}");
+        }
+        assert!(!head.contains("Warning"), "{name}: {head}");
+    }
 }
 
 #[test]

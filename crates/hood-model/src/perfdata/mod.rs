@@ -1,33 +1,26 @@
 //! Import of recordings made by `perf record` (perf.data) into hood's [`RawRecording`], so
 //! every hood report works on existing perf files.
 //!
-//! The records are parsed by the linux-perf-data crate and converted into hood's decoded
-//! events ([`crate::profile::records::Event`]); the metadata that hood's recorder would have
-//! written (event, frequency, host, CPUs, per-CPU counts) is taken from perf's header
-//! features. perf.data carries no kallsyms, `[vdso]` image or /proc snapshot: the caller may
-//! fill `kallsyms` and `vdso` from the running system when it is the recording's
+//! The container (header, attributes, features; the seekable and the streamed layout) is
+//! read by [`file`]; each record is decoded by the same decoder as hood's own recordings
+//! ([`crate::profile::records`]). The metadata that hood's recorder would have written
+//! (event, frequency, host, CPUs, per-CPU counts) is taken from perf's header features.
+//! perf.data carries no kallsyms, `[vdso]` image or /proc snapshot: the caller may fill
+//! `kallsyms` and `vdso` from the running system when it is the recording's
 //! ([`PerfImport::kernel_build_id`] tells which kernel that was).
 
-mod check;
-mod convert;
+pub mod file;
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{Cursor, Read};
+use std::io::Read;
 use std::path::Path;
 
-use linux_perf_data::linux_perf_event_reader::{
-    PerfEventType, SamplingPolicy, SoftwareCounterType,
-};
-use linux_perf_data::{AttributeDescription, PerfFileReader, PerfFileRecord};
-
 use crate::profile::maps::hex_encode;
+use crate::profile::records::{Event, Mapping, Truncation, CONTEXT_USER};
+use crate::profile::stackcopy;
 use crate::profile::{CpuCounts, RawRecording, RecordMeta, RecordStats};
 use crate::ModelError;
-
-pub use convert::{cpumode_code, Pushed, StackCopies};
-
-use crate::profile::records::{Event, Mapping, Truncation, CONTEXT_USER};
 
 /// Unwinds user stack copies while the records are replayed in time order (implemented
 /// outside the model, by hood-unwind, so the model stays pure).
@@ -62,6 +55,17 @@ pub fn follow_event(u: &mut dyn StackUnwinder, ev: &Event) {
         Event::Exit { pid, tid } if pid == tid => u.exit(*pid),
         _ => {}
     }
+}
+
+/// Stack copies of `perf record --call-graph dwarf` samples, kept until they are unwound.
+#[derive(Debug, Default)]
+struct StackCopies {
+    /// (index of the sample in the decoded events, ip, sp, bp, range in `bytes`).
+    samples: Vec<(usize, [u64; 3], std::ops::Range<usize>)>,
+    /// The copied stack bytes of every sample, one after the other.
+    bytes: Vec<u8>,
+    /// Largest copy size seen.
+    max_size: usize,
 }
 
 /// Replace the user part of every sample that carries a stack copy with the unwound chain.
@@ -133,22 +137,10 @@ pub struct PerfImport {
 
 fn perr(path: &Path, e: impl std::fmt::Display) -> ModelError {
     ModelError::Malformed(format!(
-        "{}: not a readable perf.data file ({e}); check it with `perf report -i {}`",
+        "{}: not a readable perf.data file: {e}; check it with `perf report -i {}`",
         path.display(),
         path.display()
     ))
-}
-
-/// A display name for the sampled event.
-fn event_name(desc: &AttributeDescription) -> String {
-    if let Some(n) = desc.name() {
-        return n.to_string();
-    }
-    match desc.attributes().type_ {
-        PerfEventType::Software(SoftwareCounterType::CpuClock) => "cpu-clock".into(),
-        PerfEventType::Software(SoftwareCounterType::TaskClock) => "task-clock".into(),
-        other => format!("{other:?}"),
-    }
 }
 
 /// Read the perf.data file at `path`.
@@ -162,105 +154,137 @@ pub fn load(
     path: &Path,
     unwinder: Option<&mut dyn StackUnwinder>,
 ) -> Result<PerfImport, ModelError> {
-    let mut bytes = std::fs::read(path).map_err(|e| perr(path, e))?;
-    let repaired = check::header(&mut bytes).map_err(|e| perr(path, e))?;
-    let PerfFileReader {
-        mut perf_file,
-        mut record_iter,
-    } = PerfFileReader::parse_file(Cursor::new(&bytes[..])).map_err(|e| perr(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| perr(path, e))?;
+    load_bytes(path, &bytes, unwinder)
+}
 
+/// [`load`] on the bytes of a perf.data file; `path` only names it in messages.
+pub fn load_bytes(
+    path: &Path,
+    bytes: &[u8],
+    unwinder: Option<&mut dyn StackUnwinder>,
+) -> Result<PerfImport, ModelError> {
+    let mut pf = file::PerfFile::parse(bytes).map_err(|e| perr(path, e))?;
     let mut raw = RawRecording::default();
-    if let Some(note) = repaired {
+    if let Some(note) = &pf.repaired {
         raw.warnings.push(format!("{}: {note}", path.display()));
     }
-    let attrs = perf_file.event_attributes().to_vec();
-    let main = attrs
-        .iter()
-        .position(|a| !matches!(a.attributes().sampling_policy, SamplingPolicy::NoSampling))
-        .unwrap_or(0);
+
+    let mut per_cpu: BTreeMap<u32, CpuCounts> = BTreeMap::new();
+    let mut stacks = StackCopies::default();
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    let mut unknown_event = 0u64;
+    let decoded = &mut raw.decoded;
+    let walked = pf.for_each_record(|pf, rec| {
+        let Some(ev) = rec.event.and_then(|i| pf.events.get(i)) else {
+            unknown_event += 1;
+            return;
+        };
+        let attr = &ev.attr;
+        let at = decoded.events.len();
+        if decoded
+            .push_record(attr, None, rec.typ, rec.misc, rec.body)
+            .is_none()
+        {
+            decoded.malformed += 1;
+            return;
+        }
+        let Some(pushed) = decoded.events.get(at) else {
+            return; // a record type hood does not use
+        };
+        match &pushed.event {
+            Event::Sample { cpu, .. } => {
+                per_cpu.entry(*cpu).or_default().samples += 1;
+                first = first.min(pushed.time);
+                last = last.max(pushed.time);
+                if let Some(s) = stackcopy::parse(attr, rec.body) {
+                    let regs = [
+                        s.user_reg(stackcopy::reg::IP),
+                        s.user_reg(stackcopy::reg::SP),
+                        s.user_reg(stackcopy::reg::BP),
+                    ];
+                    if let [Some(ip), Some(sp), Some(bp)] = regs {
+                        let from = stacks.bytes.len();
+                        stacks.bytes.extend_from_slice(s.stack);
+                        stacks.max_size = stacks.max_size.max(s.stack.len());
+                        stacks
+                            .samples
+                            .push((at, [ip, sp, bp], from..stacks.bytes.len()));
+                    }
+                }
+            }
+            Event::Lost { count } => {
+                per_cpu.entry(pushed.ring_cpu).or_default().lost += count;
+            }
+            _ => {}
+        }
+    });
+
+    let events = &pf.events;
+    let main = events.iter().position(|e| e.samples()).unwrap_or(0);
+    let features = &pf.features;
     let mut meta = RecordMeta {
         hood_version: format!(
             "imported from perf.data (perf {})",
-            perf_file.perf_version().ok().flatten().unwrap_or("?")
+            features.perf_version.as_deref().unwrap_or("?")
         ),
         mode: "perf record".into(),
-        command: perf_file
-            .cmdline()
-            .ok()
-            .flatten()
-            .map(|v| v.iter().map(|s| s.to_string()).collect())
-            .unwrap_or_default(),
-        hostname: perf_file.hostname().ok().flatten().unwrap_or("").into(),
-        kernel_release: perf_file.os_release().ok().flatten().unwrap_or("").into(),
+        command: features.cmdline.clone(),
+        hostname: features.hostname.clone().unwrap_or_default(),
+        kernel_release: features.os_release.clone().unwrap_or_default(),
         ..RecordMeta::default()
     };
-    if let Some(desc) = attrs.get(main) {
-        let a = desc.attributes();
-        meta.event = event_name(desc);
+    if let Some(e) = events.get(main) {
+        meta.event = e.display_name();
         meta.requested_event = meta.event.clone();
-        meta.freq_hz = match a.sampling_policy {
-            SamplingPolicy::Frequency(f) => f,
-            _ => 0,
+        meta.freq_hz = if e.attr.freq() {
+            e.attr.sample_period_or_freq
+        } else {
+            0
         };
-        meta.callchain = a
-            .sample_format
-            .contains(linux_perf_data::linux_perf_event_reader::SampleFormat::CALLCHAIN);
+        meta.callchain = e.attr.sample_type & crate::profile::attr::sample::CALLCHAIN != 0;
     }
-    if attrs.len() > 1 {
-        let names: Vec<String> = attrs.iter().map(event_name).collect();
+    let sampling: Vec<String> = events
+        .iter()
+        .filter(|e| e.samples())
+        .map(|e| e.display_name())
+        .collect();
+    if sampling.len() > 1 {
         meta.notes.push(format!(
             "the file holds {} events ({}); samples of all are counted together",
-            attrs.len(),
-            names.join(", ")
+            sampling.len(),
+            sampling.join(", ")
         ));
     }
 
     let mut kernel_build_id = None;
-    if let Ok(ids) = perf_file.build_ids() {
-        for info in ids.values() {
-            let p = String::from_utf8_lossy(&info.path).into_owned();
-            let hex = hex_encode(&info.build_id);
-            if p.starts_with("[kernel.kallsyms]") {
-                kernel_build_id = Some(hex.clone());
-            }
-            raw.build_ids.insert(p, hex);
+    for (name, id, _mode) in &features.build_ids {
+        let hex = hex_encode(id);
+        if name.starts_with("[kernel.kallsyms]") {
+            kernel_build_id = Some(hex.clone());
         }
+        raw.build_ids.insert(name.clone(), hex);
     }
     meta.kernel_build_id = kernel_build_id.clone();
 
-    let mut per_cpu: BTreeMap<u32, CpuCounts> = BTreeMap::new();
-    let mut skipped = 0u64;
-    let mut stacks = StackCopies::default();
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    loop {
-        let rec = match record_iter.next_record(&mut perf_file) {
-            Ok(Some(r)) => r,
-            Ok(None) => break,
-            Err(e) => {
-                raw.warnings.push(format!(
-                    "{}: reading stopped early ({e}); the file was probably cut short, counts cover what was read",
-                    path.display()
-                ));
-                break;
-            }
-        };
-        let PerfFileRecord::EventRecord { record, .. } = rec else {
-            continue; // perf's own bookkeeping records (rounds, headers, ...)
-        };
-        let before = raw.decoded.events.len();
-        match convert::push(&mut raw.decoded, &record, &mut stacks) {
-            Pushed::Sample(cpu) => {
-                per_cpu.entry(cpu).or_default().samples += 1;
-                if let Some(t) = raw.decoded.events.get(before).map(|e| e.time) {
-                    first = first.min(t);
-                    last = last.max(t);
-                }
-            }
-            Pushed::Lost(n) => per_cpu.entry(0).or_default().lost += n,
-            Pushed::Other => {}
-            Pushed::Skipped => skipped += 1,
-            Pushed::Malformed => raw.decoded.malformed += 1,
-        }
+    if let Some((at, left)) = walked.damaged_at {
+        raw.warnings.push(format!(
+            "{}: a damaged record at byte {at} of the data section; the {left} bytes from there on were not read (the file was probably cut short; counts cover what was read)",
+            path.display()
+        ));
+    }
+    if walked.compressed > 0 {
+        raw.warnings.push(format!(
+            "{}: {} batches of records are zstd-compressed (`perf record -z`), which hood does not read; their samples are missing — record without -z",
+            path.display(),
+            walked.compressed
+        ));
+    }
+    if unknown_event > 0 {
+        raw.warnings.push(format!(
+            "{}: {unknown_event} records name an event id the file does not describe; they were skipped",
+            path.display()
+        ));
     }
     if raw.decoded.malformed > 0 {
         raw.warnings.push(format!(
@@ -268,7 +292,7 @@ pub fn load(
             raw.decoded.malformed
         ));
     }
-    raw.decoded.skipped = skipped;
+    let skipped = raw.decoded.skipped + walked.bookkeeping;
     if !stacks.samples.is_empty() {
         meta.call_graph = format!("dwarf,{}", stacks.max_size);
         match unwinder {

@@ -36,8 +36,25 @@ pub mod sample {
     pub const IDENTIFIER: u64 = 1 << 16;
 }
 
+/// PERF_FORMAT_* bits of `read_format`: what a sample's READ field holds.
+pub mod read {
+    /// Time the event was enabled.
+    pub const TOTAL_TIME_ENABLED: u64 = 1 << 0;
+    /// Time the event was running.
+    pub const TOTAL_TIME_RUNNING: u64 = 1 << 1;
+    /// The event id beside each value.
+    pub const ID: u64 = 1 << 2;
+    /// Values of the whole group.
+    pub const GROUP: u64 = 1 << 3;
+    /// Lost records beside each value.
+    pub const LOST: u64 = 1 << 4;
+}
+
+/// PERF_SAMPLE_BRANCH_HW_INDEX: branch stacks start with the hardware index word.
+pub const BRANCH_HW_INDEX: u64 = 1 << 17;
+
 /// Decoded attribute fields.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Attr {
     /// PERF_TYPE_*.
     pub type_: u32,
@@ -53,10 +70,14 @@ pub struct Attr {
     pub flags: u64,
     /// Which user registers samples carry (0 when the stored attribute is too short to say).
     pub sample_regs_user: u64,
+    /// PERF_SAMPLE_BRANCH_* bits (0 when the stored attribute is too short to say).
+    pub branch_sample_type: u64,
 }
 
 /// Byte offset of `sample_type` in a `perf_event_attr`.
 const SAMPLE_TYPE_AT: usize = 24;
+/// Byte offset of `branch_sample_type`.
+const BRANCH_TYPE_AT: usize = 72;
 /// Byte offset of `sample_regs_user`.
 const REGS_USER_AT: usize = 80;
 
@@ -98,12 +119,12 @@ impl Attr {
             } else {
                 0
             },
+            branch_sample_type: if bytes.len() >= BRANCH_TYPE_AT + 8 {
+                u64_at(BRANCH_TYPE_AT)
+            } else {
+                0
+            },
         };
-        if attr.read_format != 0 && attr.sample_type & sample::READ != 0 {
-            return Err(ModelError::Malformed(
-                "samples with read values are not supported".into(),
-            ));
-        }
         Ok(attr)
     }
 
@@ -115,5 +136,52 @@ impl Attr {
     /// Whether the attribute sampled by frequency.
     pub fn freq(&self) -> bool {
         self.flags & (1 << 10) != 0
+    }
+
+    /// Size in bytes of a sample's READ field (0 without PERF_SAMPLE_READ); `None` for a group
+    /// read, whose size depends on the count stored in the sample.
+    fn read_size(&self) -> Option<usize> {
+        let per_value = [
+            read::TOTAL_TIME_ENABLED,
+            read::TOTAL_TIME_RUNNING,
+            read::ID,
+            read::LOST,
+        ]
+        .iter()
+        .filter(|&&b| self.read_format & b != 0)
+        .count();
+        if self.sample_type & sample::READ == 0 {
+            Some(0)
+        } else if self.read_format & read::GROUP != 0 {
+            None
+        } else {
+            Some(8 + 8 * per_value)
+        }
+    }
+
+    /// Size of the READ field of a group read holding `nr` values.
+    fn group_read_size(&self, nr: usize) -> Option<usize> {
+        let head = [read::TOTAL_TIME_ENABLED, read::TOTAL_TIME_RUNNING]
+            .iter()
+            .filter(|&&b| self.read_format & b != 0)
+            .count();
+        let per = 1 + [read::ID, read::LOST]
+            .iter()
+            .filter(|&&b| self.read_format & b != 0)
+            .count();
+        8usize
+            .checked_add(8 * head)?
+            .checked_add(nr.checked_mul(8 * per)?)
+    }
+
+    /// Byte size of the READ field at the start of `rest` (the bytes from its position on).
+    pub(crate) fn read_field_size(&self, rest: &[u8]) -> Option<usize> {
+        match self.read_size() {
+            Some(n) => Some(n),
+            None => {
+                let nr = u64::from_le_bytes(rest.get(..8)?.try_into().ok()?);
+                self.group_read_size(usize::try_from(nr).ok()?)
+            }
+        }
     }
 }

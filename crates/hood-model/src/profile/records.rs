@@ -203,53 +203,221 @@ struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
-    fn u64(&mut self) -> Option<u64> {
-        let s = self.b.get(self.at..self.at + 8)?;
-        self.at += 8;
-        Some(u64::from_le_bytes(s.try_into().ok()?))
-    }
-    fn u32(&mut self) -> Option<u32> {
-        let s = self.b.get(self.at..self.at + 4)?;
-        self.at += 4;
-        Some(u32::from_le_bytes(s.try_into().ok()?))
-    }
-    fn skip(&mut self, n: usize) -> Option<()> {
-        if self.at + n > self.b.len() {
-            return None;
-        }
-        self.at += n;
-        Some(())
-    }
     fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.at..self.at + n)?;
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
         self.at += n;
         Some(s)
     }
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
+    }
+    fn skip(&mut self, n: usize) -> Option<()> {
+        self.bytes(n).map(|_| ())
+    }
 }
 
-/// Where the `time` of a non-sample record sits in its sample_id trailer.
-fn trailer_time(attr: &Attr, body: &[u8]) -> u64 {
-    if !attr.sample_id_all() || attr.sample_type & sample::TIME == 0 {
-        return 0;
+/// The fields of a sample record's body, found from the attribute's `sample_type` in the
+/// order perf_event_open(2) lays them out. Fields the sample does not carry are 0 / empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SampleParts<'a> {
+    /// The event id (PERF_SAMPLE_IDENTIFIER, else PERF_SAMPLE_ID).
+    pub id: Option<u64>,
+    /// Sampled instruction pointer.
+    pub ip: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Timestamp.
+    pub time: u64,
+    /// CPU, when the sample carries it.
+    pub cpu: Option<u32>,
+    /// Period (1 when the sample does not carry it).
+    pub period: u64,
+    /// The body before the call chain (the fields a rewrite keeps as they are).
+    pub head: &'a [u8],
+    /// The call chain as raw little-endian words.
+    pub chain: &'a [u8],
+    /// User registers in the attribute's mask order; empty when the sample has no user
+    /// context (a kernel thread) or does not carry them.
+    pub regs: &'a [u8],
+    /// The copied user stack (only the part the kernel could copy).
+    pub stack: &'a [u8],
+    /// Which registers `regs` holds (the attribute's `sample_regs_user`).
+    pub regs_mask: u64,
+}
+
+impl SampleParts<'_> {
+    /// The `i`-th call-chain entry.
+    pub fn chain_at(&self, i: usize) -> Option<u64> {
+        word(self.chain, i)
+    }
+
+    /// Number of call-chain entries.
+    pub fn chain_len(&self) -> usize {
+        self.chain.len() / 8
+    }
+
+    /// The user register numbered `n` in perf's register numbering (x86-64: 6 = bp,
+    /// 7 = sp, 8 = ip); `None` if the sample does not carry it.
+    pub fn user_reg(&self, n: u32) -> Option<u64> {
+        let bit = 1u64.checked_shl(n)?;
+        if self.regs_mask & bit == 0 {
+            return None;
+        }
+        word(
+            self.regs,
+            (self.regs_mask & (bit - 1)).count_ones() as usize,
+        )
+    }
+}
+
+fn word(b: &[u8], i: usize) -> Option<u64> {
+    let s = b.get(i.checked_mul(8)?..i.checked_mul(8)?.checked_add(8)?)?;
+    Some(u64::from_le_bytes(s.try_into().ok()?))
+}
+
+/// Take apart the body (after the 8-byte header) of a sample record written under `attr`.
+/// Fields past the user stack copy are not read. `None` if a length in the record does not
+/// fit the record.
+pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> {
+    let st = attr.sample_type;
+    let has = |bit| st & bit != 0;
+    let mut c = Cursor { b: body, at: 0 };
+    let mut id = None;
+    if has(sample::IDENTIFIER) {
+        id = Some(c.u64()?);
+    }
+    let ip = if has(sample::IP) { c.u64()? } else { 0 };
+    let (pid, tid) = if has(sample::TID) {
+        (c.u32()?, c.u32()?)
+    } else {
+        (0, 0)
+    };
+    let time = if has(sample::TIME) { c.u64()? } else { 0 };
+    if has(sample::ADDR) {
+        c.skip(8)?;
+    }
+    if has(sample::ID) {
+        let v = c.u64()?;
+        id = id.or(Some(v));
+    }
+    if has(sample::STREAM_ID) {
+        c.skip(8)?;
+    }
+    let cpu = if has(sample::CPU) {
+        let cpu = c.u32()?;
+        c.skip(4)?;
+        Some(cpu)
+    } else {
+        None
+    };
+    let period = if has(sample::PERIOD) { c.u64()? } else { 1 };
+    if has(sample::READ) {
+        let n = attr.read_field_size(body.get(c.at..)?)?;
+        c.skip(n)?;
+    }
+    let head = body.get(..c.at)?;
+    let chain = if has(sample::CALLCHAIN) {
+        let nr = usize::try_from(c.u64()?).ok()?;
+        c.bytes(nr.checked_mul(8)?)?
+    } else {
+        &[]
+    };
+    let (mut regs, mut stack) = (&[][..], &[][..]);
+    if has(sample::REGS_USER) || has(sample::STACK_USER) {
+        if has(sample::RAW) {
+            let n = c.u32()? as usize;
+            c.skip(n)?;
+        }
+        if has(sample::BRANCH_STACK) {
+            let nr = usize::try_from(c.u64()?).ok()?;
+            if attr.branch_sample_type & super::attr::BRANCH_HW_INDEX != 0 {
+                c.skip(8)?;
+            }
+            c.skip(nr.checked_mul(24)?)?;
+        }
+        if has(sample::REGS_USER) {
+            let abi = c.u64()?;
+            if abi != 0 {
+                regs = c.bytes(attr.sample_regs_user.count_ones() as usize * 8)?;
+            }
+        }
+        if has(sample::STACK_USER) {
+            let size = usize::try_from(c.u64()?).ok()?;
+            if size != 0 {
+                let data = c.bytes(size)?;
+                let dyn_size = usize::try_from(c.u64()?).ok()?;
+                stack = data.get(..dyn_size.min(size))?;
+            }
+        }
+    }
+    Some(SampleParts {
+        id,
+        ip,
+        pid,
+        tid,
+        time,
+        cpu,
+        period,
+        head,
+        chain,
+        regs,
+        stack,
+        regs_mask: attr.sample_regs_user,
+    })
+}
+
+/// The `sample_id` trailer of a non-sample record (present when the attribute sets
+/// `sample_id_all`); fields it does not carry are `None` / 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SampleId {
+    /// Timestamp (0 if none).
+    pub time: u64,
+    /// Event id (PERF_SAMPLE_IDENTIFIER, else PERF_SAMPLE_ID).
+    pub id: Option<u64>,
+    /// CPU.
+    pub cpu: Option<u32>,
+}
+
+/// Read the `sample_id` trailer at the end of a non-sample record's `body`.
+pub fn sample_id(attr: &Attr, body: &[u8]) -> SampleId {
+    let mut out = SampleId::default();
+    if !attr.sample_id_all() {
+        return out;
     }
     let st = attr.sample_type;
-    // Trailer fields after TIME: ID, STREAM_ID, CPU, IDENTIFIER (8 bytes each).
-    let after = [
+    let fields = [
+        sample::TID,
+        sample::TIME,
         sample::ID,
         sample::STREAM_ID,
         sample::CPU,
         sample::IDENTIFIER,
-    ]
-    .iter()
-    .filter(|&&bit| st & bit != 0)
-    .count()
-        * 8;
-    let end = body.len();
-    if end < after + 8 {
-        return 0;
+    ];
+    let n = fields.iter().filter(|&&b| st & b != 0).count() * 8;
+    let Some(start) = body.len().checked_sub(n) else {
+        return out;
+    };
+    let mut c = Cursor { b: body, at: start };
+    for bit in fields {
+        if st & bit == 0 {
+            continue;
+        }
+        let Some(v) = c.u64() else {
+            return out;
+        };
+        match bit {
+            sample::TIME => out.time = v,
+            sample::ID | sample::IDENTIFIER => out.id = Some(v),
+            sample::CPU => out.cpu = Some(v as u32),
+            _ => {}
+        }
     }
-    let at = end - after - 8;
-    u64::from_le_bytes(body[at..at + 8].try_into().unwrap_or([0; 8]))
+    out
 }
 
 fn cstr(b: &[u8]) -> String {
@@ -263,7 +431,7 @@ impl Decoded {
         let mut bad = 0;
         let framed = for_each_frame(bytes, |f| {
             if self
-                .push_record(attr, cpu, f.ty, f.misc, &f.bytes[8..])
+                .push_record(attr, Some(cpu), f.ty, f.misc, &f.bytes[8..])
                 .is_none()
             {
                 bad += 1;
@@ -272,24 +440,47 @@ impl Decoded {
         self.malformed += bad + u64::from(framed.is_err());
     }
 
-    fn push_record(
+    /// Decode one record (its type, misc bits and body after the 8-byte header) written
+    /// under `attr`. `ring_cpu` is the CPU whose ring it came from; without it, the CPU the
+    /// record itself names (or 0). Record types hood does not use are counted in
+    /// [`skipped`](Self::skipped); `None` means the record is malformed (the caller counts it).
+    pub fn push_record(
         &mut self,
         attr: &Attr,
-        cpu: u32,
+        ring_cpu: Option<u32>,
         typ: u32,
         misc: u16,
         body: &[u8],
     ) -> Option<()> {
+        if typ == kind::SAMPLE {
+            let s = parse_sample(attr, body)?;
+            let ring_cpu = ring_cpu.or(s.cpu).unwrap_or(0);
+            let begin = self.chains.len() as u32;
+            self.chains.extend(
+                s.chain
+                    .chunks_exact(8)
+                    .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8]))),
+            );
+            let end = self.chains.len() as u32;
+            self.events.push(Timed {
+                time: s.time,
+                ring_cpu,
+                event: Event::Sample {
+                    pid: s.pid,
+                    tid: s.tid,
+                    cpu: s.cpu.unwrap_or(ring_cpu),
+                    ip: s.ip,
+                    period: s.period,
+                    cpumode: (misc & 7) as u8,
+                    chain: (begin, end),
+                },
+            });
+            return Some(());
+        }
         let mut c = Cursor { b: body, at: 0 };
-        let (time, event) = match typ {
-            kind::SAMPLE => {
-                let mark = self.chains.len();
-                let r = self.push_sample(attr, cpu, misc, body);
-                if r.is_none() {
-                    self.chains.truncate(mark);
-                }
-                return r;
-            }
+        let trailer = sample_id(attr, body);
+        let mut time = trailer.time;
+        let event = match typ {
             kind::MMAP | kind::MMAP2 => {
                 let pid = c.u32()?;
                 let _tid = c.u32()?;
@@ -306,54 +497,48 @@ impl Decoded {
                     c.skip(8)?; // prot, flags
                 }
                 let filename = cstr(body.get(c.at..)?);
-                let ev = Event::Mmap(Box::new(Mapping {
+                Event::Mmap(Box::new(Mapping {
                     pid,
                     start,
                     len,
                     pgoff,
                     filename,
                     build_id,
-                }));
-                (trailer_time(attr, body), ev)
+                }))
             }
             kind::COMM => {
                 let pid = c.u32()?;
                 let tid = c.u32()?;
                 let comm = cstr(body.get(c.at..)?);
                 let exec = misc & MISC_COMM_EXEC != 0;
-                (
-                    trailer_time(attr, body),
-                    Event::Comm {
-                        pid,
-                        tid,
-                        comm,
-                        exec,
-                    },
-                )
+                Event::Comm {
+                    pid,
+                    tid,
+                    comm,
+                    exec,
+                }
             }
             kind::FORK | kind::EXIT => {
                 let pid = c.u32()?;
                 let ppid = c.u32()?;
                 let tid = c.u32()?;
                 let _ptid = c.u32()?;
-                let time = c.u64()?;
-                let ev = if typ == kind::FORK {
+                time = c.u64()?;
+                if typ == kind::FORK {
                     Event::Fork { pid, ppid, tid }
                 } else {
                     Event::Exit { pid, tid }
-                };
-                (time, ev)
+                }
             }
             kind::LOST => {
                 let _id = c.u64()?;
-                let count = c.u64()?;
-                (trailer_time(attr, body), Event::Lost { count })
+                Event::Lost { count: c.u64()? }
             }
-            kind::LOST_SAMPLES => {
-                let count = c.u64()?;
-                (trailer_time(attr, body), Event::Lost { count })
+            kind::LOST_SAMPLES => Event::Lost { count: c.u64()? },
+            kind::THROTTLE => {
+                time = c.u64()?;
+                Event::Throttle
             }
-            kind::THROTTLE => (c.u64()?, Event::Throttle),
             _ => {
                 self.skipped += 1;
                 return Some(());
@@ -361,63 +546,8 @@ impl Decoded {
         };
         self.events.push(Timed {
             time,
-            ring_cpu: cpu,
+            ring_cpu: ring_cpu.or(trailer.cpu).unwrap_or(0),
             event,
-        });
-        Some(())
-    }
-
-    fn push_sample(&mut self, attr: &Attr, ring_cpu: u32, misc: u16, body: &[u8]) -> Option<()> {
-        let st = attr.sample_type;
-        let mut c = Cursor { b: body, at: 0 };
-        let has = |bit| st & bit != 0;
-        if has(sample::IDENTIFIER) {
-            c.skip(8)?;
-        }
-        let ip = if has(sample::IP) { c.u64()? } else { 0 };
-        let (pid, tid) = if has(sample::TID) {
-            (c.u32()?, c.u32()?)
-        } else {
-            (0, 0)
-        };
-        let time = if has(sample::TIME) { c.u64()? } else { 0 };
-        for bit in [sample::ADDR, sample::ID, sample::STREAM_ID] {
-            if has(bit) {
-                c.skip(8)?;
-            }
-        }
-        let cpu = if has(sample::CPU) {
-            let cpu = c.u32()?;
-            c.skip(4)?;
-            cpu
-        } else {
-            ring_cpu
-        };
-        let period = if has(sample::PERIOD) { c.u64()? } else { 1 };
-        let begin = self.chains.len() as u32;
-        if has(sample::CALLCHAIN) {
-            let nr = c.u64()?;
-            if nr > 4096 {
-                return None;
-            }
-            for _ in 0..nr {
-                let a = c.u64()?;
-                self.chains.push(a);
-            }
-        }
-        let end = self.chains.len() as u32;
-        self.events.push(Timed {
-            time,
-            ring_cpu,
-            event: Event::Sample {
-                pid,
-                tid,
-                cpu,
-                ip,
-                period,
-                cpumode: (misc & 7) as u8,
-                chain: (begin, end),
-            },
         });
         Some(())
     }

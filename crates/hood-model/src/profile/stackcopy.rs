@@ -6,139 +6,27 @@
 //! Untrusted bytes: every length is checked against the record before it is used.
 
 use super::attr::{sample, Attr};
+use super::records::{parse_sample, SampleParts};
 
-/// The parts of a raw sample record (its body, after the 8-byte header) that unwinding needs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackSample<'a> {
-    /// Process id.
-    pub pid: u32,
-    /// Thread id.
-    pub tid: u32,
-    /// Timestamp.
-    pub time: u64,
-    /// The body bytes before the call chain, kept as they are when the record is rewritten.
-    pub head: &'a [u8],
-    /// The call chain the kernel recorded (its kernel part, and with a frame-pointer chain
-    /// also its user part), as raw little-endian words.
-    pub chain: &'a [u8],
-    /// User registers in the attribute's mask order (x86-64: bp, sp, ip); empty for a kernel
-    /// thread, which has no user context.
-    pub regs: &'a [u8],
-    /// The copied stack bytes (only the part the kernel could copy).
-    pub stack: &'a [u8],
+/// x86-64 register numbers in perf's user register sets (`perf_regs.h`).
+pub mod reg {
+    /// Frame pointer.
+    pub const BP: u32 = 6;
+    /// Stack pointer.
+    pub const SP: u32 = 7;
+    /// Instruction pointer.
+    pub const IP: u32 = 8;
 }
 
-impl StackSample<'_> {
-    /// The `i`-th call-chain entry.
-    pub fn chain_at(&self, i: usize) -> Option<u64> {
-        word(self.chain, i)
-    }
-
-    /// Number of call-chain entries.
-    pub fn chain_len(&self) -> usize {
-        self.chain.len() / 8
-    }
-
-    /// The `i`-th user register in mask order.
-    pub fn reg(&self, i: usize) -> Option<u64> {
-        word(self.regs, i)
-    }
-}
-
-fn word(b: &[u8], i: usize) -> Option<u64> {
-    let s = b.get(i.checked_mul(8)?..i.checked_mul(8)?.checked_add(8)?)?;
-    Some(u64::from_le_bytes(s.try_into().ok()?))
-}
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-}
-
-/// Take apart the body of a sample record written under `attr`; `None` if the sample carries
-/// no stack copy or does not parse.
-pub fn parse<'a>(attr: &Attr, body: &'a [u8]) -> Option<StackSample<'a>> {
-    let st = attr.sample_type;
-    let has = |bit| st & bit != 0;
-    if !has(sample::REGS_USER) || !has(sample::STACK_USER) || has(sample::READ) {
+/// Take apart the body of a sample record written under `attr` for unwinding; `None` if the
+/// attribute does not ask for both user registers and a user stack copy, or the sample does
+/// not parse.
+pub fn parse<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> {
+    let both = sample::REGS_USER | sample::STACK_USER;
+    if attr.sample_type & both != both {
         return None;
     }
-    let mut c = Cursor { b: body, at: 0 };
-    if has(sample::IDENTIFIER) {
-        c.take(8)?;
-    }
-    if has(sample::IP) {
-        c.take(8)?;
-    }
-    let (pid, tid) = if has(sample::TID) {
-        let b = c.take(8)?;
-        (
-            u32::from_le_bytes(b[..4].try_into().ok()?),
-            u32::from_le_bytes(b[4..].try_into().ok()?),
-        )
-    } else {
-        (0, 0)
-    };
-    let time = if has(sample::TIME) { c.u64()? } else { 0 };
-    for bit in [
-        sample::ADDR,
-        sample::ID,
-        sample::STREAM_ID,
-        sample::CPU,
-        sample::PERIOD,
-    ] {
-        if has(bit) {
-            c.take(8)?;
-        }
-    }
-    let head_end = c.at;
-    let chain = if has(sample::CALLCHAIN) {
-        let nr = usize::try_from(c.u64()?).ok()?;
-        c.take(nr.checked_mul(8)?)?
-    } else {
-        &[]
-    };
-    if has(sample::RAW) {
-        let n = u32::from_le_bytes(c.take(4)?.try_into().ok()?) as usize;
-        c.take(n)?;
-    }
-    if has(sample::BRANCH_STACK) {
-        return None;
-    }
-    let abi = c.u64()?;
-    let regs = if abi == 0 {
-        &[][..]
-    } else {
-        c.take(attr.sample_regs_user.count_ones() as usize * 8)?
-    };
-    let size = usize::try_from(c.u64()?).ok()?;
-    let stack = if size == 0 {
-        &[][..]
-    } else {
-        let data = c.take(size)?;
-        let dyn_size = usize::try_from(c.u64()?).ok()?;
-        data.get(..dyn_size.min(size))?
-    };
-    Some(StackSample {
-        pid,
-        tid,
-        time,
-        head: body.get(..head_end)?,
-        chain,
-        regs,
-        stack,
-    })
+    parse_sample(attr, body)
 }
 
 /// Append a sample record (header and body) made of `head` (the fields before the call chain,
@@ -173,6 +61,7 @@ mod tests {
             read_format: 0,
             flags: 1 << 18,
             sample_regs_user: (1 << 6) | (1 << 7) | (1 << 8),
+            branch_sample_type: 0,
         }
     }
 
@@ -221,9 +110,14 @@ mod tests {
         assert_eq!(s.head.len(), 48);
         assert_eq!((s.chain_len(), s.chain_at(1)), (2, Some(2)));
         assert_eq!(
-            (s.reg(0), s.reg(1), s.reg(2)),
+            (
+                s.user_reg(reg::BP),
+                s.user_reg(reg::SP),
+                s.user_reg(reg::IP)
+            ),
             (Some(0xb), Some(0x5), Some(0x1))
         );
+        assert_eq!(s.user_reg(0), None);
         assert_eq!(s.stack, &stack[..40]);
         let mut out = Vec::new();
         assert!(write(2, s.head, &[9, 8, 7], &mut out));
