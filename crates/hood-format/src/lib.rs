@@ -20,5 +20,5 @@ pub use header::{
     ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, FORMAT_VERSION,
 };
 pub use prefetch::Prefetch;
-pub use reader::{expect_kind, Chunk, ChunkInfo, Reader};
+pub use reader::{decompress, expect_kind, Chunk, ChunkInfo, Reader};
 pub use writer::Writer;

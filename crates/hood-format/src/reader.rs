@@ -28,6 +28,25 @@ pub struct ChunkInfo {
     pub tag: u32,
     /// Byte offset of the chunk header in the file.
     pub offset: u64,
+    /// Set when the payload was left compressed (a tag given to
+    /// [`Reader::keep_compressed`]): its length once decompressed with [`decompress`].
+    pub compressed: Option<u64>,
+}
+
+/// Decompress a payload that [`Reader::keep_compressed`] left compressed; `raw_len` is
+/// [`ChunkInfo::compressed`]. The error says why it does not decompress.
+pub fn decompress(stored: &[u8], raw_len: u64) -> Result<Vec<u8>, String> {
+    if raw_len > MAX_PAYLOAD {
+        return Err(format!("impossible payload length {raw_len}"));
+    }
+    let mut out = Vec::with_capacity(raw_len as usize);
+    let n = zstd::bulk::Decompressor::new()
+        .and_then(|mut d| d.decompress_to_buffer(stored, &mut out))
+        .map_err(|e| format!("zstd payload does not decompress: {e}"))?;
+    if n as u64 != raw_len {
+        return Err("decompressed length differs from header".into());
+    }
+    Ok(out)
 }
 
 /// Reads a recording chunk by chunk.
@@ -44,6 +63,8 @@ pub struct Reader {
     done: bool,
     chunks_read: u64,
     warnings: Vec<String>,
+    /// Tags whose payloads are handed out still compressed.
+    lazy: Vec<u32>,
 }
 
 impl std::fmt::Debug for Reader {
@@ -115,7 +136,15 @@ impl Reader {
             done: false,
             chunks_read: 0,
             warnings: Vec::new(),
+            lazy: Vec::new(),
         })
+    }
+
+    /// Hand out payloads of chunks tagged `tag` still compressed (checksum checked), so a
+    /// caller that may not need them pays no decompression; [`ChunkInfo::compressed`] says
+    /// when a payload is, and [`decompress`] undoes it.
+    pub fn keep_compressed(&mut self, tag: u32) {
+        self.lazy.push(tag);
     }
 
     /// The file header.
@@ -143,7 +172,7 @@ impl Reader {
         let mut data = Vec::new();
         Ok(self
             .next_chunk_into(&mut data)?
-            .map(|ChunkInfo { tag, offset }| Chunk { tag, offset, data }))
+            .map(|ChunkInfo { tag, offset, .. }| Chunk { tag, offset, data }))
     }
 
     /// Like [`next_chunk`](Self::next_chunk), but the payload replaces the contents of `data`,
@@ -200,7 +229,8 @@ impl Reader {
                 Ok(())
             }
         });
-        if !zstd {
+        let lazy = zstd && self.lazy.contains(&header.tag);
+        if !zstd || lazy {
             *data = stored;
             checked?;
         } else {
@@ -212,6 +242,7 @@ impl Reader {
         Ok(Some(ChunkInfo {
             tag: header.tag,
             offset,
+            compressed: lazy.then_some(header.raw_len),
         }))
     }
 

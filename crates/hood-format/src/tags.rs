@@ -28,6 +28,9 @@ pub mod profile {
     pub const VDSO: u32 = 0x0108;
     /// JSON `RecordStats`: counts at finalization (written last; absent = not finalized).
     pub const STATS: u32 = 0x0109;
+    /// The lines of `KALLSYMS` that name the recording's kernel addresses (written at
+    /// finalization): reports use it instead of indexing the whole text.
+    pub const KALLSYMS_USED: u32 = 0x010A;
     /// JSON `LabelsMeta` (`hood record --labels`): the tracefs instance, page size, and each
     /// traced event's id and `format` file text (field offsets are read from these).
     pub const LABELS_META: u32 = 0x0110;

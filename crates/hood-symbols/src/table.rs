@@ -166,6 +166,19 @@ impl SymbolTable {
         self.entries.iter().all(|e| e.start == 0)
     }
 
+    /// The start of the entry an address falls in and the start of the next entry: the two
+    /// symbols that decide how [`lookup`](Self::lookup) answers for `addr`.
+    pub(crate) fn neighbours(&self, addr: u64) -> Option<(u64, Option<u64>)> {
+        let i = self
+            .entries
+            .partition_point(|e| e.start <= addr)
+            .checked_sub(1)?;
+        Some((
+            self.entries[i].start,
+            self.entries.get(i + 1).map(|e| e.start),
+        ))
+    }
+
     /// Resolves one address.
     pub fn lookup(&self, addr: u64) -> Result<Sym, Unresolved> {
         let idx = self.entries.partition_point(|e| e.start <= addr);

@@ -104,6 +104,33 @@ pub fn parse_kallsyms_owned(text: String) -> (SymbolTable, Vec<SkippedLine>) {
     (table, skipped)
 }
 
+/// The lines of a kallsyms `text` that resolve every address of `addrs`, and the byte before
+/// each (where a return address's call instruction lies), exactly as the whole text does:
+/// the symbol each falls in and the symbol after it (which bounds it), with every line at
+/// those addresses. A recording that keeps only these (a few kilobytes) spares its reports
+/// reading and indexing the kernel's 5 MB of symbols.
+pub fn kallsyms_subset(text: &str, addrs: impl IntoIterator<Item = u64>) -> String {
+    let (table, _) = parse_kallsyms(text);
+    let mut keep = std::collections::HashSet::new();
+    for a in addrs {
+        for a in [a, a.wrapping_sub(1)] {
+            if let Some((start, next)) = table.neighbours(a) {
+                keep.insert(start);
+                keep.extend(next);
+            }
+        }
+    }
+    let mut out = String::new();
+    for line in text.lines() {
+        let addr = token(line).and_then(|(a, _)| hex(a));
+        if addr.is_some_and(|a| keep.contains(&a)) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The exact shape the kernel prints, `ADDR T NAME` or `ADDR T NAME\tMODULE`
 /// (single spaces, at most 16 hex digits, no blanks in NAME or MODULE):
 /// (address, code symbol, name offset and length in the line, has module).

@@ -95,3 +95,81 @@ proptest! {
         let _ = build_id_from_bytes(&img[..cut]);
     }
 }
+
+/// kallsyms-like text: addresses from a small range so that symbols collide and interleave,
+/// code and data types, some module symbols.
+fn kallsyms_text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        (
+            0u64..64,
+            prop::sample::select(vec!['t', 'T', 'w', 'd', 'D', 'b']),
+            "[a-z_]{1,6}",
+            any::<bool>(),
+        ),
+        0..60,
+    )
+    .prop_map(|syms| {
+        syms.iter()
+            .map(|(a, t, n, m)| {
+                let module = if *m { "\t[mod]" } else { "" };
+                format!(
+                    "{:016x} {t} {n}{module}",
+                    0xffff_0000_0000_1000u64 + a * 0x10
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+proptest! {
+    /// The kallsyms lines a recording keeps for its kernel addresses name those addresses
+    /// exactly as the whole text does.
+    #[test]
+    fn kallsyms_subset_resolves_like_the_whole(
+        text in kallsyms_text(),
+        addrs in prop::collection::vec(0u64..0x500, 0..20),
+    ) {
+        let addrs: Vec<u64> = addrs.iter().map(|a| 0xffff_0000_0000_0f00 + a).collect();
+        let sub = hood_symbols::text::kallsyms_subset(&text, addrs.iter().copied());
+        prop_assert!(sub.len() <= text.len() + 1);
+        let (full, _) = parse_kallsyms(&text);
+        let (part, _) = parse_kallsyms(&sub);
+        for a in addrs {
+            prop_assert_eq!(full.lookup(a), part.lookup(a), "address {:#x}", a);
+            prop_assert_eq!(full.lookup(a - 1), part.lookup(a - 1), "address {:#x} - 1", a);
+        }
+    }
+}
+
+#[test]
+fn kallsyms_subset_of_the_running_kernel_is_small() {
+    let Ok(text) = std::fs::read_to_string("/proc/kallsyms") else {
+        println!("not run here: /proc/kallsyms unreadable");
+        return;
+    };
+    let (full, _) = parse_kallsyms(&text);
+    if full.is_empty() || text.lines().all(|l| l.starts_with("0000000000000000")) {
+        println!("not run here: kernel addresses are hidden");
+        return;
+    }
+    // Every 997th line's address plus 1: a few hundred addresses spread over the kernel.
+    let addrs: Vec<u64> = text
+        .lines()
+        .step_by(997)
+        .filter_map(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+        .map(|a| a + 1)
+        .collect();
+    let sub = hood_symbols::text::kallsyms_subset(&text, addrs.iter().copied());
+    let (part, _) = parse_kallsyms(&sub);
+    for &a in &addrs {
+        assert_eq!(full.lookup(a), part.lookup(a), "address {a:#x}");
+    }
+    assert!(
+        sub.len() * 50 < text.len(),
+        "{} of {} bytes kept for {} addresses",
+        sub.len(),
+        text.len(),
+        addrs.len()
+    );
+}

@@ -42,6 +42,17 @@ fn json<T: serde::de::DeserializeOwned>(
         .map_err(|e| ModelError::Malformed(format!("{what} chunk at byte offset {offset}: {e}")))
 }
 
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Decompress a text chunk the reader left compressed.
+fn unpack_text(offset: u64, stored: &[u8], raw_len: u64) -> Result<String, ModelError> {
+    hood_format::decompress(stored, raw_len)
+        .map(text)
+        .map_err(|e| ModelError::Malformed(format!("kallsyms chunk at byte offset {offset}: {e}")))
+}
+
 impl RawRecording {
     /// Read and decode the recording at `path`.
     pub fn load(path: &Path) -> Result<RawRecording, ModelError> {
@@ -58,8 +69,12 @@ impl RawRecording {
         path: &Path,
         on_kallsyms: &mut dyn FnMut(String),
     ) -> Result<RawRecording, ModelError> {
-        let reader = Reader::open(path)?;
+        let mut reader = Reader::open(path)?;
         expect_kind(&reader, FileKind::Profile, "hood report")?;
+        // The whole kallsyms text (5 MB) stays compressed until it is known to be needed.
+        reader.keep_compressed(tags::profile::KALLSYMS);
+        let mut deferred_kallsyms: Option<(u64, u64, Vec<u8>)> = None;
+        let mut have_used = false;
         let mut rec = RawRecording::default();
         let mut attr: Option<Attr> = None;
         let mut have_meta = false;
@@ -91,10 +106,19 @@ impl RawRecording {
                     rec.snapshot = json("process snapshot", off, &data)?
                 }
                 tags::profile::BUILD_IDS => rec.build_ids = json("build-id", off, &data)?,
-                tags::profile::KALLSYMS => on_kallsyms(
-                    String::from_utf8(std::mem::take(&mut data))
-                        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-                ),
+                tags::profile::KALLSYMS => match chunk.compressed {
+                    // Files that will say which lines they need: wait for that.
+                    Some(raw_len) if rec.meta.kallsyms_used_at_end => {
+                        deferred_kallsyms = Some((off, raw_len, std::mem::take(&mut data)))
+                    }
+                    Some(raw_len) => on_kallsyms(unpack_text(off, &data, raw_len)?),
+                    None => on_kallsyms(text(std::mem::take(&mut data))),
+                },
+                tags::profile::KALLSYMS_USED => {
+                    have_used = true;
+                    deferred_kallsyms = None;
+                    on_kallsyms(text(std::mem::take(&mut data)));
+                }
                 tags::profile::VDSO => rec.vdso = std::mem::take(&mut data),
                 tags::profile::PERF_MAP if data.len() >= 4 => {
                     let pid = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
@@ -106,6 +130,9 @@ impl RawRecording {
             }
         }
         rec.warnings.extend(reader.warnings().iter().cloned());
+        if let (Some((off, raw_len, stored)), false) = (deferred_kallsyms, have_used) {
+            on_kallsyms(unpack_text(off, &stored, raw_len)?);
+        }
         let Some(attr) = attr else {
             return Err(ModelError::Malformed(format!(
                 "{}: no event description chunk; the recording holds no samples (was it cut before recording started?)",

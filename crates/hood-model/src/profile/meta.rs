@@ -42,6 +42,9 @@ pub struct RecordMeta {
     pub start_unix_ns: u64,
     /// Notes the recorder printed (fallbacks and the like).
     pub notes: Vec<String>,
+    /// The recorder writes a `KALLSYMS_USED` chunk when it finishes, so a reader may leave
+    /// the whole kallsyms text unread (false in files from before it did).
+    pub kallsyms_used_at_end: bool,
 }
 
 /// Per-CPU counters kept by the recorder.

@@ -1,17 +1,24 @@
 //! Streams raw ring bytes into the recording, one chunk per CPU when its buffer fills or a
 //! second has passed, counting samples, lost records and throttling on the way.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io;
 use std::time::Instant;
 
 use hood_format::{tags, Writer};
-use hood_model::profile::records::{kind, MISC_MMAP_BUILD_ID};
+use hood_model::profile::attr::Attr;
+use hood_model::profile::records::{
+    kind, parse_sample, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL, MISC_MMAP_BUILD_ID,
+};
+
 use hood_model::profile::CpuCounts;
 use hood_unwind::Rewriter;
 
 /// Flush a CPU's buffer once it holds this many bytes.
 const FLUSH_BYTES: usize = 1 << 20;
+/// Distinct kernel addresses tracked for the recording's kallsyms subset (16 MB at most);
+/// past this the whole kallsyms text is kept.
+const MAX_KERNEL_ADDRS: usize = 1 << 20;
 
 /// Per-CPU buffers and counters.
 pub struct Collector {
@@ -26,17 +33,18 @@ pub struct Collector {
     /// Files named by mmap records that carried no build-id.
     pub files_without_build_id: BTreeSet<String>,
     last_flush: Instant,
-    pid_offset: Option<usize>,
+    /// The attribute the stored samples follow.
+    attr: Attr,
+    /// Distinct kernel addresses in the stored samples (`None` once too many).
+    kernel_addrs: Option<HashSet<u64>>,
+    /// The kallsyms text the recording holds, whose lines for these addresses are written
+    /// at finalization.
+    pub kallsyms: Option<String>,
 }
 
 impl Collector {
-    /// `sample_type` tells where the pid sits in a sample record.
-    pub fn new(cpus: &[u32], sample_type: u64) -> Collector {
-        use hood_model::profile::attr::sample;
-        let pid_offset = (sample_type & sample::TID != 0).then(|| {
-            8 + 8 * usize::from(sample_type & sample::IDENTIFIER != 0)
-                + 8 * usize::from(sample_type & sample::IP != 0)
-        });
+    /// `attr` is the attribute the stored samples follow (its raw bytes).
+    pub fn new(cpus: &[u32], attr: &[u8]) -> Collector {
         Collector {
             bufs: cpus
                 .iter()
@@ -48,7 +56,41 @@ impl Collector {
             pids: BTreeSet::new(),
             files_without_build_id: BTreeSet::new(),
             last_flush: Instant::now(),
-            pid_offset,
+            attr: Attr::parse(attr).unwrap_or_default(),
+            kernel_addrs: Some(HashSet::default()),
+            kallsyms: None,
+        }
+    }
+
+    /// The distinct kernel addresses of the stored samples (their instruction pointers and
+    /// kernel call-chain entries); `None` if there were too many to keep track of.
+    pub fn kernel_addrs(&self) -> Option<&HashSet<u64>> {
+        self.kernel_addrs.as_ref()
+    }
+
+    /// Note a stored sample's pid and kernel addresses.
+    fn note_sample(&mut self, misc: u16, body: &[u8]) {
+        let Some(s) = parse_sample(&self.attr, body) else {
+            return;
+        };
+        self.pids.insert(s.pid);
+        let Some(set) = self.kernel_addrs.as_mut() else {
+            return;
+        };
+        if (misc & 7) as u8 == CPUMODE_KERNEL {
+            set.insert(s.ip);
+        }
+        let mut in_kernel = false;
+        for w in s.chain.chunks_exact(8) {
+            let a = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+            if a >= CONTEXT_MAX {
+                in_kernel = a == CONTEXT_KERNEL;
+            } else if in_kernel {
+                set.insert(a);
+            }
+        }
+        if set.len() > MAX_KERNEL_ADDRS {
+            self.kernel_addrs = None;
         }
     }
 
@@ -103,6 +145,7 @@ impl Collector {
 
     /// Count the records in a buffer that ends on a record boundary.
     fn count(&mut self, cpu: u32, buf: &[u8]) {
+        let mut samples = Vec::new();
         let c = self.counts.entry(cpu).or_default();
         c.bytes += buf.len() as u64;
         let mut at = 0;
@@ -121,12 +164,7 @@ impl Collector {
             match typ {
                 kind::SAMPLE => {
                     c.samples += 1;
-                    if let Some(o) = self.pid_offset {
-                        if let Some(b) = rec.get(o..o + 4) {
-                            self.pids
-                                .insert(u32::from_le_bytes(b.try_into().unwrap_or([0; 4])));
-                        }
-                    }
+                    samples.push(at);
                 }
                 kind::LOST => c.lost += u64_at(16),
                 kind::LOST_SAMPLES => c.lost += u64_at(8),
@@ -147,6 +185,11 @@ impl Collector {
                 _ => {}
             }
             at += size;
+        }
+        for at in samples {
+            let size = u16::from_le_bytes([buf[at + 6], buf[at + 7]]) as usize;
+            let misc = u16::from_le_bytes([buf[at + 4], buf[at + 5]]);
+            self.note_sample(misc, &buf[at + 8..at + size]);
         }
     }
 

@@ -143,6 +143,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64),
         notes: session.notes().to_vec(),
+        kallsyms_used_at_end: true,
     };
     writer.write_chunk(tags::profile::META, &serde_json::to_vec(&meta)?, false)?;
     // Stack copies are unwound as they are drained; the file stores the chains, described by
@@ -175,7 +176,8 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             true,
         )?;
     }
-    match snapshot::kallsyms() {
+    let kallsyms = snapshot::kallsyms();
+    match &kallsyms {
         Some(k) => writer.write_chunk(tags::profile::KALLSYMS, k.as_bytes(), true)?,
         None => eprintln!("hood: kernel addresses are hidden (kernel.kptr_restrict); kernel frames will be unresolved. Fix: sudo sysctl kernel.kptr_restrict=0"),
     }
@@ -209,7 +211,8 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         None => session.enable()?,
     }
     let started = Instant::now();
-    let mut collector = Collector::new(session.cpus(), session.sample_type());
+    let mut collector = Collector::new(session.cpus(), &stored_attr);
+    collector.kallsyms = kallsyms;
     if let Some(rw) = rewriter.take() {
         collector.set_rewriter(rw);
     }
@@ -376,6 +379,15 @@ fn finalize<W: std::io::Write>(
             &serde_json::to_vec(&ids).unwrap_or_default(),
             true,
         )?;
+    }
+    if let Some(k) = &collector.kallsyms {
+        // The lines that name this recording's kernel addresses (all of them if too many
+        // distinct addresses were seen to keep track of).
+        let used = match collector.kernel_addrs() {
+            Some(addrs) => hood_symbols::text::kallsyms_subset(k, addrs.iter().copied()),
+            None => k.to_string(),
+        };
+        writer.write_chunk(tags::profile::KALLSYMS_USED, used.as_bytes(), true)?;
     }
     for (pid, text) in snapshot::perf_maps(&collector.pids) {
         let mut payload = pid.to_le_bytes().to_vec();
