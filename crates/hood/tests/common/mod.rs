@@ -65,6 +65,25 @@ pub fn privileged(test: &str) -> bool {
     false
 }
 
+/// The subcommands `hood ARGS --help` lists (without `help`), so a new subcommand cannot be
+/// missed by a test's own list.
+pub fn listed_in_help(args: &[&str]) -> Vec<String> {
+    let out = run(hood().args(args).arg("--help"));
+    let help = String::from_utf8_lossy(&out.stdout).to_string();
+    help.split("Commands:")
+        .nth(1)
+        .map(|rest| {
+            rest.lines()
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|w| *w != "help")
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Run and capture, with stdout/stderr shown on failure.
 pub fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("spawn");

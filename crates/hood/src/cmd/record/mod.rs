@@ -334,7 +334,13 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     let code = match (&error, exit_status) {
         (Some(_), _) => ExitCode::from(2),
         (None, Some(st)) => ExitCode::from(st.clamp(0, 255) as u8),
-        (None, None) if outcome.samples == 0 => ExitCode::from(1),
+        (None, None) if outcome.samples == 0 => {
+            eprintln!(
+                "hood: no samples: the recorded processes did not run on a CPU while hood \
+                 watched (exit status 1)"
+            );
+            ExitCode::from(1)
+        }
         (None, None) => ExitCode::SUCCESS,
     };
     Ok((outcome, code))
