@@ -175,9 +175,17 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             true,
         )?;
     }
-    match snapshot::kallsyms() {
-        Some(k) => writer.write_chunk(tags::profile::KALLSYMS, k.as_bytes(), true)?,
-        None => eprintln!("hood: kernel addresses are hidden (kernel.kptr_restrict); kernel frames will be unresolved. Fix: sudo sysctl kernel.kptr_restrict=0"),
+    // Kernel symbols are needed only when kernel code is sampled (a user-space-only
+    // recording has no kernel frames).
+    if session.samples_kernel() {
+        match snapshot::kallsyms() {
+            Some(k) => writer.write_chunk(tags::profile::KALLSYMS, k.as_bytes(), true)?,
+            None => eprintln!(
+                "hood: kernel addresses are hidden from hood, so kernel frames will be \
+                 unresolved: {}",
+                hood_perf::kallsyms_hidden_reason()
+            ),
+        }
     }
     if let Some(v) = snapshot::vdso() {
         if let Some(rw) = rewriter.as_mut() {
