@@ -183,3 +183,28 @@ fn gprof_graph_crosses_the_user_kernel_boundary() {
         "{asyn:#?}"
     );
 }
+
+#[test]
+fn text_header_states_the_filter() {
+    let (prof, labeled) = fixture();
+    let v = LabeledView {
+        prof: &prof,
+        labeled: &labeled,
+        source: "t.data",
+        pid: None,
+        comm: Some("receiver"),
+    };
+    let mut out = Vec::new();
+    render_labels_text(&v, 0.0, &mut out).expect("render");
+    let out = String::from_utf8(out).expect("utf-8");
+    let line = out
+        .lines()
+        .find(|l| l.contains("filter:"))
+        .unwrap_or_else(|| panic!("no filter line:\n{out}"));
+    assert!(
+        line.ends_with("filter: samples charged to processes named receiver (2 of 4 samples)"),
+        "{line}"
+    );
+    let unfiltered = render(|v, o| render_labels_text(v, 0.0, o).expect("render"));
+    assert!(!unfiltered.contains("filter:"), "{unfiltered}");
+}

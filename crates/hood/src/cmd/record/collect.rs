@@ -27,6 +27,9 @@ pub struct Collector {
     pub files_without_build_id: BTreeSet<String>,
     last_flush: Instant,
     pid_offset: Option<usize>,
+    /// Chunks written just before the first records that hold a sample (kallsyms: 1 MB that
+    /// a recording without samples does not need).
+    until_samples: Vec<(u32, Vec<u8>)>,
 }
 
 impl Collector {
@@ -49,7 +52,14 @@ impl Collector {
             files_without_build_id: BTreeSet::new(),
             last_flush: Instant::now(),
             pid_offset,
+            until_samples: Vec::new(),
         }
+    }
+
+    /// Write chunk `tag` with `data` (compressed) before the first stored sample, or never
+    /// when there is none.
+    pub fn write_before_samples(&mut self, tag: u32, data: Vec<u8>) {
+        self.until_samples.push((tag, data));
     }
 
     /// Unwind stack copies with `rewriter` before storing samples.
@@ -166,6 +176,11 @@ impl Collector {
             }
             let buf = std::mem::take(self.bufs.get_mut(&cpu).expect("cpu buffer exists"));
             self.count(cpu, &buf);
+            if self.samples() > 0 {
+                for (tag, data) in std::mem::take(&mut self.until_samples) {
+                    w.write_chunk(tag, &data, true)?;
+                }
+            }
             chunk.clear();
             chunk.extend_from_slice(&cpu.to_le_bytes());
             chunk.extend_from_slice(&buf);

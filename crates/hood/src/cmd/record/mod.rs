@@ -176,17 +176,21 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         )?;
     }
     // Kernel symbols are needed only when kernel code is sampled (a user-space-only
-    // recording has no kernel frames).
-    if session.samples_kernel() {
-        match snapshot::kallsyms() {
-            Some(k) => writer.write_chunk(tags::profile::KALLSYMS, k.as_bytes(), true)?,
-            None => eprintln!(
+    // recording has no kernel frames), and stored only once a sample is (a recording without
+    // samples stays small).
+    let kallsyms = if session.samples_kernel() {
+        let k = snapshot::kallsyms();
+        if k.is_none() {
+            eprintln!(
                 "hood: kernel addresses are hidden from hood, so kernel frames will be \
                  unresolved: {}",
                 hood_perf::kallsyms_hidden_reason()
-            ),
+            );
         }
-    }
+        k
+    } else {
+        None
+    };
     if let Some(v) = snapshot::vdso() {
         if let Some(rw) = rewriter.as_mut() {
             rw.unwinder().set_vdso(&v);
@@ -218,6 +222,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     }
     let started = Instant::now();
     let mut collector = Collector::new(session.cpus(), session.sample_type());
+    if let Some(k) = kallsyms {
+        collector.write_before_samples(tags::profile::KALLSYMS, k.into_bytes());
+    }
     if let Some(rw) = rewriter.take() {
         collector.set_rewriter(rw);
     }
