@@ -26,9 +26,10 @@ pub fn c_program(name: &str) -> PathBuf {
         return out;
     }
     let src = repo().join("tests/c").join(format!("{name}.c"));
-    let tmp = dir
-        .path()
-        .join(format!("{name}.{}.tmp", std::process::id()));
+    // Two tests of one binary may build the same program at once: each its own temporary.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.path().join(format!("{name}.{n}.tmp"));
     let st = Command::new("gcc")
         .args([
             "-O1",
