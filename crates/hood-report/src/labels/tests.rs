@@ -93,13 +93,18 @@ fn fixture() -> (Profile, Labeled) {
 }
 
 fn render(f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
+    render_for(None, f)
+}
+
+/// `render` of the samples charged to processes named `comm` (`--comm`).
+fn render_for(comm: Option<&str>, f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
     let (prof, labeled) = fixture();
     let v = LabeledView {
         prof: &prof,
         labeled: &labeled,
         source: "t.data",
         pid: None,
-        comm: None,
+        comm,
     };
     let mut out = Vec::new();
     f(&v, &mut out);
@@ -186,17 +191,9 @@ fn gprof_graph_crosses_the_user_kernel_boundary() {
 
 #[test]
 fn text_header_states_the_filter() {
-    let (prof, labeled) = fixture();
-    let v = LabeledView {
-        prof: &prof,
-        labeled: &labeled,
-        source: "t.data",
-        pid: None,
-        comm: Some("receiver"),
-    };
-    let mut out = Vec::new();
-    render_labels_text(&v, 0.0, &mut out).expect("render");
-    let out = String::from_utf8(out).expect("utf-8");
+    let out = render_for(Some("receiver"), |v, o| {
+        render_labels_text(v, 0.0, o).expect("render")
+    });
     let line = out
         .lines()
         .find(|l| l.contains("filter:"))
