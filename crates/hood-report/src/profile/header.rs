@@ -167,7 +167,12 @@ pub fn render_header(
     writeln!(out, "{}", line("User samples", t.user))?;
     writeln!(out, "{}", line("Idle samples", t.idle))?;
     writeln!(out, "{:>20}{:->10}  {:->7}", "", "", "")?;
-    writeln!(out, "{:>18}: {:>10} (100.0%)", "Total samples", t.samples)?;
+    if t.samples == 0 {
+        // 0 of 0 is no share at all, not 100 %.
+        writeln!(out, "{:>18}: {:>10}", "Total samples", 0)?;
+    } else {
+        writeln!(out, "{:>18}: {:>10} (100.0%)", "Total samples", t.samples)?;
+    }
     writeln!(out)?;
     render_losses(prof, out)?;
     render_stacks(prof, filter, width, out)?;
