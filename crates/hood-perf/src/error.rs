@@ -9,14 +9,9 @@ use std::path::PathBuf;
 /// where the user can act, the fix.
 #[derive(Debug, thiserror::Error)]
 pub enum PerfError {
-    /// perf_event_open was refused (EACCES/EPERM).
-    #[error(
-        "no permission to open perf event {event} ({what}): kernel.perf_event_paranoid is {paranoid}; \
-         run as root, grant CAP_PERFMON (setcap cap_perfmon+ep on the binary), or lower the setting with \
-         `sudo sysctl kernel.perf_event_paranoid={needed}` (kernel samples as non-root need <= 1, \
-         system-wide profiling needs <= 0)",
-        paranoid = .paranoid.map_or_else(|| "unknown".to_string(), |p| p.to_string())
-    )]
+    /// perf_event_open was refused (EACCES/EPERM) by kernel.perf_event_paranoid (or, when the
+    /// setting already allows it, by something else: the message says which).
+    #[error("{}", permission_message(event, what, *paranoid, *needed))]
     Permission {
         /// The event name, e.g. `cpu-clock`.
         event: String,
@@ -26,6 +21,38 @@ pub enum PerfError {
         paranoid: Option<i32>,
         /// The highest paranoid level that permits this open for a non-root user.
         needed: i32,
+    },
+    /// An ordinary user asked for another user's process: the kernel lets a user without
+    /// CAP_PERFMON profile only processes they could ptrace, whatever perf_event_paranoid says.
+    #[error(
+        "no permission to profile pid {pid}: it belongs to uid {owner} and hood runs as uid {uid}; \
+         an ordinary user may profile only their own processes (kernel.perf_event_paranoid does \
+         not change that). Fix: run hood as root (`sudo hood ...`) or as the process's owner, or grant it \
+         CAP_PERFMON (`sudo setcap cap_perfmon+ep $(command -v hood)`)"
+    )]
+    NotYourProcess {
+        /// The process asked for.
+        pid: i32,
+        /// Its owner (the uid of /proc/PID).
+        owner: u32,
+        /// hood's effective uid.
+        uid: u32,
+    },
+    /// tracefs is mounted but this user may not enter it (mode 0700, root's).
+    #[error(
+        "tracefs is mounted at {dir} but only root may use it (mode {mode:04o}, owner uid {owner}; \
+         hood runs as uid {uid}), and tracepoint recording needs root anyway. Fix: run hood as root \
+         (`sudo hood ...`)"
+    )]
+    TracefsRootOnly {
+        /// The mount point.
+        dir: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+        /// Its owner.
+        owner: u32,
+        /// hood's effective uid.
+        uid: u32,
     },
     /// The process does not exist (ESRCH, or /proc/PID is missing).
     #[error("no such process: pid {0} (it may have exited; check the pid with `ps -p {0}`)")]
@@ -115,6 +142,90 @@ pub enum PerfError {
     },
 }
 
+/// The text of [`PerfError::Permission`]: lowering perf_event_paranoid is advised only when
+/// it is above what the open needs; otherwise the obstacle is something else and the message
+/// says so instead of advising the value it already has.
+fn permission_message(event: &str, what: &str, paranoid: Option<i32>, needed: i32) -> String {
+    let head = format!("no permission to open perf event {event} ({what})");
+    match paranoid {
+        Some(p) if p <= needed => format!(
+            "{head}: kernel.perf_event_paranoid is {p}, which allows it, so the kernel refused for \
+             another reason (a container or seccomp policy, a locked-down kernel, or an LSM such \
+             as SELinux or AppArmor); run as root with CAP_PERFMON, or check `dmesg` and the \
+             policy of this container"
+        ),
+        _ => format!(
+            "{head}: kernel.perf_event_paranoid is {}; run as root, grant CAP_PERFMON (`sudo \
+             setcap cap_perfmon+ep $(command -v hood)`), or lower the setting with `sudo sysctl \
+             kernel.perf_event_paranoid={needed}` (kernel samples as non-root need <= 1, \
+             system-wide profiling needs <= 0, tracepoint data needs -1)",
+            paranoid.map_or_else(|| "unknown".to_string(), |p| p.to_string())
+        ),
+    }
+}
+
+/// The error for an EACCES/EPERM from perf_event_open on `pid` (-1: all tasks): another
+/// user's process when that is the obstacle, else [`PerfError::Permission`].
+pub(crate) fn permission_error(event: &str, what: String, pid: i32, needed: i32) -> PerfError {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if pid > 0 && uid != 0 {
+        use std::os::unix::fs::MetadataExt;
+        if let Ok(m) = std::fs::metadata(format!("/proc/{pid}")) {
+            if m.uid() != uid {
+                return PerfError::NotYourProcess {
+                    pid,
+                    owner: m.uid(),
+                    uid,
+                };
+            }
+        }
+    }
+    PerfError::Permission {
+        event: event.to_string(),
+        what,
+        paranoid: paranoid_level(),
+        needed,
+    }
+}
+
+/// Why /proc/kallsyms shows no addresses to this process, and the fix, from the kernel's
+/// rule (kallsyms_show_value): kptr_restrict 0 shows them to anyone when
+/// perf_event_paranoid <= 1, kptr_restrict 1 only with CAP_SYSLOG, 2 to nobody.
+pub fn kallsyms_hidden_reason() -> String {
+    let kptr: Option<i32> = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict")
+        .ok()
+        .and_then(|s| s.trim().parse().ok());
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    kallsyms_reason(kptr, paranoid_level(), root)
+}
+
+fn kallsyms_reason(kptr: Option<i32>, paranoid: Option<i32>, root: bool) -> String {
+    match (kptr, paranoid) {
+        (Some(k), _) if k >= 2 => format!(
+            "kernel.kptr_restrict is {k}, which hides kernel addresses even from root. Fix: \
+             `sudo sysctl kernel.kptr_restrict=1` and record as root"
+        ),
+        (Some(1), _) if !root => "kernel.kptr_restrict is 1: only root (CAP_SYSLOG) sees kernel \
+             addresses. Fix: record as root, or `sudo sysctl kernel.kptr_restrict=0` together with \
+             kernel.perf_event_paranoid <= 1"
+            .to_string(),
+        (Some(0), Some(p)) if p >= 2 && !root => format!(
+            "kernel.perf_event_paranoid is {p}: with kernel.kptr_restrict 0 an ordinary user sees \
+             kernel addresses only when it is <= 1. Fix: record as root, or `sudo sysctl \
+             kernel.perf_event_paranoid=1`"
+        ),
+        (k, p) => format!(
+            "kernel.kptr_restrict is {}, kernel.perf_event_paranoid is {}; /proc/kallsyms still \
+             shows zeros (a security module or container may hide it). Fix: record as root on the \
+             host",
+            k.map_or_else(|| "unknown".into(), |k| k.to_string()),
+            p.map_or_else(|| "unknown".into(), |p| p.to_string())
+        ),
+    }
+}
+
 /// Reads /proc/sys/kernel/perf_event_paranoid, if possible.
 pub fn paranoid_level() -> Option<i32> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
@@ -122,4 +233,31 @@ pub fn paranoid_level() -> Option<i32> {
         .trim()
         .parse()
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paranoid_is_advised_only_when_it_is_the_obstacle() {
+        let high = permission_message("cpu-clock", "all tasks on CPU 0", Some(2), 0);
+        assert!(high.contains("perf_event_paranoid=0"), "{high}");
+        let allowed = permission_message("cpu-clock", "pid 5 on CPU 0", Some(2), 2);
+        assert!(!allowed.contains("sysctl"), "{allowed}");
+        assert!(allowed.contains("which allows it"), "{allowed}");
+    }
+
+    #[test]
+    fn kallsyms_cause_follows_the_kernel_rule() {
+        let r = kallsyms_reason(Some(0), Some(2), false);
+        assert!(r.starts_with("kernel.perf_event_paranoid is 2"), "{r}");
+        assert!(!r.contains("kptr_restrict=0"), "{r}");
+        let r = kallsyms_reason(Some(1), Some(1), false);
+        assert!(r.starts_with("kernel.kptr_restrict is 1"), "{r}");
+        let r = kallsyms_reason(Some(2), Some(-1), true);
+        assert!(r.contains("kptr_restrict=1"), "{r}");
+        let r = kallsyms_reason(Some(0), Some(1), false);
+        assert!(r.contains("security module"), "{r}");
+    }
 }

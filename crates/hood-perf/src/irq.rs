@@ -16,7 +16,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
 use crate::cpus::online_cpus;
-use crate::error::paranoid_level;
 use crate::ring::Ring;
 use crate::{sys, tracefs, PerfError};
 
@@ -155,13 +154,8 @@ impl IrqRecorder {
 fn open_error(e: io::Error, event: &str, pid: i32, cpu: u32) -> PerfError {
     let what = format!("irq tracepoints of pid {pid} on CPU {cpu}");
     match e.raw_os_error().unwrap_or(0) {
-        libc::EACCES | libc::EPERM => PerfError::Permission {
-            event: event.into(),
-            what,
-            paranoid: paranoid_level(),
-            // Raw tracepoint data needs CAP_PERFMON unless perf_event_paranoid is -1.
-            needed: -1,
-        },
+        // Raw tracepoint data needs CAP_PERFMON unless perf_event_paranoid is -1.
+        libc::EACCES | libc::EPERM => crate::error::permission_error(event, what, pid, -1),
         libc::ESRCH => PerfError::NoSuchProcess(pid),
         libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
         _ => PerfError::Sys {

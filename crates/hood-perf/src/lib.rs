@@ -52,7 +52,7 @@ pub use config::{
     EventKind, SamplingConfig, Target, UserStack, DEFAULT_STACK_COPY, MAX_STACK_COPY,
 };
 pub use cpus::{online_cpus, parse_cpu_list, threads_of};
-pub use error::{paranoid_level, PerfError};
+pub use error::{kallsyms_hidden_reason, paranoid_level, PerfError};
 pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
 pub use session::{Readiness, Session};
 pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};

@@ -11,7 +11,6 @@ use perf_event_open_sys::bindings::perf_event_attr;
 
 use crate::attr::{self, AttrOpts};
 use crate::cpus::threads_of;
-use crate::error::paranoid_level;
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
 
@@ -82,18 +81,18 @@ impl<'a> Opener<'a> {
             format!("pid {pid} on CPU {cpu}")
         };
         match e.raw_os_error().unwrap_or(0) {
-            libc::EACCES | libc::EPERM => PerfError::Permission {
-                event: self.event.to_string(),
+            libc::EACCES | libc::EPERM => crate::error::permission_error(
+                &self.event.to_string(),
                 what,
-                paranoid: paranoid_level(),
-                needed: if pid == -1 {
+                pid,
+                if pid == -1 {
                     0
                 } else if self.cfg.include_kernel {
                     1
                 } else {
                     2
                 },
-            },
+            ),
             libc::ESRCH => PerfError::NoSuchProcess(pid),
             libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
             libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => PerfError::Unsupported {

@@ -109,6 +109,11 @@ impl Session {
         self.attr.sample_type
     }
 
+    /// Whether the events sample kernel code (false after a fall back to user space only).
+    pub fn samples_kernel(&self) -> bool {
+        self.attr.exclude_kernel() == 0
+    }
+
     /// The CPU number of each ring, in ring order.
     pub fn cpus(&self) -> &[u32] {
         &self.cpus

@@ -11,7 +11,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
 use crate::cpus::online_cpus;
-use crate::error::paranoid_level;
 use crate::ring::Ring;
 use crate::{sys, PerfError};
 
@@ -63,12 +62,9 @@ impl SwitchRecorder {
             let fd = sys::perf_event_open(&mut a, pid, cpu as i32).map_err(|e| {
                 let what = format!("context switches of pid {pid} on CPU {cpu}");
                 match e.raw_os_error().unwrap_or(0) {
-                    libc::EACCES | libc::EPERM => PerfError::Permission {
-                        event: "dummy (context_switch)".into(),
-                        what,
-                        paranoid: paranoid_level(),
-                        needed: 2,
-                    },
+                    libc::EACCES | libc::EPERM => {
+                        crate::error::permission_error("dummy (context_switch)", what, pid, 2)
+                    }
                     libc::ESRCH => PerfError::NoSuchProcess(pid),
                     _ => PerfError::Sys {
                         call: "perf_event_open",

@@ -14,18 +14,24 @@ const LEGACY: &str = "/sys/kernel/debug/tracing";
 /// none is there and we are root, mounts tracefs at /sys/kernel/tracing.
 pub fn mount_point() -> Result<PathBuf, PerfError> {
     if let Ok(mounts) = std::fs::read_to_string("/proc/mounts") {
-        let mut found: Vec<PathBuf> = mounts
+        let mut mounted: Vec<PathBuf> = mounts
             .lines()
             .filter_map(|l| {
                 let mut f = l.split_whitespace();
                 let (_, dir, ty) = (f.next()?, f.next()?, f.next()?);
                 (ty == "tracefs").then(|| PathBuf::from(unescape_mount(dir)))
             })
-            .filter(|d| d.join("events").is_dir())
             .collect();
-        found.sort_by_key(|d| d != Path::new(STANDARD));
-        if let Some(d) = found.into_iter().next() {
-            return Ok(d);
+        mounted.sort_by_key(|d| d != Path::new(STANDARD));
+        if let Some(d) = mounted.iter().find(|d| d.join("events").is_dir()) {
+            return Ok(d.clone());
+        }
+        // Mounted, but closed to this user (tracefs is 0700 by default): say so, rather
+        // than "not mounted".
+        if let Some(d) = mounted.first() {
+            if let Some(e) = root_only(d) {
+                return Err(e);
+            }
         }
     }
     for dir in [STANDARD, LEGACY] {
@@ -48,6 +54,24 @@ pub fn mount_point() -> Result<PathBuf, PerfError> {
         Err(PerfError::NoTracefs {
             reason: format!("mounted at {STANDARD} but it has no events directory"),
         })
+    }
+}
+
+/// [`PerfError::TracefsRootOnly`] when `dir` exists but this process may not enter it.
+fn root_only(dir: &Path) -> Option<PerfError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+            Some(PerfError::TracefsRootOnly {
+                dir: dir.to_owned(),
+                mode: m.mode() & 0o7777,
+                owner: m.uid(),
+                // SAFETY: geteuid has no preconditions and cannot fail.
+                uid: unsafe { libc::geteuid() },
+            })
+        }
+        _ => None,
     }
 }
 

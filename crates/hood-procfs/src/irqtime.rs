@@ -50,6 +50,25 @@ fn tracefs_root() -> Result<PathBuf, ProcError> {
             return Ok(PathBuf::from(p));
         }
     }
+    // Mounted but closed to this user (tracefs is 0700 by default): say so, rather than
+    // "not mounted".
+    for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(m), Err(e)) = (fs::metadata(p), fs::read_dir(p)) {
+            if e.kind() == ErrorKind::PermissionDenied {
+                let me = fs::metadata("/proc/self")
+                    .map(|s| s.uid())
+                    .unwrap_or(u32::MAX);
+                return Err(ProcError::Trace(format!(
+                    "tracefs is mounted at {p} but only root may use it (mode {:04o}, owner uid {}; \
+                     hood runs as uid {me}), and timing irq handlers needs a tracefs instance, \
+                     which only root can create. Fix: run as root (`sudo hood top --irq-time`)",
+                    m.mode() & 0o7777,
+                    m.uid()
+                )));
+            }
+        }
+    }
     // Not mounted: try to mount it (works as root).
     let st = std::process::Command::new("mount")
         .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])

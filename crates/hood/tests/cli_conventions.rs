@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{hood, repo, run, text};
+use common::{hood, listed_in_help, repo, run, text};
 
 /// Every subcommand, nested ones as "calls report".
 const SUBCOMMANDS: &[&str] = &[
@@ -35,25 +35,6 @@ fn generate(kind: &str) -> String {
     assert!(out.status.success(), "--generate {kind}:\n{}", text(&out));
     assert!(out.stderr.is_empty(), "--generate {kind}:\n{}", text(&out));
     String::from_utf8(out.stdout).expect("utf-8")
-}
-
-/// The subcommands hood's own help lists, so a new subcommand cannot be missed by the list
-/// above.
-fn listed_in_help(args: &[&str]) -> Vec<String> {
-    let out = run(hood().args(args).arg("--help"));
-    let help = String::from_utf8_lossy(&out.stdout).to_string();
-    help.split("Commands:")
-        .nth(1)
-        .map(|rest| {
-            rest.lines()
-                .skip(1)
-                .take_while(|l| l.starts_with("  "))
-                .filter_map(|l| l.split_whitespace().next())
-                .filter(|w| *w != "help")
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -51,6 +51,12 @@ fn ps_all_threads() {
     check("ps-a", &["ps", "-a"]);
 }
 
+/// `--interval` measured CPU use: the %CPU, %USR and %SYS columns show it.
+#[test]
+fn ps_with_interval_shows_what_it_measured() {
+    check("ps-interval", &["ps", "--interval", "0.01"]);
+}
+
 #[test]
 fn ps_load_and_cpus() {
     check("ps-l-c", &["ps", "-l", "-c"]);
@@ -65,4 +71,33 @@ fn uptime_line() {
 fn info_nodes() {
     check("info-load", &["info", "system.load"]);
     check("info-task-42", &["info", "system.tasks.42"]);
+    // Memory in binary units; `--json` keeps the raw byte counts.
+    check("info-physmem", &["info", "system.physmem"]);
+}
+
+#[test]
+fn info_json_keeps_raw_bytes_in_the_tree_order() {
+    let root = repo().join("tests/fixtures/proc-small");
+    let out = run(hood()
+        .args(["info", "system.load", "--json", "--proc-root"])
+        .arg(&root));
+    assert!(out.status.success(), "{}", text(&out));
+    let s = String::from_utf8_lossy(&out.stdout);
+    let keys: Vec<&str> = ["\"one\"", "\"five\"", "\"fifteen\""]
+        .iter()
+        .map(|k| s.find(k).map(|_| *k).unwrap_or("missing"))
+        .collect();
+    assert_eq!(keys, ["\"one\"", "\"five\"", "\"fifteen\""], "{s}");
+    let pos = |k: &str| s.find(k).unwrap();
+    assert!(
+        pos("\"one\"") < pos("\"five\"") && pos("\"five\"") < pos("\"fifteen\""),
+        "{s}"
+    );
+    let out = run(hood()
+        .args(["info", "system.physmem", "--json", "--proc-root"])
+        .arg(&root));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["schema_version"], 1, "{v}");
+    assert_eq!(v["path"], "system.physmem", "{v}");
+    assert_eq!(v["value"]["total"], 1_024_000_000u64, "{v}");
 }

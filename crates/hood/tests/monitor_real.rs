@@ -116,7 +116,9 @@ fn ps_and_info_report_the_known_process() {
         "resident {res} not within 10% of 96 MiB"
     );
 
-    let info = hood_json(&["info", &format!("system.tasks.{pid}"), "--json"]);
+    let doc = hood_json(&["info", &format!("system.tasks.{pid}"), "--json"]);
+    assert_eq!(doc["schema_version"], 1);
+    let info = &doc["value"];
     assert_eq!(info["name"], "hoodmonkid");
     assert!(info["cmdline"]
         .as_str()
@@ -124,7 +126,7 @@ fn ps_and_info_report_the_known_process() {
         .ends_with("hoodmonkid idle alpha"));
     assert_eq!(info["threads"], 6);
     let all = hood_json(&["info", "system.tasks", "--json"]);
-    let t = all
+    let t = all["value"]
         .as_array()
         .expect("list")
         .iter()

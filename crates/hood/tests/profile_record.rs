@@ -160,6 +160,8 @@ fn system_wide_sees_a_workload_started_after_recording_began() {
     let _serial = perf_lock();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a.data");
+    // Built before the 2 s window opens: gcc on a loaded machine could outlast it.
+    let prog = c_program("spinner");
     let rec = hood()
         .args(["record", "-a", "-d", "2", "-o"])
         .arg(&file)
@@ -167,7 +169,6 @@ fn system_wide_sees_a_workload_started_after_recording_began() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let prog = c_program("spinner");
     let st = Command::new(&prog).arg("800").status().unwrap();
     assert!(st.success());
     let out = rec.wait_with_output().unwrap();

@@ -180,12 +180,12 @@ fn healthz_and_metrics_with_own_busy_child() {
     let samples = parse_prometheus(&text);
     for family in [
         "hood_cpu_seconds_total",
-        "hood_load",
-        "hood_memory_bytes",
+        "hood_load1",
+        "hood_memory_total_bytes",
         "hood_interrupts_total",
         "hood_context_switches_total",
         "hood_process_cpu_seconds_total",
-        "hood_process_resident_bytes",
+        "hood_process_resident_memory_bytes",
         "hood_process_context_switches_total",
     ] {
         assert!(
@@ -206,7 +206,7 @@ fn healthz_and_metrics_with_own_busy_child() {
     // The label set is bounded by --top (default 20).
     let pids: std::collections::HashSet<&str> = samples
         .iter()
-        .filter(|(k, _)| k.starts_with("hood_process_resident_bytes{"))
+        .filter(|(k, _)| k.starts_with("hood_process_resident_memory_bytes{"))
         .map(|(k, _)| k.as_str())
         .collect();
     assert!(pids.len() <= 20, "{} processes exported", pids.len());
@@ -233,7 +233,7 @@ fn process_filter_limits_the_series() {
     let samples = parse_prometheus(&text);
     let exported: Vec<&String> = samples
         .iter()
-        .filter(|(k, _)| k.starts_with("hood_process_resident_bytes{"))
+        .filter(|(k, _)| k.starts_with("hood_process_resident_memory_bytes{"))
         .map(|(k, _)| k)
         .collect();
     assert!(

@@ -89,7 +89,7 @@ fn prometheus_scrapes_hood_serve() {
     let start = Instant::now();
     let mem_total = loop {
         let up = query(prom_port, "up%7Bjob%3D%22hood%22%7D").map(|(_, v)| v);
-        let mem = query(prom_port, "hood_memory_bytes%7Bkind%3D%22total%22%7D");
+        let mem = query(prom_port, "hood_memory_total_bytes");
         if let (Some(1.0), Some((labels, v))) = (up, mem) {
             assert_eq!(labels["job"], "hood");
             break v;

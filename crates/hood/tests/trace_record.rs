@@ -78,7 +78,7 @@ fn report_json(data: &Path, extra: &[&str]) -> Value {
     let mut args = vec!["--format", "json"];
     args.extend_from_slice(extra);
     let v: Value = serde_json::from_str(&report_text(data, &args)).expect("json");
-    assert_eq!(v["version"], 1);
+    assert_eq!(v["schema_version"], 1);
     v["analysis"].clone()
 }
 

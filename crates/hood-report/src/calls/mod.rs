@@ -123,7 +123,7 @@ pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
     out
 }
 
-/// Versioned JSON (`{"version":1,"processes":[...]}`).
+/// Versioned JSON (`{"schema_version":1,"processes":[...]}`, docs/json.md).
 pub fn render_json(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
     #[derive(Serialize)]
     struct P<'a> {
@@ -140,12 +140,12 @@ pub fn render_json(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
     }
     #[derive(Serialize)]
     struct Doc<'a> {
-        version: u32,
+        schema_version: u32,
         per: &'a str,
         processes: Vec<P<'a>>,
     }
     let doc = Doc {
-        version: 1,
+        schema_version: 1,
         per: if o.functions { "function" } else { "path" },
         processes: procs
             .iter()

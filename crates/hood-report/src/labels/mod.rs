@@ -96,6 +96,21 @@ pub fn header_lines(v: &LabeledView<'_>) -> Vec<String> {
         l.attribution.tags.block,
         l.attribution.tags.block_consumed,
     )];
+    let mut filter = Vec::new();
+    if let Some(p) = v.pid {
+        filter.push(format!("charged to pid {p}"));
+    }
+    if let Some(c) = v.comm {
+        filter.push(format!("charged to processes named {c}"));
+    }
+    if !filter.is_empty() {
+        out.push(format!(
+            "filter: samples {} ({} of {} samples)",
+            filter.join(" and "),
+            v.charged().count(),
+            v.prof.samples.len()
+        ));
+    }
     let per: Vec<String> = l
         .per_cpu
         .iter()

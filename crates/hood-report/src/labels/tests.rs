@@ -93,13 +93,18 @@ fn fixture() -> (Profile, Labeled) {
 }
 
 fn render(f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
+    render_for(None, f)
+}
+
+/// `render` of the samples charged to processes named `comm` (`--comm`).
+fn render_for(comm: Option<&str>, f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
     let (prof, labeled) = fixture();
     let v = LabeledView {
         prof: &prof,
         labeled: &labeled,
         source: "t.data",
         pid: None,
-        comm: None,
+        comm,
     };
     let mut out = Vec::new();
     f(&v, &mut out);
@@ -182,4 +187,21 @@ fn gprof_graph_crosses_the_user_kernel_boundary() {
         asyn.iter().any(|l| l.contains("20k:handle_softirqs")),
         "{asyn:#?}"
     );
+}
+
+#[test]
+fn text_header_states_the_filter() {
+    let out = render_for(Some("receiver"), |v, o| {
+        render_labels_text(v, 0.0, o).expect("render")
+    });
+    let line = out
+        .lines()
+        .find(|l| l.contains("filter:"))
+        .unwrap_or_else(|| panic!("no filter line:\n{out}"));
+    assert!(
+        line.ends_with("filter: samples charged to processes named receiver (2 of 4 samples)"),
+        "{line}"
+    );
+    let unfiltered = render(|v, o| render_labels_text(v, 0.0, o).expect("render"));
+    assert!(!unfiltered.contains("filter:"), "{unfiltered}");
 }

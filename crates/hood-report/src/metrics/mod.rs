@@ -3,7 +3,10 @@
 //!
 //! Counters are the kernel's cumulative values (CPU seconds, context switches, interrupts), so
 //! Prometheus derives rates itself; gauges are instantaneous values or ratios over the interval
-//! between the server's last two snapshots. Per-process series are limited to the tasks
+//! between the server's last two snapshots. Names follow Prometheus's naming guide (base units,
+//! `_total` on counters, `_bytes`, `_seconds`) and node_exporter's shape: a label splits a
+//! metric only into disjoint parts that sum to something meaningful, so totals and overlapping
+//! quantities (memory total, free, available, ...) are separate metrics. Per-process series are limited to the tasks
 //! [`select_tasks`] picks (top N by CPU, or those matching a filter), which bounds the label
 //! set.
 
@@ -50,9 +53,34 @@ pub fn select_tasks(view: &SystemView, sel: &Selection) -> Vec<TaskView> {
     refs.into_iter().take(sel.top).cloned().collect()
 }
 
+/// What `hood_build_info` says about the binary serving the metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuildInfo<'a> {
+    /// The package version, e.g. `0.1.0`.
+    pub version: &'a str,
+    /// The git commit (or `unknown commit`).
+    pub commit: &'a str,
+    /// The build date, `YYYY-MM-DD`.
+    pub date: &'a str,
+}
+
 /// Encode `view` with per-process series for `tasks` (see [`select_tasks`]).
-pub fn render_metrics(view: &SystemView, tasks: &[TaskView]) -> String {
+pub fn render_metrics(view: &SystemView, tasks: &[TaskView], build: BuildInfo<'_>) -> String {
     let mut e = Enc::default();
+    e.family(
+        "hood_build_info",
+        "gauge",
+        "Always 1; the labels say which hood serves these metrics.",
+    );
+    e.sample(
+        "hood_build_info",
+        &[
+            ("version", build.version),
+            ("commit", build.commit),
+            ("build_date", build.date),
+        ],
+        1.0,
+    );
     system(&mut e, view);
     processes(&mut e, tasks);
     e.finish()
@@ -112,13 +140,19 @@ fn system(e: &mut Enc, v: &SystemView) {
         &[],
         v.cpus.context_switches as f64,
     );
-    e.family("hood_load", "gauge", "Load averages by period.");
-    for (period, x) in [
-        ("1m", v.load.one),
-        ("5m", v.load.five),
-        ("15m", v.load.fifteen),
+    // One metric per period, as node_exporter's node_load1/5/15: the three overlap, so a
+    // label would invite summing them.
+    for (name, period, x) in [
+        ("hood_load1", "1", v.load.one),
+        ("hood_load5", "5", v.load.five),
+        ("hood_load15", "15", v.load.fifteen),
     ] {
-        e.sample("hood_load", &[("period", period)], x);
+        e.family(
+            name,
+            "gauge",
+            &format!("Load average over {period} minute(s)."),
+        );
+        e.sample(name, &[], x);
     }
     e.family("hood_threads_runnable", "gauge", "Runnable threads now.");
     e.sample("hood_threads_runnable", &[], v.load.runnable as f64);
@@ -128,29 +162,42 @@ fn system(e: &mut Enc, v: &SystemView) {
     for (state, n) in &v.counts.tasks_by_state {
         e.sample("hood_processes", &[("state", state)], *n as f64);
     }
+    // Memory: a total and parts that overlap (available includes free and most of cache),
+    // so one metric each, as node_exporter's node_memory_*_bytes.
     let m = &v.physmem;
-    e.family(
-        "hood_memory_bytes",
-        "gauge",
-        "Physical memory by kind (used = total - free - buffers - cache).",
-    );
-    for (kind, b) in [
-        ("total", m.total),
-        ("used", m.used),
-        ("free", m.free),
-        ("buffers", m.buffers),
-        ("cache", m.cache),
-        ("available", m.available),
+    for (name, help, b) in [
+        (
+            "hood_memory_total_bytes",
+            "Usable physical memory.",
+            m.total,
+        ),
+        (
+            "hood_memory_used_bytes",
+            "Physical memory in use: total - free - buffers - cache.",
+            m.used,
+        ),
+        ("hood_memory_free_bytes", "Physical memory unused.", m.free),
+        (
+            "hood_memory_buffers_bytes",
+            "Physical memory in block device buffers.",
+            m.buffers,
+        ),
+        (
+            "hood_memory_cache_bytes",
+            "Physical memory in the page cache and reclaimable slab.",
+            m.cache,
+        ),
+        (
+            "hood_memory_available_bytes",
+            "The kernel's estimate of memory available for new work (MemAvailable).",
+            m.available,
+        ),
+        ("hood_swap_total_bytes", "Swap space.", m.swap_total),
+        ("hood_swap_used_bytes", "Swap space in use.", m.swap_used),
+        ("hood_swap_free_bytes", "Swap space unused.", m.swap_free),
     ] {
-        e.sample("hood_memory_bytes", &[("kind", kind)], b as f64);
-    }
-    e.family("hood_swap_bytes", "gauge", "Swap by kind.");
-    for (kind, b) in [
-        ("total", m.swap_total),
-        ("used", m.swap_used),
-        ("free", m.swap_free),
-    ] {
-        e.sample("hood_swap_bytes", &[("kind", kind)], b as f64);
+        e.family(name, "gauge", help);
+        e.sample(name, &[], b as f64);
     }
     e.family(
         "hood_interrupts_total",
@@ -205,23 +252,33 @@ fn processes(e: &mut Enc, tasks: &[TaskView]) {
             e.sample("hood_process_cpu_ratio", &labels, p / 100.0);
         }
     }
+    // The names of the client libraries' process_resident_memory_bytes and
+    // process_virtual_memory_bytes.
     e.family(
-        "hood_process_resident_bytes",
+        "hood_process_resident_memory_bytes",
         "gauge",
         "Resident memory of an exported process.",
     );
     for (t, (pid, name)) in tasks.iter().zip(&ids) {
         let labels = [("pid", pid.as_str()), ("name", name)];
-        e.sample("hood_process_resident_bytes", &labels, t.res_bytes as f64);
+        e.sample(
+            "hood_process_resident_memory_bytes",
+            &labels,
+            t.res_bytes as f64,
+        );
     }
     e.family(
-        "hood_process_virtual_bytes",
+        "hood_process_virtual_memory_bytes",
         "gauge",
         "Virtual memory of an exported process.",
     );
     for (t, (pid, name)) in tasks.iter().zip(&ids) {
         let labels = [("pid", pid.as_str()), ("name", name)];
-        e.sample("hood_process_virtual_bytes", &labels, t.virt_bytes as f64);
+        e.sample(
+            "hood_process_virtual_memory_bytes",
+            &labels,
+            t.virt_bytes as f64,
+        );
     }
     e.family(
         "hood_process_threads",
@@ -235,7 +292,7 @@ fn processes(e: &mut Enc, tasks: &[TaskView]) {
     e.family(
         "hood_process_context_switches_total",
         "counter",
-        "Context switches of an exported process's main thread since it started, by kind.",
+        "Context switches of all threads of an exported process (the live ones), by kind.",
     );
     for (t, (pid, name)) in tasks.iter().zip(&ids) {
         if let Some(c) = &t.ctx_switches {

@@ -5,6 +5,12 @@ use hood_model::monitor::{SystemView, TaskView};
 
 use super::*;
 
+const BUILD: BuildInfo<'static> = BuildInfo {
+    version: "0.1.0",
+    commit: "abc1234",
+    date: "2026-01-02",
+};
+
 fn task(pid: u32, name: &str, cpu: Option<f64>, res: u64) -> TaskView {
     TaskView {
         pid,
@@ -93,7 +99,7 @@ fn check_syntax(text: &str) -> BTreeMap<String, Vec<(String, f64)>> {
 #[test]
 fn system_families_and_values() {
     let v = view();
-    let text = render_metrics(&v, &v.tasks);
+    let text = render_metrics(&v, &v.tasks, BUILD);
     let f = check_syntax(&text);
     let cpu = &f["hood_cpu_seconds_total"];
     let get = |fam: &[(String, f64)], s: &str| fam.iter().find(|(k, _)| k == s).map(|x| x.1);
@@ -121,13 +127,18 @@ fn system_families_and_values() {
         ),
         Some(12345.0)
     );
-    assert_eq!(get(&f["hood_load"], r#"hood_load{period="1m"}"#), Some(0.5));
+    assert_eq!(get(&f["hood_load1"], "hood_load1"), Some(0.5));
     assert_eq!(
-        get(
-            &f["hood_memory_bytes"],
-            r#"hood_memory_bytes{kind="total"}"#
-        ),
+        get(&f["hood_memory_total_bytes"], "hood_memory_total_bytes"),
         Some(1073741824.0)
+    );
+    assert_eq!(
+        f["hood_build_info"],
+        vec![(
+            r#"hood_build_info{version="0.1.0",commit="abc1234",build_date="2026-01-02"}"#
+                .to_string(),
+            1.0
+        )]
     );
     assert_eq!(
         get(
@@ -145,7 +156,7 @@ fn system_families_and_values() {
 #[test]
 fn process_series_escape_names() {
     let v = view();
-    let text = render_metrics(&v, &v.tasks[1..2]);
+    let text = render_metrics(&v, &v.tasks[1..2], BUILD);
     let f = check_syntax(&text);
     let series = r#"{pid="20",name="busy \"x\"\\y"}"#;
     assert_eq!(
@@ -184,4 +195,49 @@ fn values_and_labels_format() {
     assert_eq!(format_value(f64::NAN), "NaN");
     assert_eq!(format_value(f64::NEG_INFINITY), "-Inf");
     assert_eq!(escape_label("a\nb\"c\\"), "a\\nb\\\"c\\\\");
+}
+
+/// Prometheus's naming guide and node_exporter's shape: counters end in `_total`, sizes in
+/// `_bytes`, times in `_seconds`; no label named `kind` or `period` splits a metric into parts
+/// that overlap (a total beside its parts).
+#[test]
+fn names_follow_the_naming_guide() {
+    let v = view();
+    let text = render_metrics(&v, &v.tasks, BUILD);
+    let mut kinds = BTreeMap::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            kinds.insert(name.to_string(), kind.to_string());
+        }
+    }
+    for (name, kind) in &kinds {
+        assert!(name.starts_with("hood_"), "{name}");
+        assert!(
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+            "{name}"
+        );
+        assert_eq!(
+            kind == "counter",
+            name.ends_with("_total"),
+            "{name} is a {kind}"
+        );
+        if name.contains("memory") || name.contains("swap") {
+            assert!(name.ends_with("_bytes"), "{name}");
+        }
+    }
+    for overlapping in ["kind=\"total\"", "period="] {
+        assert!(!text.contains(overlapping), "{overlapping} in:\n{text}");
+    }
+    for name in [
+        "hood_memory_total_bytes",
+        "hood_memory_available_bytes",
+        "hood_swap_free_bytes",
+        "hood_load15",
+        "hood_process_resident_memory_bytes",
+        "hood_build_info",
+    ] {
+        assert!(kinds.contains_key(name), "{name} missing");
+    }
 }

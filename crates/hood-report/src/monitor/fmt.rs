@@ -12,6 +12,21 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
+/// A byte count in binary units for reading: `512 B`, `1.5 KiB`, `23.5 GiB`.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
 /// A byte rate per second, compact (`0`, `512`, `12.3k`, `4.5m`).
 pub fn rate_bytes(r: Option<f64>) -> String {
     match r {
@@ -86,4 +101,18 @@ pub fn fit_right(s: &str, w: usize) -> String {
 /// Cut a line to at most `w` characters.
 pub fn clip(s: &str, w: usize) -> String {
     s.chars().take(w).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn human_bytes_uses_binary_units() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(25_276_502_016), "23.5 GiB");
+        assert_eq!(human_bytes(u64::MAX), "16.0 EiB");
+    }
 }

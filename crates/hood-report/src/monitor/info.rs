@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use super::fmt::human_bytes;
+
 /// Render the list of paths with descriptions.
 pub fn render_paths(paths: &[(String, String)]) -> String {
     let w = paths
@@ -17,18 +19,38 @@ pub fn render_paths(paths: &[(String, String)]) -> String {
     s
 }
 
-/// Render one node as `key: value` lines, nested objects indented, list items by id.
+/// Render one node as `key: value` lines in the tree's own order (load one, five, fifteen),
+/// nested objects indented, list items by id; byte counts in binary units (`--json` keeps
+/// the raw numbers).
 pub fn render_node(path: &str, v: &Value) -> String {
     let mut s = String::new();
+    let last = path.trim_matches('.').rsplit('.').next().unwrap_or("");
+    let in_bytes = path.split('.').any(|seg| seg == "physmem");
     match v {
         Value::Object(_) | Value::Array(_) => {
             s.push_str(path);
             s.push_str(":\n");
-            walk(v, 1, &mut s);
+            walk(v, 1, in_bytes, &mut s);
         }
-        _ => s.push_str(&format!("{path}: {}\n", scalar(v))),
+        _ => s.push_str(&format!(
+            "{path}: {}\n",
+            value(v, in_bytes || is_bytes_key(last))
+        )),
     }
     s
+}
+
+/// Keys whose numbers count bytes.
+fn is_bytes_key(k: &str) -> bool {
+    k.ends_with("_bytes") || k == "rchar" || k == "wchar" || k == "physmem"
+}
+
+/// A scalar, as a byte count in binary units when `bytes` and it is a whole number.
+fn value(v: &Value, bytes: bool) -> String {
+    match v.as_u64() {
+        Some(n) if bytes => human_bytes(n),
+        _ => scalar(v),
+    }
 }
 
 fn scalar(v: &Value) -> String {
@@ -53,7 +75,7 @@ fn item_label(i: usize, v: &Value) -> String {
     i.to_string()
 }
 
-fn walk(v: &Value, depth: usize, s: &mut String) {
+fn walk(v: &Value, depth: usize, bytes: bool, s: &mut String) {
     let pad = "  ".repeat(depth);
     match v {
         Value::Object(m) => {
@@ -61,17 +83,20 @@ fn walk(v: &Value, depth: usize, s: &mut String) {
                 match x {
                     Value::Object(_) => {
                         s.push_str(&format!("{pad}{k}:\n"));
-                        walk(x, depth + 1, s);
+                        walk(x, depth + 1, bytes || is_bytes_key(k), s);
                     }
                     Value::Array(a) if a.iter().any(|e| e.is_object()) => {
                         s.push_str(&format!("{pad}{k}: ({} items)\n", a.len()));
-                        walk(x, depth + 1, s);
+                        walk(x, depth + 1, bytes, s);
                     }
                     Value::Array(a) => {
                         let items: Vec<String> = a.iter().map(scalar).collect();
                         s.push_str(&format!("{pad}{k}: [{}]\n", items.join(", ")));
                     }
-                    _ => s.push_str(&format!("{pad}{k}: {}\n", scalar(x))),
+                    _ => s.push_str(&format!(
+                        "{pad}{k}: {}\n",
+                        value(x, bytes || is_bytes_key(k))
+                    )),
                 }
             }
         }
@@ -79,7 +104,7 @@ fn walk(v: &Value, depth: usize, s: &mut String) {
             for (i, x) in a.iter().enumerate() {
                 if x.is_object() {
                     s.push_str(&format!("{pad}[{}]\n", item_label(i, x)));
-                    walk(x, depth + 1, s);
+                    walk(x, depth + 1, bytes, s);
                 } else {
                     s.push_str(&format!("{pad}{}\n", scalar(x)));
                 }

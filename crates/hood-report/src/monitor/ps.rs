@@ -16,10 +16,12 @@ pub struct PsLayout {
     pub cpus: bool,
     /// Print the user and command-line columns (`-f`).
     pub full: bool,
+    /// CPU use was measured over an interval (`--interval SECS`): print %CPU, %USR and %SYS.
+    pub measured: bool,
 }
 
 /// The columns of `hood ps`: ID, threads, memory, user and system time, name (as HelenOS's `tasks`),
-/// with state and resident memory added.
+/// with state and resident memory added, and the measured CPU shares before the times.
 pub fn ps_columns(layout: PsLayout) -> Vec<Column> {
     use Column::*;
     let mut c = if layout.threads {
@@ -27,6 +29,10 @@ pub fn ps_columns(layout: PsLayout) -> Vec<Column> {
     } else {
         vec![Pid, Threads, Virt, Res, State, UTime, STime, Name]
     };
+    if layout.measured {
+        let at = c.iter().position(|k| *k == UTime).unwrap_or(c.len());
+        c.splice(at..at, [Cpu, UserCpu, KernelCpu]);
+    }
     if layout.full {
         c.insert(1, User);
         if let Some(last) = c.last_mut() {

@@ -55,6 +55,31 @@ pub fn achieved_hz(prof: &Profile) -> f64 {
     prof.samples.len() as f64 / (ns as f64 / 1e9) / cpu_count(prof) as f64
 }
 
+/// For a command or pids (not `-a`): the rate a thread got while it ran, i.e. the samples of
+/// the target's threads (idle excluded) per second per thread running at a time, which is at
+/// most the number of CPUs; with the number of threads sampled. `None` for a whole-system
+/// recording, whose rate is per CPU.
+pub fn achieved_hz_per_thread(prof: &Profile) -> Option<(f64, usize, usize)> {
+    let ns = active_ns(prof);
+    if prof.meta.mode == "system" || ns == 0 {
+        return None;
+    }
+    let mut tids: Vec<u32> = Vec::new();
+    let mut n = 0usize;
+    for s in prof.samples.iter().filter(|s| s.mode != Mode::Idle) {
+        tids.push(s.tid);
+        n += 1;
+    }
+    tids.sort_unstable();
+    tids.dedup();
+    let at_once = tids.len().min(cpu_count(prof)).max(1);
+    Some((
+        n as f64 / (ns as f64 / 1e9) / at_once as f64,
+        tids.len(),
+        at_once,
+    ))
+}
+
 /// Throttle events: the recorder's counts when finalized, else those seen in the stream.
 pub fn throttled(prof: &Profile) -> u64 {
     let stored = prof.stats.as_ref().map_or(0, |s| s.throttled());
@@ -142,7 +167,12 @@ pub fn render_header(
     writeln!(out, "{}", line("User samples", t.user))?;
     writeln!(out, "{}", line("Idle samples", t.idle))?;
     writeln!(out, "{:>20}{:->10}  {:->7}", "", "", "")?;
-    writeln!(out, "{:>18}: {:>10} (100.0%)", "Total samples", t.samples)?;
+    if t.samples == 0 {
+        // 0 of 0 is no share at all, not 100 %.
+        writeln!(out, "{:>18}: {:>10}", "Total samples", 0)?;
+    } else {
+        writeln!(out, "{:>18}: {:>10} (100.0%)", "Total samples", t.samples)?;
+    }
     writeln!(out)?;
     render_losses(prof, out)?;
     render_stacks(prof, filter, width, out)?;
@@ -277,20 +307,41 @@ fn render_rate(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {
         return Ok(());
     }
     let cpus = cpu_count(prof);
-    write!(
-        out,
-        "Sample rate:  {:.1} Hz per CPU (asked {} Hz): {} samples / {} / {} CPU{}",
-        achieved_hz(prof),
-        prof.meta.freq_hz,
-        prof.samples.len(),
-        secs(ns),
-        cpus,
-        if cpus == 1 { "" } else { "s" }
-    )?;
-    if prof.meta.mode != "system" {
-        write!(out, " (samples only while the target ran)")?;
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    match achieved_hz_per_thread(prof) {
+        // A command or pids: a thread is sampled only while it runs, so the rate is per
+        // running thread (a single-threaded target on 2 CPUs gets the asked rate, not half).
+        Some((hz, threads, at_once)) => {
+            let samples = (hz * at_once as f64 * ns as f64 / 1e9).round();
+            writeln!(
+                out,
+                "Sample rate:  {hz:.1} Hz per running thread (asked {} Hz): {samples} samples / {} / \
+                 {at_once} thread{}",
+                prof.meta.freq_hz,
+                secs(ns),
+                plural(at_once)
+            )?;
+            let how = if threads > at_once {
+                format!("{threads} threads on {cpus} CPUs, at most {at_once} at a time; ")
+            } else {
+                String::new()
+            };
+            writeln!(
+                out,
+                "              ({how}a thread is sampled only while it runs)"
+            )?;
+        }
+        None => writeln!(
+            out,
+            "Sample rate:  {:.1} Hz per CPU (asked {} Hz): {} samples / {} / {} CPU{}",
+            achieved_hz(prof),
+            prof.meta.freq_hz,
+            prof.samples.len(),
+            secs(ns),
+            cpus,
+            plural(cpus)
+        )?,
     }
-    writeln!(out)?;
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use hood_model::profile::{FuncId, Mode, Profile, RecordMeta, RecordStats};
 use serde::Serialize;
 
 use super::group::dso_rows;
-use super::header::{achieved_hz, active_ns, cpu_count, target, throttled};
+use super::header::{achieved_hz, achieved_hz_per_thread, active_ns, cpu_count, target, throttled};
 use super::{tree, CallGraph, ReportOptions};
 use crate::ReportError;
 
@@ -27,6 +27,7 @@ struct Report<'a> {
     active_ns: u64,
     cpus: usize,
     achieved_hz_per_cpu: f64,
+    achieved_hz_per_thread: Option<f64>,
     lost: u64,
     throttled: u64,
     user_stacks: StacksJson,
@@ -254,6 +255,8 @@ pub fn render_json(
         active_ns: active_ns(prof),
         cpus: cpu_count(prof),
         achieved_hz_per_cpu: (achieved_hz(prof) * 1000.0).round() / 1000.0,
+        achieved_hz_per_thread: achieved_hz_per_thread(prof)
+            .map(|(hz, _, _)| (hz * 1000.0).round() / 1000.0),
         lost: prof.lost(),
         throttled: throttled(prof),
         user_stacks: {

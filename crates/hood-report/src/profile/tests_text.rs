@@ -35,8 +35,23 @@ fn header_counts_modes_with_percentages() {
     assert!(line(&s, "Recorded:").contains("command `./work 60`"));
     assert!(line(&s, "Event:").contains("cpu-clock, 1000 Hz"));
     assert_eq!(numbers(line(&s, "Lost samples:")), [0.0]);
-    // 1000 samples in 500.5 ms over 2 CPUs.
-    assert!(line(&s, "Sample rate:").starts_with("Sample rate:  999.0 Hz per CPU"));
+    // A command: 945 samples of its 3 threads (idle excluded) in 500.5 ms, at most 2 running
+    // at a time on 2 CPUs.
+    let rate = line(&s, "Sample rate:");
+    assert!(
+        rate.starts_with("Sample rate:  944.1 Hz per running thread (asked 1000 Hz): 945 samples"),
+        "{rate}"
+    );
+    assert!(rate.ends_with("/ 500.5 ms / 2 threads"), "{rate}");
+    let next = s
+        .lines()
+        .skip_while(|l| !l.starts_with("Sample rate:"))
+        .nth(1)
+        .unwrap();
+    assert_eq!(
+        next.trim(),
+        "(3 threads on 2 CPUs, at most 2 at a time; a thread is sampled only while it runs)"
+    );
 }
 
 #[test]

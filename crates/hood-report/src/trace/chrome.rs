@@ -2,6 +2,11 @@
 //! per call, off-CPU intervals as "X" events in category `sched`, hard irqs and softirqs that
 //! interrupted the thread as "X" events in category `irq`, marks as instant events,
 //! process and thread names as metadata.
+//!
+//! A call slice carries its function's name and nothing else: speedscope names a frame by the
+//! slice's name together with its `args`, so a per-call value there (the call's net time)
+//! would make every call a frame of its own and nothing would group. Perfetto computes each
+//! slice's self time from the nesting.
 
 use std::io::Write;
 
@@ -30,7 +35,7 @@ pub fn chrome(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
     for c in &a.calls {
         ev.push(
             json!({"ph": "X", "cat": "call", "name": c.name, "pid": c.pid, "tid": c.tid,
-            "ts": us(c.start_ns), "dur": us(c.dur_ns), "args": {"net_us": us(c.net_ns)}}),
+            "ts": us(c.start_ns), "dur": us(c.dur_ns)}),
         );
     }
     for &(pid, tid, start, dur) in &a.off_intervals {

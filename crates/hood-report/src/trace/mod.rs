@@ -281,7 +281,7 @@ pub fn paths(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
 /// Versioned JSON: totals, functions, threads (with path lines when computed).
 pub fn json(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
     let v = serde_json::json!({
-        "version": JSON_VERSION,
+        "schema_version": JSON_VERSION,
         "analysis": a,
     });
     serde_json::to_writer_pretty(&mut *out, &v)?;

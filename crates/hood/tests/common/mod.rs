@@ -26,9 +26,10 @@ pub fn c_program(name: &str) -> PathBuf {
         return out;
     }
     let src = repo().join("tests/c").join(format!("{name}.c"));
-    let tmp = dir
-        .path()
-        .join(format!("{name}.{}.tmp", std::process::id()));
+    // Two tests of one binary may build the same program at once: each its own temporary.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.path().join(format!("{name}.{n}.tmp"));
     let st = Command::new("gcc")
         .args([
             "-O1",
@@ -63,6 +64,25 @@ pub fn privileged(test: &str) -> bool {
     }
     eprintln!("SKIPPED (needs root or CAP_PERFMON): {test}");
     false
+}
+
+/// The subcommands `hood ARGS --help` lists (without `help`), so a new subcommand cannot be
+/// missed by a test's own list.
+pub fn listed_in_help(args: &[&str]) -> Vec<String> {
+    let out = run(hood().args(args).arg("--help"));
+    let help = String::from_utf8_lossy(&out.stdout).to_string();
+    help.split("Commands:")
+        .nth(1)
+        .map(|rest| {
+            rest.lines()
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .filter_map(|l| l.split_whitespace().next())
+                .filter(|w| *w != "help")
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Run and capture, with stdout/stderr shown on failure.

@@ -35,10 +35,11 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let Some(path) = args.path else {
         let paths = list_paths(&view);
         if args.json {
-            let j: Vec<_> = paths
+            let list: Vec<_> = paths
                 .iter()
                 .map(|(p, d)| serde_json::json!({"path": p, "description": d}))
                 .collect();
+            let j = serde_json::json!({"schema_version": view.schema_version, "paths": list});
             emit(&(serde_json::to_string_pretty(&j)? + "\n"))?;
         } else {
             emit(&render_paths(&paths))?;
@@ -46,7 +47,14 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     match lookup(&view, &path) {
-        Some(node) if args.json => emit(&(serde_json::to_string_pretty(&node)? + "\n"))?,
+        Some(node) if args.json => {
+            let j = serde_json::json!({
+                "schema_version": view.schema_version,
+                "path": path,
+                "value": node,
+            });
+            emit(&(serde_json::to_string_pretty(&j)? + "\n"))?
+        }
         Some(node) => emit(&render_node(&path, &node))?,
         None => {
             eprintln!("hood info: no node {path:?}; run `hood info` for the list of nodes");

@@ -75,6 +75,7 @@ impl PsArgs {
                 load: self.load,
                 cpus: self.cpus,
                 full: self.full,
+                measured: self.interval > 0.0,
             },
             key,
             desc: descending(self.sort.as_deref(), key),

@@ -40,6 +40,9 @@ pub struct Collector {
     /// The kallsyms text the recording holds, whose lines for these addresses are written
     /// at finalization.
     pub kallsyms: Option<String>,
+    /// Chunks written just before the first records that hold a sample (kallsyms: 1 MB that
+    /// a recording without samples does not need).
+    until_samples: Vec<(u32, Vec<u8>)>,
 }
 
 impl Collector {
@@ -59,7 +62,18 @@ impl Collector {
             attr: Attr::parse(attr).unwrap_or_default(),
             kernel_addrs: Some(HashSet::default()),
             kallsyms: None,
+            until_samples: Vec::new(),
         }
+    }
+
+    /// Write this chunk just before the first records that hold a sample.
+    pub fn write_before_samples(&mut self, tag: u32, data: Vec<u8>) {
+        self.until_samples.push((tag, data));
+    }
+
+    /// Whether the chunks held back until the first sample were written.
+    pub fn wrote_before_samples(&self) -> bool {
+        self.until_samples.is_empty()
     }
 
     /// The distinct kernel addresses of the stored samples (their instruction pointers and
@@ -209,6 +223,11 @@ impl Collector {
             }
             let buf = std::mem::take(self.bufs.get_mut(&cpu).expect("cpu buffer exists"));
             self.count(cpu, &buf);
+            if self.samples() > 0 {
+                for (tag, data) in std::mem::take(&mut self.until_samples) {
+                    w.write_chunk(tag, &data, true)?;
+                }
+            }
             chunk.clear();
             chunk.extend_from_slice(&cpu.to_le_bytes());
             chunk.extend_from_slice(&buf);

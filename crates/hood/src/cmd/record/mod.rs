@@ -176,11 +176,22 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             true,
         )?;
     }
-    let kallsyms = snapshot::kallsyms();
-    match &kallsyms {
-        Some(k) => writer.write_chunk(tags::profile::KALLSYMS, k.as_bytes(), true)?,
-        None => eprintln!("hood: kernel addresses are hidden (kernel.kptr_restrict); kernel frames will be unresolved. Fix: sudo sysctl kernel.kptr_restrict=0"),
-    }
+    // Kernel symbols are needed only when kernel code is sampled (a user-space-only
+    // recording has no kernel frames), and stored only once a sample is (a recording without
+    // samples stays small).
+    let kallsyms = if session.samples_kernel() {
+        let k = snapshot::kallsyms();
+        if k.is_none() {
+            eprintln!(
+                "hood: kernel addresses are hidden from hood, so kernel frames will be \
+                 unresolved: {}",
+                hood_perf::kallsyms_hidden_reason()
+            );
+        }
+        k
+    } else {
+        None
+    };
     if let Some(v) = snapshot::vdso() {
         if let Some(rw) = rewriter.as_mut() {
             rw.unwinder().set_vdso(&v);
@@ -212,6 +223,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     }
     let started = Instant::now();
     let mut collector = Collector::new(session.cpus(), &stored_attr);
+    if let Some(k) = &kallsyms {
+        collector.write_before_samples(tags::profile::KALLSYMS, k.clone().into_bytes());
+    }
     collector.kallsyms = kallsyms;
     if let Some(rw) = rewriter.take() {
         collector.set_rewriter(rw);
@@ -337,7 +351,13 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     let code = match (&error, exit_status) {
         (Some(_), _) => ExitCode::from(2),
         (None, Some(st)) => ExitCode::from(st.clamp(0, 255) as u8),
-        (None, None) if outcome.samples == 0 => ExitCode::from(1),
+        (None, None) if outcome.samples == 0 => {
+            eprintln!(
+                "hood: no samples: the recorded processes did not run on a CPU while hood \
+                 watched (exit status 1)"
+            );
+            ExitCode::from(1)
+        }
         (None, None) => ExitCode::SUCCESS,
     };
     Ok((outcome, code))
@@ -380,7 +400,7 @@ fn finalize<W: std::io::Write>(
             true,
         )?;
     }
-    if let Some(k) = &collector.kallsyms {
+    if let (Some(k), true) = (&collector.kallsyms, collector.wrote_before_samples()) {
         // The lines that name this recording's kernel addresses (all of them if too many
         // distinct addresses were seen to keep track of).
         let used = match collector.kernel_addrs() {

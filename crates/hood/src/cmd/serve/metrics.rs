@@ -7,7 +7,7 @@ use anyhow::Context;
 use hood_model::monitor::view::CtxView;
 use hood_model::monitor::{derive, ScanOptions, Snapshot, TaskView};
 use hood_procfs::ProcReader;
-use hood_report::metrics::{render_metrics, select_tasks, Selection};
+use hood_report::metrics::{render_metrics, select_tasks, BuildInfo, Selection};
 
 use super::lean::{LeanNeeds, LeanReader};
 
@@ -91,22 +91,35 @@ impl Scraper {
         exported.extend(tasks.iter().map(|t| t.pid));
         drop(st);
         add_ctx(&mut tasks);
-        Ok(render_metrics(&view, &tasks))
+        let build = BuildInfo {
+            version: env!("CARGO_PKG_VERSION"),
+            commit: env!("BUILD_COMMIT"),
+            date: env!("BUILD_DATE"),
+        };
+        Ok(render_metrics(&view, &tasks, build))
     }
 }
 
-/// Context switch counters of the exported processes (a vanished process keeps none).
+/// Context switch counters of the exported processes, summed over their live threads (a
+/// process's own status counts its main thread only); a vanished process keeps none.
 fn add_ctx(tasks: &mut [TaskView]) {
     for t in tasks {
-        let path = format!("/proc/{}/status", t.pid);
-        if let Ok(text) = std::fs::read_to_string(path) {
+        let Ok(threads) = std::fs::read_dir(format!("/proc/{}/task", t.pid)) else {
+            continue;
+        };
+        let mut sum: Option<CtxView> = None;
+        for th in threads.flatten() {
+            let Ok(text) = std::fs::read_to_string(th.path().join("status")) else {
+                continue;
+            };
             if let Some(c) = hood_procfs::parse::parse_status(&text).ctx {
-                t.ctx_switches = Some(CtxView {
-                    voluntary: c.voluntary,
-                    involuntary: c.involuntary,
-                    ..CtxView::default()
-                });
+                let s = sum.get_or_insert_with(CtxView::default);
+                s.voluntary = s.voluntary.saturating_add(c.voluntary);
+                s.involuntary = s.involuntary.saturating_add(c.involuntary);
             }
+        }
+        if sum.is_some() {
+            t.ctx_switches = sum;
         }
     }
 }

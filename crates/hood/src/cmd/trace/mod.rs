@@ -77,7 +77,7 @@ pub struct RecordArgs {
 pub enum FormatArg {
     /// Function summary (or the code-path trace with --paths).
     Text,
-    /// Versioned JSON (`"version": 1`).
+    /// Versioned JSON (`"schema_version": 1`).
     Json,
     /// Chrome trace-event JSON (Perfetto, chrome://tracing).
     Chrome,
