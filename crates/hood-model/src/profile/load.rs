@@ -103,7 +103,10 @@ impl RawRecording {
                     }
                 }
                 tags::profile::PROC_SNAPSHOT => {
-                    rec.snapshot = json("process snapshot", off, &data)?
+                    // A second chunk holds processes that started while the first was taken.
+                    let more: ProcSnapshotChunk = json("process snapshot", off, &data)?;
+                    rec.snapshot.processes.extend(more.processes);
+                    rec.snapshot.build_ids.extend(more.build_ids);
                 }
                 tags::profile::BUILD_IDS => rec.build_ids = json("build-id", off, &data)?,
                 tags::profile::KALLSYMS => match chunk.compressed {

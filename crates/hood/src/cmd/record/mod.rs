@@ -169,10 +169,10 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             rw.unwinder().load_proc_maps(p.pid, &p.maps);
         }
     }
-    if let Some(snap) = snap {
+    if let Some(snap) = &snap {
         writer.write_chunk(
             tags::profile::PROC_SNAPSHOT,
-            &serde_json::to_vec(&snap)?,
+            &serde_json::to_vec(snap)?,
             true,
         )?;
     }
@@ -222,6 +222,23 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         None => session.enable()?,
     }
     let started = Instant::now();
+    // Processes started while the first snapshot was taken (under load that takes a while)
+    // forked and exec'ed before the events were on: take them now, or they go unnamed.
+    if let (Who::System, Some(snap)) = (&cfg.who, &snap) {
+        let late = snapshot::processes_since(snap);
+        if !late.processes.is_empty() {
+            if let Some(rw) = rewriter.as_mut() {
+                for p in &late.processes {
+                    rw.unwinder().load_proc_maps(p.pid, &p.maps);
+                }
+            }
+            writer.write_chunk(
+                tags::profile::PROC_SNAPSHOT,
+                &serde_json::to_vec(&late)?,
+                true,
+            )?;
+        }
+    }
     let mut collector = Collector::new(session.cpus(), &stored_attr);
     if let Some(k) = &kallsyms {
         collector.write_before_samples(tags::profile::KALLSYMS, k.clone().into_bytes());

@@ -9,15 +9,34 @@ use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk};
 
 /// Snapshot `pids` (or every process when `None`) from /proc. Vanished processes are skipped.
 pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
-    let list: Vec<u32> = match pids {
-        Some(p) => p.iter().map(|&p| p as u32).collect(),
-        None => fs::read_dir("/proc")
-            .map(|rd| {
-                rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                    .collect()
-            })
-            .unwrap_or_default(),
-    };
+    match pids {
+        Some(p) => processes_of(p.iter().map(|&p| p as u32).collect()),
+        None => processes_of(all_pids()),
+    }
+}
+
+/// The processes now running that `earlier` does not hold: those started between a snapshot
+/// and the moment the events were enabled, whose fork and exec the events did not see.
+pub fn processes_since(earlier: &ProcSnapshotChunk) -> ProcSnapshotChunk {
+    let known: BTreeSet<u32> = earlier.processes.iter().map(|p| p.pid).collect();
+    processes_of(
+        all_pids()
+            .into_iter()
+            .filter(|p| !known.contains(p))
+            .collect(),
+    )
+}
+
+fn all_pids() -> Vec<u32> {
+    fs::read_dir("/proc")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
     let mut out = ProcSnapshotChunk::default();
     let mut files = BTreeSet::new();
     for pid in list {
