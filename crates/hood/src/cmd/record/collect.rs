@@ -7,9 +7,7 @@ use std::time::Instant;
 
 use hood_format::{tags, Writer};
 use hood_model::profile::attr::Attr;
-use hood_model::profile::records::{
-    kind, parse_sample, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL, MISC_MMAP_BUILD_ID,
-};
+use hood_model::profile::records::{Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL};
 
 use hood_model::profile::CpuCounts;
 use hood_unwind::Rewriter;
@@ -37,6 +35,8 @@ pub struct Collector {
     attr: Attr,
     /// Distinct kernel addresses in the stored samples (`None` once too many).
     kernel_addrs: Option<HashSet<u64>>,
+    /// The records of the buffer being counted, decoded (reused from buffer to buffer).
+    scratch: Decoded,
     /// The kallsyms text the recording holds, whose lines for these addresses are written
     /// at finalization.
     pub kallsyms: Option<String>,
@@ -61,6 +61,7 @@ impl Collector {
             last_flush: Instant::now(),
             attr: Attr::parse(attr).unwrap_or_default(),
             kernel_addrs: Some(HashSet::default()),
+            scratch: Decoded::default(),
             kallsyms: None,
             until_samples: Vec::new(),
         }
@@ -80,32 +81,6 @@ impl Collector {
     /// kernel call-chain entries); `None` if there were too many to keep track of.
     pub fn kernel_addrs(&self) -> Option<&HashSet<u64>> {
         self.kernel_addrs.as_ref()
-    }
-
-    /// Note a stored sample's pid and kernel addresses.
-    fn note_sample(&mut self, misc: u16, body: &[u8]) {
-        let Some(s) = parse_sample(&self.attr, body) else {
-            return;
-        };
-        self.pids.insert(s.pid);
-        let Some(set) = self.kernel_addrs.as_mut() else {
-            return;
-        };
-        if (misc & 7) as u8 == CPUMODE_KERNEL {
-            set.insert(s.ip);
-        }
-        let mut in_kernel = false;
-        for w in s.chain.chunks_exact(8) {
-            let a = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
-            if a >= CONTEXT_MAX {
-                in_kernel = a == CONTEXT_KERNEL;
-            } else if in_kernel {
-                set.insert(a);
-            }
-        }
-        if set.len() > MAX_KERNEL_ADDRS {
-            self.kernel_addrs = None;
-        }
     }
 
     /// Unwind stack copies with `rewriter` before storing samples.
@@ -159,51 +134,48 @@ impl Collector {
 
     /// Count the records in a buffer that ends on a record boundary.
     fn count(&mut self, cpu: u32, buf: &[u8]) {
-        let mut samples = Vec::new();
         let c = self.counts.entry(cpu).or_default();
         c.bytes += buf.len() as u64;
-        let mut at = 0;
-        while at + 8 <= buf.len() {
-            let typ = u32::from_le_bytes([buf[at], buf[at + 1], buf[at + 2], buf[at + 3]]);
-            let misc = u16::from_le_bytes([buf[at + 4], buf[at + 5]]);
-            let size = u16::from_le_bytes([buf[at + 6], buf[at + 7]]) as usize;
-            if size < 8 || at + size > buf.len() {
-                break;
-            }
-            let rec = &buf[at..at + size];
-            let u64_at = |o: usize| {
-                rec.get(o..o + 8)
-                    .map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-            };
-            match typ {
-                kind::SAMPLE => {
+        let d = &mut self.scratch;
+        d.events.clear();
+        d.chains.clear();
+        d.push_chunk(&self.attr, cpu, buf);
+        for e in &d.events {
+            match &e.event {
+                Event::Sample {
+                    pid,
+                    ip,
+                    cpumode,
+                    chain,
+                    ..
+                } => {
                     c.samples += 1;
-                    samples.push(at);
-                }
-                kind::LOST => c.lost += u64_at(16),
-                kind::LOST_SAMPLES => c.lost += u64_at(8),
-                kind::THROTTLE => c.throttled += 1,
-                kind::MMAP | kind::MMAP2 => {
-                    let has_id = typ == kind::MMAP2 && misc & MISC_MMAP_BUILD_ID != 0;
-                    let name_at = if typ == kind::MMAP2 { 8 + 64 } else { 8 + 32 };
-                    if !has_id {
-                        if let Some(name) = rec.get(name_at..) {
-                            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-                            if name.first() == Some(&b'/') {
-                                self.files_without_build_id
-                                    .insert(String::from_utf8_lossy(&name[..end]).into_owned());
+                    self.pids.insert(*pid);
+                    if let Some(set) = self.kernel_addrs.as_mut() {
+                        if *cpumode == CPUMODE_KERNEL {
+                            set.insert(*ip);
+                        }
+                        let chain = d.chains.get(chain.0 as usize..chain.1 as usize);
+                        let mut in_kernel = false;
+                        for &a in chain.unwrap_or(&[]) {
+                            if a >= CONTEXT_MAX {
+                                in_kernel = a == CONTEXT_KERNEL;
+                            } else if in_kernel {
+                                set.insert(a);
                             }
+                        }
+                        if set.len() > MAX_KERNEL_ADDRS {
+                            self.kernel_addrs = None;
                         }
                     }
                 }
+                Event::Lost { count } => c.lost += count,
+                Event::Throttle => c.throttled += 1,
+                Event::Mmap(m) if m.build_id.is_none() && m.filename.starts_with('/') => {
+                    self.files_without_build_id.insert(m.filename.clone());
+                }
                 _ => {}
             }
-            at += size;
-        }
-        for at in samples {
-            let size = u16::from_le_bytes([buf[at + 6], buf[at + 7]]) as usize;
-            let misc = u16::from_le_bytes([buf[at + 4], buf[at + 5]]);
-            self.note_sample(misc, &buf[at + 8..at + size]);
         }
     }
 
