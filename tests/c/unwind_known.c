@@ -9,7 +9,10 @@
  *   dlopen  main -> dl_outer -> dl_inner -> dl_leaf        (dlopen'ed shared library)
  *   deep    main -> big x 200 (4 KiB frames) -> deep_leaf   (deeper than an 8 KiB copy)
  *   deep60  main -> big x 60 -> deep_leaf   (deeper than the copy, within the kernel's
- *           127-frame limit for frame-pointer chains) */
+ *           127-frame limit for frame-pointer chains)
+ *   clobbered main -> clob_mid -> clob_leaf, where clob_mid has zeroed its own return address
+ *           (a smashed stack): nothing past clob_mid can be found, and a return address of
+ *           zero must not pass for the end of the stack */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -19,6 +22,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 volatile unsigned long sink;
 static double budget_ms;
@@ -67,6 +71,14 @@ __attribute__((noinline)) void big(int n) {
     sink += pad[0] + pad[4095];
 }
 
+__attribute__((noinline)) void clob_leaf(void) { spin(200000); sink++; }
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) void clob_mid(void) {
+    void *volatile *frame = __builtin_frame_address(0);
+    frame[1] = 0; /* the saved return address, above the saved frame pointer */
+    while (more()) clob_leaf();
+    _exit(0); /* it cannot return */
+}
+
 void lib_outer(long n);
 
 int main(int argc, char **argv) {
@@ -106,6 +118,8 @@ int main(int argc, char **argv) {
         while (more()) big(200);
     } else if (!strcmp(mode, "deep60")) {
         while (more()) big(60);
+    } else if (!strcmp(mode, "clobbered")) {
+        clob_mid();
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;

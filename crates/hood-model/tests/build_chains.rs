@@ -120,3 +120,73 @@ fn a_repeated_chain_follows_mmap_exec_and_fork() {
         ]
     );
 }
+
+/// Kernel names `k@ADDR`, so a test sees which kernel address was looked up.
+struct ByAddr;
+
+impl Resolver for ByAddr {
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+        addrs.iter().map(|a| Some(format!("k@{a:#x}"))).collect()
+    }
+    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<String>> {
+        ByFile.file(file, offsets)
+    }
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>> {
+        vec![None; offsets.len()]
+    }
+    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn the_first_frame_of_each_context_is_the_exact_address_the_rest_are_return_addresses() {
+    use hood_model::profile::records::CONTEXT_KERNEL;
+    let mut raw = RawRecording::default();
+    // A page fault on the first instruction of a function (0x400200): the user part starts
+    // with that exact address, which a lookup one byte back would give to the function before.
+    raw.decoded.chains = vec![
+        CONTEXT_KERNEL,
+        0xffff_ffff_8100_0010,
+        0xffff_ffff_8100_0201,
+        CONTEXT_USER,
+        0x40_0200,
+        0x40_0301,
+    ];
+    raw.decoded.events = vec![
+        at(1, map(10, "/a")),
+        at(
+            2,
+            Event::Sample {
+                pid: 10,
+                tid: 10,
+                cpu: 0,
+                ip: 0xffff_ffff_8100_0010,
+                period: 1,
+                cpumode: 1,
+                chain: (0, 6),
+            },
+        ),
+    ];
+    let prof = build_profile(&raw, &mut ByAddr);
+    let st = &prof.stacks[prof.samples[0].stack as usize];
+    let names: Vec<&str> = st
+        .iter()
+        .map(|&f| prof.funcs[f as usize].name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "k@0xffffffff81000010",
+            "k@0xffffffff81000200",
+            "/a@0x200",
+            "/a@0x300"
+        ]
+    );
+}

@@ -107,9 +107,44 @@ impl Image {
         self.fde_at(svma).is_some()
     }
 
+    /// Whether the call frame information for `svma` says the return address is undefined
+    /// (`.cfi_undefined rip`): the outermost frame of a thread or process (`_start`, glibc's
+    /// `clone3`/`clone`). `None` when only `.debug_frame` describes the image, which this does
+    /// not look up.
+    pub(crate) fn ra_undefined(&self, svma: u64) -> Option<bool> {
+        if self.eh_frame_hdr.is_none() {
+            return None;
+        }
+        Some(
+            self.with_fde(svma, |fde, eh_frame, bases| {
+                let mut ctx = gimli::UnwindContext::new();
+                fde.unwind_info_for_address(eh_frame, bases, &mut ctx, svma)
+                    .is_ok_and(|row| {
+                        matches!(
+                            row.register(gimli::X86_64::RA),
+                            Some(gimli::RegisterRule::Undefined)
+                        )
+                    })
+            }) == Some(true),
+        )
+    }
+
     /// Look `svma` up in `.eh_frame_hdr`: `None` when no FDE covers it, else whether that
     /// FDE describes a signal trampoline.
     fn fde_at(&self, svma: u64) -> Option<bool> {
+        self.with_fde(svma, |fde, _, _| fde.cie().is_signal_trampoline())
+    }
+
+    /// Run `f` on the FDE that `.eh_frame_hdr` gives for `svma`; `None` when none covers it.
+    fn with_fde<T>(
+        &self,
+        svma: u64,
+        f: impl FnOnce(
+            &gimli::FrameDescriptionEntry<gimli::EndianSlice<'_, LittleEndian>>,
+            &EhFrame<gimli::EndianSlice<'_, LittleEndian>>,
+            &BaseAddresses,
+        ) -> T,
+    ) -> Option<T> {
         let (hdr, eh) = (self.eh_frame_hdr.as_ref()?, self.eh_frame.as_ref()?);
         let bases = BaseAddresses::default()
             .set_eh_frame_hdr(hdr.svma.start)
@@ -125,7 +160,7 @@ impl Image {
         let fde = table
             .fde_for_address(&eh_frame, &bases, svma, EhFrame::cie_from_offset)
             .ok()?;
-        Some(fde.cie().is_signal_trampoline())
+        Some(f(&fde, &eh_frame, &bases))
     }
 
     /// Read the unwind information of the ELF image in `data`, named `name`.

@@ -187,14 +187,22 @@ fn at_entry(space: &Space, addr: FrameAddress) -> bool {
     })
 }
 
-/// The walk ended normally at `addr`: a real end when the frame's code has call frame
-/// information saying so; a frame-pointer walk that met a zero frame pointer in code without
-/// any proves nothing.
+/// The walk ended (no return address) at `addr`: a real end when the frame's call frame
+/// information says its return address is undefined, as in a thread's or process's outermost
+/// frame. Anywhere else a return address of zero came from a wrong step below (a register
+/// the rules do not track, a clobbered stack): the stack is marked as unwinding failed rather
+/// than passed off as complete. A frame-pointer walk that met a zero frame pointer in code
+/// without any information proves nothing either.
 fn ended(space: &Space, addr: FrameAddress) -> Option<Truncation> {
     let look = addr.address_for_lookup();
     match space.lookup(look) {
         Some(m) => match &m.image {
-            Some(i) if i.covers(look.wrapping_sub(m.bias)) => None,
+            Some(i) if i.covers(look.wrapping_sub(m.bias)) => {
+                match i.ra_undefined(look.wrapping_sub(m.bias)) {
+                    Some(false) => Some(Truncation::Failed),
+                    Some(true) | None => None,
+                }
+            }
             _ => Some(Truncation::NoUnwindInfo),
         },
         None => Some(Truncation::NotMapped),

@@ -252,6 +252,30 @@ fn stacks_deeper_than_the_copy_are_marked_and_the_header_says_why() {
 }
 
 #[test]
+fn a_zeroed_return_address_is_marked_as_a_failed_unwind_not_passed_off_as_complete() {
+    if !privileged("clobbered") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let file = k.dir.path().join("clobbered.hood");
+    record_known(&file, &k.nofp, &["clobbered", "1000"]);
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let (pct, n, bad) = share(&stacks, "uk_nofp", "clob_leaf", |u| {
+        u.strip_suffix(&["spin"]).unwrap_or(u)
+            == [
+                "[truncated: unwinding failed in uk_nofp]",
+                "clob_mid",
+                "clob_leaf",
+            ]
+    });
+    assert!(
+        n >= 100 && pct >= 95.0,
+        "{pct:.1}% of {n} marked as failed; e.g. {bad:#?}"
+    );
+}
+
+#[test]
 fn auto_continues_deep_stacks_with_frame_pointers() {
     if !privileged("auto_splice") {
         return;

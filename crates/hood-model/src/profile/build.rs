@@ -180,6 +180,9 @@ fn locate_chain(
         return;
     }
     let mut kernel = kernel_ip;
+    // The first address after a context marker is where that context was left (the sampled
+    // instruction, a faulting or interrupted one, or the instruction after a syscall): exact.
+    let mut exact = true;
     for &a in chain {
         if a >= CONTEXT_MAX {
             if let Some(t) = Truncation::from_marker(a) {
@@ -194,14 +197,12 @@ fn locate_chain(
             if a != CONTEXT_KERNEL && a != CONTEXT_USER {
                 break; // guest or hypervisor frames: not ours
             }
+            exact = true;
             continue;
         }
         // Return addresses point after the call; look up the call itself.
-        let look = if frames.is_empty() {
-            a
-        } else {
-            a.saturating_sub(1)
-        };
+        let look = if exact { a } else { a.saturating_sub(1) };
+        exact = false;
         let (l, m) = world.locate_mapped(pid, look, kernel, has_map);
         frames.push(int.loc(l, look, m));
     }
