@@ -112,9 +112,7 @@ impl Image {
     /// `clone3`/`clone`). `None` when only `.debug_frame` describes the image, which this does
     /// not look up.
     pub(crate) fn ra_undefined(&self, svma: u64) -> Option<bool> {
-        if self.eh_frame_hdr.is_none() {
-            return None;
-        }
+        self.eh_frame_hdr.as_ref()?;
         Some(
             self.with_fde(svma, |fde, eh_frame, bases| {
                 let mut ctx = gimli::UnwindContext::new();
