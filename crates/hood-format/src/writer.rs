@@ -63,6 +63,49 @@ impl Writer<BufWriter<File>> {
         placed
     }
 
+    /// Write a whole file with `body` (after the file header) and only then put it in place
+    /// of `path`, so that `path` always holds a complete file: the old one until the new one
+    /// is complete, synced and renamed over it. For files rewritten while a recorder runs
+    /// (a snapshot each second), whose reader must never see a half-written one. Returns the
+    /// bytes written. `path` is resolved as in [`Writer::create`]; a special file (a pipe,
+    /// `/dev/stdout`) is written in place.
+    pub fn replace_whole(
+        path: &Path,
+        kind: FileKind,
+        body: impl FnOnce(&mut Self) -> Result<(), FormatError>,
+    ) -> Result<u64, FormatError> {
+        let io = |source| FormatError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let target = resolve_output(path)?;
+        match std::fs::metadata(&target) {
+            Ok(md) if md.is_dir() => {
+                return Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory)))
+            }
+            Ok(md) if !md.is_file() => {
+                let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
+                let mut w = Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind)?;
+                body(&mut w)?;
+                w.flush()?;
+                return Ok(w.bytes);
+            }
+            _ => {}
+        }
+        let (file, temp) = create_temp_beside(&target).map_err(io)?;
+        let placed =
+            Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind).and_then(|mut w| {
+                body(&mut w)?;
+                w.sync()?;
+                std::fs::rename(&temp, &target).map_err(io)?;
+                Ok(w.bytes)
+            });
+        if placed.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        placed
+    }
+
     /// Flush and ask the kernel to write the file to disk.
     pub fn sync(&mut self) -> Result<(), FormatError> {
         self.flush()?;

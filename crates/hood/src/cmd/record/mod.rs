@@ -22,6 +22,7 @@ pub use args::{RecordArgs, RecordConfig, Who};
 use child::Child;
 use collect::Collector;
 use control::{Control, Request};
+pub(crate) use labels::remove_stale_instances as remove_stale_tracefs_instances;
 
 /// What a finished recording reports (also written for `hood stop`).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -158,6 +159,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         .as_ref()
         .map_or_else(|| session.attr_bytes(), |r| r.stored_attr().to_vec());
     writer.write_chunk(tags::profile::PERF_ATTR, &stored_attr, false)?;
+    // From here on the file reads as a recording (of no samples yet) if the recorder is
+    // killed; the slower snapshot, kernel symbols and vDSO follow.
+    writer.flush()?;
     let snap = match &cfg.who {
         Who::System => Some(snapshot::processes(None)),
         Who::Pids(p) => Some(snapshot::processes(Some(p))),
@@ -185,6 +189,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         }
         writer.write_chunk(tags::profile::VDSO, &v, true)?;
     }
+    // Everything a report needs besides samples is in the file before sampling starts, so a
+    // recorder killed at any moment from here on leaves a readable recording.
+    writer.flush()?;
     let mut session = session;
     if control.reads_keys() {
         eprintln!("hood: recording; keys: a = pause/resume, p = print top functions, q = stop");
