@@ -114,6 +114,8 @@ struct Snapshots<'a> {
     next: Instant,
     /// No (more) snapshots: the output is a special file, or writing one failed.
     off: bool,
+    /// When the file last received a snapshot with tables.
+    last: Option<Instant>,
 }
 
 impl Snapshots<'_> {
@@ -128,7 +130,9 @@ impl Snapshots<'_> {
         let written = collect_noting(std::slice::from_ref(&self.dir.to_path_buf()), None, false)
             .and_then(|(procs, _)| match procs.is_empty() {
                 true => Ok(()),
-                false => file::write(&self.cfg.output, "run", &self.cfg.argv, &procs).map(drop),
+                false => file::write(&self.cfg.output, "run", &self.cfg.argv, &procs).map(|_| {
+                    self.last = Some(Instant::now());
+                }),
             });
         if let Err(e) = written {
             // The final write at the end will say what is wrong; no message every second.
@@ -171,6 +175,7 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         cfg: &cfg,
         next: Instant::now() + Snapshots::EVERY,
         off: special,
+        last: None,
     };
     let status = match child {
         Ok(c) => stop_signals::wait_forwarding(c, &mut || snapshots.tick()),
@@ -208,7 +213,15 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
              (gcc/clang) and dynamically linked? See docs/calls.md"
         );
     } else {
-        file::write(&cfg.output, "run", &cfg.argv, &procs)?;
+        let last = snapshots.last;
+        file::write(&cfg.output, "run", &cfg.argv, &procs).with_context(|| match last {
+            Some(t) => format!(
+                "{} keeps the tables as of {:.1} s before the command ended (its last snapshot)",
+                cfg.output.display(),
+                t.elapsed().as_secs_f64()
+            ),
+            None => format!("{} holds no tables", cfg.output.display()),
+        })?;
         summary(&procs, &cfg.output);
     }
     Ok(match status.code() {

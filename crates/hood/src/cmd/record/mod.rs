@@ -41,6 +41,9 @@ pub struct Outcome {
     pub lost_per_cpu: BTreeMap<u32, u64>,
     /// Error that ended the recording early.
     pub error: Option<String>,
+    /// Samples recorded that the file does not hold (a write failed: a full disk).
+    #[serde(default)]
+    pub samples_not_written: u64,
 }
 
 fn monotonic_ns() -> u64 {
@@ -319,7 +322,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     if let (Err(e), None) = (&finish, &error) {
         error = Some(e.to_string());
     }
-    let outcome = Outcome {
+    let mut outcome = Outcome {
         output: cfg.output.display().to_string(),
         samples: collector.samples(),
         lost: collector.lost(),
@@ -327,8 +330,27 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         bytes: writer.bytes_written(),
         lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
         error: error.clone(),
+        samples_not_written: 0,
     };
     drop(writer);
+    if error.is_some() {
+        // A write may have failed part-way (a full disk): state what the file holds, as a
+        // reader finds it, not what was recorded.
+        match std::fs::metadata(&cfg.output) {
+            Ok(md) if md.is_file() => {
+                outcome.bytes = md.len();
+                match Collector::counted_in_file(&cfg.output, session.sample_type()) {
+                    Ok((samples, lost)) => {
+                        outcome.samples_not_written = outcome.samples.saturating_sub(samples);
+                        outcome.samples = samples;
+                        outcome.lost = lost;
+                    }
+                    Err(e) => eprintln!("hood: cannot read back {}: {e}", cfg.output.display()),
+                }
+            }
+            _ => {}
+        }
+    }
     print_outcome(&outcome, &session);
     if let Some(rw) = collector.rewriter() {
         print_unwinding(rw);
@@ -430,6 +452,12 @@ fn print_outcome(o: &Outcome, session: &Session) {
     }
     if let Some(e) = &o.error {
         eprintln!("hood: recording stopped early: {e}; what was written is readable with `hood report -i {}`", o.output);
+    }
+    if o.samples_not_written > 0 {
+        eprintln!(
+            "hood: {} more samples were recorded but could not be written; the file holds the {} above",
+            o.samples_not_written, o.samples
+        );
     }
 }
 
