@@ -58,8 +58,17 @@ impl RawRecording {
         path: &Path,
         on_kallsyms: &mut dyn FnMut(String),
     ) -> Result<RawRecording, ModelError> {
-        let reader = Reader::open(path)?;
+        Self::read_with(Reader::open(path)?, on_kallsyms)
+    }
+
+    /// Like [`load_with`](Self::load_with), from an opened reader (a file, or bytes in
+    /// memory: tests and fuzzing).
+    pub fn read_with(
+        reader: Reader,
+        on_kallsyms: &mut dyn FnMut(String),
+    ) -> Result<RawRecording, ModelError> {
         expect_kind(&reader, FileKind::Profile, "hood report")?;
+        let path = reader.path().to_owned();
         let mut rec = RawRecording::default();
         let mut attr: Option<Attr> = None;
         let mut have_meta = false;

@@ -183,3 +183,23 @@ fn gprof_graph_crosses_the_user_kernel_boundary() {
         "{asyn:#?}"
     );
 }
+
+/// Found by fuzzing: sample periods come from the file, and their sum overflowed (a panic in
+/// debug builds, a wrong seconds-per-sample in release).
+#[test]
+fn gprof_survives_periods_that_overflow_their_sum() {
+    let (mut prof, labeled) = fixture();
+    for s in &mut prof.samples {
+        s.period = u64::MAX / 2;
+    }
+    let v = LabeledView {
+        prof: &prof,
+        labeled: &labeled,
+        source: "t.data",
+        pid: None,
+        comm: None,
+    };
+    let mut out = Vec::new();
+    render_labels_gprof(&v, &mut out).expect("render");
+    assert!(String::from_utf8(out).unwrap().contains("Flat profile"));
+}
