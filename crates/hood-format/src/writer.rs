@@ -35,32 +35,7 @@ impl Writer<BufWriter<File>> {
     /// terminal or other special file (`/dev/null`, `>(cmd)`) is written in place; a symbolic
     /// link is followed only if the caller or root owns it (another user's link is refused).
     pub fn create(path: &Path, kind: FileKind) -> Result<Self, FormatError> {
-        let io = |source| FormatError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let target = resolve_output(path)?;
-        match std::fs::metadata(&target) {
-            Ok(md) if md.is_dir() => {
-                return Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory)))
-            }
-            Ok(md) if !md.is_file() => {
-                let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
-                return Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind);
-            }
-            _ => {}
-        }
-        let (file, temp) = create_temp_beside(&target).map_err(io)?;
-        let placed =
-            Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind).and_then(|mut w| {
-                w.sync()?;
-                std::fs::rename(&temp, &target).map_err(io)?;
-                Ok(w)
-            });
-        if placed.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        placed
+        Self::place(path, kind, |_| Ok(()))
     }
 
     /// Write a whole file with `body` (after the file header) and only then put it in place
@@ -74,6 +49,16 @@ impl Writer<BufWriter<File>> {
         kind: FileKind,
         body: impl FnOnce(&mut Self) -> Result<(), FormatError>,
     ) -> Result<u64, FormatError> {
+        Self::place(path, kind, body).map(|w| w.bytes)
+    }
+
+    /// The file header and `body` written to a new file beside `path`, synced and renamed
+    /// over it (a special file is written in place); the writer, to append more.
+    fn place(
+        path: &Path,
+        kind: FileKind,
+        body: impl FnOnce(&mut Self) -> Result<(), FormatError>,
+    ) -> Result<Self, FormatError> {
         let io = |source| FormatError::Io {
             path: path.to_owned(),
             source,
@@ -88,7 +73,7 @@ impl Writer<BufWriter<File>> {
                 let mut w = Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind)?;
                 body(&mut w)?;
                 w.flush()?;
-                return Ok(w.bytes);
+                return Ok(w);
             }
             _ => {}
         }
@@ -98,7 +83,7 @@ impl Writer<BufWriter<File>> {
                 body(&mut w)?;
                 w.sync()?;
                 std::fs::rename(&temp, &target).map_err(io)?;
-                Ok(w.bytes)
+                Ok(w)
             });
         if placed.is_err() {
             let _ = std::fs::remove_file(&temp);

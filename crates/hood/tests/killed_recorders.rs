@@ -146,34 +146,47 @@ fn private_dirs(base: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// `hood SUBCOMMAND -o out -- exe` (tests/c/calls_phases.c: one() 10 times, "ready", then
+/// it waits on stdin) with segments under `base`, once the program said "ready": the
+/// recorder, the program's pid, and its stdin (the program ends when it is closed).
+fn start_phases(
+    subcommand: &[&str],
+    out: &Path,
+    exe: &Path,
+    base: &Path,
+) -> (Child, u32, Option<std::process::ChildStdin>) {
+    let mut rec = calls_hood()
+        .args(subcommand)
+        .arg("-o")
+        .arg(out)
+        .arg("--")
+        .arg(exe)
+        .env("HOOD_SHM_DIR", base)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hood");
+    let program = child_of(rec.id());
+    let mut line = String::new();
+    BufReader::new(rec.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+    let stdin = rec.stdin.take();
+    (rec, program, stdin)
+}
+
 #[test]
 fn killed_calls_run_leaves_its_last_snapshot_and_no_segments() {
     let dir = tempfile::tempdir().unwrap();
-    // tests/c/calls_phases.c: one() 10 times, "ready", then it waits on stdin.
     let exe = instrumented("calls_phases", dir.path(), &[], &[]);
     for at in KILL_AT {
         let base = dir.path().join(format!("shm-{at}"));
         std::fs::create_dir(&base).unwrap();
         let data = dir.path().join(format!("calls-{at}.hood"));
         let started = Instant::now();
-        let mut runner = calls_hood()
-            .args(["calls", "run", "-o"])
-            .arg(&data)
-            .arg("--")
-            .arg(&exe)
-            .env("HOOD_SHM_DIR", &base)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("hood calls run");
-        let program = child_of(runner.id());
-        let mut line = String::new();
-        BufReader::new(runner.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line.trim(), "ready");
-        let _stdin = runner.stdin.take();
+        let (mut runner, program, _stdin) = start_phases(&["calls", "run"], &data, &exe, &base);
         kill_at(&mut runner, started, at);
         assert!(
             ends(program),
@@ -312,24 +325,8 @@ fn killed_trace_record_takes_its_command_along_and_the_next_run_frees_its_segmen
     let base = dir.path().join("shm");
     std::fs::create_dir(&base).unwrap();
     let started = Instant::now();
-    let mut rec = calls_hood()
-        .args(["trace", "record", "-o"])
-        .arg(dir.path().join("trace.hood"))
-        .arg("--")
-        .arg(&exe)
-        .env("HOOD_SHM_DIR", &base)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("hood trace record");
-    let program = child_of(rec.id());
-    let mut line = String::new();
-    BufReader::new(rec.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    let _stdin = rec.stdin.take();
+    let out = dir.path().join("trace.hood");
+    let (mut rec, program, _stdin) = start_phases(&["trace", "record"], &out, &exe, &base);
     kill_at(&mut rec, started, 1.5);
     assert!(ends(program), "the command outlived hood trace record");
     let left = || {

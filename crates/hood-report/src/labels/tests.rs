@@ -94,9 +94,17 @@ fn fixture() -> (Profile, Labeled) {
 
 fn render(f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
     let (prof, labeled) = fixture();
+    render_of(&prof, &labeled, f)
+}
+
+fn render_of(
+    prof: &Profile,
+    labeled: &Labeled,
+    f: impl Fn(&LabeledView<'_>, &mut Vec<u8>),
+) -> String {
     let v = LabeledView {
-        prof: &prof,
-        labeled: &labeled,
+        prof,
+        labeled,
         source: "t.data",
         pid: None,
         comm: None,
@@ -192,14 +200,8 @@ fn gprof_survives_periods_that_overflow_their_sum() {
     for s in &mut prof.samples {
         s.period = u64::MAX / 2;
     }
-    let v = LabeledView {
-        prof: &prof,
-        labeled: &labeled,
-        source: "t.data",
-        pid: None,
-        comm: None,
-    };
-    let mut out = Vec::new();
-    render_labels_gprof(&v, &mut out).expect("render");
-    assert!(String::from_utf8(out).unwrap().contains("Flat profile"));
+    let out = render_of(&prof, &labeled, |v, o| {
+        render_labels_gprof(v, o).expect("render")
+    });
+    assert!(out.contains("Flat profile"), "{out}");
 }
