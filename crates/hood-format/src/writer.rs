@@ -238,9 +238,8 @@ fn resolve_output(path: &Path) -> Result<PathBuf, FormatError> {
     }
 }
 
-/// A new file (mode 0600) in the directory of `target`, created exclusively.
-fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// The directory and file name of `target`, as temporary files beside it use them.
+fn dir_and_name(target: &Path) -> (&Path, String) {
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -249,6 +248,52 @@ fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "hood".into());
+    (dir, name)
+}
+
+impl Writer<BufWriter<File>> {
+    /// Remove the temporary files a writer of `path` left beside it when it was killed while
+    /// writing (`.NAME.PID-….tmp` of a process that is gone, regular files of the caller's
+    /// own); the paths removed, for the caller to name.
+    pub fn remove_stale_temps(path: &Path) -> Vec<PathBuf> {
+        let (dir, name) = dir_and_name(path);
+        let prefix = format!(".{name}.");
+        let me = rustix::process::geteuid().as_raw();
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut removed = Vec::new();
+        for e in rd.flatten() {
+            let file = e.file_name();
+            let Some(rest) = file
+                .to_str()
+                .and_then(|f| f.strip_prefix(&prefix))
+                .and_then(|r| r.strip_suffix(".tmp"))
+            else {
+                continue;
+            };
+            let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let ours = e
+                .path()
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_file() && m.uid() == me);
+            if ours
+                && !Path::new(&format!("/proc/{pid}")).exists()
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                removed.push(e.path());
+            }
+        }
+        removed
+    }
+}
+
+/// A new file (mode 0600) in the directory of `target`, created exclusively.
+fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let (dir, name) = dir_and_name(target);
     loop {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let nanos = SystemTime::now()

@@ -233,3 +233,20 @@ fn replace_whole_shows_the_old_file_until_the_new_one_is_complete() {
     assert_eq!(read_all(std::fs::read(&p).unwrap()).unwrap().0.len(), 2);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+#[test]
+fn stale_temporary_files_of_gone_writers_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("calls.hood");
+    // pid_max is at most 2^22: 4999999 never runs. Our own pid runs.
+    let gone = dir.path().join(".calls.hood.4999999-3-123.tmp");
+    let live = dir
+        .path()
+        .join(format!(".calls.hood.{}-1-5.tmp", std::process::id()));
+    let other = dir.path().join(".other.hood.4999999-3-123.tmp");
+    for f in [&gone, &live, &other] {
+        std::fs::write(f, b"half").unwrap();
+    }
+    assert_eq!(Writer::remove_stale_temps(&p), vec![gone.clone()]);
+    assert!(!gone.exists() && live.exists() && other.exists());
+}

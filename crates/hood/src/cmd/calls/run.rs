@@ -160,6 +160,12 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
     // readable file, not none. A pipe or other special file is written once, at the end.
     let special = std::fs::metadata(&cfg.output).is_ok_and(|m| !m.is_file());
     if !special {
+        for t in hood_format::Writer::remove_stale_temps(&cfg.output) {
+            eprintln!(
+                "hood calls: removed {}, left by a `hood calls run` killed while writing",
+                t.display()
+            );
+        }
         file::write(&cfg.output, "run", &cfg.argv, &[])?;
     }
     // Before the spawn, so a signal arriving right after it is not lost.

@@ -90,6 +90,12 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     for n in session.notes() {
         eprintln!("hood: {n}");
     }
+    for t in Writer::remove_stale_temps(&cfg.output) {
+        eprintln!(
+            "hood: removed {}, left by a recorder killed while creating its file",
+            t.display()
+        );
+    }
     let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
     // Signals are caught from here on: a Ctrl-C or `hood stop` during the start-up snapshot
     // (every process's mappings and binaries with -a) stops the recording after its first drain
