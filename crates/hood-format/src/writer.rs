@@ -35,6 +35,30 @@ impl Writer<BufWriter<File>> {
     /// terminal or other special file (`/dev/null`, `>(cmd)`) is written in place; a symbolic
     /// link is followed only if the caller or root owns it (another user's link is refused).
     pub fn create(path: &Path, kind: FileKind) -> Result<Self, FormatError> {
+        Self::place(path, kind, |_| Ok(()))
+    }
+
+    /// Write a whole file with `body` (after the file header) and only then put it in place
+    /// of `path`, so that `path` always holds a complete file: the old one until the new one
+    /// is complete, synced and renamed over it. For files rewritten while a recorder runs
+    /// (a snapshot each second), whose reader must never see a half-written one. Returns the
+    /// bytes written. `path` is resolved as in [`Writer::create`]; a special file (a pipe,
+    /// `/dev/stdout`) is written in place.
+    pub fn replace_whole(
+        path: &Path,
+        kind: FileKind,
+        body: impl FnOnce(&mut Self) -> Result<(), FormatError>,
+    ) -> Result<u64, FormatError> {
+        Self::place(path, kind, body).map(|w| w.bytes)
+    }
+
+    /// The file header and `body` written to a new file beside `path`, synced and renamed
+    /// over it (a special file is written in place); the writer, to append more.
+    fn place(
+        path: &Path,
+        kind: FileKind,
+        body: impl FnOnce(&mut Self) -> Result<(), FormatError>,
+    ) -> Result<Self, FormatError> {
         let io = |source| FormatError::Io {
             path: path.to_owned(),
             source,
@@ -46,13 +70,17 @@ impl Writer<BufWriter<File>> {
             }
             Ok(md) if !md.is_file() => {
                 let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
-                return Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind);
+                let mut w = Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind)?;
+                body(&mut w)?;
+                w.flush()?;
+                return Ok(w);
             }
             _ => {}
         }
         let (file, temp) = create_temp_beside(&target).map_err(io)?;
         let placed =
             Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind).and_then(|mut w| {
+                body(&mut w)?;
                 w.sync()?;
                 std::fs::rename(&temp, &target).map_err(io)?;
                 Ok(w)
@@ -210,9 +238,8 @@ fn resolve_output(path: &Path) -> Result<PathBuf, FormatError> {
     }
 }
 
-/// A new file (mode 0600) in the directory of `target`, created exclusively.
-fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// The directory and file name of `target`, as temporary files beside it use them.
+fn dir_and_name(target: &Path) -> (&Path, String) {
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -221,6 +248,52 @@ fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "hood".into());
+    (dir, name)
+}
+
+impl Writer<BufWriter<File>> {
+    /// Remove the temporary files a writer of `path` left beside it when it was killed while
+    /// writing (`.NAME.PID-….tmp` of a process that is gone, regular files of the caller's
+    /// own); the paths removed, for the caller to name.
+    pub fn remove_stale_temps(path: &Path) -> Vec<PathBuf> {
+        let (dir, name) = dir_and_name(path);
+        let prefix = format!(".{name}.");
+        let me = rustix::process::geteuid().as_raw();
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut removed = Vec::new();
+        for e in rd.flatten() {
+            let file = e.file_name();
+            let Some(rest) = file
+                .to_str()
+                .and_then(|f| f.strip_prefix(&prefix))
+                .and_then(|r| r.strip_suffix(".tmp"))
+            else {
+                continue;
+            };
+            let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
+                continue;
+            };
+            let ours = e
+                .path()
+                .symlink_metadata()
+                .is_ok_and(|m| m.is_file() && m.uid() == me);
+            if ours
+                && !Path::new(&format!("/proc/{pid}")).exists()
+                && std::fs::remove_file(e.path()).is_ok()
+            {
+                removed.push(e.path());
+            }
+        }
+        removed
+    }
+}
+
+/// A new file (mode 0600) in the directory of `target`, created exclusively.
+fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let (dir, name) = dir_and_name(target);
     loop {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let nanos = SystemTime::now()

@@ -201,3 +201,52 @@ fn create_makes_a_private_file_and_replaces_an_old_one_whole() {
         &std::fs::metadata("/dev/null").unwrap().file_type()
     ));
 }
+
+#[test]
+fn replace_whole_shows_the_old_file_until_the_new_one_is_complete() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("calls.hood");
+    let first = Writer::replace_whole(&p, FileKind::Calls, |w| {
+        w.write_chunk(0x0201, b"first", false)
+    })
+    .unwrap();
+    assert_eq!(std::fs::metadata(&p).unwrap().len(), first);
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // While the second is written, the path still reads as the whole first file.
+    Writer::replace_whole(&p, FileKind::Calls, |w| {
+        w.write_chunk(0x0201, b"second", false)?;
+        let seen = read_all(std::fs::read(&p).unwrap()).unwrap();
+        assert_eq!(seen.0, vec![(0x0201, b"first".to_vec())]);
+        assert!(seen.1.is_empty(), "{:?}", seen.1);
+        w.write_chunk(0x0202, b"more", false)
+    })
+    .unwrap();
+    let now = read_all(std::fs::read(&p).unwrap()).unwrap();
+    assert_eq!(now.0.len(), 2);
+    // A body that fails leaves the previous file and no temporary one.
+    let err = Writer::replace_whole(&p, FileKind::Calls, |_| Err(FormatError::TooLarge(1)));
+    assert!(err.is_err());
+    assert_eq!(read_all(std::fs::read(&p).unwrap()).unwrap().0.len(), 2);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn stale_temporary_files_of_gone_writers_are_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("calls.hood");
+    // pid_max is at most 2^22: 4999999 never runs. Our own pid runs.
+    let gone = dir.path().join(".calls.hood.4999999-3-123.tmp");
+    let live = dir
+        .path()
+        .join(format!(".calls.hood.{}-1-5.tmp", std::process::id()));
+    let other = dir.path().join(".other.hood.4999999-3-123.tmp");
+    for f in [&gone, &live, &other] {
+        std::fs::write(f, b"half").unwrap();
+    }
+    assert_eq!(Writer::remove_stale_temps(&p), vec![gone.clone()]);
+    assert!(!gone.exists() && live.exists() && other.exists());
+}

@@ -3,34 +3,13 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::serve::{get, Serve};
 use common::*;
 use prost::Message;
-
-/// A running `hood serve`, killed when dropped.
-struct Serve {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// Start `hood serve` on a free loopback port with `extra` arguments; wait until it listens.
 fn serve(extra: &[&str]) -> Serve {
@@ -39,48 +18,7 @@ fn serve(extra: &[&str]) -> Serve {
 
 /// `serve` with TMPDIR set to `tmp`.
 fn serve_in(extra: &[&str], tmp: &std::path::Path) -> Serve {
-    let port = free_port();
-    let child = hood()
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(extra)
-        .env("TMPDIR", tmp)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn hood serve");
-    let s = Serve { child, port };
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(20) {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return s;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("hood serve did not listen on {port}");
-}
-
-/// An HTTP/1.0 GET: (status, body).
-fn get(port: u16, path: &str, headers: &[&str]) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    let mut req = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n");
-    for h in headers {
-        req.push_str(h);
-        req.push_str("\r\n");
-    }
-    req.push_str("\r\n");
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read response");
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("end of headers");
-    let head = String::from_utf8_lossy(&raw[..split]).to_string();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status code");
-    (status, raw[split + 4..].to_vec())
+    Serve::start(extra, tmp, Stdio::null())
 }
 
 /// A busy C process (`spin_here`), killed when dropped.

@@ -4,60 +4,22 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::serve::Serve;
 use common::*;
-
-struct Serve {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `hood serve` on a free loopback port, its stderr going to `log`.
 fn serve(log: &std::path::Path) -> Serve {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = hood()
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .stderr(std::fs::File::create(log).unwrap())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn hood serve");
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "not listening");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Serve { child, port }
+    let err = std::fs::File::create(log).unwrap();
+    Serve::start(&[], &std::env::temp_dir(), Stdio::from(err))
 }
 
 /// HTTP/1.0 GET: the status code and body length.
 fn get(port: u16, path: &str) -> (u16, usize) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let text = String::from_utf8_lossy(&raw);
-    let code = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("status");
-    let body = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    (code, raw.len() - body)
+    let (code, body) = common::serve::get(port, path, &[]);
+    (code, body.len())
 }
 
 fn sigterm_and_wait(s: &mut Serve) {

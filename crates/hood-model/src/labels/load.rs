@@ -77,7 +77,11 @@ impl LabelsRecording {
     /// Read the labels chunks of the recording at `path`; `Ok(None)` when it has none (it was
     /// recorded without `--labels`).
     pub fn load(path: &Path) -> Result<Option<LabelsRecording>, ModelError> {
-        let mut reader = Reader::open(path)?;
+        Self::read(Reader::open(path)?)
+    }
+
+    /// [`load`](Self::load) from an opened reader (a file, or bytes in memory: fuzzing).
+    pub fn read(mut reader: Reader) -> Result<Option<LabelsRecording>, ModelError> {
         let mut rec = LabelsRecording::default();
         let mut have_meta = false;
         for chunk in reader.chunks() {

@@ -69,8 +69,17 @@ impl RawRecording {
         path: &Path,
         on_kallsyms: &mut dyn FnMut(String),
     ) -> Result<RawRecording, ModelError> {
-        let mut reader = Reader::open(path)?;
+        Self::read_with(Reader::open(path)?, on_kallsyms)
+    }
+
+    /// Like [`load_with`](Self::load_with), from an opened reader (a file, or bytes in
+    /// memory: tests and fuzzing).
+    pub fn read_with(
+        mut reader: Reader,
+        on_kallsyms: &mut dyn FnMut(String),
+    ) -> Result<RawRecording, ModelError> {
         expect_kind(&reader, FileKind::Profile, "hood report")?;
+        let path = reader.path().to_owned();
         // The whole kallsyms text (5 MB) stays compressed until it is known to be needed.
         reader.keep_compressed(tags::profile::KALLSYMS);
         let mut deferred_kallsyms: Option<(u64, u64, Vec<u8>)> = None;

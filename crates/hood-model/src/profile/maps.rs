@@ -109,7 +109,8 @@ impl AddressSpace {
         if addr >= m.end {
             return None;
         }
-        Some((m.file, addr - start + m.pgoff))
+        // A file offset past u64 (a hostile mmap record's pgoff) maps nothing.
+        Some((m.file, (addr - start).checked_add(m.pgoff)?))
     }
 
     /// The mapping that holds `addr`: (start, end, file offset of start).
@@ -245,6 +246,17 @@ mod tests {
         s.insert(0x0, 0x10000, 0, 3);
         assert_eq!(s.len(), 1);
         assert_eq!(s.lookup(0x2010), Some((3, 0x2010)));
+    }
+
+    /// Found by fuzzing: a mapping whose file offset is near u64::MAX (from a hostile mmap
+    /// record) overflowed the offset of an address in it (a panic in debug builds, a wrong
+    /// offset in release); such an address now maps to nothing.
+    #[test]
+    fn a_file_offset_past_u64_maps_nothing() {
+        let mut s = AddressSpace::default();
+        s.insert(0x1000, 0x3000, u64::MAX - 0x10, 1);
+        assert_eq!(s.lookup(0x1008), Some((1, u64::MAX - 0x8)));
+        assert_eq!(s.lookup(0x2000), None);
     }
 
     #[test]

@@ -228,8 +228,13 @@ struct ProcessPayload {
 /// Read a trace file. Truncation after whole chunks is a warning in [`Trace::warnings`];
 /// damaged chunks and malformed payloads are errors naming their offset.
 pub fn load(path: &Path) -> Result<Trace, ModelError> {
-    let mut r = Reader::open(path)?;
+    load_reader(Reader::open(path)?)
+}
+
+/// [`load`] from an opened reader (a file, or bytes in memory: tests and fuzzing).
+pub fn load_reader(mut r: Reader) -> Result<Trace, ModelError> {
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
+    let path = r.path().to_owned();
     let mut t = Trace::default();
     let mut irq_decoder: Option<IrqDecoder> = None;
     while let Some(c) = r.next_chunk()? {

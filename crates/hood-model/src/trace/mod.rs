@@ -11,7 +11,8 @@ pub use analysis::{
     analyze, tag_listing, Analysis, AnalysisOptions, CallRec, FunctionRow, ThreadSummary,
 };
 pub use codec::{
-    decode_events, decode_switches, decode_words, encode_events, encode_words, load, SwitchDecode,
+    decode_events, decode_switches, decode_words, encode_events, encode_words, load, load_reader,
+    SwitchDecode,
 };
 pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};
 pub use timeline::{PathItem, PathLine};

@@ -66,7 +66,8 @@ pub fn render_labels_gprof(v: &LabeledView<'_>, out: &mut dyn Write) -> Result<(
         if c == Charge::Idle {
             continue;
         }
-        period_sum += s.period;
+        // Periods come from the file: a hostile one must not overflow the sum.
+        period_sum = period_sum.saturating_add(s.period);
         let owner = owner_of(c);
         path.clear();
         if let Charge::Async(_, k) | Charge::Other(k) = c {

@@ -99,9 +99,18 @@ fn render(f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
 /// `render` of the samples charged to processes named `comm` (`--comm`).
 fn render_for(comm: Option<&str>, f: impl Fn(&LabeledView<'_>, &mut Vec<u8>)) -> String {
     let (prof, labeled) = fixture();
+    render_of(&prof, &labeled, comm, f)
+}
+
+fn render_of(
+    prof: &Profile,
+    labeled: &Labeled,
+    comm: Option<&str>,
+    f: impl Fn(&LabeledView<'_>, &mut Vec<u8>),
+) -> String {
     let v = LabeledView {
-        prof: &prof,
-        labeled: &labeled,
+        prof,
+        labeled,
         source: "t.data",
         pid: None,
         comm,
@@ -204,4 +213,18 @@ fn text_header_states_the_filter() {
     );
     let unfiltered = render(|v, o| render_labels_text(v, 0.0, o).expect("render"));
     assert!(!unfiltered.contains("filter:"), "{unfiltered}");
+}
+
+/// Found by fuzzing: sample periods come from the file, and their sum overflowed (a panic in
+/// debug builds, a wrong seconds-per-sample in release).
+#[test]
+fn gprof_survives_periods_that_overflow_their_sum() {
+    let (mut prof, labeled) = fixture();
+    for s in &mut prof.samples {
+        s.period = u64::MAX / 2;
+    }
+    let out = render_of(&prof, &labeled, None, |v, o| {
+        render_labels_gprof(v, o).expect("render")
+    });
+    assert!(out.contains("Flat profile"), "{out}");
 }

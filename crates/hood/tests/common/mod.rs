@@ -2,6 +2,8 @@
 //! privileged-test convention (skip with a message locally, fail in CI).
 #![allow(dead_code)]
 
+pub mod serve;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

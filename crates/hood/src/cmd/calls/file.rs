@@ -6,14 +6,15 @@ use anyhow::{bail, Context};
 use hood_format::{tags, FileKind, Reader, Writer};
 use hood_model::calls::{decode_process, encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION};
 
-/// Write a Calls file: META then one PROCESS chunk per process.
+/// Write a Calls file: META then one PROCESS chunk per process. The file is written whole
+/// before it replaces `path` (a reader, or a run killed meanwhile, sees the previous complete
+/// file or this one); the bytes written.
 pub fn write(
     path: &Path,
     command: &str,
     argv: &[String],
     procs: &[ProcessCalls],
-) -> anyhow::Result<()> {
-    let mut w = Writer::create(path, FileKind::Calls)?;
+) -> anyhow::Result<u64> {
     let realtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -24,12 +25,14 @@ pub fn write(
         argv: argv.to_vec(),
         collected_realtime_ns: realtime,
     };
-    w.write_chunk(tags::calls::META, &serde_json::to_vec(&meta)?, false)?;
-    for p in procs {
-        w.write_chunk(tags::calls::PROCESS, &encode_process(p), true)?;
-    }
-    w.finish()?;
-    Ok(())
+    let meta = serde_json::to_vec(&meta)?;
+    Ok(Writer::replace_whole(path, FileKind::Calls, |w| {
+        w.write_chunk(tags::calls::META, &meta, false)?;
+        for p in procs {
+            w.write_chunk(tags::calls::PROCESS, &encode_process(p), true)?;
+        }
+        Ok(())
+    })?)
 }
 
 /// Read a Calls file; warnings (truncation) go to stderr.

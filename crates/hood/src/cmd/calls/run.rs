@@ -3,6 +3,7 @@
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use hood_model::calls::ProcessCalls;
@@ -57,9 +58,18 @@ fn collect(
     dirs: &[PathBuf],
     pid: Option<u32>,
 ) -> anyhow::Result<(Vec<ProcessCalls>, Vec<PathBuf>)> {
+    collect_noting(dirs, pid, true)
+}
+
+/// `collect`, printing the segments' warnings only when `say`.
+fn collect_noting(
+    dirs: &[PathBuf],
+    pid: Option<u32>,
+    say: bool,
+) -> anyhow::Result<(Vec<ProcessCalls>, Vec<PathBuf>)> {
     let mut warnings = Vec::new();
     let segs = segments::scan_dirs(dirs, pid, false, &mut warnings);
-    for w in &warnings {
+    for w in warnings.iter().filter(|_| say) {
         eprintln!("hood: warning: {w}");
     }
     let mut sym = symbols::symbolizer()?;
@@ -95,6 +105,44 @@ fn summary(procs: &[ProcessCalls], out: &Path) {
     }
 }
 
+/// While the command runs, the tables collected so far replace the output file every second
+/// (every four times what one snapshot costs, when that is longer), so a `hood calls run`
+/// killed at any moment, SIGKILL included, leaves a complete file of its last snapshot.
+struct Snapshots<'a> {
+    dir: &'a Path,
+    cfg: &'a RunConfig,
+    next: Instant,
+    /// No (more) snapshots: the output is a special file, or writing one failed.
+    off: bool,
+    /// When the file last received a snapshot with tables.
+    last: Option<Instant>,
+}
+
+impl Snapshots<'_> {
+    /// Time between snapshots, at least.
+    const EVERY: Duration = Duration::from_secs(1);
+
+    fn tick(&mut self) {
+        if Instant::now() < self.next || self.off {
+            return;
+        }
+        let t = Instant::now();
+        let written = collect_noting(std::slice::from_ref(&self.dir.to_path_buf()), None, false)
+            .and_then(|(procs, _)| match procs.is_empty() {
+                true => Ok(()),
+                false => file::write(&self.cfg.output, "run", &self.cfg.argv, &procs).map(|_| {
+                    self.last = Some(Instant::now());
+                }),
+            });
+        if let Err(e) = written {
+            // The final write at the end will say what is wrong; no message every second.
+            eprintln!("hood calls: warning: writing a snapshot of the tables: {e:#}; the file is written when the command ends");
+            self.off = true;
+        }
+        self.next = Instant::now() + Self::EVERY.max(t.elapsed() * 4);
+    }
+}
+
 pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
     let lib = runtime_library()?;
     let dir = segments::private_dir(&segments::shm_dir(), "calls-run")?;
@@ -108,15 +156,35 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         _ => lib.clone().into_os_string(),
     };
     let (prog, args) = cfg.argv.split_first().context("no command given")?;
+    // A valid (empty) file from the start: a run killed before the first snapshot leaves a
+    // readable file, not none. A pipe or other special file is written once, at the end.
+    let special = std::fs::metadata(&cfg.output).is_ok_and(|m| !m.is_file());
+    if !special {
+        for t in hood_format::Writer::remove_stale_temps(&cfg.output) {
+            eprintln!(
+                "hood calls: removed {}, left by a `hood calls run` killed while writing",
+                t.display()
+            );
+        }
+        file::write(&cfg.output, "run", &cfg.argv, &[])?;
+    }
     // Before the spawn, so a signal arriving right after it is not lost.
     stop_signals::install();
-    let child = Command::new(prog)
-        .args(args)
+    let mut cmd = Command::new(prog);
+    cmd.args(args)
         .env("LD_PRELOAD", &preload)
-        .env("HOOD_SHM_DIR", &dir)
-        .spawn();
+        .env("HOOD_SHM_DIR", &dir);
+    die_with_hood(&mut cmd);
+    let child = cmd.spawn();
+    let mut snapshots = Snapshots {
+        dir: &dir,
+        cfg: &cfg,
+        next: Instant::now() + Snapshots::EVERY,
+        off: special,
+        last: None,
+    };
     let status = match child {
-        Ok(c) => stop_signals::wait_forwarding(c),
+        Ok(c) => stop_signals::wait_forwarding(c, &mut || snapshots.tick()),
         Err(e) => Err(e),
     };
     let status = match status {
@@ -143,18 +211,50 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         eprintln!("hood calls: segments kept in {}", dir.display());
     }
     if procs.is_empty() {
+        if !special {
+            let _ = std::fs::remove_file(&cfg.output);
+        }
         eprintln!(
             "hood calls: {prog} produced no call-path tables: was it built with -finstrument-functions \
              (gcc/clang) and dynamically linked? See docs/calls.md"
         );
     } else {
-        file::write(&cfg.output, "run", &cfg.argv, &procs)?;
+        let last = snapshots.last;
+        file::write(&cfg.output, "run", &cfg.argv, &procs).with_context(|| match last {
+            Some(t) => format!(
+                "{} keeps the tables as of {:.1} s before the command ended (its last snapshot)",
+                cfg.output.display(),
+                t.elapsed().as_secs_f64()
+            ),
+            None => format!("{} holds no tables", cfg.output.display()),
+        })?;
         summary(&procs, &cfg.output);
     }
     Ok(match status.code() {
         Some(c) => ExitCode::from(c.clamp(0, 255) as u8),
         None => ExitCode::from(128u8.wrapping_add(status.signal().unwrap_or(0) as u8)),
     })
+}
+
+/// The command is killed (SIGKILL) when `hood calls run` dies, however it dies, rather than
+/// run on unobserved with nobody to collect its tables (Linux's parent-death signal; the
+/// kernel clears it at the exec of a set-user-ID program).
+fn die_with_hood(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid has no preconditions.
+    let hood = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the forked child before exec and only makes the
+    // async-signal-safe system calls prctl, getppid and _exit.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            // hood died before the prctl: do not start the command at all.
+            if libc::getppid() != hood {
+                libc::_exit(127);
+            }
+            Ok(())
+        });
+    }
 }
 
 pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
@@ -278,9 +378,13 @@ mod stop_signals {
         }
     }
 
-    /// Wait for `child`, passing the stop signals hood receives on to it. Signals are sent
-    /// only while the child is unreaped, so its pid cannot name another process yet.
-    pub fn wait_forwarding(mut child: Child) -> std::io::Result<ExitStatus> {
+    /// Wait for `child`, passing the stop signals hood receives on to it and calling `tick`
+    /// every 20 ms. Signals are sent only while the child is unreaped, so its pid cannot name
+    /// another process yet.
+    pub fn wait_forwarding(
+        mut child: Child,
+        tick: &mut dyn FnMut(),
+    ) -> std::io::Result<ExitStatus> {
         let pid = child.id() as libc::pid_t;
         // The command runs in hood's process group, so what the kernel sends to the group
         // reaches it without hood.
@@ -295,6 +399,7 @@ mod stop_signals {
             if let Some(st) = child.try_wait()? {
                 return Ok(st);
             }
+            tick();
             std::thread::sleep(Duration::from_millis(20));
         }
     }

@@ -72,7 +72,12 @@ fn parse_mode(s: &str, threads: bool) -> anyhow::Result<Mode> {
 
 /// Start the `--irq-time` tracer, or explain why it is unavailable (the rest still works).
 fn start_tracer(wanted: bool) -> Option<Result<IrqTracer, String>> {
-    wanted.then(|| IrqTracer::start().map_err(|e| e.to_string()))
+    wanted.then(|| {
+        if let Ok(root) = hood_perf::tracefs::mount_point() {
+            crate::cmd::record::remove_stale_tracefs_instances(&root);
+        }
+        IrqTracer::start().map_err(|e| e.to_string())
+    })
 }
 
 fn irq_state(t: &mut Option<Result<IrqTracer, String>>) -> Option<hood_model::monitor::IrqTimeRaw> {

@@ -2,6 +2,11 @@
 //!
 //! The child blocks on a pipe until the recorder has opened its events, then execs; an exec
 //! failure travels back on a close-on-exec pipe so "command not found" is reported clearly.
+//!
+//! The command does not outlive its recorder unobserved: it is killed (SIGKILL, Linux's
+//! parent-death signal) when the recorder dies, however it dies. The kernel clears that
+//! setting when the command execs a set-user-ID or set-group-ID program, or one with file
+//! capabilities; processes the command starts itself are not covered.
 
 use std::ffi::CString;
 use std::io;
@@ -46,6 +51,8 @@ impl Child {
         ptrs.push(std::ptr::null());
         let (go_r, go_w) = pipe_cloexec().context("creating a pipe")?;
         let (st_r, st_w) = pipe_cloexec().context("creating a pipe")?;
+        // SAFETY: getpid has no preconditions.
+        let recorder = unsafe { libc::getpid() };
         // SAFETY: fork is async-signal-safe; in the child we only call async-signal-safe
         // functions (read, signal, execvp, write, _exit) on memory prepared before the fork.
         let pid = unsafe { libc::fork() };
@@ -57,6 +64,16 @@ impl Child {
             unsafe {
                 libc::close(go_w.as_raw_fd());
                 libc::close(st_r.as_raw_fd());
+            }
+            // Die with the recorder; if it is already gone (it died before the prctl), the
+            // read below sees the end of the pipe and the command never starts.
+            // SAFETY: prctl(PR_SET_PDEATHSIG) and getppid only change or read this process's
+            // state; both are async-signal-safe system calls.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                if libc::getppid() != recorder {
+                    libc::_exit(127);
+                }
             }
             let mut b = [0u8; 1];
             // SAFETY: reading into a local byte from a descriptor we own; no allocation.

@@ -215,6 +215,26 @@ impl Collector {
         Ok(())
     }
 
+    /// Samples and lost samples in the sample chunks of the recording at `path` (whose stored
+    /// samples follow `attr`), counted as when they were written: after a write error (a full disk), what the file really holds.
+    pub fn counted_in_file(
+        path: &std::path::Path,
+        attr: &[u8],
+    ) -> Result<(u64, u64), hood_format::FormatError> {
+        let mut r = hood_format::Reader::open(path)?;
+        let mut c = Collector::new(&[], attr);
+        for chunk in r.chunks() {
+            let chunk = chunk?;
+            if chunk.tag != tags::profile::PERF_RECORDS {
+                continue;
+            }
+            if let Some((cpu, records)) = chunk.data.split_first_chunk::<4>() {
+                c.count(u32::from_le_bytes(*cpu), records);
+            }
+        }
+        Ok((c.samples(), c.lost()))
+    }
+
     /// Total samples so far (flushed buffers only).
     pub fn samples(&self) -> u64 {
         self.counts.values().map(|c| c.samples).sum()

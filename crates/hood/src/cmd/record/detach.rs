@@ -432,4 +432,10 @@ fn print(o: &Outcome) {
     if let Some(e) = &o.error {
         println!("error: {e}");
     }
+    if o.samples_not_written > 0 {
+        println!(
+            "not written: {} samples (the file holds the {} above)",
+            o.samples_not_written, o.samples
+        );
+    }
 }

@@ -22,6 +22,7 @@ pub use args::{RecordArgs, RecordConfig, Who};
 use child::Child;
 use collect::Collector;
 use control::{Control, Request};
+pub(crate) use labels::remove_stale_instances as remove_stale_tracefs_instances;
 
 /// What a finished recording reports (also written for `hood stop`).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -40,6 +41,9 @@ pub struct Outcome {
     pub lost_per_cpu: BTreeMap<u32, u64>,
     /// Error that ended the recording early.
     pub error: Option<String>,
+    /// Samples recorded that the file does not hold (a write failed: a full disk).
+    #[serde(default)]
+    pub samples_not_written: u64,
 }
 
 fn monotonic_ns() -> u64 {
@@ -85,6 +89,12 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     };
     for n in session.notes() {
         eprintln!("hood: {n}");
+    }
+    for t in Writer::remove_stale_temps(&cfg.output) {
+        eprintln!(
+            "hood: removed {}, left by a recorder killed while creating its file",
+            t.display()
+        );
     }
     let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
     // Signals are caught from here on: a Ctrl-C or `hood stop` during the start-up snapshot
@@ -159,6 +169,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         .as_ref()
         .map_or_else(|| session.attr_bytes(), |r| r.stored_attr().to_vec());
     writer.write_chunk(tags::profile::PERF_ATTR, &stored_attr, false)?;
+    // From here on the file reads as a recording (of no samples yet) if the recorder is
+    // killed; the slower snapshot, kernel symbols and vDSO follow.
+    writer.flush()?;
     let snap = match &cfg.who {
         Who::System => Some(snapshot::processes(None)),
         Who::Pids(p) => Some(snapshot::processes(Some(p))),
@@ -198,6 +211,9 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         }
         writer.write_chunk(tags::profile::VDSO, &v, true)?;
     }
+    // Everything a report needs besides samples is in the file before sampling starts, so a
+    // recorder killed at any moment from here on leaves a readable recording.
+    writer.flush()?;
     let mut session = session;
     if control.reads_keys() {
         eprintln!("hood: recording; keys: a = pause/resume, p = print top functions, q = stop");
@@ -346,7 +362,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     if let (Err(e), None) = (&finish, &error) {
         error = Some(e.to_string());
     }
-    let outcome = Outcome {
+    let mut outcome = Outcome {
         output: cfg.output.display().to_string(),
         samples: collector.samples(),
         lost: collector.lost(),
@@ -354,8 +370,27 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         bytes: writer.bytes_written(),
         lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
         error: error.clone(),
+        samples_not_written: 0,
     };
     drop(writer);
+    if error.is_some() {
+        // A write may have failed part-way (a full disk): state what the file holds, as a
+        // reader finds it, not what was recorded.
+        match std::fs::metadata(&cfg.output) {
+            Ok(md) if md.is_file() => {
+                outcome.bytes = md.len();
+                match Collector::counted_in_file(&cfg.output, &stored_attr) {
+                    Ok((samples, lost)) => {
+                        outcome.samples_not_written = outcome.samples.saturating_sub(samples);
+                        outcome.samples = samples;
+                        outcome.lost = lost;
+                    }
+                    Err(e) => eprintln!("hood: cannot read back {}: {e}", cfg.output.display()),
+                }
+            }
+            _ => {}
+        }
+    }
     print_outcome(&outcome, &session);
     if let Some(rw) = collector.rewriter() {
         print_unwinding(rw);
@@ -472,6 +507,12 @@ fn print_outcome(o: &Outcome, session: &Session) {
     }
     if let Some(e) = &o.error {
         eprintln!("hood: recording stopped early: {e}; what was written is readable with `hood report -i {}`", o.output);
+    }
+    if o.samples_not_written > 0 {
+        eprintln!(
+            "hood: {} more samples were recorded but could not be written; the file holds the {} above",
+            o.samples_not_written, o.samples
+        );
     }
 }
 

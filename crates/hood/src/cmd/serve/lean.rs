@@ -13,6 +13,8 @@
 //!
 //! Both descriptors of a process are held across scrapes and re-read with `pread` from offset
 //! 0; a descriptor of a task that has gone reads as an error, and the pid is opened afresh.
+//! At most `max_held` processes are held (the server's share of its file-descriptor limit,
+//! so connections always find descriptors); the others are opened and read anew each scan.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
@@ -62,6 +64,8 @@ pub struct LeanReader {
     clk_tck: u64,
     page_size: u64,
     generation: u64,
+    /// Most processes whose descriptors are held.
+    max_held: usize,
     users: Option<HashMap<u32, String>>,
     /// Forks since boot at the last listing of /proc (`processes` of /proc/stat), and the pids
     /// listed: with no fork since, no process can have appeared, and the listing is skipped.
@@ -126,8 +130,9 @@ fn read_stat(
 }
 
 impl LeanReader {
-    /// A reader; `clk_tck` and `page_size` as the system's (from a first full snapshot).
-    pub fn new(clk_tck: u64, page_size: u64) -> LeanReader {
+    /// A reader; `clk_tck` and `page_size` as the system's (from a first full snapshot);
+    /// holding the descriptors of at most `max_held` processes.
+    pub fn new(clk_tck: u64, page_size: u64, max_held: usize) -> LeanReader {
         LeanReader {
             entries: HashMap::new(),
             buf: vec![0; 4096],
@@ -135,6 +140,7 @@ impl LeanReader {
             clk_tck,
             page_size,
             generation: 0,
+            max_held,
             users: None,
             listed: None,
             counts: LeanCounts::default(),
@@ -237,6 +243,9 @@ impl LeanReader {
             return None;
         }
         self.counts.stat_read += 1;
+        if self.entries.len() >= self.max_held {
+            return Some(raw);
+        }
         let t = raw.clone();
         self.entries.insert(
             pid,
@@ -288,7 +297,7 @@ mod tests {
             .spawn()
             .expect("sleep");
         let spid = sleeper.id();
-        let mut r = LeanReader::new(100, 4096);
+        let mut r = LeanReader::new(100, 4096, usize::MAX);
         let none = HashSet::new();
         let first = r.snapshot(LeanNeeds::default(), &none).unwrap();
         assert!(first.tasks.iter().any(|t| t.pid == spid));

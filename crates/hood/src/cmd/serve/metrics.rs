@@ -32,8 +32,9 @@ pub struct Scraper {
 }
 
 impl Scraper {
-    /// Take the first snapshot now, so the first scrape already has an interval.
-    pub fn new(sel: Selection) -> Scraper {
+    /// Take the first snapshot now, so the first scrape already has an interval. The /proc
+    /// reader holds the descriptors of at most `held_processes` processes.
+    pub fn new(sel: Selection, held_processes: usize) -> Scraper {
         // The filter matches user and command line, so those are read when filtering (and,
         // like everything else, only for processes that ran since the last scrape).
         let filtering = sel.filter.is_some();
@@ -46,6 +47,7 @@ impl Scraper {
         let mut reader = LeanReader::new(
             sys.as_ref().map_or(100, |s| s.clk_tck),
             sys.as_ref().map_or(4096, |s| s.page_size),
+            held_processes,
         );
         let first: VecDeque<Snapshot> = reader
             .snapshot(needs, &HashSet::new())

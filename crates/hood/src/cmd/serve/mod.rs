@@ -3,25 +3,26 @@
 //! See docs/serve.md.
 
 mod args;
+mod http;
 mod lean;
 mod metrics;
 mod profile;
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
+use bytes::Bytes;
 use hood_report::metrics::{Selection, CONTENT_TYPE};
-use tiny_http::{Header, Request, Response, Server};
+use http_body_util::Full;
+use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION};
+use hyper::{Method, Request, StatusCode};
 
 pub use args::{ServeArgs, ServeConfig};
+use http::Reply;
 use metrics::Scraper;
 use profile::{parse_query, Slot};
-
-/// Request threads: one may sit in a profile for a minute while the others answer scrapes.
-const WORKERS: usize = 4;
 
 /// Run `hood serve` until SIGINT or SIGTERM.
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
@@ -43,57 +44,41 @@ pub fn serve(cfg: &ServeConfig) -> anyhow::Result<()> {
         .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir()
         .context("creating a scratch directory for profiles (set TMPDIR to a writable one)")?;
-    let server = Server::http(cfg.listen)
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| {
-            format!(
-                "listening on {} (is the port in use? try --listen with another port)",
-                cfg.listen
-            )
-        })?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| cfg.listen.to_string(), |a| a.to_string());
+    let limits = http::fd_limits();
+    let listener = http::Listener::bind(cfg.listen).with_context(|| {
+        format!(
+            "listening on {} (is the port in use? try --listen with another port)",
+            cfg.listen
+        )
+    })?;
+    let addr = listener
+        .local_addr()
+        .map_or_else(|_| cfg.listen.to_string(), |a| a.to_string());
     if !cfg.listen.ip().is_loopback() && cfg.token.is_none() {
         eprintln!("hood serve: WARNING: listening on {addr} WITHOUT authentication (--unauthenticated): anyone who reaches this port can read process metrics and CPU profiles");
     }
     eprintln!("hood serve: listening on http://{addr} (/metrics, /debug/pprof/profile?seconds=N[&pid=P], /healthz)");
     let state = Arc::new(State {
         scratch,
-        scraper: Scraper::new(Selection {
-            top: cfg.top,
-            filter: cfg.process_filter.clone(),
-        }),
+        scraper: Scraper::new(
+            Selection {
+                top: cfg.top,
+                filter: cfg.process_filter.clone(),
+            },
+            limits.held_processes,
+        ),
         token: cfg.token.clone(),
         stop: Arc::clone(&stop),
     });
-    let server = Arc::new(server);
-    let mut workers = Vec::new();
-    for _ in 0..WORKERS {
-        let (server, state, stop) = (Arc::clone(&server), Arc::clone(&state), Arc::clone(&stop));
-        workers.push(std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match server.recv_timeout(Duration::from_millis(200)) {
-                    Ok(Some(req)) => state.handle(req),
-                    Ok(None) => {}
-                    Err(e) => eprintln!("hood serve: accepting a request: {e}"),
-                }
-            }
-        }));
-    }
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    server.unblock();
+    listener.serve(limits, &stop, move |req| {
+        let state = Arc::clone(&state);
+        async move { state.handle(req).await }
+    });
     eprintln!("hood serve: stopping");
-    for w in workers {
-        let _ = w.join();
-    }
     Ok(())
 }
 
-/// What the request threads share.
+/// What the requests share.
 struct State {
     /// Private directory for recordings, removed at exit.
     scratch: tempfile::TempDir,
@@ -106,61 +91,73 @@ struct State {
 /// Set while a profile is recorded.
 static PROFILING: AtomicBool = AtomicBool::new(false);
 
-type Reply = Response<std::io::Cursor<Vec<u8>>>;
-
-fn text(code: u16, body: impl Into<String>) -> Reply {
-    Response::from_string(body.into())
-        .with_status_code(code)
-        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
+/// An answer with `body` of content type `kind`.
+fn reply(code: u16, kind: &'static str, body: impl Into<Bytes>) -> Reply {
+    let mut r = Reply::new(Full::new(body.into()));
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    with_header(r, hyper::header::CONTENT_TYPE, kind)
 }
 
-fn header(k: &str, v: &str) -> Header {
-    Header::from_bytes(k.as_bytes(), v.as_bytes()).expect("static header is valid")
+fn text(code: u16, body: impl Into<String>) -> Reply {
+    reply(code, "text/plain; charset=utf-8", body.into())
+}
+
+fn with_header(mut r: Reply, name: HeaderName, value: &'static str) -> Reply {
+    r.headers_mut()
+        .insert(name, HeaderValue::from_static(value));
+    r
 }
 
 impl State {
-    fn handle(&self, req: Request) {
-        let url = req.url().to_string();
-        let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-        let reply = if *req.method() != tiny_http::Method::Get {
+    /// Answer one request; slow work (a scrape, a profile) runs on the blocking threads.
+    async fn handle(self: Arc<Self>, req: Request<hyper::body::Incoming>) -> Reply {
+        let path = req.uri().path().to_string();
+        let query = req.uri().query().unwrap_or("").to_string();
+        if req.method() != Method::GET {
             text(405, "only GET is served\n")
         } else if path == "/healthz" {
             text(200, "ok\n")
-        } else if !matches!(path, "/metrics" | "/debug/pprof/profile") {
+        } else if !matches!(path.as_str(), "/metrics" | "/debug/pprof/profile") {
             text(
                 404,
                 "not found; try /metrics, /debug/pprof/profile?seconds=N or /healthz\n",
             )
         } else if !self.authorized(&req) {
-            text(
-                401,
-                "missing or wrong bearer token (send `Authorization: Bearer TOKEN`)\n",
+            with_header(
+                text(
+                    401,
+                    "missing or wrong bearer token (send `Authorization: Bearer TOKEN`)\n",
+                ),
+                hyper::header::WWW_AUTHENTICATE,
+                "Bearer",
             )
-            .with_header(header("WWW-Authenticate", "Bearer"))
-        } else if path == "/metrics" {
-            match self.scraper.scrape() {
-                Ok(body) => {
-                    Response::from_string(body).with_header(header("Content-Type", CONTENT_TYPE))
-                }
-                Err(e) => text(500, format!("{e:#}\n")),
-            }
         } else {
-            profile_reply(query, self.scratch.path(), &self.stop)
-        };
-        if let Err(e) = req.respond(reply) {
-            eprintln!("hood serve: answering {path}: {e}");
+            // The request (and its unread body) is not needed past this point.
+            drop(req);
+            let work = tokio::task::spawn_blocking(move || {
+                if path == "/metrics" {
+                    match self.scraper.scrape() {
+                        Ok(body) => reply(200, CONTENT_TYPE, body),
+                        Err(e) => text(500, format!("{e:#}\n")),
+                    }
+                } else {
+                    profile_reply(&query, self.scratch.path(), &self.stop)
+                }
+            });
+            work.await
+                .unwrap_or_else(|e| text(500, format!("answering failed: {e}\n")))
         }
     }
 
     /// Whether the request carries the bearer token (always, when none is required).
-    fn authorized(&self, req: &Request) -> bool {
+    fn authorized<B>(&self, req: &Request<B>) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
         req.headers()
+            .get_all(AUTHORIZATION)
             .iter()
-            .filter(|h| h.field.equiv("Authorization"))
-            .filter_map(|h| h.value.as_str().strip_prefix("Bearer "))
+            .filter_map(|v| v.to_str().ok()?.strip_prefix("Bearer "))
             .any(|given| constant_time_eq(given.trim().as_bytes(), token.as_bytes()))
     }
 }
@@ -176,19 +173,21 @@ fn profile_reply(query: &str, scratch: &std::path::Path, stop: &AtomicBool) -> R
         }
     }
     let Some(_slot) = Slot::try_take(&PROFILING) else {
-        return text(
-            429,
-            "a profile is being recorded; one at a time, retry later\n",
-        )
-        .with_header(header("Retry-After", "5"));
+        return with_header(
+            text(
+                429,
+                "a profile is being recorded; one at a time, retry later\n",
+            ),
+            hyper::header::RETRY_AFTER,
+            "5",
+        );
     };
     match profile::profile(&preq, scratch, stop) {
-        Ok(bytes) => Response::from_data(bytes)
-            .with_header(header("Content-Type", "application/octet-stream"))
-            .with_header(header(
-                "Content-Disposition",
-                "attachment; filename=\"profile.pb.gz\"",
-            )),
+        Ok(bytes) => with_header(
+            reply(200, "application/octet-stream", bytes),
+            hyper::header::CONTENT_DISPOSITION,
+            "attachment; filename=\"profile.pb.gz\"",
+        ),
         Err(e) => text(500, format!("profiling failed: {e:#}\n")),
     }
 }

@@ -1,0 +1,105 @@
+//! `hood serve` on a free loopback port, and a plain HTTP/1.0 client for it.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running `hood serve`, killed when dropped.
+pub struct Serve {
+    pub child: Child,
+    pub port: u16,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A port no one listens on (yet).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Serve {
+    /// Start `hood serve` on a free loopback port with `extra` arguments, TMPDIR `tmp` and
+    /// stderr to `stderr`; wait until it listens.
+    pub fn start(extra: &[&str], tmp: &Path, stderr: Stdio) -> Serve {
+        let port = free_port();
+        let child = super::hood()
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .env("TMPDIR", tmp)
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn hood serve");
+        let s = Serve { child, port };
+        let start = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "hood serve did not listen on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        s
+    }
+}
+
+/// An HTTP/1.0 GET with extra header lines: (status, body).
+pub fn get(port: u16, path: &str, headers: &[&str]) -> (u16, Vec<u8>) {
+    get_within(port, path, headers, Duration::from_secs(120)).expect("answer")
+}
+
+/// `get`, failing (with the reason) when the whole answer takes longer than `limit`.
+pub fn get_within(
+    port: u16,
+    path: &str,
+    headers: &[&str],
+    limit: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    let start = Instant::now();
+    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), limit)
+        .map_err(|e| format!("connect: {e}"))?;
+    let mut req = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n");
+    for h in headers {
+        req.push_str(h);
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
+    s.write_all(req.as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        let left = limit
+            .checked_sub(start.elapsed())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("no whole answer within {limit:?}"))?;
+        s.set_read_timeout(Some(left)).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) => return Err(format!("reading the answer: {e}")),
+        }
+    }
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| format!("no end of headers in {:?}", String::from_utf8_lossy(&raw)))?;
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("no status in {head:?}"))?;
+    Ok((status, raw[split + 4..].to_vec()))
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Make the starting corpora under fuzz/inputs/TARGET/ from files hood writes on this machine:
+# a recording (with --labels when root), call-path tables and their segments, a trace and its
+# segments, and /proc files. Needs gcc, a debug build of hood and a release build of hood-rt.
+# Usage: fuzz/make-inputs.sh   (from anywhere; replaces fuzz/inputs/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+cargo build -q -p hood
+cargo build -q --release -p hood-rt
+hood=$repo/target/debug/hood
+export HOOD_RT_LIB=$repo/target/release/libhood_rt.so
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+gcc -O1 -g -fno-omit-frame-pointer -o "$work/spinner" tests/c/spinner.c
+for p in calls_known trace_known; do
+    gcc -O2 -g -finstrument-functions -o "$work/$p" "tests/c/$p.c"
+done
+in=$work/in
+mkdir -p "$in" "$work/shm"
+"$hood" record -F 499 -o "$in/record.hood" -- "$work/spinner" 300 2>/dev/null || true
+"$hood" record -F 499 --call-graph fp -o "$in/record-fp.hood" -- "$work/spinner" 200 2>/dev/null || true
+if [ "$(id -u)" = 0 ]; then
+    "$hood" record --labels -a -F 99 -d 0.3 -o "$in/labels.hood" 2>/dev/null || true
+fi
+HOOD_SHM_DIR=$work/shm "$hood" calls run --keep -o "$in/calls.hood" -- "$work/calls_known" >/dev/null 2>&1 || true
+HOOD_SHM_DIR=$work/shm "$hood" trace record -o "$in/trace.hood" -- "$work/trace_known" >/dev/null 2>&1 || true
+# Segments, small (few threads, paths and events) so that whole images fit a corpus.
+mkdir -p "$work/seg"
+HOOD_SHM_DIR=$work/seg HOOD_MAX_THREADS=2 HOOD_MAX_PATHS=64 LD_PRELOAD=$HOOD_RT_LIB \
+    "$work/calls_known" >/dev/null
+HOOD_SHM_DIR=$work/seg HOOD_MODE=trace HOOD_TRACE_BUFFER=256 HOOD_MAX_THREADS=2 \
+    LD_PRELOAD=$HOOD_RT_LIB "$work/trace_known" >/dev/null
+for f in "$work"/seg/hood-rt-*; do
+    size=$(stat -c %s "$f")
+    if [ "$size" -le 1048576 ]; then cp "$f" "$in/"; else echo "make-inputs: $f is $size bytes; left out"; fi
+done
+for f in stat status io cmdline maps auxv; do cat "/proc/self/$f" > "$in/$f" 2>/dev/null || true; done
+for f in meminfo loadavg uptime interrupts softirqs cpuinfo; do cat "/proc/$f" > "$in/$f"; done
+cat /proc/stat > "$in/proc_stat"
+cp /etc/passwd "$in/passwd"
+rm -rf fuzz/inputs
+(cd fuzz && cargo run -q --example inputs -- inputs "$in"/*)
+du -sh fuzz/inputs/*

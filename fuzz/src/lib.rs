@@ -1,0 +1,215 @@
+//! What each fuzz target feeds its input to: hood's readers of bytes it does not trust. Each
+//! function must return (any error is fine) without panicking, aborting, overflowing or
+//! allocating beyond a bound derived from the input's size. See docs/fuzzing.md.
+#![forbid(unsafe_code)]
+
+use hood_abi::parse::{slot_parts, ThreadView};
+use hood_abi::{
+    parse_funcs, parse_tags, trace_slot_read_len, HeaderView, TraceThreadView, HEADER_AREA_SIZE,
+    MODE_CALLS, MODE_TRACE, TAGS_AREA_SIZE, THREAD_HEADER_SIZE,
+};
+use hood_format::{FileKind, Reader, Writer};
+use hood_model::profile::maps::MappedFile;
+use hood_model::profile::RawRecording;
+use hood_model::profile::{build_profile, Resolver};
+
+/// The hood-format container: header, every chunk (CRCs, zstd), warnings, kind check.
+pub fn container(data: &[u8]) {
+    let Ok(mut r) = Reader::from_bytes(data.to_vec(), "fuzz") else {
+        return;
+    };
+    let _ = hood_format::expect_kind(&r, FileKind::Profile, "hood report");
+    for c in r.chunks() {
+        if c.is_err() {
+            break;
+        }
+    }
+    let _ = r.warnings();
+}
+
+/// A call-path table (`calls::PROCESS` payload), then what `hood calls report` derives.
+pub fn calls(data: &[u8]) {
+    let Ok(p) = hood_model::calls::decode_process(data, 0) else {
+        return;
+    };
+    for per_thread in [false, true] {
+        let _ = hood_model::calls::path_rows(&p, per_thread);
+        let _ = hood_model::calls::function_rows(&p, per_thread);
+    }
+    let _ = p.flag_notes();
+    let again = hood_model::calls::encode_process(&p);
+    let _ = hood_model::calls::decode_process(&again, 0);
+}
+
+/// Chunks framed plainly (`u16 tag, u32 length, payload`, repeated) wrapped into a valid
+/// container of `kind` (checksums computed, nothing compressed), so that mutations reach the
+/// payload decoders instead of failing a checksum. [`frame`] makes such inputs from a file.
+pub fn framed_file(data: &[u8], kind: FileKind) -> Option<Reader> {
+    let mut w = Writer::new(Vec::new(), std::path::Path::new("fuzz"), kind).ok()?;
+    let mut rest = data;
+    while rest.len() >= 6 {
+        let tag = u32::from(u16::from_le_bytes([rest[0], rest[1]]));
+        let len = u32::from_le_bytes([rest[2], rest[3], rest[4], rest[5]]) as usize;
+        let body = &rest[6..];
+        let take = len.min(body.len());
+        w.write_chunk(tag, &body[..take], false).ok()?;
+        rest = &body[take..];
+    }
+    Reader::from_bytes(w.finish().ok()?, "fuzz").ok()
+}
+
+/// The framing [`framed_file`] reads: each `(tag, payload)` as `u16 tag, u32 length, payload`.
+pub fn frame(chunks: &[(u32, Vec<u8>)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (tag, payload) in chunks {
+        out.extend_from_slice(&(*tag as u16).to_le_bytes());
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(payload);
+    }
+    out
+}
+
+/// A trace file (kind Trace): metadata, processes, events of both encodings, switches, irqs.
+pub fn trace(data: &[u8]) {
+    if let Some(r) = framed_file(data, FileKind::Trace) {
+        let _ = hood_model::trace::load_reader(r);
+    }
+}
+
+/// Bytes `len` at `off` of a segment image, as the recorder reads them (`None` past its end).
+fn at(img: &[u8], off: u64, len: u64) -> Option<&[u8]> {
+    let start = usize::try_from(off).ok()?;
+    let end = start.checked_add(usize::try_from(len).ok()?)?;
+    img.get(start..end)
+}
+
+/// A /dev/shm segment image of either mode, read as `hood calls get` and `hood trace record`
+/// read one: header, maps text, tag and function tables, every used thread slot.
+pub fn segment(img: &[u8]) {
+    let Some(head) = at(img, 0, HEADER_AREA_SIZE) else {
+        return;
+    };
+    let Ok(h) = HeaderView::parse(head) else {
+        return;
+    };
+    if (img.len() as u64) < h.total_size {
+        return;
+    }
+    let _maps = at(img, h.maps_offset, h.maps_len).map(String::from_utf8_lossy);
+    if h.mode == MODE_TRACE {
+        if let Some(t) = at(img, h.tags_offset, TAGS_AREA_SIZE) {
+            let _ = parse_tags(&h, t);
+        }
+        if let Some(f) = at(img, h.funcs_offset, u64::from(h.funcs_used) * 8) {
+            let _ = parse_funcs(&h, f);
+        }
+    }
+    for i in 0..h.threads_used {
+        let off = h.slot_offset(i);
+        let Some(th) = at(img, off, THREAD_HEADER_SIZE as u64) else {
+            return;
+        };
+        let ok = match h.mode {
+            MODE_CALLS => {
+                let parts = slot_parts(&h, th);
+                let mut bufs = vec![th];
+                for (o, len) in parts.into_iter().skip(1) {
+                    match off.checked_add(o).and_then(|s| at(img, s, len)) {
+                        Some(b) => bufs.push(b),
+                        None => return,
+                    }
+                }
+                ThreadView::parse_parts(&h, bufs[0], bufs[1], bufs[2]).is_ok()
+            }
+            MODE_TRACE => match at(img, off, trace_slot_read_len(&h, th)) {
+                Some(b) => TraceThreadView::parse(&h, b).is_ok(),
+                None => return,
+            },
+            _ => return,
+        };
+        if !ok {
+            return;
+        }
+    }
+}
+
+/// The /proc text parsers: the first byte picks one, the rest is the file's text.
+pub fn procfs(data: &[u8]) {
+    use hood_procfs::parse;
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    match which % 14 {
+        0 => {
+            let mut t = hood_model::monitor::TaskRaw::default();
+            let _ = parse::parse_stat(rest, &mut t);
+        }
+        1 => drop(parse::parse_status(&text)),
+        2 => drop(parse::parse_io(&text)),
+        3 => drop(parse::parse_cmdline(rest)),
+        4 => drop(parse::parse_meminfo(&text)),
+        5 => drop(parse::parse_loadavg(&text)),
+        6 => drop(parse::parse_uptime(&text)),
+        7 => drop(parse::parse_proc_stat(&text)),
+        8 => drop(parse::parse_irq_table(&text)),
+        9 => drop(parse::parse_cpuinfo_mhz(&text)),
+        10 => drop(parse::parse_passwd(&text)),
+        11 => drop(parse::parse_auxv(rest)),
+        _ => {
+            for line in text.lines() {
+                let _ = hood_model::profile::maps::parse_maps_line(line);
+            }
+        }
+    }
+}
+
+/// Names nothing: the profile is derived from the file alone.
+struct NoSymbols;
+
+impl Resolver for NoSymbols {
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn file(&mut self, _: &MappedFile, offsets: &[u64]) -> Vec<Option<String>> {
+        vec![None; offsets.len()]
+    }
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>> {
+        vec![None; offsets.len()]
+    }
+    fn perf_map(&mut self, _: u32, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+        vec![None; addrs.len()]
+    }
+    fn warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A whole `hood record` file (framed as in [`framed_file`]): the raw records decoded and the profile built from them (address
+/// spaces, chains, counts), its `--labels` events charged, and the labels reports rendered.
+pub fn profile(data: &[u8]) {
+    let Some(r) = framed_file(data, FileKind::Profile) else {
+        return;
+    };
+    let Ok(raw) = RawRecording::read_with(r, &mut |_| {}) else {
+        return;
+    };
+    let prof = build_profile(&raw, &mut NoSymbols);
+    let Some(r) = framed_file(data, FileKind::Profile) else {
+        return;
+    };
+    if let Ok(Some(labels)) = hood_model::labels::LabelsRecording::read(r) {
+        let labeled = labels.analyze(&prof);
+        let view = hood_report::labels::LabeledView {
+            prof: &prof,
+            labeled: &labeled,
+            source: "fuzz",
+            pid: None,
+            comm: None,
+        };
+        let _ = hood_report::labels::gprof::render_labels_gprof(&view, &mut std::io::sink());
+    }
+}
