@@ -5,13 +5,14 @@ use std::io::{ErrorKind, Write as _};
 use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Source};
-use blazesym::symbolize::{Input, Reason, Symbolized};
+use blazesym::symbolize::{CodeInfo, Input, Reason, Symbolized};
 
 use crate::debugfile::DebugFile;
 use crate::plt::Plt;
 use crate::symbolizer::{hash_of, Verdict};
 use crate::{
-    build_id_from_bytes, hex, read_build_id, Resolution, Sym, SymbolError, Symbolizer, Unresolved,
+    build_id_from_bytes, hex, read_build_id, InlinedFrame, Resolution, SourceLine, Sym,
+    SymbolError, Symbolizer, Unresolved,
 };
 
 const LEFT: &str = "its frames are left unresolved";
@@ -26,8 +27,10 @@ impl Symbolizer {
     /// on disk has another build-id or none, every offset is
     /// [`Unresolved::BuildIdMismatch`]; a missing file gives
     /// [`Unresolved::FileMissing`]. Both are warned about once per file.
-    /// Only ELF symbol tables (`.symtab`, `.dynsym`) are read, not DWARF; offsets on
-    /// PLT stubs are named after their relocation's symbol (`memcmp@plt`).
+    /// Names come from DWARF where the file (or its separate debug file) has it, with
+    /// file:line and the functions inlined at each offset, else from the ELF symbol tables
+    /// (`.symtab`, `.dynsym`); offsets on PLT stubs are named after their relocation's
+    /// symbol (`memcmp@plt`).
     pub fn symbolize_file(
         &mut self,
         path: &Path,
@@ -246,11 +249,21 @@ impl Symbolizer {
         let n = match input {
             Input::FileOffset(a) | Input::VirtOffset(a) | Input::AbsAddr(a) => a.len(),
         };
-        let src = Source::Elf(Elf {
-            debug_syms: false,
-            ..Elf::new(real)
-        });
-        match self.blaze.symbolize(&src, input) {
+        // DWARF first (inlined functions, file:line); a file whose DWARF cannot be read
+        // (corrupt, a debug link to a file with another checksum) still has symbol tables.
+        let mut answer = self.blaze.symbolize(&Source::Elf(Elf::new(real)), input);
+        if let Err(e) = &answer {
+            self.warn(
+                format!("dwarf {shown}"),
+                format!("cannot read the debug info of {shown} ({e}); it is named from its symbol table, without inlined functions or lines"),
+            );
+            let src = Source::Elf(Elf {
+                debug_syms: false,
+                ..Elf::new(real)
+            });
+            answer = self.blaze.symbolize(&src, input);
+        }
+        match answer {
             Ok(found) => {
                 let dm = &mut self.demangler;
                 found
@@ -259,6 +272,9 @@ impl Symbolizer {
                         let mut r = convert(f);
                         if let (Ok(sym), Some(d)) = (&mut r, dm.as_mut()) {
                             d.apply(&mut sym.name);
+                            for f in &mut sym.inlined {
+                                d.apply(&mut f.name);
+                            }
                         }
                         r
                     })
@@ -273,6 +289,17 @@ impl Symbolizer {
     }
 }
 
+/// blazesym's source position → ours (`None` when it names no file).
+fn source_line(c: &CodeInfo<'_>) -> Option<SourceLine> {
+    if c.file.is_empty() {
+        return None;
+    }
+    Some(SourceLine {
+        file: c.to_path().to_string_lossy().into_owned(),
+        line: c.line.unwrap_or(0),
+    })
+}
+
 /// blazesym's answer for one offset → ours.
 fn convert(s: Symbolized<'_>) -> Resolution {
     match s {
@@ -280,6 +307,17 @@ fn convert(s: Symbolized<'_>) -> Resolution {
             name: sym.name.into_owned(),
             offset: sym.offset as u64,
             size: sym.size.map(|s| s as u64).filter(|&s| s > 0),
+            code: sym.code_info.as_deref().and_then(source_line),
+            // blazesym lists them outermost first.
+            inlined: sym
+                .inlined
+                .iter()
+                .rev()
+                .map(|f| InlinedFrame {
+                    name: f.name.to_string(),
+                    code: f.code_info.as_ref().and_then(source_line),
+                })
+                .collect(),
         }),
         Symbolized::Unknown(Reason::IgnoredError) => {
             Err(Unresolved::Other("error while reading symbols".to_string()))

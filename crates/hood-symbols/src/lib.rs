@@ -6,7 +6,8 @@
 //!
 //! * ELF files by file offset ([`Symbolizer::symbolize_file`]) — executables,
 //!   PIE and shared libraries alike, checked against the build-id recorded
-//!   at recording time;
+//!   at recording time; with DWARF (in the file or a separate debug file) each
+//!   answer also carries file:line and the functions inlined there;
 //! * in-memory ELF images such as the recorded `[vdso]`
 //!   ([`Symbolizer::symbolize_image`]);
 //! * the kernel, from a stored copy of `/proc/kallsyms`
@@ -42,7 +43,7 @@ pub use symbolizer::Symbolizer;
 pub use table::SymbolTable;
 
 /// A resolved symbol.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sym {
     /// Function name (demangled if [`SymbolizerOptions::demangle`]); kernel
     /// module functions are named `func [module]`.
@@ -51,6 +52,33 @@ pub struct Sym {
     pub offset: u64,
     /// Symbol size in bytes, when the source records it.
     pub size: Option<u64>,
+    /// Source file and line of the address within this function, from DWARF line tables:
+    /// where the address is in inlined code, the line of the outermost inlined call.
+    /// `None` without debug info (and for text sources such as kallsyms).
+    pub code: Option<SourceLine>,
+    /// Functions inlined at the address, innermost first (what `addr2line -i` prints
+    /// before the function itself); empty without DWARF or when
+    /// [`SymbolizerOptions::inlined`] is off.
+    pub inlined: Vec<InlinedFrame>,
+}
+
+/// A source position: file path (as the compiler recorded it, directory joined) and line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLine {
+    /// Path of the source file.
+    pub file: String,
+    /// 1-based line (0: the compiler gave the address no line).
+    pub line: u32,
+}
+
+/// One inlined function at an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlinedFrame {
+    /// Its name (demangled like [`Sym::name`]).
+    pub name: String,
+    /// Where in it the address is: for the innermost frame the address's own line, for
+    /// the others the line of the call inlined into them.
+    pub code: Option<SourceLine>,
 }
 
 /// Why a location has no symbol name.
@@ -107,6 +135,9 @@ pub struct SymbolizerOptions {
     /// the same build-id, is read instead of the binary (default `/usr/lib/debug`,
     /// under [`root`](Self::root) if set).
     pub debug_dirs: Vec<PathBuf>,
+    /// Read DWARF debug info for inlined functions (default `true`); file:line is read
+    /// either way when the binary or its debug file has DWARF.
+    pub inlined: bool,
 }
 
 impl Default for SymbolizerOptions {
@@ -117,6 +148,7 @@ impl Default for SymbolizerOptions {
             full_names: false,
             root: None,
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            inlined: true,
         }
     }
 }

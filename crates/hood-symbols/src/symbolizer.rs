@@ -60,9 +60,12 @@ impl Symbolizer {
             None => None,
         };
         let blaze = symbolize::Symbolizer::builder()
-            .enable_code_info(false)
-            .enable_inlined_fns(false)
+            .enable_code_info(true)
+            .enable_inlined_fns(opts.inlined)
             .enable_demangling(false)
+            // Separate debug files are found here (debugfile.rs), by build-id and debug
+            // link with their checks; blazesym is handed the file to read.
+            .set_debug_dirs(Some(Vec::<PathBuf>::new()))
             .build();
         let demangler = opts.demangle.then(|| DemangleCache::new(opts.full_names));
         Ok(Symbolizer {

@@ -93,7 +93,7 @@ impl Builder<'_> {
             .rev()
             .filter_map(|&f| self.prof.funcs.get(f as usize))
             .map(|func| FrameInfo {
-                frame: Frame::Label(self.fx.intern_string(&func.name)),
+                frame: Frame::Label(self.fx.intern_string(&func.label())),
                 category_pair: if func.kernel { self.kernel } else { self.user }.into(),
                 flags: FrameFlags::empty(),
             })

@@ -12,6 +12,7 @@ fn func(name: &str, kernel: bool) -> Func {
         dso: if kernel { "[kernel.kallsyms]" } else { "app" }.into(),
         kernel,
         resolved: true,
+        inlined: false,
     }
 }
 

@@ -15,6 +15,7 @@ pub(crate) fn small_profile() -> Profile {
         dso: dso.into(),
         kernel,
         resolved: true,
+        inlined: false,
     };
     let mut prof = Profile {
         meta: RecordMeta {

@@ -41,6 +41,9 @@ pub enum By {
     Comm,
     /// Samples per thread.
     Thread,
+    /// Self samples per source line (`file:line`) of the innermost function, inlined ones
+    /// included (perf's `--sort srcline`).
+    Line,
 }
 
 /// Which call tree to print under the flat profile.

@@ -52,6 +52,7 @@ impl Builder {
             dso: dso.into(),
             kernel: dso == "[kernel.kallsyms]",
             resolved: true,
+            inlined: false,
         });
         self.funcs.insert(name.into(), id);
         id

@@ -17,6 +17,9 @@ pub enum ByArg {
     Comm,
     /// Threads.
     Thread,
+    /// Source lines (`file:line`) of the sampled code, inlined functions' own lines
+    /// included, like perf's `--sort srcline`; needs DWARF debug info (`-g`).
+    Line,
 }
 
 /// Call-graph direction.
@@ -95,6 +98,12 @@ pub struct ReportArgs {
     /// by default names are shortened as perf prints them (`ns::Map<K, V>::find`).
     #[arg(long = "full-names")]
     pub full_names: bool,
+    /// Leave out inlined functions. By default, where a binary (or its separate debug file)
+    /// has DWARF debug info, code the compiler inlined is shown as its own frame,
+    /// `name (inlined)`, under the function it was inlined into, as `perf report --inline`
+    /// does.
+    #[arg(long = "no-inline")]
+    pub no_inline: bool,
     /// Longest line of the text report in characters; longer names are cut with `…`
     /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
     #[arg(long = "width", value_name = "COLUMNS")]
