@@ -249,43 +249,53 @@ impl Symbolizer {
         let n = match input {
             Input::FileOffset(a) | Input::VirtOffset(a) | Input::AbsAddr(a) => a.len(),
         };
-        // DWARF first (inlined functions, file:line); a file whose DWARF cannot be read
-        // (corrupt, a debug link to a file with another checksum) still has symbol tables.
-        let mut answer = self.blaze.symbolize(&Source::Elf(Elf::new(real)), input);
-        if let Err(e) = &answer {
-            self.warn(
-                format!("dwarf {shown}"),
-                format!("cannot read the debug info of {shown} ({e}); it is named from its symbol table, without inlined functions or lines"),
-            );
-            let src = Source::Elf(Elf {
-                debug_syms: false,
-                ..Elf::new(real)
-            });
-            answer = self.blaze.symbolize(&src, input);
-        }
-        match answer {
-            Ok(found) => {
-                let dm = &mut self.demangler;
-                found
-                    .into_iter()
-                    .map(|f| {
-                        let mut r = convert(f);
-                        if let (Ok(sym), Some(d)) = (&mut r, dm.as_mut()) {
-                            d.apply(&mut sym.name);
-                            for f in &mut sym.inlined {
-                                d.apply(&mut f.name);
-                            }
-                        }
-                        r
-                    })
-                    .collect()
-            }
+        // Names from the symbol tables, as perf names functions: DWARF's names of C++
+        // members and templates are their bare declarations (`fold<...>`).
+        let elf = Source::Elf(Elf {
+            debug_syms: false,
+            ..Elf::new(real)
+        });
+        let mut out: Vec<Resolution> = match self.blaze.symbolize(&elf, input) {
+            Ok(found) => found.into_iter().map(convert).collect(),
             Err(e) => {
                 let msg = format!("cannot read symbols of {shown}: {e}");
                 self.warn(format!("read {shown}"), format!("{msg}; {LEFT}"));
-                vec![Err(Unresolved::Other(msg)); n]
+                return vec![Err(Unresolved::Other(msg)); n];
+            }
+        };
+        // DWARF, where the file has it: file:line and the functions inlined there. A file
+        // whose DWARF cannot be read (corrupt, compressed in an unknown way) keeps its names.
+        match self.blaze.symbolize(&Source::Elf(Elf::new(real)), input) {
+            Ok(found) => {
+                for (r, d) in out.iter_mut().zip(found.into_iter().map(convert)) {
+                    match (r, d) {
+                        (Ok(sym), Ok(d)) => {
+                            sym.code = d.code;
+                            sym.inlined = d.inlined;
+                        }
+                        // A function DWARF knows and the symbol tables do not.
+                        (r @ Err(_), Ok(d)) => *r = Ok(d),
+                        _ => {}
+                    }
+                }
+            }
+            Err(e) => self.warn(
+                format!("dwarf {shown}"),
+                format!(
+                    "cannot read the debug info of {shown} ({e}); its functions are named \
+                     without inlined functions or source lines"
+                ),
+            ),
+        }
+        if let Some(d) = self.demangler.as_mut() {
+            for sym in out.iter_mut().flatten() {
+                d.apply(&mut sym.name);
+                for f in &mut sym.inlined {
+                    d.apply(&mut f.name);
+                }
             }
         }
+        out
     }
 }
 

@@ -150,6 +150,7 @@ impl<'a> Tables<'a> {
         let file = self.prof.dso_files.get(dso);
         let path = file.map_or(dso, |d| d.path.as_str());
         let build_id = file.and_then(|d| d.build_id.as_deref()).unwrap_or("");
+        let lines = self.has_lines && dso != "[kernel.kallsyms]";
         self.mapping.push(proto::Mapping {
             id,
             memory_start: range.0,
@@ -158,10 +159,11 @@ impl<'a> Tables<'a> {
             filename: st.id(path),
             build_id: st.id(build_id),
             has_functions: true,
-            // Lines and inlined frames come from DWARF; say so only when some were found.
-            has_filenames: self.has_lines,
-            has_line_numbers: self.has_lines,
-            has_inline_frames: self.has_lines,
+            // Lines and inlined frames come from DWARF; say so only when some were found
+            // (the kernel is named from kallsyms: never).
+            has_filenames: lines,
+            has_line_numbers: lines,
+            has_inline_frames: lines,
         });
         id
     }

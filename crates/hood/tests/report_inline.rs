@@ -1,0 +1,348 @@
+//! Inlined functions and source lines (issue 12, items 1 and 2), on a real recording of a
+//! known program built `-O2 -g` by the test (tests/c/inline_hot.c): `mix` is
+//! `always_inline`, so its code lives inside `outer_loop` and no symbol names it.
+//! - every report shows it as its own frame, `mix (inlined)`, under `outer_loop`, and
+//!   `--no-inline` takes it away;
+//! - the file:line of every sampled address, inlined chain included, is what `addr2line -i`
+//!   says for it;
+//! - `go tool pprof` reads the lines: `-list outer_loop` puts the samples on the call line.
+
+mod common;
+
+use std::collections::HashMap as Map;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Builds tests/c/inline_hot.c at -O2 with debug info into `dir`.
+fn build(dir: &Path) -> PathBuf {
+    let out = dir.join("inline_hot");
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/c/inline_hot.c"))
+        .status()
+        .expect("gcc must be installed to build inline_hot.c");
+    assert!(st.success(), "gcc failed on inline_hot.c");
+    // The premise: no symbol names `mix`, its code is inside `outer_loop`.
+    let nm = Command::new("nm")
+        .arg(&out)
+        .output()
+        .expect("nm (binutils)");
+    let syms = String::from_utf8_lossy(&nm.stdout);
+    assert!(
+        !syms.lines().any(|l| l.ends_with(" mix")) && syms.contains(" outer_loop"),
+        "gcc did not inline mix into outer_loop:\n{syms}"
+    );
+    out
+}
+
+/// Records the program into `dir/inline.data`.
+fn record_it(dir: &Path, prog: &Path) -> PathBuf {
+    let data = dir.join("inline.data");
+    let out = record(
+        &data,
+        &["-F", "2999", "--", prog.to_str().unwrap(), "4000000"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    data
+}
+
+/// (samples whose stack holds `outer_loop`, of which the user frame right under it, and last
+/// user frame, is `mix (inlined)`); kernel frames (`_[k]`) after the user leaf are ignored.
+fn inlined_under_caller(stacks: &[(Vec<String>, u64)]) -> (u64, u64) {
+    let (mut with_caller, mut inlined) = (0, 0);
+    for (frames, n) in stacks {
+        if frames.first().map(String::as_str) != Some("inline_hot") {
+            continue;
+        }
+        let user: Vec<&str> = frames
+            .iter()
+            .map(String::as_str)
+            .filter(|f| !f.ends_with("_[k]"))
+            .collect();
+        let Some(at) = user.iter().position(|f| *f == "outer_loop") else {
+            continue;
+        };
+        with_caller += n;
+        if user.len() == at + 2 && user[at + 1] == "mix (inlined)" {
+            inlined += n;
+        }
+    }
+    (with_caller, inlined)
+}
+
+#[test]
+fn inlined_function_is_a_frame_under_its_caller_in_every_report() {
+    if !privileged("inlined_function_is_a_frame_under_its_caller_in_every_report") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let data = record_it(dir.path(), &prog);
+
+    // Collapsed stacks (and so the flamegraph): ...;outer_loop;mix (inlined).
+    let stacks = collapsed(&data, &[]);
+    let (with_caller, inlined) = inlined_under_caller(&stacks);
+    assert!(
+        with_caller >= 500,
+        "too few samples in outer_loop: {stacks:?}"
+    );
+    assert!(
+        inlined * 100 >= with_caller * 95,
+        "mix (inlined) under outer_loop in only {inlined} of {with_caller} samples: {stacks:?}"
+    );
+    // --no-inline: gone, its samples are outer_loop's own.
+    let plain = collapsed(&data, &["--no-inline"]);
+    assert!(
+        plain
+            .iter()
+            .all(|(f, _)| f.iter().all(|x| !x.contains("(inlined)") && x != "mix")),
+        "--no-inline still shows inlined frames: {plain:?}"
+    );
+    let user_leaf_outer: u64 = plain
+        .iter()
+        .filter(|(f, _)| {
+            f.first().map(String::as_str) == Some("inline_hot")
+                && f.iter()
+                    .rev()
+                    .find(|x| !x.ends_with("_[k]"))
+                    .map(String::as_str)
+                    == Some("outer_loop")
+        })
+        .map(|(_, n)| n)
+        .sum();
+    assert!(
+        user_leaf_outer >= inlined,
+        "--no-inline: outer_loop is the user leaf in {user_leaf_outer} samples, < {inlined}: {plain:?}"
+    );
+
+    // Text: the flat profile names it, the caller tree nests it under outer_loop.
+    let out = run(hood()
+        .args(["report", "--width", "0", "--call-graph", "caller", "-i"])
+        .arg(&data));
+    assert!(out.status.success(), "{}", text(&out));
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    let tree: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("Call graph"))
+        .collect();
+    let depth = |name: &str| {
+        tree.iter().find_map(|l| {
+            let cols = l.split_whitespace().collect::<Vec<_>>();
+            let at = l.find(name)?;
+            (cols.last() == Some(&name.split(' ').next_back().unwrap())).then_some(at)
+        })
+    };
+    let (caller, callee) = (depth("outer_loop"), depth("mix (inlined)"));
+    assert!(
+        matches!((caller, callee), (Some(a), Some(b)) if b == a + 2),
+        "the call tree does not nest mix (inlined) under outer_loop:\n{report}"
+    );
+    let callee_tree = run(hood()
+        .args(["report", "--width", "0", "--call-graph", "callee", "-i"])
+        .arg(&data));
+    assert!(
+        String::from_utf8_lossy(&callee_tree.stdout).contains("mix (inlined)"),
+        "{}",
+        text(&callee_tree)
+    );
+
+    // JSON: a function of its own, marked inlined, holding most samples.
+    let out = run(hood().args(["report", "--format", "json", "-i"]).arg(&data));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let top = &json["functions"][0];
+    assert_eq!(
+        (top["name"].as_str(), top["inlined"].as_bool()),
+        (Some("mix"), Some(true)),
+        "{top}"
+    );
+
+    // pprof: one location per address with two lines, mix (innermost) then outer_loop.
+    if let Some(raw) = go_pprof(dir.path(), &data, &["-raw"]) {
+        let locations: Vec<&str> = raw
+            .lines()
+            .skip_while(|l| *l != "Locations")
+            .take_while(|l| *l != "Mappings")
+            .collect();
+        let pairs = locations
+            .windows(2)
+            .filter(|w| w[0].contains(" mix ") && w[1].trim_start().starts_with("outer_loop "))
+            .count();
+        assert!(pairs > 0, "no location with lines mix, outer_loop:\n{raw}");
+        assert!(
+            raw.lines()
+                .any(|l| l.contains("/inline_hot ") && l.contains("[FN][FL][LN][IN]")),
+            "the program's mapping does not say it has lines and inline frames:\n{raw}"
+        );
+    }
+}
+
+/// `go tool pprof ARGS` on the pprof output of `data`; `None` (said so) when go is missing.
+fn go_pprof(dir: &Path, data: &Path, args: &[&str]) -> Option<String> {
+    let pb = dir.join("inline.pb.gz");
+    if !pb.exists() {
+        let out = run(hood()
+            .args(["report", "--format", "pprof", "-i"])
+            .arg(data)
+            .arg("-o")
+            .arg(&pb));
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let Ok(out) = Command::new("go")
+        .args(["tool", "pprof"])
+        .args(args)
+        .arg(&pb)
+        .env("GOTOOLCHAIN", "local")
+        .env("HOME", dir)
+        .output()
+    else {
+        eprintln!("not run here: go tool pprof {args:?} (`go` is not installed: apt-get install golang-go)");
+        return None;
+    };
+    assert!(
+        out.status.success(),
+        "go tool pprof {args:?}:\n{}",
+        text(&out)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The `PT_LOAD` segments of `prog` per readelf: (file offset, virtual address, file size).
+fn loads(prog: &Path) -> Vec<(u64, u64, u64)> {
+    let out = Command::new("readelf")
+        .arg("-lW")
+        .arg(prog)
+        .output()
+        .unwrap();
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            (c.first() == Some(&"LOAD")).then(|| (hex(c[1]), hex(c[2]), hex(c[4])))
+        })
+        .collect()
+}
+
+#[test]
+fn sampled_lines_match_addr2line_and_go_pprof_lists_them() {
+    if !privileged("sampled_lines_match_addr2line_and_go_pprof_lists_them") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let data = record_it(dir.path(), &prog);
+    let Some(raw) = go_pprof(dir.path(), &data, &["-raw"]) else {
+        return;
+    };
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    // Mapping id -> (start, file offset) of the program's own mapping.
+    let mut maps = Map::new();
+    for l in raw.lines().skip_while(|l| *l != "Mappings").skip(1) {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if f.len() > 2 && Path::new(f[2]) == prog {
+            let r: Vec<u64> = f[1].split('/').map(hex).collect();
+            maps.insert(f[0].trim_end_matches(':').to_string(), (r[0], r[2]));
+        }
+    }
+    assert!(!maps.is_empty(), "no mapping of {}:\n{raw}", prog.display());
+    // Each location of the program: its address as a virtual address of the file, and its
+    // lines "function file:line", innermost first.
+    let segs = loads(&prog);
+    let mut locs: Vec<(u64, Vec<String>)> = Vec::new();
+    let mut current: Option<usize> = None;
+    for l in raw
+        .lines()
+        .skip_while(|l| *l != "Locations")
+        .skip(1)
+        .take_while(|l| *l != "Mappings")
+    {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let line_of = |f: &[&str]| {
+            let file = f[1].rsplit('/').next().unwrap();
+            format!("{} {file}", f[0])
+        };
+        if f.first().is_some_and(|x| x.ends_with(':')) {
+            current = None;
+            let Some(&(start, offset)) =
+                f.get(2).and_then(|m| maps.get(m.trim_start_matches("M=")))
+            else {
+                continue;
+            };
+            let file_offset = hex(f[1]) - start + offset;
+            let (o, v, _) = *segs
+                .iter()
+                .find(|(o, _, sz)| (*o..o + sz).contains(&file_offset))
+                .expect("address in a PT_LOAD segment");
+            locs.push((file_offset - o + v, vec![line_of(&f[3..])]));
+            current = Some(locs.len() - 1);
+        } else if let (Some(i), true) = (current, f.len() >= 2) {
+            locs[i].1.push(line_of(&f));
+        }
+    }
+    assert!(locs.len() >= 3, "too few locations in the program:\n{raw}");
+    // addr2line -i -f: per address, "function\nfile:line" for each frame, innermost first.
+    let out = Command::new("addr2line")
+        .args(["-i", "-f", "-a", "-e"])
+        .arg(&prog)
+        .args(locs.iter().map(|(a, _)| format!("{a:#x}")))
+        .output()
+        .expect("addr2line (binutils)");
+    let a2l = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut want: Vec<Vec<String>> = Vec::new();
+    let mut lines = a2l.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l.starts_with("0x") {
+            want.push(Vec::new());
+            continue;
+        }
+        let place = lines.next().unwrap_or("");
+        // "/path/inline_hot.c:12 (discriminator 3)" -> "inline_hot.c:12"
+        let place = place.split(' ').next().unwrap().rsplit('/').next().unwrap();
+        want.last_mut().unwrap().push(format!("{l} {place}"));
+    }
+    assert_eq!(want.len(), locs.len(), "{a2l}");
+    let mut compared = 0;
+    for ((addr, got), want) in locs.iter().zip(&want) {
+        // Code without line info (crt's _start): addr2line says "??:?", hood ":0".
+        if want.iter().any(|w| w.ends_with("??:?")) {
+            continue;
+        }
+        assert_eq!(got, want, "lines at {addr:#x} differ from addr2line -i");
+        compared += 1;
+    }
+    assert!(compared >= 3, "too few addresses with lines: {locs:?}");
+    assert!(
+        locs.iter().any(|(_, l)| l.len() == 2),
+        "no sampled address with an inlined frame: {locs:?}"
+    );
+
+    // go tool pprof -list: the samples sit on the line that calls mix.
+    let Some(list) = go_pprof(dir.path(), &data, &["-list", "outer_loop"]) else {
+        return;
+    };
+    let total: u64 = list
+        .lines()
+        .find_map(|l| l.trim().split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0);
+    let call = list
+        .lines()
+        .find(|l| l.contains("CALL-LINE"))
+        .unwrap_or_else(|| panic!("no source listing:\n{list}"));
+    let cum: u64 = call.split_whitespace().nth(1).unwrap().parse().unwrap_or(0);
+    assert!(
+        total > 0 && cum * 100 >= total * 95,
+        "the call line holds {cum} of {total} samples:\n{list}"
+    );
+    // -lines names mix's own lines, inlined.
+    let top = go_pprof(dir.path(), &data, &["-top", "-lines"]).unwrap();
+    assert!(
+        top.lines()
+            .any(|l| l.contains("mix") && l.contains("inline_hot.c:") && l.contains("(inline)")),
+        "{top}"
+    );
+}
