@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{CodeInfo, Input, Reason, Symbolized};
 
-use crate::debugfile::DebugFile;
+use crate::debugfile::{has_dwarf, DebugFile};
 use crate::plt::Plt;
 use crate::symbolizer::{hash_of, Verdict};
 use crate::{
@@ -52,7 +52,7 @@ impl Symbolizer {
         };
         match verdict {
             Ok(real) => {
-                let mut out = match self.debug_file(&real) {
+                let mut out = match self.debug_file(&real, path) {
                     Some(dbg) => self.blaze_debug(&dbg, &path.display().to_string(), file_offsets),
                     None => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
                 };
@@ -80,8 +80,8 @@ impl Symbolizer {
         }
     }
 
-    /// The separate debug file of the binary `real`, looked for once.
-    fn debug_file(&mut self, real: &Path) -> Option<DebugFile> {
+    /// The separate debug file of the binary `real` (mapped as `recorded`), looked for once.
+    fn debug_file(&mut self, real: &Path, recorded: &Path) -> Option<DebugFile> {
         if let Some(found) = self.debug_files.get(real) {
             return found.clone();
         }
@@ -91,7 +91,21 @@ impl Symbolizer {
             .iter()
             .map(|d| self.rooted(d))
             .collect();
-        let found = DebugFile::find(real, &dirs);
+        let mut found = DebugFile::find(real, recorded, &dirs);
+        if found.is_none() && self.debuginfod.is_some() && !has_dwarf(real) {
+            if let Ok(Some(id)) = read_build_id(real) {
+                let mut warnings = Vec::new();
+                let what = recorded.display().to_string();
+                let fetched = self
+                    .debuginfod
+                    .as_mut()
+                    .and_then(|d| d.fetch(&id, &what, &mut |k, m| warnings.push((k, m))));
+                for (k, m) in warnings {
+                    self.warn(k, m);
+                }
+                found = fetched.and_then(|path| DebugFile::at(real, path));
+            }
+        }
         self.debug_files.insert(real.to_path_buf(), found.clone());
         found
     }

@@ -24,6 +24,7 @@
 
 mod buildid;
 mod debugfile;
+mod debuginfod;
 mod demangle;
 mod elf;
 mod error;
@@ -37,6 +38,7 @@ use std::path::PathBuf;
 
 pub use buildid::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use debugfile::debug_file_path;
+pub use debuginfod::DebuginfodConfig;
 pub use demangle::{demangle, demangle_short};
 pub use error::SymbolError;
 pub use symbolizer::Symbolizer;
@@ -130,14 +132,20 @@ pub struct SymbolizerOptions {
     /// Prefix for every file path, e.g. a copy of the profiled machine's
     /// root file system (default none: paths are used as recorded).
     pub root: Option<PathBuf>,
-    /// Directories searched for separate debug files by build-id
-    /// (`DIR/.build-id/XX/YYYY.debug`); a binary's debug file, when present with
-    /// the same build-id, is read instead of the binary (default `/usr/lib/debug`,
-    /// under [`root`](Self::root) if set).
+    /// Directories searched for separate debug files, in order: by build-id
+    /// (`DIR/.build-id/XX/YYYY.debug`, with the same build-id inside), then by the binary's
+    /// `.gnu_debuglink` (`DIR/BINARY_DIR/NAME` and `DIR/NAME`, with the CRC it names; the
+    /// binary's own directory and its `.debug/` are tried first). A binary's debug file is
+    /// read instead of the binary (default `/usr/lib/debug`, under [`root`](Self::root) if
+    /// set).
     pub debug_dirs: Vec<PathBuf>,
     /// Read DWARF debug info for inlined functions (default `true`); file:line is read
     /// either way when the binary or its debug file has DWARF.
     pub inlined: bool,
+    /// Fetch the debug files of binaries that have neither DWARF nor a local debug file
+    /// from debuginfod servers (default `None`; [`DebuginfodConfig::from_env`] reads
+    /// `DEBUGINFOD_URLS` as perf and gdb do).
+    pub debuginfod: Option<DebuginfodConfig>,
 }
 
 impl Default for SymbolizerOptions {
@@ -149,6 +157,7 @@ impl Default for SymbolizerOptions {
             root: None,
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             inlined: true,
+            debuginfod: None,
         }
     }
 }

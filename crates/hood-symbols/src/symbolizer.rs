@@ -32,6 +32,8 @@ pub struct Symbolizer {
     pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
     /// binary as read → its separate debug file, if any.
     pub(crate) debug_files: HashMap<PathBuf, Option<crate::debugfile::DebugFile>>,
+    /// The debuginfod client, when configured.
+    pub(crate) debuginfod: Option<crate::debuginfod::Debuginfod>,
     /// binary as read → its PLT stubs.
     pub(crate) plts: HashMap<PathBuf, crate::plt::Plt>,
     /// image key → (hash of the bytes, temp file holding them or why not).
@@ -68,6 +70,10 @@ impl Symbolizer {
             .set_debug_dirs(Some(Vec::<PathBuf>::new()))
             .build();
         let demangler = opts.demangle.then(|| DemangleCache::new(opts.full_names));
+        let debuginfod = opts
+            .debuginfod
+            .clone()
+            .map(crate::debuginfod::Debuginfod::new);
         Ok(Symbolizer {
             opts,
             blaze,
@@ -76,6 +82,7 @@ impl Symbolizer {
             symfile,
             files: HashMap::new(),
             debug_files: HashMap::new(),
+            debuginfod,
             plts: HashMap::new(),
             images: HashMap::new(),
             perf_maps: HashMap::new(),

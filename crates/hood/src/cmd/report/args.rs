@@ -104,6 +104,19 @@ pub struct ReportArgs {
     /// does.
     #[arg(long = "no-inline")]
     pub no_inline: bool,
+    /// Also look for separate debug files here, before /usr/lib/debug (repeatable): by
+    /// build-id (`DIR/.build-id/XX/YYYY.debug`) and by the binary's `.gnu_debuglink`
+    /// (`DIR/BINARY_DIR/NAME`, `DIR/NAME`; next to the binary and in its `.debug/` are always
+    /// tried). A debug file is used only with the binary's build-id or the link's CRC.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dirs: Vec<PathBuf>,
+    /// Do not fetch debug files from debuginfod servers. By default, when DEBUGINFOD_URLS is
+    /// set (space-separated server URLs, as for perf and gdb), the debug file of a sampled
+    /// binary that has no DWARF and none on disk is downloaded by build-id into
+    /// DEBUGINFOD_CACHE_PATH (default ~/.cache/hood/debuginfod), waiting at most
+    /// DEBUGINFOD_TIMEOUT seconds (default 90) for a server to answer; progress is shown.
+    #[arg(long = "no-debuginfod")]
+    pub no_debuginfod: bool,
     /// Longest line of the text report in characters; longer names are cut with `…`
     /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
     #[arg(long = "width", value_name = "COLUMNS")]

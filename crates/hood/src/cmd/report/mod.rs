@@ -171,6 +171,8 @@ impl ReportArgs {
             symfile: self.symfile.clone(),
             full_names: self.full_names,
             no_inline: self.no_inline,
+            debug_dirs: self.debug_dirs.clone(),
+            no_debuginfod: self.no_debuginfod,
         }
     }
 

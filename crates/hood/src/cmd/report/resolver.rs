@@ -17,6 +17,11 @@ pub struct SymbolOpts {
     pub full_names: bool,
     /// No inlined frames (`--no-inline`).
     pub no_inline: bool,
+    /// Directories searched for separate debug files before `/usr/lib/debug`
+    /// (`--debug-dir`, repeatable).
+    pub debug_dirs: Vec<std::path::PathBuf>,
+    /// Do not ask debuginfod servers even when `DEBUGINFOD_URLS` is set (`--no-debuginfod`).
+    pub no_debuginfod: bool,
 }
 
 /// The kernel's symbol table, being indexed (on another thread) while the records are read;
@@ -45,11 +50,20 @@ impl<'a> SymResolver<'a> {
         perf_maps: &'a BTreeMap<u32, String>,
     ) -> anyhow::Result<SymResolver<'a>> {
         let symfile = opts.symfile.as_deref();
+        let defaults = SymbolizerOptions::default();
+        let mut debug_dirs = opts.debug_dirs.clone();
+        debug_dirs.extend(defaults.debug_dirs.iter().cloned());
         let sym = Symbolizer::new(SymbolizerOptions {
             symfile: opts.symfile.clone(),
             full_names: opts.full_names,
             inlined: !opts.no_inline,
-            ..SymbolizerOptions::default()
+            debug_dirs,
+            debuginfod: if opts.no_debuginfod {
+                None
+            } else {
+                hood_symbols::DebuginfodConfig::from_env()
+            },
+            ..defaults
         })?;
         Ok(SymResolver {
             sym,
