@@ -346,3 +346,157 @@ fn sampled_lines_match_addr2line_and_go_pprof_lists_them() {
         "{top}"
     );
 }
+
+/// The Firefox output, decompressed.
+fn firefox_json(dir: &Path, data: &Path) -> (PathBuf, serde_json::Value) {
+    let out_path = dir.join("inline.json.gz");
+    let out = run(hood()
+        .args(["report", "--format", "firefox", "-i"])
+        .arg(data)
+        .arg("-o")
+        .arg(&out_path));
+    assert!(out.status.success(), "{}", text(&out));
+    let gz = std::fs::File::open(&out_path).unwrap();
+    let v = serde_json::from_reader(flate2::read::GzDecoder::new(gz)).expect("gzip JSON");
+    (out_path, v)
+}
+
+#[test]
+fn firefox_frames_carry_inline_depth_lines_and_their_lib() {
+    if !privileged("firefox_frames_carry_inline_depth_lines_and_their_lib") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build(dir.path());
+    let data = record_it(dir.path(), &prog);
+    let (gz, v) = firefox_json(dir.path(), &data);
+    // The program is a lib with its path and build-id.
+    let notes = Command::new("readelf")
+        .arg("-n")
+        .arg(&prog)
+        .output()
+        .unwrap();
+    let build_id = String::from_utf8_lossy(&notes.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+        .expect("a build-id");
+    let libs = v["libs"].as_array().expect("libs");
+    let lib = libs
+        .iter()
+        .position(|l| l["path"] == prog.to_str().unwrap())
+        .unwrap_or_else(|| panic!("no lib for the program: {libs:?}"));
+    assert_eq!(libs[lib]["codeId"], build_id.as_str());
+    assert_eq!(libs[lib]["breakpadId"].as_str().map(str::len), Some(33));
+    let t = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "inline_hot")
+        .expect("the program's thread");
+    let s = |i: &serde_json::Value| t["stringArray"][i.as_u64().unwrap() as usize].clone();
+    let (frames, funcs, stacks) = (&t["frameTable"], &t["funcTable"], &t["stackTable"]);
+    let frame = |i: usize| {
+        let f = frames["func"][i].as_u64().unwrap() as usize;
+        (
+            s(&funcs["name"][f]),
+            frames["inlineDepth"][i].as_u64().unwrap(),
+            frames["line"][i].as_u64(),
+            frames["address"][i].as_i64().unwrap(),
+            funcs["fileName"][f].as_u64().map(|n| s(&n.into())),
+            funcs["resource"][f].as_i64().unwrap(),
+        )
+    };
+    // Every stack ending in mix: depth 1, a line of mix, under outer_loop at depth 0 with
+    // the call's line and the same address, both in the program's lib.
+    let mut seen = 0;
+    for st in 0..stacks["length"].as_u64().unwrap() as usize {
+        let leaf = frame(stacks["frame"][st].as_u64().unwrap() as usize);
+        if leaf.0 != "mix" {
+            continue;
+        }
+        let parent = stacks["prefix"][st].as_u64().expect("a caller") as usize;
+        let caller = frame(stacks["frame"][parent].as_u64().unwrap() as usize);
+        assert_eq!(
+            (leaf.1, caller.0.as_str(), caller.1),
+            (1, Some("outer_loop"), 0)
+        );
+        assert!(matches!(leaf.2, Some(11..=14)), "mix's line {:?}", leaf.2);
+        assert_eq!(caller.2, Some(22), "outer_loop's call line");
+        assert!(
+            leaf.3 >= 0 && leaf.3 == caller.3,
+            "addresses {} {}",
+            leaf.3,
+            caller.3
+        );
+        assert!(leaf
+            .4
+            .as_ref()
+            .and_then(|f| f.as_str())
+            .is_some_and(|f| f.ends_with("inline_hot.c")));
+        let res = leaf.5 as usize;
+        assert_eq!(t["resourceTable"]["lib"][res].as_u64(), Some(lib as u64));
+        seen += 1;
+    }
+    assert!(seen > 0, "no stack ends in mix");
+    profiler_cli_reads_the_lines(dir.path(), &gz);
+}
+
+/// The Firefox Profiler's own loader (`@firefox-devtools/profiler-cli`, from npm) opens the
+/// file, and its source annotation of `mix` puts the samples on mix's lines 11 and 13.
+fn profiler_cli_reads_the_lines(dir: &Path, gz: &Path) {
+    let prefix = dir.join("npm");
+    let installed = Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&prefix)
+        .arg("@firefox-devtools/profiler-cli@0.10.0")
+        .env("HOME", dir)
+        .output();
+    let cli = prefix.join("node_modules/.bin/profiler-cli");
+    if !matches!(&installed, Ok(o) if o.status.success()) || !cli.exists() {
+        eprintln!(
+            "not run here: npm cannot install @firefox-devtools/profiler-cli ({installed:?})"
+        );
+        return;
+    }
+    let pq = |args: &[&str]| {
+        let out = Command::new(&cli)
+            .args(args)
+            .env("HOME", dir)
+            .output()
+            .expect("profiler-cli");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let loaded = pq(&["load", gz.to_str().unwrap()]);
+    let funcs = pq(&["thread", "functions", "--limit", "3"]);
+    let handle = funcs
+        .lines()
+        .find(|l| l.contains("!mix"))
+        .and_then(|l| l.trim().split('.').next())
+        .map(str::to_string);
+    let annotated = handle
+        .as_deref()
+        .map(|h| pq(&["function", "annotate", h]))
+        .unwrap_or_default();
+    let _ = pq(&["stop", "--all"]);
+    let handle = handle.unwrap_or_else(|| panic!("profiler-cli lists no mix:\n{loaded}\n{funcs}"));
+    // " Line Self Total" rows: mix's samples sit on lines 11..13.
+    let on_lines: u64 = annotated
+        .lines()
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            let line: u32 = c.first()?.parse().ok()?;
+            let own: u64 = c.get(1)?.parse().ok()?;
+            (11..=13).contains(&line).then_some(own)
+        })
+        .sum();
+    let total: u64 = funcs
+        .lines()
+        .find(|l| l.contains("!mix"))
+        .and_then(|l| l.split("self: ").nth(1)?.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        total > 0 && on_lines * 100 >= total * 95,
+        "{handle}: {on_lines} of {total} self samples on lines 11-13:\n{annotated}"
+    );
+}
