@@ -339,3 +339,26 @@ fn recent(miss: &Path) -> bool {
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .is_some_and(|age| age < MISS_TTL)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_directory_must_be_private() {
+        let base = tempfile::tempdir().unwrap();
+        let made = base.path().join("a/b/cache");
+        assert_eq!(private_dir(&made), Ok(made.clone()));
+        assert_eq!(
+            fs::metadata(&made).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        fs::set_permissions(&made, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = private_dir(&made).unwrap_err();
+        assert!(err.contains("writable by other users"), "{err}");
+        let link = base.path().join("link");
+        std::os::unix::fs::symlink(&made, &link).unwrap();
+        let err = private_dir(&link).unwrap_err();
+        assert!(err.contains("not a directory"), "{err}");
+    }
+}

@@ -160,6 +160,36 @@ fn inlined_function_is_a_frame_under_its_caller_in_every_report() {
         "{top}"
     );
 
+    // hood annotate mix: its samples per line of mix, the same counts as `lines` in the
+    // JSON, beside the source text.
+    let out = run(hood().args(["annotate", "-i"]).arg(&data).arg("mix"));
+    assert!(out.status.success(), "{}", text(&out));
+    let annotated = String::from_utf8_lossy(&out.stdout).into_owned();
+    for row in json["lines"].as_array().unwrap() {
+        if row["function"] != "mix" {
+            continue;
+        }
+        let (line, n) = (
+            row["line"].as_u64().unwrap(),
+            row["samples"].as_u64().unwrap(),
+        );
+        let shown = annotated.lines().any(|l| {
+            let c: Vec<&str> = l.split_whitespace().collect();
+            c.len() >= 3 && c[1] == n.to_string() && c[2] == line.to_string()
+        });
+        assert!(shown, "line {line} with {n} samples not in:\n{annotated}");
+    }
+    assert!(
+        annotated.contains("HOT-LINE-A") && annotated.contains("static inline"),
+        "no source text beside the counts:\n{annotated}"
+    );
+    let none = run(hood().args(["annotate", "-i"]).arg(&data).arg("no_such_fn"));
+    assert!(
+        !none.status.success() && text(&none).contains("no function named"),
+        "{}",
+        text(&none)
+    );
+
     // pprof: one location per address with two lines, mix (innermost) then outer_loop.
     if let Some(raw) = go_pprof(dir.path(), &data, &["-raw"]) {
         let locations: Vec<&str> = raw

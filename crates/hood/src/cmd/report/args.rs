@@ -91,6 +91,19 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// How code is named.
+    #[command(flatten)]
+    pub symbols: SymbolOpts,
+    /// Longest line of the text report in characters; longer names are cut with `…`
+    /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
+    #[arg(long = "width", value_name = "COLUMNS")]
+    pub width: Option<usize>,
+}
+
+/// How code is named: the options of every command that symbolizes (`hood report`, `hood
+/// annotate`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SymbolOpts {
     /// nm-format symbol file for addresses nothing else resolves.
     #[arg(long = "symfile")]
     pub symfile: Option<PathBuf>,
@@ -117,8 +130,4 @@ pub struct ReportArgs {
     /// DEBUGINFOD_TIMEOUT seconds (default 90) for a server to answer; progress is shown.
     #[arg(long = "no-debuginfod")]
     pub no_debuginfod: bool,
-    /// Longest line of the text report in characters; longer names are cut with `…`
-    /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
-    #[arg(long = "width", value_name = "COLUMNS")]
-    pub width: Option<usize>,
 }

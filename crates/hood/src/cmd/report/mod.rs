@@ -14,8 +14,7 @@ use hood_model::profile::aggregate::Filter;
 use hood_model::profile::{build_profile, Mode, Profile, RawRecording};
 use hood_report::profile as render;
 
-pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs};
-pub use resolver::SymbolOpts;
+pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs, SymbolOpts};
 use resolver::{KernelJob, SymResolver};
 
 /// Load and symbolize the recording at `path`, with short function names. The kernel's
@@ -165,17 +164,6 @@ impl ReportArgs {
 }
 
 impl ReportArgs {
-    /// How code is named: `--symfile`, `--full-names`, `--no-inline`.
-    pub fn symbol_opts(&self) -> SymbolOpts {
-        SymbolOpts {
-            symfile: self.symfile.clone(),
-            full_names: self.full_names,
-            no_inline: self.no_inline,
-            debug_dirs: self.debug_dirs.clone(),
-            no_debuginfod: self.no_debuginfod,
-        }
-    }
-
     /// The width of the text report: `--width` (0: no limit), else the terminal's when
     /// standard output is one, else `COLUMNS`, else 120.
     fn text_width(&self) -> usize {
@@ -207,7 +195,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let prof = load_profile_with(&args.input, &args.symbol_opts()).map_err(|e| {
+    let prof = load_profile_with(&args.input, &args.symbols).map_err(|e| {
         super::missing_file(
             e,
             &args.input,

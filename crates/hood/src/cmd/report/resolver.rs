@@ -8,21 +8,7 @@ use hood_model::profile::{Resolved, ResolvedFrame, Resolver};
 use hood_symbols::text::SkippedLine;
 use hood_symbols::{Resolution, SourceLine, SymbolTable, Symbolizer, SymbolizerOptions};
 
-/// How `hood report` names code: the options of every command that symbolizes.
-#[derive(Debug, Clone, Default)]
-pub struct SymbolOpts {
-    /// nm-format symbol file for addresses nothing else resolves (`--symfile`).
-    pub symfile: Option<std::path::PathBuf>,
-    /// Whole C++ signatures (`--full-names`).
-    pub full_names: bool,
-    /// No inlined frames (`--no-inline`).
-    pub no_inline: bool,
-    /// Directories searched for separate debug files before `/usr/lib/debug`
-    /// (`--debug-dir`, repeatable).
-    pub debug_dirs: Vec<std::path::PathBuf>,
-    /// Do not ask debuginfod servers even when `DEBUGINFOD_URLS` is set (`--no-debuginfod`).
-    pub no_debuginfod: bool,
-}
+pub use super::args::SymbolOpts;
 
 /// The kernel's symbol table, being indexed (on another thread) while the records are read;
 /// `None` if indexing failed.

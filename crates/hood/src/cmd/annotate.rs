@@ -1,0 +1,117 @@
+//! `hood annotate [-i FILE] FUNCTION`: the samples of one function per source line, with the
+//! source text beside them.
+
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use hood_model::profile::aggregate::Filter;
+use hood_report::profile::annotate as ann;
+
+use super::report::{load_profile_with, SymbolOpts};
+
+/// Source files larger than this are not shown.
+const MAX_SOURCE: u64 = 16 << 20;
+
+/// Arguments of `hood annotate`.
+#[derive(Debug, Clone, Args)]
+pub struct AnnotateArgs {
+    /// The function: its name as `hood report` prints it (without ` (inlined)`); a part of a
+    /// name is enough when it matches one function only.
+    pub function: String,
+    /// Recording to read (hood's own, or a perf.data file written by `perf record`).
+    #[arg(short = 'i', long = "input", default_value = "hood.data")]
+    pub input: PathBuf,
+    /// Only this process.
+    #[arg(long = "pid")]
+    pub pid: Option<u32>,
+    /// Only processes with this name.
+    #[arg(long = "comm")]
+    pub comm: Option<String>,
+    /// Source lines shown around each sampled line.
+    #[arg(long = "context", default_value_t = ann::DEFAULT_CONTEXT)]
+    pub context: u32,
+    /// How code is named.
+    #[command(flatten)]
+    pub symbols: SymbolOpts,
+}
+
+/// Run `hood annotate`.
+pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
+    let prof = load_profile_with(&args.input, &args.symbols).map_err(|e| {
+        super::missing_file(
+            e,
+            &args.input,
+            "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
+        )
+    })?;
+    for w in &prof.warnings {
+        eprintln!("hood: warning: {w}");
+    }
+    let funcs = match ann::find_functions(&prof, &args.function) {
+        Ok(f) => f,
+        Err(candidates) if candidates.is_empty() => anyhow::bail!(
+            "{}: no function named {:?} was sampled; see `hood report -i {}` for the names",
+            args.input.display(),
+            args.function,
+            args.input.display()
+        ),
+        Err(candidates) => anyhow::bail!(
+            "{:?} is part of several function names; give one whole:\n  {}",
+            args.function,
+            candidates.join("\n  ")
+        ),
+    };
+    if funcs
+        .iter()
+        .all(|&f| prof.funcs.get(f as usize).is_some_and(|f| f.kernel))
+    {
+        anyhow::bail!(
+            "{} is kernel code: hood names the kernel from kallsyms, which has no line \
+             information (the kernel's DWARF, vmlinux, is not read yet)",
+            args.function
+        );
+    }
+    let filter = Filter {
+        pid: args.pid,
+        comm: args.comm.clone(),
+        mode: None,
+    };
+    let a = ann::annotate(&prof, &filter, &funcs);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let name = prof
+        .funcs
+        .get(funcs[0] as usize)
+        .map_or(args.function.clone(), |f| f.name.clone());
+    ann::render_annotate(&prof, &name, &a, args.context, &mut read_source, &mut out)?;
+    out.flush()?;
+    if a.samples == 0 {
+        eprintln!("hood: {name} has no samples of its own (it only called others)");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A source file's text: a regular file of bounded size, opened without blocking (a FIFO
+/// named by a binary's debug info must not hang the report).
+fn read_source(path: &str) -> Result<String, String> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("{path}: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("{path}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{path} is not a regular file"));
+    }
+    if meta.len() > MAX_SOURCE {
+        return Err(format!("{path} is over {} MiB", MAX_SOURCE >> 20));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_SOURCE)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{path}: {e}"))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
