@@ -195,33 +195,6 @@ pub(crate) fn has_dwarf(path: &Path) -> bool {
         .is_some_and(|(_, s)| s.sh_type(endian) != SHT_NOBITS && s.sh_size(endian) > 0)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debuglink_names_must_be_plain() {
-        let link = |name: &[u8]| {
-            let mut b = name.to_vec();
-            b.push(0);
-            while b.len() % 4 != 0 {
-                b.push(0);
-            }
-            b.extend(0x1234_5678u32.to_le_bytes());
-            parse_debuglink(&b, Endianness::Little)
-        };
-        assert_eq!(
-            link(b"prog.debug"),
-            Some(("prog.debug".into(), 0x1234_5678))
-        );
-        assert_eq!(link(b"abc"), Some(("abc".into(), 0x1234_5678)));
-        assert_eq!(link(b"../../etc/shadow"), None);
-        assert_eq!(link(b".."), None);
-        assert_eq!(link(b""), None);
-        assert_eq!(parse_debuglink(b"prog.debug\0\0", Endianness::Little), None);
-    }
-}
-
 /// The `PT_LOAD` headers of a 64-bit little-endian ELF file; `None` for anything else
 /// or anything truncated.
 fn read_loads(path: &Path) -> Option<Vec<Load>> {
@@ -253,4 +226,31 @@ fn read_loads(path: &Path) -> Option<Vec<Load>> {
         })
         .collect();
     (!loads.is_empty()).then_some(loads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debuglink_names_must_be_plain() {
+        let link = |name: &[u8]| {
+            let mut b = name.to_vec();
+            b.push(0);
+            while !b.len().is_multiple_of(4) {
+                b.push(0);
+            }
+            b.extend(0x1234_5678u32.to_le_bytes());
+            parse_debuglink(&b, Endianness::Little)
+        };
+        assert_eq!(
+            link(b"prog.debug"),
+            Some(("prog.debug".into(), 0x1234_5678))
+        );
+        assert_eq!(link(b"abc"), Some(("abc".into(), 0x1234_5678)));
+        assert_eq!(link(b"../../etc/shadow"), None);
+        assert_eq!(link(b".."), None);
+        assert_eq!(link(b""), None);
+        assert_eq!(parse_debuglink(b"prog.debug\0\0", Endianness::Little), None);
+    }
 }

@@ -357,7 +357,7 @@ fn sampled_lines_match_addr2line_and_go_pprof_lists_them() {
     };
     let total: u64 = list
         .lines()
-        .find_map(|l| l.trim().split_whitespace().nth(1)?.parse().ok())
+        .find_map(|l| l.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or(0);
     let call = list
         .lines()
