@@ -530,3 +530,96 @@ fn profiler_cli_reads_the_lines(dir: &Path, gz: &Path) {
         "{handle}: {on_lines} of {total} self samples on lines 11-13:\n{annotated}"
     );
 }
+
+/// A Rust release build with debug info (bench/unwind/btree.rs, BTreeMap insert/get/range):
+/// the hot code is the standard library's B-tree search inlined into the program's own
+/// functions. The hottest frame is `find_key_index (inlined)` inside `search_tree (inlined)`
+/// inside the program's function, as `perf report --inline` names it; `--no-inline` charges
+/// the program's functions instead.
+#[test]
+fn rust_btree_search_is_named_by_its_inlined_frames() {
+    if !privileged("rust_btree_search_is_named_by_its_inlined_frames") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("btree");
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::write(
+        src.join("Cargo.toml"),
+        "[package]\nname = \"btree\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n\n\
+         [profile.release]\ndebug = true\n",
+    )
+    .unwrap();
+    std::fs::copy(
+        repo().join("bench/unwind/btree.rs"),
+        src.join("src/main.rs"),
+    )
+    .unwrap();
+    let build = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--offline",
+            "--manifest-path",
+        ])
+        .arg(src.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", dir.path().join("target"))
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo");
+    assert!(build.status.success(), "cargo build: {}", text(&build));
+    let bin = dir.path().join("target/release/btree");
+    let data = dir.path().join("rust.data");
+    let out = record(&data, &["-F", "999", "--", bin.to_str().unwrap(), "40"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let stacks = collapsed(&data, &[]);
+    let leaves = leaf_counts(&stacks, "btree");
+    let total: u64 = leaves.values().sum();
+    let (hot, n) = leaves
+        .iter()
+        .max_by_key(|(_, &n)| n)
+        .map(|(k, &n)| (k.clone(), n))
+        .expect("samples");
+    assert!(
+        hot.ends_with("::find_key_index (inlined)") && n * 4 >= total,
+        "hottest leaf {hot}: {n} of {total}"
+    );
+    // Each of its samples: called (inlined) by another B-tree search function; most of them
+    // (entry, get) inside search_tree (inlined) inside the program's own btree::fill or
+    // btree::probe, every frame between inlined.
+    let (mut all, mut via_search_tree) = (0, 0);
+    for (frames, n) in stacks.iter().filter(|(f, _)| f.last() == Some(&hot)) {
+        let k = frames.len();
+        assert!(
+            frames[k - 2].contains("alloc::collections::btree::search::")
+                && frames[k - 2].ends_with(" (inlined)"),
+            "{frames:?}"
+        );
+        all += n;
+        let own = frames
+            .iter()
+            .rposition(|f| !f.ends_with(" (inlined)"))
+            .unwrap();
+        if matches!(frames[own].as_str(), "btree::fill" | "btree::probe")
+            && frames[own + 1..]
+                .iter()
+                .any(|f| f.ends_with("::search_tree (inlined)"))
+        {
+            via_search_tree += n;
+        }
+    }
+    assert!(
+        via_search_tree * 2 >= all,
+        "{via_search_tree} of {all} find_key_index samples under search_tree in the program"
+    );
+    let plain = leaf_counts(&collapsed(&data, &["--no-inline"]), "btree");
+    assert!(
+        plain
+            .keys()
+            .all(|k| !k.contains("find_key_index") && !k.contains("(inlined)")),
+        "{plain:?}"
+    );
+}
