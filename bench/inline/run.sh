@@ -38,18 +38,20 @@ echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 perf record -q -N -F 999 -g -o "$work/perf.data" -- "$bin" "$units" > /dev/null 2> "$work/perf.rec.log" ||
     perf record -q -N -B -F 999 -g -o "$work/perf.data" -- "$bin" "$units" > /dev/null 2> "$work/perf.rec.log"
 
-# Median wall and CPU seconds of a command over $rounds runs (one warm-up run first).
+# Median wall and CPU seconds (task-clock, children included) of a command over $rounds runs
+# (one warm-up run first).
 measure() { # measure NAME CMD... -> "NAME wall cpu"
     local name=$1; shift
     "$@" > "$work/$name.out" 2> /dev/null || true
     local walls=() cpus=()
     for _ in $(seq "$rounds"); do
-        local t0 c0 t1 c1
+        local t0 t1
         t0=$(date +%s.%N)
-        /usr/bin/time -f "%U %S" -o "$work/time" "$@" > /dev/null 2>&1 || true
+        # task-clock of the command and its children (perf's addr2line helpers), in ms.
+        perf stat -x, -e task-clock -o "$work/stat" -- "$@" > /dev/null 2>&1 || true
         t1=$(date +%s.%N)
         walls+=("$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')")
-        cpus+=("$(awk '{ printf "%.4f", $1 + $2 }' "$work/time")")
+        cpus+=("$(awk -F, '/task-clock/ { printf "%.4f", $1 / 1000 }' "$work/stat")")
     done
     local mw mc
     mw=$(printf '%s\n' "${walls[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
