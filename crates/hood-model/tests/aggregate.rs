@@ -12,6 +12,7 @@ fn func(name: &str, dso: &str, kernel: bool) -> Func {
         kernel,
         resolved: true,
         inlined: false,
+        start_line: 0,
     }
 }
 

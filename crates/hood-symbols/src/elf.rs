@@ -279,7 +279,8 @@ impl Symbolizer {
         };
         // DWARF, where the file has it: file:line and the functions inlined there. A file
         // whose DWARF cannot be read (corrupt, compressed in an unknown way) keeps its names.
-        match self.blaze.symbolize(&Source::Elf(Elf::new(real)), input) {
+        let dwarf = Source::Elf(Elf::new(real));
+        match self.blaze.symbolize(&dwarf, input) {
             Ok(found) => {
                 for (r, d) in out.iter_mut().zip(found.into_iter().map(convert)) {
                     match (r, d) {
@@ -292,6 +293,7 @@ impl Symbolizer {
                         _ => {}
                     }
                 }
+                self.start_lines(&dwarf, input, &mut out);
             }
             Err(e) => self.warn(
                 format!("dwarf {shown}"),
@@ -310,6 +312,57 @@ impl Symbolizer {
             }
         }
         out
+    }
+}
+
+impl Symbolizer {
+    /// Fills [`Sym::start_line`]: the line of each function's first instruction, one lookup
+    /// per function (the symbol's start is the looked-up offset minus its distance from it).
+    fn start_lines(&mut self, dwarf: &Source<'_>, input: Input<&[u64]>, out: &mut [Resolution]) {
+        let (offsets, kind) = match input {
+            Input::FileOffset(a) => (a, 0),
+            Input::VirtOffset(a) => (a, 1),
+            Input::AbsAddr(a) => (a, 2),
+        };
+        let starts_of = |(o, r): (&u64, &Resolution)| {
+            r.as_ref()
+                .ok()
+                .filter(|s| s.code.is_some())
+                .and_then(|s| o.checked_sub(s.offset))
+        };
+        let mut starts: Vec<u64> = offsets
+            .iter()
+            .zip(out.iter())
+            .filter_map(starts_of)
+            .collect();
+        starts.sort_unstable();
+        starts.dedup();
+        if starts.is_empty() {
+            return;
+        }
+        let again = match kind {
+            0 => Input::FileOffset(&starts[..]),
+            1 => Input::VirtOffset(&starts[..]),
+            _ => Input::AbsAddr(&starts[..]),
+        };
+        let Ok(found) = self.blaze.symbolize(dwarf, again) else {
+            return;
+        };
+        let lines: Vec<Option<u32>> = found
+            .into_iter()
+            .map(|f| match f {
+                Symbolized::Sym(s) => s.code_info.and_then(|c| c.line).filter(|&l| l > 0),
+                Symbolized::Unknown(_) => None,
+            })
+            .collect();
+        for (o, r) in offsets.iter().zip(out.iter_mut()) {
+            let Some(start) = starts_of((o, r)) else {
+                continue;
+            };
+            if let (Ok(sym), Ok(i)) = (r, starts.binary_search(&start)) {
+                sym.start_line = lines.get(i).copied().flatten();
+            }
+        }
     }
 }
 
@@ -342,6 +395,7 @@ fn convert(s: Symbolized<'_>) -> Resolution {
                     code: f.code_info.as_ref().and_then(source_line),
                 })
                 .collect(),
+            start_line: None,
         }),
         Symbolized::Unknown(Reason::IgnoredError) => {
             Err(Unresolved::Other("error while reading symbols".to_string()))

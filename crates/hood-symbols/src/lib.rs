@@ -62,6 +62,9 @@ pub struct Sym {
     /// before the function itself); empty without DWARF or when
     /// [`SymbolizerOptions::inlined`] is off.
     pub inlined: Vec<InlinedFrame>,
+    /// The line of the function's first instruction (where its definition starts, as
+    /// compilers attribute the prologue), from DWARF.
+    pub start_line: Option<u32>,
 }
 
 /// A source position: file path (as the compiler recorded it, directory joined) and line.

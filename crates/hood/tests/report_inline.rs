@@ -351,6 +351,31 @@ fn sampled_lines_match_addr2line_and_go_pprof_lists_them() {
         "no sampled address with an inlined frame: {locs:?}"
     );
 
+    // Functions carry their start line: outer_loop's is the line of its first instruction.
+    let nm = Command::new("nm").arg(&prog).output().unwrap();
+    let start = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .find(|l| l.ends_with(" outer_loop"))
+        .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
+        .expect("outer_loop in nm");
+    let out = Command::new("addr2line")
+        .args(["-e"])
+        .arg(&prog)
+        .arg(format!("{start:#x}"))
+        .output()
+        .unwrap();
+    let first_line: u32 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .rsplit(':')
+        .next()
+        .and_then(|l| l.split(' ').next()?.parse().ok())
+        .expect("a line for outer_loop's entry");
+    assert!(
+        raw.lines()
+            .any(|l| l.contains("outer_loop ") && l.ends_with(&format!(" s={first_line}"))),
+        "no outer_loop with start line {first_line}:\n{raw}"
+    );
+
     // go tool pprof -list: the samples sit on the line that calls mix.
     let Some(list) = go_pprof(dir.path(), &data, &["-list", "outer_loop"]) else {
         return;

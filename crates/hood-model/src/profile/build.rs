@@ -25,6 +25,8 @@ pub struct ResolvedFrame {
     pub file: Option<String>,
     /// 1-based line in `file` (0: unknown).
     pub line: u32,
+    /// The line where the function starts (0: unknown).
+    pub start_line: u32,
 }
 
 /// What a resolver says of one location: the functions inlined there, innermost first, then
@@ -610,6 +612,7 @@ fn symbolize(
                 kernel,
                 resolved,
                 inlined: k < last,
+                start_line: fr.start_line,
             };
             let next = prof.funcs.len() as FuncId;
             let id = *func_ids.entry(func.clone()).or_insert_with(|| {

@@ -37,6 +37,9 @@ pub struct Func {
     /// This frame is a function inlined into its caller (the frame below it in a stack):
     /// no call happened, the compiler copied its code there.
     pub inlined: bool,
+    /// The line where the function starts (of its first instruction), from debug info;
+    /// 0 when unknown (always for inlined frames).
+    pub start_line: u32,
 }
 
 impl Func {

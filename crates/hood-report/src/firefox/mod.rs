@@ -11,8 +11,8 @@
 //!
 //! Frames are code locations: each sampled address is one frame per function at it, the
 //! function the code belongs to at `inlineDepth` 0 and each function inlined there one level
-//! deeper, with its source line (`frameTable.line`) and the function's file
-//! (`funcTable.fileName`). The files holding the code are listed in `libs` (name, path, build-id
+//! deeper, with its source line (`frameTable.line`) and the function's file and start line
+//! (`funcTable.fileName`, `lineNumber`). The files holding the code are listed in `libs` (name, path, build-id
 //! as `codeId` and as the Breakpad id, `debugName`/`debugPath`), and frames in them refer to
 //! their lib through the thread's resource table, with the address as a file offset.
 //! fxprof-processed-profile writes none of these columns, so they are filled in after it:
@@ -278,9 +278,10 @@ fn fill_thread(prof: &Profile, frames: &[FrameKey], lib_of: &HashMap<&str, usize
     // Resources: one per lib used in this thread.
     let mut res: Vec<(usize, usize)> = Vec::new();
     let mut res_of: HashMap<usize, usize> = HashMap::new();
-    // New functions, deduplicated by (name, file, resource).
-    let mut funcs: Vec<(usize, Option<usize>, i64)> = Vec::new();
-    let mut func_ids: HashMap<(usize, Option<usize>, i64), usize> = HashMap::new();
+    // New functions, deduplicated by (name, file, resource, start line).
+    type FuncKey = (usize, Option<usize>, i64, Option<u32>);
+    let mut funcs: Vec<FuncKey> = Vec::new();
+    let mut func_ids: HashMap<FuncKey, usize> = HashMap::new();
     let mut remap = Vec::with_capacity(old_names.len());
     let mut key_of: Vec<Option<FrameKey>> = Vec::with_capacity(old_names.len());
     for (i, n) in old_names.iter().enumerate() {
@@ -290,7 +291,7 @@ fn fill_thread(prof: &Profile, frames: &[FrameKey], lib_of: &HashMap<&str, usize
             .and_then(|s| s.strip_prefix(TOKEN))
             .and_then(|id| id.parse::<usize>().ok())
             .and_then(|id| frames.get(id).copied());
-        let (name_id, file_id, resource) =
+        let (name_id, file_id, resource, start) =
             match key.and_then(|k| Some((k, prof.funcs.get(k.func as usize)?))) {
                 Some((k, func)) => {
                     let name_id = intern(&func.name, &mut strings);
@@ -312,21 +313,22 @@ fn fill_thread(prof: &Profile, frames: &[FrameKey], lib_of: &HashMap<&str, usize
                         }
                         _ => -1,
                     };
-                    (name_id, file_id, resource)
+                    let start = (func.start_line > 0).then_some(func.start_line);
+                    (name_id, file_id, resource, start)
                 }
                 None => (
                     n.as_u64().unwrap_or(0) as usize,
                     None,
                     old_resources.get(i).and_then(Value::as_i64).unwrap_or(-1),
+                    None,
                 ),
             };
         let next = funcs.len();
-        let id = *func_ids
-            .entry((name_id, file_id, resource))
-            .or_insert_with(|| {
-                funcs.push((name_id, file_id, resource));
-                next
-            });
+        let fkey = (name_id, file_id, resource, start);
+        let id = *func_ids.entry(fkey).or_insert_with(|| {
+            funcs.push(fkey);
+            next
+        });
         remap.push(id);
         key_of.push(key);
     }
@@ -338,7 +340,7 @@ fn fill_thread(prof: &Profile, frames: &[FrameKey], lib_of: &HashMap<&str, usize
         "relevantForJS": vec![false; n],
         "resource": funcs.iter().map(|f| f.2).collect::<Vec<_>>(),
         "fileName": funcs.iter().map(|f| f.1).collect::<Vec<_>>(),
-        "lineNumber": vec![Value::Null; n],
+        "lineNumber": funcs.iter().map(|f| f.3).collect::<Vec<_>>(),
         "columnNumber": vec![Value::Null; n],
     });
     let frame_funcs = col(&t["frameTable"], "func");

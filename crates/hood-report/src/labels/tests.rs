@@ -13,6 +13,7 @@ fn func(name: &str, kernel: bool) -> Func {
         kernel,
         resolved: true,
         inlined: false,
+        start_line: 0,
     }
 }
 

@@ -216,6 +216,7 @@ impl<'a> Tables<'a> {
             name,
             system_name: name,
             filename: file.map_or(0, |p| st.id(p)),
+            start_line: i64::from(self.prof.funcs[f as usize].start_line),
             ..proto::Function::default()
         });
         self.func_ids.insert(f, id);

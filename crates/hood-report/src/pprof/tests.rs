@@ -16,6 +16,7 @@ pub(crate) fn small_profile() -> Profile {
         kernel,
         resolved: true,
         inlined: false,
+        start_line: 0,
     };
     let mut prof = Profile {
         meta: RecordMeta {

@@ -53,6 +53,7 @@ impl Builder {
             kernel: dso == "[kernel.kallsyms]",
             resolved: true,
             inlined: false,
+            start_line: 0,
         });
         self.funcs.insert(name.into(), id);
         id

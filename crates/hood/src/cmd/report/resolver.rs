@@ -83,7 +83,12 @@ impl<'a> SymResolver<'a> {
 fn names(r: Vec<Resolution>) -> Vec<Option<Resolved>> {
     fn frame(name: String, code: Option<SourceLine>) -> ResolvedFrame {
         let (file, line) = code.map_or((None, 0), |c| (Some(c.file), c.line));
-        ResolvedFrame { name, file, line }
+        ResolvedFrame {
+            name,
+            file,
+            line,
+            start_line: 0,
+        }
     }
     r.into_iter()
         .map(|x| {
@@ -93,7 +98,10 @@ fn names(r: Vec<Resolution>) -> Vec<Option<Resolved>> {
                 .into_iter()
                 .map(|f| frame(f.name, f.code))
                 .collect();
-            frames.push(frame(s.name, s.code));
+            frames.push(ResolvedFrame {
+                start_line: s.start_line.unwrap_or(0),
+                ..frame(s.name, s.code)
+            });
             Some(Resolved { frames })
         })
         .collect()
