@@ -28,6 +28,7 @@ impl Resolver for ByFile {
                     name: name.into(),
                     file: Some(file.into()),
                     line,
+                    start_line: 0,
                 };
                 Some(Resolved {
                     frames: vec![frame("inner", "in.h", 7), frame(&name, "out.c", 3)],
