@@ -57,15 +57,7 @@ fn stripped(dir: &Path, debuglink: bool) -> Stripped {
         let link = format!("--add-gnu-debuglink={}", debug.display());
         tool(&["objcopy".as_ref(), link.as_ref(), prog.as_os_str()]);
     }
-    let notes = Command::new("readelf")
-        .arg("-n")
-        .arg(&prog)
-        .output()
-        .unwrap();
-    let build_id = String::from_utf8_lossy(&notes.stdout)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
-        .expect("a build-id");
+    let build_id = readelf_build_id(&prog);
     let data = dir.join("stripped.data");
     let out = record(
         &data,

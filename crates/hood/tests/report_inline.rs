@@ -427,15 +427,7 @@ fn firefox_frames_carry_inline_depth_lines_and_their_lib() {
     let data = record_it(dir.path(), &prog);
     let (gz, v) = firefox_json(dir.path(), &data);
     // The program is a lib with its path and build-id.
-    let notes = Command::new("readelf")
-        .arg("-n")
-        .arg(&prog)
-        .output()
-        .unwrap();
-    let build_id = String::from_utf8_lossy(&notes.stdout)
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
-        .expect("a build-id");
+    let build_id = readelf_build_id(&prog);
     let libs = v["libs"].as_array().expect("libs");
     let lib = libs
         .iter()
