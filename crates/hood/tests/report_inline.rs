@@ -183,6 +183,66 @@ fn inlined_function_is_a_frame_under_its_caller_in_every_report() {
         annotated.contains("HOT-LINE-A") && annotated.contains("static inline"),
         "no source text beside the counts:\n{annotated}"
     );
+    // --asm: outer_loop's instructions, at the offsets objdump decodes, and the samples on
+    // them add up to the function's.
+    let out = run(hood()
+        .args(["annotate", "--asm", "-i"])
+        .arg(&data)
+        .arg("outer_loop"));
+    assert!(out.status.success(), "{}", text(&out));
+    let asm = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut ours = Vec::new();
+    let mut on_instructions = 0u64;
+    // Rows after the heading: "PCT% N 0xOFFSET insn ..." or "0xOFFSET insn ...".
+    for l in asm.lines().skip_while(|l| !l.contains("Offset")).skip(1) {
+        let c: Vec<&str> = l.split_whitespace().collect();
+        let at = match c.as_slice() {
+            [p, _, o, ..] if p.ends_with('%') && o.starts_with("0x") => Some(2),
+            [o, ..] if o.starts_with("0x") => Some(0),
+            _ => None,
+        };
+        if let Some(at) = at {
+            ours.push(u64::from_str_radix(&c[at][2..], 16).unwrap());
+            if at == 2 {
+                on_instructions += c[1].parse::<u64>().unwrap();
+            }
+        }
+    }
+    let samples: u64 = asm
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("Samples:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .expect("Samples: line");
+    assert_eq!(on_instructions, samples, "{asm}");
+    let (lo, hi) = (ours[0], ours[ours.len() - 1]);
+    let objdump = Command::new("objdump")
+        .args([
+            "-d",
+            &format!("--start-address={lo:#x}"),
+            &format!("--stop-address={:#x}", hi + 1),
+        ])
+        .arg(&prog)
+        .output()
+        .expect("objdump (binutils)");
+    let theirs: Vec<u64> = String::from_utf8_lossy(&objdump.stdout)
+        .lines()
+        .filter_map(|l| {
+            // "ADDR:\tBYTES\tINSN"; a long instruction's extra bytes follow on a line
+            // without INSN.
+            let (a, rest) = l.trim_start().split_once(':')?;
+            (rest.split('\t').count() >= 3).then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .collect();
+    assert_eq!(
+        ours, theirs,
+        "instruction offsets differ from objdump's:\n{asm}"
+    );
+
     let none = run(hood().args(["annotate", "-i"]).arg(&data).arg("no_such_fn"));
     assert!(
         !none.status.success() && text(&none).contains("no function named"),

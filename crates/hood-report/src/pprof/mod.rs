@@ -217,7 +217,6 @@ impl<'a> Tables<'a> {
             system_name: name,
             filename: file.map_or(0, |p| st.id(p)),
             start_line: i64::from(self.prof.funcs[f as usize].start_line),
-            ..proto::Function::default()
         });
         self.func_ids.insert(f, id);
         id

@@ -1,5 +1,6 @@
 //! `hood annotate FUNCTION`: the samples of one function per source line, with the source
-//! text beside them (what `perf annotate --stdio` prints in source mode).
+//! text beside them (what `perf annotate --stdio` prints in source mode), or per machine
+//! instruction with its disassembly ([`render_asm`], `--asm`).
 //!
 //! A sample counts for the function when the function is one of the functions at the sampled
 //! address (the function holding the code, or one inlined there); it is put on the line the CPU
@@ -55,6 +56,9 @@ pub struct Annotation {
     pub lines: BTreeMap<(Option<u32>, u32), u64>,
     /// The function was seen inlined (somewhere).
     pub inlined: bool,
+    /// Samples per sampled instruction: (file holding it, its file offset) → (samples,
+    /// innermost source line there).
+    pub offsets: BTreeMap<(String, u64), (u64, Option<u32>, u32)>,
 }
 
 /// Count the samples of `funcs` per line.
@@ -78,6 +82,14 @@ pub fn annotate(prof: &Profile, filter: &Filter, funcs: &[FuncId]) -> Annotation
         a.samples += 1;
         let at = lines[0];
         *a.lines.entry((at.file, at.line)).or_insert(0) += 1;
+        if let Some(m) = loc.map.and_then(|m| prof.code_maps.get(m as usize)) {
+            let off = loc.address.wrapping_sub(m.start).wrapping_add(m.offset);
+            let e = a
+                .offsets
+                .entry((m.dso.clone(), off))
+                .or_insert((0, at.file, at.line));
+            e.0 += 1;
+        }
     }
     a
 }
@@ -179,6 +191,84 @@ pub fn render_annotate(
                 None => writeln!(out, "  {:>7}  {:>7}  {l:>5}  {text}", "", "")?,
             }
         }
+    }
+    Ok(())
+}
+
+/// One function's machine code for [`render_asm`]: its bytes and the file offset of the first.
+#[derive(Debug, Clone, Copy)]
+pub struct Code<'a> {
+    /// The file holding it (a key of `Profile::dso_files`).
+    pub dso: &'a str,
+    /// The function's bytes.
+    pub bytes: &'a [u8],
+    /// File offset of `bytes[0]`.
+    pub start: u64,
+}
+
+/// Write the per-instruction view of `code` (x86-64, AT&T syntax as objdump and perf print
+/// it): each instruction with the samples taken on it, its share of the function's samples
+/// and, where sampled, its source line. Addresses are file offsets.
+pub fn render_asm(
+    prof: &Profile,
+    name: &str,
+    a: &Annotation,
+    code: &Code<'_>,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    use iced_x86::{Decoder, DecoderOptions, Formatter, GasFormatter, Instruction};
+    writeln!(out, "{}", rule('='))?;
+    writeln!(
+        out,
+        "Function:  {name}  ({}, file offsets {:#x}..{:#x})",
+        code.dso,
+        code.start,
+        code.start + code.bytes.len() as u64
+    )?;
+    writeln!(
+        out,
+        "Samples:   {} ({:.1}% of {} samples)",
+        a.samples,
+        pct(a.samples, a.total),
+        a.total
+    )?;
+    writeln!(out, "{}", rule('='))?;
+    writeln!(out, "  Percent  Samples  Offset      Instruction")?;
+    let mut decoder = Decoder::with_ip(64, code.bytes, code.start, DecoderOptions::NONE);
+    let mut fmt = GasFormatter::new();
+    fmt.options_mut().set_uppercase_hex(false);
+    fmt.options_mut().set_branch_leading_zeros(false);
+    let mut text = String::new();
+    let mut ins = Instruction::default();
+    let mut shown = 0u64;
+    while decoder.can_decode() {
+        decoder.decode_out(&mut ins);
+        text.clear();
+        fmt.format(&ins, &mut text);
+        let at = ins.ip();
+        match a.offsets.get(&(code.dso.to_string(), at)) {
+            Some(&(n, file, line)) => {
+                shown += n;
+                let place = file
+                    .and_then(|f| prof.source_files.get(f as usize))
+                    .map(|f| format!("  // {}:{line}", f.rsplit('/').next().unwrap_or(f)))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "  {:>6.1}%  {n:>7}  {at:>#10x}  {text}{place}",
+                    pct(n, a.samples)
+                )?
+            }
+            None => writeln!(out, "  {:>7}  {:>7}  {at:>#10x}  {text}", "", "")?,
+        }
+    }
+    if shown < a.samples {
+        writeln!(
+            out,
+            "\n{} samples of the function lie outside these bytes (other copies or parts of it, \
+             or code inlined into other functions).",
+            a.samples - shown
+        )?;
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! `hood annotate [-i FILE] FUNCTION`: the samples of one function per source line, with the
-//! source text beside them.
+//! source text beside them; `--asm`: per instruction, with the disassembly.
 
 use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -33,6 +33,11 @@ pub struct AnnotateArgs {
     /// Source lines shown around each sampled line.
     #[arg(long = "context", default_value_t = ann::DEFAULT_CONTEXT)]
     pub context: u32,
+    /// Samples per machine instruction instead, with the disassembly (x86-64, AT&T syntax as
+    /// objdump prints it) and the source line of each sampled instruction. The bytes are read
+    /// from the binary on disk (checked against the recorded build-id).
+    #[arg(long = "asm")]
+    pub asm: bool,
     /// How code is named.
     #[command(flatten)]
     pub symbols: SymbolOpts,
@@ -85,7 +90,17 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         .funcs
         .get(funcs[0] as usize)
         .map_or(args.function.clone(), |f| f.name.clone());
-    ann::render_annotate(&prof, &name, &a, args.context, &mut read_source, &mut out)?;
+    if args.asm {
+        let (dso, start, bytes) = function_bytes(&prof, &a, &args.symbols)?;
+        let code = ann::Code {
+            dso: &dso,
+            bytes: &bytes,
+            start,
+        };
+        ann::render_asm(&prof, &name, &a, &code, &mut out)?;
+    } else {
+        ann::render_annotate(&prof, &name, &a, args.context, &mut read_source, &mut out)?;
+    }
     out.flush()?;
     if a.samples == 0 {
         eprintln!("hood: {name} has no samples of its own (it only called others)");
@@ -114,4 +129,62 @@ fn read_source(path: &str) -> Result<String, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("{path}: {e}"))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Longest function disassembled.
+const MAX_FUNCTION: u64 = 1 << 20;
+
+/// The machine code holding most of the function's samples: (file, file offset of the first
+/// byte, bytes), from the symbol covering its hottest instruction.
+fn function_bytes(
+    prof: &hood_model::profile::Profile,
+    a: &ann::Annotation,
+    opts: &SymbolOpts,
+) -> anyhow::Result<(String, u64, Vec<u8>)> {
+    use std::os::unix::fs::FileExt;
+    let Some(((dso, off), _)) = a.offsets.iter().max_by_key(|(_, v)| v.0) else {
+        anyhow::bail!("no sampled instruction of the function lies in a mapped file (JIT code?)");
+    };
+    let file = prof
+        .dso_files
+        .get(dso)
+        .ok_or_else(|| anyhow::anyhow!("{dso}: its path is not in the recording"))?;
+    let build_id = file
+        .build_id
+        .as_deref()
+        .and_then(hood_model::profile::maps::hex_decode);
+    let mut sym = hood_symbols::Symbolizer::new(super::report::symbolizer_options(opts))?;
+    let path = std::path::Path::new(&file.path);
+    let found = sym
+        .symbolize_file(path, build_id.as_deref(), &[*off])
+        .pop()
+        .and_then(Result::ok);
+    let Some(found) = found else {
+        let why = sym.warnings().join("; ");
+        anyhow::bail!(
+            "{}: no symbol covers offset {off:#x} now ({why})",
+            file.path
+        );
+    };
+    let Some(size) = found.size.filter(|&s| s > 0 && s <= MAX_FUNCTION) else {
+        anyhow::bail!(
+            "{}: the symbol {} has no size (or one over {} KiB): nothing to disassemble",
+            file.path,
+            found.name,
+            MAX_FUNCTION >> 10
+        );
+    };
+    let start = off - found.offset;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.path))?;
+    if !f.metadata()?.is_file() {
+        anyhow::bail!("{} is not a regular file", file.path);
+    }
+    let mut bytes = vec![0u8; size as usize];
+    f.read_exact_at(&mut bytes, start)
+        .map_err(|e| anyhow::anyhow!("{}: reading {size} bytes at {start:#x}: {e}", file.path))?;
+    Ok((dso.clone(), start, bytes))
 }

@@ -15,6 +15,7 @@ use hood_model::profile::{build_profile, Mode, Profile, RawRecording};
 use hood_report::profile as render;
 
 pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs, SymbolOpts};
+pub use resolver::symbolizer_options;
 use resolver::{KernelJob, SymResolver};
 
 /// Load and symbolize the recording at `path`, with short function names. The kernel's

@@ -10,6 +10,26 @@ use hood_symbols::{Resolution, SourceLine, SymbolTable, Symbolizer, SymbolizerOp
 
 pub use super::args::SymbolOpts;
 
+/// The symbolizer's options for the user's: `--debug-dir`s before the default directories,
+/// debuginfod from the environment unless `--no-debuginfod`.
+pub fn symbolizer_options(opts: &SymbolOpts) -> SymbolizerOptions {
+    let defaults = SymbolizerOptions::default();
+    let mut debug_dirs = opts.debug_dirs.clone();
+    debug_dirs.extend(defaults.debug_dirs.iter().cloned());
+    SymbolizerOptions {
+        symfile: opts.symfile.clone(),
+        full_names: opts.full_names,
+        inlined: !opts.no_inline,
+        debug_dirs,
+        debuginfod: if opts.no_debuginfod {
+            None
+        } else {
+            hood_symbols::DebuginfodConfig::from_env()
+        },
+        ..defaults
+    }
+}
+
 /// The kernel's symbol table, being indexed (on another thread) while the records are read;
 /// `None` if indexing failed.
 pub type KernelJob<'a> = Box<dyn FnOnce() -> Option<(SymbolTable, Vec<SkippedLine>)> + 'a>;
@@ -36,21 +56,7 @@ impl<'a> SymResolver<'a> {
         perf_maps: &'a BTreeMap<u32, String>,
     ) -> anyhow::Result<SymResolver<'a>> {
         let symfile = opts.symfile.as_deref();
-        let defaults = SymbolizerOptions::default();
-        let mut debug_dirs = opts.debug_dirs.clone();
-        debug_dirs.extend(defaults.debug_dirs.iter().cloned());
-        let sym = Symbolizer::new(SymbolizerOptions {
-            symfile: opts.symfile.clone(),
-            full_names: opts.full_names,
-            inlined: !opts.no_inline,
-            debug_dirs,
-            debuginfod: if opts.no_debuginfod {
-                None
-            } else {
-                hood_symbols::DebuginfodConfig::from_env()
-            },
-            ..defaults
-        })?;
+        let sym = Symbolizer::new(symbolizer_options(opts))?;
         Ok(SymResolver {
             sym,
             vdso,
