@@ -183,6 +183,27 @@ fn inlined_function_is_a_frame_under_its_caller_in_every_report() {
         annotated.contains("HOT-LINE-A") && annotated.contains("static inline"),
         "no source text beside the counts:\n{annotated}"
     );
+    // --source-map: the source read from elsewhere.
+    let copy = dir.path().join("moved");
+    std::fs::create_dir(&copy).unwrap();
+    let src = std::fs::read_to_string(repo().join("tests/c/inline_hot.c")).unwrap();
+    std::fs::write(
+        copy.join("inline_hot.c"),
+        src.replace("HOT-LINE-A", "MOVED-A"),
+    )
+    .unwrap();
+    let map = format!("{}={}", repo().join("tests/c").display(), copy.display());
+    let out = run(hood()
+        .args(["annotate", "--source-map", &map, "-i"])
+        .arg(&data)
+        .arg("mix"));
+    let moved = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        moved.contains("MOVED-A") && !moved.contains("HOT-LINE-A"),
+        "{}",
+        text(&out)
+    );
+
     // --asm: outer_loop's instructions, at the offsets objdump decodes, and the samples on
     // them add up to the function's.
     let out = run(hood()

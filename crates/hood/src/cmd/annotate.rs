@@ -38,6 +38,11 @@ pub struct AnnotateArgs {
     /// from the binary on disk (checked against the recorded build-id).
     #[arg(long = "asm")]
     pub asm: bool,
+    /// Read sources recorded under OLD from NEW instead (repeatable; the first match wins), as
+    /// gdb's `set substitute-path`: e.g. Rust's standard library, recorded under
+    /// `/rustc/HASH/`, is in `$(rustc --print sysroot)/lib/rustlib/src/rust/` with rust-src.
+    #[arg(long = "source-map", value_name = "OLD=NEW", value_parser = parse_map)]
+    pub source_map: Vec<(String, String)>,
     /// How code is named.
     #[command(flatten)]
     pub symbols: SymbolOpts,
@@ -99,7 +104,23 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         };
         ann::render_asm(&prof, &name, &a, &code, &mut out)?;
     } else {
-        ann::render_annotate(&prof, &name, &a, args.context, &mut read_source, &mut out)?;
+        let mut source = |path: &str| {
+            let mapped = args
+                .source_map
+                .iter()
+                .find_map(|(old, new)| {
+                    path.strip_prefix(old.as_str()).map(|rest| {
+                        format!(
+                            "{}/{}",
+                            new.trim_end_matches('/'),
+                            rest.trim_start_matches('/')
+                        )
+                    })
+                })
+                .unwrap_or_else(|| path.to_string());
+            read_source(&mapped)
+        };
+        ann::render_annotate(&prof, &name, &a, args.context, &mut source, &mut out)?;
     }
     out.flush()?;
     if a.samples == 0 {
@@ -187,4 +208,16 @@ fn function_bytes(
     f.read_exact_at(&mut bytes, start)
         .map_err(|e| anyhow::anyhow!("{}: reading {size} bytes at {start:#x}: {e}", file.path))?;
     Ok((dso.clone(), start, bytes))
+}
+
+/// `OLD=NEW` of `--source-map`.
+fn parse_map(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((old, new)) if !old.is_empty() && !new.is_empty() => {
+            Ok((old.to_string(), new.to_string()))
+        }
+        _ => Err(format!(
+            "{s:?}: give OLD=NEW, e.g. /rustc/HASH=$(rustc --print sysroot)/lib/rustlib/src/rust"
+        )),
+    }
 }
