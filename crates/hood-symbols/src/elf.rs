@@ -27,10 +27,11 @@ impl Symbolizer {
     /// on disk has another build-id or none, every offset is
     /// [`Unresolved::BuildIdMismatch`]; a missing file gives
     /// [`Unresolved::FileMissing`]. Both are warned about once per file.
-    /// Names come from DWARF where the file (or its separate debug file) has it, with
-    /// file:line and the functions inlined at each offset, else from the ELF symbol tables
-    /// (`.symtab`, `.dynsym`); offsets on PLT stubs are named after their relocation's
-    /// symbol (`memcmp@plt`).
+    /// Names come from the ELF symbol tables (`.symtab`, `.dynsym`) of the file or its
+    /// separate debug file, as perf names functions (DWARF only for functions they lack);
+    /// where there is DWARF, each answer also carries file:line, the functions inlined at
+    /// the offset and the function's start line. Offsets on PLT stubs are named after their
+    /// relocation's symbol (`memcmp@plt`).
     pub fn symbolize_file(
         &mut self,
         path: &Path,
