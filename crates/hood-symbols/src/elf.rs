@@ -281,9 +281,35 @@ impl Symbolizer {
         // DWARF, where the file has it: file:line and the functions inlined there. A file
         // whose DWARF cannot be read (corrupt, compressed in an unknown way) keeps its names.
         let dwarf = Source::Elf(Elf::new(real));
-        match self.blaze.symbolize(&dwarf, input) {
+        if self.dwarf_broken.contains(real) {
+            return self.demangled(out);
+        }
+        // The DWARF parser meets bytes nobody checked (a hostile binary, a truncated debug
+        // file): should it panic, the file keeps its symbol-table names and its DWARF is not
+        // read again in this report.
+        let blaze = &self.blaze;
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            blaze
+                .symbolize(&dwarf, input)
+                .map(|found| found.into_iter().map(convert).collect::<Vec<_>>())
+        }));
+        let answer = match answer {
+            Ok(a) => a,
+            Err(_) => {
+                self.dwarf_broken.insert(real.to_path_buf());
+                self.warn(
+                    format!("dwarf {shown}"),
+                    format!(
+                        "the debug info of {shown} could not be parsed (the parser gave up); \
+                         its functions are named without inlined functions or source lines"
+                    ),
+                );
+                return self.demangled(out);
+            }
+        };
+        match answer {
             Ok(found) => {
-                for (r, d) in out.iter_mut().zip(found.into_iter().map(convert)) {
+                for (r, d) in out.iter_mut().zip(found) {
                     match (r, d) {
                         (Ok(sym), Ok(d)) => {
                             sym.code = d.code;
@@ -294,7 +320,13 @@ impl Symbolizer {
                         _ => {}
                     }
                 }
-                self.start_lines(&dwarf, input, &mut out);
+                let blaze = &self.blaze;
+                let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    start_lines(blaze, &dwarf, input, &mut out)
+                }));
+                if filled.is_err() {
+                    self.dwarf_broken.insert(real.to_path_buf());
+                }
             }
             Err(e) => self.warn(
                 format!("dwarf {shown}"),
@@ -304,6 +336,11 @@ impl Symbolizer {
                 ),
             ),
         }
+        self.demangled(out)
+    }
+
+    /// `out` with every name demangled (when demangling is on).
+    fn demangled(&mut self, mut out: Vec<Resolution>) -> Vec<Resolution> {
         if let Some(d) = self.demangler.as_mut() {
             for sym in out.iter_mut().flatten() {
                 d.apply(&mut sym.name);
@@ -316,53 +353,56 @@ impl Symbolizer {
     }
 }
 
-impl Symbolizer {
-    /// Fills [`Sym::start_line`]: the line of each function's first instruction, one lookup
-    /// per function (the symbol's start is the looked-up offset minus its distance from it).
-    fn start_lines(&mut self, dwarf: &Source<'_>, input: Input<&[u64]>, out: &mut [Resolution]) {
-        let (offsets, kind) = match input {
-            Input::FileOffset(a) => (a, 0),
-            Input::VirtOffset(a) => (a, 1),
-            Input::AbsAddr(a) => (a, 2),
+/// Fills [`Sym::start_line`]: the line of each function's first instruction, one lookup per
+/// function (the symbol's start is the looked-up offset minus its distance from it).
+fn start_lines(
+    blaze: &blazesym::symbolize::Symbolizer,
+    dwarf: &Source<'_>,
+    input: Input<&[u64]>,
+    out: &mut [Resolution],
+) {
+    let (offsets, kind) = match input {
+        Input::FileOffset(a) => (a, 0),
+        Input::VirtOffset(a) => (a, 1),
+        Input::AbsAddr(a) => (a, 2),
+    };
+    let starts_of = |(o, r): (&u64, &Resolution)| {
+        r.as_ref()
+            .ok()
+            .filter(|s| s.code.is_some())
+            .and_then(|s| o.checked_sub(s.offset))
+    };
+    let mut starts: Vec<u64> = offsets
+        .iter()
+        .zip(out.iter())
+        .filter_map(starts_of)
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    if starts.is_empty() {
+        return;
+    }
+    let again = match kind {
+        0 => Input::FileOffset(&starts[..]),
+        1 => Input::VirtOffset(&starts[..]),
+        _ => Input::AbsAddr(&starts[..]),
+    };
+    let Ok(found) = blaze.symbolize(dwarf, again) else {
+        return;
+    };
+    let lines: Vec<Option<u32>> = found
+        .into_iter()
+        .map(|f| match f {
+            Symbolized::Sym(s) => s.code_info.and_then(|c| c.line).filter(|&l| l > 0),
+            Symbolized::Unknown(_) => None,
+        })
+        .collect();
+    for (o, r) in offsets.iter().zip(out.iter_mut()) {
+        let Some(start) = starts_of((o, r)) else {
+            continue;
         };
-        let starts_of = |(o, r): (&u64, &Resolution)| {
-            r.as_ref()
-                .ok()
-                .filter(|s| s.code.is_some())
-                .and_then(|s| o.checked_sub(s.offset))
-        };
-        let mut starts: Vec<u64> = offsets
-            .iter()
-            .zip(out.iter())
-            .filter_map(starts_of)
-            .collect();
-        starts.sort_unstable();
-        starts.dedup();
-        if starts.is_empty() {
-            return;
-        }
-        let again = match kind {
-            0 => Input::FileOffset(&starts[..]),
-            1 => Input::VirtOffset(&starts[..]),
-            _ => Input::AbsAddr(&starts[..]),
-        };
-        let Ok(found) = self.blaze.symbolize(dwarf, again) else {
-            return;
-        };
-        let lines: Vec<Option<u32>> = found
-            .into_iter()
-            .map(|f| match f {
-                Symbolized::Sym(s) => s.code_info.and_then(|c| c.line).filter(|&l| l > 0),
-                Symbolized::Unknown(_) => None,
-            })
-            .collect();
-        for (o, r) in offsets.iter().zip(out.iter_mut()) {
-            let Some(start) = starts_of((o, r)) else {
-                continue;
-            };
-            if let (Ok(sym), Ok(i)) = (r, starts.binary_search(&start)) {
-                sym.start_line = lines.get(i).copied().flatten();
-            }
+        if let (Ok(sym), Ok(i)) = (r, starts.binary_search(&start)) {
+            sym.start_line = lines.get(i).copied().flatten();
         }
     }
 }

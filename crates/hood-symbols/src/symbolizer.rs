@@ -32,6 +32,8 @@ pub struct Symbolizer {
     pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
     /// binary as read → its separate debug file, if any.
     pub(crate) debug_files: HashMap<PathBuf, Option<crate::debugfile::DebugFile>>,
+    /// Files whose DWARF parser panicked: read for names only from then on.
+    pub(crate) dwarf_broken: HashSet<PathBuf>,
     /// The debuginfod client, when configured.
     pub(crate) debuginfod: Option<crate::debuginfod::Debuginfod>,
     /// binary as read → its PLT stubs.
@@ -82,6 +84,7 @@ impl Symbolizer {
             symfile,
             files: HashMap::new(),
             debug_files: HashMap::new(),
+            dwarf_broken: HashSet::new(),
             debuginfod,
             plts: HashMap::new(),
             images: HashMap::new(),

@@ -374,3 +374,59 @@ fn a_stripped_binary_resolves_through_its_gnu_debuglink_with_the_right_crc() {
         std::fs::remove_file(place).unwrap();
     }
 }
+
+/// File ranges of the named sections, per `readelf -SW`.
+fn section_ranges(path: &std::path::Path, names: &[&str]) -> Vec<(u64, u64)> {
+    let out = std::process::Command::new("readelf")
+        .arg("-SW")
+        .arg(path)
+        .output()
+        .expect("readelf");
+    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split(']').nth(1)?.split_whitespace().collect();
+            names
+                .contains(cols.first()?)
+                .then(|| (hex(cols[3]), hex(cols[4])))
+        })
+        .collect()
+}
+
+#[test]
+fn damaged_dwarf_never_takes_the_names_down() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = compile(dir.path(), "prog", PROG, &["-g", "-O2"]);
+    let want = func_offset(&good, "alpha", false).0 + 2;
+    let ranges = section_ranges(&good, &[".debug_info", ".debug_line", ".debug_abbrev"]);
+    assert_eq!(ranges.len(), 3, "sections of {}", good.display());
+    let bytes = std::fs::read(&good).unwrap();
+    // A small deterministic generator: the same damage on every run.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..40 {
+        let mut b = bytes.clone();
+        for _ in 0..1 + round % 8 {
+            let (off, size) = ranges[(next() % 3) as usize];
+            let at = (off + next() % size.max(1)) as usize;
+            b[at] = next() as u8;
+        }
+        let bad = dir.path().join(format!("bad{round}"));
+        std::fs::write(&bad, &b).unwrap();
+        let mut s = Symbolizer::new(SymbolizerOptions::default()).expect("symbolizer");
+        let got = s.symbolize_file(&bad, None, &[want, want + 1, 0]);
+        assert_eq!(got.len(), 3);
+        // The symbol table is intact: alpha keeps its name whatever the DWARF says.
+        assert_eq!(
+            got[0].as_ref().map(|s| s.name.as_str()),
+            Ok("alpha"),
+            "round {round}: {got:?}"
+        );
+    }
+}
