@@ -11,6 +11,8 @@ fn func(name: &str, dso: &str, kernel: bool) -> Func {
         dso: dso.into(),
         kernel,
         resolved: true,
+        inlined: false,
+        start_line: 0,
     }
 }
 

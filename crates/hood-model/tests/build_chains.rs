@@ -3,28 +3,46 @@
 
 use hood_model::profile::maps::MappedFile;
 use hood_model::profile::records::{Event, Mapping, Timed, CONTEXT_USER};
-use hood_model::profile::{build_profile, RawRecording, Resolver};
+use hood_model::profile::{build_profile, RawRecording, Resolved, ResolvedFrame, Resolver};
 
-/// Names a location `FILE@OFFSET`, so a test sees which file an address resolved in.
-struct ByFile;
+/// Names a location `FILE@OFFSET`, so a test sees which file an address resolved in; with
+/// `inline`, offset 0x100 is code of `inner` (line 7 of in.h) inlined into `outer` at line
+/// 3 of out.c.
+struct ByFile {
+    inline: bool,
+}
 
 impl Resolver for ByFile {
-    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
-    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<String>> {
+    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
         offsets
             .iter()
-            .map(|o| Some(format!("{}@{o:#x}", file.path)))
+            .map(|&o| {
+                let name = format!("{}@{o:#x}", file.path);
+                if !(self.inline && o == 0x100) {
+                    return Some(Resolved::name(name));
+                }
+                let frame = |name: &str, file: &str, line| ResolvedFrame {
+                    name: name.into(),
+                    file: Some(file.into()),
+                    line,
+                    start_line: 0,
+                };
+                Some(Resolved {
+                    frames: vec![frame("inner", "in.h", 7), frame(&name, "out.c", 3)],
+                })
+            })
             .collect()
     }
-    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>> {
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; offsets.len()]
     }
-    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<String>> {
+    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
-    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
     fn warnings(&mut self) -> Vec<String> {
@@ -97,7 +115,7 @@ fn a_repeated_chain_follows_mmap_exec_and_fork() {
         at(10, sample(10, chain)),
         at(11, sample(11, chain)),
     ];
-    let prof = build_profile(&raw, &mut ByFile);
+    let prof = build_profile(&raw, &mut ByFile { inline: false });
     let leaf_and_caller: Vec<(u32, String, String)> = prof
         .samples
         .iter()
@@ -125,19 +143,22 @@ fn a_repeated_chain_follows_mmap_exec_and_fork() {
 struct ByAddr;
 
 impl Resolver for ByAddr {
-    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
-        addrs.iter().map(|a| Some(format!("k@{a:#x}"))).collect()
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
+        addrs
+            .iter()
+            .map(|a| Some(Resolved::name(format!("k@{a:#x}"))))
+            .collect()
     }
-    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<String>> {
-        ByFile.file(file, offsets)
+    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
+        ByFile { inline: false }.file(file, offsets)
     }
-    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>> {
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; offsets.len()]
     }
-    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<String>> {
+    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
-    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
     fn warnings(&mut self) -> Vec<String> {
@@ -189,4 +210,44 @@ fn the_first_frame_of_each_context_is_the_exact_address_the_rest_are_return_addr
             "/a@0x300"
         ]
     );
+}
+
+#[test]
+fn an_inlined_function_is_a_frame_of_its_own_and_a_line_of_its_location() {
+    let mut raw = RawRecording::default();
+    raw.decoded.chains = vec![CONTEXT_USER, 0x40_0100, 0x40_0201];
+    raw.decoded.events = vec![at(1, map(10, "/a")), at(2, sample(10, (0, 3)))];
+    let prof = build_profile(&raw, &mut ByFile { inline: true });
+    let s = &prof.samples[0];
+    let names: Vec<String> = prof.stacks[s.stack as usize]
+        .iter()
+        .map(|&f| prof.funcs[f as usize].label().into_owned())
+        .collect();
+    assert_eq!(names, ["inner (inlined)", "/a@0x100", "/a@0x200"]);
+    // By location: two locations, the leaf with two lines, innermost first.
+    let locs = &prof.loc_stacks[s.locs as usize];
+    assert_eq!(locs.len(), 2);
+    let leaf = &prof.locations[locs[0] as usize];
+    let lines: Vec<(String, Option<&str>, u32)> = prof
+        .lines_of(leaf)
+        .iter()
+        .map(|l| {
+            (
+                prof.funcs[l.func as usize].name.clone(),
+                prof.source_file(l),
+                l.line,
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("inner".to_string(), Some("in.h"), 7),
+            ("/a@0x100".to_string(), Some("out.c"), 3)
+        ]
+    );
+    assert_eq!(prof.funcs[leaf.func as usize].name, "/a@0x100");
+    let caller = &prof.locations[locs[1] as usize];
+    assert_eq!(prof.lines_of(caller).len(), 1);
+    assert_eq!(prof.source_file(&prof.lines_of(caller)[0]), None);
 }

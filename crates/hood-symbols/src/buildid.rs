@@ -31,6 +31,11 @@ pub fn read_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
         path: path.to_path_buf(),
         source,
     })?;
+    build_id_of_file(file, path)
+}
+
+/// [`read_build_id`] of a file already opened (`path` names it in errors).
+pub(crate) fn build_id_of_file(file: File, path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
     let mut read = move |off: u64, len: usize| -> Option<Cow<'static, [u8]>> {
         let mut buf = vec![0u8; len];
         file.read_exact_at(&mut buf, off).ok()?;

@@ -1,14 +1,33 @@
-//! Separate debug files (`/usr/lib/debug/.build-id/XX/YYYY.debug`, the layout Debian's
-//! `-dbg`/`-dbgsym` packages and `objcopy --only-keep-debug` use). They hold the full symbol
-//! table of a stripped binary (libc's local functions, a distribution's stripped tools), but
-//! their program headers describe no file contents, so a file offset is first turned into a
+//! Separate debug files: the full symbol table and DWARF of a stripped binary (libc's local
+//! functions, a distribution's stripped tools), found the ways gdb and perf find them:
+//!
+//! 1. by build-id, `DIR/.build-id/XX/YYYY.debug` in each debug directory (the layout of
+//!    Debian's `-dbgsym` packages), with the same build-id inside;
+//! 2. by the binary's `.gnu_debuglink` section (a file name and the CRC-32 of the debug
+//!    file, written by `objcopy --add-gnu-debuglink`): next to the binary, in its `.debug/`
+//!    subdirectory, and under each debug directory (by the binary's own directory, then
+//!    directly); a file whose CRC differs is never read;
+//! 3. from debuginfod servers (`DEBUGINFOD_URLS`, see [`crate::debuginfod`]).
+//!
+//! Their program headers describe no file contents, so a file offset is first turned into a
 //! virtual address with the binary's own `PT_LOAD` headers.
 
 use std::fs::File;
+use std::io::Read as _;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use object::elf::{FileHeader64, SHT_NOBITS};
+use object::read::elf::{FileHeader as _, SectionHeader as _};
+use object::read::ReadCache;
+use object::Endianness;
+
 use crate::{hex, read_build_id};
+
+/// Larger `.gnu_debuglink` sections are not debug links.
+const MAX_DEBUGLINK: u64 = 4096;
+/// Larger files are not read to check a debug link's CRC.
+const MAX_DEBUG_FILE: u64 = 16 << 30;
 
 const PT_LOAD: u32 = 1;
 /// More program headers than any real binary has.
@@ -31,12 +50,20 @@ pub(crate) struct DebugFile {
 }
 
 impl DebugFile {
-    /// The debug file for the binary `real` in one of `dirs` (each laid out as
-    /// `DIR/.build-id/XX/YYYY.debug`), if one exists with the same build-id and the
-    /// binary's load segments can be read.
-    pub(crate) fn find(real: &Path, dirs: &[PathBuf]) -> Option<DebugFile> {
-        let id = read_build_id(real).ok()??;
-        let path = debug_file_path(&id, dirs)?;
+    /// The debug file for the binary `real` (mapped as `recorded`) in `dirs`: by build-id,
+    /// else by debug link (see the module documentation); `None` if there is none or the
+    /// binary's load segments cannot be read.
+    pub(crate) fn find(real: &Path, recorded: &Path, dirs: &[PathBuf]) -> Option<DebugFile> {
+        let id = read_build_id(real).ok().flatten();
+        let path = id
+            .as_deref()
+            .and_then(|id| debug_file_path(id, dirs))
+            .or_else(|| debug_link_path(real, recorded, dirs, id.as_deref()))?;
+        Self::at(real, path)
+    }
+
+    /// `path` as the debug file of the binary `real` (already checked to belong to it).
+    pub(crate) fn at(real: &Path, path: PathBuf) -> Option<DebugFile> {
         let loads = read_loads(real)?;
         Some(DebugFile { path, loads })
     }
@@ -67,6 +94,105 @@ pub fn debug_file_path(build_id: &[u8], dirs: &[PathBuf]) -> Option<PathBuf> {
         })
         .find(|p| p.is_file())?;
     (read_build_id(&path).ok()?.as_deref() == Some(build_id)).then_some(path)
+}
+
+/// The debug file named by the `.gnu_debuglink` of `real` (recorded as `recorded`) whose
+/// CRC-32 matches, looked for next to the binary, in its `.debug/` subdirectory, then under
+/// each of `dirs` by the binary's directory and directly. A link that is not a plain file
+/// name is ignored, and so is a file with another build-id than the binary's `id`.
+pub(crate) fn debug_link_path(
+    real: &Path,
+    recorded: &Path,
+    dirs: &[PathBuf],
+    id: Option<&[u8]>,
+) -> Option<PathBuf> {
+    let (name, crc) = read_debuglink(real)?;
+    let bin_dir = real.parent()?;
+    let rec_dir = recorded.parent().unwrap_or(Path::new("/"));
+    let rec_rel = rec_dir.strip_prefix("/").unwrap_or(rec_dir);
+    let mut candidates = vec![bin_dir.join(&name), bin_dir.join(".debug").join(&name)];
+    for d in dirs {
+        candidates.push(d.join(rec_rel).join(&name));
+        candidates.push(d.join(&name));
+    }
+    candidates.into_iter().find(|c| {
+        c.as_path() != real
+            && file_crc32(c) == Some(crc)
+            && match (id, read_build_id(c).ok().flatten()) {
+                (Some(a), Some(b)) => a == b.as_slice(),
+                _ => true,
+            }
+    })
+}
+
+/// The file name and CRC-32 of the `.gnu_debuglink` section of a 64-bit ELF file.
+fn read_debuglink(path: &Path) -> Option<(String, u32)> {
+    let data = ReadCache::new(File::open(path).ok()?);
+    let header = FileHeader64::<Endianness>::parse(&data).ok()?;
+    let endian = header.endian().ok()?;
+    let sections = header.sections(endian, &data).ok()?;
+    let (_, sec) = sections.section_by_name(endian, b".gnu_debuglink")?;
+    let (_, size) = sec.file_range(endian)?;
+    if size > MAX_DEBUGLINK {
+        return None;
+    }
+    parse_debuglink(sec.data(endian, &data).ok()?, endian)
+}
+
+/// `NAME\0`, padding to a multiple of 4, the CRC in the file's byte order. Only plain file
+/// names are taken: a link holding `/` or `..` could point anywhere.
+fn parse_debuglink(bytes: &[u8], endian: Endianness) -> Option<(String, u32)> {
+    let nul = bytes.iter().position(|&b| b == 0)?;
+    let name = std::str::from_utf8(&bytes[..nul]).ok()?;
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return None;
+    }
+    let at = (nul + 1).next_multiple_of(4);
+    let crc: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+    let crc = match endian {
+        Endianness::Little => u32::from_le_bytes(crc),
+        Endianness::Big => u32::from_be_bytes(crc),
+    };
+    Some((name.to_string(), crc))
+}
+
+/// The CRC-32 (the debug link's, zlib's) of a regular file of bounded size.
+fn file_crc32(path: &Path) -> Option<u32> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_DEBUG_FILE {
+        return None;
+    }
+    let mut f = File::open(path).ok()?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Some(h.finalize()),
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Whether a 64-bit ELF file carries DWARF itself (a `.debug_info` with contents).
+pub(crate) fn has_dwarf(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let data = ReadCache::new(file);
+    let Ok(header) = FileHeader64::<Endianness>::parse(&data) else {
+        return false;
+    };
+    let Ok(endian) = header.endian() else {
+        return false;
+    };
+    let Ok(sections) = header.sections(endian, &data) else {
+        return false;
+    };
+    sections
+        .section_by_name(endian, b".debug_info")
+        .is_some_and(|(_, s)| s.sh_type(endian) != SHT_NOBITS && s.sh_size(endian) > 0)
 }
 
 /// The `PT_LOAD` headers of a 64-bit little-endian ELF file; `None` for anything else
@@ -100,4 +226,31 @@ fn read_loads(path: &Path) -> Option<Vec<Load>> {
         })
         .collect();
     (!loads.is_empty()).then_some(loads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debuglink_names_must_be_plain() {
+        let link = |name: &[u8]| {
+            let mut b = name.to_vec();
+            b.push(0);
+            while !b.len().is_multiple_of(4) {
+                b.push(0);
+            }
+            b.extend(0x1234_5678u32.to_le_bytes());
+            parse_debuglink(&b, Endianness::Little)
+        };
+        assert_eq!(
+            link(b"prog.debug"),
+            Some(("prog.debug".into(), 0x1234_5678))
+        );
+        assert_eq!(link(b"abc"), Some(("abc".into(), 0x1234_5678)));
+        assert_eq!(link(b"../../etc/shadow"), None);
+        assert_eq!(link(b".."), None);
+        assert_eq!(link(b""), None);
+        assert_eq!(parse_debuglink(b"prog.debug\0\0", Endianness::Little), None);
+    }
 }

@@ -5,13 +5,14 @@ use std::io::{ErrorKind, Write as _};
 use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Source};
-use blazesym::symbolize::{Input, Reason, Symbolized};
+use blazesym::symbolize::{CodeInfo, Input, Reason, Symbolized};
 
-use crate::debugfile::DebugFile;
+use crate::debugfile::{has_dwarf, DebugFile};
 use crate::plt::Plt;
 use crate::symbolizer::{hash_of, Verdict};
 use crate::{
-    build_id_from_bytes, hex, read_build_id, Resolution, Sym, SymbolError, Symbolizer, Unresolved,
+    build_id_from_bytes, hex, read_build_id, InlinedFrame, Resolution, SourceLine, Sym,
+    SymbolError, Symbolizer, Unresolved,
 };
 
 const LEFT: &str = "its frames are left unresolved";
@@ -26,8 +27,11 @@ impl Symbolizer {
     /// on disk has another build-id or none, every offset is
     /// [`Unresolved::BuildIdMismatch`]; a missing file gives
     /// [`Unresolved::FileMissing`]. Both are warned about once per file.
-    /// Only ELF symbol tables (`.symtab`, `.dynsym`) are read, not DWARF; offsets on
-    /// PLT stubs are named after their relocation's symbol (`memcmp@plt`).
+    /// Names come from the ELF symbol tables (`.symtab`, `.dynsym`) of the file or its
+    /// separate debug file, as perf names functions (DWARF only for functions they lack);
+    /// where there is DWARF, each answer also carries file:line, the functions inlined at
+    /// the offset and the function's start line. Offsets on PLT stubs are named after their
+    /// relocation's symbol (`memcmp@plt`).
     pub fn symbolize_file(
         &mut self,
         path: &Path,
@@ -49,7 +53,7 @@ impl Symbolizer {
         };
         match verdict {
             Ok(real) => {
-                let mut out = match self.debug_file(&real) {
+                let mut out = match self.debug_file(&real, path) {
                     Some(dbg) => self.blaze_debug(&dbg, &path.display().to_string(), file_offsets),
                     None => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
                 };
@@ -77,8 +81,8 @@ impl Symbolizer {
         }
     }
 
-    /// The separate debug file of the binary `real`, looked for once.
-    fn debug_file(&mut self, real: &Path) -> Option<DebugFile> {
+    /// The separate debug file of the binary `real` (mapped as `recorded`), looked for once.
+    fn debug_file(&mut self, real: &Path, recorded: &Path) -> Option<DebugFile> {
         if let Some(found) = self.debug_files.get(real) {
             return found.clone();
         }
@@ -88,7 +92,21 @@ impl Symbolizer {
             .iter()
             .map(|d| self.rooted(d))
             .collect();
-        let found = DebugFile::find(real, &dirs);
+        let mut found = DebugFile::find(real, recorded, &dirs);
+        if found.is_none() && self.debuginfod.is_some() && !has_dwarf(real) {
+            if let Ok(Some(id)) = read_build_id(real) {
+                let mut warnings = Vec::new();
+                let what = recorded.display().to_string();
+                let fetched = self
+                    .debuginfod
+                    .as_mut()
+                    .and_then(|d| d.fetch(&id, &what, &mut |k, m| warnings.push((k, m))));
+                for (k, m) in warnings {
+                    self.warn(k, m);
+                }
+                found = fetched.and_then(|path| DebugFile::at(real, path));
+            }
+        }
         self.debug_files.insert(real.to_path_buf(), found.clone());
         found
     }
@@ -246,31 +264,158 @@ impl Symbolizer {
         let n = match input {
             Input::FileOffset(a) | Input::VirtOffset(a) | Input::AbsAddr(a) => a.len(),
         };
-        let src = Source::Elf(Elf {
+        // Names from the symbol tables, as perf names functions: DWARF's names of C++
+        // members and templates are their bare declarations (`fold<...>`).
+        let elf = Source::Elf(Elf {
             debug_syms: false,
             ..Elf::new(real)
         });
-        match self.blaze.symbolize(&src, input) {
-            Ok(found) => {
-                let dm = &mut self.demangler;
-                found
-                    .into_iter()
-                    .map(|f| {
-                        let mut r = convert(f);
-                        if let (Ok(sym), Some(d)) = (&mut r, dm.as_mut()) {
-                            d.apply(&mut sym.name);
-                        }
-                        r
-                    })
-                    .collect()
-            }
+        let mut out: Vec<Resolution> = match self.blaze.symbolize(&elf, input) {
+            Ok(found) => found.into_iter().map(convert).collect(),
             Err(e) => {
                 let msg = format!("cannot read symbols of {shown}: {e}");
                 self.warn(format!("read {shown}"), format!("{msg}; {LEFT}"));
-                vec![Err(Unresolved::Other(msg)); n]
+                return vec![Err(Unresolved::Other(msg)); n];
+            }
+        };
+        // DWARF, where the file has it: file:line and the functions inlined there. A file
+        // whose DWARF cannot be read (corrupt, compressed in an unknown way) keeps its names.
+        let dwarf = Source::Elf(Elf::new(real));
+        if self.dwarf_broken.contains(real) {
+            return self.demangled(out);
+        }
+        // The DWARF parser meets bytes nobody checked (a hostile binary, a truncated debug
+        // file): should it panic, the file keeps its symbol-table names and its DWARF is not
+        // read again in this report.
+        let blaze = &self.blaze;
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            blaze
+                .symbolize(&dwarf, input)
+                .map(|found| found.into_iter().map(convert).collect::<Vec<_>>())
+        }));
+        let answer = match answer {
+            Ok(a) => a,
+            Err(_) => {
+                self.dwarf_broken.insert(real.to_path_buf());
+                self.warn(
+                    format!("dwarf {shown}"),
+                    format!(
+                        "the debug info of {shown} could not be parsed (the parser gave up); \
+                         its functions are named without inlined functions or source lines"
+                    ),
+                );
+                return self.demangled(out);
+            }
+        };
+        match answer {
+            Ok(found) => {
+                for (r, d) in out.iter_mut().zip(found) {
+                    match (r, d) {
+                        (Ok(sym), Ok(d)) => {
+                            sym.code = d.code;
+                            sym.inlined = d.inlined;
+                        }
+                        // A function DWARF knows and the symbol tables do not.
+                        (r @ Err(_), Ok(d)) => *r = Ok(d),
+                        _ => {}
+                    }
+                }
+                let blaze = &self.blaze;
+                let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    start_lines(blaze, &dwarf, input, &mut out)
+                }));
+                if filled.is_err() {
+                    self.dwarf_broken.insert(real.to_path_buf());
+                }
+            }
+            Err(e) => self.warn(
+                format!("dwarf {shown}"),
+                format!(
+                    "cannot read the debug info of {shown} ({e}); its functions are named \
+                     without inlined functions or source lines"
+                ),
+            ),
+        }
+        self.demangled(out)
+    }
+
+    /// `out` with every name demangled (when demangling is on).
+    fn demangled(&mut self, mut out: Vec<Resolution>) -> Vec<Resolution> {
+        if let Some(d) = self.demangler.as_mut() {
+            for sym in out.iter_mut().flatten() {
+                d.apply(&mut sym.name);
+                for f in &mut sym.inlined {
+                    d.apply(&mut f.name);
+                }
             }
         }
+        out
     }
+}
+
+/// Fills [`Sym::start_line`]: the line of each function's first instruction, one lookup per
+/// function (the symbol's start is the looked-up offset minus its distance from it).
+fn start_lines(
+    blaze: &blazesym::symbolize::Symbolizer,
+    dwarf: &Source<'_>,
+    input: Input<&[u64]>,
+    out: &mut [Resolution],
+) {
+    let (offsets, kind) = match input {
+        Input::FileOffset(a) => (a, 0),
+        Input::VirtOffset(a) => (a, 1),
+        Input::AbsAddr(a) => (a, 2),
+    };
+    let starts_of = |(o, r): (&u64, &Resolution)| {
+        r.as_ref()
+            .ok()
+            .filter(|s| s.code.is_some())
+            .and_then(|s| o.checked_sub(s.offset))
+    };
+    let mut starts: Vec<u64> = offsets
+        .iter()
+        .zip(out.iter())
+        .filter_map(starts_of)
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    if starts.is_empty() {
+        return;
+    }
+    let again = match kind {
+        0 => Input::FileOffset(&starts[..]),
+        1 => Input::VirtOffset(&starts[..]),
+        _ => Input::AbsAddr(&starts[..]),
+    };
+    let Ok(found) = blaze.symbolize(dwarf, again) else {
+        return;
+    };
+    let lines: Vec<Option<u32>> = found
+        .into_iter()
+        .map(|f| match f {
+            Symbolized::Sym(s) => s.code_info.and_then(|c| c.line).filter(|&l| l > 0),
+            Symbolized::Unknown(_) => None,
+        })
+        .collect();
+    for (o, r) in offsets.iter().zip(out.iter_mut()) {
+        let Some(start) = starts_of((o, r)) else {
+            continue;
+        };
+        if let (Ok(sym), Ok(i)) = (r, starts.binary_search(&start)) {
+            sym.start_line = lines.get(i).copied().flatten();
+        }
+    }
+}
+
+/// blazesym's source position → ours (`None` when it names no file).
+fn source_line(c: &CodeInfo<'_>) -> Option<SourceLine> {
+    if c.file.is_empty() {
+        return None;
+    }
+    Some(SourceLine {
+        file: c.to_path().to_string_lossy().into_owned(),
+        line: c.line.unwrap_or(0),
+    })
 }
 
 /// blazesym's answer for one offset → ours.
@@ -280,6 +425,18 @@ fn convert(s: Symbolized<'_>) -> Resolution {
             name: sym.name.into_owned(),
             offset: sym.offset as u64,
             size: sym.size.map(|s| s as u64).filter(|&s| s > 0),
+            code: sym.code_info.as_deref().and_then(source_line),
+            // blazesym lists them outermost first.
+            inlined: sym
+                .inlined
+                .iter()
+                .rev()
+                .map(|f| InlinedFrame {
+                    name: f.name.to_string(),
+                    code: f.code_info.as_ref().and_then(source_line),
+                })
+                .collect(),
+            start_line: None,
         }),
         Symbolized::Unknown(Reason::IgnoredError) => {
             Err(Unresolved::Other("error while reading symbols".to_string()))

@@ -6,7 +6,8 @@
 //!
 //! * ELF files by file offset ([`Symbolizer::symbolize_file`]) — executables,
 //!   PIE and shared libraries alike, checked against the build-id recorded
-//!   at recording time;
+//!   at recording time; with DWARF (in the file or a separate debug file) each
+//!   answer also carries file:line and the functions inlined there;
 //! * in-memory ELF images such as the recorded `[vdso]`
 //!   ([`Symbolizer::symbolize_image`]);
 //! * the kernel, from a stored copy of `/proc/kallsyms`
@@ -23,6 +24,7 @@
 
 mod buildid;
 mod debugfile;
+mod debuginfod;
 mod demangle;
 mod elf;
 mod error;
@@ -36,13 +38,14 @@ use std::path::PathBuf;
 
 pub use buildid::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use debugfile::debug_file_path;
+pub use debuginfod::DebuginfodConfig;
 pub use demangle::{demangle, demangle_short};
 pub use error::SymbolError;
 pub use symbolizer::Symbolizer;
 pub use table::SymbolTable;
 
 /// A resolved symbol.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sym {
     /// Function name (demangled if [`SymbolizerOptions::demangle`]); kernel
     /// module functions are named `func [module]`.
@@ -51,6 +54,36 @@ pub struct Sym {
     pub offset: u64,
     /// Symbol size in bytes, when the source records it.
     pub size: Option<u64>,
+    /// Source file and line of the address within this function, from DWARF line tables:
+    /// where the address is in inlined code, the line of the outermost inlined call.
+    /// `None` without debug info (and for text sources such as kallsyms).
+    pub code: Option<SourceLine>,
+    /// Functions inlined at the address, innermost first (what `addr2line -i` prints
+    /// before the function itself); empty without DWARF or when
+    /// [`SymbolizerOptions::inlined`] is off.
+    pub inlined: Vec<InlinedFrame>,
+    /// The line of the function's first instruction (where its definition starts, as
+    /// compilers attribute the prologue), from DWARF.
+    pub start_line: Option<u32>,
+}
+
+/// A source position: file path (as the compiler recorded it, directory joined) and line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLine {
+    /// Path of the source file.
+    pub file: String,
+    /// 1-based line (0: the compiler gave the address no line).
+    pub line: u32,
+}
+
+/// One inlined function at an address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlinedFrame {
+    /// Its name (demangled like [`Sym::name`]).
+    pub name: String,
+    /// Where in it the address is: for the innermost frame the address's own line, for
+    /// the others the line of the call inlined into them.
+    pub code: Option<SourceLine>,
 }
 
 /// Why a location has no symbol name.
@@ -102,11 +135,20 @@ pub struct SymbolizerOptions {
     /// Prefix for every file path, e.g. a copy of the profiled machine's
     /// root file system (default none: paths are used as recorded).
     pub root: Option<PathBuf>,
-    /// Directories searched for separate debug files by build-id
-    /// (`DIR/.build-id/XX/YYYY.debug`); a binary's debug file, when present with
-    /// the same build-id, is read instead of the binary (default `/usr/lib/debug`,
-    /// under [`root`](Self::root) if set).
+    /// Directories searched for separate debug files, in order: by build-id
+    /// (`DIR/.build-id/XX/YYYY.debug`, with the same build-id inside), then by the binary's
+    /// `.gnu_debuglink` (`DIR/BINARY_DIR/NAME` and `DIR/NAME`, with the CRC it names; the
+    /// binary's own directory and its `.debug/` are tried first). A binary's debug file is
+    /// read instead of the binary (default `/usr/lib/debug`, under [`root`](Self::root) if
+    /// set).
     pub debug_dirs: Vec<PathBuf>,
+    /// Read DWARF debug info for inlined functions (default `true`); file:line is read
+    /// either way when the binary or its debug file has DWARF.
+    pub inlined: bool,
+    /// Fetch the debug files of binaries that have neither DWARF nor a local debug file
+    /// from debuginfod servers (default `None`; [`DebuginfodConfig::from_env`] reads
+    /// `DEBUGINFOD_URLS` as perf and gdb do).
+    pub debuginfod: Option<DebuginfodConfig>,
 }
 
 impl Default for SymbolizerOptions {
@@ -117,6 +159,8 @@ impl Default for SymbolizerOptions {
             full_names: false,
             root: None,
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            inlined: true,
+            debuginfod: None,
         }
     }
 }

@@ -58,6 +58,7 @@ impl Plt {
             name,
             offset: (rel - s.header) % s.entry,
             size: Some(s.entry),
+            ..Sym::default()
         })
     }
 }

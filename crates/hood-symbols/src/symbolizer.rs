@@ -32,6 +32,10 @@ pub struct Symbolizer {
     pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
     /// binary as read → its separate debug file, if any.
     pub(crate) debug_files: HashMap<PathBuf, Option<crate::debugfile::DebugFile>>,
+    /// Files whose DWARF parser panicked: read for names only from then on.
+    pub(crate) dwarf_broken: HashSet<PathBuf>,
+    /// The debuginfod client, when configured.
+    pub(crate) debuginfod: Option<crate::debuginfod::Debuginfod>,
     /// binary as read → its PLT stubs.
     pub(crate) plts: HashMap<PathBuf, crate::plt::Plt>,
     /// image key → (hash of the bytes, temp file holding them or why not).
@@ -60,11 +64,18 @@ impl Symbolizer {
             None => None,
         };
         let blaze = symbolize::Symbolizer::builder()
-            .enable_code_info(false)
-            .enable_inlined_fns(false)
+            .enable_code_info(true)
+            .enable_inlined_fns(opts.inlined)
             .enable_demangling(false)
+            // Separate debug files are found here (debugfile.rs), by build-id and debug
+            // link with their checks; blazesym is handed the file to read.
+            .set_debug_dirs(Some(Vec::<PathBuf>::new()))
             .build();
         let demangler = opts.demangle.then(|| DemangleCache::new(opts.full_names));
+        let debuginfod = opts
+            .debuginfod
+            .clone()
+            .map(crate::debuginfod::Debuginfod::new);
         Ok(Symbolizer {
             opts,
             blaze,
@@ -73,6 +84,8 @@ impl Symbolizer {
             symfile,
             files: HashMap::new(),
             debug_files: HashMap::new(),
+            dwarf_broken: HashSet::new(),
+            debuginfod,
             plts: HashMap::new(),
             images: HashMap::new(),
             perf_maps: HashMap::new(),

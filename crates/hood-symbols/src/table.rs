@@ -204,6 +204,7 @@ impl SymbolTable {
             name,
             offset: addr - e.start,
             size: e.end().map(|end| end - e.start),
+            ..Sym::default()
         })
     }
 }

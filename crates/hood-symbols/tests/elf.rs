@@ -308,3 +308,125 @@ fn a_stripped_binary_resolves_through_its_debug_file_by_build_id() {
     std::fs::copy(&other, &dbg).unwrap();
     assert_eq!(names(vec![debug])[0], None);
 }
+
+/// Runs a binutils command.
+fn binutils(args: &[&std::ffi::OsStr]) {
+    let st = std::process::Command::new(args[0])
+        .args(&args[1..])
+        .status()
+        .expect("binutils (objcopy, strip) come with gcc");
+    assert!(st.success(), "{args:?}");
+}
+
+#[test]
+fn a_stripped_binary_resolves_through_its_gnu_debuglink_with_the_right_crc() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bindir = dir.path().join("bin");
+    std::fs::create_dir(&bindir).unwrap();
+    let bin = compile(&bindir, "prog", PROG, &["-g", "-pie", "-fPIE"]);
+    let want = func_offset(&bin, "gamma_fn", false).0 + 1;
+    let dbg = dir.path().join("prog.debug");
+    binutils(&[
+        "objcopy".as_ref(),
+        "--only-keep-debug".as_ref(),
+        bin.as_os_str(),
+        dbg.as_os_str(),
+    ]);
+    binutils(&["strip".as_ref(), "-s".as_ref(), bin.as_os_str()]);
+    let link = format!("--add-gnu-debuglink={}", dbg.display());
+    binutils(&["objcopy".as_ref(), link.as_ref(), bin.as_os_str()]);
+    // No build-id lookup can succeed: only the link leads to the debug file.
+    let resolve = |dirs: Vec<std::path::PathBuf>| {
+        let mut s = Symbolizer::new(SymbolizerOptions {
+            debug_dirs: dirs,
+            ..SymbolizerOptions::default()
+        })
+        .expect("symbolizer");
+        s.symbolize_file(&bin, None, &[want]).remove(0).ok()
+    };
+    assert_eq!(
+        resolve(vec![]),
+        None,
+        "the link's file is not in any searched place yet"
+    );
+    let global = dir.path().join("global");
+    let rel = bindir.strip_prefix("/").unwrap();
+    let places = [
+        bindir.join("prog.debug"),
+        bindir.join(".debug/prog.debug"),
+        global.join(rel).join("prog.debug"),
+        global.join("prog.debug"),
+    ];
+    for place in &places {
+        std::fs::create_dir_all(place.parent().unwrap()).unwrap();
+        std::fs::copy(&dbg, place).unwrap();
+        let sym = resolve(vec![global.clone()])
+            .unwrap_or_else(|| panic!("no name through the debug link at {}", place.display()));
+        assert_eq!(sym.name, "gamma_fn", "{}", place.display());
+        // The DWARF of the debug file gives the line.
+        let code = sym.code.expect("file:line from the debug file");
+        assert!(code.file.ends_with("prog.c") && code.line > 0, "{code:?}");
+        // The same file with one byte more has another CRC: never read.
+        let mut bytes = std::fs::read(place).unwrap();
+        bytes.push(0);
+        std::fs::write(place, &bytes).unwrap();
+        assert_eq!(resolve(vec![global.clone()]), None, "{}", place.display());
+        std::fs::remove_file(place).unwrap();
+    }
+}
+
+/// File ranges of the named sections, per `readelf -SW`.
+fn section_ranges(path: &std::path::Path, names: &[&str]) -> Vec<(u64, u64)> {
+    let out = std::process::Command::new("readelf")
+        .arg("-SW")
+        .arg(path)
+        .output()
+        .expect("readelf");
+    let hex = |s: &str| u64::from_str_radix(s, 16).unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split(']').nth(1)?.split_whitespace().collect();
+            names
+                .contains(cols.first()?)
+                .then(|| (hex(cols[3]), hex(cols[4])))
+        })
+        .collect()
+}
+
+#[test]
+fn damaged_dwarf_never_takes_the_names_down() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = compile(dir.path(), "prog", PROG, &["-g", "-O2"]);
+    let want = func_offset(&good, "alpha", false).0 + 2;
+    let ranges = section_ranges(&good, &[".debug_info", ".debug_line", ".debug_abbrev"]);
+    assert_eq!(ranges.len(), 3, "sections of {}", good.display());
+    let bytes = std::fs::read(&good).unwrap();
+    // A small deterministic generator: the same damage on every run.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    for round in 0..40 {
+        let mut b = bytes.clone();
+        for _ in 0..1 + round % 8 {
+            let (off, size) = ranges[(next() % 3) as usize];
+            let at = (off + next() % size.max(1)) as usize;
+            b[at] = next() as u8;
+        }
+        let bad = dir.path().join(format!("bad{round}"));
+        std::fs::write(&bad, &b).unwrap();
+        let mut s = Symbolizer::new(SymbolizerOptions::default()).expect("symbolizer");
+        let got = s.symbolize_file(&bad, None, &[want, want + 1, 0]);
+        assert_eq!(got.len(), 3);
+        // The symbol table is intact: alpha keeps its name whatever the DWARF says.
+        assert_eq!(
+            got[0].as_ref().map(|s| s.name.as_str()),
+            Ok("alpha"),
+            "round {round}: {got:?}"
+        );
+    }
+}

@@ -57,6 +57,8 @@ pub enum Command {
     Stop(cmd::record::detach::StopArgs),
     /// Report a recording: where time went, per process and per function.
     Report(cmd::report::ReportArgs),
+    /// One function's samples per source line, with the source beside (perf annotate).
+    Annotate(cmd::annotate::AnnotateArgs),
     /// List tasks (or threads): ID, threads, memory, user/system time, name.
     Ps(cmd::monitor::ps::PsArgs),
     /// Time, uptime and load averages.

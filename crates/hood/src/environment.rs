@@ -1,5 +1,6 @@
 //! Every `HOOD_*` environment variable that hood, its runtime (libhood_rt) or its test suite
-//! reads, with what it does and which values it takes. The man page's ENVIRONMENT section is
+//! reads, and the `DEBUGINFOD_*` ones it shares with elfutils, with what each does and which
+//! values it takes. The man page's ENVIRONMENT section is
 //! generated from this table; docs/cli.md says the same for readers of the repository (a test
 //! checks that both name every variable the code reads).
 //!
@@ -52,6 +53,30 @@ pub const VARS: &[Var] = &[
         shown: "DIR",
         what: "where `hood start` keeps the detached recording's state for `hood stop` (default $XDG_RUNTIME_DIR/hood, else /tmp/hood-UID)",
         values: Values::Any,
+    },
+    Var {
+        name: "DEBUGINFOD_URLS",
+        shown: "URL ...",
+        what: "debuginfod servers (space-separated) `hood report` and `hood annotate` download missing debug files from, by build-id (elfutils' variable; --no-debuginfod turns it off)",
+        values: Values::Any,
+    },
+    Var {
+        name: "DEBUGINFOD_CACHE_PATH",
+        shown: "DIR",
+        what: "where downloaded debug files are kept (default $XDG_CACHE_HOME/hood/debuginfod, else ~/.cache/hood/debuginfod); must be a directory of the user hood runs as, not writable by others",
+        values: Values::Any,
+    },
+    Var {
+        name: "DEBUGINFOD_TIMEOUT",
+        shown: "SECONDS",
+        what: "longest wait for a debuginfod server to connect or send more bytes (default 90)",
+        values: Values::Count(1, 86_400),
+    },
+    Var {
+        name: "DEBUGINFOD_MAXSIZE",
+        shown: "BYTES",
+        what: "largest debug file downloaded (default 4 GiB)",
+        values: Values::Count(1, u64::MAX),
     },
     Var {
         name: "HOOD_TIMING",

@@ -15,6 +15,7 @@ const SUBCOMMANDS: &[&str] = &[
     "start",
     "stop",
     "report",
+    "annotate",
     "ps",
     "uptime",
     "top",

@@ -1,11 +1,11 @@
-//! Aggregations over a symbolized profile: totals, flat profiles by function / dso / process /
-//! thread, call trees, folded stacks and sampling intervals. Counts are samples.
+//! Aggregations over a symbolized profile: totals, flat profiles by function / source line /
+//! dso / process / thread, call trees, folded stacks and sampling intervals. Counts are samples.
 
 use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
-use super::model::{FuncId, Mode, Profile, Sample};
+use super::model::{FrameLine, FuncId, Mode, Profile, Sample};
 
 /// Which samples a report looks at.
 #[derive(Debug, Clone, Default)]
@@ -114,6 +114,35 @@ pub fn by_function(prof: &Profile, f: &Filter) -> Vec<Row<Option<FuncId>>> {
     let mut m = HashMap::default();
     for s in f.samples(prof) {
         *m.entry(leaf(prof, s)).or_insert(0) += 1;
+    }
+    sorted(m)
+}
+
+/// The source line a sample was taken at: the innermost function at its address, with that
+/// function's file:line (no file without debug info). `None` when the sample has no frame.
+pub fn sampled_line(prof: &Profile, s: &Sample) -> Option<FrameLine> {
+    let loc = prof
+        .loc_stacks
+        .get(s.locs as usize)
+        .and_then(|l| l.first())
+        .and_then(|&l| prof.locations.get(l as usize));
+    match loc.and_then(|l| prof.lines_of(l).first()) {
+        Some(line) => Some(*line),
+        // Hand-built profiles keep no locations: the leaf function, without a line.
+        None => leaf(prof, s).map(|func| FrameLine {
+            func,
+            file: None,
+            line: 0,
+        }),
+    }
+}
+
+/// Self samples per source line (`hood report --by line`, perf's `--sort srcline`): the
+/// sampled line of the innermost (possibly inlined) function.
+pub fn by_line(prof: &Profile, f: &Filter) -> Vec<Row<Option<FrameLine>>> {
+    let mut m = HashMap::default();
+    for s in f.samples(prof) {
+        *m.entry(sampled_line(prof, s)).or_insert(0) += 1;
     }
     sorted(m)
 }
@@ -253,7 +282,8 @@ pub fn call_tree(prof: &Profile, f: &Filter, top_down: bool) -> TreeNode {
     root
 }
 
-/// Folded stacks: `COMM;root;...;leaf` → count. Kernel frames carry `_[k]`.
+/// Folded stacks: `COMM;root;...;leaf` → count. Kernel frames carry `_[k]`, inlined frames
+/// ` (inlined)`.
 pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
     let mut by_stack: HashMap<(u32, u32), u64> = HashMap::default();
     for s in f.samples(prof) {
@@ -264,7 +294,7 @@ pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
         .funcs
         .iter()
         .map(|f| {
-            let mut n = sanitize(&f.name);
+            let mut n = sanitize(&f.label());
             if f.kernel {
                 n.push_str("_[k]");
             }

@@ -10,26 +10,59 @@ use super::maps::{
     hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
 };
 use super::model::{
-    CodeMap, DsoFile, Func, FuncId, Location, Mode, Process, Profile, Sample, Thread,
+    CodeMap, DsoFile, FrameLine, Func, FuncId, Location, Mode, Process, Profile, Sample, Thread,
 };
 use super::records::{
     Event, Mapping, Truncation, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL,
 };
+
+/// One function a resolver found at a location, with the source line there.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolvedFrame {
+    /// Function name.
+    pub name: String,
+    /// Source file, when debug info gives one.
+    pub file: Option<String>,
+    /// 1-based line in `file` (0: unknown).
+    pub line: u32,
+    /// The line where the function starts (0: unknown).
+    pub start_line: u32,
+}
+
+/// What a resolver says of one location: the functions inlined there, innermost first, then
+/// the function the code belongs to (always last; the only one when nothing is inlined).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resolved {
+    /// Innermost first; never empty.
+    pub frames: Vec<ResolvedFrame>,
+}
+
+impl Resolved {
+    /// A bare function name (no line, nothing inlined).
+    pub fn name(name: String) -> Resolved {
+        Resolved {
+            frames: vec![ResolvedFrame {
+                name,
+                ..ResolvedFrame::default()
+            }],
+        }
+    }
+}
 
 /// Turns locations into names. Implemented outside the model (by hood-symbols in the binary)
 /// so the model stays pure. Each method gets a batch of unique locations and returns one
 /// answer per input, `None` when no symbol was found.
 pub trait Resolver {
     /// Kernel addresses.
-    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>>;
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>>;
     /// Offsets into a mapped ELF file.
-    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<String>>;
+    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>>;
     /// Offsets into the recorded `[vdso]` image.
-    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>>;
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<Resolved>>;
     /// Absolute addresses in anonymous memory of `pid` (JIT code; /tmp/perf-PID.map).
-    fn perf_map(&mut self, pid: u32, addrs: &[u64]) -> Vec<Option<String>>;
+    fn perf_map(&mut self, pid: u32, addrs: &[u64]) -> Vec<Option<Resolved>>;
     /// Absolute addresses nothing else resolved (an nm-format --symfile).
-    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>>;
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>>;
     /// Warnings collected (changed binaries, missing files).
     fn warnings(&mut self) -> Vec<String>;
 }
@@ -370,11 +403,18 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
             }
         }
     }
-    let funcs_of_loc = symbolize(&int, &world.files, resolver, &mut prof);
+    let lines_of_loc = symbolize(&int, &world.files, resolver, &mut prof);
     let mut stack_map: HashMap<Vec<FuncId>, u32> = HashMap::default();
     let mut remap = Vec::with_capacity(int.stacks.len());
     for s in &int.stacks {
-        let f: Vec<FuncId> = s.iter().map(|&l| funcs_of_loc[l as usize]).collect();
+        // Each location stands for its inlined functions (innermost first) and its own.
+        let f: Vec<FuncId> = s
+            .iter()
+            .flat_map(|&l| {
+                let (a, b) = lines_of_loc[l as usize];
+                prof.lines[a as usize..b as usize].iter().map(|x| x.func)
+            })
+            .collect();
         let next = prof.stacks.len() as u32;
         let id = *stack_map.entry(f.clone()).or_insert_with(|| {
             prof.stacks.push(f);
@@ -386,7 +426,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         s.locs = s.stack;
         s.stack = remap[s.stack as usize];
     }
-    keep_locations(&mut int, &world.files, &funcs_of_loc, &mut prof);
+    keep_locations(&mut int, &world.files, &lines_of_loc, &mut prof);
     prof.samples = raw_samples;
     prof.warnings.extend(resolver.warnings());
     let mut pids: Vec<u32> = prof.samples.iter().map(|s| s.pid).collect();
@@ -412,7 +452,12 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
 }
 
 /// Move the interned locations, their stacks and mappings into the profile.
-fn keep_locations(int: &mut Interner, files: &Files, funcs_of_loc: &[FuncId], prof: &mut Profile) {
+fn keep_locations(
+    int: &mut Interner,
+    files: &Files,
+    lines_of_loc: &[(u32, u32)],
+    prof: &mut Profile,
+) {
     let mut map_ids: HashMap<(String, MapRange), u32> = HashMap::default();
     for (i, l) in int.locs.iter().enumerate() {
         let dso = match l {
@@ -436,23 +481,29 @@ fn keep_locations(int: &mut Interner, files: &Files, funcs_of_loc: &[FuncId], pr
             }
             _ => None,
         };
+        let lines = lines_of_loc[i];
+        // The function the code belongs to is the last of its lines.
+        let func = prof.lines[lines.1 as usize - 1].func;
         prof.locations.push(Location {
-            func: funcs_of_loc[i],
+            func,
             address: int.abs[i],
             map,
+            lines,
         });
     }
     prof.loc_stacks = std::mem::take(&mut int.stacks);
 }
 
+/// Names every location; returns each one's range of `prof.lines` (never empty: the last
+/// entry is the function the code belongs to).
 fn symbolize(
     int: &Interner,
     files: &Files,
     resolver: &mut dyn Resolver,
     prof: &mut Profile,
-) -> Vec<FuncId> {
+) -> Vec<(u32, u32)> {
     let n = int.locs.len();
-    let mut names: Vec<Option<String>> = vec![None; n];
+    let mut names: Vec<Option<Resolved>> = vec![None; n];
     let mut kernel = Vec::new();
     let mut vdso = Vec::new();
     let mut by_file: BTreeMap<FileId, Vec<usize>> = BTreeMap::new();
@@ -466,9 +517,10 @@ fn symbolize(
             Loc::Unknown | Loc::Truncated(..) => {}
         }
     }
-    fn fill(names: &mut [Option<String>], idx: &[usize], got: Vec<Option<String>>) {
+    fn fill(names: &mut [Option<Resolved>], idx: &[usize], got: Vec<Option<Resolved>>) {
         for (&i, name) in idx.iter().zip(got) {
-            names[i] = name;
+            // A resolver answering with no frame found nothing.
+            names[i] = name.filter(|r| !r.frames.is_empty());
         }
     }
     let addr_of = |i: usize| match int.locs[i] {
@@ -494,7 +546,10 @@ fn symbolize(
     }
     for (i, l) in int.locs.iter().enumerate() {
         if let Loc::Truncated(t, f) = l {
-            names[i] = Some(truncation_name(*t, f.map(|f| &files.list[f as usize])));
+            names[i] = Some(Resolved::name(truncation_name(
+                *t,
+                f.map(|f| &files.list[f as usize]),
+            )));
         }
     }
     let missing: Vec<usize> = (0..n).filter(|&i| names[i].is_none()).collect();
@@ -512,6 +567,7 @@ fn symbolize(
         );
     }
     let mut func_ids: HashMap<Func, FuncId> = HashMap::default();
+    let mut file_ids: HashMap<String, u32> = HashMap::default();
     let mut out = Vec::with_capacity(n);
     for (i, l) in int.locs.iter().enumerate() {
         let (dso, kernel) = match l {
@@ -531,26 +587,53 @@ fn symbolize(
             Loc::Truncated(..) => (TRUNCATED_DSO.to_string(), false),
             Loc::Anon(..) | Loc::Unknown => ("[unknown]".to_string(), false),
         };
-        let (name, resolved) = match names[i].take() {
-            Some(n) => (n, true),
-            None => match l {
-                Loc::File(_, off) | Loc::Vdso(off) => (format!("{dso}+{off:#x}"), false),
-                Loc::Kernel(a) => (format!("[kernel.kallsyms]+{a:#x}"), false),
-                _ => ("[unknown]".to_string(), false),
-            },
+        let (frames, resolved) = match names[i].take() {
+            Some(r) => (r.frames, true),
+            None => {
+                let name = match l {
+                    Loc::File(_, off) | Loc::Vdso(off) => format!("{dso}+{off:#x}"),
+                    Loc::Kernel(a) => format!("[kernel.kallsyms]+{a:#x}"),
+                    _ => "[unknown]".to_string(),
+                };
+                (
+                    vec![ResolvedFrame {
+                        name,
+                        ..ResolvedFrame::default()
+                    }],
+                    false,
+                )
+            }
         };
-        let func = Func {
-            name,
-            dso,
-            kernel,
-            resolved,
-        };
-        let next = prof.funcs.len() as FuncId;
-        let id = *func_ids.entry(func.clone()).or_insert_with(|| {
-            prof.funcs.push(func);
-            next
-        });
-        out.push(id);
+        let first = prof.lines.len() as u32;
+        let last = frames.len() - 1;
+        for (k, fr) in frames.into_iter().enumerate() {
+            let func = Func {
+                name: fr.name,
+                dso: dso.clone(),
+                kernel,
+                resolved,
+                inlined: k < last,
+                start_line: fr.start_line,
+            };
+            let next = prof.funcs.len() as FuncId;
+            let id = *func_ids.entry(func.clone()).or_insert_with(|| {
+                prof.funcs.push(func);
+                next
+            });
+            let file = fr.file.map(|path| {
+                let next = prof.source_files.len() as u32;
+                *file_ids.entry(path.clone()).or_insert_with(|| {
+                    prof.source_files.push(path);
+                    next
+                })
+            });
+            prof.lines.push(FrameLine {
+                func: id,
+                file,
+                line: fr.line,
+            });
+        }
+        out.push((first, prof.lines.len() as u32));
     }
     out
 }

@@ -11,10 +11,10 @@ pub mod model;
 pub mod records;
 pub mod stackcopy;
 
-pub use build::{build_profile, Resolver, TRUNCATED_DSO};
+pub use build::{build_profile, Resolved, ResolvedFrame, Resolver, TRUNCATED_DSO};
 pub use load::RawRecording;
 pub use meta::{CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats};
 pub use model::{
-    CodeMap, DsoFile, Func, FuncId, LocId, Location, Mode, Process, Profile, Sample, StackId,
-    Thread,
+    CodeMap, DsoFile, FrameLine, Func, FuncId, LocId, Location, Mode, Process, Profile, Sample,
+    StackId, Thread,
 };

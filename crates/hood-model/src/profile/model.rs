@@ -24,7 +24,7 @@ pub enum Mode {
 }
 
 /// A function (or an unresolved location standing in for one).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Func {
     /// Symbol name, or `dso+0xOFFSET` / `[unknown]` when unresolved.
     pub name: String,
@@ -34,6 +34,34 @@ pub struct Func {
     pub kernel: bool,
     /// Whether a symbol was found.
     pub resolved: bool,
+    /// This frame is a function inlined into its caller (the frame below it in a stack):
+    /// no call happened, the compiler copied its code there.
+    pub inlined: bool,
+    /// The line where the function starts (of its first instruction), from debug info;
+    /// 0 when unknown (always for inlined frames).
+    pub start_line: u32,
+}
+
+impl Func {
+    /// The name as text reports print it: `name (inlined)` for an inlined frame.
+    pub fn label(&self) -> std::borrow::Cow<'_, str> {
+        if self.inlined {
+            format!("{} (inlined)", self.name).into()
+        } else {
+            self.name.as_str().into()
+        }
+    }
+}
+
+/// One function at a [`Location`], with the source line the location is at in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FrameLine {
+    /// The function (an inlined one has [`Func::inlined`] set).
+    pub func: FuncId,
+    /// Its source file: index into [`Profile::source_files`]; `None` without debug info.
+    pub file: Option<u32>,
+    /// 1-based line in that file (0: unknown).
+    pub line: u32,
 }
 
 /// The file behind a [`Func::dso`] name, for outputs that describe mappings (pprof).
@@ -103,6 +131,9 @@ pub struct Location {
     /// The mapping it lies in (index into [`Profile::code_maps`]); `None` for kernel code,
     /// anonymous memory and pseudo-frames.
     pub map: Option<u32>,
+    /// Its functions and lines, innermost inlined function first and `func` last:
+    /// `Profile::lines[lines.0..lines.1]` (see [`Profile::lines_of`]).
+    pub lines: (u32, u32),
 }
 
 /// A file mapped into a process's memory, as far as sampled locations lie in it.
@@ -147,9 +178,28 @@ pub struct Profile {
     pub loc_stacks: Vec<Vec<LocId>>,
     /// The mappings [`Location::map`] points into.
     pub code_maps: Vec<CodeMap>,
+    /// The functions and lines of every location ([`Location::lines`]).
+    pub lines: Vec<FrameLine>,
+    /// Source file paths [`FrameLine::file`] points into.
+    pub source_files: Vec<String>,
 }
 
 impl Profile {
+    /// The functions and source lines at `loc`, innermost inlined function first and the
+    /// function the code belongs to last (one entry when nothing is inlined there).
+    pub fn lines_of(&self, loc: &Location) -> &[FrameLine] {
+        self.lines
+            .get(loc.lines.0 as usize..loc.lines.1 as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The file name of a [`FrameLine`], if known.
+    pub fn source_file(&self, line: &FrameLine) -> Option<&str> {
+        line.file
+            .and_then(|f| self.source_files.get(f as usize))
+            .map(String::as_str)
+    }
+
     /// The process with `pid`.
     pub fn process(&self, pid: u32) -> Option<&Process> {
         self.processes

@@ -130,3 +130,19 @@ fn the_profile_is_marked_symbolicated() {
         v["meta"]
     );
 }
+
+#[test]
+fn breakpad_ids_are_the_build_id_as_a_guid_plus_age() {
+    // dump_syms and the Firefox Profiler: first three GUID fields byte-swapped, age 0.
+    assert_eq!(
+        breakpad_id("9575fb0d69d12e97b531a639fd38552843f761ff").as_deref(),
+        Some("0DFB7595D169972EB531A639FD3855280")
+    );
+    // Short ids are padded with zeros; garbage gives none.
+    assert_eq!(
+        breakpad_id("01020304").as_deref(),
+        Some(format!("04030201{}0", "0".repeat(24)).as_str())
+    );
+    assert_eq!(breakpad_id(""), None);
+    assert_eq!(breakpad_id("zz"), None);
+}

@@ -34,7 +34,7 @@ pub fn render_labels_collapsed(
             line.push(';');
             match v.prof.funcs.get(f as usize) {
                 Some(func) => {
-                    line.push_str(&func.name.replace(';', ":"));
+                    line.push_str(&func.label().replace(';', ":"));
                     // flamegraph.pl's marker for kernel frames, as the plain collapsed output.
                     if func.kernel {
                         line.push_str("_[k]");

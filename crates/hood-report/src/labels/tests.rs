@@ -12,6 +12,8 @@ fn func(name: &str, kernel: bool) -> Func {
         dso: if kernel { "[kernel.kallsyms]" } else { "app" }.into(),
         kernel,
         resolved: true,
+        inlined: false,
+        start_line: 0,
     }
 }
 

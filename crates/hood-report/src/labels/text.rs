@@ -60,7 +60,7 @@ pub fn splits(v: &LabeledView<'_>) -> Vec<(Charge, Split)> {
 /// Display name of a function under a charge: `PIDu:name`, `PIDk:name`, `[kernel]k:name`.
 pub fn charged_name(v: &LabeledView<'_>, c: Charge, func: u32) -> String {
     let f = v.prof.funcs.get(func as usize);
-    let (k, name) = f.map_or((true, "[unknown]"), |f| (f.kernel, f.name.as_str()));
+    let (k, name) = f.map_or((true, "[unknown]".into()), |f| (f.kernel, f.label()));
     format!("{}{}:{name}", v.prefix(c), if k { 'k' } else { 'u' })
 }
 

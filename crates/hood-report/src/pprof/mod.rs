@@ -6,9 +6,11 @@
 //! per hood function and one location per sampled address, with that address (for callers
 //! the return address minus one) and its mapping: start, limit, file offset, path and
 //! build-id as the process mapped the file (the profiled program's first, as pprof tools
-//! expect; `[kernel.kallsyms]` spans the kernel addresses sampled). Mappings say they have
-//! functions, not file names or lines (hood reads symbol tables only). Profiles without
-//! locations (hand-built ones) get one location per function, address 0. Labels `pid`,
+//! expect; `[kernel.kallsyms]` spans the kernel addresses sampled). Where debug info gave
+//! them, a location has one line per function at its address, innermost inlined function
+//! first, each with its line number, and functions carry their source file; mappings then say
+//! they have file names, line numbers and inline frames (`go tool pprof -lines`, `-list`).
+//! Profiles without locations (hand-built ones) get one location per function, address 0. Labels `pid`,
 //! `tid`, `comm` (process name), `thread` (thread name) and `mode` (user/kernel/idle) on every
 //! sample. Samples with the same stack
 //! and labels are merged into one pprof sample whose values are summed.
@@ -111,6 +113,8 @@ struct Tables<'a> {
     loc_ids: HashMap<LocId, u64>,
     /// Lowest and one past the highest kernel address sampled: the kernel's mapping.
     kernel_range: (u64, u64),
+    /// Some location has a source line (debug info was read).
+    has_lines: bool,
 }
 
 impl<'a> Tables<'a> {
@@ -136,6 +140,7 @@ impl<'a> Tables<'a> {
             } else {
                 (0, 0)
             },
+            has_lines: prof.lines.iter().any(|l| l.file.is_some()),
         }
     }
 
@@ -145,6 +150,7 @@ impl<'a> Tables<'a> {
         let file = self.prof.dso_files.get(dso);
         let path = file.map_or(dso, |d| d.path.as_str());
         let build_id = file.and_then(|d| d.build_id.as_deref()).unwrap_or("");
+        let lines = self.has_lines && dso != "[kernel.kallsyms]";
         self.mapping.push(proto::Mapping {
             id,
             memory_start: range.0,
@@ -153,10 +159,11 @@ impl<'a> Tables<'a> {
             filename: st.id(path),
             build_id: st.id(build_id),
             has_functions: true,
-            // hood reads symbol tables only: no file names, lines or inlined frames yet.
-            has_filenames: false,
-            has_line_numbers: false,
-            has_inline_frames: false,
+            // Lines and inlined frames come from DWARF; say so only when some were found
+            // (the kernel is named from kallsyms: never).
+            has_filenames: lines,
+            has_line_numbers: lines,
+            has_inline_frames: lines,
         });
         id
     }
@@ -197,7 +204,8 @@ impl<'a> Tables<'a> {
         id
     }
 
-    fn function(&mut self, f: FuncId, st: &mut Strings) -> u64 {
+    /// The pprof function of `f`; `file`: its source file, where first met.
+    fn function(&mut self, f: FuncId, file: Option<&str>, st: &mut Strings) -> u64 {
         if let Some(&id) = self.func_ids.get(&f) {
             return id;
         }
@@ -207,23 +215,35 @@ impl<'a> Tables<'a> {
             id,
             name,
             system_name: name,
-            ..proto::Function::default()
+            filename: file.map_or(0, |p| st.id(p)),
+            start_line: i64::from(self.prof.funcs[f as usize].start_line),
         });
         self.func_ids.insert(f, id);
         id
     }
 
+    /// A location of function `f` without lines (no address known).
     fn push_location(&mut self, f: FuncId, mapping_id: u64, address: u64, st: &mut Strings) -> u64 {
-        let function_id = self.function(f, st);
+        let function_id = self.function(f, None, st);
+        let line = vec![proto::Line {
+            function_id,
+            ..proto::Line::default()
+        }];
+        self.push_location_lines(mapping_id, address, line)
+    }
+
+    fn push_location_lines(
+        &mut self,
+        mapping_id: u64,
+        address: u64,
+        line: Vec<proto::Line>,
+    ) -> u64 {
         let id = self.location.len() as u64 + 1;
         self.location.push(proto::Location {
             id,
             mapping_id,
             address,
-            line: vec![proto::Line {
-                function_id,
-                ..proto::Line::default()
-            }],
+            line,
             ..proto::Location::default()
         });
         id
@@ -263,7 +283,22 @@ impl<'a> Tables<'a> {
             },
             None => self.dso_mapping(l.func, st),
         };
-        let id = self.push_location(l.func, mapping_id, l.address, st);
+        // One line per function at the address, innermost inlined function first, as the
+        // pprof format has it.
+        let lines = prof.lines_of(l);
+        let id = if lines.is_empty() {
+            self.push_location(l.func, mapping_id, l.address, st)
+        } else {
+            let line = lines
+                .iter()
+                .map(|fl| proto::Line {
+                    function_id: self.function(fl.func, prof.source_file(fl), st),
+                    line: i64::from(fl.line),
+                    ..proto::Line::default()
+                })
+                .collect();
+            self.push_location_lines(mapping_id, l.address, line)
+        };
         self.loc_ids.insert(loc, id);
         Some(id)
     }
@@ -323,11 +358,12 @@ fn build_from<'a>(
                 .unwrap_or(&[]),
         };
         // The stack by code location when the profile keeps one for this sample (the same
-        // frames as `frames`, with their addresses); charged stacks are cut, by function.
+        // frames as `frames`, inlined functions being lines of their location, with their
+        // addresses); charged stacks are cut, by function.
         let loc_frames = prof
             .loc_stacks
             .get(locs as usize)
-            .filter(|l| charge.is_none() && l.len() == frames.len() && !l.is_empty());
+            .filter(|l| charge.is_none() && !l.is_empty());
         let location_id: Vec<u64> = match loc_frames {
             Some(l) => l.iter().filter_map(|&id| t.at(id, &mut st)).collect(),
             None => frames

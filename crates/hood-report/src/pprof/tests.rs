@@ -15,6 +15,8 @@ pub(crate) fn small_profile() -> Profile {
         dso: dso.into(),
         kernel,
         resolved: true,
+        inlined: false,
+        start_line: 0,
     };
     let mut prof = Profile {
         meta: RecordMeta {

@@ -32,11 +32,12 @@ pub(crate) fn threshold(p: f64) -> String {
     }
 }
 
-/// The display name of a function, with ` [k]` for kernel code; `[unknown]` for no frame.
+/// The display name of a function, with ` [k]` for kernel code and ` (inlined)` for an
+/// inlined frame; `[unknown]` for no frame.
 pub(crate) fn func_label(prof: &Profile, f: Option<FuncId>) -> String {
     match f.and_then(|id| prof.funcs.get(id as usize)) {
-        Some(func) if func.kernel => format!("{} [k]", func.name),
-        Some(func) => func.name.clone(),
+        Some(func) if func.kernel => format!("{} [k]", func.label()),
+        Some(func) => func.label().into_owned(),
         None => "[unknown]".to_string(),
     }
 }

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use hood_model::profile::aggregate::{by_process_function, by_thread, totals, Totals, TreeNode};
+use hood_model::profile::aggregate::{
+    by_line, by_process_function, by_thread, totals, Totals, TreeNode,
+};
 use hood_model::profile::{FuncId, Mode, Profile, RecordMeta, RecordStats};
 use serde::Serialize;
 
@@ -38,7 +40,19 @@ struct Report<'a> {
     processes: Vec<ProcRow<'a>>,
     threads: Vec<ThreadRow<'a>>,
     dsos: Vec<DsoRow<'a>>,
+    lines: Vec<LineRow<'a>>,
     call_graph: Option<TreeJson<'a>>,
+}
+
+#[derive(Serialize)]
+struct LineRow<'a> {
+    file: Option<&'a str>,
+    line: u32,
+    function: &'a str,
+    inlined: bool,
+    dso: &'a str,
+    samples: u64,
+    percent: f64,
 }
 
 #[derive(Serialize)]
@@ -67,6 +81,7 @@ struct FuncRow<'a> {
     dso: &'a str,
     kernel: bool,
     resolved: bool,
+    inlined: bool,
     pid: u32,
     comm: String,
     samples: u64,
@@ -79,6 +94,7 @@ struct ProcFunc<'a> {
     dso: &'a str,
     kernel: bool,
     resolved: bool,
+    inlined: bool,
     samples: u64,
     percent: f64,
     percent_of_process: f64,
@@ -122,6 +138,7 @@ struct NodeJson<'a> {
     name: &'a str,
     dso: &'a str,
     kernel: bool,
+    inlined: bool,
     total: u64,
     self_samples: u64,
     percent: f64,
@@ -136,11 +153,17 @@ fn pct3(n: u64, total: u64) -> f64 {
     (super::fmt::pct(n, total) * 1000.0).round() / 1000.0
 }
 
-/// (name, dso, kernel, resolved) of a leaf, `[unknown]` for none.
-fn func_fields(prof: &Profile, f: Option<FuncId>) -> (&str, &str, bool, bool) {
+/// (name, dso, kernel, resolved, inlined) of a leaf, `[unknown]` for none.
+fn func_fields(prof: &Profile, f: Option<FuncId>) -> (&str, &str, bool, bool, bool) {
     match f.and_then(|id| prof.funcs.get(id as usize)) {
-        Some(func) => (&func.name, &func.dso, func.kernel, func.resolved),
-        None => ("[unknown]", "[unknown]", false, false),
+        Some(func) => (
+            &func.name,
+            &func.dso,
+            func.kernel,
+            func.resolved,
+            func.inlined,
+        ),
+        None => ("[unknown]", "[unknown]", false, false, false),
     }
 }
 
@@ -158,7 +181,7 @@ pub fn render_json(
     let pf = by_process_function(prof, filt);
     let mut per_proc: HashMap<u32, (u64, Vec<ProcFunc>)> = HashMap::new();
     for r in &pf {
-        let (name, dso, kernel, resolved) = func_fields(prof, r.key.1);
+        let (name, dso, kernel, resolved, inlined) = func_fields(prof, r.key.1);
         let e = per_proc.entry(r.key.0).or_default();
         e.0 += r.count;
         e.1.push(ProcFunc {
@@ -166,6 +189,7 @@ pub fn render_json(
             dso,
             kernel,
             resolved,
+            inlined,
             samples: r.count,
             percent: pct3(r.count, total),
             percent_of_process: 0.0,
@@ -175,12 +199,13 @@ pub fn render_json(
         .iter()
         .take(limit)
         .map(|r| {
-            let (name, dso, kernel, resolved) = func_fields(prof, r.key.1);
+            let (name, dso, kernel, resolved, inlined) = func_fields(prof, r.key.1);
             FuncRow {
                 name,
                 dso,
                 kernel,
                 resolved,
+                inlined,
                 pid: r.key.0,
                 comm: prof.comm(r.key.0),
                 samples: r.count,
@@ -229,6 +254,24 @@ pub fn render_json(
             dso,
             samples,
             percent: pct3(samples, total),
+        })
+        .collect();
+
+    let lines = by_line(prof, filt)
+        .into_iter()
+        .take(limit)
+        .map(|r| {
+            let l = r.key;
+            let (function, dso, _, _, inlined) = func_fields(prof, l.map(|l| l.func));
+            LineRow {
+                file: l.as_ref().and_then(|l| prof.source_file(l)),
+                line: l.map_or(0, |l| l.line),
+                function,
+                inlined,
+                dso,
+                samples: r.count,
+                percent: pct3(r.count, total),
+            }
         })
         .collect();
 
@@ -282,6 +325,7 @@ pub fn render_json(
         processes,
         threads,
         dsos,
+        lines,
         call_graph,
     };
     serde_json::to_writer_pretty(&mut *out, &report)?;
@@ -297,15 +341,16 @@ fn node<'a>(
     base: u64,
     depth: usize,
 ) -> NodeJson<'a> {
-    let (name, dso, kernel) = match n.func.and_then(|id| prof.funcs.get(id as usize)) {
-        Some(f) => (f.name.as_str(), f.dso.as_str(), f.kernel),
-        None if depth == 0 => ("[all]", "", false),
-        None => ("[unknown]", "[unknown]", false),
+    let (name, dso, kernel, inlined) = match n.func.and_then(|id| prof.funcs.get(id as usize)) {
+        Some(f) => (f.name.as_str(), f.dso.as_str(), f.kernel, f.inlined),
+        None if depth == 0 => ("[all]", "", false, false),
+        None => ("[unknown]", "[unknown]", false, false),
     };
     let mut out = NodeJson {
         name,
         dso,
         kernel,
+        inlined,
         total: n.total,
         self_samples: n.self_count,
         percent: pct3(n.total, base),

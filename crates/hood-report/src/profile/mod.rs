@@ -1,11 +1,13 @@
 //! Renderers for sampled profiles (`hood report`): the text report, JSON,
-//! collapsed stacks, flamegraph SVG, the sampling-interval analysis and the short "top"
-//! form the recorder prints live.
+//! collapsed stacks, flamegraph SVG, the sampling-interval analysis, the short "top"
+//! form the recorder prints live, and one function's samples per source line (`hood
+//! annotate`).
 //!
 //! Every renderer aggregates first (one pass over the samples through
 //! [`hood_model::profile::aggregate`]) and formats only the rows it prints, so the cost is
 //! O(samples + functions), never a string per sample.
 
+pub mod annotate;
 mod fmt;
 pub mod folded;
 mod group;
@@ -41,6 +43,9 @@ pub enum By {
     Comm,
     /// Samples per thread.
     Thread,
+    /// Self samples per source line (`file:line`) of the innermost function, inlined ones
+    /// included (perf's `--sort srcline`).
+    Line,
 }
 
 /// Which call tree to print under the flat profile.

@@ -52,6 +52,8 @@ impl Builder {
             dso: dso.into(),
             kernel: dso == "[kernel.kallsyms]",
             resolved: true,
+            inlined: false,
+            start_line: 0,
         });
         self.funcs.insert(name.into(), id);
         id

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use hood_model::profile::aggregate::Filter;
 use hood_model::profile::aggregate::{
-    by_function, by_process, by_process_function, by_thread, totals,
+    by_function, by_line, by_process, by_process_function, by_thread, totals,
 };
 use hood_model::profile::{FuncId, Profile};
 
@@ -94,6 +94,22 @@ fn render_text_lines(
                 (comm.clone(), format!("{count}  {extra}"))
             })?;
         }
+        By::Line => {
+            let rows = by_line(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+            let table = Table::new("Samples by source line", t.samples, &counts, "line");
+            table.write(opts, out, |i| {
+                let (place, func) = line_label(prof, rows[i].key.as_ref());
+                (place, format!("{}  {func}", rows[i].count))
+            })?;
+            if rows.iter().all(|r| r.key.is_none_or(|l| l.file.is_none())) {
+                writeln!(
+                    out,
+                    "No line numbers: the sampled binaries have no DWARF debug info. Build with -g, \
+                     or install their debug files (e.g. Debian's -dbgsym packages)."
+                )?;
+            }
+        }
         By::Thread => {
             let rows = by_thread(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
@@ -108,6 +124,35 @@ fn render_text_lines(
         tree::render_tree_text(prof, opts, out)?;
     }
     Ok(())
+}
+
+/// `file:line` of a sampled line (the file's last two path components; `[no line]` without
+/// debug info), and its function's display name.
+pub(crate) fn line_label(
+    prof: &Profile,
+    l: Option<&hood_model::profile::FrameLine>,
+) -> (String, String) {
+    let Some(l) = l else {
+        return ("[no line]".into(), "[unknown]".into());
+    };
+    let func = func_label(prof, Some(l.func));
+    match prof.source_file(l) {
+        Some(file) => (format!("{}:{}", short_path(file), l.line), func),
+        None => ("[no line]".into(), func),
+    }
+}
+
+/// The last two components of a source path (`src/main.rs`), as perf's srcline does not,
+/// so that deep build paths do not eat the name column.
+fn short_path(path: &str) -> &str {
+    let mut cut = path.len();
+    for _ in 0..2 {
+        match path[..cut].rfind('/') {
+            Some(i) => cut = i,
+            None => return path,
+        }
+    }
+    &path[cut + 1..]
 }
 
 /// The bar width: narrower on narrow terminals, so that names keep their room.

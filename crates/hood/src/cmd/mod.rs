@@ -1,6 +1,7 @@
 //! One module per subcommand. Each converts its clap arguments into a library config struct and
 //! calls library code; nothing here parses kernel data itself.
 
+pub mod annotate;
 pub mod calls;
 pub mod monitor;
 pub mod record;
@@ -19,6 +20,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Start(a) => record::detach::start(&a, &raw_args_after("start")),
         Command::Stop(a) => record::detach::stop(&a),
         Command::Report(a) => report::run(&a),
+        Command::Annotate(a) => annotate::run(&a),
         Command::Ps(a) => monitor::ps::run(a),
         Command::Uptime(a) => monitor::uptime::run(a),
         Command::Top(a) => monitor::top::run(a),

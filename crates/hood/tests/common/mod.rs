@@ -353,3 +353,16 @@ pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Bounded {
         stderr,
     }
 }
+
+/// The GNU build-id of an ELF file as readelf prints it (lower-case hex).
+pub fn readelf_build_id(path: &Path) -> String {
+    let notes = Command::new("readelf")
+        .arg("-n")
+        .arg(path)
+        .output()
+        .expect("readelf (binutils)");
+    String::from_utf8_lossy(&notes.stdout)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+        .unwrap_or_else(|| panic!("no build-id in {}", path.display()))
+}

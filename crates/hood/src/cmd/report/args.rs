@@ -17,6 +17,9 @@ pub enum ByArg {
     Comm,
     /// Threads.
     Thread,
+    /// Source lines (`file:line`) of the sampled code, inlined functions' own lines
+    /// included, like perf's `--sort srcline`; needs DWARF debug info (`-g`).
+    Line,
 }
 
 /// Call-graph direction.
@@ -88,6 +91,19 @@ pub struct ReportArgs {
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
+    /// How code is named.
+    #[command(flatten)]
+    pub symbols: SymbolOpts,
+    /// Longest line of the text report in characters; longer names are cut with `…`
+    /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
+    #[arg(long = "width", value_name = "COLUMNS")]
+    pub width: Option<usize>,
+}
+
+/// How code is named: the options of every command that symbolizes (`hood report`, `hood
+/// annotate`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SymbolOpts {
     /// nm-format symbol file for addresses nothing else resolves.
     #[arg(long = "symfile")]
     pub symfile: Option<PathBuf>,
@@ -95,8 +111,23 @@ pub struct ReportArgs {
     /// by default names are shortened as perf prints them (`ns::Map<K, V>::find`).
     #[arg(long = "full-names")]
     pub full_names: bool,
-    /// Longest line of the text report in characters; longer names are cut with `…`
-    /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
-    #[arg(long = "width", value_name = "COLUMNS")]
-    pub width: Option<usize>,
+    /// Leave out inlined functions. By default, where a binary (or its separate debug file)
+    /// has DWARF debug info, code the compiler inlined is shown as its own frame,
+    /// `name (inlined)`, under the function it was inlined into, as `perf report --inline`
+    /// does.
+    #[arg(long = "no-inline")]
+    pub no_inline: bool,
+    /// Also look for separate debug files here, before /usr/lib/debug (repeatable): by
+    /// build-id (`DIR/.build-id/XX/YYYY.debug`) and by the binary's `.gnu_debuglink`
+    /// (`DIR/BINARY_DIR/NAME`, `DIR/NAME`; next to the binary and in its `.debug/` are always
+    /// tried). A debug file is used only with the binary's build-id or the link's CRC.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    pub debug_dirs: Vec<PathBuf>,
+    /// Do not fetch debug files from debuginfod servers. By default, when DEBUGINFOD_URLS is
+    /// set (space-separated server URLs, as for perf and gdb), the debug file of a sampled
+    /// binary that has no DWARF and none on disk is downloaded by build-id into
+    /// DEBUGINFOD_CACHE_PATH (default ~/.cache/hood/debuginfod), waiting at most
+    /// DEBUGINFOD_TIMEOUT seconds (default 90) for a server to answer; progress is shown.
+    #[arg(long = "no-debuginfod")]
+    pub no_debuginfod: bool,
 }

@@ -14,21 +14,22 @@ use hood_model::profile::aggregate::Filter;
 use hood_model::profile::{build_profile, Mode, Profile, RawRecording};
 use hood_report::profile as render;
 
-pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs};
+pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs, SymbolOpts};
+pub use resolver::symbolizer_options;
 use resolver::{KernelJob, SymResolver};
 
 /// Load and symbolize the recording at `path`, with short function names. The kernel's
 /// symbols are indexed on a second thread while the records are read and interpreted.
 pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profile> {
-    load_profile_names(path, symfile, false)
+    let opts = SymbolOpts {
+        symfile: symfile.map(Path::to_path_buf),
+        ..SymbolOpts::default()
+    };
+    load_profile_with(path, &opts)
 }
 
-/// [`load_profile`], with whole C++ signatures when `full_names` (`--full-names`).
-pub fn load_profile_names(
-    path: &Path,
-    symfile: Option<&Path>,
-    full_names: bool,
-) -> anyhow::Result<Profile> {
+/// [`load_profile`] with the user's naming options (`--full-names`, `--no-inline`, ...).
+pub fn load_profile_with(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profile> {
     let t0 = Instant::now();
     std::thread::scope(|scope| {
         let mut job = None;
@@ -59,7 +60,7 @@ pub fn load_profile_names(
             RawRecording::load_with(path, &mut index_kallsyms)?
         };
         let t1 = Instant::now();
-        let mut resolver = SymResolver::new(symfile, full_names, job, &raw.vdso, &raw.perf_maps)?;
+        let mut resolver = SymResolver::new(sym_opts, job, &raw.vdso, &raw.perf_maps)?;
         let prof = build_profile(&raw, &mut resolver);
         if std::env::var_os("HOOD_TIMING").is_some() {
             eprintln!(
@@ -148,6 +149,7 @@ impl ReportArgs {
                 ByArg::Process => render::By::Process,
                 ByArg::Comm => render::By::Comm,
                 ByArg::Thread => render::By::Thread,
+                ByArg::Line => render::By::Line,
             },
             filter,
             call_graph: match self.call_graph {
@@ -194,14 +196,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let prof =
-        load_profile_names(&args.input, args.symfile.as_deref(), args.full_names).map_err(|e| {
-            super::missing_file(
-                e,
-                &args.input,
-                "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
-            )
-        })?;
+    let prof = load_profile_with(&args.input, &args.symbols).map_err(|e| {
+        super::missing_file(
+            e,
+            &args.input,
+            "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
+        )
+    })?;
     let mut out: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,

@@ -1,0 +1,364 @@
+//! A debuginfod client: separate debug files fetched by build-id from the servers named in
+//! `DEBUGINFOD_URLS` (the protocol of elfutils' `debuginfod`: `GET URL/buildid/HEX/debuginfo`),
+//! kept in a private cache directory.
+//!
+//! hood runs as root, so the cache is handled as untrusted ground:
+//! - the cache directory is created `0700`; one that is a symlink, is not owned by the
+//!   user hood runs as, or is writable by others is refused;
+//! - cached files are opened without following symlinks and used only if they are regular
+//!   files of this user, with the build-id asked for;
+//! - a download goes to a temporary file (mode `0600`) in the cache directory, stops at a
+//!   size bound, is checked to be ELF with the build-id asked for, then is made `0644` and
+//!   renamed into place;
+//! - a build-id no server has is remembered for ten minutes (an empty `HEX.miss` file), so
+//!   that reports do not ask again for each binary.
+
+use std::collections::HashSet;
+use std::fs::{self, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::buildid::build_id_of_file;
+use crate::{hex, read_build_id};
+
+/// How long a miss is remembered.
+const MISS_TTL: Duration = Duration::from_secs(600);
+/// Largest debug file downloaded unless `DEBUGINFOD_MAXSIZE` says otherwise.
+const DEFAULT_MAX_SIZE: u64 = 4 << 30;
+/// Progress is printed for downloads that take longer than this, then at this interval.
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+/// Where and how to fetch debug files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DebuginfodConfig {
+    /// Server base URLs, asked in order (`http://` or `https://`).
+    pub urls: Vec<String>,
+    /// The cache directory (created `0700` if missing).
+    pub cache: PathBuf,
+    /// Longest wait to connect, or for the next bytes of an answer.
+    pub timeout: Duration,
+    /// Largest debug file accepted, in bytes.
+    pub max_size: u64,
+    /// Print download progress on standard error for downloads taking over a second.
+    pub progress: bool,
+}
+
+impl DebuginfodConfig {
+    /// The configuration the environment gives, as elfutils reads it: `DEBUGINFOD_URLS`
+    /// (space-separated; unset or empty: `None`), `DEBUGINFOD_CACHE_PATH` (default
+    /// `$XDG_CACHE_HOME/hood/debuginfod`, else `$HOME/.cache/hood/debuginfod`),
+    /// `DEBUGINFOD_TIMEOUT` (seconds, default 90) and `DEBUGINFOD_MAXSIZE` (bytes, default
+    /// 4 GiB).
+    pub fn from_env() -> Option<DebuginfodConfig> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let urls: Vec<String> = var("DEBUGINFOD_URLS")?
+            .split_whitespace()
+            .map(|u| u.trim_end_matches('/').to_string())
+            .collect();
+        if urls.is_empty() {
+            return None;
+        }
+        let cache = match var("DEBUGINFOD_CACHE_PATH") {
+            Some(p) => PathBuf::from(p),
+            None => var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))
+                .unwrap_or_else(|| PathBuf::from("/root/.cache"))
+                .join("hood/debuginfod"),
+        };
+        let timeout = var("DEBUGINFOD_TIMEOUT")
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .filter(|&t| t > 0)
+            .unwrap_or(90);
+        let max_size = var("DEBUGINFOD_MAXSIZE")
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .filter(|&t| t > 0)
+            .unwrap_or(DEFAULT_MAX_SIZE);
+        Some(DebuginfodConfig {
+            urls,
+            cache,
+            timeout: Duration::from_secs(timeout),
+            max_size,
+            progress: true,
+        })
+    }
+}
+
+/// A debuginfod client with its cache; see the module documentation.
+pub(crate) struct Debuginfod {
+    cfg: DebuginfodConfig,
+    agent: ureq::Agent,
+    /// The cache directory's check, made once: `Err` says why it cannot be used.
+    dir: Option<Result<PathBuf, String>>,
+    /// Build-ids asked for in this run.
+    asked: HashSet<Vec<u8>>,
+}
+
+impl Debuginfod {
+    pub(crate) fn new(cfg: DebuginfodConfig) -> Debuginfod {
+        let agent = ureq::Agent::config_builder()
+            .timeout_connect(Some(cfg.timeout))
+            .timeout_per_read(Some(cfg.timeout))
+            .http_status_as_error(false)
+            .user_agent(concat!("hood/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .new_agent();
+        Debuginfod {
+            cfg,
+            agent,
+            dir: None,
+            asked: HashSet::new(),
+        }
+    }
+
+    /// The debug file with `build_id`, from the cache or a server; `what` names the binary
+    /// in messages. Problems worth saying (cache refused, server errors) go to `warn`.
+    pub(crate) fn fetch(
+        &mut self,
+        build_id: &[u8],
+        what: &str,
+        warn: &mut dyn FnMut(String, String),
+    ) -> Option<PathBuf> {
+        if build_id.len() < 2 || !self.asked.insert(build_id.to_vec()) {
+            return None;
+        }
+        let dir = match self.cache_dir() {
+            Ok(d) => d,
+            Err(why) => {
+                warn("debuginfod-cache".into(), why);
+                return None;
+            }
+        };
+        let h = hex(build_id);
+        let path = dir.join(format!("{h}.debug"));
+        if cached_ok(&path, build_id) {
+            return Some(path);
+        }
+        let miss = dir.join(format!("{h}.miss"));
+        if recent(&miss) {
+            return None;
+        }
+        let mut errors = Vec::new();
+        for url in self.cfg.urls.clone() {
+            match self.download(&url, &h, build_id, &dir, &path, what) {
+                Ok(true) => return Some(path),
+                Ok(false) => {}
+                Err(e) => errors.push(format!("{url}: {e}")),
+            }
+        }
+        if errors.is_empty() {
+            // Every server answered and none has it: do not ask again for a while.
+            let _ = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .custom_flags(libc_o_nofollow())
+                .mode(0o600)
+                .open(&miss);
+        } else {
+            warn(
+                format!("debuginfod {h}"),
+                format!(
+                    "debuginfod: no debug info for {what} (build-id {h}): {}",
+                    errors.join("; ")
+                ),
+            );
+        }
+        None
+    }
+
+    /// The cache directory, created or checked once.
+    fn cache_dir(&mut self) -> Result<PathBuf, String> {
+        if self.dir.is_none() {
+            self.dir = Some(private_dir(&self.cfg.cache));
+        }
+        self.dir.clone().unwrap_or_else(|| Err("no cache".into()))
+    }
+
+    /// One server: `Ok(true)` the file is now at `path`, `Ok(false)` the server has none.
+    fn download(
+        &self,
+        url: &str,
+        h: &str,
+        build_id: &[u8],
+        dir: &Path,
+        path: &Path,
+        what: &str,
+    ) -> Result<bool, String> {
+        let full = format!("{url}/buildid/{h}/debuginfo");
+        let mut resp = self.agent.get(&full).call().map_err(|e| e.to_string())?;
+        match resp.status().as_u16() {
+            200 => {}
+            404 => return Ok(false),
+            s => return Err(format!("HTTP status {s}")),
+        }
+        let length = resp.body().content_length();
+        if length.is_some_and(|n| n > self.cfg.max_size) {
+            return Err(format!(
+                "{} bytes, over the limit of {} (DEBUGINFOD_MAXSIZE)",
+                length.unwrap_or(0),
+                self.cfg.max_size
+            ));
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".download-")
+            .tempfile_in(dir)
+            .map_err(|e| format!("cannot create a file in {}: {e}", dir.display()))?;
+        let mut body = resp
+            .body_mut()
+            .with_config()
+            .limit(self.cfg.max_size)
+            .reader();
+        let start = Instant::now();
+        let mut last = start;
+        let mut got = 0u64;
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            let n = match body.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("download failed after {got} bytes: {e}")),
+            };
+            tmp.write_all(&buf[..n])
+                .map_err(|e| format!("cannot write {}: {e}", tmp.path().display()))?;
+            got += n as u64;
+            if self.cfg.progress && last.elapsed() >= PROGRESS_EVERY {
+                last = Instant::now();
+                let total = length.map_or(String::new(), |t| format!(" of {:.1}", mb(t)));
+                eprintln!(
+                    "hood: debuginfod: downloading debug info for {what} from {url}: {:.1}{total} MB",
+                    mb(got)
+                );
+            }
+        }
+        if self.cfg.progress && start.elapsed() >= PROGRESS_EVERY {
+            eprintln!(
+                "hood: debuginfod: {:.1} MB for {what} in {:.1} s",
+                mb(got),
+                start.elapsed().as_secs_f64()
+            );
+        }
+        tmp.flush().map_err(|e| e.to_string())?;
+        // The server's word is not taken: the file must be ELF with the build-id asked for.
+        match read_build_id(tmp.path()) {
+            Ok(Some(id)) if id == build_id => {}
+            Ok(_) => return Err("the file served has another build-id".into()),
+            Err(e) => return Err(format!("the file served is not usable: {e}")),
+        }
+        tmp.as_file()
+            .set_permissions(fs::Permissions::from_mode(0o644))
+            .map_err(|e| e.to_string())?;
+        tmp.persist(path)
+            .map_err(|e| format!("cannot move the download to {}: {e}", path.display()))?;
+        Ok(true)
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+/// `O_NOFOLLOW`: open the file itself, never what a symlink points to.
+fn libc_o_nofollow() -> i32 {
+    rustix::fs::OFlags::NOFOLLOW.bits() as i32
+}
+
+/// The user hood runs as.
+fn my_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Creates `dir` (mode 0700, parents as needed) or checks it: a real directory, owned by
+/// the user hood runs as, not writable by group or others.
+fn private_dir(dir: &Path) -> Result<PathBuf, String> {
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent).map_err(|e| {
+            format!(
+                "debuginfod cache {}: cannot create {}: {e}; set DEBUGINFOD_CACHE_PATH",
+                dir.display(),
+                parent.display()
+            )
+        })?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(format!(
+                "debuginfod cache {}: {e}; set DEBUGINFOD_CACHE_PATH to a directory of yours",
+                dir.display()
+            ))
+        }
+    }
+    let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let refuse = if !meta.file_type().is_dir() {
+        Some("is not a directory (a symlink?)")
+    } else if meta.uid() != my_uid() {
+        Some("belongs to another user")
+    } else if meta.mode() & 0o022 != 0 {
+        Some("is writable by other users")
+    } else {
+        None
+    };
+    match refuse {
+        Some(why) => Err(format!(
+            "debuginfod cache {} {why}; not used — remove it or set DEBUGINFOD_CACHE_PATH",
+            dir.display()
+        )),
+        None => Ok(dir.to_path_buf()),
+    }
+}
+
+/// A cached debug file is used if it is a regular file (not a symlink) of the cache's owner
+/// with the build-id asked for.
+fn cached_ok(path: &Path, build_id: &[u8]) -> bool {
+    let Ok(f) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc_o_nofollow())
+        .open(path)
+    else {
+        return false;
+    };
+    let Ok(meta) = f.metadata() else {
+        return false;
+    };
+    meta.is_file()
+        && meta.uid() == my_uid()
+        && matches!(build_id_of_file(f, path), Ok(Some(id)) if id == build_id)
+}
+
+/// A miss marker younger than [`MISS_TTL`].
+fn recent(miss: &Path) -> bool {
+    fs::symlink_metadata(miss)
+        .ok()
+        .filter(|m| m.file_type().is_file())
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < MISS_TTL)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_directory_must_be_private() {
+        let base = tempfile::tempdir().unwrap();
+        let made = base.path().join("a/b/cache");
+        assert_eq!(private_dir(&made), Ok(made.clone()));
+        assert_eq!(
+            fs::metadata(&made).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        fs::set_permissions(&made, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = private_dir(&made).unwrap_err();
+        assert!(err.contains("writable by other users"), "{err}");
+        let link = base.path().join("link");
+        std::os::unix::fs::symlink(&made, &link).unwrap();
+        let err = private_dir(&link).unwrap_err();
+        assert!(err.contains("not a directory"), "{err}");
+    }
+}

@@ -1,0 +1,223 @@
+//! `hood annotate [-i FILE] FUNCTION`: the samples of one function per source line, with the
+//! source text beside them; `--asm`: per instruction, with the disassembly.
+
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use hood_model::profile::aggregate::Filter;
+use hood_report::profile::annotate as ann;
+
+use super::report::{load_profile_with, SymbolOpts};
+
+/// Source files larger than this are not shown.
+const MAX_SOURCE: u64 = 16 << 20;
+
+/// Arguments of `hood annotate`.
+#[derive(Debug, Clone, Args)]
+pub struct AnnotateArgs {
+    /// The function: its name as `hood report` prints it (without ` (inlined)`); a part of a
+    /// name is enough when it matches one function only.
+    pub function: String,
+    /// Recording to read (hood's own, or a perf.data file written by `perf record`).
+    #[arg(short = 'i', long = "input", default_value = "hood.data")]
+    pub input: PathBuf,
+    /// Only this process.
+    #[arg(long = "pid")]
+    pub pid: Option<u32>,
+    /// Only processes with this name.
+    #[arg(long = "comm")]
+    pub comm: Option<String>,
+    /// Source lines shown around each sampled line.
+    #[arg(long = "context", default_value_t = ann::DEFAULT_CONTEXT)]
+    pub context: u32,
+    /// Samples per machine instruction instead, with the disassembly (x86-64, AT&T syntax as
+    /// objdump prints it) and the source line of each sampled instruction. The bytes are read
+    /// from the binary on disk (checked against the recorded build-id).
+    #[arg(long = "asm")]
+    pub asm: bool,
+    /// Read sources recorded under OLD from NEW instead (repeatable; the first match wins), as
+    /// gdb's `set substitute-path`: e.g. Rust's standard library, recorded under
+    /// `/rustc/HASH/`, is in `$(rustc --print sysroot)/lib/rustlib/src/rust/` with rust-src.
+    #[arg(long = "source-map", value_name = "OLD=NEW", value_parser = parse_map)]
+    pub source_map: Vec<(String, String)>,
+    /// How code is named.
+    #[command(flatten)]
+    pub symbols: SymbolOpts,
+}
+
+/// Run `hood annotate`.
+pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
+    let prof = load_profile_with(&args.input, &args.symbols).map_err(|e| {
+        super::missing_file(
+            e,
+            &args.input,
+            "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
+        )
+    })?;
+    for w in &prof.warnings {
+        eprintln!("hood: warning: {w}");
+    }
+    let funcs = match ann::find_functions(&prof, &args.function) {
+        Ok(f) => f,
+        Err(candidates) if candidates.is_empty() => anyhow::bail!(
+            "{}: no function named {:?} was sampled; see `hood report -i {}` for the names",
+            args.input.display(),
+            args.function,
+            args.input.display()
+        ),
+        Err(candidates) => anyhow::bail!(
+            "{:?} is part of several function names; give one whole:\n  {}",
+            args.function,
+            candidates.join("\n  ")
+        ),
+    };
+    if funcs
+        .iter()
+        .all(|&f| prof.funcs.get(f as usize).is_some_and(|f| f.kernel))
+    {
+        anyhow::bail!(
+            "{} is kernel code: hood names the kernel from kallsyms, which has no line \
+             information (the kernel's DWARF, vmlinux, is not read yet)",
+            args.function
+        );
+    }
+    let filter = Filter {
+        pid: args.pid,
+        comm: args.comm.clone(),
+        mode: None,
+    };
+    let a = ann::annotate(&prof, &filter, &funcs);
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let name = prof
+        .funcs
+        .get(funcs[0] as usize)
+        .map_or(args.function.clone(), |f| f.name.clone());
+    if args.asm {
+        let (dso, start, bytes) = function_bytes(&prof, &a, &args.symbols)?;
+        let code = ann::Code {
+            dso: &dso,
+            bytes: &bytes,
+            start,
+        };
+        ann::render_asm(&prof, &name, &a, &code, &mut out)?;
+    } else {
+        let mut source = |path: &str| {
+            let mapped = args
+                .source_map
+                .iter()
+                .find_map(|(old, new)| {
+                    path.strip_prefix(old.as_str()).map(|rest| {
+                        format!(
+                            "{}/{}",
+                            new.trim_end_matches('/'),
+                            rest.trim_start_matches('/')
+                        )
+                    })
+                })
+                .unwrap_or_else(|| path.to_string());
+            read_source(&mapped)
+        };
+        ann::render_annotate(&prof, &name, &a, args.context, &mut source, &mut out)?;
+    }
+    out.flush()?;
+    if a.samples == 0 {
+        eprintln!("hood: {name} has no samples of its own (it only called others)");
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A source file's text: a regular file of bounded size, opened without blocking (a FIFO
+/// named by a binary's debug info must not hang the report).
+fn read_source(path: &str) -> Result<String, String> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| format!("{path}: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("{path}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{path} is not a regular file"));
+    }
+    if meta.len() > MAX_SOURCE {
+        return Err(format!("{path} is over {} MiB", MAX_SOURCE >> 20));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_SOURCE)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{path}: {e}"))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Longest function disassembled.
+const MAX_FUNCTION: u64 = 1 << 20;
+
+/// The machine code holding most of the function's samples: (file, file offset of the first
+/// byte, bytes), from the symbol covering its hottest instruction.
+fn function_bytes(
+    prof: &hood_model::profile::Profile,
+    a: &ann::Annotation,
+    opts: &SymbolOpts,
+) -> anyhow::Result<(String, u64, Vec<u8>)> {
+    use std::os::unix::fs::FileExt;
+    let Some(((dso, off), _)) = a.offsets.iter().max_by_key(|(_, v)| v.0) else {
+        anyhow::bail!("no sampled instruction of the function lies in a mapped file (JIT code?)");
+    };
+    let file = prof
+        .dso_files
+        .get(dso)
+        .ok_or_else(|| anyhow::anyhow!("{dso}: its path is not in the recording"))?;
+    let build_id = file
+        .build_id
+        .as_deref()
+        .and_then(hood_model::profile::maps::hex_decode);
+    let mut sym = hood_symbols::Symbolizer::new(super::report::symbolizer_options(opts))?;
+    let path = std::path::Path::new(&file.path);
+    let found = sym
+        .symbolize_file(path, build_id.as_deref(), &[*off])
+        .pop()
+        .and_then(Result::ok);
+    let Some(found) = found else {
+        let why = sym.warnings().join("; ");
+        anyhow::bail!(
+            "{}: no symbol covers offset {off:#x} now ({why})",
+            file.path
+        );
+    };
+    let Some(size) = found.size.filter(|&s| s > 0 && s <= MAX_FUNCTION) else {
+        anyhow::bail!(
+            "{}: the symbol {} has no size (or one over {} KiB): nothing to disassemble",
+            file.path,
+            found.name,
+            MAX_FUNCTION >> 10
+        );
+    };
+    let start = off - found.offset;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.path))?;
+    if !f.metadata()?.is_file() {
+        anyhow::bail!("{} is not a regular file", file.path);
+    }
+    let mut bytes = vec![0u8; size as usize];
+    f.read_exact_at(&mut bytes, start)
+        .map_err(|e| anyhow::anyhow!("{}: reading {size} bytes at {start:#x}: {e}", file.path))?;
+    Ok((dso.clone(), start, bytes))
+}
+
+/// `OLD=NEW` of `--source-map`.
+fn parse_map(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((old, new)) if !old.is_empty() && !new.is_empty() => {
+            Ok((old.to_string(), new.to_string()))
+        }
+        _ => Err(format!(
+            "{s:?}: give OLD=NEW, e.g. /rustc/HASH=$(rustc --print sysroot)/lib/rustlib/src/rust"
+        )),
+    }
+}
