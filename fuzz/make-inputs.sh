@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Make the starting corpora under fuzz/inputs/TARGET/ from files hood writes on this machine:
 # a recording (with --labels when root), call-path tables and their segments, a trace and its
-# segments, and /proc files. Needs gcc, a debug build of hood and a release build of hood-rt.
+# segments, perf.data files written by perf (when it is installed), and /proc files. Needs gcc,
+# a debug build of hood and a release build of hood-rt.
 # Usage: fuzz/make-inputs.sh   (from anywhere; replaces fuzz/inputs/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,16 @@ done
 for f in stat status io cmdline maps auxv; do cat "/proc/self/$f" > "$in/$f" 2>/dev/null || true; done
 for f in meminfo loadavg uptime interrupts softirqs cpuinfo; do cat "/proc/$f" > "$in/$f"; done
 cat /proc/stat > "$in/proc_stat"
+# perf.data in both layouts, with one event, two events by id, a group read and stack copies;
+# short runs at a low rate keep them small.
+if command -v perf >/dev/null; then
+    pr() { perf record -q -B -F 49 "$@" -- "$work/spinner" 150 >/dev/null 2>&1 || true; }
+    pr -g -o "$in/perf-fp.data"
+    pr --call-graph dwarf,256 -o "$in/perf-dwarf.data"
+    pr -e cpu-clock,task-clock -g -o "$in/perf-two.data"
+    pr -e '{cpu-clock,task-clock}:S' -o "$in/perf-group.data"
+    perf record -q -B -F 49 -g -o - -- "$work/spinner" 150 > "$in/perf-pipe.data" 2>/dev/null || true
+fi
 cp /etc/passwd "$in/passwd"
 rm -rf fuzz/inputs
 (cd fuzz && cargo run -q --example inputs -- inputs "$in"/*)

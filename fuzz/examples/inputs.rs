@@ -1,8 +1,9 @@
 //! Make the fuzz targets' starting inputs from files hood wrote: `inputs OUTDIR FILE...`.
 //! Each hood-format file becomes a `container` input (large chunks left out, rewritten with
 //! valid checksums), a framed `profile` or `trace` input, and, for call-path files, one `calls`
-//! input per process table. Other files are copied to `segment/` (hood-rt segments, named
-//! `hood-rt-*`) or, prefixed with the selector byte of their parser, to `procfs/`.
+//! input per process table. Other files are copied to `perfdata/` (files written by `perf
+//! record`), `segment/` (hood-rt segments, named `hood-rt-*`) or, prefixed with the selector
+//! byte of their parser, to `procfs/`.
 
 use std::path::{Path, PathBuf};
 
@@ -45,7 +46,9 @@ fn main() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let bytes = std::fs::read(&file).expect("input file");
         let Ok(mut r) = Reader::from_bytes(bytes.clone(), &name) else {
-            if name.starts_with(hood_abi::SEGMENT_PREFIX) {
+            if bytes.starts_with(b"PERFILE2") {
+                write(&out, "perfdata", &name, &bytes);
+            } else if name.starts_with(hood_abi::SEGMENT_PREFIX) {
                 write(&out, "segment", &name, &bytes);
             } else if let Some(sel) = proc_selector(&name) {
                 let mut b = vec![sel];

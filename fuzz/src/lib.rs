@@ -11,7 +11,7 @@ use hood_abi::{
 use hood_format::{FileKind, Reader, Writer};
 use hood_model::profile::maps::MappedFile;
 use hood_model::profile::RawRecording;
-use hood_model::profile::{build_profile, Resolver};
+use hood_model::profile::{build_profile, Resolved, Resolver};
 
 /// The hood-format container: header, every chunk (CRCs, zstd), warnings, kind check.
 pub fn container(data: &[u8]) {
@@ -168,19 +168,19 @@ pub fn procfs(data: &[u8]) {
 struct NoSymbols;
 
 impl Resolver for NoSymbols {
-    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
-    fn file(&mut self, _: &MappedFile, offsets: &[u64]) -> Vec<Option<String>> {
+    fn file(&mut self, _: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; offsets.len()]
     }
-    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<String>> {
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; offsets.len()]
     }
-    fn perf_map(&mut self, _: u32, addrs: &[u64]) -> Vec<Option<String>> {
+    fn perf_map(&mut self, _: u32, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
-    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<String>> {
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
         vec![None; addrs.len()]
     }
     fn warnings(&mut self) -> Vec<String> {
@@ -212,4 +212,14 @@ pub fn profile(data: &[u8]) {
         };
         let _ = hood_report::labels::gprof::render_labels_gprof(&view, &mut std::io::sink());
     }
+}
+
+/// A perf.data file in either of perf's layouts, read as `hood report -i` reads it (header,
+/// attributes, id lists, features, records matched to their event), then the profile built.
+pub fn perfdata(data: &[u8]) {
+    let name = std::path::Path::new("fuzz.data");
+    let Ok(imp) = hood_model::perfdata::load_bytes(name, data, None) else {
+        return;
+    };
+    let _ = build_profile(&imp.raw, &mut NoSymbols);
 }

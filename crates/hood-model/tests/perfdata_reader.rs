@@ -398,3 +398,47 @@ proptest! {
         }
     }
 }
+
+/// Found by fuzzing: lost-sample counts come from the file, and their sum overflowed.
+#[test]
+fn lost_counts_that_overflow_their_sum_saturate() {
+    let mut f = streamed();
+    for _ in 0..2 {
+        // PERF_RECORD_LOST: id, count; then the sample_id trailer.
+        let mut b = words(&[11, u64::MAX - 1]);
+        b.extend(trailer(7, 5, 0, 11));
+        f.extend(record(2, 0, &b));
+    }
+    let imp = load_bytes(std::path::Path::new("lost.data"), &f, None).unwrap();
+    let prof = hood_model::profile::build_profile(&imp.raw, &mut Nothing);
+    assert_eq!(prof.lost_in_stream, u64::MAX);
+    assert_eq!(imp.raw.stats.unwrap().lost(), u64::MAX);
+}
+
+/// Names nothing.
+struct Nothing;
+
+impl hood_model::profile::Resolver for Nothing {
+    fn kernel(&mut self, a: &[u64]) -> Vec<Option<hood_model::profile::Resolved>> {
+        vec![None; a.len()]
+    }
+    fn file(
+        &mut self,
+        _: &hood_model::profile::maps::MappedFile,
+        a: &[u64],
+    ) -> Vec<Option<hood_model::profile::Resolved>> {
+        vec![None; a.len()]
+    }
+    fn vdso(&mut self, a: &[u64]) -> Vec<Option<hood_model::profile::Resolved>> {
+        vec![None; a.len()]
+    }
+    fn perf_map(&mut self, _: u32, a: &[u64]) -> Vec<Option<hood_model::profile::Resolved>> {
+        vec![None; a.len()]
+    }
+    fn symfile(&mut self, a: &[u64]) -> Vec<Option<hood_model::profile::Resolved>> {
+        vec![None; a.len()]
+    }
+    fn warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}

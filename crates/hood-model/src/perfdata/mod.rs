@@ -214,7 +214,8 @@ pub fn load_bytes(
                 }
             }
             Event::Lost { count } => {
-                per_cpu.entry(pushed.ring_cpu).or_default().lost += count;
+                let c = per_cpu.entry(pushed.ring_cpu).or_default();
+                c.lost = c.lost.saturating_add(*count);
             }
             _ => {}
         }

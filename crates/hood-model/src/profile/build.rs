@@ -340,7 +340,9 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     .or_insert(name);
             }
             Event::Exit { .. } => {}
-            Event::Lost { count } => prof.lost_in_stream += count,
+            Event::Lost { count } => {
+                prof.lost_in_stream = prof.lost_in_stream.saturating_add(*count)
+            }
             Event::Throttle => prof.throttles_in_stream += 1,
             Event::Sample {
                 pid,

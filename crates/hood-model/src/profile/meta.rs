@@ -81,19 +81,27 @@ pub struct RecordStats {
 }
 
 impl RecordStats {
+    // The counts come from the file: summed without wrapping (or panicking) on absurd values.
+
     /// Total samples over all CPUs.
     pub fn samples(&self) -> u64 {
-        self.per_cpu.values().map(|c| c.samples).sum()
+        self.per_cpu
+            .values()
+            .fold(0u64, |n, c| n.saturating_add(c.samples))
     }
 
     /// Total lost samples over all CPUs.
     pub fn lost(&self) -> u64 {
-        self.per_cpu.values().map(|c| c.lost).sum()
+        self.per_cpu
+            .values()
+            .fold(0u64, |n, c| n.saturating_add(c.lost))
     }
 
     /// Total throttle events over all CPUs.
     pub fn throttled(&self) -> u64 {
-        self.per_cpu.values().map(|c| c.throttled).sum()
+        self.per_cpu
+            .values()
+            .fold(0u64, |n, c| n.saturating_add(c.throttled))
     }
 }
 

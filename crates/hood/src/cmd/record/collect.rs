@@ -169,7 +169,7 @@ impl Collector {
                         }
                     }
                 }
-                Event::Lost { count } => c.lost += count,
+                Event::Lost { count } => c.lost = c.lost.saturating_add(*count),
                 Event::Throttle => c.throttled += 1,
                 Event::Mmap(m) if m.build_id.is_none() && m.filename.starts_with('/') => {
                     self.files_without_build_id.insert(m.filename.clone());
@@ -242,6 +242,8 @@ impl Collector {
 
     /// Total lost so far.
     pub fn lost(&self) -> u64 {
-        self.counts.values().map(|c| c.lost).sum()
+        self.counts
+            .values()
+            .fold(0u64, |n, c| n.saturating_add(c.lost))
     }
 }
