@@ -239,3 +239,81 @@ fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
         }
     }
 }
+
+/// A report's output file (text, JSON), created like recordings: mode 0600, written to a new
+/// file beside the target (created exclusively, so nothing planted under that name is
+/// followed) and renamed over it by [`OutputFile::commit`], so a failed or interrupted report
+/// leaves the old file (or none), never half a report. Another user's symbolic link at the
+/// path is refused; a pipe or other special file (`/dev/stdout`) is written in place.
+pub struct OutputFile {
+    out: BufWriter<File>,
+    temp: Option<PathBuf>,
+    target: PathBuf,
+    path: PathBuf,
+}
+
+impl OutputFile {
+    /// Start writing `path`.
+    pub fn create(path: &Path) -> Result<Self, FormatError> {
+        let io = |source| FormatError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let target = resolve_output(path)?;
+        match std::fs::metadata(&target) {
+            Ok(md) if md.is_dir() => {
+                return Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory)))
+            }
+            Ok(md) if !md.is_file() => {
+                let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
+                return Ok(OutputFile {
+                    out: BufWriter::with_capacity(1 << 16, file),
+                    temp: None,
+                    target,
+                    path: path.to_owned(),
+                });
+            }
+            _ => {}
+        }
+        let (file, temp) = create_temp_beside(&target).map_err(io)?;
+        Ok(OutputFile {
+            out: BufWriter::with_capacity(1 << 16, file),
+            temp: Some(temp),
+            target,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Flush and put the file in place.
+    pub fn commit(mut self) -> Result<(), FormatError> {
+        let io = |source| FormatError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.out.flush().map_err(io)?;
+        if let Some(temp) = self.temp.take() {
+            if let Err(e) = std::fs::rename(&temp, &self.target) {
+                let _ = std::fs::remove_file(&temp);
+                return Err(io(e));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Write for OutputFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}

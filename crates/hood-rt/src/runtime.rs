@@ -182,6 +182,14 @@ unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
         th.trace_pos.store(0, Ordering::Relaxed);
         th.trace_dropped.store(0, Ordering::Relaxed);
         th.trace_written.store(0, Ordering::Relaxed);
+        th.trace_read.store(0, Ordering::Relaxed);
+        // Stream mode: the first event finds the ring's room through the general path.
+        let stop = if (*h).trace_full == hood_abi::TRACE_FULL_STREAM {
+            0
+        } else {
+            (*h).trace_capacity
+        };
+        th.trace_stop.store(stop, Ordering::Relaxed);
     } else {
         hook::clear_table(&s);
     }

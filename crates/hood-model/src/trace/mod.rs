@@ -8,10 +8,12 @@ mod irq;
 mod timeline;
 
 pub use analysis::{
-    analyze, tag_listing, Analysis, AnalysisOptions, CallRec, FunctionRow, ThreadSummary,
+    analyze, tag_listing, Analysis, AnalysisOptions, Analyzer, CallRec, Ended, FunctionRow, NoSink,
+    Probe, Sink, ThreadSummary, LINES_HELD,
 };
 pub use codec::{
-    decode_events, decode_switches, decode_words, encode_events, encode_words, load, SwitchDecode,
+    decode_events, decode_switches, decode_words, encode_events, encode_words, for_each_events,
+    load, scan, SwitchDecode, ThreadIndex, TraceHead,
 };
 pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};
 pub use timeline::{PathItem, PathLine};

@@ -141,10 +141,10 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             state: state.into(),
             flags: h.flags,
             capacity: h.trace_capacity,
-            full: if h.trace_full == hood_abi::TRACE_FULL_WRAP {
-                "wrap"
-            } else {
-                "stop"
+            full: match h.trace_full {
+                hood_abi::TRACE_FULL_WRAP => "wrap",
+                hood_abi::TRACE_FULL_STREAM => "stream",
+                _ => "stop",
             }
             .into(),
             threads: s
