@@ -10,7 +10,7 @@
  * HOOD_MAX_THREADS (64), HOOD_COMPENSATE=0 (turn overhead compensation off),
  * HOOD_CLOCK=monotonic (use CLOCK_MONOTONIC instead of the TSC), HOOD_DISABLE=1.
  * Trace mode (set by `hood trace record`): HOOD_MODE=trace, HOOD_TRACE_BUFFER (events per
- * thread), HOOD_TRACE_FULL=stop|wrap, HOOD_TRACE_START=off, HOOD_TRACE_FILTER=FILE.
+ * thread), HOOD_TRACE_FULL=stream|stop|wrap, HOOD_TRACE_START=off, HOOD_TRACE_FILTER=FILE.
  */
 #ifndef HOOD_H
 #define HOOD_H
