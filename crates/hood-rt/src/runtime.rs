@@ -289,9 +289,9 @@ extern "C" fn process_exit() {
     }
     // SAFETY: `h` is the live segment mapping of this process.
     let hd = unsafe { &*h };
-    let now = clock::now();
+    let (now, mono) = clock::pair();
     if clock::using_tsc() {
-        if let Some(r) = clock::rate(hd.start_ticks, hd.start_mono_ns, now, clock::mono_ns()) {
+        if let Some(r) = clock::rate(hd.start_ticks, hd.start_mono_ns, now, mono) {
             if now.wrapping_sub(hd.start_ticks) > hd.ticks_per_sec.load(Ordering::Relaxed) / 20 {
                 hd.ticks_per_sec.store(r, Ordering::Relaxed);
             }

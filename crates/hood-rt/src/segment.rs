@@ -77,8 +77,7 @@ pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut Segment
     };
     // SAFETY: getpid/getppid cannot fail.
     let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
-    let start_ticks = clock::now();
-    let start_mono = clock::mono_ns();
+    let (start_ticks, start_mono) = clock::pair();
     let mut path = PathBuf::new();
     path.push(cfg.dir());
     path.push(b"/");

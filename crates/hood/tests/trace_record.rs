@@ -629,3 +629,75 @@ fn a_large_trace_is_reported_in_bounded_memory_in_every_view() {
     // The window's calls plus main, which spans it.
     assert_eq!(x, lines, "chrome and JSON agree on the window");
 }
+
+/// Issue 13 item 6: correct under load. Both CPUs are kept busy by two spinning processes
+/// while the known-answer workload (sleeps, so it is switched out and back in) and the
+/// threaded one are traced, three times each: the counts stay exact and net time never exceeds
+/// run time (`% net` of all functions together ≤ 100 %), whatever the interleaving of the
+/// program's and the kernel's clocks.
+#[test]
+fn under_load_net_time_never_exceeds_run_time() {
+    let t = tmp();
+    let known = build_c("trace_known", t.0.path());
+    let threads = build_c("trace_threads", t.0.path());
+    let spinner = t.0.path().join("spinner");
+    let st = Command::new("gcc")
+        .args(["-O2", "-o"])
+        .arg(&spinner)
+        .arg(common::repo().join("tests/c/spinner.c"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut spinners: Vec<std::process::Child> = (0..2)
+        .map(|_| Command::new(&spinner).arg("60000").spawn().unwrap())
+        .collect();
+    let check = |a: &Value, what: &str| {
+        let net: u64 = a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["net_ns"].as_u64().unwrap())
+            .sum();
+        let run = a["run_ns"].as_u64().unwrap();
+        let pct: f64 = a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["pct_net"].as_f64().unwrap())
+            .sum();
+        assert!(
+            net <= run && pct <= 100.0 + 1e-6,
+            "{what}: net {net} ns > run {run} ns ({pct:.1} % net): {a}"
+        );
+    };
+    for i in 0..3 {
+        let d = record_ok(
+            t.0.path(),
+            &format!("l{i}.data"),
+            &[],
+            &[known.to_str().unwrap(), "4"],
+        );
+        let a = report_json(&d, &[]);
+        assert_eq!(calls(&a, "outer"), 4);
+        assert_eq!(calls(&a, "inner"), 4);
+        check(&a, "trace_known");
+        let d = record_ok(
+            t.0.path(),
+            &format!("t{i}.data"),
+            &[],
+            &[threads.to_str().unwrap()],
+        );
+        let a = report_json(&d, &[]);
+        assert_eq!(calls(&a, "work"), 10);
+        assert_eq!(calls(&a, "leaf"), 21);
+        check(&a, "trace_threads");
+        for th in a["threads"].as_array().unwrap() {
+            let tid = th["tid"].to_string();
+            check(&report_json(&d, &["--tid", &tid]), &format!("thread {tid}"));
+        }
+    }
+    for s in &mut spinners {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+}

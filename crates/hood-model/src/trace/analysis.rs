@@ -434,6 +434,20 @@ impl Walk<'_> {
     }
 
     fn step(&mut self, t: u64, ev: Ev) {
+        if matches!(ev, Ev::Raw(..)) && self.off_since.is_some() {
+            // The thread ran while its switch-in record says it was still off-CPU: the two
+            // clocks disagree by a little (or the record comes late). It was on the CPU by now:
+            // the off interval ends here, charged to the call that was on top through it, and
+            // the late switch-in is ignored. Otherwise the call on top at the record (another
+            // one, after this event) would be charged instead, and net time could exceed run time.
+            self.step(
+                t,
+                Ev::Switch {
+                    out: false,
+                    preempt: false,
+                },
+            );
+        }
         match ev {
             Ev::Raw(Kind::Entry, f) => {
                 let line = self.line(
