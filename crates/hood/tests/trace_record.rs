@@ -366,8 +366,8 @@ fn damaged_files_give_clear_errors() {
 }
 
 /// Issue 13: calls left by longjmp have no exit event. 2000 frames deep (deeper than the calls
-/// runtime's default stack of 1024), 7 times: every call counted, and the text report says how
-/// many exits were repaired.
+/// runtime's former default stack of 1024), 7 times: every call counted, and the text report
+/// says how many exits were repaired.
 #[test]
 fn longjmp_out_of_a_deep_recursion_counts_every_call() {
     let t = tmp();
@@ -700,4 +700,28 @@ fn under_load_net_time_never_exceeds_run_time() {
         let _ = s.kill();
         let _ = s.wait();
     }
+}
+
+/// Issue 13: recursion 20,000 deep, twice: every entry and exit is an event, every call is
+/// counted, nothing is repaired or left unmatched.
+#[test]
+fn recursion_20000_deep_is_traced_exactly() {
+    let t = tmp();
+    let prog = common::instrumented("calls_deep", t.0.path(), &[], &[]);
+    let d = record_ok(
+        t.0.path(),
+        "deep.data",
+        &[],
+        &[prog.to_str().unwrap(), "20000", "2"],
+    );
+    let a = report_json(&d, &[]);
+    assert_eq!(a["events"], 2 * 2 * 20_000 + 2);
+    assert_eq!(calls(&a, "rec"), 40_000);
+    assert_eq!(calls(&a, "main"), 1);
+    let th = &a["threads"][0];
+    assert_eq!(
+        (th["mismatched"].as_u64(), th["unmatched_exits"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(th["unfinished"], 0);
 }
