@@ -39,11 +39,14 @@ pub fn encode_words(
     anchor: u64,
     words: &[u64],
 ) -> (Vec<u8>, u64) {
-    let mut b = Vec::with_capacity(WORDS_HEADER + words.len() * 5);
-    b.extend_from_slice(&pid.to_le_bytes());
-    b.extend_from_slice(&tid.to_le_bytes());
-    b.extend_from_slice(&start_mono_ns.to_le_bytes());
-    b.extend_from_slice(&anchor.to_le_bytes());
+    // At most 10 bytes per event: sized once, written by index, cut to length at the end
+    // (the recorder encodes every event it streams; a push per byte cost more than zstd).
+    let mut b = vec![0u8; WORDS_HEADER + words.len() * 10];
+    b[0..4].copy_from_slice(&pid.to_le_bytes());
+    b[4..8].copy_from_slice(&tid.to_le_bytes());
+    b[8..16].copy_from_slice(&start_mono_ns.to_le_bytes());
+    b[16..24].copy_from_slice(&anchor.to_le_bytes());
+    let mut n = WORDS_HEADER;
     let mut prev = anchor;
     for &w in words {
         let t = hood_abi::restore_ticks(prev, w);
@@ -51,12 +54,17 @@ pub fn encode_words(
         prev = t;
         let zz = ((d << 1) ^ (d >> 63)) as u64;
         let mut v = (zz << INDEX_KIND_BITS) | (w & ((1 << INDEX_KIND_BITS) - 1));
+        let out = &mut b[n..n + 10];
+        let mut k = 0;
         while v >= 0x80 {
-            b.push((v as u8) | 0x80);
+            out[k] = (v as u8) | 0x80;
             v >>= 7;
+            k += 1;
         }
-        b.push(v as u8);
+        out[k] = v as u8;
+        n += k + 1;
     }
+    b.truncate(n);
     (b, prev)
 }
 
