@@ -39,9 +39,25 @@ pub fn encode_words(
     anchor: u64,
     words: &[u64],
 ) -> (Vec<u8>, u64) {
+    let mut b = Vec::new();
+    let last = encode_words_into(&mut b, pid, tid, start_mono_ns, anchor, words);
+    (b, last)
+}
+
+/// [`encode_words`] into `b` (replacing its contents), so a recorder that encodes every event
+/// it streams reuses one buffer. Returns the full timestamp of the last event.
+pub fn encode_words_into(
+    b: &mut Vec<u8>,
+    pid: u32,
+    tid: u32,
+    start_mono_ns: u64,
+    anchor: u64,
+    words: &[u64],
+) -> u64 {
     // At most 10 bytes per event: sized once, written by index, cut to length at the end
     // (the recorder encodes every event it streams; a push per byte cost more than zstd).
-    let mut b = vec![0u8; WORDS_HEADER + words.len() * 10];
+    b.clear();
+    b.resize(WORDS_HEADER + words.len() * 10, 0);
     b[0..4].copy_from_slice(&pid.to_le_bytes());
     b[4..8].copy_from_slice(&tid.to_le_bytes());
     b[8..16].copy_from_slice(&start_mono_ns.to_le_bytes());
@@ -65,7 +81,7 @@ pub fn encode_words(
         n += k + 1;
     }
     b.truncate(n);
-    (b, prev)
+    prev
 }
 
 /// Decode a version-2 EVENTS payload against the processes read so far (`offset` names the

@@ -12,7 +12,8 @@ pub use analysis::{
     Probe, Sink, ThreadSummary, LINES_HELD,
 };
 pub use codec::{
-    decode_events, decode_switches, decode_words, encode_events, encode_words, for_each_events,
+    decode_events, decode_switches, decode_words, encode_events, encode_words, encode_words_into,
+    for_each_events,
     load, scan, SwitchDecode, ThreadIndex, TraceHead,
 };
 pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use hood_abi::{stream_span, HeaderView, ThreadHeader, THREAD_HEADER_SIZE};
 use hood_format::{tags, Writer};
-use hood_model::trace::{encode_words, ProcessTrace, PAYLOAD_VERSION};
+use hood_model::trace::{encode_words_into, ProcessTrace, PAYLOAD_VERSION};
 
 use crate::cmd::calls::segments::{self, SegFile};
 
@@ -57,6 +57,7 @@ pub struct Streamer {
     segs: HashMap<PathBuf, Option<StreamSeg>>,
     words: Vec<u64>,
     bytes: Vec<u8>,
+    payload: Vec<u8>,
     /// Events written to the file.
     pub events: u64,
     /// Events the ring's owner overwrote before they were taken (a broken protocol; 0).
@@ -80,6 +81,7 @@ impl Streamer {
             segs: HashMap::new(),
             words: Vec::new(),
             bytes: Vec::new(),
+            payload: Vec::new(),
             events: 0,
             skipped: 0,
             warnings: Vec::new(),
@@ -119,7 +121,7 @@ impl Streamer {
             {
                 provisional_process(s, w)?;
             }
-            match drain_seg(s, w, &mut self.words, &mut self.bytes) {
+            match drain_seg(s, w, &mut self.words, &mut self.bytes, &mut self.payload) {
                 Ok((n, skipped)) => {
                     moved += n;
                     self.skipped += skipped;
@@ -235,6 +237,7 @@ fn drain_seg<W: Write>(
     w: &mut Writer<W>,
     words: &mut Vec<u64>,
     bytes: &mut Vec<u8>,
+    payload: &mut Vec<u8>,
 ) -> Result<(u64, u64), String> {
     let h = &s.header;
     let used = s
@@ -297,6 +300,10 @@ fn drain_seg<W: Write>(
         if (est.wrapping_sub(t.anchor) as i64) > (1i64 << 44) {
             t.anchor = est;
         }
+        // A ring more than half full means the program is gaining on the recorder: its events
+        // go out uncompressed this round (zstd is most of the recorder's cost per event), so
+        // nothing is lost for the sake of a smaller file.
+        let compress = count <= cap / 2;
         words.clear();
         let mut n = 0;
         while n < count {
@@ -310,12 +317,12 @@ fn drain_seg<W: Write>(
             words.extend(bytes.chunks_exact(8).map(|c| u64_at(c, 0)));
             n += len;
             if words.len() >= CHUNK_EVENTS {
-                t.anchor = write_events(w, h, t, words)?;
+                t.anchor = write_events(w, h, t, words, payload, compress)?;
                 words.clear();
             }
         }
         if !words.is_empty() {
-            t.anchor = write_events(w, h, t, words)?;
+            t.anchor = write_events(w, h, t, words, payload, compress)?;
         }
         t.taken = first + count;
         // Release the slots only after the copy: the thread may overwrite them from now on.
@@ -335,9 +342,11 @@ fn write_events<W: Write>(
     h: &HeaderView,
     t: &StreamThread,
     words: &[u64],
+    payload: &mut Vec<u8>,
+    compress: bool,
 ) -> Result<u64, String> {
-    let (payload, last) = encode_words(h.pid, t.tid, h.start_mono_ns, t.anchor, words);
-    w.write_chunk(tags::trace::EVENTS, &payload, true)
+    let last = encode_words_into(payload, h.pid, t.tid, h.start_mono_ns, t.anchor, words);
+    w.write_chunk(tags::trace::EVENTS, payload, compress)
         .map_err(|e| e.to_string())?;
     Ok(last)
 }
