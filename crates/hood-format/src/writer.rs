@@ -35,26 +35,17 @@ impl Writer<BufWriter<File>> {
     /// terminal or other special file (`/dev/null`, `>(cmd)`) is written in place; a symbolic
     /// link is followed only if the caller or root owns it (another user's link is refused).
     pub fn create(path: &Path, kind: FileKind) -> Result<Self, FormatError> {
-        let io = |source| FormatError::Io {
-            path: path.to_owned(),
-            source,
+        let (file, temp, target) = open_output(path)?;
+        let Some(temp) = temp else {
+            return Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind);
         };
-        let target = resolve_output(path)?;
-        match std::fs::metadata(&target) {
-            Ok(md) if md.is_dir() => {
-                return Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory)))
-            }
-            Ok(md) if !md.is_file() => {
-                let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
-                return Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind);
-            }
-            _ => {}
-        }
-        let (file, temp) = create_temp_beside(&target).map_err(io)?;
         let placed =
             Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind).and_then(|mut w| {
                 w.sync()?;
-                std::fs::rename(&temp, &target).map_err(io)?;
+                std::fs::rename(&temp, &target).map_err(|source| FormatError::Io {
+                    path: path.to_owned(),
+                    source,
+                })?;
                 Ok(w)
             });
         if placed.is_err() {
@@ -181,6 +172,28 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// Open the output `path` stands for: a special file (pipe, terminal, `/dev/null`) in place, a
+/// directory refused, anything else as a new exclusive 0600 file beside it to be renamed over
+/// it. Returns the file, the temporary path (None: written in place) and the target.
+fn open_output(path: &Path) -> Result<(File, Option<PathBuf>, PathBuf), FormatError> {
+    let io = |source| FormatError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let target = resolve_output(path)?;
+    match std::fs::metadata(&target) {
+        Ok(md) if md.is_dir() => Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory))),
+        Ok(md) if !md.is_file() => {
+            let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
+            Ok((file, None, target))
+        }
+        _ => {
+            let (file, temp) = create_temp_beside(&target).map_err(io)?;
+            Ok((file, Some(temp), target))
+        }
+    }
+}
+
 /// The file `path` stands for: `path` itself unless it is a symbolic link owned by the caller
 /// or root (`/dev/stdout`), which is followed. Another user's link is refused: in a shared
 /// directory such as /tmp it could point anywhere.
@@ -255,30 +268,10 @@ pub struct OutputFile {
 impl OutputFile {
     /// Start writing `path`.
     pub fn create(path: &Path) -> Result<Self, FormatError> {
-        let io = |source| FormatError::Io {
-            path: path.to_owned(),
-            source,
-        };
-        let target = resolve_output(path)?;
-        match std::fs::metadata(&target) {
-            Ok(md) if md.is_dir() => {
-                return Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory)))
-            }
-            Ok(md) if !md.is_file() => {
-                let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
-                return Ok(OutputFile {
-                    out: BufWriter::with_capacity(1 << 16, file),
-                    temp: None,
-                    target,
-                    path: path.to_owned(),
-                });
-            }
-            _ => {}
-        }
-        let (file, temp) = create_temp_beside(&target).map_err(io)?;
+        let (file, temp, target) = open_output(path)?;
         Ok(OutputFile {
             out: BufWriter::with_capacity(1 << 16, file),
-            temp: Some(temp),
+            temp,
             target,
             path: path.to_owned(),
         })

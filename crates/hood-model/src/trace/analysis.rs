@@ -71,7 +71,7 @@ impl FunctionRow {
 }
 
 /// One thread of the analysis.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ThreadSummary {
     /// Process id.
     pub pid: u32,
@@ -907,30 +907,7 @@ impl<'h> Analyzer<'h> {
             w.pop(end, End::Running);
         }
         w.st.th.end_ns = end;
-        std::mem::replace(
-            &mut w.st.th,
-            ThreadSummary {
-                pid: 0,
-                tid: 0,
-                exe: String::new(),
-                start_ns: 0,
-                end_ns: 0,
-                events: 0,
-                off_cpu_ns: 0,
-                switches: 0,
-                irq_ns: 0,
-                hard_irqs: 0,
-                softirqs: 0,
-                irq_unmatched: 0,
-                dropped: 0,
-                streamed: false,
-                overwritten: 0,
-                unmatched_exits: 0,
-                mismatched: 0,
-                unfinished: 0,
-                lines: Vec::new(),
-            },
-        )
+        std::mem::take(&mut w.st.th)
     }
 }
 

@@ -54,15 +54,14 @@ pub fn encode_words_into(
     anchor: u64,
     words: &[u64],
 ) -> u64 {
-    // At most 10 bytes per event: sized once, written by index, cut to length at the end
-    // (the recorder encodes every event it streams; a push per byte cost more than zstd).
+    // Capacity for 10 bytes per event reserved once; each event is built in a register-sized
+    // stack buffer and appended in one copy (the recorder encodes every event it streams).
     b.clear();
-    b.resize(WORDS_HEADER + words.len() * 10, 0);
-    b[0..4].copy_from_slice(&pid.to_le_bytes());
-    b[4..8].copy_from_slice(&tid.to_le_bytes());
-    b[8..16].copy_from_slice(&start_mono_ns.to_le_bytes());
-    b[16..24].copy_from_slice(&anchor.to_le_bytes());
-    let mut n = WORDS_HEADER;
+    b.reserve(WORDS_HEADER + words.len() * 10);
+    b.extend_from_slice(&pid.to_le_bytes());
+    b.extend_from_slice(&tid.to_le_bytes());
+    b.extend_from_slice(&start_mono_ns.to_le_bytes());
+    b.extend_from_slice(&anchor.to_le_bytes());
     let mut prev = anchor;
     for &w in words {
         let t = hood_abi::restore_ticks(prev, w);
@@ -70,7 +69,7 @@ pub fn encode_words_into(
         prev = t;
         let zz = ((d << 1) ^ (d >> 63)) as u64;
         let mut v = (zz << INDEX_KIND_BITS) | (w & ((1 << INDEX_KIND_BITS) - 1));
-        let out = &mut b[n..n + 10];
+        let mut out = [0u8; 10];
         let mut k = 0;
         while v >= 0x80 {
             out[k] = (v as u8) | 0x80;
@@ -78,9 +77,8 @@ pub fn encode_words_into(
             k += 1;
         }
         out[k] = v as u8;
-        n += k + 1;
+        b.extend_from_slice(&out[..k + 1]);
     }
-    b.truncate(n);
     prev
 }
 

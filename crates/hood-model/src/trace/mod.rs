@@ -13,8 +13,7 @@ pub use analysis::{
 };
 pub use codec::{
     decode_events, decode_switches, decode_words, encode_events, encode_words, encode_words_into,
-    for_each_events,
-    load, scan, SwitchDecode, ThreadIndex, TraceHead,
+    for_each_events, load, scan, SwitchDecode, ThreadIndex, TraceHead,
 };
 pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};
 pub use timeline::{PathItem, PathLine};

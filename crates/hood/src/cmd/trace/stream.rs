@@ -203,27 +203,9 @@ fn provisional_process<W: Write>(s: &mut StreamSeg, w: &mut Writer<W>) -> anyhow
         .map(|b| (0..used as usize).map(|i| u64_at(&b, i * 8)).collect())
         .unwrap_or_default();
     let p = ProcessTrace {
-        pid: h.pid,
-        ppid: h.ppid,
-        exe: h.exe_path.clone(),
-        clock: if h.clock == hood_abi::CLOCK_TSC {
-            "tsc"
-        } else {
-            "monotonic"
-        }
-        .into(),
-        ticks_per_sec: h.ticks_per_sec,
-        start_ticks: h.start_ticks,
-        start_mono_ns: h.start_mono_ns,
-        state: "running".into(),
-        flags: 0,
-        capacity: h.trace_capacity,
-        full: "stream".into(),
-        threads: Vec::new(),
-        symbols: Default::default(),
-        tags: Default::default(),
         funcs,
         notes: vec!["the recording ended before this process's function names were read (the recorder was stopped): functions are shown by address".into()],
+        ..super::collect::process_of(h)
     };
     let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});
     w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
@@ -310,7 +292,11 @@ fn drain_seg<W: Write>(
             let idx = (first + n) % cap;
             let len = (count - n).min(cap - idx).min(PIECE);
             let off = slot + THREAD_HEADER_SIZE as u64 + idx * hood_abi::TRACE_EVENT_SIZE;
-            bytes.resize((len * 8) as usize, 0);
+            let need = (len * 8) as usize;
+            if bytes.len() < need {
+                bytes.resize(need, 0);
+            }
+            let bytes = &mut bytes[..need];
             s.file
                 .read_into(off, bytes, "the event ring")
                 .map_err(|e| format!("thread {}: {e}", t.tid))?;
