@@ -500,7 +500,7 @@ impl Walk<'_> {
                     .get(&i)
                     .cloned()
                     .unwrap_or_else(|| "<unknown tag>".into());
-                if self.opts.calls {
+                if self.opts.calls && self.overlaps(t, t) {
                     self.out
                         .marks
                         .push((self.p.pid, self.th.tid, t, label.clone()));
@@ -526,7 +526,7 @@ impl Walk<'_> {
                     if let Some(top) = self.stack.last_mut() {
                         top.off += d;
                     }
-                    if self.opts.calls {
+                    if self.opts.calls && self.overlaps(o, t) {
                         self.out.off_intervals.push((self.p.pid, self.th.tid, o, d));
                     }
                     self.line(t, PathItem::SwitchIn { off_ns: d });
@@ -615,10 +615,10 @@ impl<'h> Analyzer<'h> {
             .enumerate()
             .map(|(i, p)| (p.pid, i))
             .collect();
+        // The trace's start (all threads, also with --tid: times are since the trace began).
         let origin = head
             .threads
             .iter()
-            .filter(|t| opts.tid.is_none_or(|x| x == t.tid))
             .filter_map(|t| Some(head.processes[*procs.get(&t.pid)?].ns(t.first_ticks?)))
             .min()
             .unwrap_or(0);

@@ -33,7 +33,7 @@ impl ChromeWriter {
             out.write_all(b",\n")?;
         }
         self.first = false;
-        serde_json::to_writer(&mut *out, &v)?;
+        super::write_json(out, &v)?;
         Ok(())
     }
 
@@ -91,7 +91,7 @@ impl ChromeWriter {
         }
         let other = json!({"producer": "hood trace report", "origin_mono_ns": origin_mono_ns});
         write!(out, "],\"displayTimeUnit\":\"ns\",\"otherData\":")?;
-        serde_json::to_writer(&mut *out, &other)?;
+        super::write_json(out, &other)?;
         writeln!(out, "}}")?;
         Ok(())
     }

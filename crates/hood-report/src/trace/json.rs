@@ -48,7 +48,7 @@ impl JsonPathsWriter {
                 out.write_all(b",\n")?;
             }
             self.lines += 1;
-            serde_json::to_writer(&mut *out, l)?;
+            super::write_json(out, l)?;
         }
         Ok(())
     }
@@ -81,9 +81,9 @@ fn rest_of_object(
     if let serde_json::Value::Object(m) = v {
         for (k, x) in m.into_iter().filter(|(k, _)| k != skip) {
             write!(out, ",")?;
-            serde_json::to_writer(&mut *out, &k)?;
+            super::write_json(out, &k)?;
             write!(out, ":")?;
-            serde_json::to_writer(&mut *out, &x)?;
+            super::write_json(out, &x)?;
         }
     }
     out.write_all(b"}")?;

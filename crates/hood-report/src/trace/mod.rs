@@ -16,6 +16,18 @@ use crate::ReportError;
 /// JSON version of [`json`] output.
 pub const JSON_VERSION: u32 = 1;
 
+/// `serde_json::to_writer`, with a failed write reported as the I/O error it is (a closed
+/// pipe stays recognisable as one).
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(
+    out: &mut dyn Write,
+    v: &T,
+) -> Result<(), ReportError> {
+    serde_json::to_writer(&mut *out, v).map_err(|e| match e.io_error_kind() {
+        Some(k) => ReportError::Io(std::io::Error::new(k, e)),
+        None => ReportError::Json(e),
+    })
+}
+
 fn us(ns: u64) -> u64 {
     (ns + 500) / 1000
 }

@@ -164,6 +164,19 @@ fn feed_all(
     }
 }
 
+/// A renderer's error as the analysis's I/O error, keeping a broken pipe recognisable (so a
+/// closed reader ends the report quietly).
+fn io_error(e: hood_report::ReportError) -> std::io::Error {
+    match e {
+        hood_report::ReportError::Io(e) => e,
+        hood_report::ReportError::Json(j) => match j.io_error_kind() {
+            Some(k) => std::io::Error::new(k, j),
+            None => std::io::Error::other(j),
+        },
+        e => std::io::Error::other(e),
+    }
+}
+
 struct ChromeSink<'o> {
     w: render::ChromeWriter,
     out: &'o mut dyn Write,
@@ -171,7 +184,7 @@ struct ChromeSink<'o> {
 
 impl Sink for ChromeSink<'_> {
     fn records(&mut self, a: &mut Analysis) -> Result<(), std::io::Error> {
-        self.w.records(a, self.out).map_err(std::io::Error::other)
+        self.w.records(a, self.out).map_err(io_error)
     }
 }
 
@@ -187,7 +200,7 @@ impl Sink for LineSink<'_> {
             Some(j) => j.lines(lines, self.out),
             None => render::path_lines(lines, self.out),
         };
-        r.map_err(std::io::Error::other)
+        r.map_err(io_error)
     }
 }
 
