@@ -190,27 +190,31 @@ fn run_and_collect(
                      irqs: &mut Option<IrqRecorder>,
                      streamer: &mut Option<stream::Streamer>|
      -> anyhow::Result<u64> {
-        let mut res = Ok(());
+        // A ring's records come in up to two pieces per round (where the ring wraps): a round's
+        // pieces are joined per CPU before they become a chunk, so every chunk holds whole
+        // records (the kernel publishes whole records only).
+        let mut per_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
         if let Some(s) = switches.as_mut() {
             s.drain(&mut |cpu, b| {
-                if res.is_ok() {
-                    res = write_cpu_chunk(w, tags::trace::SWITCHES, cpu, b);
-                }
+                per_cpu.entry(cpu).or_default().extend_from_slice(b);
                 Ok(())
             })?;
+        }
+        for (cpu, b) in std::mem::take(&mut per_cpu) {
+            write_cpu_chunk(w, tags::trace::SWITCHES, cpu, &b)?;
         }
         if let Some(r) = irqs.as_mut() {
             r.drain(&mut |cpu, b| {
-                if let Some(d) = &irq_dec {
-                    irq_counts.add(&d.decode(cpu, b));
-                }
-                if res.is_ok() {
-                    res = write_cpu_chunk(w, tags::trace::IRQS, cpu, b);
-                }
+                per_cpu.entry(cpu).or_default().extend_from_slice(b);
                 Ok(())
             })?;
         }
-        res?;
+        for (cpu, b) in per_cpu {
+            if let Some(d) = &irq_dec {
+                irq_counts.add(&d.decode(cpu, &b));
+            }
+            write_cpu_chunk(w, tags::trace::IRQS, cpu, &b)?;
+        }
         let moved = match streamer.as_mut() {
             Some(st) => st.drain(w)?,
             None => 0,
