@@ -71,8 +71,12 @@ pub fn frame(chunks: &[(u32, Vec<u8>)]) -> Vec<u8> {
 
 /// A trace file (kind Trace): metadata, processes, events of both encodings, switches, irqs.
 pub fn trace(data: &[u8]) {
-    if let Some(r) = framed_file(data, FileKind::Trace) {
-        let _ = hood_model::trace::load_reader(r);
+    // Read as `hood trace report` reads a file: twice, everything but the events, then them.
+    if let (Some(a), Some(b)) = (
+        framed_file(data, FileKind::Trace),
+        framed_file(data, FileKind::Trace),
+    ) {
+        let _ = hood_model::trace::load_readers(a, b);
     }
 }
 

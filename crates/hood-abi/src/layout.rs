@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64};
 /// First 8 bytes of every segment: `b"HOODSEG\0"` read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"HOODSEG\0");
 /// Bumped whenever any layout in this crate changes; readers skip other versions.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// File-name prefix of segments in the segment directory.
 pub const SEGMENT_PREFIX: &str = "hood-rt-";
 /// Default segment directory; the runtime and the readers honour `HOOD_SHM_DIR`.
@@ -50,6 +50,14 @@ pub const FLAG_FUNC_OVERRUN: u32 = 0x100;
 pub const TRACE_FULL_STOP: u32 = 0;
 /// Trace mode: keep the most recent events (flight recorder).
 pub const TRACE_FULL_WRAP: u32 = 1;
+/// Trace mode: the buffer is a ring that a recorder drains while the program runs (`hood
+/// trace record`'s default). The owner thread appends at `trace_written`; the recorder copies
+/// the events between its `trace_read` and `trace_written` out and then stores the new
+/// `trace_read` (release); the owner reloads `trace_read` (acquire) only when its cached stop
+/// index `trace_stop` is reached, and drops (counts in `trace_dropped`) an event only when the
+/// ring holds `capacity` events the recorder has not taken yet. The ring index of event number
+/// `n` is `n % capacity`.
+pub const TRACE_FULL_STREAM: u32 = 2;
 /// Trace event kind: function entry (index = the function's entry in the function table).
 pub const KIND_ENTRY: u64 = 0;
 /// Trace event kind: function exit (index as for entry).
@@ -193,8 +201,9 @@ pub struct SegmentHeader {
     pub max_funcs: u32,
 }
 
-/// Per-thread header at the start of each thread slot (128 bytes). Written only by the owner
-/// thread, except `state`/`exit_ticks` written by the thread-exit destructor of that thread.
+/// Per-thread header at the start of each thread slot (192 bytes). Written only by the owner
+/// thread, except `state`/`exit_ticks` written by the thread-exit destructor of that thread
+/// and `trace_read` written by the recorder (stream mode).
 #[repr(C)]
 pub struct ThreadHeader {
     /// Kernel thread id.
@@ -237,8 +246,15 @@ pub struct ThreadHeader {
     pub folded_calls: AtomicU64,
     /// Times a call path grew past `max_path_len` (each such excursion is one folded path).
     pub folded_paths: AtomicU64,
+    /// Trace mode: the ring index at which the owner's fast path stops and takes the general
+    /// path (the capacity in `stop`/`wrap` mode; in `stream` mode the end of the room the
+    /// recorder has freed, as last seen). Owner thread only.
+    pub trace_stop: AtomicU64,
+    /// Trace mode, stream: events the recorder has copied out (written only by the recorder,
+    /// on its own cache line).
+    pub trace_read: AtomicU64,
     /// Reserved.
-    pub _reserved: [u64; 1],
+    pub _reserved: [u64; 7],
 }
 
 /// One open call on a thread's stack (32 bytes).
@@ -371,7 +387,9 @@ const _: () = {
     assert!(offset_of!(SegmentHeader, maps_offset) == 128);
     assert!(offset_of!(SegmentHeader, total_size) == 160);
     assert!(offset_of!(SegmentHeader, exe_path) == 168);
-    assert!(THREAD_HEADER_SIZE == 128);
+    assert!(THREAD_HEADER_SIZE == 192);
+    assert!(offset_of!(ThreadHeader, trace_stop) == 120);
+    assert!(offset_of!(ThreadHeader, trace_read) == 128);
     assert!(offset_of!(ThreadHeader, last_ticks) == 32);
     assert!(offset_of!(ThreadHeader, mismatched) == 48);
     assert!(offset_of!(ThreadHeader, reset_ticks) == 64);

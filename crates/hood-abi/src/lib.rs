@@ -25,6 +25,6 @@ pub mod parse;
 
 pub use layout::*;
 pub use parse::{
-    parse_funcs, parse_tags, trace_slot_read_len, FrameView, HeaderView, NodeView, ParseError,
-    ThreadView, TraceThreadView,
+    parse_funcs, parse_tags, stream_span, trace_slot_read_len, FrameView, HeaderView, NodeView,
+    ParseError, ThreadView, TraceThreadView,
 };

@@ -158,6 +158,8 @@ pub const STATE_OFFSET: usize = offset_of!(SegmentHeader, state);
 pub const THREADS_USED_OFFSET: usize = offset_of!(SegmentHeader, threads_used);
 /// Byte offset of the `flags` field.
 pub const FLAGS_OFFSET: usize = offset_of!(SegmentHeader, flags);
+/// Byte offset of `funcs_used` (trace mode; readers poll it while the process runs).
+pub const FUNCS_USED_OFFSET: usize = offset_of!(SegmentHeader, funcs_used);
 
 impl HeaderView {
     /// Decode and validate the header at the start of `b` (at least the header area).
@@ -255,7 +257,7 @@ impl HeaderView {
     }
 
     fn validate_trace(&mut self) -> Result<(), ParseError> {
-        if self.trace_capacity == 0 || self.trace_full > TRACE_FULL_WRAP {
+        if self.trace_capacity == 0 || self.trace_full > TRACE_FULL_STREAM {
             return Err(ParseError::BadField("trace_capacity", self.trace_capacity));
         }
         let slot = trace_slot_size(self.trace_capacity)
@@ -307,8 +309,28 @@ impl HeaderView {
 /// Events of a trace thread slot a reader needs to copy: `(bytes from the slot start)` for a
 /// slot whose header bytes are `th` (at least [`THREAD_HEADER_SIZE`]).
 pub fn trace_slot_read_len(h: &HeaderView, th: &[u8]) -> u64 {
+    if h.trace_full == TRACE_FULL_STREAM {
+        // The recorder copied the events out as they came (see [`stream_span`]).
+        return THREAD_HEADER_SIZE as u64;
+    }
     let written = u64_at(th, offset_of!(ThreadHeader, trace_written));
     THREAD_HEADER_SIZE as u64 + written.min(h.trace_capacity) * TRACE_EVENT_SIZE
+}
+
+/// Stream mode: which events of a thread's ring a recorder that has taken `taken` of them
+/// copies next, given the slot's header bytes `th`. Returns `(first, count, skipped)`: copy
+/// `count` events starting at event number `first` (ring index `first % capacity`, possibly
+/// wrapping to index 0); `skipped` events were overwritten before they could be taken (never,
+/// unless the ring's owner broke the protocol). `count` is at most the capacity.
+pub fn stream_span(h: &HeaderView, th: &[u8], taken: u64) -> (u64, u64, u64) {
+    let written = u64_at(th, offset_of!(ThreadHeader, trace_written));
+    let cap = h.trace_capacity;
+    let new = written.saturating_sub(taken);
+    if new > cap {
+        (written - cap, cap, new - cap)
+    } else {
+        (taken, new, 0)
+    }
 }
 
 /// Decode the function table (`b` = the first `8 * funcs_used` bytes at `funcs_offset`):
@@ -331,11 +353,13 @@ pub struct TraceThreadView {
     pub exit_ticks: u64,
     /// Events appended, including overwritten ones.
     pub written: u64,
-    /// Events dropped because the buffer was full (stop mode).
+    /// Events dropped because the buffer was full (stop mode), or because the recorder had
+    /// not yet taken the ring's events (stream mode).
     pub dropped: u64,
     /// Events overwritten by newer ones (wrap mode).
     pub overwritten: u64,
-    /// Event words ([`encode_event`]), oldest first.
+    /// Event words ([`encode_event`]), oldest first (none in stream mode: the recorder took
+    /// them while the program ran).
     pub events: Vec<u64>,
     /// A full timestamp within 2^45 ticks of the first event, to restore the events' full
     /// timestamps from with [`restore_ticks`] (each from the one before).
@@ -350,6 +374,18 @@ impl TraceThreadView {
         let written = u64_at(b, offset_of!(ThreadHeader, trace_written));
         let pos = u64_at(b, offset_of!(ThreadHeader, trace_pos));
         let cap = h.trace_capacity;
+        if h.trace_full == TRACE_FULL_STREAM {
+            return Ok(TraceThreadView {
+                tid: u32_at(b, offset_of!(ThreadHeader, tid)),
+                state: u32_at(b, offset_of!(ThreadHeader, state)),
+                exit_ticks: u64_at(b, offset_of!(ThreadHeader, exit_ticks)),
+                written,
+                dropped: u64_at(b, offset_of!(ThreadHeader, trace_dropped)),
+                overwritten: 0,
+                events: Vec::new(),
+                anchor_ticks: u64_at(b, offset_of!(ThreadHeader, reset_ticks)),
+            });
+        }
         let stored = written.min(cap);
         need(
             b,

@@ -21,4 +21,4 @@ pub use header::{
 };
 pub use prefetch::Prefetch;
 pub use reader::{decompress, expect_kind, Chunk, ChunkInfo, Reader};
-pub use writer::Writer;
+pub use writer::{OutputFile, Writer};

@@ -59,30 +59,21 @@ impl Writer<BufWriter<File>> {
         kind: FileKind,
         body: impl FnOnce(&mut Self) -> Result<(), FormatError>,
     ) -> Result<Self, FormatError> {
-        let io = |source| FormatError::Io {
-            path: path.to_owned(),
-            source,
+        let (file, temp, target) = open_output(path)?;
+        let Some(temp) = temp else {
+            let mut w = Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind)?;
+            body(&mut w)?;
+            w.flush()?;
+            return Ok(w);
         };
-        let target = resolve_output(path)?;
-        match std::fs::metadata(&target) {
-            Ok(md) if md.is_dir() => {
-                return Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory)))
-            }
-            Ok(md) if !md.is_file() => {
-                let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
-                let mut w = Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind)?;
-                body(&mut w)?;
-                w.flush()?;
-                return Ok(w);
-            }
-            _ => {}
-        }
-        let (file, temp) = create_temp_beside(&target).map_err(io)?;
         let placed =
             Writer::new(BufWriter::with_capacity(1 << 20, file), path, kind).and_then(|mut w| {
                 body(&mut w)?;
                 w.sync()?;
-                std::fs::rename(&temp, &target).map_err(io)?;
+                std::fs::rename(&temp, &target).map_err(|source| FormatError::Io {
+                    path: path.to_owned(),
+                    source,
+                })?;
                 Ok(w)
             });
         if placed.is_err() {
@@ -209,6 +200,28 @@ impl<W: Write> Writer<W> {
     }
 }
 
+/// Open the output `path` stands for: a special file (pipe, terminal, `/dev/null`) in place, a
+/// directory refused, anything else as a new exclusive 0600 file beside it to be renamed over
+/// it. Returns the file, the temporary path (None: written in place) and the target.
+fn open_output(path: &Path) -> Result<(File, Option<PathBuf>, PathBuf), FormatError> {
+    let io = |source| FormatError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let target = resolve_output(path)?;
+    match std::fs::metadata(&target) {
+        Ok(md) if md.is_dir() => Err(io(std::io::Error::from(std::io::ErrorKind::IsADirectory))),
+        Ok(md) if !md.is_file() => {
+            let file = OpenOptions::new().write(true).open(&target).map_err(io)?;
+            Ok((file, None, target))
+        }
+        _ => {
+            let (file, temp) = create_temp_beside(&target).map_err(io)?;
+            Ok((file, Some(temp), target))
+        }
+    }
+}
+
 /// The file `path` stands for: `path` itself unless it is a symbolic link owned by the caller
 /// or root (`/dev/stdout`), which is followed. Another user's link is refused: in a shared
 /// directory such as /tmp it could point anywhere.
@@ -309,6 +322,64 @@ fn create_temp_beside(target: &Path) -> std::io::Result<(File, PathBuf)> {
             Ok(f) => return Ok((f, temp)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && seq % 64 != 63 => {}
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A report's output file (text, JSON), created like recordings: mode 0600, written to a new
+/// file beside the target (created exclusively, so nothing planted under that name is
+/// followed) and renamed over it by [`OutputFile::commit`], so a failed or interrupted report
+/// leaves the old file (or none), never half a report. Another user's symbolic link at the
+/// path is refused; a pipe or other special file (`/dev/stdout`) is written in place.
+pub struct OutputFile {
+    out: BufWriter<File>,
+    temp: Option<PathBuf>,
+    target: PathBuf,
+    path: PathBuf,
+}
+
+impl OutputFile {
+    /// Start writing `path`.
+    pub fn create(path: &Path) -> Result<Self, FormatError> {
+        let (file, temp, target) = open_output(path)?;
+        Ok(OutputFile {
+            out: BufWriter::with_capacity(1 << 16, file),
+            temp,
+            target,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Flush and put the file in place.
+    pub fn commit(mut self) -> Result<(), FormatError> {
+        let io = |source| FormatError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.out.flush().map_err(io)?;
+        if let Some(temp) = self.temp.take() {
+            if let Err(e) = std::fs::rename(&temp, &self.target) {
+                let _ = std::fs::remove_file(&temp);
+                return Err(io(e));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Write for OutputFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.out.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        if let Some(temp) = self.temp.take() {
+            let _ = std::fs::remove_file(temp);
         }
     }
 }

@@ -6,11 +6,11 @@
  * and exit; `hood calls get` reads the per-process tables from /dev/shm.
  *
  * Environment (read once at process start): HOOD_SHM_DIR (default /dev/shm),
- * HOOD_MAX_PATHS (16384 per thread), HOOD_MAX_DEPTH (1024), HOOD_MAX_PATH_LEN (256),
+ * HOOD_MAX_PATHS (16384 per thread), HOOD_MAX_DEPTH (65536), HOOD_MAX_PATH_LEN (256),
  * HOOD_MAX_THREADS (64), HOOD_COMPENSATE=0 (turn overhead compensation off),
  * HOOD_CLOCK=monotonic (use CLOCK_MONOTONIC instead of the TSC), HOOD_DISABLE=1.
  * Trace mode (set by `hood trace record`): HOOD_MODE=trace, HOOD_TRACE_BUFFER (events per
- * thread), HOOD_TRACE_FULL=stop|wrap, HOOD_TRACE_START=off, HOOD_TRACE_FILTER=FILE.
+ * thread), HOOD_TRACE_FULL=stream|stop|wrap, HOOD_TRACE_START=off, HOOD_TRACE_FILTER=FILE.
  */
 #ifndef HOOD_H
 #define HOOD_H

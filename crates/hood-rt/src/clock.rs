@@ -56,6 +56,27 @@ fn clock_ns(id: libc::clockid_t) -> u64 {
         .wrapping_add(ts.tv_nsec as u64)
 }
 
+/// A (timestamp, CLOCK_MONOTONIC ns) pair read at one instant: the timestamp is read between
+/// two clock reads, and the tightest of a few tries is kept (its monotonic time is their
+/// midpoint). On a loaded machine the thread can be preempted between two plain reads, which
+/// would shift every converted timestamp of the process by a time slice.
+pub fn pair() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..16 {
+        let m0 = mono_ns();
+        let t = now();
+        let m1 = mono_ns();
+        let gap = m1.wrapping_sub(m0);
+        if gap < best.0 {
+            best = (gap, t, m0.wrapping_add(gap / 2));
+            if gap < 1_000 {
+                break;
+            }
+        }
+    }
+    (best.1, best.2)
+}
+
 /// True when the CPU reports an invariant TSC (CPUID 0x8000_0007 EDX bit 8).
 fn invariant_tsc() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -77,12 +98,12 @@ pub fn init(force_mono: bool) -> (u32, u64) {
         return (hood_abi::CLOCK_MONOTONIC_NS, 1_000_000_000);
     }
     USE_TSC.store(true, Ordering::Relaxed);
-    let (t0, m0) = (now(), mono_ns());
+    let (t0, m0) = pair();
     let mut m1 = m0;
     while m1.wrapping_sub(m0) < 2_000_000 {
         m1 = mono_ns();
     }
-    let t1 = now();
+    let (t1, m1) = pair();
     (
         hood_abi::CLOCK_TSC,
         rate(t0, m0, t1, m1).unwrap_or(1_000_000_000),

@@ -22,8 +22,9 @@ pub struct Config {
     pub trace: bool,
     /// Trace events per thread buffer (`HOOD_TRACE_BUFFER`).
     pub trace_capacity: u64,
-    /// Keep the newest events when full (`HOOD_TRACE_FULL=wrap`) instead of stopping.
-    pub trace_wrap: bool,
+    /// When a buffer is full: `HOOD_TRACE_FULL=stop` (default), `wrap` (keep the newest) or
+    /// `stream` (a ring a recorder drains while the program runs).
+    pub trace_full: u32,
     /// Start with tracing off until `hood_trace_on()` (`HOOD_TRACE_START=off`).
     pub trace_start_off: bool,
     dir: [u8; 512],
@@ -83,7 +84,7 @@ impl Config {
         let max_paths = env_u32(b"HOOD_MAX_PATHS\0", 16384, 2, 1 << 24);
         let mut c = Config {
             max_threads: env_u32(b"HOOD_MAX_THREADS\0", 64, 1, 65536),
-            max_depth: env_u32(b"HOOD_MAX_DEPTH\0", 1024, 1, 1 << 20),
+            max_depth: env_u32(b"HOOD_MAX_DEPTH\0", 65536, 1, 1 << 20),
             max_paths,
             max_path_len: env_u32(b"HOOD_MAX_PATH_LEN\0", 256, 1, 1 << 20),
             hash_size: (max_paths as u64 * 2).next_power_of_two() as u32,
@@ -92,7 +93,11 @@ impl Config {
             disabled: env(b"HOOD_DISABLE\0") == Some(b"1"),
             trace: env(b"HOOD_MODE\0") == Some(b"trace"),
             trace_capacity: env_u32(b"HOOD_TRACE_BUFFER\0", 1 << 23, 16, 1 << 30) as u64,
-            trace_wrap: env(b"HOOD_TRACE_FULL\0") == Some(b"wrap"),
+            trace_full: match env(b"HOOD_TRACE_FULL\0") {
+                Some(b"wrap") => hood_abi::TRACE_FULL_WRAP,
+                Some(b"stream") => hood_abi::TRACE_FULL_STREAM,
+                _ => hood_abi::TRACE_FULL_STOP,
+            },
             trace_start_off: env(b"HOOD_TRACE_START\0") == Some(b"off"),
             dir: [0; 512],
             dir_len: 0,

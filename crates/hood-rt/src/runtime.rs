@@ -182,6 +182,14 @@ unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
         th.trace_pos.store(0, Ordering::Relaxed);
         th.trace_dropped.store(0, Ordering::Relaxed);
         th.trace_written.store(0, Ordering::Relaxed);
+        th.trace_read.store(0, Ordering::Relaxed);
+        // Stream mode: the first event finds the ring's room through the general path.
+        let stop = if (*h).trace_full == hood_abi::TRACE_FULL_STREAM {
+            0
+        } else {
+            (*h).trace_capacity
+        };
+        th.trace_stop.store(stop, Ordering::Relaxed);
     } else {
         hook::clear_table(&s);
     }
@@ -281,9 +289,9 @@ extern "C" fn process_exit() {
     }
     // SAFETY: `h` is the live segment mapping of this process.
     let hd = unsafe { &*h };
-    let now = clock::now();
+    let (now, mono) = clock::pair();
     if clock::using_tsc() {
-        if let Some(r) = clock::rate(hd.start_ticks, hd.start_mono_ns, now, clock::mono_ns()) {
+        if let Some(r) = clock::rate(hd.start_ticks, hd.start_mono_ns, now, mono) {
             if now.wrapping_sub(hd.start_ticks) > hd.ticks_per_sec.load(Ordering::Relaxed) / 20 {
                 hd.ticks_per_sec.store(r, Ordering::Relaxed);
             }

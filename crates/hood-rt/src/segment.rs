@@ -77,8 +77,7 @@ pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut Segment
     };
     // SAFETY: getpid/getppid cannot fail.
     let (pid, ppid) = unsafe { (libc::getpid(), libc::getppid()) };
-    let start_ticks = clock::now();
-    let start_mono = clock::mono_ns();
+    let (start_ticks, start_mono) = clock::pair();
     let mut path = PathBuf::new();
     path.push(cfg.dir());
     path.push(b"/");
@@ -124,11 +123,7 @@ pub fn create(cfg: &Config, clock_kind: u32, ticks_per_sec: u64) -> *mut Segment
     };
     if cfg.trace {
         h.trace_capacity = cfg.trace_capacity;
-        h.trace_full = if cfg.trace_wrap {
-            hood_abi::TRACE_FULL_WRAP
-        } else {
-            hood_abi::TRACE_FULL_STOP
-        };
+        h.trace_full = cfg.trace_full;
         h.tags_offset = HEADER_AREA_SIZE + MAPS_AREA_SIZE;
         h.funcs_offset = h.tags_offset + hood_abi::TAGS_AREA_SIZE;
         h.max_funcs = hood_abi::MAX_FUNCS;

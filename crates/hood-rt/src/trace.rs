@@ -7,7 +7,7 @@ use core::sync::atomic::Ordering;
 use hood_abi::{
     encode_event, SegmentHeader, TagEntry, ThreadHeader, TraceEvent, FLAG_TAG_OVERRUN,
     FLAG_TRACE_FULL, FLAG_TRACE_WRAPPED, INDEX_UNKNOWN, MAX_TAGS, TAG_LABEL_LEN,
-    THREAD_HEADER_SIZE, TRACE_FULL_STOP,
+    THREAD_HEADER_SIZE, TRACE_FULL_STOP, TRACE_FULL_STREAM,
 };
 
 use crate::clock;
@@ -21,13 +21,18 @@ pub unsafe fn event(s: &Slot, index: u64, kind: u64) {
     let h = &*s.h;
     let t = &*s.t;
     let mut pos = t.trace_pos.load(Ordering::Relaxed);
-    if pos >= h.trace_capacity {
-        if h.trace_full == TRACE_FULL_STOP {
-            full(s);
-            return;
+    if pos >= t.trace_stop.load(Ordering::Relaxed) {
+        match h.trace_full {
+            TRACE_FULL_STREAM => match room(s, pos) {
+                Some(p) => pos = p,
+                None => return full(s),
+            },
+            TRACE_FULL_STOP => return full(s),
+            _ => {
+                wrapped(s, now);
+                pos = 0;
+            }
         }
-        wrapped(s, now);
-        pos = 0;
     }
     let ev = (s.t as *mut u8)
         .add(THREAD_HEADER_SIZE)
@@ -35,10 +40,37 @@ pub unsafe fn event(s: &Slot, index: u64, kind: u64) {
         .add(pos as usize);
     (*ev).word = encode_event(now, index, kind);
     t.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
+    // Release: the recorder loads `trace_written` (acquire) before it copies the event words.
     t.trace_written.store(
         t.trace_written.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Release,
     );
+}
+
+/// Stream mode, at the cached stop index: the ring index to write the next event at, with
+/// `trace_stop` moved to the end of the room the recorder has freed since; `None` when the
+/// ring holds `capacity` events the recorder has not taken (the event is then dropped).
+#[cold]
+#[inline(never)]
+unsafe fn room(s: &Slot, pos: u64) -> Option<u64> {
+    let cap = (*s.h).trace_capacity;
+    let t = &*s.t;
+    let pos = if pos >= cap { 0 } else { pos };
+    t.trace_pos.store(pos, Ordering::Relaxed);
+    let written = t.trace_written.load(Ordering::Relaxed);
+    // Acquire: pairs with the recorder's release store after it copied the events out, so
+    // the slots it freed are not overwritten before its copy read them.
+    let read = t.trace_read.load(Ordering::Acquire);
+    let unread = written.wrapping_sub(read);
+    if unread >= cap {
+        // Full: the next event comes back here (the index may just have wrapped to 0).
+        t.trace_stop.store(pos, Ordering::Relaxed);
+        return None;
+    }
+    let free = cap - unread;
+    t.trace_stop
+        .store(pos + free.min(cap - pos), Ordering::Relaxed);
+    Some(pos)
 }
 
 /// The common case of [`event`] on the TSC clock: false (nothing written) when the buffer is
@@ -46,7 +78,7 @@ pub unsafe fn event(s: &Slot, index: u64, kind: u64) {
 /// trace-mode segment and `t` this thread's initialised slot in it.
 #[inline(always)]
 pub unsafe fn event_fast(
-    h: *const SegmentHeader,
+    _h: *const SegmentHeader,
     t: *mut ThreadHeader,
     index: u64,
     kind: u64,
@@ -54,7 +86,7 @@ pub unsafe fn event_fast(
     let now = clock::tsc();
     let th = &*t;
     let pos = th.trace_pos.load(Ordering::Relaxed);
-    if pos >= (*h).trace_capacity {
+    if pos >= th.trace_stop.load(Ordering::Relaxed) {
         return false;
     }
     let ev = (t as *mut u8)

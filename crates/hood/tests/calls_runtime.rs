@@ -380,6 +380,69 @@ fn long_paths_are_folded_with_their_calls_kept() {
     );
 }
 
+/// Issue 13: recursion 20,000 deep with the default limits. Every call is counted (the stack
+/// holds 65,536 frames; its memory is committed only as deep as the program goes: the
+/// segment's allocated size stays far below its 65,536-frame stacks), and paths past 256
+/// functions are folded with their calls kept.
+#[test]
+fn recursion_20000_deep_counts_every_call() {
+    let d = tmp();
+    let exe = build_c("calls_deep", d.path(), &[]);
+    let data = calls_run(d.path(), &[exe.to_str().unwrap(), "20000", "2"], &[]);
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    let rows = rows(p);
+    let rec: u64 = rows
+        .iter()
+        .filter(|r| r.0.ends_with("rec"))
+        .map(|r| r.2)
+        .sum();
+    assert_eq!(rec, 40_000, "{rows:?}");
+    assert_eq!(calls_of(p, "main"), Some(1));
+    assert_eq!(
+        p["flags"].as_u64().unwrap() & 0x2,
+        0,
+        "no stack overrun: {p}"
+    );
+    let w = p["warnings"].to_string();
+    assert!(
+        w.contains("2 call paths grew longer than 256 functions")
+            && w.contains(&format!("their {} deeper calls", 2 * (20_000 - 255))),
+        "{w}"
+    );
+    // Stack memory is committed as deep as the program goes: run with the runtime preloaded
+    // (the segment stays), 100 and 20,000 deep. The segment reserves 64 threads x 65,536
+    // frames (168 MB) of stack; what is allocated grows by ~40 bytes per frame reached.
+    let mut allocated = Vec::new();
+    for depth in ["100", "20000"] {
+        let dir = tempfile::tempdir().unwrap();
+        let st = Command::new(&exe)
+            .args([depth, "1"])
+            .env(
+                "LD_PRELOAD",
+                common::runtime_release_dir().join("libhood_rt.so"),
+            )
+            .env("HOOD_SHM_DIR", dir.path())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let seg = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("hood-rt-"))
+            .expect("segment");
+        use std::os::unix::fs::MetadataExt;
+        let md = seg.metadata().unwrap();
+        assert!(md.len() > 64 * 65_536 * 40, "{} bytes", md.len());
+        allocated.push(md.blocks() * 512);
+    }
+    let grew = allocated[1] - allocated[0];
+    assert!(
+        allocated[0] < 4 << 20 && (19_900 * 40..=20_000 * 40 + (64 << 10)).contains(&grew),
+        "allocated {allocated:?}"
+    );
+}
+
 #[test]
 fn static_linking_works() {
     let d = tmp();

@@ -308,11 +308,7 @@ enum Step {
 /// The one place that lists the commands a document prints that do not work yet, each with
 /// the branch expected to make it work. An entry whose command works fails the test: move it
 /// to [`PLANS`] as `AsWritten`.
-const EXPECTED_TO_FAIL: &[(&str, &str)] = &[(
-    "hood trace report --format chrome -o t.json",
-    "expected to fail until trace13: `-o` for every trace report format is added by the trace \
-     report rework",
-)];
+const EXPECTED_TO_FAIL: &[(&str, &str)] = &[];
 
 /// How each printed command is run (key: the command without its comment).
 const PLANS: &[(&str, Plan)] = &[
@@ -428,6 +424,13 @@ const PLANS: &[(&str, Plan)] = &[
     ("hood record -F 999 -- ./split 1500", Plan::AsWritten),
     ("hood report --format pprof -o split.pb.gz", Plan::AsWritten),
     ("go tool pprof -top -addresses split.pb.gz", Plan::AsWritten),
+    ("go tool pprof -top -lines split.pb.gz", Plan::AsWritten),
+    ("go tool pprof -list work60 split.pb.gz", Plan::AsWritten),
+    // docs/fuzzing.md.
+    (
+        "cargo install cargo-fuzz --locked",
+        Plan::NotRun("installs a tool from crates.io; fuzz/run.sh (CI's fuzz step) does it itself"),
+    ),
     (
         "hood record --labels -F 999 -- ./labels_udp 2",
         Plan::AsWritten,

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::timeline::{PathItem, PathLine};
-use super::{IrqKind, Kind, ProcessTrace, Trace};
+use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, Trace, TraceHead};
 
 /// What to compute.
 #[derive(Debug, Clone, Default)]
@@ -71,7 +71,7 @@ impl FunctionRow {
 }
 
 /// One thread of the analysis.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ThreadSummary {
     /// Process id.
     pub pid: u32,
@@ -97,8 +97,11 @@ pub struct ThreadSummary {
     pub softirqs: u64,
     /// Irq entries whose exit is missing (lost records), not timed.
     pub irq_unmatched: u64,
-    /// Events dropped (buffer full, stop mode).
+    /// Events dropped: buffer full (`--full stop`), or lost because the program outran the
+    /// recorder (streamed).
     pub dropped: u64,
+    /// The thread's events were streamed to the file while it ran (else a fixed buffer).
+    pub streamed: bool,
     /// Events overwritten (wrap mode).
     pub overwritten: u64,
     /// Exits without a matching entry.
@@ -209,7 +212,8 @@ struct Open {
     off: u64,
     irq: u64,
     irqs: u64,
-    line: Option<usize>,
+    /// Its code-path line (absolute number).
+    line: Option<u64>,
     has_child: bool,
 }
 
@@ -242,14 +246,12 @@ fn irq_label(kind: IrqKind, num: u32, name: &str) -> String {
     }
 }
 
-struct Walk<'a> {
-    p: &'a ProcessTrace,
-    opts: &'a AnalysisOptions,
-    origin: u64,
-    acc: &'a mut HashMap<String, Acc>,
-    out: &'a mut Analysis,
+/// The state of one thread's walk, kept between the chunks of its events.
+struct ThreadState {
+    /// Its process (index into the processes).
+    proc: usize,
     stack: Vec<Open>,
-    active: HashMap<u64, u32>,
+    active: FastMap<u64, u32>,
     th: ThreadSummary,
     off_since: Option<u64>,
     show_returns: bool,
@@ -259,7 +261,75 @@ struct Walk<'a> {
     /// Start of the outermost open irq, and the time up to which its time was charged.
     irq_since: u64,
     irq_mark: u64,
+    /// The thread's switches and irqs (ns since the origin), in time order, and the next one.
+    side: Vec<(u64, Side)>,
+    side_pos: usize,
+    /// Exit time (ns since the origin), when the thread exited.
+    exit: Option<u64>,
+    /// Time of the last event walked.
+    last: u64,
+    started: bool,
+    /// Code-path lines: number of lines flushed before `th.lines[0]`.
+    line_base: u64,
+    /// Flushes so far.
+    flushes: u64,
+    /// Pass 1 of a long code-path trace: lines of open calls at a flush, whose results pass 2
+    /// needs; pass 2: those results.
+    needed: std::collections::HashSet<u64>,
+    results: HashMap<u64, PathItem>,
 }
+
+/// A switch or irq of a thread.
+#[derive(Clone, Copy)]
+enum Side {
+    Switch { out: bool, preempt: bool },
+    Irq(usize),
+}
+
+struct Walk<'a> {
+    p: &'a ProcessTrace,
+    opts: &'a AnalysisOptions,
+    acc: &'a mut FastMap<(u32, u64), Acc>,
+    out: &'a mut Analysis,
+    st: &'a mut ThreadState,
+}
+
+impl std::ops::Deref for Walk<'_> {
+    type Target = ThreadState;
+    fn deref(&self) -> &ThreadState {
+        self.st
+    }
+}
+
+impl std::ops::DerefMut for Walk<'_> {
+    fn deref_mut(&mut self) -> &mut ThreadState {
+        self.st
+    }
+}
+
+/// A multiplicative hash for integer keys (function addresses): the walk looks one up per
+/// event, where SipHash would cost more than the rest of the step.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IntHasher(u64);
+
+impl std::hash::Hasher for IntHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(29) ^ v).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IntHasher>>;
 
 impl Walk<'_> {
     fn in_window(&self, t: u64) -> bool {
@@ -268,12 +338,17 @@ impl Walk<'_> {
             && self.opts.to_ns.is_none_or(|e| t <= e)
     }
 
-    fn line(&mut self, t: u64, item: PathItem) -> Option<usize> {
+    fn line(&mut self, t: u64, item: PathItem) -> Option<u64> {
         if !self.in_window(t) {
             return None;
         }
-        self.th.lines.push(PathLine { t_ns: t, item });
-        Some(self.th.lines.len() - 1)
+        self.st.th.lines.push(PathLine { t_ns: t, item });
+        Some(self.line_base + self.th.lines.len() as u64 - 1)
+    }
+
+    /// Whether `[a, b]` meets the `--from/--to` window (timeline output).
+    fn overlaps(&self, a: u64, b: u64) -> bool {
+        self.opts.from_ns.is_none_or(|f| b >= f) && self.opts.to_ns.is_none_or(|e| a <= e)
     }
 
     fn in_irq(&self) -> bool {
@@ -305,11 +380,10 @@ impl Walk<'_> {
             .saturating_sub(o.child)
             .saturating_sub(o.off)
             .saturating_sub(o.irq);
-        let name = self.p.name(o.func);
-        let a = self.active.entry(o.func).or_insert(1);
+        let a = self.st.active.entry(o.func).or_insert(1);
         *a = a.saturating_sub(1);
         let outermost = *a == 0;
-        let acc = self.acc.entry(name.clone()).or_default();
+        let acc = self.acc.entry((self.p.pid, o.func)).or_default();
         if outermost {
             acc.elapsed += elapsed;
         }
@@ -327,25 +401,31 @@ impl Walk<'_> {
         acc.off += o.off;
         acc.irq += o.irq;
         acc.irqs += o.irqs;
-        if let Some(parent) = self.stack.last_mut() {
+        if let Some(parent) = self.st.stack.last_mut() {
             parent.child += elapsed;
             parent.has_child = true;
         }
         if let Some(i) = o.line {
-            self.th.lines[i].item = PathItem::Call {
+            let item = PathItem::Call {
                 depth: self.stack.len(),
-                name: name.clone(),
+                name: self.p.name(o.func),
                 net_ns: net,
                 total_ns: o.has_child.then_some(elapsed),
                 unfinished: !finished,
                 repaired: end == End::Repaired,
             };
+            let base = self.line_base;
+            if i >= base {
+                self.st.th.lines[(i - base) as usize].item = item;
+            } else if self.st.needed.remove(&i) {
+                self.st.results.insert(i, item);
+            }
         }
-        if self.opts.calls {
+        if self.opts.calls && self.overlaps(o.entry, t) {
             self.out.calls.push(CallRec {
                 pid: self.p.pid,
                 tid: self.th.tid,
-                name,
+                name: self.p.name(o.func),
                 start_ns: o.entry,
                 dur_ns: elapsed,
                 net_ns: net,
@@ -354,6 +434,20 @@ impl Walk<'_> {
     }
 
     fn step(&mut self, t: u64, ev: Ev) {
+        if matches!(ev, Ev::Raw(..)) && self.off_since.is_some() {
+            // The thread ran while its switch-in record says it was still off-CPU: the two
+            // clocks disagree by a little (or the record comes late). It was on the CPU by now:
+            // the off interval ends here, charged to the call that was on top through it, and
+            // the late switch-in is ignored. Otherwise the call on top at the record (another
+            // one, after this event) would be charged instead, and net time could exceed run time.
+            self.step(
+                t,
+                Ev::Switch {
+                    out: false,
+                    preempt: false,
+                },
+            );
+        }
         match ev {
             Ev::Raw(Kind::Entry, f) => {
                 let line = self.line(
@@ -406,7 +500,7 @@ impl Walk<'_> {
                     .get(&i)
                     .cloned()
                     .unwrap_or_else(|| "<unknown tag>".into());
-                if self.opts.calls {
+                if self.opts.calls && self.overlaps(t, t) {
                     self.out
                         .marks
                         .push((self.p.pid, self.th.tid, t, label.clone()));
@@ -432,7 +526,7 @@ impl Walk<'_> {
                     if let Some(top) = self.stack.last_mut() {
                         top.off += d;
                     }
-                    if self.opts.calls {
+                    if self.opts.calls && self.overlaps(o, t) {
                         self.out.off_intervals.push((self.p.pid, self.th.tid, o, d));
                     }
                     self.line(t, PathItem::SwitchIn { off_ns: d });
@@ -450,204 +544,480 @@ mod irq_walk;
 #[path = "analysis_tests.rs"]
 mod tests;
 
-/// Analyse a trace.
-pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
-    let procs: HashMap<u32, &ProcessTrace> = trace.processes.iter().map(|p| (p.pid, p)).collect();
-    let mut switches: HashMap<u32, Vec<(u64, bool, bool)>> = HashMap::new();
-    for s in &trace.switches {
-        switches
-            .entry(s.tid)
-            .or_default()
-            .push((s.time_ns, s.out, s.preempt));
+/// Code-path lines a thread holds before they are flushed to the output (bounded memory).
+pub const LINES_HELD: usize = 1 << 16;
+/// Timeline records held before they are handed to the sink.
+const RECORDS_HELD: usize = 1 << 14;
+
+/// Where an [`Analyzer`] hands what it cannot keep: code-path lines and timeline records.
+pub trait Sink {
+    /// A thread's next code-path lines (with `paths`), when [`LINES_HELD`] are waiting. A
+    /// call still open shows the result a first pass found for it.
+    fn lines(&mut self, _th: &ThreadSummary, _lines: &[PathLine]) -> Result<(), std::io::Error> {
+        Ok(())
     }
-    for v in switches.values_mut() {
-        v.sort_by_key(|s| s.0);
+    /// Timeline records (with `calls`) in `a.calls`, `a.off_intervals`, `a.marks` and
+    /// `a.irq_intervals`: take them out.
+    fn records(&mut self, _a: &mut Analysis) -> Result<(), std::io::Error> {
+        Ok(())
     }
-    let mut irqs: HashMap<u32, Vec<&super::Irq>> = HashMap::new();
-    for i in &trace.irqs {
-        irqs.entry(i.tid).or_default().push(i);
+    /// A first pass over a thread's long code-path trace: nothing is printed; the analyzer
+    /// learns which open calls' results the second pass needs.
+    fn probe(&self) -> bool {
+        false
     }
-    let origin = trace
-        .events
-        .iter()
-        .filter_map(|te| Some(procs.get(&te.pid)?.ns(te.events.first()?.ticks())))
-        .min()
-        .unwrap_or(0);
-    let mut out = Analysis {
-        origin_mono_ns: origin,
-        elapsed_ns: 0,
-        events: 0,
-        thread_ns: 0,
-        run_ns: 0,
-        off_cpu_ns: 0,
-        sched: trace.meta.as_ref().is_some_and(|m| m.sched),
-        lost_switches: trace.lost_switches,
-        irq_ns: 0,
-        hard_irqs: 0,
-        softirqs: 0,
-        irq: trace.meta.as_ref().is_some_and(|m| m.irq.is_some()),
-        lost_irqs: trace.lost_irqs,
-        functions: Vec::new(),
-        threads: Vec::new(),
-        calls: Vec::new(),
-        off_intervals: Vec::new(),
-        marks: Vec::new(),
-        irq_intervals: Vec::new(),
-    };
-    let mut acc: HashMap<String, Acc> = HashMap::new();
-    let mut end_max = 0u64;
-    for te in &trace.events {
-        if opts.tid.is_some_and(|t| t != te.tid) {
-            continue;
-        }
-        let Some(p) = procs.get(&te.pid) else {
-            continue;
-        };
-        let Some(first) = te.events.first() else {
-            continue;
-        };
-        let info = p.threads.iter().find(|t| t.tid == te.tid);
-        let rel = |ticks: u64| p.ns(ticks).saturating_sub(origin);
-        let start = rel(first.ticks());
-        let last = rel(te.events.last().map_or(0, |e| e.ticks()));
-        let end = info
-            .and_then(|i| i.exit_ticks)
-            .map(rel)
-            .filter(|&e| e >= last)
-            .unwrap_or(last);
-        let mut evs: Vec<(u64, Ev)> = te
-            .events
+}
+
+/// A thread at its end (see [`Analyzer::end`]).
+pub struct Ended {
+    /// Its summary, with the code-path lines not yet flushed.
+    pub summary: ThreadSummary,
+    /// Results of the calls open at a flush, for a second pass.
+    pub results: HashMap<u64, PathItem>,
+    /// Times its lines were flushed (0: `summary.lines` holds them all).
+    pub flushes: u64,
+}
+
+/// A sink that keeps nothing (summaries, tests).
+pub struct NoSink;
+impl Sink for NoSink {}
+
+/// The first pass of a long code-path trace (see [`Sink::probe`]).
+pub struct Probe;
+impl Sink for Probe {
+    fn probe(&self) -> bool {
+        true
+    }
+}
+
+/// Analysis of a trace fed one chunk of events at a time: per-function and per-thread state
+/// only, so memory does not grow with the trace's length. Make one with [`Analyzer::new`],
+/// [`feed`](Analyzer::feed) it the events in file order, and [`finish`](Analyzer::finish).
+pub struct Analyzer<'h> {
+    head: &'h TraceHead,
+    opts: AnalysisOptions,
+    procs: HashMap<u32, usize>,
+    /// Switches and irqs per thread id (ns since the origin), sorted; handed to the thread
+    /// when its first event comes.
+    side: HashMap<u32, Vec<(u64, Side)>>,
+    threads: HashMap<(u32, u32), ThreadState>,
+    acc: FastMap<(u32, u64), Acc>,
+    out: Analysis,
+    end_max: u64,
+}
+
+impl<'h> Analyzer<'h> {
+    /// Prepare for the trace whose head is `head` (from [`super::scan`]).
+    pub fn new(head: &'h TraceHead, opts: &AnalysisOptions) -> Analyzer<'h> {
+        let procs: HashMap<u32, usize> = head
+            .processes
             .iter()
-            .map(|e| (rel(e.ticks()), Ev::Raw(e.kind(), e.addr)))
+            .enumerate()
+            .map(|(i, p)| (p.pid, i))
             .collect();
-        if let Some(sw) = switches.get(&te.tid) {
-            for &(ns, o, pre) in sw {
-                let t = ns.saturating_sub(origin);
-                if ns >= origin && t >= start && t <= end {
-                    evs.push((
-                        t,
-                        Ev::Switch {
-                            out: o,
-                            preempt: pre,
-                        },
-                    ));
-                }
+        // The trace's start (all threads, also with --tid: times are since the trace began).
+        let origin = head
+            .threads
+            .iter()
+            .filter_map(|t| Some(head.processes[*procs.get(&t.pid)?].ns(t.first_ticks?)))
+            .min()
+            .unwrap_or(0);
+        let mut side: HashMap<u32, Vec<(u64, Side)>> = HashMap::new();
+        for s in &head.switches {
+            if s.time_ns >= origin && opts.tid.is_none_or(|x| x == s.tid) {
+                side.entry(s.tid).or_default().push((
+                    s.time_ns - origin,
+                    Side::Switch {
+                        out: s.out,
+                        preempt: s.preempt,
+                    },
+                ));
             }
         }
-        if let Some(list) = irqs.get(&te.tid) {
-            for i in list {
-                let t = i.time_ns.saturating_sub(origin);
-                if i.pid == te.pid && i.time_ns >= origin && t >= start && t <= end {
-                    evs.push((
-                        t,
-                        Ev::Irq {
-                            kind: i.kind,
-                            num: i.num,
-                            name: &i.name,
-                        },
-                    ));
-                }
+        // Irqs after the switches: at equal times a switch is walked first, as before.
+        for (k, i) in head.irqs.iter().enumerate() {
+            if i.time_ns >= origin && opts.tid.is_none_or(|x| x == i.tid) {
+                side.entry(i.tid)
+                    .or_default()
+                    .push((i.time_ns - origin, Side::Irq(k)));
             }
         }
-        // Stable: at equal times function events stay in program order.
-        evs.sort_by_key(|e| e.0);
-        let mut w = Walk {
-            p,
-            opts,
-            origin,
-            acc: &mut acc,
-            out: &mut out,
-            stack: Vec::new(),
-            active: HashMap::new(),
-            th: ThreadSummary {
-                pid: te.pid,
-                tid: te.tid,
-                exe: p.exe.clone(),
-                start_ns: start,
-                end_ns: end,
-                events: te.events.len() as u64,
+        for v in side.values_mut() {
+            v.sort_by_key(|s| s.0);
+        }
+        Analyzer {
+            head,
+            opts: opts.clone(),
+            procs,
+            side,
+            threads: HashMap::new(),
+            acc: FastMap::default(),
+            end_max: 0,
+            out: Analysis {
+                origin_mono_ns: origin,
+                elapsed_ns: 0,
+                events: 0,
+                thread_ns: 0,
+                run_ns: 0,
                 off_cpu_ns: 0,
-                switches: 0,
+                sched: head.meta.as_ref().is_some_and(|m| m.sched),
+                lost_switches: head.lost_switches,
                 irq_ns: 0,
                 hard_irqs: 0,
                 softirqs: 0,
-                irq_unmatched: 0,
-                dropped: info.map_or(0, |i| i.dropped),
-                overwritten: info.map_or(0, |i| i.overwritten),
-                unmatched_exits: 0,
-                mismatched: 0,
-                unfinished: 0,
-                lines: Vec::new(),
+                irq: head.meta.as_ref().is_some_and(|m| m.irq.is_some()),
+                lost_irqs: head.lost_irqs,
+                functions: Vec::new(),
+                threads: Vec::new(),
+                calls: Vec::new(),
+                off_intervals: Vec::new(),
+                marks: Vec::new(),
+                irq_intervals: Vec::new(),
             },
-            off_since: None,
-            show_returns: false,
-            hard: None,
-            soft: None,
-            irq_since: 0,
-            irq_mark: 0,
-        };
-        for (t, ev) in evs {
-            w.step(t, ev);
         }
-        if let Some(o) = w.off_since.take() {
-            w.th.off_cpu_ns += end.saturating_sub(o);
+    }
+
+    /// CLOCK_MONOTONIC ns of the trace's start (its first event).
+    pub fn origin_mono_ns(&self) -> u64 {
+        self.out.origin_mono_ns
+    }
+
+    /// Timeline records (calls, off-CPU intervals, marks, irqs; with `calls`) produced so
+    /// far; take them out to keep memory bounded.
+    pub fn records(&mut self) -> &mut Analysis {
+        &mut self.out
+    }
+
+    /// Second pass of a thread's long code-path trace: the results of the calls open at each
+    /// flush, from the first pass.
+    pub fn paths_pass_two(&mut self, pid: u32, tid: u32, results: HashMap<u64, PathItem>) {
+        if let Some(t) = self.thread(pid, tid) {
+            t.results = results;
+        }
+    }
+
+    fn thread(&mut self, pid: u32, tid: u32) -> Option<&mut ThreadState> {
+        let proc = *self.procs.get(&pid)?;
+        let p = &self.head.processes[proc];
+        let origin = self.out.origin_mono_ns;
+        let side = &mut self.side;
+        Some(self.threads.entry((pid, tid)).or_insert_with(|| {
+            let info = p.threads.iter().find(|t| t.tid == tid);
+            let exit = info
+                .and_then(|i| i.exit_ticks)
+                .map(|e| p.ns(e).saturating_sub(origin));
+            let own = side.remove(&tid).unwrap_or_default();
+            ThreadState {
+                proc,
+                stack: Vec::new(),
+                active: FastMap::default(),
+                th: ThreadSummary {
+                    pid,
+                    tid,
+                    exe: p.exe.clone(),
+                    start_ns: 0,
+                    end_ns: 0,
+                    events: 0,
+                    off_cpu_ns: 0,
+                    switches: 0,
+                    irq_ns: 0,
+                    hard_irqs: 0,
+                    softirqs: 0,
+                    irq_unmatched: 0,
+                    dropped: info.map_or(0, |i| i.dropped),
+                    streamed: p.full == "stream",
+                    overwritten: info.map_or(0, |i| i.overwritten),
+                    unmatched_exits: 0,
+                    mismatched: 0,
+                    unfinished: 0,
+                    lines: Vec::new(),
+                },
+                off_since: None,
+                show_returns: false,
+                hard: None,
+                soft: None,
+                irq_since: 0,
+                irq_mark: 0,
+                side: own,
+                side_pos: 0,
+                exit,
+                last: 0,
+                started: false,
+                line_base: 0,
+                flushes: 0,
+                needed: Default::default(),
+                results: HashMap::new(),
+            }
+        }))
+    }
+
+    /// Walk one chunk of a thread's events (chunks of a thread in file order). `flush` gets
+    /// the thread's code-path lines whenever [`LINES_HELD`] of them are waiting (with
+    /// `paths`), `None` in a first pass that only learns which results the second needs.
+    pub fn feed(&mut self, te: &ThreadEvents, sink: &mut dyn Sink) -> Result<(), std::io::Error> {
+        if self.opts.tid.is_some_and(|t| t != te.tid) {
+            return Ok(());
+        }
+        let origin = self.out.origin_mono_ns;
+        if self.thread(te.pid, te.tid).is_none() {
+            return Ok(());
+        }
+        let Some(st) = self.threads.get_mut(&(te.pid, te.tid)) else {
+            return Ok(());
+        };
+        let p = &self.head.processes[st.proc];
+        let irqs = &self.head.irqs;
+        let mut w = Walk {
+            p,
+            opts: &self.opts,
+            acc: &mut self.acc,
+            out: &mut self.out,
+            st,
+        };
+        for e in &te.events {
+            let t = p.ns(e.ticks()).saturating_sub(origin);
+            if !w.started {
+                w.started = true;
+                w.st.th.start_ns = t;
+                // Switches and irqs before the thread's first event are not its.
+                let skip = w.side.iter().take_while(|s| s.0 < t).count();
+                w.st.side_pos = skip;
+            }
+            w.side_until(t, false, irqs);
+            w.st.last = t;
+            w.st.th.events += 1;
+            w.step(t, Ev::Raw(e.kind(), e.addr));
+            if w.th.lines.len() >= LINES_HELD {
+                w.flush_lines(sink)?;
+            }
+            if w.out.calls.len() + w.out.off_intervals.len() >= RECORDS_HELD {
+                sink.records(w.out)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// End one thread: its walk reaches its exit (or last event) and its totals are added.
+    /// Returns its summary with the code-path lines not yet flushed, and the results of the
+    /// calls that were open at a flush (for a second pass; see [`Sink::probe`]).
+    pub fn end(&mut self, pid: u32, tid: u32) -> Option<Ended> {
+        let mut st = self.threads.remove(&(pid, tid))?;
+        let th = self.end_thread(&mut st);
+        self.out.events += th.events;
+        self.out.thread_ns += th.end_ns - th.start_ns;
+        self.out.off_cpu_ns += th.off_cpu_ns;
+        self.out.irq_ns += th.irq_ns;
+        self.out.hard_irqs += th.hard_irqs;
+        self.out.softirqs += th.softirqs;
+        self.end_max = self.end_max.max(th.end_ns);
+        let mut kept = th.clone();
+        kept.lines = Vec::new();
+        self.out.threads.push(kept);
+        Some(Ended {
+            summary: th,
+            results: std::mem::take(&mut st.results),
+            flushes: st.flushes,
+        })
+    }
+
+    /// End every thread and return the analysis (timeline records not yet taken included).
+    pub fn finish(mut self) -> Analysis {
+        let mut keys: Vec<(u32, u32)> = self.threads.keys().copied().collect();
+        keys.sort_by_key(|k| (self.threads[k].th.start_ns, k.0, k.1));
+        for k in keys {
+            if let Some(Ended { summary: th, .. }) = self.end(k.0, k.1) {
+                // Lines still held (a caller that wants them uses `end` itself).
+                if let Some(t) = self
+                    .out
+                    .threads
+                    .iter_mut()
+                    .find(|t| (t.pid, t.tid) == (th.pid, th.tid))
+                {
+                    t.lines = th.lines;
+                }
+            }
+        }
+        let end_max = self.end_max;
+        let mut out = self.out;
+        out.elapsed_ns = end_max;
+        out.off_cpu_ns = out.off_cpu_ns.min(out.thread_ns);
+        out.irq_ns = out.irq_ns.min(out.thread_ns - out.off_cpu_ns);
+        out.run_ns = out.thread_ns - out.off_cpu_ns - out.irq_ns;
+        let pct = |n: u64, d: u64| {
+            if d == 0 {
+                0.0
+            } else {
+                n as f64 * 100.0 / d as f64
+            }
+        };
+        // Per function name: the same name in several processes is one row.
+        let mut by_name: HashMap<String, Acc> = HashMap::new();
+        let procs = &self.procs;
+        for ((pid, func), a) in self.acc {
+            let name = procs
+                .get(&pid)
+                .map(|&i| self.head.processes[i].name(func))
+                .unwrap_or_else(|| format!("{func:#x}"));
+            let e = by_name.entry(name).or_default();
+            e.merge(&a);
+        }
+        let mut rows: Vec<FunctionRow> = by_name
+            .into_iter()
+            .map(|(name, a)| FunctionRow {
+                pct_real: pct(a.net, out.thread_ns),
+                pct_net: pct(a.net, out.run_ns),
+                name,
+                elapsed_ns: a.elapsed,
+                net_ns: a.net,
+                calls: a.calls,
+                repaired: a.repaired,
+                max_ns: a.max,
+                min_ns: a.min,
+                off_cpu_ns: a.off,
+                irq_ns: a.irq,
+                irqs: a.irqs,
+            })
+            .collect();
+        rows.sort_by(|a, b| b.net_ns.cmp(&a.net_ns).then_with(|| a.name.cmp(&b.name)));
+        out.functions = rows;
+        out.threads.sort_by_key(|t| (t.start_ns, t.pid, t.tid));
+        out
+    }
+
+    /// End one thread (its walk reaches its exit or last event) and return its summary.
+    fn end_thread(&mut self, st: &mut ThreadState) -> ThreadSummary {
+        let p = &self.head.processes[st.proc];
+        let irqs = &self.head.irqs;
+        let last = st.last;
+        let end = st.exit.filter(|&e| e >= last).unwrap_or(last);
+        let mut w = Walk {
+            p,
+            opts: &self.opts,
+            acc: &mut self.acc,
+            out: &mut self.out,
+            st,
+        };
+        w.side_until(end, true, irqs);
+        if let Some(o) = w.st.off_since.take() {
+            w.st.th.off_cpu_ns += end.saturating_sub(o);
         }
         w.drop_open_irqs();
         while !w.stack.is_empty() {
-            w.th.unfinished += 1;
+            w.st.th.unfinished += 1;
             w.pop(end, End::Running);
         }
-        let _ = w.origin;
-        let th = w.th;
-        out.events += th.events;
-        out.thread_ns += th.end_ns - th.start_ns;
-        out.off_cpu_ns += th.off_cpu_ns;
-        out.irq_ns += th.irq_ns;
-        out.hard_irqs += th.hard_irqs;
-        out.softirqs += th.softirqs;
-        end_max = end_max.max(th.end_ns);
-        out.threads.push(th);
+        w.st.th.end_ns = end;
+        std::mem::take(&mut w.st.th)
     }
-    out.elapsed_ns = end_max;
-    out.off_cpu_ns = out.off_cpu_ns.min(out.thread_ns);
-    out.irq_ns = out.irq_ns.min(out.thread_ns - out.off_cpu_ns);
-    out.run_ns = out.thread_ns - out.off_cpu_ns - out.irq_ns;
-    let pct = |n: u64, d: u64| {
-        if d == 0 {
-            0.0
-        } else {
-            n as f64 * 100.0 / d as f64
+}
+
+impl Walk<'_> {
+    /// Walk the thread's switches and irqs up to `t` (before a raw event at `t`: only those
+    /// strictly before it; at the end: those at `t` too).
+    fn side_until(&mut self, t: u64, inclusive: bool, irqs: &[super::Irq]) {
+        while let Some(&(at, s)) = self.st.side.get(self.st.side_pos) {
+            if at > t || (at == t && !inclusive) {
+                break;
+            }
+            self.st.side_pos += 1;
+            match s {
+                Side::Switch { out, preempt } => self.step(at, Ev::Switch { out, preempt }),
+                Side::Irq(k) => {
+                    let i = &irqs[k];
+                    if i.pid == self.p.pid {
+                        self.step(
+                            at,
+                            Ev::Irq {
+                                kind: i.kind,
+                                num: i.num,
+                                name: &i.name,
+                            },
+                        );
+                    }
+                }
+            }
         }
+    }
+
+    /// Hand the waiting code-path lines to `flush` (pass 2) or note which open calls' results
+    /// a second pass needs (pass 1).
+    fn flush_lines(&mut self, sink: &mut dyn Sink) -> Result<(), std::io::Error> {
+        let base = self.line_base;
+        let open: Vec<u64> = self
+            .stack
+            .iter()
+            .filter_map(|o| o.line)
+            .filter(|&i| i >= base)
+            .collect();
+        if sink.probe() {
+            self.st.needed.extend(open);
+        } else {
+            for i in open {
+                if let Some(item) = self.st.results.remove(&i) {
+                    self.st.th.lines[(i - base) as usize].item = item;
+                }
+            }
+            sink.lines(&self.st.th, &self.st.th.lines)?;
+        }
+        self.st.flushes += 1;
+        self.st.line_base += self.th.lines.len() as u64;
+        self.st.th.lines.clear();
+        Ok(())
+    }
+}
+
+impl Acc {
+    fn merge(&mut self, a: &Acc) {
+        self.min = match (self.calls, a.calls) {
+            (0, _) => a.min,
+            (_, 0) => self.min,
+            _ => self.min.min(a.min),
+        };
+        self.elapsed += a.elapsed;
+        self.net += a.net;
+        self.calls += a.calls;
+        self.repaired += a.repaired;
+        self.max = self.max.max(a.max);
+        self.off += a.off;
+        self.irq += a.irq;
+        self.irqs += a.irqs;
+    }
+}
+
+/// Analyse a trace held in memory (tests, small traces): the same walk as [`Analyzer`].
+pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
+    let head = TraceHead {
+        meta: trace.meta.clone(),
+        processes: trace.processes.clone(),
+        threads: trace
+            .events
+            .iter()
+            .map(|te| super::ThreadIndex {
+                pid: te.pid,
+                tid: te.tid,
+                first_ticks: te.events.first().map(|e| e.ticks()),
+                start_mono_ns: 0,
+            })
+            .collect(),
+        switches: trace.switches.clone(),
+        lost_switches: trace.lost_switches,
+        irqs: trace.irqs.clone(),
+        lost_irqs: trace.lost_irqs,
+        warnings: Vec::new(),
     };
-    let mut rows: Vec<FunctionRow> = acc
-        .into_iter()
-        .map(|(name, a)| FunctionRow {
-            pct_real: pct(a.net, out.thread_ns),
-            pct_net: pct(a.net, out.run_ns),
-            name,
-            elapsed_ns: a.elapsed,
-            net_ns: a.net,
-            calls: a.calls,
-            repaired: a.repaired,
-            max_ns: a.max,
-            min_ns: a.min,
-            off_cpu_ns: a.off,
-            irq_ns: a.irq,
-            irqs: a.irqs,
-        })
-        .collect();
-    rows.sort_by(|a, b| b.net_ns.cmp(&a.net_ns).then_with(|| a.name.cmp(&b.name)));
-    out.functions = rows;
-    out.threads.sort_by_key(|t| (t.start_ns, t.pid, t.tid));
-    out
+    let mut a = Analyzer::new(&head, opts);
+    for te in &trace.events {
+        let _ = a.feed(te, &mut NoSink);
+    }
+    a.finish()
 }
 
 /// Name/tag listing (McRae's names file): function names get even tags in address order
 /// per process (exit = tag + 1); inline marks are listed with '='.
-pub fn tag_listing(trace: &Trace) -> Vec<(String, u64, char)> {
+pub fn tag_listing(processes: &[ProcessTrace]) -> Vec<(String, u64, char)> {
     let mut names: BTreeMap<String, ()> = BTreeMap::new();
     let mut marks: BTreeMap<String, ()> = BTreeMap::new();
-    for p in &trace.processes {
+    for p in processes {
         for n in p.symbols.values() {
             names.insert(n.clone(), ());
         }

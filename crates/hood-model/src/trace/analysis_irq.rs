@@ -65,7 +65,7 @@ impl Walk<'_> {
             return; // an exit whose entry was lost or came before the traced span
         };
         let d = t.saturating_sub(o.entry);
-        if self.opts.calls {
+        if self.opts.calls && self.overlaps(o.entry, t) {
             self.out
                 .irq_intervals
                 .push((self.p.pid, self.th.tid, o.entry, d, o.label.clone()));

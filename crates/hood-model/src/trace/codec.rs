@@ -39,7 +39,25 @@ pub fn encode_words(
     anchor: u64,
     words: &[u64],
 ) -> (Vec<u8>, u64) {
-    let mut b = Vec::with_capacity(WORDS_HEADER + words.len() * 5);
+    let mut b = Vec::new();
+    let last = encode_words_into(&mut b, pid, tid, start_mono_ns, anchor, words);
+    (b, last)
+}
+
+/// [`encode_words`] into `b` (replacing its contents), so a recorder that encodes every event
+/// it streams reuses one buffer. Returns the full timestamp of the last event.
+pub fn encode_words_into(
+    b: &mut Vec<u8>,
+    pid: u32,
+    tid: u32,
+    start_mono_ns: u64,
+    anchor: u64,
+    words: &[u64],
+) -> u64 {
+    // Capacity for 10 bytes per event reserved once; each event is built in a register-sized
+    // stack buffer and appended in one copy (the recorder encodes every event it streams).
+    b.clear();
+    b.reserve(WORDS_HEADER + words.len() * 10);
     b.extend_from_slice(&pid.to_le_bytes());
     b.extend_from_slice(&tid.to_le_bytes());
     b.extend_from_slice(&start_mono_ns.to_le_bytes());
@@ -51,13 +69,17 @@ pub fn encode_words(
         prev = t;
         let zz = ((d << 1) ^ (d >> 63)) as u64;
         let mut v = (zz << INDEX_KIND_BITS) | (w & ((1 << INDEX_KIND_BITS) - 1));
+        let mut out = [0u8; 10];
+        let mut k = 0;
         while v >= 0x80 {
-            b.push((v as u8) | 0x80);
+            out[k] = (v as u8) | 0x80;
             v >>= 7;
+            k += 1;
         }
-        b.push(v as u8);
+        out[k] = v as u8;
+        b.extend_from_slice(&out[..k + 1]);
     }
-    (b, prev)
+    prev
 }
 
 /// Decode a version-2 EVENTS payload against the processes read so far (`offset` names the
@@ -192,7 +214,7 @@ pub fn decode_switches(cpu: u32, b: &[u8]) -> SwitchDecode {
                 preempt: f.misc & MISC_SWITCH_PREEMPT != 0,
                 cpu,
             }),
-            RECORD_LOST if size >= 24 => out.lost += u64_at(rec, 16),
+            RECORD_LOST if size >= 24 => out.lost = out.lost.saturating_add(u64_at(rec, 16)),
             _ => {}
         }
     });
@@ -225,83 +247,156 @@ struct ProcessPayload {
     process: ProcessTrace,
 }
 
-/// Read a trace file. Truncation after whole chunks is a warning in [`Trace::warnings`];
-/// damaged chunks and malformed payloads are errors naming their offset.
-pub fn load(path: &Path) -> Result<Trace, ModelError> {
-    load_reader(Reader::open(path)?)
+/// One thread of a trace file, as pass 1 ([`scan`]) finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadIndex {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Full timestamp (ticks) of its first event, if its first chunk holds one.
+    pub first_ticks: Option<u64>,
+    /// Start (CLOCK_MONOTONIC ns) of the process segment of its first chunk.
+    pub start_mono_ns: u64,
 }
 
-/// [`load`] from an opened reader (a file, or bytes in memory: tests and fuzzing).
-pub fn load_reader(mut r: Reader) -> Result<Trace, ModelError> {
+/// Everything in a trace file but its events, read in one pass that decodes only the first
+/// event of each thread; the events are then read chunk by chunk with [`for_each_events`].
+#[derive(Debug, Clone, Default)]
+pub struct TraceHead {
+    /// META, if present.
+    pub meta: Option<TraceMeta>,
+    /// Processes (the last PROCESS chunk of a process wins: a streamed recording writes a
+    /// provisional one when the process appears and the final one at the end).
+    pub processes: Vec<ProcessTrace>,
+    /// Threads in the order their first events appear.
+    pub threads: Vec<ThreadIndex>,
+    /// Context switches, in no particular order.
+    pub switches: Vec<Switch>,
+    /// Switch records the kernel reported lost.
+    pub lost_switches: u64,
+    /// Irq entries/exits, in no particular order.
+    pub irqs: Vec<super::Irq>,
+    /// Irq records the kernel reported lost.
+    pub lost_irqs: u64,
+    /// Reader warnings.
+    pub warnings: Vec<String>,
+}
+
+fn open_trace(path: &Path) -> Result<Reader, ModelError> {
+    let r = Reader::open(path)?;
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
-    let path = r.path().to_owned();
-    let mut t = Trace::default();
+    Ok(r)
+}
+
+/// Full timestamp of the first event of an EVENTS payload, without decoding the rest.
+fn first_ticks(b: &[u8], words: bool) -> Option<u64> {
+    if !words {
+        return (b.len() >= 24).then(|| u64_at(b, 16) >> 2);
+    }
+    let mut ticks = u64_at(b.get(..WORDS_HEADER)?, 16);
+    let (mut v, mut shift) = (0u64, 0u32);
+    for &byte in b.get(WORDS_HEADER..)? {
+        if shift > 63 {
+            return None;
+        }
+        v |= ((byte & 0x7f) as u64) << shift;
+        if byte & 0x80 == 0 {
+            let zz = v >> INDEX_KIND_BITS;
+            let d = ((zz >> 1) as i64) ^ -((zz & 1) as i64);
+            ticks = ticks.wrapping_add(d as u64);
+            return Some(ticks);
+        }
+        shift += 7;
+    }
+    None
+}
+
+/// Pass 1 over a trace file: META, processes, switches, irqs, and each thread's first event.
+/// Truncation after whole chunks is a warning; damaged chunks and malformed payloads are
+/// errors naming their offset.
+pub fn scan(path: &Path) -> Result<TraceHead, ModelError> {
+    scan_reader(open_trace(path)?)
+}
+
+/// [`scan`] from an opened reader (a file, or bytes in memory: tests and fuzzing).
+pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
+    hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
+    let mut t = TraceHead::default();
     let mut irq_decoder: Option<IrqDecoder> = None;
-    while let Some(c) = r.next_chunk()? {
-        match c.tag {
-            tags::trace::META => t.meta = Some(json::<TraceMeta>(&c.data, "META", c.offset)?),
-            tags::trace::PROCESS => t
-                .processes
-                .push(json::<ProcessPayload>(&c.data, "PROCESS", c.offset)?.process),
-            tags::trace::EVENTS => {
-                // A long thread is split over several chunks: join its parts in order.
-                let e = if t.meta.as_ref().is_some_and(|m| m.version >= 2) {
-                    decode_words(&c.data, c.offset, &t.processes)?
-                } else {
-                    decode_events(&c.data, c.offset)?
-                };
+    let mut data = Vec::new();
+    let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
+    while let Some(c) = r.next_chunk_into(&mut data)? {
+        let (tag, offset) = (c.tag, c.offset);
+        match tag {
+            tags::trace::META => t.meta = Some(json::<TraceMeta>(&data, "META", offset)?),
+            tags::trace::PROCESS => {
+                let p = json::<ProcessPayload>(&data, "PROCESS", offset)?.process;
                 match t
-                    .events
+                    .processes
                     .iter_mut()
-                    .find(|x| x.pid == e.pid && x.tid == e.tid)
+                    .find(|x| x.pid == p.pid && x.start_mono_ns == p.start_mono_ns)
                 {
-                    Some(x) => x.events.extend(e.events),
-                    None => t.events.push(e),
+                    Some(x) => *x = p,
+                    None => t.processes.push(p),
+                }
+            }
+            tags::trace::EVENTS => {
+                let words = t.meta.as_ref().is_some_and(|m| m.version >= 2);
+                if data.len() < 8 {
+                    return Err(ModelError::Malformed(format!(
+                        "event chunk at offset {offset} has {} bytes, less than its header",
+                        data.len()
+                    )));
+                }
+                let (pid, tid) = (u32_at(&data, 0), u32_at(&data, 4));
+                if seen.insert((pid, tid)) {
+                    t.threads.push(ThreadIndex {
+                        pid,
+                        tid,
+                        first_ticks: first_ticks(&data, words),
+                        start_mono_ns: if words { u64_at(&data, 8) } else { 0 },
+                    });
                 }
             }
             tags::trace::SWITCHES => {
-                if c.data.len() < 4 {
+                if data.len() < 4 {
                     return Err(ModelError::Malformed(format!(
-                        "switch chunk at offset {} is {} bytes",
-                        c.offset,
-                        c.data.len()
+                        "switch chunk at offset {offset} is {} bytes",
+                        data.len()
                     )));
                 }
-                let d = decode_switches(u32_at(&c.data, 0), &c.data[4..]);
+                let d = decode_switches(u32_at(&data, 0), &data[4..]);
                 t.switches.extend(d.switches);
                 t.lost_switches += d.lost;
                 if let Some(m) = d.malformed {
-                    t.warnings
-                        .push(format!("chunk at offset {}: {m}", c.offset));
+                    t.warnings.push(format!("chunk at offset {offset}: {m}"));
                 }
             }
             tags::trace::IRQS => {
-                if c.data.len() < 4 {
+                if data.len() < 4 {
                     return Err(ModelError::Malformed(format!(
-                        "irq chunk at offset {} is {} bytes",
-                        c.offset,
-                        c.data.len()
+                        "irq chunk at offset {offset} is {} bytes",
+                        data.len()
                     )));
                 }
                 let Some(meta) = t.meta.as_ref().and_then(|m| m.irq.as_ref()) else {
                     return Err(ModelError::Malformed(format!(
-                        "irq chunk at offset {} comes without the tracepoint formats in META",
-                        c.offset
+                        "irq chunk at offset {offset} comes without the tracepoint formats in META"
                     )));
                 };
                 let dec = irq_decoder.get_or_insert_with(|| IrqDecoder::new(meta));
-                let d = dec.decode(u32_at(&c.data, 0), &c.data[4..]);
+                let d = dec.decode(u32_at(&data, 0), &data[4..]);
                 t.irqs.extend(d.irqs);
                 t.lost_irqs += d.lost;
                 if d.skipped > 0 {
                     t.warnings.push(format!(
-                        "chunk at offset {}: {} irq samples of unknown layout skipped",
-                        c.offset, d.skipped
+                        "chunk at offset {offset}: {} irq samples of unknown layout skipped",
+                        d.skipped
                     ));
                 }
                 if let Some(m) = d.malformed {
-                    t.warnings
-                        .push(format!("chunk at offset {}: {m}", c.offset));
+                    t.warnings.push(format!("chunk at offset {offset}: {m}"));
                 }
             }
             _ => {}
@@ -311,10 +406,79 @@ pub fn load_reader(mut r: Reader) -> Result<Trace, ModelError> {
     if t.meta.is_none() && t.processes.is_empty() {
         return Err(ModelError::Malformed(format!(
             "{}: no trace data in this file",
-            path.display()
+            r.path().display()
         )));
     }
     Ok(t)
+}
+
+/// Pass 2: every EVENTS chunk of the file in order, decoded against `head`'s processes (one
+/// chunk in memory at a time). `want(pid, tid)` picks the threads to decode.
+pub fn for_each_events(
+    path: &Path,
+    head: &TraceHead,
+    want: &dyn Fn(u32, u32) -> bool,
+    f: &mut dyn FnMut(ThreadEvents) -> Result<(), ModelError>,
+) -> Result<(), ModelError> {
+    for_each_events_in(open_trace(path)?, head, want, f)
+}
+
+/// [`for_each_events`] from an opened reader (a file, or bytes in memory: tests and fuzzing).
+pub fn for_each_events_in(
+    mut r: Reader,
+    head: &TraceHead,
+    want: &dyn Fn(u32, u32) -> bool,
+    f: &mut dyn FnMut(ThreadEvents) -> Result<(), ModelError>,
+) -> Result<(), ModelError> {
+    hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
+    let words = head.meta.as_ref().is_some_and(|m| m.version >= 2);
+    let mut data = Vec::new();
+    while let Some(c) = r.next_chunk_into(&mut data)? {
+        if c.tag != tags::trace::EVENTS
+            || data.len() < 8
+            || !want(u32_at(&data, 0), u32_at(&data, 4))
+        {
+            continue;
+        }
+        let e = if words {
+            decode_words(&data, c.offset, &head.processes)?
+        } else {
+            decode_events(&data, c.offset)?
+        };
+        f(e)?;
+    }
+    Ok(())
+}
+
+/// Read a whole trace file into memory (small traces and tests; `hood trace report` streams
+/// with [`scan`] and [`for_each_events`]).
+pub fn load(path: &Path) -> Result<Trace, ModelError> {
+    load_readers(open_trace(path)?, open_trace(path)?)
+}
+
+/// [`load`] from two readers of the same file (the file is read twice: everything but the
+/// events, then the events), e.g. bytes in memory for tests and fuzzing.
+pub fn load_readers(first: Reader, second: Reader) -> Result<Trace, ModelError> {
+    let head = scan_reader(first)?;
+    let mut events: Vec<ThreadEvents> = Vec::new();
+    for_each_events_in(second, &head, &|_, _| true, &mut |e| {
+        // A long thread is split over several chunks: join its parts in order.
+        match events.iter_mut().find(|x| x.pid == e.pid && x.tid == e.tid) {
+            Some(x) => x.events.extend(e.events),
+            None => events.push(e),
+        }
+        Ok(())
+    })?;
+    Ok(Trace {
+        meta: head.meta,
+        processes: head.processes,
+        events,
+        switches: head.switches,
+        lost_switches: head.lost_switches,
+        irqs: head.irqs,
+        lost_irqs: head.lost_irqs,
+        warnings: head.warnings,
+    })
 }
 
 #[cfg(test)]

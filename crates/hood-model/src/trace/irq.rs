@@ -214,7 +214,9 @@ impl IrqDecoder {
                 Some(i) => out.irqs.push(i),
                 None => out.skipped += 1,
             },
-            RECORD_LOST if f.bytes.len() >= 24 => out.lost += u64_at(f.bytes, 16).unwrap_or(0),
+            RECORD_LOST if f.bytes.len() >= 24 => {
+                out.lost = out.lost.saturating_add(u64_at(f.bytes, 16).unwrap_or(0))
+            }
             _ => {}
         });
         out.malformed = framed.err().map(|e| match e {

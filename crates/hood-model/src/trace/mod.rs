@@ -8,11 +8,13 @@ mod irq;
 mod timeline;
 
 pub use analysis::{
-    analyze, tag_listing, Analysis, AnalysisOptions, CallRec, FunctionRow, ThreadSummary,
+    analyze, tag_listing, Analysis, AnalysisOptions, Analyzer, CallRec, Ended, FunctionRow, NoSink,
+    Probe, Sink, ThreadSummary, LINES_HELD,
 };
 pub use codec::{
-    decode_events, decode_switches, decode_words, encode_events, encode_words, load, load_reader,
-    SwitchDecode,
+    decode_events, decode_switches, decode_words, encode_events, encode_words, encode_words_into,
+    for_each_events, for_each_events_in, load, load_readers, scan, scan_reader, SwitchDecode,
+    ThreadIndex, TraceHead,
 };
 pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};
 pub use timeline::{PathItem, PathLine};

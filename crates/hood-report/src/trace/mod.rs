@@ -2,17 +2,31 @@
 //! trace, versioned JSON, Chrome trace-event JSON and the name/tag listing.
 
 mod chrome;
+mod json;
 
-pub use chrome::chrome;
+pub use chrome::{chrome, ChromeWriter};
+pub use json::JsonPathsWriter;
 
 use std::io::Write;
 
-use hood_model::trace::{Analysis, PathItem};
+use hood_model::trace::{Analysis, PathItem, PathLine, ThreadSummary};
 
 use crate::ReportError;
 
 /// JSON version of [`json`] output.
 pub const JSON_VERSION: u32 = 1;
+
+/// `serde_json::to_writer`, with a failed write reported as the I/O error it is (a closed
+/// pipe stays recognisable as one).
+pub(crate) fn write_json<T: serde::Serialize + ?Sized>(
+    out: &mut dyn Write,
+    v: &T,
+) -> Result<(), ReportError> {
+    serde_json::to_writer(&mut *out, v).map_err(|e| match e.io_error_kind() {
+        Some(k) => ReportError::Io(std::io::Error::new(k, e)),
+        None => ReportError::Json(e),
+    })
+}
 
 fn us(ns: u64) -> u64 {
     (ns + 500) / 1000
@@ -102,6 +116,18 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             "irq/softirq time     = not recorded (needs root or CAP_PERFMON; HOOD_TRACE_IRQ=0 turns it off): counted as run time"
         )?;
     }
+    if a.threads.iter().any(|t| t.streamed) {
+        let lost: u64 = a.threads.iter().map(|t| t.dropped).sum();
+        writeln!(
+            out,
+            "Events lost          = {lost}{}",
+            if lost > 0 {
+                " (the program outran the recorder: see the notes)"
+            } else {
+                " (streamed while the program ran)"
+            }
+        )?;
+    }
     let repaired: u64 = a.threads.iter().map(|t| t.mismatched).sum();
     writeln!(
         out,
@@ -146,7 +172,13 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
 
 fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
     for t in &a.threads {
-        if t.dropped > 0 {
+        if t.dropped > 0 && t.streamed {
+            writeln!(
+                out,
+                "note: pid {} tid {}: {} events LOST: the program outran the recorder and filled its ring; calls around the gaps may show as repaired or without their entry. Record with a larger --buffer, --filter, or a free CPU for the recorder",
+                t.pid, t.tid, t.dropped
+            )?;
+        } else if t.dropped > 0 {
             writeln!(
                 out,
                 "note: pid {} tid {}: buffer full, {} events dropped after the first {} (--full stop); raise --buffer",
@@ -202,76 +234,88 @@ fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
 /// The code-path trace, one section per thread.
 pub fn paths(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
     for t in &a.threads {
-        writeln!(out, "==== pid {} tid {} ({}) ====", t.pid, t.tid, t.exe)?;
-        for l in &t.lines {
-            let ts = stamp(l.t_ns);
-            match &l.item {
-                PathItem::Call {
-                    depth,
-                    name,
-                    net_ns,
-                    total_ns,
-                    unfinished,
-                    repaired,
-                } => {
-                    let pad = "    ".repeat(*depth);
-                    let more = if *unfinished {
-                        ", running at end"
-                    } else if *repaired {
-                        ", left by longjmp/exception: exit repaired"
-                    } else {
-                        ""
-                    };
-                    match total_ns {
-                        Some(tot) => writeln!(
-                            out,
-                            "{ts} {pad}-> {name} ({} us, {} total{more})",
-                            us(*net_ns),
-                            us(*tot)
-                        )?,
-                        None => writeln!(out, "{ts} {pad}-> {name} ({} us{more})", us(*net_ns))?,
-                    }
-                }
-                PathItem::Return { depth, name } => {
-                    writeln!(out, "{ts} {}<- {name}", "    ".repeat(*depth))?
-                }
-                PathItem::Mark { depth, label } => {
-                    writeln!(out, "{ts} {}== {label}", "    ".repeat(*depth))?
-                }
-                PathItem::SwitchOut { preempt } => writeln!(
-                    out,
-                    "{ts} ---- context switch out{} ----",
-                    if *preempt { " (preempted)" } else { "" }
-                )?,
-                PathItem::SwitchIn { off_ns } => writeln!(
-                    out,
-                    "{ts} ---- context switch in ({} us off-CPU) ----",
-                    us(*off_ns)
-                )?,
-                PathItem::IrqIn { depth, label } => {
-                    writeln!(out, "{ts} {}---- {label} in ----", "    ".repeat(*depth))?
-                }
-                PathItem::IrqOut {
-                    depth,
-                    label,
-                    dur_ns,
-                } => {
-                    let what = label.split(' ').next().unwrap_or("irq");
-                    writeln!(
+        path_heading(t, out)?;
+        path_lines(&t.lines, out)?;
+    }
+    Ok(())
+}
+
+/// The heading of one thread's code-path trace.
+pub fn path_heading(t: &ThreadSummary, out: &mut dyn Write) -> Result<(), ReportError> {
+    writeln!(out, "==== pid {} tid {} ({}) ====", t.pid, t.tid, t.exe)?;
+    Ok(())
+}
+
+/// Lines of a code-path trace.
+pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportError> {
+    for l in lines {
+        let ts = stamp(l.t_ns);
+        match &l.item {
+            PathItem::Call {
+                depth,
+                name,
+                net_ns,
+                total_ns,
+                unfinished,
+                repaired,
+            } => {
+                let pad = "    ".repeat(*depth);
+                let more = if *unfinished {
+                    ", running at end"
+                } else if *repaired {
+                    ", left by longjmp/exception: exit repaired"
+                } else {
+                    ""
+                };
+                match total_ns {
+                    Some(tot) => writeln!(
                         out,
-                        "{ts} {}---- {what} out ({} us) ----",
-                        "    ".repeat(*depth),
-                        us_frac(*dur_ns)
-                    )?
+                        "{ts} {pad}-> {name} ({} us, {} total{more})",
+                        us(*net_ns),
+                        us(*tot)
+                    )?,
+                    None => writeln!(out, "{ts} {pad}-> {name} ({} us{more})", us(*net_ns))?,
                 }
-                PathItem::Control { on } => writeln!(
+            }
+            PathItem::Return { depth, name } => {
+                writeln!(out, "{ts} {}<- {name}", "    ".repeat(*depth))?
+            }
+            PathItem::Mark { depth, label } => {
+                writeln!(out, "{ts} {}== {label}", "    ".repeat(*depth))?
+            }
+            PathItem::SwitchOut { preempt } => writeln!(
+                out,
+                "{ts} ---- context switch out{} ----",
+                if *preempt { " (preempted)" } else { "" }
+            )?,
+            PathItem::SwitchIn { off_ns } => writeln!(
+                out,
+                "{ts} ---- context switch in ({} us off-CPU) ----",
+                us(*off_ns)
+            )?,
+            PathItem::IrqIn { depth, label } => {
+                writeln!(out, "{ts} {}---- {label} in ----", "    ".repeat(*depth))?
+            }
+            PathItem::IrqOut {
+                depth,
+                label,
+                dur_ns,
+            } => {
+                let what = label.split(' ').next().unwrap_or("irq");
+                writeln!(
                     out,
-                    "{ts} ==== trace {} ====",
-                    if *on { "on" } else { "off" }
-                )?,
-                PathItem::UnmatchedExit { name } => {
-                    writeln!(out, "{ts} <- {name} (entry not in the trace)")?
-                }
+                    "{ts} {}---- {what} out ({} us) ----",
+                    "    ".repeat(*depth),
+                    us_frac(*dur_ns)
+                )?
+            }
+            PathItem::Control { on } => writeln!(
+                out,
+                "{ts} ==== trace {} ====",
+                if *on { "on" } else { "off" }
+            )?,
+            PathItem::UnmatchedExit { name } => {
+                writeln!(out, "{ts} <- {name} (entry not in the trace)")?
             }
         }
     }

@@ -311,6 +311,14 @@ impl SegFile {
         self.read_fixed(off, len, what)
     }
 
+    /// Fill `buf` from `off`, inside an area whose bounds the checked layout fixes (a trace
+    /// ring); the caller sizes `buf`, never the file.
+    pub(crate) fn read_into(&self, off: u64, buf: &mut [u8], what: &str) -> Result<(), String> {
+        self.file
+            .read_exact_at(buf, off)
+            .map_err(|e| format!("reading {what} ({} bytes at {off}): {e}", buf.len()))
+    }
+
     /// Write `bytes` at `off` through the checked descriptor.
     pub(crate) fn write_at(&self, bytes: &[u8], off: u64) -> std::io::Result<()> {
         self.file.write_all_at(bytes, off)
@@ -501,7 +509,7 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
 }
 
 /// CLOCK_MONOTONIC now, in ns (the runtime's start instant is recorded on this clock).
-fn mono_ns() -> u64 {
+pub(crate) fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

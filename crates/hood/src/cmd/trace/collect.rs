@@ -61,6 +61,38 @@ fn read_segment(path: &Path) -> Result<Seg, String> {
     })
 }
 
+/// What a segment's header says of its process (no threads, names or notes yet).
+pub fn process_of(h: &HeaderView) -> ProcessTrace {
+    ProcessTrace {
+        pid: h.pid,
+        ppid: h.ppid,
+        exe: h.exe_path.clone(),
+        clock: if h.clock == hood_abi::CLOCK_TSC {
+            "tsc"
+        } else {
+            "monotonic"
+        }
+        .into(),
+        ticks_per_sec: h.ticks_per_sec,
+        start_ticks: h.start_ticks,
+        start_mono_ns: h.start_mono_ns,
+        state: "running".into(),
+        flags: 0,
+        capacity: h.trace_capacity,
+        full: match h.trace_full {
+            hood_abi::TRACE_FULL_WRAP => "wrap",
+            hood_abi::TRACE_FULL_STREAM => "stream",
+            _ => "stop",
+        }
+        .into(),
+        threads: Vec::new(),
+        symbols: Default::default(),
+        tags: Default::default(),
+        funcs: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
 /// Read every trace segment in `dir`.
 pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Vec<SegEvents>) {
     let mut segs = Vec::new();
@@ -126,27 +158,8 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             .filter_map(|(i, l)| Some((i as u64, l.clone()?)))
             .collect();
         procs.push(ProcessTrace {
-            pid: h.pid,
-            ppid: h.ppid,
-            exe: h.exe_path.clone(),
-            clock: if h.clock == hood_abi::CLOCK_TSC {
-                "tsc"
-            } else {
-                "monotonic"
-            }
-            .into(),
-            ticks_per_sec: h.ticks_per_sec,
-            start_ticks: h.start_ticks,
-            start_mono_ns: h.start_mono_ns,
             state: state.into(),
             flags: h.flags,
-            capacity: h.trace_capacity,
-            full: if h.trace_full == hood_abi::TRACE_FULL_WRAP {
-                "wrap"
-            } else {
-                "stop"
-            }
-            .into(),
             threads: s
                 .threads
                 .iter()
@@ -163,6 +176,7 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             tags,
             funcs: s.funcs,
             notes,
+            ..process_of(h)
         });
         for t in s.threads {
             events.push(SegEvents {

@@ -7,6 +7,7 @@ mod filter;
 mod prefault;
 mod record;
 mod report;
+mod stream;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,12 +46,15 @@ pub struct RecordArgs {
     /// Output file.
     #[arg(short, long, default_value = "hood-trace.data")]
     pub output: PathBuf,
-    /// Events per thread buffer (8 bytes each; memory is used only as events are written).
-    #[arg(long, default_value_t = 1 << 23)]
-    pub buffer: u64,
-    /// When a buffer is full: stop or wrap.
-    #[arg(long, value_enum, default_value_t = FullArg::Stop)]
-    pub full: FullArg,
+    /// Events per thread buffer (8 bytes each). Streaming (the default) needs only a ring the
+    /// recorder empties while the program runs: 4194304 events; with --full, the whole trace
+    /// of a thread must fit: 8388608 (memory is used only as events are written).
+    #[arg(long)]
+    pub buffer: Option<u64>,
+    /// Record into a fixed buffer per thread instead of streaming, and when it is full: stop
+    /// (keep the first events) or wrap (keep the newest, a flight recorder).
+    #[arg(long, value_enum)]
+    pub full: Option<FullArg>,
     /// Trace only functions whose name matches GLOB, or whose object file matches it when
     /// GLOB contains '/' or ".so" (repeatable).
     #[arg(long, value_name = "GLOB")]
@@ -95,7 +99,8 @@ pub struct ReportArgs {
     /// Only this thread.
     #[arg(long)]
     pub tid: Option<u32>,
-    /// Code-path trace from this time after the start (e.g. 10ms, 1.5s, 250us; plain = s).
+    /// Code-path trace and Chrome/JSON timeline from this time after the start (e.g. 10ms,
+    /// 1.5s, 250us; plain = s). Calls that overlap the window are kept.
     #[arg(long, value_parser = parse_time)]
     pub from: Option<u64>,
     /// Code-path trace up to this time after the start.
@@ -110,6 +115,9 @@ pub struct ReportArgs {
     /// Rows of the function summary.
     #[arg(short = 'n', long)]
     pub lines: Option<usize>,
+    /// Write the report to FILE (any format; created 0600, put in place when complete).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 /// "10ms", "1.5s", "250us", "900ns" or plain seconds → ns.
@@ -141,8 +149,14 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         TraceCommand::Record(a) => record::record(record::RecordConfig {
             output: a.output,
-            buffer: a.buffer,
-            wrap: a.full == FullArg::Wrap,
+            buffer: a
+                .buffer
+                .unwrap_or(if a.full.is_some() { 1 << 23 } else { 1 << 22 }),
+            full: match a.full {
+                None => record::Full::Stream,
+                Some(FullArg::Stop) => record::Full::Stop,
+                Some(FullArg::Wrap) => record::Full::Wrap,
+            },
             filters: a.filter,
             excludes: a.exclude,
             sched: !a.no_sched,
@@ -159,6 +173,7 @@ pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
             format: a.format,
             tags: a.tags,
             lines: a.lines,
+            output: a.output,
         }),
     }
 }

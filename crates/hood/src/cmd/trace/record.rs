@@ -14,14 +14,36 @@ use hood_model::trace::{
 };
 use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
 
-use super::{collect, filter, prefault};
+use super::{collect, filter, prefault, stream};
 use crate::cmd::record::child::Child;
+
+/// How the threads' buffers are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// Rings the recorder drains while the program runs.
+    Stream,
+    /// Fixed buffers; a full one stops its thread's recording.
+    Stop,
+    /// Fixed buffers keeping the newest events.
+    Wrap,
+}
+
+impl Full {
+    /// The `HOOD_TRACE_FULL` value and the name in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Full::Stream => "stream",
+            Full::Stop => "stop",
+            Full::Wrap => "wrap",
+        }
+    }
+}
 
 /// Plain config of `hood trace record`.
 pub struct RecordConfig {
     pub output: PathBuf,
     pub buffer: u64,
-    pub wrap: bool,
+    pub full: Full,
     pub filters: Vec<String>,
     pub excludes: Vec<String>,
     pub sched: bool,
@@ -83,7 +105,7 @@ fn run_and_collect(
     std::env::set_var("HOOD_SHM_DIR", dir);
     std::env::set_var("HOOD_MODE", "trace");
     std::env::set_var("HOOD_TRACE_BUFFER", cfg.buffer.to_string());
-    std::env::set_var("HOOD_TRACE_FULL", if cfg.wrap { "wrap" } else { "stop" });
+    std::env::set_var("HOOD_TRACE_FULL", cfg.full.name());
     if cfg.start_off {
         std::env::set_var("HOOD_TRACE_START", "off");
     }
@@ -121,49 +143,6 @@ fn run_and_collect(
     ] {
         std::env::remove_var(k);
     }
-    child.release()?;
-    // HOOD_TRACE_PREFAULT=0 leaves the buffers' first-touch cost to the program (benchmarks).
-    let prefaulter = (std::env::var_os("HOOD_TRACE_PREFAULT").as_deref()
-        != Some(std::ffi::OsStr::new("0")))
-    .then(|| prefault::Prefaulter::start(dir));
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone());
-    let mut per_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
-    let mut irq_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
-    // Append what the switch and irq rings hold to the per-CPU byte buffers.
-    let mut drain = |switches: &mut Option<SwitchRecorder>,
-                     irqs: &mut Option<IrqRecorder>|
-     -> anyhow::Result<()> {
-        if let Some(s) = switches.as_mut() {
-            s.drain(&mut |cpu, b| {
-                per_cpu.entry(cpu).or_default().extend_from_slice(b);
-                Ok(())
-            })?;
-        }
-        if let Some(r) = irqs.as_mut() {
-            r.drain(&mut |cpu, b| {
-                irq_cpu.entry(cpu).or_default().extend_from_slice(b);
-                Ok(())
-            })?;
-        }
-        Ok(())
-    };
-    let status = loop {
-        drain(&mut switches, &mut irqs)?;
-        if let Some(st) = child.try_wait() {
-            break st;
-        }
-        std::thread::sleep(Duration::from_millis(
-            if interrupted.load(Ordering::Relaxed) {
-                5
-            } else {
-                20
-            },
-        ));
-    };
-    let prefaulted = prefaulter.map(|p| p.stop()).unwrap_or_default();
-    // Let the last switch records of exiting grandchildren land, then drain once more.
-    drain(&mut switches, &mut irqs)?;
     let irq_meta = irqs.as_ref().map(|r| IrqMeta {
         sample_type: IRQ_SAMPLE_TYPE,
         tracepoints: r
@@ -176,12 +155,108 @@ fn run_and_collect(
             })
             .collect(),
     });
+    // The file and its META chunk come first: from here on the file reads, up to the last
+    // round of events written, whenever the recorder stops.
+    let mut w = Writer::create(&cfg.output, FileKind::Trace)?;
+    let meta = TraceMeta {
+        version: PAYLOAD_VERSION,
+        argv: cfg.argv.clone(),
+        buffer: cfg.buffer,
+        full: cfg.full.name().into(),
+        filters: cfg.filters.clone(),
+        excludes: cfg.excludes.clone(),
+        sched: switches.is_some(),
+        irq: irq_meta.clone(),
+        collected_realtime_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    };
+    w.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
+    w.flush()?;
+    child.release()?;
+    // HOOD_TRACE_PREFAULT=0 leaves the buffers' first-touch cost to the program (benchmarks).
+    let prefaulter = (std::env::var_os("HOOD_TRACE_PREFAULT").as_deref()
+        != Some(std::ffi::OsStr::new("0")))
+    .then(|| prefault::Prefaulter::start(dir));
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone());
+    let mut streamer = (cfg.full == Full::Stream).then(|| stream::Streamer::new(dir));
+    let irq_dec = irq_meta.as_ref().map(IrqDecoder::new);
+    let mut irq_counts = IrqCounts::default();
+    // One round: the switch and irq rings' records and the threads' new events, into the file.
+    let mut round = |w: &mut Writer<_>,
+                     switches: &mut Option<SwitchRecorder>,
+                     irqs: &mut Option<IrqRecorder>,
+                     streamer: &mut Option<stream::Streamer>|
+     -> anyhow::Result<u64> {
+        // A ring's records come in up to two pieces per round (where the ring wraps): a round's
+        // pieces are joined per CPU before they become a chunk, so every chunk holds whole
+        // records (the kernel publishes whole records only).
+        let mut per_cpu: std::collections::BTreeMap<u32, Vec<u8>> = Default::default();
+        if let Some(s) = switches.as_mut() {
+            s.drain(&mut |cpu, b| {
+                per_cpu.entry(cpu).or_default().extend_from_slice(b);
+                Ok(())
+            })?;
+        }
+        for (cpu, b) in std::mem::take(&mut per_cpu) {
+            write_cpu_chunk(w, tags::trace::SWITCHES, cpu, &b)?;
+        }
+        if let Some(r) = irqs.as_mut() {
+            r.drain(&mut |cpu, b| {
+                per_cpu.entry(cpu).or_default().extend_from_slice(b);
+                Ok(())
+            })?;
+        }
+        for (cpu, b) in per_cpu {
+            if let Some(d) = &irq_dec {
+                irq_counts.add(&d.decode(cpu, &b));
+            }
+            write_cpu_chunk(w, tags::trace::IRQS, cpu, &b)?;
+        }
+        let moved = match streamer.as_mut() {
+            Some(st) => st.drain(w)?,
+            None => 0,
+        };
+        w.flush()?;
+        Ok(moved)
+    };
+    let mut active = std::time::Instant::now();
+    let status = loop {
+        let moved = round(&mut w, &mut switches, &mut irqs, &mut streamer)?;
+        if let Some(st) = child.try_wait() {
+            break st;
+        }
+        if moved > 0 {
+            active = std::time::Instant::now();
+        }
+        // While the program records, its rings are drained every 2 ms; after a second without
+        // events, every 20 ms.
+        let ms = if streamer.is_some() && active.elapsed() < Duration::from_secs(1) {
+            2
+        } else if interrupted.load(Ordering::Relaxed) {
+            5
+        } else {
+            20
+        };
+        std::thread::sleep(Duration::from_millis(ms));
+    };
+    let prefaulted = prefaulter.map(|p| p.stop()).unwrap_or_default();
+    // Let the last switch records of exiting grandchildren land, then drain once more.
+    round(&mut w, &mut switches, &mut irqs, &mut streamer)?;
     drop(irqs);
     let (procs, events) = collect::collect(dir, &mut warnings);
+    let streamed = streamer.map(|s| {
+        warnings.extend(s.warnings.iter().cloned());
+        (s.events, s.skipped)
+    });
     for w in &warnings {
         eprintln!("hood trace: warning: {w}");
     }
     if procs.is_empty() {
+        drop(w);
+        let _ = std::fs::remove_file(&cfg.output);
         eprintln!(
             "hood trace: {prog} produced no trace: was it built with -finstrument-functions \
              (gcc/clang) and dynamically linked? See docs/trace.md"
@@ -192,85 +267,77 @@ fn run_and_collect(
             status.clamp(0, 255) as u8
         }));
     }
-    let rings = Rings {
-        switches: &per_cpu,
-        sched: switches.is_some(),
-        irqs: &irq_cpu,
-        irq_meta,
-    };
-    write(cfg, &procs, &events, &rings, &warnings)?;
-    summary(cfg, &procs, &events, prefaulted);
-    irq_summary(&rings);
+    finish(w, &procs, &events, &warnings)?;
+    let (n_streamed, skipped) = streamed.unwrap_or((0, 0));
+    summary(cfg, &procs, &events, n_streamed, skipped, prefaulted);
+    if irq_meta.is_some() {
+        irq_counts.print();
+    }
     Ok(ExitCode::from(status.clamp(0, 255) as u8))
 }
 
-/// The kernel rings' raw bytes per CPU.
-struct Rings<'a> {
-    switches: &'a std::collections::BTreeMap<u32, Vec<u8>>,
-    sched: bool,
-    irqs: &'a std::collections::BTreeMap<u32, Vec<u8>>,
-    irq_meta: Option<IrqMeta>,
+/// One CPU's raw ring bytes as a chunk: u32 CPU, then the records.
+fn write_cpu_chunk<W: std::io::Write>(
+    w: &mut Writer<W>,
+    tag: u32,
+    cpu: u32,
+    bytes: &[u8],
+) -> Result<(), hood_format::FormatError> {
+    let mut b = Vec::with_capacity(4 + bytes.len());
+    b.extend_from_slice(&cpu.to_le_bytes());
+    b.extend_from_slice(bytes);
+    w.write_chunk(tag, &b, true)
 }
 
-/// What the irq rings hold, and what they lost.
-fn irq_summary(r: &Rings) {
-    let Some(meta) = &r.irq_meta else { return };
-    let dec = IrqDecoder::new(meta);
-    let (mut hard, mut soft, mut lost) = (0u64, 0u64, 0u64);
-    for (cpu, b) in r.irqs {
-        let d = dec.decode(*cpu, b);
-        lost += d.lost;
+/// What the irq rings held, and what they lost.
+#[derive(Default)]
+struct IrqCounts {
+    hard: u64,
+    soft: u64,
+    lost: u64,
+}
+
+impl IrqCounts {
+    fn add(&mut self, d: &hood_model::trace::IrqDecode) {
+        self.lost += d.lost;
         for i in &d.irqs {
             if i.kind.is_entry() {
                 if i.kind.is_soft() {
-                    soft += 1;
+                    self.soft += 1;
                 } else {
-                    hard += 1;
+                    self.hard += 1;
                 }
             }
         }
     }
-    eprintln!(
-        "hood trace: irqs: {hard} hard irq and {soft} softirq entries in the traced threads' context{}",
-        if lost > 0 {
-            format!(", {lost} irq records LOST by the kernel (ring full)")
-        } else {
-            ", none lost".to_string()
-        }
-    );
+
+    fn print(&self) {
+        eprintln!(
+            "hood trace: irqs: {} hard irq and {} softirq entries in the traced threads' context{}",
+            self.hard,
+            self.soft,
+            if self.lost > 0 {
+                format!(", {} irq records LOST by the kernel (ring full)", self.lost)
+            } else {
+                ", none lost".to_string()
+            }
+        );
+    }
 }
 
-fn write(
-    cfg: &RecordConfig,
+/// The end of the file: every process (names, threads, counts; replacing the provisional
+/// chunks of streamed ones), the events of fixed-buffer segments, the notes.
+fn finish<W: std::io::Write>(
+    mut w: Writer<W>,
     procs: &[ProcessTrace],
     events: &[collect::SegEvents],
-    rings: &Rings,
     warnings: &[String],
 ) -> anyhow::Result<()> {
-    let mut w = Writer::create(&cfg.output, FileKind::Trace)?;
-    let meta = TraceMeta {
-        version: PAYLOAD_VERSION,
-        argv: cfg.argv.clone(),
-        buffer: cfg.buffer,
-        full: if cfg.wrap { "wrap" } else { "stop" }.into(),
-        filters: cfg.filters.clone(),
-        excludes: cfg.excludes.clone(),
-        sched: rings.sched,
-        irq: rings.irq_meta.clone(),
-        collected_realtime_ns: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0),
-    };
-    w.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
-    if !warnings.is_empty() {
-        w.write_chunk(tags::common::NOTES, &serde_json::to_vec(warnings)?, false)?;
-    }
     for p in procs {
         let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});
         w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
     }
-    for t in events {
+    for t in events.iter().filter(|t| !t.words.is_empty()) {
         // Split very long threads so no chunk exceeds the container's payload limit; each
         // part carries the full timestamp of the event before it as its anchor.
         let mut anchor = t.anchor_ticks;
@@ -280,15 +347,8 @@ fn write(
             anchor = last;
         }
     }
-    for (tag, per_cpu) in [
-        (tags::trace::SWITCHES, rings.switches),
-        (tags::trace::IRQS, rings.irqs),
-    ] {
-        for (cpu, bytes) in per_cpu {
-            let mut b = cpu.to_le_bytes().to_vec();
-            b.extend_from_slice(bytes);
-            w.write_chunk(tag, &b, true)?;
-        }
+    if !warnings.is_empty() {
+        w.write_chunk(tags::common::NOTES, &serde_json::to_vec(warnings)?, false)?;
     }
     w.finish()?;
     Ok(())
@@ -310,9 +370,11 @@ fn summary(
     cfg: &RecordConfig,
     procs: &[ProcessTrace],
     events: &[collect::SegEvents],
+    streamed: u64,
+    skipped: u64,
     prefaulted: prefault::Stats,
 ) {
-    let n: usize = events.iter().map(|t| t.words.len()).sum();
+    let n = events.iter().map(|t| t.words.len() as u64).sum::<u64>() + streamed;
     let threads: Vec<_> = procs.iter().flat_map(|p| &p.threads).collect();
     let dropped: u64 = threads.iter().map(|t| t.dropped).sum();
     let over: u64 = threads.iter().map(|t| t.overwritten).sum();
@@ -334,8 +396,22 @@ fn summary(
         prefaulted.pages,
         prefaulted.allocated
     );
-    if dropped > 0 {
-        eprintln!("hood trace: warning: buffers full: {dropped} events dropped (--full stop); raise --buffer or use --filter");
+    match cfg.full {
+        Full::Stream => {
+            let lost = dropped + skipped;
+            if lost > 0 {
+                eprintln!(
+                    "hood trace: warning: {lost} events LOST: the program outran the recorder and filled a thread's {}-event ring; raise --buffer, use --filter, or give the recorder a CPU",
+                    cfg.buffer
+                );
+            } else {
+                eprintln!("hood trace: events lost: 0 (streamed while the program ran)");
+            }
+        }
+        Full::Stop if dropped > 0 => eprintln!(
+            "hood trace: warning: buffers full: {dropped} events dropped (--full stop); raise --buffer, use --filter, or leave out --full to stream"
+        ),
+        _ => {}
     }
     if over > 0 {
         eprintln!("hood trace: {over} older events overwritten (--full wrap keeps the newest {} per thread)", cfg.buffer);
