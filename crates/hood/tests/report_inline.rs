@@ -641,34 +641,13 @@ fn rust_btree_search_is_named_by_its_inlined_frames() {
     }
     let _serial = perf_lock();
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("btree");
-    std::fs::create_dir_all(src.join("src")).unwrap();
-    std::fs::write(
-        src.join("Cargo.toml"),
-        "[package]\nname = \"btree\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n\n\
-         [profile.release]\ndebug = true\n",
-    )
-    .unwrap();
-    std::fs::copy(
-        repo().join("bench/unwind/btree.rs"),
-        src.join("src/main.rs"),
-    )
-    .unwrap();
-    let build = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--offline",
-            "--manifest-path",
-        ])
-        .arg(src.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", dir.path().join("target"))
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo");
-    assert!(build.status.success(), "cargo build: {}", text(&build));
-    let bin = dir.path().join("target/release/btree");
+    let main_rs = std::fs::read_to_string(repo().join("bench/unwind/btree.rs")).unwrap();
+    let bin = cargo_release_build(
+        dir.path(),
+        "btree",
+        &main_rs,
+        "[profile.release]\ndebug = true\n",
+    );
     let data = dir.path().join("rust.data");
     let out = record(&data, &["-F", "999", "--", bin.to_str().unwrap(), "40"]);
     assert!(out.status.success(), "{}", text(&out));

@@ -468,23 +468,8 @@ fn python3_stacks_reach_main() {
     );
 }
 
-#[test]
-fn rust_release_build_stacks_reach_main() {
-    if !privileged("rust_unwind") {
-        return;
-    }
-    let _serial = perf_lock();
-    let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("btree");
-    std::fs::create_dir_all(src.join("src")).unwrap();
-    std::fs::write(
-        src.join("Cargo.toml"),
-        "[package]\nname = \"btree\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    )
-    .unwrap();
-    std::fs::write(
-        src.join("src/main.rs"),
-        r#"use std::collections::BTreeMap;
+/// A Rust program whose time goes to BTreeMap inserts and lookups.
+const BTREE_CHURN: &str = r#"use std::collections::BTreeMap;
 #[inline(never)]
 fn churn(rounds: u64) -> u64 {
     let mut m = BTreeMap::new();
@@ -501,24 +486,16 @@ fn main() {
     let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(3_000_000);
     println!("{}", churn(n));
 }
-"#,
-    )
-    .unwrap();
-    let build = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--offline",
-            "--manifest-path",
-        ])
-        .arg(src.join("Cargo.toml"))
-        .env("CARGO_TARGET_DIR", dir.path().join("target"))
-        .env_remove("RUSTFLAGS")
-        .output()
-        .expect("cargo");
-    assert!(build.status.success(), "cargo build: {}", text(&build));
-    let bin = dir.path().join("target/release/btree");
+"#;
+
+#[test]
+fn rust_release_build_stacks_reach_main() {
+    if !privileged("rust_unwind") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = cargo_release_build(dir.path(), "btree", BTREE_CHURN, "");
     let file = dir.path().join("rust.hood");
     let out = record(&file, &["--", bin.to_str().unwrap(), "4000000"]);
     assert!(out.status.success(), "{}", text(&out));

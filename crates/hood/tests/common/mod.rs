@@ -366,3 +366,35 @@ pub fn readelf_build_id(path: &Path) -> String {
         .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
         .unwrap_or_else(|| panic!("no build-id in {}", path.display()))
 }
+
+/// Build a one-file Rust program (`main_rs` as src/main.rs) as a release build in `dir`,
+/// offline, with `profile` appended to its Cargo.toml (e.g. `[profile.release]\ndebug = true`);
+/// the binary's path.
+#[allow(dead_code)]
+pub fn cargo_release_build(dir: &Path, name: &str, main_rs: &str, profile: &str) -> PathBuf {
+    let src = dir.join(name);
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::write(
+        src.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n\n{profile}"
+        ),
+    )
+    .unwrap();
+    std::fs::write(src.join("src/main.rs"), main_rs).unwrap();
+    let build = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--offline",
+            "--manifest-path",
+        ])
+        .arg(src.join("Cargo.toml"))
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo");
+    assert!(build.status.success(), "cargo build: {}", text(&build));
+    dir.join("target/release").join(name)
+}
