@@ -120,9 +120,10 @@ impl Symbolizer {
         if !table.is_empty() && table.all_zero() {
             self.warn(
                 "kallsyms-zero".into(),
-                "kallsyms: every address is zero (recorded without privileges, \
-                 kptr_restrict); kernel frames are left unresolved — record as root \
-                 or set kernel.kptr_restrict=0"
+                "kallsyms: every address is zero: the recording machine hid kernel \
+                 addresses from the recorder (kernel.kptr_restrict, or, for an ordinary user, \
+                 kernel.perf_event_paranoid >= 2); kernel frames are left unresolved. Fix: \
+                 record again as root (`hood record` names the setting that hides them)"
                     .into(),
             );
             self.kernel = None;
