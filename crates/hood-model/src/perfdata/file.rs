@@ -157,7 +157,7 @@ pub struct Features {
 #[derive(Debug)]
 pub struct PerfFile<'a> {
     /// The events (attributes) of the file; in the streamed layout, those announced before
-    /// the first record (more arrive with [`Records`]).
+    /// the first record (more arrive while [`PerfFile::for_each_record`] walks the records).
     pub events: Vec<FileEvent>,
     /// Header features (in the streamed layout, filled while the records are read).
     pub features: Features,

@@ -2,7 +2,7 @@
 //! every hood report works on existing perf files.
 //!
 //! The container (header, attributes, features; the seekable and the streamed layout) is
-//! read by [`file`]; each record is decoded by the same decoder as hood's own recordings
+//! read by [`mod@file`]; each record is decoded by the same decoder as hood's own recordings
 //! ([`crate::profile::records`]). The metadata that hood's recorder would have written
 //! (event, frequency, host, CPUs, per-CPU counts) is taken from perf's header features.
 //! perf.data carries no kallsyms, `[vdso]` image or /proc snapshot: the caller may fill
