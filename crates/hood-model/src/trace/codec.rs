@@ -160,11 +160,18 @@ pub fn encode_events(pid: u32, tid: u32, events: &[(u64, u64)]) -> Vec<u8> {
     b
 }
 
+/// The little-endian u32 at `o`, or 0 past the end of `b` (callers check lengths first; a
+/// payload shorter than they assumed reads as zeros, never panics).
 fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]))
+    b.get(o..o.saturating_add(4))
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
 }
+/// The little-endian u64 at `o`, or 0 past the end of `b`.
 fn u64_at(b: &[u8], o: usize) -> u64 {
-    u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
+    b.get(o..o.saturating_add(8))
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
 }
 
 /// Decode an EVENTS payload (`offset` names the chunk in errors).
