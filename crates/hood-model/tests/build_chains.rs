@@ -10,11 +10,16 @@ use hood_model::profile::{build_profile, RawRecording, Resolved, ResolvedFrame, 
 /// 3 of out.c.
 struct ByFile {
     inline: bool,
+    /// Name kernel addresses `k@ADDR` (otherwise they stay unresolved).
+    kernel: bool,
 }
 
 impl Resolver for ByFile {
     fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; addrs.len()]
+        addrs
+            .iter()
+            .map(|a| self.kernel.then(|| Resolved::name(format!("k@{a:#x}"))))
+            .collect()
     }
     fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
         offsets
@@ -115,7 +120,13 @@ fn a_repeated_chain_follows_mmap_exec_and_fork() {
         at(10, sample(10, chain)),
         at(11, sample(11, chain)),
     ];
-    let prof = build_profile(&raw, &mut ByFile { inline: false });
+    let prof = build_profile(
+        &raw,
+        &mut ByFile {
+            inline: false,
+            kernel: false,
+        },
+    );
     let leaf_and_caller: Vec<(u32, String, String)> = prof
         .samples
         .iter()
@@ -137,33 +148,6 @@ fn a_repeated_chain_follows_mmap_exec_and_fork() {
             want(11, "/b"),
         ]
     );
-}
-
-/// Kernel names `k@ADDR`, so a test sees which kernel address was looked up.
-struct ByAddr;
-
-impl Resolver for ByAddr {
-    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        addrs
-            .iter()
-            .map(|a| Some(Resolved::name(format!("k@{a:#x}"))))
-            .collect()
-    }
-    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
-        ByFile { inline: false }.file(file, offsets)
-    }
-    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; offsets.len()]
-    }
-    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; addrs.len()]
-    }
-    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; addrs.len()]
-    }
-    fn warnings(&mut self) -> Vec<String> {
-        Vec::new()
-    }
 }
 
 #[test]
@@ -195,7 +179,13 @@ fn the_first_frame_of_each_context_is_the_exact_address_the_rest_are_return_addr
             },
         ),
     ];
-    let prof = build_profile(&raw, &mut ByAddr);
+    let prof = build_profile(
+        &raw,
+        &mut ByFile {
+            inline: false,
+            kernel: true,
+        },
+    );
     let st = &prof.stacks[prof.samples[0].stack as usize];
     let names: Vec<&str> = st
         .iter()
@@ -217,7 +207,13 @@ fn an_inlined_function_is_a_frame_of_its_own_and_a_line_of_its_location() {
     let mut raw = RawRecording::default();
     raw.decoded.chains = vec![CONTEXT_USER, 0x40_0100, 0x40_0201];
     raw.decoded.events = vec![at(1, map(10, "/a")), at(2, sample(10, (0, 3)))];
-    let prof = build_profile(&raw, &mut ByFile { inline: true });
+    let prof = build_profile(
+        &raw,
+        &mut ByFile {
+            inline: true,
+            kernel: false,
+        },
+    );
     let s = &prof.samples[0];
     let names: Vec<String> = prof.stacks[s.stack as usize]
         .iter()
