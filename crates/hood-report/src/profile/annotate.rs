@@ -94,6 +94,19 @@ pub fn annotate(prof: &Profile, filter: &Filter, funcs: &[FuncId]) -> Annotation
     a
 }
 
+/// The header's sample count and closing rule, the same for source and instructions.
+fn samples_line(a: &Annotation, out: &mut dyn Write) -> Result<(), ReportError> {
+    writeln!(
+        out,
+        "Samples:   {} ({:.1}% of {} samples)",
+        a.samples,
+        pct(a.samples, a.total),
+        a.total
+    )?;
+    writeln!(out, "{}", rule('='))?;
+    Ok(())
+}
+
 /// Write the annotation: per source file, the sampled lines with `context` lines around
 /// them, each with its share of the function's samples. `source(path)` gives a file's text
 /// (`Err`: why not).
@@ -115,14 +128,7 @@ pub fn render_annotate(
             ""
         }
     )?;
-    writeln!(
-        out,
-        "Samples:   {} ({:.1}% of {} samples)",
-        a.samples,
-        pct(a.samples, a.total),
-        a.total
-    )?;
-    writeln!(out, "{}", rule('='))?;
+    samples_line(a, out)?;
     // Files by samples, most first.
     let mut files: BTreeMap<Option<u32>, u64> = BTreeMap::new();
     for (&(f, _), &n) in &a.lines {
@@ -225,14 +231,7 @@ pub fn render_asm(
         code.start,
         code.start + code.bytes.len() as u64
     )?;
-    writeln!(
-        out,
-        "Samples:   {} ({:.1}% of {} samples)",
-        a.samples,
-        pct(a.samples, a.total),
-        a.total
-    )?;
-    writeln!(out, "{}", rule('='))?;
+    samples_line(a, out)?;
     writeln!(out, "  Percent  Samples  Offset      Instruction")?;
     let mut decoder = Decoder::with_ip(64, code.bytes, code.start, DecoderOptions::NONE);
     let mut fmt = GasFormatter::new();
