@@ -94,13 +94,7 @@ fn plt_addresses_lie_in_the_plt(dir: &Path, prog: &Path, data: &Path) {
         .arg("-o")
         .arg(&pb));
     assert!(out.status.success(), "{}", text(&out));
-    let Ok(raw) = Command::new("go")
-        .args(["tool", "pprof", "-raw"])
-        .arg(&pb)
-        .env("GOTOOLCHAIN", "local")
-        .env("HOME", dir)
-        .output()
-    else {
+    let Ok(raw) = go_tool_pprof(dir).arg("-raw").arg(&pb).output() else {
         eprintln!("not run here: the address check needs `go` (apt-get install golang-go)");
         return;
     };

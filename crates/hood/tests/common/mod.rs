@@ -398,3 +398,14 @@ pub fn cargo_release_build(dir: &Path, name: &str, main_rs: &str, profile: &str)
     assert!(build.status.success(), "cargo build: {}", text(&build));
     dir.join("target/release").join(name)
 }
+
+/// `go tool pprof`, with Go's toolchain download switched off and `home` as its cache home;
+/// the caller adds the arguments. Spawning fails when `go` is not installed.
+#[allow(dead_code)]
+pub fn go_tool_pprof(home: &Path) -> Command {
+    let mut c = Command::new("go");
+    c.args(["tool", "pprof"])
+        .env("GOTOOLCHAIN", "local")
+        .env("HOME", home);
+    c
+}
