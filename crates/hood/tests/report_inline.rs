@@ -302,14 +302,7 @@ fn go_pprof(dir: &Path, data: &Path, args: &[&str]) -> Option<String> {
             .arg(&pb));
         assert!(out.status.success(), "{}", text(&out));
     }
-    let Ok(out) = Command::new("go")
-        .args(["tool", "pprof"])
-        .args(args)
-        .arg(&pb)
-        .env("GOTOOLCHAIN", "local")
-        .env("HOME", dir)
-        .output()
-    else {
+    let Ok(out) = go_tool_pprof(dir).args(args).arg(&pb).output() else {
         eprintln!("not run here: go tool pprof {args:?} (`go` is not installed: apt-get install golang-go)");
         return None;
     };
@@ -550,7 +543,8 @@ fn firefox_frames_carry_inline_depth_lines_and_their_lib() {
             (leaf.1, caller.0.as_str(), caller.1),
             (1, Some("outer_loop"), 0)
         );
-        assert!(matches!(leaf.2, Some(11..=14)), "mix's line {:?}", leaf.2);
+        // mix spans lines 10 (its loop) to 14; a sample may land on the loop's compare.
+        assert!(matches!(leaf.2, Some(10..=14)), "mix's line {:?}", leaf.2);
         assert_eq!(caller.2, Some(22), "outer_loop's call line");
         assert!(
             leaf.3 >= 0 && leaf.3 == caller.3,
