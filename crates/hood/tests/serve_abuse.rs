@@ -172,9 +172,10 @@ fn running_out_of_file_descriptors_never_ends_the_server() {
     );
     let pid = s.child.id();
     // Leave the running server room for a few more descriptors only.
+    let room = open_fds(pid) + 6;
     let lim = libc::rlimit {
-        rlim_cur: open_fds(pid) + 6,
-        rlim_max: open_fds(pid) + 6,
+        rlim_cur: room,
+        rlim_max: room,
     };
     // SAFETY: prlimit reads a valid rlimit; the old value is not asked for.
     let r = unsafe {

@@ -43,10 +43,16 @@ impl Serve {
             .expect("spawn hood serve");
         let s = Serve { child, port };
         let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        // Ready is when /healthz answers, not when the port takes connections: the port is
+        // bound before the first /proc snapshot, which opens descriptors of its own (a test
+        // that measures the server's descriptors must not measure it half-started).
+        while !matches!(
+            get_within(port, "/healthz", &[], Duration::from_secs(2)),
+            Ok((200, _))
+        ) {
             assert!(
                 start.elapsed() < Duration::from_secs(20),
-                "hood serve did not listen on {port}"
+                "hood serve did not answer /healthz on {port} within 20 s"
             );
             std::thread::sleep(Duration::from_millis(50));
         }
