@@ -206,6 +206,32 @@ fn threads_fork_and_nesting() {
     }
     per.sort();
     assert_eq!(per, vec![1, 2, 3, 4]);
+    // The filter is stated: in the text header, in the JSON, in the code-path headings.
+    let tid = threads[1]["tid"].as_u64().unwrap();
+    let text = report_text(&d, &["--tid", &tid.to_string()]);
+    assert!(
+        text.contains(&format!(
+            "Filter: thread {tid} only (1 of 6 threads in the file)"
+        )),
+        "{text}"
+    );
+    assert!(!report_text(&d, &[]).contains("Filter:"));
+    let one = report_json(&d, &["--tid", &tid.to_string()]);
+    assert_eq!(one["filter"]["tid"], tid);
+    assert_eq!(one["filter"]["threads_in_file"], 6);
+    let text = report_text(&d, &["--from", "0", "--to", "1s"]);
+    assert!(
+        text.contains("Window: from 0:000 000 to 1:000 000 selects code-path lines"),
+        "{text}"
+    );
+    let paths = report_text(&d, &["--paths", "--from", "0"]);
+    assert!(
+        paths
+            .lines()
+            .filter(|l| l.starts_with("===="))
+            .all(|l| l.ends_with(" lines from 0:000 000 to the end ====")),
+        "{paths}"
+    );
     // Nesting: in the code path every leaf is one level under a work().
     let paths = report_text(&d, &["--paths"]);
     let mut work_indent = None;

@@ -179,6 +179,24 @@ pub struct Analysis {
     /// `irq 11 virtio0` or `softirq NET_RX`) (with `calls`).
     #[serde(skip)]
     pub irq_intervals: Vec<(u32, u32, u64, u64, String)>,
+    /// What the report was asked to keep, so its header can say so.
+    pub filter: TraceFilter,
+}
+
+/// The filters of a trace report, as asked (`--tid`, `--from`, `--to`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TraceFilter {
+    /// Only this thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
+    /// Code-path lines from this many ns after the trace start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_ns: Option<u64>,
+    /// Code-path lines up to this many ns after the trace start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_ns: Option<u64>,
+    /// Threads with events in the file, whatever the filter.
+    pub threads_in_file: usize,
 }
 
 #[derive(Default)]
@@ -673,8 +691,19 @@ impl<'h> Analyzer<'h> {
                 off_intervals: Vec::new(),
                 marks: Vec::new(),
                 irq_intervals: Vec::new(),
+                filter: TraceFilter {
+                    tid: opts.tid,
+                    from_ns: opts.from_ns,
+                    to_ns: opts.to_ns,
+                    threads_in_file: head.threads.len(),
+                },
             },
         }
+    }
+
+    /// The filters asked, as the finished analysis will carry them.
+    pub fn filter(&self) -> &TraceFilter {
+        &self.out.filter
     }
 
     /// CLOCK_MONOTONIC ns of the trace's start (its first event).

@@ -9,7 +9,7 @@ mod timeline;
 
 pub use analysis::{
     analyze, tag_listing, Analysis, AnalysisOptions, Analyzer, CallRec, Ended, FunctionRow, NoSink,
-    Probe, Sink, ThreadSummary, LINES_HELD,
+    Probe, Sink, ThreadSummary, TraceFilter, LINES_HELD,
 };
 pub use codec::{
     decode_events, decode_switches, decode_words, encode_events, encode_words, encode_words_into,

@@ -9,7 +9,7 @@ pub use json::JsonPathsWriter;
 
 use std::io::Write;
 
-use hood_model::trace::{Analysis, PathItem, PathLine, ThreadSummary};
+use hood_model::trace::{Analysis, PathItem, PathLine, ThreadSummary, TraceFilter};
 
 use crate::ReportError;
 
@@ -75,6 +75,25 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
         a.threads.len(),
         if a.threads.len() == 1 { "" } else { "s" }
     )?;
+    if let Some(tid) = a.filter.tid {
+        writeln!(
+            out,
+            "Filter: thread {tid} only ({} of {} thread{} in the file)",
+            a.threads.len(),
+            a.filter.threads_in_file,
+            if a.filter.threads_in_file == 1 {
+                ""
+            } else {
+                "s"
+            }
+        )?;
+    }
+    if let Some(w) = window(a.filter.from_ns, a.filter.to_ns) {
+        writeln!(
+            out,
+            "Window: {w} selects code-path lines (--paths) and chrome slices; these totals cover the whole trace"
+        )?;
+    }
     if a.threads.len() > 1 {
         writeln!(
             out,
@@ -234,16 +253,34 @@ fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
 /// The code-path trace, one section per thread.
 pub fn paths(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
     for t in &a.threads {
-        path_heading(t, out)?;
+        path_heading(t, &a.filter, out)?;
         path_lines(&t.lines, out)?;
     }
     Ok(())
 }
 
-/// The heading of one thread's code-path trace.
-pub fn path_heading(t: &ThreadSummary, out: &mut dyn Write) -> Result<(), ReportError> {
-    writeln!(out, "==== pid {} tid {} ({}) ====", t.pid, t.tid, t.exe)?;
+/// The heading of one thread's code-path trace; `filter`'s window, if any, is stated in it.
+pub fn path_heading(
+    t: &ThreadSummary,
+    filter: &TraceFilter,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let w = window(filter.from_ns, filter.to_ns)
+        .map(|w| format!(" lines {w}"))
+        .unwrap_or_default();
+    writeln!(out, "==== pid {} tid {} ({}){w} ====", t.pid, t.tid, t.exe)?;
     Ok(())
+}
+
+/// `from S:mmm uuu to S:mmm uuu` (times since the trace start, as the code-path lines print
+/// them) for a `--from/--to` window; `None` without one.
+fn window(from_ns: Option<u64>, to_ns: Option<u64>) -> Option<String> {
+    match (from_ns, to_ns) {
+        (None, None) => None,
+        (Some(f), None) => Some(format!("from {} to the end", stamp(f))),
+        (None, Some(t)) => Some(format!("from the start to {}", stamp(t))),
+        (Some(f), Some(t)) => Some(format!("from {} to {}", stamp(f), stamp(t))),
+    }
 }
 
 /// Lines of a code-path trace.

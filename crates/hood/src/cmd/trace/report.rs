@@ -226,7 +226,7 @@ fn print_paths(
         };
         match json.as_mut() {
             Some(j) => j.thread_begin(out)?,
-            None => render::path_heading(&first.summary, out)?,
+            None => render::path_heading(&first.summary, a.filter(), out)?,
         }
         let last = if first.flushes == 0 {
             first.summary.lines.clone()
