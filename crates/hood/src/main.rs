@@ -70,12 +70,5 @@ fn stdout_reader_gone(err: &anyhow::Error) -> bool {
     if !broken {
         return false;
     }
-    let mut fd = libc::pollfd {
-        fd: libc::STDOUT_FILENO,
-        events: libc::POLLOUT,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd, no wait.
-    let n = unsafe { libc::poll(&mut fd, 1, 0) };
-    n == 1 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+    hood_proc::stdio::stdout_reader_gone()
 }

@@ -508,18 +508,6 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     }
 }
 
-/// CLOCK_MONOTONIC now, in ns (the runtime's start instant is recorded on this clock).
-pub(crate) fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for clock_gettime to fill; std offers no way to read
-    // CLOCK_MONOTONIC as an absolute value.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Whether the process of each segment is still live: (segment index → state, end ticks).
 /// A pid with several segments was re-exec'd: all but the newest are finished.
 pub fn to_processes(segs: &[Segment]) -> Vec<(ProcessCalls, bool)> {
@@ -528,7 +516,7 @@ pub fn to_processes(segs: &[Segment]) -> Vec<(ProcessCalls, bool)> {
         let e = newest.entry(s.header.pid).or_insert(0);
         *e = (*e).max(s.header.start_mono_ns);
     }
-    let now_mono = mono_ns();
+    let now_mono = hood_proc::clock::monotonic_ns();
     segs.iter()
         .map(|s| {
             let h = &s.header;

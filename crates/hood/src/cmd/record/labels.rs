@@ -80,7 +80,7 @@ impl Duty {
         for (sys, name) in &self.per_packet {
             inst.set_event(sys, name, on)?;
         }
-        let now = super::monotonic_ns();
+        let now = hood_proc::clock::monotonic_ns();
         let span = now.saturating_sub(self.since_ns);
         if self.on {
             self.out.on_ns += span;
@@ -95,7 +95,7 @@ impl Duty {
 
     /// Close the current window at stop.
     fn close(&mut self) {
-        let now = super::monotonic_ns();
+        let now = hood_proc::clock::monotonic_ns();
         let span = now.saturating_sub(self.since_ns);
         if self.on {
             self.out.on_ns += span;
@@ -215,7 +215,7 @@ impl LabelsRecorder {
                 iter: 0,
                 acc_events: 0,
                 last: std::time::Instant::now(),
-                since_ns: super::monotonic_ns(),
+                since_ns: hood_proc::clock::monotonic_ns(),
                 out: Budget {
                     events_per_s: budget,
                     ..Budget::default()
@@ -228,7 +228,7 @@ impl LabelsRecorder {
     pub fn begin(&mut self) -> anyhow::Result<()> {
         self.inst.start()?;
         self.duty.last = std::time::Instant::now();
-        self.duty.since_ns = super::monotonic_ns();
+        self.duty.since_ns = hood_proc::clock::monotonic_ns();
         Ok(())
     }
 

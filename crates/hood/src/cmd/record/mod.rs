@@ -46,16 +46,6 @@ pub struct Outcome {
     pub samples_not_written: u64,
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into our local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// Run `hood record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.to_config()?;
@@ -118,7 +108,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
         },
     };
     let (hostname, kernel_release) = snapshot::uname();
-    let start_mono = monotonic_ns();
+    let start_mono = hood_proc::clock::monotonic_ns();
     let meta = RecordMeta {
         hood_version: env!("CARGO_PKG_VERSION").to_string(),
         mode: match cfg.who {
@@ -349,7 +339,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             error.get_or_insert(format!("{e:#}"));
         }
     }
-    let end_mono = monotonic_ns();
+    let end_mono = hood_proc::clock::monotonic_ns();
     let finish = finalize(
         &mut writer,
         &mut collector,

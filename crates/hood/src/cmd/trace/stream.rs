@@ -275,7 +275,7 @@ fn drain_seg<W: Write>(
         // A thread silent for hours: re-anchor on the clock's present, estimated from the
         // segment's calibration, so the truncated timestamps restore (they keep 2^46 ticks).
         let est = h.start_ticks.wrapping_add(
-            ((segments::mono_ns().saturating_sub(h.start_mono_ns)) as u128
+            ((hood_proc::clock::monotonic_ns().saturating_sub(h.start_mono_ns)) as u128
                 * h.ticks_per_sec as u128
                 / 1_000_000_000) as u64,
         );
