@@ -16,11 +16,11 @@
 use std::collections::HashSet;
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::buildid::build_id_of_file;
+use crate::cache::{cached_ok, nofollow, private_dir};
 use crate::{hex, read_build_id};
 
 /// How long a miss is remembered.
@@ -62,11 +62,7 @@ impl DebuginfodConfig {
         }
         let cache = match var("DEBUGINFOD_CACHE_PATH") {
             Some(p) => PathBuf::from(p),
-            None => var("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))
-                .unwrap_or_else(|| PathBuf::from("/root/.cache"))
-                .join("hood/debuginfod"),
+            None => crate::cache::default_root().join("debuginfod"),
         };
         let timeout = var("DEBUGINFOD_TIMEOUT")
             .and_then(|t| t.trim().parse::<u64>().ok())
@@ -154,7 +150,7 @@ impl Debuginfod {
                 .write(true)
                 .create(true)
                 .truncate(true)
-                .custom_flags(libc_o_nofollow())
+                .custom_flags(nofollow())
                 .mode(0o600)
                 .open(&miss);
         } else {
@@ -172,7 +168,11 @@ impl Debuginfod {
     /// The cache directory, created or checked once.
     fn cache_dir(&mut self) -> Result<PathBuf, String> {
         if self.dir.is_none() {
-            self.dir = Some(private_dir(&self.cfg.cache));
+            self.dir = Some(private_dir(
+                &self.cfg.cache,
+                "debuginfod cache",
+                "DEBUGINFOD_CACHE_PATH",
+            ));
         }
         self.dir.clone().unwrap_or_else(|| Err("no cache".into()))
     }
@@ -261,75 +261,6 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
-/// `O_NOFOLLOW`: open the file itself, never what a symlink points to.
-fn libc_o_nofollow() -> i32 {
-    rustix::fs::OFlags::NOFOLLOW.bits() as i32
-}
-
-/// The user hood runs as.
-fn my_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
-}
-
-/// Creates `dir` (mode 0700, parents as needed) or checks it: a real directory, owned by
-/// the user hood runs as, not writable by group or others.
-fn private_dir(dir: &Path) -> Result<PathBuf, String> {
-    if let Some(parent) = dir.parent() {
-        fs::create_dir_all(parent).map_err(|e| {
-            format!(
-                "debuginfod cache {}: cannot create {}: {e}; set DEBUGINFOD_CACHE_PATH",
-                dir.display(),
-                parent.display()
-            )
-        })?;
-    }
-    match fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => {
-            return Err(format!(
-                "debuginfod cache {}: {e}; set DEBUGINFOD_CACHE_PATH to a directory of yours",
-                dir.display()
-            ))
-        }
-    }
-    let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let refuse = if !meta.file_type().is_dir() {
-        Some("is not a directory (a symlink?)")
-    } else if meta.uid() != my_uid() {
-        Some("belongs to another user")
-    } else if meta.mode() & 0o022 != 0 {
-        Some("is writable by other users")
-    } else {
-        None
-    };
-    match refuse {
-        Some(why) => Err(format!(
-            "debuginfod cache {} {why}; not used — remove it or set DEBUGINFOD_CACHE_PATH",
-            dir.display()
-        )),
-        None => Ok(dir.to_path_buf()),
-    }
-}
-
-/// A cached debug file is used if it is a regular file (not a symlink) of the cache's owner
-/// with the build-id asked for.
-fn cached_ok(path: &Path, build_id: &[u8]) -> bool {
-    let Ok(f) = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc_o_nofollow())
-        .open(path)
-    else {
-        return false;
-    };
-    let Ok(meta) = f.metadata() else {
-        return false;
-    };
-    meta.is_file()
-        && meta.uid() == my_uid()
-        && matches!(build_id_of_file(f, path), Ok(Some(id)) if id == build_id)
-}
-
 /// A miss marker younger than [`MISS_TTL`].
 fn recent(miss: &Path) -> bool {
     fs::symlink_metadata(miss)
@@ -338,27 +269,4 @@ fn recent(miss: &Path) -> bool {
         .and_then(|m| m.modified().ok())
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .is_some_and(|age| age < MISS_TTL)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_cache_directory_must_be_private() {
-        let base = tempfile::tempdir().unwrap();
-        let made = base.path().join("a/b/cache");
-        assert_eq!(private_dir(&made), Ok(made.clone()));
-        assert_eq!(
-            fs::metadata(&made).unwrap().permissions().mode() & 0o777,
-            0o700
-        );
-        fs::set_permissions(&made, fs::Permissions::from_mode(0o777)).unwrap();
-        let err = private_dir(&made).unwrap_err();
-        assert!(err.contains("writable by other users"), "{err}");
-        let link = base.path().join("link");
-        std::os::unix::fs::symlink(&made, &link).unwrap();
-        let err = private_dir(&link).unwrap_err();
-        assert!(err.contains("not a directory"), "{err}");
-    }
 }

@@ -111,6 +111,20 @@ impl Symbolizer {
         found
     }
 
+    /// The file to read `real`'s DWARF from: its decompressed copy in the DWARF cache if it
+    /// has compressed DWARF and a cache is configured, else `real` itself.
+    fn dwarf_file(&mut self, real: &Path) -> PathBuf {
+        let Some(unpacker) = self.unpacker.as_mut() else {
+            return real.to_path_buf();
+        };
+        let mut warnings = Vec::new();
+        let path = unpacker.dwarf_path(real, &mut |k, m| warnings.push((k, m)));
+        for (k, m) in warnings {
+            self.warn(k, m);
+        }
+        path
+    }
+
     /// Offsets of a binary resolved in its debug file, by virtual address.
     fn blaze_debug(&mut self, dbg: &DebugFile, shown: &str, offsets: &[u64]) -> Vec<Resolution> {
         let mut order: Vec<(u64, usize)> = offsets
@@ -280,10 +294,11 @@ impl Symbolizer {
         };
         // DWARF, where the file has it: file:line and the functions inlined there. A file
         // whose DWARF cannot be read (corrupt, compressed in an unknown way) keeps its names.
-        let dwarf = Source::Elf(Elf::new(real));
         if self.dwarf_broken.contains(real) {
             return self.demangled(out);
         }
+        let dwarf_file = self.dwarf_file(real);
+        let dwarf = Source::Elf(Elf::new(&dwarf_file));
         // The DWARF parser meets bytes nobody checked (a hostile binary, a truncated debug
         // file): should it panic, the file keeps its symbol-table names and its DWARF is not
         // read again in this report.

@@ -23,6 +23,7 @@
 #![forbid(unsafe_code)]
 
 mod buildid;
+mod cache;
 mod debugfile;
 mod debuginfod;
 mod demangle;
@@ -32,6 +33,7 @@ mod plt;
 mod symbolizer;
 mod table;
 pub mod text;
+mod unpacked;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -43,6 +45,7 @@ pub use demangle::{demangle, demangle_short};
 pub use error::SymbolError;
 pub use symbolizer::Symbolizer;
 pub use table::SymbolTable;
+pub use unpacked::{DwarfCacheConfig, DEFAULT_MAX_BYTES as DWARF_CACHE_DEFAULT_MAX_BYTES};
 
 /// A resolved symbol.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -149,6 +152,10 @@ pub struct SymbolizerOptions {
     /// from debuginfod servers (default `None`; [`DebuginfodConfig::from_env`] reads
     /// `DEBUGINFOD_URLS` as perf and gdb do).
     pub debuginfod: Option<DebuginfodConfig>,
+    /// Keep decompressed copies of files whose DWARF is compressed (Debian's debug files),
+    /// so that later reports read it in place (default `None`;
+    /// [`DwarfCacheConfig::from_env`] gives the cache `hood report` uses).
+    pub dwarf_cache: Option<DwarfCacheConfig>,
 }
 
 impl Default for SymbolizerOptions {
@@ -161,6 +168,7 @@ impl Default for SymbolizerOptions {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             inlined: true,
             debuginfod: None,
+            dwarf_cache: None,
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct Symbolizer {
     pub(crate) dwarf_broken: HashSet<PathBuf>,
     /// The debuginfod client, when configured.
     pub(crate) debuginfod: Option<crate::debuginfod::Debuginfod>,
+    /// Decompressed copies of compressed DWARF, when a cache is configured.
+    pub(crate) unpacker: Option<crate::unpacked::Unpacker>,
     /// binary as read → its PLT stubs.
     pub(crate) plts: HashMap<PathBuf, crate::plt::Plt>,
     /// image key → (hash of the bytes, temp file holding them or why not).
@@ -76,6 +78,7 @@ impl Symbolizer {
             .debuginfod
             .clone()
             .map(crate::debuginfod::Debuginfod::new);
+        let unpacker = opts.dwarf_cache.clone().map(crate::unpacked::Unpacker::new);
         Ok(Symbolizer {
             opts,
             blaze,
@@ -86,6 +89,7 @@ impl Symbolizer {
             debug_files: HashMap::new(),
             dwarf_broken: HashSet::new(),
             debuginfod,
+            unpacker,
             plts: HashMap::new(),
             images: HashMap::new(),
             perf_maps: HashMap::new(),

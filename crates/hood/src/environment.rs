@@ -79,6 +79,12 @@ pub const VARS: &[Var] = &[
         values: Values::Count(1, u64::MAX),
     },
     Var {
+        name: "HOOD_DWARF_CACHE",
+        shown: "DIR|off",
+        what: "where `hood report` and `hood annotate` keep decompressed copies of debug files whose DWARF is compressed (Debian's libc6-dbg and -dbgsym files), so that only the first report decompresses them (default $XDG_CACHE_HOME/hood/dwarf, else ~/.cache/hood/dwarf; at most 2 GiB, least recently used removed first; `off`: decompress on every report); must be a directory of the user hood runs as, not writable by others",
+        values: Values::Any,
+    },
+    Var {
         name: "HOOD_TIMING",
         shown: "any value",
         what: "`hood report` prints how long loading, symbolizing and rendering took to standard error",

@@ -26,6 +26,7 @@ pub fn symbolizer_options(opts: &SymbolOpts) -> SymbolizerOptions {
         } else {
             hood_symbols::DebuginfodConfig::from_env()
         },
+        dwarf_cache: hood_symbols::DwarfCacheConfig::from_env(),
         ..defaults
     }
 }

@@ -1,0 +1,366 @@
+//! Debug info kept decompressed in a private cache.
+//!
+//! Distributions compress the DWARF of their debug files (Debian's `-dbgsym` packages and
+//! `libc6-dbg` with zlib, others with zstd): every report that reads file:line and inlined
+//! frames from libc's debug file inflated ~15 MB of DWARF again, most of a report's time.
+//! The first report that needs such a file writes a copy with its DWARF decompressed to the
+//! cache (`$XDG_CACHE_HOME/hood/dwarf`, else `~/.cache/hood/dwarf`; `HOOD_DWARF_CACHE=DIR`
+//! moves it, `HOOD_DWARF_CACHE=off` turns it off), named by build-id and size; later
+//! reports read the copy in place. This is what perf's `~/.debug` build-id cache does for
+//! its own reasons.
+//!
+//! The copy is the original file byte for byte, followed by the decompressed sections and a
+//! new section header table that points at them (every other section, and the program
+//! headers, keep their offsets). Sizes are never taken on trust: a copy larger than the
+//! cache's budget is not written, and each section must decompress to exactly the size its
+//! header claims. The cache is trimmed to its budget, least recently used first. A file that
+//! cannot be unpacked (big-endian, 32-bit, an unknown compression, a cache refused) is read
+//! as before.
+
+use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use object::elf::{FileHeader64, SHF_COMPRESSED, SHT_NOBITS};
+use object::read::elf::{FileHeader as _, SectionHeader as _};
+use object::read::ReadCache;
+use object::Endianness;
+
+use crate::cache::{cached_ok, my_uid, private_dir};
+use crate::{hex, read_build_id};
+
+/// Default budget of the cache: the copies of a few dozen libraries' debug files.
+pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+/// `ELFCOMPRESS_ZLIB`.
+const COMPRESS_ZLIB: u32 = 1;
+/// `ELFCOMPRESS_ZSTD`.
+const COMPRESS_ZSTD: u32 = 2;
+/// Size of `Elf64_Chdr`.
+const CHDR_SIZE: u64 = 24;
+/// Size of `Elf64_Shdr`.
+const SHDR_SIZE: u64 = 64;
+/// Offset of `e_shoff` in the ELF64 header.
+const E_SHOFF: u64 = 0x28;
+
+/// Where unpacked copies are kept and how much room they may take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DwarfCacheConfig {
+    /// The cache directory (created `0700` if missing).
+    pub dir: PathBuf,
+    /// Most bytes the copies may take together; older ones are removed beyond it.
+    pub max_bytes: u64,
+}
+
+impl DwarfCacheConfig {
+    /// The cache the environment asks for: `HOOD_DWARF_CACHE` unset or empty gives the
+    /// default directory, `off` (or `0`) none, anything else is the directory.
+    pub fn from_env() -> Option<DwarfCacheConfig> {
+        let dir = match std::env::var("HOOD_DWARF_CACHE") {
+            Ok(v) if v == "off" || v == "0" => return None,
+            Ok(v) if !v.trim().is_empty() => PathBuf::from(v),
+            _ => crate::cache::default_root().join("dwarf"),
+        };
+        Some(DwarfCacheConfig {
+            dir,
+            max_bytes: DEFAULT_MAX_BYTES,
+        })
+    }
+}
+
+/// Hands out, for each ELF file, the file to read its DWARF from.
+pub(crate) struct Unpacker {
+    cfg: DwarfCacheConfig,
+    /// The cache directory's check, made once.
+    dir: Option<Result<PathBuf, String>>,
+    /// File → the file to read its DWARF from (itself, or its unpacked copy).
+    done: HashMap<PathBuf, PathBuf>,
+}
+
+impl Unpacker {
+    pub(crate) fn new(cfg: DwarfCacheConfig) -> Unpacker {
+        Unpacker {
+            cfg,
+            dir: None,
+            done: HashMap::new(),
+        }
+    }
+
+    /// The file to read `file`'s DWARF from: an unpacked copy if `file` has compressed
+    /// DWARF sections and the cache holds or takes one, else `file`. Problems worth saying
+    /// (a refused cache) go to `warn` with a key, once.
+    pub(crate) fn dwarf_path(
+        &mut self,
+        file: &Path,
+        warn: &mut dyn FnMut(String, String),
+    ) -> PathBuf {
+        if let Some(p) = self.done.get(file) {
+            return p.clone();
+        }
+        let chosen = self
+            .find_or_make(file, warn)
+            .unwrap_or_else(|| file.to_path_buf());
+        self.done.insert(file.to_path_buf(), chosen.clone());
+        chosen
+    }
+
+    fn find_or_make(
+        &mut self,
+        file: &Path,
+        warn: &mut dyn FnMut(String, String),
+    ) -> Option<PathBuf> {
+        let plan = Plan::read(file).ok().flatten()?;
+        let id = read_build_id(file)
+            .ok()
+            .flatten()
+            .filter(|id| id.len() >= 2)?;
+        if plan.unpacked_size > self.cfg.max_bytes {
+            return None;
+        }
+        let dir = match self.cache_dir() {
+            Ok(d) => d,
+            Err(why) => {
+                warn("dwarf-cache".into(), why);
+                return None;
+            }
+        };
+        let dst = dir.join(format!("{}.{}.debug", hex(&id), plan.file_size));
+        if cached_ok(&dst, &id) {
+            touch(&dst);
+            return Some(dst);
+        }
+        match plan.write(file, &dir, &dst) {
+            Ok(()) if cached_ok(&dst, &id) => {
+                trim(&dir, self.cfg.max_bytes, &dst);
+                Some(dst)
+            }
+            Ok(()) => None,
+            Err(e) => {
+                warn(
+                    format!("dwarf-cache {}", dir.display()),
+                    format!(
+                        "DWARF cache {}: could not keep a decompressed copy of {} ({e}); its \
+                         debug info is decompressed on every report instead",
+                        dir.display(),
+                        file.display()
+                    ),
+                );
+                None
+            }
+        }
+    }
+
+    fn cache_dir(&mut self) -> Result<PathBuf, String> {
+        if self.dir.is_none() {
+            self.dir = Some(private_dir(
+                &self.cfg.dir,
+                "DWARF cache",
+                "HOOD_DWARF_CACHE",
+            ));
+        }
+        self.dir.clone().unwrap_or_else(|| Err("no cache".into()))
+    }
+}
+
+/// One compressed section of a file: its index, where its bytes are and what they claim.
+#[derive(Debug, Clone, Copy)]
+struct Packed {
+    index: usize,
+    offset: u64,
+    size: u64,
+    kind: u32,
+    unpacked: u64,
+    align: u64,
+}
+
+/// What unpacking a file takes.
+#[derive(Debug)]
+struct Plan {
+    file_size: u64,
+    shoff: u64,
+    shnum: usize,
+    sections: Vec<Packed>,
+    /// The copy's size, computed from the claims (checked as it is written).
+    unpacked_size: u64,
+}
+
+impl Plan {
+    /// The compressed DWARF sections of `path`; `None` if it has none this module can
+    /// unpack (or is not a 64-bit little-endian ELF file).
+    fn read(path: &Path) -> io::Result<Option<Plan>> {
+        let f = File::open(path)?;
+        let file_size = f.metadata()?.len();
+        let cache = ReadCache::new(&f);
+        let Ok(header) = FileHeader64::<Endianness>::parse(&cache) else {
+            return Ok(None);
+        };
+        let Ok(endian) = header.endian() else {
+            return Ok(None);
+        };
+        if endian != Endianness::Little || header.e_shentsize(endian) as u64 != SHDR_SIZE {
+            return Ok(None);
+        }
+        let Ok(table) = header.sections(endian, &cache) else {
+            return Ok(None);
+        };
+        let mut sections = Vec::new();
+        let mut end = file_size;
+        for (index, sh) in table.iter().enumerate() {
+            let flags = sh.sh_flags(endian);
+            if flags & u64::from(SHF_COMPRESSED) == 0 || sh.sh_type(endian) == SHT_NOBITS {
+                continue;
+            }
+            let Ok(name) = table.section_name(endian, sh) else {
+                continue;
+            };
+            if !name.starts_with(b".debug") {
+                continue;
+            }
+            let (offset, size) = (sh.sh_offset(endian), sh.sh_size(endian));
+            if size < CHDR_SIZE || offset.checked_add(size).is_none_or(|e| e > file_size) {
+                return Ok(None);
+            }
+            let mut chdr = [0u8; CHDR_SIZE as usize];
+            f.read_exact_at(&mut chdr, offset)?;
+            let kind = u32::from_le_bytes(chdr[0..4].try_into().unwrap_or_default());
+            let unpacked = u64::from_le_bytes(chdr[8..16].try_into().unwrap_or_default());
+            let align = u64::from_le_bytes(chdr[16..24].try_into().unwrap_or_default());
+            if kind != COMPRESS_ZLIB && kind != COMPRESS_ZSTD {
+                return Ok(None);
+            }
+            let align = align.clamp(1, 4096);
+            end = align_up(end, align).saturating_add(unpacked);
+            sections.push(Packed {
+                index,
+                offset: offset + CHDR_SIZE,
+                size: size - CHDR_SIZE,
+                kind,
+                unpacked,
+                align,
+            });
+        }
+        if sections.is_empty() {
+            return Ok(None);
+        }
+        let shnum = table.len();
+        let unpacked_size = align_up(end, 8).saturating_add(shnum as u64 * SHDR_SIZE);
+        Ok(Some(Plan {
+            file_size,
+            shoff: header.e_shoff(endian),
+            shnum,
+            sections,
+            unpacked_size,
+        }))
+    }
+
+    /// Writes the unpacked copy of `src` to `dst` through a private temporary file in `dir`.
+    fn write(&self, src: &Path, dir: &Path, dst: &Path) -> io::Result<()> {
+        let mut from = File::open(src)?;
+        if from.metadata()?.len() != self.file_size {
+            return Err(io::Error::other("the file changed while it was read"));
+        }
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".unpacking-")
+            .tempfile_in(dir)?;
+        let out = tmp.as_file_mut();
+        let copied = io::copy(&mut (&mut from).take(self.file_size), out)?;
+        if copied != self.file_size {
+            return Err(io::Error::other("the file was cut while it was copied"));
+        }
+        let mut pos = copied;
+        let mut placed: HashMap<usize, (u64, u64, u64)> = HashMap::new();
+        for s in &self.sections {
+            let at = align_up(pos, s.align);
+            write_zeros(out, at - pos)?;
+            from.seek(SeekFrom::Start(s.offset))?;
+            let packed = (&mut from).take(s.size);
+            let n = match s.kind {
+                COMPRESS_ZLIB => {
+                    copy_exact(flate2::read::ZlibDecoder::new(packed), s.unpacked, out)?
+                }
+                _ => copy_exact(zstd::stream::read::Decoder::new(packed)?, s.unpacked, out)?,
+            };
+            if n != s.unpacked {
+                return Err(io::Error::other(format!(
+                    "section {} decompressed to {n} bytes, its header says {}",
+                    s.index, s.unpacked
+                )));
+            }
+            placed.insert(s.index, (at, s.unpacked, s.align));
+            pos = at + n;
+        }
+        let shoff = align_up(pos, 8);
+        write_zeros(out, shoff - pos)?;
+        let mut shdr = [0u8; SHDR_SIZE as usize];
+        for i in 0..self.shnum {
+            from.read_exact_at(&mut shdr, self.shoff + i as u64 * SHDR_SIZE)?;
+            if let Some(&(off, size, align)) = placed.get(&i) {
+                let flags = u64::from_le_bytes(shdr[8..16].try_into().unwrap_or_default());
+                shdr[8..16].copy_from_slice(&(flags & !u64::from(SHF_COMPRESSED)).to_le_bytes());
+                shdr[24..32].copy_from_slice(&off.to_le_bytes());
+                shdr[32..40].copy_from_slice(&size.to_le_bytes());
+                shdr[48..56].copy_from_slice(&align.to_le_bytes());
+            }
+            out.write_all(&shdr)?;
+        }
+        out.write_all_at(&shoff.to_le_bytes(), E_SHOFF)?;
+        out.sync_data()?;
+        tmp.persist(dst).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+/// Copies at most `limit` bytes of `r` to `w`, and one more if there is one (so that a
+/// section longer than its claim is noticed); the count copied.
+fn copy_exact(r: impl Read, limit: u64, w: &mut File) -> io::Result<u64> {
+    io::copy(&mut r.take(limit.saturating_add(1)), w)
+}
+
+fn write_zeros(w: &mut File, n: u64) -> io::Result<()> {
+    io::copy(&mut io::repeat(0).take(n), w).map(|_| ())
+}
+
+fn align_up(v: u64, align: u64) -> u64 {
+    v.div_ceil(align).saturating_mul(align)
+}
+
+/// Marks a copy as just used (the cache is trimmed least recently used first).
+fn touch(path: &Path) {
+    if let Ok(f) = fs::OpenOptions::new().write(true).open(path) {
+        let _ = f.set_modified(SystemTime::now());
+    }
+}
+
+/// Removes the least recently used copies in `dir` until they take at most `max_bytes`,
+/// never `keep`. Only regular files of this user named `*.debug` are counted or removed.
+fn trim(dir: &Path, max_bytes: u64, keep: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut copies: Vec<(SystemTime, u64, PathBuf)> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".debug"))
+        .filter_map(|e| {
+            let m = fs::symlink_metadata(e.path()).ok()?;
+            (m.file_type().is_file() && m.uid() == my_uid()).then(|| {
+                (
+                    m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                    m.len(),
+                    e.path(),
+                )
+            })
+        })
+        .collect();
+    let mut total: u64 = copies.iter().map(|c| c.1).fold(0, u64::saturating_add);
+    copies.sort();
+    for (_, len, path) in copies {
+        if total <= max_bytes {
+            break;
+        }
+        if path != keep && fs::remove_file(&path).is_ok() {
+            total = total.saturating_sub(len);
+        }
+    }
+}

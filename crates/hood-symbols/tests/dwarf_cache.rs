@@ -1,0 +1,227 @@
+//! The DWARF cache: files whose debug sections are compressed (as Debian's debug files are)
+//! are read from a decompressed copy, with exactly the answers the original gives.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{compile, func_offset};
+use hood_symbols::{DwarfCacheConfig, Resolution, Symbolizer, SymbolizerOptions};
+
+/// Inlined helpers at -O2, so answers carry lines and inlined frames.
+const SRC: &str = r#"
+#include <stdio.h>
+static inline int sq(int x) { return x * x; }
+static inline int sum_sq(int n) { int s = 0; for (int i = 0; i < n; i++) s += sq(i); return s; }
+__attribute__((noinline)) int work(int n) { int t = 0; for (int k = 0; k < n; k++) t ^= sum_sq(k); return t; }
+__attribute__((noinline)) int outer(int n) { return work(n) + work(n / 2); }
+int main(int argc, char **argv) { (void)argv; printf("%d\n", outer(argc * 1000)); return 0; }
+"#;
+
+/// A copy of `bin` with its debug sections compressed by objcopy (`zlib` or `zstd`);
+/// `None` (with a line saying so) if this objcopy cannot.
+fn compressed(bin: &Path, how: &str) -> Option<PathBuf> {
+    let out = bin.with_file_name(format!("prog-{how}"));
+    let r = Command::new("objcopy")
+        .arg(format!("--compress-debug-sections={how}"))
+        .arg(bin)
+        .arg(&out)
+        .output()
+        .expect("run objcopy");
+    if !r.status.success() {
+        println!(
+            "not run here: objcopy cannot compress with {how}: {}",
+            String::from_utf8_lossy(&r.stderr).trim()
+        );
+        return None;
+    }
+    Some(out)
+}
+
+fn symbolizer(cache: Option<&Path>, max_bytes: u64) -> Symbolizer {
+    Symbolizer::new(SymbolizerOptions {
+        dwarf_cache: cache.map(|dir| DwarfCacheConfig {
+            dir: dir.to_path_buf(),
+            max_bytes,
+        }),
+        ..SymbolizerOptions::default()
+    })
+    .expect("symbolizer")
+}
+
+/// Every 3rd byte of `work` and `outer`.
+fn offsets(bin: &Path) -> Vec<u64> {
+    let mut v = Vec::new();
+    for f in ["work", "outer", "main"] {
+        let (off, size) = func_offset(bin, f, false);
+        v.extend((0..size).step_by(3).map(|d| off + d));
+    }
+    v
+}
+
+fn resolve(s: &mut Symbolizer, bin: &Path, offs: &[u64]) -> Vec<Resolution> {
+    s.symbolize_file(bin, None, offs)
+}
+
+/// The `*.debug` files in `dir`.
+fn copies(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.to_string_lossy().ends_with(".debug"));
+    v.sort();
+    v
+}
+
+#[test]
+fn compressed_dwarf_answers_from_the_cache_exactly_as_uncompressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = compile(dir.path(), "prog", SRC, &["-O2", "-g"]);
+    let offs = offsets(&plain);
+    let want = resolve(&mut symbolizer(None, 0), &plain, &offs);
+    let lines = want
+        .iter()
+        .filter(|r| r.as_ref().is_ok_and(|s| s.code.is_some()))
+        .count();
+    let inlined = want
+        .iter()
+        .filter(|r| r.as_ref().is_ok_and(|s| !s.inlined.is_empty()))
+        .count();
+    assert!(
+        lines * 10 >= offs.len() * 9,
+        "{lines} of {} with lines",
+        offs.len()
+    );
+    assert!(inlined > 0, "no inlined frame in -O2 code: {want:?}");
+
+    let cache = dir.path().join("cache/dwarf");
+    for how in ["zlib", "zstd"] {
+        let Some(packed) = compressed(&plain, how) else {
+            continue;
+        };
+        // The copy answers exactly as the uncompressed file.
+        let mut s = symbolizer(Some(&cache), 1 << 30);
+        assert_eq!(resolve(&mut s, &packed, &offs), want, "{how}");
+        assert!(s.warnings().is_empty(), "{how}: {:?}", s.warnings());
+        let made: Vec<PathBuf> = copies(&cache)
+            .into_iter()
+            .filter(|p| {
+                let n = packed.metadata().unwrap().len();
+                p.to_string_lossy().ends_with(&format!(".{n}.debug"))
+            })
+            .collect();
+        assert_eq!(made.len(), 1, "{how}: one copy, named by build-id and size");
+        let m = std::fs::symlink_metadata(&made[0]).unwrap();
+        assert_eq!(m.permissions().mode() & 0o777, 0o600, "{how}");
+        assert_eq!(
+            std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        // A second report reads the same copy; it does not write it again.
+        let mut again = symbolizer(Some(&cache), 1 << 30);
+        assert_eq!(resolve(&mut again, &packed, &offs), want, "{how} again");
+        assert_eq!(
+            std::fs::symlink_metadata(&made[0]).unwrap().ino(),
+            m.ino(),
+            "{how}: rewritten"
+        );
+    }
+    // zlib is also read without the cache (decompressed in memory, every time).
+    if let Some(packed) = compressed(&plain, "zlib") {
+        assert_eq!(resolve(&mut symbolizer(None, 0), &packed, &offs), want);
+    }
+}
+
+#[test]
+fn lying_section_sizes_leave_no_copy_and_the_file_keeps_its_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = compile(dir.path(), "prog", SRC, &["-O2", "-g"]);
+    let Some(packed) = compressed(&plain, "zlib") else {
+        return;
+    };
+    let mut bytes = std::fs::read(&packed).unwrap();
+    // Every compression header (ELFCOMPRESS_ZLIB, 0, size, align) claims one byte more.
+    let mut patched = 0;
+    let mut i = 0;
+    while i + 24 <= bytes.len() {
+        if bytes[i..i + 8] == [1, 0, 0, 0, 0, 0, 0, 0] && bytes[i + 24..].starts_with(&[0x78]) {
+            let size = u64::from_le_bytes(bytes[i + 8..i + 16].try_into().unwrap());
+            if size > 0 && size < 1 << 24 {
+                bytes[i + 8..i + 16].copy_from_slice(&(size + 1).to_le_bytes());
+                patched += 1;
+            }
+        }
+        i += 8;
+    }
+    assert!(patched > 0, "no compression header found");
+    let liar = dir.path().join("liar");
+    std::fs::write(&liar, &bytes).unwrap();
+    let cache = dir.path().join("cache");
+    let offs = offsets(&plain);
+    let mut s = symbolizer(Some(&cache), 1 << 30);
+    let got = resolve(&mut s, &liar, &offs);
+    assert!(copies(&cache).is_empty(), "{:?}", copies(&cache));
+    assert!(
+        s.warnings().iter().any(|w| w.contains("decompressed to")),
+        "{:?}",
+        s.warnings()
+    );
+    // Names come from the symbol table either way.
+    for (g, o) in got.iter().zip(&offs) {
+        let name = g.as_ref().map(|s| s.name.as_str()).unwrap_or("?");
+        assert!(["work", "outer", "main"].contains(&name), "{o:#x}: {g:?}");
+    }
+}
+
+#[test]
+fn the_cache_is_trimmed_to_its_budget_and_a_shared_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let mut made: Vec<Vec<PathBuf>> = Vec::new();
+    let mut budget = 1 << 30;
+    for (i, n) in [1000, 2000].iter().enumerate() {
+        let src = SRC.replace("argc * 1000", &format!("argc * {n}"));
+        let plain = compile(dir.path(), &format!("p{i}"), &src, &["-O2", "-g"]);
+        let Some(packed) = compressed(&plain, "zlib") else {
+            return;
+        };
+        // The second time, a budget of one and a half copies: the new copy pushes the
+        // older one out.
+        let mut s = symbolizer(Some(&cache), budget);
+        let offs = offsets(&plain);
+        let want = resolve(&mut symbolizer(None, 0), &plain, &offs);
+        assert_eq!(resolve(&mut s, &packed, &offs), want);
+        let now = copies(&cache);
+        if let Some(first) = now.first().filter(|_| i == 0) {
+            let size = first.metadata().unwrap().len();
+            budget = size + size / 2;
+        }
+        made.push(now);
+    }
+    assert_eq!(made[0].len(), 1);
+    assert_eq!(made[1].len(), 1, "the older copy is removed: {:?}", made[1]);
+    assert_ne!(made[0], made[1]);
+
+    // A cache directory others may write is not used, and the warning says how to fix it.
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let plain = compile(dir.path(), "p3", SRC, &["-O2", "-g"]);
+    let packed = compressed(&plain, "zlib").unwrap();
+    let offs = offsets(&plain);
+    let want = resolve(&mut symbolizer(None, 0), &plain, &offs);
+    let mut s = symbolizer(Some(&cache), 1 << 30);
+    assert_eq!(resolve(&mut s, &packed, &offs), want);
+    assert!(
+        s.warnings()
+            .iter()
+            .any(|w| w.contains("writable by other users") && w.contains("HOOD_DWARF_CACHE")),
+        "{:?}",
+        s.warnings()
+    );
+    assert_eq!(
+        copies(&cache),
+        made[1],
+        "nothing written to a refused cache"
+    );
+}
