@@ -34,7 +34,7 @@ use hood_model::profile::aggregate::Filter;
 use hood_model::profile::{FuncId, LocId, Mode, Profile, Sample};
 use prost::Message;
 
-use crate::labels::stacks::charged_frames;
+use crate::labels::stacks::{charged_frames, charged_locs};
 use crate::labels::{bucket, LabeledView};
 use crate::profile::header::target;
 use crate::profile::ReportOptions;
@@ -324,9 +324,8 @@ fn build_from<'a>(
     // period, one sample for its charged frames).
     let mut merged: BTreeMap<Key, (i64, i64, &Sample)> = BTreeMap::new();
     for (s, charge) in samples {
-        let locs = if charge.is_some() { 0 } else { s.locs };
         let e = merged
-            .entry((s.stack, locs, s.pid, s.tid, s.mode, charge))
+            .entry((s.stack, s.locs, s.pid, s.tid, s.mode, charge))
             .or_insert((0, 0, s));
         e.0 += 1;
         e.1 = e.1.saturating_add(s.period.min(i64::MAX as u64) as i64);
@@ -359,11 +358,12 @@ fn build_from<'a>(
         };
         // The stack by code location when the profile keeps one for this sample (the same
         // frames as `frames`, inlined functions being lines of their location, with their
-        // addresses); charged stacks are cut, by function.
-        let loc_frames = prof
-            .loc_stacks
-            .get(locs as usize)
-            .filter(|l| charge.is_none() && !l.is_empty());
+        // addresses); charged stacks are cut where `frames` is.
+        let loc_frames = match charge {
+            Some(c) => Some(charged_locs(prof, first, c)),
+            None => prof.loc_stacks.get(locs as usize).map(Vec::as_slice),
+        }
+        .filter(|l| !l.is_empty());
         let location_id: Vec<u64> = match loc_frames {
             Some(l) => l.iter().filter_map(|&id| t.at(id, &mut st)).collect(),
             None => frames

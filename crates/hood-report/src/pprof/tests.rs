@@ -254,3 +254,127 @@ fn labeled_samples_carry_their_charge() {
     let total: i64 = p.sample.iter().map(|s| s.value[0]).sum();
     assert_eq!(total, 8);
 }
+
+/// `small_profile` plus code locations: work60 has `sq` inlined at its sampled address, and
+/// pid 7 has a softirq sample (net_rx_action under handle_softirqs, interrupting work60).
+fn profile_with_inlined_locations() -> Profile {
+    use hood_model::profile::{FrameLine, Location};
+    let mut prof = small_profile();
+    let func = |name: &str, kernel: bool, inlined: bool| Func {
+        name: name.into(),
+        dso: if kernel { "[kernel.kallsyms]" } else { "split" }.into(),
+        kernel,
+        resolved: true,
+        inlined,
+        start_line: 0,
+    };
+    prof.funcs.push(func("sq", false, true)); // 5
+    prof.funcs.push(func("net_rx_action", true, false)); // 6
+    prof.funcs.push(func("handle_softirqs", true, false)); // 7
+    prof.source_files.push("split.c".into());
+    let line = |func, line| FrameLine {
+        func,
+        file: Some(0),
+        line,
+    };
+    // 0: sq inlined in work60, 1: main, 2: net_rx_action, 3: handle_softirqs.
+    prof.lines = vec![line(5, 3), line(1, 12), line(0, 20)];
+    let loc = |func, address, lines| Location {
+        func,
+        address,
+        map: None,
+        lines,
+    };
+    prof.locations = vec![
+        loc(1, 0x1010, (0, 2)),
+        loc(0, 0x1100, (2, 3)),
+        loc(6, 0xffff_0010, (0, 0)),
+        loc(7, 0xffff_0200, (0, 0)),
+    ];
+    prof.stacks.push(vec![5, 1, 0]); // 5: user stack with the inlined frame
+    prof.stacks.push(vec![6, 7, 5, 1, 0]); // 6: softirq over it
+    prof.loc_stacks = vec![vec![], vec![0, 1], vec![2, 3, 0, 1]];
+    for s in prof.samples.iter_mut().filter(|s| s.stack == 1) {
+        s.stack = 5;
+        s.locs = 1;
+    }
+    prof.samples.push(Sample {
+        pid: 7,
+        tid: 7,
+        cpu: 0,
+        time: 99_000_000,
+        period: 1_000_000,
+        mode: Mode::Kernel,
+        stack: 6,
+        locs: 2,
+    });
+    prof
+}
+
+#[test]
+fn labeled_pprof_keeps_inlined_functions_as_lines_of_their_location() {
+    use hood_model::labels::{AsyncKind, Charge};
+    let prof = profile_with_inlined_locations();
+    // 6 work60 (with sq inlined), 1 work10, 1 kernel, 1 idle, then the softirq sample.
+    let mut charges = vec![Charge::Sync(7); 7];
+    charges.push(Charge::Async(7, AsyncKind::Block));
+    charges.push(Charge::Idle);
+    charges.push(Charge::Async(7, AsyncKind::NetRx));
+    let l = labeled(charges);
+    let view = crate::labels::LabeledView {
+        prof: &prof,
+        labeled: &l,
+        source: "t.data",
+        pid: None,
+        comm: None,
+    };
+    let p = decode_labeled(&view);
+    let name = |id: u64| p.string_table[p.function[(id - 1) as usize].name as usize].clone();
+    let frames = |s: &proto::Sample| -> Vec<Vec<(String, i64)>> {
+        s.location_id
+            .iter()
+            .map(|&id| {
+                p.location[(id - 1) as usize]
+                    .line
+                    .iter()
+                    .map(|l| (name(l.function_id), l.line))
+                    .collect()
+            })
+            .collect()
+    };
+    let sync = p
+        .sample
+        .iter()
+        .find(|s| s.value[0] == 6)
+        .expect("the work60 samples");
+    assert_eq!(
+        frames(sync),
+        vec![
+            vec![("sq".to_string(), 3), ("work60".to_string(), 12)],
+            vec![("main".to_string(), 20)],
+        ],
+        "one location holding sq and work60, innermost first, as unlabeled pprof has it"
+    );
+    assert_eq!(
+        p.location[(sync.location_id[0] - 1) as usize].address,
+        0x1010
+    );
+    // The softirq sample keeps the handler's frames only, cut at the dispatcher.
+    let rx = p
+        .sample
+        .iter()
+        .find(|s| {
+            s.label.iter().any(|l| {
+                p.string_table[l.key as usize] == "async"
+                    && p.string_table[l.str as usize] == "NET_RX"
+            })
+        })
+        .expect("the softirq sample");
+    assert_eq!(
+        frames(rx),
+        vec![
+            vec![("net_rx_action".to_string(), 0)],
+            vec![("handle_softirqs".to_string(), 0)],
+        ]
+    );
+}
