@@ -1,0 +1,108 @@
+//! Naming the function addresses of each process at collection time, through its mappings
+//! (live /proc/PID/maps, else the copy in the segment) and hood-symbols.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use hood_model::calls::ProcessCalls;
+use hood_symbols::{Symbolizer, SymbolizerOptions};
+
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(hood_model::profile::maps::parse_maps_line)
+        .filter(|m| m.is_exec() && m.path.starts_with('/'))
+        .map(|m| Mapping {
+            start: m.start,
+            end: m.end,
+            offset: m.offset,
+            path: m.path.to_string(),
+        })
+        .collect()
+}
+
+/// Name each function address through the executable mappings in `maps_text` (a
+/// /proc/PID/maps text), batched per file. Addresses without a symbol are left out; `notes`
+/// says how many and why.
+pub fn name_functions(
+    funcs: &[u64],
+    maps_text: &str,
+    sym: &mut Symbolizer,
+    notes: &mut Vec<String>,
+) -> BTreeMap<u64, String> {
+    let maps = parse_maps(maps_text);
+    let mut by_file: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut unmapped = 0usize;
+    for &f in funcs {
+        match maps.iter().find(|m| m.start <= f && f < m.end) {
+            Some(m) => by_file
+                .entry(&m.path)
+                .or_default()
+                .push((f, f - m.start + m.offset)),
+            None => unmapped += 1,
+        }
+    }
+    let mut out = BTreeMap::new();
+    for (file, list) in by_file {
+        let offs: Vec<u64> = list.iter().map(|&(_, o)| o).collect();
+        let res = sym.symbolize_file(Path::new(file), None, &offs);
+        let mut missing = 0usize;
+        for (&(addr, _), r) in list.iter().zip(res) {
+            match r {
+                Ok(s) if s.offset == 0 => {
+                    out.insert(addr, s.name);
+                }
+                Ok(s) => {
+                    out.insert(addr, format!("{}+{:#x}", s.name, s.offset));
+                }
+                Err(_) => missing += 1,
+            }
+        }
+        if missing > 0 {
+            notes.push(format!(
+                "{missing} functions in {file} have no symbol (stripped?); shown as addresses"
+            ));
+        }
+    }
+    if unmapped > 0 {
+        notes.push(format!(
+            "{unmapped} function addresses were outside the recorded mappings; shown as addresses"
+        ));
+    }
+    out
+}
+
+/// Fill `p.symbols` for every function address in its tables.
+pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut Symbolizer) {
+    let live_maps = if live {
+        std::fs::read_to_string(format!("/proc/{}/maps", p.pid)).ok()
+    } else {
+        None
+    };
+    let mut funcs: Vec<u64> = p
+        .threads
+        .iter()
+        .flat_map(|t| t.paths.iter().map(|e| e.func))
+        .filter(|&f| f != 0)
+        .collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    let names = name_functions(
+        &funcs,
+        live_maps.as_deref().unwrap_or(segment_maps),
+        sym,
+        &mut p.notes,
+    );
+    p.symbols.extend(names);
+}
+
+/// A symbolizer with default options.
+pub fn symbolizer() -> Result<Symbolizer, crate::HooksError> {
+    Ok(Symbolizer::new(SymbolizerOptions::default())?)
+}

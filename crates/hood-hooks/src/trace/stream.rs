@@ -1,0 +1,361 @@
+//! Streaming (`hood trace record`'s default): while the program runs, the recorder takes every
+//! thread's new events out of its ring in the segment and appends them to the trace file, so a
+//! run of any length loses nothing as long as the recorder keeps up.
+//!
+//! The protocol (hood-abi `TRACE_FULL_STREAM`): the thread appends at `trace_written` (release
+//! store after the event word); the recorder reads `trace_written`, copies the events between
+//! its own count of events taken and that, and only then stores the new count in the slot's
+//! `trace_read`, freeing the ring slots. The thread reloads `trace_read` (acquire) when it
+//! reaches the end of the room it last saw, and counts an event as dropped only when the whole
+//! ring is events not yet taken. The recorder keeps its own count; the segment's value is never
+//! read back, so a confused or hostile process cannot make it read outside the ring.
+//!
+//! Reads go through the checked segment descriptor (`pread`), in pieces of at most
+//! `PIECE` (65536) events, so no allocation is sized by a segment's claim.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hood_abi::{stream_span, HeaderView, ThreadHeader, THREAD_HEADER_SIZE};
+use hood_format::{tags, Writer};
+use hood_model::trace::{encode_words_into, ProcessTrace, PAYLOAD_VERSION};
+
+use hood_proc::shm::ShmFile;
+
+use crate::segments;
+use crate::HooksError;
+
+/// Events copied per read.
+const PIECE: u64 = 1 << 16;
+/// Events per EVENTS chunk at most.
+const CHUNK_EVENTS: usize = 1 << 20;
+
+/// One thread of a streamed segment.
+struct StreamThread {
+    tid: u32,
+    /// Events taken out of the ring so far.
+    taken: u64,
+    /// Full timestamp of the last event taken (the next chunk's anchor).
+    anchor: u64,
+    started: bool,
+}
+
+/// One streamed segment.
+struct StreamSeg {
+    file: ShmFile,
+    header: HeaderView,
+    threads: Vec<StreamThread>,
+    /// Function-table entries in the provisional PROCESS chunk written last.
+    funcs_written: Option<u32>,
+    funcs_at: Option<Instant>,
+    /// Finished: the process exited (or exec'd) and its last events were taken.
+    done: bool,
+}
+
+/// The streaming half of the recorder.
+pub struct Streamer {
+    dir: PathBuf,
+    segs: HashMap<PathBuf, Option<StreamSeg>>,
+    words: Vec<u64>,
+    bytes: Vec<u8>,
+    payload: Vec<u8>,
+    /// Events written to the file.
+    pub events: u64,
+    /// Events the ring's owner overwrote before they were taken (a broken protocol; 0).
+    pub skipped: u64,
+    /// Segments skipped, with why.
+    pub warnings: Vec<String>,
+}
+
+fn u64_at(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]))
+}
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]))
+}
+
+impl Streamer {
+    /// Stream the segments that appear in `dir`.
+    pub fn new(dir: &Path) -> Streamer {
+        Streamer {
+            dir: dir.to_owned(),
+            segs: HashMap::new(),
+            words: Vec::new(),
+            bytes: Vec::new(),
+            payload: Vec::new(),
+            events: 0,
+            skipped: 0,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// One round: pick up new segments, append every thread's new events to `w` and free
+    /// their ring slots. Returns the events taken.
+    pub fn drain<W: Write>(&mut self, w: &mut Writer<W>) -> Result<u64, HooksError> {
+        self.scan();
+        let mut moved = 0;
+        // Segments of a pid that has a newer segment were left by exec: finish them.
+        let mut newest: HashMap<u32, u64> = HashMap::new();
+        for s in self.segs.values().flatten() {
+            let e = newest.entry(s.header.pid).or_insert(0);
+            *e = (*e).max(s.header.start_mono_ns);
+        }
+        let mut keys: Vec<PathBuf> = self.segs.keys().cloned().collect();
+        keys.sort();
+        for k in keys {
+            let Some(Some(s)) = self.segs.get_mut(&k) else {
+                continue;
+            };
+            if s.done {
+                continue;
+            }
+            let exec_left = newest.get(&s.header.pid) != Some(&s.header.start_mono_ns);
+            let state = s
+                .file
+                .read_fixed(hood_abi::parse::STATE_OFFSET as u64, 4, "the state")
+                .map(|b| u32_at(&b, 0))
+                .unwrap_or(0);
+            let finished = exec_left || state == hood_abi::STATE_EXITED;
+            if s.funcs_written.is_none()
+                || s.funcs_at
+                    .is_some_and(|t| t.elapsed() >= Duration::from_secs(1))
+            {
+                provisional_process(s, w)?;
+            }
+            match drain_seg(s, w, &mut self.words, &mut self.bytes, &mut self.payload) {
+                Ok((n, skipped)) => {
+                    moved += n;
+                    self.skipped += skipped;
+                }
+                Err(e) => {
+                    self.warnings.push(format!(
+                        "segment {}: {e}; events after that were not recorded",
+                        k.display()
+                    ));
+                    s.done = true;
+                }
+            }
+            if finished {
+                s.done = true;
+            }
+        }
+        self.events += moved;
+        if moved > 0 {
+            w.flush()?;
+        }
+        Ok(moved)
+    }
+
+    fn scan(&mut self) {
+        let Ok(rd) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for ent in rd.flatten() {
+            let path = ent.path();
+            if self.segs.contains_key(&path)
+                || !ent
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(hood_abi::SEGMENT_PREFIX)
+            {
+                continue;
+            }
+            match segments::open_segment(&path, hood_abi::MODE_TRACE, "hood calls", true) {
+                Ok((file, header, _)) if header.trace_full == hood_abi::TRACE_FULL_STREAM => {
+                    self.segs.insert(
+                        path,
+                        Some(StreamSeg {
+                            file,
+                            header,
+                            threads: Vec::new(),
+                            funcs_written: None,
+                            funcs_at: None,
+                            done: false,
+                        }),
+                    );
+                }
+                Ok(_) => {
+                    self.segs.insert(path, None);
+                }
+                // Not ready yet (header being written): look again next round.
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// A PROCESS chunk with what is known while the process runs (its clock and function table,
+/// no names yet): a file whose recorder was killed still reads, with addresses for names. The
+/// final chunk written at the end replaces it.
+fn provisional_process<W: Write>(s: &mut StreamSeg, w: &mut Writer<W>) -> Result<(), HooksError> {
+    let h = &s.header;
+    let used = s
+        .file
+        .read_fixed(hood_abi::parse::FUNCS_USED_OFFSET as u64, 4, "funcs_used")
+        .map(|b| u32_at(&b, 0).min(h.max_funcs))
+        .unwrap_or(0);
+    s.funcs_at = Some(Instant::now());
+    if s.funcs_written == Some(used) {
+        return Ok(());
+    }
+    let funcs = s
+        .file
+        .read_fixed(h.funcs_offset, used as u64 * 8, "the function table")
+        .map(|b| (0..used as usize).map(|i| u64_at(&b, i * 8)).collect())
+        .unwrap_or_default();
+    let p = ProcessTrace {
+        funcs,
+        notes: vec!["the recording ended before this process's function names were read (the recorder was stopped): functions are shown by address".into()],
+        ..super::collect::process_of(h)
+    };
+    let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});
+    w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
+    s.funcs_written = Some(used);
+    Ok(())
+}
+
+/// Take every thread's new events of one segment: (events taken, events skipped).
+fn drain_seg<W: Write>(
+    s: &mut StreamSeg,
+    w: &mut Writer<W>,
+    words: &mut Vec<u64>,
+    bytes: &mut Vec<u8>,
+    payload: &mut Vec<u8>,
+) -> Result<(u64, u64), HooksError> {
+    let h = &s.header;
+    let used = s
+        .file
+        .read_fixed(
+            hood_abi::parse::THREADS_USED_OFFSET as u64,
+            4,
+            "threads_used",
+        )
+        .map(|b| u32_at(&b, 0).min(h.max_threads))?;
+    let cap = h.trace_capacity;
+    let (mut total, mut skipped) = (0, 0);
+    for i in 0..used {
+        let slot = h.slot_offset(i);
+        let mut th = s
+            .file
+            .read_fixed(slot, THREAD_HEADER_SIZE as u64, "a thread header")?;
+        // `pread` copies bytes with no promise that an 8-byte counter is read whole: a torn
+        // `trace_written` could claim events not yet written. A second read bounds it, and the
+        // smaller of the two is used (the counter only grows).
+        let wo = core::mem::offset_of!(ThreadHeader, trace_written);
+        let again = s
+            .file
+            .read_fixed(slot + wo as u64, 8, "a thread header")
+            .map(|b| u64_at(&b, 0))?;
+        if again < u64_at(&th, wo) {
+            th[wo..wo + 8].copy_from_slice(&again.to_le_bytes());
+        }
+        // The slot is published (tid, reset_ticks) once its state is set (release).
+        let state = u32_at(&th, core::mem::offset_of!(ThreadHeader, state));
+        if state == 0 {
+            continue;
+        }
+        while s.threads.len() <= i as usize {
+            s.threads.push(StreamThread {
+                tid: 0,
+                taken: 0,
+                anchor: 0,
+                started: false,
+            });
+        }
+        let t = &mut s.threads[i as usize];
+        if !t.started {
+            t.tid = u32_at(&th, core::mem::offset_of!(ThreadHeader, tid));
+            t.anchor = u64_at(&th, core::mem::offset_of!(ThreadHeader, reset_ticks));
+            t.started = true;
+        }
+        let (first, count, lost) = stream_span(h, &th, t.taken);
+        skipped += lost;
+        if count == 0 {
+            continue;
+        }
+        // A thread silent for hours: re-anchor on the clock's present, estimated from the
+        // segment's calibration, so the truncated timestamps restore (they keep 2^46 ticks).
+        let est = h.start_ticks.wrapping_add(
+            ((hood_proc::clock::monotonic_ns().saturating_sub(h.start_mono_ns)) as u128
+                * h.ticks_per_sec as u128
+                / 1_000_000_000) as u64,
+        );
+        if (est.wrapping_sub(t.anchor) as i64) > (1i64 << 44) {
+            t.anchor = est;
+        }
+        // A ring more than half full means the program is gaining on the recorder: its events
+        // go out uncompressed this round (zstd is most of the recorder's cost per event), so
+        // nothing is lost for the sake of a smaller file.
+        let compress = count <= cap / 2;
+        words.clear();
+        let mut n = 0;
+        while n < count {
+            let idx = (first + n) % cap;
+            let len = (count - n).min(cap - idx).min(PIECE);
+            let off = slot + THREAD_HEADER_SIZE as u64 + idx * hood_abi::TRACE_EVENT_SIZE;
+            let need = (len * 8) as usize;
+            if bytes.len() < need {
+                bytes.resize(need, 0);
+            }
+            let bytes = &mut bytes[..need];
+            s.file
+                .read_into(off, bytes, "the event ring")
+                .map_err(|e| HooksError::Segment(format!("thread {}: {e}", t.tid)))?;
+            words.extend(bytes.chunks_exact(8).map(|c| u64_at(c, 0)));
+            n += len;
+            if words.len() >= CHUNK_EVENTS {
+                t.anchor = write_events(w, h, t, words, payload, compress)?;
+                words.clear();
+            }
+        }
+        if !words.is_empty() {
+            t.anchor = write_events(w, h, t, words, payload, compress)?;
+        }
+        t.taken = first + count;
+        // Release the slots only after the copy: the thread may overwrite them from now on.
+        s.file
+            .write_at(
+                &t.taken.to_le_bytes(),
+                slot + core::mem::offset_of!(ThreadHeader, trace_read) as u64,
+            )
+            .map_err(|e| HooksError::Segment(format!("writing the read position: {e}")))?;
+        total += count;
+    }
+    Ok((total, skipped))
+}
+
+fn write_events<W: Write>(
+    w: &mut Writer<W>,
+    h: &HeaderView,
+    t: &StreamThread,
+    words: &[u64],
+    payload: &mut Vec<u8>,
+    compress: bool,
+) -> Result<u64, HooksError> {
+    let last = encode_words_into(payload, h.pid, t.tid, h.start_mono_ns, t.anchor, words);
+    w.write_chunk(tags::trace::EVENTS, payload, compress)?;
+    Ok(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use hood_format::{FileKind, Writer};
+
+    #[test]
+    fn planted_files_are_not_streamed_and_do_not_hang() {
+        let d = tempfile::tempdir().unwrap();
+        crate::segments::tests::fifo(&d.path().join("hood-rt-4242-1"));
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("hood-rt-4243-1")).unwrap();
+        std::fs::write(d.path().join("hood-rt-4244-1"), vec![0u8; 8192]).unwrap();
+        let mut w = Writer::new(Vec::new(), d.path(), FileKind::Trace).unwrap();
+        let header_len = w.bytes_written();
+        let mut s = super::Streamer::new(d.path());
+        for _ in 0..3 {
+            assert_eq!(s.drain(&mut w).unwrap(), 0);
+        }
+        assert_eq!((s.events, s.skipped), (0, 0));
+        assert_eq!(w.bytes_written(), header_len, "something written");
+    }
+}
