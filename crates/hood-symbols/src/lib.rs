@@ -16,6 +16,9 @@
 //! * an nm-format `--symfile` as the last resort
 //!   ([`Symbolizer::symbolize_symfile`]).
 //!
+//! The other way round, [`function_symbols`] lists an ELF file's functions by address, for
+//! `hood trace record --filter/--exclude` to turn name globs into address ranges.
+//!
 //! Every lookup answers with a [`Resolution`]: a [`Sym`] or the reason
 //! ([`Unresolved`]) it has no name. Problems that concern a whole file
 //! (missing, changed since recording) are also reported once, in words, via
@@ -29,6 +32,7 @@ mod debuginfod;
 mod demangle;
 mod elf;
 mod error;
+mod funcs;
 mod plt;
 mod symbolizer;
 mod table;
@@ -43,6 +47,7 @@ pub use debugfile::debug_file_path;
 pub use debuginfod::DebuginfodConfig;
 pub use demangle::{demangle, demangle_short};
 pub use error::SymbolError;
+pub use funcs::{function_symbols, FunctionSymbol};
 pub use symbolizer::Symbolizer;
 pub use table::SymbolTable;
 pub use unpacked::{DwarfCacheConfig, DEFAULT_MAX_BYTES as DWARF_CACHE_DEFAULT_MAX_BYTES};

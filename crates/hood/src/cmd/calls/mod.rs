@@ -4,8 +4,8 @@
 mod file;
 mod report;
 pub(crate) mod run;
-pub(crate) mod segments;
-pub(crate) mod symbols;
+
+pub(crate) use hood_hooks::{segments, symbols};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,13 +1,10 @@
 //! `hood trace record|report`: event-tag tracing with the hood-rt runtime in trace mode (McRae's
 //! hardware kernel profiler, in software). See docs/trace.md.
 
-mod collect;
-mod elfsyms;
-mod filter;
-mod prefault;
 mod record;
 mod report;
-mod stream;
+
+use hood_hooks::trace::{collect, filter, prefault, stream};
 
 use std::path::PathBuf;
 use std::process::ExitCode;

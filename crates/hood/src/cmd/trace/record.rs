@@ -53,7 +53,8 @@ pub struct RecordConfig {
 }
 
 fn private_dir() -> anyhow::Result<PathBuf> {
-    crate::cmd::calls::segments::private_dir(&crate::cmd::calls::segments::shm_dir(), "trace")
+    use crate::cmd::calls::segments;
+    Ok(segments::private_dir(&segments::shm_dir(), "trace")?)
 }
 
 pub fn record(cfg: RecordConfig) -> anyhow::Result<ExitCode> {

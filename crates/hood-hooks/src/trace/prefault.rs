@@ -13,11 +13,12 @@
 //!
 //! How far ahead: the pages the thread would fill in the next ~20 ms at its observed rate,
 //! between 256 KiB and 32 MiB, so idle threads cost little memory and busy ones rarely catch up.
+//!
+//! The remote reads and the fallback are [`hood_proc::remote::fault_pages`]; this module
+//! decides which pages, when. Segments are opened through the checks of
+//! [`hood_proc::shm::ShmFile`] (no links, no FIFOs, owner), like every segment hood reads.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,23 +26,17 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hood_abi::{HeaderView, ThreadHeader, SEGMENT_PREFIX, STATE_EXITED, THREAD_HEADER_SIZE};
+use hood_proc::remote::{fault_pages, PAGE};
+use hood_proc::shm::ShmFile;
 
-const PAGE: u64 = 4096;
+/// What the pre-faulter did, for the recorder's summary: pages faulted into traced processes
+/// and pages only allocated (`fallocate` fallback).
+pub use hood_proc::remote::FaultStats as Stats;
+
 const MIN_LEAD: u64 = 256 << 10;
 const MAX_LEAD: u64 = 32 << 20;
-/// Pages faulted per system call (IOV_MAX).
-const BATCH: usize = 1024;
 /// Look-ahead time the lead is sized for.
 const LEAD_MS: u64 = 20;
-
-/// What the pre-faulter did, for the recorder's summary.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Stats {
-    /// Pages faulted into traced processes.
-    pub pages: u64,
-    /// Pages only allocated (`fallocate` fallback).
-    pub allocated: u64,
-}
 
 /// The running pre-faulter; [`Prefaulter::stop`] ends it.
 pub struct Prefaulter {
@@ -85,7 +80,7 @@ struct ThreadState {
 
 /// One watched segment.
 struct Seg {
-    file: File,
+    file: ShmFile,
     header: HeaderView,
     event_size: u64,
     pid: i32,
@@ -138,9 +133,11 @@ fn scan(dir: &Path, segs: &mut HashMap<PathBuf, Option<Seg>>) {
 }
 
 fn open(path: &Path) -> Option<Seg> {
-    let file = File::open(path).ok()?;
-    let mut head = vec![0u8; hood_abi::HEADER_AREA_SIZE as usize];
-    file.read_exact_at(&mut head, 0).ok()?;
+    // For writing: the `fallocate` fallback needs it.
+    let file = ShmFile::open(path, true, crate::segments::name_pid(path)).ok()?;
+    let head = file
+        .read_fixed(0, hood_abi::HEADER_AREA_SIZE, "the header")
+        .ok()?;
     let header = HeaderView::parse(&head).ok()?;
     if header.mode != hood_abi::MODE_TRACE {
         return None;
@@ -171,13 +168,17 @@ fn mapping_base(pid: u32, path: &Path) -> Option<u64> {
 fn step(s: &mut Seg, stats: &mut Stats) -> Result<bool, ()> {
     let mut b4 = [0u8; 4];
     s.file
-        .read_exact_at(&mut b4, hood_abi::parse::STATE_OFFSET as u64)
+        .read_into(hood_abi::parse::STATE_OFFSET as u64, &mut b4, "the state")
         .map_err(|_| ())?;
     if u32::from_le_bytes(b4) == STATE_EXITED {
         return Err(());
     }
     s.file
-        .read_exact_at(&mut b4, hood_abi::parse::THREADS_USED_OFFSET as u64)
+        .read_into(
+            hood_abi::parse::THREADS_USED_OFFSET as u64,
+            &mut b4,
+            "threads_used",
+        )
         .map_err(|_| ())?;
     let used = u32::from_le_bytes(b4).min(s.header.max_threads) as usize;
     s.threads.resize_with(used, ThreadState::default);
@@ -185,7 +186,7 @@ fn step(s: &mut Seg, stats: &mut Stats) -> Result<bool, ()> {
     for i in 0..used {
         let slot = s.header.slot_offset(i as u32);
         let mut th = [0u8; THREAD_HEADER_SIZE];
-        if s.file.read_exact_at(&mut th, slot).is_err() {
+        if s.file.read_into(slot, &mut th, "a thread header").is_err() {
             continue;
         }
         let at = |o: usize| u64::from_le_bytes(th[o..o + 8].try_into().unwrap_or([0; 8]));
@@ -212,186 +213,46 @@ fn step(s: &mut Seg, stats: &mut Stats) -> Result<bool, ()> {
         if from >= to {
             continue;
         }
-        let n = fault(s.pid, s.base, &s.file, from, to, stats)?;
+        let n = fault_pages(s.pid, s.base, &s.file, from, to, stats).map_err(|_| ())?;
         t.done = from + n * PAGE;
     }
     Ok(moved)
 }
 
-/// Fault (or allocate) the pages of segment offsets `[from, to)`; returns the pages done.
-fn fault(
-    pid: i32,
-    base: Option<u64>,
-    file: &File,
-    from: u64,
-    to: u64,
-    stats: &mut Stats,
-) -> Result<u64, ()> {
-    let pages = (to - from).div_ceil(PAGE);
-    let Some(base) = base else {
-        // SAFETY: fallocate on an open file descriptor we own; no memory is passed.
-        unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_KEEP_SIZE,
-                from as libc::off_t,
-                (pages * PAGE) as libc::off_t,
-            )
-        };
-        stats.allocated += pages;
-        return Ok(pages);
-    };
-    let mut sink = [0u8; BATCH];
-    let mut done = 0;
-    while done < pages {
-        let n = ((pages - done) as usize).min(BATCH);
-        let local: Vec<libc::iovec> = sink[..n]
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: (b as *mut u8).cast(),
-                iov_len: 1,
-            })
-            .collect();
-        let remote: Vec<libc::iovec> = (0..n as u64)
-            .map(|k| libc::iovec {
-                iov_base: (base + from + (done + k) * PAGE) as *mut libc::c_void,
-                iov_len: 1,
-            })
-            .collect();
-        // SAFETY: `local` describes `n` one-byte buffers inside `sink`, which outlives the
-        // call; the remote addresses are only read by the kernel in process `pid` (a bad one
-        // fails the call with EFAULT, it does not touch our memory).
-        let r = unsafe {
-            libc::process_vm_readv(
-                pid,
-                local.as_ptr(),
-                n as libc::c_ulong,
-                remote.as_ptr(),
-                n as libc::c_ulong,
-                0,
-            )
-        };
-        if r < 0 {
-            let e = std::io::Error::last_os_error().raw_os_error();
-            if e == Some(libc::EPERM) {
-                // Not allowed to read that process: allocate only.
-                return fault(pid, None, file, from + done * PAGE, to, stats).map(|p| done + p);
-            }
-            // ESRCH (gone), EFAULT (unmapped: exec'd or exiting): the segment is finished.
-            return Err(());
-        }
-        let r = r as u64;
-        stats.pages += r;
-        done += r;
-        if r < n as u64 {
-            return Err(());
-        }
-    }
-    Ok(done)
-}
-
 #[cfg(test)]
 mod tests {
-    use std::os::fd::AsRawFd;
+    /// A function of this test binary, to find its code in the executable's mapping.
+    fn here() {}
 
     #[test]
     fn finds_own_mapping_base() {
-        let dir = std::env::temp_dir();
-        let p = dir.join(format!("hood-prefault-test-{}", std::process::id()));
-        std::fs::write(&p, vec![0u8; 8192]).unwrap();
-        let f = std::fs::File::open(&p).unwrap();
-        // SAFETY: mapping a file we own read-only (std has no mmap); unmapped below.
-        let addr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                8192,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        assert_ne!(addr, libc::MAP_FAILED);
-        let base = super::mapping_base(std::process::id(), &p);
-        // SAFETY: unmapping the mapping created above.
-        unsafe { libc::munmap(addr, 8192) };
-        std::fs::remove_file(&p).unwrap();
-        assert_eq!(base, Some(addr as u64));
-    }
-
-    /// Resident KiB of the mapping starting at `addr` in this process (/proc/self/smaps).
-    fn rss_kib(addr: u64) -> u64 {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let head = format!("{addr:x}-");
-        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
-        lines.next().expect("mapping in smaps");
-        lines
-            .find_map(|l| l.strip_prefix("Rss:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
+        let exe = std::env::current_exe().unwrap();
+        let len = std::fs::metadata(&exe).unwrap().len();
+        let base = super::mapping_base(std::process::id(), &exe).expect("mapping at offset 0");
+        // The executable is mapped from offset 0 at `base`; its code lies within the file's
+        // length above it.
+        let code = here as fn() as usize as u64;
+        assert!(
+            base <= code && code - base < len,
+            "base {base:#x}, code {code:#x}, file {len} bytes"
+        );
+        let missing = exe.with_extension("not-mapped");
+        assert_eq!(super::mapping_base(std::process::id(), &missing), None);
     }
 
     #[test]
-    fn pages_are_faulted_into_the_target_or_only_allocated() {
-        use std::os::unix::fs::MetadataExt;
-        const LEN: usize = 1 << 20;
-        let dir = std::path::Path::new("/dev/shm");
-        let dir = if dir.is_dir() {
-            dir.to_owned()
-        } else {
-            std::env::temp_dir()
-        };
-        for remote in [true, false] {
-            let p = dir.join(format!("hood-prefault-{}-{remote}", std::process::id()));
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&p)
-                .unwrap();
-            f.set_len(LEN as u64).unwrap();
-            // SAFETY: a shared mapping of our own file (std has no mmap); unmapped below.
-            let addr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    LEN,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    f.as_raw_fd(),
-                    0,
-                )
-            };
-            assert_ne!(addr, libc::MAP_FAILED);
-            assert_eq!(rss_kib(addr as u64), 0);
-            let mut stats = super::Stats::default();
-            let base = remote.then_some(addr as u64);
-            // Ourselves as the "traced process": the kernel path is the same.
-            let n = super::fault(
-                std::process::id() as i32,
-                base,
-                &f,
-                4096,
-                LEN as u64,
-                &mut stats,
-            )
-            .unwrap();
-            assert_eq!(n, (LEN / 4096 - 1) as u64);
-            let blocks = f.metadata().unwrap().blocks() * 512;
-            let rss = rss_kib(addr as u64);
-            // SAFETY: unmapping the mapping created above.
-            unsafe { libc::munmap(addr, LEN) };
-            std::fs::remove_file(&p).unwrap();
-            assert_eq!(
-                blocks,
-                (LEN - 4096) as u64,
-                "pages allocated (remote {remote})"
-            );
-            if remote {
-                assert_eq!((stats.pages, rss), (n, (LEN as u64 - 4096) / 1024));
-            } else {
-                assert_eq!((stats.allocated, rss), (n, 0));
-            }
-        }
+    fn planted_files_do_not_hang_or_feed_the_prefaulter() {
+        let d = tempfile::tempdir().unwrap();
+        // Opening a FIFO nobody writes blocks unless it is refused first.
+        crate::segments::tests::fifo(&d.path().join("hood-rt-4242-1"));
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("hood-rt-4243-1")).unwrap();
+        let p = super::Prefaulter::start(d.path());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(p.stop()).unwrap());
+        let stats = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the pre-faulter hung on a planted file");
+        assert_eq!(stats, super::Stats::default());
     }
 }

@@ -1,19 +1,19 @@
-//! Reading hood-rt segments from the segment directory into `ProcessCalls` (without names).
-//! Nothing in a segment is trusted: bad magic, version or sizes skip it with a warning, and
-//! a file planted by another user (a link, a FIFO, a sparse file claiming gigabytes, a file of
-//! someone other than the process it names) is skipped before it can hang hood, make it
-//! allocate, or make it write (see [`SegFile`]).
+//! The segment directory and its segments: reading hood-rt segments into `ProcessCalls`
+//! (without names), the private directories of running recorders and the stale ones killed
+//! recorders leave. Nothing in a segment is trusted: bad magic, version or sizes skip it with
+//! a warning, and a file planted by another user (a link, a FIFO, a sparse file claiming
+//! gigabytes, a file of someone other than the process it names) is skipped before it can hang
+//! hood, make it allocate, or make it write (see [`ShmFile`]).
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-use rustix::fs::{FileType, Mode, OFlags};
-use rustix::io::Errno;
 
 use hood_abi::{HeaderView, ThreadView, NO_PARENT, THREAD_EXITED, THREAD_HEADER_SIZE};
 use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
+use hood_proc::shm::ShmFile;
+
+use crate::HooksError;
 
 /// One decoded segment.
 pub struct Segment {
@@ -26,7 +26,7 @@ pub struct Segment {
     /// Thread slots.
     pub threads: Vec<ThreadView>,
     /// The checked file (`hood calls reset` writes through it).
-    pub(crate) file: SegFile,
+    pub file: ShmFile,
 }
 
 /// Directory segments live in: `$HOOD_SHM_DIR` or /dev/shm.
@@ -101,7 +101,9 @@ pub fn why_not_found(pid: u32, base: &Path) -> String {
     let proc_dir = PathBuf::from(format!("/proc/{pid}"));
     if !proc_dir.exists() {
         return format!(
-            "no process with pid {pid}, and no segment of it in {} or in the directories of              running `hood calls run`s: check the pid (a process started by `hood calls run` is              collected by it when it ends)",
+            "no process with pid {pid}, and no segment of it in {} or in the directories of \
+            running `hood calls run`s: check the pid (a process started by `hood calls run` is \
+            collected by it when it ends)",
             base.display()
         );
     }
@@ -111,7 +113,8 @@ pub fn why_not_found(pid: u32, base: &Path) -> String {
         Ok(m) => m,
         Err(e) => {
             return format!(
-                "{who} has no segment in {}, and /proc/{pid}/maps cannot be read ({e}) to tell                  whether it runs hood-rt: run hood as the process's user or as root",
+                "{who} has no segment in {}, and /proc/{pid}/maps cannot be read ({e}) to tell \
+                whether it runs hood-rt: run hood as the process's user or as root",
                 base.display()
             )
         }
@@ -119,12 +122,16 @@ pub fn why_not_found(pid: u32, base: &Path) -> String {
     let dir = environ_var(pid, "HOOD_SHM_DIR");
     if environ_var(pid, "HOOD_MODE").as_deref() == Some("trace") {
         return format!(
-            "{who} runs hood-rt in trace mode (started by `hood trace record`): its segment              holds trace events, not call-path tables; `hood trace record` writes them to its              file when the program ends"
+            "{who} runs hood-rt in trace mode (started by `hood trace record`): its segment \
+            holds trace events, not call-path tables; `hood trace record` writes them to its \
+            file when the program ends"
         );
     }
     if !maps.contains("libhood_rt") && dir.is_none() {
         return format!(
-            "{who} does not run hood-rt (libhood_rt.so is not mapped and no HOOD_SHM_DIR is in              its environment): start it with `hood calls run -- PROG` or              LD_PRELOAD=/path/to/libhood_rt.so, built with -finstrument-functions"
+            "{who} does not run hood-rt (libhood_rt.so is not mapped and no HOOD_SHM_DIR is in \
+            its environment): start it with `hood calls run -- PROG` or \
+            LD_PRELOAD=/path/to/libhood_rt.so, built with -finstrument-functions"
         );
     }
     if let Some(run_dir) = dir
@@ -141,17 +148,23 @@ pub fn why_not_found(pid: u32, base: &Path) -> String {
                 .map(|m| format!("uid {}", m.uid()))
                 .unwrap_or_else(|_| "another user".into());
             return format!(
-                "{who} was started by `hood calls run`; its segment is in {}, which belongs to                  {owner} and cannot be read ({e}): run `hood calls get/reset` as that user or                  as root",
+                "{who} was started by `hood calls run`; its segment is in {}, which belongs to \
+                {owner} and cannot be read ({e}): run `hood calls get/reset` as that user or \
+                as root",
                 run_dir.display()
             );
         }
     }
     match dir {
         Some(d) => format!(
-            "{who} runs hood-rt with HOOD_SHM_DIR={d}, but no segment hood-rt-{pid}-* of call              paths is there: HOOD_DISABLE=1 is set, or the runtime could not create it (it says              why on the program's stderr)"
+            "{who} runs hood-rt with HOOD_SHM_DIR={d}, but no segment hood-rt-{pid}-* of call \
+            paths is there: HOOD_DISABLE=1 is set, or the runtime could not create it (it says \
+            why on the program's stderr)"
         ),
         None => format!(
-            "{who} runs hood-rt, but no segment hood-rt-{pid}-* of call paths is in {} (its              environment cannot be read to find another HOOD_SHM_DIR: run hood as the              process's user or root, or set HOOD_SHM_DIR as the program has it)",
+            "{who} runs hood-rt, but no segment hood-rt-{pid}-* of call paths is in {} (its \
+            environment cannot be read to find another HOOD_SHM_DIR: run hood as the \
+            process's user or root, or set HOOD_SHM_DIR as the program has it)",
             base.display()
         ),
     }
@@ -186,143 +199,11 @@ pub fn scan(dir: &Path, pid: Option<u32>, write: bool, warnings: &mut Vec<String
     out
 }
 
-/// A segment file, opened without following links or blocking and checked before anything is
-/// read: a regular file with one link, owned by the caller or by the running process it names.
-/// Every read whose length the file itself claims is charged against the bytes the filesystem
-/// really holds for it (`st_blocks`), so a sparse file whose header claims gigabytes cannot make
-/// hood allocate them; fixed-size areas of the layout are read without charge.
-pub(crate) struct SegFile {
-    file: File,
-    /// Bytes the filesystem held for the file when last checked.
-    held: u64,
-    /// Bytes read so far against `held`.
-    charged: u64,
-}
-
 /// Where a segment file name says it comes from: `hood-rt-PID-START`.
-pub(crate) fn name_pid(path: &Path) -> Option<u32> {
+pub fn name_pid(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_str()?;
     let rest = name.strip_prefix(hood_abi::SEGMENT_PREFIX)?;
     rest.split('-').next()?.parse().ok()
-}
-
-/// The uid files created by `pid` get (the filesystem uid of /proc/PID/status).
-fn process_fsuid(pid: u32) -> Option<u32> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let uids = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
-    uids.split_ascii_whitespace().nth(3)?.parse().ok()
-}
-
-impl SegFile {
-    /// Open `path` for reading (and writing, with `write`: `hood calls reset` bumps a counter
-    /// through this same descriptor, never by reopening the path) and check it.
-    pub(crate) fn open(path: &Path, write: bool) -> Result<SegFile, String> {
-        let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
-        let fd = rustix::fs::open(
-            path,
-            access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| match e {
-            Errno::LOOP => "a symbolic link, which hood never follows: remove it".to_string(),
-            e => e.to_string(),
-        })?;
-        let st = rustix::fs::fstat(&fd).map_err(|e| e.to_string())?;
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-            return Err(format!(
-                "not a regular file (a {:?}): not written by hood-rt; remove it",
-                FileType::from_raw_mode(st.st_mode)
-            ));
-        }
-        if st.st_nlink != 1 {
-            return Err(format!(
-                "has {} hard links (hood-rt creates one): remove it",
-                st.st_nlink
-            ));
-        }
-        let me = rustix::process::geteuid().as_raw();
-        if st.st_uid != me {
-            match name_pid(path).map(|p| (p, process_fsuid(p))) {
-                Some((_, Some(u))) if u == st.st_uid => {}
-                Some((p, Some(u))) => {
-                    return Err(format!(
-                        "owned by uid {}, but pid {p} runs as uid {u}: not written by that \
-                         process; remove it",
-                        st.st_uid
-                    ))
-                }
-                Some((p, None)) => {
-                    return Err(format!(
-                        "owned by uid {} (not you) and pid {p} is gone, so nothing shows that \
-                         process wrote it; that user can read it, or remove it",
-                        st.st_uid
-                    ))
-                }
-                None => {
-                    return Err(format!(
-                        "owned by uid {} (not you) and its name names no process; remove it",
-                        st.st_uid
-                    ))
-                }
-            }
-        }
-        Ok(SegFile {
-            file: File::from(fd),
-            held: (st.st_blocks as u64).saturating_mul(512),
-            charged: 0,
-        })
-    }
-
-    /// Size of the file now.
-    fn len(&self) -> Result<u64, String> {
-        self.file
-            .metadata()
-            .map(|m| m.len())
-            .map_err(|e| e.to_string())
-    }
-
-    /// Read `len` bytes at `off` of an area whose size the layout fixes.
-    pub(crate) fn read_fixed(&self, off: u64, len: u64, what: &str) -> Result<Vec<u8>, String> {
-        let mut buf = vec![0u8; len as usize];
-        self.file
-            .read_exact_at(&mut buf, off)
-            .map_err(|e| format!("reading {what} ({len} bytes at {off}): {e}"))?;
-        Ok(buf)
-    }
-
-    /// Read `len` bytes at `off` whose size the file claims: refused when, with what was read
-    /// before, it is more than the file really holds.
-    pub(crate) fn read(&mut self, off: u64, len: u64, what: &str) -> Result<Vec<u8>, String> {
-        let charged = self.charged.saturating_add(len);
-        if charged > self.held {
-            // A running process may have written more since the last look.
-            self.held =
-                (self.file.metadata().map_err(|e| e.to_string())?.blocks()).saturating_mul(512);
-            if charged > self.held {
-                return Err(format!(
-                    "its header claims {charged} bytes of data (up to {what}), but the file \
-                     holds only {} bytes (a sparse file claiming more than was written): not \
-                     read; remove it",
-                    self.held
-                ));
-            }
-        }
-        self.charged = charged;
-        self.read_fixed(off, len, what)
-    }
-
-    /// Fill `buf` from `off`, inside an area whose bounds the checked layout fixes (a trace
-    /// ring); the caller sizes `buf`, never the file.
-    pub(crate) fn read_into(&self, off: u64, buf: &mut [u8], what: &str) -> Result<(), String> {
-        self.file
-            .read_exact_at(buf, off)
-            .map_err(|e| format!("reading {what} ({} bytes at {off}): {e}", buf.len()))
-    }
-
-    /// Write `bytes` at `off` through the checked descriptor.
-    pub(crate) fn write_at(&self, bytes: &[u8], off: u64) -> std::io::Result<()> {
-        self.file.write_all_at(bytes, off)
-    }
 }
 
 /// An opened segment of the expected mode: its file, header and maps text. `other` names the
@@ -332,27 +213,29 @@ pub(crate) fn open_segment(
     mode: u32,
     other: &str,
     write: bool,
-) -> Result<(SegFile, HeaderView, String), String> {
-    let mut f = SegFile::open(path, write)?;
-    let len = f.len()?;
+) -> Result<(ShmFile, HeaderView, String), HooksError> {
+    let mut f = ShmFile::open(path, write, name_pid(path))?;
+    let len = f.size()?;
     let head = f
         .read_fixed(0, hood_abi::HEADER_AREA_SIZE, "the header")
-        .map_err(|_| format!("shorter than a header ({len} bytes)"))?;
-    let header = HeaderView::parse(&head).map_err(|e| e.to_string())?;
+        .map_err(|_| HooksError::Segment(format!("shorter than a header ({len} bytes)")))?;
+    let header = HeaderView::parse(&head).map_err(|e| HooksError::Segment(e.to_string()))?;
     if header.mode != mode {
-        return Err(format!("a segment of the other mode (read by {other})"));
+        return Err(HooksError::Segment(format!(
+            "a segment of the other mode (read by {other})"
+        )));
     }
     if let Some(p) = name_pid(path).filter(|&p| p != header.pid) {
-        return Err(format!(
+        return Err(HooksError::Segment(format!(
             "named for pid {p} but its header says pid {}: remove it",
             header.pid
-        ));
+        )));
     }
     if len < header.total_size {
-        return Err(format!(
+        return Err(HooksError::Segment(format!(
             "truncated: {len} bytes, header says {}",
             header.total_size
-        ));
+        )));
     }
     let maps = f.read(header.maps_offset, header.maps_len, "the maps text")?;
     Ok((f, header, String::from_utf8_lossy(&maps).into_owned()))
@@ -362,12 +245,12 @@ pub(crate) fn open_segment(
 /// start, length) to copy from its thread header, `parse` decodes them (`Some(tid)` keeps it;
 /// unused slots have tid 0).
 pub(crate) fn read_slots<T, E: std::fmt::Display>(
-    f: &mut SegFile,
+    f: &mut ShmFile,
     header: &HeaderView,
     parts: impl Fn(&[u8]) -> Vec<(u64, u64)>,
     parse: impl Fn(&HeaderView, &[Vec<u8>]) -> Result<T, E>,
     tid: impl Fn(&T) -> u32,
-) -> Result<Vec<T>, String> {
+) -> Result<Vec<T>, HooksError> {
     let mut threads = Vec::new();
     for i in 0..header.threads_used {
         let off = header.slot_offset(i);
@@ -380,13 +263,13 @@ pub(crate) fn read_slots<T, E: std::fmt::Display>(
         match parse(header, &bufs) {
             Ok(t) if tid(&t) != 0 => threads.push(t),
             Ok(_) => {}
-            Err(e) => return Err(format!("thread slot {i}: {e}")),
+            Err(e) => return Err(HooksError::Segment(format!("thread slot {i}: {e}"))),
         }
     }
     Ok(threads)
 }
 
-fn read_segment(path: &Path, write: bool) -> Result<Segment, String> {
+fn read_segment(path: &Path, write: bool) -> Result<Segment, HooksError> {
     let (mut f, header, maps) = open_segment(path, hood_abi::MODE_CALLS, "hood trace", write)?;
     let threads = read_slots(
         &mut f,
@@ -411,18 +294,28 @@ const PRIVATE_DIRS: [&str; 2] = ["hood-calls-run-", "hood-trace-"];
 
 /// Create this recorder's private segment directory (mode 0700) in `base`; `kind` is
 /// `calls-run` or `trace`. Stale ones left by killed recorders are removed first.
-pub(crate) fn private_dir(base: &Path, kind: &str) -> anyhow::Result<PathBuf> {
-    use anyhow::Context;
+pub fn private_dir(base: &Path, kind: &str) -> Result<PathBuf, HooksError> {
     use std::os::unix::fs::DirBuilderExt;
     clean_stale(base);
     let pid = std::process::id();
-    let start = crate::cmd::record::detach::proc_stat(pid as i32).map_or(0, |(_, t)| t);
+    let start = proc_stat(pid as i32).map_or(0, |(_, t)| t);
     let dir = base.join(format!("hood-{kind}-{pid}-{start}"));
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&dir)
-        .with_context(|| format!("creating the segment directory {}", dir.display()))?;
+        .map_err(|source| HooksError::CreateDir {
+            path: dir.clone(),
+            source,
+        })?;
     Ok(dir)
+}
+
+/// (state, start time) of `pid` from /proc/PID/stat; `None` when there is no such process.
+fn proc_stat(pid: i32) -> Option<(char, u64)> {
+    let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let mut t = hood_model::monitor::TaskRaw::default();
+    hood_procfs::parse::parse_stat(&buf, &mut t)?;
+    Some((t.state, t.start_time))
 }
 
 /// Whether the private directory `name` may still be in use: its recorder runs (same pid and
@@ -440,7 +333,7 @@ fn private_dir_in_use(dir: &Path, name: &str) -> bool {
     ) else {
         return true;
     };
-    if let Some((state, t)) = crate::cmd::record::detach::proc_stat(pid) {
+    if let Some((state, t)) = proc_stat(pid) {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if !matches!(state, 'Z' | 'X') && (t == start || comm.starts_with("hood")) {
             return true;
@@ -457,7 +350,7 @@ fn private_dir_in_use(dir: &Path, name: &str) -> bool {
 /// recorder and every process with a segment in them are gone), saying so on stderr. Only
 /// real directories of the caller are considered; links and other users' directories are
 /// left alone.
-pub(crate) fn clean_stale(base: &Path) {
+pub fn clean_stale(base: &Path) {
     let Ok(rd) = std::fs::read_dir(base) else {
         return;
     };
@@ -497,15 +390,11 @@ pub(crate) fn clean_stale(base: &Path) {
 }
 
 /// Whether `pid` is a live (not zombie or dead) process.
-pub(crate) fn pid_alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => s
-            .rsplit(')')
-            .next()
-            .map(|r| !r.trim_start().starts_with(['Z', 'X']))
-            .unwrap_or(false),
-        Err(_) => false,
-    }
+pub fn pid_alive(pid: u32) -> bool {
+    i32::try_from(pid)
+        .ok()
+        .and_then(proc_stat)
+        .is_some_and(|(state, _)| !matches!(state, 'Z' | 'X'))
 }
 
 /// Whether the process of each segment is still live: (segment index → state, end ticks).
@@ -633,5 +522,116 @@ fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
         threads,
         symbols: Default::default(),
         notes,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
+
+    /// A FIFO at `path` (nobody writes it: opening it for reading would block).
+    pub(crate) fn fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn segment_names_say_their_pid() {
+        assert_eq!(
+            super::name_pid(Path::new("/dev/shm/hood-rt-42-1234")),
+            Some(42)
+        );
+        assert_eq!(super::name_pid(Path::new("/dev/shm/hood-rt-x-1")), None);
+        assert_eq!(super::name_pid(Path::new("/dev/shm/other-42-1")), None);
+    }
+
+    #[test]
+    fn planted_files_are_skipped_with_a_warning_naming_them() {
+        let d = tempfile::tempdir().unwrap();
+        fifo(&d.path().join("hood-rt-4242-1"));
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("hood-rt-4243-1")).unwrap();
+        std::fs::write(d.path().join("hood-rt-4244-1"), b"short").unwrap();
+        std::fs::write(d.path().join("unrelated"), b"x").unwrap();
+        let mut warnings = Vec::new();
+        let segs = super::scan(d.path(), None, false, &mut warnings);
+        assert!(segs.is_empty());
+        warnings.sort();
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        for (w, (pid, why)) in warnings.iter().zip([
+            (4242, "not a regular file"),
+            (4243, "symbolic link"),
+            (4244, "shorter than a header (5 bytes)"),
+        ]) {
+            assert!(
+                w.contains(&format!("hood-rt-{pid}-1")) && w.contains(why),
+                "{w}"
+            );
+        }
+        // One pid only: the others are not even opened.
+        let mut warnings = Vec::new();
+        super::scan(d.path(), Some(4244), false, &mut warnings);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+    }
+
+    #[test]
+    fn private_dirs_are_made_for_this_recorder_and_stale_ones_removed() {
+        let base = tempfile::tempdir().unwrap();
+        let dir = super::private_dir(base.path(), "trace").unwrap();
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            name.starts_with(&format!("hood-trace-{}-", std::process::id())),
+            "{name}"
+        );
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        // Left by a recorder that is gone (pid above the kernel's limit), with a segment of a
+        // process that is gone too: removed by the next recorder.
+        let stale = base.path().join("hood-calls-run-4194305-77");
+        std::fs::create_dir(&stale).unwrap();
+        std::fs::write(stale.join("hood-rt-4194306-1"), b"x").unwrap();
+        // Named like one, but a link: never followed or removed.
+        let target = tempfile::tempdir().unwrap();
+        let link = base.path().join("hood-trace-4194305-78");
+        std::os::unix::fs::symlink(target.path(), &link).unwrap();
+        // A running process's segment in it: its program still writes there.
+        let busy = base.path().join("hood-trace-4194305-79");
+        std::fs::create_dir(&busy).unwrap();
+        std::fs::write(busy.join(format!("hood-rt-{}-1", std::process::id())), b"x").unwrap();
+        super::clean_stale(base.path());
+        assert!(!stale.exists());
+        assert!(link.exists() && target.path().exists());
+        assert!(busy.exists());
+        assert!(dir.exists(), "this recorder's own directory removed");
+        // A second one for the same recorder: an error naming the directory.
+        let e = super::private_dir(base.path(), "trace")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("creating the segment directory {}", dir.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn liveness_follows_proc() {
+        assert!(super::pid_alive(std::process::id()));
+        assert!(!super::pid_alive(4_194_305));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Exited but not reaped: a zombie is not live.
+        let t = std::time::Instant::now();
+        while !matches!(super::proc_stat(pid as i32), Some(('Z', _))) {
+            assert!(t.elapsed().as_secs() < 30, "`true` did not end");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!super::pid_alive(pid));
+        child.wait().unwrap();
     }
 }

@@ -11,7 +11,8 @@ use hood_abi::{
 };
 use hood_model::trace::{ProcessTrace, ThreadInfo};
 
-use crate::cmd::calls::segments;
+use crate::segments;
+use crate::HooksError;
 use hood_symbols::{Symbolizer, SymbolizerOptions};
 
 /// One decoded trace segment.
@@ -34,7 +35,7 @@ pub struct SegEvents {
     pub words: Vec<u64>,
 }
 
-fn read_segment(path: &Path) -> Result<Seg, String> {
+fn read_segment(path: &Path) -> Result<Seg, HooksError> {
     let (mut f, header, maps) =
         segments::open_segment(path, hood_abi::MODE_TRACE, "hood calls", false)?;
     let tagb = f.read_fixed(header.tags_offset, TAGS_AREA_SIZE, "the tag table")?;
@@ -144,7 +145,7 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
         let mut symbols = match sym.as_mut() {
             Some(sym) => {
                 let list: Vec<u64> = funcs.iter().copied().collect();
-                crate::cmd::calls::symbols::name_functions(&list, &s.maps, sym, &mut notes)
+                crate::symbols::name_functions(&list, &s.maps, sym, &mut notes)
             }
             None => BTreeMap::new(),
         };
@@ -189,4 +190,35 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
         }
     }
     (procs, events)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bad_segments_and_directories_are_warnings() {
+        let d = tempfile::tempdir().unwrap();
+        crate::segments::tests::fifo(&d.path().join("hood-rt-4242-1"));
+        std::fs::write(d.path().join("hood-rt-4244-1"), vec![0u8; 8192]).unwrap();
+        let mut warnings = Vec::new();
+        let (procs, events) = super::collect(d.path(), &mut warnings);
+        assert!(procs.is_empty() && events.is_empty());
+        warnings.sort();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains("hood-rt-4242-1") && warnings[0].contains("not a regular file"),
+            "{warnings:?}"
+        );
+        // All zeros: no magic.
+        assert!(warnings[1].starts_with(&format!(
+            "skipping segment {}",
+            d.path().join("hood-rt-4244-1").display()
+        )));
+        let gone = d.path().join("gone");
+        let mut warnings = Vec::new();
+        super::collect(&gone, &mut warnings);
+        assert_eq!(
+            warnings,
+            [format!("cannot read segment directory {}", gone.display())]
+        );
+    }
 }

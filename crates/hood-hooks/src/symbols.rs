@@ -103,6 +103,6 @@ pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut S
 }
 
 /// A symbolizer with default options.
-pub fn symbolizer() -> anyhow::Result<Symbolizer> {
+pub fn symbolizer() -> Result<Symbolizer, crate::HooksError> {
     Ok(Symbolizer::new(SymbolizerOptions::default())?)
 }

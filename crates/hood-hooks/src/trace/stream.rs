@@ -11,7 +11,7 @@
 //! read back, so a confused or hostile process cannot make it read outside the ring.
 //!
 //! Reads go through the checked segment descriptor (`pread`), in pieces of at most
-//! [`PIECE`] events, so no allocation is sized by a segment's claim.
+//! `PIECE` (65536) events, so no allocation is sized by a segment's claim.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -22,7 +22,10 @@ use hood_abi::{stream_span, HeaderView, ThreadHeader, THREAD_HEADER_SIZE};
 use hood_format::{tags, Writer};
 use hood_model::trace::{encode_words_into, ProcessTrace, PAYLOAD_VERSION};
 
-use crate::cmd::calls::segments::{self, SegFile};
+use hood_proc::shm::ShmFile;
+
+use crate::segments;
+use crate::HooksError;
 
 /// Events copied per read.
 const PIECE: u64 = 1 << 16;
@@ -41,7 +44,7 @@ struct StreamThread {
 
 /// One streamed segment.
 struct StreamSeg {
-    file: SegFile,
+    file: ShmFile,
     header: HeaderView,
     threads: Vec<StreamThread>,
     /// Function-table entries in the provisional PROCESS chunk written last.
@@ -90,7 +93,7 @@ impl Streamer {
 
     /// One round: pick up new segments, append every thread's new events to `w` and free
     /// their ring slots. Returns the events taken.
-    pub fn drain<W: Write>(&mut self, w: &mut Writer<W>) -> anyhow::Result<u64> {
+    pub fn drain<W: Write>(&mut self, w: &mut Writer<W>) -> Result<u64, HooksError> {
         self.scan();
         let mut moved = 0;
         // Segments of a pid that has a newer segment were left by exec: finish them.
@@ -186,7 +189,7 @@ impl Streamer {
 /// A PROCESS chunk with what is known while the process runs (its clock and function table,
 /// no names yet): a file whose recorder was killed still reads, with addresses for names. The
 /// final chunk written at the end replaces it.
-fn provisional_process<W: Write>(s: &mut StreamSeg, w: &mut Writer<W>) -> anyhow::Result<()> {
+fn provisional_process<W: Write>(s: &mut StreamSeg, w: &mut Writer<W>) -> Result<(), HooksError> {
     let h = &s.header;
     let used = s
         .file
@@ -220,7 +223,7 @@ fn drain_seg<W: Write>(
     words: &mut Vec<u64>,
     bytes: &mut Vec<u8>,
     payload: &mut Vec<u8>,
-) -> Result<(u64, u64), String> {
+) -> Result<(u64, u64), HooksError> {
     let h = &s.header;
     let used = s
         .file
@@ -299,7 +302,7 @@ fn drain_seg<W: Write>(
             let bytes = &mut bytes[..need];
             s.file
                 .read_into(off, bytes, "the event ring")
-                .map_err(|e| format!("thread {}: {e}", t.tid))?;
+                .map_err(|e| HooksError::Segment(format!("thread {}: {e}", t.tid)))?;
             words.extend(bytes.chunks_exact(8).map(|c| u64_at(c, 0)));
             n += len;
             if words.len() >= CHUNK_EVENTS {
@@ -317,7 +320,7 @@ fn drain_seg<W: Write>(
                 &t.taken.to_le_bytes(),
                 slot + core::mem::offset_of!(ThreadHeader, trace_read) as u64,
             )
-            .map_err(|e| format!("writing the read position: {e}"))?;
+            .map_err(|e| HooksError::Segment(format!("writing the read position: {e}")))?;
         total += count;
     }
     Ok((total, skipped))
@@ -330,9 +333,29 @@ fn write_events<W: Write>(
     words: &[u64],
     payload: &mut Vec<u8>,
     compress: bool,
-) -> Result<u64, String> {
+) -> Result<u64, HooksError> {
     let last = encode_words_into(payload, h.pid, t.tid, h.start_mono_ns, t.anchor, words);
-    w.write_chunk(tags::trace::EVENTS, payload, compress)
-        .map_err(|e| e.to_string())?;
+    w.write_chunk(tags::trace::EVENTS, payload, compress)?;
     Ok(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use hood_format::{FileKind, Writer};
+
+    #[test]
+    fn planted_files_are_not_streamed_and_do_not_hang() {
+        let d = tempfile::tempdir().unwrap();
+        crate::segments::tests::fifo(&d.path().join("hood-rt-4242-1"));
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("hood-rt-4243-1")).unwrap();
+        std::fs::write(d.path().join("hood-rt-4244-1"), vec![0u8; 8192]).unwrap();
+        let mut w = Writer::new(Vec::new(), d.path(), FileKind::Trace).unwrap();
+        let header_len = w.bytes_written();
+        let mut s = super::Streamer::new(d.path());
+        for _ in 0..3 {
+            assert_eq!(s.drain(&mut w).unwrap(), 0);
+        }
+        assert_eq!((s.events, s.skipped), (0, 0));
+        assert_eq!(w.bytes_written(), header_len, "something written");
+    }
 }

@@ -1,13 +1,12 @@
 //! Turning `--filter/--exclude` globs into the address-range table hood-rt reads at start
 //! (format in crates/hood-rt/src/filter.rs). Names are resolved here, once, from the symbol
-//! tables of the executable and the libraries `ldd` lists; the runtime only compares
+//! tables of the executable and the libraries `ldd` lists (read by
+//! [`hood_symbols::function_symbols`]); the runtime only compares
 //! addresses. Functions in objects loaded later with dlopen are traced only when no
 //! `--filter` was given (and no library `--exclude` names them: unknown to the table).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-use super::elfsyms;
 
 /// Simple glob: `*` any run, `?` any one character.
 pub fn glob(pat: &str, s: &str) -> bool {
@@ -106,7 +105,7 @@ pub fn build(rules: &Rules, exe: &Path, warnings: &mut Vec<String>) -> Vec<u8> {
     for (key, path) in &objects {
         let obj = path.to_string_lossy();
         let default = rules.verdict(&obj, None);
-        let mut syms = match elfsyms::functions(path) {
+        let mut syms = match hood_symbols::function_symbols(path) {
             Ok(s) => s,
             Err(e) => {
                 warnings.push(format!(
@@ -161,5 +160,40 @@ mod tests {
         assert!(!r.verdict("/x/prog", Some("work_noisy")));
         assert!(!r.verdict("/x/prog", Some("main")));
         assert!(!r.verdict("/lib/libm.so.6", Some("work_b")));
+    }
+
+    #[test]
+    fn the_table_covers_the_functions_a_filter_names() {
+        let exe = std::env::current_exe().unwrap();
+        let main = hood_symbols::function_symbols(&exe)
+            .unwrap()
+            .into_iter()
+            .find(|s| s.name == "main")
+            .unwrap();
+        let rules = Rules {
+            filters: vec!["main".into()],
+            excludes: vec![],
+        };
+        let mut warnings = Vec::new();
+        let b = build(&rules, &exe, &mut warnings);
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap());
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        assert_eq!(&b[..8], b"HOODFLT1");
+        assert_eq!(u32_at(8), 0, "filters given");
+        assert!(u32_at(12) >= 1, "objects");
+        // The executable first: empty key, default verdict "not traced", then its ranges.
+        assert_eq!((u32_at(16), u32_at(20)), (0, 0));
+        let n = u32_at(24) as usize;
+        let ranges: Vec<(u64, u64)> = (0..n)
+            .map(|i| (u64_at(28 + 16 * i), u64_at(36 + 16 * i)))
+            .collect();
+        assert!(
+            ranges
+                .iter()
+                .any(|&(lo, hi)| lo == main.addr && hi > lo && hi <= main.addr + main.size.max(1)),
+            "{ranges:x?} lacks main at {:#x}",
+            main.addr
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }
