@@ -50,13 +50,11 @@ fn json_functions(data: &Path) -> HashMap<String, (u64, f64)> {
 
 /// `go tool pprof -top` of one sample type: function → (flat value, flat %).
 fn pprof_top(file: &Path, sample_index: &str, unit: &str) -> HashMap<String, (f64, f64)> {
-    let out = Command::new("go")
-        .args(["tool", "pprof", "-top", "-nodecount=100", "-nodefraction=0"])
+    let out = common::go_tool_pprof(file.parent().unwrap())
+        .args(["-top", "-nodecount=100", "-nodefraction=0"])
         .arg(format!("-sample_index={sample_index}"))
         .arg(format!("-unit={unit}"))
         .arg(file)
-        .env("GOTOOLCHAIN", "local")
-        .env("HOME", file.parent().unwrap())
         .output()
         .expect("`go` must be installed for this test (apt-get install golang-go)");
     assert!(out.status.success(), "go tool pprof: {}", text(&out));

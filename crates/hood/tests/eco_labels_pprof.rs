@@ -7,21 +7,18 @@ mod common;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
 /// `go tool pprof -tags [-tagfocus=FOCUS]`: key → value → sample count.
 fn pprof_tags(file: &Path, focus: Option<&str>) -> HashMap<String, HashMap<String, u64>> {
-    let mut cmd = Command::new("go");
-    cmd.args(["tool", "pprof", "-tags", "-sample_index=samples"]);
+    let mut cmd = common::go_tool_pprof(file.parent().unwrap());
+    cmd.args(["-tags", "-sample_index=samples"]);
     if let Some(f) = focus {
         cmd.arg(format!("-tagfocus={f}"));
     }
     let out = cmd
         .arg(file)
-        .env("GOTOOLCHAIN", "local")
-        .env("HOME", file.parent().unwrap())
         .output()
         .expect("`go` must be installed for this test (apt-get install golang-go)");
     assert!(out.status.success(), "go tool pprof -tags: {}", text(&out));

@@ -11,17 +11,9 @@ use common::*;
 
 /// Self percentages by function name from `go tool pprof -top`.
 fn pprof_top(file: &Path) -> HashMap<String, f64> {
-    let out = Command::new("go")
-        .args([
-            "tool",
-            "pprof",
-            "-top",
-            "-nodecount=50",
-            "-sample_index=samples",
-        ])
+    let out = common::go_tool_pprof(file.parent().unwrap())
+        .args(["-top", "-nodecount=50", "-sample_index=samples"])
         .arg(file)
-        .env("GOTOOLCHAIN", "local")
-        .env("HOME", file.parent().unwrap())
         .output()
         .expect("`go` must be installed for this test (apt-get install golang-go)");
     assert!(
@@ -151,11 +143,9 @@ fn pprof_locations_carry_real_addresses_inside_their_mappings() {
         .arg("-o")
         .arg(&pb));
     assert!(out.status.success(), "{}", text(&out));
-    let raw = Command::new("go")
-        .args(["tool", "pprof", "-raw"])
+    let raw = common::go_tool_pprof(dir.path())
+        .args(["-raw"])
         .arg(&pb)
-        .env("GOTOOLCHAIN", "local")
-        .env("HOME", dir.path())
         .output()
         .expect("`go` must be installed for this test (apt-get install golang-go)");
     assert!(raw.status.success(), "go tool pprof -raw:\n{}", text(&raw));
@@ -213,17 +203,9 @@ fn pprof_locations_carry_real_addresses_inside_their_mappings() {
     }
     assert!(checked >= 4, "too few work locations in:\n{raw}");
     // `-addresses` keeps one row per address: the work functions' rows carry them.
-    let top = Command::new("go")
-        .args([
-            "tool",
-            "pprof",
-            "-top",
-            "-addresses",
-            "-sample_index=samples",
-        ])
+    let top = common::go_tool_pprof(dir.path())
+        .args(["-top", "-addresses", "-sample_index=samples"])
         .arg(&pb)
-        .env("GOTOOLCHAIN", "local")
-        .env("HOME", dir.path())
         .output()
         .unwrap();
     assert!(top.status.success(), "{}", text(&top));
