@@ -1,7 +1,6 @@
 //! `hood record`: sample CPUs into a recording file, streaming continuously.
 
 mod args;
-pub(crate) mod child;
 mod collect;
 mod control;
 pub mod detach;
@@ -19,9 +18,9 @@ use hood_model::profile::{RecordMeta, RecordStats};
 use hood_perf::{Readiness, Session, Target};
 
 pub use args::{RecordArgs, RecordConfig, Who};
-use child::Child;
 use collect::Collector;
 use control::{Control, Request};
+use hood_proc::child::{Child, Exit};
 pub(crate) use labels::remove_stale_instances as remove_stale_tracefs_instances;
 
 /// What a finished recording reports (also written for `hood stop`).
@@ -60,13 +59,13 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
 /// Record according to `cfg`; returns the outcome and the exit code to use.
 pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     let mut child = match &cfg.who {
-        Who::Command(argv) => Some(Child::spawn(argv)?),
+        Who::Command(argv) => Some(Child::spawn_held(argv, &[])?),
         _ => None,
     };
     let target = match &cfg.who {
         Who::System => Target::System,
         Who::Pids(p) => Target::Tasks(p.clone()),
-        Who::Command(_) => Target::Child(child.as_ref().map_or(0, |c| c.pid)),
+        Who::Command(_) => Target::Child(child.as_ref().map_or(0, Child::pid)),
     };
     let session = match open_session(cfg, &target) {
         Ok(s) => s,
@@ -222,7 +221,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             if let Err(e) = c.release() {
                 drop(writer);
                 let _ = std::fs::remove_file(&cfg.output);
-                return Err(e);
+                return Err(e.into());
             }
         }
         None => session.enable()?,
@@ -286,7 +285,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
             }
         }
         if let Some(c) = child.as_mut() {
-            if let Some(st) = c.try_wait() {
+            if let Some(st) = c.try_wait().ok().flatten().map(Exit::shell_code) {
                 exit_status = Some(st);
                 stop_reason = "command exited".into();
                 break;
@@ -387,7 +386,7 @@ pub fn record(cfg: &RecordConfig) -> anyhow::Result<(Outcome, ExitCode)> {
     }
     if let Some(c) = child.as_mut() {
         if exit_status.is_none() {
-            exit_status = c.wait();
+            exit_status = c.wait().ok().map(Exit::shell_code);
         }
     }
     let code = match (&error, exit_status) {
