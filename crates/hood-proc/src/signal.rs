@@ -1,7 +1,7 @@
 //! Signals of the recorders: the stop and pause requests a recorder honours, and the stop
 //! signals a recorder passes on to the command it started.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
 use rustix::process::Signal;
@@ -19,27 +19,44 @@ fn registering(what: &'static str) -> impl FnOnce(std::io::Error) -> ProcError {
     }
 }
 
-/// The flags a recorder's SIGINT/SIGTERM and SIGUSR1 set.
+/// What a recorder's SIGINT/SIGTERM and SIGUSR1 ask for.
 #[derive(Debug, Clone)]
 pub struct StopFlags {
     /// Set by SIGINT or SIGTERM: finish and write. A second one while the first is being
     /// handled ends the process at once (exit status 130).
     pub stop: Arc<AtomicBool>,
-    /// Set by SIGUSR1: pause or resume.
-    pub toggle: Arc<AtomicBool>,
+    /// Counts SIGUSR1s: each one pauses or resumes.
+    pub toggles: Toggles,
+}
+
+/// The SIGUSR1s received, one byte each on a socket the handler writes to, so two signals
+/// between two looks are two requests (pause, then resume), not one.
+#[derive(Debug, Clone)]
+pub struct Toggles(Arc<std::os::unix::net::UnixStream>);
+
+impl Toggles {
+    /// How many SIGUSR1s arrived since the last call.
+    pub fn take(&self) -> usize {
+        use std::io::Read;
+        let mut n = 0;
+        let mut buf = [0u8; 64];
+        while let Ok(k @ 1..) = (&*self.0).read(&mut buf) {
+            n += k;
+        }
+        n
+    }
 }
 
 impl StopFlags {
-    /// Catch SIGINT, SIGTERM and SIGUSR1 into the flags; the handlers are installed once per
-    /// process (a server that records many times does not pile them up) and every call
-    /// returns the same flags, with a pause request left from an earlier recording cleared.
+    /// Catch SIGINT, SIGTERM and SIGUSR1; the handlers are installed once per process (a
+    /// server that records many times does not pile them up) and every call returns the same
+    /// flags, with pause requests left from an earlier recording dropped.
     pub fn install() -> Result<StopFlags, ProcError> {
         static FLAGS: OnceLock<StopFlags> = OnceLock::new();
         let flags = match FLAGS.get() {
             Some(f) => f.clone(),
             None => {
                 let stop = Arc::new(AtomicBool::new(false));
-                let toggle = Arc::new(AtomicBool::new(false));
                 for sig in [SIGINT, SIGTERM] {
                     // Registered first, so it sees the flag before this signal sets it.
                     signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
@@ -47,12 +64,18 @@ impl StopFlags {
                     signal_hook::flag::register(sig, Arc::clone(&stop))
                         .map_err(registering("catching SIGINT/SIGTERM"))?;
                 }
-                signal_hook::flag::register(SIGUSR1, Arc::clone(&toggle))
+                let (reader, writer) = std::os::unix::net::UnixStream::pair()
+                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
+                reader
+                    .set_nonblocking(true)
+                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
+                signal_hook::low_level::pipe::register(SIGUSR1, writer)
                     .map_err(registering("catching SIGUSR1"))?;
-                FLAGS.get_or_init(|| StopFlags { stop, toggle }).clone()
+                let toggles = Toggles(Arc::new(reader));
+                FLAGS.get_or_init(|| StopFlags { stop, toggles }).clone()
             }
         };
-        flags.toggle.store(false, Ordering::SeqCst);
+        flags.toggles.take();
         Ok(flags)
     }
 }
@@ -134,6 +157,37 @@ pub fn name(sig: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two SIGUSR1s between two looks are two requests. Run in a process of its own (this
+    /// test binary again), since it signals itself.
+    #[test]
+    fn every_sigusr1_counts() {
+        if std::env::var_os("HOOD_PROC_TEST_USR1").is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "signal::tests::every_sigusr1_counts",
+                    "--nocapture",
+                ])
+                .env("HOOD_PROC_TEST_USR1", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "{text}");
+            assert!(text.contains("toggles: 0 2 0"), "{text}");
+            return;
+        }
+        let flags = StopFlags::install().unwrap();
+        let before = flags.toggles.take();
+        let me = rustix::process::getpid();
+        for _ in 0..2 {
+            rustix::process::kill_process(me, Signal::USR1).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let two = flags.toggles.take();
+        println!("toggles: {before} {two} {}", flags.toggles.take());
+    }
 
     #[test]
     fn names() {

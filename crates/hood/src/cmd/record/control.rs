@@ -3,37 +3,30 @@
 //! current top functions) and `q` (stop and write).
 
 use std::io::{IsTerminal, Read};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
 use std::sync::Arc;
 
+use hood_proc::signal::{StopFlags, Toggles};
 use hood_proc::terminal::Cbreak;
-
-/// What the user asked for since the last look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Request {
-    /// Stop and write the file.
-    Stop,
-    /// Toggle sampling.
-    TogglePause,
-    /// Print the top functions so far.
-    PrintTop,
-}
+use hood_record::Request;
 
 /// Signal flags and the key reader.
 pub struct Control {
     stop: Arc<AtomicBool>,
-    toggle: Arc<AtomicBool>,
+    toggles: Toggles,
     keys: Option<Receiver<u8>>,
+    /// Whether the keys were announced (at the first look, once sampling runs).
+    announced: bool,
     _tty: Option<Cbreak>,
 }
 
 impl Control {
-    /// Catch SIGINT/SIGTERM/SIGUSR1 (once per process: a server that records many times does
-    /// not pile handlers up); read keys when `keys` and stdin is a terminal.
+    /// Catch SIGINT/SIGTERM/SIGUSR1 (once per process); read keys when `keys` and stdin is a
+    /// terminal.
     pub fn install(keys: bool) -> anyhow::Result<Control> {
-        let hood_proc::signal::StopFlags { stop, toggle } =
-            hood_proc::signal::StopFlags::install()?;
+        let StopFlags { stop, toggles } = StopFlags::install()?;
         let (keys, tty) = if keys && std::io::stdin().is_terminal() {
             let tty = Cbreak::stdin();
             let (tx, rx) = channel();
@@ -52,27 +45,30 @@ impl Control {
         };
         Ok(Control {
             stop,
-            toggle,
+            toggles,
             keys,
+            announced: false,
             _tty: tty,
         })
     }
+}
 
-    /// Whether keys are being read.
-    pub fn reads_keys(&self) -> bool {
-        self.keys.is_some()
-    }
-
-    /// Pending requests.
-    pub fn poll(&self) -> Vec<Request> {
+impl hood_record::Control for Control {
+    fn poll(&mut self) -> Vec<Request> {
         let mut out = Vec::new();
         if self.stop.load(Ordering::SeqCst) {
             out.push(Request::Stop);
         }
-        if self.toggle.swap(false, Ordering::SeqCst) {
+        for _ in 0..self.toggles.take() {
             out.push(Request::TogglePause);
         }
         if let Some(rx) = &self.keys {
+            if !self.announced {
+                self.announced = true;
+                eprintln!(
+                    "hood: recording; keys: a = pause/resume, p = print top functions, q = stop"
+                );
+            }
             while let Ok(k) = rx.try_recv() {
                 match k {
                     b'a' | b'A' => out.push(Request::TogglePause),
@@ -83,5 +79,11 @@ impl Control {
             }
         }
         out
+    }
+
+    fn print_top(&mut self, path: &Path) {
+        if let Err(e) = crate::cmd::report::print_live_top(path, 15) {
+            eprintln!("hood: cannot read the recording so far: {e:#}");
+        }
     }
 }
