@@ -158,23 +158,29 @@ pub fn name(sig: i32) -> String {
 mod tests {
     use super::*;
 
+    /// Unless `env` is set (then `None`: this is that process), run the test `name` again in a
+    /// process of its own (this test binary, with `env` set), since it signals itself; its
+    /// output, once it passed.
+    fn in_own_process(name: &str, env: &str) -> Option<String> {
+        if std::env::var_os(env).is_some() {
+            return None;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &format!("signal::tests::{name}"), "--nocapture"])
+            .env(env, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        Some(text)
+    }
+
     /// Two SIGUSR1s between two looks are two requests. Run in a process of its own (this
     /// test binary again), since it signals itself.
     #[test]
     fn every_sigusr1_counts() {
-        if std::env::var_os("HOOD_PROC_TEST_USR1").is_none() {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "signal::tests::every_sigusr1_counts",
-                    "--nocapture",
-                ])
-                .env("HOOD_PROC_TEST_USR1", "1")
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&out.stdout).into_owned()
-                + &String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{text}");
+        if let Some(text) = in_own_process("every_sigusr1_counts", "HOOD_PROC_TEST_USR1") {
             assert!(text.contains("toggles: 0 2 0"), "{text}");
             return;
         }
@@ -200,20 +206,10 @@ mod tests {
     /// (this test binary again), since it signals itself.
     #[test]
     fn a_stop_signal_is_forwarded_and_remembered() {
-        if std::env::var_os("HOOD_PROC_TEST_FORWARD").is_none() {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "signal::tests::a_stop_signal_is_forwarded_and_remembered",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env("HOOD_PROC_TEST_FORWARD", "1")
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&out.stdout).into_owned()
-                + &String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{text}");
+        if let Some(text) = in_own_process(
+            "a_stop_signal_is_forwarded_and_remembered",
+            "HOOD_PROC_TEST_FORWARD",
+        ) {
             assert!(text.contains("forwarded: SIGTERM"), "{text}");
             return;
         }

@@ -81,20 +81,12 @@ impl Duty {
         for (sys, name) in &self.per_packet {
             inst.set_event(sys, name, on)?;
         }
-        let now = hood_proc::clock::monotonic_ns();
-        let span = now.saturating_sub(self.since_ns);
-        if self.on {
-            self.out.on_ns += span;
-        } else {
-            self.out.off_ns += span;
-            self.out.off.push((self.since_ns, now));
-        }
+        self.close();
         self.on = on;
-        self.since_ns = now;
         Ok(())
     }
 
-    /// Close the current window at stop.
+    /// Close the current window (at a switch, and at stop): count its time on or off.
     fn close(&mut self) {
         let now = hood_proc::clock::monotonic_ns();
         let span = now.saturating_sub(self.since_ns);
