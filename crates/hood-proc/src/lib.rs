@@ -4,15 +4,19 @@
 //!
 //! Owns: every system call of the recorders that is not a perf event, a tracefs file or the
 //! injected runtime (those live in `hood-perf` and `hood-rt`). May depend on: libc, rustix,
-//! thiserror, and no other hood crate. Safe calls of rustix are preferred; each remaining
+//! signal-hook, thiserror, and no other hood crate. Safe calls of rustix are preferred; each remaining
 //! `unsafe` block is behind a safe function and carries a `// SAFETY:` comment.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod child;
 pub mod clock;
 pub mod remote;
 pub mod shm;
+pub mod signal;
 pub mod stdio;
+pub mod terminal;
+pub mod usage;
 
 /// What a process-control call could not do.
 #[derive(Debug, thiserror::Error)]
@@ -48,6 +52,29 @@ pub enum ProcError {
         /// Where in the file.
         offset: u64,
         /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A command to start was empty.
+    #[error("empty command")]
+    EmptyCommand,
+    /// A command's argument or environment variable holds a NUL byte.
+    #[error("argument {arg:?} contains a NUL byte")]
+    NulByte {
+        /// The argument.
+        arg: String,
+    },
+    /// The command to start is not on PATH.
+    #[error("command not found: {program} (check the name and your PATH)")]
+    CommandNotFound {
+        /// The command's name.
+        program: String,
+    },
+    /// The command could not be executed.
+    #[error("cannot run {program}: {source}")]
+    Exec {
+        /// The command's name.
+        program: String,
+        /// Why exec failed.
         source: std::io::Error,
     },
 }

@@ -1,12 +1,13 @@
 //! `hood calls run`, `get` and `reset`.
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use hood_model::calls::ProcessCalls;
+use hood_proc::child::{Child, Exit};
+use hood_proc::signal::{self, Forwarder};
 
 use super::{file, segments, symbols};
 
@@ -155,7 +156,7 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         }
         _ => lib.clone().into_os_string(),
     };
-    let (prog, args) = cfg.argv.split_first().context("no command given")?;
+    let (prog, _) = cfg.argv.split_first().context("no command given")?;
     // A valid (empty) file from the start: a run killed before the first snapshot leaves a
     // readable file, not none. A pipe or other special file is written once, at the end.
     let special = std::fs::metadata(&cfg.output).is_ok_and(|m| !m.is_file());
@@ -169,13 +170,16 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         file::write(&cfg.output, "run", &cfg.argv, &[])?;
     }
     // Before the spawn, so a signal arriving right after it is not lost.
-    stop_signals::install();
-    let mut cmd = Command::new(prog);
-    cmd.args(args)
-        .env("LD_PRELOAD", &preload)
-        .env("HOOD_SHM_DIR", &dir);
-    die_with_hood(&mut cmd);
-    let child = cmd.spawn();
+    let mut signals = Forwarder::install()?;
+    // The command is killed (SIGKILL) when `hood calls run` dies, however it dies, rather than
+    // run on unobserved with nobody to collect its tables.
+    let child = Child::spawn(
+        &cfg.argv,
+        &[
+            ("LD_PRELOAD".into(), preload),
+            ("HOOD_SHM_DIR".into(), dir.clone().into_os_string()),
+        ],
+    );
     let mut snapshots = Snapshots {
         dir: &dir,
         cfg: &cfg,
@@ -184,23 +188,23 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         last: None,
     };
     let status = match child {
-        Ok(c) => stop_signals::wait_forwarding(c, &mut || snapshots.tick()),
+        Ok(mut c) => signals.wait(&mut c, &mut || snapshots.tick()),
         Err(e) => Err(e),
     };
     let status = match status {
         Ok(s) => s,
         Err(e) => {
             let _ = std::fs::remove_dir_all(&dir);
-            bail!("cannot run {prog}: {e}");
+            return Err(e.into());
         }
     };
-    if let Some(sig) = stop_signals::received() {
+    if let Some(sig) = signals.received() {
         eprintln!(
             "hood calls: {} received; {prog} {}; collecting its tables",
-            stop_signals::name(sig),
-            match status.signal() {
-                Some(s) => format!("was ended by {}", stop_signals::name(s)),
-                None => format!("exited with status {}", status.code().unwrap_or(0)),
+            signal::name(sig),
+            match status {
+                Exit::Signal(s) => format!("was ended by {}", signal::name(s)),
+                Exit::Code(c) => format!("exited with status {c}"),
             }
         );
     }
@@ -230,31 +234,10 @@ pub fn run(cfg: RunConfig) -> anyhow::Result<ExitCode> {
         })?;
         summary(&procs, &cfg.output);
     }
-    Ok(match status.code() {
-        Some(c) => ExitCode::from(c.clamp(0, 255) as u8),
-        None => ExitCode::from(128u8.wrapping_add(status.signal().unwrap_or(0) as u8)),
+    Ok(match status {
+        Exit::Code(c) => ExitCode::from(c.clamp(0, 255) as u8),
+        Exit::Signal(s) => ExitCode::from(128u8.wrapping_add(s as u8)),
     })
-}
-
-/// The command is killed (SIGKILL) when `hood calls run` dies, however it dies, rather than
-/// run on unobserved with nobody to collect its tables (Linux's parent-death signal; the
-/// kernel clears it at the exec of a set-user-ID program).
-fn die_with_hood(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: getpid has no preconditions.
-    let hood = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the forked child before exec and only makes the
-    // async-signal-safe system calls prctl, getppid and _exit.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-            // hood died before the prctl: do not start the command at all.
-            if libc::getppid() != hood {
-                libc::_exit(127);
-            }
-            Ok(())
-        });
-    }
 }
 
 pub fn get(cfg: GetConfig) -> anyhow::Result<ExitCode> {
@@ -331,96 +314,4 @@ pub fn reset(pid: Option<u32>) -> anyhow::Result<ExitCode> {
         if n == 1 { "" } else { "es" }
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// Ctrl-C, SIGTERM and SIGHUP while `hood calls run` waits for its command: hood does not die
-/// (it would leave no file and its segment directory behind); it passes the signal on to the
-/// command, waits for it to end, then collects and writes as after a normal exit. A signal the
-/// kernel sent to the whole process group (Ctrl-C or a hangup on the terminal: `si_code` is
-/// `SI_KERNEL`) has reached the command already and is not sent twice.
-mod stop_signals {
-    use std::process::{Child, ExitStatus};
-    use std::sync::atomic::{AtomicU32, Ordering};
-    use std::time::Duration;
-
-    const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-    /// Signals to pass on to the command (bit N: signal N).
-    static FORWARD: AtomicU32 = AtomicU32::new(0);
-    /// Every stop signal received (bit N: signal N).
-    static SEEN: AtomicU32 = AtomicU32::new(0);
-
-    extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-        let bit = 1u32 << sig;
-        SEEN.fetch_or(bit, Ordering::SeqCst);
-        // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-        let code = if info.is_null() {
-            0
-        } else {
-            unsafe { (*info).si_code }
-        };
-        if code != libc::SI_KERNEL {
-            FORWARD.fetch_or(bit, Ordering::SeqCst);
-        }
-    }
-
-    /// Catch the stop signals (the command gets the default dispositions back at exec).
-    pub fn install() {
-        for sig in SIGNALS {
-            // SAFETY: an all-zero sigaction is valid; the handler only touches atomics, which
-            // is async-signal-safe.
-            unsafe {
-                let mut sa: libc::sigaction = std::mem::zeroed();
-                sa.sa_sigaction = on_signal as *const () as usize;
-                sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-                libc::sigemptyset(&mut sa.sa_mask);
-                libc::sigaction(sig, &sa, std::ptr::null_mut());
-            }
-        }
-    }
-
-    /// Wait for `child`, passing the stop signals hood receives on to it and calling `tick`
-    /// every 20 ms. Signals are sent only while the child is unreaped, so its pid cannot name
-    /// another process yet.
-    pub fn wait_forwarding(
-        mut child: Child,
-        tick: &mut dyn FnMut(),
-    ) -> std::io::Result<ExitStatus> {
-        let pid = child.id() as libc::pid_t;
-        // The command runs in hood's process group, so what the kernel sends to the group
-        // reaches it without hood.
-        loop {
-            let fwd = FORWARD.swap(0, Ordering::SeqCst);
-            for sig in SIGNALS {
-                if fwd & (1 << sig) != 0 {
-                    // SAFETY: `pid` is our child, not yet reaped (try_wait below reaps it).
-                    unsafe { libc::kill(pid, sig) };
-                }
-            }
-            if let Some(st) = child.try_wait()? {
-                return Ok(st);
-            }
-            tick();
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// The first stop signal received, if any.
-    pub fn received() -> Option<libc::c_int> {
-        let seen = SEEN.load(Ordering::SeqCst);
-        SIGNALS.into_iter().find(|s| seen & (1 << s) != 0)
-    }
-
-    /// `SIGINT` etc.
-    pub fn name(sig: libc::c_int) -> String {
-        match sig {
-            libc::SIGINT => "SIGINT".into(),
-            libc::SIGTERM => "SIGTERM".into(),
-            libc::SIGHUP => "SIGHUP".into(),
-            libc::SIGKILL => "SIGKILL".into(),
-            libc::SIGSEGV => "SIGSEGV".into(),
-            libc::SIGABRT => "SIGABRT".into(),
-            libc::SIGPIPE => "SIGPIPE".into(),
-            n => format!("signal {n}"),
-        }
-    }
 }

@@ -1,4 +1,5 @@
-//! `hood record` / `hood start` arguments and their conversion into a [`RecordConfig`].
+//! `hood record` / `hood start` arguments and their conversion into the recorder's
+//! [`RecordConfig`].
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -6,6 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use hood_perf::{EventKind, SamplingConfig, UserStack, DEFAULT_STACK_COPY, MAX_STACK_COPY};
+use hood_record::{RecordConfig, Who};
 
 /// Arguments of `hood record` (and `hood start`).
 #[derive(Debug, Clone, Args)]
@@ -22,10 +24,10 @@ pub struct RecordArgs {
     )]
     pub pid: Vec<i32>,
     /// Sampling frequency in Hz.
-    #[arg(short = 'F', long = "freq", default_value_t = 999)]
+    #[arg(short = 'F', long = "freq", default_value_t = hood_record::DEFAULT_FREQ_HZ)]
     pub freq: u64,
     /// Event to sample: cpu-clock, task-clock, cycles, instructions.
-    #[arg(short = 'e', long = "event", default_value = "cpu-clock")]
+    #[arg(short = 'e', long = "event", default_value = hood_record::DEFAULT_EVENT)]
     pub event: String,
     /// Record call chains (the default).
     #[arg(short = 'g', overrides_with = "no_call_graph")]
@@ -75,43 +77,10 @@ pub struct RecordArgs {
     pub command: Vec<String>,
 }
 
-/// Whom to record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Who {
-    /// The whole system.
-    System,
-    /// Running processes.
-    Pids(Vec<i32>),
-    /// A command to start.
-    Command(Vec<String>),
-}
-
-/// Everything the recorder needs, free of clap.
-#[derive(Debug, Clone)]
-pub struct RecordConfig {
-    /// Whom to record.
-    pub who: Who,
-    /// Sampling settings for hood-perf.
-    pub sampling: SamplingConfig,
-    /// The event the user asked for (before any fallback).
-    pub requested_event: String,
-    /// Output path.
-    pub output: PathBuf,
-    /// Stop after this long.
-    pub duration: Option<Duration>,
-    /// Whether terminal keys are read.
-    pub keys: bool,
-    /// Sleep between drains (testing aid).
-    pub drain_delay: Duration,
-    /// Record the events of process-labeled kernel profiling.
-    pub labels: bool,
-    /// Events per second before per-packet events are duty-cycled (0: never).
-    pub labels_budget: u64,
-}
-
 impl RecordArgs {
-    /// Validate and convert.
-    pub fn to_config(&self) -> anyhow::Result<RecordConfig> {
+    /// Validate and convert; also whether the terminal keys are to be read (not when a
+    /// command to profile owns the terminal).
+    pub fn to_config(&self) -> anyhow::Result<(RecordConfig, bool)> {
         let who = if self.all {
             Who::System
         } else if !self.pid.is_empty() {
@@ -144,13 +113,7 @@ impl RecordArgs {
             None => None,
         };
         let user_stack = parse_call_graph(&self.call_graph)?;
-        let ring_kb = self.ring_kb.unwrap_or(if user_stack.copies_stack() {
-            4096
-        } else {
-            1024
-        });
-        let page = 4096;
-        let pages = (ring_kb * 1024).div_ceil(page).max(1).next_power_of_two();
+        let pages = hood_record::ring_pages(self.ring_kb, user_stack);
         let sampling = SamplingConfig {
             event,
             freq_hz: self.freq,
@@ -159,8 +122,8 @@ impl RecordArgs {
             ring_pages: pages,
             ..SamplingConfig::default()
         };
-        Ok(RecordConfig {
-            keys: !matches!(who, Who::Command(_)),
+        let keys = !matches!(who, Who::Command(_));
+        let cfg = RecordConfig {
             who,
             sampling,
             requested_event: self.event.clone(),
@@ -169,7 +132,8 @@ impl RecordArgs {
             drain_delay: Duration::from_millis(self.drain_delay_ms),
             labels: self.labels,
             labels_budget: self.labels_budget,
-        })
+        };
+        Ok((cfg, keys))
     }
 }
 
@@ -216,19 +180,4 @@ pub fn parse_call_graph(s: &str) -> anyhow::Result<UserStack> {
         return Ok(UserStack::FramePointer);
     }
     Ok(stack)
-}
-
-/// How `stack` reads in `--call-graph`'s words (stored in the recording's metadata).
-pub fn call_graph_name(stack: UserStack) -> String {
-    match stack {
-        UserStack::FramePointer => "fp".into(),
-        UserStack::Copy {
-            bytes,
-            fp_chain: false,
-        } => format!("dwarf,{bytes}"),
-        UserStack::Copy {
-            bytes,
-            fp_chain: true,
-        } => format!("auto,{bytes}"),
-    }
 }

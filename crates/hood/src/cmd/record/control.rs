@@ -3,52 +3,32 @@
 //! current top functions) and `q` (stop and write).
 
 use std::io::{IsTerminal, Read};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-/// What the user asked for since the last look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Request {
-    /// Stop and write the file.
-    Stop,
-    /// Toggle sampling.
-    TogglePause,
-    /// Print the top functions so far.
-    PrintTop,
-}
+use hood_proc::signal::{StopFlags, Toggles};
+use hood_proc::terminal::Cbreak;
+use hood_record::Request;
 
 /// Signal flags and the key reader.
 pub struct Control {
     stop: Arc<AtomicBool>,
-    toggle: Arc<AtomicBool>,
+    toggles: Toggles,
     keys: Option<Receiver<u8>>,
-    _tty: Option<TtyGuard>,
+    /// Whether the keys were announced (at the first look, once sampling runs).
+    announced: bool,
+    _tty: Option<Cbreak>,
 }
 
 impl Control {
-    /// Install handlers (once per process: a server that records many times does not pile
-    /// them up); read keys when `keys` and stdin is a terminal.
+    /// Catch SIGINT/SIGTERM/SIGUSR1 (once per process); read keys when `keys` and stdin is a
+    /// terminal.
     pub fn install(keys: bool) -> anyhow::Result<Control> {
-        static FLAGS: OnceLock<(Arc<AtomicBool>, Arc<AtomicBool>)> = OnceLock::new();
-        let (stop, toggle) = match FLAGS.get() {
-            Some(f) => f.clone(),
-            None => {
-                let stop = Arc::new(AtomicBool::new(false));
-                let toggle = Arc::new(AtomicBool::new(false));
-                for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-                    // A second signal while the first is being handled exits at once (abort).
-                    signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))?;
-                    signal_hook::flag::register(sig, Arc::clone(&stop))?;
-                }
-                signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&toggle))?;
-                FLAGS.get_or_init(|| (stop, toggle)).clone()
-            }
-        };
-        // A pause request left over from an earlier recording in this process does not carry over.
-        toggle.store(false, Ordering::SeqCst);
+        let StopFlags { stop, toggles } = StopFlags::install()?;
         let (keys, tty) = if keys && std::io::stdin().is_terminal() {
-            let tty = TtyGuard::cbreak();
+            let tty = Cbreak::stdin();
             let (tx, rx) = channel();
             std::thread::spawn(move || {
                 let mut b = [0u8; 1];
@@ -65,27 +45,30 @@ impl Control {
         };
         Ok(Control {
             stop,
-            toggle,
+            toggles,
             keys,
+            announced: false,
             _tty: tty,
         })
     }
+}
 
-    /// Whether keys are being read.
-    pub fn reads_keys(&self) -> bool {
-        self.keys.is_some()
-    }
-
-    /// Pending requests.
-    pub fn poll(&self) -> Vec<Request> {
+impl hood_record::Control for Control {
+    fn poll(&mut self) -> Vec<Request> {
         let mut out = Vec::new();
         if self.stop.load(Ordering::SeqCst) {
             out.push(Request::Stop);
         }
-        if self.toggle.swap(false, Ordering::SeqCst) {
+        for _ in 0..self.toggles.take() {
             out.push(Request::TogglePause);
         }
         if let Some(rx) = &self.keys {
+            if !self.announced {
+                self.announced = true;
+                eprintln!(
+                    "hood: recording; keys: a = pause/resume, p = print top functions, q = stop"
+                );
+            }
             while let Ok(k) = rx.try_recv() {
                 match k {
                     b'a' | b'A' => out.push(Request::TogglePause),
@@ -97,37 +80,10 @@ impl Control {
         }
         out
     }
-}
 
-/// Puts the terminal in non-canonical, no-echo mode (output processing untouched) and
-/// restores it when dropped.
-struct TtyGuard {
-    saved: libc::termios,
-}
-
-impl TtyGuard {
-    fn cbreak() -> Option<TtyGuard> {
-        // SAFETY: termios is plain old data; zeroed is a valid bit pattern to be overwritten.
-        let mut t: libc::termios = unsafe { std::mem::zeroed() };
-        // SAFETY: tcgetattr on fd 0 writes into our local termios.
-        if unsafe { libc::tcgetattr(0, &mut t) } != 0 {
-            return None;
+    fn print_top(&mut self, path: &Path) {
+        if let Err(e) = crate::cmd::report::print_live_top(path, 15) {
+            eprintln!("hood: cannot read the recording so far: {e:#}");
         }
-        let saved = t;
-        t.c_lflag &= !(libc::ICANON | libc::ECHO);
-        t.c_cc[libc::VMIN] = 1;
-        t.c_cc[libc::VTIME] = 0;
-        // SAFETY: tcsetattr on fd 0 with a termios derived from the current one.
-        if unsafe { libc::tcsetattr(0, libc::TCSANOW, &t) } != 0 {
-            return None;
-        }
-        Some(TtyGuard { saved })
-    }
-}
-
-impl Drop for TtyGuard {
-    fn drop(&mut self) {
-        // SAFETY: restoring the terminal settings read in `cbreak`.
-        unsafe { libc::tcsetattr(0, libc::TCSANOW, &self.saved) };
     }
 }

@@ -1,15 +1,14 @@
-//! `/debug/pprof/profile?seconds=N[&pid=P]`: record with `hood record` (a child process)
-//! into a temporary file, load and symbolize it, answer with the gzipped pprof. One profile
-//! at a time.
+//! `/debug/pprof/profile?seconds=N[&pid=P]`: record with `hood record`'s recorder (the
+//! hood-record library, in the request's thread) into a temporary file, load and symbolize
+//! it, answer with the gzipped pprof. One profile at a time.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 use hood_model::profile::Profile;
+use hood_record::{RecordConfig, StopFlag, Who};
 use hood_report::profile::ReportOptions;
 
 use crate::cmd::report::load_profile;
@@ -102,9 +101,9 @@ fn temp_path(dir: &Path) -> PathBuf {
     ))
 }
 
-/// Record `req` with `hood record` run as a child process (its own signal handling, and its
-/// messages kept apart: each line goes to the server's log as `hood serve: profile #N (...):
-/// LINE`), into a file in `scratch`, and return the gzipped pprof bytes. `stop` (the server's
+/// Record `req` with the recorder of `hood record` (hood-record, in this thread) into a file
+/// in `scratch`, and return the gzipped pprof bytes. The recorder's messages go to the
+/// server's log, each as `hood serve: profile #N (...): LINE`. `stop` (the server's
 /// SIGINT/SIGTERM flag) cuts the recording short.
 pub fn profile(req: &ProfileRequest, scratch: &Path, stop: &AtomicBool) -> anyhow::Result<Vec<u8>> {
     static SEQ: AtomicU64 = AtomicU64::new(1);
@@ -116,54 +115,27 @@ pub fn profile(req: &ProfileRequest, scratch: &Path, stop: &AtomicBool) -> anyho
         req.seconds
     );
     let file = TempFile(temp_path(scratch));
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.args(["record", "-d", &req.seconds.to_string(), "-o"])
-        .arg(&file.0);
-    match req.pid {
-        Some(p) => cmd.args(["-p", &p.to_string()]),
-        None => cmd.arg("-a"),
+    let who = match req.pid {
+        Some(p) => Who::Pids(vec![i32::try_from(p).context("pid out of range")?]),
+        None => Who::System,
     };
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting the recorder (/proc/self/exe record)")?;
-    let stderr = child.stderr.take().context("recorder stderr")?;
-    let log_tag = tag.clone();
-    let reader = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let line = line.strip_prefix("hood: ").unwrap_or(&line).to_string();
-            eprintln!("hood serve: {log_tag}: {line}");
-            lines.push(line);
-        }
-        lines
+    let mut cfg = RecordConfig::new(who, file.0.clone());
+    cfg.duration = Some(Duration::from_secs(req.seconds));
+    let mut lines = Vec::new();
+    let recorded = hood_record::record(&cfg, &mut StopFlag(stop), &mut |line| {
+        eprintln!("hood serve: {tag}: {line}");
+        lines.push(line.to_string());
     });
-    let mut interrupted = false;
-    let status = loop {
-        if let Some(st) = child.try_wait().context("waiting for the recorder")? {
-            break st;
+    let failed = |why: String| anyhow::anyhow!("the recorder failed ({why}): {}", lines.join("; "));
+    match &recorded {
+        Err(e) => return Err(failed(e.to_string())),
+        Ok(f) if f.outcome.error.is_some() => {
+            return Err(failed(f.outcome.error.clone().unwrap_or_default()))
         }
-        if !interrupted && stop.load(Ordering::Relaxed) {
-            interrupted = true;
-            let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
-            // SAFETY: kill(2) of our own child, not yet reaped (try_wait saw it running).
-            unsafe { libc::kill(pid, libc::SIGINT) };
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let lines = reader.join().unwrap_or_default();
-    // The recorder exits 1 when it caught no sample (an idle pid): still a valid profile.
-    let loaded = if file.0.exists() {
-        load_profile(&file.0, None)
-    } else {
-        Err(anyhow::anyhow!("no recording written"))
-    };
-    let mut prof = match loaded {
-        Ok(p) if status.success() || status.code() == Some(1) => p,
-        Ok(_) | Err(_) => anyhow::bail!("the recorder failed ({status}): {}", lines.join("; ")),
-    };
+        // No sample (an idle pid) is still a valid profile.
+        Ok(_) => {}
+    }
+    let mut prof = load_profile(&file.0, None)?;
     hide_kernel_addresses(&mut prof);
     let mut out = Vec::new();
     let opts = ReportOptions {

@@ -15,7 +15,8 @@ use hood_model::trace::{
 use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
 
 use super::{collect, filter, prefault, stream};
-use crate::cmd::record::child::Child;
+use hood_proc::child::{Child, Exit};
+use hood_proc::usage::{cpu_seconds, Whose};
 
 /// How the threads' buffers are used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,10 +114,10 @@ fn run_and_collect(
     if let Some(f) = &filter_file {
         std::env::set_var("HOOD_TRACE_FILTER", f);
     }
-    let mut child = Child::spawn(&cfg.argv)?;
+    let mut child = Child::spawn_held(&cfg.argv, &[])?;
     let mut switches = None;
     if cfg.sched {
-        match SwitchRecorder::open_child(child.pid, 256) {
+        match SwitchRecorder::open_child(child.pid(), 256) {
             Ok(s) => switches = Some(s),
             Err(e) => warnings.push(format!("context switches not recorded: {e}")),
         }
@@ -127,10 +128,9 @@ fn run_and_collect(
     let irq_wanted =
         std::env::var_os("HOOD_TRACE_IRQ").as_deref() != Some(std::ffi::OsStr::new("0"));
     if cfg.sched && irq_wanted {
-        match IrqRecorder::open_child(child.pid, 256) {
+        match IrqRecorder::open_child(child.pid(), 256) {
             Ok(r) => irqs = Some(r),
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            Err(e) if unsafe { libc::geteuid() } != 0 => eprintln!(
+            Err(e) if !hood_proc::usage::running_as_root() => eprintln!(
                 "hood trace: note: irq entries/exits not recorded: they need root or CAP_PERFMON ({e})"
             ),
             Err(e) => eprintln!("hood trace: note: irq entries/exits not recorded: {e}"),
@@ -226,7 +226,7 @@ fn run_and_collect(
     let mut active = std::time::Instant::now();
     let status = loop {
         let moved = round(&mut w, &mut switches, &mut irqs, &mut streamer)?;
-        if let Some(st) = child.try_wait() {
+        if let Some(st) = child.try_wait()?.map(Exit::shell_code) {
             break st;
         }
         if moved > 0 {
@@ -355,18 +355,6 @@ fn finish<W: std::io::Write>(
     Ok(())
 }
 
-/// User + system CPU seconds of this process (`RUSAGE_SELF`) or its waited-for children.
-fn cpu_seconds(who: libc::c_int) -> f64 {
-    // SAFETY: all-zero is a valid rusage; getrusage only writes into it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid, writable rusage.
-    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
-        return 0.0;
-    }
-    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    s(ru.ru_utime) + s(ru.ru_stime)
-}
-
 fn summary(
     cfg: &RecordConfig,
     procs: &[ProcessTrace],
@@ -392,8 +380,8 @@ fn summary(
     // cost moved off the program is visible.
     eprintln!(
         "hood trace: CPU: program {:.3} s, recorder {:.3} s ({} buffer pages pre-faulted, {} pre-allocated)",
-        cpu_seconds(libc::RUSAGE_CHILDREN),
-        cpu_seconds(libc::RUSAGE_SELF),
+        cpu_seconds(Whose::Children),
+        cpu_seconds(Whose::SelfProcess),
         prefaulted.pages,
         prefaulted.allocated
     );

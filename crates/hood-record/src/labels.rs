@@ -12,13 +12,14 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
-use anyhow::Context;
 use hood_format::{tags, Writer};
 use hood_model::labels::page::{decode_page, PageLayout};
 use hood_model::labels::{
     Budget, LabelsMeta, LabelsStats, TracedEvent, EVENTS, INSTANCE_PREFIX, PER_PACKET,
 };
 use hood_perf::tracefs::{self, Instance};
+
+use crate::RecordError;
 
 /// Per-CPU ring size of the instance, KiB (drained every 200 ms).
 const BUFFER_KB: usize = 8192;
@@ -54,7 +55,7 @@ impl Duty {
     /// Account for `events` drained since the last call; once a period of at least 100 ms has
     /// passed (shorter ones, from early wake-ups, are too noisy), decide the duty cycle and
     /// switch the per-packet events.
-    fn regulate(&mut self, inst: &Instance, events: u64) -> anyhow::Result<()> {
+    fn regulate(&mut self, inst: &Instance, events: u64) -> Result<(), RecordError> {
         if self.budget == 0 || self.per_packet.is_empty() {
             return Ok(());
         }
@@ -76,24 +77,16 @@ impl Duty {
         Ok(())
     }
 
-    fn switch(&mut self, inst: &Instance, on: bool) -> anyhow::Result<()> {
+    fn switch(&mut self, inst: &Instance, on: bool) -> Result<(), RecordError> {
         for (sys, name) in &self.per_packet {
             inst.set_event(sys, name, on)?;
         }
-        let now = hood_proc::clock::monotonic_ns();
-        let span = now.saturating_sub(self.since_ns);
-        if self.on {
-            self.out.on_ns += span;
-        } else {
-            self.out.off_ns += span;
-            self.out.off.push((self.since_ns, now));
-        }
+        self.close();
         self.on = on;
-        self.since_ns = now;
         Ok(())
     }
 
-    /// Close the current window at stop.
+    /// Close the current window (at a switch, and at stop): count its time on or off.
     fn close(&mut self) {
         let now = hood_proc::clock::monotonic_ns();
         let span = now.saturating_sub(self.since_ns);
@@ -111,12 +104,12 @@ impl Duty {
 /// `record --labels`, `hood-PID` of a killed `top --irq-time`): a SIGKILLed recorder cannot
 /// remove its own, which would otherwise keep tracing into its buffers. Says so for each.
 /// Every hood command that uses tracefs calls this first.
-pub fn remove_stale_instances(root: &std::path::Path) {
+pub fn remove_stale_instances(root: &std::path::Path, log: &mut dyn FnMut(&str)) {
     for prefix in [INSTANCE_PREFIX, "hood-"] {
         for name in tracefs::remove_stale_instances(root, prefix) {
-            eprintln!(
-                "hood: removed tracefs instance {name}, left tracing by a hood process that is gone (killed)"
-            );
+            log(&format!(
+                "removed tracefs instance {name}, left tracing by a hood process that is gone (killed)"
+            ));
         }
     }
 }
@@ -154,11 +147,19 @@ impl LabelsRecorder {
         cpus: &[u32],
         budget: u64,
         writer: &mut Writer<W>,
-    ) -> anyhow::Result<Self> {
-        let root = tracefs::mount_point().context("--labels needs tracefs")?;
-        remove_stale_instances(&root);
-        let inst = Instance::create(&root, INSTANCE_PREFIX, EVENTS, BUFFER_KB, cpus)
-            .context("--labels: setting up the private tracefs instance (run as root)")?;
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Self, RecordError> {
+        let root = tracefs::mount_point().map_err(|source| RecordError::Labels {
+            what: "--labels needs tracefs",
+            source,
+        })?;
+        remove_stale_instances(&root, log);
+        let inst = Instance::create(&root, INSTANCE_PREFIX, EVENTS, BUFFER_KB, cpus).map_err(
+            |source| RecordError::Labels {
+                what: "--labels: setting up the private tracefs instance (run as root)",
+                source,
+            },
+        )?;
         let mut meta = LabelsMeta {
             instance: inst.dir().display().to_string(),
             page_size: tracefs::page_size(),
@@ -182,14 +183,14 @@ impl LabelsRecorder {
         }
         for need in ["softirq_entry", "softirq_exit"] {
             if !meta.events.iter().any(|e| e.name == need) {
-                anyhow::bail!("--labels: this kernel has no irq:{need} tracepoint; softirq work cannot be told apart");
+                return Err(RecordError::NoSoftirqTracepoint(need));
             }
         }
         if !meta.missing.is_empty() {
-            eprintln!(
-                "hood: --labels: this kernel lacks {}; the work they identify is charged less precisely",
+            log(&format!(
+                "--labels: this kernel lacks {}; the work they identify is charged less precisely",
                 meta.missing.join(", ")
-            );
+            ));
         }
         writer.write_chunk(
             tags::profile::LABELS_META,
@@ -225,7 +226,7 @@ impl LabelsRecorder {
     }
 
     /// Switch tracing on (before sampling starts).
-    pub fn begin(&mut self) -> anyhow::Result<()> {
+    pub fn begin(&mut self) -> Result<(), RecordError> {
         self.inst.start()?;
         self.duty.last = std::time::Instant::now();
         self.duty.since_ns = hood_proc::clock::monotonic_ns();
@@ -233,7 +234,11 @@ impl LabelsRecorder {
     }
 
     /// Read the pages available now and write them out.
-    pub fn drain<W: Write>(&mut self, writer: &mut Writer<W>, force: bool) -> anyhow::Result<()> {
+    pub fn drain<W: Write>(
+        &mut self,
+        writer: &mut Writer<W>,
+        force: bool,
+    ) -> Result<(), RecordError> {
         let (ps, layout) = (self.page_size, self.layout);
         let (pending, pages) = (&mut self.pending, &mut self.pages);
         let mut events = 0;
@@ -260,7 +265,7 @@ impl LabelsRecorder {
     }
 
     /// Stop tracing, write what is left and the kernel's counters, remove the instance.
-    pub fn finish<W: Write>(mut self, writer: &mut Writer<W>) -> anyhow::Result<()> {
+    pub fn finish<W: Write>(mut self, writer: &mut Writer<W>) -> Result<(), RecordError> {
         self.inst.stop()?;
         self.drain(writer, true)?;
         self.duty.close();

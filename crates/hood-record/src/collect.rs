@@ -105,7 +105,8 @@ impl Collector {
 
     /// After a drain of every ring: unwind the round's stack copies, in time order across
     /// CPUs, into the per-CPU buffers.
-    pub fn end_round(&mut self) {
+    /// The unwinder's warnings go to `log`.
+    pub fn end_round(&mut self, log: &mut dyn FnMut(&str)) {
         let Some(rw) = self.rewriter.as_mut() else {
             return;
         };
@@ -128,7 +129,7 @@ impl Collector {
             p.clear();
         }
         for w in rw.unwinder().take_warnings() {
-            eprintln!("hood: {w}");
+            log(&w);
         }
     }
 

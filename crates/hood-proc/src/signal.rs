@@ -1,0 +1,224 @@
+//! Signals of the recorders: the stop and pause requests a recorder honours, and the stop
+//! signals a recorder passes on to the command it started.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+use rustix::process::Signal;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
+use signal_hook::iterator::exfiltrator::WithRawSiginfo;
+use signal_hook::iterator::SignalsInfo;
+
+use crate::child::{Child, Exit};
+use crate::ProcError;
+
+fn registering(what: &'static str) -> impl FnOnce(std::io::Error) -> ProcError {
+    move |source| ProcError::Sys {
+        what: what.into(),
+        source,
+    }
+}
+
+/// What a recorder's SIGINT/SIGTERM and SIGUSR1 ask for.
+#[derive(Debug, Clone)]
+pub struct StopFlags {
+    /// Set by SIGINT or SIGTERM: finish and write. A second one while the first is being
+    /// handled ends the process at once (exit status 130).
+    pub stop: Arc<AtomicBool>,
+    /// Counts SIGUSR1s: each one pauses or resumes.
+    pub toggles: Toggles,
+}
+
+/// The SIGUSR1s received, one byte each on a socket the handler writes to, so two signals
+/// between two looks are two requests (pause, then resume), not one.
+#[derive(Debug, Clone)]
+pub struct Toggles(Arc<std::os::unix::net::UnixStream>);
+
+impl Toggles {
+    /// How many SIGUSR1s arrived since the last call.
+    pub fn take(&self) -> usize {
+        use std::io::Read;
+        let mut n = 0;
+        let mut buf = [0u8; 64];
+        while let Ok(k @ 1..) = (&*self.0).read(&mut buf) {
+            n += k;
+        }
+        n
+    }
+}
+
+impl StopFlags {
+    /// Catch SIGINT, SIGTERM and SIGUSR1; the handlers are installed once per process (a
+    /// server that records many times does not pile them up) and every call returns the same
+    /// flags, with pause requests left from an earlier recording dropped.
+    pub fn install() -> Result<StopFlags, ProcError> {
+        static FLAGS: OnceLock<StopFlags> = OnceLock::new();
+        let flags = match FLAGS.get() {
+            Some(f) => f.clone(),
+            None => {
+                let stop = Arc::new(AtomicBool::new(false));
+                for sig in [SIGINT, SIGTERM] {
+                    // Registered first, so it sees the flag before this signal sets it.
+                    signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
+                        .map_err(registering("catching SIGINT/SIGTERM"))?;
+                    signal_hook::flag::register(sig, Arc::clone(&stop))
+                        .map_err(registering("catching SIGINT/SIGTERM"))?;
+                }
+                let (reader, writer) = std::os::unix::net::UnixStream::pair()
+                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
+                reader
+                    .set_nonblocking(true)
+                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
+                signal_hook::low_level::pipe::register(SIGUSR1, writer)
+                    .map_err(registering("catching SIGUSR1"))?;
+                let toggles = Toggles(Arc::new(reader));
+                FLAGS.get_or_init(|| StopFlags { stop, toggles }).clone()
+            }
+        };
+        flags.toggles.take();
+        Ok(flags)
+    }
+}
+
+/// The signals that stop a command: SIGINT, SIGTERM and SIGHUP.
+const STOP_SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+
+/// Ctrl-C, SIGTERM and SIGHUP while a recorder waits for its command: the recorder does not
+/// die (it would leave no file behind); it passes the signal on to the command, waits for it
+/// to end, and finishes as after a normal exit. A signal the kernel sent to the whole process
+/// group (Ctrl-C or a hangup on the terminal) has reached the command already and is not sent
+/// twice.
+pub struct Forwarder {
+    signals: SignalsInfo<WithRawSiginfo>,
+    first: Option<i32>,
+}
+
+impl Forwarder {
+    /// Catch the stop signals from now on (the command gets the default dispositions back at
+    /// its exec). Install before starting the command, so no signal in between is lost.
+    pub fn install() -> Result<Forwarder, ProcError> {
+        Ok(Forwarder {
+            signals: SignalsInfo::<WithRawSiginfo>::new(STOP_SIGNALS)
+                .map_err(registering("catching SIGINT/SIGTERM/SIGHUP"))?,
+            first: None,
+        })
+    }
+
+    /// Pass the stop signals received since the last call on to `child` (unless the kernel
+    /// sent them to the whole process group).
+    pub fn forward(&mut self, child: &Child) {
+        for info in self.signals.pending() {
+            self.first.get_or_insert(info.si_signo);
+            if info.si_code == libc::SI_KERNEL {
+                continue;
+            }
+            if let Some(sig) = Signal::from_named_raw(info.si_signo) {
+                let _ = child.signal(sig);
+            }
+        }
+    }
+
+    /// Wait for `child`, passing the stop signals on and calling `tick` every 20 ms. Signals
+    /// are sent only while the child is unreaped, so its pid names no other process.
+    pub fn wait(&mut self, child: &mut Child, tick: &mut dyn FnMut()) -> Result<Exit, ProcError> {
+        loop {
+            self.forward(child);
+            if let Some(e) = child.try_wait()? {
+                return Ok(e);
+            }
+            tick();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// The first stop signal received, if any.
+    pub fn received(&mut self) -> Option<i32> {
+        for info in self.signals.pending() {
+            self.first.get_or_insert(info.si_signo);
+        }
+        self.first
+    }
+}
+
+/// `SIGINT` etc.
+pub fn name(sig: i32) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        libc::SIGKILL => "SIGKILL".into(),
+        libc::SIGSEGV => "SIGSEGV".into(),
+        libc::SIGABRT => "SIGABRT".into(),
+        libc::SIGPIPE => "SIGPIPE".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unless `env` is set (then `None`: this is that process), run the test `name` again in a
+    /// process of its own (this test binary, with `env` set), since it signals itself; its
+    /// output, once it passed.
+    fn in_own_process(name: &str, env: &str) -> Option<String> {
+        if std::env::var_os(env).is_some() {
+            return None;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", &format!("signal::tests::{name}"), "--nocapture"])
+            .env(env, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        Some(text)
+    }
+
+    /// Two SIGUSR1s between two looks are two requests. Run in a process of its own (this
+    /// test binary again), since it signals itself.
+    #[test]
+    fn every_sigusr1_counts() {
+        if let Some(text) = in_own_process("every_sigusr1_counts", "HOOD_PROC_TEST_USR1") {
+            assert!(text.contains("toggles: 0 2 0"), "{text}");
+            return;
+        }
+        let flags = StopFlags::install().unwrap();
+        let before = flags.toggles.take();
+        let me = rustix::process::getpid();
+        for _ in 0..2 {
+            rustix::process::kill_process(me, Signal::USR1).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let two = flags.toggles.take();
+        println!("toggles: {before} {two} {}", flags.toggles.take());
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(name(libc::SIGINT), "SIGINT");
+        assert_eq!(name(64), "signal 64");
+    }
+
+    /// A SIGTERM sent to the recorder (by a process, not the kernel) reaches its command, and
+    /// the recorder lives on and sees which signal came first. Run in a process of its own
+    /// (this test binary again), since it signals itself.
+    #[test]
+    fn a_stop_signal_is_forwarded_and_remembered() {
+        if let Some(text) = in_own_process(
+            "a_stop_signal_is_forwarded_and_remembered",
+            "HOOD_PROC_TEST_FORWARD",
+        ) {
+            assert!(text.contains("forwarded: SIGTERM"), "{text}");
+            return;
+        }
+        let mut fwd = Forwarder::install().unwrap();
+        let mut child = Child::spawn(&["sleep", "30"], &[]).unwrap();
+        rustix::process::kill_process(rustix::process::getpid(), Signal::TERM).unwrap();
+        let exit = fwd.wait(&mut child, &mut || {}).unwrap();
+        assert_eq!(exit, Exit::Signal(libc::SIGTERM));
+        assert_eq!(fwd.received(), Some(libc::SIGTERM));
+        println!("forwarded: {}", name(fwd.received().unwrap()));
+    }
+}

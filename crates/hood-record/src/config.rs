@@ -1,0 +1,152 @@
+//! What to record, free of any command line.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use hood_perf::{EventKind, SamplingConfig, UserStack, DEFAULT_STACK_COPY};
+
+/// The sampling frequency when none is asked for, in Hz.
+pub const DEFAULT_FREQ_HZ: u64 = 999;
+/// The event sampled when none is asked for.
+pub const DEFAULT_EVENT: &str = "cpu-clock";
+
+/// Whom to record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Who {
+    /// The whole system.
+    System,
+    /// Running processes.
+    Pids(Vec<i32>),
+    /// A command to start.
+    Command(Vec<String>),
+}
+
+/// Everything the recorder needs.
+#[derive(Debug, Clone)]
+pub struct RecordConfig {
+    /// Whom to record.
+    pub who: Who,
+    /// Sampling settings for hood-perf.
+    pub sampling: SamplingConfig,
+    /// The event the user asked for (before any fallback).
+    pub requested_event: String,
+    /// Output path.
+    pub output: PathBuf,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// Sleep between drains (testing aid).
+    pub drain_delay: Duration,
+    /// Record the events of process-labeled kernel profiling.
+    pub labels: bool,
+    /// Events per second before per-packet events are duty-cycled (0: never).
+    pub labels_budget: u64,
+}
+
+impl RecordConfig {
+    /// What `hood record` records without options: `DEFAULT_EVENT` at `DEFAULT_FREQ_HZ`
+    /// with call chains (`--call-graph auto`), until stopped, into `output`.
+    pub fn new(who: Who, output: PathBuf) -> RecordConfig {
+        let user_stack = default_user_stack();
+        RecordConfig {
+            who,
+            sampling: SamplingConfig {
+                event: EventKind::CpuClock,
+                freq_hz: DEFAULT_FREQ_HZ,
+                callchain: true,
+                user_stack,
+                ring_pages: ring_pages(None, user_stack),
+                ..SamplingConfig::default()
+            },
+            requested_event: DEFAULT_EVENT.into(),
+            output,
+            duration: None,
+            drain_delay: Duration::ZERO,
+            labels: false,
+            labels_budget: 500_000,
+        }
+    }
+}
+
+/// `--call-graph auto`: stack copies of `DEFAULT_STACK_COPY` bytes unwound with the binaries'
+/// call frame information, continued by frame pointers; frame pointers only where stack
+/// copies are not unwound (other than x86-64).
+pub fn default_user_stack() -> UserStack {
+    if cfg!(target_arch = "x86_64") {
+        UserStack::Copy {
+            bytes: DEFAULT_STACK_COPY,
+            fp_chain: true,
+        }
+    } else {
+        UserStack::FramePointer
+    }
+}
+
+/// Pages of each CPU's ring for `ring_kb` KiB (default 1024, or 4096 when samples carry
+/// stack copies), rounded up to a power of two.
+pub fn ring_pages(ring_kb: Option<usize>, user_stack: UserStack) -> usize {
+    let ring_kb = ring_kb.unwrap_or(if user_stack.copies_stack() {
+        4096
+    } else {
+        1024
+    });
+    let page = 4096;
+    (ring_kb.saturating_mul(1024))
+        .div_ceil(page)
+        .max(1)
+        .next_power_of_two()
+}
+
+/// How `stack` reads in `--call-graph`'s words (stored in the recording's metadata).
+pub fn call_graph_name(stack: UserStack) -> String {
+    match stack {
+        UserStack::FramePointer => "fp".into(),
+        UserStack::Copy {
+            bytes,
+            fp_chain: false,
+        } => format!("dwarf,{bytes}"),
+        UserStack::Copy {
+            bytes,
+            fp_chain: true,
+        } => format!("auto,{bytes}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_are_powers_of_two_pages() {
+        let fp = UserStack::FramePointer;
+        assert_eq!(ring_pages(None, fp), 256);
+        // Stack copies (x86-64's default) need 4 MiB rings: 1024 pages.
+        let copies = cfg!(target_arch = "x86_64");
+        assert_eq!(
+            ring_pages(None, default_user_stack()),
+            if copies { 1024 } else { 256 }
+        );
+        assert_eq!(ring_pages(Some(1), fp), 1);
+        assert_eq!(ring_pages(Some(5), fp), 2);
+        assert_eq!(ring_pages(Some(0), fp), 1);
+    }
+
+    #[test]
+    fn call_graph_names() {
+        assert_eq!(call_graph_name(UserStack::FramePointer), "fp");
+        let copy = |fp_chain| UserStack::Copy {
+            bytes: 8192,
+            fp_chain,
+        };
+        assert_eq!(call_graph_name(copy(false)), "dwarf,8192");
+        assert_eq!(call_graph_name(copy(true)), "auto,8192");
+    }
+
+    #[test]
+    fn defaults_match_the_documented_ones() {
+        let c = RecordConfig::new(Who::System, "x".into());
+        assert_eq!(c.sampling.freq_hz, 999);
+        assert!(c.sampling.callchain);
+        assert_eq!(c.requested_event, "cpu-clock");
+        assert_eq!(c.sampling.event.to_string(), "cpu-clock");
+    }
+}

@@ -1,0 +1,587 @@
+//! The recording loop: open the events, write what a report needs besides samples, stream the
+//! rings into the file until told to stop, finalize.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use hood_format::{tags, FileKind, Writer};
+use hood_model::profile::{RecordMeta, RecordStats};
+use hood_perf::{Readiness, Session, Target};
+use hood_proc::child::{Child, Exit};
+
+use crate::collect::Collector;
+use crate::config::{call_graph_name, RecordConfig, Who};
+use crate::{labels, snapshot, RecordError};
+
+/// What a finished recording reports (also written for `hood stop`).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    /// The file written.
+    pub output: String,
+    /// Samples recorded.
+    pub samples: u64,
+    /// Samples lost.
+    pub lost: u64,
+    /// Seconds recorded.
+    pub seconds: f64,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Lost samples per CPU.
+    pub lost_per_cpu: BTreeMap<u32, u64>,
+    /// Error that ended the recording early.
+    pub error: Option<String>,
+    /// Samples recorded that the file does not hold (a write failed: a full disk).
+    #[serde(default)]
+    pub samples_not_written: u64,
+}
+
+/// A recording that ended (normally or by an error it wrote down).
+#[derive(Debug, Clone)]
+pub struct Finished {
+    /// What it recorded.
+    pub outcome: Outcome,
+    /// The exit status of the recorded command (128 + N for signal N), when one was started.
+    pub exit_status: Option<i32>,
+}
+
+/// What the caller asked for since the last look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    /// Stop and write the file.
+    Stop,
+    /// Toggle sampling.
+    TogglePause,
+    /// Print the top functions so far.
+    PrintTop,
+}
+
+/// How the caller steers a running recording: looked at after each drain of the rings.
+pub trait Control {
+    /// Requests since the last look.
+    fn poll(&mut self) -> Vec<Request>;
+    /// Show the top functions of the recording so far, flushed to `path` (after
+    /// [`Request::PrintTop`]).
+    fn print_top(&mut self, _path: &Path) {}
+}
+
+/// No requests: the recording ends by its duration, or when its processes do.
+pub struct NoControl;
+
+impl Control for NoControl {
+    fn poll(&mut self) -> Vec<Request> {
+        Vec::new()
+    }
+}
+
+/// A stop flag (a server's SIGTERM, say): set means [`Request::Stop`].
+pub struct StopFlag<'a>(pub &'a AtomicBool);
+
+impl Control for StopFlag<'_> {
+    fn poll(&mut self) -> Vec<Request> {
+        match self.0.load(Ordering::Relaxed) {
+            true => vec![Request::Stop],
+            false => Vec::new(),
+        }
+    }
+}
+
+/// Remove what a recording that could not start wrote, and end its command.
+fn abandon(child: &mut Option<Child>) {
+    if let Some(c) = child.as_mut() {
+        c.kill();
+    }
+}
+
+/// Record according to `cfg`, steered by `control`; every message for the user (notes,
+/// pauses, the summary at the end) goes to `log`, one line each, without a prefix.
+///
+/// A command to profile is started from the calling thread, and Linux kills it (SIGKILL) when
+/// that thread ends: the call returns only once the command has ended.
+pub fn record(
+    cfg: &RecordConfig,
+    control: &mut dyn Control,
+    log: &mut dyn FnMut(&str),
+) -> Result<Finished, RecordError> {
+    let mut child = match &cfg.who {
+        Who::Command(argv) => Some(Child::spawn_held(argv, &[])?),
+        _ => None,
+    };
+    let target = match &cfg.who {
+        Who::System => Target::System,
+        Who::Pids(p) => Target::Tasks(p.clone()),
+        Who::Command(_) => Target::Child(child.as_ref().map_or(0, Child::pid)),
+    };
+    let session = match open_session(cfg, &target, log) {
+        Ok(s) => s,
+        Err(e) => {
+            abandon(&mut child);
+            return Err(e.into());
+        }
+    };
+    for n in session.notes() {
+        log(n);
+    }
+    for t in Writer::remove_stale_temps(&cfg.output) {
+        log(&format!(
+            "removed {}, left by a recorder killed while creating its file",
+            t.display()
+        ));
+    }
+    let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
+    // The labels instance exists before sampling starts and is removed on every way out.
+    let mut labels = match cfg.labels {
+        false => None,
+        true => {
+            match labels::LabelsRecorder::start(session.cpus(), cfg.labels_budget, &mut writer, log)
+            {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    abandon(&mut child);
+                    drop(writer);
+                    let _ = std::fs::remove_file(&cfg.output);
+                    return Err(e);
+                }
+            }
+        }
+    };
+    let (hostname, kernel_release) = snapshot::uname();
+    let start_mono = hood_proc::clock::monotonic_ns();
+    let meta = RecordMeta {
+        hood_version: env!("CARGO_PKG_VERSION").to_string(),
+        mode: match cfg.who {
+            Who::System => "system",
+            Who::Pids(_) => "pids",
+            Who::Command(_) => "command",
+        }
+        .into(),
+        command: match &cfg.who {
+            Who::Command(a) => a.clone(),
+            _ => Vec::new(),
+        },
+        pids: match &cfg.who {
+            Who::Pids(p) => p.iter().map(|&p| p as u32).collect(),
+            _ => Vec::new(),
+        },
+        event: session.event().to_string(),
+        requested_event: cfg.requested_event.clone(),
+        freq_hz: cfg.sampling.freq_hz,
+        callchain: cfg.sampling.callchain,
+        call_graph: if cfg.sampling.callchain {
+            call_graph_name(cfg.sampling.user_stack)
+        } else {
+            String::new()
+        },
+        hostname,
+        kernel_release,
+        kernel_build_id: snapshot::kernel_build_id(),
+        cpus: session.cpus().to_vec(),
+        start_monotonic_ns: start_mono,
+        start_unix_ns: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+        notes: session.notes().to_vec(),
+        kallsyms_used_at_end: true,
+    };
+    writer.write_chunk(tags::profile::META, &serde_json::to_vec(&meta)?, false)?;
+    // Stack copies are unwound as they are drained; the file stores the chains, described by
+    // the attribute without the copy's fields.
+    let mut rewriter = hood_unwind::Rewriter::new(
+        &session.attr_bytes(),
+        hood_unwind::Options {
+            live: true,
+            ..Default::default()
+        },
+    );
+    let stored_attr = rewriter
+        .as_ref()
+        .map_or_else(|| session.attr_bytes(), |r| r.stored_attr().to_vec());
+    writer.write_chunk(tags::profile::PERF_ATTR, &stored_attr, false)?;
+    // From here on the file reads as a recording (of no samples yet) if the recorder is
+    // killed; the slower snapshot, kernel symbols and vDSO follow.
+    writer.flush()?;
+    let snap = match &cfg.who {
+        Who::System => Some(snapshot::processes(None)),
+        Who::Pids(p) => Some(snapshot::processes(Some(p))),
+        Who::Command(_) => None,
+    };
+    if let (Some(rw), Some(snap)) = (rewriter.as_mut(), snap.as_ref()) {
+        for p in &snap.processes {
+            rw.unwinder().load_proc_maps(p.pid, &p.maps);
+        }
+    }
+    if let Some(snap) = &snap {
+        writer.write_chunk(
+            tags::profile::PROC_SNAPSHOT,
+            &serde_json::to_vec(snap)?,
+            true,
+        )?;
+    }
+    // Kernel symbols are needed only when kernel code is sampled (a user-space-only
+    // recording has no kernel frames), and stored only once a sample is (a recording without
+    // samples stays small).
+    let kallsyms = if session.samples_kernel() {
+        let k = snapshot::kallsyms();
+        if k.is_none() {
+            log(&format!(
+                "kernel addresses are hidden from hood, so kernel frames will be \
+                 unresolved: {}",
+                hood_perf::kallsyms_hidden_reason()
+            ));
+        }
+        k
+    } else {
+        None
+    };
+    if let Some(v) = snapshot::vdso() {
+        if let Some(rw) = rewriter.as_mut() {
+            rw.unwinder().set_vdso(&v);
+        }
+        writer.write_chunk(tags::profile::VDSO, &v, true)?;
+    }
+    // Everything a report needs besides samples is in the file before sampling starts, so a
+    // recorder killed at any moment from here on leaves a readable recording.
+    writer.flush()?;
+    let mut session = session;
+    if let Some(l) = labels.as_mut() {
+        if let Err(e) = l.begin() {
+            abandon(&mut child);
+            return Err(e);
+        }
+    }
+    match child.as_mut() {
+        // The child's events switch on at its exec.
+        Some(c) => {
+            if let Err(e) = c.release() {
+                drop(writer);
+                let _ = std::fs::remove_file(&cfg.output);
+                return Err(e.into());
+            }
+        }
+        None => session.enable()?,
+    }
+    let started = Instant::now();
+    // Processes started while the first snapshot was taken (under load that takes a while)
+    // forked and exec'ed before the events were on: take them now, or they go unnamed.
+    if let (Who::System, Some(snap)) = (&cfg.who, &snap) {
+        let late = snapshot::processes_since(snap);
+        if !late.processes.is_empty() {
+            if let Some(rw) = rewriter.as_mut() {
+                for p in &late.processes {
+                    rw.unwinder().load_proc_maps(p.pid, &p.maps);
+                }
+            }
+            writer.write_chunk(
+                tags::profile::PROC_SNAPSHOT,
+                &serde_json::to_vec(&late)?,
+                true,
+            )?;
+        }
+    }
+    let mut collector = Collector::new(session.cpus(), &stored_attr);
+    if let Some(k) = &kallsyms {
+        collector.write_before_samples(tags::profile::KALLSYMS, k.clone().into_bytes());
+    }
+    collector.kallsyms = kallsyms;
+    if let Some(rw) = rewriter.take() {
+        collector.set_rewriter(rw);
+    }
+    let mut paused_at: Option<Instant> = None;
+    let mut paused = Duration::ZERO;
+    let mut exit_status = None;
+    let stop_reason: String;
+    let mut error: Option<String> = None;
+    // Tracepoint rings fill much faster than sample rings under a packet flood; drain them
+    // more often when they are on.
+    let tick = Duration::from_millis(if labels.is_some() { 40 } else { 200 });
+    loop {
+        let ready = session.wait(tick)?;
+        if !cfg.drain_delay.is_zero() {
+            std::thread::sleep(cfg.drain_delay);
+        }
+        let drained = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes));
+        collector.end_round(log);
+        if let Err(e) = drained {
+            error = Some(e.to_string());
+            stop_reason = "error".into();
+            break;
+        }
+        if let Err(e) = collector.flush(&mut writer, false) {
+            error = Some(e.to_string());
+            stop_reason = "write error".into();
+            break;
+        }
+        if let Some(l) = labels.as_mut() {
+            if let Err(e) = l.drain(&mut writer, false) {
+                error = Some(e.to_string());
+                stop_reason = "labels error".into();
+                break;
+            }
+        }
+        if let Some(c) = child.as_mut() {
+            if let Some(st) = c.try_wait().ok().flatten().map(Exit::shell_code) {
+                exit_status = Some(st);
+                stop_reason = "command exited".into();
+                break;
+            }
+        }
+        if ready == Readiness::Hangup && child.is_none() {
+            stop_reason = "all attached processes exited".into();
+            break;
+        }
+        if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+            stop_reason = "duration reached".into();
+            break;
+        }
+        let mut stop = false;
+        for req in control.poll() {
+            match req {
+                Request::Stop => stop = true,
+                Request::TogglePause => match paused_at.take() {
+                    Some(t) => {
+                        paused += t.elapsed();
+                        session.enable()?;
+                        log("resumed");
+                    }
+                    None => {
+                        session.disable()?;
+                        paused_at = Some(Instant::now());
+                        log("paused (a or SIGUSR1 resumes)");
+                    }
+                },
+                Request::PrintTop => match collector.flush(&mut writer, true) {
+                    Ok(()) => control.print_top(writer.path()),
+                    Err(e) => log(&format!("cannot flush: {e}")),
+                },
+            }
+        }
+        if stop {
+            stop_reason = "stopped by user".into();
+            break;
+        }
+    }
+    let _ = session.disable();
+    if error.is_none() {
+        if let Err(e) = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes)) {
+            error = Some(e.to_string());
+        }
+        collector.end_round(log);
+    }
+    if let Some(t) = paused_at {
+        paused += t.elapsed();
+    }
+    if let Some(l) = labels.take() {
+        if let Err(e) = l.finish(&mut writer) {
+            error.get_or_insert(e.to_string());
+        }
+    }
+    let end_mono = hood_proc::clock::monotonic_ns();
+    let finish = finalize(
+        &mut writer,
+        &mut collector,
+        end_mono,
+        paused,
+        &stop_reason,
+        exit_status,
+        error.clone(),
+    );
+    if let (Err(e), None) = (&finish, &error) {
+        error = Some(e.to_string());
+    }
+    let mut outcome = Outcome {
+        output: cfg.output.display().to_string(),
+        samples: collector.samples(),
+        lost: collector.lost(),
+        seconds: (end_mono - start_mono) as f64 / 1e9,
+        bytes: writer.bytes_written(),
+        lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
+        error: error.clone(),
+        samples_not_written: 0,
+    };
+    drop(writer);
+    if error.is_some() {
+        // A write may have failed part-way (a full disk): state what the file holds, as a
+        // reader finds it, not what was recorded.
+        match std::fs::metadata(&cfg.output) {
+            Ok(md) if md.is_file() => {
+                outcome.bytes = md.len();
+                match Collector::counted_in_file(&cfg.output, &stored_attr) {
+                    Ok((samples, lost)) => {
+                        outcome.samples_not_written = outcome.samples.saturating_sub(samples);
+                        outcome.samples = samples;
+                        outcome.lost = lost;
+                    }
+                    Err(e) => log(&format!("cannot read back {}: {e}", cfg.output.display())),
+                }
+            }
+            _ => {}
+        }
+    }
+    for line in outcome_lines(&outcome, session.cpus().len(), &session.event().to_string()) {
+        log(&line);
+    }
+    if let Some(line) = collector.rewriter().and_then(unwinding_line) {
+        log(&line);
+    }
+    if let Some(c) = child.as_mut() {
+        if exit_status.is_none() {
+            exit_status = c.wait().ok().map(Exit::shell_code);
+        }
+    }
+    Ok(Finished {
+        outcome,
+        exit_status,
+    })
+}
+
+/// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
+/// still gets a user-space profile of their own processes, with a note, as perf does.
+fn open_session(
+    cfg: &RecordConfig,
+    target: &Target,
+    log: &mut dyn FnMut(&str),
+) -> Result<Session, hood_perf::PerfError> {
+    match Session::open(&cfg.sampling, target) {
+        Err(hood_perf::PerfError::Permission { paranoid, .. })
+            if cfg.sampling.include_kernel && paranoid == Some(2) && *target != Target::System =>
+        {
+            log(
+                "kernel samples need kernel.perf_event_paranoid <= 1 (it is 2); recording user space only. \
+                 Fix: `sudo sysctl kernel.perf_event_paranoid=1`, or run as root / with CAP_PERFMON",
+            );
+            let mut user_only = cfg.sampling.clone();
+            user_only.include_kernel = false;
+            Session::open(&user_only, target)
+        }
+        other => other,
+    }
+}
+
+fn finalize<W: std::io::Write>(
+    writer: &mut Writer<W>,
+    collector: &mut Collector,
+    end_mono: u64,
+    paused: Duration,
+    stop_reason: &str,
+    exit_status: Option<i32>,
+    error: Option<String>,
+) -> Result<(), hood_format::FormatError> {
+    collector.flush(writer, true)?;
+    let ids = snapshot::build_ids(collector.files_without_build_id.iter().map(String::as_str));
+    if !ids.is_empty() {
+        writer.write_chunk(
+            tags::profile::BUILD_IDS,
+            &serde_json::to_vec(&ids).unwrap_or_default(),
+            true,
+        )?;
+    }
+    if let (Some(k), true) = (&collector.kallsyms, collector.wrote_before_samples()) {
+        // The lines that name this recording's kernel addresses (all of them if too many
+        // distinct addresses were seen to keep track of).
+        let used = match collector.kernel_addrs() {
+            Some(addrs) => hood_symbols::text::kallsyms_subset(k, addrs.iter().copied()),
+            None => k.to_string(),
+        };
+        writer.write_chunk(tags::profile::KALLSYMS_USED, used.as_bytes(), true)?;
+    }
+    for (pid, text) in snapshot::perf_maps(&collector.pids) {
+        let mut payload = pid.to_le_bytes().to_vec();
+        payload.extend_from_slice(text.as_bytes());
+        writer.write_chunk(tags::profile::PERF_MAP, &payload, true)?;
+    }
+    let stats = RecordStats {
+        end_monotonic_ns: end_mono,
+        paused_ns: paused.as_nanos() as u64,
+        per_cpu: collector.counts.clone(),
+        stop_reason: stop_reason.to_string(),
+        exit_status,
+        error,
+    };
+    writer.write_chunk(
+        tags::profile::STATS,
+        &serde_json::to_vec(&stats).unwrap_or_default(),
+        false,
+    )?;
+    writer.flush()
+}
+
+/// The summary of a recording: the file, its samples and losses, and an early stop.
+fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mb = o.bytes as f64 / 1e6;
+    out.push(format!(
+        "wrote {} ({mb:.1} MB): {} samples on {cpus} CPUs in {:.1} s ({event}); lost {} samples",
+        o.output, o.samples, o.seconds, o.lost
+    ));
+    if o.lost > 0 {
+        let per: Vec<String> = o
+            .lost_per_cpu
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, n)| format!("cpu{c}: {n}"))
+            .collect();
+        out.push(format!(
+            "lost samples per CPU: {} (try a lower -F or a bigger --ring-kb)",
+            per.join(", ")
+        ));
+    }
+    if let Some(e) = &o.error {
+        out.push(format!(
+            "recording stopped early: {e}; what was written is readable with `hood report -i {}`",
+            o.output
+        ));
+    }
+    if o.samples_not_written > 0 {
+        out.push(format!(
+            "{} more samples were recorded but could not be written; the file holds the {} above",
+            o.samples_not_written, o.samples
+        ));
+    }
+    out
+}
+
+/// One line on how complete the unwound user stacks are, and why the others stopped.
+fn unwinding_line(rw: &hood_unwind::Rewriter) -> Option<String> {
+    let st = rw.stats();
+    if st.unwound == 0 {
+        return None;
+    }
+    let pct = |n: u64| 100.0 * n as f64 / st.unwound as f64;
+    let mut why: Vec<String> = hood_unwind::Truncation::ALL
+        .iter()
+        .filter(|t| st.truncated[t.code() as usize] > 0)
+        .map(|t| {
+            let n = st.truncated[t.code() as usize];
+            format!("{} {:.1}%", truncation_words(*t), pct(n))
+        })
+        .collect();
+    if why.is_empty() {
+        why.push("none".into());
+    }
+    Some(format!(
+        "user stacks: {} unwound, {:.1}% complete{}; truncated: {}",
+        st.unwound,
+        pct(st.complete),
+        if st.spliced > 0 {
+            format!(
+                " ({} continued by frame pointers past the stack copy)",
+                st.spliced
+            )
+        } else {
+            String::new()
+        },
+        why.join(", ")
+    ))
+}
+
+fn truncation_words(t: hood_unwind::Truncation) -> &'static str {
+    use hood_unwind::Truncation as T;
+    match t {
+        T::StackCopyTooSmall => "stack copy too small",
+        T::NoUnwindInfo => "no unwind info",
+        T::NotMapped => "outside known mappings",
+        T::Failed => "unwinding failed",
+        T::TooDeep => "too deep",
+    }
+}

@@ -1,0 +1,323 @@
+//! The state of a detached recording (`hood start` / `hood stop`): which recorder runs, where
+//! it writes, and how it ended.
+//!
+//! hood usually runs as root, and its state directory may sit in /tmp, so nothing in it is
+//! trusted by name: the directory must be a real directory owned by the caller with no group or
+//! other permissions (it is created 0700); files in it are opened relative to the checked
+//! directory without following links, created exclusively, and replaced by rename; a pid read
+//! from `session.json` is signalled only when its start time and executable match what
+//! `hood start` stored, through a pidfd opened before the check.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use rustix::process::{Pid, PidfdFlags, Signal};
+use serde::{Deserialize, Serialize};
+
+use crate::{Outcome, RecordError};
+
+macro_rules! bail {
+    ($($t:tt)*) => {
+        return Err(RecordError::Session(format!($($t)*)))
+    };
+}
+
+fn io<E: Into<std::io::Error>>(what: String) -> impl FnOnce(E) -> RecordError {
+    move |e| RecordError::Io {
+        what,
+        source: e.into(),
+    }
+}
+
+/// What `session.json` holds.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct State {
+    pub pid: i32,
+    pub output: String,
+    pub status: String,
+    pub log: String,
+    /// The recorder's start time (/proc/PID/stat field 22, clock ticks since boot): a pid
+    /// whose start time differs is another process.
+    #[serde(default)]
+    pub start_time: Option<u64>,
+    /// The recorder's executable (/proc/PID/exe).
+    #[serde(default)]
+    pub exe: Option<String>,
+}
+
+pub const SESSION: &str = "session.json";
+pub const OUTCOME: &str = "outcome.json";
+pub const LOG: &str = "record.log";
+/// session.json and outcome.json are a few hundred bytes; anything larger is not ours.
+const MAX_STATE_FILE: u64 = 1 << 20;
+
+/// The state directory: `$HOOD_STATE_DIR`, `$XDG_RUNTIME_DIR/hood` or `/tmp/hood-UID`.
+pub fn state_dir_path() -> PathBuf {
+    if let Some(d) = std::env::var_os("HOOD_STATE_DIR") {
+        return PathBuf::from(d);
+    }
+    let uid = rustix::process::getuid().as_raw();
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) => PathBuf::from(d).join("hood"),
+        None => PathBuf::from(format!("/tmp/hood-{uid}")),
+    }
+}
+
+/// The state directory, opened and checked; files are reached through `fd` only.
+pub struct StateDir {
+    /// Its path (for messages and for the files the recorder is told to write).
+    pub path: PathBuf,
+    fd: OwnedFd,
+}
+
+const FIX: &str = "or set HOOD_STATE_DIR to a directory of your own with mode 0700";
+
+impl StateDir {
+    /// Open the state directory (creating it 0700 when `create`); `None` when it does not
+    /// exist and `create` is false. Refused unless it is a real directory owned by the caller
+    /// without group or other permissions.
+    pub fn open(create: bool) -> Result<Option<StateDir>, RecordError> {
+        let path = state_dir_path();
+        if create {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(io(format!("creating {}", parent.display())))?;
+            }
+            match rustix::fs::mkdir(&path, Mode::RWXU) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => bail!(
+                    "cannot create the state directory {}: {e}; {FIX}",
+                    path.display()
+                ),
+            }
+        }
+        let fd = match rustix::fs::open(
+            &path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) if !create => return Ok(None),
+            Err(Errno::LOOP | Errno::NOTDIR) => bail!(
+                "the state directory {} is not a real directory (a symbolic link or another \
+                 kind of file), so another user may control where hood writes; remove it \
+                 (`rm {}`) {FIX}",
+                path.display(),
+                path.display()
+            ),
+            Err(e) => bail!(
+                "cannot open the state directory {}: {e}; {FIX}",
+                path.display()
+            ),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(io(format!(
+            "checking the state directory {}",
+            path.display()
+        )))?;
+        let me = rustix::process::geteuid().as_raw();
+        if st.st_uid != me {
+            bail!(
+                "the state directory {} belongs to uid {}, not to you (uid {me}): another user \
+                 may have created it to make hood overwrite files or signal processes; check \
+                 and remove it (`rm -r {}`) {FIX}",
+                path.display(),
+                st.st_uid,
+                path.display()
+            );
+        }
+        let mode = st.st_mode & 0o7777;
+        if mode & 0o077 != 0 {
+            bail!(
+                "the state directory {} has mode {mode:04o}: other users may add or replace \
+                 files in it; check its contents and make it private (`chmod 700 {}`) {FIX}",
+                path.display(),
+                path.display()
+            );
+        }
+        Ok(Some(StateDir { path, fd }))
+    }
+
+    /// The path of `name` in the directory, for messages.
+    pub fn show(&self, name: &str) -> String {
+        self.path.join(name).display().to_string()
+    }
+
+    /// Read `name` if it is a regular file owned by the caller; `None` when it is missing.
+    pub fn read(&self, name: &str) -> Result<Option<Vec<u8>>, RecordError> {
+        let fd = match rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => bail!(
+                "cannot open {}: {e} (hood only reads regular files there, never links); \
+                 remove it",
+                self.show(name)
+            ),
+        };
+        let st = rustix::fs::fstat(&fd).map_err(io(format!("checking {}", self.show(name))))?;
+        let me = rustix::process::geteuid().as_raw();
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != me {
+            bail!(
+                "{} is not a regular file of yours (uid {}): hood does not trust it; remove it",
+                self.show(name),
+                st.st_uid
+            );
+        }
+        let mut buf = Vec::new();
+        std::fs::File::from(fd)
+            .take(MAX_STATE_FILE)
+            .read_to_end(&mut buf)
+            .map_err(io(format!("reading {}", self.show(name))))?;
+        Ok(Some(buf))
+    }
+
+    /// Remove `name` (a link is removed, never followed); missing is fine.
+    pub fn remove(&self, name: &str) -> Result<(), RecordError> {
+        match rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => bail!("cannot remove {}: {e}", self.show(name)),
+        }
+    }
+
+    /// Create `name` afresh (mode 0600): whatever had that name is removed first and the new
+    /// file is created exclusively, so a planted link is never followed.
+    pub fn create(&self, name: &str) -> Result<std::fs::File, RecordError> {
+        self.remove(name)?;
+        let fd = rustix::fs::openat(
+            &self.fd,
+            name,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::RUSR | Mode::WUSR,
+        )
+        .map_err(io(format!("creating {}", self.show(name))))?;
+        Ok(fd.into())
+    }
+
+    /// Replace `name` by `bytes` atomically (a temporary file, then a rename).
+    pub fn replace(&self, name: &str, bytes: &[u8]) -> Result<(), RecordError> {
+        let tmp = format!(".{name}.{}.tmp", std::process::id());
+        let mut f = self.create(&tmp)?;
+        f.write_all(bytes)
+            .and_then(|()| f.sync_data())
+            .map_err(io(format!("writing {}", self.show(&tmp))))?;
+        rustix::fs::renameat(&self.fd, &tmp, &self.fd, name).map_err(io(format!(
+            "renaming {} to {}",
+            self.show(&tmp),
+            self.show(name)
+        )))?;
+        Ok(())
+    }
+
+    /// The session, when one was started.
+    pub fn session(&self) -> Result<Option<State>, RecordError> {
+        let Some(bytes) = self.read(SESSION)? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice(&bytes) {
+            Ok(st) => Ok(Some(st)),
+            Err(e) => bail!(
+                "{} is not a hood session ({e}); remove it",
+                self.show(SESSION)
+            ),
+        }
+    }
+
+    /// The outcome the recorder wrote, when it did.
+    pub fn outcome(&self) -> Option<Outcome> {
+        serde_json::from_slice(&self.read(OUTCOME).ok()??).ok()
+    }
+}
+
+/// (state, start time) of `pid` from /proc/PID/stat; `None` when there is no such process.
+pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
+    let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let mut t = hood_model::monitor::TaskRaw::default();
+    hood_procfs::parse::parse_stat(&buf, &mut t)?;
+    Some((t.state, t.start_time))
+}
+
+/// The executable of `pid`, without a " (deleted)" suffix.
+pub fn proc_exe(pid: i32) -> Option<String> {
+    let p = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let s = p.to_string_lossy();
+    Some(s.strip_suffix(" (deleted)").unwrap_or(&s).to_string())
+}
+
+/// What the pid of a session is now.
+pub enum Recorder {
+    /// Running, and verified to be the recorder that `hood start` started; signal it
+    /// through this pidfd.
+    Running(OwnedFd),
+    /// No such process any more (or a zombie).
+    Gone,
+}
+
+/// Find the session's recorder. An error when the pid is a live process that cannot be shown
+/// to be that recorder: it is never signalled then.
+pub fn recorder(st: &State, dir: &StateDir) -> Result<Recorder, RecordError> {
+    let Some(pid) = Pid::from_raw(st.pid).filter(|_| st.pid > 0) else {
+        bail!(
+            "{} names pid {}, which is not a process; remove it",
+            dir.show(SESSION),
+            st.pid
+        );
+    };
+    // Opened before the check: if the pid is reused after it, the pidfd still names the
+    // process that was checked (and signalling a dead one fails with ESRCH).
+    let pidfd = match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
+        Ok(fd) => fd,
+        Err(Errno::SRCH) => return Ok(Recorder::Gone),
+        Err(e) => bail!("cannot open pid {}: {e}", st.pid),
+    };
+    let Some((state, start)) = proc_stat(st.pid) else {
+        return Ok(Recorder::Gone);
+    };
+    if matches!(state, 'Z' | 'X') {
+        return Ok(Recorder::Gone);
+    }
+    let why = match (st.start_time, &st.exe) {
+        (None, _) | (_, None) => Some(
+            "the session does not record the recorder's start time and executable (written \
+             by an older hood, or forged)"
+                .to_string(),
+        ),
+        (Some(t), _) if t != start => Some(format!(
+            "it started at tick {start}, the recorder at tick {t}: the recorder is gone and \
+             the pid was reused, or the session was forged"
+        )),
+        (_, Some(exe)) if proc_exe(st.pid).as_deref() != Some(exe.as_str()) => Some(format!(
+            "its executable is {}, not {exe}",
+            proc_exe(st.pid).unwrap_or_else(|| "unreadable".into())
+        )),
+        _ => None,
+    };
+    if let Some(why) = why {
+        bail!(
+            "{} names pid {}, but that process is not the hood recorder `hood start` started: \
+             {why}. Nothing was signalled; remove {} (and stop the recorder yourself if one \
+             is still running)",
+            dir.show(SESSION),
+            st.pid,
+            dir.show(SESSION)
+        );
+    }
+    Ok(Recorder::Running(pidfd))
+}
+
+/// Whether the process behind `pidfd` (pid `pid`, start time `start`) still runs.
+pub fn still_running(pid: i32, start: u64) -> bool {
+    matches!(proc_stat(pid), Some((s, t)) if t == start && !matches!(s, 'Z' | 'X'))
+}
+
+/// Interrupt (SIGINT) the recorder behind `pidfd`, as Ctrl-C would: it finishes its file.
+pub fn interrupt(pidfd: &OwnedFd, pid: i32) -> Result<(), RecordError> {
+    rustix::process::pidfd_send_signal(pidfd.as_fd(), Signal::INT)
+        .map_err(io(format!("signalling the recorder (pid {pid})")))
+}
