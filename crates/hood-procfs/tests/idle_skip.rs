@@ -60,7 +60,10 @@ fn sleepers_are_kept_and_runners_reread() {
     let s = r.snapshot(&opts).unwrap();
     assert!(r.counts().kept > 0, "{:?}", r.counts());
     let kept = find(&s.tasks, spid).clone();
-    assert_eq!((kept.name.as_str(), kept.state, kept.nice), ("sleep", 'S', 0));
+    assert_eq!(
+        (kept.name.as_str(), kept.state, kept.nice),
+        ("sleep", 'S', 0)
+    );
     // The kept record is what a full read says.
     let full = ProcReader::new().snapshot(&opts).unwrap();
     assert_eq!(&kept, find(&full.tasks, spid));
@@ -125,7 +128,10 @@ fn periodic_reads_bound_the_age_of_kept_records() {
     assert!(kept > 0, "nothing was kept");
     renice(spid, 7);
     let seen = (1..=4).find(|_| find(&r.snapshot(&opts).unwrap().tasks, spid).nice == 7);
-    assert!(seen.is_some(), "the new nice value did not show within 4 snapshots");
+    assert!(
+        seen.is_some(),
+        "the new nice value did not show within 4 snapshots"
+    );
 }
 
 /// Off (the default): every process is read at every snapshot and the root always listed.

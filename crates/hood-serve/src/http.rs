@@ -265,9 +265,8 @@ impl ErrorLog {
 
 fn is_out_of_fds(e: &io::Error) -> bool {
     use rustix::io::Errno;
-    Errno::from_io_error(e).is_some_and(|n| {
-        [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&n)
-    })
+    Errno::from_io_error(e)
+        .is_some_and(|n| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&n))
 }
 
 /// A connection's socket whose answers must be taken in time: from the first write of an
@@ -295,7 +294,11 @@ impl Deadlined {
     }
 
     /// After a write attempt: a pending write past the deadline becomes an error.
-    fn after_write<T>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+    fn after_write<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
         if !self.armed {
             self.armed = true;
             let at = tokio::time::Instant::now() + self.limit;
@@ -516,7 +519,11 @@ mod tests {
     }
 
     /// Write `chunk` over and over until an error, or until `max` bytes went through.
-    async fn write_until_error(d: &mut Deadlined, chunk: &[u8], max: usize) -> (usize, Option<io::Error>) {
+    async fn write_until_error(
+        d: &mut Deadlined,
+        chunk: &[u8],
+        max: usize,
+    ) -> (usize, Option<io::Error>) {
         let mut written = 0;
         while written < max {
             match std::future::poll_fn(|cx| Pin::new(&mut *d).poll_write(cx, chunk)).await {
@@ -551,7 +558,8 @@ mod tests {
             // The client never reads: once the socket buffers are full, writes wait, and
             // the deadline ends them (well before a gigabyte).
             let (written, err) = write_until_error(&mut d, &[b'x'; 64 * 1024], 1 << 30).await;
-            let err = err.unwrap_or_else(|| panic!("{written} bytes went to a client that reads nothing"));
+            let err = err
+                .unwrap_or_else(|| panic!("{written} bytes went to a client that reads nothing"));
             assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
             assert!(slot.write_timed_out.load(Ordering::Acquire));
             drop(client);

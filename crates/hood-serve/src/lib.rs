@@ -116,7 +116,11 @@ impl Answer {
 
     /// A plain-text answer.
     pub fn text(status: u16, body: impl Into<String>) -> Answer {
-        Answer::bytes(status, "text/plain; charset=utf-8", body.into().into_bytes())
+        Answer::bytes(
+            status,
+            "text/plain; charset=utf-8",
+            body.into().into_bytes(),
+        )
     }
 
     /// The same answer with one more header (`name` in lowercase).

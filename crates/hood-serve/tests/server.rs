@@ -51,7 +51,15 @@ fn config(token: Option<&str>) -> Config {
 type Calls = Arc<Mutex<Vec<(String, PathBuf, bool)>>>;
 
 /// Run a server with `token` in a thread; the stop flag and its thread.
-fn start(token: Option<&str>, calls: &Calls) -> (SocketAddr, Arc<AtomicBool>, PathBuf, std::thread::JoinHandle<()>) {
+fn start(
+    token: Option<&str>,
+    calls: &Calls,
+) -> (
+    SocketAddr,
+    Arc<AtomicBool>,
+    PathBuf,
+    std::thread::JoinHandle<()>,
+) {
     let server = Server::bind(&config(token)).expect("bind");
     let addr = server.local_addr().unwrap();
     let scratch = server.scratch().to_path_buf();
@@ -59,14 +67,20 @@ fn start(token: Option<&str>, calls: &Calls) -> (SocketAddr, Arc<AtomicBool>, Pa
     let calls = Arc::clone(calls);
     let flag = Arc::clone(&stop);
     let t = std::thread::spawn(move || {
-        server.run(&flag, move |query: &str, scratch: &Path, _stop: &AtomicBool| {
-            calls
-                .lock()
-                .unwrap()
-                .push((query.to_string(), scratch.to_path_buf(), scratch.is_dir()));
-            Answer::bytes(200, "application/octet-stream", b"PROFILE".to_vec())
-                .with_header("content-disposition", "attachment; filename=\"profile.pb.gz\"")
-        });
+        server.run(
+            &flag,
+            move |query: &str, scratch: &Path, _stop: &AtomicBool| {
+                calls.lock().unwrap().push((
+                    query.to_string(),
+                    scratch.to_path_buf(),
+                    scratch.is_dir(),
+                ));
+                Answer::bytes(200, "application/octet-stream", b"PROFILE".to_vec()).with_header(
+                    "content-disposition",
+                    "attachment; filename=\"profile.pb.gz\"",
+                )
+            },
+        );
     });
     (addr, stop, scratch, t)
 }
@@ -80,14 +94,22 @@ fn routes_metrics_profiles_and_stop() {
     assert_eq!((code, body.as_str()), (200, "ok\n"));
     let (code, head, body) = request(addr, "GET", "/metrics", &[]);
     assert_eq!(code, 200, "{body}");
-    assert!(head.contains("content-type: text/plain; version=0.0.4"), "{head}");
     assert!(
-        body.contains("hood_build_info{version=\"9.9.9\",commit=\"abc\",build_date=\"2026-01-01\"} 1"),
+        head.contains("content-type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    assert!(
+        body.contains(
+            "hood_build_info{version=\"9.9.9\",commit=\"abc\",build_date=\"2026-01-01\"} 1"
+        ),
         "{body}"
     );
     // This test's own process is among the processes counted.
     assert!(body.contains("hood_uptime_seconds "), "{body}");
-    assert!(body.lines().any(|l| l.starts_with("hood_processes{state=")), "{body}");
+    assert!(
+        body.lines().any(|l| l.starts_with("hood_processes{state=")),
+        "{body}"
+    );
     let (code, head, body) = request(addr, "GET", "/debug/pprof/profile?seconds=3&pid=7", &[]);
     assert_eq!((code, body.as_str()), (200, "PROFILE"));
     assert!(head.contains("content-disposition: attachment"), "{head}");
@@ -100,7 +122,10 @@ fn routes_metrics_profiles_and_stop() {
     stop.store(true, Ordering::Relaxed);
     thread.join().expect("server thread");
     assert!(!scratch.exists(), "scratch directory left behind");
-    assert!(TcpStream::connect(addr).is_err(), "still listening after stop");
+    assert!(
+        TcpStream::connect(addr).is_err(),
+        "still listening after stop"
+    );
 }
 
 #[test]
@@ -121,7 +146,11 @@ fn the_token_guards_metrics_and_profiles_not_health() {
         );
     }
     assert_eq!(request(addr, "GET", "/healthz", &[]).0, 200);
-    assert_eq!(calls.lock().unwrap().len(), 1, "the profiler ran only when authorized");
+    assert_eq!(
+        calls.lock().unwrap().len(),
+        1,
+        "the profiler ran only when authorized"
+    );
     stop.store(true, Ordering::Relaxed);
     thread.join().expect("server thread");
 }

@@ -297,7 +297,9 @@ fn a_client_that_never_reads_its_answers_is_closed() {
     // the answers were sent.
     let got = closed_by_server(&mut c, Duration::from_secs(10))
         .unwrap_or_else(|e| panic!("the connection that took no answer: {e}"));
-    let answers = String::from_utf8_lossy(&got).matches("HTTP/1.1 200 OK").count();
+    let answers = String::from_utf8_lossy(&got)
+        .matches("HTTP/1.1 200 OK")
+        .count();
     println!("{answers} of {REQUESTS} answers were sent before the connection was closed");
     assert!(answers < REQUESTS, "every answer was sent");
     healthz_answers(s.port, "after the write timeout");
