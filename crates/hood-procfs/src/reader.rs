@@ -495,7 +495,9 @@ impl ProcReader {
             }
         }
         let due = match self.idle_skip {
-            IdleSkip::Every(n) if n > 0 => (self.generation + u64::from(pid)) % u64::from(n) == 0,
+            IdleSkip::Every(n) if n > 0 => {
+                (self.generation + u64::from(pid)).is_multiple_of(u64::from(n))
+            }
             IdleSkip::Every(_) => true,
             IdleSkip::Off => true,
             IdleSkip::UntilRun => false,

@@ -73,11 +73,16 @@ impl Scraper {
             .iter()
             .rposition(|s| age(s) >= MIN_INTERVAL_NS)
             .unwrap_or(0);
-        recent.drain(..base);
+        // Records of snapshots no longer needed are reused by the reader.
+        for old in recent.drain(..base) {
+            reader.recycle(old);
+        }
         let view = derive(recent.front(), &cur);
         // At most about five kept per MIN_INTERVAL however often scrapes come.
         if recent.back().is_none_or(|b| age(b) >= MIN_INTERVAL_NS / 4) {
             recent.push_back(cur);
+        } else {
+            reader.recycle(cur);
         }
         let mut tasks = select_tasks(&view, &self.sel);
         // The exported processes are read in full at the next scrape.
