@@ -9,21 +9,25 @@
 //! is dropped; instances of dead hood processes are removed at the next start.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use hood_model::monitor::{HandlerTime, IrqTimeRaw};
+use hood_perf::tracefs::{self, Instance};
+use hood_perf::PerfError;
 
 use crate::ProcError;
 
-const EVENTS: [&str; 4] = [
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
+/// Name prefix of the instance (`hood-<pid>`).
+const PREFIX: &str = "hood-";
+
+const EVENTS: [(&str, &str); 4] = [
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
 ];
 
 /// A handler entered but not yet left on one CPU: (irq or vector number, entry time in µs).
@@ -32,8 +36,11 @@ type Pending = Option<(u32, u64)>;
 /// A running irq/softirq handler timer. Dropping it removes its tracefs instance.
 #[derive(Debug)]
 pub struct IrqTracer {
-    dir: PathBuf,
+    /// Declared before the instance, so it is closed first: an instance with an open
+    /// `trace_pipe` cannot be removed.
     pipe: File,
+    /// Held for its `Drop`, which stops tracing and removes the instance.
+    _instance: Instance,
     buf: Vec<u8>,
     carry: String,
     /// Per CPU: pending hard irq (number, entry µs) and softirq (vector, entry µs).
@@ -44,66 +51,21 @@ pub struct IrqTracer {
     cost_ns: u64,
 }
 
-fn tracefs_root() -> Result<PathBuf, ProcError> {
-    for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        if Path::new(p).join("instances").is_dir() {
-            return Ok(PathBuf::from(p));
-        }
-    }
-    // Mounted but closed to this user (tracefs is 0700 by default): say so, rather than
-    // "not mounted".
-    for p in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
-        use std::os::unix::fs::MetadataExt;
-        if let (Ok(m), Err(e)) = (fs::metadata(p), fs::read_dir(p)) {
-            if e.kind() == ErrorKind::PermissionDenied {
-                let me = fs::metadata("/proc/self")
-                    .map(|s| s.uid())
-                    .unwrap_or(u32::MAX);
-                return Err(ProcError::Trace(format!(
-                    "tracefs is mounted at {p} but only root may use it (mode {:04o}, owner uid {}; \
-                     hood runs as uid {me}), and timing irq handlers needs a tracefs instance, \
-                     which only root can create. Fix: run as root (`sudo hood top --irq-time`)",
-                    m.mode() & 0o7777,
-                    m.uid()
-                )));
-            }
-        }
-    }
-    // Not mounted: try to mount it (works as root).
-    let st = std::process::Command::new("mount")
-        .args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"])
-        .stderr(std::process::Stdio::null())
-        .status();
-    if matches!(st, Ok(s) if s.success()) && Path::new("/sys/kernel/tracing/instances").is_dir() {
-        return Ok(PathBuf::from("/sys/kernel/tracing"));
-    }
-    Err(ProcError::Trace(
-        "tracefs is not mounted and could not be mounted; as root run `mount -t tracefs nodev /sys/kernel/tracing`".into(),
-    ))
-}
-
-fn write(dir: &Path, file: &str, val: &str) -> Result<(), ProcError> {
-    fs::write(dir.join(file), val).map_err(|e| {
-        ProcError::Trace(format!(
-            "cannot write {val:?} to {}: {e}",
-            dir.join(file).display()
-        ))
-    })
-}
-
-/// Remove `hood-<pid>` instances whose process is gone.
-fn remove_stale(instances: &Path) {
-    let Ok(rd) = fs::read_dir(instances) else {
-        return;
-    };
-    for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("hood-")) else {
-            continue;
-        };
-        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
-            let _ = fs::remove_dir(e.path());
-        }
+/// Why the tracer cannot start, in the monitor's words.
+fn trace_error(e: PerfError) -> ProcError {
+    match e {
+        PerfError::TracefsRootOnly {
+            dir,
+            mode,
+            owner,
+            uid,
+        } => ProcError::Trace(format!(
+            "tracefs is mounted at {} but only root may use it (mode {mode:04o}, owner uid \
+             {owner}; hood runs as uid {uid}), and timing irq handlers needs a tracefs \
+             instance, which only root can create. Fix: run as root (`sudo hood top --irq-time`)",
+            dir.display()
+        )),
+        e => ProcError::Trace(e.to_string()),
     }
 }
 
@@ -111,26 +73,29 @@ impl IrqTracer {
     /// Set up the instance and start tracing. Explains what is missing on failure (no root,
     /// no tracefs, no irq events).
     pub fn start() -> Result<Self, ProcError> {
-        let root = tracefs_root()?;
-        let instances = root.join("instances");
-        remove_stale(&instances);
-        let dir = instances.join(format!("hood-{}", std::process::id()));
-        if let Err(e) = fs::create_dir(&dir) {
-            if e.kind() != ErrorKind::AlreadyExists {
-                let hint = if e.kind() == ErrorKind::PermissionDenied {
-                    " (needs root)"
-                } else {
-                    ""
-                };
-                return Err(ProcError::Trace(format!(
-                    "cannot create {}: {e}{hint}",
-                    dir.display()
-                )));
-            }
+        let root = tracefs::mount_point().map_err(trace_error)?;
+        // Removes the instances of dead hood processes first.
+        let instance = Instance::create(&root, PREFIX, &EVENTS, 2048, &[]).map_err(trace_error)?;
+        if let Some((sys, name)) = EVENTS.iter().find(|(sys, name)| {
+            !instance
+                .enabled()
+                .iter()
+                .any(|(s, n)| s == sys && n == name)
+        }) {
+            return Err(ProcError::Trace(format!(
+                "this kernel has no {sys}/{name} tracepoint"
+            )));
         }
-        let mut t = IrqTracer {
-            pipe: File::open("/dev/null").map_err(|e| ProcError::Trace(e.to_string()))?,
-            dir,
+        let path = instance.dir().join("trace_pipe");
+        let pipe = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| ProcError::Trace(format!("cannot open {}: {e}", path.display())))?;
+        instance.start().map_err(trace_error)?;
+        Ok(IrqTracer {
+            pipe,
+            _instance: instance,
             buf: vec![0; 1 << 16],
             carry: String::new(),
             pending: HashMap::new(),
@@ -138,28 +103,7 @@ impl IrqTracer {
             events: 0,
             lost: 0,
             cost_ns: 0,
-        };
-        // From here on, Drop removes the instance if anything fails.
-        write(&t.dir, "tracing_on", "0")?;
-        write(&t.dir, "trace_clock", "mono")?;
-        let _ = write(&t.dir, "buffer_size_kb", "2048");
-        for ev in EVENTS {
-            if !t.dir.join("events").join(ev).is_dir() {
-                return Err(ProcError::Trace(format!(
-                    "this kernel has no {ev} tracepoint"
-                )));
-            }
-            write(&t.dir, &format!("events/{ev}/enable"), "1")?;
-        }
-        t.pipe = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(t.dir.join("trace_pipe"))
-            .map_err(|e| {
-                ProcError::Trace(format!("cannot open {}/trace_pipe: {e}", t.dir.display()))
-            })?;
-        write(&t.dir, "tracing_on", "1")?;
-        Ok(t)
+        })
     }
 
     /// Read what arrived since the last call and return the cumulative handler times.
@@ -289,20 +233,6 @@ fn parse_line(l: &str) -> Option<(u32, u64, Ev, u32, Option<&str>)> {
         _ => None,
     };
     Some((cpu, us, ev, num, name))
-}
-
-impl Drop for IrqTracer {
-    fn drop(&mut self) {
-        // An instance with an open trace_pipe cannot be removed: close it first.
-        if let Ok(null) = File::open("/dev/null") {
-            self.pipe = null;
-        }
-        let _ = fs::write(self.dir.join("tracing_on"), "0");
-        for ev in EVENTS {
-            let _ = fs::write(self.dir.join("events").join(ev).join("enable"), "0");
-        }
-        let _ = fs::remove_dir(&self.dir);
-    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,22 @@
-//! /proc readers for hood's monitor.
+//! /proc readers for hood's monitor (`hood top`, `ps`, `info`, `uptime`) and for `hood serve`'s
+//! `/metrics`, and the `--irq-time` handler timer.
 //!
-//! [`ProcReader`] takes one [`Snapshot`](hood_model::monitor::Snapshot) of the system per call,
-//! reading only what the [`ScanOptions`](hood_model::monitor::ScanOptions) ask for. The per-task
-//! hot path is hand-written: one reused buffer, one reused path string, one `read` per file.
-//! The root directory is injectable so tests can point it at a fake /proc tree.
+//! Owns: reading /proc into raw [`Snapshot`](hood_model::monitor::Snapshot)s (the one /proc
+//! reader), the parsers of /proc text, the irq/softirq tracer. May depend on: hood-model (the
+//! snapshot types) and hood-perf (tracefs instances); no unsafe.
+//!
+//! [`ProcReader`] takes one snapshot of the system per call, reading only what the
+//! [`ScanOptions`](hood_model::monitor::ScanOptions) ask for and, with [`IdleSkip`], not
+//! re-reading processes that did not run. The per-task hot path is hand-written: one reused
+//! buffer, one reused path string, held descriptors re-read with `pread`. The root directory is
+//! injectable so tests can point it at a fake /proc tree.
 #![forbid(unsafe_code)]
 
 pub mod irqtime;
 pub mod parse;
 mod reader;
 
-pub use reader::ProcReader;
+pub use reader::{IdleSkip, ProcReader, ScanCounts};
 
 use std::path::PathBuf;
 

@@ -177,6 +177,17 @@ pub fn parse_cmdline(buf: &[u8]) -> Vec<String> {
         .collect()
 }
 
+/// `/proc/PID/schedstat` (`ns_on_cpu wait_ns times_scheduled`) → (ns on CPU, times
+/// scheduled) of the task.
+pub fn parse_schedstat(b: &[u8]) -> Option<(u64, u64)> {
+    let s = std::str::from_utf8(b).ok()?;
+    let mut it = s.split_ascii_whitespace();
+    let run = it.next()?.parse().ok()?;
+    let _wait = it.next()?;
+    let count = it.next()?.parse().ok()?;
+    Some((run, count))
+}
+
 /// Parse `/proc/meminfo`.
 pub fn parse_meminfo(text: &str) -> MemInfo {
     let mut m = MemInfo::default();

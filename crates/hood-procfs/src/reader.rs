@@ -8,6 +8,21 @@
 //! instead of open + read + close. The number of held descriptors stays within half the
 //! open-file limit; tasks beyond it are opened per refresh. A fake tree (tests) holds none, as
 //! regular files would keep showing deleted or replaced content.
+//!
+//! With [`IdleSkip`] on, processes that did not run since the previous snapshot are not read
+//! again. `/proc/PID/stat` is the expensive file (the kernel walks the thread group and formats
+//! 52 fields); `/proc/PID/schedstat` is a few times cheaper and holds the main thread's time on
+//! CPU and its count of times scheduled. A single-threaded process whose schedstat is unchanged
+//! has not run, so its CPU times, state, thread count, name, owner, context switches, I/O
+//! counters and command line are unchanged too (changing any of them takes running): it keeps
+//! its last record. Every other process (multi-threaded, scheduled since, new, named by
+//! [`ProcReader::reread`], or due for its periodic re-read) is read in full. What can change
+//! without running is the resident size (reclaim) and the nice value (set by another process);
+//! [`IdleSkip::Every`] bounds how old those may get. Both descriptors of a kept process are held
+//! (within the descriptor budget; a process whose descriptors are not held is always read), so
+//! a reused pid is never mistaken for the process it replaced. The listing of the root is
+//! skipped as well when no process was forked since the last one (`processes` of /proc/stat
+//! unchanged): no process can have appeared.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -18,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use hood_model::monitor::{IrqTimeRaw, ScanOptions, Snapshot, TaskRaw};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use rustix::fs::{AtFlags, Mode, OFlags, RawDir, SeekFrom};
 
 use crate::parse;
@@ -58,6 +73,58 @@ pub struct ProcReader {
     spare: Vec<TaskRaw>,
     clk_tck: u64,
     page_size: u64,
+    /// Whether processes that did not run are kept rather than read.
+    idle_skip: IdleSkip,
+    /// With `idle_skip` on: per process (by pid) whose descriptors are held, its `schedstat`
+    /// descriptor, last schedstat and last record; from the previous scan and for the next one.
+    idle: FxHashMap<u32, Held>,
+    idle_next: FxHashMap<u32, Held>,
+    /// Processes read in full at every snapshot whatever their schedstat says.
+    always: FxHashSet<u32>,
+    /// With `idle_skip` on: forks since boot at the last listing of the root, and the pids
+    /// seen since (gone ones drop out).
+    listed: Option<(u64, Vec<u32>)>,
+    /// The options of the previous scan: a kept record holds what they asked for.
+    last_opts: Option<ScanOptions>,
+    /// Snapshots taken.
+    generation: u64,
+    counts: ScanCounts,
+}
+
+/// Whether [`ProcReader::snapshot`] re-reads processes that did not run since the previous
+/// snapshot (see the module documentation of the reader).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IdleSkip {
+    /// Read every process at every snapshot.
+    #[default]
+    Off,
+    /// Keep the record of a process that did not run, but read each one in full at least every
+    /// this many snapshots (spread over the snapshots by pid), so a resident size or nice value
+    /// changed from outside shows within that many refreshes.
+    Every(u32),
+    /// Keep the record of a process that did not run until it runs (or
+    /// [`ProcReader::reread`] names it).
+    UntilRun,
+}
+
+/// What the last snapshot did, for tests and measurements.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCounts {
+    /// Processes whose `stat` was read.
+    pub stat_read: usize,
+    /// Processes kept from the previous snapshot (did not run).
+    pub kept: usize,
+    /// The root was listed (with [`IdleSkip`] on, only when a process was forked since).
+    pub listed: bool,
+}
+
+/// A process whose descriptors are held while [`IdleSkip`] is on.
+#[derive(Debug)]
+struct Held {
+    sched: OwnedFd,
+    /// Last schedstat: (ns on CPU, times scheduled) of the main thread.
+    last: (u64, u64),
+    raw: TaskRaw,
 }
 
 /// Read a whole file from `fd` at offset 0 into `buf` and return its length. `buf` stays
@@ -187,7 +254,43 @@ impl ProcReader {
             spare: Vec::new(),
             clk_tck: hz.unwrap_or(100),
             page_size: page.unwrap_or(4096),
+            idle_skip: IdleSkip::Off,
+            idle: FxHashMap::default(),
+            idle_next: FxHashMap::default(),
+            always: FxHashSet::default(),
+            listed: None,
+            last_opts: None,
+            generation: 0,
+            counts: ScanCounts::default(),
         }
+    }
+
+    /// Keep processes that did not run since the previous snapshot rather than read them
+    /// (see [`IdleSkip`]).
+    pub fn with_idle_skip(mut self, skip: IdleSkip) -> Self {
+        self.idle_skip = skip;
+        self
+    }
+
+    /// Hold at most `n` descriptors across snapshots (by default half the open-file limit;
+    /// none on a tree that is not procfs).
+    pub fn with_fd_budget(mut self, n: usize) -> Self {
+        if self.fd_budget > 0 {
+            self.fd_budget = n;
+        }
+        self
+    }
+
+    /// Read these processes in full at every following snapshot, whether they ran or not
+    /// (replaces the previous set).
+    pub fn reread(&mut self, pids: impl IntoIterator<Item = u32>) {
+        self.always.clear();
+        self.always.extend(pids);
+    }
+
+    /// What the last snapshot read and kept.
+    pub fn counts(&self) -> ScanCounts {
+        self.counts
     }
 
     /// Use another passwd file for uid → name.
@@ -233,6 +336,8 @@ impl ProcReader {
     /// Take one snapshot. `irq_time` is attached as given (the tracer lives elsewhere).
     pub fn snapshot(&mut self, opts: &ScanOptions) -> Result<Snapshot, ProcError> {
         self.root_fd()?;
+        self.generation += 1;
+        self.counts = ScanCounts::default();
         let mut s = Snapshot {
             taken_ns: self.epoch.elapsed().as_nanos() as u64,
             wall_time_s: SystemTime::now()
@@ -275,7 +380,7 @@ impl ProcReader {
             }
         }
         self.owners_next.clear();
-        s.tasks = self.scan_tasks(opts)?;
+        s.tasks = self.scan_tasks(opts, s.forks)?;
         if opts.threads || opts.threads_of.is_some() {
             let mut threads = Vec::new();
             let owners: Vec<u32> = match opts.threads_of {
@@ -293,6 +398,9 @@ impl ProcReader {
             std::mem::swap(held, next);
             next.clear();
         }
+        std::mem::swap(&mut self.idle, &mut self.idle_next);
+        self.idle_next.clear();
+        self.last_opts = Some(*opts);
         if opts.status || opts.owner {
             self.fill_users(&mut s.tasks);
             if let Some(th) = s.threads.as_mut() {
@@ -307,27 +415,136 @@ impl ProcReader {
         s.irq_time = it;
     }
 
-    fn scan_tasks(&mut self, opts: &ScanOptions) -> Result<Vec<TaskRaw>, ProcError> {
-        let listed = match &self.root_fd {
-            Ok(fd) => list_numeric(fd, &mut self.dirbuf, &mut self.pids),
-            Err(kind) => Err((*kind).into()),
+    /// The processes; `forks` is the fork count of this snapshot's /proc/stat.
+    fn scan_tasks(&mut self, opts: &ScanOptions, forks: u64) -> Result<Vec<TaskRaw>, ProcError> {
+        let skipping = self.idle_skip != IdleSkip::Off;
+        let pids = match self.listed.take() {
+            // No fork since the last listing: no process can have appeared.
+            Some((f, pids)) if skipping && f == forks => pids,
+            _ => {
+                let listed = match &self.root_fd {
+                    Ok(fd) => list_numeric(fd, &mut self.dirbuf, &mut self.pids),
+                    Err(kind) => Err((*kind).into()),
+                };
+                listed.map_err(|source| ProcError::Read {
+                    path: self.root.clone(),
+                    source,
+                })?;
+                self.counts.listed = true;
+                std::mem::take(&mut self.pids)
+            }
         };
-        listed.map_err(|source| ProcError::Read {
-            path: self.root.clone(),
-            source,
-        })?;
-        let pids = std::mem::take(&mut self.pids);
+        let same_opts = self.last_opts.as_ref() == Some(opts);
         let mut out = Vec::with_capacity(pids.len());
         for &pid in &pids {
             self.path.clear();
             let _ = write!(self.path, "{pid}");
             // A task that vanished since the listing is skipped.
-            if let Some(t) = self.read_task(pid, pid, 0, opts) {
+            let t = if skipping {
+                self.read_process_unless_idle(pid, opts, same_opts)
+            } else {
+                self.read_task(pid, pid, 0, opts)
+            };
+            if let Some(t) = t {
                 out.push(t);
             }
         }
-        self.pids = pids;
+        if skipping {
+            // Gone processes drop out of the list (a listing would not show them either).
+            let mut seen = pids;
+            seen.clear();
+            seen.extend(out.iter().map(|t| t.pid));
+            self.listed = Some((forks, seen));
+        } else {
+            self.pids = pids;
+        }
         Ok(out)
+    }
+
+    /// Descriptors held for the next scan.
+    fn held_fds(&self) -> usize {
+        self.stat_fds_next[0].len() + self.stat_fds_next[1].len() + self.idle_next.len()
+    }
+
+    /// Read process `pid` (directory in `self.path`), or keep its last record when it did not
+    /// run since the previous scan (see [`IdleSkip`]). `same_opts`: the previous scan asked
+    /// for the same files, so a kept record holds what this one asks for.
+    fn read_process_unless_idle(
+        &mut self,
+        pid: u32,
+        opts: &ScanOptions,
+        same_opts: bool,
+    ) -> Option<TaskRaw> {
+        // schedstat through the held descriptor: an error means the process is gone (or the
+        // pid names another one), and its record with it.
+        let mut prev = self.idle.remove(&pid);
+        let mut now = prev.as_ref().and_then(|p| {
+            let n = pread_all(&p.sched, &mut self.buf).ok()?;
+            parse::parse_schedstat(&self.buf[..n])
+        });
+        if now.is_none() {
+            prev = None;
+        }
+        let mut fresh = None;
+        if prev.is_none() {
+            if let Some(fd) = self.open_task_file("schedstat") {
+                now = pread_all(&fd, &mut self.buf)
+                    .ok()
+                    .and_then(|n| parse::parse_schedstat(&self.buf[..n]));
+                fresh = Some(fd);
+            }
+        }
+        let due = match self.idle_skip {
+            IdleSkip::Every(n) if n > 0 => {
+                (self.generation + u64::from(pid)).is_multiple_of(u64::from(n))
+            }
+            IdleSkip::Every(_) => true,
+            IdleSkip::Off => true,
+            IdleSkip::UntilRun => false,
+        };
+        if let (Some(p), Some(now)) = (prev.as_ref(), now) {
+            // A count of 0 means the kernel does not keep it (or the process never ran):
+            // nothing tells that it did not run.
+            let idle = now == p.last && now.1 > 0 && p.raw.num_threads <= 1;
+            if idle && same_opts && !due && !self.always.contains(&pid) {
+                if let Some(fd) = self.stat_fds[0].remove(&pid) {
+                    self.stat_fds_next[0].insert(pid, fd);
+                }
+                let mut t = self.spare.pop().unwrap_or_default();
+                t.clone_from(&p.raw);
+                if let Some(uid) = t.uid {
+                    self.owners_next.insert((pid, t.start_time), uid);
+                }
+                self.counts.kept += 1;
+                if let Some(p) = prev {
+                    self.idle_next.insert(pid, p);
+                }
+                return Some(t);
+            }
+        }
+        let t = self.read_task(pid, pid, 0, opts)?;
+        let Some(now) = now else {
+            return Some(t);
+        };
+        let held = match prev {
+            Some(mut p) => {
+                p.last = now;
+                p.raw.clone_from(&t);
+                Some(p)
+            }
+            None => match fresh {
+                Some(sched) if self.held_fds() < self.fd_budget => Some(Held {
+                    sched,
+                    last: now,
+                    raw: t.clone(),
+                }),
+                _ => None,
+            },
+        };
+        if let Some(h) = held {
+            self.idle_next.insert(pid, h);
+        }
+        Some(t)
     }
 
     fn scan_threads(&mut self, pid: u32, opts: &ScanOptions, out: &mut Vec<TaskRaw>) {
@@ -362,35 +579,32 @@ impl ProcReader {
             }
             // Gone (ESRCH), or the pid now names another task: open afresh below.
         }
+        let fd = self.open_task_file("stat")?;
+        let n = pread_all(&fd, &mut self.buf).ok()?;
+        if self.held_fds() < self.fd_budget {
+            self.stat_fds_next[kind].insert(id, fd);
+        }
+        Some(n)
+    }
+
+    /// Open the per-task file `name` of the task whose directory is in `self.path`.
+    fn open_task_file(&mut self, name: &str) -> Option<OwnedFd> {
         let dir_len = self.path.len();
-        self.path.push_str("/stat");
+        self.path.push('/');
+        self.path.push_str(name);
         let fd = self
             .root_fd
             .as_ref()
             .ok()
             .and_then(|r| open_at(r, &self.path).ok());
         self.path.truncate(dir_len);
-        let fd = fd?;
-        let n = pread_all(&fd, &mut self.buf).ok()?;
-        let held = self.stat_fds_next[0].len() + self.stat_fds_next[1].len();
-        if held < self.fd_budget {
-            self.stat_fds_next[kind].insert(id, fd);
-        }
-        Some(n)
+        fd
     }
 
     /// Read an optional per-task file `name` of the task whose directory is in `self.path`.
     fn read_task_file(&mut self, name: &str) -> Option<usize> {
-        let dir_len = self.path.len();
-        self.path.push('/');
-        self.path.push_str(name);
-        let n = self
-            .root_fd
-            .as_ref()
-            .ok()
-            .and_then(|r| read_at(r, &self.path, &mut self.buf).ok());
-        self.path.truncate(dir_len);
-        n
+        let fd = self.open_task_file(name)?;
+        pread_all(&fd, &mut self.buf).ok()
     }
 
     /// Read one task whose directory (relative to the root) is in `self.path`. `None` when it
@@ -407,6 +621,9 @@ impl ProcReader {
         if parse::parse_stat(&self.buf[..n], &mut t).is_none() {
             self.spare.push(t);
             return None;
+        }
+        if kind == 0 {
+            self.counts.stat_read += 1;
         }
         t.pid = id;
         t.tgid = tgid;

@@ -88,6 +88,17 @@ fn status_and_io_fields() {
     assert!(parse_io("garbage\n").is_none());
 }
 
+#[test]
+fn schedstat_fields() {
+    assert_eq!(
+        parse_schedstat(b"195255049 25843476 641\n"),
+        Some((195255049, 641))
+    );
+    assert_eq!(parse_schedstat(b"1 2"), None);
+    assert_eq!(parse_schedstat(b""), None);
+    assert_eq!(parse_schedstat(b"x 2 3"), None);
+}
+
 fn all_parsers(s: &str) {
     let mut t = TaskRaw::default();
     let _ = parse_stat(s.as_bytes(), &mut t);
@@ -102,6 +113,7 @@ fn all_parsers(s: &str) {
     let _ = parse_cpuinfo_mhz(s);
     let _ = parse_passwd(s);
     let _ = parse_auxv(s.as_bytes());
+    let _ = parse_schedstat(s.as_bytes());
 }
 
 proptest! {
@@ -115,6 +127,7 @@ proptest! {
         let mut t = TaskRaw::default();
         let _ = parse_stat(&b, &mut t);
         let _ = parse_auxv(&b);
+        let _ = parse_schedstat(&b);
         all_parsers(&String::from_utf8_lossy(&b));
     }
 

@@ -4,6 +4,11 @@
 //! The exit codes are listed in docs/cli.md: 0 success (also when the reader of standard output
 //! went away early, as in `hood report | head`), 1 ran but found nothing / target failed, 2 usage
 //! or environment error; `record --` exits with the child's status.
+//!
+//! The binary is the command line only: clap arguments become the config structs of the
+//! library crates (hood-record, hood-hooks, hood-serve, hood-report, ...), which do the work.
+//! System calls live in hood-perf, hood-proc and hood-rt; here there is no `unsafe` at all.
+#![forbid(unsafe_code)]
 
 mod cli;
 mod cmd;

@@ -1,7 +1,8 @@
 //! `hood serve` under abuse, on loopback only and bounded in count and time: a thousand idle
 //! connections, a 256 MiB header, running out of file descriptors, connections that never
-//! finish their request, and bodies sent without a token. After each, `/healthz` answers
-//! within a second and the server's peak RSS stays under 64 MB.
+//! finish their request, bodies sent without a token, and a client that never reads its
+//! answers. After each, `/healthz` answers within a second and the server's peak RSS stays
+//! under 64 MB.
 
 mod common;
 
@@ -105,6 +106,13 @@ fn closed_by_server(s: &mut TcpStream, limit: Duration) -> Result<Vec<u8>, Strin
     }
 }
 
+/// A private TMPDIR for a server and the path of its log in it.
+fn log_dir() -> (tempfile::TempDir, std::path::PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("serve.log");
+    (tmp, log)
+}
+
 #[test]
 fn a_thousand_idle_connections_and_a_256_mib_header() {
     if !allow_fds(4096) {
@@ -163,8 +171,7 @@ fn running_out_of_file_descriptors_never_ends_the_server() {
     if !allow_fds(1024) {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let log = tmp.path().join("serve.log");
+    let (tmp, log) = log_dir();
     let s = Serve::start(
         &[],
         tmp.path(),
@@ -257,4 +264,44 @@ fn a_large_body_is_never_read_before_the_answer() {
         let got = String::from_utf8_lossy(&got);
         assert!(got.starts_with(&format!("HTTP/1.1 {code}")), "{got}");
     }
+}
+
+#[test]
+fn a_client_that_never_reads_its_answers_is_closed() {
+    // ~28 MB of answers: here the socket buffers took ~4 MB before the writes waited.
+    const REQUESTS: usize = 1500;
+    let (tmp, log) = log_dir();
+    let s = Serve::start(
+        &[],
+        tmp.path(),
+        Stdio::from(std::fs::File::create(&log).unwrap()),
+    );
+    // Pipelined scrapes whose answers (~17 KB each) are far more than the socket buffers
+    // hold; the client never reads, so its receive window closes and the server's writes wait.
+    let mut c = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    let req = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".repeat(REQUESTS);
+    c.write_all(req.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    healthz_answers(s.port, "while a client takes no answer");
+    // The write timeout is 30 s (docs/serve.md); allow twice that.
+    let line = "hood serve: closed a connection whose client did not take its answer within 30 s (1 so far)";
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log).unwrap().contains(line) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no write timeout logged:\n{}",
+            std::fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The connection was closed: what the buffers held arrives, then the end, and not all
+    // the answers were sent.
+    let got = closed_by_server(&mut c, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("the connection that took no answer: {e}"));
+    let answers = String::from_utf8_lossy(&got)
+        .matches("HTTP/1.1 200 OK")
+        .count();
+    println!("{answers} of {REQUESTS} answers were sent before the connection was closed");
+    assert!(answers < REQUESTS, "every answer was sent");
+    healthz_answers(s.port, "after the write timeout");
 }

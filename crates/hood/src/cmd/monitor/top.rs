@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use hood_model::monitor::{derive, ScanOptions, SortKey};
 use hood_procfs::irqtime::IrqTracer;
-use hood_procfs::ProcReader;
+use hood_procfs::{IdleSkip, ProcReader};
 use hood_report::monitor::top::frame;
 use hood_report::monitor::Mode;
 use hood_tui::{scan_needs, TuiConfig};
@@ -90,6 +90,10 @@ fn irq_state(t: &mut Option<Result<IrqTracer, String>>) -> Option<hood_model::mo
     }
 }
 
+/// A process that did not run keeps its record, but each one is read in full at least every
+/// this many refreshes (its resident size and nice value can change without it running).
+const REREAD_EVERY: u32 = 10;
+
 /// Run `hood top`.
 pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let mode = parse_mode(&args.mode, args.threads)?;
@@ -106,7 +110,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         eprintln!("hood top: --irq-time unavailable: {why}");
     }
     let batch = args.batch || args.json || !std::io::stdout().is_terminal();
-    let mut r = reader(&args.proc_root);
+    let mut r = reader(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
     if batch {
         let mut scan = scan_needs(mode, key, args.irq_time);
         if args.json {

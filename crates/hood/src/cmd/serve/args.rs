@@ -1,10 +1,11 @@
-//! `hood serve` arguments and their validated config.
+//! `hood serve` arguments and their validated config ([`hood_serve::Config`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
+use hood_serve::{BuildInfo, Config, MAX_TOP};
 
 /// Serve Prometheus metrics, pprof CPU profiles and a health check over HTTP.
 #[derive(Debug, Args)]
@@ -31,25 +32,9 @@ pub struct ServeArgs {
     pub process_filter: Option<String>,
 }
 
-/// Largest `--top`: bounds the label set Prometheus has to store.
-pub const MAX_TOP: usize = 1000;
-
-/// What the server needs, free of clap.
-#[derive(Debug, Clone)]
-pub struct ServeConfig {
-    /// Where to listen.
-    pub listen: SocketAddr,
-    /// Bearer token, if required.
-    pub token: Option<String>,
-    /// Per-process series limit.
-    pub top: usize,
-    /// Per-process filter.
-    pub process_filter: Option<String>,
-}
-
 impl ServeArgs {
     /// Validate and convert.
-    pub fn to_config(&self) -> anyhow::Result<ServeConfig> {
+    pub fn to_config(&self) -> anyhow::Result<Config> {
         let listen: SocketAddr = self.listen.parse().with_context(|| {
             format!(
                 "--listen {}: expected ADDR:PORT such as 127.0.0.1:9464 or [::1]:9464",
@@ -86,11 +71,16 @@ impl ServeArgs {
             );
         }
         let process_filter = self.process_filter.clone().filter(|f| !f.is_empty());
-        Ok(ServeConfig {
+        Ok(Config {
             listen,
             token,
             top: self.top,
             process_filter,
+            build: BuildInfo {
+                version: env!("CARGO_PKG_VERSION"),
+                commit: env!("BUILD_COMMIT"),
+                date: env!("BUILD_DATE"),
+            },
         })
     }
 }

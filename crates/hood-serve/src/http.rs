@@ -12,6 +12,11 @@
 //!   are never read).
 //! * The head must arrive within [`HEAD_TIMEOUT`]; this also bounds how long a kept-alive
 //!   connection may sit idle between requests.
+//! * An answer must be taken by the client within [`WRITE_TIMEOUT`] of the server starting to
+//!   write it (all of it handed to the kernel's socket buffer): a client that stops reading
+//!   (a zero receive window) has its connection closed then, rather than holding a
+//!   connection slot and its task forever. Such closings are counted and logged (at most one
+//!   line per 10 s).
 //! * Slow work (a scrape, a profile) runs on at most [`BLOCKING_THREADS`] threads.
 
 use std::collections::BTreeMap;
@@ -19,8 +24,10 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -28,6 +35,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Notify};
 
@@ -37,6 +45,8 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 pub const MAX_HEADERS: usize = 64;
 /// Time to send a whole request head, and longest idle time of a kept-alive connection.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time for the client to take a whole answer, from the server's first byte of it.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Threads for scrapes and profiles (a profile holds one for its duration).
 pub const BLOCKING_THREADS: usize = 4;
 /// Connections kept at most, when file descriptors allow.
@@ -97,6 +107,8 @@ struct Slot {
     /// Told to close (and no longer counted).
     evicted: AtomicBool,
     evict: Notify,
+    /// Closed because the client did not take an answer within the write timeout.
+    write_timed_out: AtomicBool,
 }
 
 /// The open connections, oldest first.
@@ -104,9 +116,38 @@ struct Tracker {
     limit: usize,
     next: AtomicU64,
     conns: Mutex<BTreeMap<u64, Arc<Slot>>>,
+    /// Connections closed because their client did not take an answer in time, and the log
+    /// of them.
+    write_timeouts: AtomicU64,
+    write_timeout_log: Mutex<Quiet>,
 }
 
 impl Tracker {
+    fn new(limit: usize) -> Tracker {
+        Tracker {
+            limit,
+            next: AtomicU64::new(0),
+            conns: Mutex::new(BTreeMap::new()),
+            write_timeouts: AtomicU64::new(0),
+            write_timeout_log: Mutex::new(Quiet::default()),
+        }
+    }
+
+    /// Count (and log, at most once per 10 s) a connection closed by the write timeout.
+    fn note_write_timeout(&self) {
+        let total = self.write_timeouts.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut log = self
+            .write_timeout_log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if log.allow().is_some() {
+            eprintln!(
+                "hood serve: closed a connection whose client did not take its answer within {} s ({total} so far)",
+                WRITE_TIMEOUT.as_secs()
+            );
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Slot>>> {
         self.conns.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -177,23 +218,39 @@ impl Drop for Busy {
     }
 }
 
-/// Accept errors, logged at most once per 10 s with a count of the others.
-struct ErrorLog {
+/// A log line allowed at most once per 10 s, with a count of the ones left out.
+#[derive(Default)]
+struct Quiet {
     last: Option<Instant>,
     quiet: u64,
 }
 
-impl ErrorLog {
-    fn note(&mut self, e: &io::Error) {
+impl Quiet {
+    /// `Some(lines left out since the last one)` if a line may be written now.
+    fn allow(&mut self) -> Option<u64> {
         let now = Instant::now();
         if self
             .last
             .is_some_and(|t| now.duration_since(t) < Duration::from_secs(10))
         {
             self.quiet += 1;
-            return;
+            return None;
         }
-        let more = match self.quiet {
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.quiet))
+    }
+}
+
+/// Accept errors, logged at most once per 10 s with a count of the others.
+#[derive(Default)]
+struct ErrorLog(Quiet);
+
+impl ErrorLog {
+    fn note(&mut self, e: &io::Error) {
+        let Some(quiet) = self.0.allow() else {
+            return;
+        };
+        let more = match quiet {
             0 => String::new(),
             n => format!(" ({n} more since the last message)"),
         };
@@ -203,16 +260,108 @@ impl ErrorLog {
             ""
         };
         eprintln!("hood serve: accepting a connection: {e}{more}{fix}");
-        self.last = Some(now);
-        self.quiet = 0;
     }
 }
 
 fn is_out_of_fds(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-    )
+    use rustix::io::Errno;
+    Errno::from_io_error(e)
+        .is_some_and(|n| [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM].contains(&n))
+}
+
+/// A connection's socket whose answers must be taken in time: from the first write of an
+/// answer until hyper flushes it (all of it handed to the socket buffer), at most `limit`
+/// may pass; after that writes fail with `TimedOut`, which ends the connection. Reads are
+/// passed through (hyper bounds them with its head timeout).
+struct Deadlined {
+    io: TcpStream,
+    limit: Duration,
+    /// Running while an answer is being written.
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    armed: bool,
+    slot: Arc<Slot>,
+}
+
+impl Deadlined {
+    fn new(io: TcpStream, limit: Duration, slot: Arc<Slot>) -> Deadlined {
+        Deadlined {
+            io,
+            limit,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+            armed: false,
+            slot,
+        }
+    }
+
+    /// After a write attempt: a pending write past the deadline becomes an error.
+    fn after_write<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if !self.armed {
+            self.armed = true;
+            let at = tokio::time::Instant::now() + self.limit;
+            self.deadline.as_mut().reset(at);
+        }
+        match r {
+            Poll::Pending if self.deadline.as_mut().poll(cx).is_ready() => {
+                self.slot.write_timed_out.store(true, Ordering::Release);
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the client did not take its answer in time",
+                )))
+            }
+            r => r,
+        }
+    }
+}
+
+impl AsyncRead for Deadlined {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Deadlined {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.io).poll_write(cx, buf);
+        self.after_write(cx, r)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let r = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        self.after_write(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let r = Pin::new(&mut self.io).poll_flush(cx);
+        if matches!(r, Poll::Ready(Ok(()))) {
+            // The answer is written: the next one gets a whole `limit` again.
+            self.armed = false;
+        }
+        r
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 /// A bound listener, before the runtime serves it.
@@ -248,11 +397,7 @@ impl Listener {
     {
         let Listener { rt, listener } = self;
         let handle = Arc::new(handle);
-        let tracker = Arc::new(Tracker {
-            limit: limits.connections,
-            next: AtomicU64::new(0),
-            conns: Mutex::new(BTreeMap::new()),
-        });
+        let tracker = Arc::new(Tracker::new(limits.connections));
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(HEAD_TIMEOUT)
@@ -262,10 +407,7 @@ impl Listener {
         let http = Arc::new(http);
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         rt.block_on(async {
-            let mut errors = ErrorLog {
-                last: None,
-                quiet: 0,
-            };
+            let mut errors = ErrorLog::default();
             let mut tick = tokio::time::interval(Duration::from_millis(100));
             loop {
                 let accepted = tokio::select! {
@@ -341,12 +483,18 @@ async fn connection<H, F>(
             }
         })
     };
-    let conn = http.serve_connection(TokioIo::new(sock), service);
+    let io = Deadlined::new(sock, WRITE_TIMEOUT, Arc::clone(&slot));
+    let conn = http.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
     let mut closing = false;
     loop {
         tokio::select! {
-            _ = conn.as_mut() => return,
+            _ = conn.as_mut() => {
+                if slot.write_timed_out.load(Ordering::Acquire) {
+                    tracker.note_write_timeout();
+                }
+                return;
+            }
             _ = slot.evict.notified() => return,
             _ = shutdown.changed(), if !closing => {
                 closing = true;
@@ -370,13 +518,88 @@ mod tests {
         assert_eq!(small.held_processes, 0);
     }
 
+    /// Write `chunk` over and over until an error, or until `max` bytes went through.
+    async fn write_until_error(
+        d: &mut Deadlined,
+        chunk: &[u8],
+        max: usize,
+    ) -> (usize, Option<io::Error>) {
+        let mut written = 0;
+        while written < max {
+            match std::future::poll_fn(|cx| Pin::new(&mut *d).poll_write(cx, chunk)).await {
+                Ok(n) => written += n,
+                Err(e) => return (written, Some(e)),
+            }
+        }
+        (written, None)
+    }
+
+    /// A pair of loopback sockets: (the server's end wrapped, the client's end).
+    async fn pair(limit: Duration) -> (Deadlined, Arc<Slot>, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (sock, _) = l.accept().await.unwrap();
+        let slot = Arc::new(Slot::default());
+        (Deadlined::new(sock, limit, Arc::clone(&slot)), slot, client)
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn an_answer_the_client_does_not_take_times_out() {
+        runtime().block_on(async {
+            let (mut d, slot, client) = pair(Duration::from_millis(300)).await;
+            // The client never reads: once the socket buffers are full, writes wait, and
+            // the deadline ends them (well before a gigabyte).
+            let (written, err) = write_until_error(&mut d, &[b'x'; 64 * 1024], 1 << 30).await;
+            let err = err
+                .unwrap_or_else(|| panic!("{written} bytes went to a client that reads nothing"));
+            assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+            assert!(slot.write_timed_out.load(Ordering::Acquire));
+            drop(client);
+        });
+    }
+
+    #[test]
+    fn a_reading_client_takes_answer_after_answer() {
+        runtime().block_on(async {
+            let (mut d, slot, client) = pair(Duration::from_secs(20)).await;
+            let client = client.into_std().unwrap();
+            client.set_nonblocking(false).unwrap();
+            let reader = std::thread::spawn(move || {
+                let mut client = client;
+                let mut sink = Vec::new();
+                std::io::Read::read_to_end(&mut client, &mut sink).map(|_| sink.len())
+            });
+            let mut sent = 0;
+            for _ in 0..8 {
+                let (n, err) = write_until_error(&mut d, &[b'y'; 64 * 1024], 1 << 20).await;
+                assert!(err.is_none(), "{err:?} after {n} bytes");
+                sent += n;
+                std::future::poll_fn(|cx| Pin::new(&mut d).poll_flush(cx))
+                    .await
+                    .unwrap();
+                assert!(!d.armed, "a flushed answer disarms the deadline");
+            }
+            std::future::poll_fn(|cx| Pin::new(&mut d).poll_shutdown(cx))
+                .await
+                .unwrap();
+            drop(d);
+            assert!(sent >= 8 << 20);
+            assert_eq!(reader.join().unwrap().unwrap(), sent);
+            assert!(!slot.write_timed_out.load(Ordering::Acquire));
+        });
+    }
+
     #[test]
     fn admit_evicts_the_oldest_idle_and_refuses_when_all_are_busy() {
-        let t = Tracker {
-            limit: 2,
-            next: AtomicU64::new(0),
-            conns: Mutex::new(BTreeMap::new()),
-        };
+        let t = Tracker::new(2);
         let (_, a) = t.admit().unwrap();
         let (_, b) = t.admit().unwrap();
         a.busy.store(true, Ordering::Release);
