@@ -1,3 +1,6 @@
+//! Owns the `#[repr(C)]` shared-memory layouts and their checked parsers, read by both the
+//! runtime and the recorders. May depend on nothing (no hood crate, no system calls).
+//!
 //! `#[repr(C)]` layouts of the shared-memory segments that the `hood-rt` runtime publishes under
 //! `/dev/shm` and that `hood calls get` / `hood trace record` read.
 //!

@@ -1,3 +1,6 @@
+//! Owns the file container of every hood recording (header, CRC-checked chunks, zstd, atomic
+//! output files). May depend on zstd and crc32c; no hood crate.
+//!
 //! The on-disk container shared by every kind of hood recording.
 //!
 //! A file is a fixed 32-byte [`FileHeader`] followed by chunks. Each chunk has a 40-byte header

@@ -1,3 +1,7 @@
+//! Owns the pure data model: decoding raw records (hood's files and perf.data), address spaces
+//! over time, profiles and their aggregation, monitor snapshots, call-path tables, trace
+//! analysis. May depend on hood-format and hood-abi; never on the kernel.
+//!
 //! Pure data model of hood: decoded recordings, profiles and their aggregation, and the system
 //! monitor's snapshots. Nothing here touches the kernel, so reports work on another machine.
 #![forbid(unsafe_code)]

@@ -1,3 +1,6 @@
+//! Owns every perf_event_open system call and the tracefs instances. May depend on libc and
+//! perf-event-open-sys; no hood crate.
+//!
 //! The kernel interface of hood's statistical profiler: `perf_event_open`
 //! sampling sessions over per-CPU ring buffers, handing out the raw ring bytes
 //! (collect raw → store raw; a pure decoder elsewhere parses them), plus small

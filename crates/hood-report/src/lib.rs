@@ -1,4 +1,6 @@
-//! See the crate description.
+//! Owns the renderers of every hood output: text, JSON, collapsed stacks, flamegraph SVG,
+//! pprof, the Firefox Profiler's format, chrome traces, and the monitor, call-path and trace
+//! text. May depend on hood-model only: renderers format what the model derived.
 #![forbid(unsafe_code)]
 
 pub mod calls;

@@ -1,3 +1,6 @@
+//! Owns the runtime preloaded into `-finstrument-functions` programs (its C ABI hooks and
+//! segments). May depend on hood-abi and libc only.
+//!
 //! hood-rt: the runtime that programs built with `-finstrument-functions` link (or get through
 //! `LD_PRELOAD=libhood_rt.so`). Per thread it keeps a call stack and a table of unique call
 //! paths with calls and own-body time, compensated for its own cost, in a

@@ -1,3 +1,7 @@
+//! Owns names and lines: ELF symbols, DWARF lines and inlined frames, separate debug files,
+//! debuginfod, the DWARF cache, kallsyms, perf maps, symfiles. May depend on blazesym, object and
+//! ureq; no hood crate.
+//!
 //! Address → symbol resolution for hood reports.
 //!
 //! The report pipeline aggregates raw sample addresses first, converts each

@@ -1,3 +1,6 @@
+//! Owns the `hood top` terminal app. May depend on hood-model and hood-report; it never reads
+//! /proc itself.
+//!
 //! Terminal UI of `hood top` (ratatui + crossterm). It never touches /proc: it receives derived
 //! [`SystemView`]s over a channel and sends back the [`ScanOptions`] its current mode needs, so
 //! the sampler reads only what is shown.
