@@ -298,7 +298,7 @@ pub fn private_dir(base: &Path, kind: &str) -> Result<PathBuf, HooksError> {
     use std::os::unix::fs::DirBuilderExt;
     clean_stale(base);
     let pid = std::process::id();
-    let start = proc_stat(pid as i32).map_or(0, |(_, t)| t);
+    let start = hood_procfs::state_and_start(pid as i32).map_or(0, |(_, t)| t);
     let dir = base.join(format!("hood-{kind}-{pid}-{start}"));
     std::fs::DirBuilder::new()
         .mode(0o700)
@@ -308,14 +308,6 @@ pub fn private_dir(base: &Path, kind: &str) -> Result<PathBuf, HooksError> {
             source,
         })?;
     Ok(dir)
-}
-
-/// (state, start time) of `pid` from /proc/PID/stat; `None` when there is no such process.
-fn proc_stat(pid: i32) -> Option<(char, u64)> {
-    let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let mut t = hood_model::monitor::TaskRaw::default();
-    hood_procfs::parse::parse_stat(&buf, &mut t)?;
-    Some((t.state, t.start_time))
 }
 
 /// Whether the private directory `name` may still be in use: its recorder runs (same pid and
@@ -333,7 +325,7 @@ fn private_dir_in_use(dir: &Path, name: &str) -> bool {
     ) else {
         return true;
     };
-    if let Some((state, t)) = proc_stat(pid) {
+    if let Some((state, t)) = hood_procfs::state_and_start(pid) {
         let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
         if !matches!(state, 'Z' | 'X') && (t == start || comm.starts_with("hood")) {
             return true;
@@ -393,7 +385,7 @@ pub fn clean_stale(base: &Path) {
 pub fn pid_alive(pid: u32) -> bool {
     i32::try_from(pid)
         .ok()
-        .and_then(proc_stat)
+        .and_then(hood_procfs::state_and_start)
         .is_some_and(|(state, _)| !matches!(state, 'Z' | 'X'))
 }
 
@@ -627,7 +619,7 @@ pub(crate) mod tests {
         let pid = child.id();
         // Exited but not reaped: a zombie is not live.
         let t = std::time::Instant::now();
-        while !matches!(super::proc_stat(pid as i32), Some(('Z', _))) {
+        while !matches!(hood_procfs::state_and_start(pid as i32), Some(('Z', _))) {
             assert!(t.elapsed().as_secs() < 30, "`true` did not end");
             std::thread::sleep(std::time::Duration::from_millis(5));
         }

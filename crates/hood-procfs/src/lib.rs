@@ -18,6 +18,15 @@ mod reader;
 
 pub use reader::{IdleSkip, ProcReader, ScanCounts};
 
+/// (state, start time in clock ticks since boot) of `pid` from /proc/PID/stat: enough to tell
+/// a process from a later one that reuses its pid. `None` when there is no such process.
+pub fn state_and_start(pid: i32) -> Option<(char, u64)> {
+    let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let mut t = hood_model::monitor::TaskRaw::default();
+    parse::parse_stat(&buf, &mut t)?;
+    Some((t.state, t.start_time))
+}
+
 use std::path::PathBuf;
 
 /// Errors of the /proc readers. Per-task files that vanish or are unreadable are not errors

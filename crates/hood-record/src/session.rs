@@ -235,14 +235,6 @@ impl StateDir {
     }
 }
 
-/// (state, start time) of `pid` from /proc/PID/stat; `None` when there is no such process.
-pub fn proc_stat(pid: i32) -> Option<(char, u64)> {
-    let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let mut t = hood_model::monitor::TaskRaw::default();
-    hood_procfs::parse::parse_stat(&buf, &mut t)?;
-    Some((t.state, t.start_time))
-}
-
 /// The executable of `pid`, without a " (deleted)" suffix.
 pub fn proc_exe(pid: i32) -> Option<String> {
     let p = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
@@ -276,7 +268,7 @@ pub fn recorder(st: &State, dir: &StateDir) -> Result<Recorder, RecordError> {
         Err(Errno::SRCH) => return Ok(Recorder::Gone),
         Err(e) => bail!("cannot open pid {}: {e}", st.pid),
     };
-    let Some((state, start)) = proc_stat(st.pid) else {
+    let Some((state, start)) = hood_procfs::state_and_start(st.pid) else {
         return Ok(Recorder::Gone);
     };
     if matches!(state, 'Z' | 'X') {
@@ -313,7 +305,7 @@ pub fn recorder(st: &State, dir: &StateDir) -> Result<Recorder, RecordError> {
 
 /// Whether the process behind `pidfd` (pid `pid`, start time `start`) still runs.
 pub fn still_running(pid: i32, start: u64) -> bool {
-    matches!(proc_stat(pid), Some((s, t)) if t == start && !matches!(s, 'Z' | 'X'))
+    matches!(hood_procfs::state_and_start(pid), Some((s, t)) if t == start && !matches!(s, 'Z' | 'X'))
 }
 
 /// Interrupt (SIGINT) the recorder behind `pidfd`, as Ctrl-C would: it finishes its file.

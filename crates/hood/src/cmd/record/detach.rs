@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Args;
-pub(crate) use hood_record::session::proc_stat;
 use hood_record::session::{
     interrupt, proc_exe, recorder, state_dir_path, still_running, Recorder, State, StateDir, LOG,
     OUTCOME, SESSION,
@@ -71,7 +70,7 @@ pub fn start(args: &RecordArgs, raw_args: &[String]) -> anyhow::Result<ExitCode>
         );
     }
     // The child is not reaped, so its pid cannot have been reused yet.
-    let start_time = proc_stat(pid).map(|(_, t)| t);
+    let start_time = hood_procfs::state_and_start(pid).map(|(_, t)| t);
     let exe = proc_exe(pid).unwrap_or_else(|| exe.display().to_string());
     let output = std::env::current_dir()?.join(&args.output);
     let state = State {
