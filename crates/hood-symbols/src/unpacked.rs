@@ -52,20 +52,25 @@ pub struct DwarfCacheConfig {
     pub dir: PathBuf,
     /// Most bytes the copies may take together; older ones are removed beyond it.
     pub max_bytes: u64,
+    /// The user chose `dir` (`HOOD_DWARF_CACHE`): a directory that cannot be used is
+    /// warned about. The default one is skipped quietly (a user without a writable home, or
+    /// one whose `HOME` still names root's, gets no warning on every report).
+    pub explicit: bool,
 }
 
 impl DwarfCacheConfig {
     /// The cache the environment asks for: `HOOD_DWARF_CACHE` unset or empty gives the
     /// default directory, `off` (or `0`) none, anything else is the directory.
     pub fn from_env() -> Option<DwarfCacheConfig> {
-        let dir = match std::env::var("HOOD_DWARF_CACHE") {
+        let (dir, explicit) = match std::env::var("HOOD_DWARF_CACHE") {
             Ok(v) if v == "off" || v == "0" => return None,
-            Ok(v) if !v.trim().is_empty() => PathBuf::from(v),
-            _ => crate::cache::default_root().join("dwarf"),
+            Ok(v) if !v.trim().is_empty() => (PathBuf::from(v), true),
+            _ => (crate::cache::default_root().join("dwarf"), false),
         };
         Some(DwarfCacheConfig {
             dir,
             max_bytes: DEFAULT_MAX_BYTES,
+            explicit,
         })
     }
 }
@@ -122,7 +127,9 @@ impl Unpacker {
         let dir = match self.cache_dir() {
             Ok(d) => d,
             Err(why) => {
-                warn("dwarf-cache".into(), why);
+                if self.cfg.explicit {
+                    warn("dwarf-cache".into(), why);
+                }
                 return None;
             }
         };

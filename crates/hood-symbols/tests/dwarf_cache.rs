@@ -41,10 +41,15 @@ fn compressed(bin: &Path, how: &str) -> Option<PathBuf> {
 }
 
 fn symbolizer(cache: Option<&Path>, max_bytes: u64) -> Symbolizer {
+    symbolizer_with(cache, max_bytes, true)
+}
+
+fn symbolizer_with(cache: Option<&Path>, max_bytes: u64, explicit: bool) -> Symbolizer {
     Symbolizer::new(SymbolizerOptions {
         dwarf_cache: cache.map(|dir| DwarfCacheConfig {
             dir: dir.to_path_buf(),
             max_bytes,
+            explicit,
         }),
         ..SymbolizerOptions::default()
     })
@@ -224,4 +229,8 @@ fn the_cache_is_trimmed_to_its_budget_and_a_shared_one_is_refused() {
         made[1],
         "nothing written to a refused cache"
     );
+    // The default cache (not chosen by the user) is skipped without a word.
+    let mut quiet = symbolizer_with(Some(&cache), 1 << 30, false);
+    assert_eq!(resolve(&mut quiet, &packed, &offs), want);
+    assert!(quiet.warnings().is_empty(), "{:?}", quiet.warnings());
 }

@@ -81,7 +81,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "HOOD_DWARF_CACHE",
         shown: "DIR|off",
-        what: "where `hood report` and `hood annotate` keep decompressed copies of debug files whose DWARF is compressed (Debian's libc6-dbg and -dbgsym files), so that only the first report decompresses them (default $XDG_CACHE_HOME/hood/dwarf, else ~/.cache/hood/dwarf; at most 2 GiB, least recently used removed first; `off`: decompress on every report); must be a directory of the user hood runs as, not writable by others",
+        what: "where `hood report` and `hood annotate` keep decompressed copies of debug files whose DWARF is compressed (Debian's libc6-dbg and -dbgsym files), so that only the first report decompresses them (default $XDG_CACHE_HOME/hood/dwarf, else ~/.cache/hood/dwarf; at most 2 GiB, least recently used removed first; `off`: decompress on every report); must be a directory of the user hood runs as, not writable by others (a directory set here that is not is warned about; the default one is then skipped quietly)",
         values: Values::Any,
     },
     Var {
