@@ -312,9 +312,9 @@ mod tests {
             &argv(&[
                 "sh",
                 "-c",
-                "test \"$HOOD_PROC_TEST\" = yes && test -n \"$PATH\"",
+                "test \"$PROC_TEST_EXTRA\" = yes && test -n \"$PATH\"",
             ]),
-            &[("HOOD_PROC_TEST".into(), "yes".into())],
+            &[("PROC_TEST_EXTRA".into(), "yes".into())],
         )
         .unwrap();
         assert!(c.wait().unwrap().success());
@@ -376,7 +376,8 @@ mod tests {
         c.signal(Signal::KILL).unwrap();
     }
 
-    const HELPER_ENV: &str = "HOOD_PROC_TEST_RECORDER_PIDFILE";
+    /// Set (to the pid file) in the process that plays the recorder.
+    const HELPER_ENV: &str = "HOOD_PROC_TEST_INNER";
 
     /// Not a test on its own: run by `the_command_dies_when_its_recorder_is_killed` in a
     /// process of its own (this test binary, run again), it plays the recorder: starts

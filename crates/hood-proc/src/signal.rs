@@ -158,16 +158,17 @@ pub fn name(sig: i32) -> String {
 mod tests {
     use super::*;
 
-    /// Unless `env` is set (then `None`: this is that process), run the test `name` again in a
-    /// process of its own (this test binary, with `env` set), since it signals itself; its
-    /// output, once it passed.
-    fn in_own_process(name: &str, env: &str) -> Option<String> {
-        if std::env::var_os(env).is_some() {
+    /// Unless this is that process (`HOOD_PROC_TEST_INNER` names the test: then `None`), run
+    /// the test `name` again in a process of its own (this test binary), since it signals
+    /// itself; its output, once it passed.
+    fn in_own_process(name: &str) -> Option<String> {
+        const INNER: &str = "HOOD_PROC_TEST_INNER";
+        if std::env::var(INNER).is_ok_and(|v| v == name) {
             return None;
         }
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", &format!("signal::tests::{name}"), "--nocapture"])
-            .env(env, "1")
+            .env(INNER, name)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned()
@@ -180,7 +181,7 @@ mod tests {
     /// test binary again), since it signals itself.
     #[test]
     fn every_sigusr1_counts() {
-        if let Some(text) = in_own_process("every_sigusr1_counts", "HOOD_PROC_TEST_USR1") {
+        if let Some(text) = in_own_process("every_sigusr1_counts") {
             assert!(text.contains("toggles: 0 2 0"), "{text}");
             return;
         }
@@ -206,10 +207,7 @@ mod tests {
     /// (this test binary again), since it signals itself.
     #[test]
     fn a_stop_signal_is_forwarded_and_remembered() {
-        if let Some(text) = in_own_process(
-            "a_stop_signal_is_forwarded_and_remembered",
-            "HOOD_PROC_TEST_FORWARD",
-        ) {
+        if let Some(text) = in_own_process("a_stop_signal_is_forwarded_and_remembered") {
             assert!(text.contains("forwarded: SIGTERM"), "{text}");
             return;
         }

@@ -192,6 +192,12 @@ pub const VARS: &[Var] = &[
         what: "test suite: marks the child process of hood-perf's permission test",
         values: Values::Any,
     },
+    Var {
+        name: "HOOD_PROC_TEST_INNER",
+        shown: "(internal)",
+        what: "test suite: marks the copies of hood-proc's tests that run in a process of their own (they signal themselves or play a killed recorder)",
+        values: Values::Any,
+    },
 ];
 
 /// The exit statuses of hood, as (status, meaning).
