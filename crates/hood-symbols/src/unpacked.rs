@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -29,7 +29,7 @@ use object::read::elf::{FileHeader as _, SectionHeader as _};
 use object::read::ReadCache;
 use object::Endianness;
 
-use crate::cache::{cached_ok, my_uid, private_dir};
+use crate::cache::{cached_ok, my_uid, nofollow, private_dir};
 use crate::{hex, read_build_id};
 
 /// Default budget of the cache: the copies of a few dozen libraries' debug files.
@@ -44,6 +44,10 @@ const CHDR_SIZE: u64 = 24;
 const SHDR_SIZE: u64 = 64;
 /// Offset of `e_shoff` in the ELF64 header.
 const E_SHOFF: u64 = 0x28;
+/// Name prefix of copies being written.
+const TEMP_PREFIX: &str = ".unpacking-";
+/// A copy still being written after this long is one whose report was killed.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Where unpacked copies are kept and how much room they may take.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -269,7 +273,7 @@ impl Plan {
             return Err(io::Error::other("the file changed while it was read"));
         }
         let mut tmp = tempfile::Builder::new()
-            .prefix(".unpacking-")
+            .prefix(TEMP_PREFIX)
             .tempfile_in(dir)?;
         let out = tmp.as_file_mut();
         let copied = io::copy(&mut (&mut from).take(self.file_size), out)?;
@@ -335,31 +339,44 @@ fn align_up(v: u64, align: u64) -> u64 {
 
 /// Marks a copy as just used (the cache is trimmed least recently used first).
 fn touch(path: &Path) {
-    if let Ok(f) = fs::OpenOptions::new().write(true).open(path) {
+    if let Ok(f) = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nofollow())
+        .open(path)
+    {
         let _ = f.set_modified(SystemTime::now());
     }
 }
 
 /// Removes the least recently used copies in `dir` until they take at most `max_bytes`,
-/// never `keep`. Only regular files of this user named `*.debug` are counted or removed.
+/// never `keep`, and temporary files an hour old (left by a report that was killed while it
+/// wrote a copy). Only regular files of this user are counted or removed.
 fn trim(dir: &Path, max_bytes: u64, keep: &Path) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
-    let mut copies: Vec<(SystemTime, u64, PathBuf)> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".debug"))
-        .filter_map(|e| {
-            let m = fs::symlink_metadata(e.path()).ok()?;
-            (m.file_type().is_file() && m.uid() == my_uid()).then(|| {
-                (
-                    m.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-                    m.len(),
-                    e.path(),
-                )
-            })
-        })
-        .collect();
+    let mut copies: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+    for e in entries.filter_map(|e| e.ok()) {
+        let Ok(m) = fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if !m.file_type().is_file() || m.uid() != my_uid() {
+            continue;
+        }
+        let when = m.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(TEMP_PREFIX) {
+            let stale = SystemTime::now()
+                .duration_since(when)
+                .is_ok_and(|age| age > STALE_TEMP);
+            if stale {
+                let _ = fs::remove_file(e.path());
+            }
+        } else if name.ends_with(".debug") {
+            copies.push((when, m.len(), e.path()));
+        }
+    }
     let mut total: u64 = copies.iter().map(|c| c.1).fold(0, u64::saturating_add);
     copies.sort();
     for (_, len, path) in copies {

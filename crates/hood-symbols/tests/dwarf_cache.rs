@@ -184,6 +184,21 @@ fn lying_section_sizes_leave_no_copy_and_the_file_keeps_its_names() {
 fn the_cache_is_trimmed_to_its_budget_and_a_shared_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let cache = dir.path().join("cache");
+    // What a report killed while writing a copy left behind: removed once an hour old.
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let old_temp = cache.join(".unpacking-old");
+    let new_temp = cache.join(".unpacking-new");
+    for t in [&old_temp, &new_temp] {
+        std::fs::write(t, b"partial").unwrap();
+    }
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    std::fs::File::options()
+        .write(true)
+        .open(&old_temp)
+        .unwrap()
+        .set_modified(two_hours_ago)
+        .unwrap();
     let mut made: Vec<Vec<PathBuf>> = Vec::new();
     let mut budget = 1 << 30;
     for (i, n) in [1000, 2000].iter().enumerate() {
@@ -205,6 +220,8 @@ fn the_cache_is_trimmed_to_its_budget_and_a_shared_one_is_refused() {
         }
         made.push(now);
     }
+    assert!(!old_temp.exists(), "a stale temporary file is removed");
+    assert!(new_temp.exists(), "one being written now is kept");
     assert_eq!(made[0].len(), 1);
     assert_eq!(made[1].len(), 1, "the older copy is removed: {:?}", made[1]);
     assert_ne!(made[0], made[1]);
