@@ -30,7 +30,7 @@ use crate::HooksError;
 /// Events copied per read.
 const PIECE: u64 = 1 << 16;
 /// Events per EVENTS chunk at most.
-const CHUNK_EVENTS: usize = 1 << 20;
+const CHUNK_EVENTS: usize = hood_model::trace::MAX_EVENTS_PER_CHUNK;
 
 /// One thread of a streamed segment.
 struct StreamThread {

@@ -28,6 +28,10 @@ use serde::{Deserialize, Serialize};
 /// runtime's 8-byte event words, functions named by index into [`ProcessTrace::funcs`].
 pub const PAYLOAD_VERSION: u32 = 2;
 
+/// Most events a recorder puts in one EVENTS chunk. A report decodes a chunk at a time, so
+/// this bounds its memory: 262,144 events decode to ~8 MB.
+pub const MAX_EVENTS_PER_CHUNK: usize = 1 << 18;
+
 /// How the trace was recorded (chunk META).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceMeta {

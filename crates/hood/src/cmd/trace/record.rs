@@ -339,10 +339,11 @@ fn finish<W: std::io::Write>(
         w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
     }
     for t in events.iter().filter(|t| !t.words.is_empty()) {
-        // Split very long threads so no chunk exceeds the container's payload limit; each
-        // part carries the full timestamp of the event before it as its anchor.
+        // Split long threads so a report decodes a bounded number of events at a time (and
+        // no chunk exceeds the container's payload limit); each part carries the full
+        // timestamp of the event before it as its anchor.
         let mut anchor = t.anchor_ticks;
-        for part in t.words.chunks(1 << 20) {
+        for part in t.words.chunks(hood_model::trace::MAX_EVENTS_PER_CHUNK) {
             let (payload, last) = encode_words(t.pid, t.tid, t.start_mono_ns, anchor, part);
             w.write_chunk(tags::trace::EVENTS, &payload, true)?;
             anchor = last;
