@@ -211,15 +211,20 @@ fn decode_labeled(view: &crate::labels::LabeledView<'_>) -> proto::Profile {
     proto::Profile::decode(&bytes[..]).expect("valid profile.proto")
 }
 
-#[test]
-fn labeled_samples_carry_their_charge() {
+/// The charges of `small_profile`'s samples: 6 work60 and 1 work10 for pid 7, 1 kernel
+/// sample (block completion done for pid 7), 1 idle.
+fn small_profile_charges() -> Vec<hood_model::labels::Charge> {
     use hood_model::labels::{AsyncKind, Charge};
-    let prof = small_profile();
-    // 6 work60, 1 work10, 1 kernel (block completion done for pid 7), 1 idle.
     let mut charges = vec![Charge::Sync(7); 7];
     charges.push(Charge::Async(7, AsyncKind::Block));
     charges.push(Charge::Idle);
-    let l = labeled(charges);
+    charges
+}
+
+#[test]
+fn labeled_samples_carry_their_charge() {
+    let prof = small_profile();
+    let l = labeled(small_profile_charges());
     let mut view = crate::labels::LabeledView {
         prof: &prof,
         labeled: &l,
@@ -315,10 +320,8 @@ fn profile_with_inlined_locations() -> Profile {
 fn labeled_pprof_keeps_inlined_functions_as_lines_of_their_location() {
     use hood_model::labels::{AsyncKind, Charge};
     let prof = profile_with_inlined_locations();
-    // 6 work60 (with sq inlined), 1 work10, 1 kernel, 1 idle, then the softirq sample.
-    let mut charges = vec![Charge::Sync(7); 7];
-    charges.push(Charge::Async(7, AsyncKind::Block));
-    charges.push(Charge::Idle);
+    // `small_profile`'s samples (work60 with sq inlined), then the softirq sample.
+    let mut charges = small_profile_charges();
     charges.push(Charge::Async(7, AsyncKind::NetRx));
     let l = labeled(charges);
     let view = crate::labels::LabeledView {
