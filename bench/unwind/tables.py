@@ -45,6 +45,28 @@ def median(xs):
     return statistics.median(xs) if xs else None
 
 
+def paired_overhead(order, by):
+    """hood's workload CPU minus perf's, paired within each round (the two runs of a round share
+    the machine's state), as % of the round's run without a profiler. A mean whose interval
+    (mean ± 2 standard errors) contains 0 means the two overheads cannot be told apart."""
+    print("\n== workload overhead, hood minus perf dwarf, paired per round: % of the workload's CPU "
+          "without a profiler  (hood <= perf when the interval's upper end is <= ~0)")
+    print(f"{'workload':30} {'median':>8} {'mean':>8} {'± 2 SE':>8} {'hood<=perf':>11}")
+    for wl in order:
+        plain = {r["round"]: num(r["wl_cpu_s"]) for r in by.get((wl, "plain"), [])}
+        perf = {r["round"]: num(r["wl_cpu_s"]) for r in by.get((wl, "perf"), [])}
+        d = [100 * (num(r["wl_cpu_s"]) - perf[r["round"]]) / plain[r["round"]]
+             for r in by.get((wl, "hood"), [])
+             if plain.get(r["round"], 0) > 0 and perf.get(r["round"], 0) > 0]
+        d = [x for x in d if x == x]
+        if len(d) < 2:
+            continue
+        se = statistics.stdev(d) / len(d) ** 0.5
+        wins = sum(1 for x in d if x <= 0)
+        print(f"{NAMES.get(wl, wl):30} {statistics.median(d):>+8.2f} {statistics.mean(d):>+8.2f} "
+              f"{2 * se:>8.2f} {wins:>5}/{len(d):<5}")
+
+
 def main():
     runs = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
     order = []
@@ -107,6 +129,7 @@ def main():
     table("workload overhead at -F 999: % more workload CPU than without a profiler "
           "(median of per-round differences)", agg(overhead), "+.1f", "target: hood <= perf; "
           "ratios of small noisy numbers mean little")
+    paired_overhead(order, by)
 
     rep = list(csv.DictReader(open(sys.argv[2]), delimiter="\t"))
     if rep:
