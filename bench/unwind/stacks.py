@@ -9,7 +9,8 @@ holds a frame marked `[truncated…` by hood).
   stacks.py samply COMM FILE.json.gz  (samply --save-only profile; symbols from its
                                        FILE.json.syms.json sidecar when present)
 A stack is complete when one of its frames is the program's entry: main, the libc start
-functions, _start, or CPython's Py_BytesMain (see README.md). Frames are compared by name,
+functions, _start (ld.so's _dl_start_user while it runs constructors), or CPython's
+Py_BytesMain (see README.md). Frames are compared by name,
 with perf's/hood's decorations (`@@GLIBC_2.34`, `_[k]`, ` (inlined)`) and leading underscores
 stripped (samply 0.13's sidecar drops one: `start`, `_libc_start_call_main`).
 """
@@ -19,7 +20,7 @@ import json
 import re
 import sys
 
-ENTRY = {"main", "start", "libc_start_main", "libc_start_main_impl",
+ENTRY = {"main", "start", "dl_start_user", "libc_start_main", "libc_start_main_impl",
          "libc_start_main_alias_2", "libc_start_call_main", "Py_BytesMain"}
 
 
