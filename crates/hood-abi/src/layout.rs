@@ -254,7 +254,11 @@ pub struct ThreadHeader {
     /// on its own cache line).
     pub trace_read: AtomicU64,
     /// Reserved.
-    pub _reserved: [u64; 7],
+    pub _reserved: [u64; 6],
+    /// Timestamp of the thread's latest `longjmp` (seen by the runtime's wrappers of the
+    /// longjmp family; 0: none seen). The frames that jump leaves are closed at this time, so
+    /// the time until the program's next hook is the surviving frame's. Owner thread only.
+    pub jump_ticks: AtomicU64,
 }
 
 /// One open call on a thread's stack (32 bytes).
@@ -393,6 +397,7 @@ const _: () = {
     assert!(offset_of!(ThreadHeader, last_ticks) == 32);
     assert!(offset_of!(ThreadHeader, mismatched) == 48);
     assert!(offset_of!(ThreadHeader, reset_ticks) == 64);
+    assert!(offset_of!(ThreadHeader, jump_ticks) == 184);
     assert!(FRAME_SIZE == 40);
     assert!(offset_of!(Frame, entry_ticks) == 16);
     assert!(offset_of!(Frame, sp) == 32);

@@ -140,14 +140,18 @@ pub unsafe fn enter(s: &Slot, func: u64) {
     }
     let sp = stack_pointer();
     // Frames below the current stack pointer were unwound without exit hooks (longjmp).
-    while d > 0 {
-        let top = &*s.frame(d - 1);
+    let mut keep = d;
+    while keep > 0 {
+        let top = &*s.frame(keep - 1);
         if top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW {
-            d -= 1;
-            mismatch(s, 1);
+            keep -= 1;
         } else {
             break;
         }
+    }
+    if keep < d {
+        close_unwound(s, keep, d);
+        d = keep;
     }
     let (node, flags) = if d == 0 {
         lookup(s, NO_PARENT, func)
@@ -206,7 +210,7 @@ pub unsafe fn exit(s: &Slot, func: u64) {
             t.busy = 0;
             return;
         }
-        mismatch(s, (d - k) as u64);
+        close_unwound(s, k, d);
         d = k;
     }
     let f = &*s.frame(d - 1);
@@ -263,6 +267,49 @@ unsafe fn folded_parent(s: &Slot) -> u32 {
     } else {
         NO_PARENT
     }
+}
+
+/// Close the frames `keep..d`, left without running their exit hooks (longjmp, or an
+/// exception through code without cleanups), as if each had returned when the program left
+/// them: at the thread's latest `longjmp` when the runtime saw one after the last hook (see
+/// `interpose`), else at the last hook, the latest moment the program surely still ran in
+/// them. Each gets its own time and is added to its parent's child time as [`exit`] does, so
+/// the frame that survives (`keep - 1`, e.g. the one that called setjmp) is charged only for
+/// the time after that moment, when the program ran on in it. (Before, it was charged for the
+/// whole unwound subtree, whose completed calls had already been counted: own times summed to
+/// more than the run.) Counted as mismatched exits.
+/// Caller guarantees `s` points at this thread's initialised slot and `keep <= d <= depth`.
+#[cold]
+#[inline(never)]
+unsafe fn close_unwound(s: &Slot, keep: u32, d: u32) {
+    let h = &*s.h;
+    let t = &*s.t;
+    let last = t.last_ticks.load(Ordering::Relaxed);
+    let jump = t.jump_ticks.load(Ordering::Relaxed);
+    let at = if jump > last { jump } else { last };
+    let mut i = d;
+    while i > keep {
+        i -= 1;
+        let f = &*s.frame(i);
+        // A frame entered after `at` cannot exist (every hook stores its time there), but a
+        // reset re-times open frames to the reset: such a frame is closed with no time.
+        let elapsed = at.saturating_sub(f.entry_ticks);
+        let own = elapsed
+            .saturating_sub(f.deeper_ticks)
+            .saturating_sub(h.comp_self_ticks);
+        let n = &mut *s.nodes().add(f.node as usize);
+        n.own_ticks = n.own_ticks.wrapping_add(own);
+        if i > 0 {
+            let p = &mut *s.frame(i - 1);
+            let comp = if f.flags & FRAME_SLOW != 0 {
+                h.comp_child_slow_ticks
+            } else {
+                h.comp_child_ticks
+            };
+            p.deeper_ticks = p.deeper_ticks.wrapping_add(elapsed).wrapping_add(comp);
+        }
+    }
+    mismatch(s, u64::from(d - keep));
 }
 
 #[cold]

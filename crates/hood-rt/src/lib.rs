@@ -17,6 +17,7 @@ mod config;
 mod filter;
 mod hook;
 mod index;
+mod interpose;
 mod runtime;
 mod segment;
 mod tls;

@@ -138,6 +138,7 @@ fn init_process() -> Option<bool> {
         HOOKS.store(hooks, Ordering::Relaxed);
     }
     SEG.store(h, Ordering::Release);
+    crate::interpose::resolve_all();
     // SAFETY: registering handlers with valid extern "C" functions; key storage is local.
     unsafe {
         let mut key: libc::pthread_key_t = 0;

@@ -267,6 +267,83 @@ fn longjmp_out_of_nested_calls_is_repaired() {
     assert!(w.contains("30 exits did not match"), "{w}");
 }
 
+/// Own milliseconds per function (the last element of each path), summed over its paths.
+fn own_ms_of(p: &Value, func: &str) -> f64 {
+    rows(p)
+        .iter()
+        .filter(|r| r.0.rsplit(' ').next() == Some(func))
+        .map(|r| r.3)
+        .sum()
+}
+
+#[test]
+fn frames_left_by_longjmp_keep_their_own_time() {
+    // catcher() setjmps, dive() recurses 65 calls deep, burn() spins 40 ms at the bottom and
+    // longjmps back to catcher(); then shallow() spins 40 ms. Five rounds.
+    // Built plain (longjmp) and with _FORTIFY_SOURCE (__longjmp_chk), as distributions build.
+    let d = tmp();
+    let plain = build_c("calls_longjmp_time", d.path(), &[]);
+    let fortified = d.path().join("fortified");
+    std::fs::create_dir(&fortified).unwrap();
+    let fortified = instrumented(
+        "calls_longjmp_time",
+        &fortified,
+        &["-D_FORTIFY_SOURCE=2"],
+        &[],
+    );
+    for exe in [plain, fortified] {
+        longjmp_own_times_add_up(d.path(), &exe);
+    }
+}
+
+fn longjmp_own_times_add_up(dir: &Path, exe: &Path) {
+    let data = calls_run(dir, &[exe.to_str().unwrap(), "40", "5"], &[]);
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    let calls = |f: &str| -> u64 {
+        rows(p)
+            .iter()
+            .filter(|r| r.0.rsplit(' ').next() == Some(f))
+            .map(|r| r.2)
+            .sum()
+    };
+    assert_eq!(
+        (
+            calls("catcher"),
+            calls("dive"),
+            calls("burn"),
+            calls("shallow")
+        ),
+        (5, 325, 5, 5),
+        "{:?}",
+        rows(p)
+    );
+    let w = p["warnings"].to_string();
+    assert!(w.contains("330 exits did not match"), "{w}");
+    let (burn, shallow, catcher) = (
+        own_ms_of(p, "burn"),
+        own_ms_of(p, "shallow"),
+        own_ms_of(p, "catcher"),
+    );
+    let total: f64 = rows(p).iter().map(|r| r.3).sum();
+    eprintln!("own ms: burn {burn:.1} shallow {shallow:.1} catcher {catcher:.1} all {total:.1}");
+    // burn's spin is burn's own time, not the setjmp frame's; the two spins are equal.
+    assert!(
+        catcher < 0.2 * burn,
+        "the setjmp frame was charged for the unwound frames: catcher {catcher} ms, burn {burn} ms"
+    );
+    assert!(
+        (0.5..2.0).contains(&(burn / shallow)),
+        "burn {burn} vs shallow {shallow}"
+    );
+    // Nothing is counted twice: own times add up to the two spins and a little more.
+    assert!(
+        total < 1.25 * (burn + shallow),
+        "own times sum to {total} ms for {} ms of spinning",
+        burn + shallow
+    );
+}
+
 #[test]
 fn tiny_limits_set_overrun_flags_and_program_keeps_running() {
     let d = tmp();
