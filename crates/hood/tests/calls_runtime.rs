@@ -701,3 +701,171 @@ fn build_c(name: &str, dir: &Path, libs: &[&str]) -> PathBuf {
         libs,
     )
 }
+
+/// The Lua 5.4 sources of the lua-src crate (a dev-dependency, so cargo has them).
+fn lua_sources() -> PathBuf {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(common::repo())
+        .output()
+        .expect("cargo metadata");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("metadata json");
+    let manifest = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "lua-src")
+        .and_then(|p| p["manifest_path"].as_str())
+        .expect("lua-src in cargo metadata");
+    Path::new(manifest).parent().unwrap().join("lua-5.4.7")
+}
+
+/// A Lua 5.4.7 interpreter built from those sources with -O2 -g -finstrument-functions, with
+/// bench/trace/lua_main.c as its main (runs SCRIPT with ARG set). Its two sources of chance are
+/// fixed, so two runs make the same calls: the string-hash seed (time and addresses) and
+/// table.sort's pivot (clock and time).
+fn build_lua(dir: &Path) -> PathBuf {
+    let src = lua_sources();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&src)
+        .expect("lua sources")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    files.sort();
+    files.push(common::repo().join("bench/trace/lua_main.c"));
+    let exe = dir.join("lua");
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-finstrument-functions", "-DLUA_USE_LINUX"])
+        .args(["-Dluai_makeseed(L)=0u", "-Dl_randomizePivot()=0u"])
+        .arg("-I")
+        .arg(&src)
+        .args(&files)
+        .arg("-o")
+        .arg(&exe)
+        .args(["-lm", "-ldl"])
+        .status()
+        .expect("gcc");
+    assert!(st.success(), "building Lua from {}", src.display());
+    exe
+}
+
+/// Calls per function name of the independent counter's output, named with `nm`.
+fn counted_calls(exe: &Path, counts: &Path) -> std::collections::HashMap<String, u64> {
+    let nm = Command::new("nm")
+        .args(["--defined-only"])
+        .arg(exe)
+        .output()
+        .expect("nm");
+    let mut names = std::collections::HashMap::new();
+    for line in String::from_utf8_lossy(&nm.stdout).lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let [addr, kind, name] = f[..] {
+            if matches!(kind, "t" | "T") {
+                names.insert(u64::from_str_radix(addr, 16).unwrap(), name.to_string());
+            }
+        }
+    }
+    let text = std::fs::read_to_string(counts).expect("counter output");
+    assert!(
+        !text.contains("table full"),
+        "the counter's table overflowed"
+    );
+    let mut calls = std::collections::HashMap::new();
+    for line in text.lines() {
+        let (off, n) = line.split_once(' ').expect("OFFSET COUNT");
+        let off = u64::from_str_radix(off, 16).unwrap();
+        let name = names
+            .get(&off)
+            .unwrap_or_else(|| panic!("no symbol at {off:#x}"));
+        *calls.entry(name.clone()).or_insert(0) += n.parse::<u64>().unwrap();
+    }
+    calls
+}
+
+#[test]
+fn lua_errors_keep_every_call_and_honest_own_times() {
+    // Lua's errors are longjmps out of luaD_throw, past up to ~1,500 traced C frames (errors.lua
+    // recurses through pcall). Every function's calls must equal those of an independent counter
+    // preloaded into the same binary, and own times must add up to no more than the run: the
+    // frame that called setjmp (luaD_rawrunprotected) used to be charged for all unwound frames.
+    let d = tmp();
+    let lua = build_lua(d.path());
+    let script = common::repo().join("tests/lua/errors.lua");
+    let counter = instrumented("count_hooks", d.path(), &["-shared", "-fPIC"], &["-ldl"]);
+    let counts = d.path().join("counts.txt");
+    let out = Command::new(&lua)
+        .arg(&script)
+        .arg("2000")
+        .env("LD_PRELOAD", &counter)
+        .env("COUNT_HOOKS_OUT", &counts)
+        .output()
+        .expect("lua under the counter");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8_lossy(&out.stdout).to_string();
+    let thrown: u64 = printed.split_whitespace().next().unwrap().parse().unwrap();
+    let expected = counted_calls(&lua, &counts);
+    assert_eq!(expected.get("luaD_throw"), Some(&thrown), "{printed}");
+
+    let started = std::time::Instant::now();
+    // Paths past 1,024 functions are folded (their calls kept): the warning shows the errors
+    // were thrown that deep.
+    let data = calls_run(
+        d.path(),
+        &[lua.to_str().unwrap(), script.to_str().unwrap(), "2000"],
+        &[("HOOD_MAX_PATH_LEN", "1024")],
+    );
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    let doc = report_json(&data, &[]);
+    let p = &doc["processes"][0];
+    let mut got: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    for (path, _, calls, _) in rows(p) {
+        let f = path.rsplit(' ').next().unwrap().to_string();
+        *got.entry(f).or_insert(0) += calls;
+    }
+    let mut differ: Vec<String> = expected
+        .iter()
+        .filter(|(f, n)| got.get(*f) != Some(n))
+        .map(|(f, n)| format!("{f}: counter {n}, hood {:?}", got.get(f)))
+        .collect();
+    differ.sort();
+    assert!(
+        differ.is_empty(),
+        "{} functions differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+    assert_eq!(
+        got.values().sum::<u64>(),
+        expected.values().sum::<u64>(),
+        "hood has functions the counter never saw"
+    );
+    let w = p["warnings"].to_string();
+    assert!(w.contains("exits did not match"), "{w}");
+    assert!(w.contains("grew longer than 1024 functions"), "{w}");
+
+    let total: f64 = rows(p).iter().map(|r| r.3).sum();
+    let protected = own_ms_of(p, "luaD_rawrunprotected");
+    eprintln!(
+        "{} calls; own ms: all {total:.1}, luaD_rawrunprotected {protected:.1}; run {wall_ms:.1} ms",
+        got.values().sum::<u64>()
+    );
+    assert!(
+        total <= wall_ms,
+        "own times sum to {total:.1} ms in a {wall_ms:.1} ms run"
+    );
+    assert!(
+        protected < 0.1 * total,
+        "luaD_rawrunprotected owns {protected:.1} of {total:.1} ms"
+    );
+}
