@@ -8,7 +8,7 @@ use std::fs::{self, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::buildid::build_id_of_file;
+use crate::elfread::build_id_of_file;
 
 /// `O_NOFOLLOW`: open the file itself, never what a symlink points to.
 pub(crate) fn nofollow() -> i32 {

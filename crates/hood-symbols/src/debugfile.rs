@@ -14,14 +14,14 @@
 
 use std::fs::File;
 use std::io::Read as _;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use object::elf::{FileHeader64, SHT_NOBITS};
-use object::read::elf::{FileHeader as _, SectionHeader as _};
+use object::elf::{PT_LOAD, SHT_NOBITS};
+use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 use object::read::ReadCache;
 use object::Endianness;
 
+use crate::elfread::{sections64, Elf64};
 use crate::{hex, read_build_id};
 
 /// Larger `.gnu_debuglink` sections are not debug links.
@@ -29,7 +29,6 @@ const MAX_DEBUGLINK: u64 = 4096;
 /// Larger files are not read to check a debug link's CRC.
 const MAX_DEBUG_FILE: u64 = 16 << 30;
 
-const PT_LOAD: u32 = 1;
 /// More program headers than any real binary has.
 const MAX_PHDRS: usize = 512;
 
@@ -128,15 +127,13 @@ pub(crate) fn debug_link_path(
 /// The file name and CRC-32 of the `.gnu_debuglink` section of a 64-bit ELF file.
 fn read_debuglink(path: &Path) -> Option<(String, u32)> {
     let data = ReadCache::new(File::open(path).ok()?);
-    let header = FileHeader64::<Endianness>::parse(&data).ok()?;
-    let endian = header.endian().ok()?;
-    let sections = header.sections(endian, &data).ok()?;
-    let (_, sec) = sections.section_by_name(endian, b".gnu_debuglink")?;
-    let (_, size) = sec.file_range(endian)?;
+    let elf = sections64(&data).ok()?;
+    let (_, sec) = elf.table.section_by_name(elf.endian, b".gnu_debuglink")?;
+    let (_, size) = sec.file_range(elf.endian)?;
     if size > MAX_DEBUGLINK {
         return None;
     }
-    parse_debuglink(sec.data(endian, &data).ok()?, endian)
+    parse_debuglink(sec.data(elf.endian, &data).ok()?, elf.endian)
 }
 
 /// `NAME\0`, padding to a multiple of 4, the CRC in the file's byte order. Only plain file
@@ -181,48 +178,32 @@ pub(crate) fn has_dwarf(path: &Path) -> bool {
         return false;
     };
     let data = ReadCache::new(file);
-    let Ok(header) = FileHeader64::<Endianness>::parse(&data) else {
+    let Ok(elf) = sections64(&data) else {
         return false;
     };
-    let Ok(endian) = header.endian() else {
-        return false;
-    };
-    let Ok(sections) = header.sections(endian, &data) else {
-        return false;
-    };
-    sections
-        .section_by_name(endian, b".debug_info")
-        .is_some_and(|(_, s)| s.sh_type(endian) != SHT_NOBITS && s.sh_size(endian) > 0)
+    elf.table
+        .section_by_name(elf.endian, b".debug_info")
+        .is_some_and(|(_, s)| s.sh_type(elf.endian) != SHT_NOBITS && s.sh_size(elf.endian) > 0)
 }
 
-/// The `PT_LOAD` headers of a 64-bit little-endian ELF file; `None` for anything else
-/// or anything truncated.
+/// The `PT_LOAD` headers of a 64-bit ELF file; `None` for anything else, anything
+/// truncated, or more program headers than any real binary has.
 fn read_loads(path: &Path) -> Option<Vec<Load>> {
-    let f = File::open(path).ok()?;
-    let mut eh = [0u8; 64];
-    f.read_exact_at(&mut eh, 0).ok()?;
-    // 64-bit (class 2), little-endian (data 1).
-    if &eh[..4] != b"\x7fELF" || eh[4] != 2 || eh[5] != 1 {
+    let data = ReadCache::new(File::open(path).ok()?);
+    let header = Elf64::parse(&data).ok()?;
+    let endian = header.endian().ok()?;
+    if header.phnum(endian, &data).ok()? > MAX_PHDRS {
         return None;
     }
-    let u16_at = |b: &[u8], o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
-    let u32_at = |b: &[u8], o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap_or([0; 4]));
-    let u64_at = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
-    let phoff = u64_at(&eh, 0x20);
-    let phentsize = usize::from(u16_at(&eh, 0x36));
-    let phnum = usize::from(u16_at(&eh, 0x38));
-    if phentsize < 56 || phnum == 0 || phnum > MAX_PHDRS {
-        return None;
-    }
-    let mut table = vec![0u8; phentsize * phnum];
-    f.read_exact_at(&mut table, phoff).ok()?;
-    let loads: Vec<Load> = table
-        .chunks_exact(phentsize)
-        .filter(|p| u32_at(p, 0) == PT_LOAD)
+    let loads: Vec<Load> = header
+        .program_headers(endian, &data)
+        .ok()?
+        .iter()
+        .filter(|p| p.p_type(endian) == PT_LOAD)
         .map(|p| Load {
-            offset: u64_at(p, 8),
-            vaddr: u64_at(p, 16),
-            filesz: u64_at(p, 32),
+            offset: p.p_offset(endian),
+            vaddr: p.p_vaddr(endian),
+            filesz: p.p_filesz(endian),
         })
         .collect();
     (!loads.is_empty()).then_some(loads)

@@ -6,11 +6,11 @@
 use std::fs::File;
 use std::path::Path;
 
-use object::elf::{FileHeader64, SHN_UNDEF, SHT_DYNSYM, SHT_SYMTAB, STT_FUNC, STT_GNU_IFUNC};
-use object::read::elf::{FileHeader as _, SectionHeader as _, Sym as _, SymbolTable};
+use object::elf::{SHN_UNDEF, SHT_DYNSYM, SHT_SYMTAB, STT_FUNC, STT_GNU_IFUNC};
+use object::read::elf::{SectionHeader as _, Sym as _, SymbolTable};
 use object::read::ReadCache;
-use object::Endianness;
 
+use crate::elfread::sections64;
 use crate::SymbolError;
 
 /// One function symbol of an ELF file.
@@ -40,12 +40,8 @@ pub fn function_symbols(path: &Path) -> Result<Vec<FunctionSymbol>, SymbolError>
 }
 
 fn read(data: &ReadCache<File>) -> Result<Vec<FunctionSymbol>, &'static str> {
-    let header =
-        FileHeader64::<Endianness>::parse(data).map_err(|_| "not a 64-bit ELF file header")?;
-    let endian = header.endian().map_err(|_| "unknown byte order")?;
-    let sections = header
-        .sections(endian, data)
-        .map_err(|_| "section headers outside the file")?;
+    let elf = sections64(data)?;
+    let (endian, sections) = (elf.endian, elf.table);
     let mut out = Vec::new();
     for (index, section) in sections.enumerate() {
         if !matches!(section.sh_type(endian), SHT_SYMTAB | SHT_DYNSYM) {

@@ -29,12 +29,12 @@
 //! [`Symbolizer::warnings`].
 #![forbid(unsafe_code)]
 
-mod buildid;
 mod cache;
 mod debugfile;
 mod debuginfod;
 mod demangle;
 mod elf;
+mod elfread;
 mod error;
 mod funcs;
 mod plt;
@@ -46,10 +46,10 @@ mod unpacked;
 use std::fmt;
 use std::path::PathBuf;
 
-pub use buildid::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use debugfile::debug_file_path;
 pub use debuginfod::DebuginfodConfig;
 pub use demangle::{demangle, demangle_short};
+pub use elfread::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use error::SymbolError;
 pub use funcs::{function_symbols, FunctionSymbol};
 pub use symbolizer::Symbolizer;

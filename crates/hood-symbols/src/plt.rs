@@ -9,11 +9,12 @@
 use std::fs::File;
 use std::path::Path;
 
-use object::elf::{FileHeader64, EM_AARCH64, EM_X86_64};
+use object::elf::{EM_AARCH64, EM_X86_64};
 use object::read::elf::{FileHeader as _, SectionHeader as _, Sym as _};
 use object::read::ReadCache;
-use object::{Endianness, SectionIndex};
+use object::SectionIndex;
 
+use crate::elfread::sections64;
 use crate::Sym;
 
 /// One PLT section: file range, header (PLT0) size, stub size and the first relocation index.
@@ -64,16 +65,15 @@ impl Plt {
 }
 
 fn read_elf(data: &ReadCache<File>) -> Option<Plt> {
-    let header = FileHeader64::<Endianness>::parse(data).ok()?;
-    let endian = header.endian().ok()?;
-    let machine = header.e_machine(endian);
+    let elf = sections64(data).ok()?;
+    let (endian, sections) = (elf.endian, elf.table);
+    let machine = elf.header.e_machine(endian);
     // (PLT0 size, stub size) of `.plt`; `.plt.sec` has no PLT0.
     let plt0 = match machine {
         EM_X86_64 => 16,
         EM_AARCH64 => 32,
         _ => return None,
     };
-    let sections = header.sections(endian, data).ok()?;
     let (_, rela_plt) = sections.section_by_name(endian, b".rela.plt")?;
     let (relocs, link) = rela_plt.rela(endian, data).ok()??;
     let symbols = sections

@@ -24,22 +24,17 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use object::elf::{FileHeader64, SHF_COMPRESSED, SHT_NOBITS};
+use object::elf::{ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD, SHF_COMPRESSED, SHT_NOBITS};
 use object::read::elf::{FileHeader as _, SectionHeader as _};
 use object::read::ReadCache;
 use object::Endianness;
 
 use crate::cache::{cached_ok, my_uid, nofollow, private_dir};
+use crate::elfread::sections64;
 use crate::{hex, read_build_id};
 
 /// Default budget of the cache: the copies of a few dozen libraries' debug files.
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
-/// `ELFCOMPRESS_ZLIB`.
-const COMPRESS_ZLIB: u32 = 1;
-/// `ELFCOMPRESS_ZSTD`.
-const COMPRESS_ZSTD: u32 = 2;
-/// Size of `Elf64_Chdr`.
-const CHDR_SIZE: u64 = 24;
 /// Size of `Elf64_Shdr`.
 const SHDR_SIZE: u64 = 64;
 /// Offset of `e_shoff` in the ELF64 header.
@@ -204,18 +199,13 @@ impl Plan {
         let f = File::open(path)?;
         let file_size = f.metadata()?.len();
         let cache = ReadCache::new(&f);
-        let Ok(header) = FileHeader64::<Endianness>::parse(&cache) else {
+        let Ok(elf) = sections64(&cache) else {
             return Ok(None);
         };
-        let Ok(endian) = header.endian() else {
-            return Ok(None);
-        };
+        let (header, endian, table) = (elf.header, elf.endian, elf.table);
         if endian != Endianness::Little || header.e_shentsize(endian) as u64 != SHDR_SIZE {
             return Ok(None);
         }
-        let Ok(table) = header.sections(endian, &cache) else {
-            return Ok(None);
-        };
         let mut sections = Vec::new();
         let mut end = file_size;
         for (index, sh) in table.iter().enumerate() {
@@ -229,24 +219,24 @@ impl Plan {
             if !name.starts_with(b".debug") {
                 continue;
             }
-            let (offset, size) = (sh.sh_offset(endian), sh.sh_size(endian));
-            if size < CHDR_SIZE || offset.checked_add(size).is_none_or(|e| e > file_size) {
+            // The compression header, and the compressed bytes after it within the file.
+            let Ok(Some((chdr, offset, size))) = sh.compression(endian, &cache) else {
+                return Ok(None);
+            };
+            if offset.checked_add(size).is_none_or(|e| e > file_size) {
                 return Ok(None);
             }
-            let mut chdr = [0u8; CHDR_SIZE as usize];
-            f.read_exact_at(&mut chdr, offset)?;
-            let kind = u32::from_le_bytes(chdr[0..4].try_into().unwrap_or_default());
-            let unpacked = u64::from_le_bytes(chdr[8..16].try_into().unwrap_or_default());
-            let align = u64::from_le_bytes(chdr[16..24].try_into().unwrap_or_default());
-            if kind != COMPRESS_ZLIB && kind != COMPRESS_ZSTD {
+            let kind = chdr.ch_type.get(endian);
+            let unpacked = chdr.ch_size.get(endian);
+            if kind != ELFCOMPRESS_ZLIB && kind != ELFCOMPRESS_ZSTD {
                 return Ok(None);
             }
-            let align = align.clamp(1, 4096);
+            let align = chdr.ch_addralign.get(endian).clamp(1, 4096);
             end = align_up(end, align).saturating_add(unpacked);
             sections.push(Packed {
                 index,
-                offset: offset + CHDR_SIZE,
-                size: size - CHDR_SIZE,
+                offset,
+                size,
                 kind,
                 unpacked,
                 align,
@@ -288,7 +278,7 @@ impl Plan {
             from.seek(SeekFrom::Start(s.offset))?;
             let packed = (&mut from).take(s.size);
             let n = match s.kind {
-                COMPRESS_ZLIB => {
+                ELFCOMPRESS_ZLIB => {
                     copy_exact(flate2::read::ZlibDecoder::new(packed), s.unpacked, out)?
                 }
                 _ => copy_exact(zstd::stream::read::Decoder::new(packed)?, s.unpacked, out)?,
