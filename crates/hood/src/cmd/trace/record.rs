@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use hood_format::{tags, FileKind, Writer};
 use hood_model::trace::{
-    encode_words, IrqDecoder, IrqMeta, IrqTracepointMeta, ProcessTrace, TraceMeta, PAYLOAD_VERSION,
+    encode_raw, IrqDecoder, IrqMeta, IrqTracepointMeta, ProcessTrace, TraceMeta, PAYLOAD_VERSION,
 };
 use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
 
@@ -344,8 +344,8 @@ fn finish<W: std::io::Write>(
         // timestamp of the event before it as its anchor.
         let mut anchor = t.anchor_ticks;
         for part in t.words.chunks(hood_model::trace::MAX_EVENTS_PER_CHUNK) {
-            let (payload, last) = encode_words(t.pid, t.tid, t.start_mono_ns, anchor, part);
-            w.write_chunk(tags::trace::EVENTS, &payload, true)?;
+            let (payload, last) = encode_raw(t.pid, t.tid, t.start_mono_ns, anchor, part);
+            w.write_chunk(tags::trace::EVENTS, &payload, false)?;
             anchor = last;
         }
     }
