@@ -42,7 +42,7 @@ pub struct RecordArgs {
     #[arg(short, long, default_value = "hood-trace.data")]
     pub output: PathBuf,
     /// Events per thread buffer (8 bytes each). Streaming (the default) needs only a ring the
-    /// recorder empties while the program runs: 4194304 events; with --full, the whole trace
+    /// recorder empties while the program runs: 1048576 events; with --full, the whole trace
     /// of a thread must fit: 8388608 (memory is used only as events are written).
     #[arg(long)]
     pub buffer: Option<u64>,

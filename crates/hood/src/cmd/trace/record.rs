@@ -16,7 +16,7 @@ use super::{FullArg, RecordArgs};
 pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let buffer = a
         .buffer
-        .unwrap_or(if a.full.is_some() { 1 << 23 } else { 1 << 22 });
+        .unwrap_or(if a.full.is_some() { 1 << 23 } else { 1 << 20 });
     if !(16..=1 << 30).contains(&buffer) {
         bail!("--buffer {buffer} is out of range: use 16 to 1073741824 events per thread");
     }
