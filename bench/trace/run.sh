@@ -10,6 +10,8 @@
 # separately, as is the end-to-end total (recorder + program) that uftrace is compared on too.
 # Every configuration runs once per round, rounds interleave them, and the medians are printed,
 # with the load average before and after: on a shared VM the figures move with the load.
+# HOOD_BEFORE=DIR adds the `hood` and `libhood_rt.so` in DIR (another build, e.g. main's) to the
+# same interleaved rounds, for before/after figures measured in one run.
 set -eu
 N=${1:-30}
 ROUNDS=${2:-7}
@@ -26,9 +28,9 @@ gcc -O2 "$HERE/../calls/fib.c" -o "$WORK/fib_plain"
 gcc -O2 "$HERE/cpu_of.c" -o "$WORK/cpu_of"
 command -v uftrace >/dev/null && UFTRACE=1 || UFTRACE=0
 
-python3 - "$N" "$ROUNDS" "$WORK" "$HOOD" "$HOOD_RT_LIB" "$UFTRACE" <<'PY'
+python3 - "$N" "$ROUNDS" "$WORK" "$HOOD" "$HOOD_RT_LIB" "$UFTRACE" "${HOOD_BEFORE:-}" <<'PY'
 import os, re, subprocess, sys, statistics, glob, shutil
-n, rounds, work, hood, lib, uft = sys.argv[1:]
+n, rounds, work, hood, lib, uft, before = sys.argv[1:]
 n, rounds, uft = int(n), int(rounds), uft == "1"
 a, b = 0, 1
 for _ in range(n + 1):
@@ -65,6 +67,10 @@ configs = [
     ("hood-rt hooks alone (LD_PRELOAD, fresh)", [cpu_of, prog_file, fib, str(n)],
      {"LD_PRELOAD": lib, "HOOD_MODE": "trace", "HOOD_SHM_DIR": shm}),
 ]
+if before:
+    configs.append(("hood trace record, HOOD_BEFORE build",
+                    [os.path.join(before, "hood")] + rec[1:],
+                    {"HOOD_RT_LIB": os.path.join(before, "libhood_rt.so")}))
 if uft:
     configs.append(("uftrace record", ["uftrace", "record", "--force", "-d",
                     os.path.join(work, "uftrace.data"), cpu_of, prog_file, fib, str(n)], {}))
@@ -75,7 +81,7 @@ for r in range(rounds):
         total, prog, err = run(cmd, env)
         res[name][0].append(total)
         res[name][1].append(prog)
-        if cmd is rec:
+        if cmd[1:] == rec[1:]:
             m = re.search(r"(\d+) events written", err)
             got = int(m.group(1)) if m else -1
             if got != events or "dropped" in err:
@@ -94,11 +100,19 @@ for name, _, _ in configs[1:]:
     print(f"  {name:<42}{prog*1e3:11.1f} ms{ns(prog):10.1f}{tot*1e3:10.1f} ms{ns(tot):10.1f}")
 h = med["hood trace record (default)"]
 print(f"  hood recorder CPU (total - program): {(h[0]-h[1])*1e3:.1f} ms"
-      f" = {(h[0]-h[1])*1e9/events:.1f} ns/event (pre-faulting, collecting, zstd, writing)")
+      f" = {(h[0]-h[1])*1e9/events:.1f} ns/event (pre-faulting, copying, writing, naming)")
+if before:
+    b = med["hood trace record, HOOD_BEFORE build"]
+    print(f"  HOOD_BEFORE build's recorder CPU: {(b[0]-b[1])*1e3:.1f} ms"
+          f" = {(b[0]-b[1])*1e9/events:.1f} ns/event")
 if uft:
     u = med["uftrace record"]
     print(f"  ratio uftrace/hood per event: program {ns(u[1])/ns(h[1]):.2f}x,"
           f" end to end {ns(u[0])/ns(h[0]):.2f}x")
+    print(f"  hood/uftrace whole-tree CPU above the plain run: {ns(h[0])/ns(u[0]):.2f}x"
+          f" (target <= 0.4x)")
+    if before:
+        print(f"  HOOD_BEFORE build/uftrace whole-tree: {ns(b[0])/ns(u[0]):.2f}x")
 else:
     print("  uftrace not installed (apt-get install uftrace): no comparison")
 PY

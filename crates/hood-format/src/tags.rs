@@ -57,9 +57,10 @@ pub mod trace {
     /// drop counts, function names, inline tag labels.
     pub const PROCESS: u32 = 0x0302;
     /// One thread's events: u32 pid, u32 tid, u64 start ns of its process's segment, u64 anchor
-    /// ticks (LE), then per 8-byte hood-rt event word one LEB128 varint of
-    /// `zigzag(ticks step) << 18 | index << 2 | kind`, oldest first (META version 1 files hold
-    /// 16-byte (address, ticks << 2 | kind) events after the pid and tid instead).
+    /// ticks (LE), then the hood-rt event words (8 bytes each, LE) as they lay in the thread's
+    /// buffer, oldest first. META version 2 files hold one LEB128 varint of
+    /// `zigzag(ticks step) << 18 | index << 2 | kind` per word instead, version 1 files 16-byte
+    /// (address, ticks << 2 | kind) events after the pid and tid.
     pub const EVENTS: u32 = 0x0303;
     /// u32 CPU (LE) followed by raw perf ring records of the context-switch event, verbatim.
     pub const SWITCHES: u32 = 0x0304;

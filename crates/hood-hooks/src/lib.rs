@@ -6,8 +6,8 @@
 //! values, naming the hooked functions, streaming trace rings into a trace file while the
 //! program runs, pre-faulting those rings, and the `--filter/--exclude` address table. May
 //! depend on: hood-abi (the segment layout), hood-model, hood-format, hood-symbols,
-//! hood-procfs, and hood-proc (the system calls on shared files and other processes' memory);
-//! never on the `hood` binary. Segments are untrusted input: a bad one is skipped with a warning
+//! hood-procfs, hood-proc (the system calls on shared files and other processes' memory) and
+//! hood-perf (a trace's context-switch and irq rings); never on the `hood` binary. Segments are untrusted input: a bad one is skipped with a warning
 //! that names it, never a panic, a hang or an allocation sized by its claims.
 #![forbid(unsafe_code)]
 
@@ -36,6 +36,20 @@ pub enum HooksError {
     /// Setting up symbolization.
     #[error(transparent)]
     Symbols(#[from] hood_symbols::SymbolError),
+    /// A recording that cannot start as configured (no command, a command not found).
+    #[error("{0}")]
+    Config(String),
+    /// Opening or reading a kernel ring (context switches, irqs).
+    #[error(transparent)]
+    Perf(#[from] hood_perf::PerfError),
+    /// Writing a file the recorder made.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
     /// The recorder's private segment directory could not be created.
     #[error("creating the segment directory {}: {source}", path.display())]
     CreateDir {

@@ -4,9 +4,9 @@
 use hood_format::{tags, FileKind, Reader, Writer};
 use hood_model::trace::{scan_reader, TraceMeta};
 
-fn file(events: &[u8]) -> Vec<u8> {
+fn file(version: u32, events: &[u8]) -> Vec<u8> {
     let meta = TraceMeta {
-        version: 2,
+        version,
         argv: vec!["prog".into()],
         buffer: 1024,
         full: "stop".into(),
@@ -31,13 +31,16 @@ fn file(events: &[u8]) -> Vec<u8> {
 /// events, made the first pass read the segment start past the chunk's end (a panic).
 #[test]
 fn an_events_chunk_shorter_than_its_header_is_not_read_past_its_end() {
-    for len in 8..24 {
-        let mut ev = vec![0u8; len];
-        ev[..4].copy_from_slice(&7u32.to_le_bytes());
-        ev[4..8].copy_from_slice(&8u32.to_le_bytes());
-        let r = Reader::from_bytes(file(&ev), "t").unwrap();
-        if let Ok(head) = scan_reader(r) {
-            assert!(head.threads.iter().all(|t| (t.pid, t.tid) == (7, 8)));
+    // Version 2 (varint steps) and version 3 (raw words) share the 24-byte header.
+    for version in [2, 3] {
+        for len in 8..24 {
+            let mut ev = vec![0u8; len];
+            ev[..4].copy_from_slice(&7u32.to_le_bytes());
+            ev[4..8].copy_from_slice(&8u32.to_le_bytes());
+            let r = Reader::from_bytes(file(version, &ev), "t").unwrap();
+            if let Ok(head) = scan_reader(r) {
+                assert!(head.threads.iter().all(|t| (t.pid, t.tid) == (7, 8)));
+            }
         }
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! The hook path (`__cyg_profile_func_enter/exit` after the first call of a process and of a
 //! thread) does not allocate, lock, block, make system calls or panic; a disabled runtime
-//! costs one load. The first hook of a process and of each thread does the one-time set-up
+//! costs one load of a process-global flag, before any thread-local access. The first hook of a process and of each thread does the one-time set-up
 //! (creating the segment, claiming a thread slot), saving and restoring `errno`.
 
 mod clock;
@@ -46,36 +46,48 @@ pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut 
 /// The body of the entry hook. `hood_enter` and the overhead calibration call it directly:
 /// the exported `__cyg_profile_func_enter` is reached through the GOT, and when this library
 /// was `dlopen`ed rather than preloaded that resolves to glibc's empty stub.
+///
+/// The first thing read is the process-global [`runtime::STATE`]: a disabled runtime
+/// (`HOOD_DISABLE=1`, `hood_disable()`, failed set-up) costs that one load and returns before
+/// any thread-local access.
 #[inline(always)]
 extern "C" fn enter_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
-    if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
-        trace_hook(this_fn as u64, KIND_ENTRY);
-    } else {
-        hook_other(this_fn as u64, KIND_ENTRY);
-    }
+    hook(this_fn as u64, KIND_ENTRY)
 }
 
 /// The body of the exit hook (see [`enter_hook`]).
 #[inline(always)]
 extern "C" fn exit_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
-    if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
-        trace_hook(this_fn as u64, KIND_EXIT);
-    } else {
-        hook_other(this_fn as u64, KIND_EXIT);
+    hook(this_fn as u64, KIND_EXIT)
+}
+
+/// Both hooks: the state, then the mode, then the mode's common path. Calls mode always goes
+/// through [`hook_other`], one function, so that every entry hook measures the stack pointer
+/// at the same depth below its caller (the longjmp repair compares them).
+#[inline(always)]
+fn hook(func: u64, kind: u64) {
+    let state = runtime::STATE.load(Ordering::Relaxed);
+    if state == runtime::READY {
+        if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
+            trace_hook(func, kind)
+        } else {
+            hook_other(func, kind)
+        }
+    } else if state != runtime::OFF {
+        // The first hook of the process (set-up), or another thread's while it runs.
+        hook_other(func, kind)
     }
 }
 
-/// The trace-mode hook, inlined into both entry points. Its common path (TSC clock, slot set
-/// up, function index and filter verdict cached, room in the buffer) makes no call, so it
-/// saves no registers; everything else goes to [`hook_other`] by a tail call.
+/// The trace-mode hook of a READY runtime, inlined into both entry points. Its common path
+/// (TSC clock, slot set up, function index and filter verdict cached, room in the buffer)
+/// makes no call, so it saves no registers; everything else goes to [`hook_other`] by a tail
+/// call.
 #[inline(always)]
 fn trace_hook(func: u64, kind: u64) {
     let t = runtime::tls_get();
     let h = runtime::SEG.load(Ordering::Relaxed);
-    if runtime::STATE.load(Ordering::Relaxed) != runtime::READY
-        || (t as usize) <= runtime::NO_SLOT
-        || !clock::using_tsc()
-    {
+    if (t as usize) <= runtime::NO_SLOT || !clock::using_tsc() {
         return hook_other(func, kind);
     }
     let v = match index::cached(func) {
@@ -90,8 +102,9 @@ fn trace_hook(func: u64, kind: u64) {
     }
 }
 
-/// Calls mode, and every hook before the runtime is set up (the first hook of a process or
-/// thread; `HOOKS` becomes [`runtime::TRACE_ON`] only during set-up).
+/// Every hook the common paths above do not take: the first hook of a process or thread
+/// (`HOOKS` becomes [`runtime::TRACE_ON`] only during set-up), the monotonic clock, a trace
+/// function not yet indexed, a full trace buffer.
 #[inline(never)]
 fn hook_other(func: u64, kind: u64) {
     if let Some(s) = runtime::slot() {
@@ -175,7 +188,7 @@ pub extern "C" fn hood_exit(func: *const c_void) {
     exit_hook(func as *mut c_void, core::ptr::null_mut());
 }
 
-/// Stop recording in this process (hooks then cost one load).
+/// Stop recording in this process (hooks then cost one load of a process-global flag).
 #[no_mangle]
 pub extern "C" fn hood_disable() {
     runtime::set_enabled(false);

@@ -10,8 +10,9 @@
 //! ring is events not yet taken. The recorder keeps its own count; the segment's value is never
 //! read back, so a confused or hostile process cannot make it read outside the ring.
 //!
-//! Reads go through the checked segment descriptor (`pread`), in pieces of at most
-//! `PIECE` (65536) events, so no allocation is sized by a segment's claim.
+//! Reads go through the checked segment descriptor (`pread`), straight into the chunk buffer
+//! (at most `MAX_EVENTS_PER_CHUNK` events), so no allocation is sized by a segment's claim. The
+//! words are stored as they are (EVENTS version 3): the recorder does no work per event.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -20,16 +21,15 @@ use std::time::{Duration, Instant};
 
 use hood_abi::{stream_span, HeaderView, ThreadHeader, THREAD_HEADER_SIZE};
 use hood_format::{tags, Writer};
-use hood_model::trace::{encode_words_into, ProcessTrace, PAYLOAD_VERSION};
+use hood_model::trace::{events_header, ProcessTrace, EVENTS_HEADER, PAYLOAD_VERSION};
 
 use hood_proc::shm::ShmFile;
 
 use crate::segments;
 use crate::HooksError;
 
-/// Events copied per read.
-const PIECE: u64 = 1 << 16;
-/// Events per EVENTS chunk at most.
+/// Events per EVENTS chunk at most (and per read: the buffer is bounded by this, never by a
+/// segment's claim).
 const CHUNK_EVENTS: usize = hood_model::trace::MAX_EVENTS_PER_CHUNK;
 
 /// One thread of a streamed segment.
@@ -58,8 +58,6 @@ struct StreamSeg {
 pub struct Streamer {
     dir: PathBuf,
     segs: HashMap<PathBuf, Option<StreamSeg>>,
-    words: Vec<u64>,
-    bytes: Vec<u8>,
     payload: Vec<u8>,
     /// Events written to the file.
     pub events: u64,
@@ -82,8 +80,6 @@ impl Streamer {
         Streamer {
             dir: dir.to_owned(),
             segs: HashMap::new(),
-            words: Vec::new(),
-            bytes: Vec::new(),
             payload: Vec::new(),
             events: 0,
             skipped: 0,
@@ -124,7 +120,7 @@ impl Streamer {
             {
                 provisional_process(s, w)?;
             }
-            match drain_seg(s, w, &mut self.words, &mut self.bytes, &mut self.payload) {
+            match drain_seg(s, w, &mut self.payload) {
                 Ok((n, skipped)) => {
                     moved += n;
                     self.skipped += skipped;
@@ -220,8 +216,6 @@ fn provisional_process<W: Write>(s: &mut StreamSeg, w: &mut Writer<W>) -> Result
 fn drain_seg<W: Write>(
     s: &mut StreamSeg,
     w: &mut Writer<W>,
-    words: &mut Vec<u64>,
-    bytes: &mut Vec<u8>,
     payload: &mut Vec<u8>,
 ) -> Result<(u64, u64), HooksError> {
     let h = &s.header;
@@ -285,58 +279,60 @@ fn drain_seg<W: Write>(
         if (est.wrapping_sub(t.anchor) as i64) > (1i64 << 44) {
             t.anchor = est;
         }
-        // A ring more than half full means the program is gaining on the recorder: its events
-        // go out uncompressed this round (zstd is most of the recorder's cost per event), so
-        // nothing is lost for the sake of a smaller file.
-        let compress = count <= cap / 2;
-        words.clear();
+        // Whole blocks of the ring go to the file as they are (a header, then the words):
+        // nothing is decoded or compressed per event; the report restores the timestamps.
         let mut n = 0;
         while n < count {
-            let idx = (first + n) % cap;
-            let len = (count - n).min(cap - idx).min(PIECE);
-            let off = slot + THREAD_HEADER_SIZE as u64 + idx * hood_abi::TRACE_EVENT_SIZE;
-            let need = (len * 8) as usize;
-            if bytes.len() < need {
-                bytes.resize(need, 0);
+            let take = (count - n).min(CHUNK_EVENTS as u64);
+            let len = EVENTS_HEADER + take as usize * 8;
+            if payload.len() < len {
+                payload.resize(len, 0);
             }
-            let bytes = &mut bytes[..need];
+            let chunk = &mut payload[..len];
+            chunk[..EVENTS_HEADER].copy_from_slice(&events_header(
+                h.pid,
+                t.tid,
+                h.start_mono_ns,
+                t.anchor,
+            ));
+            let mut m = 0;
+            while m < take {
+                let idx = (first + n + m) % cap;
+                let run = (take - m).min(cap - idx);
+                let off = slot + THREAD_HEADER_SIZE as u64 + idx * hood_abi::TRACE_EVENT_SIZE;
+                let at = EVENTS_HEADER + m as usize * 8;
+                s.file
+                    .read_into(off, &mut chunk[at..at + run as usize * 8], "the event ring")
+                    .map_err(|e| HooksError::Segment(format!("thread {}: {e}", t.tid)))?;
+                m += run;
+            }
+            n += take;
+            // Release the slots only after the copy: the thread may overwrite them from now
+            // on. Each chunk's are released at once, so a program outrunning the recorder
+            // gets room back before the rest of a long drain.
+            t.taken = first + n;
             s.file
-                .read_into(off, bytes, "the event ring")
-                .map_err(|e| HooksError::Segment(format!("thread {}: {e}", t.tid)))?;
-            words.extend(bytes.chunks_exact(8).map(|c| u64_at(c, 0)));
-            n += len;
-            if words.len() >= CHUNK_EVENTS {
-                t.anchor = write_events(w, h, t, words, payload, compress)?;
-                words.clear();
-            }
+                .write_at(
+                    &t.taken.to_le_bytes(),
+                    slot + core::mem::offset_of!(ThreadHeader, trace_read) as u64,
+                )
+                .map_err(|e| HooksError::Segment(format!("writing the read position: {e}")))?;
+            t.anchor = next_anchor(t.anchor, &chunk[EVENTS_HEADER..]);
+            w.write_chunk(tags::trace::EVENTS, chunk, false)?;
         }
-        if !words.is_empty() {
-            t.anchor = write_events(w, h, t, words, payload, compress)?;
-        }
-        t.taken = first + count;
-        // Release the slots only after the copy: the thread may overwrite them from now on.
-        s.file
-            .write_at(
-                &t.taken.to_le_bytes(),
-                slot + core::mem::offset_of!(ThreadHeader, trace_read) as u64,
-            )
-            .map_err(|e| HooksError::Segment(format!("writing the read position: {e}")))?;
         total += count;
     }
     Ok((total, skipped))
 }
 
-fn write_events<W: Write>(
-    w: &mut Writer<W>,
-    h: &HeaderView,
-    t: &StreamThread,
-    words: &[u64],
-    payload: &mut Vec<u8>,
-    compress: bool,
-) -> Result<u64, HooksError> {
-    let last = encode_words_into(payload, h.pid, t.tid, h.start_mono_ns, t.anchor, words);
-    w.write_chunk(tags::trace::EVENTS, payload, compress)?;
-    Ok(last)
+/// The full timestamp of the last of `words` (raw event words), the next chunk's anchor. The
+/// anchor is within 2^44 ticks of the present (re-anchored above when it is not) and the last
+/// event was written before now, so that word alone restores it.
+fn next_anchor(anchor: u64, words: &[u8]) -> u64 {
+    match words.len().checked_sub(8) {
+        Some(o) => hood_abi::restore_ticks(anchor, u64_at(words, o)),
+        None => anchor,
+    }
 }
 
 #[cfg(test)]

@@ -20,100 +20,136 @@ const MISC_SWITCH_OUT: u16 = 0x2000;
 /// PERF_RECORD_MISC_SWITCH_OUT_PREEMPT.
 const MISC_SWITCH_PREEMPT: u16 = 0x4000;
 
-/// Bytes before the events of a version-2 EVENTS payload.
-const WORDS_HEADER: usize = 24;
+/// Bytes before the events of a version-2 or version-3 EVENTS payload.
+pub const EVENTS_HEADER: usize = 24;
 /// Low bits of a version-2 event value holding the runtime word's index and kind.
 const INDEX_KIND_BITS: u32 = hood_abi::EVENT_TICKS_SHIFT;
 
-/// EVENTS payload, version 2: u32 pid, u32 tid, u64 CLOCK_MONOTONIC start of the process's
-/// segment (with the pid, names the PROCESS whose function table the indices refer to), u64
-/// anchor ticks (a full timestamp within 2^45 ticks of the first event), then per event one
-/// LEB128 varint of `zigzag(ticks - previous ticks) << 18 | index << 2 | kind`: the runtime's
-/// word with its truncated timestamp replaced by the (small) step from the event before, which
-/// takes ~4 bytes and compresses several times faster and smaller than the raw words.
-/// Returns the payload and the full timestamp of the last event (the next part's anchor).
-pub fn encode_words(
+/// The header of a version-3 EVENTS payload: u32 pid, u32 tid, u64 CLOCK_MONOTONIC start of the
+/// process's segment (with the pid, names the PROCESS whose function table the indices refer
+/// to), u64 anchor ticks (a full timestamp within 2^45 ticks of the first event). The runtime's
+/// 8-byte event words follow as they lie in its buffer (little-endian, oldest first): a
+/// recorder copies whole blocks of a ring after this header and does nothing per event; the
+/// report restores each word's full timestamp from the one before.
+pub fn events_header(pid: u32, tid: u32, start_mono_ns: u64, anchor: u64) -> [u8; EVENTS_HEADER] {
+    let mut b = [0u8; EVENTS_HEADER];
+    b[..4].copy_from_slice(&pid.to_le_bytes());
+    b[4..8].copy_from_slice(&tid.to_le_bytes());
+    b[8..16].copy_from_slice(&start_mono_ns.to_le_bytes());
+    b[16..].copy_from_slice(&anchor.to_le_bytes());
+    b
+}
+
+/// A version-3 EVENTS payload of `words` (a header, then the words' bytes); the full timestamp
+/// of the last event (the next part's anchor) is returned with it.
+pub fn encode_raw(
     pid: u32,
     tid: u32,
     start_mono_ns: u64,
     anchor: u64,
     words: &[u64],
 ) -> (Vec<u8>, u64) {
-    let mut b = Vec::new();
-    let last = encode_words_into(&mut b, pid, tid, start_mono_ns, anchor, words);
+    let mut b = Vec::with_capacity(EVENTS_HEADER + words.len() * 8);
+    b.extend_from_slice(&events_header(pid, tid, start_mono_ns, anchor));
+    for w in words {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    let last = last_ticks(anchor, &b[EVENTS_HEADER..]);
     (b, last)
 }
 
-/// [`encode_words`] into `b` (replacing its contents), so a recorder that encodes every event
-/// it streams reuses one buffer. Returns the full timestamp of the last event.
-pub fn encode_words_into(
-    b: &mut Vec<u8>,
-    pid: u32,
-    tid: u32,
-    start_mono_ns: u64,
-    anchor: u64,
-    words: &[u64],
-) -> u64 {
-    // Capacity for 10 bytes per event reserved once; each event is built in a register-sized
-    // stack buffer and appended in one copy (the recorder encodes every event it streams).
-    b.clear();
-    b.reserve(WORDS_HEADER + words.len() * 10);
-    b.extend_from_slice(&pid.to_le_bytes());
-    b.extend_from_slice(&tid.to_le_bytes());
-    b.extend_from_slice(&start_mono_ns.to_le_bytes());
-    b.extend_from_slice(&anchor.to_le_bytes());
-    let mut prev = anchor;
-    for &w in words {
-        let t = hood_abi::restore_ticks(prev, w);
-        let d = t.wrapping_sub(prev) as i64; // within ±2^45 by construction
-        prev = t;
-        let zz = ((d << 1) ^ (d >> 63)) as u64;
-        let mut v = (zz << INDEX_KIND_BITS) | (w & ((1 << INDEX_KIND_BITS) - 1));
-        let mut out = [0u8; 10];
-        let mut k = 0;
-        while v >= 0x80 {
-            out[k] = (v as u8) | 0x80;
-            v >>= 7;
-            k += 1;
-        }
-        out[k] = v as u8;
-        b.extend_from_slice(&out[..k + 1]);
-    }
-    prev
+/// The full timestamp of the last of the event words in `bytes` (whole 8-byte words; `anchor`
+/// within 2^45 ticks of the first), restored event by event; `anchor` when there are none.
+pub fn last_ticks(anchor: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .chunks_exact(8)
+        .fold(anchor, |t, c| hood_abi::restore_ticks(t, u64_at(c, 0)))
 }
 
-/// Decode a version-2 EVENTS payload against the processes read so far (`offset` names the
-/// chunk in errors). Function indices become addresses (0 when unknown), mark indices tag
-/// numbers ([`hood_abi::TAG_UNKNOWN`] when the tag table was full), timestamps full ticks.
+/// The address (function), tag number (mark) or code (control) an event's index stands for.
+fn event_addr(p: &ProcessTrace, kind: u64, i: u64) -> u64 {
+    match kind {
+        hood_abi::KIND_ENTRY | hood_abi::KIND_EXIT => p.funcs.get(i as usize).copied().unwrap_or(0),
+        hood_abi::KIND_MARK if i == hood_abi::INDEX_UNKNOWN => hood_abi::TAG_UNKNOWN,
+        _ => i,
+    }
+}
+
+/// The process an EVENTS payload of version 2 or 3 belongs to, with its pid and tid.
+fn events_owner<'a>(
+    b: &[u8],
+    offset: u64,
+    processes: &'a [ProcessTrace],
+) -> Result<(&'a ProcessTrace, u32, u32), ModelError> {
+    if b.len() < EVENTS_HEADER {
+        return Err(ModelError::Malformed(format!(
+            "event chunk at offset {offset} has {} bytes, less than its {EVENTS_HEADER}-byte header",
+            b.len()
+        )));
+    }
+    let (pid, tid, start) = (u32_at(b, 0), u32_at(b, 4), u64_at(b, 8));
+    let p = processes
+        .iter()
+        .find(|p| p.pid == pid && p.start_mono_ns == start)
+        .ok_or_else(|| {
+            ModelError::Malformed(format!(
+                "event chunk at offset {offset} belongs to pid {pid}, whose process chunk is missing"
+            ))
+        })?;
+    Ok((p, pid, tid))
+}
+
+/// Decode a version-3 EVENTS payload ([`events_header`], then raw event words) against the
+/// processes read so far (`offset` names the chunk in errors). Function indices become
+/// addresses (0 when unknown), mark indices tag numbers ([`hood_abi::TAG_UNKNOWN`] when the tag
+/// table was full), timestamps full ticks.
+pub fn decode_raw(
+    b: &[u8],
+    offset: u64,
+    processes: &[ProcessTrace],
+) -> Result<ThreadEvents, ModelError> {
+    let (p, pid, tid) = events_owner(b, offset, processes)?;
+    let body = &b[EVENTS_HEADER..];
+    if !body.len().is_multiple_of(8) {
+        return Err(ModelError::Malformed(format!(
+            "event chunk at offset {offset}: {} bytes of events, not whole 8-byte events",
+            body.len()
+        )));
+    }
+    let mut ticks = u64_at(b, 16);
+    let events = body
+        .chunks_exact(8)
+        .map(|c| {
+            let w = u64_at(c, 0);
+            ticks = hood_abi::restore_ticks(ticks, w);
+            let kind = hood_abi::event_kind(w);
+            RawEvent {
+                addr: event_addr(p, kind, hood_abi::event_index(w)),
+                ticks_kind: (ticks << 2) | kind,
+            }
+        })
+        .collect();
+    Ok(ThreadEvents { pid, tid, events })
+}
+
+/// Decode a version-2 EVENTS payload (files of earlier hood versions: after the header of
+/// [`events_header`], per event one LEB128 varint of `zigzag(ticks - previous ticks) << 18 |
+/// index << 2 | kind`) against the processes read so far, as [`decode_raw`] does.
 pub fn decode_words(
     b: &[u8],
     offset: u64,
     processes: &[ProcessTrace],
 ) -> Result<ThreadEvents, ModelError> {
-    if b.len() < WORDS_HEADER {
-        return Err(ModelError::Malformed(format!(
-            "event chunk at offset {offset} has {} bytes, less than its {WORDS_HEADER}-byte header",
-            b.len()
-        )));
-    }
-    let (pid, tid, start) = (u32_at(b, 0), u32_at(b, 4), u64_at(b, 8));
-    let Some(p) = processes
-        .iter()
-        .find(|p| p.pid == pid && p.start_mono_ns == start)
-    else {
-        return Err(ModelError::Malformed(format!(
-            "event chunk at offset {offset} belongs to pid {pid}, whose process chunk is missing"
-        )));
-    };
+    let (p, pid, tid) = events_owner(b, offset, processes)?;
     let mut ticks = u64_at(b, 16);
-    let mut events = Vec::with_capacity((b.len() - WORDS_HEADER) / 4);
+    let mut events = Vec::with_capacity((b.len() - EVENTS_HEADER) / 4);
     let mut v = 0u64;
     let mut shift = 0u32;
-    for (k, &byte) in b[WORDS_HEADER..].iter().enumerate() {
+    for (k, &byte) in b[EVENTS_HEADER..].iter().enumerate() {
         if shift > 63 {
             return Err(ModelError::Malformed(format!(
                 "event chunk at offset {offset}: overlong event at byte {}",
-                WORDS_HEADER + k
+                EVENTS_HEADER + k
             )));
         }
         v |= ((byte & 0x7f) as u64) << shift;
@@ -124,16 +160,9 @@ pub fn decode_words(
         let zz = v >> INDEX_KIND_BITS;
         let d = ((zz >> 1) as i64) ^ -((zz & 1) as i64);
         ticks = ticks.wrapping_add(d as u64);
-        let (kind, i) = (hood_abi::event_kind(v), hood_abi::event_index(v));
-        let addr = match kind {
-            hood_abi::KIND_ENTRY | hood_abi::KIND_EXIT => {
-                p.funcs.get(i as usize).copied().unwrap_or(0)
-            }
-            hood_abi::KIND_MARK if i == hood_abi::INDEX_UNKNOWN => hood_abi::TAG_UNKNOWN,
-            _ => i,
-        };
+        let kind = hood_abi::event_kind(v);
         events.push(RawEvent {
-            addr,
+            addr: event_addr(p, kind, hood_abi::event_index(v)),
             ticks_kind: (ticks << 2) | kind,
         });
         v = 0;
@@ -296,14 +325,52 @@ fn open_trace(path: &Path) -> Result<Reader, ModelError> {
     Ok(r)
 }
 
+/// How a file's EVENTS payloads are encoded, by its META version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Encoding {
+    /// Version 1: 16-byte (address, ticks << 2 | kind) records after the pid and tid.
+    Records,
+    /// Version 2: varint steps ([`decode_words`]).
+    Varint,
+    /// Version 3: raw runtime words ([`decode_raw`]).
+    Raw,
+}
+
+impl Encoding {
+    fn of(meta: Option<&TraceMeta>) -> Encoding {
+        match meta.map_or(1, |m| m.version) {
+            0 | 1 => Encoding::Records,
+            2 => Encoding::Varint,
+            _ => Encoding::Raw,
+        }
+    }
+
+    fn decode(
+        self,
+        b: &[u8],
+        offset: u64,
+        processes: &[ProcessTrace],
+    ) -> Result<ThreadEvents, ModelError> {
+        match self {
+            Encoding::Records => decode_events(b, offset),
+            Encoding::Varint => decode_words(b, offset, processes),
+            Encoding::Raw => decode_raw(b, offset, processes),
+        }
+    }
+}
+
 /// Full timestamp of the first event of an EVENTS payload, without decoding the rest.
-fn first_ticks(b: &[u8], words: bool) -> Option<u64> {
-    if !words {
+fn first_ticks(b: &[u8], enc: Encoding) -> Option<u64> {
+    if enc == Encoding::Records {
         return (b.len() >= 24).then(|| u64_at(b, 16) >> 2);
     }
-    let mut ticks = u64_at(b.get(..WORDS_HEADER)?, 16);
+    let anchor = u64_at(b.get(..EVENTS_HEADER)?, 16);
+    if enc == Encoding::Raw {
+        let w = u64_at(b.get(EVENTS_HEADER..EVENTS_HEADER + 8)?, 0);
+        return Some(hood_abi::restore_ticks(anchor, w));
+    }
     let (mut v, mut shift) = (0u64, 0u32);
-    for &byte in b.get(WORDS_HEADER..)? {
+    for &byte in b.get(EVENTS_HEADER..)? {
         if shift > 63 {
             return None;
         }
@@ -311,8 +378,7 @@ fn first_ticks(b: &[u8], words: bool) -> Option<u64> {
         if byte & 0x80 == 0 {
             let zz = v >> INDEX_KIND_BITS;
             let d = ((zz >> 1) as i64) ^ -((zz & 1) as i64);
-            ticks = ticks.wrapping_add(d as u64);
-            return Some(ticks);
+            return Some(anchor.wrapping_add(d as u64));
         }
         shift += 7;
     }
@@ -349,7 +415,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
                 }
             }
             tags::trace::EVENTS => {
-                let words = t.meta.as_ref().is_some_and(|m| m.version >= 2);
+                let enc = Encoding::of(t.meta.as_ref());
                 if data.len() < 8 {
                     return Err(ModelError::Malformed(format!(
                         "event chunk at offset {offset} has {} bytes, less than its header",
@@ -361,8 +427,12 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
                     t.threads.push(ThreadIndex {
                         pid,
                         tid,
-                        first_ticks: first_ticks(&data, words),
-                        start_mono_ns: if words { u64_at(&data, 8) } else { 0 },
+                        first_ticks: first_ticks(&data, enc),
+                        start_mono_ns: if enc == Encoding::Records {
+                            0
+                        } else {
+                            u64_at(&data, 8)
+                        },
                     });
                 }
             }
@@ -438,7 +508,7 @@ pub fn for_each_events_in(
     f: &mut dyn FnMut(ThreadEvents) -> Result<(), ModelError>,
 ) -> Result<(), ModelError> {
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
-    let words = head.meta.as_ref().is_some_and(|m| m.version >= 2);
+    let enc = Encoding::of(head.meta.as_ref());
     let mut data = Vec::new();
     while let Some(c) = r.next_chunk_into(&mut data)? {
         if c.tag != tags::trace::EVENTS
@@ -447,12 +517,7 @@ pub fn for_each_events_in(
         {
             continue;
         }
-        let e = if words {
-            decode_words(&data, c.offset, &head.processes)?
-        } else {
-            decode_events(&data, c.offset)?
-        };
-        f(e)?;
+        f(enc.decode(&data, c.offset, &head.processes)?)?;
     }
     Ok(())
 }
@@ -492,6 +557,63 @@ pub fn load_readers(first: Reader, second: Reader) -> Result<Trace, ModelError> 
 mod tests {
     use super::*;
 
+    /// EVENTS payload, version 2 (written by earlier hood versions, kept to test their reading): u32 pid, u32 tid, u64 CLOCK_MONOTONIC start of the process's
+    /// segment (with the pid, names the PROCESS whose function table the indices refer to), u64
+    /// anchor ticks (a full timestamp within 2^45 ticks of the first event), then per event one
+    /// LEB128 varint of `zigzag(ticks - previous ticks) << 18 | index << 2 | kind`: the runtime's
+    /// word with its truncated timestamp replaced by the (small) step from the event before, which
+    /// takes ~4 bytes and compresses several times faster and smaller than the raw words.
+    /// Returns the payload and the full timestamp of the last event (the next part's anchor).
+    fn encode_words(
+        pid: u32,
+        tid: u32,
+        start_mono_ns: u64,
+        anchor: u64,
+        words: &[u64],
+    ) -> (Vec<u8>, u64) {
+        let mut b = Vec::new();
+        let last = encode_words_into(&mut b, pid, tid, start_mono_ns, anchor, words);
+        (b, last)
+    }
+
+    /// [`encode_words`] into `b` (replacing its contents), so a recorder that encodes every event
+    /// it streams reuses one buffer. Returns the full timestamp of the last event.
+    fn encode_words_into(
+        b: &mut Vec<u8>,
+        pid: u32,
+        tid: u32,
+        start_mono_ns: u64,
+        anchor: u64,
+        words: &[u64],
+    ) -> u64 {
+        // Capacity for 10 bytes per event reserved once; each event is built in a register-sized
+        // stack buffer and appended in one copy (the recorder encodes every event it streams).
+        b.clear();
+        b.reserve(EVENTS_HEADER + words.len() * 10);
+        b.extend_from_slice(&pid.to_le_bytes());
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&start_mono_ns.to_le_bytes());
+        b.extend_from_slice(&anchor.to_le_bytes());
+        let mut prev = anchor;
+        for &w in words {
+            let t = hood_abi::restore_ticks(prev, w);
+            let d = t.wrapping_sub(prev) as i64; // within ±2^45 by construction
+            prev = t;
+            let zz = ((d << 1) ^ (d >> 63)) as u64;
+            let mut v = (zz << INDEX_KIND_BITS) | (w & ((1 << INDEX_KIND_BITS) - 1));
+            let mut out = [0u8; 10];
+            let mut k = 0;
+            while v >= 0x80 {
+                out[k] = (v as u8) | 0x80;
+                v >>= 7;
+                k += 1;
+            }
+            out[k] = v as u8;
+            b.extend_from_slice(&out[..k + 1]);
+        }
+        prev
+    }
+
     #[test]
     fn events_round_trip_and_bad_sizes_are_errors() {
         let b = encode_events(7, 8, &[(0x1000, 5 << 2), (0x1000, (9 << 2) | 1)]);
@@ -530,17 +652,35 @@ mod tests {
             encode_event(t0 + 10, 0xFFFF, KIND_MARK),
             encode_event(t0 + 20, 9, KIND_EXIT),
         ];
-        let (b, last) = encode_words(7, 8, 99, t0 - 100, &words);
+        let want = vec![(0x2000, t0), (hood_abi::TAG_UNKNOWN, t0 + 10), (0, t0 + 20)];
+        let ps = std::slice::from_ref(&p);
+        // Version 3 (raw words, what recorders write) and version 2 (varint steps, files of
+        // earlier hood versions) decode to the same events.
+        type Decode = fn(&[u8], u64, &[ProcessTrace]) -> Result<ThreadEvents, ModelError>;
+        let (raw, last) = encode_raw(7, 8, 99, t0 - 100, &words);
         assert_eq!(last, t0 + 20);
-        let e = decode_words(&b, 0, std::slice::from_ref(&p)).unwrap();
-        assert_eq!((e.pid, e.tid), (7, 8));
-        let got: Vec<(u64, u64)> = e.events.iter().map(|x| (x.addr, x.ticks())).collect();
         assert_eq!(
-            got,
-            vec![(0x2000, t0), (hood_abi::TAG_UNKNOWN, t0 + 10), (0, t0 + 20)]
+            raw.len(),
+            EVENTS_HEADER + 3 * 8,
+            "one 8-byte word per event"
         );
-        assert!(decode_words(&b[..b.len() - 1], 0, std::slice::from_ref(&p)).is_err());
-        assert!(decode_words(&encode_words(7, 8, 98, 0, &words).0, 0, &[p]).is_err());
+        let (varint, last) = encode_words(7, 8, 99, t0 - 100, &words);
+        assert_eq!(last, t0 + 20);
+        for (b, decode, enc) in [
+            (raw, decode_raw as Decode, Encoding::Raw),
+            (varint, decode_words as Decode, Encoding::Varint),
+        ] {
+            let e = decode(&b, 0, ps).unwrap();
+            assert_eq!((e.pid, e.tid), (7, 8));
+            let got: Vec<(u64, u64)> = e.events.iter().map(|x| (x.addr, x.ticks())).collect();
+            assert_eq!(got, want, "{enc:?}");
+            assert_eq!(first_ticks(&b, enc), Some(t0), "{enc:?}");
+            assert!(decode(&b[..b.len() - 1], 0, ps).is_err(), "{enc:?}");
+            // Pid 7 with another segment start: no process chunk.
+            let mut other = b.clone();
+            other[8..16].copy_from_slice(&98u64.to_le_bytes());
+            assert!(decode(&other, 0, ps).is_err(), "{enc:?}");
+        }
     }
 
     #[test]
@@ -569,6 +709,7 @@ mod tests {
             let _ = decode_switches(0, &g);
             let _ = decode_events(&g, 0);
             let _ = decode_words(&g, 0, &[]);
+            let _ = decode_raw(&g, 0, &[]);
         }
     }
 }

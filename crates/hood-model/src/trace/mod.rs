@@ -12,9 +12,9 @@ pub use analysis::{
     Probe, Sink, ThreadSummary, TraceFilter, LINES_HELD,
 };
 pub use codec::{
-    decode_events, decode_switches, decode_words, encode_events, encode_words, encode_words_into,
-    for_each_events, for_each_events_in, load, load_readers, scan, scan_reader, SwitchDecode,
-    ThreadIndex, TraceHead,
+    decode_events, decode_raw, decode_switches, decode_words, encode_events, encode_raw,
+    events_header, for_each_events, for_each_events_in, last_ticks, load, load_readers, scan,
+    scan_reader, SwitchDecode, ThreadIndex, TraceHead, EVENTS_HEADER,
 };
 pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};
 pub use timeline::{PathItem, PathLine};
@@ -25,8 +25,10 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the JSON payloads (META, PROCESS) and of the EVENTS encoding; readers refuse
 /// newer ones. 1: EVENTS hold 16-byte (address, ticks << 2 | kind) events; 2: EVENTS hold the
-/// runtime's 8-byte event words, functions named by index into [`ProcessTrace::funcs`].
-pub const PAYLOAD_VERSION: u32 = 2;
+/// runtime's 8-byte event words as varint timestamp steps, functions named by index into
+/// [`ProcessTrace::funcs`]; 3: EVENTS hold the runtime's event words as they lie in its
+/// buffers ([`events_header`]), so a recorder moves them to the file with no work per event.
+pub const PAYLOAD_VERSION: u32 = 3;
 
 /// Most events a recorder puts in one EVENTS chunk. A report decodes a chunk at a time, so
 /// this bounds its memory: 262,144 events decode to ~8 MB.

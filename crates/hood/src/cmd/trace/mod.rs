@@ -4,8 +4,6 @@
 mod record;
 mod report;
 
-use hood_hooks::trace::{collect, filter, prefault, stream};
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -44,7 +42,7 @@ pub struct RecordArgs {
     #[arg(short, long, default_value = "hood-trace.data")]
     pub output: PathBuf,
     /// Events per thread buffer (8 bytes each). Streaming (the default) needs only a ring the
-    /// recorder empties while the program runs: 4194304 events; with --full, the whole trace
+    /// recorder empties while the program runs: 1048576 events; with --full, the whole trace
     /// of a thread must fit: 8388608 (memory is used only as events are written).
     #[arg(long)]
     pub buffer: Option<u64>,
@@ -144,23 +142,7 @@ fn parse_time(s: &str) -> Result<u64, String> {
 /// Run one `hood trace` subcommand.
 pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        TraceCommand::Record(a) => record::record(record::RecordConfig {
-            output: a.output,
-            buffer: a
-                .buffer
-                .unwrap_or(if a.full.is_some() { 1 << 23 } else { 1 << 22 }),
-            full: match a.full {
-                None => record::Full::Stream,
-                Some(FullArg::Stop) => record::Full::Stop,
-                Some(FullArg::Wrap) => record::Full::Wrap,
-            },
-            filters: a.filter,
-            excludes: a.exclude,
-            sched: !a.no_sched,
-            start_off: a.start_off,
-            keep: a.keep,
-            argv: a.command,
-        }),
+        TraceCommand::Record(a) => record::record(a),
         TraceCommand::Report(a) => report::report(report::ReportConfig {
             file: a.file,
             paths: a.paths,

@@ -1,0 +1,459 @@
+//! `hood trace record` as a library: run a command with the hood-rt runtime preloaded in trace
+//! mode and its context switches (and, as root, irqs) recorded, move every thread's events into
+//! the trace file while it runs, and finish the file when it ends.
+//!
+//! The recorder moves raw bytes only: each round it appends the switch and irq rings' records
+//! and every thread's new event words as they are (see [`super::stream`]); names, counts and
+//! the fixed buffers of `--full stop|wrap` are collected once the command has ended. What the
+//! trace means is derived by `hood trace report`.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use hood_format::{tags, FileKind, Writer};
+use hood_model::trace::{
+    encode_raw, IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta, ProcessTrace, TraceMeta,
+    MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
+};
+use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
+use hood_proc::child::{Child, Exit};
+use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
+
+use super::{collect, filter, prefault, stream};
+use crate::{segments, HooksError};
+
+/// How the threads' buffers are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Full {
+    /// Rings the recorder drains while the program runs.
+    Stream,
+    /// Fixed buffers; a full one stops its thread's recording.
+    Stop,
+    /// Fixed buffers keeping the newest events.
+    Wrap,
+}
+
+impl Full {
+    /// The `HOOD_TRACE_FULL` value and the name in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Full::Stream => "stream",
+            Full::Stop => "stop",
+            Full::Wrap => "wrap",
+        }
+    }
+}
+
+/// What to record, and how.
+#[derive(Debug, Clone)]
+pub struct RecordConfig {
+    /// The trace file.
+    pub output: PathBuf,
+    /// Events per thread buffer (16 to 2^30).
+    pub buffer: u64,
+    /// Streamed rings or fixed buffers.
+    pub full: Full,
+    /// `--filter` globs.
+    pub filters: Vec<String>,
+    /// `--exclude` globs.
+    pub excludes: Vec<String>,
+    /// Record context switches (and, with the privilege and [`RecordConfig::irqs`], irqs).
+    pub sched: bool,
+    /// Record irq entries/exits in the traced threads' context (root or CAP_PERFMON).
+    pub irqs: bool,
+    /// Pre-fault the threads' buffers from the recorder ([`prefault`]).
+    pub prefault: bool,
+    /// Start with tracing off until the program calls `hood_trace_on()`.
+    pub start_off: bool,
+    /// Leave the runtime's segments in their directory.
+    pub keep: bool,
+    /// The command.
+    pub argv: Vec<String>,
+    /// The runtime library preloaded into the command (`libhood_rt.so`).
+    pub runtime: PathBuf,
+}
+
+/// How a recording ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// The command's exit status as a shell reports it (128 + signal when killed).
+    pub status: i32,
+    /// A trace was written: false when no process of the command ran the runtime (the
+    /// file is then removed and the reason logged).
+    pub traced: bool,
+}
+
+/// Milliseconds between rounds while the program records...
+const ACTIVE_MS: u64 = 2;
+/// ...and after a second without events (5 once interrupted, to end promptly).
+const IDLE_MS: u64 = 20;
+
+/// Record `cfg.argv` into `cfg.output`. `interrupted` is set by the caller's SIGINT handler (the
+/// command gets the signal too; the recorder finishes the file when it has ended). Messages
+/// for the user (notes, warnings, the summary) go to `log`, one line each.
+pub fn record(
+    cfg: &RecordConfig,
+    interrupted: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+) -> Result<Outcome, HooksError> {
+    let dir = segments::private_dir(&segments::shm_dir(), "trace")?;
+    let result = run_and_collect(cfg, &dir, interrupted, log);
+    if cfg.keep {
+        log(&format!("segments kept in {}", dir.display()));
+    } else {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    result
+}
+
+fn run_and_collect(
+    cfg: &RecordConfig,
+    dir: &Path,
+    interrupted: &AtomicBool,
+    log: &mut dyn FnMut(&str),
+) -> Result<Outcome, HooksError> {
+    let prog = cfg
+        .argv
+        .first()
+        .ok_or_else(|| HooksError::Config("no command given".into()))?;
+    let mut warnings = Vec::new();
+    let mut env: Vec<(OsString, OsString)> = Vec::new();
+    let mut set = |k: &str, v: OsString| env.push((k.into(), v));
+    if !cfg.filters.is_empty() || !cfg.excludes.is_empty() {
+        let exe = filter::which(prog)
+            .ok_or_else(|| HooksError::Config(format!("command not found: {prog}")))?;
+        let rules = filter::Rules {
+            filters: cfg.filters.clone(),
+            excludes: cfg.excludes.clone(),
+        };
+        let table = filter::build(&rules, &exe, &mut warnings);
+        let p = dir.join("filter.bin");
+        std::fs::write(&p, table).map_err(|source| HooksError::Write {
+            path: p.clone(),
+            source,
+        })?;
+        set("HOOD_TRACE_FILTER", p.into());
+    }
+    let mut preload = cfg.runtime.as_os_str().to_owned();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    set("LD_PRELOAD", preload);
+    set("HOOD_SHM_DIR", dir.into());
+    set("HOOD_MODE", "trace".into());
+    set("HOOD_TRACE_BUFFER", cfg.buffer.to_string().into());
+    set("HOOD_TRACE_FULL", cfg.full.name().into());
+    if cfg.start_off {
+        set("HOOD_TRACE_START", "off".into());
+    }
+    let mut child = Child::spawn_held(&cfg.argv, &env)?;
+    let mut switches = None;
+    if cfg.sched {
+        match SwitchRecorder::open_child(child.pid(), 256) {
+            Ok(s) => switches = Some(s),
+            Err(e) => warnings.push(format!("context switches not recorded: {e}")),
+        }
+    }
+    // Irq entries/exits in the traced threads' context: root (or CAP_PERFMON) only; without
+    // the privilege a note, never an error.
+    let mut irqs = None;
+    if cfg.sched && cfg.irqs {
+        match IrqRecorder::open_child(child.pid(), 256) {
+            Ok(r) => irqs = Some(r),
+            Err(e) if !running_as_root() => log(&format!(
+                "note: irq entries/exits not recorded: they need root or CAP_PERFMON ({e})"
+            )),
+            Err(e) => log(&format!("note: irq entries/exits not recorded: {e}")),
+        }
+    }
+    let irq_meta = irqs.as_ref().map(|r: &IrqRecorder| IrqMeta {
+        sample_type: IRQ_SAMPLE_TYPE,
+        tracepoints: r
+            .tracepoints()
+            .iter()
+            .map(|t| IrqTracepointMeta {
+                name: t.name.clone(),
+                id: t.id,
+                format: t.format.clone(),
+            })
+            .collect(),
+    });
+    // The file and its META chunk come first: from here on the file reads, up to the last
+    // round of events written, whenever the recorder stops.
+    let mut w = Writer::create(&cfg.output, FileKind::Trace)?;
+    let meta = TraceMeta {
+        version: PAYLOAD_VERSION,
+        argv: cfg.argv.clone(),
+        buffer: cfg.buffer,
+        full: cfg.full.name().into(),
+        filters: cfg.filters.clone(),
+        excludes: cfg.excludes.clone(),
+        sched: switches.is_some(),
+        irq: irq_meta.clone(),
+        collected_realtime_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0),
+    };
+    w.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
+    w.flush()?;
+    child.release()?;
+    let prefaulter = cfg.prefault.then(|| prefault::Prefaulter::start(dir));
+    let mut rounds = Rounds {
+        switches,
+        irqs,
+        streamer: (cfg.full == Full::Stream).then(|| stream::Streamer::new(dir)),
+        irq_dec: irq_meta.as_ref().map(IrqDecoder::new),
+        irq_counts: IrqCounts::default(),
+        per_cpu: BTreeMap::new(),
+    };
+    let mut active = Instant::now();
+    let status = loop {
+        let moved = rounds.round(&mut w)?;
+        if let Some(st) = child.try_wait()?.map(Exit::shell_code) {
+            break st;
+        }
+        if moved > 0 {
+            active = Instant::now();
+        }
+        let ms = if rounds.streamer.is_some() && active.elapsed() < Duration::from_secs(1) {
+            ACTIVE_MS
+        } else if interrupted.load(Ordering::Relaxed) {
+            5
+        } else {
+            IDLE_MS
+        };
+        std::thread::sleep(Duration::from_millis(ms));
+    };
+    let prefaulted = prefaulter.map(|p| p.stop()).unwrap_or_default();
+    // Let the last switch records of exiting grandchildren land, then drain once more.
+    rounds.round(&mut w)?;
+    rounds.irqs = None;
+    let (procs, events) = collect::collect(dir, &mut warnings);
+    let streamed = rounds.streamer.take().map(|s| {
+        warnings.extend(s.warnings.iter().cloned());
+        (s.events, s.skipped)
+    });
+    for m in &warnings {
+        log(&format!("warning: {m}"));
+    }
+    if procs.is_empty() {
+        drop(w);
+        let _ = std::fs::remove_file(&cfg.output);
+        log(&format!(
+            "{prog} produced no trace: was it built with -finstrument-functions \
+             (gcc/clang) and dynamically linked? See docs/trace.md"
+        ));
+        return Ok(Outcome {
+            status,
+            traced: false,
+        });
+    }
+    finish(w, &procs, &events, &warnings)?;
+    let (n_streamed, skipped) = streamed.unwrap_or((0, 0));
+    summary(cfg, &procs, &events, n_streamed, skipped, prefaulted, log);
+    if irq_meta.is_some() {
+        rounds.irq_counts.print(log);
+    }
+    Ok(Outcome {
+        status,
+        traced: true,
+    })
+}
+
+/// The rings drained each round.
+struct Rounds {
+    switches: Option<SwitchRecorder>,
+    irqs: Option<IrqRecorder>,
+    streamer: Option<stream::Streamer>,
+    irq_dec: Option<IrqDecoder>,
+    irq_counts: IrqCounts,
+    /// A round's ring bytes per CPU.
+    per_cpu: BTreeMap<u32, Vec<u8>>,
+}
+
+impl Rounds {
+    /// One round: the switch and irq rings' records and the threads' new events, into the
+    /// file. Returns the events taken.
+    fn round<W: Write>(&mut self, w: &mut Writer<W>) -> Result<u64, HooksError> {
+        // A ring's records come in up to two pieces per round (where the ring wraps): a round's
+        // pieces are joined per CPU before they become a chunk, so every chunk holds whole
+        // records (the kernel publishes whole records only).
+        if let Some(s) = self.switches.as_mut() {
+            drain_per_cpu(&mut self.per_cpu, |sink| s.drain(sink))?;
+            for (&cpu, b) in &self.per_cpu {
+                write_cpu_chunk(w, tags::trace::SWITCHES, cpu, b)?;
+            }
+        }
+        if let Some(r) = self.irqs.as_mut() {
+            drain_per_cpu(&mut self.per_cpu, |sink| r.drain(sink))?;
+            for (&cpu, b) in &self.per_cpu {
+                if let Some(d) = &self.irq_dec {
+                    self.irq_counts.add(&d.decode(cpu, b));
+                }
+                write_cpu_chunk(w, tags::trace::IRQS, cpu, b)?;
+            }
+        }
+        let moved = match self.streamer.as_mut() {
+            Some(st) => st.drain(w)?,
+            None => 0,
+        };
+        w.flush()?;
+        Ok(moved)
+    }
+}
+
+/// Empty `per_cpu` and fill it from one drain of a perf ring set.
+fn drain_per_cpu(
+    per_cpu: &mut BTreeMap<u32, Vec<u8>>,
+    drain: impl FnOnce(
+        &mut dyn FnMut(u32, &[u8]) -> std::io::Result<()>,
+    ) -> Result<usize, hood_perf::PerfError>,
+) -> Result<(), HooksError> {
+    per_cpu.clear();
+    drain(&mut |cpu, b| {
+        per_cpu.entry(cpu).or_default().extend_from_slice(b);
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// One CPU's raw ring bytes as a chunk: u32 CPU, then the records.
+fn write_cpu_chunk<W: Write>(
+    w: &mut Writer<W>,
+    tag: u32,
+    cpu: u32,
+    bytes: &[u8],
+) -> Result<(), hood_format::FormatError> {
+    let mut b = Vec::with_capacity(4 + bytes.len());
+    b.extend_from_slice(&cpu.to_le_bytes());
+    b.extend_from_slice(bytes);
+    w.write_chunk(tag, &b, true)
+}
+
+/// What the irq rings held, and what they lost.
+#[derive(Default)]
+struct IrqCounts {
+    hard: u64,
+    soft: u64,
+    lost: u64,
+}
+
+impl IrqCounts {
+    fn add(&mut self, d: &IrqDecode) {
+        self.lost += d.lost;
+        for i in &d.irqs {
+            if i.kind.is_entry() {
+                if i.kind.is_soft() {
+                    self.soft += 1;
+                } else {
+                    self.hard += 1;
+                }
+            }
+        }
+    }
+
+    fn print(&self, log: &mut dyn FnMut(&str)) {
+        log(&format!(
+            "irqs: {} hard irq and {} softirq entries in the traced threads' context{}",
+            self.hard,
+            self.soft,
+            if self.lost > 0 {
+                format!(", {} irq records LOST by the kernel (ring full)", self.lost)
+            } else {
+                ", none lost".to_string()
+            }
+        ));
+    }
+}
+
+/// The end of the file: every process (names, threads, counts; replacing the provisional
+/// chunks of streamed ones), the events of fixed-buffer segments, the notes.
+fn finish<W: Write>(
+    mut w: Writer<W>,
+    procs: &[ProcessTrace],
+    events: &[collect::SegEvents],
+    warnings: &[String],
+) -> Result<(), HooksError> {
+    for p in procs {
+        let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});
+        w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
+    }
+    for t in events.iter().filter(|t| !t.words.is_empty()) {
+        // Split long threads so a report decodes a bounded number of events at a time (and
+        // no chunk exceeds the container's payload limit); each part carries the full
+        // timestamp of the event before it as its anchor.
+        let mut anchor = t.anchor_ticks;
+        for part in t.words.chunks(MAX_EVENTS_PER_CHUNK) {
+            let (payload, last) = encode_raw(t.pid, t.tid, t.start_mono_ns, anchor, part);
+            w.write_chunk(tags::trace::EVENTS, &payload, false)?;
+            anchor = last;
+        }
+    }
+    if !warnings.is_empty() {
+        w.write_chunk(tags::common::NOTES, &serde_json::to_vec(warnings)?, false)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+fn summary(
+    cfg: &RecordConfig,
+    procs: &[ProcessTrace],
+    events: &[collect::SegEvents],
+    streamed: u64,
+    skipped: u64,
+    prefaulted: prefault::Stats,
+    log: &mut dyn FnMut(&str),
+) {
+    let n = events.iter().map(|t| t.words.len() as u64).sum::<u64>() + streamed;
+    let threads: Vec<_> = procs.iter().flat_map(|p| &p.threads).collect();
+    let dropped: u64 = threads.iter().map(|t| t.dropped).sum();
+    let over: u64 = threads.iter().map(|t| t.overwritten).sum();
+    log(&format!(
+        "{} process{}, {} thread{}, {n} events written to {} (read it with `hood trace report {}`)",
+        procs.len(),
+        if procs.len() == 1 { "" } else { "es" },
+        threads.len(),
+        if threads.len() == 1 { "" } else { "s" },
+        cfg.output.display(),
+        cfg.output.display()
+    ));
+    // The program's own CPU and the recorder's (pre-faulting, copying, writing, naming), so
+    // the cost moved off the program is visible.
+    log(&format!(
+        "CPU: program {:.3} s, recorder {:.3} s ({} buffer pages pre-faulted, {} pre-allocated)",
+        cpu_seconds(Whose::Children),
+        cpu_seconds(Whose::SelfProcess),
+        prefaulted.pages,
+        prefaulted.allocated
+    ));
+    match cfg.full {
+        Full::Stream => {
+            let lost = dropped + skipped;
+            if lost > 0 {
+                log(&format!(
+                    "warning: {lost} events LOST: the program outran the recorder and filled a thread's {}-event ring; raise --buffer, use --filter, or give the recorder a CPU",
+                    cfg.buffer
+                ));
+            } else {
+                log("events lost: 0 (streamed while the program ran)");
+            }
+        }
+        Full::Stop if dropped > 0 => log(&format!(
+            "warning: buffers full: {dropped} events dropped (--full stop); raise --buffer, use --filter, or leave out --full to stream"
+        )),
+        _ => {}
+    }
+    if over > 0 {
+        log(&format!(
+            "{over} older events overwritten (--full wrap keeps the newest {} per thread)",
+            cfg.buffer
+        ));
+    }
+}
