@@ -54,7 +54,7 @@ pub struct RecordConfig {
 }
 
 fn private_dir() -> anyhow::Result<PathBuf> {
-    use crate::cmd::calls::segments;
+    use hood_hooks::segments;
     Ok(segments::private_dir(&segments::shm_dir(), "trace")?)
 }
 
@@ -65,7 +65,7 @@ pub fn record(cfg: RecordConfig) -> anyhow::Result<ExitCode> {
             cfg.buffer
         );
     }
-    let lib = crate::cmd::calls::run::runtime_library()?;
+    let lib = hood_hooks::runtime::library()?;
     let (prog, _) = cfg.argv.split_first().context("no command given")?;
     let dir = private_dir()?;
     let result = run_and_collect(&cfg, &lib, &dir, prog);
