@@ -1,7 +1,7 @@
 """Driver of bench/serve/run.sh. Server CPU is read per thread from
 /proc/PID/task/*/schedstat (nanoseconds on CPU) plus the reaped children's cutime+cstime from
 /proc/PID/stat (clock ticks); the peers' CPU from this script's children rusage."""
-import os, resource, socket, statistics, subprocess, sys, tempfile, time, urllib.request
+import os, resource, shutil, socket, statistics, subprocess, sys, tempfile, time, urllib.request
 
 hood = sys.argv[1]
 scrapes, delay, procs = int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
@@ -51,11 +51,28 @@ def fetch(url, timeout=120):
     with urllib.request.urlopen(url, timeout=timeout) as r:
         return r.read()
 
-def top_refresh():
-    """CPU per `hood top -b` refresh, its startup and first frame excluded."""
-    one = ran([hood, "top", "-b", "-n", "1"])
-    many = ran([hood, "top", "-b", "-n", str(scrapes + 1), "-d", str(delay)])
+def top_refresh(mode):
+    """CPU per `hood top -b -m MODE` refresh, its startup and first frame excluded."""
+    one = ran([hood, "top", "-b", "-m", mode, "-n", "1"])
+    many = ran([hood, "top", "-b", "-m", mode, "-n", str(scrapes + 1), "-d", str(delay)])
     return (many - one) / scrapes
+
+def wait_ready(url):
+    for _ in range(200):
+        try:
+            fetch(url, 1)
+            return
+        except OSError:
+            time.sleep(0.05)
+
+# The peer: Prometheus's per-process exporter (Debian: prometheus-process-exporter), every
+# process in a group of its name, threads not exported (hood exports none either).
+PEER = shutil.which("prometheus-process-exporter") or shutil.which("process-exporter")
+PEER_CONFIG = """process_names:
+  - name: "{{.Comm}}"
+    cmdline:
+    - '.+'
+"""
 
 def scrape_cost(pid, url):
     own0, _ = server_cpu(pid)
@@ -75,22 +92,44 @@ try:
     server = subprocess.Popen([hood, "serve", "--listen", f"127.0.0.1:{port}"],
                               stdout=subprocess.DEVNULL, stderr=log)
     base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            fetch(base + "/healthz", 1)
-            break
-        except OSError:
-            time.sleep(0.05)
+    wait_ready(base + "/healthz")
     fetch(base + "/metrics")  # first scrape: warm descriptors and buffers, as top's first frame
+    if PEER:
+        peer_port = free_port()
+        peer_cfg = tempfile.NamedTemporaryFile("w", prefix="hood-serve-bench-", suffix=".yml", delete=False)
+        peer_cfg.write(PEER_CONFIG)
+        peer_cfg.close()
+        peer = subprocess.Popen([PEER, "-config.path", peer_cfg.name, "-threads=false",
+                                 "-web.listen-address", f"127.0.0.1:{peer_port}"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        peer_url = f"http://127.0.0.1:{peer_port}/metrics"
+        wait_ready(peer_url)
+        fetch(peer_url)
+    else:
+        print("not run here: the peer prometheus-process-exporter is not installed "
+              "(apt-get install prometheus-process-exporter)")
     print(f"processes: {nprocs()}, scrapes/refreshes per round: {scrapes}, delay {delay} s")
-    ratios = []
+    # A scrape reads every process's stat (or schedstat, when it did not run) and the interrupt
+    # tables: what a `hood top -m e` refresh reads, with the same reader. It also reads the
+    # exported processes' threads' status, encodes and answers over HTTP.
+    ratios, peer_ratios = [], []
     for r in range(rounds):
         s, size = scrape_cost(server.pid, base + "/metrics")
-        t = top_refresh()
-        ratios.append(s / t)
-        print(f"round {r + 1}: /metrics scrape {s * 1e3:6.2f} ms CPU ({size} bytes); "
-              f"hood top -b refresh {t * 1e3:6.2f} ms CPU; scrape/refresh = {s / t:.2f}")
-    print(f"scrape/refresh median {statistics.median(ratios):.2f} (target < 1) at {nprocs()} processes")
+        te = top_refresh("e")
+        tt = top_refresh("t")
+        ratios.append(s / te)
+        line = (f"round {r + 1}: /metrics scrape {s * 1e3:6.2f} ms CPU ({size} bytes); "
+                f"hood top -b -m e refresh {te * 1e3:6.2f} ms CPU; scrape/refresh = {s / te:.2f} "
+                f"(hood top -b -m t refresh {tt * 1e3:6.2f} ms)")
+        if PEER:
+            p, psize = scrape_cost(peer.pid, peer_url)
+            peer_ratios.append(s / p)
+            line += f"; process-exporter scrape {p * 1e3:6.2f} ms CPU ({psize} bytes), hood/peer = {s / p:.2f}"
+        print(line)
+    print(f"scrape / `hood top -m e` refresh median {statistics.median(ratios):.2f} (reference: the "
+          f"same /proc reads without HTTP, encoding and the exported threads) at {nprocs()} processes")
+    if peer_ratios:
+        print(f"hood serve / process-exporter CPU per scrape median {statistics.median(peer_ratios):.2f} (target < 1)")
 
     extra, alone, served = [], [], []
     for r in range(profiles):
@@ -116,6 +155,10 @@ finally:
     if server:
         server.terminate()
         server.wait()
+    if PEER and "peer" in globals():
+        peer.terminate()
+        peer.wait()
+        os.unlink(peer_cfg.name)
     for s in sleepers:
         s.kill()
     for s in sleepers:

@@ -1,16 +1,21 @@
 //! Recorders for the compiler-inserted entry/exit hooks (`-finstrument-functions`): call-path
 //! tables and event traces, read from the shared-memory segments the hood-rt runtime writes.
 //!
-//! Owns: the segment directory (each recorder's private directory, the stale ones killed
-//! recorders leave), reading and checking segments into `hood_model`'s call-path and trace
-//! values, naming the hooked functions, streaming trace rings into a trace file while the
-//! program runs, pre-faulting those rings, and the `--filter/--exclude` address table. May
+//! Owns: the runtime library preloaded into the started commands, the segment directory (each
+//! recorder's private directory, the stale ones killed recorders leave), reading and checking
+//! segments into `hood_model`'s call-path and trace values, naming the hooked functions, the
+//! `calls` recorder (`run`, `get`, `reset`: tables collected into Calls files, snapshots while
+//! the command runs) and its file, streaming trace rings into a trace file while the program
+//! runs, pre-faulting those rings, and the `--filter/--exclude` address table. May
 //! depend on: hood-abi (the segment layout), hood-model, hood-format, hood-symbols,
 //! hood-procfs, hood-proc (the system calls on shared files and other processes' memory) and
-//! hood-perf (a trace's context-switch and irq rings); never on the `hood` binary. Segments are untrusted input: a bad one is skipped with a warning
-//! that names it, never a panic, a hang or an allocation sized by its claims.
+//! hood-perf (a trace's context-switch and irq rings); never on the `hood` binary. Segments are
+//! untrusted input: a bad one is skipped with a warning that names it, never a panic, a hang or
+//! an allocation sized by its claims.
 #![forbid(unsafe_code)]
 
+pub mod calls;
+pub mod runtime;
 pub mod segments;
 pub mod symbols;
 pub mod trace;
@@ -48,6 +53,39 @@ pub enum HooksError {
         /// The file.
         path: PathBuf,
         /// The cause.
+        source: std::io::Error,
+    },
+    /// The runtime library to preload is not where it should be.
+    #[error("{0}")]
+    Runtime(String),
+    /// A recorder that starts a command was given none.
+    #[error("no command given")]
+    NoCommand,
+    /// A Calls file's process chunk could not be decoded.
+    #[error("{}", path.display())]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the chunk.
+        source: hood_model::ModelError,
+    },
+    /// A Calls file without call-path data.
+    #[error("{}: no call-path data in this file", .0.display())]
+    NoCallPaths(PathBuf),
+    /// The output file could not be written: what it holds instead.
+    #[error("{what}")]
+    Output {
+        /// What the file holds now.
+        what: String,
+        /// Why it could not be written.
+        source: Box<HooksError>,
+    },
+    /// A system call on a file failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done, naming the file.
+        what: String,
+        /// The operating system's error.
         source: std::io::Error,
     },
     /// The recorder's private segment directory could not be created.

@@ -2,8 +2,9 @@
 //! `/metrics`, and the `--irq-time` handler timer.
 //!
 //! Owns: reading /proc into raw [`Snapshot`](hood_model::monitor::Snapshot)s (the one /proc
-//! reader), the parsers of /proc text, the irq/softirq tracer. May depend on: hood-model (the
-//! snapshot types) and hood-perf (tracefs instances); no unsafe.
+//! reader), the parsers of /proc text, the irq/softirq tracer, and the [`Sampler`] that turns
+//! one snapshot after another into derived views for `hood top`. May depend on: hood-model (the
+//! snapshot types and their derivation) and hood-perf (tracefs instances); no unsafe.
 //!
 //! [`ProcReader`] takes one snapshot of the system per call, reading only what the
 //! [`ScanOptions`](hood_model::monitor::ScanOptions) ask for and, with [`IdleSkip`], not
@@ -15,8 +16,10 @@
 pub mod irqtime;
 pub mod parse;
 mod reader;
+mod sampler;
 
 pub use reader::{IdleSkip, ProcReader, ScanCounts};
+pub use sampler::Sampler;
 
 /// (state, start time in clock ticks since boot) of `pid` from /proc/PID/stat: enough to tell
 /// a process from a later one that reuses its pid. `None` when there is no such process.

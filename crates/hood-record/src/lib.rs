@@ -15,12 +15,14 @@
 
 mod collect;
 mod config;
+mod interactive;
 mod labels;
 mod recorder;
 pub mod session;
 pub mod snapshot;
 
 pub use config::{call_graph_name, ring_pages, RecordConfig, Who, DEFAULT_EVENT, DEFAULT_FREQ_HZ};
+pub use interactive::Interactive;
 pub use labels::remove_stale_instances as remove_stale_tracefs_instances;
 pub use recorder::{record, Control, Finished, NoControl, Outcome, Request, StopFlag};
 

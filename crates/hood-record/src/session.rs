@@ -313,3 +313,129 @@ pub fn interrupt(pidfd: &OwnedFd, pid: i32) -> Result<(), RecordError> {
     rustix::process::pidfd_send_signal(pidfd.as_fd(), Signal::INT)
         .map_err(io(format!("signalling the recorder (pid {pid})")))
 }
+
+/// Start a detached recorder: `exe record ARGS --detached-status STATUS` in a process group
+/// of its own, its output in the state directory's log; its session (pid, start time,
+/// executable, the absolute `output`) is stored for [`stop`]. Refused while another recording
+/// runs; an error (with the log) when the recorder exits at once.
+pub fn start(
+    exe: &std::path::Path,
+    args: &[String],
+    output: &std::path::Path,
+) -> Result<State, RecordError> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let Some(dir) = StateDir::open(true)? else {
+        bail!(
+            "the state directory {} vanished",
+            state_dir_path().display()
+        );
+    };
+    if let Some(st) = dir.session()? {
+        // A session whose pid is gone or is not its recorder is stale: start afresh.
+        if let Ok(Recorder::Running(_)) = recorder(&st, &dir) {
+            bail!(
+                "a recording is already running (pid {}, writing {}); stop it first with `hood stop`",
+                st.pid,
+                st.output
+            );
+        }
+    }
+    dir.remove(OUTCOME)?;
+    let status = dir.path.join(OUTCOME);
+    let log = dir.path.join(LOG);
+    let logf = dir.create(LOG)?;
+    let mut child = Command::new(exe)
+        .arg("record")
+        .args(args)
+        .arg("--detached-status")
+        .arg(&status)
+        .stdin(Stdio::null())
+        .stdout(
+            logf.try_clone()
+                .map_err(io(format!("duplicating {}", log.display())))?,
+        )
+        .stderr(logf)
+        .process_group(0)
+        .spawn()
+        .map_err(io("starting the detached recorder".to_string()))?;
+    let pid = child.id() as i32;
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    if let Some(st) = child
+        .try_wait()
+        .map_err(io(format!("waiting for the recorder (pid {pid})")))?
+    {
+        let text = dir.read(LOG)?.unwrap_or_default();
+        bail!(
+            "the recorder exited at once ({st}):\n{}",
+            String::from_utf8_lossy(&text).trim_end()
+        );
+    }
+    // The child is not reaped, so its pid cannot have been reused yet.
+    let start_time = hood_procfs::state_and_start(pid).map(|(_, t)| t);
+    let exe = proc_exe(pid).unwrap_or_else(|| exe.display().to_string());
+    let output = std::env::current_dir()
+        .map_err(io("finding the current directory".to_string()))?
+        .join(output);
+    let state = State {
+        pid,
+        output: output.display().to_string(),
+        status: status.display().to_string(),
+        log: log.display().to_string(),
+        start_time,
+        exe: Some(exe),
+    };
+    dir.replace(SESSION, &serde_json::to_vec(&state)?)?;
+    Ok(state)
+}
+
+/// Stop the detached recorder (SIGINT, as Ctrl-C) and wait at most `timeout` for it to
+/// finish its file; its outcome. A recorder already gone answers with the outcome it left.
+pub fn stop(timeout: std::time::Duration) -> Result<Outcome, RecordError> {
+    let none = |p: &std::path::Path| {
+        RecordError::Session(format!(
+            "no detached recording is running (no {}); start one with `hood start`",
+            p.display()
+        ))
+    };
+    let Some(dir) = StateDir::open(false)? else {
+        return Err(none(&state_dir_path().join(SESSION)));
+    };
+    let Some(st) = dir.session()? else {
+        return Err(none(&dir.path.join(SESSION)));
+    };
+    let pidfd = match recorder(&st, &dir)? {
+        Recorder::Running(fd) => fd,
+        Recorder::Gone => {
+            dir.remove(SESSION)?;
+            if let Some(o) = dir.outcome() {
+                return Ok(o);
+            }
+            bail!(
+                "the recorder (pid {}) is gone without finishing; see {} — {} may still be readable",
+                st.pid,
+                st.log,
+                st.output
+            );
+        }
+    };
+    interrupt(&pidfd, st.pid)?;
+    let start = st.start_time.unwrap_or_default();
+    let deadline = std::time::Instant::now() + timeout;
+    while still_running(st.pid, start) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if still_running(st.pid, start) {
+        bail!(
+            "the recorder (pid {}) did not finish within {} s; see {}",
+            st.pid,
+            timeout.as_secs(),
+            st.log
+        );
+    }
+    dir.remove(SESSION)?;
+    match dir.outcome() {
+        Some(o) => Ok(o),
+        None => bail!("the recorder stopped without reporting; see {}", st.log),
+    }
+}

@@ -1,5 +1,6 @@
 //! What the report needs besides the samples, captured at record time: processes and their
-//! mappings at start, kallsyms, the vdso image, build-ids and JIT perf maps.
+//! mappings at start, kallsyms, the vdso image, build-ids and JIT perf maps. A perf.data file
+//! lacks some of them; [`import_perf_data`] takes them from this system when it can.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -142,4 +143,53 @@ pub fn uname() -> (String, String) {
         read_trim("/proc/sys/kernel/hostname"),
         read_trim("/proc/sys/kernel/osrelease"),
     )
+}
+
+/// Import a perf.data file. perf does not store kallsyms or the `[vdso]` image: when the file
+/// was recorded on the running kernel (same build-id, or same release if it stored none),
+/// they are taken from this system; otherwise kernel frames stay unresolved, with a warning.
+/// Stack copies of `perf record --call-graph dwarf` are unwound against the binaries on this
+/// machine, as perf report does.
+pub fn import_perf_data(
+    path: &Path,
+) -> Result<hood_model::profile::RawRecording, hood_model::ModelError> {
+    let mut unwinder = hood_unwind::Unwinder::new(hood_unwind::Options::default());
+    if let Some(v) = vdso() {
+        unwinder.set_vdso(&v);
+    }
+    let imp = hood_model::perfdata::load(path, Some(&mut unwinder))?;
+    let mut raw = imp.raw;
+    let st = unwinder.stats();
+    if st.stacks > 0 && st.complete < st.stacks {
+        raw.warnings.push(format!(
+            "{} of {} user stack copies in {} were unwound only in part (see the [truncated: …] frames)",
+            st.stacks - st.complete,
+            st.stacks,
+            path.display()
+        ));
+    }
+    let running = kernel_build_id();
+    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let same_kernel = match (&imp.kernel_build_id, &running) {
+        (Some(a), Some(b)) => a == b,
+        _ if raw.meta.kernel_release.is_empty() => {
+            raw.warnings.push(format!(
+                "{} does not say which kernel recorded it; kernel frames are named from this system's",
+                path.display()
+            ));
+            true
+        }
+        _ => raw.meta.kernel_release == release.trim(),
+    };
+    if same_kernel {
+        raw.kallsyms = kallsyms().unwrap_or_default();
+        raw.vdso = vdso().unwrap_or_default();
+    } else {
+        raw.warnings.push(format!(
+            "{} was recorded on another kernel ({}); kernel frames are unresolved",
+            path.display(),
+            raw.meta.kernel_release
+        ));
+    }
+    Ok(raw)
 }

@@ -13,22 +13,10 @@ use hood_record::{record, Control, RecordConfig, RecordError, Request, StopFlag,
 /// One perf recording at a time in this test binary.
 static PERF: Mutex<()> = Mutex::new(());
 
-/// Whether perf events of every process may be opened here; otherwise says "not run here".
-fn privileged(test: &str) -> bool {
-    let root = hood_proc::usage::running_as_root();
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(3);
-    if root || paranoid <= 0 {
-        return true;
-    }
-    if std::env::var("HOOD_REQUIRE_PRIVILEGED").as_deref() == Ok("1") {
-        panic!("{test} needs root or CAP_PERFMON (perf_event_paranoid is {paranoid})");
-    }
-    eprintln!("not run here: {test} needs root or CAP_PERFMON");
-    false
-}
+// The privileged-test convention of hood's tests (one implementation for both crates).
+#[path = "../../hood/tests/common/privileged.rs"]
+mod privileged;
+use privileged::privileged;
 
 fn stats_of(path: &Path) -> (RecordStats, Vec<u32>) {
     let mut r = hood_format::Reader::open(path).unwrap();

@@ -1,6 +1,7 @@
 //! Owns the renderers of every hood output: text, JSON, collapsed stacks, flamegraph SVG,
-//! pprof, the Firefox Profiler's format, chrome traces, and the monitor, call-path and trace
-//! text. May depend on hood-model only: renderers format what the model derived.
+//! pprof, the Firefox Profiler's format, chrome traces, the monitor's text and JSON, the
+//! call-path reports and collection summary, and the trace text. May depend on hood-model only:
+//! renderers format what the model derived.
 #![forbid(unsafe_code)]
 
 pub mod calls;

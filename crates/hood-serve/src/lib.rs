@@ -3,10 +3,12 @@
 //! and `/healthz`. See docs/serve.md.
 //!
 //! Owns: the server (listening, connection and request limits, timeouts), routing and bearer
-//! tokens, the `/metrics` scraper. May depend on: hood-procfs (the /proc reader), hood-model
-//! (snapshots and their derived views), hood-report (the metrics text encoder), hyper and
-//! tokio; no unsafe. The profile endpoint's recording is the caller's [`Profiler`], so the
-//! server never starts a recorder of its own.
+//! tokens, the `/metrics` scraper, and the profile endpoint's [`profile::Recording`] (query,
+//! one profile at a time, hood-record's recorder in the request's thread, the pprof answer).
+//! May depend on: hood-procfs (the /proc reader), hood-record (the profile recorder),
+//! hood-model (snapshots, profiles), hood-report (the metrics and pprof encoders), hyper and
+//! tokio; no unsafe. The endpoint calls a [`Profiler`]: the binary passes a
+//! [`profile::Recording`] with its symbolizer, the tests a stand-in.
 //!
 //! ```no_run
 //! # use std::sync::{atomic::AtomicBool, Arc};
@@ -31,6 +33,7 @@
 
 mod http;
 mod metrics;
+pub mod profile;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

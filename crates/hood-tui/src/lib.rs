@@ -1,13 +1,15 @@
-//! Owns the `hood top` terminal app. May depend on hood-model and hood-report; it never reads
-//! /proc itself.
+//! Owns the `hood top` terminal app and the pacing of its sampler thread. May depend on
+//! hood-model and hood-report; it never reads /proc itself.
 //!
 //! Terminal UI of `hood top` (ratatui + crossterm). It never touches /proc: it receives derived
 //! [`SystemView`]s over a channel and sends back the [`ScanOptions`] its current mode needs, so
-//! the sampler reads only what is shown.
+//! the sampler reads only what is shown. [`run_sampled`] runs the UI with a thread that reads
+//! the views from the caller's [`Source`].
 #![forbid(unsafe_code)]
 
 mod app;
 mod draw;
+mod sampled;
 
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
@@ -16,6 +18,7 @@ use hood_model::monitor::{ScanOptions, SortKey, SystemView};
 use hood_report::monitor::Mode;
 
 pub use app::App;
+pub use sampled::{run_sampled, Source};
 
 /// Errors of the terminal UI.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +26,12 @@ pub enum TuiError {
     /// The terminal could not be set up, drawn or read.
     #[error("terminal I/O failed: {0} (is stdin/stdout a terminal? use `hood top -b` otherwise)")]
     Io(#[from] std::io::Error),
+    /// The views could not be read.
+    #[error("{0}")]
+    Source(Box<dyn std::error::Error + Send + Sync>),
+    /// The thread reading the views panicked.
+    #[error("the sampler thread panicked")]
+    SamplerPanicked,
 }
 
 /// Starting state of the UI.

@@ -138,12 +138,7 @@ fn run_and_collect(
         })?;
         set("HOOD_TRACE_FILTER", p.into());
     }
-    let mut preload = cfg.runtime.as_os_str().to_owned();
-    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
-        preload.push(":");
-        preload.push(old);
-    }
-    set("LD_PRELOAD", preload);
+    set("LD_PRELOAD", crate::runtime::preload(&cfg.runtime));
     set("HOOD_SHM_DIR", dir.into());
     set("HOOD_MODE", "trace".into());
     set("HOOD_TRACE_BUFFER", cfg.buffer.to_string().into());

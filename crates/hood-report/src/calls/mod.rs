@@ -194,3 +194,26 @@ pub fn render_collapsed(procs: &[ProcessCalls], o: &CallsReportOptions) -> Strin
     }
     out
 }
+
+/// What a collection wrote, one line each for standard error: the processes and call paths
+/// written to `out` (and how to read them), then each process's warnings of lost data.
+pub fn render_summary(procs: &[ProcessCalls], out: &std::path::Path) -> Vec<String> {
+    let paths: usize = procs
+        .iter()
+        .flat_map(|p| &p.threads)
+        .map(|t| t.paths.len().saturating_sub(1))
+        .sum();
+    let mut lines = vec![format!(
+        "{} process{}, {paths} call paths written to {} (read it with `hood calls report {}`)",
+        procs.len(),
+        if procs.len() == 1 { "" } else { "es" },
+        out.display(),
+        out.display()
+    )];
+    for p in procs {
+        for n in p.flag_notes() {
+            lines.push(format!("warning: pid {}: {n}", p.pid));
+        }
+    }
+    lines
+}

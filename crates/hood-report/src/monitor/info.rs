@@ -113,3 +113,23 @@ fn walk(v: &Value, depth: usize, bytes: bool, s: &mut String) {
         _ => s.push_str(&format!("{pad}{}\n", scalar(v))),
     }
 }
+
+/// `hood info --json`: the list of nodes (`paths`) with their descriptions.
+pub fn render_paths_json(schema_version: u32, paths: &[(String, String)]) -> String {
+    let list: Vec<_> = paths
+        .iter()
+        .map(|(p, d)| serde_json::json!({"path": p, "description": d}))
+        .collect();
+    let j = serde_json::json!({"schema_version": schema_version, "paths": list});
+    serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"
+}
+
+/// `hood info --json PATH`: one node's value.
+pub fn render_node_json(schema_version: u32, path: &str, v: &Value) -> String {
+    let j = serde_json::json!({
+        "schema_version": schema_version,
+        "path": path,
+        "value": v,
+    });
+    serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"
+}

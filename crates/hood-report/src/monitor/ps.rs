@@ -105,3 +105,14 @@ pub fn render_uptime(v: &SystemView) -> String {
         v.load.fifteen
     )
 }
+
+/// `hood uptime --json`: `system.uptime`, `system.load` and the task count.
+pub fn render_uptime_json(v: &SystemView) -> String {
+    let j = serde_json::json!({
+        "schema_version": v.schema_version,
+        "uptime": v.uptime,
+        "load": v.load,
+        "tasks": v.counts.tasks,
+    });
+    serde_json::to_string_pretty(&j).unwrap_or_default() + "\n"
+}

@@ -2,7 +2,12 @@
 //! privileged-test convention (skip with a message locally, fail in CI).
 #![allow(dead_code)]
 
+mod privileged;
 pub mod serve;
+
+// Not every test binary runs privileged tests.
+#[allow(unused_imports)]
+pub use privileged::privileged;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,25 +52,6 @@ pub fn c_program(name: &str) -> PathBuf {
     assert!(st.success(), "gcc failed on {}", src.display());
     std::fs::rename(&tmp, &out).expect("rename");
     out
-}
-
-/// Whether perf sampling with kernel frames is allowed; otherwise print SKIPPED, or panic when
-/// HOOD_REQUIRE_PRIVILEGED=1 (CI).
-pub fn privileged(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(3);
-    if root || paranoid <= 0 {
-        return true;
-    }
-    if std::env::var("HOOD_REQUIRE_PRIVILEGED").as_deref() == Ok("1") {
-        panic!("{test} needs root or CAP_PERFMON (perf_event_paranoid is {paranoid}) and HOOD_REQUIRE_PRIVILEGED=1 forbids skipping");
-    }
-    eprintln!("SKIPPED (needs root or CAP_PERFMON): {test}");
-    false
 }
 
 /// The subcommands `hood ARGS --help` lists (without `help`), so a new subcommand cannot be

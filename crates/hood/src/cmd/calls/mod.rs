@@ -1,16 +1,14 @@
 //! `hood calls run|get|reset|report`: call-path profiling with the hood-rt runtime. See
 //! docs/calls.md.
 
-mod file;
 mod report;
-pub(crate) mod run;
-
-pub(crate) use hood_hooks::{segments, symbols};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
+use hood_hooks::calls::{self, GetConfig, Got, Message, Reset, RunConfig};
+use hood_model::calls::ProcessCalls;
 
 /// `hood calls`.
 #[derive(Debug, Args)]
@@ -127,20 +125,64 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// Print a collection's line: segment warnings as hood's, the rest as `hood calls`'s.
+fn say(m: Message) {
+    match m {
+        Message::Warning(w) => eprintln!("hood: warning: {w}"),
+        Message::Note(n) => eprintln!("hood calls: {n}"),
+    }
+}
+
+/// What was written where, and the processes' warnings of lost data.
+fn summary(procs: &[ProcessCalls], out: &std::path::Path) {
+    for line in hood_report::calls::render_summary(procs, out) {
+        eprintln!("hood calls: {line}");
+    }
+}
+
 /// Run one `hood calls` subcommand.
 pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
-        CallsCommand::Run(a) => run::run(run::RunConfig {
-            output: a.output,
-            keep: a.keep,
-            argv: a.command,
-        }),
-        CallsCommand::Get(a) => run::get(run::GetConfig {
-            pid: a.pid,
-            output: a.output,
-            keep: a.keep,
-        }),
-        CallsCommand::Reset(a) => run::reset(a.pid),
+        CallsCommand::Run(a) => {
+            let cfg = RunConfig {
+                output: a.output,
+                keep: a.keep,
+                argv: a.command,
+            };
+            let ran = calls::run(&cfg, &mut say)?;
+            if !ran.procs.is_empty() {
+                summary(&ran.procs, &cfg.output);
+            }
+            Ok(ExitCode::from(ran.exit.shell_code().clamp(0, 255) as u8))
+        }
+        CallsCommand::Get(a) => {
+            let cfg = GetConfig {
+                pid: a.pid,
+                output: a.output,
+                keep: a.keep,
+            };
+            match calls::get(&cfg, &mut say)? {
+                Got::Written(procs) => summary(&procs, &cfg.output),
+                Got::Nothing(why) => {
+                    eprintln!("hood calls get: {why}");
+                    return Ok(ExitCode::from(1));
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        CallsCommand::Reset(a) => match calls::reset(a.pid, &mut say)? {
+            Reset::Done(n) => {
+                eprintln!(
+                    "hood calls reset: {n} process{} will reset at their next function entry or exit",
+                    if n == 1 { "" } else { "es" }
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Reset::Nothing(why) => {
+                eprintln!("hood calls reset: {why}");
+                Ok(ExitCode::from(1))
+            }
+        },
         CallsCommand::Report(a) => report::report(a),
     }
 }

@@ -1,27 +1,26 @@
 //! `hood calls report`.
 
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use hood_format::{tags, Reader};
-use hood_model::calls::{CallsMeta, ProcessCalls, SortKey};
+use hood_model::calls::SortKey;
 use hood_report::calls::{render_collapsed, render_json, render_text, CallsReportOptions};
 use hood_report::pprof::calls::{render_calls_pprof, CallsPprofOptions};
 
-use super::{file, FormatArg, ReportArgs, SortArg};
+use super::{FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
-    let mut procs = file::read(&a.file).map_err(|e| {
-        crate::cmd::missing_file(
-            e,
-            &a.file,
-            "write one with `hood calls run -- PROGRAM` or `hood calls get`, or give the file's path: `hood calls report FILE`",
-        )
-    })?;
+    let file = hood_hooks::calls::read(&a.file, &mut |w| eprintln!("hood: warning: {w}"))
+        .map_err(|e| {
+            crate::cmd::missing_file(
+                e.into(),
+                &a.file,
+                "write one with `hood calls run -- PROGRAM` or `hood calls get`, or give the file's path: `hood calls report FILE`",
+            )
+        })?;
+    let mut procs = file.procs;
     if let Some(pid) = a.pid {
         procs.retain(|p| p.pid == pid);
     }
@@ -45,7 +44,18 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         }
     };
     if let FormatArg::Pprof = a.format {
-        let opts = pprof_options(&a.file, &procs, a.threads);
+        // The call-path file does not record build-ids: they are read from the executables
+        // now (a rebuilt or deleted one gets none, with a note).
+        let ids = hood_hooks::calls::exe_build_ids(&procs);
+        for w in &ids.warnings {
+            eprintln!("hood: warning: {w}");
+        }
+        let opts = CallsPprofOptions {
+            threads: a.threads,
+            build_ids: ids.ids,
+            collected_unix_ns: file.meta.map_or(0, |m| m.collected_realtime_ns),
+            comments: ids.comments,
+        };
         render_calls_pprof(&procs, &opts, &mut out)?;
         out.flush()?;
         return Ok(ExitCode::SUCCESS);
@@ -71,47 +81,4 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     out.write_all(text.as_bytes())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The pprof options: build-ids of the executables (read from the files now: the call-path
-/// file does not record them, so a rebuilt or deleted executable gets none, with a note) and
-/// the collection time from the file's META chunk.
-fn pprof_options(data: &Path, procs: &[ProcessCalls], threads: bool) -> CallsPprofOptions {
-    let mut build_ids = HashMap::new();
-    let mut comments = Vec::new();
-    for p in procs {
-        if build_ids.contains_key(&p.exe) {
-            continue;
-        }
-        match hood_symbols::read_build_id(Path::new(&p.exe)) {
-            Ok(Some(id)) => {
-                comments.push(format!("build-id of {} read at report time", p.exe));
-                build_ids.insert(p.exe.clone(), hood_symbols::hex(&id));
-            }
-            Ok(None) => comments.push(format!("{} has no build-id", p.exe)),
-            Err(e) => {
-                eprintln!("hood: warning: no build-id for {}: {e}", p.exe);
-                comments.push(format!("no build-id for {}: {e}", p.exe));
-            }
-        }
-    }
-    CallsPprofOptions {
-        threads,
-        build_ids,
-        collected_unix_ns: collected_at(data).unwrap_or(0),
-        comments,
-    }
-}
-
-/// CLOCK_REALTIME of the collection from the META chunk, if readable.
-fn collected_at(data: &Path) -> Option<u64> {
-    let mut r = Reader::open(data).ok()?;
-    for c in r.chunks() {
-        let c = c.ok()?;
-        if c.tag == tags::calls::META {
-            let m: CallsMeta = serde_json::from_slice(&c.data).ok()?;
-            return Some(m.collected_realtime_ns);
-        }
-    }
-    None
 }

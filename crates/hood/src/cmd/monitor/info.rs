@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use hood_model::monitor::tree::{list_paths, lookup};
 use hood_model::monitor::ScanOptions;
-use hood_report::monitor::info::{render_node, render_paths};
+use hood_report::monitor::info::{render_node, render_node_json, render_paths, render_paths_json};
 
 use super::{emit, reader, sample};
 
@@ -34,27 +34,14 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let view = sample(&mut r, &ScanOptions::all(), interval)?;
     let Some(path) = args.path else {
         let paths = list_paths(&view);
-        if args.json {
-            let list: Vec<_> = paths
-                .iter()
-                .map(|(p, d)| serde_json::json!({"path": p, "description": d}))
-                .collect();
-            let j = serde_json::json!({"schema_version": view.schema_version, "paths": list});
-            emit(&(serde_json::to_string_pretty(&j)? + "\n"))?;
-        } else {
-            emit(&render_paths(&paths))?;
-        }
+        emit(&match args.json {
+            true => render_paths_json(view.schema_version, &paths),
+            false => render_paths(&paths),
+        })?;
         return Ok(ExitCode::SUCCESS);
     };
     match lookup(&view, &path) {
-        Some(node) if args.json => {
-            let j = serde_json::json!({
-                "schema_version": view.schema_version,
-                "path": path,
-                "value": node,
-            });
-            emit(&(serde_json::to_string_pretty(&j)? + "\n"))?
-        }
+        Some(node) if args.json => emit(&render_node_json(view.schema_version, &path, &node))?,
         Some(node) => emit(&render_node(&path, &node))?,
         None => {
             eprintln!("hood info: no node {path:?}; run `hood info` for the list of nodes");

@@ -3,17 +3,16 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hood_model::monitor::{derive, ScanOptions, SortKey};
+use hood_model::monitor::{ScanOptions, SortKey, SystemView};
 use hood_procfs::irqtime::IrqTracer;
-use hood_procfs::{IdleSkip, ProcReader};
+use hood_procfs::{IdleSkip, ProcError, Sampler};
 use hood_report::monitor::top::frame;
 use hood_report::monitor::Mode;
-use hood_tui::{scan_needs, TuiConfig};
+use hood_tui::{scan_needs, TuiConfig, TuiError};
 
 use super::{arrange, descending, emit, out_width, reader, sort_key};
 
@@ -80,16 +79,6 @@ fn start_tracer(wanted: bool) -> Option<Result<IrqTracer, String>> {
     })
 }
 
-fn irq_state(t: &mut Option<Result<IrqTracer, String>>) -> Option<hood_model::monitor::IrqTimeRaw> {
-    match t.as_mut()? {
-        Ok(tr) => Some(tr.poll()),
-        Err(why) => Some(hood_model::monitor::IrqTimeRaw {
-            unavailable: Some(why.clone()),
-            ..Default::default()
-        }),
-    }
-}
-
 /// A process that did not run keeps its record, but each one is read in full at least every
 /// this many refreshes (its resident size and nice value can change without it running).
 const REREAD_EVERY: u32 = 10;
@@ -105,111 +94,63 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let key = sort_key(args.sort.as_deref(), default_key)?;
     let desc = descending(args.sort.as_deref(), key);
     let delay = Duration::from_secs_f64(args.delay.clamp(0.01, 3600.0));
-    let mut tracer = start_tracer(args.irq_time);
+    let tracer = start_tracer(args.irq_time);
     if let Some(Err(why)) = &tracer {
         eprintln!("hood top: --irq-time unavailable: {why}");
     }
     let batch = args.batch || args.json || !std::io::stdout().is_terminal();
-    let mut r = reader(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
-    if batch {
-        let mut scan = scan_needs(mode, key, args.irq_time);
-        if args.json {
-            scan = ScanOptions {
-                threads: mode == Mode::Threads,
-                ..ScanOptions::all()
-            };
-        }
-        let width = out_width();
-        let mut prev = r.snapshot(&scan).context("reading /proc")?;
-        prev.irq_time = irq_state(&mut tracer);
-        let mut n = 0u64;
-        while args.iterations.is_none_or(|max| n < max) {
-            std::thread::sleep(delay);
-            let mut cur = r.snapshot(&scan).context("reading /proc")?;
-            cur.irq_time = irq_state(&mut tracer);
-            let mut v = derive(Some(&prev), &cur);
-            arrange(&mut v, key, desc, args.filter.as_deref());
-            if args.json {
-                emit(&(serde_json::to_string(&v)? + "\n"))?;
-            } else {
-                let mut s = frame(&v, mode, width, args.rows, Some(key));
-                s.push('\n');
-                emit(&s)?;
-            }
-            // The older snapshot's records are reused by the next scan.
-            r.recycle(std::mem::replace(&mut prev, cur));
-            n += 1;
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    run_tui(
-        r,
-        tracer,
-        TuiConfig {
+    let r = reader(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
+    if !batch {
+        let cfg = TuiConfig {
             mode,
             sort: key,
             descending: desc,
             filter: args.filter.unwrap_or_default(),
             delay,
             irq_time: args.irq_time,
+        };
+        let sampler = Sampler::start(r, tracer, &scan_needs(mode, key, args.irq_time))?;
+        hood_tui::run_sampled(cfg, Views(sampler)).map_err(|e| match e {
+            TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
+            e => e.into(),
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let scan = match args.json {
+        true => ScanOptions {
+            threads: mode == Mode::Threads,
+            ..ScanOptions::all()
         },
-    )
-}
-
-/// The interactive UI: a sampler thread reads /proc at the requested depth and sends derived
-/// views; the UI thread draws them and sends back what its current mode needs.
-fn run_tui(
-    mut r: ProcReader,
-    mut tracer: Option<Result<IrqTracer, String>>,
-    cfg: TuiConfig,
-) -> anyhow::Result<ExitCode> {
-    let (frame_tx, frame_rx) = mpsc::channel();
-    let (need_tx, need_rx) = mpsc::channel::<ScanOptions>();
-    let delay = cfg.delay;
-    let mut scan = scan_needs(cfg.mode, cfg.sort, cfg.irq_time);
-    let sampler = std::thread::spawn(move || -> anyhow::Result<()> {
-        let mut prev = r.snapshot(&scan)?;
-        prev.irq_time = irq_state(&mut tracer);
-        loop {
-            // Sleep in small steps so a new request (mode change) or quit is seen quickly.
-            let mut slept = Duration::ZERO;
-            let mut changed = false;
-            while slept < delay && !changed {
-                let step = Duration::from_millis(50).min(delay - slept);
-                std::thread::sleep(step);
-                slept += step;
-                loop {
-                    match need_rx.try_recv() {
-                        Ok(s) => {
-                            changed = s != scan;
-                            scan = s;
-                        }
-                        Err(mpsc::TryRecvError::Empty) => break,
-                        Err(mpsc::TryRecvError::Disconnected) => return Ok(()),
-                    }
-                }
-            }
-            let mut cur = r.snapshot(&scan)?;
-            cur.irq_time = irq_state(&mut tracer);
-            if changed {
-                // Rates need two snapshots of the same depth: take a short second one.
-                r.recycle(std::mem::replace(&mut prev, cur));
-                std::thread::sleep(Duration::from_millis(200));
-                cur = r.snapshot(&scan)?;
-                cur.irq_time = irq_state(&mut tracer);
-            }
-            if frame_tx.send(derive(Some(&prev), &cur)).is_err() {
-                return Ok(());
-            }
-            r.recycle(std::mem::replace(&mut prev, cur));
+        false => scan_needs(mode, key, args.irq_time),
+    };
+    let width = out_width();
+    let mut sampler = Sampler::start(r, tracer, &scan).context("reading /proc")?;
+    let mut n = 0u64;
+    while args.iterations.is_none_or(|max| n < max) {
+        std::thread::sleep(delay);
+        let mut v = sampler.next(&scan).context("reading /proc")?;
+        arrange(&mut v, key, desc, args.filter.as_deref());
+        if args.json {
+            emit(&(serde_json::to_string(&v)? + "\n"))?;
+        } else {
+            let mut s = frame(&v, mode, width, args.rows, Some(key));
+            s.push('\n');
+            emit(&s)?;
         }
-    });
-    let res = hood_tui::run(cfg, frame_rx, need_tx);
-    let sampled = sampler.join();
-    res.context("running the terminal UI")?;
-    match sampled {
-        Ok(r) => r?,
-        Err(_) => anyhow::bail!("the sampler thread panicked"),
+        n += 1;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The UI's views, from hood-procfs's sampler.
+struct Views(Sampler);
+
+impl hood_tui::Source for Views {
+    type Error = ProcError;
+    fn next(&mut self, scan: &ScanOptions) -> Result<SystemView, ProcError> {
+        self.0.next(scan)
+    }
+    fn restart(&mut self, scan: &ScanOptions) -> Result<(), ProcError> {
+        self.0.restart(scan)
+    }
 }

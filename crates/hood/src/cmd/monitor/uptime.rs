@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use hood_model::monitor::ScanOptions;
-use hood_report::monitor::ps::render_uptime;
+use hood_report::monitor::ps::{render_uptime, render_uptime_json};
 
 use super::{emit, reader, sample};
 
@@ -25,16 +25,9 @@ pub struct UptimeArgs {
 pub fn run(args: UptimeArgs) -> anyhow::Result<ExitCode> {
     let mut r = reader(&args.proc_root);
     let v = sample(&mut r, &ScanOptions::default(), Duration::ZERO)?;
-    if args.json {
-        let j = serde_json::json!({
-            "schema_version": v.schema_version,
-            "uptime": v.uptime,
-            "load": v.load,
-            "tasks": v.counts.tasks,
-        });
-        emit(&(serde_json::to_string_pretty(&j)? + "\n"))?;
-    } else {
-        emit(&render_uptime(&v))?;
-    }
+    emit(&match args.json {
+        true => render_uptime_json(&v),
+        false => render_uptime(&v),
+    })?;
     Ok(ExitCode::SUCCESS)
 }

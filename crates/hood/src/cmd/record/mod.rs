@@ -3,7 +3,6 @@
 //! status.
 
 mod args;
-mod control;
 pub mod detach;
 
 use std::path::Path;
@@ -12,8 +11,6 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 pub use args::RecordArgs;
-use control::Control;
-pub(crate) use hood_record::snapshot;
 pub use hood_record::Outcome;
 
 /// Remove the tracefs instances of hood processes that are gone, saying so for each.
@@ -27,7 +24,15 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // Signals are caught from here on: a Ctrl-C or `hood stop` during the start-up snapshot
     // (every process's mappings and binaries with -a) stops the recording after its first
     // drain instead of killing it before the file is finalized.
-    let mut control = Control::install(keys)?;
+    let mut control = hood_record::Interactive::install(
+        keys,
+        |m| eprintln!("hood: {m}"),
+        |path| {
+            if let Err(e) = crate::cmd::report::print_live_top(path, 15) {
+                eprintln!("hood: cannot read the recording so far: {e:#}");
+            }
+        },
+    )?;
     let finished = hood_record::record(&cfg, &mut control, &mut |m| eprintln!("hood: {m}"))?;
     let outcome = &finished.outcome;
     if let Some(status) = &args.detached_status {

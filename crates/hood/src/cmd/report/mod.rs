@@ -53,7 +53,7 @@ pub fn load_profile_with(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<P
             });
         };
         let raw = if hood_model::perfdata::is_perf_data(path) {
-            let mut raw = load_perf_data(path)?;
+            let mut raw = hood_record::snapshot::import_perf_data(path)?;
             index_kallsyms(std::mem::take(&mut raw.kallsyms));
             raw
         } else {
@@ -71,54 +71,6 @@ pub fn load_profile_with(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<P
         }
         Ok(prof)
     })
-}
-
-/// Import a perf.data file. perf does not store kallsyms or the `[vdso]` image: when the file
-/// was recorded on the running kernel (same build-id, or same release if it stored none),
-/// take them from this system; otherwise kernel frames stay unresolved, with a warning.
-fn load_perf_data(path: &Path) -> anyhow::Result<RawRecording> {
-    use crate::cmd::record::snapshot;
-    // Stack copies of `perf record --call-graph dwarf` are unwound against the binaries on
-    // this machine, as perf report does.
-    let mut unwinder = hood_unwind::Unwinder::new(hood_unwind::Options::default());
-    if let Some(v) = snapshot::vdso() {
-        unwinder.set_vdso(&v);
-    }
-    let imp = hood_model::perfdata::load(path, Some(&mut unwinder))?;
-    let mut raw = imp.raw;
-    let st = unwinder.stats();
-    if st.stacks > 0 && st.complete < st.stacks {
-        raw.warnings.push(format!(
-            "{} of {} user stack copies in {} were unwound only in part (see the [truncated: …] frames)",
-            st.stacks - st.complete,
-            st.stacks,
-            path.display()
-        ));
-    }
-    let running = snapshot::kernel_build_id();
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let same_kernel = match (&imp.kernel_build_id, &running) {
-        (Some(a), Some(b)) => a == b,
-        _ if raw.meta.kernel_release.is_empty() => {
-            raw.warnings.push(format!(
-                "{} does not say which kernel recorded it; kernel frames are named from this system's",
-                path.display()
-            ));
-            true
-        }
-        _ => raw.meta.kernel_release == release.trim(),
-    };
-    if same_kernel {
-        raw.kallsyms = snapshot::kallsyms().unwrap_or_default();
-        raw.vdso = snapshot::vdso().unwrap_or_default();
-    } else {
-        raw.warnings.push(format!(
-            "{} was recorded on another kernel ({}); kernel frames are unresolved",
-            path.display(),
-            raw.meta.kernel_release
-        ));
-    }
-    Ok(raw)
 }
 
 impl ReportArgs {

@@ -39,7 +39,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         start_off: a.start_off,
         keep: a.keep,
         argv: a.command,
-        runtime: crate::cmd::calls::run::runtime_library()?,
+        runtime: hood_hooks::runtime::library()?,
     };
     // Ctrl-C reaches the command too: the recorder lives on to finish the file once it ends.
     let interrupted = Arc::new(AtomicBool::new(false));

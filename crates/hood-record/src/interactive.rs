@@ -1,6 +1,6 @@
-//! Run control while recording: Ctrl-C / SIGTERM (first finalizes, second aborts), SIGUSR1
-//! (pause/resume) and, when stdin is a terminal, the keys `a` (pause/resume), `p` (print the
-//! current top functions) and `q` (stop and write).
+//! Run control of a recording started from a shell: Ctrl-C / SIGTERM (first finalizes, second
+//! aborts), SIGUSR1 (pause/resume) and, when stdin is a terminal, the keys `a` (pause/resume),
+//! `p` (print the current top functions) and `q` (stop and write).
 
 use std::io::{IsTerminal, Read};
 use std::path::Path;
@@ -10,22 +10,30 @@ use std::sync::Arc;
 
 use hood_proc::signal::{StopFlags, Toggles};
 use hood_proc::terminal::Cbreak;
-use hood_record::Request;
+
+use crate::{Control, RecordError, Request};
 
 /// Signal flags and the key reader.
-pub struct Control {
+pub struct Interactive<'a> {
     stop: Arc<AtomicBool>,
     toggles: Toggles,
     keys: Option<Receiver<u8>>,
     /// Whether the keys were announced (at the first look, once sampling runs).
     announced: bool,
     _tty: Option<Cbreak>,
+    say: Box<dyn FnMut(&str) + 'a>,
+    print_top: Box<dyn FnMut(&Path) + 'a>,
 }
 
-impl Control {
+impl<'a> Interactive<'a> {
     /// Catch SIGINT/SIGTERM/SIGUSR1 (once per process); read keys when `keys` and stdin is a
-    /// terminal.
-    pub fn install(keys: bool) -> anyhow::Result<Control> {
+    /// terminal. The keys are announced through `say`; the `p` key calls `print_top` with the
+    /// recording flushed so far.
+    pub fn install(
+        keys: bool,
+        say: impl FnMut(&str) + 'a,
+        print_top: impl FnMut(&Path) + 'a,
+    ) -> Result<Interactive<'a>, RecordError> {
         let StopFlags { stop, toggles } = StopFlags::install()?;
         let (keys, tty) = if keys && std::io::stdin().is_terminal() {
             let tty = Cbreak::stdin();
@@ -43,17 +51,19 @@ impl Control {
         } else {
             (None, None)
         };
-        Ok(Control {
+        Ok(Interactive {
             stop,
             toggles,
             keys,
             announced: false,
             _tty: tty,
+            say: Box::new(say),
+            print_top: Box::new(print_top),
         })
     }
 }
 
-impl hood_record::Control for Control {
+impl Control for Interactive<'_> {
     fn poll(&mut self) -> Vec<Request> {
         let mut out = Vec::new();
         if self.stop.load(Ordering::SeqCst) {
@@ -65,9 +75,7 @@ impl hood_record::Control for Control {
         if let Some(rx) = &self.keys {
             if !self.announced {
                 self.announced = true;
-                eprintln!(
-                    "hood: recording; keys: a = pause/resume, p = print top functions, q = stop"
-                );
+                (self.say)("recording; keys: a = pause/resume, p = print top functions, q = stop");
             }
             while let Ok(k) = rx.try_recv() {
                 match k {
@@ -82,8 +90,6 @@ impl hood_record::Control for Control {
     }
 
     fn print_top(&mut self, path: &Path) {
-        if let Err(e) = crate::cmd::report::print_live_top(path, 15) {
-            eprintln!("hood: cannot read the recording so far: {e:#}");
-        }
+        (self.print_top)(path)
     }
 }

@@ -2,9 +2,18 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context};
 use hood_format::{tags, FileKind, Reader, Writer};
 use hood_model::calls::{decode_process, encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION};
+
+use crate::HooksError;
+
+/// A Calls file as read.
+pub struct CallsFile {
+    /// One entry per process, in file order.
+    pub procs: Vec<ProcessCalls>,
+    /// The collection's description (command, time), when its chunk is there and readable.
+    pub meta: Option<CallsMeta>,
+}
 
 /// Write a Calls file: META then one PROCESS chunk per process. The file is written whole
 /// before it replaces `path` (a reader, or a run killed meanwhile, sees the previous complete
@@ -14,7 +23,7 @@ pub fn write(
     command: &str,
     argv: &[String],
     procs: &[ProcessCalls],
-) -> anyhow::Result<u64> {
+) -> Result<u64, HooksError> {
     let realtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -35,27 +44,36 @@ pub fn write(
     })?)
 }
 
-/// Read a Calls file; warnings (truncation) go to stderr.
-pub fn read(path: &Path) -> anyhow::Result<Vec<ProcessCalls>> {
+/// Read a Calls file; the reader's warnings (truncation) go to `warn`.
+pub fn read(path: &Path, warn: &mut dyn FnMut(&str)) -> Result<CallsFile, HooksError> {
     let mut r = Reader::open(path)?;
     hood_format::expect_kind(&r, FileKind::Calls, "hood calls report")?;
     let mut procs = Vec::new();
+    let mut meta = None;
     let mut saw_meta = false;
     for c in r.chunks() {
         let c = c?;
         match c.tag {
-            tags::calls::META => saw_meta = true,
-            tags::calls::PROCESS => procs.push(
-                decode_process(&c.data, c.offset).with_context(|| path.display().to_string())?,
-            ),
+            tags::calls::META => {
+                saw_meta = true;
+                meta = meta.or_else(|| serde_json::from_slice(&c.data).ok());
+            }
+            tags::calls::PROCESS => {
+                procs.push(decode_process(&c.data, c.offset).map_err(|source| {
+                    HooksError::Decode {
+                        path: path.to_path_buf(),
+                        source,
+                    }
+                })?)
+            }
             _ => {}
         }
     }
     for w in r.warnings() {
-        eprintln!("hood: warning: {w}");
+        warn(w);
     }
     if !saw_meta && procs.is_empty() {
-        bail!("{}: no call-path data in this file", path.display());
+        return Err(HooksError::NoCallPaths(path.to_path_buf()));
     }
-    Ok(procs)
+    Ok(CallsFile { procs, meta })
 }

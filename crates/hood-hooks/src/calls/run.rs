@@ -1,0 +1,274 @@
+//! `calls run`, `get` and `reset`: the command started with the runtime preloaded and its
+//! tables collected, the tables of running and ended processes collected, and resets.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hood_model::calls::ProcessCalls;
+use hood_proc::child::{Child, Exit};
+use hood_proc::signal::{self, Forwarder};
+
+use super::{collect, file, Message};
+use crate::{runtime, segments, HooksError};
+
+/// What `calls run` does.
+pub struct RunConfig {
+    /// The file written.
+    pub output: PathBuf,
+    /// Leave the segments in their directory after collecting them.
+    pub keep: bool,
+    /// The command and its arguments.
+    pub argv: Vec<String>,
+}
+
+/// What `calls get` does.
+pub struct GetConfig {
+    /// Only this process.
+    pub pid: Option<u32>,
+    /// The file written.
+    pub output: PathBuf,
+    /// Do not remove the segments of processes that have ended.
+    pub keep: bool,
+}
+
+/// What `calls run` did.
+pub struct Ran {
+    /// How the command ended.
+    pub exit: Exit,
+    /// The processes written to the output file (none: no file; a note said why).
+    pub procs: Vec<ProcessCalls>,
+}
+
+/// What `calls get` collected.
+pub enum Got {
+    /// The processes written to the output file.
+    Written(Vec<ProcessCalls>),
+    /// No process was found: why, in words.
+    Nothing(String),
+}
+
+/// What `calls reset` did.
+pub enum Reset {
+    /// This many processes will reset at their next function entry or exit.
+    Done(usize),
+    /// No process was reset: why, in words.
+    Nothing(String),
+}
+
+/// The error and its causes on one line.
+fn with_causes(e: &HooksError) -> String {
+    let mut s = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        s.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    s
+}
+
+/// While the command runs, the tables collected so far replace the output file every second
+/// (every four times what one snapshot costs, when that is longer), so a `calls run` killed at
+/// any moment, SIGKILL included, leaves a complete file of its last snapshot.
+struct Snapshots<'a> {
+    dir: &'a Path,
+    cfg: &'a RunConfig,
+    next: Instant,
+    /// No (more) snapshots: the output is a special file, or writing one failed.
+    off: bool,
+    /// When the file last received a snapshot with tables.
+    last: Option<Instant>,
+}
+
+impl Snapshots<'_> {
+    /// Time between snapshots, at least.
+    const EVERY: Duration = Duration::from_secs(1);
+
+    fn tick(&mut self, say: &mut dyn FnMut(Message)) {
+        if Instant::now() < self.next || self.off {
+            return;
+        }
+        let t = Instant::now();
+        let written = collect(
+            std::slice::from_ref(&self.dir.to_path_buf()),
+            None,
+            &mut |_| {},
+        )
+        .and_then(|(procs, _)| match procs.is_empty() {
+            true => Ok(()),
+            false => file::write(&self.cfg.output, "run", &self.cfg.argv, &procs).map(|_| {
+                self.last = Some(Instant::now());
+            }),
+        });
+        if let Err(e) = written {
+            // The final write at the end will say what is wrong; no message every second.
+            say(Message::Note(format!("warning: writing a snapshot of the tables: {}; the file is written when the command ends", with_causes(&e))));
+            self.off = true;
+        }
+        self.next = Instant::now() + Self::EVERY.max(t.elapsed() * 4);
+    }
+}
+
+/// Run the command of `cfg` with the runtime preloaded into a private segment directory,
+/// collect every process of its tree when it ends (and snapshots while it runs) into
+/// `cfg.output`. Signals to the recorder are forwarded to the command, which is killed when
+/// the recorder dies.
+pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksError> {
+    let lib = runtime::library()?;
+    let dir = segments::private_dir(&segments::shm_dir(), "calls-run")?;
+    let preload = runtime::preload(&lib);
+    let (prog, _) = cfg.argv.split_first().ok_or(HooksError::NoCommand)?;
+    // A valid (empty) file from the start: a run killed before the first snapshot leaves a
+    // readable file, not none. A pipe or other special file is written once, at the end.
+    let special = std::fs::metadata(&cfg.output).is_ok_and(|m| !m.is_file());
+    if !special {
+        for t in hood_format::Writer::remove_stale_temps(&cfg.output) {
+            say(Message::Note(format!(
+                "removed {}, left by a `hood calls run` killed while writing",
+                t.display()
+            )));
+        }
+        file::write(&cfg.output, "run", &cfg.argv, &[])?;
+    }
+    // Before the spawn, so a signal arriving right after it is not lost.
+    let mut signals = Forwarder::install()?;
+    // The command is killed (SIGKILL) when the recorder dies, however it dies, rather than
+    // run on unobserved with nobody to collect its tables.
+    let child = Child::spawn(
+        &cfg.argv,
+        &[
+            ("LD_PRELOAD".into(), preload),
+            ("HOOD_SHM_DIR".into(), dir.clone().into_os_string()),
+        ],
+    );
+    let mut snapshots = Snapshots {
+        dir: &dir,
+        cfg,
+        next: Instant::now() + Snapshots::EVERY,
+        off: special,
+        last: None,
+    };
+    let status = match child {
+        Ok(mut c) => signals.wait(&mut c, &mut || snapshots.tick(say)),
+        Err(e) => Err(e),
+    };
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e.into());
+        }
+    };
+    if let Some(sig) = signals.received() {
+        say(Message::Note(format!(
+            "{} received; {prog} {}; collecting its tables",
+            signal::name(sig),
+            match status {
+                Exit::Signal(s) => format!("was ended by {}", signal::name(s)),
+                Exit::Code(c) => format!("exited with status {c}"),
+            }
+        )));
+    }
+    let (procs, _) = collect(std::slice::from_ref(&dir), None, say)?;
+    if !cfg.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        say(Message::Note(format!("segments kept in {}", dir.display())));
+    }
+    if procs.is_empty() {
+        if !special {
+            let _ = std::fs::remove_file(&cfg.output);
+        }
+        say(Message::Note(format!(
+            "{prog} produced no call-path tables: was it built with -finstrument-functions \
+             (gcc/clang) and dynamically linked? See docs/calls.md"
+        )));
+    } else {
+        let last = snapshots.last;
+        file::write(&cfg.output, "run", &cfg.argv, &procs).map_err(|e| HooksError::Output {
+            what: match last {
+                Some(t) => format!(
+                    "{} keeps the tables as of {:.1} s before the command ended (its last snapshot)",
+                    cfg.output.display(),
+                    t.elapsed().as_secs_f64()
+                ),
+                None => format!("{} holds no tables", cfg.output.display()),
+            },
+            source: Box::new(e),
+        })?;
+    }
+    Ok(Ran {
+        exit: status,
+        procs,
+    })
+}
+
+/// Collect the tables of the running and ended instrumented processes (or of `cfg.pid`) into
+/// `cfg.output`; the segments of ended processes are removed unless `cfg.keep`.
+pub fn get(cfg: &GetConfig, say: &mut dyn FnMut(Message)) -> Result<Got, HooksError> {
+    let base = segments::shm_dir();
+    segments::clean_stale(&base);
+    let dirs = segments::search_dirs(&base, cfg.pid);
+    let (procs, finished) = collect(&dirs, cfg.pid, say)?;
+    if procs.is_empty() {
+        return Ok(Got::Nothing(match cfg.pid {
+            Some(pid) => segments::why_not_found(pid, &base),
+            None => format!(
+                "no instrumented processes in {} (programs must be built with -finstrument-functions and run with libhood_rt)",
+                base.display()
+            ),
+        }));
+    }
+    file::write(&cfg.output, "get", &[], &procs)?;
+    if !cfg.keep {
+        // Segments in a private directory belong to the `calls run` that made it: it
+        // collects them when its command ends.
+        for f in finished
+            .iter()
+            .filter(|f| f.parent() == Some(base.as_path()))
+        {
+            let _ = std::fs::remove_file(f);
+        }
+    }
+    Ok(Got::Written(procs))
+}
+
+/// Ask the running instrumented processes (or `pid`) to reset their tables at their next
+/// hook.
+pub fn reset(pid: Option<u32>, say: &mut dyn FnMut(Message)) -> Result<Reset, HooksError> {
+    let base = segments::shm_dir();
+    segments::clean_stale(&base);
+    let dirs = segments::search_dirs(&base, pid);
+    let mut warnings = Vec::new();
+    let segs = segments::scan_dirs(&dirs, pid, true, &mut warnings);
+    for w in warnings {
+        say(Message::Warning(w));
+    }
+    let mut n = 0;
+    for (seg, (_, live)) in segs.iter().zip(segments::to_processes(&segs)) {
+        if !live {
+            continue;
+        }
+        // Through the descriptor that was checked: the path may name another file by now.
+        let off = hood_abi::parse::RESET_GEN_OFFSET as u64;
+        let b = seg
+            .file
+            .read_fixed(off, 4, "the reset counter")
+            .map_err(|e| HooksError::Segment(format!("{}: {e}", seg.path.display())))?;
+        let gen = u32::from_le_bytes([b[0], b[1], b[2], b[3]]).wrapping_add(1);
+        seg.file
+            .write_at(&gen.to_le_bytes(), off)
+            .map_err(|source| HooksError::Io {
+                what: format!("writing the reset counter of {}", seg.path.display()),
+                source,
+            })?;
+        n += 1;
+    }
+    if n > 0 {
+        return Ok(Reset::Done(n));
+    }
+    Ok(Reset::Nothing(match pid {
+        Some(p) if segs.is_empty() => segments::why_not_found(p, &base),
+        Some(p) => format!("pid {p} has ended: nothing to reset"),
+        None => format!("no running instrumented processes in {}", base.display()),
+    }))
+}
