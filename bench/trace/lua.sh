@@ -125,7 +125,7 @@ p = subprocess.run([hood, "trace", "record", "-o", hdata, "--"] + prog,
                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 err = p.stderr.decode(errors="replace")
 m = re.search(r"(\d+) events LOST", err)
-print(f"  default ring (4,194,304 events): {m.group(1) if m else 0} events lost,"
+print(f"  default ring (1,048,576 events per thread): {m.group(1) if m else 0} events lost,"
       f" load average {os.getloadavg()[0]:.2f}")
 # The script with its errors (longjmp out of traced frames), once each.
 werr = [cpu_of, prog_file, lua, script, scale]
