@@ -213,22 +213,8 @@ pub unsafe fn exit(s: &Slot, func: u64) {
         close_unwound(s, k, d);
         d = k;
     }
-    let f = &*s.frame(d - 1);
-    let elapsed = now.wrapping_sub(f.entry_ticks);
-    let own = elapsed
-        .wrapping_sub(f.deeper_ticks)
-        .wrapping_sub(h.comp_self_ticks);
-    let n = &mut *s.nodes().add(f.node as usize);
-    n.own_ticks = n.own_ticks.wrapping_add(own);
-    if d > 1 {
-        let p = &mut *s.frame(d - 2);
-        let comp = if f.flags & FRAME_SLOW != 0 {
-            h.comp_child_slow_ticks
-        } else {
-            h.comp_child_ticks
-        };
-        p.deeper_ticks = p.deeper_ticks.wrapping_add(elapsed).wrapping_add(comp);
-    }
+    let elapsed = now.wrapping_sub((*s.frame(d - 1)).entry_ticks);
+    close(s, d - 1, elapsed);
     t.depth.store(d - 1, Ordering::Release);
     t.last_ticks.store(now, Ordering::Relaxed);
     t.busy = 0;
@@ -282,7 +268,6 @@ unsafe fn folded_parent(s: &Slot) -> u32 {
 #[cold]
 #[inline(never)]
 unsafe fn close_unwound(s: &Slot, keep: u32, d: u32) {
-    let h = &*s.h;
     let t = &*s.t;
     let last = t.last_ticks.load(Ordering::Relaxed);
     let jump = t.jump_ticks.load(Ordering::Relaxed);
@@ -290,26 +275,35 @@ unsafe fn close_unwound(s: &Slot, keep: u32, d: u32) {
     let mut i = d;
     while i > keep {
         i -= 1;
-        let f = &*s.frame(i);
         // A frame entered after `at` cannot exist (every hook stores its time there), but a
         // reset re-times open frames to the reset: such a frame is closed with no time.
-        let elapsed = at.saturating_sub(f.entry_ticks);
-        let own = elapsed
-            .saturating_sub(f.deeper_ticks)
-            .saturating_sub(h.comp_self_ticks);
-        let n = &mut *s.nodes().add(f.node as usize);
-        n.own_ticks = n.own_ticks.wrapping_add(own);
-        if i > 0 {
-            let p = &mut *s.frame(i - 1);
-            let comp = if f.flags & FRAME_SLOW != 0 {
-                h.comp_child_slow_ticks
-            } else {
-                h.comp_child_ticks
-            };
-            p.deeper_ticks = p.deeper_ticks.wrapping_add(elapsed).wrapping_add(comp);
-        }
+        close(s, i, at.saturating_sub((*s.frame(i)).entry_ticks));
     }
     mismatch(s, u64::from(d - keep));
+}
+
+/// Close frame `i`, which ran for `elapsed` ticks: its own time (less the deeper calls' and
+/// the hooks' own cost) goes to its path node, and `elapsed` (plus the hooks' cost the caller
+/// saw) to its parent's deeper time. Caller guarantees `s` points at this thread's initialised
+/// slot and `i < depth`.
+#[inline(always)]
+unsafe fn close(s: &Slot, i: u32, elapsed: u64) {
+    let h = &*s.h;
+    let f = &*s.frame(i);
+    let own = elapsed
+        .wrapping_sub(f.deeper_ticks)
+        .wrapping_sub(h.comp_self_ticks);
+    let n = &mut *s.nodes().add(f.node as usize);
+    n.own_ticks = n.own_ticks.wrapping_add(own);
+    if i > 0 {
+        let p = &mut *s.frame(i - 1);
+        let comp = if f.flags & FRAME_SLOW != 0 {
+            h.comp_child_slow_ticks
+        } else {
+            h.comp_child_ticks
+        };
+        p.deeper_ticks = p.deeper_ticks.wrapping_add(elapsed).wrapping_add(comp);
+    }
 }
 
 #[cold]
