@@ -72,7 +72,7 @@ prog = [cpu_of, prog_file, lua, script, scale, "noerr"]
 rec = {
     "plain Lua (no -finstrument-functions)": [cpu_of, prog_file, plain, script, scale, "noerr"],
     # A ring that holds the whole run: on a shared, loaded VM the recorder can be starved of
-    # CPU for longer than the default ring lasts (4 M events: ~60 ms of this program); the
+    # CPU for longer than the default ring lasts (1 M events: ~10 ms of this program); the
     # recorder still does all its work, so the CPU compared is the same. The default ring is
     # tried once at the end and its losses printed.
     "hood trace record": [hood, "trace", "record", "--buffer", "16777216", "-o", hdata, "--"]
