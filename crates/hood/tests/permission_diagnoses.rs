@@ -177,6 +177,11 @@ fn tracefs_closed_to_the_user_is_not_called_unmounted() {
     if !common::root("tracefs_closed_to_the_user_is_not_called_unmounted") {
         return;
     }
+    // `record --labels` maps its perf rings before it looks at tracefs, and the user's
+    // locked-memory budget for perf rings holds one recording at a time: without the lock, a
+    // recording of another test here can leave too little ("the locked-memory budget is
+    // exhausted", seen once in CI).
+    let _lock = common::perf_lock();
     let (uid, gid) = other_user();
     match tracefs_closed_to(uid) {
         Some(true) => {}
