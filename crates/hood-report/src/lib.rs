@@ -1,6 +1,7 @@
 //! Owns the renderers of every hood output: text, JSON, collapsed stacks, flamegraph SVG,
 //! pprof, the Firefox Profiler's format, chrome traces, the monitor's text and JSON, the
-//! call-path reports and collection summary, and the trace text. May depend on hood-model only:
+//! call-path reports and collection summary, and the trace text (with the trace report that
+//! streams a trace file through hood-model's analysis into it). May depend on hood-model only:
 //! renderers format what the model derived.
 #![forbid(unsafe_code)]
 
@@ -19,6 +20,9 @@ pub enum ReportError {
     /// Writing the output failed (closed pipe, full disk, ...).
     #[error("cannot write the report: {0}")]
     Io(#[from] std::io::Error),
+    /// Reading the recording failed (a trace file read chunk by chunk).
+    #[error(transparent)]
+    Model(#[from] hood_model::ModelError),
     /// Encoding JSON failed.
     #[error("cannot encode the JSON report: {0}")]
     Json(#[from] serde_json::Error),

@@ -1,10 +1,13 @@
 //! Renderers of `hood trace report`: the function summary, the code-path
-//! trace, versioned JSON, Chrome trace-event JSON and the name/tag listing.
+//! trace, versioned JSON, Chrome trace-event JSON and the name/tag listing, and [`report`],
+//! which streams a trace file's events through the analysis into them.
 
 mod chrome;
+mod file;
 mod json;
 
 pub use chrome::{chrome, ChromeWriter};
+pub use file::{report, TraceReport, View, Written};
 pub use json::JsonPathsWriter;
 
 use std::io::Write;
