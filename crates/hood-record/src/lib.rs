@@ -5,7 +5,8 @@
 //! maps, labels events), and finalizes the file on every way out.
 //!
 //! Owns: the recording loop and its file's chunks, the start-up snapshot, the labels events
-//! recorder, the state of a detached recording (`hood start`/`stop`). May depend on:
+//! recorder, the state of a detached recording (`hood start`/`stop`), and reading a recording
+//! back with its symbols ([`load_profile`]). May depend on:
 //! hood-format, hood-model, hood-perf, hood-proc, hood-procfs, hood-symbols, hood-unwind (and
 //! rustix's safe calls, serde, thiserror); never on the binary or a renderer. Its callers pass
 //! a [`RecordConfig`], a [`Control`] (stop, pause, print requests) and a message sink; the
@@ -17,6 +18,7 @@ mod collect;
 mod config;
 mod interactive;
 mod labels;
+mod load;
 mod recorder;
 pub mod session;
 pub mod snapshot;
@@ -24,6 +26,7 @@ pub mod snapshot;
 pub use config::{call_graph_name, ring_pages, RecordConfig, Who, DEFAULT_EVENT, DEFAULT_FREQ_HZ};
 pub use interactive::Interactive;
 pub use labels::remove_stale_instances as remove_stale_tracefs_instances;
+pub use load::load_profile;
 pub use recorder::{record, Control, Finished, NoControl, Outcome, Request, StopFlag};
 
 /// What stopped a recording from starting or going on.
@@ -63,4 +66,10 @@ pub enum RecordError {
     /// A chunk's metadata could not be encoded.
     #[error("encoding the recording's metadata: {0}")]
     Json(#[from] serde_json::Error),
+    /// Reading a recording (hood's own or a perf.data file) failed.
+    #[error(transparent)]
+    Model(#[from] hood_model::ModelError),
+    /// Setting up symbolization failed.
+    #[error(transparent)]
+    Symbols(#[from] hood_symbols::SymbolError),
 }

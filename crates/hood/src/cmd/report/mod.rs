@@ -11,15 +11,13 @@ use std::time::Instant;
 
 use anyhow::Context;
 use hood_model::profile::aggregate::Filter;
-use hood_model::profile::{build_profile, Mode, Profile, RawRecording};
+use hood_model::profile::{Mode, Profile};
 use hood_report::profile as render;
 
 pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs, SymbolOpts};
 pub use resolver::symbolizer_options;
-use resolver::{KernelJob, SymResolver};
 
-/// Load and symbolize the recording at `path`, with short function names. The kernel's
-/// symbols are indexed on a second thread while the records are read and interpreted.
+/// Load and symbolize the recording at `path`, with short function names.
 pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profile> {
     let opts = SymbolOpts {
         symfile: symfile.map(Path::to_path_buf),
@@ -30,47 +28,10 @@ pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profi
 
 /// [`load_profile`] with the user's naming options (`--full-names`, `--no-inline`, ...).
 pub fn load_profile_with(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profile> {
-    let t0 = Instant::now();
-    std::thread::scope(|scope| {
-        let mut job = None;
-        let mut index_kallsyms = |text: String| {
-            if text.is_empty() {
-                return;
-            }
-            // Shared so that, should no thread be had, the text is still here to index inline.
-            let text = std::sync::Arc::new(std::sync::Mutex::new(Some(text)));
-            let take = |t: &std::sync::Mutex<Option<String>>| {
-                let text = t.lock().ok()?.take()?;
-                Some(hood_symbols::text::parse_kallsyms_owned(text))
-            };
-            let theirs = std::sync::Arc::clone(&text);
-            let spawned = std::thread::Builder::new()
-                .name("kallsyms".into())
-                .spawn_scoped(scope, move || take(&theirs));
-            job = Some(match spawned {
-                Ok(handle) => Box::new(move || handle.join().ok().flatten()) as KernelJob,
-                Err(_) => Box::new(move || take(&text)) as KernelJob,
-            });
-        };
-        let raw = if hood_model::perfdata::is_perf_data(path) {
-            let mut raw = hood_record::snapshot::import_perf_data(path)?;
-            index_kallsyms(std::mem::take(&mut raw.kallsyms));
-            raw
-        } else {
-            RawRecording::load_with(path, &mut index_kallsyms)?
-        };
-        let t1 = Instant::now();
-        let mut resolver = SymResolver::new(sym_opts, job, &raw.vdso, &raw.perf_maps)?;
-        let prof = build_profile(&raw, &mut resolver);
-        if std::env::var_os("HOOD_TIMING").is_some() {
-            eprintln!(
-                "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
-                (t1 - t0).as_secs_f64() * 1e3,
-                t1.elapsed().as_secs_f64() * 1e3
-            );
-        }
-        Ok(prof)
-    })
+    Ok(hood_record::load_profile(
+        path,
+        symbolizer_options(sym_opts),
+    )?)
 }
 
 impl ReportArgs {
