@@ -3,7 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use hood_perf::{EventKind, SamplingConfig, UserStack, DEFAULT_STACK_COPY};
+use hood_perf::{EventKind, SamplingConfig, UserStack, DEFAULT_STACK_COPY, MAX_STACK_COPY};
+
+use crate::RecordError;
 
 /// The sampling frequency when none is asked for, in Hz.
 pub const DEFAULT_FREQ_HZ: u64 = 999;
@@ -109,6 +111,59 @@ pub fn call_graph_name(stack: UserStack) -> String {
             fp_chain: true,
         } => format!("auto,{bytes}"),
     }
+}
+
+/// Parse `--call-graph fp|dwarf[,BYTES]|auto[,BYTES]`, with a note to show the user when the
+/// choice cannot be honoured here (stack copies are unwound on x86-64 only: frame pointers
+/// instead).
+pub fn parse_call_graph(s: &str) -> Result<(UserStack, Option<String>), RecordError> {
+    let (mode, size) = match s.split_once(',') {
+        Some((m, b)) => (m, Some(b)),
+        None => (s, None),
+    };
+    let bytes = match size {
+        None => DEFAULT_STACK_COPY,
+        Some(b) => {
+            let n: u32 = b.trim().parse().map_err(|e| {
+                RecordError::Option(format!(
+                    "--call-graph {s}: the stack copy size {b:?} is not a number of bytes: {e}"
+                ))
+            })?;
+            if n == 0 || n > MAX_STACK_COPY {
+                return Err(RecordError::Option(format!(
+                    "--call-graph {s}: the stack copy must be between 8 and {MAX_STACK_COPY} bytes"
+                )));
+            }
+            // The kernel copies whole 8-byte words.
+            n.div_ceil(8) * 8
+        }
+    };
+    let stack = match mode {
+        "fp" if size.is_none() => UserStack::FramePointer,
+        "dwarf" => UserStack::Copy {
+            bytes,
+            fp_chain: false,
+        },
+        "auto" => UserStack::Copy {
+            bytes,
+            fp_chain: true,
+        },
+        _ => {
+            return Err(RecordError::Option(format!(
+                "--call-graph {s}: choose fp, dwarf, dwarf,BYTES, auto or auto,BYTES \
+                 (e.g. --call-graph dwarf,16384 for deeper stacks)"
+            )))
+        }
+    };
+    if stack.copies_stack() && !cfg!(target_arch = "x86_64") {
+        return Ok((
+            UserStack::FramePointer,
+            Some(format!(
+                "--call-graph {s}: stack copies are unwound on x86-64 only; using frame pointers"
+            )),
+        ));
+    }
+    Ok((stack, None))
 }
 
 #[cfg(test)]

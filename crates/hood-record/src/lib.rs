@@ -23,7 +23,10 @@ mod recorder;
 pub mod session;
 pub mod snapshot;
 
-pub use config::{call_graph_name, ring_pages, RecordConfig, Who, DEFAULT_EVENT, DEFAULT_FREQ_HZ};
+pub use config::{
+    call_graph_name, parse_call_graph, ring_pages, RecordConfig, Who, DEFAULT_EVENT,
+    DEFAULT_FREQ_HZ,
+};
 pub use interactive::Interactive;
 pub use labels::remove_stale_instances as remove_stale_tracefs_instances;
 pub use load::load_profile;
@@ -55,6 +58,9 @@ pub enum RecordError {
     /// The state of a detached recording is missing, foreign or unsafe to use.
     #[error("{0}")]
     Session(String),
+    /// An option given in a form that cannot be used (what and how to write it instead).
+    #[error("{0}")]
+    Option(String),
     /// A file of the state directory could not be read or written.
     #[error("{what}: {source}")]
     Io {

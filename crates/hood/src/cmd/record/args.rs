@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use hood_perf::{EventKind, SamplingConfig, UserStack, DEFAULT_STACK_COPY, MAX_STACK_COPY};
+use hood_perf::{EventKind, SamplingConfig};
 use hood_record::{RecordConfig, Who};
 
 /// Arguments of `hood record` (and `hood start`).
@@ -112,7 +112,10 @@ impl RecordArgs {
             Some(d) => Some(Duration::from_secs_f64(d)),
             None => None,
         };
-        let user_stack = parse_call_graph(&self.call_graph)?;
+        let (user_stack, note) = hood_record::parse_call_graph(&self.call_graph)?;
+        if let Some(note) = note {
+            eprintln!("hood: {note}");
+        }
         let pages = hood_record::ring_pages(self.ring_kb, user_stack);
         let sampling = SamplingConfig {
             event,
@@ -135,49 +138,4 @@ impl RecordArgs {
         };
         Ok((cfg, keys))
     }
-}
-
-/// Parse `--call-graph fp|dwarf[,BYTES]|auto`.
-pub fn parse_call_graph(s: &str) -> anyhow::Result<UserStack> {
-    let (mode, size) = match s.split_once(',') {
-        Some((m, b)) => (m, Some(b)),
-        None => (s, None),
-    };
-    let bytes = match size {
-        None => DEFAULT_STACK_COPY,
-        Some(b) => {
-            let n: u32 = b.trim().parse().with_context(|| {
-                format!("--call-graph {s}: the stack copy size {b:?} is not a number of bytes")
-            })?;
-            if n == 0 || n > MAX_STACK_COPY {
-                bail!(
-                    "--call-graph {s}: the stack copy must be between 8 and {MAX_STACK_COPY} bytes"
-                );
-            }
-            // The kernel copies whole 8-byte words.
-            n.div_ceil(8) * 8
-        }
-    };
-    let stack = match mode {
-        "fp" if size.is_none() => UserStack::FramePointer,
-        "dwarf" => UserStack::Copy {
-            bytes,
-            fp_chain: false,
-        },
-        "auto" => UserStack::Copy {
-            bytes,
-            fp_chain: true,
-        },
-        _ => bail!(
-            "--call-graph {s}: choose fp, dwarf, dwarf,BYTES, auto or auto,BYTES \
-             (e.g. --call-graph dwarf,16384 for deeper stacks)"
-        ),
-    };
-    if stack.copies_stack() && !cfg!(target_arch = "x86_64") {
-        eprintln!(
-            "hood: --call-graph {s}: stack copies are unwound on x86-64 only; using frame pointers"
-        );
-        return Ok(UserStack::FramePointer);
-    }
-    Ok(stack)
 }
