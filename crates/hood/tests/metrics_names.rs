@@ -4,45 +4,15 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 mod common;
-use common::hood;
+use common::serve::Serve;
 
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(extra: &[&str]) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    let child = hood()
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(extra)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn hood serve");
-    let s = Server { child, port };
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "hood serve did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    s
+/// `hood serve` with `extra` arguments, ready (answering /healthz) on a port of its own.
+fn start(extra: &[&str]) -> Serve {
+    Serve::start(extra, &std::env::temp_dir(), Stdio::null())
 }
 
 /// The body of `GET /metrics`.

@@ -4,11 +4,12 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::hood;
+use common::serve::free_port;
 
 /// Kills the process when dropped.
 struct Killed(Child);
@@ -18,14 +19,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// HTTP/1.0 GET of `path`: (status, body), or None when nothing listens yet.

@@ -19,13 +19,23 @@ impl Drop for Serve {
     }
 }
 
-/// A port no one listens on (yet).
+/// A port no one listens on (yet), and one this test process has not handed out before: two
+/// tests starting servers at once could otherwise be given the same just-freed port, and the
+/// one whose server then failed to bind would talk to the other's (seen once in CI).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .expect("bind")
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 impl Serve {
