@@ -143,17 +143,7 @@ fn parse_time(s: &str) -> Result<u64, String> {
 pub fn run(args: TraceArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         TraceCommand::Record(a) => record::record(a),
-        TraceCommand::Report(a) => report::report(report::ReportConfig {
-            file: a.file,
-            paths: a.paths,
-            tid: a.tid,
-            from_ns: a.from,
-            to_ns: a.to,
-            format: a.format,
-            tags: a.tags,
-            lines: a.lines,
-            output: a.output,
-        }),
+        TraceCommand::Report(a) => report::report(a),
     }
 }
 

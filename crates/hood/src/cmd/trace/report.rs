@@ -2,29 +2,16 @@
 //! trace file's events through the analysis, never holding the file whole.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use hood_model::trace::scan;
 use hood_report::trace::{TraceReport, View, Written};
 
-use super::FormatArg;
+use super::{FormatArg, ReportArgs};
 
-/// Plain config of `hood trace report`.
-pub struct ReportConfig {
-    pub file: PathBuf,
-    pub paths: bool,
-    pub tid: Option<u32>,
-    pub from_ns: Option<u64>,
-    pub to_ns: Option<u64>,
-    pub format: FormatArg,
-    pub tags: bool,
-    pub lines: Option<usize>,
-    pub output: Option<PathBuf>,
-}
-
-pub fn report(c: ReportConfig) -> anyhow::Result<ExitCode> {
+/// `hood trace report`, with its warnings on standard error.
+pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
     let head = scan(&c.file).map_err(|e| {
         crate::cmd::missing_file(
             e.into(),
@@ -53,8 +40,8 @@ pub fn report(c: ReportConfig) -> anyhow::Result<ExitCode> {
     let what = TraceReport {
         paths: c.paths,
         tid: c.tid,
-        from_ns: c.from_ns,
-        to_ns: c.to_ns,
+        from_ns: c.from,
+        to_ns: c.to,
         view: match c.format {
             FormatArg::Text => View::Text,
             FormatArg::Json => View::Json,
