@@ -40,4 +40,12 @@ pub enum SymbolError {
         /// Which check failed.
         reason: &'static str,
     },
+    /// The code or source text asked for cannot be shown.
+    #[error("{}: {reason}", path.display())]
+    NoCode {
+        /// The binary or source file.
+        path: PathBuf,
+        /// Why, in words.
+        reason: String,
+    },
 }

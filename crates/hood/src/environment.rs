@@ -215,27 +215,19 @@ pub fn check() -> anyhow::Result<()> {
             continue;
         };
         let val = val.to_string_lossy();
-        match v.values {
-            Values::Any => {}
-            Values::OneOf(words) => {
-                if !words.contains(&val.as_ref()) {
-                    bail!(
-                        "environment variable {}={val:?} is not understood: use {}, or unset it",
-                        v.name,
-                        words.join(" or ")
-                    );
-                }
+        let wanted = match v.values {
+            Values::Any => continue,
+            Values::OneOf(words) if words.contains(&val.as_ref()) => continue,
+            Values::OneOf(words) => words.join(" or "),
+            Values::Count(lo, hi) if val.parse::<u64>().is_ok_and(|n| (lo..=hi).contains(&n)) => {
+                continue
             }
-            Values::Count(lo, hi) => {
-                let ok = val.parse::<u64>().is_ok_and(|n| (lo..=hi).contains(&n));
-                if !ok {
-                    bail!(
-                        "environment variable {}={val:?} is not understood: use a whole number from {lo} to {hi}, or unset it",
-                        v.name
-                    );
-                }
-            }
-        }
+            Values::Count(lo, hi) => format!("a whole number from {lo} to {hi}"),
+        };
+        bail!(
+            "environment variable {}={val:?} is not understood: use {wanted}, or unset it",
+            v.name
+        );
     }
     Ok(())
 }

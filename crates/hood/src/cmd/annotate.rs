@@ -1,8 +1,7 @@
 //! `hood annotate [-i FILE] FUNCTION`: the samples of one function per source line, with the
 //! source text beside them; `--asm`: per instruction, with the disassembly.
 
-use std::io::{BufWriter, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,7 +9,7 @@ use clap::Args;
 use hood_model::profile::aggregate::Filter;
 use hood_report::profile::annotate as ann;
 
-use super::report::{load_profile_with, SymbolOpts};
+use super::report::{load_profile, SymbolOpts};
 
 /// Source files larger than this are not shown.
 const MAX_SOURCE: u64 = 16 << 20;
@@ -50,7 +49,7 @@ pub struct AnnotateArgs {
 
 /// Run `hood annotate`.
 pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
-    let prof = load_profile_with(&args.input, &args.symbols).map_err(|e| {
+    let prof = load_profile(&args.input, &args.symbols).map_err(|e| {
         super::missing_file(
             e,
             &args.input,
@@ -96,11 +95,11 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         .get(funcs[0] as usize)
         .map_or(args.function.clone(), |f| f.name.clone());
     if args.asm {
-        let (dso, start, bytes) = function_bytes(&prof, &a, &args.symbols)?;
+        let (dso, found) = function_bytes(&prof, &a, &args.symbols)?;
         let code = ann::Code {
             dso: &dso,
-            bytes: &bytes,
-            start,
+            bytes: &found.bytes,
+            start: found.start,
         };
         ann::render_asm(&prof, &name, &a, &code, &mut out)?;
     } else {
@@ -118,7 +117,8 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .unwrap_or_else(|| path.to_string());
-            read_source(&mapped)
+            hood_symbols::read_source(std::path::Path::new(&mapped), MAX_SOURCE)
+                .map_err(|e| e.to_string())
         };
         ann::render_annotate(&prof, &name, &a, args.context, &mut source, &mut out)?;
     }
@@ -130,39 +130,16 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A source file's text: a regular file of bounded size, opened without blocking (a FIFO
-/// named by a binary's debug info must not hang the report).
-fn read_source(path: &str) -> Result<String, String> {
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("{path}: {e}"))?;
-    let meta = f.metadata().map_err(|e| format!("{path}: {e}"))?;
-    if !meta.is_file() {
-        return Err(format!("{path} is not a regular file"));
-    }
-    if meta.len() > MAX_SOURCE {
-        return Err(format!("{path} is over {} MiB", MAX_SOURCE >> 20));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_SOURCE)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("{path}: {e}"))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
 /// Longest function disassembled.
 const MAX_FUNCTION: u64 = 1 << 20;
 
-/// The machine code holding most of the function's samples: (file, file offset of the first
-/// byte, bytes), from the symbol covering its hottest instruction.
+/// The machine code holding most of the function's samples: (file, code), from the symbol
+/// covering its hottest instruction.
 fn function_bytes(
     prof: &hood_model::profile::Profile,
     a: &ann::Annotation,
     opts: &SymbolOpts,
-) -> anyhow::Result<(String, u64, Vec<u8>)> {
-    use std::os::unix::fs::FileExt;
+) -> anyhow::Result<(String, hood_symbols::FunctionCode)> {
     let Some(((dso, off), _)) = a.offsets.iter().max_by_key(|(_, v)| v.0) else {
         anyhow::bail!("no sampled instruction of the function lies in a mapped file (JIT code?)");
     };
@@ -175,39 +152,13 @@ fn function_bytes(
         .as_deref()
         .and_then(hood_model::profile::maps::hex_decode);
     let mut sym = hood_symbols::Symbolizer::new(super::report::symbolizer_options(opts))?;
-    let path = std::path::Path::new(&file.path);
-    let found = sym
-        .symbolize_file(path, build_id.as_deref(), &[*off])
-        .pop()
-        .and_then(Result::ok);
-    let Some(found) = found else {
-        let why = sym.warnings().join("; ");
-        anyhow::bail!(
-            "{}: no symbol covers offset {off:#x} now ({why})",
-            file.path
-        );
-    };
-    let Some(size) = found.size.filter(|&s| s > 0 && s <= MAX_FUNCTION) else {
-        anyhow::bail!(
-            "{}: the symbol {} has no size (or one over {} KiB): nothing to disassemble",
-            file.path,
-            found.name,
-            MAX_FUNCTION >> 10
-        );
-    };
-    let start = off - found.offset;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", file.path))?;
-    if !f.metadata()?.is_file() {
-        anyhow::bail!("{} is not a regular file", file.path);
-    }
-    let mut bytes = vec![0u8; size as usize];
-    f.read_exact_at(&mut bytes, start)
-        .map_err(|e| anyhow::anyhow!("{}: reading {size} bytes at {start:#x}: {e}", file.path))?;
-    Ok((dso.clone(), start, bytes))
+    let code = sym.function_code(
+        std::path::Path::new(&file.path),
+        build_id.as_deref(),
+        *off,
+        MAX_FUNCTION,
+    )?;
+    Ok((dso.clone(), code))
 }
 
 /// `OLD=NEW` of `--source-map`.

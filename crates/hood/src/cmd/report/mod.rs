@@ -17,17 +17,9 @@ use hood_report::profile as render;
 pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs, SymbolOpts};
 pub use resolver::symbolizer_options;
 
-/// Load and symbolize the recording at `path`, with short function names.
-pub fn load_profile(path: &Path, symfile: Option<&Path>) -> anyhow::Result<Profile> {
-    let opts = SymbolOpts {
-        symfile: symfile.map(Path::to_path_buf),
-        ..SymbolOpts::default()
-    };
-    load_profile_with(path, &opts)
-}
-
-/// [`load_profile`] with the user's naming options (`--full-names`, `--no-inline`, ...).
-pub fn load_profile_with(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profile> {
+/// Load and symbolize the recording at `path` with the user's naming options (`--full-names`,
+/// `--no-inline`, ...; `SymbolOpts::default()` for short names).
+pub fn load_profile(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profile> {
     Ok(hood_record::load_profile(
         path,
         symbolizer_options(sym_opts),
@@ -109,7 +101,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
-    let prof = load_profile_with(&args.input, &args.symbols).map_err(|e| {
+    let prof = load_profile(&args.input, &args.symbols).map_err(|e| {
         super::missing_file(
             e,
             &args.input,
@@ -196,7 +188,7 @@ fn render_labels(
 
 /// The recorder's `p` key: the top functions of the file written so far.
 pub fn print_live_top(path: &Path, n: usize) -> anyhow::Result<()> {
-    let prof = load_profile(path, None)?;
+    let prof = load_profile(path, &SymbolOpts::default())?;
     let mut err = std::io::stderr().lock();
     render::render_top(&prof, n, &mut err)?;
     Ok(())

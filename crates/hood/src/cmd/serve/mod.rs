@@ -21,7 +21,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
     let profiler = Recording::new(|path: &std::path::Path| {
-        crate::cmd::report::load_profile(path, None).map_err(|e| format!("{e:#}"))
+        crate::cmd::report::load_profile(path, &Default::default()).map_err(|e| format!("{e:#}"))
     });
     Server::bind(&cfg)?.run(&stop, profiler);
     Ok(ExitCode::SUCCESS)

@@ -1,0 +1,108 @@
+//! What `hood annotate` shows beside its counts: a source file's text, and the machine code of
+//! the function a sampled offset lies in. Both are read from files named by the recording or
+//! by a binary's debug info, so both are opened without blocking (a FIFO must not hang the
+//! report), must be regular files, and are read only up to a bound, whatever their size.
+
+use std::fs::{File, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
+
+use rustix::fs::OFlags;
+
+use crate::{SymbolError, Symbolizer};
+
+/// A function's machine code, as read from its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionCode {
+    /// The symbol the code belongs to.
+    pub name: String,
+    /// File offset of its first byte.
+    pub start: u64,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// `path` opened for reading without blocking, if it is a regular file.
+fn open_regular(path: &Path) -> Result<File, SymbolError> {
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+        .map_err(io)?;
+    if !f.metadata().map_err(io)?.is_file() {
+        return Err(SymbolError::NoCode {
+            path: path.to_path_buf(),
+            reason: "not a regular file".into(),
+        });
+    }
+    Ok(f)
+}
+
+/// The text of the source file `path` (invalid UTF-8 replaced), if it is a regular file of at
+/// most `max` bytes.
+pub fn read_source(path: &Path, max: u64) -> Result<String, SymbolError> {
+    let f = open_regular(path)?;
+    let io = |source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if f.metadata().map_err(io)?.len() > max {
+        return Err(SymbolError::NoCode {
+            path: path.to_path_buf(),
+            reason: format!("over {} MiB, not shown", max >> 20),
+        });
+    }
+    let mut bytes = Vec::new();
+    f.take(max).read_to_end(&mut bytes).map_err(io)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+impl Symbolizer {
+    /// The machine code of the function of the ELF file `path` (checked against
+    /// `expected_build_id`) that covers file offset `offset`: the whole symbol, from its symbol
+    /// table entry's start and size, if that size is known and at most `max` bytes.
+    pub fn function_code(
+        &mut self,
+        path: &Path,
+        expected_build_id: Option<&[u8]>,
+        offset: u64,
+        max: u64,
+    ) -> Result<FunctionCode, SymbolError> {
+        let no_code = |reason: String| SymbolError::NoCode {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let found = self
+            .symbolize_file(path, expected_build_id, &[offset])
+            .pop()
+            .and_then(Result::ok);
+        let Some(found) = found else {
+            let why = self.warnings().join("; ");
+            return Err(no_code(format!(
+                "no symbol covers offset {offset:#x} now ({why})"
+            )));
+        };
+        let Some(size) = found.size.filter(|&s| s > 0 && s <= max) else {
+            return Err(no_code(format!(
+                "the symbol {} has no size (or one over {} KiB): nothing to disassemble",
+                found.name,
+                max >> 10
+            )));
+        };
+        let start = offset.saturating_sub(found.offset);
+        let f = open_regular(path)?;
+        let mut bytes = vec![0u8; size as usize];
+        f.read_exact_at(&mut bytes, start)
+            .map_err(|e| no_code(format!("reading {size} bytes at {start:#x}: {e}")))?;
+        Ok(FunctionCode {
+            name: found.name,
+            start,
+            bytes,
+        })
+    }
+}
