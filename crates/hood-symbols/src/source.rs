@@ -106,3 +106,36 @@ impl Symbolizer {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_source_file_is_read_whole_and_lossily() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.c");
+        std::fs::write(&p, b"int main(void)\n{ return 0; } \xff\n").unwrap();
+        let text = read_source(&p, 1 << 20).unwrap();
+        assert_eq!(text, "int main(void)\n{ return 0; } \u{fffd}\n");
+    }
+
+    #[test]
+    fn a_fifo_a_directory_and_a_big_file_are_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.c");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
+        let e = read_source(&fifo, 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("not a regular file") && e.contains("fifo.c"), "{e}");
+        let e = read_source(dir.path(), 1 << 20).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let big = dir.path().join("big.c");
+        std::fs::write(&big, vec![b'x'; 3 << 20]).unwrap();
+        let e = read_source(&big, 2 << 20).unwrap_err().to_string();
+        assert!(e.contains("over 2 MiB") && e.contains("big.c"), "{e}");
+        let e = read_source(&dir.path().join("missing.c"), 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("missing.c"), "{e}");
+    }
+}
