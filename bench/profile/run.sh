@@ -2,13 +2,17 @@
 # Side-by-side benchmark of hood's sampling profiler against perf (issue 2's targets).
 # Prints figures and ratios; never pass/fail. Needs root, perf (linux-perf), gcc.
 # Usage: bench/profile/run.sh [SECONDS]   (default 10; the issue's figures use 10)
+# HOOD=path/to/hood times that binary instead of building this tree's (e.g. an older build, for
+# before/after figures beside the same perf).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
 out=bench/out/profile; mkdir -p "$out"
 command -v perf >/dev/null || { echo "perf is needed: apt-get install linux-perf"; exit 2; }
-cargo build --release -q -p hood
-hood=${CARGO_TARGET_DIR:-target}/release/hood
+if [ -n "${HOOD:-}" ]; then hood=$HOOD; else
+    cargo build --release -q -p hood
+    hood=${CARGO_TARGET_DIR:-target}/release/hood
+fi
 gcc -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o "$out/fixedwork" bench/profile/fixedwork.c
 gcc -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o "$out/spinner" tests/c/spinner.c
 
