@@ -75,6 +75,7 @@ if uft:
     configs.append(("uftrace record", ["uftrace", "record", "--force", "-d",
                     os.path.join(work, "uftrace.data"), cpu_of, prog_file, fib, str(n)], {}))
 res = {c[0]: ([], []) for c in configs}
+lost_before = []
 load0 = os.getloadavg()
 for r in range(rounds):
     for name, cmd, env in configs:
@@ -84,7 +85,11 @@ for r in range(rounds):
         if cmd[1:] == rec[1:]:
             m = re.search(r"(\d+) events written", err)
             got = int(m.group(1)) if m else -1
-            if got != events or "dropped" in err:
+            if name.endswith("HOOD_BEFORE build") and got >= 0:
+                # An older build may lose events (a smaller ring, a slower recorder): that is
+                # one of the figures compared, not a failed run.
+                lost_before.append(events - got)
+            elif got != events or "dropped" in err:
                 sys.exit(f"hood recorded {got} events, expected {events} (none lost):\n{err}")
 load1 = os.getloadavg()
 shutil.rmtree(shm, ignore_errors=True)
@@ -104,7 +109,7 @@ print(f"  hood recorder CPU (total - program): {(h[0]-h[1])*1e3:.1f} ms"
 if before:
     b = med["hood trace record, HOOD_BEFORE build"]
     print(f"  HOOD_BEFORE build's recorder CPU: {(b[0]-b[1])*1e3:.1f} ms"
-          f" = {(b[0]-b[1])*1e9/events:.1f} ns/event")
+          f" = {(b[0]-b[1])*1e9/events:.1f} ns/event; events it lost per round: {lost_before}")
 if uft:
     u = med["uftrace record"]
     print(f"  ratio uftrace/hood per event: program {ns(u[1])/ns(h[1]):.2f}x,"

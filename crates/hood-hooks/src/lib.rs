@@ -47,14 +47,6 @@ pub enum HooksError {
     /// Opening or reading a kernel ring (context switches, irqs).
     #[error(transparent)]
     Perf(#[from] hood_perf::PerfError),
-    /// Writing a file the recorder made.
-    #[error("writing {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
     /// The runtime library to preload is not where it should be.
     #[error("{0}")]
     Runtime(String),
@@ -80,20 +72,13 @@ pub enum HooksError {
         /// Why it could not be written.
         source: Box<HooksError>,
     },
-    /// A system call on a file failed.
+    /// A system call on a file or directory failed (writing a file the recorder made,
+    /// creating its segment directory, writing a segment's reset counter).
     #[error("{what}: {source}")]
     Io {
         /// What was being done, naming the file.
         what: String,
         /// The operating system's error.
-        source: std::io::Error,
-    },
-    /// The recorder's private segment directory could not be created.
-    #[error("creating the segment directory {}: {source}", path.display())]
-    CreateDir {
-        /// The directory.
-        path: PathBuf,
-        /// The cause.
         source: std::io::Error,
     },
 }

@@ -303,8 +303,8 @@ pub fn private_dir(base: &Path, kind: &str) -> Result<PathBuf, HooksError> {
     std::fs::DirBuilder::new()
         .mode(0o700)
         .create(&dir)
-        .map_err(|source| HooksError::CreateDir {
-            path: dir.clone(),
+        .map_err(|source| HooksError::Io {
+            what: format!("creating the segment directory {}", dir.display()),
             source,
         })?;
     Ok(dir)

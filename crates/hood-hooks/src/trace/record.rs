@@ -132,8 +132,8 @@ fn run_and_collect(
         };
         let table = filter::build(&rules, &exe, &mut warnings);
         let p = dir.join("filter.bin");
-        std::fs::write(&p, table).map_err(|source| HooksError::Write {
-            path: p.clone(),
+        std::fs::write(&p, table).map_err(|source| HooksError::Io {
+            what: format!("writing {}", p.display()),
             source,
         })?;
         set("HOOD_TRACE_FILTER", p.into());
