@@ -29,6 +29,7 @@
 //! [`Symbolizer::warnings`].
 #![forbid(unsafe_code)]
 
+mod answers;
 mod cache;
 mod debugfile;
 mod debuginfod;
@@ -46,13 +47,14 @@ mod unpacked;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use answers::{SymbolCacheConfig, DEFAULT_MAX_BYTES as SYMBOL_CACHE_DEFAULT_MAX_BYTES};
 pub use debugfile::debug_file_path;
 pub use debuginfod::DebuginfodConfig;
 pub use demangle::{demangle, demangle_short};
 pub use elfread::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use error::SymbolError;
 pub use funcs::{function_symbols, FunctionSymbol};
-pub use symbolizer::Symbolizer;
+pub use symbolizer::{SymbolStats, Symbolizer};
 pub use table::SymbolTable;
 pub use unpacked::{DwarfCacheConfig, DEFAULT_MAX_BYTES as DWARF_CACHE_DEFAULT_MAX_BYTES};
 
@@ -165,6 +167,10 @@ pub struct SymbolizerOptions {
     /// so that later reports read it in place (default `None`;
     /// [`DwarfCacheConfig::from_env`] gives the cache `hood report` uses).
     pub dwarf_cache: Option<DwarfCacheConfig>,
+    /// Keep each binary's answers by build-id, so that later reports answer the same
+    /// offsets without reading its symbol tables and DWARF again (default `None`;
+    /// [`SymbolCacheConfig::from_env`] gives the cache `hood report` uses).
+    pub symbol_cache: Option<SymbolCacheConfig>,
 }
 
 impl Default for SymbolizerOptions {
@@ -178,6 +184,7 @@ impl Default for SymbolizerOptions {
             inlined: true,
             debuginfod: None,
             dwarf_cache: None,
+            symbol_cache: None,
         }
     }
 }
