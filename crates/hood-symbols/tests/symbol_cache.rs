@@ -307,8 +307,11 @@ fn the_cache_is_trimmed_to_its_budget() {
         })
         .unwrap();
         s.symbolize_file(&bin, None, &offs);
-        let now = kept(&cache);
-        made.extend(now.into_iter().filter(|p| !made.contains(p)));
+        let new: Vec<PathBuf> = kept(&cache)
+            .into_iter()
+            .filter(|p| !made.contains(p))
+            .collect();
+        made.extend(new);
     }
     assert_eq!(made.len(), 3);
     let left = kept(&cache);
