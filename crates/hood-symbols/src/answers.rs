@@ -5,10 +5,11 @@
 //!
 //! One file per binary and way of reading it (`$XDG_CACHE_HOME/hood/symbols`, else
 //! `~/.cache/hood/symbols`; `HOOD_SYMBOL_CACHE=DIR` moves it, `HOOD_SYMBOL_CACHE=off` turns
-//! it off), named by the binary's build-id and size, the size of the separate debug file it
-//! was read with (0: none) and the options that change answers (inlined functions on or
-//! off). A binary rebuilt with another build-id, a stripped copy of it, or a debug file
-//! installed or removed since, all get a file of their own. The answers are the raw ones:
+//! it off), named by the binary's build-id and size (a binary without a build-id: its file's
+//! device, inode, size and times), the size of the separate debug file it was read with (0:
+//! none) and the options that change answers (inlined functions on or off). A binary rebuilt
+//! with another build-id, a stripped copy of it, or a debug file installed or removed since,
+//! all get a file of their own. The answers are the raw ones:
 //! names before demangling and shortening, so `--full-names` and `--no-demangle` still
 //! derive late. Offsets not yet kept are symbolized from the files and added.
 //!
@@ -70,13 +71,36 @@ impl SymbolCacheConfig {
     }
 }
 
-/// What a binary's answers depend on: the file name of its kept answers.
-pub(crate) fn key(build_id: &[u8], bin_size: u64, debug_size: u64, inlined: bool) -> String {
-    format!(
-        "{}.{bin_size}.{debug_size}.{}{SUFFIX}",
-        hex(build_id),
+/// What the answers of the binary `real` (with build-id `build_id`, read with a debug file
+/// of `debug_size` bytes, 0 for none) depend on: the file name of its kept answers. A binary
+/// without a build-id (the Rust toolchain's, some Go programs) is known by its file's
+/// identity instead: device, inode, size, and modification and change times to the
+/// nanosecond (rewriting or replacing the file changes the change time, which no user can
+/// set back). `None` if the file cannot be looked at.
+pub(crate) fn key(
+    real: &Path,
+    build_id: Option<&[u8]>,
+    debug_size: u64,
+    inlined: bool,
+) -> Option<String> {
+    let m = fs::metadata(real).ok().filter(|m| m.is_file())?;
+    let who = match build_id.filter(|id| id.len() >= 2) {
+        Some(id) => format!("{}.{}", hex(id), m.len()),
+        None => format!(
+            "noid-{:x}-{}-{}-{}.{}-{}.{}",
+            m.dev(),
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec()
+        ),
+    };
+    Some(format!(
+        "{who}.{debug_size}.{}{SUFFIX}",
         if inlined { "i" } else { "n" }
-    )
+    ))
 }
 
 /// The answers of one binary: offset → raw answer (a symbol, or no symbol there).

@@ -53,7 +53,7 @@ impl Symbolizer {
         };
         match verdict {
             Ok((real, id)) => {
-                let dbg = self.debug_file(&real, path);
+                let dbg = self.debug_file(&real, path, id.as_deref());
                 let shown = path.display().to_string();
                 let key = self.answers_key(&real, id.as_deref(), dbg.as_ref());
                 let Some(key) = key else {
@@ -110,7 +110,7 @@ impl Symbolizer {
         }
     }
 
-    /// The name of `real`'s kept answers: `None` without a symbol cache or a build-id.
+    /// The name of `real`'s kept answers (`None` without a symbol cache).
     fn answers_key(
         &self,
         real: &Path,
@@ -118,18 +118,11 @@ impl Symbolizer {
         dbg: Option<&DebugFile>,
     ) -> Option<String> {
         self.answers.as_ref()?;
-        let id = id.filter(|id| id.len() >= 2)?;
-        let bin_size = crate::answers::file_size(real)?;
         let debug_size = match dbg {
             Some(d) => crate::answers::file_size(&d.path)?,
             None => 0,
         };
-        Some(crate::answers::key(
-            id,
-            bin_size,
-            debug_size,
-            self.opts.inlined,
-        ))
+        crate::answers::key(real, id, debug_size, self.opts.inlined)
     }
 
     /// The raw answers (names not demangled) for offsets of the binary `real`, read from its
@@ -164,8 +157,9 @@ impl Symbolizer {
         }
     }
 
-    /// The separate debug file of the binary `real` (mapped as `recorded`), looked for once.
-    fn debug_file(&mut self, real: &Path, recorded: &Path) -> Option<DebugFile> {
+    /// The separate debug file of the binary `real` (mapped as `recorded`, build-id `id`),
+    /// looked for once.
+    fn debug_file(&mut self, real: &Path, recorded: &Path, id: Option<&[u8]>) -> Option<DebugFile> {
         if let Some(found) = self.debug_files.get(real) {
             return found.clone();
         }
@@ -175,15 +169,15 @@ impl Symbolizer {
             .iter()
             .map(|d| self.rooted(d))
             .collect();
-        let mut found = DebugFile::find(real, recorded, &dirs);
+        let mut found = DebugFile::find(real, recorded, id, &dirs);
         if found.is_none() && self.debuginfod.is_some() && !has_dwarf(real) {
-            if let Ok(Some(id)) = read_build_id(real) {
+            if let Some(id) = id {
                 let mut warnings = Vec::new();
                 let what = recorded.display().to_string();
                 let fetched = self
                     .debuginfod
                     .as_mut()
-                    .and_then(|d| d.fetch(&id, &what, &mut |k, m| warnings.push((k, m))));
+                    .and_then(|d| d.fetch(id, &what, &mut |k, m| warnings.push((k, m))));
                 for (k, m) in warnings {
                     self.warn(k, m);
                 }
