@@ -191,6 +191,22 @@ fn a_rebuilt_or_stripped_binary_never_gets_old_answers() {
     let (got, _, stats) = resolve(Some(&cache), &stripped, None, &offs);
     assert_eq!(got, want);
     assert_eq!(stats.from_cache, 0, "{stats:?}");
+
+    // A binary without a build-id is kept by its file's identity: the same file is answered
+    // from the cache, another one written to the same path is not.
+    let bare = compile(dir.path(), "bare", SRC, &["-O2", "-g", "-Wl,--build-id=none"]);
+    assert_eq!(hood_symbols::read_build_id(&bare).unwrap(), None);
+    let offs = offsets(&bare);
+    let (first, _, _) = resolve(Some(&cache), &bare, None, &offs);
+    let (again, _, stats) = resolve(Some(&cache), &bare, None, &offs);
+    assert_eq!(again, first);
+    assert_eq!(stats.from_files, 0, "{stats:?}");
+    compile(dir.path(), "bare", &other, &["-O2", "-g", "-Wl,--build-id=none"]);
+    let (want, _, _) = resolve(None, &bare, None, &offs);
+    let (got, _, stats) = resolve(Some(&cache), &bare, None, &offs);
+    assert_eq!(got, want);
+    assert_ne!(got, first, "the two builds answer differently");
+    assert_eq!(stats.from_cache, 0, "{stats:?}");
 }
 
 #[test]
