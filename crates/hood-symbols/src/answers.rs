@@ -103,10 +103,18 @@ pub(crate) fn key(
     ))
 }
 
-/// The answers of one binary: offset → raw answer (a symbol, or no symbol there).
+/// Demangled forms of raw names: (whole signatures, raw name) → demangled name.
+pub(crate) type Demangled = HashMap<(bool, String), String>;
+
+/// The answers of one binary: offset → raw answer (a symbol, or no symbol there), and the
+/// demangled forms of their names met so far (demangling a large C++ library's names again
+/// on every report would cost more than reading the answers).
 #[derive(Default)]
 pub(crate) struct Table {
     pub(crate) map: HashMap<u64, Resolution>,
+    pub(crate) names: Demangled,
+    /// The names were handed to this report's demangler.
+    pub(crate) seeded: bool,
     /// Answers added since the table was read.
     dirty: bool,
 }
@@ -158,9 +166,13 @@ impl Answers {
             };
             let path = dir.join(key);
             let table = match read_table(&path, key) {
-                Ok(Some(map)) => {
+                Ok(Some((map, names))) => {
                     touch(&path);
-                    Table { map, dirty: false }
+                    Table {
+                        map,
+                        names,
+                        ..Table::default()
+                    }
                 }
                 Ok(None) => Table::default(),
                 Err(why) => {
@@ -193,6 +205,38 @@ impl Answers {
         }
     }
 
+    /// Keeps the demangled forms of the names of the answers at `offsets` (added with
+    /// [`add`](Self::add)), given as `demangled` (the same answers, names demangled with
+    /// whole signatures or not, `full`).
+    pub(crate) fn add_names<'a>(
+        &mut self,
+        key: &str,
+        full: bool,
+        offsets: &[u64],
+        demangled: impl Iterator<Item = &'a Resolution>,
+    ) {
+        let Some(t) = self.tables.get_mut(key) else {
+            return;
+        };
+        for (o, d) in offsets.iter().zip(demangled) {
+            let (Some(Ok(raw)), Ok(d)) = (t.map.get(o), d) else {
+                continue;
+            };
+            let pairs = std::iter::once((&raw.name, &d.name)).chain(
+                raw.inlined
+                    .iter()
+                    .zip(&d.inlined)
+                    .map(|(r, d)| (&r.name, &d.name)),
+            );
+            for (r, d) in pairs {
+                if r != d && !t.names.contains_key(&(full, r.clone())) {
+                    t.names.insert((full, r.clone()), d.clone());
+                    t.dirty = true;
+                }
+            }
+        }
+    }
+
     /// Writes the table under `key` if answers were added; problems go to `warn`.
     pub(crate) fn save(&mut self, key: &str, warn: &mut dyn FnMut(String, String)) {
         let Ok(dir) = self.dir() else {
@@ -205,7 +249,7 @@ impl Answers {
             return;
         }
         t.dirty = false;
-        let bytes = encode(key, &t.map);
+        let bytes = encode(key, &t.map, &t.names);
         if bytes.len() as u64 > MAX_FILE {
             return;
         }
@@ -234,7 +278,10 @@ impl Answers {
 
 /// Reads the kept table at `path`: `Ok(None)` if there is none, `Err` (in words) if the file
 /// is there but not one to trust.
-fn read_table(path: &Path, key: &str) -> Result<Option<HashMap<u64, Resolution>>, String> {
+fn read_table(
+    path: &Path,
+    key: &str,
+) -> Result<Option<(HashMap<u64, Resolution>, Demangled)>, String> {
     let f = match OpenOptions::new()
         .read(true)
         .custom_flags(nofollow())
@@ -293,8 +340,9 @@ fn put64(out: &mut Vec<u8>, v: u64) {
 /// (length, bytes), answer count, answers, CRC-32 of all before it. An answer: offset, tag
 /// (0 no symbol, 1 a symbol); a symbol: name, offset in it, size (`u64::MAX`: unknown),
 /// file (`u32::MAX`: none), line, start line (0: unknown), inlined count, then per inlined
-/// frame name, file and line.
-fn encode(key: &str, map: &HashMap<u64, Resolution>) -> Vec<u8> {
+/// frame name, file and line. Then the count of demangled names, and per name: the raw name,
+/// 1 if demangled with whole signatures (else 0), the demangled name (length, bytes).
+fn encode(key: &str, map: &HashMap<u64, Resolution>, names: &Demangled) -> Vec<u8> {
     fn code(c: &Option<SourceLine>) -> Option<(&str, u32)> {
         c.as_ref().map(|c| (c.file.as_str(), c.line))
     }
@@ -323,6 +371,15 @@ fn encode(key: &str, map: &HashMap<u64, Resolution>) -> Vec<u8> {
             put32(&mut body, file);
             put32(&mut body, line);
         }
+    }
+    let mut sorted: Vec<(&(bool, String), &String)> = names.iter().collect();
+    sorted.sort();
+    put32(&mut body, sorted.len() as u32);
+    for ((full, raw), d) in sorted {
+        put32(&mut body, strings.id(raw));
+        body.push(u8::from(*full));
+        put32(&mut body, d.len() as u32);
+        body.extend_from_slice(d.as_bytes());
     }
     let mut out = Vec::with_capacity(body.len() + 64);
     out.extend_from_slice(MAGIC);
@@ -380,7 +437,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn decode(bytes: &[u8], key: &str) -> Result<HashMap<u64, Resolution>, String> {
+fn decode(bytes: &[u8], key: &str) -> Result<(HashMap<u64, Resolution>, Demangled), String> {
     let Some(body_len) = bytes.len().checked_sub(4) else {
         return Err("truncated".into());
     };
@@ -468,10 +525,25 @@ fn decode(bytes: &[u8], key: &str) -> Result<HashMap<u64, Resolution>, String> {
         };
         map.insert(offset, answer);
     }
-    if r.at != body.len() {
-        return Err("bytes after the last answer".into());
+    // Each demangled name takes at least 9 bytes.
+    let n = r.u32()? as usize;
+    if n > (body.len() - r.at) / 9 {
+        return Err("more demangled names than the file has room for".into());
     }
-    Ok(map)
+    let mut names = HashMap::with_capacity(n);
+    for _ in 0..n {
+        let raw = string(r.u32()?)?;
+        let full = match r.u8()? {
+            0 => false,
+            1 => true,
+            f => return Err(format!("a demangled name of unknown kind {f}")),
+        };
+        names.insert((full, raw), r.str()?.to_string());
+    }
+    if r.at != body.len() {
+        return Err("bytes after the last demangled name".into());
+    }
+    Ok((map, names))
 }
 
 /// The size of `path` if it is a regular file (a part of keys).
@@ -522,8 +594,10 @@ mod tests {
     #[test]
     fn answers_read_back_as_written() {
         let m = sample();
-        let bytes = encode("k", &m);
-        assert_eq!(decode(&bytes, "k").unwrap(), m);
+        let mut names = Demangled::new();
+        names.insert((false, "_ZN3foo3barE".into()), "foo::bar".into());
+        let bytes = encode("k", &m, &names);
+        assert_eq!(decode(&bytes, "k").unwrap(), (m, names));
         assert!(decode(&bytes, "other")
             .unwrap_err()
             .contains("another binary"));
@@ -531,7 +605,9 @@ mod tests {
 
     #[test]
     fn every_cut_and_every_flipped_byte_is_refused_without_panic() {
-        let bytes = encode("k", &sample());
+        let mut names = Demangled::new();
+        names.insert((true, "plain".into()), "x".into());
+        let bytes = encode("k", &sample(), &names);
         for n in 0..bytes.len() {
             assert!(decode(&bytes[..n], "k").is_err(), "cut at {n}");
         }

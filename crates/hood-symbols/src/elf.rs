@@ -64,6 +64,7 @@ impl Symbolizer {
                 let mut warnings = Vec::new();
                 let mut out: Vec<Resolution> = vec![Err(Unresolved::NoSymbol); file_offsets.len()];
                 let mut missing: Vec<usize> = Vec::new();
+                let demangler = &mut self.demangler;
                 match self
                     .answers
                     .as_mut()
@@ -76,6 +77,14 @@ impl Symbolizer {
                                 None => missing.push(i),
                             }
                         }
+                        if let Some(d) = demangler.as_mut().filter(|_| !table.seeded) {
+                            table.seeded = true;
+                            for ((full, raw), name) in &table.names {
+                                if *full == d.full() {
+                                    d.seed(raw, name);
+                                }
+                            }
+                        }
                     }
                     None => missing.extend(0..file_offsets.len()),
                 }
@@ -83,28 +92,35 @@ impl Symbolizer {
                     self.warn(k, m);
                 }
                 self.stats.from_cache += (file_offsets.len() - missing.len()) as u64;
-                if !missing.is_empty() {
-                    let offs: Vec<u64> = missing.iter().map(|&i| file_offsets[i]).collect();
-                    let before = self.warnings().len();
-                    let got = self.read_answers(&real, dbg.as_ref(), &shown, &offs);
-                    if self.warnings().len() > before {
-                        // Read with problems (warned about): not kept, in this report.
-                        self.unkept.insert(real.clone());
-                    }
-                    if !self.unkept.contains(&real) && !self.dwarf_broken.contains(&real) {
-                        if let Some(a) = self.answers.as_mut() {
-                            a.add(&key, &offs, &got);
-                            a.save(&key, &mut |k, m| warnings.push((k, m)));
-                        }
-                    }
-                    for (k, m) in warnings {
-                        self.warn(k, m);
-                    }
-                    for (i, r) in missing.into_iter().zip(got) {
-                        out[i] = r;
-                    }
+                if missing.is_empty() {
+                    return self.demangled(out);
                 }
-                self.demangled(out)
+                let offs: Vec<u64> = missing.iter().map(|&i| file_offsets[i]).collect();
+                let before = self.warnings().len();
+                let got = self.read_answers(&real, dbg.as_ref(), &shown, &offs);
+                if self.warnings().len() > before {
+                    // Read with problems (warned about): not kept, in this report.
+                    self.unkept.insert(real.clone());
+                }
+                let keep = !self.unkept.contains(&real) && !self.dwarf_broken.contains(&real);
+                if let Some(a) = self.answers.as_mut().filter(|_| keep) {
+                    a.add(&key, &offs, &got);
+                }
+                for (&i, r) in missing.iter().zip(got) {
+                    out[i] = r;
+                }
+                let out = self.demangled(out);
+                let full = self.demangler.as_ref().map(|d| d.full());
+                if let Some(a) = self.answers.as_mut().filter(|_| keep) {
+                    if let Some(full) = full {
+                        a.add_names(&key, full, &offs, missing.iter().map(|&i| &out[i]));
+                    }
+                    a.save(&key, &mut |k, m| warnings.push((k, m)));
+                }
+                for (k, m) in warnings {
+                    self.warn(k, m);
+                }
+                out
             }
             Err(why) => vec![Err(why); file_offsets.len()],
         }

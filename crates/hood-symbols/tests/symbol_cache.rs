@@ -8,18 +8,8 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use common::{compile, func_offset, PROG};
+use common::{compile, files_ending, func_offset, inlined_offsets, INLINED as SRC, PROG};
 use hood_symbols::{Resolution, SymbolCacheConfig, SymbolStats, Symbolizer, SymbolizerOptions};
-
-/// Inlined helpers at -O2, so answers carry lines and inlined frames; a PLT call (printf).
-const SRC: &str = r#"
-#include <stdio.h>
-static inline int sq(int x) { return x * x; }
-static inline int sum_sq(int n) { int s = 0; for (int i = 0; i < n; i++) s += sq(i); return s; }
-__attribute__((noinline)) int work(int n) { int t = 0; for (int k = 0; k < n; k++) t ^= sum_sq(k); return t; }
-__attribute__((noinline)) int outer(int n) { return work(n) + work(n / 2); }
-int main(int argc, char **argv) { (void)argv; printf("%d\n", outer(argc * 1000)); return 0; }
-"#;
 
 fn options(cache: Option<&Path>) -> SymbolizerOptions {
     SymbolizerOptions {
@@ -39,10 +29,7 @@ fn symbolizer(cache: Option<&Path>) -> Symbolizer {
 /// Every 3rd byte of `work`, `outer` and `main`, and one offset before any function.
 fn offsets(bin: &Path) -> Vec<u64> {
     let mut v = vec![0x10];
-    for f in ["work", "outer", "main"] {
-        let (off, size) = func_offset(bin, f, false);
-        v.extend((0..size).step_by(3).map(|d| off + d));
-    }
+    v.extend(inlined_offsets(bin));
     v
 }
 
@@ -61,12 +48,7 @@ fn resolve(
 
 /// The kept files in `dir`.
 fn kept(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    v.retain(|p| p.to_string_lossy().ends_with(".answers"));
-    v.sort();
-    v
+    files_ending(dir, ".answers")
 }
 
 #[test]
@@ -194,14 +176,24 @@ fn a_rebuilt_or_stripped_binary_never_gets_old_answers() {
 
     // A binary without a build-id is kept by its file's identity: the same file is answered
     // from the cache, another one written to the same path is not.
-    let bare = compile(dir.path(), "bare", SRC, &["-O2", "-g", "-Wl,--build-id=none"]);
+    let bare = compile(
+        dir.path(),
+        "bare",
+        SRC,
+        &["-O2", "-g", "-Wl,--build-id=none"],
+    );
     assert_eq!(hood_symbols::read_build_id(&bare).unwrap(), None);
     let offs = offsets(&bare);
     let (first, _, _) = resolve(Some(&cache), &bare, None, &offs);
     let (again, _, stats) = resolve(Some(&cache), &bare, None, &offs);
     assert_eq!(again, first);
     assert_eq!(stats.from_files, 0, "{stats:?}");
-    compile(dir.path(), "bare", &other, &["-O2", "-g", "-Wl,--build-id=none"]);
+    compile(
+        dir.path(),
+        "bare",
+        &other,
+        &["-O2", "-g", "-Wl,--build-id=none"],
+    );
     let (want, _, _) = resolve(None, &bare, None, &offs);
     let (got, _, stats) = resolve(Some(&cache), &bare, None, &offs);
     assert_eq!(got, want);

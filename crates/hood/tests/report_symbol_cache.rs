@@ -7,21 +7,9 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use common::*;
-
-fn build(dir: &Path) -> PathBuf {
-    let out = dir.join("inline_hot");
-    let st = Command::new("gcc")
-        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&out)
-        .arg(repo().join("tests/c/inline_hot.c"))
-        .status()
-        .expect("gcc must be installed to build inline_hot.c");
-    assert!(st.success(), "gcc failed on inline_hot.c");
-    out
-}
 
 /// `hood report -i data ARGS` with the symbol cache `cache` ("off" for none).
 fn report(dir: &Path, data: &Path, cache: &str, args: &[&str]) -> Output {
@@ -58,7 +46,7 @@ fn warm_reports_are_identical_and_read_no_debug_info() {
     }
     let _serial = perf_lock();
     let dir = tempfile::tempdir().unwrap();
-    let prog = build(dir.path());
+    let prog = c_program_o2(dir.path(), "inline_hot");
     let data = dir.path().join("inline.data");
     let out = record(
         &data,
