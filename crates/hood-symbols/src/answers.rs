@@ -106,6 +106,9 @@ pub(crate) fn key(
 /// Demangled forms of raw names: (whole signatures, raw name) → demangled name.
 pub(crate) type Demangled = HashMap<(bool, String), String>;
 
+/// What a kept file holds: the answers by offset, and demangled names.
+type Kept = (HashMap<u64, Resolution>, Demangled);
+
 /// The answers of one binary: offset → raw answer (a symbol, or no symbol there), and the
 /// demangled forms of their names met so far (demangling a large C++ library's names again
 /// on every report would cost more than reading the answers).
@@ -278,10 +281,7 @@ impl Answers {
 
 /// Reads the kept table at `path`: `Ok(None)` if there is none, `Err` (in words) if the file
 /// is there but not one to trust.
-fn read_table(
-    path: &Path,
-    key: &str,
-) -> Result<Option<(HashMap<u64, Resolution>, Demangled)>, String> {
+fn read_table(path: &Path, key: &str) -> Result<Option<Kept>, String> {
     let f = match OpenOptions::new()
         .read(true)
         .custom_flags(nofollow())
@@ -437,7 +437,7 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn decode(bytes: &[u8], key: &str) -> Result<(HashMap<u64, Resolution>, Demangled), String> {
+fn decode(bytes: &[u8], key: &str) -> Result<Kept, String> {
     let Some(body_len) = bytes.len().checked_sub(4) else {
         return Err("truncated".into());
     };
