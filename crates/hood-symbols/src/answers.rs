@@ -10,8 +10,10 @@
 //! none) and the options that change answers (inlined functions on or off). A binary rebuilt
 //! with another build-id, a stripped copy of it, or a debug file installed or removed since,
 //! all get a file of their own. The answers are the raw ones:
-//! names before demangling and shortening, so `--full-names` and `--no-demangle` still
-//! derive late. Offsets not yet kept are symbolized from the files and added.
+//! names before demangling and shortening, so `--full-names` (or no demangling at all)
+//! still derives late; beside them, the demangled form of each name per naming mode (a
+//! memo only: demangling a large C++ library's names again is a good part of a report).
+//! Offsets not yet kept are symbolized from the files and added.
 //!
 //! The directory is checked like the DWARF cache's (private, of the user hood runs as, no
 //! symlinks), files are written under a temporary name and renamed into place, and the
