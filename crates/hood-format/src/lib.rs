@@ -23,5 +23,5 @@ pub use header::{
     ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, FORMAT_VERSION,
 };
 pub use prefetch::Prefetch;
-pub use reader::{decompress, expect_kind, Chunk, ChunkInfo, Reader};
+pub use reader::{expect_kind, Chunk, ChunkInfo, Deferred, Reader};
 pub use writer::{OutputFile, Writer};

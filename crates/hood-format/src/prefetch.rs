@@ -7,7 +7,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::thread::JoinHandle;
 
 use crate::error::FormatError;
-use crate::reader::{ChunkInfo, Reader};
+use crate::reader::{ChunkInfo, Deferred, Reader};
 
 /// Chunks decompressed ahead of the one being decoded.
 const AHEAD: usize = 2;
@@ -29,7 +29,8 @@ enum State {
         worker: Option<JoinHandle<Option<Reader>>>,
     },
     Inline(Box<Reader>),
-    Done,
+    /// The file was read to its end; the reader came back (unless its thread failed).
+    Done(Option<Box<Reader>>),
 }
 
 impl Reader {
@@ -64,7 +65,7 @@ impl Reader {
             Err(_) => match slot.lock().ok().and_then(|mut r| r.take()) {
                 Some(reader) => State::Inline(Box::new(reader)),
                 // Unreachable in practice: the reader is in the slot unless the thread took it.
-                None => State::Done,
+                None => State::Done(None),
             },
         };
         Prefetch {
@@ -83,7 +84,7 @@ impl Prefetch {
         data: &mut Vec<u8>,
     ) -> Result<Option<ChunkInfo>, FormatError> {
         match &mut self.state {
-            State::Done => Ok(None),
+            State::Done(_) => Ok(None),
             State::Inline(reader) => {
                 let got = reader.next_chunk_into(data);
                 self.warnings = reader.warnings().to_vec();
@@ -109,14 +110,27 @@ impl Prefetch {
         }
     }
 
-    /// Collect the reading thread's warnings once it is done.
+    /// Collect the reader and its warnings once the reading thread is done.
     fn finish(&mut self) {
         if let State::Thread { worker, .. } = &mut self.state {
-            if let Some(w) = worker.take() {
-                if let Ok(Some(reader)) = w.join() {
-                    self.warnings = reader.warnings().to_vec();
-                }
+            let reader = worker.take().and_then(|w| w.join().ok().flatten());
+            if let Some(r) = &reader {
+                self.warnings = r.warnings().to_vec();
             }
+            self.state = State::Done(reader.map(Box::new));
+        }
+    }
+
+    /// The payload of a chunk left in the file ([`Reader::defer`]), read once the chunks
+    /// have been read to the end (`Ok(None)` before).
+    pub fn read_deferred(&mut self, d: &Deferred) -> Result<Option<Vec<u8>>, FormatError> {
+        match &mut self.state {
+            State::Inline(reader) | State::Done(Some(reader)) => reader.read_deferred(d).map(Some),
+            State::Done(None) => Err(FormatError::Io {
+                path: self.path.clone(),
+                source: std::io::Error::other("the reading thread stopped unexpectedly"),
+            }),
+            State::Thread { .. } => Ok(None),
         }
     }
 

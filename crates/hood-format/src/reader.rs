@@ -1,7 +1,7 @@
 //! Reading chunks back, surviving truncation and naming the offset of any damage.
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::error::FormatError;
@@ -28,30 +28,31 @@ pub struct ChunkInfo {
     pub tag: u32,
     /// Byte offset of the chunk header in the file.
     pub offset: u64,
-    /// Set when the payload was left compressed (a tag given to
-    /// [`Reader::keep_compressed`]): its length once decompressed with [`decompress`].
-    pub compressed: Option<u64>,
+    /// Set when the payload was left in the file (a tag given to [`Reader::defer`]): the
+    /// payload is empty, and [`Reader::read_deferred`] reads it.
+    pub deferred: Option<Deferred>,
 }
 
-/// Decompress a payload that [`Reader::keep_compressed`] left compressed; `raw_len` is
-/// [`ChunkInfo::compressed`]. The error says why it does not decompress.
-pub fn decompress(stored: &[u8], raw_len: u64) -> Result<Vec<u8>, String> {
-    if raw_len > MAX_PAYLOAD {
-        return Err(format!("impossible payload length {raw_len}"));
-    }
-    let mut out = Vec::with_capacity(raw_len as usize);
-    let n = zstd::bulk::Decompressor::new()
-        .and_then(|mut d| d.decompress_to_buffer(stored, &mut out))
-        .map_err(|e| format!("zstd payload does not decompress: {e}"))?;
-    if n as u64 != raw_len {
-        return Err("decompressed length differs from header".into());
-    }
-    Ok(out)
+/// Where a payload left in the file by [`Reader::defer`] is, and what it must check out as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deferred {
+    /// Byte offset of the chunk header (for messages).
+    offset: u64,
+    /// Byte offset of the payload.
+    at: u64,
+    stored_len: u64,
+    raw_len: u64,
+    crc: u32,
+    zstd: bool,
 }
+
+/// Input a reader can also skip through.
+trait Input: Read + Seek + Send {}
+impl<T: Read + Seek + Send> Input for T {}
 
 /// Reads a recording chunk by chunk.
 pub struct Reader {
-    input: Box<dyn Read + Send>,
+    input: Box<dyn Input>,
     /// Stored (compressed) bytes of the chunk being read, reused from chunk to chunk.
     stored: Vec<u8>,
     /// One zstd context for the whole file (created on the first compressed chunk).
@@ -63,7 +64,7 @@ pub struct Reader {
     done: bool,
     chunks_read: u64,
     warnings: Vec<String>,
-    /// Tags whose payloads are handed out still compressed.
+    /// Tags whose payloads are left in the file until asked for.
     lazy: Vec<u32>,
 }
 
@@ -86,7 +87,13 @@ impl Reader {
         };
         let file = File::open(path).map_err(io)?;
         let len = file.metadata().map_err(io)?.len();
-        Reader::new(Box::new(BufReader::with_capacity(1 << 20, file)), len, path)
+        // Chunk headers and small payloads come through the buffer; a payload larger than
+        // it is read straight into its own buffer.
+        Reader::new(
+            Box::new(BufReader::with_capacity(64 << 10, file)),
+            len,
+            path,
+        )
     }
 
     /// Read from memory (tests, fuzzing); `name` is used in messages.
@@ -95,7 +102,7 @@ impl Reader {
         Reader::new(Box::new(std::io::Cursor::new(bytes)), len, Path::new(name))
     }
 
-    fn new(mut input: Box<dyn Read + Send>, len: u64, path: &Path) -> Result<Self, FormatError> {
+    fn new(mut input: Box<dyn Input>, len: u64, path: &Path) -> Result<Self, FormatError> {
         let mut hb = [0u8; FILE_HEADER_LEN];
         if len < FILE_HEADER_LEN as u64 {
             let mut head = vec![0u8; len as usize];
@@ -140,11 +147,33 @@ impl Reader {
         })
     }
 
-    /// Hand out payloads of chunks tagged `tag` still compressed (checksum checked), so a
-    /// caller that may not need them pays no decompression; [`ChunkInfo::compressed`] says
-    /// when a payload is, and [`decompress`] undoes it.
-    pub fn keep_compressed(&mut self, tag: u32) {
+    /// Leave the payloads of chunks tagged `tag` in the file, so that a caller that may not
+    /// need them pays neither reading, checking nor decompressing them;
+    /// [`ChunkInfo::deferred`] says where one is, and [`read_deferred`](Self::read_deferred)
+    /// reads it.
+    pub fn defer(&mut self, tag: u32) {
         self.lazy.push(tag);
+    }
+
+    /// The payload of a chunk [`defer`](Self::defer) left in the file: read, checked and
+    /// decompressed now.
+    pub fn read_deferred(&mut self, d: &Deferred) -> Result<Vec<u8>, FormatError> {
+        let io = |source| FormatError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        self.input.seek(SeekFrom::Start(d.at)).map_err(io)?;
+        let mut stored = Vec::new();
+        self.read_payload(d.stored_len, &mut stored)?;
+        if crc32c::crc32c(&stored) != d.crc {
+            return Err(self.corrupt(d.offset, "payload checksum mismatch".into()));
+        }
+        if !d.zstd {
+            return Ok(stored);
+        }
+        let mut out = Vec::new();
+        self.decompress(d.offset, &stored, d.raw_len, &mut out)?;
+        Ok(out)
     }
 
     /// The file header.
@@ -213,6 +242,31 @@ impl Reader {
                 "uncompressed chunk with two different lengths".into(),
             ));
         }
+        if self.lazy.contains(&header.tag) {
+            let deferred = Deferred {
+                offset,
+                at: self.pos,
+                stored_len: header.stored_len,
+                raw_len: header.raw_len,
+                crc: header.payload_crc,
+                zstd,
+            };
+            // In range: checked against the file's length above.
+            let skip = i64::try_from(header.stored_len).unwrap_or(i64::MAX);
+            self.input
+                .seek(SeekFrom::Current(skip))
+                .map_err(|source| FormatError::Io {
+                    path: self.path.clone(),
+                    source,
+                })?;
+            self.pos += header.stored_len;
+            self.chunks_read += 1;
+            return Ok(Some(ChunkInfo {
+                tag: header.tag,
+                offset,
+                deferred: Some(deferred),
+            }));
+        }
         // An uncompressed payload is read straight into `data`; a compressed one into the
         // reader's own buffer first.
         let mut stored = if zstd {
@@ -220,8 +274,7 @@ impl Reader {
         } else {
             std::mem::take(data)
         };
-        stored.resize(header.stored_len as usize, 0);
-        let read = self.read_exact(&mut stored);
+        let read = self.read_payload(header.stored_len, &mut stored);
         let checked = read.and_then(|()| {
             if crc32c::crc32c(&stored) != header.payload_crc {
                 Err(self.corrupt(offset, "payload checksum mismatch".into()))
@@ -229,8 +282,7 @@ impl Reader {
                 Ok(())
             }
         });
-        let lazy = zstd && self.lazy.contains(&header.tag);
-        if !zstd || lazy {
+        if !zstd {
             *data = stored;
             checked?;
         } else {
@@ -242,7 +294,7 @@ impl Reader {
         Ok(Some(ChunkInfo {
             tag: header.tag,
             offset,
-            compressed: lazy.then_some(header.raw_len),
+            deferred: None,
         }))
     }
 
@@ -280,6 +332,28 @@ impl Reader {
                 Some(Err(e))
             }
         })
+    }
+
+    /// Reads the next `len` bytes (checked against the file's length by the caller) into
+    /// `buf`, replacing its contents without zeroing it first.
+    fn read_payload(&mut self, len: u64, buf: &mut Vec<u8>) -> Result<(), FormatError> {
+        buf.clear();
+        buf.reserve(len as usize);
+        let n = (&mut self.input)
+            .take(len)
+            .read_to_end(buf)
+            .map_err(|source| FormatError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        if n as u64 != len {
+            return Err(FormatError::Io {
+                path: self.path.clone(),
+                source: std::io::ErrorKind::UnexpectedEof.into(),
+            });
+        }
+        self.pos += len;
+        Ok(())
     }
 
     fn read_exact(&mut self, buf: &mut [u8]) -> Result<(), FormatError> {

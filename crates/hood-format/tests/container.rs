@@ -250,3 +250,62 @@ fn stale_temporary_files_of_gone_writers_are_removed() {
     assert_eq!(Writer::remove_stale_temps(&p), vec![gone.clone()]);
     assert!(!gone.exists() && live.exists() && other.exists());
 }
+
+#[test]
+fn deferred_payloads_are_read_at_the_end_exactly_and_checked() {
+    let bytes = sample_file(FileKind::Profile);
+    let (want, _) = read_all(bytes.clone()).unwrap();
+    // The compressed payload 0x0103 is left in the file, then read: the same bytes, from a
+    // plain and from a read-ahead reader (which hands it out only at the end).
+    let mut r = Reader::from_bytes(bytes.clone(), "mem").unwrap();
+    r.defer(0x0103);
+    let mut data = Vec::new();
+    let mut deferred = None;
+    while let Some(c) = r.next_chunk_into(&mut data).unwrap() {
+        if c.tag == 0x0103 {
+            assert!(data.is_empty(), "a deferred payload is not read");
+            deferred = c.deferred;
+        } else {
+            assert!(c.deferred.is_none());
+        }
+    }
+    let d = deferred.expect("0x0103 deferred");
+    assert_eq!(r.read_deferred(&d).unwrap(), want[1].1);
+
+    let mut p = Reader::from_bytes(bytes.clone(), "mem").unwrap();
+    p.defer(0x0103);
+    let mut p = p.prefetch();
+    let mut deferred = None;
+    while let Some(c) = p.next_chunk_into(&mut data).unwrap() {
+        deferred = deferred.or(c.deferred);
+        if deferred.is_none() {
+            assert_eq!(p.read_deferred(&d).unwrap(), None, "not before the end");
+        }
+    }
+    assert_eq!(p.read_deferred(&d).unwrap(), Some(want[1].1.clone()));
+
+    // A damaged deferred payload is an error naming its chunk when it is read, not before.
+    let (mut at, mut payload) = (32usize, None);
+    while at + 40 <= bytes.len() {
+        let tag = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap());
+        let len = u64::from_le_bytes(bytes[at + 16..at + 24].try_into().unwrap()) as usize;
+        if tag == 0x0103 {
+            payload = Some((at, at + 40 + len / 2));
+        }
+        at += 40 + len;
+    }
+    let (chunk_at, flip) = payload.unwrap();
+    let mut bad = bytes.clone();
+    bad[flip] ^= 0x5a;
+    let mut r = Reader::from_bytes(bad, "mem").unwrap();
+    r.defer(0x0103);
+    let mut deferred = None;
+    while let Some(c) = r.next_chunk_into(&mut data).unwrap() {
+        deferred = deferred.or(c.deferred);
+    }
+    let err = r.read_deferred(&deferred.unwrap()).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("offset {chunk_at}")) && err.contains("checksum"),
+        "{err}"
+    );
+}

@@ -19,7 +19,7 @@ use crate::RecordError;
 /// Load the recording at `path` (hood's own, or a perf.data file) and symbolize each unique
 /// address once, with `opts`. The kernel's symbols are indexed on a second thread while the
 /// records are read and interpreted. `HOOD_TIMING` set: the two phases' times on standard
-/// error.
+/// error, and how many file addresses the symbol cache answered.
 pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, RecordError> {
     let t0 = Instant::now();
     std::thread::scope(|scope| {
@@ -54,10 +54,15 @@ pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, Rec
         let mut resolver = SymResolver::new(opts, job, &raw.vdso, &raw.perf_maps)?;
         let prof = build_profile(&raw, &mut resolver);
         if std::env::var_os("HOOD_TIMING").is_some() {
+            let stats = resolver.sym.stats();
             eprintln!(
                 "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
                 (t1 - t0).as_secs_f64() * 1e3,
                 t1.elapsed().as_secs_f64() * 1e3
+            );
+            eprintln!(
+                "hood: file addresses: {} from the symbol cache, {} read from symbol tables and debug info",
+                stats.from_cache, stats.from_files
             );
         }
         Ok(prof)

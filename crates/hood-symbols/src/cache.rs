@@ -7,6 +7,7 @@
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use crate::elfread::build_id_of_file;
 
@@ -88,6 +89,74 @@ pub(crate) fn default_root() -> PathBuf {
         .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))
         .unwrap_or_else(|| PathBuf::from("/root/.cache"))
         .join("hood")
+}
+
+/// A cache directory from the environment variable `var`: unset or empty gives
+/// `default_root()/sub`, `off` (or `0`) none, anything else is the directory. The flag says
+/// whether the user chose it (a directory the user chose that cannot be used is warned
+/// about; the default one is skipped quietly).
+pub(crate) fn dir_from_env(var: &str, sub: &str) -> Option<(PathBuf, bool)> {
+    match std::env::var(var) {
+        Ok(v) if v == "off" || v == "0" => None,
+        Ok(v) if !v.trim().is_empty() => Some((PathBuf::from(v), true)),
+        _ => Some((default_root().join(sub), false)),
+    }
+}
+
+/// A file being written under a temporary name for this long is one whose report was killed.
+const STALE_TEMP: Duration = Duration::from_secs(3600);
+
+/// Marks a cached file as just used (caches are trimmed least recently used first).
+pub(crate) fn touch(path: &Path) {
+    if let Ok(f) = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nofollow())
+        .open(path)
+    {
+        let _ = f.set_modified(SystemTime::now());
+    }
+}
+
+/// Removes the least recently used files named `*SUFFIX` in `dir` until they take at most
+/// `max_bytes`, never `keep`, and files named `TEMP_PREFIX*` an hour old (left by a report
+/// that was killed while it wrote one). Only regular files of this user are counted or
+/// removed.
+pub(crate) fn trim(dir: &Path, max_bytes: u64, keep: &Path, temp_prefix: &str, suffix: &str) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    let mut kept: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+    for e in entries.filter_map(|e| e.ok()) {
+        let Ok(m) = fs::symlink_metadata(e.path()) else {
+            continue;
+        };
+        if !m.file_type().is_file() || m.uid() != my_uid() {
+            continue;
+        }
+        let when = m.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with(temp_prefix) {
+            let stale = SystemTime::now()
+                .duration_since(when)
+                .is_ok_and(|age| age > STALE_TEMP);
+            if stale {
+                let _ = fs::remove_file(e.path());
+            }
+        } else if name.ends_with(suffix) {
+            kept.push((when, m.len(), e.path()));
+        }
+    }
+    let mut total: u64 = kept.iter().map(|c| c.1).fold(0, u64::saturating_add);
+    kept.sort();
+    for (_, len, path) in kept {
+        if total <= max_bytes {
+            break;
+        }
+        if path != keep && fs::remove_file(&path).is_ok() {
+            total = total.saturating_sub(len);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -49,15 +49,18 @@ pub(crate) struct DebugFile {
 }
 
 impl DebugFile {
-    /// The debug file for the binary `real` (mapped as `recorded`) in `dirs`: by build-id,
+    /// The debug file for the binary `real` (mapped as `recorded`, build-id `id`) in `dirs`: by build-id,
     /// else by debug link (see the module documentation); `None` if there is none or the
     /// binary's load segments cannot be read.
-    pub(crate) fn find(real: &Path, recorded: &Path, dirs: &[PathBuf]) -> Option<DebugFile> {
-        let id = read_build_id(real).ok().flatten();
+    pub(crate) fn find(
+        real: &Path,
+        recorded: &Path,
+        id: Option<&[u8]>,
+        dirs: &[PathBuf],
+    ) -> Option<DebugFile> {
         let path = id
-            .as_deref()
             .and_then(|id| debug_file_path(id, dirs))
-            .or_else(|| debug_link_path(real, recorded, dirs, id.as_deref()))?;
+            .or_else(|| debug_link_path(real, recorded, dirs, id))?;
         Self::at(real, path)
     }
 

@@ -72,6 +72,18 @@ impl DemangleCache {
         }
     }
 
+    /// Whether names are demangled with whole signatures.
+    pub(crate) fn full(&self) -> bool {
+        self.full
+    }
+
+    /// Takes `demangled` as the demangled form of `raw` (kept from an earlier report).
+    pub(crate) fn seed(&mut self, raw: &str, demangled: &str) {
+        if !self.memo.contains_key(raw) {
+            self.memo.insert(raw.to_string(), demangled.to_string());
+        }
+    }
+
     /// Replaces `name` by its demangled form.
     pub(crate) fn apply(&mut self, name: &mut String) {
         if !looks_mangled(name.strip_suffix("@plt").unwrap_or(name)) {

@@ -52,16 +52,111 @@ impl Symbolizer {
             }
         };
         match verdict {
-            Ok(real) => {
-                let mut out = match self.debug_file(&real, path) {
-                    Some(dbg) => self.blaze_debug(&dbg, &path.display().to_string(), file_offsets),
-                    None => self.blaze_offsets(&real, &path.display().to_string(), file_offsets),
+            Ok((real, id)) => {
+                let dbg = self.debug_file(&real, path, id.as_deref());
+                let shown = path.display().to_string();
+                let key = self.answers_key(&real, id.as_deref(), dbg.as_ref());
+                let Some(key) = key else {
+                    let out = self.read_answers(&real, dbg.as_ref(), &shown, file_offsets);
+                    return self.demangled(out);
                 };
-                self.name_plt_stubs(&real, file_offsets, &mut out);
+                // Kept answers first; the rest are read from the files and kept.
+                let mut warnings = Vec::new();
+                let mut out: Vec<Resolution> = vec![Err(Unresolved::NoSymbol); file_offsets.len()];
+                let mut missing: Vec<usize> = Vec::new();
+                let demangler = &mut self.demangler;
+                match self
+                    .answers
+                    .as_mut()
+                    .and_then(|a| a.table(&key, &mut |k, m| warnings.push((k, m))))
+                {
+                    Some(table) => {
+                        for (i, o) in file_offsets.iter().enumerate() {
+                            match table.map.get(o) {
+                                Some(r) => out[i] = r.clone(),
+                                None => missing.push(i),
+                            }
+                        }
+                        if let Some(d) = demangler.as_mut().filter(|_| !table.seeded) {
+                            table.seeded = true;
+                            for ((full, raw), name) in &table.names {
+                                if *full == d.full() {
+                                    d.seed(raw, name);
+                                }
+                            }
+                        }
+                    }
+                    None => missing.extend(0..file_offsets.len()),
+                }
+                for (k, m) in warnings.drain(..) {
+                    self.warn(k, m);
+                }
+                self.stats.from_cache += (file_offsets.len() - missing.len()) as u64;
+                if missing.is_empty() {
+                    return self.demangled(out);
+                }
+                let offs: Vec<u64> = missing.iter().map(|&i| file_offsets[i]).collect();
+                let before = self.warnings().len();
+                let got = self.read_answers(&real, dbg.as_ref(), &shown, &offs);
+                if self.warnings().len() > before {
+                    // Read with problems (warned about): not kept, in this report.
+                    self.unkept.insert(real.clone());
+                }
+                let keep = !self.unkept.contains(&real) && !self.dwarf_broken.contains(&real);
+                if let Some(a) = self.answers.as_mut().filter(|_| keep) {
+                    a.add(&key, &offs, &got);
+                }
+                for (&i, r) in missing.iter().zip(got) {
+                    out[i] = r;
+                }
+                let out = self.demangled(out);
+                let full = self.demangler.as_ref().map(|d| d.full());
+                if let Some(a) = self.answers.as_mut().filter(|_| keep) {
+                    if let Some(full) = full {
+                        a.add_names(&key, full, &offs, missing.iter().map(|&i| &out[i]));
+                    }
+                    a.save(&key, &mut |k, m| warnings.push((k, m)));
+                }
+                for (k, m) in warnings {
+                    self.warn(k, m);
+                }
                 out
             }
             Err(why) => vec![Err(why); file_offsets.len()],
         }
+    }
+
+    /// The name of `real`'s kept answers (`None` without a symbol cache).
+    fn answers_key(
+        &self,
+        real: &Path,
+        id: Option<&[u8]>,
+        dbg: Option<&DebugFile>,
+    ) -> Option<String> {
+        self.answers.as_ref()?;
+        let debug_size = match dbg {
+            Some(d) => crate::answers::file_size(&d.path)?,
+            None => 0,
+        };
+        crate::answers::key(real, id, debug_size, self.opts.inlined)
+    }
+
+    /// The raw answers (names not demangled) for offsets of the binary `real`, read from its
+    /// symbol tables and DWARF (or its debug file's), PLT stubs named.
+    fn read_answers(
+        &mut self,
+        real: &Path,
+        dbg: Option<&DebugFile>,
+        shown: &str,
+        offsets: &[u64],
+    ) -> Vec<Resolution> {
+        self.stats.from_files += offsets.len() as u64;
+        let mut out = match dbg {
+            Some(dbg) => self.blaze_debug(dbg, shown, offsets),
+            None => self.blaze_offsets(real, shown, offsets),
+        };
+        self.name_plt_stubs(real, offsets, &mut out);
+        out
     }
 
     /// Names the offsets that fall on PLT stubs `func@plt` (no symbol covers them; the
@@ -72,17 +167,15 @@ impl Symbolizer {
             .entry(real.to_path_buf())
             .or_insert_with(|| Plt::read(real));
         for (&off, r) in offsets.iter().zip(out.iter_mut()) {
-            if let Some(mut sym) = plt.lookup(off) {
-                if let Some(d) = self.demangler.as_mut() {
-                    d.apply(&mut sym.name);
-                }
+            if let Some(sym) = plt.lookup(off) {
                 *r = Ok(sym);
             }
         }
     }
 
-    /// The separate debug file of the binary `real` (mapped as `recorded`), looked for once.
-    fn debug_file(&mut self, real: &Path, recorded: &Path) -> Option<DebugFile> {
+    /// The separate debug file of the binary `real` (mapped as `recorded`, build-id `id`),
+    /// looked for once.
+    fn debug_file(&mut self, real: &Path, recorded: &Path, id: Option<&[u8]>) -> Option<DebugFile> {
         if let Some(found) = self.debug_files.get(real) {
             return found.clone();
         }
@@ -92,15 +185,15 @@ impl Symbolizer {
             .iter()
             .map(|d| self.rooted(d))
             .collect();
-        let mut found = DebugFile::find(real, recorded, &dirs);
+        let mut found = DebugFile::find(real, recorded, id, &dirs);
         if found.is_none() && self.debuginfod.is_some() && !has_dwarf(real) {
-            if let Ok(Some(id)) = read_build_id(real) {
+            if let Some(id) = id {
                 let mut warnings = Vec::new();
                 let what = recorded.display().to_string();
                 let fetched = self
                     .debuginfod
                     .as_mut()
-                    .and_then(|d| d.fetch(&id, &what, &mut |k, m| warnings.push((k, m))));
+                    .and_then(|d| d.fetch(id, &what, &mut |k, m| warnings.push((k, m))));
                 for (k, m) in warnings {
                     self.warn(k, m);
                 }
@@ -160,7 +253,8 @@ impl Symbolizer {
             Some((_, Err(why))) => return vec![Err(why.clone()); offsets.len()],
             None => return vec![Err(Unresolved::NoSource); offsets.len()],
         };
-        self.blaze_offsets(&real, key, offsets)
+        let out = self.blaze_offsets(&real, key, offsets);
+        self.demangled(out)
     }
 
     /// Checks that the image is ELF and writes it to a temporary file.
@@ -236,7 +330,7 @@ impl Symbolizer {
                 return Err(Unresolved::BuildIdMismatch);
             }
         }
-        Ok(real)
+        Ok((real, actual))
     }
 
     /// `path` under the configured root, if any.
@@ -295,7 +389,7 @@ impl Symbolizer {
         // DWARF, where the file has it: file:line and the functions inlined there. A file
         // whose DWARF cannot be read (corrupt, compressed in an unknown way) keeps its names.
         if self.dwarf_broken.contains(real) {
-            return self.demangled(out);
+            return out;
         }
         let dwarf_file = self.dwarf_file(real);
         let dwarf = Source::Elf(Elf::new(&dwarf_file));
@@ -319,7 +413,7 @@ impl Symbolizer {
                          its functions are named without inlined functions or source lines"
                     ),
                 );
-                return self.demangled(out);
+                return out;
             }
         };
         match answer {
@@ -351,7 +445,7 @@ impl Symbolizer {
                 ),
             ),
         }
-        self.demangled(out)
+        out
     }
 
     /// `out` with every name demangled (when demangling is on).

@@ -1,6 +1,7 @@
 //! Owns names and lines: ELF symbols, DWARF lines and inlined frames, separate debug files,
-//! debuginfod, the DWARF cache, kallsyms, perf maps, symfiles. May depend on blazesym, object and
-//! ureq; no hood crate.
+//! debuginfod, the DWARF cache, the symbol cache of answers per binary, kallsyms, perf maps,
+//! symfiles, and the source text and machine code `hood annotate` shows. May depend on
+//! blazesym, object and ureq; no hood crate.
 //!
 //! Address → symbol resolution for hood reports.
 //!
@@ -29,6 +30,7 @@
 //! [`Symbolizer::warnings`].
 #![forbid(unsafe_code)]
 
+mod answers;
 mod cache;
 mod debugfile;
 mod debuginfod;
@@ -47,6 +49,7 @@ mod unpacked;
 use std::fmt;
 use std::path::PathBuf;
 
+pub use answers::{SymbolCacheConfig, DEFAULT_MAX_BYTES as SYMBOL_CACHE_DEFAULT_MAX_BYTES};
 pub use debugfile::debug_file_path;
 pub use debuginfod::DebuginfodConfig;
 pub use demangle::{demangle, demangle_short};
@@ -54,7 +57,7 @@ pub use elfread::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use error::SymbolError;
 pub use funcs::{function_symbols, FunctionSymbol};
 pub use source::{read_source, FunctionCode};
-pub use symbolizer::Symbolizer;
+pub use symbolizer::{SymbolStats, Symbolizer};
 pub use table::SymbolTable;
 pub use unpacked::{DwarfCacheConfig, DEFAULT_MAX_BYTES as DWARF_CACHE_DEFAULT_MAX_BYTES};
 
@@ -167,6 +170,10 @@ pub struct SymbolizerOptions {
     /// so that later reports read it in place (default `None`;
     /// [`DwarfCacheConfig::from_env`] gives the cache `hood report` uses).
     pub dwarf_cache: Option<DwarfCacheConfig>,
+    /// Keep each binary's answers by build-id, so that later reports answer the same
+    /// offsets without reading its symbol tables and DWARF again (default `None`;
+    /// [`SymbolCacheConfig::from_env`] gives the cache `hood report` uses).
+    pub symbol_cache: Option<SymbolCacheConfig>,
 }
 
 impl Default for SymbolizerOptions {
@@ -180,6 +187,7 @@ impl Default for SymbolizerOptions {
             inlined: true,
             debuginfod: None,
             dwarf_cache: None,
+            symbol_cache: None,
         }
     }
 }

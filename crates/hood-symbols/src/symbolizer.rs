@@ -11,8 +11,18 @@ use crate::demangle::DemangleCache;
 use crate::text::{parse_kallsyms_owned, parse_nm, parse_perf_map_lenient, SkippedLine};
 use crate::{Resolution, SymbolError, SymbolTable, SymbolizerOptions, Unresolved};
 
-/// Whether an ELF file (or image) may be read, decided once per file.
-pub(crate) type Verdict = Result<PathBuf, Unresolved>;
+/// Whether an ELF file may be read, decided once per file: the file to read and its
+/// build-id, or why not.
+pub(crate) type Verdict = Result<(PathBuf, Option<Vec<u8>>), Unresolved>;
+
+/// Where a report's answers for ELF files came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SymbolStats {
+    /// File offsets answered from the symbol cache, without reading symbol tables or DWARF.
+    pub from_cache: u64,
+    /// File offsets answered by reading the files' symbol tables and DWARF.
+    pub from_files: u64,
+}
 
 /// Resolves addresses of every kind a hood recording holds; see the
 /// crate documentation. Construct once per report and reuse: parsed ELF
@@ -38,6 +48,11 @@ pub struct Symbolizer {
     pub(crate) debuginfod: Option<crate::debuginfod::Debuginfod>,
     /// Decompressed copies of compressed DWARF, when a cache is configured.
     pub(crate) unpacker: Option<crate::unpacked::Unpacker>,
+    /// Kept answers per binary, when a symbol cache is configured.
+    pub(crate) answers: Option<crate::answers::Answers>,
+    /// Binaries whose answers are not kept in this report (reading them was warned about).
+    pub(crate) unkept: HashSet<PathBuf>,
+    pub(crate) stats: SymbolStats,
     /// binary as read → its PLT stubs.
     pub(crate) plts: HashMap<PathBuf, crate::plt::Plt>,
     /// image key → (hash of the bytes, temp file holding them or why not).
@@ -79,6 +94,7 @@ impl Symbolizer {
             .clone()
             .map(crate::debuginfod::Debuginfod::new);
         let unpacker = opts.dwarf_cache.clone().map(crate::unpacked::Unpacker::new);
+        let answers = opts.symbol_cache.clone().map(crate::answers::Answers::new);
         Ok(Symbolizer {
             opts,
             blaze,
@@ -90,6 +106,9 @@ impl Symbolizer {
             dwarf_broken: HashSet::new(),
             debuginfod,
             unpacker,
+            answers,
+            unkept: HashSet::new(),
+            stats: SymbolStats::default(),
             plts: HashMap::new(),
             images: HashMap::new(),
             perf_maps: HashMap::new(),
@@ -205,6 +224,12 @@ impl Symbolizer {
     /// (build-id abc… recorded, def… now); its frames are left unresolved".
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// How many ELF file offsets were answered from the symbol cache and how many from the
+    /// files themselves, so far.
+    pub fn stats(&self) -> SymbolStats {
+        self.stats
     }
 
     /// Records `msg` unless a warning with the same `key` was recorded.

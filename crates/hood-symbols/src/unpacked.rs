@@ -18,18 +18,17 @@
 //! as before.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use object::elf::{ELFCOMPRESS_ZLIB, ELFCOMPRESS_ZSTD, SHF_COMPRESSED, SHT_NOBITS};
 use object::read::elf::{FileHeader as _, SectionHeader as _};
 use object::read::ReadCache;
 use object::Endianness;
 
-use crate::cache::{cached_ok, my_uid, nofollow, private_dir};
+use crate::cache::{cached_ok, private_dir, touch, trim};
 use crate::elfread::sections64;
 use crate::{hex, read_build_id};
 
@@ -41,8 +40,6 @@ const SHDR_SIZE: u64 = 64;
 const E_SHOFF: u64 = 0x28;
 /// Name prefix of copies being written.
 const TEMP_PREFIX: &str = ".unpacking-";
-/// A copy still being written after this long is one whose report was killed.
-const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Where unpacked copies are kept and how much room they may take.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,11 +58,7 @@ impl DwarfCacheConfig {
     /// The cache the environment asks for: `HOOD_DWARF_CACHE` unset or empty gives the
     /// default directory, `off` (or `0`) none, anything else is the directory.
     pub fn from_env() -> Option<DwarfCacheConfig> {
-        let (dir, explicit) = match std::env::var("HOOD_DWARF_CACHE") {
-            Ok(v) if v == "off" || v == "0" => return None,
-            Ok(v) if !v.trim().is_empty() => (PathBuf::from(v), true),
-            _ => (crate::cache::default_root().join("dwarf"), false),
-        };
+        let (dir, explicit) = crate::cache::dir_from_env("HOOD_DWARF_CACHE", "dwarf")?;
         Some(DwarfCacheConfig {
             dir,
             max_bytes: DEFAULT_MAX_BYTES,
@@ -139,7 +132,7 @@ impl Unpacker {
         }
         match plan.write(file, &dir, &dst) {
             Ok(()) if cached_ok(&dst, &id) => {
-                trim(&dir, self.cfg.max_bytes, &dst);
+                trim(&dir, self.cfg.max_bytes, &dst, TEMP_PREFIX, ".debug");
                 Some(dst)
             }
             Ok(()) => None,
@@ -325,56 +318,4 @@ fn write_zeros(w: &mut File, n: u64) -> io::Result<()> {
 
 fn align_up(v: u64, align: u64) -> u64 {
     v.div_ceil(align).saturating_mul(align)
-}
-
-/// Marks a copy as just used (the cache is trimmed least recently used first).
-fn touch(path: &Path) {
-    if let Ok(f) = fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(nofollow())
-        .open(path)
-    {
-        let _ = f.set_modified(SystemTime::now());
-    }
-}
-
-/// Removes the least recently used copies in `dir` until they take at most `max_bytes`,
-/// never `keep`, and temporary files an hour old (left by a report that was killed while it
-/// wrote a copy). Only regular files of this user are counted or removed.
-fn trim(dir: &Path, max_bytes: u64, keep: &Path) {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    let mut copies: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
-    for e in entries.filter_map(|e| e.ok()) {
-        let Ok(m) = fs::symlink_metadata(e.path()) else {
-            continue;
-        };
-        if !m.file_type().is_file() || m.uid() != my_uid() {
-            continue;
-        }
-        let when = m.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-        let name = e.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with(TEMP_PREFIX) {
-            let stale = SystemTime::now()
-                .duration_since(when)
-                .is_ok_and(|age| age > STALE_TEMP);
-            if stale {
-                let _ = fs::remove_file(e.path());
-            }
-        } else if name.ends_with(".debug") {
-            copies.push((when, m.len(), e.path()));
-        }
-    }
-    let mut total: u64 = copies.iter().map(|c| c.1).fold(0, u64::saturating_add);
-    copies.sort();
-    for (_, len, path) in copies {
-        if total <= max_bytes {
-            break;
-        }
-        if path != keep && fs::remove_file(&path).is_ok() {
-            total = total.saturating_sub(len);
-        }
-    }
 }

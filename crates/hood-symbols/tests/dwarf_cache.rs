@@ -7,18 +7,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{compile, func_offset};
+use common::{compile, files_ending, inlined_offsets as offsets, INLINED as SRC};
 use hood_symbols::{DwarfCacheConfig, Resolution, Symbolizer, SymbolizerOptions};
-
-/// Inlined helpers at -O2, so answers carry lines and inlined frames.
-const SRC: &str = r#"
-#include <stdio.h>
-static inline int sq(int x) { return x * x; }
-static inline int sum_sq(int n) { int s = 0; for (int i = 0; i < n; i++) s += sq(i); return s; }
-__attribute__((noinline)) int work(int n) { int t = 0; for (int k = 0; k < n; k++) t ^= sum_sq(k); return t; }
-__attribute__((noinline)) int outer(int n) { return work(n) + work(n / 2); }
-int main(int argc, char **argv) { (void)argv; printf("%d\n", outer(argc * 1000)); return 0; }
-"#;
 
 /// A copy of `bin` with its debug sections compressed by objcopy (`zlib` or `zstd`);
 /// `None` (with a line saying so) if this objcopy cannot.
@@ -56,28 +46,13 @@ fn symbolizer_with(cache: Option<&Path>, max_bytes: u64, explicit: bool) -> Symb
     .expect("symbolizer")
 }
 
-/// Every 3rd byte of `work` and `outer`.
-fn offsets(bin: &Path) -> Vec<u64> {
-    let mut v = Vec::new();
-    for f in ["work", "outer", "main"] {
-        let (off, size) = func_offset(bin, f, false);
-        v.extend((0..size).step_by(3).map(|d| off + d));
-    }
-    v
-}
-
 fn resolve(s: &mut Symbolizer, bin: &Path, offs: &[u64]) -> Vec<Resolution> {
     s.symbolize_file(bin, None, offs)
 }
 
 /// The `*.debug` files in `dir`.
 fn copies(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    v.retain(|p| p.to_string_lossy().ends_with(".debug"));
-    v.sort();
-    v
+    files_ending(dir, ".debug")
 }
 
 #[test]

@@ -85,9 +85,15 @@ pub const VARS: &[Var] = &[
         values: Values::Any,
     },
     Var {
+        name: "HOOD_SYMBOL_CACHE",
+        shown: "DIR|off",
+        what: "where `hood report` and `hood annotate` keep what each binary's symbol tables and debug info said about each sampled address, by build-id, so that later reports of the same binaries answer them without reading debug info again (default $XDG_CACHE_HOME/hood/symbols, else ~/.cache/hood/symbols; at most 256 MiB, least recently used removed first; `off`: read debug info on every report); must be a directory of the user hood runs as, not writable by others (a directory set here that is not is warned about; the default one is then skipped quietly)",
+        values: Values::Any,
+    },
+    Var {
         name: "HOOD_TIMING",
         shown: "any value",
-        what: "`hood report` prints how long loading, symbolizing and rendering took to standard error",
+        what: "`hood report` prints how long loading, symbolizing and rendering took, and how many addresses were answered from the symbol cache and how many from debug info, to standard error",
         values: Values::Any,
     },
     Var {

@@ -17,14 +17,7 @@ use common::*;
 
 /// Builds tests/c/inline_hot.c at -O2 with debug info into `dir`.
 fn build(dir: &Path) -> PathBuf {
-    let out = dir.join("inline_hot");
-    let st = Command::new("gcc")
-        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&out)
-        .arg(repo().join("tests/c/inline_hot.c"))
-        .status()
-        .expect("gcc must be installed to build inline_hot.c");
-    assert!(st.success(), "gcc failed on inline_hot.c");
+    let out = c_program_o2(dir, "inline_hot");
     // The premise: no symbol names `mix`, its code is inside `outer_loop`.
     let nm = Command::new("nm")
         .arg(&out)

@@ -46,13 +46,6 @@ fn text(bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Decompress a text chunk the reader left compressed.
-fn unpack_text(offset: u64, stored: &[u8], raw_len: u64) -> Result<String, ModelError> {
-    hood_format::decompress(stored, raw_len)
-        .map(text)
-        .map_err(|e| ModelError::Malformed(format!("kallsyms chunk at byte offset {offset}: {e}")))
-}
-
 impl RawRecording {
     /// Read and decode the recording at `path`.
     pub fn load(path: &Path) -> Result<RawRecording, ModelError> {
@@ -80,9 +73,10 @@ impl RawRecording {
     ) -> Result<RawRecording, ModelError> {
         expect_kind(&reader, FileKind::Profile, "hood report")?;
         let path = reader.path().to_owned();
-        // The whole kallsyms text (5 MB) stays compressed until it is known to be needed.
-        reader.keep_compressed(tags::profile::KALLSYMS);
-        let mut deferred_kallsyms: Option<(u64, u64, Vec<u8>)> = None;
+        // The whole kallsyms text (5 MB, 1 MB compressed) stays in the file until it is known
+        // to be needed: recordings that end with the lines their samples use never read it.
+        reader.defer(tags::profile::KALLSYMS);
+        let mut deferred_kallsyms = None;
         let mut have_used = false;
         let mut rec = RawRecording::default();
         let mut attr: Option<Attr> = None;
@@ -118,12 +112,9 @@ impl RawRecording {
                     rec.snapshot.build_ids.extend(more.build_ids);
                 }
                 tags::profile::BUILD_IDS => rec.build_ids = json("build-id", off, &data)?,
-                tags::profile::KALLSYMS => match chunk.compressed {
-                    // Files that will say which lines they need: wait for that.
-                    Some(raw_len) if rec.meta.kallsyms_used_at_end => {
-                        deferred_kallsyms = Some((off, raw_len, std::mem::take(&mut data)))
-                    }
-                    Some(raw_len) => on_kallsyms(unpack_text(off, &data, raw_len)?),
+                tags::profile::KALLSYMS => match chunk.deferred {
+                    // Read once the whole file has been (and only if no KALLSYMS_USED came).
+                    Some(d) => deferred_kallsyms = Some(d),
                     None => on_kallsyms(text(std::mem::take(&mut data))),
                 },
                 tags::profile::KALLSYMS_USED => {
@@ -142,8 +133,10 @@ impl RawRecording {
             }
         }
         rec.warnings.extend(reader.warnings().iter().cloned());
-        if let (Some((off, raw_len, stored)), false) = (deferred_kallsyms, have_used) {
-            on_kallsyms(unpack_text(off, &stored, raw_len)?);
+        if let (Some(d), false) = (deferred_kallsyms, have_used) {
+            if let Some(bytes) = reader.read_deferred(&d)? {
+                on_kallsyms(text(bytes));
+            }
         }
         let Some(attr) = attr else {
             return Err(ModelError::Malformed(format!(

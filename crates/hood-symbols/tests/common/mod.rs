@@ -22,6 +22,38 @@ pub const OTHER: &str = r#"
 int main(void) { return 3; }
 "#;
 
+/// Inlined helpers at -O2 (`sq` and `sum_sq` inside `work`), so answers carry lines and
+/// inlined frames; `printf` is a PLT call.
+pub const INLINED: &str = r#"
+#include <stdio.h>
+static inline int sq(int x) { return x * x; }
+static inline int sum_sq(int n) { int s = 0; for (int i = 0; i < n; i++) s += sq(i); return s; }
+__attribute__((noinline)) int work(int n) { int t = 0; for (int k = 0; k < n; k++) t ^= sum_sq(k); return t; }
+__attribute__((noinline)) int outer(int n) { return work(n) + work(n / 2); }
+int main(int argc, char **argv) { (void)argv; printf("%d\n", outer(argc * 1000)); return 0; }
+"#;
+
+/// Every 3rd byte of `work`, `outer` and `main` of a program built from [`INLINED`], as file
+/// offsets.
+pub fn inlined_offsets(bin: &Path) -> Vec<u64> {
+    let mut v = Vec::new();
+    for f in ["work", "outer", "main"] {
+        let (off, size) = func_offset(bin, f, false);
+        v.extend((0..size).step_by(3).map(|d| off + d));
+    }
+    v
+}
+
+/// The files in `dir` whose names end with `suffix`, sorted (none if `dir` is missing).
+pub fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    v.retain(|p| p.to_string_lossy().ends_with(suffix));
+    v.sort();
+    v
+}
+
 /// Compiles `src` into `dir/name` with `-O1 -fno-omit-frame-pointer` plus
 /// `extra` flags and returns the binary's path.
 pub fn compile(dir: &Path, name: &str, src: &str, extra: &[&str]) -> PathBuf {

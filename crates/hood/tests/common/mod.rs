@@ -54,6 +54,19 @@ pub fn c_program(name: &str) -> PathBuf {
     out
 }
 
+/// Build tests/c/NAME.c at -O2 with debug info and frame pointers into `dir/NAME`.
+pub fn c_program_o2(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    let st = Command::new("gcc")
+        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&out)
+        .arg(repo().join("tests/c").join(format!("{name}.c")))
+        .status()
+        .expect("gcc must be installed to build the test workloads");
+    assert!(st.success(), "gcc failed on {name}.c");
+    out
+}
+
 /// The subcommands `hood ARGS --help` lists (without `help`), so a new subcommand cannot be
 /// missed by a test's own list.
 pub fn listed_in_help(args: &[&str]) -> Vec<String> {

@@ -142,7 +142,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if std::env::var_os("HOOD_TIMING").is_some() {
         eprintln!("hood: render {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     }
-    if prof.samples.is_empty() {
+    let empty = prof.samples.is_empty();
+    // The process ends here: handing the profile's memory (tens of thousands of small
+    // allocations) back to the allocator one by one would only cost time (~5 % of a report).
+    std::mem::forget(prof);
+    if empty {
         eprintln!("hood: the recording holds no samples");
         return Ok(ExitCode::from(1));
     }

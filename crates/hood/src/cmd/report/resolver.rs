@@ -1,5 +1,5 @@
 //! The symbolizer's options from the user's (`--debug-dir`, `--no-inline`, ...) and the
-//! environment (debuginfod, the DWARF cache).
+//! environment (debuginfod, the DWARF cache, the symbol cache).
 
 use hood_symbols::SymbolizerOptions;
 
@@ -22,6 +22,7 @@ pub fn symbolizer_options(opts: &SymbolOpts) -> SymbolizerOptions {
             hood_symbols::DebuginfodConfig::from_env()
         },
         dwarf_cache: hood_symbols::DwarfCacheConfig::from_env(),
+        symbol_cache: hood_symbols::SymbolCacheConfig::from_env(),
         ..defaults
     }
 }
