@@ -141,7 +141,10 @@ fn names(r: Vec<Resolution>) -> Vec<Option<Resolved>> {
             let mut frames: Vec<ResolvedFrame> = s
                 .inlined
                 .into_iter()
-                .map(|f| frame(f.name, f.code))
+                .map(|f| ResolvedFrame {
+                    start_line: f.start_line.unwrap_or(0),
+                    ..frame(f.name, f.code)
+                })
                 .collect();
             frames.push(ResolvedFrame {
                 start_line: s.start_line.unwrap_or(0),

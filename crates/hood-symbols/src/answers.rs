@@ -43,7 +43,7 @@ const TEMP_PREFIX: &str = ".writing-";
 /// First bytes of a kept file.
 const MAGIC: &[u8; 8] = b"hoodsym\0";
 /// Version of the layout below; a file of another version is written again.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// "None" in a string index or a size.
 const NONE32: u32 = u32::MAX;
 const NONE64: u64 = u64::MAX;
@@ -342,7 +342,7 @@ fn put64(out: &mut Vec<u8>, v: u64) {
 /// (length, bytes), answer count, answers, CRC-32 of all before it. An answer: offset, tag
 /// (0 no symbol, 1 a symbol); a symbol: name, offset in it, size (`u64::MAX`: unknown),
 /// file (`u32::MAX`: none), line, start line (0: unknown), inlined count, then per inlined
-/// frame name, file and line. Then the count of demangled names, and per name: the raw name,
+/// frame name, file, line and start line (0: unknown). Then the count of demangled names, and per name: the raw name,
 /// 1 if demangled with whole signatures (else 0), the demangled name (length, bytes).
 fn encode(key: &str, map: &HashMap<u64, Resolution>, names: &Demangled) -> Vec<u8> {
     fn code(c: &Option<SourceLine>) -> Option<(&str, u32)> {
@@ -372,6 +372,7 @@ fn encode(key: &str, map: &HashMap<u64, Resolution>, names: &Demangled) -> Vec<u
             let (file, line) = code(&f.code).map_or((NONE32, 0), |(f, l)| (strings.id(f), l));
             put32(&mut body, file);
             put32(&mut body, line);
+            put32(&mut body, f.start_line.unwrap_or(0));
         }
     }
     let mut sorted: Vec<(&(bool, String), &String)> = names.iter().collect();
@@ -509,9 +510,11 @@ fn decode(bytes: &[u8], key: &str) -> Result<Kept, String> {
                 for _ in 0..n_inlined {
                     let name = string(r.u32()?)?;
                     let (file, line) = (r.u32()?, r.u32()?);
+                    let start_line = Some(r.u32()?).filter(|&l| l != 0);
                     inlined.push(InlinedFrame {
                         name,
                         code: code(file, line)?,
+                        start_line,
                     });
                 }
                 Ok(Sym {
@@ -579,6 +582,7 @@ mod tests {
                         file: "/src/a.rs".into(),
                         line: 3,
                     }),
+                    start_line: Some(1),
                 }],
                 start_line: Some(2),
             }),

@@ -431,7 +431,8 @@ impl Symbolizer {
                 }
                 let blaze = &self.blaze;
                 let filled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    start_lines(blaze, &dwarf, input, &mut out)
+                    start_lines(blaze, &dwarf, input, &mut out);
+                    crate::decl::fill_inlined_start_lines(real, &dwarf_file, input, &mut out);
                 }));
                 if filled.is_err() {
                     self.dwarf_broken.insert(real.to_path_buf());
@@ -543,6 +544,7 @@ fn convert(s: Symbolized<'_>) -> Resolution {
                 .map(|f| InlinedFrame {
                     name: f.name.to_string(),
                     code: f.code_info.as_ref().and_then(source_line),
+                    start_line: None,
                 })
                 .collect(),
             start_line: None,

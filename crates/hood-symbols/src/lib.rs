@@ -34,6 +34,7 @@ mod answers;
 mod cache;
 mod debugfile;
 mod debuginfod;
+mod decl;
 mod demangle;
 mod elf;
 mod elfread;
@@ -101,6 +102,9 @@ pub struct InlinedFrame {
     /// Where in it the address is: for the innermost frame the address's own line, for
     /// the others the line of the call inlined into them.
     pub code: Option<SourceLine>,
+    /// The line its definition starts on (DWARF's `DW_AT_decl_line`), as pprof's
+    /// `Function.start_line` wants it.
+    pub start_line: Option<u32>,
 }
 
 /// Why a location has no symbol name.

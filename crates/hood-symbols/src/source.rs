@@ -126,7 +126,10 @@ mod tests {
         let fifo = dir.path().join("fifo.c");
         rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
         let e = read_source(&fifo, 1 << 20).unwrap_err().to_string();
-        assert!(e.contains("not a regular file") && e.contains("fifo.c"), "{e}");
+        assert!(
+            e.contains("not a regular file") && e.contains("fifo.c"),
+            "{e}"
+        );
         let e = read_source(dir.path(), 1 << 20).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
         let big = dir.path().join("big.c");

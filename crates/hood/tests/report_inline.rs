@@ -443,6 +443,18 @@ fn sampled_lines_match_addr2line_and_go_pprof_lists_them() {
             .any(|l| l.contains("outer_loop ") && l.ends_with(&format!(" s={first_line}"))),
         "no outer_loop with start line {first_line}:\n{raw}"
     );
+    // The inlined mix starts on the line its definition is declared on (DW_AT_decl_line).
+    let src =
+        std::fs::read_to_string(repo().join("tests/c/inline_hot.c")).expect("read inline_hot.c");
+    let decl_line = 1 + src
+        .lines()
+        .position(|l| l.contains(" mix(uint64_t x"))
+        .expect("mix's definition in inline_hot.c");
+    assert!(
+        raw.lines()
+            .any(|l| l.contains(" mix ") && l.ends_with(&format!(" s={decl_line}"))),
+        "no inlined mix with start line {decl_line}:\n{raw}"
+    );
 
     // go tool pprof -list: the samples sit on the line that calls mix.
     let Some(list) = go_pprof(dir.path(), &data, &["-list", "outer_loop"]) else {

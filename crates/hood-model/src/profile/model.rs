@@ -37,8 +37,9 @@ pub struct Func {
     /// This frame is a function inlined into its caller (the frame below it in a stack):
     /// no call happened, the compiler copied its code there.
     pub inlined: bool,
-    /// The line where the function starts (of its first instruction), from debug info;
-    /// 0 when unknown (always for inlined frames).
+    /// The line where the function starts, from debug info: of its first instruction, or for
+    /// an inlined function the line its definition is declared on;
+    /// 0 when unknown.
     pub start_line: u32,
 }
 

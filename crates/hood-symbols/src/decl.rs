@@ -1,0 +1,292 @@
+//! Where inlined functions are declared: the `DW_AT_decl_line` of each inlined function at an
+//! address, innermost first, for [`InlinedFrame::start_line`](crate::InlinedFrame).
+//!
+//! blazesym names the functions inlined at an address and the lines within them, but not the
+//! line each one's definition starts on, which pprof's `Function.start_line` and `go tool
+//! pprof -list` want. This reads it with gimli from the same DWARF: for each compilation unit
+//! that holds a sampled address (found through `.debug_aranges`, else the units' own ranges),
+//! one walk of its entries; at each `DW_TAG_inlined_subroutine` whose ranges hold an address,
+//! the declaration line of its abstract origin (following `DW_AT_specification` and
+//! `DW_AT_abstract_origin` a few steps, for C++ members declared in their class).
+//!
+//! The DWARF is untrusted: no section over [`MAX_SECTION`] is read or decompressed, cycles of
+//! references end after [`MAX_HOPS`], and a parse error ends the walk of that unit with the
+//! answers found so far.
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use blazesym::symbolize::Input;
+use gimli::{AttributeValue, EndianSlice, RunTimeEndian, UnitOffset};
+use object::read::ReadCache;
+use object::{CompressionFormat, Object, ObjectSection};
+
+use crate::debugfile::DebugFile;
+use crate::Resolution;
+
+/// Larger DWARF sections are not read.
+const MAX_SECTION: u64 = 1 << 30;
+/// References followed from an inlined call to the entry that carries its declaration line.
+const MAX_HOPS: usize = 8;
+
+type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
+
+/// Fill [`InlinedFrame::start_line`] of every answer in `out` (one per offset of `input`, in
+/// the ELF file `real` whose DWARF is in `dwarf_file`) from the declaration lines, where
+/// DWARF's chain of inlined calls at the address is as long as the answer's.
+pub(crate) fn fill_inlined_start_lines(
+    real: &Path,
+    dwarf_file: &Path,
+    input: Input<&[u64]>,
+    out: &mut [Resolution],
+) {
+    let wanted = |r: &Resolution| r.as_ref().is_ok_and(|s| !s.inlined.is_empty());
+    if !out.iter().any(wanted) {
+        return;
+    }
+    let addrs: Vec<Option<u64>> = match input {
+        Input::FileOffset(offsets) => {
+            let Some(loads) = DebugFile::at(real, dwarf_file.to_path_buf()) else {
+                return;
+            };
+            offsets
+                .iter()
+                .zip(out.iter())
+                .map(|(&o, r)| wanted(r).then(|| loads.vaddr(o)).flatten())
+                .collect()
+        }
+        Input::VirtOffset(a) | Input::AbsAddr(a) => a
+            .iter()
+            .zip(out.iter())
+            .map(|(&a, r)| wanted(r).then_some(a))
+            .collect(),
+    };
+    let lines = inlined_decl_lines(dwarf_file, &addrs);
+    for (r, chain) in out.iter_mut().zip(lines) {
+        if let Ok(sym) = r {
+            if sym.inlined.len() == chain.len() {
+                for (f, l) in sym.inlined.iter_mut().zip(chain) {
+                    f.start_line = l;
+                }
+            }
+        }
+    }
+}
+
+/// For each of `addrs` (virtual addresses in the DWARF of `dwarf_file`; `None` for an offset
+/// no load segment holds): the declaration lines of the functions inlined there, innermost
+/// first (`None` where DWARF gives none). An empty list where nothing is inlined or the DWARF
+/// cannot be read.
+pub(crate) fn inlined_decl_lines(
+    dwarf_file: &Path,
+    addrs: &[Option<u64>],
+) -> Vec<Vec<Option<u32>>> {
+    let mut out = vec![Vec::new(); addrs.len()];
+    let Ok(file) = File::open(dwarf_file) else {
+        return out;
+    };
+    let cache = ReadCache::new(file);
+    let Ok(obj) = object::File::parse(&cache) else {
+        return out;
+    };
+    let endian = if obj.is_little_endian() {
+        RunTimeEndian::Little
+    } else {
+        RunTimeEndian::Big
+    };
+    let owned = match gimli::DwarfSections::load(|id| Ok::<_, ()>(section(&obj, id))) {
+        Ok(d) => d,
+        Err(()) => return out,
+    };
+    let dwarf = owned.borrow(|data| EndianSlice::new(data, endian));
+    // (virtual address, index into offsets), sorted by address.
+    let mut addrs: Vec<(u64, usize)> = addrs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| a.map(|a| (a, i)))
+        .collect();
+    addrs.sort_unstable();
+    if addrs.is_empty() {
+        return out;
+    }
+    for unit_offset in units_holding(&dwarf, &addrs) {
+        let Ok(header) = dwarf.debug_info.header_from_offset(unit_offset) else {
+            continue;
+        };
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        walk_unit(&dwarf, &unit, &addrs, &mut out);
+    }
+    // The walk meets outer calls first; callers want the innermost first.
+    for chain in &mut out {
+        chain.reverse();
+    }
+    out
+}
+
+/// The sections this reads: entries, their ranges, and what opening a unit needs (the line
+/// program's header). Location lists, macros and strings are never read.
+const NEEDED: [gimli::SectionId; 7] = [
+    gimli::SectionId::DebugAbbrev,
+    gimli::SectionId::DebugAddr,
+    gimli::SectionId::DebugAranges,
+    gimli::SectionId::DebugInfo,
+    gimli::SectionId::DebugLine,
+    gimli::SectionId::DebugRanges,
+    gimli::SectionId::DebugRngLists,
+];
+
+/// The bytes of section `id` of `obj` (decompressed if compressed), or none: a section this
+/// does not need, one over [`MAX_SECTION`], or one that does not decompress to the size its
+/// header claims (the output grows with the bytes really decompressed, never by the claim).
+fn section<'a>(obj: &object::File<'a, &'a ReadCache<File>>, id: gimli::SectionId) -> Cow<'a, [u8]> {
+    let none = Cow::Borrowed(&[][..]);
+    if !NEEDED.contains(&id) {
+        return none;
+    }
+    let Some(c) = obj
+        .section_by_name(id.name())
+        .and_then(|s| s.compressed_data().ok())
+    else {
+        return none;
+    };
+    let unpack = |r: &mut dyn Read| -> Option<Vec<u8>> {
+        if c.uncompressed_size > MAX_SECTION {
+            return None;
+        }
+        let mut v = Vec::new();
+        r.take(c.uncompressed_size + 1).read_to_end(&mut v).ok()?;
+        (v.len() as u64 == c.uncompressed_size).then_some(v)
+    };
+    let bytes = match c.format {
+        CompressionFormat::None if c.data.len() as u64 <= MAX_SECTION => {
+            Some(Cow::Borrowed(c.data))
+        }
+        CompressionFormat::Zlib => {
+            unpack(&mut flate2::read::ZlibDecoder::new(c.data)).map(Cow::Owned)
+        }
+        CompressionFormat::Zstandard => zstd::stream::read::Decoder::new(c.data)
+            .ok()
+            .and_then(|mut d| unpack(&mut d))
+            .map(Cow::Owned),
+        _ => None,
+    };
+    bytes.unwrap_or(none)
+}
+
+/// The `.debug_info` offsets of the units whose ranges hold any of `addrs` (sorted).
+fn units_holding(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    addrs: &[(u64, usize)],
+) -> Vec<gimli::DebugInfoOffset> {
+    let mut found = BTreeSet::new();
+    let mut headers = dwarf.debug_aranges.headers();
+    let mut any_aranges = false;
+    while let Ok(Some(h)) = headers.next() {
+        any_aranges = true;
+        let mut entries = h.entries();
+        while let Ok(Some(e)) = entries.next() {
+            let r = e.range();
+            if holds_any(addrs, r.begin, r.end) {
+                found.insert(h.debug_info_offset());
+                break;
+            }
+        }
+    }
+    if any_aranges {
+        return found.into_iter().collect();
+    }
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let offset = gimli::DebugInfoOffset(header.offset().0);
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let Ok(mut ranges) = dwarf.unit_ranges(&unit) else {
+            continue;
+        };
+        while let Ok(Some(r)) = ranges.next() {
+            if holds_any(addrs, r.begin, r.end) {
+                found.insert(offset);
+                break;
+            }
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// Whether `[begin, end)` holds any of the sorted `addrs`.
+fn holds_any(addrs: &[(u64, usize)], begin: u64, end: u64) -> bool {
+    let i = addrs.partition_point(|&(a, _)| a < begin);
+    addrs.get(i).is_some_and(|&(a, _)| a < end)
+}
+
+/// Walk one unit's entries; at each inlined call, append its declaration line to the chain
+/// of every address its ranges hold.
+fn walk_unit(
+    dwarf: &gimli::Dwarf<Slice<'_>>,
+    unit: &gimli::Unit<Slice<'_>>,
+    addrs: &[(u64, usize)],
+    out: &mut [Vec<Option<u32>>],
+) {
+    let mut cursor = unit.entries();
+    let mut hits: Vec<usize> = Vec::new();
+    while let Ok(Some(entry)) = cursor.next_dfs() {
+        if entry.tag() != gimli::DW_TAG_inlined_subroutine {
+            continue;
+        }
+        let Ok(mut ranges) = dwarf.die_ranges(unit, entry) else {
+            continue;
+        };
+        hits.clear();
+        while let Ok(Some(r)) = ranges.next() {
+            let mut i = addrs.partition_point(|&(a, _)| a < r.begin);
+            while let Some(&(a, idx)) = addrs.get(i) {
+                if a >= r.end {
+                    break;
+                }
+                hits.push(idx);
+                i += 1;
+            }
+        }
+        if hits.is_empty() {
+            continue;
+        }
+        let line = decl_line(unit, entry.attr_value(gimli::DW_AT_abstract_origin));
+        for &idx in &hits {
+            if let Some(chain) = out.get_mut(idx) {
+                chain.push(line);
+            }
+        }
+    }
+}
+
+/// The declaration line of the entry `origin` points at, following its own
+/// `DW_AT_specification` / `DW_AT_abstract_origin` while it has none. Only references within
+/// the unit are followed (compilers emit the abstract instance in the same unit; LTO's
+/// cross-unit references give `None`).
+fn decl_line<'a>(
+    unit: &gimli::Unit<Slice<'a>>,
+    mut origin: Option<AttributeValue<Slice<'a>>>,
+) -> Option<u32> {
+    for _ in 0..MAX_HOPS {
+        let Some(AttributeValue::UnitRef(offset)) = origin else {
+            return None;
+        };
+        let entry = unit.entry(UnitOffset(offset.0)).ok()?;
+        if let Some(line) = entry
+            .attr_value(gimli::DW_AT_decl_line)
+            .and_then(|v| v.udata_value())
+        {
+            return u32::try_from(line).ok().filter(|&l| l > 0);
+        }
+        origin = entry
+            .attr_value(gimli::DW_AT_specification)
+            .or_else(|| entry.attr_value(gimli::DW_AT_abstract_origin));
+    }
+    None
+}
