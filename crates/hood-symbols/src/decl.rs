@@ -112,6 +112,7 @@ pub(crate) fn inlined_decl_lines(
     if addrs.is_empty() {
         return out;
     }
+    let mut others = OtherUnits::new(&dwarf);
     for unit_offset in units_holding(&dwarf, &addrs) {
         let Ok(header) = dwarf.debug_info.header_from_offset(unit_offset) else {
             continue;
@@ -119,7 +120,7 @@ pub(crate) fn inlined_decl_lines(
         let Ok(unit) = dwarf.unit(header) else {
             continue;
         };
-        walk_unit(&dwarf, &unit, &addrs, &mut out);
+        walk_unit(&dwarf, &unit, &mut others, &addrs, &mut out);
     }
     // The walk meets outer calls first; callers want the innermost first.
     for chain in &mut out {
@@ -227,9 +228,10 @@ fn holds_any(addrs: &[(u64, usize)], begin: u64, end: u64) -> bool {
 
 /// Walk one unit's entries; at each inlined call, append its declaration line to the chain
 /// of every address its ranges hold.
-fn walk_unit(
-    dwarf: &gimli::Dwarf<Slice<'_>>,
-    unit: &gimli::Unit<Slice<'_>>,
+fn walk_unit<'a>(
+    dwarf: &gimli::Dwarf<Slice<'a>>,
+    unit: &gimli::Unit<Slice<'a>>,
+    others: &mut OtherUnits<'_, 'a>,
     addrs: &[(u64, usize)],
     out: &mut [Vec<Option<u32>>],
 ) {
@@ -256,7 +258,7 @@ fn walk_unit(
         if hits.is_empty() {
             continue;
         }
-        let line = decl_line(unit, entry.attr_value(gimli::DW_AT_abstract_origin));
+        let line = decl_line(unit, others, entry.attr_value(gimli::DW_AT_abstract_origin));
         for &idx in &hits {
             if let Some(chain) = out.get_mut(idx) {
                 chain.push(line);
@@ -266,18 +268,28 @@ fn walk_unit(
 }
 
 /// The declaration line of the entry `origin` points at, following its own
-/// `DW_AT_specification` / `DW_AT_abstract_origin` while it has none. Only references within
-/// the unit are followed (compilers emit the abstract instance in the same unit; LTO's
-/// cross-unit references give `None`).
+/// `DW_AT_specification` / `DW_AT_abstract_origin` while it has none, within `unit` or, for
+/// a reference into another unit (Rust and LTO builds inline across units), in that unit.
 fn decl_line<'a>(
     unit: &gimli::Unit<Slice<'a>>,
+    others: &mut OtherUnits<'_, 'a>,
     mut origin: Option<AttributeValue<Slice<'a>>>,
 ) -> Option<u32> {
+    // The unit the current reference is relative to: None for `unit`, else an index into
+    // `others`.
+    let mut within: Option<usize> = None;
     for _ in 0..MAX_HOPS {
-        let Some(AttributeValue::UnitRef(offset)) = origin else {
-            return None;
+        let (at, offset) = match origin? {
+            AttributeValue::UnitRef(o) => (within, o),
+            AttributeValue::DebugInfoRef(o) => others.locate(o)?,
+            _ => return None,
         };
-        let entry = unit.entry(UnitOffset(offset.0)).ok()?;
+        within = at;
+        let u = match at {
+            None => unit,
+            Some(i) => others.units.get(i)?.1.as_ref()?,
+        };
+        let entry = u.entry(offset).ok()?;
         if let Some(line) = entry
             .attr_value(gimli::DW_AT_decl_line)
             .and_then(|v| v.udata_value())
@@ -289,4 +301,51 @@ fn decl_line<'a>(
             .or_else(|| entry.attr_value(gimli::DW_AT_abstract_origin));
     }
     None
+}
+
+/// The units other than the walked one that references lead into, opened once each.
+struct OtherUnits<'d, 'a> {
+    dwarf: &'d gimli::Dwarf<Slice<'a>>,
+    /// Every unit's start in `.debug_info`, sorted, with the unit once opened (`None` until
+    /// then, or if it cannot be).
+    units: Vec<(gimli::DebugInfoOffset, Option<gimli::Unit<Slice<'a>>>)>,
+    /// The starts were listed.
+    listed: bool,
+}
+
+impl<'d, 'a> OtherUnits<'d, 'a> {
+    fn new(dwarf: &'d gimli::Dwarf<Slice<'a>>) -> Self {
+        OtherUnits {
+            dwarf,
+            units: Vec::new(),
+            listed: false,
+        }
+    }
+
+    /// The unit holding `.debug_info` offset `o` (opened), and `o` within it.
+    fn locate(&mut self, o: gimli::DebugInfoOffset) -> Option<(Option<usize>, UnitOffset)> {
+        if !self.listed {
+            self.listed = true;
+            let mut headers = self.dwarf.units();
+            while let Ok(Some(h)) = headers.next() {
+                self.units
+                    .push((gimli::DebugInfoOffset(h.offset().0), None));
+            }
+        }
+        let i = self
+            .units
+            .partition_point(|(start, _)| start.0 <= o.0)
+            .checked_sub(1)?;
+        if self.units[i].1.is_none() {
+            let header = self
+                .dwarf
+                .debug_info
+                .header_from_offset(self.units[i].0)
+                .ok()?;
+            self.units[i].1 = Some(self.dwarf.unit(header).ok()?);
+        }
+        let unit = self.units[i].1.as_ref()?;
+        let offset = o.to_unit_offset(&unit.header)?;
+        Some((Some(i), offset))
+    }
 }

@@ -139,3 +139,37 @@ fn inlined_cpp_members_start_where_they_are_defined() {
     assert_eq!(line_of("add"), Some(vec![Some(7)]), "{seen:?}");
     assert_eq!(line_of("twice"), Some(vec![Some(8)]), "{seen:?}");
 }
+
+/// `helper` is defined on line 2 of its own file; link-time optimization inlines it into
+/// `work` of another file, so DWARF refers to its declaration in another compilation unit.
+const LTO_A: &str = "/* helper, inlined into work() of b.c by -flto */\nint helper(int x)\n{\n\tint s = 0;\n\tfor (int i = 0; i < x % 13; i++) s += x ^ i;\n\treturn s;\n}\n";
+const LTO_B: &str = r#"#include <stdio.h>
+int helper(int x);
+__attribute__((noinline)) int work(int n) { int t = 0; for (int k = 0; k < n; k++) t += helper(k); return t; }
+int main(int argc, char **argv) { (void)argv; printf("%d\n", work(argc * 1000)); return 0; }
+"#;
+
+#[test]
+fn functions_inlined_across_files_by_lto_start_where_their_file_says() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.c"), dir.path().join("b.c"));
+    std::fs::write(&a, LTO_A).unwrap();
+    std::fs::write(&b, LTO_B).unwrap();
+    let bin = dir.path().join("prog");
+    let out = std::process::Command::new("gcc")
+        .args(["-O2", "-g", "-flto", "-o"])
+        .arg(&bin)
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .expect("run gcc");
+    if !out.status.success() {
+        println!(
+            "not run here: gcc cannot link with -flto: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        return;
+    }
+    let seen = inlined_starts(&bin, "work");
+    assert_eq!(seen.get("helper"), Some(&vec![Some(2)]), "{seen:?}");
+}

@@ -617,11 +617,26 @@ fn symbolize(
                 inlined: k < last,
                 start_line: fr.start_line,
             };
+            // One inlined function per name and place, whatever start line each answer gave:
+            // it is missing where DWARF's chain of inlined calls could not be matched, and
+            // must not split the function in two. (A function's own start line, from its
+            // first instruction, is always there with debug info; it tells apart two static
+            // functions of one name.)
+            let start_line = func.start_line;
+            let key = Func {
+                start_line: if func.inlined { 0 } else { start_line },
+                ..func.clone()
+            };
             let next = prof.funcs.len() as FuncId;
-            let id = *func_ids.entry(func.clone()).or_insert_with(|| {
+            let id = *func_ids.entry(key).or_insert_with(|| {
                 prof.funcs.push(func);
                 next
             });
+            if let Some(f) = prof.funcs.get_mut(id as usize) {
+                if f.start_line == 0 {
+                    f.start_line = start_line;
+                }
+            }
             let file = fr.file.map(|path| {
                 let next = prof.source_files.len() as u32;
                 *file_ids.entry(path.clone()).or_insert_with(|| {
