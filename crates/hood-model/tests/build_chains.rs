@@ -6,8 +6,8 @@ use hood_model::profile::records::{Event, Mapping, Timed, CONTEXT_USER};
 use hood_model::profile::{build_profile, RawRecording, Resolved, ResolvedFrame, Resolver};
 
 /// Names a location `FILE@OFFSET`, so a test sees which file an address resolved in; with
-/// `inline`, offset 0x100 is code of `inner` (line 7 of in.h) inlined into `outer` at line
-/// 3 of out.c.
+/// `inline`, offsets 0x100 and 0x180 are code of `inner` (line 7 of in.h) inlined into
+/// `outer` at line 3 of out.c; only 0x180's answer knows where `inner` starts (line 5).
 struct ByFile {
     inline: bool,
     /// Name kernel addresses `k@ADDR` (otherwise they stay unresolved).
@@ -26,7 +26,7 @@ impl Resolver for ByFile {
             .iter()
             .map(|&o| {
                 let name = format!("{}@{o:#x}", file.path);
-                if !(self.inline && o == 0x100) {
+                if !(self.inline && (o == 0x100 || o == 0x180)) {
                     return Some(Resolved::name(name));
                 }
                 let frame = |name: &str, file: &str, line| ResolvedFrame {
@@ -35,8 +35,12 @@ impl Resolver for ByFile {
                     line,
                     start_line: 0,
                 };
+                let inner = ResolvedFrame {
+                    start_line: if o == 0x180 { 5 } else { 0 },
+                    ..frame("inner", "in.h", 7)
+                };
                 Some(Resolved {
-                    frames: vec![frame("inner", "in.h", 7), frame(&name, "out.c", 3)],
+                    frames: vec![inner, frame(&name, "out.c", 3)],
                 })
             })
             .collect()
@@ -246,4 +250,35 @@ fn an_inlined_function_is_a_frame_of_its_own_and_a_line_of_its_location() {
     let caller = &prof.locations[locs[1] as usize];
     assert_eq!(prof.lines_of(caller).len(), 1);
     assert_eq!(prof.source_file(&prof.lines_of(caller)[0]), None);
+}
+
+#[test]
+fn an_inlined_function_whose_start_line_only_some_answers_know_stays_one_function() {
+    let mut raw = RawRecording::default();
+    raw.decoded.chains = vec![CONTEXT_USER, 0x40_0100, CONTEXT_USER, 0x40_0180];
+    let mut second = sample(10, (2, 2));
+    if let Event::Sample { ip, .. } = &mut second {
+        *ip = 0x40_0180;
+    }
+    raw.decoded.events = vec![
+        at(1, map(10, "/a")),
+        at(2, sample(10, (0, 2))),
+        at(3, second),
+    ];
+    let prof = build_profile(
+        &raw,
+        &mut ByFile {
+            inline: true,
+            kernel: false,
+        },
+    );
+    let inner: Vec<_> = prof.funcs.iter().filter(|f| f.name == "inner").collect();
+    assert_eq!(inner.len(), 1, "{:?}", prof.funcs);
+    assert_eq!(inner[0].start_line, 5, "{:?}", prof.funcs);
+    let leaves: Vec<u32> = prof
+        .samples
+        .iter()
+        .map(|s| prof.stacks[s.stack as usize][0])
+        .collect();
+    assert_eq!(leaves[0], leaves[1], "both samples are in the one inner");
 }
