@@ -13,10 +13,9 @@
 //! references end after [`MAX_HOPS`], and a parse error ends the walk of that unit with the
 //! answers found so far.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 use blazesym::symbolize::Input;
@@ -88,7 +87,7 @@ pub(crate) fn inlined_decl_lines(
     let Ok(file) = File::open(dwarf_file) else {
         return out;
     };
-    let cache = ReadCache::new(file);
+    let cache = ReadCache::new(&file);
     let Ok(obj) = object::File::parse(&cache) else {
         return out;
     };
@@ -97,7 +96,7 @@ pub(crate) fn inlined_decl_lines(
     } else {
         RunTimeEndian::Big
     };
-    let owned = match gimli::DwarfSections::load(|id| Ok::<_, ()>(section(&obj, id))) {
+    let owned = match gimli::DwarfSections::load(|id| Ok::<_, ()>(section(&obj, &file, id))) {
         Ok(d) => d,
         Err(()) => return out,
     };
@@ -141,42 +140,62 @@ const NEEDED: [gimli::SectionId; 7] = [
     gimli::SectionId::DebugRngLists,
 ];
 
-/// The bytes of section `id` of `obj` (decompressed if compressed), or none: a section this
-/// does not need, one over [`MAX_SECTION`], or one that does not decompress to the size its
-/// header claims (the output grows with the bytes really decompressed, never by the claim).
-fn section<'a>(obj: &object::File<'a, &'a ReadCache<File>>, id: gimli::SectionId) -> Cow<'a, [u8]> {
-    let none = Cow::Borrowed(&[][..]);
+/// The bytes of section `id` of `obj` (decompressed if compressed), read from `file`, or none:
+/// a section this does not need, one over [`MAX_SECTION`] or outside the file, or one that
+/// does not decompress to the size its header claims (the output grows with the bytes really
+/// decompressed, never by the claim).
+fn section<'a>(
+    obj: &object::File<'a, &'a ReadCache<&File>>,
+    file: &File,
+    id: gimli::SectionId,
+) -> Vec<u8> {
     if !NEEDED.contains(&id) {
-        return none;
+        return Vec::new();
     }
-    let Some(c) = obj
+    let Some(range) = obj
         .section_by_name(id.name())
-        .and_then(|s| s.compressed_data().ok())
+        .and_then(|s| s.compressed_file_range().ok())
     else {
-        return none;
+        return Vec::new();
+    };
+    let Some(raw) = read_range(file, range.offset, range.compressed_size) else {
+        return Vec::new();
     };
     let unpack = |r: &mut dyn Read| -> Option<Vec<u8>> {
-        if c.uncompressed_size > MAX_SECTION {
+        if range.uncompressed_size > MAX_SECTION {
             return None;
         }
         let mut v = Vec::new();
-        r.take(c.uncompressed_size + 1).read_to_end(&mut v).ok()?;
-        (v.len() as u64 == c.uncompressed_size).then_some(v)
+        r.take(range.uncompressed_size + 1)
+            .read_to_end(&mut v)
+            .ok()?;
+        (v.len() as u64 == range.uncompressed_size).then_some(v)
     };
-    let bytes = match c.format {
-        CompressionFormat::None if c.data.len() as u64 <= MAX_SECTION => {
-            Some(Cow::Borrowed(c.data))
-        }
-        CompressionFormat::Zlib => {
-            unpack(&mut flate2::read::ZlibDecoder::new(c.data)).map(Cow::Owned)
-        }
-        CompressionFormat::Zstandard => zstd::stream::read::Decoder::new(c.data)
+    let bytes = match range.format {
+        CompressionFormat::None => Some(raw),
+        CompressionFormat::Zlib => unpack(&mut flate2::read::ZlibDecoder::new(&raw[..])),
+        CompressionFormat::Zstandard => zstd::stream::read::Decoder::new(&raw[..])
             .ok()
-            .and_then(|mut d| unpack(&mut d))
-            .map(Cow::Owned),
+            .and_then(|mut d| unpack(&mut d)),
         _ => None,
     };
-    bytes.unwrap_or(none)
+    bytes.unwrap_or_default()
+}
+
+/// `size` bytes of `file` at `offset`, if they lie within it and are at most [`MAX_SECTION`].
+/// Read straight into the buffer's spare room: a section of many megabytes is not zeroed
+/// first (that cost as much as reading it).
+fn read_range(file: &File, offset: u64, size: u64) -> Option<Vec<u8>> {
+    let len = file.metadata().ok()?.len();
+    if size > MAX_SECTION || offset.checked_add(size)? > len {
+        return None;
+    }
+    let mut v = Vec::new();
+    v.try_reserve_exact(usize::try_from(size).ok()?).ok()?;
+    let mut f = file;
+    f.seek(SeekFrom::Start(offset)).ok()?;
+    f.take(size).read_to_end(&mut v).ok()?;
+    (v.len() as u64 == size).then_some(v)
 }
 
 /// The `.debug_info` offsets of the units whose ranges hold any of `addrs` (sorted).
@@ -227,7 +246,8 @@ fn holds_any(addrs: &[(u64, usize)], begin: u64, end: u64) -> bool {
 }
 
 /// Walk one unit's entries; at each inlined call, append its declaration line to the chain
-/// of every address its ranges hold.
+/// of every address its ranges hold. Only inlined calls have their attributes parsed; every
+/// other entry is skipped by its abbreviation (most of a unit: variables, types, parameters).
 fn walk_unit<'a>(
     dwarf: &gimli::Dwarf<Slice<'a>>,
     unit: &gimli::Unit<Slice<'a>>,
@@ -235,30 +255,65 @@ fn walk_unit<'a>(
     addrs: &[(u64, usize)],
     out: &mut [Vec<Option<u32>>],
 ) {
-    let mut cursor = unit.entries();
+    let Ok(mut entries) = unit.entries_raw(None) else {
+        return;
+    };
     let mut hits: Vec<usize> = Vec::new();
-    while let Ok(Some(entry)) = cursor.next_dfs() {
-        if entry.tag() != gimli::DW_TAG_inlined_subroutine {
-            continue;
-        }
-        let Ok(mut ranges) = dwarf.die_ranges(unit, entry) else {
+    while !entries.is_empty() {
+        let Ok(abbrev) = entries.read_abbreviation() else {
+            return;
+        };
+        let Some(abbrev) = abbrev else {
             continue;
         };
+        if abbrev.tag() != gimli::DW_TAG_inlined_subroutine {
+            if entries.skip_attributes(abbrev.attributes()).is_err() {
+                return;
+            }
+            continue;
+        }
+        let (mut low, mut high, mut size, mut ranges, mut origin) = (None, None, None, None, None);
+        for spec in abbrev.attributes() {
+            let Ok(attr) = entries.read_attribute(*spec) else {
+                return;
+            };
+            match attr.name() {
+                gimli::DW_AT_low_pc => low = dwarf.attr_address(unit, attr.value()).ok().flatten(),
+                gimli::DW_AT_high_pc => match attr.value() {
+                    AttributeValue::Udata(n) => size = Some(n),
+                    v => high = dwarf.attr_address(unit, v).ok().flatten(),
+                },
+                gimli::DW_AT_ranges => ranges = Some(attr.value()),
+                gimli::DW_AT_abstract_origin => origin = Some(attr.value()),
+                _ => {}
+            }
+        }
         hits.clear();
-        while let Ok(Some(r)) = ranges.next() {
-            let mut i = addrs.partition_point(|&(a, _)| a < r.begin);
+        let mut note = |begin: u64, end: u64| {
+            let mut i = addrs.partition_point(|&(a, _)| a < begin);
             while let Some(&(a, idx)) = addrs.get(i) {
-                if a >= r.end {
+                if a >= end {
                     break;
                 }
                 hits.push(idx);
                 i += 1;
             }
+        };
+        if let Some(r) = ranges {
+            if let Ok(Some(mut list)) = dwarf.attr_ranges(unit, r) {
+                while let Ok(Some(r)) = list.next() {
+                    note(r.begin, r.end);
+                }
+            }
+        } else if let Some(begin) = low {
+            if let Some(end) = size.and_then(|n| begin.checked_add(n)).or(high) {
+                note(begin, end);
+            }
         }
         if hits.is_empty() {
             continue;
         }
-        let line = decl_line(unit, others, entry.attr_value(gimli::DW_AT_abstract_origin));
+        let line = decl_line(unit, others, origin);
         for &idx in &hits {
             if let Some(chain) = out.get_mut(idx) {
                 chain.push(line);
