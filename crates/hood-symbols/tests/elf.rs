@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{compile, func_offset, loaded_libc, OTHER, PROG};
+use common::{binutils, compile, func_offset, loaded_libc, split_debug, OTHER, PROG};
 use hood_symbols::{read_build_id, Symbolizer, SymbolizerOptions, Unresolved};
 
 fn symbolizer() -> Symbolizer {
@@ -241,28 +241,6 @@ fn vdso_image_resolves_from_memory() {
     );
 }
 
-/// `objcopy --only-keep-debug` of `bin` placed as `DIR/.build-id/XX/YYYY.debug`.
-fn split_debug(bin: &std::path::Path, dir: &std::path::Path) {
-    let id = read_build_id(bin).unwrap().expect("build-id");
-    let h = hood_symbols::hex(&id);
-    let sub = dir.join(".build-id").join(&h[..2]);
-    std::fs::create_dir_all(&sub).unwrap();
-    let run = |args: &[&std::ffi::OsStr]| {
-        let st = std::process::Command::new(args[0])
-            .args(&args[1..])
-            .status()
-            .expect("binutils (objcopy, strip) come with gcc");
-        assert!(st.success(), "{args:?}");
-    };
-    let dbg = sub.join(format!("{}.debug", &h[2..]));
-    run(&[
-        "objcopy".as_ref(),
-        "--only-keep-debug".as_ref(),
-        bin.as_os_str(),
-        dbg.as_os_str(),
-    ]);
-}
-
 #[test]
 fn a_stripped_binary_resolves_through_its_debug_file_by_build_id() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -273,7 +251,7 @@ fn a_stripped_binary_resolves_through_its_debug_file_by_build_id() {
         .map(|&n| (n, func_offset(&bin, n, false).0 + 1))
         .collect();
     let debug = dir.path().join("debug");
-    split_debug(&bin, &debug);
+    split_debug(&bin, &debug, &[]);
     let st = std::process::Command::new("strip")
         .arg("-s")
         .arg(&bin)
@@ -307,15 +285,6 @@ fn a_stripped_binary_resolves_through_its_debug_file_by_build_id() {
         .join(format!("{}.debug", &id[2..]));
     std::fs::copy(&other, &dbg).unwrap();
     assert_eq!(names(vec![debug])[0], None);
-}
-
-/// Runs a binutils command.
-fn binutils(args: &[&std::ffi::OsStr]) {
-    let st = std::process::Command::new(args[0])
-        .args(&args[1..])
-        .status()
-        .expect("binutils (objcopy, strip) come with gcc");
-    assert!(st.success(), "{args:?}");
 }
 
 #[test]

@@ -62,30 +62,10 @@ fn a_stripped_binary_gets_them_from_its_debug_file_compressed_or_not() {
     let bin = compile(dir.path(), "prog", C_SRC, &["-O2", "-g"]);
     let (off, size) = func_offset(&bin, "work", false);
     let offs: Vec<u64> = (0..size).map(|d| off + d).collect();
-    let id = hood_symbols::read_build_id(&bin)
-        .unwrap()
-        .expect("build-id");
-    let h = hood_symbols::hex(&id);
     let debug = dir.path().join("debug");
-    let sub = debug.join(".build-id").join(&h[..2]);
-    std::fs::create_dir_all(&sub).unwrap();
-    let dbg = sub.join(format!("{}.debug", &h[2..]));
-    let run = |args: &[&std::ffi::OsStr]| {
-        let st = std::process::Command::new(args[0])
-            .args(&args[1..])
-            .status()
-            .expect("binutils (objcopy, strip) come with gcc");
-        assert!(st.success(), "{args:?}");
-    };
     // Compressed as Debian compresses its debug files, and read without the DWARF cache.
-    run(&[
-        "objcopy".as_ref(),
-        "--only-keep-debug".as_ref(),
-        "--compress-debug-sections=zlib".as_ref(),
-        bin.as_os_str(),
-        dbg.as_os_str(),
-    ]);
-    run(&["strip".as_ref(), "-s".as_ref(), bin.as_os_str()]);
+    common::split_debug(&bin, &debug, &["--compress-debug-sections=zlib"]);
+    common::binutils(&["strip".as_ref(), "-s".as_ref(), bin.as_os_str()]);
     let seen = starts_at(
         &bin,
         &offs,

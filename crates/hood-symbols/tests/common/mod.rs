@@ -131,3 +131,26 @@ pub fn loaded_libc() -> PathBuf {
     }
     panic!("no libc mapped in this process");
 }
+
+/// Run a binutils command (`objcopy`, `strip`: `args[0]` with the rest), which must succeed.
+pub fn binutils(args: &[&std::ffi::OsStr]) {
+    let st = Command::new(args[0])
+        .args(&args[1..])
+        .status()
+        .expect("binutils (objcopy, strip) come with gcc");
+    assert!(st.success(), "{args:?}");
+}
+
+/// `objcopy --only-keep-debug` (plus `extra` objcopy options) of `bin`, placed as
+/// `DIR/.build-id/XX/YYYY.debug`.
+pub fn split_debug(bin: &Path, dir: &Path, extra: &[&str]) {
+    let id = hood_symbols::read_build_id(bin).unwrap().expect("build-id");
+    let h = hood_symbols::hex(&id);
+    let sub = dir.join(".build-id").join(&h[..2]);
+    std::fs::create_dir_all(&sub).unwrap();
+    let dbg = sub.join(format!("{}.debug", &h[2..]));
+    let mut args: Vec<&std::ffi::OsStr> = vec!["objcopy".as_ref(), "--only-keep-debug".as_ref()];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+    args.extend([bin.as_os_str(), dbg.as_os_str()]);
+    binutils(&args);
+}
