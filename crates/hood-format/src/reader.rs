@@ -148,7 +148,8 @@ impl Reader {
     }
 
     /// Leave the payloads of chunks tagged `tag` in the file, so that a caller that may not
-    /// need them pays neither reading, checking nor decompressing them;
+    /// need them pays no decompressing or keeping them (their stored bytes are still read and
+    /// checked, so a damaged file is reported either way);
     /// [`ChunkInfo::deferred`] says where one is, and [`read_deferred`](Self::read_deferred)
     /// reads it.
     pub fn defer(&mut self, tag: u32) {
@@ -158,13 +159,23 @@ impl Reader {
     /// The payload of a chunk [`defer`](Self::defer) left in the file: read, checked and
     /// decompressed now.
     pub fn read_deferred(&mut self, d: &Deferred) -> Result<Vec<u8>, FormatError> {
-        let io = |source| FormatError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        self.input.seek(SeekFrom::Start(d.at)).map_err(io)?;
+        let path = self.path.clone();
+        let io = |source| FormatError::Io { path, source };
+        // Read from where the chunk is, then go back to where the walk of the file was.
+        let pos = self.pos;
         let mut stored = Vec::new();
-        self.read_payload(d.stored_len, &mut stored)?;
+        let read = match self.input.seek(SeekFrom::Start(d.at)) {
+            Ok(_) => self.read_payload(d.stored_len, &mut stored),
+            Err(e) => Err(io(e)),
+        };
+        self.pos = pos;
+        if let Err(e) = self.input.seek(SeekFrom::Start(pos)) {
+            return Err(FormatError::Io {
+                path: self.path.clone(),
+                source: e,
+            });
+        }
+        read?;
         if crc32c::crc32c(&stored) != d.crc {
             return Err(self.corrupt(d.offset, "payload checksum mismatch".into()));
         }
@@ -251,15 +262,20 @@ impl Reader {
                 crc: header.payload_crc,
                 zstd,
             };
-            // In range: checked against the file's length above.
-            let skip = i64::try_from(header.stored_len).unwrap_or(i64::MAX);
-            self.input
-                .seek(SeekFrom::Current(skip))
-                .map_err(|source| FormatError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            self.pos += header.stored_len;
+            // Its bytes are still read and checked (cheap next to decompressing and
+            // parsing them), so damage anywhere in the file is reported whether or not the
+            // caller ends up needing this payload.
+            let mut stored = std::mem::take(&mut self.stored);
+            let read = self.read_payload(header.stored_len, &mut stored);
+            let checked = read.and_then(|()| {
+                if crc32c::crc32c(&stored) != header.payload_crc {
+                    Err(self.corrupt(offset, "payload checksum mismatch".into()))
+                } else {
+                    Ok(())
+                }
+            });
+            self.stored = stored;
+            checked?;
             self.chunks_read += 1;
             return Ok(Some(ChunkInfo {
                 tag: header.tag,
