@@ -165,7 +165,7 @@ impl Reader {
         let pos = self.pos;
         let mut stored = Vec::new();
         let read = match self.input.seek(SeekFrom::Start(d.at)) {
-            Ok(_) => self.read_payload(d.stored_len, &mut stored),
+            Ok(_) => self.read_checked(d.offset, d.stored_len, d.crc, &mut stored),
             Err(e) => Err(io(e)),
         };
         self.pos = pos;
@@ -176,9 +176,6 @@ impl Reader {
             });
         }
         read?;
-        if crc32c::crc32c(&stored) != d.crc {
-            return Err(self.corrupt(d.offset, "payload checksum mismatch".into()));
-        }
         if !d.zstd {
             return Ok(stored);
         }
@@ -266,14 +263,8 @@ impl Reader {
             // parsing them), so damage anywhere in the file is reported whether or not the
             // caller ends up needing this payload.
             let mut stored = std::mem::take(&mut self.stored);
-            let read = self.read_payload(header.stored_len, &mut stored);
-            let checked = read.and_then(|()| {
-                if crc32c::crc32c(&stored) != header.payload_crc {
-                    Err(self.corrupt(offset, "payload checksum mismatch".into()))
-                } else {
-                    Ok(())
-                }
-            });
+            let checked =
+                self.read_checked(offset, header.stored_len, header.payload_crc, &mut stored);
             self.stored = stored;
             checked?;
             self.chunks_read += 1;
@@ -290,14 +281,7 @@ impl Reader {
         } else {
             std::mem::take(data)
         };
-        let read = self.read_payload(header.stored_len, &mut stored);
-        let checked = read.and_then(|()| {
-            if crc32c::crc32c(&stored) != header.payload_crc {
-                Err(self.corrupt(offset, "payload checksum mismatch".into()))
-            } else {
-                Ok(())
-            }
-        });
+        let checked = self.read_checked(offset, header.stored_len, header.payload_crc, &mut stored);
         if !zstd {
             *data = stored;
             checked?;
@@ -352,6 +336,22 @@ impl Reader {
 
     /// Reads the next `len` bytes (checked against the file's length by the caller) into
     /// `buf`, replacing its contents without zeroing it first.
+    /// Read the `len` stored bytes of the chunk at `offset` into `buf` and check them against
+    /// the chunk's checksum `crc`.
+    fn read_checked(
+        &mut self,
+        offset: u64,
+        len: u64,
+        crc: u32,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), FormatError> {
+        self.read_payload(len, buf)?;
+        if crc32c::crc32c(buf) != crc {
+            return Err(self.corrupt(offset, "payload checksum mismatch".into()));
+        }
+        Ok(())
+    }
+
     fn read_payload(&mut self, len: u64, buf: &mut Vec<u8>) -> Result<(), FormatError> {
         buf.clear();
         buf.reserve(len as usize);
