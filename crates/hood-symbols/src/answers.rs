@@ -29,7 +29,7 @@ use std::io::{Read as _, Write as _};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::cache::{dir_from_env, my_uid, nofollow, private_dir, touch, trim};
+use crate::cache::{dir_from_env, my_uid, nofollow, touch, trim, CheckedDir};
 use crate::{hex, InlinedFrame, Resolution, SourceLine, Sym, Unresolved};
 
 /// Default budget of the cache: far more than the answers of every binary a machine runs.
@@ -128,7 +128,7 @@ pub(crate) struct Table {
 pub(crate) struct Answers {
     cfg: SymbolCacheConfig,
     /// The cache directory's check, made once.
-    dir: Option<Result<PathBuf, String>>,
+    dir: CheckedDir,
     tables: HashMap<String, Table>,
 }
 
@@ -136,20 +136,13 @@ impl Answers {
     pub(crate) fn new(cfg: SymbolCacheConfig) -> Answers {
         Answers {
             cfg,
-            dir: None,
+            dir: CheckedDir::new("symbol cache", "HOOD_SYMBOL_CACHE"),
             tables: HashMap::new(),
         }
     }
 
     fn dir(&mut self) -> Result<PathBuf, String> {
-        if self.dir.is_none() {
-            self.dir = Some(private_dir(
-                &self.cfg.dir,
-                "symbol cache",
-                "HOOD_SYMBOL_CACHE",
-            ));
-        }
-        self.dir.clone().unwrap_or_else(|| Err("no cache".into()))
+        self.dir.get(&self.cfg.dir)
     }
 
     /// The table kept under `key`, read on first use (empty if there is none, or if the

@@ -21,6 +21,32 @@ pub(crate) fn my_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+/// A cache directory checked by [`private_dir`] on first use, and the answer kept for the
+/// rest of the report (one check, and one warning, however often it is asked for).
+pub(crate) struct CheckedDir {
+    what: &'static str,
+    var: &'static str,
+    checked: Option<Result<PathBuf, String>>,
+}
+
+impl CheckedDir {
+    /// `what` names the cache in messages, `var` the environment variable that moves it.
+    pub(crate) fn new(what: &'static str, var: &'static str) -> CheckedDir {
+        CheckedDir {
+            what,
+            var,
+            checked: None,
+        }
+    }
+
+    /// `dir`, created or checked the first time.
+    pub(crate) fn get(&mut self, dir: &Path) -> Result<PathBuf, String> {
+        self.checked
+            .get_or_insert_with(|| private_dir(dir, self.what, self.var))
+            .clone()
+    }
+}
+
 /// Creates `dir` (mode 0700, parents as needed) or checks it: a real directory, owned by
 /// the user hood runs as, not writable by group or others. `what` names the cache in
 /// messages ("debuginfod cache") and `var` the environment variable that moves it.

@@ -20,7 +20,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::cache::{cached_ok, nofollow, private_dir};
+use crate::cache::{cached_ok, nofollow, CheckedDir};
 use crate::{hex, read_build_id};
 
 /// How long a miss is remembered.
@@ -87,7 +87,7 @@ pub(crate) struct Debuginfod {
     cfg: DebuginfodConfig,
     agent: ureq::Agent,
     /// The cache directory's check, made once: `Err` says why it cannot be used.
-    dir: Option<Result<PathBuf, String>>,
+    dir: CheckedDir,
     /// Build-ids asked for in this run.
     asked: HashSet<Vec<u8>>,
 }
@@ -104,7 +104,7 @@ impl Debuginfod {
         Debuginfod {
             cfg,
             agent,
-            dir: None,
+            dir: CheckedDir::new("debuginfod cache", "DEBUGINFOD_CACHE_PATH"),
             asked: HashSet::new(),
         }
     }
@@ -167,14 +167,7 @@ impl Debuginfod {
 
     /// The cache directory, created or checked once.
     fn cache_dir(&mut self) -> Result<PathBuf, String> {
-        if self.dir.is_none() {
-            self.dir = Some(private_dir(
-                &self.cfg.cache,
-                "debuginfod cache",
-                "DEBUGINFOD_CACHE_PATH",
-            ));
-        }
-        self.dir.clone().unwrap_or_else(|| Err("no cache".into()))
+        self.dir.get(&self.cfg.cache)
     }
 
     /// One server: `Ok(true)` the file is now at `path`, `Ok(false)` the server has none.

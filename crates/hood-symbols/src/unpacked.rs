@@ -28,7 +28,7 @@ use object::read::elf::{FileHeader as _, SectionHeader as _};
 use object::read::ReadCache;
 use object::Endianness;
 
-use crate::cache::{cached_ok, private_dir, touch, trim};
+use crate::cache::{cached_ok, touch, trim, CheckedDir};
 use crate::elfread::sections64;
 use crate::{hex, read_build_id};
 
@@ -71,7 +71,7 @@ impl DwarfCacheConfig {
 pub(crate) struct Unpacker {
     cfg: DwarfCacheConfig,
     /// The cache directory's check, made once.
-    dir: Option<Result<PathBuf, String>>,
+    dir: CheckedDir,
     /// File → the file to read its DWARF from (itself, or its unpacked copy).
     done: HashMap<PathBuf, PathBuf>,
 }
@@ -80,7 +80,7 @@ impl Unpacker {
     pub(crate) fn new(cfg: DwarfCacheConfig) -> Unpacker {
         Unpacker {
             cfg,
-            dir: None,
+            dir: CheckedDir::new("DWARF cache", "HOOD_DWARF_CACHE"),
             done: HashMap::new(),
         }
     }
@@ -152,14 +152,7 @@ impl Unpacker {
     }
 
     fn cache_dir(&mut self) -> Result<PathBuf, String> {
-        if self.dir.is_none() {
-            self.dir = Some(private_dir(
-                &self.cfg.dir,
-                "DWARF cache",
-                "HOOD_DWARF_CACHE",
-            ));
-        }
-        self.dir.clone().unwrap_or_else(|| Err("no cache".into()))
+        self.dir.get(&self.cfg.dir)
     }
 }
 
