@@ -69,7 +69,7 @@ fn profile() -> Profile {
 fn totals_and_flat_profiles() {
     let p = profile();
     let all = Filter::default();
-    let t = totals(all.samples(&p));
+    let t = totals(&p, &all);
     assert_eq!((t.samples, t.user, t.kernel, t.idle), (16, 11, 1, 4));
     let f = by_function(&p, &all);
     assert_eq!(f[0].key, Some(1));

@@ -59,6 +59,12 @@ pub(crate) fn build(cfg: &SamplingConfig, event: EventKind, opts: AttrOpts) -> p
             }
         }
     }
+    if cfg.off_cpu {
+        // Every event of an off-CPU session shares one sample layout: the tracepoints' raw
+        // records say which switch or wake-up a sample is (a timer sample's raw part is the
+        // kernel's empty placeholder, 8 bytes).
+        st |= b::PERF_SAMPLE_RAW as u64;
+    }
     attr.sample_type = st;
     attr.set_disabled(1);
     attr.set_exclude_kernel(u64::from(!cfg.include_kernel));

@@ -114,6 +114,9 @@ pub struct SamplingConfig {
     /// Bytes in a ring before poll() wakes the reader; 0 means a quarter of the
     /// ring, and values above half the ring are capped at half.
     pub wakeup_watermark: u32,
+    /// Also record every context switch and wake-up of the sampled tasks (off-CPU time):
+    /// see [`crate::OFF_CPU_TRACEPOINTS`].
+    pub off_cpu: bool,
 }
 
 impl Default for SamplingConfig {
@@ -127,6 +130,7 @@ impl Default for SamplingConfig {
             include_user: true,
             ring_pages: 256,
             wakeup_watermark: 0,
+            off_cpu: false,
         }
     }
 }

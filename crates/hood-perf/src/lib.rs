@@ -43,6 +43,7 @@ mod config;
 mod cpus;
 mod error;
 mod irq;
+mod offcpu;
 mod open;
 mod ring;
 mod session;
@@ -57,6 +58,7 @@ pub use config::{
 pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{kallsyms_hidden_reason, paranoid_level, PerfError};
 pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
+pub use offcpu::{OffCpuTracepoints, OFF_CPU_TRACEPOINTS};
 pub use session::{Readiness, Session};
 pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};
 

@@ -11,6 +11,7 @@ use perf_event_open_sys::bindings::perf_event_attr;
 
 use crate::attr::{self, AttrOpts};
 use crate::cpus::threads_of;
+use crate::offcpu::{self, OffCpuTracepoints};
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
 
@@ -112,10 +113,15 @@ impl<'a> Opener<'a> {
 /// event descriptors (ring owners and redirected events).
 pub(crate) struct Opened {
     pub rings: Vec<Ring>,
+    /// Events of the sampled tasks (or CPUs): polled, and hung up when their task exits.
     pub fds: Vec<OwnedFd>,
+    /// Whole-CPU events beside a task session (off-CPU wake-ups): not polled.
+    pub cpu_fds: Vec<OwnedFd>,
     pub event: EventKind,
     pub notes: Vec<String>,
     pub attr: perf_event_attr,
+    /// The off-CPU tracepoints, when recorded.
+    pub off_cpu: Option<OffCpuTracepoints>,
 }
 
 /// Opens the events of `target` on every CPU of `cpus`.
@@ -136,6 +142,10 @@ pub(crate) fn open_target(
         enable_on_exec,
     };
     check_sample_rate(cfg.freq_hz)?;
+    let off_cpu = match cfg.off_cpu {
+        true => Some(OffCpuTracepoints::find()?),
+        false => None,
+    };
     let mut b = Builder {
         opener: Opener::new(cfg, opts),
         cpus,
@@ -144,12 +154,14 @@ pub(crate) fn open_target(
         leaders: vec![None; cpus.len()],
         fds: Vec::new(),
         seen: BTreeSet::new(),
+        off_cpu: off_cpu.clone(),
     };
     let first_pid = match target {
         Target::System => {
             for (i, &cpu) in cpus.iter().enumerate() {
                 let fd = b.opener.open(-1, cpu)?;
                 b.attach(i, cpu, fd, -1)?;
+                b.add_tracepoints(i, cpu, -1)?;
             }
             -1
         }
@@ -169,6 +181,10 @@ pub(crate) fn open_target(
             first
         }
     };
+    let cpu_fds = match (&b.off_cpu, target) {
+        (Some(tp), Target::Tasks(_) | Target::Child(_)) => b.add_cpu_wakeups(tp.waking_id)?,
+        _ => Vec::new(),
+    };
     let rings = b
         .rings
         .into_iter()
@@ -179,9 +195,11 @@ pub(crate) fn open_target(
     Ok(Opened {
         rings,
         fds: b.fds,
+        cpu_fds,
         event: b.opener.event,
         notes: b.opener.notes,
         attr,
+        off_cpu,
     })
 }
 
@@ -212,6 +230,8 @@ struct Builder<'a> {
     /// Threads already opened (a pid listed twice, or a thread id given as a
     /// pid, must not double its samples).
     seen: BTreeSet<i32>,
+    /// Off-CPU tracepoints to open beside each timer event.
+    off_cpu: Option<OffCpuTracepoints>,
 }
 
 impl Builder<'_> {
@@ -250,6 +270,10 @@ impl Builder<'_> {
             match self.opener.open(tid, cpu) {
                 Ok(fd) => {
                     self.attach(i, cpu, fd, tid)?;
+                    match self.add_tracepoints(i, cpu, tid) {
+                        Ok(()) | Err(PerfError::NoSuchProcess(_)) => {}
+                        Err(e) => return Err(e),
+                    }
                     n += 1;
                 }
                 Err(PerfError::NoSuchProcess(_)) => continue,
@@ -257,6 +281,70 @@ impl Builder<'_> {
             }
         }
         Ok(n)
+    }
+
+    /// With off-CPU recording: the switch and wake-up events of `tid` (`-1`: every task) on
+    /// CPU `i`, redirected into that CPU's ring.
+    fn add_tracepoints(&mut self, i: usize, cpu: u32, tid: i32) -> Result<(), PerfError> {
+        let (Some(tp), Some(base)) = (&self.off_cpu, self.opener.attr) else {
+            return Ok(());
+        };
+        let switch = match tid {
+            -1 => offcpu::tracepoint(&base, tp.switch_id),
+            _ => offcpu::task_switch(&base, tp.switch_id),
+        };
+        for (mut a, name) in [
+            (switch, "sched:sched_switch"),
+            (
+                offcpu::tracepoint(&base, tp.waking_id),
+                "sched:sched_waking",
+            ),
+        ] {
+            let fd = sys::perf_event_open(&mut a, tid, cpu as i32)
+                .map_err(|e| self.tracepoint_error(e, name, tid, cpu))?;
+            self.attach(i, cpu, fd, tid)?;
+        }
+        Ok(())
+    }
+
+    /// Beside a task session: one whole-CPU wake-up event per CPU, so wake-ups that come from
+    /// interrupts and other processes are seen too.
+    fn add_cpu_wakeups(&mut self, waking_id: u64) -> Result<Vec<OwnedFd>, PerfError> {
+        let Some(base) = self.opener.attr else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for (i, &cpu) in self.cpus.iter().enumerate() {
+            let mut a = offcpu::cpu_wakeups(&base, waking_id);
+            let fd = sys::perf_event_open(&mut a, -1, cpu as i32)
+                .map_err(|e| self.tracepoint_error(e, "sched:sched_waking", -1, cpu))?;
+            if let Some(l) = self.leaders[i] {
+                sys::ioc_set_output(&fd, &self.fds[l]).map_err(|e| PerfError::Sys {
+                    call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
+                    what: format!("wake-ups on CPU {cpu}"),
+                    source: e,
+                })?;
+            }
+            out.push(fd);
+        }
+        Ok(out)
+    }
+
+    fn tracepoint_error(&self, e: io::Error, name: &str, pid: i32, cpu: u32) -> PerfError {
+        let what = match pid {
+            -1 => format!("{name} on all tasks of CPU {cpu} (hood record --off-cpu)"),
+            _ => format!("{name} of pid {pid} on CPU {cpu} (hood record --off-cpu)"),
+        };
+        match e.raw_os_error().unwrap_or(0) {
+            libc::EACCES | libc::EPERM => crate::error::permission_error(name, what, pid, -1),
+            libc::ESRCH => PerfError::NoSuchProcess(pid),
+            libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
+            _ => PerfError::Sys {
+                call: "perf_event_open",
+                what,
+                source: e,
+            },
+        }
     }
 
     /// Makes `fd` the owner of CPU `i`'s ring, or redirects it into that ring.

@@ -11,6 +11,7 @@ use perf_event_open_sys::bindings::perf_event_attr;
 
 use crate::attr;
 use crate::cpus::online_cpus;
+use crate::offcpu::OffCpuTracepoints;
 use crate::open::{open_target, Opened};
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
@@ -34,12 +35,14 @@ pub struct Session {
     // Field order matters: rings are unmapped before the descriptors close.
     rings: Vec<Ring>,
     fds: Vec<OwnedFd>,
+    cpu_fds: Vec<OwnedFd>,
     pollfds: Mutex<Vec<libc::pollfd>>,
     watch_hup: bool,
     event: EventKind,
     notes: Vec<String>,
     attr: perf_event_attr,
     cpus: Vec<u32>,
+    off_cpu: Option<OffCpuTracepoints>,
 }
 
 impl fmt::Debug for Session {
@@ -65,9 +68,11 @@ impl Session {
         let Opened {
             rings,
             fds,
+            cpu_fds,
             event,
             notes,
             attr,
+            off_cpu,
         } = open_target(cfg, target, &cpus)?;
         let pollfds = fds
             .iter()
@@ -80,12 +85,14 @@ impl Session {
         Ok(Session {
             rings,
             fds,
+            cpu_fds,
             pollfds: Mutex::new(pollfds),
             watch_hup: !matches!(target, Target::System),
             event,
             notes,
             attr,
             cpus,
+            off_cpu,
         })
     }
 
@@ -112,6 +119,11 @@ impl Session {
     /// Whether the events sample kernel code (false after a fall back to user space only).
     pub fn samples_kernel(&self) -> bool {
         self.attr.exclude_kernel() == 0
+    }
+
+    /// The off-CPU tracepoints recorded ([`SamplingConfig::off_cpu`]).
+    pub fn off_cpu(&self) -> Option<&OffCpuTracepoints> {
+        self.off_cpu.as_ref()
     }
 
     /// The CPU number of each ring, in ring order.
@@ -143,7 +155,7 @@ impl Session {
         call: &'static str,
         f: fn(&OwnedFd) -> io::Result<()>,
     ) -> Result<(), PerfError> {
-        for fd in &self.fds {
+        for fd in self.fds.iter().chain(&self.cpu_fds) {
             f(fd).map_err(|source| PerfError::Sys {
                 call,
                 what: format!("perf event fd {}", fd.as_raw_fd()),

@@ -43,6 +43,8 @@ pub struct Collector {
     /// Chunks written just before the first records that hold a sample (kallsyms: 1 MB that
     /// a recording without samples does not need).
     until_samples: Vec<(u32, Vec<u8>)>,
+    /// Off-CPU switches and wake-ups counted.
+    sched_events: u64,
 }
 
 impl Collector {
@@ -64,6 +66,7 @@ impl Collector {
             scratch: Decoded::default(),
             kallsyms: None,
             until_samples: Vec::new(),
+            sched_events: 0,
         }
     }
 
@@ -81,6 +84,17 @@ impl Collector {
     /// kernel call-chain entries); `None` if there were too many to keep track of.
     pub fn kernel_addrs(&self) -> Option<&HashSet<u64>> {
         self.kernel_addrs.as_ref()
+    }
+
+    /// The recording has off-CPU switches and wake-ups (their tracepoints' `format` texts):
+    /// count them apart from CPU samples, and keep their kernel addresses.
+    pub fn set_sched(&mut self, formats: &[String]) {
+        self.scratch.sched = hood_model::profile::records::SchedLayout::from_formats(formats);
+    }
+
+    /// Switches and wake-ups counted (off-CPU recordings).
+    pub fn sched_events(&self) -> u64 {
+        self.sched_events
     }
 
     /// Unwind stack copies with `rewriter` before storing samples.
@@ -142,7 +156,7 @@ impl Collector {
         d.chains.clear();
         d.push_chunk(&self.attr, cpu, buf);
         for e in &d.events {
-            match &e.event {
+            let (pid, chain, kernel_ip) = match &e.event {
                 Event::Sample {
                     pid,
                     ip,
@@ -151,25 +165,39 @@ impl Collector {
                     ..
                 } => {
                     c.samples += 1;
-                    self.pids.insert(*pid);
-                    if let Some(set) = self.kernel_addrs.as_mut() {
-                        if *cpumode == CPUMODE_KERNEL {
-                            set.insert(*ip);
-                        }
-                        let chain = d.chains.get(chain.0 as usize..chain.1 as usize);
-                        let mut in_kernel = false;
-                        for &a in chain.unwrap_or(&[]) {
-                            if a >= CONTEXT_MAX {
-                                in_kernel = a == CONTEXT_KERNEL;
-                            } else if in_kernel {
-                                set.insert(a);
-                            }
-                        }
-                        if set.len() > MAX_KERNEL_ADDRS {
-                            self.kernel_addrs = None;
+                    (
+                        Some(*pid),
+                        *chain,
+                        (*cpumode == CPUMODE_KERNEL).then_some(*ip),
+                    )
+                }
+                Event::SwitchOut { pid, chain, .. } | Event::Waking { pid, chain, .. } => {
+                    self.sched_events += 1;
+                    (Some(*pid), *chain, None)
+                }
+                _ => (None, (0, 0), None),
+            };
+            if let Some(pid) = pid {
+                self.pids.insert(pid);
+                if let Some(set) = self.kernel_addrs.as_mut() {
+                    if let Some(ip) = kernel_ip {
+                        set.insert(ip);
+                    }
+                    let chain = d.chains.get(chain.0 as usize..chain.1 as usize);
+                    let mut in_kernel = false;
+                    for &a in chain.unwrap_or(&[]) {
+                        if a >= CONTEXT_MAX {
+                            in_kernel = a == CONTEXT_KERNEL;
+                        } else if in_kernel {
+                            set.insert(a);
                         }
                     }
+                    if set.len() > MAX_KERNEL_ADDRS {
+                        self.kernel_addrs = None;
+                    }
                 }
+            }
+            match &e.event {
                 Event::Lost { count } => c.lost = c.lost.saturating_add(*count),
                 Event::Throttle => c.throttled += 1,
                 Event::Mmap(m) if m.build_id.is_none() && m.filename.starts_with('/') => {
@@ -221,9 +249,13 @@ impl Collector {
     pub fn counted_in_file(
         path: &std::path::Path,
         attr: &[u8],
+        sched_formats: &[String],
     ) -> Result<(u64, u64), hood_format::FormatError> {
         let mut r = hood_format::Reader::open(path)?;
         let mut c = Collector::new(&[], attr);
+        if !sched_formats.is_empty() {
+            c.set_sched(sched_formats);
+        }
         for chunk in r.chunks() {
             let chunk = chunk?;
             if chunk.tag != tags::profile::PERF_RECORDS {

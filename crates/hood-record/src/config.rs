@@ -42,7 +42,13 @@ pub struct RecordConfig {
     pub labels: bool,
     /// Events per second before per-packet events are duty-cycled (0: never).
     pub labels_budget: u64,
+    /// With `sampling.off_cpu`: off-CPU intervals shorter than this are shown together, as one
+    /// pseudo-frame per thread, not with their stacks (`--off-cpu-min`).
+    pub off_cpu_min: Duration,
 }
+
+/// `--off-cpu-min`'s default: shorter waits are the scheduler's ordinary churn.
+pub const DEFAULT_OFF_CPU_MIN: Duration = Duration::from_micros(10);
 
 impl RecordConfig {
     /// What `hood record` records without options: `DEFAULT_EVENT` at `DEFAULT_FREQ_HZ`
@@ -65,6 +71,7 @@ impl RecordConfig {
             drain_delay: Duration::ZERO,
             labels: false,
             labels_budget: 500_000,
+            off_cpu_min: DEFAULT_OFF_CPU_MIN,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hood_format::{tags, FileKind, Writer};
+use hood_model::profile::meta::OffCpuMeta;
 use hood_model::profile::{RecordMeta, RecordStats};
 use hood_perf::{Readiness, Session, Target};
 use hood_proc::child::{Child, Exit};
@@ -35,6 +36,9 @@ pub struct Outcome {
     /// Samples recorded that the file does not hold (a write failed: a full disk).
     #[serde(default)]
     pub samples_not_written: u64,
+    /// Context switches and wake-ups recorded (`--off-cpu`).
+    #[serde(default)]
+    pub switches_and_wakeups: u64,
 }
 
 /// A recording that ended (normally or by an error it wrote down).
@@ -183,6 +187,11 @@ pub fn record(
             .map_or(0, |d| d.as_nanos() as u64),
         notes: session.notes().to_vec(),
         kallsyms_used_at_end: true,
+        off_cpu: session.off_cpu().map(|tp| OffCpuMeta {
+            formats: tp.formats.clone(),
+            min_ns: cfg.off_cpu_min.as_nanos().min(u128::from(u64::MAX)) as u64,
+            all_wakeups: true,
+        }),
     };
     writer.write_chunk(tags::profile::META, &serde_json::to_vec(&meta)?, false)?;
     // Stack copies are unwound as they are drained; the file stores the chains, described by
@@ -280,6 +289,9 @@ pub fn record(
         }
     }
     let mut collector = Collector::new(session.cpus(), &stored_attr);
+    if let Some(o) = &meta.off_cpu {
+        collector.set_sched(&o.formats);
+    }
     if let Some(k) = &kallsyms {
         collector.write_before_samples(tags::profile::KALLSYMS, k.clone().into_bytes());
     }
@@ -398,6 +410,7 @@ pub fn record(
         lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
         error: error.clone(),
         samples_not_written: 0,
+        switches_and_wakeups: collector.sched_events(),
     };
     drop(writer);
     if error.is_some() {
@@ -406,7 +419,8 @@ pub fn record(
         match std::fs::metadata(&cfg.output) {
             Ok(md) if md.is_file() => {
                 outcome.bytes = md.len();
-                match Collector::counted_in_file(&cfg.output, &stored_attr) {
+                let formats = meta.off_cpu.as_ref().map_or(&[][..], |o| &o.formats[..]);
+                match Collector::counted_in_file(&cfg.output, &stored_attr, formats) {
                     Ok((samples, lost)) => {
                         outcome.samples_not_written = outcome.samples.saturating_sub(samples);
                         outcome.samples = samples;
@@ -514,6 +528,12 @@ fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
         "wrote {} ({mb:.1} MB): {} samples on {cpus} CPUs in {:.1} s ({event}); lost {} samples",
         o.output, o.samples, o.seconds, o.lost
     ));
+    if o.switches_and_wakeups > 0 {
+        out.push(format!(
+            "off-CPU: {} context switches and wake-ups recorded with their stacks",
+            o.switches_and_wakeups
+        ));
+    }
     if o.lost > 0 {
         let per: Vec<String> = o
             .lost_per_cpu

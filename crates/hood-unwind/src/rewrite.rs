@@ -168,7 +168,9 @@ impl Rewriter {
                 self.chain.push(a);
             }
         }
-        if let (Some(bp), Some(sp), Some(ip)) = (
+        let wants_user = s.stack_size > 0;
+        if let (true, Some(bp), Some(sp), Some(ip)) = (
+            wants_user,
             s.user_reg(stackcopy::reg::BP),
             s.user_reg(stackcopy::reg::SP),
             s.user_reg(stackcopy::reg::IP),
@@ -192,7 +194,7 @@ impl Rewriter {
         } else {
             self.stats.no_user += 1;
         }
-        if !stackcopy::write(misc, s.head, &self.chain, out) {
+        if !stackcopy::write(misc, s.head, &self.chain, s.raw_field, out) {
             self.stats.malformed += 1;
         }
     }

@@ -1,11 +1,32 @@
 //! Aggregations over a symbolized profile: totals, flat profiles by function / source line /
-//! dso / process / thread, call trees, folded stacks and sampling intervals. Counts are samples.
+//! dso / process / thread, call trees, folded stacks and sampling intervals. Counts are samples,
+//! or nanoseconds when the filter's [`Measure`] takes off-CPU time in (a CPU sample then
+//! weighs its period: the nanoseconds of cpu-clock it stands for).
 
 use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
 use super::model::{FrameLine, FuncId, Mode, Profile, Sample};
+
+/// What a report adds up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Measure {
+    /// CPU samples, counted (the classic profile).
+    #[default]
+    CpuSamples,
+    /// Wall-clock time: CPU samples weighted by their period, and off-CPU time (`--wall`).
+    Wall,
+    /// Off-CPU time only, blocked and runnable (`--off-cpu`).
+    OffCpu,
+}
+
+impl Measure {
+    /// Whether weights are nanoseconds (else sample counts).
+    pub fn is_time(self) -> bool {
+        self != Measure::CpuSamples
+    }
+}
 
 /// Which samples a report looks at.
 #[derive(Debug, Clone, Default)]
@@ -14,8 +35,14 @@ pub struct Filter {
     pub pid: Option<u32>,
     /// Only processes with this name.
     pub comm: Option<String>,
-    /// Only kernel (`Some(Mode::Kernel)`) or user (`Some(Mode::User)`) samples.
+    /// Only kernel (`Some(Mode::Kernel)`) or user (`Some(Mode::User)`) samples, or only
+    /// blocked / runnable off-CPU time.
     pub mode: Option<Mode>,
+    /// What is added up.
+    pub measure: Measure,
+    /// Blocked time is shown with the stack of whoever woke the thread (`--by waker`);
+    /// runnable time is left out.
+    pub by_waker: bool,
 }
 
 impl Filter {
@@ -28,8 +55,26 @@ impl Filter {
         !(self.pid.is_some_and(|p| p != s.pid) || self.mode.is_some_and(|m| m != s.mode))
     }
 
-    /// The samples that pass. A `comm` filter is resolved to pids once, not per sample.
-    pub fn samples<'a>(&'a self, prof: &'a Profile) -> impl Iterator<Item = &'a Sample> + 'a {
+    /// What one sample weighs: 1, or its nanoseconds when the measure is time.
+    pub fn weight(&self, s: &Sample) -> u64 {
+        match self.measure {
+            Measure::CpuSamples => 1,
+            _ => s.period,
+        }
+    }
+
+    /// The unit of [`weight`](Self::weight) in words (`samples`, `ns`).
+    pub fn unit(&self) -> &'static str {
+        match self.measure.is_time() {
+            true => "ns",
+            false => "samples",
+        }
+    }
+
+    /// The samples that pass, by value: CPU samples, off-CPU stretches or both as the
+    /// measure says (with `by_waker`, blocked stretches carry their waker's stack). A
+    /// `comm` filter is resolved to pids once, not per sample.
+    pub fn samples<'a>(&'a self, prof: &'a Profile) -> impl Iterator<Item = Sample> + 'a {
         let pids: Option<rustc_hash::FxHashSet<u32>> = self.comm.as_ref().map(|c| {
             let mut set: rustc_hash::FxHashSet<u32> = prof
                 .processes
@@ -42,13 +87,38 @@ impl Filter {
             }
             set
         });
-        prof.samples.iter().filter(move |s| {
+        let cpu: &[Sample] = match self.measure {
+            Measure::OffCpu => &[],
+            _ => &prof.samples,
+        };
+        let off: &[Sample] = match self.measure {
+            Measure::CpuSamples => &[],
+            _ => &prof.off_cpu,
+        };
+        let by_waker = self.by_waker;
+        let off = off.iter().enumerate().filter_map(move |(i, s)| {
+            if !by_waker {
+                return Some(*s);
+            }
+            if s.mode != Mode::Blocked {
+                return None;
+            }
+            let (stack, locs) = match prof.off_cpu_waker.get(i).copied().flatten() {
+                Some(w) => prof
+                    .wakers
+                    .get(w as usize)
+                    .map_or(prof.unknown_waker, |w| (w.stack, w.locs)),
+                None => prof.unknown_waker,
+            };
+            Some(Sample { stack, locs, ..*s })
+        });
+        cpu.iter().copied().chain(off).filter(move |s| {
             self.keep_mode_pid(s) && pids.as_ref().is_none_or(|set| set.contains(&s.pid))
         })
     }
 }
 
-/// Sample counts by mode.
+/// Sample counts (or nanoseconds, by the filter's measure) by mode.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
 pub struct Totals {
     /// All samples.
@@ -59,17 +129,30 @@ pub struct Totals {
     pub kernel: u64,
     /// Samples of the idle task.
     pub idle: u64,
+    /// Blocked off-CPU time.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub blocked: u64,
+    /// Runnable off-CPU time.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub runnable: u64,
 }
 
-/// Count samples by mode.
-pub fn totals<'a>(samples: impl Iterator<Item = &'a Sample>) -> Totals {
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Add up the samples `f` keeps, by mode.
+pub fn totals(prof: &Profile, f: &Filter) -> Totals {
     let mut t = Totals::default();
-    for s in samples {
-        t.samples += 1;
+    for s in f.samples(prof) {
+        let w = f.weight(&s);
+        t.samples += w;
         match s.mode {
-            Mode::User => t.user += 1,
-            Mode::Kernel => t.kernel += 1,
-            Mode::Idle => t.idle += 1,
+            Mode::User => t.user += w,
+            Mode::Kernel => t.kernel += w,
+            Mode::Idle => t.idle += w,
+            Mode::Blocked => t.blocked += w,
+            Mode::Runnable => t.runnable += w,
         }
     }
     t
@@ -104,7 +187,7 @@ fn sorted<K: Ord + Clone>(map: HashMap<K, u64>) -> Vec<Row<K>> {
 pub fn by_process_function(prof: &Profile, f: &Filter) -> Vec<Row<(u32, Option<FuncId>)>> {
     let mut m = HashMap::default();
     for s in f.samples(prof) {
-        *m.entry((s.pid, leaf(prof, s))).or_insert(0) += 1;
+        *m.entry((s.pid, leaf(prof, &s))).or_insert(0) += f.weight(&s);
     }
     sorted(m)
 }
@@ -113,7 +196,7 @@ pub fn by_process_function(prof: &Profile, f: &Filter) -> Vec<Row<(u32, Option<F
 pub fn by_function(prof: &Profile, f: &Filter) -> Vec<Row<Option<FuncId>>> {
     let mut m = HashMap::default();
     for s in f.samples(prof) {
-        *m.entry(leaf(prof, s)).or_insert(0) += 1;
+        *m.entry(leaf(prof, &s)).or_insert(0) += f.weight(&s);
     }
     sorted(m)
 }
@@ -142,7 +225,7 @@ pub fn sampled_line(prof: &Profile, s: &Sample) -> Option<FrameLine> {
 pub fn by_line(prof: &Profile, f: &Filter) -> Vec<Row<Option<FrameLine>>> {
     let mut m = HashMap::default();
     for s in f.samples(prof) {
-        *m.entry(sampled_line(prof, s)).or_insert(0) += 1;
+        *m.entry(sampled_line(prof, &s)).or_insert(0) += f.weight(&s);
     }
     sorted(m)
 }
@@ -151,7 +234,7 @@ pub fn by_line(prof: &Profile, f: &Filter) -> Vec<Row<Option<FrameLine>>> {
 pub fn by_process(prof: &Profile, f: &Filter) -> Vec<Row<u32>> {
     let mut m = HashMap::default();
     for s in f.samples(prof) {
-        *m.entry(s.pid).or_insert(0) += 1;
+        *m.entry(s.pid).or_insert(0) += f.weight(&s);
     }
     sorted(m)
 }
@@ -160,7 +243,7 @@ pub fn by_process(prof: &Profile, f: &Filter) -> Vec<Row<u32>> {
 pub fn by_thread(prof: &Profile, f: &Filter) -> Vec<Row<(u32, u32)>> {
     let mut m = HashMap::default();
     for s in f.samples(prof) {
-        *m.entry((s.pid, s.tid)).or_insert(0) += 1;
+        *m.entry((s.pid, s.tid)).or_insert(0) += f.weight(&s);
     }
     sorted(m)
 }
@@ -255,7 +338,7 @@ impl Arena {
 pub fn call_tree(prof: &Profile, f: &Filter, top_down: bool) -> TreeNode {
     let mut counts: HashMap<u32, u64> = HashMap::default();
     for s in f.samples(prof) {
-        *counts.entry(s.stack).or_insert(0) += 1;
+        *counts.entry(s.stack).or_insert(0) += f.weight(&s);
     }
     let mut arena = Arena::new();
     for (stack, n) in counts {
@@ -284,10 +367,34 @@ pub fn call_tree(prof: &Profile, f: &Filter, top_down: bool) -> TreeNode {
 
 /// Folded stacks: `COMM;root;...;leaf` → count. Kernel frames carry `_[k]`, inlined frames
 /// ` (inlined)`.
+///
+/// With [`Filter::by_waker`], each blocked stretch is one line of the thread's stack, then
+/// `--`, then its waker's stack from the wake-up outwards (bcc's `offwaketime` layout, which
+/// flame graph tools draw as the waker stacked on the wait).
 pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
-    let mut by_stack: HashMap<(u32, u32), u64> = HashMap::default();
-    for s in f.samples(prof) {
-        *by_stack.entry((s.pid, s.stack)).or_insert(0) += 1;
+    // (pid, stack, waker stack or u32::MAX) -> weight.
+    let mut by_stack: HashMap<(u32, u32, u32), u64> = HashMap::default();
+    if f.by_waker {
+        let own = Filter {
+            by_waker: false,
+            mode: Some(Mode::Blocked),
+            ..f.clone()
+        };
+        let mut waker_of = prof.off_cpu_waker.iter();
+        for s in &prof.off_cpu {
+            let w = waker_of.next().copied().flatten();
+            if !own.keep(prof, s) {
+                continue;
+            }
+            let ws = w
+                .and_then(|w| prof.wakers.get(w as usize))
+                .map_or(prof.unknown_waker.0, |w| w.stack);
+            *by_stack.entry((s.pid, s.stack, ws)).or_insert(0) += own.weight(s);
+        }
+    } else {
+        for s in f.samples(prof) {
+            *by_stack.entry((s.pid, s.stack, u32::MAX)).or_insert(0) += f.weight(&s);
+        }
     }
     // Frame names are sanitized once per function, not once per occurrence.
     let names: Vec<String> = prof
@@ -303,7 +410,7 @@ pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
         .collect();
     let mut comms: HashMap<u32, String> = HashMap::default();
     let mut lines: HashMap<String, u64> = HashMap::default();
-    for ((pid, stack), n) in by_stack {
+    for ((pid, stack, waker), n) in by_stack {
         let mut line = comms
             .entry(pid)
             .or_insert_with(|| sanitize(&prof.comm(pid)))
@@ -319,6 +426,17 @@ pub fn folded(prof: &Profile, f: &Filter) -> Vec<(String, u64)> {
         for &fid in frames.iter().rev() {
             line.push(';');
             line.push_str(&names[fid as usize]);
+        }
+        if waker != u32::MAX {
+            line.push_str(";--");
+            for &fid in prof
+                .stacks
+                .get(waker as usize)
+                .map_or(&[][..], Vec::as_slice)
+            {
+                line.push(';');
+                line.push_str(&names[fid as usize]);
+            }
         }
         *lines.entry(line).or_insert(0) += n;
     }

@@ -11,7 +11,9 @@ use super::maps::{
 };
 use super::model::{
     CodeMap, DsoFile, FrameLine, Func, FuncId, Location, Mode, Process, Profile, Sample, Thread,
+    WakeContext, Waker,
 };
+use super::offcpu::{self, RawWaker, Tracker, BEFORE_RECORDING};
 use super::records::{
     Event, Mapping, Truncation, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL,
 };
@@ -76,7 +78,13 @@ enum Loc {
     Unknown,
     /// A user stack that could not be completed: why, and the file of its last frame.
     Truncated(Truncation, Option<FileId>),
+    /// A frame that stands for something other than code (off-CPU time before the
+    /// recording, a waker): index into [`Interner::pseudo`].
+    Pseudo(u32),
 }
+
+/// The pseudo-DSO of off-CPU pseudo-frames.
+pub const OFF_CPU_DSO: &str = "[off-cpu]";
 
 /// The pseudo-DSO of truncation frames.
 pub const TRUNCATED_DSO: &str = "[truncated]";
@@ -109,9 +117,26 @@ struct Interner {
     loc_ids: HashMap<Loc, u32>,
     stacks: Vec<Vec<u32>>,
     stack_ids: HashMap<Vec<u32>, u32>,
+    /// Names of [`Loc::Pseudo`] frames.
+    pseudo: Vec<String>,
+    pseudo_ids: HashMap<String, u32>,
 }
 
 impl Interner {
+    /// The location of a pseudo-frame named `name`.
+    fn pseudo(&mut self, name: &str) -> u32 {
+        let i = match self.pseudo_ids.get(name) {
+            Some(&i) => i,
+            None => {
+                let i = self.pseudo.len() as u32;
+                self.pseudo.push(name.to_string());
+                self.pseudo_ids.insert(name.to_string(), i);
+                i
+            }
+        };
+        self.loc(Loc::Pseudo(i), 0, None)
+    }
+
     fn loc(&mut self, loc: Loc, abs: u64, map: Option<MapRange>) -> u32 {
         if let Some(&id) = self.loc_ids.get(&loc) {
             return id;
@@ -277,7 +302,28 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     // remember chain → stack until that process's mappings change. `gens` counts the changes.
     let mut gens: HashMap<u32, u32> = HashMap::default();
     let mut memo: HashMap<ChainKey<'_>, u32> = HashMap::default();
+    // Off-CPU intervals, when the recording has switches and wake-ups.
+    // A started command's threads exist from its first recorded event (the exec that
+    // enabled the events), not from the moment hood started.
+    let tracker_start = match raw.meta.mode.as_str() {
+        "command" => raw
+            .decoded
+            .events
+            .iter()
+            .map(|e| e.time)
+            .find(|&t| t > 0)
+            .unwrap_or(raw.meta.start_monotonic_ns),
+        _ => raw.meta.start_monotonic_ns,
+    };
+    let mut tracker = raw
+        .decoded
+        .sched
+        .as_ref()
+        .map(|_| Tracker::new(tracker_start));
+    let whole_system = raw.meta.mode == "system";
+    let mut last_time = 0;
     for ev in &raw.decoded.events {
+        last_time = last_time.max(ev.time);
         match &ev.event {
             Event::Mmap(m) => {
                 let Mapping {
@@ -338,8 +384,103 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     .or_default()
                     .entry(*tid)
                     .or_insert(name);
+                if let Some(t) = tracker.as_mut() {
+                    t.fork(*pid, *tid, ev.time);
+                }
             }
-            Event::Exit { .. } => {}
+            Event::Exit { tid, .. } => {
+                if let Some(t) = tracker.as_mut() {
+                    t.exit(*tid, ev.time);
+                }
+            }
+            Event::SwitchOut {
+                pid,
+                tid,
+                cpu,
+                state,
+                next_tid,
+                chain,
+            } => {
+                let Some(t) = tracker.as_mut() else {
+                    continue;
+                };
+                let chain = raw
+                    .decoded
+                    .chains
+                    .get(chain.0 as usize..chain.1 as usize)
+                    .unwrap_or(&[]);
+                let has_map = raw.perf_maps.contains_key(pid);
+                locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
+                let locs = int.stack(&frames);
+                t.switch_out(*pid, *tid, *cpu, ev.time, *state, locs);
+                if whole_system {
+                    t.switch_in(*next_tid, ev.time);
+                }
+            }
+            Event::Switch { tid, out, .. } => {
+                if let (Some(t), false) = (tracker.as_mut(), *out) {
+                    t.switch_in(*tid, ev.time);
+                }
+            }
+            Event::Waking {
+                pid,
+                tid,
+                cpu,
+                wakee,
+                flags,
+                chain,
+            } => {
+                let Some(t) = tracker.as_mut() else {
+                    continue;
+                };
+                let chain = raw
+                    .decoded
+                    .chains
+                    .get(chain.0 as usize..chain.1 as usize)
+                    .unwrap_or(&[]);
+                let context = offcpu::wake_context(*flags);
+                // An interrupt's user frames belong to whatever task it interrupted.
+                let chain = match context {
+                    WakeContext::Thread => chain,
+                    _ => chain
+                        .iter()
+                        .position(|&a| a == CONTEXT_USER)
+                        .map_or(chain, |i| &chain[..i]),
+                };
+                let has_user = chain.contains(&CONTEXT_USER);
+                let has_map = raw.perf_maps.contains_key(pid);
+                locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
+                let who = match context {
+                    WakeContext::Thread => {
+                        let comm = world
+                            .threads
+                            .get(pid)
+                            .and_then(|t| t.get(tid))
+                            .or_else(|| world.comms.get(pid))
+                            .cloned()
+                            .unwrap_or_default();
+                        format!("[woken by {comm} pid {pid} tid {tid}]")
+                    }
+                    WakeContext::HardIrq => "[woken by a hardware interrupt]".into(),
+                    WakeContext::SoftIrq => "[woken by a soft interrupt]".into(),
+                    WakeContext::Nmi => "[woken by an NMI]".into(),
+                };
+                let root = int.pseudo(&who);
+                frames.push(root);
+                let locs = int.stack(&frames);
+                t.waking(
+                    *wakee,
+                    RawWaker {
+                        pid: *pid,
+                        tid: *tid,
+                        time: ev.time,
+                        cpu: *cpu,
+                        context,
+                        locs,
+                        has_user,
+                    },
+                );
+            }
             Event::Lost { count } => {
                 prof.lost_in_stream = prof.lost_in_stream.saturating_add(*count)
             }
@@ -402,10 +543,66 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     stack,
                     locs: 0,
                 });
+                if let Some(t) = tracker.as_mut() {
+                    t.running(*pid, *tid, ev.time);
+                }
             }
         }
     }
+    let end = match &raw.stats {
+        Some(s) if s.end_monotonic_ns > 0 => s.end_monotonic_ns,
+        _ => last_time,
+    };
+    let mut derived = tracker.map(|t| t.finish(end));
+    if let Some(d) = derived.as_mut() {
+        let before = int.pseudo("[off CPU since before the recording]");
+        let before = int.stack(&[before]);
+        let unknown = int.pseudo("[waker not seen]");
+        let unknown = int.stack(&[unknown]);
+        let min_ns = raw.meta.off_cpu.as_ref().map_or(0, |o| o.min_ns);
+        d.stats.min_ns = min_ns;
+        let short = int.pseudo(&format!(
+            "[off-CPU intervals shorter than {}]",
+            offcpu_min_words(min_ns)
+        ));
+        let short = int.stack(&[short]);
+        for s in &mut d.samples {
+            if s.locs == BEFORE_RECORDING {
+                s.locs = before;
+            } else if s.period < min_ns {
+                d.stats.short += 1;
+                d.stats.short_ns += s.period;
+                s.locs = short;
+            }
+        }
+        d.unknown_waker = unknown;
+    }
     let lines_of_loc = symbolize(&int, &world.files, resolver, &mut prof);
+    if let Some(d) = derived.as_mut() {
+        // The scheduler's own frames (and the wake-up's) say nothing about why.
+        let names = |l: u32| -> String {
+            let (_, b) = lines_of_loc[l as usize];
+            let f = prof.lines[b as usize - 1].func;
+            prof.funcs[f as usize].name.clone()
+        };
+        let mut trimmed: HashMap<(u32, bool), u32> = HashMap::default();
+        let mut trim = |int: &mut Interner, locs: u32, waker: bool| -> u32 {
+            if let Some(&t) = trimmed.get(&(locs, waker)) {
+                return t;
+            }
+            let st = int.stacks[locs as usize].clone();
+            let cut = scheduler_frames(&st, waker, &names);
+            let t = int.stack(&st[cut..]);
+            trimmed.insert((locs, waker), t);
+            t
+        };
+        for s in &mut d.samples {
+            s.locs = trim(&mut int, s.locs, false);
+        }
+        for w in &mut d.wakers {
+            w.locs = trim(&mut int, w.locs, true);
+        }
+    }
     let mut stack_map: HashMap<Vec<FuncId>, u32> = HashMap::default();
     let mut remap = Vec::with_capacity(int.stacks.len());
     for s in &int.stacks {
@@ -428,10 +625,42 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         s.locs = s.stack;
         s.stack = remap[s.stack as usize];
     }
+    if let Some(d) = derived {
+        prof.off_cpu = d
+            .samples
+            .into_iter()
+            .map(|s| Sample {
+                stack: remap[s.locs as usize],
+                ..s
+            })
+            .collect();
+        prof.off_cpu_waker = d.waker_of;
+        prof.wakers = d
+            .wakers
+            .iter()
+            .map(|w| Waker {
+                pid: w.pid,
+                tid: w.tid,
+                time: w.time,
+                context: w.context,
+                stack: remap[w.locs as usize],
+                locs: w.locs,
+            })
+            .collect();
+        prof.unknown_waker = (remap[d.unknown_waker as usize], d.unknown_waker);
+        prof.thread_times = d.threads;
+        prof.off_cpu_stats = d.stats;
+    }
     keep_locations(&mut int, &world.files, &lines_of_loc, &mut prof);
     prof.samples = raw_samples;
     prof.warnings.extend(resolver.warnings());
-    let mut pids: Vec<u32> = prof.samples.iter().map(|s| s.pid).collect();
+    let mut pids: Vec<u32> = prof
+        .samples
+        .iter()
+        .chain(&prof.off_cpu)
+        .map(|s| s.pid)
+        .chain(prof.wakers.iter().map(|w| w.pid))
+        .collect();
     pids.sort_unstable();
     pids.dedup();
     for pid in pids {
@@ -451,6 +680,37 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         prof.processes.push(Process { pid, comm, threads });
     }
     prof
+}
+
+/// How many leading frames of an off-CPU stack (`waker`: a waker's) belong to the scheduler
+/// or the wake-up itself: through `__schedule` (and a `schedule` right below it), or through
+/// `try_to_wake_up`, looked for among the first frames only.
+fn scheduler_frames(stack: &[u32], waker: bool, name: &dyn Fn(u32) -> String) -> usize {
+    const LOOK: usize = 16;
+    let target = if waker {
+        "try_to_wake_up"
+    } else {
+        "__schedule"
+    };
+    let Some(i) = stack.iter().take(LOOK).position(|&l| name(l) == target) else {
+        return 0;
+    };
+    let mut cut = i + 1;
+    if !waker && stack.get(cut).is_some_and(|&l| name(l) == "schedule") {
+        cut += 1;
+    }
+    cut
+}
+
+/// `--off-cpu-min` in words: `10 µs`, `1 ms`.
+pub fn offcpu_min_words(ns: u64) -> String {
+    if ns >= 1_000_000 && ns.is_multiple_of(1_000_000) {
+        format!("{} ms", ns / 1_000_000)
+    } else if ns >= 1_000 && ns.is_multiple_of(1_000) {
+        format!("{} µs", ns / 1_000)
+    } else {
+        format!("{ns} ns")
+    }
 }
 
 /// Move the interned locations, their stacks and mappings into the profile.
@@ -516,7 +776,7 @@ fn symbolize(
             Loc::File(f, _) => by_file.entry(*f).or_default().push(i),
             Loc::Vdso(_) => vdso.push(i),
             Loc::Anon(pid, _) => by_pid.entry(*pid).or_default().push(i),
-            Loc::Unknown | Loc::Truncated(..) => {}
+            Loc::Unknown | Loc::Truncated(..) | Loc::Pseudo(_) => {}
         }
     }
     fn fill(names: &mut [Option<Resolved>], idx: &[usize], got: Vec<Option<Resolved>>) {
@@ -528,7 +788,7 @@ fn symbolize(
     let addr_of = |i: usize| match int.locs[i] {
         Loc::Kernel(a) | Loc::Anon(_, a) => a,
         Loc::File(_, o) | Loc::Vdso(o) => o,
-        Loc::Unknown | Loc::Truncated(..) => 0,
+        Loc::Unknown | Loc::Truncated(..) | Loc::Pseudo(_) => 0,
     };
     let addrs: Vec<u64> = kernel.iter().map(|&i| addr_of(i)).collect();
     fill(&mut names, &kernel, resolver.kernel(&addrs));
@@ -547,11 +807,19 @@ fn symbolize(
         fill(&mut names, idx, resolver.perf_map(*pid, &a));
     }
     for (i, l) in int.locs.iter().enumerate() {
-        if let Loc::Truncated(t, f) = l {
-            names[i] = Some(Resolved::name(truncation_name(
-                *t,
-                f.map(|f| &files.list[f as usize]),
-            )));
+        match l {
+            Loc::Truncated(t, f) => {
+                names[i] = Some(Resolved::name(truncation_name(
+                    *t,
+                    f.map(|f| &files.list[f as usize]),
+                )))
+            }
+            Loc::Pseudo(p) => {
+                names[i] = Some(Resolved::name(
+                    int.pseudo.get(*p as usize).cloned().unwrap_or_default(),
+                ))
+            }
+            _ => {}
         }
     }
     let missing: Vec<usize> = (0..n).filter(|&i| names[i].is_none()).collect();
@@ -587,6 +855,7 @@ fn symbolize(
             }
             Loc::Vdso(_) => ("[vdso]".to_string(), false),
             Loc::Truncated(..) => (TRUNCATED_DSO.to_string(), false),
+            Loc::Pseudo(_) => (OFF_CPU_DSO.to_string(), false),
             Loc::Anon(..) | Loc::Unknown => ("[unknown]".to_string(), false),
         };
         let (frames, resolved) = match names[i].take() {

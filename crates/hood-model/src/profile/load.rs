@@ -7,7 +7,7 @@ use hood_format::{expect_kind, tags, FileKind, Reader};
 
 use super::attr::Attr;
 use super::meta::{ProcSnapshotChunk, RecordMeta, RecordStats};
-use super::records::Decoded;
+use super::records::{Decoded, SchedLayout};
 use crate::ModelError;
 
 /// Everything a sampled recording holds, decoded but not yet interpreted.
@@ -91,6 +91,16 @@ impl RawRecording {
                 tags::profile::META => {
                     rec.meta = json("metadata", off, &data)?;
                     have_meta = true;
+                    if let Some(o) = &rec.meta.off_cpu {
+                        rec.decoded.sched = SchedLayout::from_formats(&o.formats);
+                        if rec.decoded.sched.is_none() {
+                            rec.warnings.push(format!(
+                                "{}: the off-CPU tracepoints' formats lack a field hood reads; \
+                                 switches and wake-ups are shown as samples",
+                                path.display()
+                            ));
+                        }
+                    }
                 }
                 tags::profile::PERF_ATTR => attr = Some(Attr::parse(&data)?),
                 tags::profile::PERF_RECORDS => {

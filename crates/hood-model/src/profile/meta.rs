@@ -45,6 +45,23 @@ pub struct RecordMeta {
     /// The recorder writes a `KALLSYMS_USED` chunk when it finishes, so a reader may leave
     /// the whole kallsyms text unread (false in files from before it did).
     pub kallsyms_used_at_end: bool,
+    /// Off-CPU recording (`hood record --off-cpu`): switches and wake-ups were recorded.
+    pub off_cpu: Option<OffCpuMeta>,
+}
+
+/// How off-CPU time was recorded ([`RecordMeta::off_cpu`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct OffCpuMeta {
+    /// The `format` file texts of `sched:sched_switch` and `sched:sched_waking` on the
+    /// recording machine (the samples' raw records are read with them).
+    pub formats: Vec<String>,
+    /// Off-CPU intervals shorter than this many ns are counted, not shown with their stack
+    /// (`--off-cpu-min`).
+    pub min_ns: u64,
+    /// Wake-ups by interrupts and other processes were recorded too (a task session's
+    /// whole-CPU wake-up events; always in a whole-system recording).
+    pub all_wakeups: bool,
 }
 
 /// Per-CPU counters kept by the recorder.

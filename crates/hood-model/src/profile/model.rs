@@ -11,7 +11,7 @@ pub type FuncId = u32;
 /// Index into [`Profile::stacks`].
 pub type StackId = u32;
 
-/// Where the CPU was when sampled.
+/// Where the CPU was when sampled, or for an off-CPU interval, why the thread was not on one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
@@ -21,6 +21,74 @@ pub enum Mode {
     Kernel,
     /// The idle task (pid 0).
     Idle,
+    /// Off CPU, blocked: sleeping or in D state until something woke it
+    /// ([`Profile::off_cpu`]).
+    Blocked,
+    /// Off CPU, runnable: preempted, or woken and waiting for a CPU ([`Profile::off_cpu`]).
+    Runnable,
+}
+
+impl Mode {
+    /// Whether this is off-CPU time rather than a CPU sample.
+    pub fn off_cpu(self) -> bool {
+        matches!(self, Mode::Blocked | Mode::Runnable)
+    }
+}
+
+/// Where a waker ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum WakeContext {
+    /// A thread (its stack is the waker's).
+    Thread,
+    /// A hardware interrupt (a timer, a device) on whatever the CPU ran.
+    HardIrq,
+    /// A soft interrupt (network receive, block I/O completion, timers).
+    SoftIrq,
+    /// A non-maskable interrupt.
+    Nmi,
+}
+
+/// Who ended a blocked interval ([`Profile::wakers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Waker {
+    /// Process id of the waker (for an interrupt: of the task it interrupted).
+    pub pid: u32,
+    /// Thread id of the waker.
+    pub tid: u32,
+    /// When it woke the thread (CLOCK_MONOTONIC ns).
+    pub time: u64,
+    /// Where it ran.
+    pub context: WakeContext,
+    /// Its stack, leaf first (kernel frames of the wake-up itself trimmed).
+    pub stack: StackId,
+    /// The same stack by code location.
+    #[serde(skip)]
+    pub locs: StackId,
+}
+
+/// One thread's time in an off-CPU recording: its lifetime in the recording split into time
+/// on a CPU, blocked and runnable ([`Profile::thread_times`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ThreadTime {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// From the start of the recording (or the thread's creation) to its end (or the
+    /// thread's exit), ns.
+    pub lifetime_ns: u64,
+    /// On a CPU (the lifetime less the off-CPU time), ns.
+    pub on_cpu_ns: u64,
+    /// Blocked, ns.
+    pub blocked_ns: u64,
+    /// Runnable but not running (preempted, or woken and waiting for a CPU), ns.
+    pub runnable_ns: u64,
+    /// Off-CPU intervals.
+    pub intervals: u64,
+    /// Off-CPU time before the thread's first switch in the recording, whose stack is unknown,
+    /// ns (included in `blocked_ns`).
+    pub before_first_switch_ns: u64,
 }
 
 /// A function (or an unresolved location standing in for one).
@@ -183,6 +251,42 @@ pub struct Profile {
     pub lines: Vec<FrameLine>,
     /// Source file paths [`FrameLine::file`] points into.
     pub source_files: Vec<String>,
+    /// Off-CPU time (`hood record --off-cpu`), in time order: one entry per blocked or
+    /// runnable stretch of a thread, with [`Sample::period`] its length in ns, [`Sample::time`]
+    /// its start, [`Sample::mode`] [`Mode::Blocked`] or [`Mode::Runnable`], and the thread's
+    /// stack when it left the CPU (the scheduler's own frames trimmed).
+    pub off_cpu: Vec<Sample>,
+    /// For each entry of [`off_cpu`](Self::off_cpu), the index of its waker in
+    /// [`wakers`](Self::wakers) (`None`: not woken, or the waker was not seen).
+    pub off_cpu_waker: Vec<Option<u32>>,
+    /// Who woke blocked threads.
+    pub wakers: Vec<Waker>,
+    /// The (function, location) stack of the "waker not seen" pseudo-frame.
+    pub unknown_waker: (StackId, StackId),
+    /// Per-thread time of an off-CPU recording, by (pid, tid).
+    pub thread_times: Vec<ThreadTime>,
+    /// What the off-CPU derivation noticed (switch-ins never seen, intervals below the
+    /// minimum shown without their stack).
+    pub off_cpu_stats: OffCpuStats,
+}
+
+/// Counts of the off-CPU derivation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct OffCpuStats {
+    /// Off-CPU intervals.
+    pub intervals: u64,
+    /// Intervals whose switch-in was not seen, ended at the thread's next sign of running.
+    pub unmatched: u64,
+    /// Blocked intervals with a waker.
+    pub woken: u64,
+    /// Blocked intervals without one seen.
+    pub waker_unknown: u64,
+    /// Intervals shorter than the minimum, shown as one pseudo-frame per thread.
+    pub short: u64,
+    /// Their total time, ns.
+    pub short_ns: u64,
+    /// The minimum (ns).
+    pub min_ns: u64,
 }
 
 impl Profile {

@@ -28,7 +28,14 @@ pub mod kind {
     pub const MMAP2: u32 = 10;
     /// Samples lost (counted in the ring's sample stream).
     pub const LOST_SAMPLES: u32 = 13;
+    /// A task switched in or out (`context_switch`).
+    pub const SWITCH: u32 = 14;
 }
+
+/// misc bit of a SWITCH record: the task switched out.
+pub const MISC_SWITCH_OUT: u16 = 1 << 13;
+/// misc bit of a SWITCH-out record: the task was preempted (still runnable).
+pub const MISC_SWITCH_OUT_PREEMPT: u16 = 1 << 14;
 
 /// misc bit: COMM record caused by exec.
 pub const MISC_COMM_EXEC: u16 = 1 << 13;
@@ -154,6 +161,98 @@ pub enum Event {
     },
     /// Sampling was throttled.
     Throttle,
+    /// A thread left a CPU (`sched:sched_switch`, sampled in that thread): the sample's call
+    /// chain is its stack at that moment.
+    SwitchOut {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// CPU it left.
+        cpu: u32,
+        /// The kernel's `prev_state`: 0 or [`TASK_REPORT_PREEMPTED`] when still runnable, else
+        /// why it sleeps (`TASK_*` bits).
+        state: u64,
+        /// The thread that takes the CPU (0: idle).
+        next_tid: u32,
+        /// Range of the call chain in [`Decoded::chains`].
+        chain: (u32, u32),
+    },
+    /// A wake-up (`sched:sched_waking`, sampled in the waker: a thread, or an interrupt on
+    /// whatever the CPU ran): the sample's call chain is the waker's stack.
+    Waking {
+        /// Process id of the waker (of the interrupted task, for an interrupt).
+        pid: u32,
+        /// Thread id of the waker.
+        tid: u32,
+        /// CPU.
+        cpu: u32,
+        /// The thread woken.
+        wakee: u32,
+        /// Where the waker ran: the tracepoint's `common_flags` (hard irq, soft irq, NMI).
+        flags: u8,
+        /// Range of the call chain in [`Decoded::chains`].
+        chain: (u32, u32),
+    },
+    /// A thread switched in or out (`PERF_RECORD_SWITCH` of a task session).
+    Switch {
+        /// Process id.
+        pid: u32,
+        /// Thread id.
+        tid: u32,
+        /// Switched out (else in).
+        out: bool,
+        /// Switched out while runnable.
+        preempt: bool,
+    },
+}
+
+/// `prev_state` of a task switched out while runnable, because it was preempted
+/// (`TASK_REPORT_MAX`, shown as `R+` by the kernel).
+pub const TASK_REPORT_PREEMPTED: u64 = 0x100;
+/// `prev_state` bit: uninterruptible sleep (`D`).
+pub const TASK_UNINTERRUPTIBLE: u64 = 0x2;
+/// `common_flags` bits of a tracepoint record: in an NMI, a hard irq, a soft irq.
+pub mod trace_flags {
+    /// Hard interrupt.
+    pub const HARDIRQ: u8 = 0x08;
+    /// Soft interrupt.
+    pub const SOFTIRQ: u8 = 0x10;
+    /// Non-maskable interrupt.
+    pub const NMI: u8 = 0x40;
+}
+
+/// Where the fields of the off-CPU tracepoints sit, read from the `format` texts a recording
+/// stores (never assumed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedLayout {
+    switch_id: u64,
+    waking_id: u64,
+    common_flags: crate::labels::format::Field,
+    prev_pid: crate::labels::format::Field,
+    prev_state: crate::labels::format::Field,
+    next_pid: crate::labels::format::Field,
+    wakee: crate::labels::format::Field,
+}
+
+impl SchedLayout {
+    /// The layout from the `format` texts of `sched:sched_switch` and `sched:sched_waking`;
+    /// `None` if a field hood needs is missing.
+    pub fn from_formats(texts: &[String]) -> Option<SchedLayout> {
+        use crate::labels::format::EventFormat;
+        let f: Vec<EventFormat> = texts.iter().map(|t| EventFormat::parse(t)).collect();
+        let sw = f.iter().find(|e| e.name == "sched_switch")?;
+        let wk = f.iter().find(|e| e.name == "sched_waking")?;
+        Some(SchedLayout {
+            switch_id: sw.id,
+            waking_id: wk.id,
+            common_flags: sw.field("common_flags")?.clone(),
+            prev_pid: sw.field("prev_pid")?.clone(),
+            prev_state: sw.field("prev_state")?.clone(),
+            next_pid: sw.field("next_pid")?.clone(),
+            wakee: wk.field("pid")?.clone(),
+        })
+    }
 }
 
 /// A new mapping of a file or pseudo-file into a process.
@@ -195,6 +294,9 @@ pub struct Decoded {
     pub malformed: u64,
     /// Record types seen but not used.
     pub skipped: u64,
+    /// The off-CPU tracepoints' layout, when the recording has them: their samples decode
+    /// to [`Event::SwitchOut`] and [`Event::Waking`] instead of [`Event::Sample`].
+    pub sched: Option<SchedLayout>,
 }
 
 struct Cursor<'a> {
@@ -241,11 +343,17 @@ pub struct SampleParts<'a> {
     pub head: &'a [u8],
     /// The call chain as raw little-endian words.
     pub chain: &'a [u8],
+    /// The raw field as stored (its `u32` size, the tracepoint record and padding); empty
+    /// without PERF_SAMPLE_RAW.
+    pub raw_field: &'a [u8],
     /// User registers in the attribute's mask order; empty when the sample has no user
     /// context (a kernel thread) or does not carry them.
     pub regs: &'a [u8],
     /// The copied user stack (only the part the kernel could copy).
     pub stack: &'a [u8],
+    /// The size of stack copy the event asked for (0: none, as for whole-CPU wake-ups, whose
+    /// samples carry no user stack).
+    pub stack_size: u64,
     /// Which registers `regs` holds (the attribute's `sample_regs_user`).
     pub regs_mask: u64,
 }
@@ -328,11 +436,14 @@ pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> 
         &[]
     };
     let (mut regs, mut stack) = (&[][..], &[][..]);
+    let mut stack_size = 0;
+    let raw_at = c.at;
+    if has(sample::RAW) {
+        let n = c.u32()? as usize;
+        c.skip(n)?;
+    }
+    let raw_field = body.get(raw_at..c.at)?;
     if has(sample::REGS_USER) || has(sample::STACK_USER) {
-        if has(sample::RAW) {
-            let n = c.u32()? as usize;
-            c.skip(n)?;
-        }
         if has(sample::BRANCH_STACK) {
             let nr = usize::try_from(c.u64()?).ok()?;
             if attr.branch_sample_type & super::attr::BRANCH_HW_INDEX != 0 {
@@ -348,6 +459,7 @@ pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> 
         }
         if has(sample::STACK_USER) {
             let size = usize::try_from(c.u64()?).ok()?;
+            stack_size = size as u64;
             if size != 0 {
                 let data = c.bytes(size)?;
                 let dyn_size = usize::try_from(c.u64()?).ok()?;
@@ -365,10 +477,19 @@ pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> 
         period,
         head,
         chain,
+        raw_field,
         regs,
         stack,
+        stack_size,
         regs_mask: attr.sample_regs_user,
     })
+}
+
+impl SampleParts<'_> {
+    /// The tracepoint record of the raw field (empty without one).
+    pub fn raw(&self) -> &[u8] {
+        self.raw_field.get(4..).unwrap_or(&[])
+    }
 }
 
 /// The `sample_id` trailer of a non-sample record (present when the attribute sets
@@ -462,18 +583,23 @@ impl Decoded {
                     .map(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8]))),
             );
             let end = self.chains.len() as u32;
-            self.events.push(Timed {
-                time: s.time,
-                ring_cpu,
-                event: Event::Sample {
+            let cpu = s.cpu.unwrap_or(ring_cpu);
+            let event = match self.sched_event(&s, cpu, (begin, end)) {
+                Some(e) => e,
+                None => Event::Sample {
                     pid: s.pid,
                     tid: s.tid,
-                    cpu: s.cpu.unwrap_or(ring_cpu),
+                    cpu,
                     ip: s.ip,
                     period: s.period,
                     cpumode: (misc & 7) as u8,
                     chain: (begin, end),
                 },
+            };
+            self.events.push(Timed {
+                time: s.time,
+                ring_cpu,
+                event,
             });
             return Some(());
         }
@@ -539,6 +665,33 @@ impl Decoded {
                 time = c.u64()?;
                 Event::Throttle
             }
+            kind::SWITCH if attr.sample_type & sample::TID != 0 && attr.sample_id_all() => {
+                // The sample_id trailer starts with pid, tid.
+                let n = [
+                    sample::TID,
+                    sample::TIME,
+                    sample::ID,
+                    sample::STREAM_ID,
+                    sample::CPU,
+                    sample::IDENTIFIER,
+                ]
+                .iter()
+                .filter(|&&b| attr.sample_type & b != 0)
+                .count()
+                    * 8;
+                let mut t = Cursor {
+                    b: body,
+                    at: body.len().checked_sub(n)?,
+                };
+                let pid = t.u32()?;
+                let tid = t.u32()?;
+                Event::Switch {
+                    pid,
+                    tid,
+                    out: misc & MISC_SWITCH_OUT != 0,
+                    preempt: misc & MISC_SWITCH_OUT_PREEMPT != 0,
+                }
+            }
             _ => {
                 self.skipped += 1;
                 return Some(());
@@ -550,6 +703,35 @@ impl Decoded {
             event,
         });
         Some(())
+    }
+
+    /// The switch or wake-up a sample stands for, when it is one of the off-CPU tracepoints.
+    fn sched_event(&self, s: &SampleParts<'_>, cpu: u32, chain: (u32, u32)) -> Option<Event> {
+        let l = self.sched.as_ref()?;
+        let raw = s.raw();
+        let id = u64::from(u16::from_le_bytes([*raw.first()?, *raw.get(1)?]));
+        let tid = |f: &crate::labels::format::Field| f.read(raw).map(|v| v as u32);
+        if id == l.switch_id {
+            Some(Event::SwitchOut {
+                pid: s.pid,
+                tid: tid(&l.prev_pid)?,
+                cpu,
+                state: l.prev_state.read(raw)?,
+                next_tid: tid(&l.next_pid)?,
+                chain,
+            })
+        } else if id == l.waking_id {
+            Some(Event::Waking {
+                pid: s.pid,
+                tid: s.tid,
+                cpu,
+                wakee: tid(&l.wakee)?,
+                flags: l.common_flags.read(raw)? as u8,
+                chain,
+            })
+        } else {
+            None
+        }
     }
 
     /// Sort events by time, keeping ring order among equal times.

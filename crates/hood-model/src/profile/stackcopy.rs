@@ -30,10 +30,10 @@ pub fn parse<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> {
 }
 
 /// Append a sample record (header and body) made of `head` (the fields before the call chain,
-/// as [`parse`] returned them) and `chain`; `false` (nothing written) if it would not fit a
-/// record's 16-bit size.
-pub fn write(misc: u16, head: &[u8], chain: &[u64], out: &mut Vec<u8>) -> bool {
-    let size = 8 + head.len() + 8 + chain.len() * 8;
+/// as [`parse`] returned them), `chain` and `raw_field` (the raw field as parsed, empty when the
+/// samples carry none); `false` (nothing written) if it would not fit a record's 16-bit size.
+pub fn write(misc: u16, head: &[u8], chain: &[u64], raw_field: &[u8], out: &mut Vec<u8>) -> bool {
+    let size = 8 + head.len() + 8 + chain.len() * 8 + raw_field.len();
     let Ok(size16) = u16::try_from(size) else {
         return false;
     };
@@ -45,6 +45,7 @@ pub fn write(misc: u16, head: &[u8], chain: &[u64], out: &mut Vec<u8>) -> bool {
     for a in chain {
         out.extend_from_slice(&a.to_le_bytes());
     }
+    out.extend_from_slice(raw_field);
     true
 }
 
@@ -120,7 +121,7 @@ mod tests {
         assert_eq!(s.user_reg(0), None);
         assert_eq!(s.stack, &stack[..40]);
         let mut out = Vec::new();
-        assert!(write(2, s.head, &[9, 8, 7], &mut out));
+        assert!(write(2, s.head, &[9, 8, 7], s.raw_field, &mut out));
         assert_eq!(out.len(), 8 + 48 + 8 + 24);
         assert_eq!(u16::from_le_bytes([out[6], out[7]]) as usize, out.len());
         let plain = attr(ST & !(sample::REGS_USER | sample::STACK_USER));

@@ -1,0 +1,434 @@
+//! Off-CPU time from the recorded switches and wake-ups (`hood record --off-cpu`), derived at
+//! report time from the raw events in time order:
+//!
+//! - a thread's off-CPU interval starts at its `sched_switch` sample (whose stack is the thread's
+//!   stack as it left the CPU, and whose `prev_state` says blocked or preempted) and ends when it
+//!   is switched in again: the kernel's switch-in record (task recordings) or a `sched_switch`
+//!   naming it as the next task (whole-system recordings); failing both, at its next sign of
+//!   running (a CPU sample, its next switch-out), counted as unmatched;
+//! - a blocked interval is split at the wake-up that ended it: before it the thread was blocked,
+//!   after it runnable, waiting for a CPU (the scheduler's delay, which `/proc/PID/schedstat`
+//!   counts as run-queue time too); the waker is the `sched_waking` sample that named the thread,
+//!   the one with a user stack where two were recorded for the same wake-up;
+//! - a preempted interval is runnable throughout;
+//! - a thread first seen switching in was off CPU since the recording began (or it was
+//!   created), with a stack nobody recorded; an interval still open at the end runs to the end.
+//!
+//! Stacks here are the builder's interned location stacks; the builder symbolizes them.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::model::{Mode, OffCpuStats, Sample, ThreadTime, WakeContext};
+use super::records::{trace_flags, TASK_REPORT_PREEMPTED};
+
+/// A wake-up seen for a thread that is off CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RawWaker {
+    pub pid: u32,
+    pub tid: u32,
+    pub time: u64,
+    pub cpu: u32,
+    pub context: WakeContext,
+    /// Interned location stack.
+    pub locs: u32,
+    /// Whether the stack has user frames (prefer it over a kernel-only twin).
+    pub has_user: bool,
+}
+
+/// Where a waker ran, from the tracepoint's `common_flags`.
+pub(crate) fn wake_context(flags: u8) -> WakeContext {
+    if flags & trace_flags::NMI != 0 {
+        WakeContext::Nmi
+    } else if flags & trace_flags::HARDIRQ != 0 {
+        WakeContext::HardIrq
+    } else if flags & trace_flags::SOFTIRQ != 0 {
+        WakeContext::SoftIrq
+    } else {
+        WakeContext::Thread
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Out {
+    pid: u32,
+    time: u64,
+    cpu: u32,
+    state: u64,
+    locs: u32,
+    waker: Option<RawWaker>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct ThreadState {
+    pid: u32,
+    /// When the thread was first known to exist in the recording.
+    begin: u64,
+    /// When it exited (0: did not).
+    end: u64,
+    out: Option<Out>,
+    /// Whether any switch of it was seen (before the first, it may have been off CPU since
+    /// the start).
+    switched: bool,
+    time: ThreadTime,
+}
+
+/// Off-CPU intervals as the builder emits them, before symbolization.
+#[derive(Debug, Default)]
+pub(crate) struct Derived {
+    /// `Sample`s whose `stack` is still an interned location stack (`u32::MAX`: the
+    /// "off CPU since before the recording" pseudo-stack).
+    pub samples: Vec<Sample>,
+    /// Index into `wakers` for each of `samples`.
+    pub waker_of: Vec<Option<u32>>,
+    pub wakers: Vec<RawWaker>,
+    pub threads: Vec<ThreadTime>,
+    pub stats: OffCpuStats,
+    /// The location stack of "waker not seen".
+    pub unknown_waker: u32,
+}
+
+/// The location stack of an interval that began before the recording (a pseudo-frame).
+pub(crate) const BEFORE_RECORDING: u32 = u32::MAX;
+
+/// Follows switches and wake-ups in time order.
+#[derive(Debug, Default)]
+pub(crate) struct Tracker {
+    start: u64,
+    threads: HashMap<u32, ThreadState>,
+    out: Derived,
+}
+
+impl Tracker {
+    /// A tracker for a recording that began at `start` (CLOCK_MONOTONIC ns).
+    pub fn new(start: u64) -> Tracker {
+        Tracker {
+            start,
+            ..Tracker::default()
+        }
+    }
+
+    fn thread(&mut self, pid: u32, tid: u32, now: u64) -> &mut ThreadState {
+        let start = self.start;
+        let t = self.threads.entry(tid).or_insert_with(|| ThreadState {
+            pid,
+            begin: if start > 0 { start.min(now) } else { now },
+            ..ThreadState::default()
+        });
+        if pid != 0 {
+            t.pid = pid;
+        }
+        t
+    }
+
+    /// A thread was created at `time` (its lifetime in the recording starts there).
+    pub fn fork(&mut self, pid: u32, tid: u32, time: u64) {
+        let t = self.thread(pid, tid, time);
+        if !t.switched && t.out.is_none() {
+            t.begin = time.max(t.begin);
+            // A new thread is on a CPU (or runnable) from its creation: no unknown stretch.
+            t.switched = true;
+        }
+    }
+
+    /// A thread exited at `time`.
+    pub fn exit(&mut self, tid: u32, time: u64) {
+        if let Some(t) = self.threads.get_mut(&tid) {
+            if t.out.is_some() {
+                // Running to exit proves it came back; the switch-in was not seen.
+                let pid = t.pid;
+                self.running(pid, tid, time);
+            }
+            if let Some(t) = self.threads.get_mut(&tid) {
+                t.end = time;
+            }
+        }
+    }
+
+    /// `tid` left a CPU at `time` (its `sched_switch` sample), with stack `locs`.
+    pub fn switch_out(&mut self, pid: u32, tid: u32, cpu: u32, time: u64, state: u64, locs: u32) {
+        if tid == 0 {
+            return;
+        }
+        if self.threads.get(&tid).is_some_and(|t| t.out.is_some()) {
+            // Out twice without an in: it ran in between.
+            self.out.stats.unmatched += 1;
+            self.switch_in(tid, time);
+        }
+        let t = self.thread(pid, tid, time);
+        if !t.switched {
+            t.switched = true;
+        }
+        t.out = Some(Out {
+            pid,
+            time,
+            cpu,
+            state,
+            locs,
+            waker: None,
+        });
+    }
+
+    /// `tid` was switched in at `time`.
+    pub fn switch_in(&mut self, tid: u32, time: u64) {
+        if tid == 0 {
+            return;
+        }
+        let start = self.start;
+        let t = self.thread(0, tid, time);
+        match t.out.take() {
+            Some(o) => self.close(tid, o, time),
+            None if !t.switched => {
+                // Off CPU since the recording began (or since first known), stack unknown.
+                t.switched = true;
+                let begin = t.begin;
+                let pid = t.pid;
+                if time > begin && start > 0 {
+                    let ns = time - begin;
+                    t.time.blocked_ns += ns;
+                    t.time.before_first_switch_ns += ns;
+                    t.time.intervals += 1;
+                    self.out.samples.push(Sample {
+                        pid,
+                        tid,
+                        cpu: 0,
+                        time: begin,
+                        period: ns,
+                        mode: Mode::Blocked,
+                        stack: BEFORE_RECORDING,
+                        locs: BEFORE_RECORDING,
+                    });
+                    self.out.waker_of.push(None);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// A sign that `tid` runs at `time` (a CPU sample): ends an interval whose switch-in was
+    /// not seen.
+    pub fn running(&mut self, pid: u32, tid: u32, time: u64) {
+        if tid == 0 {
+            return;
+        }
+        let t = self.thread(pid, tid, time);
+        // Seen running before any switch: it was on a CPU from the start.
+        t.switched = true;
+        if let Some(o) = t.out {
+            if time > o.time {
+                t.out = None;
+                self.out.stats.unmatched += 1;
+                self.close(tid, o, time);
+            }
+        }
+    }
+
+    /// A wake-up of `wakee` by `w`.
+    pub fn waking(&mut self, wakee: u32, w: RawWaker) {
+        let Some(t) = self.threads.get_mut(&wakee) else {
+            return;
+        };
+        let Some(o) = t.out.as_mut() else {
+            return;
+        };
+        match &mut o.waker {
+            None => o.waker = Some(w),
+            // The same wake-up seen twice (the thread's own event and the whole-CPU one):
+            // keep the one with the user stack.
+            Some(old) if old.time == w.time && old.cpu == w.cpu && w.has_user && !old.has_user => {
+                *old = w
+            }
+            Some(_) => {}
+        }
+    }
+
+    fn close(&mut self, tid: u32, o: Out, end: u64) {
+        let end = end.max(o.time);
+        let Some(t) = self.threads.get_mut(&tid) else {
+            return;
+        };
+        t.time.intervals += 1;
+        self.out.stats.intervals += 1;
+        let runnable = o.state == 0 || o.state & TASK_REPORT_PREEMPTED != 0;
+        let base = Sample {
+            pid: o.pid,
+            tid,
+            cpu: o.cpu,
+            time: o.time,
+            period: end - o.time,
+            mode: Mode::Runnable,
+            stack: o.locs,
+            locs: o.locs,
+        };
+        if runnable {
+            t.time.runnable_ns += base.period;
+            self.out.samples.push(base);
+            self.out.waker_of.push(None);
+            return;
+        }
+        let woke = o.waker.map(|w| w.time.clamp(o.time, end)).unwrap_or(end);
+        let waker = o.waker.map(|w| {
+            self.out.wakers.push(w);
+            (self.out.wakers.len() - 1) as u32
+        });
+        match waker {
+            Some(_) => self.out.stats.woken += 1,
+            None => self.out.stats.waker_unknown += 1,
+        }
+        t.time.blocked_ns += woke - o.time;
+        self.out.samples.push(Sample {
+            period: woke - o.time,
+            mode: Mode::Blocked,
+            ..base
+        });
+        self.out.waker_of.push(waker);
+        if end > woke {
+            t.time.runnable_ns += end - woke;
+            self.out.samples.push(Sample {
+                time: woke,
+                period: end - woke,
+                ..base
+            });
+            self.out.waker_of.push(None);
+        }
+    }
+
+    /// Close what is open at the recording's `end` and return what was derived.
+    pub fn finish(mut self, end: u64) -> Derived {
+        let open: Vec<(u32, Out)> = self
+            .threads
+            .iter_mut()
+            .filter_map(|(&tid, t)| t.out.take().map(|o| (tid, o)))
+            .collect();
+        for (tid, o) in open {
+            let stop = match self.threads.get(&tid) {
+                Some(t) if t.end > 0 => t.end,
+                _ => end,
+            };
+            self.close(tid, o, stop);
+        }
+        let mut threads: Vec<ThreadTime> = self
+            .threads
+            .iter()
+            .filter(|(_, t)| t.switched || t.time.intervals > 0)
+            .map(|(&tid, t)| {
+                let stop = if t.end > 0 { t.end } else { end.max(t.begin) };
+                let lifetime = stop.saturating_sub(t.begin);
+                let off = t.time.blocked_ns + t.time.runnable_ns;
+                ThreadTime {
+                    pid: t.pid,
+                    tid,
+                    lifetime_ns: lifetime,
+                    on_cpu_ns: lifetime.saturating_sub(off),
+                    ..t.time
+                }
+            })
+            .collect();
+        threads.sort_by_key(|t| (t.pid, t.tid));
+        // A thread first seen switching in is named by its thread id only; its process is
+        // known from its later samples.
+        for s in &mut self.out.samples {
+            if s.pid == 0 {
+                s.pid = self.threads.get(&s.tid).map_or(0, |t| t.pid);
+            }
+        }
+        self.out.threads = threads;
+        self.out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1; // TASK_INTERRUPTIBLE
+
+    fn waker(tid: u32, time: u64, has_user: bool) -> RawWaker {
+        RawWaker {
+            pid: tid,
+            tid,
+            time,
+            cpu: 0,
+            context: WakeContext::Thread,
+            locs: tid,
+            has_user,
+        }
+    }
+
+    #[test]
+    fn a_blocked_interval_splits_at_its_wakeup_and_time_adds_up() {
+        let mut t = Tracker::new(1_000);
+        t.running(7, 7, 1_100);
+        t.switch_out(7, 7, 0, 2_000, S, 42);
+        t.waking(7, waker(9, 5_000, false));
+        t.waking(7, waker(9, 5_000, true));
+        t.switch_in(7, 5_300);
+        t.switch_out(7, 7, 1, 6_000, TASK_REPORT_PREEMPTED, 43);
+        t.switch_in(7, 6_500);
+        let d = t.finish(10_000);
+        let got: Vec<(u64, u64, Mode, Option<u32>)> = d
+            .samples
+            .iter()
+            .zip(&d.waker_of)
+            .map(|(s, w)| (s.time, s.period, s.mode, *w))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2_000, 3_000, Mode::Blocked, Some(0)),
+                (5_000, 300, Mode::Runnable, None),
+                (6_000, 500, Mode::Runnable, None),
+            ]
+        );
+        assert!(d.wakers[0].has_user, "the twin with a user stack is kept");
+        let th = d.threads[0];
+        assert_eq!(th.lifetime_ns, 9_000);
+        assert_eq!(
+            (th.blocked_ns, th.runnable_ns, th.on_cpu_ns),
+            (3_000, 800, 5_200)
+        );
+        assert_eq!(
+            th.on_cpu_ns + th.blocked_ns + th.runnable_ns,
+            th.lifetime_ns
+        );
+    }
+
+    #[test]
+    fn a_thread_first_seen_switching_in_was_off_cpu_since_the_start() {
+        let mut t = Tracker::new(1_000);
+        t.switch_in(8, 4_000);
+        t.switch_out(8, 8, 0, 4_500, S, 1);
+        let d = t.finish(6_000);
+        assert_eq!(d.samples[0].stack, BEFORE_RECORDING);
+        assert_eq!((d.samples[0].time, d.samples[0].period), (1_000, 3_000));
+        // Still blocked at the end: runs to the end, waker unknown.
+        assert_eq!((d.samples[1].time, d.samples[1].period), (4_500, 1_500));
+        assert_eq!(d.stats.waker_unknown, 1);
+        let th = d.threads[0];
+        assert_eq!(th.before_first_switch_ns, 3_000);
+        assert_eq!(th.on_cpu_ns, 500);
+    }
+
+    #[test]
+    fn a_missed_switch_in_ends_at_the_next_sign_of_running() {
+        let mut t = Tracker::new(0);
+        t.switch_out(3, 3, 0, 100, S, 1);
+        t.running(3, 3, 400);
+        t.switch_out(3, 3, 0, 500, S, 1);
+        t.switch_out(3, 3, 0, 900, S, 1);
+        let d = t.finish(1_000);
+        assert_eq!(d.stats.unmatched, 2);
+        let periods: Vec<u64> = d.samples.iter().map(|s| s.period).collect();
+        assert_eq!(periods, vec![300, 400, 100]);
+    }
+
+    #[test]
+    fn wake_contexts_come_from_the_flags() {
+        assert_eq!(wake_context(0), WakeContext::Thread);
+        assert_eq!(wake_context(trace_flags::SOFTIRQ | 1), WakeContext::SoftIrq);
+        assert_eq!(wake_context(trace_flags::HARDIRQ), WakeContext::HardIrq);
+        assert_eq!(
+            wake_context(trace_flags::NMI | trace_flags::HARDIRQ),
+            WakeContext::Nmi
+        );
+    }
+}
