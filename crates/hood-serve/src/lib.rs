@@ -203,7 +203,7 @@ impl Server {
         if !cfg.listen.ip().is_loopback() && cfg.token.is_none() {
             eprintln!("hood serve: WARNING: listening on {addr} WITHOUT authentication (--unauthenticated): anyone who reaches this port can read process metrics and CPU profiles");
         }
-        eprintln!("hood serve: listening on http://{addr} (/metrics, /debug/pprof/profile?seconds=N[&pid=P], /healthz)");
+        eprintln!("hood serve: listening on http://{addr} (/metrics, /debug/pprof/profile?seconds=N[&pid=P][&off_cpu=1], /healthz)");
         let scraper = Scraper::new(
             Selection {
                 top: cfg.top,

@@ -1,4 +1,4 @@
-//! `/debug/pprof/profile?seconds=N[&pid=P]` with `hood record`'s recorder (the hood-record
+//! `/debug/pprof/profile?seconds=N[&pid=P][&off_cpu=1]` with `hood record`'s recorder (the hood-record
 //! library, in the request's thread): record into a temporary file, have the caller load and
 //! symbolize it, answer with the gzipped pprof. One profile at a time.
 
@@ -24,13 +24,17 @@ pub struct ProfileRequest {
     pub seconds: u64,
     /// One process, or the whole machine.
     pub pid: Option<u32>,
+    /// Also record off-CPU time (`off_cpu=1`): the answer gets the `off_cpu/nanoseconds`
+    /// sample type.
+    pub off_cpu: bool,
 }
 
-/// Parse the query string (`seconds=N&pid=P`); the error is the 400 answer's text.
+/// Parse the query string (`seconds=N&pid=P&off_cpu=1`); the error is the 400 answer's text.
 pub fn parse_query(query: &str) -> Result<ProfileRequest, String> {
     let mut req = ProfileRequest {
         seconds: DEFAULT_SECONDS,
         pid: None,
+        off_cpu: false,
     };
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -55,6 +59,13 @@ pub fn parse_query(query: &str) -> Result<ProfileRequest, String> {
                         .filter(|&p: &u32| p > 0)
                         .ok_or_else(|| format!("pid={v}: must be a process id"))?,
                 )
+            }
+            "off_cpu" => {
+                req.off_cpu = match v {
+                    "1" | "true" => true,
+                    "0" | "false" => false,
+                    _ => return Err(format!("off_cpu={v}: must be 1 or 0")),
+                }
             }
             // Other pprof clients' parameters (e.g. `debug`) do not change a CPU profile.
             _ => {}
@@ -146,6 +157,7 @@ where
         };
         let mut cfg = RecordConfig::new(who, file.0.clone());
         cfg.duration = Some(Duration::from_secs(req.seconds));
+        cfg.sampling.off_cpu = req.off_cpu;
         let mut lines = Vec::new();
         let recorded = hood_record::record(&cfg, &mut StopFlag(stop), &mut |line| {
             eprintln!("hood serve: {tag}: {line}");
@@ -223,9 +235,12 @@ mod tests {
             parse_query("seconds=2&pid=7"),
             Ok(ProfileRequest {
                 seconds: 2,
-                pid: Some(7)
+                pid: Some(7),
+                off_cpu: false,
             })
         );
+        assert!(parse_query("off_cpu=1").unwrap().off_cpu);
+        assert!(!parse_query("off_cpu=0").unwrap().off_cpu);
         assert_eq!(parse_query("").unwrap().seconds, DEFAULT_SECONDS);
         assert_eq!(parse_query("debug=1&seconds=60").unwrap().seconds, 60);
         for bad in [
@@ -236,6 +251,7 @@ mod tests {
             "seconds=1.5",
             "pid=0",
             "pid=abc",
+            "off_cpu=yes",
         ] {
             assert!(parse_query(bad).is_err(), "{bad} accepted");
         }

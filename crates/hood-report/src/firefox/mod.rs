@@ -28,7 +28,7 @@ use fxprof_processed_profile::{
     Profile as FxProfile, ReferenceTimestamp, SamplingInterval, StackHandle, ThreadHandle,
     Timestamp,
 };
-use hood_model::profile::aggregate::Filter;
+use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{FuncId, Profile, Sample, StackId};
 use serde_json::{json, Value};
 
@@ -419,16 +419,36 @@ fn build_fx(prof: &Profile, filter: &Filter) -> (FxProfile, Vec<FrameKey>) {
         frames: Vec::new(),
         frame_ids: HashMap::new(),
     };
-    for s in filter.samples(prof) {
+    // Off-CPU time (a recording made with --off-cpu) comes as samples with no CPU time,
+    // weighted by how many sampling periods it lasted, so the call tree and the timeline count
+    // waits in the same unit as CPU samples. What is left of a period carries over per thread.
+    let mut f = filter.clone();
+    if m.off_cpu.is_some() && f.measure == Measure::CpuSamples {
+        f.measure = Measure::Wall;
+    }
+    let period_ns = 1_000_000_000 / m.freq_hz.max(1);
+    let mut carry: HashMap<u32, u64> = HashMap::new();
+    for s in f.samples(prof) {
+        let weight = if s.mode.off_cpu() {
+            let c = carry.entry(s.tid).or_insert(0);
+            let ns = c.saturating_add(s.period);
+            *c = ns % period_ns;
+            i32::try_from(ns / period_ns).unwrap_or(i32::MAX)
+        } else {
+            1
+        };
+        if weight == 0 {
+            continue;
+        }
         let thread = b.thread(s.pid, s.tid, s.time);
-        let stack = b.sample_stack(thread, s);
-        let cpu = if b.time_based {
+        let stack = b.sample_stack(thread, &s);
+        let cpu = if b.time_based && !s.mode.off_cpu() {
             CpuDelta::from_nanos(s.period)
         } else {
             CpuDelta::ZERO
         };
         let ts = b.ts(s.time);
-        b.fx.add_sample(thread, ts, stack, cpu, 1);
+        b.fx.add_sample(thread, ts, stack, cpu, weight);
     }
     (b.fx, b.frames)
 }

@@ -30,7 +30,7 @@ use std::io::Write;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use hood_model::labels::Charge;
-use hood_model::profile::aggregate::Filter;
+use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{FuncId, LocId, Mode, Profile, Sample};
 use prost::Message;
 
@@ -71,6 +71,8 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::User => "user",
         Mode::Kernel => "kernel",
         Mode::Idle => "idle",
+        Mode::Blocked => "blocked",
+        Mode::Runnable => "runnable",
     }
 }
 
@@ -82,15 +84,21 @@ fn event_value_type(event: &str) -> (&str, &'static str) {
     }
 }
 
-/// Build the pprof message for the samples of `prof` that pass `filter`.
+/// Build the pprof message for the samples of `prof` that pass `filter`. A recording with
+/// off-CPU time gives it too, as the sample type `off_cpu/nanoseconds` beside the CPU samples
+/// (`go tool pprof -sample_index=off_cpu`), unless the filter asks for CPU samples only.
 pub fn build(prof: &Profile, filter: &Filter) -> proto::Profile {
-    build_from(prof, filter.samples(prof).map(|s| (s, None)))
+    let mut f = filter.clone();
+    if prof.meta.off_cpu.is_some() && f.measure == Measure::CpuSamples {
+        f.measure = Measure::Wall;
+    }
+    build_from(prof, f.samples(prof).map(|s| (s, None)))
 }
 
 /// Build the pprof message of a labeled profile: the samples `view` keeps, each with its
 /// charge as labels.
 pub fn build_labeled(view: &LabeledView<'_>) -> proto::Profile {
-    build_from(view.prof, view.charged().map(|(s, c)| (s, Some(c))))
+    build_from(view.prof, view.charged().map(|(s, c)| (*s, Some(c))))
 }
 
 /// Merge key of a pprof sample: stack, location stack, pid, tid, mode, charge.
@@ -304,13 +312,13 @@ impl<'a> Tables<'a> {
     }
 }
 
-fn build_from<'a>(
-    prof: &'a Profile,
-    samples: impl Iterator<Item = (&'a Sample, Option<Charge>)>,
+fn build_from(
+    prof: &Profile,
+    samples: impl Iterator<Item = (Sample, Option<Charge>)>,
 ) -> proto::Profile {
     let mut st = Strings::new();
     let (ev_type, ev_unit) = event_value_type(prof.meta.event.split(':').next().unwrap_or(""));
-    let sample_type = vec![
+    let mut sample_type = vec![
         proto::ValueType {
             r#type: st.id("samples"),
             unit: st.id("count"),
@@ -320,15 +328,27 @@ fn build_from<'a>(
             unit: st.id(ev_unit),
         },
     ];
+    let off_cpu = prof.meta.off_cpu.is_some();
+    if off_cpu {
+        sample_type.push(proto::ValueType {
+            r#type: st.id("off_cpu"),
+            unit: st.id("nanoseconds"),
+        });
+    }
     // Merge samples with equal stack and labels: (stack, pid, tid, mode, charge) -> (count,
-    // period, one sample for its charged frames).
-    let mut merged: BTreeMap<Key, (i64, i64, &Sample)> = BTreeMap::new();
+    // period, off-CPU ns, one sample for its charged frames).
+    let mut merged: BTreeMap<Key, (i64, i64, i64, Sample)> = BTreeMap::new();
     for (s, charge) in samples {
         let e = merged
             .entry((s.stack, s.locs, s.pid, s.tid, s.mode, charge))
-            .or_insert((0, 0, s));
-        e.0 += 1;
-        e.1 = e.1.saturating_add(s.period.min(i64::MAX as u64) as i64);
+            .or_insert((0, 0, 0, s));
+        let ns = s.period.min(i64::MAX as u64) as i64;
+        if s.mode.off_cpu() {
+            e.2 = e.2.saturating_add(ns);
+        } else {
+            e.0 += 1;
+            e.1 = e.1.saturating_add(ns);
+        }
     }
     let mut t = Tables::new(prof);
     t.main_first(&mut st);
@@ -347,7 +367,7 @@ fn build_from<'a>(
     );
     let (k_cpid, k_ccomm, k_async) = (st.id("charged_pid"), st.id("charged_comm"), st.id("async"));
     let mut sample = Vec::with_capacity(merged.len());
-    for (&(stack, locs, pid, tid, mode, charge), &(count, period, first)) in &merged {
+    for (&(stack, locs, pid, tid, mode, charge), &(count, period, off_ns, ref first)) in &merged {
         let frames = match charge {
             Some(c) => charged_frames(prof, first, c),
             None => prof
@@ -406,9 +426,13 @@ fn build_from<'a>(
         if let Some(c) = charge {
             charge_labels(prof, c, &mut st, (k_cpid, k_ccomm, k_async), &mut label);
         }
+        let mut value = vec![count, period];
+        if off_cpu {
+            value.push(off_ns);
+        }
         sample.push(proto::Sample {
             location_id,
-            value: vec![count, period],
+            value,
             label,
         });
     }

@@ -99,7 +99,12 @@ pub fn filter_text(f: &Filter) -> Option<String> {
         Some(Mode::Kernel) => parts.push("kernel samples only".into()),
         Some(Mode::User) => parts.push("user samples only".into()),
         Some(Mode::Idle) => parts.push("idle samples only".into()),
+        Some(Mode::Blocked) => parts.push("blocked time only".into()),
+        Some(Mode::Runnable) => parts.push("runnable wait only".into()),
         None => {}
+    }
+    if f.by_waker {
+        parts.push("blocked time by waker".into());
     }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
@@ -152,16 +157,30 @@ pub fn render_header(
         }
     }
     writeln!(out, "Duration:    {dur}")?;
+    for line in super::offcpu::header_lines(prof, filter) {
+        writeln!(out, "{line}")?;
+    }
     if let Some(f) = filter_text(filter) {
-        writeln!(
-            out,
-            "Filter:      {f} ({} of {} samples)",
-            t.samples,
-            prof.samples.len()
-        )?;
+        match filter.measure.is_time() {
+            true => writeln!(out, "Filter:      {f} ({})", super::offcpu::time(t.samples))?,
+            false => writeln!(
+                out,
+                "Filter:      {f} ({} of {} samples)",
+                t.samples,
+                prof.samples.len()
+            )?,
+        }
     }
     writeln!(out, "{}", rule('='))?;
     writeln!(out)?;
+    if filter.measure.is_time() {
+        super::offcpu::totals_block(t, out)?;
+        render_losses(prof, out)?;
+        render_stacks(prof, filter, width, out)?;
+        render_notes(prof, width, out)?;
+        writeln!(out)?;
+        return Ok(());
+    }
     let line = |label: &str, n: u64| format!("{label:>18}: {n:>10} ({:>5.1}%)", pct(n, t.samples));
     writeln!(out, "{}", line("Kernel samples", t.kernel))?;
     writeln!(out, "{}", line("User samples", t.user))?;

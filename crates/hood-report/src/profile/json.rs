@@ -42,6 +42,64 @@ struct Report<'a> {
     dsos: Vec<DsoRow<'a>>,
     lines: Vec<LineRow<'a>>,
     call_graph: Option<TreeJson<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    off_cpu: Option<OffCpuJson<'a>>,
+}
+
+/// What a recording made with `--off-cpu` adds: the derivation's counts, each thread's time,
+/// and off-CPU time by reason and blocked time by waker (in ns, whatever the view).
+#[derive(Serialize)]
+struct OffCpuJson<'a> {
+    stats: &'a hood_model::profile::OffCpuStats,
+    threads: Vec<ThreadTimeJson<'a>>,
+    reasons: Vec<NsRow>,
+    wakers: Vec<NsRow>,
+}
+
+#[derive(Serialize)]
+struct ThreadTimeJson<'a> {
+    comm: &'a str,
+    #[serde(flatten)]
+    time: &'a hood_model::profile::ThreadTime,
+}
+
+#[derive(Serialize)]
+struct NsRow {
+    name: String,
+    ns: u64,
+}
+
+fn off_cpu_json<'a>(
+    prof: &'a Profile,
+    filt: &hood_model::profile::aggregate::Filter,
+    thread_names: &HashMap<u32, &'a str>,
+) -> Option<OffCpuJson<'a>> {
+    use hood_model::profile::aggregate::Measure;
+    prof.meta.off_cpu.as_ref()?;
+    let off = hood_model::profile::aggregate::Filter {
+        measure: Measure::OffCpu,
+        by_waker: false,
+        ..filt.clone()
+    };
+    let waker = hood_model::profile::aggregate::Filter {
+        by_waker: true,
+        ..off.clone()
+    };
+    let rows = |v: Vec<(String, u64)>| v.into_iter().map(|(name, ns)| NsRow { name, ns }).collect();
+    Some(OffCpuJson {
+        stats: &prof.off_cpu_stats,
+        threads: prof
+            .thread_times
+            .iter()
+            .filter(|t| filt.pid.is_none_or(|p| p == t.pid))
+            .map(|t| ThreadTimeJson {
+                comm: thread_names.get(&t.tid).copied().unwrap_or(""),
+                time: t,
+            })
+            .collect(),
+        reasons: rows(super::offcpu::by_reason(prof, &off)),
+        wakers: rows(super::offcpu::by_waker(prof, &waker)),
+    })
 }
 
 #[derive(Serialize)]
@@ -73,6 +131,9 @@ struct FilterJson<'a> {
     pid: Option<u32>,
     comm: Option<&'a str>,
     mode: Option<Mode>,
+    /// `samples` (counts), `wall` or `off_cpu` (every count is then nanoseconds).
+    measure: &'static str,
+    by_waker: bool,
 }
 
 #[derive(Serialize)]
@@ -174,7 +235,7 @@ pub fn render_json(
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
     let filt = &opts.filter;
-    let t = totals(filt.samples(prof));
+    let t = totals(prof, filt);
     let total = t.samples;
     let limit = opts.max_rows.unwrap_or(usize::MAX);
 
@@ -319,6 +380,12 @@ pub fn render_json(
             pid: filt.pid,
             comm: filt.comm.as_deref(),
             mode: filt.mode,
+            measure: match filt.measure {
+                hood_model::profile::aggregate::Measure::CpuSamples => "samples",
+                hood_model::profile::aggregate::Measure::Wall => "wall",
+                hood_model::profile::aggregate::Measure::OffCpu => "off_cpu",
+            },
+            by_waker: filt.by_waker,
         },
         totals: t,
         functions,
@@ -327,6 +394,7 @@ pub fn render_json(
         dsos,
         lines,
         call_graph,
+        off_cpu: off_cpu_json(prof, filt, &thread_names),
     };
     serde_json::to_writer_pretty(&mut *out, &report)?;
     writeln!(out)?;

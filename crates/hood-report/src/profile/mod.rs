@@ -14,6 +14,7 @@ mod group;
 pub mod header;
 pub mod intervals;
 pub mod json;
+mod offcpu;
 pub mod text;
 pub mod top;
 pub mod tree;
@@ -46,6 +47,10 @@ pub enum By {
     /// Self samples per source line (`file:line`) of the innermost function, inlined ones
     /// included (perf's `--sort srcline`).
     Line,
+    /// Off-CPU time per kernel reason (futex, sleep, poll, pipe, socket, disk I/O, ...).
+    Reason,
+    /// Blocked time per waker: who ended the wait (`--by waker`; the filter's `by_waker`).
+    Waker,
 }
 
 /// Which call tree to print under the flat profile.

@@ -261,7 +261,7 @@ fn the_top_table_names_the_processes_a_filter_kept() {
                 filter: hood_model::profile::aggregate::Filter {
                     pid,
                     comm: comm.map(str::to_string),
-                    mode: None,
+                    ..Default::default()
                 },
                 ..Default::default()
             },

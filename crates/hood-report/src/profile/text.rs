@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use hood_model::profile::aggregate::Filter;
 use hood_model::profile::aggregate::{
     by_function, by_line, by_process, by_process_function, by_thread, totals,
 };
+use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{FuncId, Profile};
 
 use super::fmt::{
@@ -16,6 +16,7 @@ use super::fmt::{
 };
 use super::group::dso_rows;
 use super::header::{filter_text, render_header};
+use super::offcpu::{self, time, weight};
 use super::{tree, By, CallGraph, ReportOptions};
 use crate::ReportError;
 
@@ -41,7 +42,7 @@ fn render_text_lines(
     opts: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
-    let t = totals(opts.filter.samples(prof));
+    let t = totals(prof, &opts.filter);
     render_header(prof, &opts.source, &opts.filter, &t, opts.width, out)?;
     if t.samples == 0 {
         if filter_text(&opts.filter).is_some() {
@@ -63,24 +64,27 @@ fn render_text_lines(
             let funcs = by_function(prof, &opts.filter);
             let rows = dso_rows(prof, funcs.iter().map(|r| (r.key, r.count)));
             let counts: Vec<u64> = rows.iter().map(|r| r.1).collect();
-            let table = Table::new("Samples by file", t.samples, &counts, "file");
+            let table = Table::new(&heading(opts, "file"), t.samples, &counts, "file");
             table.write(opts, out, |i| {
-                (rows[i].0.to_string(), rows[i].1.to_string())
+                (rows[i].0.to_string(), weight(&opts.filter, rows[i].1))
             })?;
         }
         By::Process => {
             let rows = by_process(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
-            let table = Table::new("Samples by process", t.samples, &counts, "process");
+            let table = Table::new(&heading(opts, "process"), t.samples, &counts, "process");
             table.write(opts, out, |i| {
-                (proc_label(prof, rows[i].key), rows[i].count.to_string())
+                (
+                    proc_label(prof, rows[i].key),
+                    weight(&opts.filter, rows[i].count),
+                )
             })?;
         }
         By::Comm => {
             let rows = comm_rows(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.1).collect();
             let table = Table::new(
-                "Samples by process name",
+                &heading(opts, "process name"),
                 t.samples,
                 &counts,
                 "process name",
@@ -91,16 +95,22 @@ fn render_text_lines(
                     1 => "1 process".to_string(),
                     n => format!("{n} processes"),
                 };
-                (comm.clone(), format!("{count}  {extra}"))
+                (
+                    comm.clone(),
+                    format!("{}  {extra}", weight(&opts.filter, *count)),
+                )
             })?;
         }
         By::Line => {
             let rows = by_line(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
-            let table = Table::new("Samples by source line", t.samples, &counts, "line");
+            let table = Table::new(&heading(opts, "source line"), t.samples, &counts, "line");
             table.write(opts, out, |i| {
                 let (place, func) = line_label(prof, rows[i].key.as_ref());
-                (place, format!("{}  {func}", rows[i].count))
+                (
+                    place,
+                    format!("{}  {func}", weight(&opts.filter, rows[i].count)),
+                )
             })?;
             if rows.iter().all(|r| r.key.is_none_or(|l| l.file.is_none())) {
                 writeln!(
@@ -110,13 +120,40 @@ fn render_text_lines(
                 )?;
             }
         }
+        By::Thread if opts.filter.measure == Measure::Wall && !prof.thread_times.is_empty() => {
+            offcpu::thread_table(prof, &opts.filter, out)?;
+        }
+        By::Reason => {
+            let rows = offcpu::by_reason(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.1).collect();
+            let table = Table::new("Off-CPU time by reason", t.samples, &counts, "reason");
+            table.write(opts, out, |i| {
+                (rows[i].0.clone(), weight(&opts.filter, rows[i].1))
+            })?;
+        }
+        By::Waker => {
+            let rows = offcpu::by_waker(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.1).collect();
+            let table = Table::new(
+                "Blocked time by who woke the thread",
+                t.samples,
+                &counts,
+                "waker",
+            );
+            table.write(opts, out, |i| {
+                (rows[i].0.clone(), weight(&opts.filter, rows[i].1))
+            })?;
+        }
         By::Thread => {
             let rows = by_thread(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
-            let table = Table::new("Samples by thread", t.samples, &counts, "thread");
+            let table = Table::new(&heading(opts, "thread"), t.samples, &counts, "thread");
             table.write(opts, out, |i| {
                 let (pid, tid) = rows[i].key;
-                (thread_label(prof, pid, tid), rows[i].count.to_string())
+                (
+                    thread_label(prof, pid, tid),
+                    weight(&opts.filter, rows[i].count),
+                )
             })?;
         }
     }
@@ -175,8 +212,16 @@ fn comm_rows(prof: &Profile, filter: &Filter) -> Vec<(String, u64, usize)> {
     rows
 }
 
+/// `Samples by WHAT`, or `Time by WHAT` when the report weighs time.
+fn heading(opts: &ReportOptions, what: &str) -> String {
+    match opts.filter.measure.is_time() {
+        true => format!("Time by {what}"),
+        false => format!("Samples by {what}"),
+    }
+}
+
 /// `comm pid/tid`, with the thread's own name when it differs from the process's.
-fn thread_label(prof: &Profile, pid: u32, tid: u32) -> String {
+pub(crate) fn thread_label(prof: &Profile, pid: u32, tid: u32) -> String {
     let comm = prof.comm(pid);
     let tcomm = prof
         .process(pid)
@@ -256,7 +301,10 @@ fn functions(
             threshold(opts.min_percent),
             small.0
         );
-        let right = format!("{:.1}% of samples", pct(small.1, total));
+        let right = match opts.filter.measure.is_time() {
+            true => format!("{:.1}% of time", pct(small.1, total)),
+            false => format!("{:.1}% of samples", pct(small.1, total)),
+        };
         writeln!(out, "{}", title(&left, &right))?;
         writeln!(out, "{}", rule('-'))?;
     }
@@ -326,9 +374,17 @@ impl<'a> Table<'a> {
             .copied()
             .unwrap_or(0)
             .max(f.folded_count);
-        let right = match self.overall {
-            Some(all) => format!("{:.1}% of all samples ({})", pct(self.base, all), self.base),
-            None => format!("{} samples", self.base),
+        let right = match (self.overall, opts.filter.measure.is_time()) {
+            (Some(all), false) => {
+                format!("{:.1}% of all samples ({})", pct(self.base, all), self.base)
+            }
+            (Some(all), true) => format!(
+                "{:.1}% of all time ({})",
+                pct(self.base, all),
+                time(self.base)
+            ),
+            (None, false) => format!("{} samples", self.base),
+            (None, true) => time(self.base),
         };
         writeln!(out, "{}", rule('-'))?;
         writeln!(out, "{}", title(&self.left, &right))?;

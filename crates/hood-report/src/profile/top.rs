@@ -11,7 +11,7 @@ use crate::ReportError;
 /// Write the `n` heaviest functions (with their process) and their share of all samples.
 pub fn render_top(prof: &Profile, n: usize, out: &mut dyn Write) -> Result<(), ReportError> {
     let all = Filter::default();
-    let t = totals(all.samples(prof));
+    let t = totals(prof, &all);
     writeln!(
         out,
         "{} samples ({:.1}% kernel, {:.1}% user, {:.1}% idle), top {n} functions:",

@@ -86,7 +86,7 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
     let filter = Filter {
         pid: args.pid,
         comm: args.comm.clone(),
-        mode: None,
+        ..Filter::default()
     };
     let a = ann::annotate(&prof, &filter, &funcs);
     let mut out = BufWriter::new(std::io::stdout().lock());

@@ -69,6 +69,22 @@ pub struct RecordArgs {
     /// duty-cycled (their share extrapolated, and said so in the report); 0 = no limit.
     #[arg(long = "labels-budget", default_value_t = 500_000, requires = "labels")]
     pub labels_budget: u64,
+    /// Also record where threads wait: every context switch with the stack the thread left
+    /// the CPU with (blocked or preempted), and every wake-up with the waker's stack, so
+    /// `hood report --wall` shows all of a thread's time and `--by waker` who ended each wait.
+    /// Costs a sample per switch and wake-up (see the README's "Off-CPU time").
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
+    /// With --off-cpu: waits shorter than this are reported together per thread instead of
+    /// by stack (a number with a unit: 10us, 1ms; a bare number is microseconds).
+    #[arg(
+        long = "off-cpu-min",
+        value_name = "TIME",
+        default_value = "10us",
+        requires = "off_cpu",
+        value_parser = parse_short_duration
+    )]
+    pub off_cpu_min: Duration,
     /// Where a detached recorder (`hood start`) writes its outcome.
     #[arg(long = "detached-status", hide = true)]
     pub detached_status: Option<PathBuf>,
@@ -123,6 +139,7 @@ impl RecordArgs {
             callchain: !self.no_call_graph,
             user_stack,
             ring_pages: pages,
+            off_cpu: self.off_cpu,
             ..SamplingConfig::default()
         };
         let keys = !matches!(who, Who::Command(_));
@@ -135,7 +152,57 @@ impl RecordArgs {
             drain_delay: Duration::from_millis(self.drain_delay_ms),
             labels: self.labels,
             labels_budget: self.labels_budget,
+            off_cpu_min: self.off_cpu_min,
         };
         Ok((cfg, keys))
+    }
+}
+
+/// A short duration: a number and a unit (`ns`, `us`, `µs`, `ms`, `s`); a bare number is in
+/// microseconds. At most one hour.
+pub fn parse_short_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration: write a number and a unit, e.g. 10us"))?;
+    let ns_per = match unit.trim() {
+        "ns" => 1.0,
+        "" | "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {s:?}: use ns, us, ms or s"
+            ))
+        }
+    };
+    let ns = n * ns_per;
+    if !(ns.is_finite() && (0.0..=3.6e12).contains(&ns)) {
+        return Err(format!("{s:?}: the duration must be between 0 and 1 hour"));
+    }
+    Ok(Duration::from_nanos(ns as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_durations_parse_with_units_and_refuse_nonsense() {
+        assert_eq!(parse_short_duration("10us"), Ok(Duration::from_micros(10)));
+        assert_eq!(parse_short_duration("10"), Ok(Duration::from_micros(10)));
+        assert_eq!(
+            parse_short_duration("1.5ms"),
+            Ok(Duration::from_micros(1500))
+        );
+        assert_eq!(parse_short_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_short_duration("250ns"), Ok(Duration::from_nanos(250)));
+        for bad in ["", "x", "10 parsecs", "1e30", "2h", "-1us", "nan"] {
+            assert!(parse_short_duration(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -38,6 +38,12 @@ pub fn stop(args: &StopArgs) -> anyhow::Result<ExitCode> {
         "samples: {}  lost: {}  duration: {:.1} s  size: {} bytes",
         o.samples, o.lost, o.seconds, o.bytes
     );
+    if o.switches_and_wakeups > 0 {
+        println!(
+            "off-CPU: {} context switches and wake-ups",
+            o.switches_and_wakeups
+        );
+    }
     if let Some(e) = &o.error {
         println!("error: {e}");
     }

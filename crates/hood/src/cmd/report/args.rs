@@ -20,6 +20,12 @@ pub enum ByArg {
     /// Source lines (`file:line`) of the sampled code, inlined functions' own lines
     /// included, like perf's `--sort srcline`; needs DWARF debug info (`-g`).
     Line,
+    /// Off-CPU time by kernel reason: lock (futex), sleep, poll/epoll, pipe, socket, disk
+    /// I/O, page fault, waiting for a CPU (a recording made with `--off-cpu`).
+    Reason,
+    /// Blocked time by who ended the wait: the waking thread (its process, function and the
+    /// kernel call that woke) or interrupt (a recording made with `--off-cpu`).
+    Waker,
 }
 
 /// Call-graph direction.
@@ -74,6 +80,15 @@ pub struct ReportArgs {
     /// Only user-mode samples.
     #[arg(long = "user")]
     pub user: bool,
+    /// Wall-clock time (a recording made with `--off-cpu`): CPU samples weigh their period
+    /// and off-CPU waits their length, so each thread's time adds up to its lifetime;
+    /// `--by thread` shows each thread's lifetime split into on CPU, blocked and runnable.
+    #[arg(long = "wall", conflicts_with = "off_cpu")]
+    pub wall: bool,
+    /// Only off-CPU time (a recording made with `--off-cpu`): where threads blocked or
+    /// waited for a CPU, by the stack they left the CPU with.
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
     /// Print a call tree.
     #[arg(long = "call-graph", value_enum)]
     pub call_graph: Option<CallGraphArg>,

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
-use hood_model::profile::aggregate::Filter;
+use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{Mode, Profile};
 use hood_report::profile as render;
 
@@ -35,6 +35,14 @@ impl ReportArgs {
                 self.min_percent
             );
         }
+        let by_waker = self.by == ByArg::Waker;
+        let measure = if self.wall {
+            Measure::Wall
+        } else if self.off_cpu || by_waker || self.by == ByArg::Reason {
+            Measure::OffCpu
+        } else {
+            Measure::CpuSamples
+        };
         let filter = Filter {
             pid: self.pid,
             comm: self.comm.clone(),
@@ -45,6 +53,8 @@ impl ReportArgs {
             } else {
                 None
             },
+            measure,
+            by_waker,
         };
         Ok(render::ReportOptions {
             min_percent: self.min_percent,
@@ -55,6 +65,8 @@ impl ReportArgs {
                 ByArg::Comm => render::By::Comm,
                 ByArg::Thread => render::By::Thread,
                 ByArg::Line => render::By::Line,
+                ByArg::Reason => render::By::Reason,
+                ByArg::Waker => render::By::Waker,
             },
             filter,
             call_graph: match self.call_graph {
@@ -108,6 +120,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
         )
     })?;
+    if opts.filter.measure != Measure::CpuSamples && prof.meta.off_cpu.is_none() {
+        anyhow::bail!(
+            "{} holds no off-CPU data, which --wall, --off-cpu, --by reason and --by waker \
+             show: record with `hood record --off-cpu`",
+            args.input.display()
+        );
+    }
     let mut out: Box<dyn Write> = match &args.output {
         Some(p) => Box::new(BufWriter::new(
             File::create(p).with_context(|| format!("creating {}", p.display()))?,

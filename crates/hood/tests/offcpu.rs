@@ -1,0 +1,289 @@
+//! Off-CPU time (`hood record --off-cpu`): a known-answer program whose worker thread spends
+//! its time in five phases it measures itself (on CPU, sleeping, reading a pipe another
+//! thread feeds, waiting for a mutex another thread holds, fsync), and two busy threads
+//! sharing one CPU (preemption, not blocking). Each checks hood's answer against the
+//! program's own clock, /proc's schedstat and pprof's reading of the same file.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// What the known-answer program printed about itself.
+struct Known {
+    worker: u32,
+    phases: HashMap<String, u64>,
+    lifetime: u64,
+    sched_run: u64,
+    sched_wait: u64,
+}
+
+fn parse_known(stdout: &str) -> Known {
+    let mut k = Known {
+        worker: 0,
+        phases: HashMap::new(),
+        lifetime: 0,
+        sched_run: 0,
+        sched_wait: 0,
+    };
+    for line in stdout.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["worker", t] => k.worker = t.parse().unwrap(),
+            ["phase", name, ns] => {
+                k.phases.insert(name.to_string(), ns.parse().unwrap());
+            }
+            ["lifetime", ns] => k.lifetime = ns.parse().unwrap(),
+            ["schedstat", run, wait] => {
+                k.sched_run = run.parse().unwrap();
+                k.sched_wait = wait.parse().unwrap();
+            }
+            _ => {}
+        }
+    }
+    assert!(k.worker > 0 && k.lifetime > 0, "program said:\n{stdout}");
+    k
+}
+
+fn report(file: &Path, args: &[&str]) -> String {
+    let out = run(hood().arg("report").arg("-i").arg(file).args(args));
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Folded lines `frames weight` of a report with `--format collapsed`.
+fn folded_lines(file: &Path, args: &[&str]) -> Vec<(String, u64)> {
+    let mut a = vec!["--format", "collapsed", "--min-percent", "0"];
+    a.extend_from_slice(args);
+    report(file, &a)
+        .lines()
+        .filter_map(|l| {
+            let (stack, n) = l.rsplit_once(' ')?;
+            Some((stack.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
+fn record_known(dir: &Path, cycles: &str) -> (std::path::PathBuf, Known) {
+    let prog = c_program("offcpu_known");
+    let file = dir.join("offcpu.data");
+    let out = run(hood()
+        .args(["record", "--off-cpu", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&prog)
+        .arg(cycles)
+        .arg(dir.join("fsync.tmp")));
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("context switches and wake-ups recorded"),
+        "{stderr}"
+    );
+    (file, parse_known(&String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn known_shares_wakers_and_each_threads_time_add_up() {
+    if !privileged("known_shares_wakers_and_each_threads_time_add_up") {
+        return;
+    }
+    ensure_tracefs();
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let (file, known) = record_known(dir.path(), "20");
+
+    // Each thread's time: exact from its switches, and the worker's agrees with the
+    // program's own clock and with the kernel's schedstat.
+    let json: serde_json::Value =
+        serde_json::from_str(&report(&file, &["--format", "json", "--wall"])).unwrap();
+    assert_eq!(json["filter"]["measure"], "wall");
+    let threads = json["off_cpu"]["threads"]
+        .as_array()
+        .expect("off_cpu.threads");
+    let worker = threads
+        .iter()
+        .find(|t| t["tid"].as_u64() == Some(u64::from(known.worker)))
+        .unwrap_or_else(|| panic!("no worker {} in {threads:?}", known.worker));
+    let get = |k: &str| worker[k].as_u64().unwrap();
+    let (life, on, blocked, runnable) = (
+        get("lifetime_ns"),
+        get("on_cpu_ns"),
+        get("blocked_ns"),
+        get("runnable_ns"),
+    );
+    assert_eq!(on + blocked + runnable, life, "{worker}");
+    let pts = |a: u64, b: u64| 100.0 * (a as f64 - b as f64).abs() / known.lifetime as f64;
+    assert!(
+        pts(life, known.lifetime) <= 2.0,
+        "worker lifetime {life} ns, the program measured {} ns",
+        known.lifetime
+    );
+    assert!(
+        pts(on, known.sched_run) <= 2.0,
+        "on CPU {on} ns, schedstat says {} ns",
+        known.sched_run
+    );
+    assert!(
+        pts(runnable, known.sched_wait) <= 2.0,
+        "runnable {runnable} ns, schedstat's run-queue wait is {} ns",
+        known.sched_wait
+    );
+
+    // Each phase's share of the worker's time, from the wall-clock view's stacks (only the
+    // worker runs the phase functions), within 2 points of what the program measured.
+    let lines = folded_lines(&file, &["--wall"]);
+    for (phase, &want) in &known.phases {
+        let got: u64 = lines
+            .iter()
+            .filter(|(s, _)| s.contains(&format!(";{phase};")) || s.ends_with(&format!(";{phase}")))
+            .map(|(_, n)| n)
+            .sum();
+        assert!(
+            pts(got, want) <= 2.0,
+            "{phase}: hood {got} ns, the program measured {want} ns ({:.1} points apart)",
+            pts(got, want)
+        );
+    }
+
+    // Who ended the waits: the feeder's write for the pipe, the holder for the mutex, for at
+    // least 95 % of that blocked time.
+    let wakes = folded_lines(&file, &["--by", "waker"]);
+    for (phase, waker) in [("pipe_phase", "feed_pipe"), ("mutex_phase", "hold_mutex")] {
+        let (mut all, mut right) = (0u64, 0u64);
+        for (stack, n) in &wakes {
+            let (wait, woke) = stack.split_once(";--;").expect("a waker part");
+            if wait.contains(&format!(";{phase};")) {
+                all += n;
+                if woke.split(';').any(|f| f == waker) {
+                    right += n;
+                }
+            }
+        }
+        assert!(all > 0, "no blocked time in {phase}");
+        assert!(
+            right * 100 >= all * 95,
+            "{phase}: {right} of {all} ns woken by {waker}"
+        );
+    }
+    // The sleep ends by a timer interrupt, named as such.
+    let text = report(&file, &["--by", "waker", "--min-percent", "0"]);
+    assert!(
+        text.contains("a hardware interrupt: hrtimer_wakeup"),
+        "{text}"
+    );
+    let reasons = report(&file, &["--by", "reason", "--min-percent", "0"]);
+    for r in ["sleep", "pipe", "lock or condition variable (futex)"] {
+        assert!(reasons.contains(r), "{r} missing:\n{reasons}");
+    }
+
+    // pprof: `go tool pprof -sample_index=off_cpu` reads the waits, their total the same.
+    pprof_off_cpu_total_matches(dir.path(), &file, &json);
+}
+
+/// `go tool pprof -sample_index=off_cpu -top` on the pprof output gives hood's off-CPU total.
+fn pprof_off_cpu_total_matches(dir: &Path, file: &Path, json: &serde_json::Value) {
+    let pb = dir.join("offcpu.pb.gz");
+    let out = run(hood()
+        .args(["report", "--format", "pprof", "-o"])
+        .arg(&pb)
+        .arg("-i")
+        .arg(file));
+    assert!(out.status.success(), "{}", text(&out));
+    let totals = &json["totals"];
+    let want = totals["blocked"].as_u64().unwrap() + totals["runnable"].as_u64().unwrap();
+    let Ok(top) = go_tool_pprof(dir)
+        .args(["-sample_index=off_cpu", "-unit=ns", "-top"])
+        .arg(&pb)
+        .output()
+    else {
+        eprintln!("not run here: go is not installed");
+        return;
+    };
+    let s = String::from_utf8_lossy(&top.stdout);
+    assert!(
+        top.status.success(),
+        "{s}{}",
+        String::from_utf8_lossy(&top.stderr)
+    );
+    // "Showing nodes accounting for 4123456789ns, 100% of 4123456789ns total"
+    let total: u64 = s
+        .lines()
+        .find_map(|l| {
+            l.split(" of ")
+                .nth(1)?
+                .split("ns total")
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no total in:\n{s}"));
+    assert!(
+        total.abs_diff(want) * 1000 <= want,
+        "pprof's off_cpu total {total} ns, hood's {want} ns"
+    );
+}
+
+/// Two busy threads on one CPU: each waits for the CPU at least a third of its life (half,
+/// on a quiet machine; more when other work shares that CPU), preempted, never blocked.
+#[test]
+fn preemption_is_runnable_time_not_blocked_time() {
+    if !privileged("preemption_is_runnable_time_not_blocked_time") {
+        return;
+    }
+    ensure_tracefs();
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let spinner = c_program("spinner");
+    let file = dir.path().join("pre.data");
+    let script = format!("{s} 1500 & {s} 1500; wait", s = spinner.to_str().unwrap());
+    let out = run(hood()
+        .args(["record", "--off-cpu", "-o"])
+        .arg(&file)
+        .args(["--", "taskset", "-c", "0", "sh", "-c", &script]));
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&report(&file, &["--format", "json", "--wall"])).unwrap();
+    let spinners: Vec<&serde_json::Value> = json["off_cpu"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["comm"] == "spinner")
+        .collect();
+    assert_eq!(spinners.len(), 2, "{json:#}");
+    for t in spinners {
+        let life = t["lifetime_ns"].as_u64().unwrap() as f64;
+        let runnable = t["runnable_ns"].as_u64().unwrap() as f64;
+        let blocked = t["blocked_ns"].as_u64().unwrap() as f64;
+        assert!(runnable / life >= 0.3, "runnable {runnable} of {life}: {t}");
+        assert!(blocked / life < 0.05, "blocked {blocked} of {life}: {t}");
+    }
+}
+
+/// A recording without off-CPU data says how to get it when a time view is asked for.
+#[test]
+fn time_views_of_a_cpu_recording_say_how_to_record_waits() {
+    if !privileged("time_views_of_a_cpu_recording_say_how_to_record_waits") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("cpu.data");
+    let prog = c_program("spinner");
+    let out = record(&file, &["--", prog.to_str().unwrap(), "100"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for view in [&["--wall"][..], &["--off-cpu"], &["--by", "waker"]] {
+        let out = run(Command::new(env!("CARGO_BIN_EXE_hood"))
+            .arg("report")
+            .arg("-i")
+            .arg(&file)
+            .args(view));
+        assert!(!out.status.success());
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("record with `hood record --off-cpu`"), "{e}");
+    }
+}
