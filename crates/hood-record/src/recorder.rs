@@ -385,6 +385,7 @@ pub fn record(
         &stop_reason,
         exit_status,
         error.clone(),
+        log,
     );
     if let (Err(e), None) = (&finish, &error) {
         error = Some(e.to_string());
@@ -466,6 +467,7 @@ fn finalize<W: std::io::Write>(
     stop_reason: &str,
     exit_status: Option<i32>,
     error: Option<String>,
+    log: &mut dyn FnMut(&str),
 ) -> Result<(), hood_format::FormatError> {
     collector.flush(writer, true)?;
     let ids = snapshot::build_ids(collector.files_without_build_id.iter().map(String::as_str));
@@ -485,7 +487,11 @@ fn finalize<W: std::io::Write>(
         };
         writer.write_chunk(tags::profile::KALLSYMS_USED, used.as_bytes(), true)?;
     }
-    for (pid, text) in snapshot::perf_maps(&collector.pids) {
+    let (maps, warnings) = snapshot::perf_maps(&collector.pids);
+    for w in &warnings {
+        log(w);
+    }
+    for (pid, text) in maps {
         let mut payload = pid.to_le_bytes().to_vec();
         payload.extend_from_slice(text.as_bytes());
         writer.write_chunk(tags::profile::PERF_MAP, &payload, true)?;
