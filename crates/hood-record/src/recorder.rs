@@ -385,10 +385,12 @@ pub fn record(
         &stop_reason,
         exit_status,
         error.clone(),
-        log,
     );
-    if let (Err(e), None) = (&finish, &error) {
-        error = Some(e.to_string());
+    match (&finish, &error) {
+        // Warnings about JIT maps not recorded (or not whole).
+        (Ok(warnings), _) => warnings.iter().for_each(|w| log(w)),
+        (Err(e), None) => error = Some(e.to_string()),
+        (Err(_), Some(_)) => {}
     }
     let mut outcome = Outcome {
         output: cfg.output.display().to_string(),
@@ -467,8 +469,7 @@ fn finalize<W: std::io::Write>(
     stop_reason: &str,
     exit_status: Option<i32>,
     error: Option<String>,
-    log: &mut dyn FnMut(&str),
-) -> Result<(), hood_format::FormatError> {
+) -> Result<Vec<String>, hood_format::FormatError> {
     collector.flush(writer, true)?;
     let ids = snapshot::build_ids(collector.files_without_build_id.iter().map(String::as_str));
     if !ids.is_empty() {
@@ -488,9 +489,6 @@ fn finalize<W: std::io::Write>(
         writer.write_chunk(tags::profile::KALLSYMS_USED, used.as_bytes(), true)?;
     }
     let (maps, warnings) = snapshot::perf_maps(&collector.pids);
-    for w in &warnings {
-        log(w);
-    }
     for (pid, text) in maps {
         let mut payload = pid.to_le_bytes().to_vec();
         payload.extend_from_slice(text.as_bytes());
@@ -509,7 +507,8 @@ fn finalize<W: std::io::Write>(
         &serde_json::to_vec(&stats).unwrap_or_default(),
         false,
     )?;
-    writer.flush()
+    writer.flush()?;
+    Ok(warnings)
 }
 
 /// The summary of a recording: the file, its samples and losses, and an early stop.

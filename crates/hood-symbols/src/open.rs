@@ -18,7 +18,7 @@ pub(crate) const DEBUG: Policy = Policy::NAMED;
 
 /// `path` opened for reading under `policy`.
 pub(crate) fn open(path: &Path, policy: Policy) -> Result<File, SymbolError> {
-    hood_format::untrusted::open(path, policy).map_err(|e| refused(e))
+    hood_format::untrusted::open(path, policy).map_err(refused)
 }
 
 /// A door's error as this crate's: I/O errors stay I/O errors (a missing file is told apart).
