@@ -70,9 +70,47 @@ pub enum FormatError {
         /// Its owner.
         owner: u32,
     },
+    /// A file hood was to read is not a regular file (a FIFO, a device, a directory, or a
+    /// symbolic link where none is followed).
+    #[error("{path} is {kind}, not a regular file: hood reads only regular files there (a FIFO could block it, a device act when opened, a link point anywhere); remove it or name a regular file")]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is, in words ("a FIFO").
+        kind: &'static str,
+    },
+    /// A file hood was to read belongs to a user it is not trusted from.
+    #[error("{path} belongs to uid {owner}, not to root or uid {allowed}: any user could have planted it, so hood does not read it; remove it (its owner can write it again)")]
+    NotTrusted {
+        /// The file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// The user besides root whose file it may be.
+        allowed: u32,
+    },
+    /// A file hood was to read whole is larger than hood reads of such a file.
+    #[error("{path} has more than {}, more than hood reads of such a file (it could claim any size at no cost); name a smaller file", size_words(*limit))]
+    OverLimit {
+        /// The file.
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
     /// A payload is larger than the writer allows.
     #[error("chunk payload of {0} bytes is larger than the 1 GiB limit")]
     TooLarge(u64),
+}
+
+/// A size in words: "64 KiB", "1024 MiB".
+pub(crate) fn size_words(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 fn io_hint(err: &std::io::Error) -> &'static str {

@@ -1,5 +1,7 @@
 //! Owns the file container of every hood recording (header, CRC-checked chunks, zstd, atomic
-//! output files). May depend on zstd and crc32c; no hood crate.
+//! output files) and the one door through which hood opens files it did not create
+//! ([`untrusted`]: no blocking, regular files only, no links where none belong, bounded reads).
+//! May depend on zstd, crc32c and rustix; no hood crate.
 //!
 //! The on-disk container shared by every kind of hood recording.
 //!
@@ -16,6 +18,7 @@ mod header;
 mod prefetch;
 mod reader;
 pub mod tags;
+pub mod untrusted;
 mod writer;
 
 pub use error::FormatError;

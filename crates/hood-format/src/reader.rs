@@ -1,6 +1,5 @@
 //! Reading chunks back, surviving truncation and naming the offset of any damage.
 
-use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -79,13 +78,13 @@ impl std::fmt::Debug for Reader {
 }
 
 impl Reader {
-    /// Open `path` and check its header.
+    /// Open `path` (a regular file, see [`crate::untrusted`]) and check its header.
     pub fn open(path: &Path) -> Result<Self, FormatError> {
         let io = |source| FormatError::Io {
             path: path.to_owned(),
             source,
         };
-        let file = File::open(path).map_err(io)?;
+        let file = crate::untrusted::open(path, crate::untrusted::Policy::NAMED)?;
         let len = file.metadata().map_err(io)?.len();
         // Chunk headers and small payloads come through the buffer; a payload larger than
         // it is read straight into its own buffer.

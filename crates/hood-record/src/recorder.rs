@@ -398,8 +398,11 @@ pub fn record(
         exit_status,
         error.clone(),
     );
-    if let (Err(e), None) = (&finish, &error) {
-        error = Some(e.to_string());
+    match (&finish, &error) {
+        // Warnings about JIT maps not recorded (or not whole).
+        (Ok(warnings), _) => warnings.iter().for_each(|w| log(w)),
+        (Err(e), None) => error = Some(e.to_string()),
+        (Err(_), Some(_)) => {}
     }
     let mut outcome = Outcome {
         output: cfg.output.display().to_string(),
@@ -480,7 +483,7 @@ fn finalize<W: std::io::Write>(
     stop_reason: &str,
     exit_status: Option<i32>,
     error: Option<String>,
-) -> Result<(), hood_format::FormatError> {
+) -> Result<Vec<String>, hood_format::FormatError> {
     collector.flush(writer, true)?;
     let ids = snapshot::build_ids(collector.files_without_build_id.iter().map(String::as_str));
     if !ids.is_empty() {
@@ -499,7 +502,8 @@ fn finalize<W: std::io::Write>(
         };
         writer.write_chunk(tags::profile::KALLSYMS_USED, used.as_bytes(), true)?;
     }
-    for (pid, text) in snapshot::perf_maps(&collector.pids) {
+    let (maps, warnings) = snapshot::perf_maps(&collector.pids);
+    for (pid, text) in maps {
         let mut payload = pid.to_le_bytes().to_vec();
         payload.extend_from_slice(text.as_bytes());
         writer.write_chunk(tags::profile::PERF_MAP, &payload, true)?;
@@ -517,7 +521,8 @@ fn finalize<W: std::io::Write>(
         &serde_json::to_vec(&stats).unwrap_or_default(),
         false,
     )?;
-    writer.flush()
+    writer.flush()?;
+    Ok(warnings)
 }
 
 /// The summary of a recording: the file, its samples and losses, and an early stop.

@@ -51,6 +51,11 @@ pub struct State {
 pub const SESSION: &str = "session.json";
 pub const OUTCOME: &str = "outcome.json";
 pub const LOG: &str = "record.log";
+/// Held (`flock`) by `hood start` and `hood stop` while they look at and change the session,
+/// so two of them cannot both start a recorder.
+pub const LOCK: &str = "session.lock";
+/// How long `hood start` or `hood stop` waits for another one to finish with the session.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// session.json and outcome.json are a few hundred bytes; anything larger is not ours.
 const MAX_STATE_FILE: u64 = 1 << 20;
 
@@ -138,6 +143,43 @@ impl StateDir {
             );
         }
         Ok(Some(StateDir { path, fd }))
+    }
+
+    /// Take the session lock (see [`LOCK`]), waiting at most [`LOCK_WAIT`] for another
+    /// `hood start` or `hood stop` to release it; held until the returned descriptor is dropped.
+    pub fn lock(&self) -> Result<OwnedFd, RecordError> {
+        use rustix::fs::FlockOperation;
+        let fd = rustix::fs::openat(
+            &self.fd,
+            LOCK,
+            OFlags::RDONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::RUSR | Mode::WUSR,
+        )
+        .map_err(io(format!(
+            "opening the lock {} (remove it if it is not a regular file)",
+            self.show(LOCK)
+        )))?;
+        let st = rustix::fs::fstat(&fd).map_err(io(format!("checking {}", self.show(LOCK))))?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            bail!("{} is not a regular file; remove it", self.show(LOCK));
+        }
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match rustix::fs::flock(&fd, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => return Ok(fd),
+                Err(Errno::WOULDBLOCK | Errno::INTR) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(Errno::WOULDBLOCK) => bail!(
+                    "another `hood start` or `hood stop` has held {} for {} s; wait for it, or \
+                     find it with `fuser {}`",
+                    self.show(LOCK),
+                    LOCK_WAIT.as_secs(),
+                    self.show(LOCK)
+                ),
+                Err(e) => bail!("cannot lock {}: {e}", self.show(LOCK)),
+            }
+        }
     }
 
     /// The path of `name` in the directory, for messages.
@@ -331,6 +373,8 @@ pub fn start(
             state_dir_path().display()
         );
     };
+    // One `hood start` at a time: a second one waits, then finds the first one's recorder.
+    let _lock = dir.lock()?;
     if let Some(st) = dir.session()? {
         // A session whose pid is gone or is not its recorder is stale: start afresh.
         if let Ok(Recorder::Running(_)) = recorder(&st, &dir) {
@@ -401,6 +445,8 @@ pub fn stop(timeout: std::time::Duration) -> Result<Outcome, RecordError> {
     let Some(dir) = StateDir::open(false)? else {
         return Err(none(&state_dir_path().join(SESSION)));
     };
+    // Not while a `hood start` is writing the session it starts.
+    let _lock = dir.lock()?;
     let Some(st) = dir.session()? else {
         return Err(none(&dir.path.join(SESSION)));
     };

@@ -125,16 +125,55 @@ pub fn vdso() -> Option<Vec<u8>> {
     Some(buf)
 }
 
-/// /tmp/perf-PID.map text of each pid that has one.
-pub fn perf_maps(pids: &BTreeSet<u32>) -> Vec<(u32, String)> {
-    pids.iter()
-        .filter_map(|&pid| {
-            Some((
-                pid,
-                fs::read_to_string(format!("/tmp/perf-{pid}.map")).ok()?,
-            ))
-        })
-        .collect()
+/// The part of a JIT map kept in a recording. Maps are text a JIT appends to (a few MB for a
+/// large Java or node process); a file any user can plant in /tmp may claim any size (sparse),
+/// so only its beginning, whole lines, is read beyond this.
+pub const MAX_PERF_MAP: u64 = 64 << 20;
+
+/// The /tmp/perf-PID.map text of each pid that has one, and warnings about the maps that are
+/// not read (or not whole). A map is read as perf reads it: a regular file, not a symbolic
+/// link, owned by root or by the process's user (any user can write to /tmp), never blocking.
+pub fn perf_maps(pids: &BTreeSet<u32>) -> (Vec<(u32, String)>, Vec<String>) {
+    perf_maps_in(Path::new("/tmp"), pids, MAX_PERF_MAP)
+}
+
+/// [`perf_maps`] in `dir`, keeping at most `max` bytes of each.
+pub(crate) fn perf_maps_in(
+    dir: &Path,
+    pids: &BTreeSet<u32>,
+    max: u64,
+) -> (Vec<(u32, String)>, Vec<String>) {
+    use hood_format::untrusted::{read, Policy};
+    use std::os::unix::fs::MetadataExt;
+    let mut maps = Vec::new();
+    let mut warnings = Vec::new();
+    for &pid in pids {
+        let path = dir.join(format!("perf-{pid}.map"));
+        // The process's user owns /proc/PID; a process that is gone has none, and then only
+        // root's map is read.
+        let uid = fs::metadata(format!("/proc/{pid}")).map_or(0, |m| m.uid());
+        match read(&path, Policy::owned_by_root_or(uid), max) {
+            Ok(b) => {
+                let mut bytes = b.bytes;
+                if b.cut {
+                    let whole = bytes.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
+                    bytes.truncate(whole);
+                    warnings.push(format!(
+                        "{}: larger than {} MiB; only its first {} MiB are kept, so JIT \
+                         functions named further on stay unnamed",
+                        path.display(),
+                        max >> 20,
+                        max >> 20
+                    ));
+                }
+                maps.push((pid, String::from_utf8_lossy(&bytes).into_owned()));
+            }
+            Err(hood_format::FormatError::Io { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => warnings.push(format!("JIT map not recorded: {e}")),
+        }
+    }
+    (maps, warnings)
 }
 
 /// Host name and kernel release.
@@ -192,4 +231,87 @@ pub fn import_perf_data(
         ));
     }
     Ok(raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn planted_perf_maps_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        // This process's own map (root's or its user's file) is kept whole.
+        std::fs::write(dir.path().join(format!("perf-{me}.map")), "1000 10 jit_a\n").unwrap();
+        // A FIFO, a link and a directory at the paths of other pids.
+        let fifo = dir.path().join("perf-1.map");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o666),
+            0,
+        )
+        .unwrap();
+        symlink("/etc/passwd", dir.path().join("perf-2.map")).unwrap();
+        std::fs::create_dir(dir.path().join("perf-3.map")).unwrap();
+        let t = Instant::now();
+        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([1, 2, 3, me, 4]), 1 << 20);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(maps, vec![(me, "1000 10 jit_a\n".to_string())]);
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(warnings[0].contains("perf-1.map is a FIFO"), "{warnings:?}");
+        assert!(
+            warnings[1].contains("perf-2.map is a symbolic link"),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[2].contains("perf-3.map is a directory"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_huge_perf_map_is_cut_at_a_whole_line_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let path = dir.path().join(format!("perf-{me}.map"));
+        let line = "7f0000001000 10 a_jit_function_name\n";
+        std::fs::write(&path, line.repeat(100)).unwrap();
+        // Sparse beyond the lines: claims 8 GiB.
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(8 << 30)
+            .unwrap();
+        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1000);
+        let kept = &maps[0].1;
+        assert_eq!(kept.len(), 1000 / line.len() * line.len());
+        assert!(kept.ends_with('\n'));
+        assert!(
+            warnings[0].contains(&path.display().to_string())
+                && warnings[0].contains("larger than"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn another_users_perf_map_is_refused() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("SKIPPED (needs root to chown): another_users_perf_map_is_refused");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let path = dir.path().join(format!("perf-{me}.map"));
+        std::fs::write(&path, "1000 10 evil\n").unwrap();
+        rustix::fs::chown(&path, Some(rustix::fs::Uid::from_raw(4242)), None).unwrap();
+        // This process runs as root: only root's map is its.
+        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1 << 20);
+        assert!(maps.is_empty());
+        assert!(warnings[0].contains("uid 4242"), "{warnings:?}");
+    }
 }

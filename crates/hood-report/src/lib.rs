@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod monitor;
 pub mod pprof;
 pub mod profile;
+pub mod safe;
 pub mod trace;
 
 /// Why a report could not be rendered.

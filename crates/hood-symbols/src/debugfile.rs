@@ -12,7 +12,6 @@
 //! Their program headers describe no file contents, so a file offset is first turned into a
 //! virtual address with the binary's own `PT_LOAD` headers.
 
-use std::fs::File;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -21,8 +20,9 @@ use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _}
 use object::read::ReadCache;
 use object::Endianness;
 
-use crate::elfread::{sections64, Elf64};
-use crate::{hex, read_build_id};
+use crate::elfread::{build_id_at, sections64, Elf64};
+use crate::hex;
+use crate::open::{open, BINARY, DEBUG};
 
 /// Larger `.gnu_debuglink` sections are not debug links.
 const MAX_DEBUGLINK: u64 = 4096;
@@ -95,7 +95,7 @@ pub fn debug_file_path(build_id: &[u8], dirs: &[PathBuf]) -> Option<PathBuf> {
                 .join(format!("{}.debug", &h[2..]))
         })
         .find(|p| p.is_file())?;
-    (read_build_id(&path).ok()?.as_deref() == Some(build_id)).then_some(path)
+    (build_id_at(&path, DEBUG).ok()?.as_deref() == Some(build_id)).then_some(path)
 }
 
 /// The debug file named by the `.gnu_debuglink` of `real` (recorded as `recorded`) whose
@@ -120,7 +120,7 @@ pub(crate) fn debug_link_path(
     candidates.into_iter().find(|c| {
         c.as_path() != real
             && file_crc32(c) == Some(crc)
-            && match (id, read_build_id(c).ok().flatten()) {
+            && match (id, build_id_at(c, DEBUG).ok().flatten()) {
                 (Some(a), Some(b)) => a == b.as_slice(),
                 _ => true,
             }
@@ -129,7 +129,7 @@ pub(crate) fn debug_link_path(
 
 /// The file name and CRC-32 of the `.gnu_debuglink` section of a 64-bit ELF file.
 fn read_debuglink(path: &Path) -> Option<(String, u32)> {
-    let data = ReadCache::new(File::open(path).ok()?);
+    let data = ReadCache::new(open(path, BINARY).ok()?);
     let elf = sections64(&data).ok()?;
     let (_, sec) = elf.table.section_by_name(elf.endian, b".gnu_debuglink")?;
     let (_, size) = sec.file_range(elf.endian)?;
@@ -158,11 +158,10 @@ fn parse_debuglink(bytes: &[u8], endian: Endianness) -> Option<(String, u32)> {
 
 /// The CRC-32 (the debug link's, zlib's) of a regular file of bounded size.
 fn file_crc32(path: &Path) -> Option<u32> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_DEBUG_FILE {
+    let mut f = open(path, DEBUG).ok()?;
+    if f.metadata().ok()?.len() > MAX_DEBUG_FILE {
         return None;
     }
-    let mut f = File::open(path).ok()?;
     let mut h = crc32fast::Hasher::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -177,7 +176,7 @@ fn file_crc32(path: &Path) -> Option<u32> {
 
 /// Whether a 64-bit ELF file carries DWARF itself (a `.debug_info` with contents).
 pub(crate) fn has_dwarf(path: &Path) -> bool {
-    let Ok(file) = File::open(path) else {
+    let Ok(file) = open(path, DEBUG) else {
         return false;
     };
     let data = ReadCache::new(file);
@@ -192,7 +191,7 @@ pub(crate) fn has_dwarf(path: &Path) -> bool {
 /// The `PT_LOAD` headers of a 64-bit ELF file; `None` for anything else, anything
 /// truncated, or more program headers than any real binary has.
 fn read_loads(path: &Path) -> Option<Vec<Load>> {
-    let data = ReadCache::new(File::open(path).ok()?);
+    let data = ReadCache::new(open(path, BINARY).ok()?);
     let header = Elf64::parse(&data).ok()?;
     let endian = header.endian().ok()?;
     if header.phnum(endian, &data).ok()? > MAX_PHDRS {

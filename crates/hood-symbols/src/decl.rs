@@ -84,7 +84,7 @@ pub(crate) fn inlined_decl_lines(
     addrs: &[Option<u64>],
 ) -> Vec<Vec<Option<u32>>> {
     let mut out = vec![Vec::new(); addrs.len()];
-    let Ok(file) = File::open(dwarf_file) else {
+    let Ok(file) = crate::open::open(dwarf_file, crate::open::DEBUG) else {
         return out;
     };
     let cache = ReadCache::new(&file);

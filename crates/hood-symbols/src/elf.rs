@@ -1,7 +1,10 @@
 //! ELF symbolization by file offset through blazesym: files on disk
 //! (checked against the recorded build-id) and in-memory images.
 
+use std::fs::File;
 use std::io::{ErrorKind, Write as _};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use blazesym::symbolize::source::{Elf, Source};
@@ -11,8 +14,8 @@ use crate::debugfile::{has_dwarf, DebugFile};
 use crate::plt::Plt;
 use crate::symbolizer::{hash_of, Verdict};
 use crate::{
-    build_id_from_bytes, hex, read_build_id, InlinedFrame, Resolution, SourceLine, Sym,
-    SymbolError, Symbolizer, Unresolved,
+    build_id_from_bytes, hex, InlinedFrame, Resolution, SourceLine, Sym, SymbolError, Symbolizer,
+    Unresolved,
 };
 
 const LEFT: &str = "its frames are left unresolved";
@@ -286,19 +289,20 @@ impl Symbolizer {
                 real = self.rooted(Path::new(stripped));
             }
         }
-        // Device nodes and other non-files (a mapped /dev/zero, a GPU
-        // aperture) are never opened: reading one could block or have effects.
-        if let Ok(meta) = std::fs::metadata(&real) {
-            if !meta.is_file() {
-                self.warn(
-                    shown.clone(),
-                    format!("{shown} is not a regular file; {LEFT}"),
-                );
+        // Device nodes, FIFOs and other non-files (a mapped /dev/zero, a GPU aperture, a
+        // FIFO planted where a deleted binary was) are never opened: reading one could block
+        // or have effects. Nor is a symbolic link followed: a mapped path never is one.
+        let actual = match crate::open::open(&real, crate::open::BINARY).and_then(|f| {
+            if let Ok(md) = f.metadata() {
+                self.checked.insert(real.clone(), (md.dev(), md.ino()));
+            }
+            crate::elfread::build_id_of_file(f, &real)
+        }) {
+            Ok(id) => id,
+            Err(SymbolError::Refused(e)) => {
+                self.warn(shown.clone(), format!("{e}; {LEFT}"));
                 return Err(Unresolved::NotElf);
             }
-        }
-        let actual = match read_build_id(&real) {
-            Ok(id) => id,
             Err(SymbolError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
                 let msg = format!(
                     "binary {shown} not found ({}); {LEFT}",
@@ -368,15 +372,43 @@ impl Symbolizer {
         out
     }
 
+    /// `path` opened through the door for blazesym, which opens what it is given itself (and
+    /// looks for `PATH.dwp` beside it): blazesym is handed `/proc/self/fd/N` of the checked
+    /// file, so a FIFO or another file renamed over the path after the checks is never read.
+    /// A binary checked by [`Self::check_file`] must still be the file checked.
+    fn held(&mut self, path: &Path, shown: &str) -> Result<(File, PathBuf), Unresolved> {
+        let (policy, checked) = match self.checked.get(path) {
+            Some(&id) => (crate::open::BINARY, Some(id)),
+            None => (crate::open::DEBUG, None),
+        };
+        let f = crate::open::open(path, policy).map_err(|e| {
+            let msg = e.to_string();
+            self.warn(format!("read {shown}"), format!("{msg}; {LEFT}"));
+            Unresolved::Other(msg)
+        })?;
+        let id = f.metadata().map(|m| (m.dev(), m.ino())).ok();
+        if checked.is_some() && id != checked {
+            let msg = format!("{} was replaced while it was read", path.display());
+            self.warn(format!("read {shown}"), format!("{msg}; {LEFT}"));
+            return Err(Unresolved::Other(msg));
+        }
+        let fd_path = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+        Ok((f, fd_path))
+    }
+
     fn blaze_sorted(&mut self, real: &Path, shown: &str, input: Input<&[u64]>) -> Vec<Resolution> {
         let n = match input {
             Input::FileOffset(a) | Input::VirtOffset(a) | Input::AbsAddr(a) => a.len(),
+        };
+        let (_file, fd_path) = match self.held(real, shown) {
+            Ok(h) => h,
+            Err(why) => return vec![Err(why); n],
         };
         // Names from the symbol tables, as perf names functions: DWARF's names of C++
         // members and templates are their bare declarations (`fold<...>`).
         let elf = Source::Elf(Elf {
             debug_syms: false,
-            ..Elf::new(real)
+            ..Elf::new(&fd_path)
         });
         let mut out: Vec<Resolution> = match self.blaze.symbolize(&elf, input) {
             Ok(found) => found.into_iter().map(convert).collect(),
@@ -392,7 +424,15 @@ impl Symbolizer {
             return out;
         }
         let dwarf_file = self.dwarf_file(real);
-        let dwarf = Source::Elf(Elf::new(&dwarf_file));
+        let (_dwarf_held, dwarf_fd_path) = if dwarf_file == real {
+            (None, fd_path.clone())
+        } else {
+            match self.held(&dwarf_file, shown) {
+                Ok((f, p)) => (Some(f), p),
+                Err(_) => return out,
+            }
+        };
+        let dwarf = Source::Elf(Elf::new(&dwarf_fd_path));
         // The DWARF parser meets bytes nobody checked (a hostile binary, a truncated debug
         // file): should it panic, the file keeps its symbol-table names and its DWARF is not
         // read again in this report.

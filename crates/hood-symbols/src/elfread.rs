@@ -67,12 +67,18 @@ fn bounded_sections<'a, Elf: FileHeader, R: ReadRef<'a>>(
 ///
 /// Errors: the file cannot be opened ([`SymbolError::Io`]) or is not ELF
 /// ([`SymbolError::NotElf`]).
+/// The file is opened as a binary at the path it was mapped from: a regular file, never through
+/// a symbolic link ([`SymbolError::Refused`] otherwise).
 pub fn read_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
-    let file = File::open(path).map_err(|source| SymbolError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    build_id_of_file(file, path)
+    build_id_at(path, crate::open::BINARY)
+}
+
+/// [`read_build_id`] of a file opened under `policy`.
+pub(crate) fn build_id_at(
+    path: &Path,
+    policy: crate::open::Policy,
+) -> Result<Option<Vec<u8>>, SymbolError> {
+    build_id_of_file(crate::open::open(path, policy)?, path)
 }
 
 /// [`read_build_id`] of a file already opened (`path` names it in errors).

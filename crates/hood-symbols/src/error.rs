@@ -40,6 +40,9 @@ pub enum SymbolError {
         /// Which check failed.
         reason: &'static str,
     },
+    /// A file that is not a regular file, or not one to trust (see [`hood_format::untrusted`]).
+    #[error(transparent)]
+    Refused(hood_format::FormatError),
     /// The code or source text asked for cannot be shown.
     #[error("{}: {reason}", path.display())]
     NoCode {

@@ -28,10 +28,7 @@ pub struct FunctionSymbol {
 /// `.symtab`'s and `.dynsym`'s in the order of their sections. A file that is not 64-bit ELF,
 /// or whose headers or tables lie outside it, is an error.
 pub fn function_symbols(path: &Path) -> Result<Vec<FunctionSymbol>, SymbolError> {
-    let file = File::open(path).map_err(|source| SymbolError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let file = crate::open::open(path, crate::open::DEBUG)?;
     let data = ReadCache::new(file);
     read(&data).map_err(|reason| SymbolError::NotElf {
         what: path.display().to_string(),

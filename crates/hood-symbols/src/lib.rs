@@ -1,7 +1,8 @@
 //! Owns names and lines: ELF symbols, DWARF lines and inlined frames, separate debug files,
 //! debuginfod, the DWARF cache, the symbol cache of answers per binary, kallsyms, perf maps,
 //! symfiles, and the source text and machine code `hood annotate` shows. May depend on
-//! blazesym, object and ureq; no hood crate.
+//! blazesym, object and ureq, and on hood-format for its door to untrusted files (every file
+//! here is opened through [`hood_format::untrusted`]).
 //!
 //! Address → symbol resolution for hood reports.
 //!
@@ -40,6 +41,7 @@ mod elf;
 mod elfread;
 mod error;
 mod funcs;
+mod open;
 mod plt;
 mod source;
 mod symbolizer;

@@ -39,7 +39,7 @@ impl Plt {
     /// whose stub count does not match `.rela.plt`, give an empty table: better no name
     /// than a wrong one.
     pub(crate) fn read(path: &Path) -> Plt {
-        let Ok(file) = File::open(path) else {
+        let Ok(file) = crate::open::open(path, crate::open::BINARY) else {
             return Plt::default();
         };
         let cache = ReadCache::new(file);

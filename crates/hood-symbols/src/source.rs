@@ -3,12 +3,10 @@
 //! by a binary's debug info, so both are opened without blocking (a FIFO must not hang the
 //! report), must be regular files, and are read only up to a bound, whatever their size.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
-
-use rustix::fs::OFlags;
 
 use crate::{SymbolError, Symbolizer};
 
@@ -25,22 +23,7 @@ pub struct FunctionCode {
 
 /// `path` opened for reading without blocking, if it is a regular file.
 fn open_regular(path: &Path) -> Result<File, SymbolError> {
-    let io = |source| SymbolError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let f = OpenOptions::new()
-        .read(true)
-        .custom_flags(OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-        .map_err(io)?;
-    if !f.metadata().map_err(io)?.is_file() {
-        return Err(SymbolError::NoCode {
-            path: path.to_path_buf(),
-            reason: "not a regular file".into(),
-        });
-    }
-    Ok(f)
+    crate::open::open(path, crate::open::DEBUG)
 }
 
 /// The text of the source file `path` (invalid UTF-8 replaced), if it is a regular file of at

@@ -40,6 +40,9 @@ pub struct Symbolizer {
     symfile: Option<SymbolTable>,
     /// (path as recorded, expected build-id) → verdict.
     pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
+    /// Device and inode of each binary whose build-id was checked: what is read later must be
+    /// that file.
+    pub(crate) checked: HashMap<PathBuf, (u64, u64)>,
     /// binary as read → its separate debug file, if any.
     pub(crate) debug_files: HashMap<PathBuf, Option<crate::debugfile::DebugFile>>,
     /// Files whose DWARF parser panicked: read for names only from then on.
@@ -63,6 +66,10 @@ pub struct Symbolizer {
     warned: HashSet<String>,
 }
 
+/// A larger `--symfile` is refused (nm's output for the largest binaries is a few hundred MB
+/// less than this).
+pub(crate) const MAX_SYMFILE: u64 = 1 << 30;
+
 impl Symbolizer {
     /// Creates a symbolizer; reads and parses `opts.symfile` if given.
     ///
@@ -71,10 +78,8 @@ impl Symbolizer {
     pub fn new(opts: SymbolizerOptions) -> Result<Self, SymbolError> {
         let symfile = match &opts.symfile {
             Some(path) => {
-                let text = std::fs::read(path).map_err(|source| SymbolError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
+                let text = hood_format::untrusted::read_all(path, crate::open::DEBUG, MAX_SYMFILE)
+                    .map_err(crate::open::refused)?;
                 let text = String::from_utf8_lossy(&text);
                 Some(parse_nm(&path.display().to_string(), &text)?)
             }
@@ -87,6 +92,10 @@ impl Symbolizer {
             // Separate debug files are found here (debugfile.rs), by build-id and debug
             // link with their checks; blazesym is handed the file to read.
             .set_debug_dirs(Some(Vec::<PathBuf>::new()))
+            // Files are handed over as /proc/self/fd/N (elf.rs): a number reused for another
+            // file must be seen as another file (blazesym compares device, inode, size and
+            // time on every use when reloading is on).
+            .enable_auto_reload(true)
             .build();
         let demangler = opts.demangle.then(|| DemangleCache::new(opts.full_names));
         let debuginfod = opts
@@ -102,6 +111,7 @@ impl Symbolizer {
             kernel: None,
             symfile,
             files: HashMap::new(),
+            checked: HashMap::new(),
             debug_files: HashMap::new(),
             dwarf_broken: HashSet::new(),
             debuginfod,

@@ -29,8 +29,9 @@ use object::read::ReadCache;
 use object::Endianness;
 
 use crate::cache::{cached_ok, touch, trim, CheckedDir};
+use crate::elfread::build_id_at;
 use crate::elfread::sections64;
-use crate::{hex, read_build_id};
+use crate::hex;
 
 /// Default budget of the cache: the copies of a few dozen libraries' debug files.
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
@@ -109,7 +110,7 @@ impl Unpacker {
         warn: &mut dyn FnMut(String, String),
     ) -> Option<PathBuf> {
         let plan = Plan::read(file).ok().flatten()?;
-        let id = read_build_id(file)
+        let id = build_id_at(file, crate::open::DEBUG)
             .ok()
             .flatten()
             .filter(|id| id.len() >= 2)?;
@@ -182,7 +183,7 @@ impl Plan {
     /// The compressed DWARF sections of `path`; `None` if it has none this module can
     /// unpack (or is not a 64-bit little-endian ELF file).
     fn read(path: &Path) -> io::Result<Option<Plan>> {
-        let f = File::open(path)?;
+        let f = crate::open::open(path, crate::open::DEBUG).map_err(io::Error::other)?;
         let file_size = f.metadata()?.len();
         let cache = ReadCache::new(&f);
         let Ok(elf) = sections64(&cache) else {
@@ -244,7 +245,7 @@ impl Plan {
 
     /// Writes the unpacked copy of `src` to `dst` through a private temporary file in `dir`.
     fn write(&self, src: &Path, dir: &Path, dst: &Path) -> io::Result<()> {
-        let mut from = File::open(src)?;
+        let mut from = crate::open::open(src, crate::open::DEBUG).map_err(io::Error::other)?;
         if from.metadata()?.len() != self.file_size {
             return Err(io::Error::other("the file changed while it was read"));
         }

@@ -1,21 +1,20 @@
 //! The unwind information of one ELF image (an executable, a shared library, the vDSO),
 //! read once and shared by every process that maps it.
 //!
-//! The files are untrusted: they are opened without following a final symlink and without
-//! blocking (a FIFO planted under a mapped path cannot hang the recorder), only regular files
-//! are read, only the few sections unwinding needs are read (never the whole file), and every
+//! The files are untrusted: they are opened through hood-format's door
+//! ([`hood_format::untrusted`]: no final symlink, no blocking on a FIFO planted under a mapped
+//! path, no device opened), only regular files are read, only the few sections unwinding needs are read (never the whole file), and every
 //! size comes from the file's real length, never from what its headers claim.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::ops::Range;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::read::ReadCache;
 use object::{Object as _, ObjectSection as _, ObjectSegment as _, ReadRef};
-use rustix::fs::OFlags;
 
 use crate::UnwindError;
 
@@ -272,11 +271,13 @@ pub(crate) fn open_regular(path: &Path) -> Result<(File, FileId), UnwindError> {
         path: path.to_path_buf(),
         source: e,
     };
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
-        .open(path)
-        .map_err(io)?;
+    let file = hood_format::untrusted::open(path, hood_format::untrusted::Policy::NO_LINK)
+        .map_err(|e| match e {
+            hood_format::FormatError::Io { source, .. } => io(source),
+            _ => UnwindError::NotAnImage {
+                path: path.to_path_buf(),
+            },
+        })?;
     let md = file.metadata().map_err(io)?;
     if !md.file_type().is_file() || md.len() > MAX_IMAGE_BYTES {
         return Err(UnwindError::NotAnImage {

@@ -9,7 +9,8 @@
 //! ELF image's unwind sections once, shared by every process that maps it.
 //!
 //! **Depends on:** framehop (the rule engine), object and gimli (ELF and CFI parsing),
-//! hood-model (the one `/proc/PID/maps` parser), hood-symbols (debug files by build-id).
+//! hood-model (the one `/proc/PID/maps` parser), hood-symbols (debug files by build-id),
+//! hood-format (its door to untrusted files, through which every ELF file is opened).
 //! Pure: no `unsafe`; its only I/O is reading ELF files and `/proc/PID/maps`.
 //!
 //! A chain that could not be completed says why ([`Truncation`]), so reports can mark it

@@ -12,7 +12,6 @@
 pub mod file;
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -118,9 +117,8 @@ pub const MAGIC: &[u8; 8] = b"PERFILE2";
 /// Whether the file at `path` starts with perf.data's magic (false if it cannot be read).
 pub fn is_perf_data(path: &Path) -> bool {
     let mut head = [0u8; 8];
-    File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
+    hood_format::untrusted::open(path, hood_format::untrusted::Policy::NAMED)
+        .is_ok_and(|mut f| f.read_exact(&mut head).is_ok())
         && &head == MAGIC
 }
 
@@ -154,7 +152,11 @@ pub fn load(
     path: &Path,
     unwinder: Option<&mut dyn StackUnwinder>,
 ) -> Result<PerfImport, ModelError> {
-    let bytes = std::fs::read(path).map_err(|e| perr(path, e))?;
+    // A regular file (never a FIFO or a device), read as long as it is.
+    let mut bytes = Vec::new();
+    hood_format::untrusted::open(path, hood_format::untrusted::Policy::NAMED)?
+        .read_to_end(&mut bytes)
+        .map_err(|e| perr(path, e))?;
     load_bytes(path, &bytes, unwinder)
 }
 

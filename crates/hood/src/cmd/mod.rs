@@ -8,6 +8,7 @@ pub mod record;
 pub mod report;
 pub mod serve;
 pub mod trace;
+pub mod values;
 
 use std::process::ExitCode;
 

@@ -20,7 +20,7 @@ pub struct InfoArgs {
     #[arg(long)]
     pub json: bool,
     /// Seconds between the two snapshots rates and percentages come from (0: none).
-    #[arg(long, value_name = "SECS", default_value_t = 0.25)]
+    #[arg(long, value_name = "SECS", default_value_t = 0.25, value_parser = crate::cmd::values::interval_secs)]
     pub interval: f64,
     /// Read this directory instead of /proc (for tests with a fake tree).
     #[arg(long, hide = true)]
@@ -30,7 +30,7 @@ pub struct InfoArgs {
 /// Run `hood info`.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let mut r = reader(&args.proc_root);
-    let interval = Duration::from_secs_f64(args.interval.clamp(0.0, 3600.0));
+    let interval = Duration::from_secs_f64(args.interval);
     let view = sample(&mut r, &ScanOptions::all(), interval)?;
     let Some(path) = args.path else {
         let paths = list_paths(&view);

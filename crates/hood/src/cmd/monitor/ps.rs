@@ -39,7 +39,7 @@ pub struct PsArgs {
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
     /// Measure CPU percentages and rates over this many seconds (0: none, the default).
-    #[arg(long, value_name = "SECS", default_value_t = 0.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = crate::cmd::values::interval_secs)]
     pub interval: f64,
     /// Read this directory instead of /proc (for tests with a fake tree).
     #[arg(long, hide = true)]
@@ -79,7 +79,7 @@ impl PsArgs {
             },
             key,
             desc: descending(self.sort.as_deref(), key),
-            interval: Duration::from_secs_f64(self.interval.clamp(0.0, 3600.0)),
+            interval: Duration::from_secs_f64(self.interval),
         })
     }
 }

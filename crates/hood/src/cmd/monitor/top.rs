@@ -20,7 +20,7 @@ use super::{arrange, descending, emit, out_width, reader, sort_key};
 #[derive(Debug, Args)]
 pub struct TopArgs {
     /// Seconds between refreshes.
-    #[arg(short, long, value_name = "SECS", default_value_t = 1.0)]
+    #[arg(short, long, value_name = "SECS", default_value_t = 1.0, value_parser = crate::cmd::values::refresh_secs)]
     pub delay: f64,
     /// Batch mode: print plain-text frames instead of the full-screen UI.
     #[arg(short, long)]
@@ -93,7 +93,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     };
     let key = sort_key(args.sort.as_deref(), default_key)?;
     let desc = descending(args.sort.as_deref(), key);
-    let delay = Duration::from_secs_f64(args.delay.clamp(0.01, 3600.0));
+    let delay = Duration::from_secs_f64(args.delay);
     let tracer = start_tracer(args.irq_time);
     if let Some(Err(why)) = &tracer {
         eprintln!("hood top: --irq-time unavailable: {why}");

@@ -52,7 +52,7 @@ pub struct RecordArgs {
     #[arg(short = 'o', long = "output", default_value = "hood.data")]
     pub output: PathBuf,
     /// Stop after this many seconds.
-    #[arg(short = 'd', long = "duration")]
+    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = crate::cmd::values::record_secs)]
     pub duration: Option<f64>,
     /// Ring buffer size per CPU in KiB (rounded up to a power-of-two number of pages);
     /// default 1024, or 4096 when samples carry stack copies.

@@ -63,7 +63,7 @@ pub struct ReportArgs {
     #[arg(short = 'i', long = "input", default_value = "hood.data")]
     pub input: PathBuf,
     /// Fold rows below this percentage into one line.
-    #[arg(long = "min-percent", default_value_t = 1.0)]
+    #[arg(long = "min-percent", default_value_t = 1.0, value_parser = crate::cmd::values::percent)]
     pub min_percent: f64,
     /// What to group the flat profile by.
     #[arg(long = "by", value_enum, default_value_t = ByArg::Function)]

@@ -32,6 +32,9 @@ pub struct ServeArgs {
     pub process_filter: Option<String>,
 }
 
+/// A token file is one line; a larger one is refused.
+const MAX_TOKEN_FILE: u64 = 64 << 10;
+
 impl ServeArgs {
     /// Validate and convert.
     pub fn to_config(&self) -> anyhow::Result<Config> {
@@ -45,14 +48,21 @@ impl ServeArgs {
             bail!("--top {}: must be between 1 and {MAX_TOP}", self.top);
         }
         let from_file = match &self.token_file {
+            // A regular file of at most 64 KiB (never a FIFO, a device or /dev/zero).
             Some(f) => Some(
-                std::fs::read_to_string(f)
-                    .with_context(|| format!("--token-file {}", f.display()))?
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_string(),
+                String::from_utf8_lossy(
+                    &hood_format::untrusted::read_all(
+                        f,
+                        hood_format::untrusted::Policy::NAMED,
+                        MAX_TOKEN_FILE,
+                    )
+                    .context("--token-file")?,
+                )
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string(),
             ),
             None => None,
         };

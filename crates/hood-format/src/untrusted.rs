@@ -1,0 +1,293 @@
+//! The one door through which hood opens a file it did not create: a recording given with `-i`,
+//! a `--symfile` or `--token-file`, a JIT map `/tmp/perf-PID.map`, a mapped binary, a debug file.
+//! hood usually runs as root and such paths are often in places any user can write, so nothing
+//! at the path is trusted until checked:
+//!
+//! 1. the path is resolved to an `O_PATH` descriptor, which opens nothing: a FIFO cannot block,
+//!    a device's driver is never called (opening some devices has effects);
+//! 2. the descriptor must be a regular file (and, where the caller asks, not a symbolic link
+//!    and owned by root or a named user);
+//! 3. only then is that same file opened for reading, through `/proc/self/fd`, so what is read
+//!    is what was checked, whatever is renamed over the path in between;
+//! 4. [`read`] reads at most the bound the caller gives, whatever size the file claims (sparse
+//!    files claim any size at no cost to their owner), into a buffer that grows with what is
+//!    actually read.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use rustix::fs::{FileType, Mode, OFlags};
+
+use crate::FormatError;
+
+/// How a file at an untrusted path is checked before it is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// A symbolic link as the last component is followed (a file the user named); otherwise it
+    /// is refused.
+    pub follow_link: bool,
+    /// The file must belong to root or to this user (as perf checks JIT maps).
+    pub owner: Option<u32>,
+}
+
+impl Policy {
+    /// A file the user named on the command line: a symbolic link is followed (to a regular
+    /// file), any owner.
+    pub const NAMED: Policy = Policy {
+        follow_link: true,
+        owner: None,
+    };
+    /// A file at a path a process, a recording or a binary named: never through a symbolic
+    /// link as its last component, any owner.
+    pub const NO_LINK: Policy = Policy {
+        follow_link: false,
+        owner: None,
+    };
+
+    /// A file at a path a process named, that must not be a symbolic link and must belong to
+    /// root or to `uid` (the process's user).
+    pub fn owned_by_root_or(uid: u32) -> Policy {
+        Policy {
+            follow_link: false,
+            owner: Some(uid),
+        }
+    }
+}
+
+/// What [`read`] read.
+#[derive(Debug)]
+pub struct Bounded {
+    /// The bytes, at most the bound.
+    pub bytes: Vec<u8>,
+    /// The file had more bytes than the bound: `bytes` is its beginning.
+    pub cut: bool,
+}
+
+/// The kind of a file that is not a regular file, in words.
+fn kind_of(t: FileType) -> &'static str {
+    match t {
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Directory => "a directory",
+        FileType::Symlink => "a symbolic link",
+        FileType::Socket => "a socket",
+        _ => "not a regular file",
+    }
+}
+
+/// Open `path` for reading after the checks of `policy` (see the module documentation).
+pub fn open(path: &Path, policy: Policy) -> Result<File, FormatError> {
+    let io = |e: rustix::io::Errno| FormatError::Io {
+        path: path.to_path_buf(),
+        source: e.into(),
+    };
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if !policy.follow_link {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let handle = rustix::fs::open(path, flags, Mode::empty()).map_err(io)?;
+    let st = rustix::fs::fstat(&handle).map_err(io)?;
+    let kind = FileType::from_raw_mode(st.st_mode);
+    if kind != FileType::RegularFile {
+        return Err(FormatError::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_of(kind),
+        });
+    }
+    if let Some(uid) = policy.owner {
+        if st.st_uid != 0 && st.st_uid != uid {
+            return Err(FormatError::NotTrusted {
+                path: path.to_path_buf(),
+                owner: st.st_uid,
+                allowed: uid,
+            });
+        }
+    }
+    // The checked file itself, whatever the path names by now.
+    let again = format!("/proc/self/fd/{}", handle.as_raw_fd());
+    let file = match rustix::fs::open(
+        again.as_str(),
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => File::from(fd),
+        // No /proc (a bare chroot): the path once more, without following a link and
+        // without blocking, and the same file or nothing.
+        Err(rustix::io::Errno::NOENT) => File::from(
+            rustix::fs::open(
+                path,
+                OFlags::RDONLY
+                    | OFlags::NONBLOCK
+                    | OFlags::NOCTTY
+                    | OFlags::CLOEXEC
+                    | if policy.follow_link {
+                        OFlags::empty()
+                    } else {
+                        OFlags::NOFOLLOW
+                    },
+                Mode::empty(),
+            )
+            .map_err(io)?,
+        ),
+        Err(e) => return Err(io(e)),
+    };
+    let md = file.metadata().map_err(|source| FormatError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if md.dev() != st.st_dev || md.ino() != st.st_ino || !md.is_file() {
+        return Err(FormatError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other("replaced while it was opened; try again"),
+        });
+    }
+    Ok(file)
+}
+
+/// Read at most `max` bytes of `path` after the checks of `policy`.
+pub fn read(path: &Path, policy: Policy, max: u64) -> Result<Bounded, FormatError> {
+    read_file(open(path, policy)?, path, max)
+}
+
+/// The whole of `path` after the checks of `policy`, if it has at most `max` bytes
+/// ([`FormatError::OverLimit`] otherwise).
+pub fn read_all(path: &Path, policy: Policy, max: u64) -> Result<Vec<u8>, FormatError> {
+    let b = read(path, policy, max)?;
+    if b.cut {
+        return Err(FormatError::OverLimit {
+            path: path.to_path_buf(),
+            limit: max,
+        });
+    }
+    Ok(b.bytes)
+}
+
+/// Read at most `max` bytes of an opened file; `path` names it in errors.
+pub fn read_file(file: File, path: &Path, max: u64) -> Result<Bounded, FormatError> {
+    let mut bytes = Vec::new();
+    // One byte more than the bound tells a file of exactly `max` bytes from a longer one.
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|source| FormatError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let cut = bytes.len() as u64 > max;
+    bytes.truncate(max as usize);
+    Ok(Bounded { bytes, cut })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+
+    fn fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            FileType::Fifo,
+            Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn regular_files_are_read_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"0123456789").unwrap();
+        let b = read(&p, Policy::NO_LINK, 100).unwrap();
+        assert_eq!((b.bytes.as_slice(), b.cut), (&b"0123456789"[..], false));
+        let b = read(&p, Policy::NO_LINK, 10).unwrap();
+        assert_eq!((b.bytes.len(), b.cut), (10, false));
+        let b = read(&p, Policy::NO_LINK, 4).unwrap();
+        assert_eq!((b.bytes.as_slice(), b.cut), (&b"0123"[..], true));
+    }
+
+    #[test]
+    fn a_sparse_file_is_read_only_up_to_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sparse");
+        let f = File::create(&p).unwrap();
+        f.set_len(64 << 30).unwrap();
+        let b = read(&p, Policy::NAMED, 1 << 20).unwrap();
+        assert_eq!((b.bytes.len(), b.cut), (1 << 20, true));
+        assert!(b.bytes.capacity() < 4 << 20, "{}", b.bytes.capacity());
+    }
+
+    #[test]
+    fn fifos_devices_and_directories_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fifo");
+        fifo(&p);
+        for policy in [Policy::NAMED, Policy::NO_LINK] {
+            let e = open(&p, policy).unwrap_err().to_string();
+            assert!(e.contains("fifo") && e.contains("is a FIFO"), "{e}");
+        }
+        let e = open(Path::new("/dev/null"), Policy::NAMED)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("/dev/null is a character device"), "{e}");
+        let e = open(dir.path(), Policy::NAMED).unwrap_err().to_string();
+        assert!(e.contains("is a directory"), "{e}");
+    }
+
+    #[test]
+    fn links_are_followed_only_when_the_user_named_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        std::fs::write(&real, b"x").unwrap();
+        let link = dir.path().join("link");
+        symlink(&real, &link).unwrap();
+        assert!(open(&link, Policy::NAMED).is_ok());
+        let e = open(&link, Policy::NO_LINK).unwrap_err().to_string();
+        assert!(e.contains("link is a symbolic link"), "{e}");
+        // A link to a FIFO is refused even when followed.
+        let f = dir.path().join("fifo");
+        fifo(&f);
+        let to_fifo = dir.path().join("to-fifo");
+        symlink(&f, &to_fifo).unwrap();
+        let e = open(&to_fifo, Policy::NAMED).unwrap_err().to_string();
+        assert!(e.contains("is a FIFO"), "{e}");
+    }
+
+    #[test]
+    fn the_owner_is_checked_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("perf-1.map");
+        std::fs::write(&p, b"1000 10 f\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let me = rustix::process::geteuid().as_raw();
+        assert!(open(&p, Policy::owned_by_root_or(me)).is_ok());
+        if me == 0 {
+            // Root's file is trusted for any process; another user's only for that user.
+            assert!(open(&p, Policy::owned_by_root_or(4242)).is_ok());
+            rustix::fs::chown(&p, Some(rustix::fs::Uid::from_raw(4243)), None).unwrap();
+            let e = open(&p, Policy::owned_by_root_or(4242))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("uid 4243") && e.contains("uid 4242"), "{e}");
+            assert!(open(&p, Policy::owned_by_root_or(4243)).is_ok());
+        } else {
+            let e = open(&p, Policy::owned_by_root_or(me + 1))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("uid {me}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_an_io_error_naming_it() {
+        let e = open(Path::new("/nonexistent/hood-x"), Policy::NAMED).unwrap_err();
+        assert!(
+            matches!(&e, FormatError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        );
+        assert!(e.to_string().contains("/nonexistent/hood-x"));
+    }
+}
