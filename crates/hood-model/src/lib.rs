@@ -1,13 +1,13 @@
-//! Owns the pure data model: decoding raw records (hood's files and perf.data), address spaces
-//! over time, profiles and their aggregation, monitor snapshots, call-path tables, trace
-//! analysis. May depend on hood-format and hood-abi; never on the kernel.
+//! Owns the pure data model: reading recordings into memory (hood's files, perf.data imported),
+//! interpreting profiles and their aggregation, labels attribution, monitor snapshots,
+//! call-path tables, trace analysis. May depend on hood-raw (the byte decoders), hood-format
+//! and hood-abi; never on the kernel.
 //!
 //! Pure data model of hood: decoded recordings, profiles and their aggregation, and the system
 //! monitor's snapshots. Nothing here touches the kernel, so reports work on another machine.
 #![forbid(unsafe_code)]
 
 pub mod calls;
-pub mod frames;
 pub mod labels;
 pub mod monitor;
 pub mod perfdata;
@@ -20,6 +20,9 @@ pub enum ModelError {
     /// The container could not be read.
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),
+    /// Raw bytes in the recording could not be decoded.
+    #[error(transparent)]
+    Raw(#[from] hood_raw::RawError),
     /// A chunk's content is malformed.
     #[error("malformed recording: {0}")]
     Malformed(String),

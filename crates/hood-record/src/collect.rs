@@ -6,8 +6,8 @@ use std::io;
 use std::time::Instant;
 
 use hood_format::{tags, Writer};
-use hood_model::profile::attr::Attr;
-use hood_model::profile::records::{Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL};
+use hood_raw::attr::Attr;
+use hood_raw::records::{Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL};
 
 use hood_model::profile::CpuCounts;
 use hood_unwind::Rewriter;

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use hood_model::profile::maps::MappedFile;
 use hood_model::profile::{
     build_profile, Profile, RawRecording, Resolved, ResolvedFrame, Resolver,
 };
+use hood_raw::maps::MappedFile;
 use hood_symbols::text::SkippedLine;
 use hood_symbols::{Resolution, SourceLine, SymbolTable, Symbolizer, SymbolizerOptions};
 
@@ -43,7 +43,7 @@ pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, Rec
                 Err(_) => Box::new(move || take(&text)) as KernelJob,
             });
         };
-        let raw = if hood_model::perfdata::is_perf_data(path) {
+        let raw = if hood_raw::perfdata::is_perf_data(path) {
             let mut raw = crate::snapshot::import_perf_data(path)?;
             index_kallsyms(std::mem::take(&mut raw.kallsyms));
             raw

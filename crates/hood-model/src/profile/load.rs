@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use hood_format::{expect_kind, tags, FileKind, Reader};
+use hood_raw::attr::Attr;
+use hood_raw::records::Decoded;
 
-use super::attr::Attr;
 use super::meta::{ProcSnapshotChunk, RecordMeta, RecordStats};
-use super::records::Decoded;
 use crate::ModelError;
 
 /// Everything a sampled recording holds, decoded but not yet interpreted.

@@ -1,15 +1,11 @@
-//! Sampled profiles: the recording's metadata, decoding of raw perf records, address spaces,
-//! symbolized profiles and their aggregations.
+//! Sampled profiles: the recording's metadata, the recording read into memory (its records
+//! decoded by hood-raw), symbolized profiles and their aggregations.
 
 pub mod aggregate;
-pub mod attr;
 pub mod build;
 pub mod load;
-pub mod maps;
 pub mod meta;
 pub mod model;
-pub mod records;
-pub mod stackcopy;
 
 pub use build::{build_profile, Resolved, ResolvedFrame, Resolver, TRUNCATED_DSO};
 pub use load::RawRecording;

@@ -4,10 +4,27 @@
 //! Every size, offset and count comes from untrusted bytes and is checked against the bytes
 //! really present before it is used; nothing is allocated beyond what the file holds.
 
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
 use rustc_hash::FxHashMap;
 
-use crate::profile::attr::{sample, Attr};
-use crate::profile::records::{kind, parse_sample, sample_id};
+use crate::attr::{sample, Attr};
+use crate::bytes::{u16_at, u32_at, u64_at};
+use crate::records::{kind, parse_sample, sample_id};
+
+/// The magic bytes at the start of a perf.data file.
+pub const MAGIC: &[u8; 8] = b"PERFILE2";
+
+/// Whether the file at `path` starts with perf.data's magic (false if it cannot be read).
+pub fn is_perf_data(path: &Path) -> bool {
+    let mut head = [0u8; 8];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && &head == MAGIC
+}
 
 /// Size of the seekable layout's file header.
 const HEADER_SIZE: u64 = 104;
@@ -37,24 +54,6 @@ mod feat {
     pub const NRCPUS: u64 = 7;
     pub const CMDLINE: u64 = 11;
     pub const EVENT_DESC: u64 = 12;
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
-    ))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
-    ))
 }
 
 /// `bytes[offset..offset + size]`, if the section lies inside `bytes`.
@@ -202,7 +201,7 @@ impl<'a> PerfFile<'a> {
         if &bytes[..8] == b"2ELIFREP" {
             return Err("it was written on a big-endian machine, which hood does not read".into());
         }
-        if &bytes[..8] != super::MAGIC {
+        if &bytes[..8] != MAGIC {
             return Err("it does not start with perf's magic bytes PERFILE2".into());
         }
         let size = u64_at(bytes, 8).unwrap_or(0);

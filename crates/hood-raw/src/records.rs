@@ -3,7 +3,8 @@
 //! Untrusted bytes: every read is bounds-checked and a malformed record ends the chunk with a
 //! counted error rather than a panic.
 
-use super::attr::{sample, Attr};
+use crate::attr::{sample, Attr};
+use crate::bytes::Cursor;
 use crate::frames::for_each_frame;
 
 /// PERF_RECORD_* types hood decodes.
@@ -197,28 +198,6 @@ pub struct Decoded {
     pub skipped: u64,
 }
 
-struct Cursor<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
-    }
-    fn skip(&mut self, n: usize) -> Option<()> {
-        self.bytes(n).map(|_| ())
-    }
-}
-
 /// The fields of a sample record's body, found from the attribute's `sample_type` in the
 /// order perf_event_open(2) lays them out. Fields the sample does not carry are 0 / empty.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,7 +265,7 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> {
     let st = attr.sample_type;
     let has = |bit| st & bit != 0;
-    let mut c = Cursor { b: body, at: 0 };
+    let mut c = Cursor::new(body);
     let mut id = None;
     if has(sample::IDENTIFIER) {
         id = Some(c.u64()?);
@@ -317,10 +296,10 @@ pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> 
     };
     let period = if has(sample::PERIOD) { c.u64()? } else { 1 };
     if has(sample::READ) {
-        let n = attr.read_field_size(body.get(c.at..)?)?;
+        let n = attr.read_field_size(body.get(c.position()..)?)?;
         c.skip(n)?;
     }
-    let head = body.get(..c.at)?;
+    let head = body.get(..c.position())?;
     let chain = if has(sample::CALLCHAIN) {
         let nr = usize::try_from(c.u64()?).ok()?;
         c.bytes(nr.checked_mul(8)?)?
@@ -335,7 +314,7 @@ pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> 
         }
         if has(sample::BRANCH_STACK) {
             let nr = usize::try_from(c.u64()?).ok()?;
-            if attr.branch_sample_type & super::attr::BRANCH_HW_INDEX != 0 {
+            if attr.branch_sample_type & crate::attr::BRANCH_HW_INDEX != 0 {
                 c.skip(8)?;
             }
             c.skip(nr.checked_mul(24)?)?;
@@ -402,7 +381,7 @@ pub fn sample_id(attr: &Attr, body: &[u8]) -> SampleId {
     let Some(start) = body.len().checked_sub(n) else {
         return out;
     };
-    let mut c = Cursor { b: body, at: start };
+    let mut c = Cursor::starting_at(body, start);
     for bit in fields {
         if st & bit == 0 {
             continue;
@@ -477,7 +456,7 @@ impl Decoded {
             });
             return Some(());
         }
-        let mut c = Cursor { b: body, at: 0 };
+        let mut c = Cursor::new(body);
         let trailer = sample_id(attr, body);
         let mut time = trailer.time;
         let event = match typ {
@@ -496,7 +475,7 @@ impl Decoded {
                     }
                     c.skip(8)?; // prot, flags
                 }
-                let filename = cstr(body.get(c.at..)?);
+                let filename = cstr(body.get(c.position()..)?);
                 Event::Mmap(Box::new(Mapping {
                     pid,
                     start,
@@ -509,7 +488,7 @@ impl Decoded {
             kind::COMM => {
                 let pid = c.u32()?;
                 let tid = c.u32()?;
-                let comm = cstr(body.get(c.at..)?);
+                let comm = cstr(body.get(c.position()..)?);
                 let exec = misc & MISC_COMM_EXEC != 0;
                 Event::Comm {
                     pid,
