@@ -146,7 +146,7 @@ pub fn procfs(data: &[u8]) {
     let text = String::from_utf8_lossy(rest);
     match which % 14 {
         0 => {
-            let mut t = hood_model::monitor::TaskRaw::default();
+            let mut t = hood_monitor::TaskRaw::default();
             let _ = parse::parse_stat(rest, &mut t);
         }
         1 => drop(parse::parse_status(&text)),

@@ -1,15 +1,13 @@
-//! Owns the pure data model: reading recordings into memory (hood's files, perf.data imported),
-//! interpreting profiles and their aggregation, labels attribution, monitor snapshots,
-//! call-path tables, trace analysis. May depend on hood-raw (the byte decoders), hood-format
+//! Owns the pure data model of recordings: reading them into memory (hood's files, perf.data
+//! imported), interpreting profiles and their aggregation, labels attribution, call-path
+//! tables, trace analysis (the monitor's model is hood-monitor's). May depend on hood-raw (the byte decoders), hood-format
 //! and hood-abi; never on the kernel.
 //!
-//! Pure data model of hood: decoded recordings, profiles and their aggregation, and the system
-//! monitor's snapshots. Nothing here touches the kernel, so reports work on another machine.
+//! Pure data model of hood: decoded recordings, profiles and their aggregation. Nothing here touches the kernel, so reports work on another machine.
 #![forbid(unsafe_code)]
 
 pub mod calls;
 pub mod labels;
-pub mod monitor;
 pub mod perfdata;
 pub mod profile;
 pub mod trace;
