@@ -9,7 +9,7 @@ use hood_abi::{
     MODE_CALLS, MODE_TRACE, TAGS_AREA_SIZE, THREAD_HEADER_SIZE,
 };
 use hood_format::{FileKind, Reader, Writer};
-use hood_model::profile::maps::MappedFile;
+use hood_raw::maps::MappedFile;
 use hood_model::profile::RawRecording;
 use hood_model::profile::{build_profile, Resolved, Resolver};
 
@@ -146,7 +146,7 @@ pub fn procfs(data: &[u8]) {
     let text = String::from_utf8_lossy(rest);
     match which % 14 {
         0 => {
-            let mut t = hood_model::monitor::TaskRaw::default();
+            let mut t = hood_monitor::TaskRaw::default();
             let _ = parse::parse_stat(rest, &mut t);
         }
         1 => drop(parse::parse_status(&text)),
@@ -162,7 +162,7 @@ pub fn procfs(data: &[u8]) {
         11 => drop(parse::parse_auxv(rest)),
         _ => {
             for line in text.lines() {
-                let _ = hood_model::profile::maps::parse_maps_line(line);
+                let _ = hood_raw::maps::parse_maps_line(line);
             }
         }
     }

@@ -7,7 +7,7 @@
 //! `calls` recorder (`run`, `get`, `reset`: tables collected into Calls files, snapshots while
 //! the command runs) and its file, streaming trace rings into a trace file while the program
 //! runs, pre-faulting those rings, and the `--filter/--exclude` address table. May
-//! depend on: hood-abi (the segment layout), hood-model, hood-format, hood-symbols,
+//! depend on: hood-abi (the segment layout), hood-model, hood-raw (irq records, /proc maps), hood-format, hood-symbols,
 //! hood-procfs, hood-proc (the system calls on shared files and other processes' memory) and
 //! hood-perf (a trace's context-switch and irq rings); never on the `hood` binary. Segments are
 //! untrusted input: a bad one is skipped with a warning that names it, never a panic, a hang or

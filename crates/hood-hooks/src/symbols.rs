@@ -16,7 +16,7 @@ struct Mapping {
 
 fn parse_maps(text: &str) -> Vec<Mapping> {
     text.lines()
-        .filter_map(hood_model::profile::maps::parse_maps_line)
+        .filter_map(hood_raw::maps::parse_maps_line)
         .filter(|m| m.is_exec() && m.path.starts_with('/'))
         .map(|m| Mapping {
             start: m.start,

@@ -1,15 +1,13 @@
-//! Owns the pure data model: decoding raw records (hood's files and perf.data), address spaces
-//! over time, profiles and their aggregation, monitor snapshots, call-path tables, trace
-//! analysis. May depend on hood-format and hood-abi; never on the kernel.
+//! Owns the pure data model of recordings: reading them into memory (hood's files, perf.data
+//! imported), interpreting profiles and their aggregation, labels attribution, call-path
+//! tables, trace analysis (the monitor's model is hood-monitor's). May depend on hood-raw (the byte decoders), hood-format
+//! and hood-abi; never on the kernel.
 //!
-//! Pure data model of hood: decoded recordings, profiles and their aggregation, and the system
-//! monitor's snapshots. Nothing here touches the kernel, so reports work on another machine.
+//! Pure data model of hood: decoded recordings, profiles and their aggregation. Nothing here touches the kernel, so reports work on another machine.
 #![forbid(unsafe_code)]
 
 pub mod calls;
-pub mod frames;
 pub mod labels;
-pub mod monitor;
 pub mod perfdata;
 pub mod profile;
 pub mod trace;
@@ -20,6 +18,9 @@ pub enum ModelError {
     /// The container could not be read.
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),
+    /// Raw bytes in the recording could not be decoded.
+    #[error(transparent)]
+    Raw(#[from] hood_raw::RawError),
     /// A chunk's content is malformed.
     #[error("malformed recording: {0}")]
     Malformed(String),

@@ -1,9 +1,9 @@
 //! Interpreting samples whose call chains repeat while the process's mappings change: the
 //! same addresses must resolve against the mappings in force when each sample was taken.
 
-use hood_model::profile::maps::MappedFile;
-use hood_model::profile::records::{Event, Mapping, Timed, CONTEXT_USER};
 use hood_model::profile::{build_profile, RawRecording, Resolved, ResolvedFrame, Resolver};
+use hood_raw::maps::MappedFile;
+use hood_raw::records::{Event, Mapping, Timed, CONTEXT_USER};
 
 /// Names a location `FILE@OFFSET`, so a test sees which file an address resolved in; with
 /// `inline`, offsets 0x100 and 0x180 are code of `inner` (line 7 of in.h) inlined into
@@ -156,7 +156,7 @@ fn a_repeated_chain_follows_mmap_exec_and_fork() {
 
 #[test]
 fn the_first_frame_of_each_context_is_the_exact_address_the_rest_are_return_addresses() {
-    use hood_model::profile::records::CONTEXT_KERNEL;
+    use hood_raw::records::CONTEXT_KERNEL;
     let mut raw = RawRecording::default();
     // A page fault on the first instruction of a function (0x400200): the user part starts
     // with that exact address, which a lookup one byte back would give to the function before.

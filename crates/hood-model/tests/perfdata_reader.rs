@@ -2,10 +2,10 @@
 //! they hold is read back exactly, and damaged or lying files give an answer or a clear
 //! error, never a panic, a hang or an allocation sized by the file's claims.
 
-use hood_model::perfdata::file::PerfFile;
 use hood_model::perfdata::{load, load_bytes};
-use hood_model::profile::attr::sample;
-use hood_model::profile::records::Event;
+use hood_raw::attr::sample;
+use hood_raw::perfdata::PerfFile;
+use hood_raw::records::Event;
 use proptest::prelude::*;
 
 const ST: u64 = sample::IDENTIFIER
@@ -424,7 +424,7 @@ impl hood_model::profile::Resolver for Nothing {
     }
     fn file(
         &mut self,
-        _: &hood_model::profile::maps::MappedFile,
+        _: &hood_raw::maps::MappedFile,
         a: &[u64],
     ) -> Vec<Option<hood_model::profile::Resolved>> {
         vec![None; a.len()]

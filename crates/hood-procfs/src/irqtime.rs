@@ -14,7 +14,7 @@ use std::io::{ErrorKind, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::time::Instant;
 
-use hood_model::monitor::{HandlerTime, IrqTimeRaw};
+use hood_monitor::{HandlerTime, IrqTimeRaw};
 use hood_perf::tracefs::{self, Instance};
 use hood_perf::PerfError;
 

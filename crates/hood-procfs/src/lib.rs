@@ -1,13 +1,13 @@
 //! /proc readers for hood's monitor (`hood top`, `ps`, `info`, `uptime`) and for `hood serve`'s
 //! `/metrics`, and the `--irq-time` handler timer.
 //!
-//! Owns: reading /proc into raw [`Snapshot`](hood_model::monitor::Snapshot)s (the one /proc
+//! Owns: reading /proc into raw [`Snapshot`](hood_monitor::Snapshot)s (the one /proc
 //! reader), the parsers of /proc text, the irq/softirq tracer, and the [`Sampler`] that turns
-//! one snapshot after another into derived views for `hood top`. May depend on: hood-model (the
+//! one snapshot after another into derived views for `hood top`. May depend on: hood-monitor (the
 //! snapshot types and their derivation) and hood-perf (tracefs instances); no unsafe.
 //!
 //! [`ProcReader`] takes one snapshot of the system per call, reading only what the
-//! [`ScanOptions`](hood_model::monitor::ScanOptions) ask for and, with [`IdleSkip`], not
+//! [`ScanOptions`](hood_monitor::ScanOptions) ask for and, with [`IdleSkip`], not
 //! re-reading processes that did not run. The per-task hot path is hand-written: one reused
 //! buffer, one reused path string, held descriptors re-read with `pread`. The root directory is
 //! injectable so tests can point it at a fake /proc tree.
@@ -25,7 +25,7 @@ pub use sampler::Sampler;
 /// a process from a later one that reuses its pid. `None` when there is no such process.
 pub fn state_and_start(pid: i32) -> Option<(char, u64)> {
     let buf = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let mut t = hood_model::monitor::TaskRaw::default();
+    let mut t = hood_monitor::TaskRaw::default();
     parse::parse_stat(&buf, &mut t)?;
     Some((t.state, t.start_time))
 }

@@ -1,9 +1,7 @@
 //! Parsers of /proc text. All take bytes or text of untrusted content and never panic: a
 //! malformed line is skipped, a malformed file gives `None` or a default.
 
-use hood_model::monitor::{
-    CpuRaw, CpuTicks, CtxSwitches, IoCounters, IrqLine, LoadAvg, MemInfo, TaskRaw,
-};
+use hood_monitor::{CpuRaw, CpuTicks, CtxSwitches, IoCounters, IrqLine, LoadAvg, MemInfo, TaskRaw};
 
 /// Unsigned decimal (an optional `+`, then digits); `None` when empty, not a number or too big.
 fn dec_u64(tok: &[u8]) -> Option<u64> {

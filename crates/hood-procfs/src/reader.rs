@@ -32,7 +32,7 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use hood_model::monitor::{IrqTimeRaw, ScanOptions, Snapshot, TaskRaw};
+use hood_monitor::{IrqTimeRaw, ScanOptions, Snapshot, TaskRaw};
 use rustc_hash::{FxHashMap, FxHashSet};
 use rustix::fs::{AtFlags, Mode, OFlags, RawDir, SeekFrom};
 

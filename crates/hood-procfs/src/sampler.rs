@@ -1,7 +1,7 @@
 //! Views of the system one refresh after another (`hood top`): each view is derived from a
 //! new snapshot and the one before it, whose records the reader then reuses.
 
-use hood_model::monitor::{derive, IrqTimeRaw, ScanOptions, Snapshot, SystemView};
+use hood_monitor::{derive, IrqTimeRaw, ScanOptions, Snapshot, SystemView};
 
 use crate::irqtime::IrqTracer;
 use crate::{ProcError, ProcReader};

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::Path;
 
-use hood_model::monitor::{derive, ScanOptions};
+use hood_monitor::{derive, ScanOptions};
 use hood_procfs::ProcReader;
 
 fn write(root: &Path, rel: &str, text: &str) {

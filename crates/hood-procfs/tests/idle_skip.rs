@@ -6,7 +6,7 @@
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use hood_model::monitor::{ScanOptions, TaskRaw};
+use hood_monitor::{ScanOptions, TaskRaw};
 use hood_procfs::{IdleSkip, ProcReader};
 
 struct Kill(Child);

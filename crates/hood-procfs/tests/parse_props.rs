@@ -1,7 +1,7 @@
 //! Property tests: /proc parsers fed random or mutated text never panic, and known tricky
 //! inputs parse right.
 
-use hood_model::monitor::TaskRaw;
+use hood_monitor::TaskRaw;
 use hood_procfs::parse::*;
 use proptest::prelude::*;
 

@@ -6,8 +6,8 @@ use std::io;
 use std::time::Instant;
 
 use hood_format::{tags, Writer};
-use hood_model::profile::attr::Attr;
-use hood_model::profile::records::{Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL};
+use hood_raw::attr::Attr;
+use hood_raw::records::{Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL};
 
 use hood_model::profile::CpuCounts;
 use hood_unwind::Rewriter;
@@ -89,7 +89,7 @@ impl Collector {
     /// The recording has off-CPU switches and wake-ups (their tracepoints' `format` texts):
     /// count them apart from CPU samples, and keep their kernel addresses.
     pub fn set_sched(&mut self, formats: &[String]) {
-        self.scratch.sched = hood_model::profile::records::SchedLayout::from_formats(formats);
+        self.scratch.sched = hood_raw::records::SchedLayout::from_formats(formats);
     }
 
     /// Switches and wake-ups counted (off-CPU recordings).

@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use hood_format::{tags, Writer};
-use hood_model::labels::page::{decode_page, PageLayout};
 use hood_model::labels::{
     Budget, LabelsMeta, LabelsStats, TracedEvent, EVENTS, INSTANCE_PREFIX, PER_PACKET,
 };
 use hood_perf::tracefs::{self, Instance};
+use hood_raw::tracefs::page::{decode_page, PageLayout};
 
 use crate::RecordError;
 

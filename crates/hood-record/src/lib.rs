@@ -7,7 +7,7 @@
 //! Owns: the recording loop and its file's chunks, the start-up snapshot, the labels events
 //! recorder, the state of a detached recording (`hood start`/`stop`), and reading a recording
 //! back with its symbols ([`load_profile`]). May depend on:
-//! hood-format, hood-model, hood-perf, hood-proc, hood-procfs, hood-symbols, hood-unwind (and
+//! hood-format, hood-raw, hood-model, hood-perf, hood-proc, hood-procfs, hood-symbols, hood-unwind (and
 //! rustix's safe calls, serde, thiserror); never on the binary or a renderer. Its callers pass
 //! a [`RecordConfig`], a [`Control`] (stop, pause, print requests) and a message sink; the
 //! recorder prints nothing itself.

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
-use hood_model::profile::maps::MappedFile;
 use hood_model::profile::{
     build_profile, Profile, RawRecording, Resolved, ResolvedFrame, Resolver,
 };
+use hood_raw::maps::MappedFile;
 use hood_symbols::text::SkippedLine;
 use hood_symbols::{Resolution, SourceLine, SymbolTable, Symbolizer, SymbolizerOptions};
 

@@ -55,10 +55,7 @@ fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
             }
         }
         threads.sort();
-        for m in maps
-            .lines()
-            .filter_map(hood_model::profile::maps::parse_maps_line)
-        {
+        for m in maps.lines().filter_map(hood_raw::maps::parse_maps_line) {
             if m.is_exec() && m.path.starts_with('/') {
                 files.insert(m.path.to_string());
             }

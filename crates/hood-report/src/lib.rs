@@ -1,8 +1,8 @@
 //! Owns the renderers of every hood output: text, JSON, collapsed stacks, flamegraph SVG,
 //! pprof, the Firefox Profiler's format, chrome traces, the monitor's text and JSON, the
 //! call-path reports and collection summary, and the trace text (with the trace report that
-//! streams a trace file through hood-model's analysis into it). May depend on hood-model only:
-//! renderers format what the model derived.
+//! streams a trace file through hood-model's analysis into it). May depend on hood-model and
+//! hood-monitor only: renderers format what the models derived.
 #![forbid(unsafe_code)]
 
 pub mod calls;

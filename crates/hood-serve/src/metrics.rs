@@ -8,8 +8,8 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-use hood_model::monitor::view::CtxView;
-use hood_model::monitor::{derive, ScanOptions, Snapshot, TaskView};
+use hood_monitor::view::CtxView;
+use hood_monitor::{derive, ScanOptions, Snapshot, TaskView};
 use hood_procfs::{IdleSkip, ProcReader};
 use hood_report::metrics::{render_metrics, select_tasks, BuildInfo, Selection};
 

@@ -3,12 +3,12 @@
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::Duration;
 
-use hood_model::monitor::{filter_tasks, sort_tasks, ScanOptions, SortKey, SystemView};
-use hood_report::monitor::{columns_for, Mode};
+use hood_monitor::{arrange, scan_needs, Mode, ScanOptions, SortKey, SystemView};
+use hood_report::monitor::columns_for;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::DefaultTerminal;
 
-use crate::{scan_needs, TuiConfig, TuiError};
+use crate::{TuiConfig, TuiError};
 
 /// The state of the `hood top` screen.
 #[derive(Debug)]
@@ -55,12 +55,7 @@ impl App {
     pub fn rearrange(&mut self) {
         let Some(raw) = &self.raw else { return };
         let mut v = raw.clone();
-        filter_tasks(&mut v.tasks, &self.cfg.filter);
-        sort_tasks(&mut v.tasks, self.cfg.sort, self.cfg.descending);
-        if let Some(t) = v.threads.as_mut() {
-            filter_tasks(t, &self.cfg.filter);
-            sort_tasks(t, self.cfg.sort, self.cfg.descending);
-        }
+        arrange(&mut v, self.cfg.sort, self.cfg.descending, &self.cfg.filter);
         self.shown = Some(v);
     }
 

@@ -1,7 +1,7 @@
 //! Drawing one screen from the app state.
 
+use hood_monitor::Mode;
 use hood_report::monitor::top::{body, header};
-use hood_report::monitor::Mode;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;

@@ -1,10 +1,10 @@
 //! Owns the `hood top` terminal app and the pacing of its sampler thread. May depend on
-//! hood-model and hood-report; it never reads /proc itself.
+//! hood-monitor and hood-report; it never reads /proc itself.
 //!
 //! Terminal UI of `hood top` (ratatui + crossterm). It never touches /proc: it receives derived
 //! [`SystemView`]s over a channel and sends back the [`ScanOptions`] its current mode needs, so
 //! the sampler reads only what is shown. [`run_sampled`] runs the UI with a thread that reads
-//! the views from the caller's [`Source`].
+//! the views from the caller's [`Source`](hood_monitor::Source).
 #![forbid(unsafe_code)]
 
 mod app;
@@ -14,11 +14,10 @@ mod sampled;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
-use hood_model::monitor::{ScanOptions, SortKey, SystemView};
-use hood_report::monitor::Mode;
+use hood_monitor::{Mode, ScanOptions, SortKey, SystemView};
 
 pub use app::App;
-pub use sampled::{run_sampled, Source};
+pub use sampled::run_sampled;
 
 /// Errors of the terminal UI.
 #[derive(Debug, thiserror::Error)]
@@ -49,22 +48,6 @@ pub struct TuiConfig {
     pub delay: Duration,
     /// Whether `--irq-time` handler times are being measured.
     pub irq_time: bool,
-}
-
-/// What a scan must read for `mode` sorted by `key`: /proc/PID/stat alone for the task view,
-/// status and io only for the IPC view or when sorting needs them, threads only for `H`.
-pub fn scan_needs(mode: Mode, key: SortKey, irq_time: bool) -> ScanOptions {
-    let ipc = mode == Mode::Ipc || matches!(key, SortKey::Ctx | SortKey::Syscalls | SortKey::Bytes);
-    ScanOptions {
-        status: ipc,
-        owner: true,
-        io: ipc,
-        cmdline: false,
-        threads: mode == Mode::Threads,
-        threads_of: None,
-        cpu_mhz: true,
-        exceptions: mode == Mode::Exceptions || irq_time,
-    }
 }
 
 /// The terminal width, if stdout is a terminal.

@@ -4,20 +4,9 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use hood_model::monitor::{ScanOptions, SystemView};
+use hood_monitor::{scan_needs, ScanOptions, Source};
 
-use crate::{run, scan_needs, TuiConfig, TuiError};
-
-/// Where the views come from (the caller's /proc sampler).
-pub trait Source: Send + 'static {
-    /// What a read can fail with.
-    type Error: std::error::Error + Send + Sync + 'static;
-    /// A new snapshot read at the depth of `scan`, and the view of the interval since the last.
-    fn next(&mut self, scan: &ScanOptions) -> Result<SystemView, Self::Error>;
-    /// A new snapshot to measure the next view from (after `scan` changed: rates need two
-    /// snapshots of the same depth).
-    fn restart(&mut self, scan: &ScanOptions) -> Result<(), Self::Error>;
-}
+use crate::{run, TuiConfig, TuiError};
 
 /// Run the UI with views from `source`, read on a thread of their own every `cfg.delay`
 /// (sooner after a mode change, which is seen within 50 ms), until `q`.

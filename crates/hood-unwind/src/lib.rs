@@ -9,8 +9,9 @@
 //! ELF image's unwind sections once, shared by every process that maps it.
 //!
 //! **Depends on:** framehop (the rule engine), object and gimli (ELF and CFI parsing),
-//! hood-model (the one `/proc/PID/maps` parser), hood-symbols (debug files by build-id),
-//! hood-format (its door to untrusted files, through which every ELF file is opened).
+//! hood-raw (the one `/proc/PID/maps` parser, the perf record decoder, the replay of side-band
+//! records), hood-symbols (debug files by build-id), hood-format (its door to untrusted files,
+//! through which every ELF file is opened); not hood-model.
 //! Pure: no `unsafe`; its only I/O is reading ELF files and `/proc/PID/maps`.
 //!
 //! A chain that could not be completed says why ([`Truncation`]), so reports can mark it
@@ -69,7 +70,7 @@ pub struct UserRegs {
     pub bp: u64,
 }
 
-pub use hood_model::profile::records::Truncation;
+pub use hood_raw::records::Truncation;
 
 /// Most user frames kept per sample.
 pub const MAX_FRAMES: usize = 1024;

@@ -5,10 +5,10 @@
 //! against the mappings its process had when it was taken, even when the mmap, fork or exec
 //! record came through another CPU's ring.
 
-use hood_model::frames::for_each_frame;
-use hood_model::profile::attr::{clear_sample_bits, sample, Attr};
-use hood_model::profile::records::{kind, Decoded, Truncation, CONTEXT_MAX, CONTEXT_USER};
-use hood_model::profile::stackcopy;
+use hood_raw::attr::{clear_sample_bits, sample, Attr};
+use hood_raw::frames::for_each_frame;
+use hood_raw::records::{kind, Decoded, Truncation, CONTEXT_MAX, CONTEXT_USER};
+use hood_raw::stackcopy;
 
 use crate::{Options, Stats, Unwinder, UserRegs};
 
@@ -127,7 +127,7 @@ impl Rewriter {
                 continue;
             };
             if event != NO_EVENT {
-                hood_model::perfdata::follow_event(
+                hood_raw::replay::follow_event(
                     &mut self.unwinder,
                     &self.decoded.events[event].event,
                 );

@@ -135,10 +135,7 @@ impl Unwinder {
 
     /// Load every executable mapping of `pid` from the text of its `/proc/PID/maps`.
     pub fn load_proc_maps(&mut self, pid: u32, text: &str) {
-        for m in text
-            .lines()
-            .filter_map(hood_model::profile::maps::parse_maps_line)
-        {
+        for m in text.lines().filter_map(hood_raw::maps::parse_maps_line) {
             if m.is_exec() {
                 self.mmap(pid, m.start, m.end - m.start, m.offset, m.path, None);
             }
@@ -335,8 +332,8 @@ fn build_id_matches(image: &Image, want: Option<&[u8]>) -> bool {
     }
 }
 
-impl hood_model::perfdata::StackUnwinder for Unwinder {
-    fn mmap(&mut self, m: &hood_model::profile::records::Mapping) {
+impl hood_raw::replay::StackUnwinder for Unwinder {
+    fn mmap(&mut self, m: &hood_raw::records::Mapping) {
         Unwinder::mmap(
             self,
             m.pid,

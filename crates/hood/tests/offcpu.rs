@@ -182,6 +182,43 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
 
     // pprof: `go tool pprof -sample_index=off_cpu` reads the waits, their total the same.
     pprof_off_cpu_total_matches(dir.path(), &file, &json);
+    firefox_weights_count_the_waits(dir.path(), &file, &json);
+}
+
+/// The Firefox Profiler file: waits are samples without CPU time, weighted in sampling
+/// periods, so the samples' weights add up to the CPU samples plus the waits' length over
+/// the period (within a period per thread).
+fn firefox_weights_count_the_waits(dir: &Path, file: &Path, json: &serde_json::Value) {
+    let gz = dir.join("offcpu.json.gz");
+    let out = run(hood()
+        .args(["report", "--format", "firefox", "-o"])
+        .arg(&gz)
+        .arg("-i")
+        .arg(file));
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_reader(flate2::read::GzDecoder::new(
+        std::fs::File::open(&gz).unwrap(),
+    ))
+    .unwrap();
+    let threads = v["threads"].as_array().expect("threads");
+    let mut weight = 0u64;
+    for t in threads {
+        let s = &t["samples"];
+        let n = s["length"].as_u64().unwrap_or(0);
+        weight += match s["weight"].as_array() {
+            Some(w) => w.iter().map(|x| x.as_u64().unwrap_or(1)).sum::<u64>(),
+            None => n,
+        };
+    }
+    let t = &json["totals"];
+    let period = 1_000_000_000 / json["meta"]["freq_hz"].as_u64().unwrap();
+    let cpu = (t["user"].as_u64().unwrap() + t["kernel"].as_u64().unwrap()) / period;
+    let off = (t["blocked"].as_u64().unwrap() + t["runnable"].as_u64().unwrap()) / period;
+    let want = cpu + off;
+    assert!(
+        weight.abs_diff(want) <= 2 * threads.len() as u64 + want / 50,
+        "Firefox sample weights {weight}, want about {want} periods ({cpu} on CPU + {off} waiting)"
+    );
 }
 
 /// `go tool pprof -sample_index=off_cpu -top` on the pprof output gives hood's off-CPU total.

@@ -158,7 +158,7 @@ fn mapping_base(pid: u32, path: &Path) -> Option<u64> {
     let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let want = path.to_string_lossy();
     maps.lines()
-        .filter_map(hood_model::profile::maps::parse_maps_line)
+        .filter_map(hood_raw::maps::parse_maps_line)
         .find(|m| m.path == want && m.offset == 0)
         .map(|m| m.start)
 }

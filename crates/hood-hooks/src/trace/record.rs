@@ -16,12 +16,12 @@ use std::time::{Duration, Instant};
 
 use hood_format::{tags, FileKind, Writer};
 use hood_model::trace::{
-    encode_raw, IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta, ProcessTrace, TraceMeta,
-    MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
+    encode_raw, ProcessTrace, TraceMeta, MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
 };
 use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
 use hood_proc::child::{Child, Exit};
 use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
+use hood_raw::irq::{IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta};
 
 use super::{collect, filter, prefault, stream};
 use crate::{segments, HooksError};

@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 
-use super::format::{EventFormat, Field};
-use super::page::{decode_page, PageInfo, PageLayout};
+use hood_raw::tracefs::format::{EventFormat, Field};
+use hood_raw::tracefs::page::{decode_page, PageInfo, PageLayout};
+
 use super::LabelsMeta;
 
 /// What happened.

@@ -15,9 +15,7 @@
 
 pub mod attribute;
 pub mod events;
-pub mod format;
 pub mod load;
-pub mod page;
 
 use std::collections::BTreeMap;
 

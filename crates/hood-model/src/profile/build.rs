@@ -6,15 +6,15 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::load::RawRecording;
-use super::maps::{
-    hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
-};
 use super::model::{
     CodeMap, DsoFile, FrameLine, Func, FuncId, Location, Mode, Process, Profile, Sample, Thread,
     WakeContext, Waker,
 };
 use super::offcpu::{self, RawWaker, Tracker, BEFORE_RECORDING};
-use super::records::{
+use hood_raw::maps::{
+    hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
+};
+use hood_raw::records::{
     Event, Mapping, Truncation, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL,
 };
 

@@ -4,11 +4,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use hood_format::{expect_kind, tags, FileKind, Reader};
+use hood_raw::attr::Attr;
+use hood_raw::records::Decoded;
 
-use super::attr::Attr;
 use super::meta::{ProcSnapshotChunk, RecordMeta, RecordStats};
-use super::records::{Decoded, SchedLayout};
 use crate::ModelError;
+use hood_raw::records::SchedLayout;
 
 /// Everything a sampled recording holds, decoded but not yet interpreted.
 #[derive(Debug, Default)]

@@ -1,16 +1,12 @@
-//! Sampled profiles: the recording's metadata, decoding of raw perf records, address spaces,
-//! symbolized profiles and their aggregations.
+//! Sampled profiles: the recording's metadata, the recording read into memory (its records
+//! decoded by hood-raw), symbolized profiles and their aggregations.
 
 pub mod aggregate;
-pub mod attr;
 pub mod build;
 pub mod load;
-pub mod maps;
 pub mod meta;
 pub mod model;
 mod offcpu;
-pub mod records;
-pub mod stackcopy;
 
 pub use build::{
     build_profile, offcpu_min_words, Resolved, ResolvedFrame, Resolver, OFF_CPU_DSO, TRUNCATED_DSO,

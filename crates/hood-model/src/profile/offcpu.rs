@@ -19,7 +19,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::model::{Mode, OffCpuStats, Sample, ThreadTime, WakeContext};
-use super::records::{trace_flags, TASK_REPORT_PREEMPTED};
+use hood_raw::records::{trace_flags, TASK_REPORT_PREEMPTED};
 
 /// A wake-up seen for a thread that is off CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

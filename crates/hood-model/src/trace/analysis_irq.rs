@@ -4,7 +4,7 @@
 
 use super::super::timeline::PathItem;
 use super::{irq_label, OpenIrq, Walk};
-use crate::trace::IrqKind;
+use hood_raw::irq::IrqKind;
 
 impl Walk<'_> {
     /// Irqs whose exit never came (lost records): counted, not timed.

@@ -1,7 +1,8 @@
 //! Known-answer tests of the analysis on hand-made traces (ticks = CLOCK_MONOTONIC ns).
 
 use super::*;
-use crate::trace::{Irq, IrqMeta, RawEvent, Switch, ThreadEvents, TraceMeta};
+use crate::trace::{RawEvent, Switch, ThreadEvents, TraceMeta};
+use hood_raw::irq::{Irq, IrqMeta};
 
 const A: u64 = 0x10;
 const B: u64 = 0x20;

@@ -8,8 +8,8 @@ use hood_format::{tags, FileKind, Reader};
 use super::{
     IrqDecoder, ProcessTrace, RawEvent, Switch, ThreadEvents, Trace, TraceMeta, PAYLOAD_VERSION,
 };
-use crate::frames::{for_each_frame, FrameError};
 use crate::ModelError;
+use hood_raw::frames::{for_each_frame, FrameError};
 
 /// PERF_RECORD_LOST.
 const RECORD_LOST: u32 = 2;

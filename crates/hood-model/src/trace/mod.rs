@@ -4,7 +4,6 @@
 
 mod analysis;
 mod codec;
-mod irq;
 mod timeline;
 
 pub use analysis::{
@@ -16,10 +15,11 @@ pub use codec::{
     events_header, for_each_events, for_each_events_in, last_ticks, load, load_readers, scan,
     scan_reader, SwitchDecode, ThreadIndex, TraceHead, EVENTS_HEADER,
 };
-pub use irq::{Irq, IrqDecode, IrqDecoder, IrqKind, IrqMeta, IrqTracepointMeta};
 pub use timeline::{PathItem, PathLine};
 
 use std::collections::BTreeMap;
+
+use hood_raw::irq::{Irq, IrqDecoder, IrqKind, IrqMeta};
 
 use serde::{Deserialize, Serialize};
 

@@ -14,7 +14,7 @@ mod encode;
 #[cfg(test)]
 mod tests;
 
-use hood_model::monitor::{filter_tasks, SystemView, TaskView};
+use hood_monitor::{filter_tasks, SystemView, TaskView};
 
 use encode::Enc;
 pub use encode::{escape_label, format_value};

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
-use hood_model::monitor::view::{CpuPercent, CpuView, CtxView, IrqView};
-use hood_model::monitor::{SystemView, TaskView};
+use hood_monitor::view::{CpuPercent, CpuView, CtxView, IrqView};
+use hood_monitor::{SystemView, TaskView};
 
 use super::*;
 

@@ -1,7 +1,7 @@
 //! The `e` view: interrupts and softirqs with per-CPU counts and rates, and handler times.
 
-use hood_model::monitor::view::IrqView;
-use hood_model::monitor::SystemView;
+use hood_monitor::view::IrqView;
+use hood_monitor::SystemView;
 
 use super::fmt::{clip, rate};
 

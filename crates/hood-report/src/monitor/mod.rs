@@ -2,7 +2,7 @@
 //! frames and `hood info` nodes. They take the derived [`SystemView`] and return lines, which
 //! the TUI reuses, so batch output and the screen read the same.
 //!
-//! [`SystemView`]: hood_model::monitor::SystemView
+//! [`SystemView`]: hood_monitor::SystemView
 
 pub mod exceptions;
 pub mod fmt;
@@ -11,4 +11,4 @@ pub mod ps;
 pub mod table;
 pub mod top;
 
-pub use table::{columns_for, render_table, Column, Mode};
+pub use table::{columns_for, render_table, Column};

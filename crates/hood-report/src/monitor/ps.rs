@@ -1,6 +1,6 @@
 //! `hood ps` (HelenOS's `tasks`) and `hood uptime` (HelenOS's `stats`).
 
-use hood_model::monitor::{SortKey, SystemView};
+use hood_monitor::{SortKey, SystemView};
 
 use super::fmt::{bytes, clock, uptime};
 use super::table::{render_table, Column};

@@ -2,22 +2,9 @@
 
 use std::borrow::Cow;
 
-use hood_model::monitor::{SortKey, TaskView};
+use hood_monitor::{Mode, SortKey, TaskView};
 
 use super::fmt::{bytes, cpu_time, pct, rate, rate_bytes};
-
-/// What the task area of `hood top` shows (HelenOS's `top` views plus threads).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// `t`: tasks with memory and CPU.
-    Tasks,
-    /// `i`: IPC-like activity: context switches, read/write syscalls and bytes.
-    Ipc,
-    /// `e`: interrupts, softirqs and handler times.
-    Exceptions,
-    /// `H`: threads.
-    Threads,
-}
 
 /// A column of the task table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

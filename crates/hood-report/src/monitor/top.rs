@@ -1,10 +1,10 @@
 //! `hood top` frames: the system header and a mode's body, as plain lines.
 
-use hood_model::monitor::{SortKey, SystemView};
+use hood_monitor::{Mode, SortKey, SystemView};
 
 use super::exceptions::render_exceptions;
 use super::fmt::{bytes, clip, clock, uptime};
-use super::table::{columns_for, render_table, Mode};
+use super::table::{columns_for, render_table};
 
 /// The `uptime`-style first line: `top - 12:00:00 up 1 day,  2:03, load average: ...`.
 pub fn uptime_line(v: &SystemView) -> String {

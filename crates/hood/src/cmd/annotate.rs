@@ -150,7 +150,7 @@ fn function_bytes(
     let build_id = file
         .build_id
         .as_deref()
-        .and_then(hood_model::profile::maps::hex_decode);
+        .and_then(hood_raw::maps::hex_decode);
     let mut sym = hood_symbols::Symbolizer::new(super::report::symbolizer_options(opts))?;
     let code = sym.function_code(
         std::path::Path::new(&file.path),

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use hood_model::monitor::tree::{list_paths, lookup};
-use hood_model::monitor::ScanOptions;
+use hood_monitor::tree::{list_paths, lookup};
+use hood_monitor::ScanOptions;
 use hood_report::monitor::info::{render_node, render_node_json, render_paths, render_paths_json};
 
 use super::{emit, reader, sample};

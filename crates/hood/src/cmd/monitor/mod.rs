@@ -11,9 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use hood_model::monitor::{
-    derive, filter_tasks, sort_tasks, ScanOptions, Snapshot, SortKey, SystemView,
-};
+use hood_monitor::{derive, ScanOptions, Snapshot, SortKey, SystemView};
 use hood_procfs::ProcReader;
 
 /// Open a reader of `/proc` or of the given fake root.
@@ -64,20 +62,6 @@ pub(crate) fn descending(s: Option<&str>, key: SortKey) -> bool {
         Some('+') => false,
         Some('-') => true,
         _ => key.descending_by_default(),
-    }
-}
-
-/// Sort and filter the task and thread lists of a view in place.
-pub(crate) fn arrange(v: &mut SystemView, key: SortKey, desc: bool, filter: Option<&str>) {
-    if let Some(f) = filter {
-        filter_tasks(&mut v.tasks, f);
-        if let Some(t) = v.threads.as_mut() {
-            filter_tasks(t, f);
-        }
-    }
-    sort_tasks(&mut v.tasks, key, desc);
-    if let Some(t) = v.threads.as_mut() {
-        sort_tasks(t, key, desc);
     }
 }
 

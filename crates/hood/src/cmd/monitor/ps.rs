@@ -5,10 +5,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use hood_model::monitor::{ScanOptions, SortKey};
+use hood_monitor::{arrange, ScanOptions, SortKey};
 use hood_report::monitor::ps::{render_ps, PsLayout};
 
-use super::{arrange, descending, emit, out_width, reader, sample, sort_key};
+use super::{descending, emit, out_width, reader, sample, sort_key};
 
 /// List tasks: ID, threads, memory, user and system time, name.
 #[derive(Debug, Args)]
@@ -97,7 +97,12 @@ pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     }
-    arrange(&mut view, cfg.key, cfg.desc, args.filter.as_deref());
+    arrange(
+        &mut view,
+        cfg.key,
+        cfg.desc,
+        args.filter.as_deref().unwrap_or(""),
+    );
     if args.json {
         emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;
     } else {

@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hood_model::monitor::{ScanOptions, SortKey, SystemView};
+use hood_monitor::{arrange, scan_needs, Mode, ScanOptions, SortKey, SystemView};
 use hood_procfs::irqtime::IrqTracer;
 use hood_procfs::{IdleSkip, ProcError, Sampler};
 use hood_report::monitor::top::frame;
-use hood_report::monitor::Mode;
-use hood_tui::{scan_needs, TuiConfig, TuiError};
+use hood_tui::{TuiConfig, TuiError};
 
-use super::{arrange, descending, emit, out_width, reader, sort_key};
+use super::{descending, emit, out_width, reader, sort_key};
 
 /// Full-screen system monitor (batch mode when stdout is not a terminal).
 #[derive(Debug, Args)]
@@ -129,7 +128,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     while args.iterations.is_none_or(|max| n < max) {
         std::thread::sleep(delay);
         let mut v = sampler.next(&scan).context("reading /proc")?;
-        arrange(&mut v, key, desc, args.filter.as_deref());
+        arrange(&mut v, key, desc, args.filter.as_deref().unwrap_or(""));
         if args.json {
             emit(&(serde_json::to_string(&v)? + "\n"))?;
         } else {
@@ -145,7 +144,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
 /// The UI's views, from hood-procfs's sampler.
 struct Views(Sampler);
 
-impl hood_tui::Source for Views {
+impl hood_monitor::Source for Views {
     type Error = ProcError;
     fn next(&mut self, scan: &ScanOptions) -> Result<SystemView, ProcError> {
         self.0.next(scan)

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Args;
-use hood_model::monitor::ScanOptions;
+use hood_monitor::ScanOptions;
 use hood_report::monitor::ps::{render_uptime, render_uptime_json};
 
 use super::{emit, reader, sample};

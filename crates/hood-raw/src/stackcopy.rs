@@ -5,8 +5,8 @@
 //!
 //! Untrusted bytes: every length is checked against the record before it is used.
 
-use super::attr::{sample, Attr};
-use super::records::{parse_sample, SampleParts};
+use crate::attr::{sample, Attr};
+use crate::records::{parse_sample, SampleParts};
 
 /// x86-64 register numbers in perf's user register sets (`perf_regs.h`).
 pub mod reg {
@@ -37,7 +37,7 @@ pub fn write(misc: u16, head: &[u8], chain: &[u64], raw_field: &[u8], out: &mut 
     let Ok(size16) = u16::try_from(size) else {
         return false;
     };
-    out.extend_from_slice(&super::records::kind::SAMPLE.to_le_bytes());
+    out.extend_from_slice(&crate::records::kind::SAMPLE.to_le_bytes());
     out.extend_from_slice(&misc.to_le_bytes());
     out.extend_from_slice(&size16.to_le_bytes());
     out.extend_from_slice(head);
@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(out.len(), 8 + 48 + 8 + 24);
         assert_eq!(u16::from_le_bytes([out[6], out[7]]) as usize, out.len());
         let plain = attr(ST & !(sample::REGS_USER | sample::STACK_USER));
-        let mut d = super::super::records::Decoded::default();
+        let mut d = crate::records::Decoded::default();
         d.push_chunk(&plain, 0, &out);
         assert_eq!(d.malformed, 0);
         assert_eq!(d.chains, vec![9, 8, 7]);

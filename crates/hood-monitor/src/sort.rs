@@ -2,7 +2,7 @@
 
 use std::cmp::Ordering;
 
-use super::view::TaskView;
+use crate::view::{SystemView, TaskView};
 
 /// A column tasks can be sorted by.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,4 +185,61 @@ pub fn filter_tasks(tasks: &mut Vec<TaskView>, text: &str) {
                 .as_deref()
                 .is_some_and(|c| c.to_lowercase().contains(&needle))
     });
+}
+
+/// Filter (by `filter`, see [`filter_tasks`]; empty keeps all) and sort (by `key`, see
+/// [`sort_tasks`]) the task list and, when present, the thread list of a view, in place: what
+/// `hood ps`, `hood top -b` and the TUI show.
+pub fn arrange(v: &mut SystemView, key: SortKey, descending: bool, filter: &str) {
+    filter_tasks(&mut v.tasks, filter);
+    sort_tasks(&mut v.tasks, key, descending);
+    if let Some(t) = v.threads.as_mut() {
+        filter_tasks(t, filter);
+        sort_tasks(t, key, descending);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(pid: u32, name: &str, res: u64) -> TaskView {
+        TaskView {
+            pid,
+            name: name.into(),
+            res_bytes: res,
+            ..TaskView::default()
+        }
+    }
+
+    #[test]
+    fn arrange_filters_then_sorts_tasks_and_threads() {
+        let mut v = SystemView {
+            tasks: vec![
+                task(3, "bash", 10),
+                task(1, "init", 30),
+                task(2, "bashful", 20),
+            ],
+            threads: Some(vec![
+                task(7, "bash", 5),
+                task(8, "worker", 9),
+                task(9, "bash", 6),
+            ]),
+            ..SystemView::default()
+        };
+        arrange(&mut v, SortKey::Res, true, "BASH");
+        let pids: Vec<u32> = v.tasks.iter().map(|t| t.pid).collect();
+        assert_eq!(pids, [2, 3]);
+        let tids: Vec<u32> = v.threads.as_ref().unwrap().iter().map(|t| t.pid).collect();
+        assert_eq!(tids, [9, 7]);
+
+        // An empty filter keeps everything; ascending by pid.
+        let mut w = SystemView {
+            tasks: vec![task(3, "a", 0), task(1, "b", 0), task(2, "c", 0)],
+            ..SystemView::default()
+        };
+        arrange(&mut w, SortKey::Pid, false, "");
+        let pids: Vec<u32> = w.tasks.iter().map(|t| t.pid).collect();
+        assert_eq!(pids, [1, 2, 3]);
+    }
 }

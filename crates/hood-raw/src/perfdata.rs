@@ -6,8 +6,17 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::profile::attr::{sample, Attr};
-use crate::profile::records::{kind, parse_sample, sample_id};
+use crate::attr::{sample, Attr};
+use crate::bytes::{u16_at, u32_at, u64_at};
+use crate::records::{kind, parse_sample, sample_id};
+
+/// The magic bytes at the start of a perf.data file.
+pub const MAGIC: &[u8; 8] = b"PERFILE2";
+
+/// Whether a file's first bytes are perf.data's magic.
+pub fn has_perf_data_magic(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
+}
 
 /// Size of the seekable layout's file header.
 const HEADER_SIZE: u64 = 104;
@@ -37,24 +46,6 @@ mod feat {
     pub const NRCPUS: u64 = 7;
     pub const CMDLINE: u64 = 11;
     pub const EVENT_DESC: u64 = 12;
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(
-        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
-    ))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(
-        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
-    ))
-}
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(
-        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
-    ))
 }
 
 /// `bytes[offset..offset + size]`, if the section lies inside `bytes`.
@@ -202,7 +193,7 @@ impl<'a> PerfFile<'a> {
         if &bytes[..8] == b"2ELIFREP" {
             return Err("it was written on a big-endian machine, which hood does not read".into());
         }
-        if &bytes[..8] != super::MAGIC {
+        if &bytes[..8] != MAGIC {
             return Err("it does not start with perf's magic bytes PERFILE2".into());
         }
         let size = u64_at(bytes, 8).unwrap_or(0);

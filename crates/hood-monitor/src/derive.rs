@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::raw::{CpuRaw, CpuTicks, IrqLine, IrqTimeRaw, Snapshot, TaskRaw};
-use super::view::*;
+use crate::raw::{CpuRaw, CpuTicks, IrqLine, IrqTimeRaw, Snapshot, TaskRaw};
+use crate::view::*;
 
 /// Derive the view of `cur`, with rates over the interval since `prev` when given.
 ///

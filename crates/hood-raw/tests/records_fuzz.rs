@@ -1,8 +1,8 @@
 //! The perf record decoder and the profile builder take untrusted bytes: random and mutated
 //! input must never panic, and well-formed records must decode to what was encoded.
 
-use hood_model::profile::attr::{sample, Attr};
-use hood_model::profile::records::{kind, Decoded, Event};
+use hood_raw::attr::{sample, Attr};
+use hood_raw::records::{kind, Decoded, Event};
 use proptest::prelude::*;
 
 fn attr() -> Attr {

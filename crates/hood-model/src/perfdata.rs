@@ -2,59 +2,25 @@
 //! every hood report works on existing perf files.
 //!
 //! The container (header, attributes, features; the seekable and the streamed layout) is
-//! read by [`mod@file`]; each record is decoded by the same decoder as hood's own recordings
-//! ([`crate::profile::records`]). The metadata that hood's recorder would have written
+//! read by [`hood_raw::perfdata`]; each record is decoded by the same decoder as hood's own
+//! recordings ([`hood_raw::records`]). The metadata that hood's recorder would have written
 //! (event, frequency, host, CPUs, per-CPU counts) is taken from perf's header features.
 //! perf.data carries no kallsyms, `[vdso]` image or /proc snapshot: the caller may fill
 //! `kallsyms` and `vdso` from the running system when it is the recording's
 //! ([`PerfImport::kernel_build_id`] tells which kernel that was).
 
-pub mod file;
-
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use crate::profile::maps::hex_encode;
-use crate::profile::records::{Event, Mapping, Truncation, CONTEXT_USER};
-use crate::profile::stackcopy;
+use hood_raw::maps::hex_encode;
+use hood_raw::perfdata::PerfFile;
+use hood_raw::records::{Event, CONTEXT_USER};
+use hood_raw::replay::{follow_event, StackUnwinder};
+use hood_raw::stackcopy;
+
 use crate::profile::{CpuCounts, RawRecording, RecordMeta, RecordStats};
 use crate::ModelError;
-
-/// Unwinds user stack copies while the records are replayed in time order (implemented
-/// outside the model, by hood-unwind, so the model stays pure).
-pub trait StackUnwinder {
-    /// A process mapped executable code.
-    fn mmap(&mut self, m: &Mapping);
-    /// A process called exec.
-    fn exec(&mut self, pid: u32);
-    /// A new process forked from `ppid`.
-    fn fork(&mut self, ppid: u32, pid: u32);
-    /// A process exited.
-    fn exit(&mut self, pid: u32);
-    /// Unwind a sample of `pid` from `regs` (ip, sp, bp) over `stack`, appending the frames
-    /// to `out`; returns why the chain stops early, if it does.
-    fn unwind(
-        &mut self,
-        pid: u32,
-        regs: [u64; 3],
-        stack: &[u8],
-        out: &mut Vec<u64>,
-    ) -> Option<Truncation>;
-}
-
-/// Tell `u` what a side-band event changes in a process's mappings (other events: nothing).
-pub fn follow_event(u: &mut dyn StackUnwinder, ev: &Event) {
-    match ev {
-        Event::Mmap(m) => u.mmap(m),
-        Event::Comm {
-            pid, exec: true, ..
-        } => u.exec(*pid),
-        Event::Fork { pid, ppid, .. } => u.fork(*ppid, *pid),
-        Event::Exit { pid, tid } if pid == tid => u.exit(*pid),
-        _ => {}
-    }
-}
 
 /// Stack copies of `perf record --call-graph dwarf` samples, kept until they are unwound.
 #[derive(Debug, Default)]
@@ -111,15 +77,12 @@ fn unwind_copies(raw: &mut RawRecording, stacks: &StackCopies, u: &mut dyn Stack
     }
 }
 
-/// The magic bytes at the start of a perf.data file.
-pub const MAGIC: &[u8; 8] = b"PERFILE2";
-
 /// Whether the file at `path` starts with perf.data's magic (false if it cannot be read).
 pub fn is_perf_data(path: &Path) -> bool {
     let mut head = [0u8; 8];
     hood_format::untrusted::open(path, hood_format::untrusted::Policy::NAMED)
         .is_ok_and(|mut f| f.read_exact(&mut head).is_ok())
-        && &head == MAGIC
+        && hood_raw::perfdata::has_perf_data_magic(&head)
 }
 
 /// A perf.data file read into hood's raw form.
@@ -166,7 +129,7 @@ pub fn load_bytes(
     bytes: &[u8],
     unwinder: Option<&mut dyn StackUnwinder>,
 ) -> Result<PerfImport, ModelError> {
-    let mut pf = file::PerfFile::parse(bytes).map_err(|e| perr(path, e))?;
+    let mut pf = PerfFile::parse(bytes).map_err(|e| perr(path, e))?;
     let mut raw = RawRecording::default();
     if let Some(note) = &pf.repaired {
         raw.warnings.push(format!("{}: {note}", path.display()));
@@ -245,7 +208,7 @@ pub fn load_bytes(
         } else {
             0
         };
-        meta.callchain = e.attr.sample_type & crate::profile::attr::sample::CALLCHAIN != 0;
+        meta.callchain = e.attr.sample_type & hood_raw::attr::sample::CALLCHAIN != 0;
     }
     let sampling: Vec<String> = events
         .iter()

@@ -3,7 +3,8 @@
 //! Untrusted bytes: every read is bounds-checked and a malformed record ends the chunk with a
 //! counted error rather than a panic.
 
-use super::attr::{sample, Attr};
+use crate::attr::{sample, Attr};
+use crate::bytes::Cursor;
 use crate::frames::for_each_frame;
 
 /// PERF_RECORD_* types hood decodes.
@@ -228,18 +229,18 @@ pub mod trace_flags {
 pub struct SchedLayout {
     switch_id: u64,
     waking_id: u64,
-    common_flags: crate::labels::format::Field,
-    prev_pid: crate::labels::format::Field,
-    prev_state: crate::labels::format::Field,
-    next_pid: crate::labels::format::Field,
-    wakee: crate::labels::format::Field,
+    common_flags: crate::tracefs::format::Field,
+    prev_pid: crate::tracefs::format::Field,
+    prev_state: crate::tracefs::format::Field,
+    next_pid: crate::tracefs::format::Field,
+    wakee: crate::tracefs::format::Field,
 }
 
 impl SchedLayout {
     /// The layout from the `format` texts of `sched:sched_switch` and `sched:sched_waking`;
     /// `None` if a field hood needs is missing.
     pub fn from_formats(texts: &[String]) -> Option<SchedLayout> {
-        use crate::labels::format::EventFormat;
+        use crate::tracefs::format::EventFormat;
         let f: Vec<EventFormat> = texts.iter().map(|t| EventFormat::parse(t)).collect();
         let sw = f.iter().find(|e| e.name == "sched_switch")?;
         let wk = f.iter().find(|e| e.name == "sched_waking")?;
@@ -297,28 +298,6 @@ pub struct Decoded {
     /// The off-CPU tracepoints' layout, when the recording has them: their samples decode
     /// to [`Event::SwitchOut`] and [`Event::Waking`] instead of [`Event::Sample`].
     pub sched: Option<SchedLayout>,
-}
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
-        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
-        self.at += n;
-        Some(s)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.bytes(8)?.try_into().ok()?))
-    }
-    fn u32(&mut self) -> Option<u32> {
-        Some(u32::from_le_bytes(self.bytes(4)?.try_into().ok()?))
-    }
-    fn skip(&mut self, n: usize) -> Option<()> {
-        self.bytes(n).map(|_| ())
-    }
 }
 
 /// The fields of a sample record's body, found from the attribute's `sample_type` in the
@@ -394,7 +373,7 @@ fn word(b: &[u8], i: usize) -> Option<u64> {
 pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> {
     let st = attr.sample_type;
     let has = |bit| st & bit != 0;
-    let mut c = Cursor { b: body, at: 0 };
+    let mut c = Cursor::new(body);
     let mut id = None;
     if has(sample::IDENTIFIER) {
         id = Some(c.u64()?);
@@ -425,10 +404,10 @@ pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> 
     };
     let period = if has(sample::PERIOD) { c.u64()? } else { 1 };
     if has(sample::READ) {
-        let n = attr.read_field_size(body.get(c.at..)?)?;
+        let n = attr.read_field_size(body.get(c.position()..)?)?;
         c.skip(n)?;
     }
-    let head = body.get(..c.at)?;
+    let head = body.get(..c.position())?;
     let chain = if has(sample::CALLCHAIN) {
         let nr = usize::try_from(c.u64()?).ok()?;
         c.bytes(nr.checked_mul(8)?)?
@@ -437,16 +416,16 @@ pub fn parse_sample<'a>(attr: &Attr, body: &'a [u8]) -> Option<SampleParts<'a>> 
     };
     let (mut regs, mut stack) = (&[][..], &[][..]);
     let mut stack_size = 0;
-    let raw_at = c.at;
+    let raw_at = c.position();
     if has(sample::RAW) {
         let n = c.u32()? as usize;
         c.skip(n)?;
     }
-    let raw_field = body.get(raw_at..c.at)?;
+    let raw_field = body.get(raw_at..c.position())?;
     if has(sample::REGS_USER) || has(sample::STACK_USER) {
         if has(sample::BRANCH_STACK) {
             let nr = usize::try_from(c.u64()?).ok()?;
-            if attr.branch_sample_type & super::attr::BRANCH_HW_INDEX != 0 {
+            if attr.branch_sample_type & crate::attr::BRANCH_HW_INDEX != 0 {
                 c.skip(8)?;
             }
             c.skip(nr.checked_mul(24)?)?;
@@ -523,7 +502,7 @@ pub fn sample_id(attr: &Attr, body: &[u8]) -> SampleId {
     let Some(start) = body.len().checked_sub(n) else {
         return out;
     };
-    let mut c = Cursor { b: body, at: start };
+    let mut c = Cursor::starting_at(body, start);
     for bit in fields {
         if st & bit == 0 {
             continue;
@@ -603,7 +582,7 @@ impl Decoded {
             });
             return Some(());
         }
-        let mut c = Cursor { b: body, at: 0 };
+        let mut c = Cursor::new(body);
         let trailer = sample_id(attr, body);
         let mut time = trailer.time;
         let event = match typ {
@@ -622,7 +601,7 @@ impl Decoded {
                     }
                     c.skip(8)?; // prot, flags
                 }
-                let filename = cstr(body.get(c.at..)?);
+                let filename = cstr(body.get(c.position()..)?);
                 Event::Mmap(Box::new(Mapping {
                     pid,
                     start,
@@ -635,7 +614,7 @@ impl Decoded {
             kind::COMM => {
                 let pid = c.u32()?;
                 let tid = c.u32()?;
-                let comm = cstr(body.get(c.at..)?);
+                let comm = cstr(body.get(c.position()..)?);
                 let exec = misc & MISC_COMM_EXEC != 0;
                 Event::Comm {
                     pid,
@@ -679,10 +658,7 @@ impl Decoded {
                 .filter(|&&b| attr.sample_type & b != 0)
                 .count()
                     * 8;
-                let mut t = Cursor {
-                    b: body,
-                    at: body.len().checked_sub(n)?,
-                };
+                let mut t = Cursor::starting_at(body, body.len().checked_sub(n)?);
                 let pid = t.u32()?;
                 let tid = t.u32()?;
                 Event::Switch {
@@ -710,7 +686,7 @@ impl Decoded {
         let l = self.sched.as_ref()?;
         let raw = s.raw();
         let id = u64::from(u16::from_le_bytes([*raw.first()?, *raw.get(1)?]));
-        let tid = |f: &crate::labels::format::Field| f.read(raw).map(|v| v as u32);
+        let tid = |f: &crate::tracefs::format::Field| f.read(raw).map(|v| v as u32);
         if id == l.switch_id {
             Some(Event::SwitchOut {
                 pid: s.pid,

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::view::SystemView;
+use crate::view::SystemView;
 
 /// Top-level nodes with a one-line description, in display order.
 pub const NODES: [(&str, &str); 9] = [

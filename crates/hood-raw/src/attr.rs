@@ -1,6 +1,6 @@
 //! The few fields of a raw `perf_event_attr` that decoding needs, read from the stored bytes.
 
-use crate::ModelError;
+use crate::RawError;
 
 /// PERF_SAMPLE_* bits hood understands.
 pub mod sample {
@@ -95,9 +95,9 @@ pub fn clear_sample_bits(bytes: &[u8], bits: u64) -> Vec<u8> {
 
 impl Attr {
     /// Parse the stored bytes (at least the first 48).
-    pub fn parse(bytes: &[u8]) -> Result<Attr, ModelError> {
+    pub fn parse(bytes: &[u8]) -> Result<Attr, RawError> {
         if bytes.len() < 48 {
-            return Err(ModelError::Malformed(format!(
+            return Err(RawError::Malformed(format!(
                 "perf_event_attr chunk has {} bytes, need at least 48",
                 bytes.len()
             )));

@@ -9,6 +9,7 @@
 //! 31: absolute timestamp (same encoding).
 
 use super::format::EventFormat;
+use crate::bytes::u32_at;
 
 /// Where the page header's fields sit (from `events/header_page`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,10 +59,6 @@ pub struct PageInfo {
 const COMMIT_LEN_MASK: u64 = (1 << 30) - 1;
 const MISSED_EVENTS: u64 = 1 << 31;
 const MISSED_STORED: u64 = 1 << 30;
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
 
 /// Decode one page, calling `on_event(timestamp_ns, record)` for each data event in order.
 /// Never panics on damaged input: decoding stops at the first inconsistency.

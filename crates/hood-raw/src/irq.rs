@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::bytes::{u32_at, u64_at};
 use crate::frames::{for_each_frame, FrameError};
-use crate::labels::format::{EventFormat, Field};
+use crate::tracefs::format::{EventFormat, Field};
 
 /// PERF_RECORD_LOST.
 const RECORD_LOST: u32 = 2;
@@ -237,13 +238,6 @@ fn data_loc_str(f: &Field, raw: &[u8]) -> Option<String> {
     let s = raw.get(off..off.checked_add(len)?)?;
     let s = s.split(|&c| c == 0).next().unwrap_or(s);
     Some(String::from_utf8_lossy(s).into_owned())
-}
-
-fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
-}
-fn u64_at(b: &[u8], o: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
 }
 
 #[cfg(test)]

@@ -1,0 +1,30 @@
+//! Owns the system monitor's model (`hood top`, `ps`, `uptime`, `info`, serve's `/metrics`):
+//! raw cumulative snapshots of the system as read from /proc ([`raw`]), the derived `system.*`
+//! view with rates over an interval ([`view`], [`mod@derive`]), the `hood info` tree
+//! ([`tree`]), task sorting and filtering ([`sort`]), the modes of `hood top` and what each
+//! must read ([`mode`]), and the sampler's [`Source`] trait. May depend on serde only: no hood
+//! crate, and never on the kernel.
+//!
+//! Everything here is pure data: no /proc access. `hood-procfs` fills [`raw::Snapshot`];
+//! [`derive()`](derive::derive) turns two snapshots into a [`view::SystemView`], which renderers and the
+//! TUI consume and which is serialized as the documented JSON (docs/monitor.md).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod derive;
+pub mod mode;
+pub mod raw;
+pub mod sort;
+pub mod source;
+pub mod tree;
+pub mod view;
+
+pub use derive::derive;
+pub use mode::{scan_needs, Mode};
+pub use raw::{
+    CpuRaw, CpuTicks, CtxSwitches, HandlerTime, IoCounters, IrqLine, IrqTimeRaw, LoadAvg, MemInfo,
+    ScanOptions, Snapshot, TaskRaw,
+};
+pub use sort::{arrange, filter_tasks, sort_tasks, SortKey};
+pub use source::Source;
+pub use view::{SystemView, TaskView, SCHEMA_VERSION};
