@@ -324,3 +324,78 @@ fn time_views_of_a_cpu_recording_say_how_to_record_waits() {
         assert!(e.contains("record with `hood record --off-cpu`"), "{e}");
     }
 }
+
+/// One wait per wake-up mechanism, each charged to the right waker: a condition variable and
+/// an eventfd to the thread and function that signalled them, a timerfd to the timer
+/// interrupt, a loopback TCP receive to the receive path (its soft interrupt) — run in the
+/// sender, with the sender's function, when the kernel did not defer it to ksoftirqd.
+#[test]
+fn each_wait_is_charged_to_the_waker_of_its_mechanism() {
+    if !privileged("each_wait_is_charged_to_the_waker_of_its_mechanism") {
+        return;
+    }
+    ensure_tracefs();
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = c_program("offcpu_wakers");
+    let file = dir.path().join("wakers.data");
+    let out = run(hood()
+        .args(["record", "--off-cpu", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&prog));
+    assert!(out.status.success(), "{}", text(&out));
+    let wakes = folded_lines(&file, &["--by", "waker"]);
+    let share = |wait_fn: &str, right: &dyn Fn(&[&str]) -> bool| {
+        let (mut all, mut ok) = (0u64, 0u64);
+        for (stack, n) in &wakes {
+            let (wait, woke) = stack.split_once(";--;").expect("a waker part");
+            if wait.split(';').any(|f| f == wait_fn) {
+                all += n;
+                let frames: Vec<&str> = woke.split(';').collect();
+                if right(&frames) {
+                    ok += n;
+                }
+            }
+        }
+        assert!(all > 0, "no blocked time in {wait_fn}:\n{wakes:#?}");
+        (ok, all)
+    };
+    for (wait_fn, wake_fn) in [
+        ("wait_condvar", "wake_condvar"),
+        ("wait_eventfd", "wake_eventfd"),
+    ] {
+        let (ok, all) = share(wait_fn, &|f| f.contains(&wake_fn));
+        assert!(
+            ok * 100 >= all * 95,
+            "{wait_fn}: {ok} of {all} ns woken by {wake_fn}"
+        );
+    }
+    // The kernel samples no wake-up in an idle CPU's interrupt: those are named as such.
+    let (ok, all) = share("wait_timer", &|f| {
+        f.iter()
+            .any(|x| x.starts_with("[woken by an interrupt on an idle CPU]"))
+            || (f
+                .iter()
+                .any(|x| x.starts_with("[woken by a hardware interrupt]"))
+                && f.iter().any(|x| x.starts_with("timerfd_tmrproc")))
+    });
+    assert!(
+        ok * 100 >= all * 95,
+        "wait_timer: {ok} of {all} ns woken by the timer"
+    );
+    let (ok, all) = share("wait_socket", &|f| {
+        f.iter()
+            .any(|x| x.starts_with("[woken by a soft interrupt"))
+            && f.iter().any(|x| x.starts_with("tcp_"))
+    });
+    assert!(
+        ok * 100 >= all * 95,
+        "wait_socket: {ok} of {all} ns woken by TCP receive"
+    );
+    let (in_sender, _) = share("wait_socket", &|f| f.contains(&"wake_socket"));
+    assert!(
+        in_sender > 0,
+        "no loopback receive ran in the sender's wake_socket"
+    );
+}

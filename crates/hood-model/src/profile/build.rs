@@ -439,9 +439,12 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     .get(chain.0 as usize..chain.1 as usize)
                     .unwrap_or(&[]);
                 let context = offcpu::wake_context(*flags);
-                // An interrupt's user frames belong to whatever task it interrupted.
+                // An interrupt's user frames belong to whatever task it interrupted. A soft
+                // interrupt may run in the task that raised it (a loopback send), whose user
+                // frames are then the cause: kept here, dropped below if the kernel frames show
+                // it ran on an interrupt's exit.
                 let chain = match context {
-                    WakeContext::Thread => chain,
+                    WakeContext::Thread | WakeContext::SoftIrq => chain,
                     _ => chain
                         .iter()
                         .position(|&a| a == CONTEXT_USER)
@@ -450,19 +453,24 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 let has_user = chain.contains(&CONTEXT_USER);
                 let has_map = raw.perf_maps.contains_key(pid);
                 locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
+                let comm = || {
+                    world
+                        .threads
+                        .get(pid)
+                        .and_then(|t| t.get(tid))
+                        .or_else(|| world.comms.get(pid))
+                        .cloned()
+                        .unwrap_or_default()
+                };
                 let who = match context {
-                    WakeContext::Thread => {
-                        let comm = world
-                            .threads
-                            .get(pid)
-                            .and_then(|t| t.get(tid))
-                            .or_else(|| world.comms.get(pid))
-                            .cloned()
-                            .unwrap_or_default();
-                        format!("[woken by {comm} pid {pid} tid {tid}]")
-                    }
+                    WakeContext::Thread => format!("[woken by {} pid {pid} tid {tid}]", comm()),
                     WakeContext::HardIrq => "[woken by a hardware interrupt]".into(),
-                    WakeContext::SoftIrq => "[woken by a soft interrupt]".into(),
+                    WakeContext::SoftIrq => {
+                        format!(
+                            "[woken by a soft interrupt in {} pid {pid} tid {tid}]",
+                            comm()
+                        )
+                    }
                     WakeContext::Nmi => "[woken by an NMI]".into(),
                 };
                 let root = int.pseudo(&who);
@@ -557,7 +565,16 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     if let Some(d) = derived.as_mut() {
         let before = int.pseudo("[off CPU since before the recording]");
         let before = int.stack(&[before]);
-        let unknown = int.pseudo("[waker not seen]");
+        // The kernel takes no sample of a wake-up in an interrupt on an idle CPU (the idle
+        // task runs no tracepoint sampling): in a recording that saw every other wake-up and
+        // lost nothing, a blocked interval without a waker was ended by such an interrupt.
+        let all_wakeups = raw.meta.off_cpu.as_ref().is_some_and(|o| o.all_wakeups);
+        let lost = raw.stats.as_ref().map_or(0, |s| s.lost()) + prof.lost_in_stream;
+        let unknown = int.pseudo(if all_wakeups && lost == 0 {
+            "[woken by an interrupt on an idle CPU]"
+        } else {
+            "[waker not seen]"
+        });
         let unknown = int.stack(&[unknown]);
         let min_ns = raw.meta.off_cpu.as_ref().map_or(0, |o| o.min_ns);
         d.stats.min_ns = min_ns;
@@ -601,6 +618,22 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         }
         for w in &mut d.wakers {
             w.locs = trim(&mut int, w.locs, true);
+            if w.context == WakeContext::SoftIrq {
+                let st = int.stacks[w.locs as usize].clone();
+                let on_irq_exit = st.iter().any(|&l| {
+                    let n = names(l);
+                    IRQ_ENTRY.iter().any(|p| n.starts_with(p))
+                });
+                if on_irq_exit {
+                    let kept: Vec<u32> = st
+                        .into_iter()
+                        .filter(|&l| {
+                            matches!(int.locs[l as usize], Loc::Kernel(_) | Loc::Pseudo(_))
+                        })
+                        .collect();
+                    w.locs = int.stack(&kept);
+                }
+            }
         }
     }
     let mut stack_map: HashMap<Vec<FuncId>, u32> = HashMap::default();
@@ -701,6 +734,17 @@ fn scheduler_frames(stack: &[u32], waker: bool, name: &dyn Fn(u32) -> String) ->
     }
     cut
 }
+
+/// Kernel functions of an interrupt's entry and exit: a soft interrupt below them ran on an
+/// interrupt's exit, not in the task it interrupted.
+const IRQ_ENTRY: &[&str] = &[
+    "irq_exit",
+    "__irq_exit",
+    "sysvec_",
+    "asm_sysvec_",
+    "common_interrupt",
+    "asm_common_interrupt",
+];
 
 /// `--off-cpu-min` in words: `10 µs`, `1 ms`.
 pub fn offcpu_min_words(ns: u64) -> String {

@@ -232,10 +232,14 @@ impl Tracker {
         };
         match &mut o.waker {
             None => o.waker = Some(w),
-            // The same wake-up seen twice (the thread's own event and the whole-CPU one):
-            // keep the one with the user stack.
-            Some(old) if old.time == w.time && old.cpu == w.cpu && w.has_user && !old.has_user => {
-                *old = w
+            // The same wake-up seen twice (the thread's own event and the whole-CPU one, each
+            // sample timed when it was taken): keep the one with the user stack, at the
+            // earlier time.
+            Some(old) if old.tid == w.tid && old.cpu == w.cpu && w.has_user && !old.has_user => {
+                *old = RawWaker {
+                    time: old.time.min(w.time),
+                    ..w
+                }
             }
             Some(_) => {}
         }
@@ -360,7 +364,7 @@ mod tests {
         t.running(7, 7, 1_100);
         t.switch_out(7, 7, 0, 2_000, S, 42);
         t.waking(7, waker(9, 5_000, false));
-        t.waking(7, waker(9, 5_000, true));
+        t.waking(7, waker(9, 5_008, true));
         t.switch_in(7, 5_300);
         t.switch_out(7, 7, 1, 6_000, TASK_REPORT_PREEMPTED, 43);
         t.switch_in(7, 6_500);

@@ -164,10 +164,8 @@ fn waker_label(prof: &Profile, stack: u32) -> String {
         .rev()
         .find(|f| f.dso == OFF_CPU_DSO)
         .map(|f| {
-            f.name
-                .trim_start_matches("[woken by ")
-                .trim_end_matches(']')
-                .to_string()
+            let n = f.name.trim_start_matches('[').trim_end_matches(']');
+            n.strip_prefix("woken by ").unwrap_or(n).to_string()
         })
         .unwrap_or_else(|| "unknown".into());
     // The waker's own code: its innermost function outside the C library and the dynamic
