@@ -481,6 +481,8 @@ pub struct SampleId {
     pub id: Option<u64>,
     /// CPU.
     pub cpu: Option<u32>,
+    /// Process and thread id, when the trailer carries them.
+    pub tid: Option<(u32, u32)>,
 }
 
 /// Read the `sample_id` trailer at the end of a non-sample record's `body`.
@@ -511,6 +513,8 @@ pub fn sample_id(attr: &Attr, body: &[u8]) -> SampleId {
             return out;
         };
         match bit {
+            // pid then tid, as two u32 in one little-endian word.
+            sample::TID => out.tid = Some((v as u32, (v >> 32) as u32)),
             sample::TIME => out.time = v,
             sample::ID | sample::IDENTIFIER => out.id = Some(v),
             sample::CPU => out.cpu = Some(v as u32),
@@ -526,6 +530,13 @@ fn cstr(b: &[u8]) -> String {
 }
 
 impl Decoded {
+    /// The call chain an event's `chain` range points at (empty if out of range).
+    pub fn chain(&self, range: (u32, u32)) -> &[u64] {
+        self.chains
+            .get(range.0 as usize..range.1 as usize)
+            .unwrap_or(&[])
+    }
+
     /// Decode one chunk of raw records from the ring of `cpu`.
     pub fn push_chunk(&mut self, attr: &Attr, cpu: u32, bytes: &[u8]) {
         let mut bad = 0;
@@ -644,23 +655,8 @@ impl Decoded {
                 time = c.u64()?;
                 Event::Throttle
             }
-            kind::SWITCH if attr.sample_type & sample::TID != 0 && attr.sample_id_all() => {
-                // The sample_id trailer starts with pid, tid.
-                let n = [
-                    sample::TID,
-                    sample::TIME,
-                    sample::ID,
-                    sample::STREAM_ID,
-                    sample::CPU,
-                    sample::IDENTIFIER,
-                ]
-                .iter()
-                .filter(|&&b| attr.sample_type & b != 0)
-                .count()
-                    * 8;
-                let mut t = Cursor::starting_at(body, body.len().checked_sub(n)?);
-                let pid = t.u32()?;
-                let tid = t.u32()?;
+            kind::SWITCH => {
+                let (pid, tid) = trailer.tid?;
                 Event::Switch {
                     pid,
                     tid,

@@ -404,11 +404,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 let Some(t) = tracker.as_mut() else {
                     continue;
                 };
-                let chain = raw
-                    .decoded
-                    .chains
-                    .get(chain.0 as usize..chain.1 as usize)
-                    .unwrap_or(&[]);
+                let chain = raw.decoded.chain(*chain);
                 let has_map = raw.perf_maps.contains_key(pid);
                 locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
                 let locs = int.stack(&frames);
@@ -433,11 +429,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 let Some(t) = tracker.as_mut() else {
                     continue;
                 };
-                let chain = raw
-                    .decoded
-                    .chains
-                    .get(chain.0 as usize..chain.1 as usize)
-                    .unwrap_or(&[]);
+                let chain = raw.decoded.chain(*chain);
                 let context = offcpu::wake_context(*flags);
                 // An interrupt's user frames belong to whatever task it interrupted. A soft
                 // interrupt may run in the task that raised it (a loopback send), whose user
@@ -503,11 +495,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 chain,
             } => {
                 let kernel_ip = *cpumode == CPUMODE_KERNEL;
-                let chain = raw
-                    .decoded
-                    .chains
-                    .get(chain.0 as usize..chain.1 as usize)
-                    .unwrap_or(&[]);
+                let chain = raw.decoded.chain(*chain);
                 let key = ChainKey {
                     pid: *pid,
                     gen: gens.get(pid).copied().unwrap_or(0),
