@@ -349,6 +349,19 @@ const PLANS: &[(&str, Plan)] = &[
         ),
     ),
     ("hood stop", Plan::AsWritten),
+    // README: off-CPU time.
+    (
+        "hood record --off-cpu -- ./myprog",
+        Plan::Variant(
+            "hood record --off-cpu -- ./myprog 300",
+            "`myprog` stands for the user's program: the test's is split, 300 ms",
+        ),
+    ),
+    ("hood report --wall", Plan::AsWritten),
+    ("hood report --off-cpu", Plan::AsWritten),
+    ("hood report --by reason", Plan::AsWritten),
+    ("hood report --by waker", Plan::AsWritten),
+    ("hood report --wall --by thread", Plan::AsWritten),
     // README: call paths and traces.
     (
         "gcc -O2 -g -finstrument-functions -o prog prog.c",
