@@ -893,6 +893,11 @@ fn needs_root(cmd: &str) -> bool {
     cmd.contains(" -a")
         || cmd.contains("--labels")
         || cmd.contains("--irq-time")
+        // Off-CPU recording samples tracepoints; its reports need such a recording.
+        || cmd.contains("--off-cpu")
+        || cmd.contains("--wall")
+        || cmd.contains("--by reason")
+        || cmd.contains("--by waker")
         || cmd.starts_with("hood start")
         || cmd == "hood stop"
         || cmd.starts_with("perf ")
