@@ -3,8 +3,10 @@
 //!
 //! The files are untrusted: they are opened through hood-format's door
 //! ([`hood_format::untrusted`]: no final symlink, no blocking on a FIFO planted under a mapped
-//! path, no device opened), only regular files are read, only the few sections unwinding needs are read (never the whole file), and every
-//! size comes from the file's real length, never from what its headers claim.
+//! path, no device opened), only regular files are read, only the few sections unwinding needs
+//! are read (never the whole file), and every size comes from the file's real length, never
+//! from what its headers claim (a compressed section's claimed size only bounds what its
+//! stream may produce).
 
 use std::fs::File;
 use std::ops::Range;
@@ -186,19 +188,13 @@ impl Image {
             let start = s.address();
             Some(start..start.checked_add(s.size())?)
         };
+        // Compressed sections (zlib or zstd, `SHF_COMPRESSED` or GNU's `.zdebug_`) are read
+        // decompressed: Go compresses its `.debug_frame`, its only call frame information.
         let bytes = |name: &str| -> Option<Section> {
-            let s = file.section_by_name(name)?;
-            if s.size() > MAX_SECTION_BYTES {
-                return None;
-            }
-            let data = s.data().ok()?;
-            if data.is_empty() {
-                return None;
-            }
-            let start = s.address();
+            let (start, data) = hood_symbols::section_data(&file, name, MAX_SECTION_BYTES)?;
             Some(Section {
                 svma: start..start.checked_add(data.len() as u64)?,
-                data: Arc::from(data),
+                data: Arc::from(&*data),
             })
         };
         let eh_frame_hdr = bytes(".eh_frame_hdr");

@@ -837,3 +837,161 @@ fn build_id_hex(path: &Path) -> String {
         .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
         .expect("the library has a build-id")
 }
+
+#[test]
+fn compressed_debug_frame_is_read_in_every_form() {
+    if !privileged("compressed_debug_frame") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    // Call frame information only in .debug_frame, compressed as linkers and objcopy do:
+    // SHF_COMPRESSED with zlib or zstd, and GNU's older `.zdebug_frame`. binutils leaves a
+    // section uncompressed when that would not make it smaller, so the library gets 300 more
+    // functions to make its .debug_frame worth compressing.
+    let pad = k.dir.path().join("pad.c");
+    let mut src = String::from("int pad0(int x) { return x; }\n");
+    for i in 1..300 {
+        src += &format!(
+            "int pad{i}(int x) {{ return x * {i} + pad{}(x ^ {i}); }}\n",
+            i - 1
+        );
+    }
+    std::fs::write(&pad, src).unwrap();
+    for (how, shows) in [
+        ("zlib", "ZLIB"),
+        ("zstd", "ZSTD"),
+        ("zlib-gnu", ".zdebug_frame"),
+    ] {
+        let name = format!("z-{how}");
+        let (dir, so) = lib_variant(
+            k,
+            &name,
+            &[
+                "-O2",
+                "-g",
+                "-fomit-frame-pointer",
+                "-fno-asynchronous-unwind-tables",
+                "-fno-unwind-tables",
+                pad.to_str().unwrap(),
+            ],
+        );
+        let st = Command::new("objcopy")
+            .arg(format!("--compress-debug-sections={how}"))
+            .arg(&so)
+            .status()
+            .unwrap();
+        assert!(st.success(), "objcopy --compress-debug-sections={how}");
+        let sections = Command::new("readelf").arg("-t").arg(&so).output().unwrap();
+        let sections = String::from_utf8_lossy(&sections.stdout);
+        // The section's entry (name, then its lines) says how it is compressed.
+        let entry: String = sections
+            .lines()
+            .skip_while(|l| !l.contains("debug_frame"))
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(entry.contains(shows), "{how}: not compressed:\n{entry}");
+        let (file, out) = record_with_lib(k, &dir, &name);
+        let stacks = collapsed(&file, &["--min-percent", "0"]);
+        let want = ["main", "lib_outer", "lib_inner", "lib_leaf"];
+        let (pct, n, bad) = share(&stacks, "uk_nofp", "lib_leaf", |u| {
+            ends_with_chain(u, &want)
+        });
+        assert!(
+            n >= 100 && pct >= 95.0,
+            "{how}: {pct:.1}% of {n}; e.g. {bad:#?}\n{}",
+            text(&out)
+        );
+    }
+}
+
+/// `tests/go/split.go` built with the installed Go (offline, its caches in `dir`).
+fn go_split(dir: &Path) -> PathBuf {
+    let bin = dir.join("gosplit");
+    let out = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(repo().join("tests/go/split.go"))
+        .current_dir(dir)
+        .env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOCACHE", dir.join("gocache"))
+        .env("GOPATH", dir.join("gopath"))
+        .env("HOME", dir)
+        .output()
+        .expect("`go` must be installed for this test (apt-get install golang-go)");
+    assert!(out.status.success(), "go build: {}", text(&out));
+    bin
+}
+
+#[test]
+fn go_frameless_leaves_keep_their_callers_and_runtime_threads_their_roots() {
+    if !privileged("go_unwind") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go_split(dir.path());
+    let file = dir.path().join("go.hood");
+    let out = record(&file, &["--", bin.to_str().unwrap(), "3"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    // Every sample in the frameless leaf: runtime.goexit -> runtime.main -> main.main ->
+    // one of the three callers -> main.leaf, split 50/30/20 by construction.
+    let mut by_caller = std::collections::HashMap::new();
+    let (mut leaf, mut bad) = (0u64, Vec::new());
+    for (frames, n) in &stacks {
+        if frames.first().map(String::as_str) != Some("gosplit") {
+            continue;
+        }
+        let u = user_frames(frames);
+        if u.last() != Some(&"main.leaf") {
+            continue;
+        }
+        leaf += n;
+        match u.as_slice() {
+            ["runtime.goexit.abi0", "runtime.main", "main.main", caller, "main.leaf"] => {
+                *by_caller.entry(caller.to_string()).or_insert(0u64) += n;
+            }
+            _ if bad.len() < 5 => bad.push(u.join(";")),
+            _ => {}
+        }
+    }
+    let exact: u64 = ["main.workA", "main.workB", "main.workC"]
+        .iter()
+        .map(|c| by_caller.get(*c).copied().unwrap_or(0))
+        .sum();
+    assert!(
+        leaf >= 500,
+        "only {leaf} samples in main.leaf\n{}",
+        text(&out)
+    );
+    let pct = 100.0 * exact as f64 / leaf as f64;
+    assert!(
+        pct >= 95.0,
+        "{pct:.1}% of {leaf} leaf samples have their caller: {by_caller:?}; e.g. {bad:#?}"
+    );
+    for (caller, want) in [
+        ("main.workA", 50.0),
+        ("main.workB", 30.0),
+        ("main.workC", 20.0),
+    ] {
+        let got = 100.0 * by_caller.get(caller).copied().unwrap_or(0) as f64 / exact as f64;
+        assert!(
+            (got - want).abs() <= 6.0,
+            "{caller}: {got:.1}% of the leaf's samples, {want}% by construction: {by_caller:?}"
+        );
+    }
+    // The runtime's own threads start in runtime.clone (its `CALL` of mstart), with nothing
+    // made up beneath.
+    let garbage: Vec<String> = stacks
+        .iter()
+        .filter(|(f, _)| f.first().map(String::as_str) == Some("gosplit"))
+        .map(|(f, _)| user_frames(f))
+        .filter(|u| u.contains(&"runtime.mstart.abi0") && u.first() != Some(&"runtime.clone.abi0"))
+        .map(|u| u.join(";"))
+        .collect();
+    assert!(garbage.is_empty(), "runtime threads: {garbage:#?}");
+}
