@@ -72,6 +72,15 @@ pub(crate) fn walk(
         }
         if addr.is_return_address() && is_sigreturn(sigreturn, space, addr.address()) {
             stats.signal_frames += 1;
+            // The handler "returns" to the trampoline's first instruction (the kernel pushed
+            // `sa_restorer`), not after a call: stored plus one so a reader's `address - 1`
+            // names `__restore_rt` rather than the bytes before it (where the trampoline's
+            // call frame information starts, one byte early, for unwinders that subtract one).
+            if out.len() - 1 > first {
+                if let Some(last) = out.last_mut() {
+                    *last = addr.address().wrapping_add(1);
+                }
+            }
             let sp = r.sp();
             let saved = (|| {
                 Some((

@@ -217,8 +217,12 @@ fn signal_handler_stacks_continue_into_the_interrupted_code() {
         let (Some(m), Some(l), Some(h)) = (pos("main"), pos("sig_loop"), pos("on_alarm")) else {
             return false;
         };
-        // main -> sig_loop, then (vdso, the signal trampoline) -> on_alarm -> handler_leaf.
-        l == m + 1 && h > l + 1 && u.get(h + 1) == Some(&"handler_leaf")
+        // main -> sig_loop (or code it was in when interrupted), then the signal trampoline,
+        // named as glibc names it, -> on_alarm -> handler_leaf.
+        l == m + 1
+            && h > l + 1
+            && u[h - 1] == "__restore_rt"
+            && u.get(h + 1) == Some(&"handler_leaf")
     });
     assert!(n >= 50, "only {n} samples in the handler\n{}", text(&out));
     assert!(pct >= 95.0, "{pct:.1}% of {n}: e.g. {bad:#?}");
