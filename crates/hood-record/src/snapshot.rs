@@ -131,14 +131,16 @@ pub const MAX_PERF_MAP: u64 = 64 << 20;
 /// not read (or not whole). A map is read as perf reads it: a regular file, not a symbolic
 /// link, owned by root or by the process's user (any user can write to /tmp), never blocking.
 pub fn perf_maps(pids: &BTreeSet<u32>) -> (Vec<(u32, String)>, Vec<String>) {
-    perf_maps_in(Path::new("/tmp"), pids, MAX_PERF_MAP)
+    perf_maps_in(Path::new("/tmp"), pids, MAX_PERF_MAP, 0)
 }
 
-/// [`perf_maps`] in `dir`, keeping at most `max` bytes of each.
+/// [`perf_maps`] in `dir`, keeping at most `max` bytes of each. The map of a process that is
+/// gone must belong to root or to `gone_owner`.
 pub(crate) fn perf_maps_in(
     dir: &Path,
     pids: &BTreeSet<u32>,
     max: u64,
+    gone_owner: u32,
 ) -> (Vec<(u32, String)>, Vec<String>) {
     use hood_format::untrusted::{read, Policy};
     use std::os::unix::fs::MetadataExt;
@@ -147,8 +149,8 @@ pub(crate) fn perf_maps_in(
     for &pid in pids {
         let path = dir.join(format!("perf-{pid}.map"));
         // The process's user owns /proc/PID; a process that is gone has none, and then only
-        // root's map is read.
-        let uid = fs::metadata(format!("/proc/{pid}")).map_or(0, |m| m.uid());
+        // root's map or `gone_owner`'s is read.
+        let uid = fs::metadata(format!("/proc/{pid}")).map_or(gone_owner, |m| m.uid());
         match read(&path, Policy::owned_by_root_or(uid), max) {
             Ok(b) => {
                 let mut bytes = b.bytes;
@@ -167,7 +169,7 @@ pub(crate) fn perf_maps_in(
             }
             Err(hood_format::FormatError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => warnings.push(format!("JIT map not recorded: {e}")),
+            Err(e) => warnings.push(format!("JIT map not read: {e}")),
         }
     }
     (maps, warnings)
@@ -204,6 +206,29 @@ pub fn import_perf_data(
             path.display()
         ));
     }
+    // JIT maps, read at report time as `perf report` reads them: /tmp/perf-PID.map of each
+    // sampled process, through the same checks as a recording's (not a link, not blocking,
+    // owned by root or the process's user). The processes of a perf.data file have usually
+    // exited; then the map may also belong to the owner of the perf.data file, who recorded
+    // them (perf report trusts maps of the user running it).
+    let pids: BTreeSet<u32> = raw
+        .decoded
+        .events
+        .iter()
+        .filter_map(|t| match t.event {
+            hood_raw::records::Event::Sample { pid, .. } if pid != 0 && pid != u32::MAX => {
+                Some(pid)
+            }
+            _ => None,
+        })
+        .collect();
+    let owner = {
+        use std::os::unix::fs::MetadataExt;
+        fs::metadata(path).map_or(0, |m| m.uid())
+    };
+    let (maps, warnings) = perf_maps_in(Path::new("/tmp"), &pids, MAX_PERF_MAP, owner);
+    raw.perf_maps.extend(maps);
+    raw.warnings.extend(warnings);
     let running = kernel_build_id();
     let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let same_kernel = match (&imp.kernel_build_id, &running) {
@@ -255,7 +280,8 @@ mod tests {
         symlink("/etc/passwd", dir.path().join("perf-2.map")).unwrap();
         std::fs::create_dir(dir.path().join("perf-3.map")).unwrap();
         let t = Instant::now();
-        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([1, 2, 3, me, 4]), 1 << 20);
+        let (maps, warnings) =
+            perf_maps_in(dir.path(), &BTreeSet::from([1, 2, 3, me, 4]), 1 << 20, 0);
         assert!(t.elapsed() < Duration::from_secs(5));
         assert_eq!(maps, vec![(me, "1000 10 jit_a\n".to_string())]);
         assert_eq!(warnings.len(), 3, "{warnings:?}");
@@ -284,7 +310,7 @@ mod tests {
             .unwrap()
             .set_len(8 << 30)
             .unwrap();
-        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1000);
+        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1000, 0);
         let kept = &maps[0].1;
         assert_eq!(kept.len(), 1000 / line.len() * line.len());
         assert!(kept.ends_with('\n'));
@@ -307,7 +333,7 @@ mod tests {
         std::fs::write(&path, "1000 10 evil\n").unwrap();
         rustix::fs::chown(&path, Some(rustix::fs::Uid::from_raw(4242)), None).unwrap();
         // This process runs as root: only root's map is its.
-        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1 << 20);
+        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1 << 20, 0);
         assert!(maps.is_empty());
         assert!(warnings[0].contains("uid 4242"), "{warnings:?}");
     }
