@@ -97,6 +97,51 @@ pub enum FormatError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The output path names something other than a regular file.
+    #[error("{path} is {what}, not a regular file: hood writes -o only to a regular file it replaces whole (whoever holds a pipe or device open would get the output); remove it or choose another path with -o (to pipe the output, use -o /dev/stdout)")]
+    NotRegularOutput {
+        /// The output path.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
+    },
+    /// The output path is another user's file.
+    #[error("{path} is owned by uid {owner}, not by you: hood does not replace another user's file; remove it or choose another path with -o")]
+    ForeignOutput {
+        /// The output path.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+    },
+    /// Another hood is writing the same output.
+    #[error("{path} is being written by another hood{}: two writers of one file would lose one's output; wait for it to finish or choose another path with -o", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    Busy {
+        /// The output path.
+        path: PathBuf,
+        /// The other writer, if its lock names it.
+        pid: Option<u32>,
+    },
+    /// The lock file beside an output is not one hood made.
+    #[error("{path}: cannot use this lock file for writing {output}: {what}; remove it, or choose another path with -o")]
+    BadLock {
+        /// The lock file.
+        path: PathBuf,
+        /// The output it locks.
+        output: PathBuf,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The written file could not be renamed over its target; it stays where it was written.
+    #[error("{path}: cannot put the new file in place ({source}); it is kept as {temp}")]
+    NotPlaced {
+        /// The output path.
+        path: PathBuf,
+        /// Where the file is.
+        temp: PathBuf,
+        /// The rename's error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A payload is larger than the writer allows.
     #[error("chunk payload of {0} bytes is larger than the 1 GiB limit")]
     TooLarge(u64),

@@ -15,6 +15,7 @@
 
 mod error;
 mod header;
+mod output;
 mod prefetch;
 mod reader;
 pub mod tags;
@@ -25,6 +26,7 @@ pub use error::FormatError;
 pub use header::{
     ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, FORMAT_VERSION,
 };
+pub use output::{left_by_killed_writers, read_command, OutputFile, Placed, Stale};
 pub use prefetch::Prefetch;
 pub use reader::{expect_kind, Chunk, ChunkInfo, Deferred, Reader};
-pub use writer::{OutputFile, Writer};
+pub use writer::Writer;

@@ -107,7 +107,7 @@ fn file_round_trip_and_missing_file_error() {
     let mut w = Writer::create(&path, FileKind::Trace).unwrap();
     w.write_chunk(7, b"hello", true).unwrap();
     w.sync().unwrap();
-    drop(w);
+    w.commit().unwrap();
     let mut r = Reader::open(&path).unwrap();
     assert_eq!(r.kind(), FileKind::Trace);
     let c = r.next_chunk().unwrap().unwrap();
@@ -163,92 +163,6 @@ fn reading_ahead_on_a_thread_gives_the_same_chunks_warnings_and_errors() {
         b[i] ^= 0x5a;
         assert_eq!(read_all_prefetched(b.clone()), plain(b), "flip at {i}");
     }
-}
-
-#[test]
-fn create_makes_a_private_file_and_replaces_an_old_one_whole() {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("r.hood");
-    std::fs::write(&p, b"old contents").unwrap();
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let old_inode = std::fs::metadata(&p).unwrap().ino();
-    let mut w = Writer::create(&p, FileKind::Profile).unwrap();
-    // As soon as create returns, the path holds a new file with its header (not a truncated
-    // old one), mode 0600.
-    let md = std::fs::metadata(&p).unwrap();
-    assert_ne!(md.ino(), old_inode, "replaced by rename, not truncated");
-    assert_eq!(md.mode() & 0o777, 0o600);
-    assert!(md.len() > 0, "header written before the rename");
-    w.write_chunk(0x0101, b"{}", false).unwrap();
-    w.flush().unwrap();
-    let names: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(
-        names,
-        vec![std::ffi::OsString::from("r.hood")],
-        "no temporary file left"
-    );
-    assert_eq!(read_all(std::fs::read(&p).unwrap()).unwrap().0.len(), 1);
-
-    // A special file is written in place, never replaced.
-    let mut w = Writer::create(Path::new("/dev/null"), FileKind::Profile).unwrap();
-    w.write_chunk(0x0101, b"{}", false).unwrap();
-    w.flush().unwrap();
-    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
-        &std::fs::metadata("/dev/null").unwrap().file_type()
-    ));
-}
-
-#[test]
-fn replace_whole_shows_the_old_file_until_the_new_one_is_complete() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("calls.hood");
-    let first = Writer::replace_whole(&p, FileKind::Calls, |w| {
-        w.write_chunk(0x0201, b"first", false)
-    })
-    .unwrap();
-    assert_eq!(std::fs::metadata(&p).unwrap().len(), first);
-    assert_eq!(
-        std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    // While the second is written, the path still reads as the whole first file.
-    Writer::replace_whole(&p, FileKind::Calls, |w| {
-        w.write_chunk(0x0201, b"second", false)?;
-        let seen = read_all(std::fs::read(&p).unwrap()).unwrap();
-        assert_eq!(seen.0, vec![(0x0201, b"first".to_vec())]);
-        assert!(seen.1.is_empty(), "{:?}", seen.1);
-        w.write_chunk(0x0202, b"more", false)
-    })
-    .unwrap();
-    let now = read_all(std::fs::read(&p).unwrap()).unwrap();
-    assert_eq!(now.0.len(), 2);
-    // A body that fails leaves the previous file and no temporary one.
-    let err = Writer::replace_whole(&p, FileKind::Calls, |_| Err(FormatError::TooLarge(1)));
-    assert!(err.is_err());
-    assert_eq!(read_all(std::fs::read(&p).unwrap()).unwrap().0.len(), 2);
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-}
-
-#[test]
-fn stale_temporary_files_of_gone_writers_are_removed() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("calls.hood");
-    // pid_max is at most 2^22: 4999999 never runs. Our own pid runs.
-    let gone = dir.path().join(".calls.hood.4999999-3-123.tmp");
-    let live = dir
-        .path()
-        .join(format!(".calls.hood.{}-1-5.tmp", std::process::id()));
-    let other = dir.path().join(".other.hood.4999999-3-123.tmp");
-    for f in [&gone, &live, &other] {
-        std::fs::write(f, b"half").unwrap();
-    }
-    assert_eq!(Writer::remove_stale_temps(&p), vec![gone.clone()]);
-    assert!(!gone.exists() && live.exists() && other.exists());
 }
 
 #[test]

@@ -91,7 +91,7 @@ impl Control for StopFlag<'_> {
     }
 }
 
-/// Remove what a recording that could not start wrote, and end its command.
+/// End the command of a recording that could not start (its file is dropped unplaced).
 fn abandon(child: &mut Option<Child>) {
     if let Some(c) = child.as_mut() {
         c.kill();
@@ -108,6 +108,13 @@ pub fn record(
     control: &mut dyn Control,
     log: &mut dyn FnMut(&str),
 ) -> Result<Finished, RecordError> {
+    // The output first: a path that cannot be written (another hood writing it, a planted
+    // pipe) is refused before anything starts. The recording grows beside the path and
+    // replaces it only at the end; a run that cannot start leaves the path as it was.
+    let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
+    for s in writer.stale() {
+        log(&s.to_string());
+    }
     let mut child = match &cfg.who {
         Who::Command(argv) => Some(Child::spawn_held(argv, &[])?),
         _ => None,
@@ -127,13 +134,6 @@ pub fn record(
     for n in session.notes() {
         log(n);
     }
-    for t in Writer::remove_stale_temps(&cfg.output) {
-        log(&format!(
-            "removed {}, left by a recorder killed while creating its file",
-            t.display()
-        ));
-    }
-    let mut writer = Writer::create(&cfg.output, FileKind::Profile)?;
     // The labels instance exists before sampling starts and is removed on every way out.
     let mut labels = match cfg.labels {
         false => None,
@@ -143,8 +143,6 @@ pub fn record(
                 Ok(l) => Some(l),
                 Err(e) => {
                     abandon(&mut child);
-                    drop(writer);
-                    let _ = std::fs::remove_file(&cfg.output);
                     return Err(e);
                 }
             }
@@ -263,8 +261,6 @@ pub fn record(
         // The child's events switch on at its exec.
         Some(c) => {
             if let Err(e) = c.release() {
-                drop(writer);
-                let _ = std::fs::remove_file(&cfg.output);
                 return Err(e.into());
             }
         }
@@ -363,7 +359,7 @@ pub fn record(
                     }
                 },
                 Request::PrintTop => match collector.flush(&mut writer, true) {
-                    Ok(()) => control.print_top(writer.path()),
+                    Ok(()) => control.print_top(writer.file_path()),
                     Err(e) => log(&format!("cannot flush: {e}")),
                 },
             }
@@ -404,32 +400,37 @@ pub fn record(
         (Err(e), None) => error = Some(e.to_string()),
         (Err(_), Some(_)) => {}
     }
+    let bytes = writer.bytes_written();
+    // The recording replaces the old file now, also one cut short by a failed write.
+    let placed = writer.put_in_place();
+    if let (Some(e), None) = (&placed.error, &error) {
+        error = Some(e.to_string());
+    }
     let mut outcome = Outcome {
-        output: cfg.output.display().to_string(),
+        output: placed.at.display().to_string(),
         samples: collector.samples(),
         lost: collector.lost(),
         seconds: (end_mono - start_mono) as f64 / 1e9,
-        bytes: writer.bytes_written(),
+        bytes,
         lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
         error: error.clone(),
         samples_not_written: 0,
         switches_and_wakeups: collector.sched_events(),
     };
-    drop(writer);
     if error.is_some() {
         // A write may have failed part-way (a full disk): state what the file holds, as a
         // reader finds it, not what was recorded.
-        match std::fs::metadata(&cfg.output) {
+        match std::fs::metadata(&placed.at) {
             Ok(md) if md.is_file() => {
                 outcome.bytes = md.len();
                 let formats = meta.off_cpu.as_ref().map_or(&[][..], |o| &o.formats[..]);
-                match Collector::counted_in_file(&cfg.output, &stored_attr, formats) {
+                match Collector::counted_in_file(&placed.at, &stored_attr, formats) {
                     Ok((samples, lost)) => {
                         outcome.samples_not_written = outcome.samples.saturating_sub(samples);
                         outcome.samples = samples;
                         outcome.lost = lost;
                     }
-                    Err(e) => log(&format!("cannot read back {}: {e}", cfg.output.display())),
+                    Err(e) => log(&format!("cannot read back {}: {e}", placed.at.display())),
                 }
             }
             _ => {}

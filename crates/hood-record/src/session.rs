@@ -457,11 +457,24 @@ pub fn stop(timeout: std::time::Duration) -> Result<Outcome, RecordError> {
             if let Some(o) = dir.outcome() {
                 return Ok(o);
             }
+            // A recorder killed before its end leaves its recording beside the output.
+            let left = hood_format::left_by_killed_writers(std::path::Path::new(&st.output));
+            let kept = match left.iter().find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.contains(&format!(".{}-", st.pid)))
+            }) {
+                Some(p) => format!(
+                    "its recording so far is readable with `{}`; {} is as it was before",
+                    hood_format::read_command(hood_format::FileKind::Profile, p),
+                    st.output
+                ),
+                None => format!("no recording of it was left beside {}", st.output),
+            };
             bail!(
-                "the recorder (pid {}) is gone without finishing; see {} — {} may still be readable",
+                "the recorder (pid {}) is gone without finishing (see {}); {kept}",
                 st.pid,
                 st.log,
-                st.output
             );
         }
     };

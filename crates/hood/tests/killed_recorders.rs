@@ -1,7 +1,8 @@
 //! Recorders killed with SIGKILL at 0.3 s, 1.5 s and 3 s: each leaves a file its report reads,
-//! holding what was recorded up to about a second before the kill; the command it started
-//! dies with it; and the next hood command that uses the same shared state (tracefs,
-//! /dev/shm) removes what the killed one left, and says so.
+//! holding what was recorded up to about a second before the kill, beside its output (which
+//! it has not touched); the command it started dies with it; and the next hood command that
+//! uses the same shared state (tracefs, /dev/shm, the output path) removes or keeps what the
+//! killed one left, and says so.
 
 mod common;
 
@@ -58,6 +59,36 @@ fn ends(pid: u32) -> bool {
     false
 }
 
+/// The recording a recorder (pid `pid`) killed while writing `out` left beside it. `out`
+/// itself was not touched: these tests start without one, so there is none.
+fn left_beside(out: &Path, pid: u32) -> PathBuf {
+    assert!(
+        !out.exists(),
+        "{}: a killed recorder put its unfinished file in place",
+        out.display()
+    );
+    let left = hood_format::left_by_killed_writers(out);
+    assert_eq!(left.len(), 1, "{}: {left:?}", out.display());
+    let name = left[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.contains(&format!(".{pid}-")), "{name}");
+    left.into_iter().next().unwrap()
+}
+
+/// The next writer of `out` (which printed `err`) kept the killed recorder's file `left` as
+/// `out.killed-PID`, said so, and left nothing else beside `out`.
+fn kept_by_next_writer(err: &str, out: &Path, left: &Path, pid: u32) {
+    let kept = out.with_file_name(format!(
+        "{}.killed-{pid}",
+        out.file_name().unwrap().to_string_lossy()
+    ));
+    assert!(
+        err.contains(&format!("kept {} as {}", left.display(), kept.display())),
+        "{err}"
+    );
+    assert!(kept.exists() && !left.exists(), "{err}");
+    assert!(hood_format::left_by_killed_writers(out).is_empty());
+}
+
 /// SIGKILL `child` `at` seconds after `started`; reaped.
 fn kill_at(child: &mut Child, started: Instant, at: f64) {
     let wait = Duration::from_secs_f64(at).saturating_sub(started.elapsed());
@@ -90,15 +121,17 @@ fn killed_record_leaves_a_readable_file_and_no_command_behind() {
         let wait = Duration::from_secs_f64(at).saturating_sub(started.elapsed());
         std::thread::sleep(wait);
         let cpu = cpu_seconds(spinner);
+        let pid = rec.id();
         rec.kill().expect("SIGKILL");
         rec.wait().unwrap();
         assert!(
             ends(spinner),
             "at {at} s: the command outlived its recorder"
         );
+        let left = left_beside(&file, pid);
         let out = run(hood()
             .args(["report", "--format", "collapsed", "-i"])
-            .arg(&file));
+            .arg(&left));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("not finalized"), "at {at} s: {err}");
         let samples: u64 = folded(&out.stdout).iter().map(|(_, n)| n).sum();
@@ -121,6 +154,22 @@ fn killed_record_leaves_a_readable_file_and_no_command_behind() {
             (least..=most).contains(&samples),
             "killed at {at} s after {cpu:.2} s of CPU: {samples} samples, expected {least}..={most}"
         );
+        // A report of the output path points to it; the next recording keeps it.
+        let report = run(hood().args(["report", "-i"]).arg(&file));
+        assert!(
+            String::from_utf8_lossy(&report.stderr).contains(&format!(
+                "note: {} is the recording of a hood killed while writing",
+                left.display()
+            )),
+            "{}",
+            text(&report)
+        );
+        let next = run(hood()
+            .args(["record", "-o"])
+            .arg(&file)
+            .args(["--", "true"]));
+        assert!(next.status.success(), "{}", text(&next));
+        kept_by_next_writer(&String::from_utf8_lossy(&next.stderr), &file, &left, pid);
     }
 }
 
@@ -187,15 +236,17 @@ fn killed_calls_run_leaves_its_last_snapshot_and_no_segments() {
         let data = dir.path().join(format!("calls-{at}.hood"));
         let started = Instant::now();
         let (mut runner, program, _stdin) = start_phases(&["calls", "run"], &data, &exe, &base);
+        let pid = runner.id();
         kill_at(&mut runner, started, at);
         assert!(
             ends(program),
             "at {at} s: the command outlived hood calls run"
         );
         // The file is complete: empty before the first snapshot, then the calls made.
+        let left = left_beside(&data, pid);
         let out = run(calls_hood()
             .args(["calls", "report", "--format", "json"])
-            .arg(&data));
+            .arg(&left));
         let one_calls = if out.status.success() {
             let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
             doc["processes"]
@@ -228,6 +279,16 @@ fn killed_calls_run_leaves_its_last_snapshot_and_no_segments() {
             "at {at} s: {err}"
         );
         assert!(private_dirs(&base).is_empty(), "at {at} s: {err}");
+        // The next run writing the same file keeps the killed one's.
+        let next = run(calls_hood()
+            .args(["calls", "run", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&exe)
+            .env("HOOD_SHM_DIR", &base)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()));
+        kept_by_next_writer(&String::from_utf8_lossy(&next.stderr), &data, &left, pid);
     }
 }
 
@@ -269,6 +330,7 @@ fn killed_labels_recorder_leaves_a_readable_file_and_the_next_tracefs_user_clean
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+        let pid = rec.id();
         rec.kill().expect("SIGKILL");
         rec.wait().unwrap();
         let sampled = sampling_since.map_or(0.0, |t| (deadline - t).as_secs_f64());
@@ -287,7 +349,7 @@ fn killed_labels_recorder_leaves_a_readable_file_and_the_next_tracefs_user_clean
         // Readable whenever it was killed: a recording of no samples yet, or of those up to
         // about a second before the kill (samples are written at least every second; 2 s
         // leaves room for a loaded machine).
-        let out = run(hood().args(["report", "-i"]).arg(&file));
+        let out = run(hood().args(["report", "-i"]).arg(left_beside(&file, pid)));
         let err = String::from_utf8_lossy(&out.stderr);
         println!("killed at {at} s, {sampled:.2} s after sampling started: {err}");
         if out.status.success() {

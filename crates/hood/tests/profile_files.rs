@@ -72,7 +72,7 @@ fn wrong_kind_and_foreign_files_say_what_reads_them() {
     let dir = tempfile::tempdir().unwrap();
     let calls = dir.path().join("calls.data");
     let w = hood_format::Writer::create(&calls, hood_format::FileKind::Calls).unwrap();
-    w.finish().unwrap();
+    w.commit().unwrap();
     let out = run(hood().args(["report", "-i"]).arg(&calls));
     assert_eq!(out.status.code(), Some(2));
     assert!(

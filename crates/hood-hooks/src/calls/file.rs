@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use hood_format::{tags, FileKind, Reader, Writer};
+use hood_format::{tags, FileKind, FormatError, OutputFile, Reader, Writer};
 use hood_model::calls::{decode_process, encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION};
 
 use crate::HooksError;
@@ -15,15 +15,54 @@ pub struct CallsFile {
     pub meta: Option<CallsMeta>,
 }
 
-/// Write a Calls file: META then one PROCESS chunk per process. The file is written whole
-/// before it replaces `path` (a reader, or a run killed meanwhile, sees the previous complete
-/// file or this one); the bytes written.
+/// Start a Calls file for `path` (see [`Writer::create`]: it replaces `path` only when put in
+/// place); unless it is written in place (a pipe), it reads as a valid file of no processes
+/// at once.
+pub fn create(
+    path: &Path,
+    command: &str,
+    argv: &[String],
+) -> Result<Writer<OutputFile>, HooksError> {
+    let mut w = Writer::create(path, FileKind::Calls)?;
+    if !w.in_place_output() {
+        body(&mut w, &meta(command, argv)?, &[])?;
+        w.flush()?;
+    }
+    Ok(w)
+}
+
+/// Make `w` hold `procs`: a new whole content (a reader sees the previous complete one until
+/// then), or, written in place, the chunks appended once. The bytes of the file.
+pub fn rewrite(
+    w: &mut Writer<OutputFile>,
+    command: &str,
+    argv: &[String],
+    procs: &[ProcessCalls],
+) -> Result<u64, HooksError> {
+    let meta = meta(command, argv)?;
+    if w.in_place_output() {
+        body(w, &meta, procs)?;
+        w.flush()?;
+        return Ok(w.bytes_written());
+    }
+    Ok(w.rewrite(|w| body(w, &meta, procs))?)
+}
+
+/// Write a whole Calls file of `procs` and put it in place of `path` (the previous file stays
+/// until this one is complete); the bytes written.
 pub fn write(
     path: &Path,
     command: &str,
     argv: &[String],
     procs: &[ProcessCalls],
 ) -> Result<u64, HooksError> {
+    let mut w = create(path, command, argv)?;
+    rewrite(&mut w, command, argv, procs)?;
+    Ok(w.commit()?)
+}
+
+/// The META chunk's payload.
+fn meta(command: &str, argv: &[String]) -> Result<Vec<u8>, HooksError> {
     let realtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -34,14 +73,20 @@ pub fn write(
         argv: argv.to_vec(),
         collected_realtime_ns: realtime,
     };
-    let meta = serde_json::to_vec(&meta)?;
-    Ok(Writer::replace_whole(path, FileKind::Calls, |w| {
-        w.write_chunk(tags::calls::META, &meta, false)?;
-        for p in procs {
-            w.write_chunk(tags::calls::PROCESS, &encode_process(p), true)?;
-        }
-        Ok(())
-    })?)
+    Ok(serde_json::to_vec(&meta)?)
+}
+
+/// META then one PROCESS chunk per process.
+fn body<W: std::io::Write>(
+    w: &mut Writer<W>,
+    meta: &[u8],
+    procs: &[ProcessCalls],
+) -> Result<(), FormatError> {
+    w.write_chunk(tags::calls::META, meta, false)?;
+    for p in procs {
+        w.write_chunk(tags::calls::PROCESS, &encode_process(p), true)?;
+    }
+    Ok(())
 }
 
 /// Read a Calls file; the reader's warnings (truncation) go to `warn`.

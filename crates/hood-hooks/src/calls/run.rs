@@ -8,6 +8,8 @@ use hood_model::calls::ProcessCalls;
 use hood_proc::child::{Child, Exit};
 use hood_proc::signal::{self, Forwarder};
 
+use hood_format::{OutputFile, Writer};
+
 use super::{collect, file, Message};
 use crate::{runtime, segments, HooksError};
 
@@ -72,6 +74,7 @@ fn with_causes(e: &HooksError) -> String {
 struct Snapshots<'a> {
     dir: &'a Path,
     cfg: &'a RunConfig,
+    out: &'a mut Writer<OutputFile>,
     next: Instant,
     /// No (more) snapshots: the output is a special file, or writing one failed.
     off: bool,
@@ -95,7 +98,7 @@ impl Snapshots<'_> {
         )
         .and_then(|(procs, _)| match procs.is_empty() {
             true => Ok(()),
-            false => file::write(&self.cfg.output, "run", &self.cfg.argv, &procs).map(|_| {
+            false => file::rewrite(self.out, "run", &self.cfg.argv, &procs).map(|_| {
                 self.last = Some(Instant::now());
             }),
         });
@@ -117,18 +120,15 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
     let dir = segments::private_dir(&segments::shm_dir(), "calls-run")?;
     let preload = runtime::preload(&lib);
     let (prog, _) = cfg.argv.split_first().ok_or(HooksError::NoCommand)?;
-    // A valid (empty) file from the start: a run killed before the first snapshot leaves a
-    // readable file, not none. A pipe or other special file is written once, at the end.
-    let special = std::fs::metadata(&cfg.output).is_ok_and(|m| !m.is_file());
-    if !special {
-        for t in hood_format::Writer::remove_stale_temps(&cfg.output) {
-            say(Message::Note(format!(
-                "removed {}, left by a `hood calls run` killed while writing",
-                t.display()
-            )));
-        }
-        file::write(&cfg.output, "run", &cfg.argv, &[])?;
+    // A valid (empty) file from the start, beside the output: a run killed before the first
+    // snapshot leaves a readable file, which the next writer of the output keeps. The output
+    // itself is replaced only at the end, by a file with tables. A pipe is written once, at
+    // the end.
+    let mut out = file::create(&cfg.output, "run", &cfg.argv)?;
+    for s in out.stale() {
+        say(Message::Note(s.to_string()));
     }
+    let special = out.in_place_output();
     // Before the spawn, so a signal arriving right after it is not lost.
     let mut signals = Forwarder::install()?;
     // The command is killed (SIGKILL) when the recorder dies, however it dies, rather than
@@ -143,6 +143,7 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
     let mut snapshots = Snapshots {
         dir: &dir,
         cfg,
+        out: &mut out,
         next: Instant::now() + Snapshots::EVERY,
         off: special,
         last: None,
@@ -174,27 +175,40 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
     } else {
         say(Message::Note(format!("segments kept in {}", dir.display())));
     }
+    let last = snapshots.last;
     if procs.is_empty() {
-        if !special {
-            let _ = std::fs::remove_file(&cfg.output);
-        }
+        // Nothing to replace the previous file with: it stays (the new one is dropped).
+        drop(out);
         say(Message::Note(format!(
             "{prog} produced no call-path tables: was it built with -finstrument-functions \
-             (gcc/clang) and dynamically linked? See docs/calls.md"
+             (gcc/clang) and dynamically linked? See docs/calls.md{}",
+            if special {
+                String::new()
+            } else {
+                format!("; {} is left as it was", cfg.output.display())
+            }
         )));
     } else {
-        let last = snapshots.last;
-        file::write(&cfg.output, "run", &cfg.argv, &procs).map_err(|e| HooksError::Output {
-            what: match last {
-                Some(t) => format!(
-                    "{} keeps the tables as of {:.1} s before the command ended (its last snapshot)",
-                    cfg.output.display(),
-                    t.elapsed().as_secs_f64()
-                ),
-                None => format!("{} holds no tables", cfg.output.display()),
-            },
-            source: Box::new(e),
-        })?;
+        let written = file::rewrite(&mut out, "run", &cfg.argv, &procs);
+        if let Err(e) = written {
+            let what = match last {
+                // The last snapshot is whole: it replaces the old file.
+                Some(t) => match out.put_in_place().error {
+                    None => format!(
+                        "{} holds the tables as of {:.1} s before the command ended (its last snapshot)",
+                        cfg.output.display(),
+                        t.elapsed().as_secs_f64()
+                    ),
+                    Some(p) => format!("{p}"),
+                },
+                None => format!("{} is left as it was", cfg.output.display()),
+            };
+            return Err(HooksError::Output {
+                what,
+                source: Box::new(e),
+            });
+        }
+        out.commit()?;
     }
     Ok(Ran {
         exit: status,
@@ -218,7 +232,12 @@ pub fn get(cfg: &GetConfig, say: &mut dyn FnMut(Message)) -> Result<Got, HooksEr
             ),
         }));
     }
-    file::write(&cfg.output, "get", &[], &procs)?;
+    let mut out = file::create(&cfg.output, "get", &[])?;
+    for s in out.stale() {
+        say(Message::Note(s.to_string()));
+    }
+    file::rewrite(&mut out, "get", &[], &procs)?;
+    out.commit()?;
     if !cfg.keep {
         // Segments in a private directory belong to the `calls run` that made it: it
         // collects them when its command ends.

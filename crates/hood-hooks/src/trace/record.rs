@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use hood_format::{tags, FileKind, Writer};
+use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_model::trace::{
     encode_raw, ProcessTrace, TraceMeta, MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
 };
@@ -180,7 +180,11 @@ fn run_and_collect(
     });
     // The file and its META chunk come first: from here on the file reads, up to the last
     // round of events written, whenever the recorder stops.
+    // It grows beside the output and replaces it only when the trace is complete.
     let mut w = Writer::create(&cfg.output, FileKind::Trace)?;
+    for s in w.stale() {
+        log(&s.to_string());
+    }
     let meta = TraceMeta {
         version: PAYLOAD_VERSION,
         argv: cfg.argv.clone(),
@@ -238,11 +242,17 @@ fn run_and_collect(
         log(&format!("warning: {m}"));
     }
     if procs.is_empty() {
+        // Nothing to replace the previous file with: it stays (the new one is dropped).
+        let in_place = w.in_place_output();
         drop(w);
-        let _ = std::fs::remove_file(&cfg.output);
         log(&format!(
             "{prog} produced no trace: was it built with -finstrument-functions \
-             (gcc/clang) and dynamically linked? See docs/trace.md"
+             (gcc/clang) and dynamically linked? See docs/trace.md{}",
+            if in_place {
+                String::new()
+            } else {
+                format!("; {} is left as it was", cfg.output.display())
+            }
         ));
         return Ok(Outcome {
             status,
@@ -369,8 +379,8 @@ impl IrqCounts {
 
 /// The end of the file: every process (names, threads, counts; replacing the provisional
 /// chunks of streamed ones), the events of fixed-buffer segments, the notes.
-fn finish<W: Write>(
-    mut w: Writer<W>,
+fn finish(
+    mut w: Writer<OutputFile>,
     procs: &[ProcessTrace],
     events: &[collect::SegEvents],
     warnings: &[String],
@@ -393,7 +403,7 @@ fn finish<W: Write>(
     if !warnings.is_empty() {
         w.write_chunk(tags::common::NOTES, &serde_json::to_vec(warnings)?, false)?;
     }
-    w.finish()?;
+    w.commit()?;
     Ok(())
 }
 

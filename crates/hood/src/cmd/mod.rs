@@ -41,6 +41,64 @@ fn raw_args_after(name: &str) -> Vec<String> {
     }
 }
 
+/// Where a report goes: the `-o` file (written beside its path and put in place whole by
+/// [`Output::finish`], so a report that fails leaves the old file as it was; see
+/// [`hood_format::OutputFile`]), or standard output. The one way every report command opens
+/// its output.
+pub enum Output {
+    /// `-o FILE`.
+    File(hood_format::OutputFile),
+    /// No `-o`.
+    Stdout(std::io::BufWriter<std::io::StdoutLock<'static>>),
+}
+
+impl Output {
+    /// Open `path`, or standard output without one.
+    pub fn open(path: Option<&std::path::Path>) -> anyhow::Result<Output> {
+        Ok(match path {
+            Some(p) => {
+                let f = hood_format::OutputFile::create(p)?;
+                for s in f.stale() {
+                    eprintln!("hood: {s}");
+                }
+                Output::File(f)
+            }
+            None => Output::Stdout(std::io::BufWriter::new(std::io::stdout().lock())),
+        })
+    }
+
+    /// Flush, and put the file in place.
+    pub fn finish(self) -> anyhow::Result<()> {
+        use std::io::Write;
+        match self {
+            Output::File(f) => f.commit()?,
+            Output::Stdout(mut s) => s.flush()?,
+        }
+        Ok(())
+    }
+}
+
+impl std::io::Write for Output {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Output::File(f) => f.write(buf),
+            Output::Stdout(s) => s.write(buf),
+        }
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Output::File(f) => f.write_all(buf),
+            Output::Stdout(s) => s.write_all(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Output::File(f) => f.flush(),
+            Output::Stdout(s) => s.flush(),
+        }
+    }
+}
+
 /// Refuse to write binary output (`--format pprof`, `firefox`) to a terminal, where it would
 /// print as garbage: with `-o` or a redirected standard output it goes ahead.
 pub fn refuse_binary_on_terminal(
@@ -55,6 +113,19 @@ pub fn refuse_binary_on_terminal(
         );
     }
     Ok(())
+}
+
+/// Say where the recordings are that hoods killed while writing `path` left beside it (a
+/// report of `path` reads the file from before them), and how to read them.
+pub fn note_killed_writers(path: &std::path::Path, kind: hood_format::FileKind) {
+    for t in hood_format::left_by_killed_writers(path) {
+        eprintln!(
+            "hood: note: {} is the recording of a hood killed while writing {}, which is read as it was before; read the killed one with `{}`",
+            t.display(),
+            path.display(),
+            hood_format::read_command(kind, &t)
+        );
+    }
 }
 
 /// Reword an error opening `path` when the file does not exist: the OS error once, then `fix`

@@ -153,7 +153,14 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
             if !ran.procs.is_empty() {
                 summary(&ran.procs, &cfg.output);
             }
-            Ok(ExitCode::from(ran.exit.shell_code().clamp(0, 255) as u8))
+            // The command's status; 1 when it succeeded but left no tables (nothing was
+            // written), as `hood trace record` does.
+            let status = ran.exit.shell_code().clamp(0, 255) as u8;
+            Ok(ExitCode::from(if ran.procs.is_empty() && status == 0 {
+                1
+            } else {
+                status
+            }))
         }
         CallsCommand::Get(a) => {
             let cfg = GetConfig {

@@ -1,10 +1,8 @@
 //! `hood calls report`.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use hood_model::calls::SortKey;
 use hood_report::calls::{render_collapsed, render_json, render_text, CallsReportOptions};
 use hood_report::pprof::calls::{render_calls_pprof, CallsPprofOptions};
@@ -12,6 +10,7 @@ use hood_report::pprof::calls::{render_calls_pprof, CallsPprofOptions};
 use super::{FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
+    crate::cmd::note_killed_writers(&a.file, hood_format::FileKind::Calls);
     let file = hood_hooks::calls::read(&a.file, &mut |w| eprintln!("hood: warning: {w}"))
         .map_err(|e| {
             crate::cmd::missing_file(
@@ -32,17 +31,10 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
-    let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => {
-            if let FormatArg::Pprof = a.format {
-                crate::cmd::refuse_binary_on_terminal(None, "pprof", "calls.pb.gz")?;
-            }
-            Box::new(BufWriter::new(std::io::stdout().lock()))
-        }
-    };
+    if let FormatArg::Pprof = a.format {
+        crate::cmd::refuse_binary_on_terminal(a.output.as_deref(), "pprof", "calls.pb.gz")?;
+    }
+    let mut out = crate::cmd::Output::open(a.output.as_deref())?;
     if let FormatArg::Pprof = a.format {
         // The call-path file does not record build-ids: they are read from the executables
         // now (a rebuilt or deleted one gets none, with a note).
@@ -57,7 +49,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
             comments: ids.comments,
         };
         render_calls_pprof(&procs, &opts, &mut out)?;
-        out.flush()?;
+        out.finish()?;
         return Ok(ExitCode::SUCCESS);
     }
     let opts = CallsReportOptions {
@@ -79,6 +71,6 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         FormatArg::Pprof => unreachable!("handled above"),
     };
     out.write_all(text.as_bytes())?;
-    out.flush()?;
+    out.finish()?;
     Ok(ExitCode::SUCCESS)
 }

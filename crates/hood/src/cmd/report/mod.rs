@@ -3,13 +3,11 @@
 mod args;
 mod resolver;
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::Context;
 use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{Mode, Profile};
 use hood_report::profile as render;
@@ -113,6 +111,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         }
         _ => {}
     }
+    crate::cmd::note_killed_writers(&args.input, hood_format::FileKind::Profile);
     let prof = load_profile(&args.input, &args.symbols).map_err(|e| {
         super::missing_file(
             e,
@@ -127,12 +126,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             args.input.display()
         );
     }
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(BufWriter::new(
-            File::create(p).with_context(|| format!("creating {}", p.display()))?,
-        )),
-        None => Box::new(BufWriter::new(std::io::stdout().lock())),
-    };
+    let mut out = super::Output::open(args.output.as_deref())?;
     // The text report shows warnings in its header; other formats have no place for them.
     if args.intervals || args.format != FormatArg::Text {
         for w in &prof.warnings {
@@ -157,7 +151,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             FormatArg::Gprof => unreachable!("handled above"),
         }
     }
-    out.flush()?;
+    out.finish()?;
     if std::env::var_os("HOOD_TIMING").is_some() {
         eprintln!("hood: render {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     }

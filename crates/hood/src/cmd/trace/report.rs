@@ -1,10 +1,8 @@
 //! `hood trace report`: the command line of [`hood_report::trace::report`], which streams the
 //! trace file's events through the analysis, never holding the file whole.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use hood_model::trace::scan;
 use hood_report::trace::{TraceReport, View, Written};
 
@@ -12,6 +10,7 @@ use super::{FormatArg, ReportArgs};
 
 /// `hood trace report`, with its warnings on standard error.
 pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
+    crate::cmd::note_killed_writers(&c.file, hood_format::FileKind::Trace);
     let head = scan(&c.file).map_err(|e| {
         crate::cmd::missing_file(
             e.into(),
@@ -27,16 +26,7 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
             eprintln!("hood: note: pid {}: {n}", p.pid);
         }
     }
-    let mut file = match &c.output {
-        Some(p) => Some(hood_format::OutputFile::create(p)?),
-        None => None,
-    };
-    let stdout = std::io::stdout();
-    let mut lock = std::io::BufWriter::new(stdout.lock());
-    let out: &mut dyn Write = match file.as_mut() {
-        Some(f) => f,
-        None => &mut lock,
-    };
+    let mut out = crate::cmd::Output::open(c.output.as_deref())?;
     let what = TraceReport {
         paths: c.paths,
         tid: c.tid,
@@ -50,12 +40,8 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
         tags: c.tags,
         lines: c.lines,
     };
-    let written = hood_report::trace::report(&c.file, &head, &what, out)?;
-    out.flush()?;
-    if let (Some(f), Some(p)) = (file, &c.output) {
-        f.commit()
-            .with_context(|| format!("writing {}", p.display()))?;
-    }
+    let written = hood_report::trace::report(&c.file, &head, &what, &mut out)?;
+    out.finish()?;
     if written == Written::NoEvents {
         eprintln!(
             "hood trace report: no events in {}{}",
