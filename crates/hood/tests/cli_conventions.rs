@@ -454,3 +454,42 @@ fn user_facing_text_speaks_the_users_words_and_links_only_inside_the_repository(
         assert!(background.contains(title), "Background lacks {title:?}");
     }
 }
+
+/// docs/cli.md's exit statuses (issue 30): 1 when the command ran but found nothing to show —
+/// a `--pid` no sample matches, a function `annotate` does not find, a program `calls run` or
+/// `trace record` found nothing in (the same for both) — and the command's status when it
+/// failed.
+#[test]
+fn nothing_found_exits_1_as_docs_cli_md_says() {
+    if !common::privileged("nothing_found_exits_1_as_docs_cli_md_says") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("spin.data");
+    let spinner = common::c_program("spinner");
+    let out = run(hood()
+        .args(["record", "-o"])
+        .arg(&rec)
+        .arg("--")
+        .arg(&spinner)
+        .arg("300"));
+    assert!(out.status.success(), "{}", text(&out));
+    let report = |extra: &[&str]| run(hood().args(["report", "-i"]).arg(&rec).args(extra));
+    let out = report(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    // pid_max is at most 2^22.
+    let out = report(&["--pid", "4999999"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("no sample in") && text(&out).contains("--pid 4999999"));
+    let out = report(&["--comm", "no-such-comm"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let out = run(hood()
+        .args(["annotate", "-i"])
+        .arg(&rec)
+        .arg("no_such_function_anywhere"));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("no function named"), "{}", text(&out));
+    // A usage error stays 2.
+    let out = report(&["--min-percent", "200"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}

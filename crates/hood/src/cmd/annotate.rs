@@ -49,6 +49,7 @@ pub struct AnnotateArgs {
 
 /// Run `hood annotate`.
 pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
+    crate::cmd::note_killed_writers(&args.input, hood_format::FileKind::Profile);
     let prof = load_profile(&args.input, &args.symbols).map_err(|e| {
         super::missing_file(
             e,
@@ -61,12 +62,16 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
     }
     let funcs = match ann::find_functions(&prof, &args.function) {
         Ok(f) => f,
-        Err(candidates) if candidates.is_empty() => anyhow::bail!(
-            "{}: no function named {:?} was sampled; see `hood report -i {}` for the names",
-            args.input.display(),
-            args.function,
-            args.input.display()
-        ),
+        // Nothing found (exit status 1, docs/cli.md), not a usage error.
+        Err(candidates) if candidates.is_empty() => {
+            eprintln!(
+                "hood: {}: no function named {:?} was sampled; see `hood report -i {}` for the names",
+                args.input.display(),
+                args.function,
+                args.input.display()
+            );
+            return Ok(ExitCode::from(1));
+        }
         Err(candidates) => anyhow::bail!(
             "{:?} is part of several function names; give one whole:\n  {}",
             args.function,

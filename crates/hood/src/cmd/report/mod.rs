@@ -156,11 +156,38 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         eprintln!("hood: render {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     }
     let empty = prof.samples.is_empty();
+    let filtered =
+        opts.filter.pid.is_some() || opts.filter.comm.is_some() || opts.filter.mode.is_some();
+    let none_match = filtered && opts.filter.samples(&prof).next().is_none();
     // The process ends here: handing the profile's memory (tens of thousands of small
     // allocations) back to the allocator one by one would only cost time (~5 % of a report).
     std::mem::forget(prof);
     if empty {
         eprintln!("hood: the recording holds no samples");
+        return Ok(ExitCode::from(1));
+    }
+    // Nothing found (exit status 1, docs/cli.md): a --pid, --comm, --kernel or --user that
+    // no sample matches.
+    if none_match {
+        let mut what = Vec::new();
+        if let Some(p) = args.pid {
+            what.push(format!("--pid {p}"));
+        }
+        if let Some(c) = &args.comm {
+            what.push(format!("--comm {c}"));
+        }
+        if args.kernel {
+            what.push("--kernel".into());
+        }
+        if args.user {
+            what.push("--user".into());
+        }
+        eprintln!(
+            "hood: no sample in {} matches {}; `hood report -i {} --by process` lists the processes sampled",
+            args.input.display(),
+            what.join(" "),
+            args.input.display()
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
