@@ -209,8 +209,8 @@ pub const VARS: &[Var] = &[
 /// The exit statuses of hood, as (status, meaning).
 pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "success; also when the reader of standard output closed it early (`hood report | head -1`): hood stops quietly"),
-    ("1", "the command ran but found nothing to show (a recording with no samples, no matching process) or its target failed"),
-    ("2", "usage or environment error: a bad option or value, a missing or damaged file, a permission hood lacks; the message names the cause and a fix"),
+    ("1", "the command ran but found nothing to show (a recording with no samples; a --pid, --comm, --kernel, --user or --tid nothing matches; a function annotate did not find; a program calls run or trace record found no tables or trace in, when it exited 0) or its target failed"),
+    ("2", "usage or environment error: a bad option or value, a missing or damaged file, a permission hood lacks, an output path hood refuses (a pipe, device, another user's file) or another hood is writing; the message names the cause and a fix"),
     ("N", "`hood record -- COMMAND`, `hood calls run` and `hood trace record` exit with COMMAND's status (128+N when signal N ended it) once its data is written"),
 ];
 
