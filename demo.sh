@@ -11,7 +11,8 @@ if ! command -v gcc >/dev/null; then
         echo "demo.sh: gcc is required to build the demo workload (apt-get install gcc)"; exit 2
     fi
 fi
-cargo build --release -q -p hood
+echo "demo.sh: building hood (release, with LTO; the first build takes several minutes)"
+cargo build --release -p hood
 mkdir -p target/demo
 gcc -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o target/demo/demo demo/demo.c
 "${CARGO_TARGET_DIR:-target}"/release/hood record -o target/demo/demo.data -- target/demo/demo 3

@@ -3,6 +3,13 @@
 //! git installed is fine: the commit is then "unknown commit".
 //!
 //! `SOURCE_DATE_EPOCH` (reproducible builds) fixes the date.
+//!
+//! It also builds the runtime library the binary carries (`libhood_rt.so`, preloaded by
+//! `hood calls run` and `hood trace record`), so that `cargo install --path crates/hood` gives
+//! a hood whose `calls` and `trace` work with nothing beside it: hood-rt is built by a cargo of
+//! its own (release, stripped, into `TARGET_DIR/hood-rt-embed`, from the lock file's crates
+//! already fetched for hood), and the binary includes its bytes. `HOOD_RT_SO=/path/to/
+//! libhood_rt.so` takes a library built elsewhere instead (packagers).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -34,8 +41,83 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// Build hood-rt's shared library and copy it to `OUT_DIR/libhood_rt.so`.
+fn embed_runtime() {
+    println!("cargo:rerun-if-env-changed=HOOD_RT_SO");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR")).join("libhood_rt.so");
+    if let Some(given) = std::env::var_os("HOOD_RT_SO") {
+        println!("cargo:rerun-if-changed={}", PathBuf::from(&given).display());
+        std::fs::copy(&given, &out)
+            .unwrap_or_else(|e| panic!("HOOD_RT_SO={}: {e}", PathBuf::from(&given).display()));
+        return;
+    }
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("manifest dir"));
+    let ws = manifest.join("../..");
+    for dir in ["crates/hood-rt", "crates/hood-abi", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", ws.join(dir).display());
+    }
+    // OUT_DIR is TARGET_DIR/[TRIPLE/]PROFILE/build/hood-HASH/out: the runtime gets a target
+    // directory of its own beside the profiles (the outer cargo holds the lock of its own).
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
+    let target_dir = out_dir
+        .ancestors()
+        .nth(4)
+        .map_or_else(|| out_dir.join("rt"), |t| t.join("hood-rt-embed"));
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let host = std::env::var("HOST").unwrap_or_default();
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let build = |offline: bool| {
+        let mut c = Command::new(&cargo);
+        c.args([
+            "build",
+            "--release",
+            "--lib",
+            "-p",
+            "hood-rt",
+            "--manifest-path",
+        ])
+        .arg(ws.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir)
+        // A small library to carry: no debug info.
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
+        // What the outer cargo set for this build is not for the runtime's: its flags
+        // (clippy's, coverage's) and its wrapper of workspace crates.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR");
+        // Share the outer build's job slots (2 CPUs stay 2).
+        if let Some(mf) = std::env::var_os("CARGO_MAKEFLAGS") {
+            c.env("MAKEFLAGS", mf);
+        }
+        if offline {
+            c.arg("--offline");
+        }
+        if !target.is_empty() && target != host {
+            c.args(["--target", &target]);
+        }
+        c.status()
+    };
+    // The crates it needs (libc, hood-abi) are hood's own: offline first.
+    let ok = build(true).is_ok_and(|s| s.success()) || build(false).is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "building the runtime library hood carries (cargo build --release -p hood-rt) failed; \
+         see the errors above, or give a built one with HOOD_RT_SO=/path/to/libhood_rt.so"
+    );
+    let mut built = target_dir.clone();
+    if !target.is_empty() && target != host {
+        built.push(&target);
+    }
+    built.push("release/libhood_rt.so");
+    std::fs::copy(&built, &out).unwrap_or_else(|e| panic!("copying {}: {e}", built.display()));
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    embed_runtime();
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
 
     let commit = match git(&["rev-parse", "--short=12", "HEAD"]) {

@@ -39,7 +39,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "HOOD_RT_LIB",
         shown: "PATH",
-        what: "libhood_rt.so for `hood calls run` and `hood trace record` (default: next to the hood binary, then ../lib/hood/)",
+        what: "libhood_rt.so for `hood calls run` and `hood trace record` (default: next to the hood binary, then ../lib/hood/, then the copy the binary carries, written to $XDG_CACHE_HOME/hood/rt or ~/.cache/hood/rt)",
         values: Values::Any,
     },
     Var {

@@ -19,7 +19,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The runtime library `hood calls run` and `hood trace record` preload, carried in the
+/// binary (built by build.rs) for when none is installed beside it.
+static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libhood_rt.so"));
+
 fn main() -> ExitCode {
+    hood_hooks::runtime::carry(RUNTIME);
     let cli = cli::Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -293,8 +293,6 @@ enum Plan {
 /// Commands that need more than a shell line.
 #[derive(Clone, Copy, Debug)]
 enum Step {
-    /// Build libhood_rt.so and point hood at it.
-    BuildRuntime,
     /// Stop with SIGINT (Ctrl-C) after a second.
     CtrlC,
     /// Full-screen or endless output: read the first lines, then close the pipe.
@@ -323,6 +321,15 @@ const PLANS: &[(&str, Plan)] = &[
     (
         "cargo test --workspace",
         Plan::NotRun("runs this test suite itself"),
+    ),
+    // README: install.
+    (
+        "cargo install --locked --path crates/hood",
+        Plan::NotRun(
+            "builds hood in release mode into ~/.cargo/bin, minutes of compiling; \
+             .ci/install-check runs `cargo install --path crates/hood` (debug) into a temporary \
+             root and `hood calls run` from it, with the runtime library the binary carries",
+        ),
     ),
     // README: sampling.
     (
@@ -366,10 +373,6 @@ const PLANS: &[(&str, Plan)] = &[
     (
         "gcc -O2 -g -finstrument-functions -o prog prog.c",
         Plan::AsWritten,
-    ),
-    (
-        "cargo build --release -p hood-rt",
-        Plan::Step(Step::BuildRuntime),
     ),
     ("hood calls run -- ./prog", Plan::AsWritten),
     ("hood calls report", Plan::AsWritten),
@@ -666,13 +669,6 @@ fn third_party(cmd: &str, ran: Option<&Ran>) -> Option<String> {
 
 fn step(w: &mut Work, s: Step, cmd: &str) {
     match s {
-        Step::BuildRuntime => {
-            // `cargo build --release -p hood-rt`, into the target directory of the hood under
-            // test; that hood is a debug build, so HOOD_RT_LIB names the release library.
-            let lib = common::runtime_release_dir().join("libhood_rt.so");
-            assert!(lib.is_file(), "{} was not built", lib.display());
-            w.set("HOOD_RT_LIB", lib.display().to_string());
-        }
         Step::CtrlC => {
             let mut c = w.shell(&format!("exec {cmd}"));
             let child = c
