@@ -43,6 +43,12 @@ pub const VARS: &[Var] = &[
         values: Values::Any,
     },
     Var {
+        name: "HOOD_RT_SO",
+        shown: "PATH",
+        what: "when building hood (cargo build, cargo install, make): the libhood_rt.so the binary carries, instead of one built from crates/hood-rt (packagers)",
+        values: Values::Any,
+    },
+    Var {
         name: "HOOD_SHM_DIR",
         shown: "DIR",
         what: "where instrumented programs keep their call-path and trace tables (default /dev/shm); `hood calls get|reset` look there too",

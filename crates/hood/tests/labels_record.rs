@@ -257,8 +257,15 @@ fn killed_recorder_leaves_an_instance_the_next_run_removes() {
         inst.is_dir(),
         "a SIGKILLed recorder cannot clean up; {name} should remain"
     );
-    // The killed run's file is readable and says it was not finalized.
-    let out = run(hood().args(["report", "--labels", "-i"]).arg(&file));
+    // The killed run's file, beside the output it did not replace, is readable and says it
+    // was not finalized.
+    assert!(
+        !file.exists(),
+        "a killed recorder put its unfinished file in place"
+    );
+    let left = hood_format::left_by_killed_writers(&file);
+    assert_eq!(left.len(), 1, "{left:?}");
+    let out = run(hood().args(["report", "--labels", "-i"]).arg(&left[0]));
     let txt = text(&out);
     assert!(txt.contains("not finalized"), "{txt}");
     // The next run removes the stale instance and leaves everything as before.
