@@ -44,8 +44,13 @@ fn civil(days: i64) -> (i64, u32, u32) {
 /// Build hood-rt's shared library and copy it to `OUT_DIR/libhood_rt.so`.
 fn embed_runtime() {
     println!("cargo:rerun-if-env-changed=HOOD_RT_SO");
-    // Not run by cargo (a test runs the script by hand for the version lines): nothing to do.
-    let Some(out_dir) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
+    // Not run by cargo to build hood (a test runs the script by hand for the version lines,
+    // with the test's own environment): nothing to do. Cargo always sets TARGET for a build
+    // script, never for a test.
+    let (Some(out_dir), Some(_)) = (
+        std::env::var_os("OUT_DIR").map(PathBuf::from),
+        std::env::var_os("TARGET"),
+    ) else {
         return;
     };
     let out = out_dir.join("libhood_rt.so");

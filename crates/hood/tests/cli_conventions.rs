@@ -241,7 +241,11 @@ fn build_script() -> PathBuf {
 fn the_build_script_works_outside_git_and_honours_source_date_epoch() {
     // A directory that is no git checkout, as an unpacked source tarball is.
     let dir = tempfile::tempdir().unwrap();
+    // Without OUT_DIR and TARGET: the script only prints the version lines, and writes no
+    // runtime library over the one the hood under test carries.
     let out = run(Command::new(build_script())
+        .env_remove("OUT_DIR")
+        .env_remove("TARGET")
         .env("CARGO_MANIFEST_DIR", dir.path())
         .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
         .env("SOURCE_DATE_EPOCH", "951782400"));
@@ -254,6 +258,8 @@ fn the_build_script_works_outside_git_and_honours_source_date_epoch() {
     // 951782400 is 2000-02-29 00:00 UTC: a leap day checks the calendar arithmetic.
     assert!(s.contains("cargo:rustc-env=BUILD_DATE=2000-02-29"), "{s}");
     let out = run(Command::new(build_script())
+        .env_remove("OUT_DIR")
+        .env_remove("TARGET")
         .env("CARGO_MANIFEST_DIR", dir.path())
         .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
         .env("SOURCE_DATE_EPOCH", "0"));
