@@ -10,6 +10,9 @@
 //! System calls live in hood-perf, hood-proc and hood-rt; here there is no `unsafe` at all.
 #![forbid(unsafe_code)]
 
+#[macro_use]
+mod say;
+
 mod cli;
 mod cmd;
 mod environment;
@@ -27,7 +30,7 @@ fn main() -> ExitCode {
         // ripgrep does, rather than "Broken pipe" or death by SIGPIPE (141).
         Err(err) if stdout_reader_gone(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("hood: error: {}", one_line(&err));
+            errln!("hood: error: {}", one_line(&err));
             ExitCode::from(2)
         }
     }

@@ -66,6 +66,16 @@ fn with_causes(e: &HooksError) -> String {
     s
 }
 
+/// [`segments::clean_stale`]'s lines as messages.
+fn cleaned(say: &mut dyn FnMut(Message)) -> impl FnMut(String) + '_ {
+    |line| {
+        say(match line.strip_prefix("warning: ") {
+            Some(w) => Message::Warning(w.to_string()),
+            None => Message::Note(line),
+        })
+    }
+}
+
 /// While the command runs, the tables collected so far replace the output file every second
 /// (every four times what one snapshot costs, when that is longer), so a `calls run` killed at
 /// any moment, SIGKILL included, leaves a complete file of its last snapshot.
@@ -114,7 +124,7 @@ impl Snapshots<'_> {
 /// the recorder dies.
 pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksError> {
     let lib = runtime::library()?;
-    let dir = segments::private_dir(&segments::shm_dir(), "calls-run")?;
+    let dir = segments::private_dir(&segments::shm_dir(), "calls-run", &mut cleaned(say))?;
     let preload = runtime::preload(&lib);
     let (prog, _) = cfg.argv.split_first().ok_or(HooksError::NoCommand)?;
     // A valid (empty) file from the start: a run killed before the first snapshot leaves a
@@ -206,7 +216,7 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
 /// `cfg.output`; the segments of ended processes are removed unless `cfg.keep`.
 pub fn get(cfg: &GetConfig, say: &mut dyn FnMut(Message)) -> Result<Got, HooksError> {
     let base = segments::shm_dir();
-    segments::clean_stale(&base);
+    segments::clean_stale(&base, &mut cleaned(say));
     let dirs = segments::search_dirs(&base, cfg.pid);
     let (procs, finished) = collect(&dirs, cfg.pid, say)?;
     if procs.is_empty() {
@@ -236,7 +246,7 @@ pub fn get(cfg: &GetConfig, say: &mut dyn FnMut(Message)) -> Result<Got, HooksEr
 /// hook.
 pub fn reset(pid: Option<u32>, say: &mut dyn FnMut(Message)) -> Result<Reset, HooksError> {
     let base = segments::shm_dir();
-    segments::clean_stale(&base);
+    segments::clean_stale(&base, &mut cleaned(say));
     let dirs = segments::search_dirs(&base, pid);
     let mut warnings = Vec::new();
     let segs = segments::scan_dirs(&dirs, pid, true, &mut warnings);

@@ -12,7 +12,7 @@ use hood_report::pprof::calls::{render_calls_pprof, CallsPprofOptions};
 use super::{FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
-    let file = hood_hooks::calls::read(&a.file, &mut |w| eprintln!("hood: warning: {w}"))
+    let file = hood_hooks::calls::read(&a.file, &mut |w| errln!("hood: warning: {w}"))
         .map_err(|e| {
             crate::cmd::missing_file(
                 e.into(),
@@ -25,7 +25,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         procs.retain(|p| p.pid == pid);
     }
     if procs.is_empty() {
-        eprintln!(
+        errln!(
             "hood calls report: no processes in {}{}",
             a.file.display(),
             a.pid.map(|p| format!(" with pid {p}")).unwrap_or_default()
@@ -48,7 +48,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         // now (a rebuilt or deleted one gets none, with a note).
         let ids = hood_hooks::calls::exe_build_ids(&procs);
         for w in &ids.warnings {
-            eprintln!("hood: warning: {w}");
+            errln!("hood: warning: {w}");
         }
         let opts = CallsPprofOptions {
             threads: a.threads,

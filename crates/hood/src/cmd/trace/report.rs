@@ -20,11 +20,11 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     for w in &head.warnings {
-        eprintln!("hood: warning: {}: {w}", c.file.display());
+        errln!("hood: warning: {}: {w}", c.file.display());
     }
     for p in &head.processes {
         for n in &p.notes {
-            eprintln!("hood: note: pid {}: {n}", p.pid);
+            errln!("hood: note: pid {}: {n}", p.pid);
         }
     }
     let mut file = match &c.output {
@@ -57,7 +57,7 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing {}", p.display()))?;
     }
     if written == Written::NoEvents {
-        eprintln!(
+        errln!(
             "hood trace report: no events in {}{}",
             c.file.display(),
             c.tid
