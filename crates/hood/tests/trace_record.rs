@@ -562,6 +562,72 @@ fn a_killed_recorder_leaves_a_readable_file() {
     assert!(steps > 100, "completed calls are counted: {a}");
 }
 
+/// The functions of a report whose name is an address (`0x…`): none, when names were read.
+fn unnamed(a: &Value) -> Vec<String> {
+    names(a)
+        .into_iter()
+        .filter(|n| n.starts_with("0x"))
+        .collect()
+}
+
+/// Issue 25: a recorder killed in its first half second leaves a file that names its
+/// functions (they were read as they appeared, not only at the end).
+#[test]
+fn a_trace_killed_in_its_first_half_second_names_its_functions() {
+    let t = tmp();
+    let prog = build_c("trace_stream", t.0.path());
+    let data = t.0.path().join("early.data");
+    let mut child = Command::new(hood())
+        .args(["trace", "record", "-o"])
+        .arg(&data)
+        .args(["--", prog.to_str().unwrap(), "100000000", "0", "500"])
+        .env(
+            "HOOD_RT_LIB",
+            common::runtime_release_dir().join("libhood_rt.so"),
+        )
+        .env("HOOD_SHM_DIR", t.0.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hood trace record");
+    // The first events in the file, then at most half a second in all.
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 4096
+        && t0.elapsed() < std::time::Duration::from_secs(20)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400).saturating_sub(t0.elapsed()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The program dies with its recorder (parent-death signal).
+    let a = report_json(&data, &[]);
+    assert!(a["events"].as_u64().unwrap() > 0, "{a}");
+    assert_eq!(unnamed(&a), Vec::<String>::new(), "{a}");
+    assert!(calls(&a, "step") > 0 && calls(&a, "leaf") > 0, "{a}");
+}
+
+/// Issue 25: a file cut short (before the names written at the end) names its functions.
+#[test]
+fn a_truncated_trace_names_its_functions() {
+    let t = tmp();
+    let prog = build_c("trace_stream", t.0.path());
+    // About a second of steps, with pauses the recorder keeps up in.
+    let d = record_ok(
+        t.0.path(),
+        "whole.data",
+        &[],
+        &[prog.to_str().unwrap(), "200000", "0", "500"],
+    );
+    let bytes = std::fs::read(&d).unwrap();
+    let cut = t.0.path().join("cut.data");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let a = report_json(&cut, &[]);
+    assert!(a["events"].as_u64().unwrap() > 0, "{a}");
+    assert_eq!(unnamed(&a), Vec::<String>::new(), "{a}");
+    assert!(calls(&a, "step") > 0 && calls(&a, "leaf") > 0, "{a}");
+}
+
 /// `hood trace report ARGS DATA` with its address space limited to `mb` MB; its output.
 fn report_limited(data: &Path, args: &[&str], mb: u64) -> String {
     let out = Command::new("prlimit")

@@ -343,6 +343,13 @@ fn run_and_collect(
     };
     let (mut procs, events) = collect::collect(dir, &mut warnings);
     let streamed = rounds.streamer.take().map(|s| {
+        // Names found while the processes ran (through their live mappings) for what the
+        // segments' copies of the mappings do not cover (a library loaded, then unloaded).
+        for p in procs.iter_mut() {
+            for (&a, n) in s.names(p.pid, p.start_mono_ns).into_iter().flatten() {
+                p.symbols.entry(a).or_insert_with(|| n.clone());
+            }
+        }
         warnings.extend(s.warnings.iter().cloned());
         (s.events, s.skipped)
     });
