@@ -173,8 +173,12 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
         CallsCommand::Reset(a) => match calls::reset(a.pid, &mut say)? {
             Reset::Done(n) => {
                 errln!(
-                    "hood calls reset: {n} process{} will reset at their next function entry or exit",
-                    if n == 1 { "" } else { "es" }
+                    "hood calls reset: {}",
+                    match n {
+                        1 => "1 process will reset at its next function entry or exit".to_string(),
+                        n =>
+                            format!("{n} processes will reset at their next function entry or exit"),
+                    }
                 );
                 Ok(ExitCode::SUCCESS)
             }
