@@ -228,7 +228,8 @@ pub struct ThreadHeader {
     pub exit_ticks: AtomicU64,
     /// Exits that did not match the top of the stack and were repaired.
     pub mismatched: AtomicU64,
-    /// Calls not measured because of stack or thread overruns.
+    /// Calls mode: calls not measured because of stack or thread overruns. Trace mode: hook
+    /// events of signal handlers that interrupted a hook of this thread, not recorded.
     pub lost_calls: AtomicU64,
     /// Timestamp when the table was last reset (or the slot claimed).
     pub reset_ticks: AtomicU64,

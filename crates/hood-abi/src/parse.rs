@@ -358,6 +358,9 @@ pub struct TraceThreadView {
     pub dropped: u64,
     /// Events overwritten by newer ones (wrap mode).
     pub overwritten: u64,
+    /// Hook events of signal handlers that interrupted one of this thread's hooks: not
+    /// recorded (their time counts to the interrupted function).
+    pub nested: u64,
     /// Event words ([`encode_event`]), oldest first (none in stream mode: the recorder took
     /// them while the program ran).
     pub events: Vec<u64>,
@@ -382,6 +385,7 @@ impl TraceThreadView {
                 written,
                 dropped: u64_at(b, offset_of!(ThreadHeader, trace_dropped)),
                 overwritten: 0,
+                nested: u64_at(b, offset_of!(ThreadHeader, lost_calls)),
                 events: Vec::new(),
                 anchor_ticks: u64_at(b, offset_of!(ThreadHeader, reset_ticks)),
             });
@@ -424,6 +428,7 @@ impl TraceThreadView {
             written,
             dropped: u64_at(b, offset_of!(ThreadHeader, trace_dropped)),
             overwritten: written.saturating_sub(cap),
+            nested: u64_at(b, offset_of!(ThreadHeader, lost_calls)),
             events,
             anchor_ticks,
         })

@@ -184,6 +184,7 @@ unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
         th.trace_dropped.store(0, Ordering::Relaxed);
         th.trace_written.store(0, Ordering::Relaxed);
         th.trace_read.store(0, Ordering::Relaxed);
+        th.lost_calls.store(0, Ordering::Relaxed);
         // Stream mode: the first event finds the ring's room through the general path.
         let stop = if (*h).trace_full == hood_abi::TRACE_FULL_STREAM {
             0

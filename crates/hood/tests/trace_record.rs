@@ -628,6 +628,60 @@ fn a_truncated_trace_names_its_functions() {
     assert!(calls(&a, "step") > 0 && calls(&a, "leaf") > 0, "{a}");
 }
 
+/// Issue 25: SIGALRM every 20 us during a hook-heavy loop, with a handler that calls traced
+/// functions and sometimes sleeps. A handler that interrupts a hook must not put its events
+/// before the interrupted one or over it: every call is counted exactly, net time never
+/// exceeds run time, and the handler calls not recorded are said in a note.
+#[test]
+fn a_signal_storm_during_hooks_keeps_every_event_in_place() {
+    let t = tmp();
+    let prog = build_c("trace_alarm", t.0.path());
+    for i in 0..3 {
+        let data = t.0.path().join(format!("alarm{i}.data"));
+        let out = Command::new(hood())
+            .args(["trace", "record", "-o"])
+            .arg(&data)
+            .args(["--", prog.to_str().unwrap(), "1000000"])
+            .env(
+                "HOOD_RT_LIB",
+                common::runtime_release_dir().join("libhood_rt.so"),
+            )
+            .env("HOOD_SHM_DIR", t.0.path())
+            .output()
+            .expect("hood trace record");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{}", common::text(&out));
+        let handled: u64 = stdout
+            .trim()
+            .strip_prefix("handled ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let rep = report(&data, &["--format", "json"]);
+        assert!(rep.status.success(), "{}", common::text(&rep));
+        let notes = String::from_utf8_lossy(&rep.stderr).into_owned();
+        let a = report_json(&data, &[]);
+        assert_eq!(calls(&a, "work"), 1_000_000, "{a}");
+        assert_eq!(calls(&a, "leaf"), 2_000_000, "{a}");
+        let in_handler = calls(&a, "in_handler");
+        assert_eq!(calls(&a, "on_alarm"), in_handler, "{a}");
+        assert!(in_handler <= handled, "{in_handler} > {handled}");
+        if in_handler < handled {
+            assert!(
+                notes.contains("signal handlers were not recorded"),
+                "{handled} handler calls, {in_handler} recorded, no note: {notes}"
+            );
+        }
+        let net: u64 = a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["net_ns"].as_u64().unwrap())
+            .sum();
+        let run = a["run_ns"].as_u64().unwrap();
+        assert!(net <= run, "net {net} ns > run {run} ns: {a}");
+    }
+}
+
 /// `hood trace report ARGS DATA` with its address space limited to `mb` MB; its output.
 fn report_limited(data: &Path, args: &[&str], mb: u64) -> String {
     let out = Command::new("prlimit")

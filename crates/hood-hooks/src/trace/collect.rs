@@ -141,6 +141,12 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
                 h.max_funcs
             ));
         }
+        let nested: u64 = s.threads.iter().map(|t| t.nested).sum();
+        if nested > 0 {
+            notes.push(format!(
+                "{nested} function entries and exits of signal handlers were not recorded: the handler interrupted one of the runtime's hooks (a window of a few instructions), so its time counts to the function it interrupted"
+            ));
+        }
         let funcs: BTreeSet<u64> = s.funcs.iter().copied().filter(|&a| a != 0).collect();
         let mut symbols = match sym.as_mut() {
             Some(sym) => {
