@@ -349,6 +349,12 @@ fn run_and_collect(
             for (&a, n) in s.names(p.pid, p.start_mono_ns).into_iter().flatten() {
                 p.symbols.entry(a).or_insert_with(|| n.clone());
             }
+            // Threads whose slots were given to later threads: their slots no longer say.
+            let (retired, nested) = s.retired(p.pid, p.start_mono_ns);
+            p.threads.extend(retired.iter().cloned());
+            if nested > 0 {
+                p.notes.push(collect::nested_note(nested));
+            }
         }
         warnings.extend(s.warnings.iter().cloned());
         (s.events, s.skipped)

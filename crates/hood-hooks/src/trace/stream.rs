@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use hood_abi::{stream_span, HeaderView, ThreadHeader, THREAD_HEADER_SIZE};
 use hood_format::{tags, Writer};
-use hood_model::trace::{events_header, ProcessTrace, EVENTS_HEADER, PAYLOAD_VERSION};
+use hood_model::trace::{events_header, ProcessTrace, ThreadInfo, EVENTS_HEADER, PAYLOAD_VERSION};
 
 use hood_proc::shm::ShmFile;
 use hood_symbols::Symbolizer;
@@ -63,6 +63,11 @@ struct StreamSeg {
     looked: BTreeSet<u64>,
     /// Why some functions have no name (from the symbolizer).
     name_notes: Vec<String>,
+    /// Threads that exited and were taken whole, whose slots were given back for new
+    /// threads: what the final PROCESS chunk says of them (their slots no longer do), and the
+    /// hook events of their signal handlers not recorded.
+    retired: Vec<ThreadInfo>,
+    retired_nested: u64,
     /// Finished: the process exited (or exec'd) and its last events were taken.
     done: bool,
 }
@@ -191,6 +196,8 @@ impl Streamer {
                             names: BTreeMap::new(),
                             looked: BTreeSet::new(),
                             name_notes: Vec::new(),
+                            retired: Vec::new(),
+                            retired_nested: 0,
                             done: false,
                         }),
                     );
@@ -215,6 +222,17 @@ impl Streamer {
             .flatten()
             .find(|s| s.header.pid == pid && s.header.start_mono_ns == start_mono_ns)
             .map(|s| &s.names)
+    }
+
+    /// The threads of the process `pid` started at `start_mono_ns` whose slots were given
+    /// back to it for new threads, and the hook events of their signal handlers that were not
+    /// recorded.
+    pub fn retired(&self, pid: u32, start_mono_ns: u64) -> (&[ThreadInfo], u64) {
+        self.segs
+            .values()
+            .flatten()
+            .find(|s| s.header.pid == pid && s.header.start_mono_ns == start_mono_ns)
+            .map_or((&[][..], 0), |s| (&s.retired[..], s.retired_nested))
     }
 }
 
@@ -316,6 +334,8 @@ fn drain_seg<W: Write>(
         .map(|b| u32_at(&b, 0).min(h.max_threads))?;
     let cap = h.trace_capacity;
     let (mut total, mut skipped) = (0, 0);
+    // Slots of exited threads taken whole, with their headers: given back after the walk.
+    let mut exited = Vec::new();
     for i in 0..used {
         let slot = h.slot_offset(i);
         let mut th = s
@@ -354,6 +374,9 @@ fn drain_seg<W: Write>(
         let (first, count, lost) = stream_span(h, &th, t.taken);
         skipped += lost;
         if count == 0 {
+            if state == hood_abi::THREAD_EXITED {
+                exited.push((i, th));
+            }
             continue;
         }
         // A thread silent for hours: re-anchor on the clock's present, estimated from the
@@ -409,7 +432,49 @@ fn drain_seg<W: Write>(
         }
         total += count;
     }
+    for (i, th) in exited {
+        retire(s, i, &th)?;
+    }
     Ok((total, skipped))
+}
+
+/// Slot `i`'s thread has exited and every event of it was taken (`th`: its header as read at
+/// the start of this round, when it already said so): keep what the final PROCESS chunk needs
+/// of it, clear the slot's tid and state, and mark it free so a new thread of the process can
+/// claim it (hood-abi `FREE_SLOTS_OFFSET`). A process that starts threads per request then
+/// never runs out of slots. Slots past `REUSABLE_SLOTS` are not given back.
+fn retire(s: &mut StreamSeg, i: u32, th: &[u8]) -> Result<(), HooksError> {
+    if i >= hood_abi::REUSABLE_SLOTS {
+        return Ok(());
+    }
+    let t = &mut s.threads[i as usize];
+    let exit_ticks = u64_at(th, core::mem::offset_of!(ThreadHeader, exit_ticks));
+    s.retired.push(ThreadInfo {
+        tid: t.tid,
+        exit_ticks: (exit_ticks != 0).then_some(exit_ticks),
+        written: t.taken,
+        dropped: u64_at(th, core::mem::offset_of!(ThreadHeader, trace_dropped)),
+        overwritten: 0,
+    });
+    s.retired_nested += u64_at(th, core::mem::offset_of!(ThreadHeader, lost_calls));
+    *t = StreamThread {
+        tid: 0,
+        taken: 0,
+        anchor: 0,
+        started: false,
+    };
+    let slot = s.header.slot_offset(i);
+    let fail = |e| HooksError::Segment(format!("giving back thread slot {i}: {e}"));
+    // tid and state (the first 8 bytes) cleared first: a reader skips the slot from now on,
+    // and the runtime publishes it again (state, release) once a new thread has set it up.
+    s.file.write_at(&[0u8; 8], slot).map_err(fail)?;
+    s.file
+        .write_at(
+            &[hood_abi::SLOT_FREE],
+            hood_abi::FREE_SLOTS_OFFSET + i as u64,
+        )
+        .map_err(fail)?;
+    Ok(())
 }
 
 /// The full timestamp of the last of `words` (raw event words), the next chunk's anchor. The
