@@ -298,6 +298,21 @@ fn filters_marks_and_trace_off() {
     assert_eq!(names(&a), vec!["leaf"]);
     assert_eq!(calls(&a, "leaf"), 501);
     assert_eq!(a["events"], 2 * 501 + 3, "leaf events + mark + off + on");
+    // A filter that matches nothing is said before the run (issue 25).
+    let (_, out) = record(
+        t.0.path(),
+        "n.data",
+        &["--filter", "no_such_fn*"],
+        &[p, "5"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--filter no_such_fn* matches no function of"),
+        "{err}"
+    );
+    let (_, out) = record(t.0.path(), "l.data", &["--filter", "lea*"], &[p, "5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("matches no function"), "{err}");
 
     let d = record_ok(t.0.path(), "x.data", &["--exclude", "noisy"], &[p, "500"]);
     let a = report_json(&d, &[]);

@@ -205,7 +205,12 @@ fn run_and_collect(
             filters: cfg.filters.clone(),
             excludes: cfg.excludes.clone(),
         };
-        let table = filter::build(&rules, &exe, &mut warnings);
+        let mut said = Vec::new();
+        let table = filter::build(&rules, &exe, &mut said);
+        // Now, not after the run: a filter that matches nothing makes the run pointless.
+        for w in &said {
+            log(&format!("warning: {w}"));
+        }
         let p = dir.join("filter.bin");
         std::fs::write(&p, table).map_err(|source| HooksError::Io {
             what: format!("writing {}", p.display()),
