@@ -433,11 +433,22 @@ pub fn to_processes(segs: &[Segment]) -> Vec<(ProcessCalls, bool)> {
 }
 
 fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
-    let h = &s.header;
+    decode_threads(&s.header, &s.threads, state, end)
+}
+
+/// The tables of one exited thread of the process whose header is `h` (a slot a recorder
+/// takes before giving it to a new thread).
+pub fn exited_thread_calls(h: &HeaderView, t: &ThreadView) -> Option<ThreadCalls> {
+    decode_threads(h, std::slice::from_ref(t), "running", t.exit_ticks)
+        .threads
+        .pop()
+}
+
+fn decode_threads(h: &HeaderView, slots: &[ThreadView], state: &str, end: u64) -> ProcessCalls {
     let mut notes = Vec::new();
     let mut threads = Vec::new();
     let mut begin = u64::MAX;
-    for t in &s.threads {
+    for t in slots {
         let t_end = if t.state == THREAD_EXITED && t.exit_ticks != 0 {
             t.exit_ticks
         } else {
@@ -508,7 +519,7 @@ fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
         compensate: h.compensate,
         comp_self_ticks: h.comp_self_ticks,
         comp_child_ticks: h.comp_child_ticks,
-        flags: h.flags | s.threads.iter().fold(0, |a, t| a | t.flags),
+        flags: h.flags | slots.iter().fold(0, |a, t| a | t.flags),
         limits: Limits {
             max_paths: h.max_paths,
             max_depth: h.max_depth,

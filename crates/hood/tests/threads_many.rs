@@ -80,8 +80,8 @@ fn trace_measures_thread_churn_by_reusing_slots() {
     check_trace(&trace(d.path(), 4, 1500), 6000);
 }
 
-#[test]
-fn calls_measures_200_threads() {
+/// `hood calls run -- threads_churn T R`: every call of every thread counted.
+fn calls_run(t: u32, r: u32) {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let d = tempfile::tempdir().unwrap();
     let exe = instrumented("threads_churn", d.path(), &["-pthread"], &[]);
@@ -91,7 +91,7 @@ fn calls_measures_200_threads() {
         .arg(&data)
         .arg("--")
         .arg(&exe)
-        .args(["200", "1"])
+        .args([t.to_string(), r.to_string()])
         .env("HOOD_SHM_DIR", d.path())
         .output()
         .unwrap();
@@ -110,7 +110,20 @@ fn calls_measures_200_threads() {
             .find(|r| r["path"].as_array().unwrap().last().unwrap() == name)
             .map_or(0, |r| r["calls"].as_u64().unwrap())
     };
-    assert_eq!(calls("worker"), 200, "{doc}");
-    assert_eq!(calls("work"), 20_000, "{doc}");
-    assert_eq!(calls("leaf"), 20_000, "{doc}");
+    let threads = (t * r) as u64;
+    assert_eq!(calls("worker"), threads, "{doc}");
+    assert_eq!(calls("work"), threads * 100, "{doc}");
+    assert_eq!(calls("leaf"), threads * 100, "{doc}");
+}
+
+#[test]
+fn calls_measures_200_threads() {
+    calls_run(200, 1);
+}
+
+/// 6,000 threads, more than the 2,048 slots: `calls run` takes the tables of exited threads
+/// and gives their slots back.
+#[test]
+fn calls_measures_thread_churn_by_reusing_slots() {
+    calls_run(4, 1500);
 }
