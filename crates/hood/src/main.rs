@@ -9,6 +9,9 @@
 //! library crates (hood-record, hood-hooks, hood-serve, hood-report, ...), which do the work.
 //! System calls live in hood-perf, hood-proc and hood-rt; here there is no `unsafe` at all.
 #![forbid(unsafe_code)]
+// hood's own lines go through `errln!`/`outln!` (say.rs): `println!` and `eprintln!` panic on
+// a closed or broken stream, and a recorder that panics leaves no file.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 #[macro_use]
 mod say;

@@ -43,7 +43,7 @@ pub fn stop(args: &StopArgs) -> anyhow::Result<ExitCode> {
         o.bytes
     );
     if o.switches_and_wakeups > 0 {
-        println!(
+        outln!(
             "off-CPU: {} context switches and wake-ups",
             o.switches_and_wakeups
         );
