@@ -6,7 +6,7 @@ use core::sync::atomic::{AtomicU32, AtomicU64};
 /// First 8 bytes of every segment: `b"HOODSEG\0"` read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"HOODSEG\0");
 /// Bumped whenever any layout in this crate changes; readers skip other versions.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// File-name prefix of segments in the segment directory.
 pub const SEGMENT_PREFIX: &str = "hood-rt-";
 /// Default segment directory; the runtime and the readers honour `HOOD_SHM_DIR`.
@@ -93,6 +93,17 @@ pub const TAG_LABEL_LEN: usize = 52;
 /// Size of the tag table area of a trace segment (between the maps area and the slots).
 pub const TAGS_AREA_SIZE: u64 = MAX_TAGS as u64 * 64;
 
+/// Offset, in the header area, of the free-slot bytes: byte `i` (for slots `i <`
+/// [`REUSABLE_SLOTS`]) is [`SLOT_FREE`] when slot `i`'s thread has exited and a recorder has
+/// taken everything from the slot; a new thread of the process may then claim it (compare and
+/// swap to 0) instead of a fresh slot. Only the recorder that retired the slot (it streamed
+/// or collected it) sets the byte, after it cleared the slot's `tid` and `state`.
+pub const FREE_SLOTS_OFFSET: u64 = 2048;
+/// Thread slots that can be reused (one free-slot byte each in the header area).
+pub const REUSABLE_SLOTS: u32 = (HEADER_AREA_SIZE - FREE_SLOTS_OFFSET) as u32;
+/// Free-slot byte: the slot may be claimed by a new thread.
+pub const SLOT_FREE: u8 = 1;
+
 /// Thread slot state: slot claimed, thread alive.
 pub const THREAD_LIVE: u32 = 1;
 /// Thread slot state: the thread exited (`exit_tsc` valid).
@@ -165,7 +176,9 @@ pub struct SegmentHeader {
     pub max_path_len: u32,
     /// Hash index entries per thread (a power of two).
     pub hash_size: u32,
-    /// Number of thread slots claimed so far (may exceed `max_threads`; clamp).
+    /// Fresh thread slots claimed so far, counting the threads that found none left (may
+    /// exceed `max_threads`: the excess is the number of threads not measured; clamp). Slots
+    /// reused through the free-slot bytes are not counted again.
     pub threads_used: AtomicU32,
     /// Length of the executable path in `exe_path`.
     pub exe_path_len: u32,
@@ -228,7 +241,8 @@ pub struct ThreadHeader {
     pub exit_ticks: AtomicU64,
     /// Exits that did not match the top of the stack and were repaired.
     pub mismatched: AtomicU64,
-    /// Calls not measured because of stack or thread overruns.
+    /// Calls mode: calls not measured because of stack or thread overruns. Trace mode: hook
+    /// events of signal handlers that interrupted a hook of this thread, not recorded.
     pub lost_calls: AtomicU64,
     /// Timestamp when the table was last reset (or the slot claimed).
     pub reset_ticks: AtomicU64,
@@ -376,7 +390,7 @@ const _: () = {
     assert!(size_of::<TagEntry>() == 64);
     assert!(offset_of!(ThreadHeader, trace_written) == 72);
     assert!(offset_of!(SegmentHeader, comp_child_slow_ticks) == 168 + EXE_PATH_LEN);
-    assert!(SEGMENT_HEADER_SIZE as u64 <= HEADER_AREA_SIZE);
+    assert!(SEGMENT_HEADER_SIZE as u64 <= FREE_SLOTS_OFFSET);
     assert!(offset_of!(SegmentHeader, version) == 8);
     assert!(offset_of!(SegmentHeader, pid) == 16);
     assert!(offset_of!(SegmentHeader, state) == 24);

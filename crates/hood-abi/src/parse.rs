@@ -120,6 +120,9 @@ pub struct HeaderView {
     pub hash_size: u32,
     /// Thread slots in use (clamped to `max_threads`).
     pub threads_used: u32,
+    /// Threads that found no slot left and were not measured (the claims past
+    /// `max_threads`).
+    pub threads_unmeasured: u32,
     /// Maps area offset.
     pub maps_offset: u64,
     /// Maps text length.
@@ -202,6 +205,8 @@ impl HeaderView {
             max_path_len: g32(offset_of!(SegmentHeader, max_path_len)),
             hash_size: g32(offset_of!(SegmentHeader, hash_size)),
             threads_used: g32(offset_of!(SegmentHeader, threads_used)).min(max_threads),
+            threads_unmeasured: g32(offset_of!(SegmentHeader, threads_used))
+                .saturating_sub(max_threads),
             maps_offset: g64(offset_of!(SegmentHeader, maps_offset)),
             maps_len: g64(offset_of!(SegmentHeader, maps_len)),
             threads_offset: g64(offset_of!(SegmentHeader, threads_offset)),
@@ -358,6 +363,9 @@ pub struct TraceThreadView {
     pub dropped: u64,
     /// Events overwritten by newer ones (wrap mode).
     pub overwritten: u64,
+    /// Hook events of signal handlers that interrupted one of this thread's hooks: not
+    /// recorded (their time counts to the interrupted function).
+    pub nested: u64,
     /// Event words ([`encode_event`]), oldest first (none in stream mode: the recorder took
     /// them while the program ran).
     pub events: Vec<u64>,
@@ -382,6 +390,7 @@ impl TraceThreadView {
                 written,
                 dropped: u64_at(b, offset_of!(ThreadHeader, trace_dropped)),
                 overwritten: 0,
+                nested: u64_at(b, offset_of!(ThreadHeader, lost_calls)),
                 events: Vec::new(),
                 anchor_ticks: u64_at(b, offset_of!(ThreadHeader, reset_ticks)),
             });
@@ -424,6 +433,7 @@ impl TraceThreadView {
             written,
             dropped: u64_at(b, offset_of!(ThreadHeader, trace_dropped)),
             overwritten: written.saturating_sub(cap),
+            nested: u64_at(b, offset_of!(ThreadHeader, lost_calls)),
             events,
             anchor_ticks,
         })

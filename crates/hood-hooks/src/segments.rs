@@ -293,10 +293,15 @@ fn read_segment(path: &Path, write: bool) -> Result<Segment, HooksError> {
 const PRIVATE_DIRS: [&str; 2] = ["hood-calls-run-", "hood-trace-"];
 
 /// Create this recorder's private segment directory (mode 0700) in `base`; `kind` is
-/// `calls-run` or `trace`. Stale ones left by killed recorders are removed first.
-pub fn private_dir(base: &Path, kind: &str) -> Result<PathBuf, HooksError> {
+/// `calls-run` or `trace`. Stale ones left by killed recorders are removed first, each said to
+/// `note` (see [`clean_stale`]).
+pub fn private_dir(
+    base: &Path,
+    kind: &str,
+    note: &mut dyn FnMut(String),
+) -> Result<PathBuf, HooksError> {
     use std::os::unix::fs::DirBuilderExt;
-    clean_stale(base);
+    clean_stale(base, note);
     let pid = std::process::id();
     let start = hood_procfs::state_and_start(pid as i32).map_or(0, |(_, t)| t);
     let dir = base.join(format!("hood-{kind}-{pid}-{start}"));
@@ -339,10 +344,11 @@ fn private_dir_in_use(dir: &Path, name: &str) -> bool {
 }
 
 /// Remove the private segment directories in `base` that killed recorders left behind (their
-/// recorder and every process with a segment in them are gone), saying so on stderr. Only
-/// real directories of the caller are considered; links and other users' directories are
-/// left alone.
-pub fn clean_stale(base: &Path) {
+/// recorder and every process with a segment in them are gone), saying so to `note` (one line
+/// each: `removed DIR, …` or `warning: cannot remove DIR, …`; the caller prints it, and a
+/// closed standard error must not stop it). Only real directories of the caller are
+/// considered; links and other users' directories are left alone.
+pub fn clean_stale(base: &Path, note: &mut dyn FnMut(String)) {
     let Ok(rd) = std::fs::read_dir(base) else {
         return;
     };
@@ -367,17 +373,17 @@ pub fn clean_stale(base: &Path) {
                     .sum()
             })
             .unwrap_or(0);
-        match std::fs::remove_dir_all(&path) {
-            Ok(()) => eprintln!(
-                "hood: removed {}, left behind by a killed recorder (its process is gone; {:.1} MB freed)",
+        note(match std::fs::remove_dir_all(&path) {
+            Ok(()) => format!(
+                "removed {}, left behind by a killed recorder (its process is gone; {:.1} MB freed)",
                 path.display(),
                 held as f64 / 1e6
             ),
-            Err(e) => eprintln!(
-                "hood: warning: cannot remove {}, left behind by a killed recorder: {e}",
+            Err(e) => format!(
+                "warning: cannot remove {}, left behind by a killed recorder: {e}",
                 path.display()
             ),
-        }
+        });
     }
 }
 
@@ -427,11 +433,22 @@ pub fn to_processes(segs: &[Segment]) -> Vec<(ProcessCalls, bool)> {
 }
 
 fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
-    let h = &s.header;
+    decode_threads(&s.header, &s.threads, state, end)
+}
+
+/// The tables of one exited thread of the process whose header is `h` (a slot a recorder
+/// takes before giving it to a new thread).
+pub fn exited_thread_calls(h: &HeaderView, t: &ThreadView) -> Option<ThreadCalls> {
+    decode_threads(h, std::slice::from_ref(t), "running", t.exit_ticks)
+        .threads
+        .pop()
+}
+
+fn decode_threads(h: &HeaderView, slots: &[ThreadView], state: &str, end: u64) -> ProcessCalls {
     let mut notes = Vec::new();
     let mut threads = Vec::new();
     let mut begin = u64::MAX;
-    for t in &s.threads {
+    for t in slots {
         let t_end = if t.state == THREAD_EXITED && t.exit_ticks != 0 {
             t.exit_ticks
         } else {
@@ -502,7 +519,7 @@ fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
         compensate: h.compensate,
         comp_self_ticks: h.comp_self_ticks,
         comp_child_ticks: h.comp_child_ticks,
-        flags: h.flags | s.threads.iter().fold(0, |a, t| a | t.flags),
+        flags: h.flags | slots.iter().fold(0, |a, t| a | t.flags),
         limits: Limits {
             max_paths: h.max_paths,
             max_depth: h.max_depth,
@@ -575,7 +592,7 @@ pub(crate) mod tests {
     #[test]
     fn private_dirs_are_made_for_this_recorder_and_stale_ones_removed() {
         let base = tempfile::tempdir().unwrap();
-        let dir = super::private_dir(base.path(), "trace").unwrap();
+        let dir = super::private_dir(base.path(), "trace", &mut |_| {}).unwrap();
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
             name.starts_with(&format!("hood-trace-{}-", std::process::id())),
@@ -596,13 +613,19 @@ pub(crate) mod tests {
         let busy = base.path().join("hood-trace-4194305-79");
         std::fs::create_dir(&busy).unwrap();
         std::fs::write(busy.join(format!("hood-rt-{}-1", std::process::id())), b"x").unwrap();
-        super::clean_stale(base.path());
+        let mut said = Vec::new();
+        super::clean_stale(base.path(), &mut |m| said.push(m));
         assert!(!stale.exists());
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with(&format!("removed {}, left behind", stale.display())),
+            "{said:?}"
+        );
         assert!(link.exists() && target.path().exists());
         assert!(busy.exists());
         assert!(dir.exists(), "this recorder's own directory removed");
         // A second one for the same recorder: an error naming the directory.
-        let e = super::private_dir(base.path(), "trace")
+        let e = super::private_dir(base.path(), "trace", &mut |_| {})
             .unwrap_err()
             .to_string();
         assert!(

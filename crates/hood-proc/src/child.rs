@@ -13,7 +13,9 @@
 //!
 //! The command inherits the recorder's standard streams, process group and environment (plus
 //! the variables given to [`Child::spawn_held`]), and gets the default disposition of SIGPIPE
-//! and an empty signal mask back, as a command started by a shell would.
+//! and an empty signal mask back, as a command started by a shell would; a stop signal
+//! (SIGINT, SIGTERM, SIGHUP) that was ignored when the recorder started (`nohup`, a background
+//! job of a script) is ignored by the command too, though the recorder catches it.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -121,10 +123,13 @@ impl Child {
         let (go_r, go_w) = pipe_with(PipeFlags::CLOEXEC).map_err(sys("pipe2"))?;
         let (st_r, st_w) = pipe_with(PipeFlags::CLOEXEC).map_err(sys("pipe2"))?;
         let recorder = rustix::process::getpid();
+        // Stop signals that were ignored when the recorder started stay ignored in the command.
+        let ignored = crate::signal::ignored_at_start();
         // SAFETY: fork has no memory preconditions. In the child (a copy of a possibly
         // multi-threaded process) only async-signal-safe calls follow, on memory prepared
         // before the fork: close (dropping descriptors), prctl, getppid, read, sigprocmask,
-        // signal, execvpe, write and _exit; nothing allocates or takes a lock.
+        // signal, execvpe, write and _exit; nothing allocates or takes a lock (`ignored` is
+        // read, not grown).
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             return Err(ProcError::Sys {
@@ -149,12 +154,16 @@ impl Child {
                 // pthread_sigmask write to a local set and this thread's mask; signal with
                 // SIG_DFL only changes this process's disposition of SIGPIPE (the Rust runtime
                 // ignores it, and an ignored signal stays ignored across exec: `yes | head -1`
-                // under a recorder would print "Broken pipe" instead of ending by SIGPIPE).
+                // under a recorder would print "Broken pipe" instead of ending by SIGPIPE),
+                // and sets SIG_IGN for the stop signals in `ignored`.
                 unsafe {
                     let mut set: libc::sigset_t = std::mem::zeroed();
                     libc::sigemptyset(&mut set);
                     libc::pthread_sigmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
                     libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                    for &sig in &ignored {
+                        libc::signal(sig, libc::SIG_IGN);
+                    }
                     libc::execvpe(program.as_ptr(), arg_ptrs.as_ptr(), env_ptrs.as_ptr());
                 }
             }

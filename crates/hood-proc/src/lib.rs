@@ -14,6 +14,7 @@ pub mod clock;
 pub mod remote;
 pub mod shm;
 pub mod signal;
+pub mod space;
 pub mod stdio;
 pub mod terminal;
 pub mod usage;

@@ -1,8 +1,10 @@
 //! Signals of the recorders: the stop and pause requests a recorder honours, and the stop
 //! signals a recorder passes on to the command it started.
 
-use std::sync::atomic::AtomicBool;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
@@ -56,6 +58,7 @@ impl StopFlags {
         let flags = match FLAGS.get() {
             Some(f) => f.clone(),
             None => {
+                note_ignored(&[SIGINT, SIGTERM]);
                 let stop = Arc::new(AtomicBool::new(false));
                 for sig in [SIGINT, SIGTERM] {
                     // Registered first, so it sees the flag before this signal sets it.
@@ -83,20 +86,68 @@ impl StopFlags {
 /// The signals that stop a command: SIGINT, SIGTERM and SIGHUP.
 const STOP_SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
+/// The stop signals that were ignored when the recorder started (`nohup`, a background job of
+/// a script), one bit per signal number: a recorder still catches them, but the command it
+/// starts gets them ignored again, as it would have without hood.
+static IGNORED_AT_START: AtomicU64 = AtomicU64::new(0);
+
+/// Remember which of `sigs` are ignored now, before a handler replaces that (the first look
+/// wins: later ones would see hood's own handlers).
+fn note_ignored(sigs: &[i32]) {
+    static LOOKED: AtomicU64 = AtomicU64::new(0);
+    for &sig in sigs {
+        let bit = 1u64 << sig;
+        if LOOKED.fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+            continue;
+        }
+        // SAFETY: sigaction with a null new action only reads this process's disposition of
+        // `sig` into `old`, a zeroed local of the right type.
+        let ignored = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+        };
+        if ignored {
+            IGNORED_AT_START.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The stop signals the started command gets ignored (see [`IGNORED_AT_START`]).
+pub(crate) fn ignored_at_start() -> Vec<i32> {
+    let mask = IGNORED_AT_START.load(Ordering::Relaxed);
+    STOP_SIGNALS
+        .into_iter()
+        .filter(|&s| mask & (1u64 << s) != 0)
+        .collect()
+}
+
+/// The first stop signal a recorder received while it watched its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StopRequest {
+    /// Its number.
+    pub signal: i32,
+    /// When it was seen.
+    pub at: Instant,
+}
+
 /// Ctrl-C, SIGTERM and SIGHUP while a recorder waits for its command: the recorder does not
 /// die (it would leave no file behind); it passes the signal on to the command, waits for it
 /// to end, and finishes as after a normal exit. A signal the kernel sent to the whole process
 /// group (Ctrl-C or a hangup on the terminal) has reached the command already and is not sent
-/// twice.
+/// twice. This is the one way every recorder that starts a command (`calls run`, `trace
+/// record`) is steered: [`Forwarder::watch`].
 pub struct Forwarder {
     signals: SignalsInfo<WithRawSiginfo>,
-    first: Option<i32>,
+    first: Option<StopRequest>,
 }
 
 impl Forwarder {
     /// Catch the stop signals from now on (the command gets the default dispositions back at
-    /// its exec). Install before starting the command, so no signal in between is lost.
+    /// its exec, or the ignored ones ignored again). Install before starting the command, so
+    /// no signal in between is lost.
     pub fn install() -> Result<Forwarder, ProcError> {
+        note_ignored(&STOP_SIGNALS);
         Ok(Forwarder {
             signals: SignalsInfo::<WithRawSiginfo>::new(STOP_SIGNALS)
                 .map_err(registering("catching SIGINT/SIGTERM/SIGHUP"))?,
@@ -108,7 +159,10 @@ impl Forwarder {
     /// sent them to the whole process group).
     pub fn forward(&mut self, child: &Child) {
         for info in self.signals.pending() {
-            self.first.get_or_insert(info.si_signo);
+            self.first.get_or_insert(StopRequest {
+                signal: info.si_signo,
+                at: Instant::now(),
+            });
             if info.si_code == libc::SI_KERNEL {
                 continue;
             }
@@ -118,23 +172,55 @@ impl Forwarder {
         }
     }
 
-    /// Wait for `child`, passing the stop signals on and calling `tick` every 20 ms. Signals
-    /// are sent only while the child is unreaped, so its pid names no other process.
-    pub fn wait(&mut self, child: &mut Child, tick: &mut dyn FnMut()) -> Result<Exit, ProcError> {
+    /// Watch `child`: pass the stop signals on, and call `tick` with the first stop request so
+    /// far; `tick` does the recorder's work of the moment and answers how long to sleep before
+    /// the next look, or that the recorder stops watching. Returns how the child ended, or
+    /// `None` when `tick` stopped the watch first (the child still runs). Signals are sent
+    /// only while the child is unreaped, so its pid names no other process.
+    pub fn watch<E: From<ProcError>>(
+        &mut self,
+        child: &mut Child,
+        tick: &mut dyn FnMut(Option<StopRequest>) -> Result<ControlFlow<(), Duration>, E>,
+    ) -> Result<Option<Exit>, E> {
         loop {
             self.forward(child);
+            let next = tick(self.first)?;
             if let Some(e) = child.try_wait()? {
+                return Ok(Some(e));
+            }
+            match next {
+                ControlFlow::Break(()) => return Ok(None),
+                ControlFlow::Continue(d) => std::thread::sleep(d),
+            }
+        }
+    }
+
+    /// Wait for `child`, passing the stop signals on and calling `tick` every 20 ms.
+    pub fn wait(&mut self, child: &mut Child, tick: &mut dyn FnMut()) -> Result<Exit, ProcError> {
+        loop {
+            // The tick never stops the watch: `None` does not happen.
+            let exit = self.watch(child, &mut |_| {
+                tick();
+                Ok::<_, ProcError>(ControlFlow::Continue(Duration::from_millis(20)))
+            })?;
+            if let Some(e) = exit {
                 return Ok(e);
             }
-            tick();
-            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 
     /// The first stop signal received, if any.
     pub fn received(&mut self) -> Option<i32> {
+        self.request().map(|r| r.signal)
+    }
+
+    /// The first stop signal received and when, if any.
+    pub fn request(&mut self) -> Option<StopRequest> {
         for info in self.signals.pending() {
-            self.first.get_or_insert(info.si_signo);
+            self.first.get_or_insert(StopRequest {
+                signal: info.si_signo,
+                at: Instant::now(),
+            });
         }
         self.first
     }
@@ -200,6 +286,45 @@ mod tests {
     fn names() {
         assert_eq!(name(libc::SIGINT), "SIGINT");
         assert_eq!(name(64), "signal 64");
+    }
+
+    /// A stop signal ignored when the recorder started (`nohup`) stays ignored in its command,
+    /// though the recorder catches it; the others get their default back. Run in a process of
+    /// its own, since it changes its dispositions.
+    #[test]
+    fn an_ignored_stop_signal_stays_ignored_in_the_command() {
+        if let Some(text) = in_own_process("an_ignored_stop_signal_stays_ignored_in_the_command") {
+            assert!(
+                text.contains("ignored in the command: SIGHUP only"),
+                "{text}"
+            );
+            return;
+        }
+        // SAFETY: setting this (test) process's disposition of SIGHUP to ignored.
+        unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+        let mut fwd = Forwarder::install().unwrap();
+        let dir = std::env::temp_dir().join(format!("hood-proc-ign-{}", std::process::id()));
+        let mut child = Child::spawn(
+            &[
+                "sh",
+                "-c",
+                &format!("grep SigIgn /proc/self/status > {}", dir.display()),
+            ],
+            &[],
+        )
+        .unwrap();
+        assert!(fwd.wait(&mut child, &mut || {}).unwrap().success());
+        let text = std::fs::read_to_string(&dir).unwrap();
+        let _ = std::fs::remove_file(&dir);
+        let mask = u64::from_str_radix(text.split(':').nth(1).unwrap().trim(), 16).unwrap();
+        let bit = |s: i32| mask & (1 << (s - 1)) != 0;
+        assert!(bit(libc::SIGHUP), "{text}");
+        assert!(!bit(libc::SIGINT) && !bit(libc::SIGTERM), "{text}");
+        // The recorder itself still catches it: a SIGHUP sent now is seen, not ignored.
+        rustix::process::kill_process(rustix::process::getpid(), Signal::HUP).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(fwd.received(), Some(libc::SIGHUP));
+        println!("ignored in the command: SIGHUP only");
     }
 
     /// A SIGTERM sent to the recorder (by a process, not the kernel) reaches its command, and

@@ -145,7 +145,7 @@ impl StateDir {
         Ok(Some(StateDir { path, fd }))
     }
 
-    /// Take the session lock (see [`LOCK`]), waiting at most [`LOCK_WAIT`] for another
+    /// Take the session lock (see [`LOCK`]), waiting at most `LOCK_WAIT` (10 s) for another
     /// `hood start` or `hood stop` to release it; held until the returned descriptor is dropped.
     pub fn lock(&self) -> Result<OwnedFd, RecordError> {
         use rustix::fs::FlockOperation;

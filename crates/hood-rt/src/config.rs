@@ -83,7 +83,7 @@ impl Config {
     pub fn from_env() -> Self {
         let max_paths = env_u32(b"HOOD_MAX_PATHS\0", 16384, 2, 1 << 24);
         let mut c = Config {
-            max_threads: env_u32(b"HOOD_MAX_THREADS\0", 64, 1, 65536),
+            max_threads: env_u32(b"HOOD_MAX_THREADS\0", 2048, 1, 65536),
             max_depth: env_u32(b"HOOD_MAX_DEPTH\0", 65536, 1, 1 << 20),
             max_paths,
             max_path_len: env_u32(b"HOOD_MAX_PATH_LEN\0", 256, 1, 1 << 20),

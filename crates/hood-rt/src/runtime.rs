@@ -2,7 +2,7 @@
 //! overhead calibration, fork, thread exit and process exit handlers.
 
 use core::ptr;
-use core::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, Ordering};
 
 use hood_abi::{SegmentHeader, ThreadHeader, FLAG_THREAD_OVERRUN, THREAD_EXITED, THREAD_LIVE};
 
@@ -151,12 +151,43 @@ fn init_process() -> Option<bool> {
     Some(cfg.compensate && !cfg.trace)
 }
 
-/// Claim and initialise a thread slot for the calling thread; null when none is left.
+/// A slot a recorder retired (its thread exited and everything in it was taken), claimed for
+/// the calling thread; `None` when there is none.
+///
+/// # Safety
+/// `h` is the live segment mapping (its header area holds the free-slot bytes).
+unsafe fn reuse_slot(h: *mut SegmentHeader) -> Option<u32> {
+    let hd = &*h;
+    let n = hd
+        .threads_used
+        .load(Ordering::Relaxed)
+        .min(hd.max_threads)
+        .min(hood_abi::REUSABLE_SLOTS);
+    let free = (h as *mut u8)
+        .add(hood_abi::FREE_SLOTS_OFFSET as usize)
+        .cast::<AtomicU8>();
+    for i in 0..n {
+        let b = &*free.add(i as usize);
+        if b.load(Ordering::Relaxed) == hood_abi::SLOT_FREE
+            && b.compare_exchange(hood_abi::SLOT_FREE, 0, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Claim and initialise a thread slot for the calling thread (a retired one first, then a
+/// fresh one); null when none is left.
 fn init_thread(h: *mut SegmentHeader) -> *mut ThreadHeader {
     // SAFETY: `h` is the live segment mapping; slots are within `total_size`.
     unsafe {
         let hd = &*h;
-        let idx = hd.threads_used.fetch_add(1, Ordering::Relaxed);
+        let idx = match reuse_slot(h) {
+            Some(i) => i,
+            None => hd.threads_used.fetch_add(1, Ordering::Relaxed),
+        };
         if idx >= hd.max_threads {
             hd.flags.fetch_or(FLAG_THREAD_OVERRUN, Ordering::Relaxed);
             return ptr::null_mut();
@@ -169,9 +200,15 @@ fn init_thread(h: *mut SegmentHeader) -> *mut ThreadHeader {
     }
 }
 
-/// Initialise slot `t` for the calling thread and make it current.
+/// Initialise slot `t` for the calling thread and make it current. A reused slot still holds
+/// its former thread's counters: the header is zeroed first (its `state` is 0 until the
+/// release store below publishes the slot).
 unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
     let s = Slot { h, t };
+    // Kept: the calls table's clearing below needs to know how much of it was used.
+    let paths_used = (*t).paths_used.load(Ordering::Relaxed);
+    ptr::write_bytes(t.cast::<u8>(), 0, hood_abi::THREAD_HEADER_SIZE);
+    (*t).paths_used.store(paths_used, Ordering::Relaxed);
     let th = &mut *t;
     th.tid = libc::syscall(libc::SYS_gettid) as u32;
     th.depth.store(0, Ordering::Relaxed);
@@ -184,6 +221,7 @@ unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
         th.trace_dropped.store(0, Ordering::Relaxed);
         th.trace_written.store(0, Ordering::Relaxed);
         th.trace_read.store(0, Ordering::Relaxed);
+        th.lost_calls.store(0, Ordering::Relaxed);
         // Stream mode: the first event finds the ring's room through the general path.
         let stop = if (*h).trace_full == hood_abi::TRACE_FULL_STREAM {
             0
@@ -281,6 +319,9 @@ extern "C" fn thread_exit(p: *mut libc::c_void) {
         (*t).exit_ticks.store(clock::now(), Ordering::Relaxed);
         (*t).state.store(THREAD_EXITED, Ordering::Release);
     }
+    // Hooks that run later in this exiting thread (other keys' destructors) record nothing:
+    // once its recorder has taken the slot, it may belong to a new thread.
+    tls_set(NO_SLOT as *mut ThreadHeader);
 }
 
 extern "C" fn process_exit() {

@@ -2,7 +2,7 @@
 //! (timestamp, function/tag index, kind) to the calling thread's buffer. Like the calls hooks: no allocation, locks, syscalls or panics on
 //! the hook path; one timestamp read per event; only the owner thread writes its buffer.
 
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{compiler_fence, Ordering};
 
 use hood_abi::{
     encode_event, SegmentHeader, TagEntry, ThreadHeader, TraceEvent, FLAG_TAG_OVERRUN,
@@ -13,10 +13,53 @@ use hood_abi::{
 use crate::clock;
 use crate::hook::Slot;
 
+/// Signal handlers and the hooks. A hook reads the clock, then stores its event at the
+/// thread's position and advances it: a signal handler that ran in between would write its own
+/// events at that position first (with later times), and the interrupted hook would then put
+/// an earlier time after them, or over them. So a hook marks its thread busy (the calls
+/// mode's re-entrancy flag, only ever touched by the owner thread: a compiler fence orders it,
+/// as the handler runs on the same thread) and the hooks of a handler that interrupts one in
+/// that window of a few instructions are not recorded, its entries and exits alike (its time
+/// counts to the interrupted function, as in calls mode) but counted in `lost_calls`. Events
+/// keep their place and time never runs backwards in a thread's buffer.
+#[inline(always)]
+unsafe fn enter_busy(t: *mut ThreadHeader) -> bool {
+    if (*t).busy != 0 {
+        nested(t);
+        return false;
+    }
+    (*t).busy = 1;
+    compiler_fence(Ordering::SeqCst);
+    true
+}
+
+/// A hook inside a hook (a signal handler's): counted, not recorded.
+#[cold]
+#[inline(never)]
+unsafe fn nested(t: *mut ThreadHeader) {
+    let n = &(*t).lost_calls;
+    n.store(n.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+}
+
+#[inline(always)]
+unsafe fn leave_busy(t: *mut ThreadHeader) {
+    compiler_fence(Ordering::SeqCst);
+    (*t).busy = 0;
+}
+
 /// Append one event (`index`: function, tag or control index). Caller guarantees `s` is this
 /// thread's initialised trace slot.
 #[inline(always)]
 pub unsafe fn event(s: &Slot, index: u64, kind: u64) {
+    if !enter_busy(s.t) {
+        return;
+    }
+    event_unguarded(s, index, kind);
+    leave_busy(s.t);
+}
+
+#[inline(always)]
+unsafe fn event_unguarded(s: &Slot, index: u64, kind: u64) {
     let now = clock::now();
     let h = &*s.h;
     let t = &*s.t;
@@ -75,7 +118,9 @@ unsafe fn room(s: &Slot, pos: u64) -> Option<u64> {
 
 /// The common case of [`event`] on the TSC clock: false (nothing written) when the buffer is
 /// full, which the caller then hands to the general path. Caller guarantees `h` is the live
-/// trace-mode segment and `t` this thread's initialised slot in it.
+/// trace-mode segment and `t` this thread's initialised slot in it. A hook of a signal
+/// handler that interrupted another hook writes nothing and returns true (see
+/// [`enter_busy`]).
 #[inline(always)]
 pub unsafe fn event_fast(
     _h: *const SegmentHeader,
@@ -83,10 +128,14 @@ pub unsafe fn event_fast(
     index: u64,
     kind: u64,
 ) -> bool {
+    if !enter_busy(t) {
+        return true;
+    }
     let now = clock::tsc();
     let th = &*t;
     let pos = th.trace_pos.load(Ordering::Relaxed);
     if pos >= th.trace_stop.load(Ordering::Relaxed) {
+        leave_busy(t);
         return false;
     }
     let ev = (t as *mut u8)
@@ -99,6 +148,7 @@ pub unsafe fn event_fast(
         th.trace_written.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Release,
     );
+    leave_busy(t);
     true
 }
 

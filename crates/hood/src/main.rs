@@ -9,6 +9,12 @@
 //! library crates (hood-record, hood-hooks, hood-serve, hood-report, ...), which do the work.
 //! System calls live in hood-perf, hood-proc and hood-rt; here there is no `unsafe` at all.
 #![forbid(unsafe_code)]
+// hood's own lines go through `errln!`/`outln!` (say.rs): `println!` and `eprintln!` panic on
+// a closed or broken stream, and a recorder that panics leaves no file.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+#[macro_use]
+mod say;
 
 mod cli;
 mod cmd;
@@ -32,7 +38,7 @@ fn main() -> ExitCode {
         // ripgrep does, rather than "Broken pipe" or death by SIGPIPE (141).
         Err(err) if stdout_reader_gone(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("hood: error: {}", one_line(&err));
+            errln!("hood: error: {}", one_line(&err));
             ExitCode::from(2)
         }
     }

@@ -488,8 +488,8 @@ fn recursion_20000_deep_counts_every_call() {
         "{w}"
     );
     // Stack memory is committed as deep as the program goes: run with the runtime preloaded
-    // (the segment stays), 100 and 20,000 deep. The segment reserves 64 threads x 65,536
-    // frames (168 MB) of stack; what is allocated grows by ~40 bytes per frame reached.
+    // (the segment stays), 100 and 20,000 deep. The segment reserves 2048 threads x 65,536
+    // frames (5.4 GB) of stack; what is allocated grows by ~40 bytes per frame reached.
     let mut allocated = Vec::new();
     for depth in ["100", "20000"] {
         let dir = tempfile::tempdir().unwrap();

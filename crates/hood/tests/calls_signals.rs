@@ -175,6 +175,12 @@ fn get_and_reset_reach_a_program_that_calls_run_started() {
         .output()
         .unwrap();
     assert!(out.status.success(), "reset -p {pid}: {}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("1 process will reset at its next function entry or exit"),
+        "{}",
+        text(&out)
+    );
     // Phase two after the reset: the file `calls run` writes holds only it.
     stdin.write_all(b"go\n").unwrap();
     drop(stdin);

@@ -298,6 +298,21 @@ fn filters_marks_and_trace_off() {
     assert_eq!(names(&a), vec!["leaf"]);
     assert_eq!(calls(&a, "leaf"), 501);
     assert_eq!(a["events"], 2 * 501 + 3, "leaf events + mark + off + on");
+    // A filter that matches nothing is said before the run (issue 25).
+    let (_, out) = record(
+        t.0.path(),
+        "n.data",
+        &["--filter", "no_such_fn*"],
+        &[p, "5"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--filter no_such_fn* matches no function of"),
+        "{err}"
+    );
+    let (_, out) = record(t.0.path(), "l.data", &["--filter", "lea*"], &[p, "5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("matches no function"), "{err}");
 
     let d = record_ok(t.0.path(), "x.data", &["--exclude", "noisy"], &[p, "500"]);
     let a = report_json(&d, &[]);
@@ -560,6 +575,129 @@ fn a_killed_recorder_leaves_a_readable_file() {
         .map(|f| f["calls"].as_u64().unwrap())
         .sum();
     assert!(steps > 100, "completed calls are counted: {a}");
+}
+
+/// The functions of a report whose name is an address (`0x…`): none, when names were read.
+fn unnamed(a: &Value) -> Vec<String> {
+    names(a)
+        .into_iter()
+        .filter(|n| n.starts_with("0x"))
+        .collect()
+}
+
+/// Issue 25: a recorder killed in its first half second leaves a file that names its
+/// functions (they were read as they appeared, not only at the end).
+#[test]
+fn a_trace_killed_in_its_first_half_second_names_its_functions() {
+    let t = tmp();
+    let prog = build_c("trace_stream", t.0.path());
+    let data = t.0.path().join("early.data");
+    let mut child = Command::new(hood())
+        .args(["trace", "record", "-o"])
+        .arg(&data)
+        .args(["--", prog.to_str().unwrap(), "100000000", "0", "500"])
+        .env(
+            "HOOD_RT_LIB",
+            common::runtime_release_dir().join("libhood_rt.so"),
+        )
+        .env("HOOD_SHM_DIR", t.0.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("hood trace record");
+    // The first events in the file, then at most half a second in all.
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 4096
+        && t0.elapsed() < std::time::Duration::from_secs(20)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400).saturating_sub(t0.elapsed()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The program dies with its recorder (parent-death signal).
+    let a = report_json(&data, &[]);
+    assert!(a["events"].as_u64().unwrap() > 0, "{a}");
+    assert_eq!(unnamed(&a), Vec::<String>::new(), "{a}");
+    assert!(calls(&a, "step") > 0 && calls(&a, "leaf") > 0, "{a}");
+}
+
+/// Issue 25: a file cut short (before the names written at the end) names its functions.
+#[test]
+fn a_truncated_trace_names_its_functions() {
+    let t = tmp();
+    let prog = build_c("trace_stream", t.0.path());
+    // About a second of steps, with pauses the recorder keeps up in.
+    let d = record_ok(
+        t.0.path(),
+        "whole.data",
+        &[],
+        &[prog.to_str().unwrap(), "200000", "0", "500"],
+    );
+    let bytes = std::fs::read(&d).unwrap();
+    let cut = t.0.path().join("cut.data");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let a = report_json(&cut, &[]);
+    assert!(a["events"].as_u64().unwrap() > 0, "{a}");
+    assert_eq!(unnamed(&a), Vec::<String>::new(), "{a}");
+    assert!(calls(&a, "step") > 0 && calls(&a, "leaf") > 0, "{a}");
+}
+
+/// Issue 25: SIGALRM every 20 us during a hook-heavy loop, with a handler that calls traced
+/// functions and sometimes sleeps. A handler that interrupts a hook must not put its events
+/// before the interrupted one or over it: every call is counted exactly, net time never
+/// exceeds run time, and the handler calls not recorded are said in a note.
+#[test]
+fn a_signal_storm_during_hooks_keeps_every_event_in_place() {
+    let t = tmp();
+    let prog = build_c("trace_alarm", t.0.path());
+    for i in 0..3 {
+        let data = t.0.path().join(format!("alarm{i}.data"));
+        // Fixed buffers (--full stop, 8 M events, more than the ~6 M written): nothing depends
+        // on the recorder keeping up on a loaded machine.
+        let out = Command::new(hood())
+            .args(["trace", "record", "--full", "stop", "-o"])
+            .arg(&data)
+            .args(["--", prog.to_str().unwrap(), "1000000"])
+            .env(
+                "HOOD_RT_LIB",
+                common::runtime_release_dir().join("libhood_rt.so"),
+            )
+            .env("HOOD_SHM_DIR", t.0.path())
+            .output()
+            .expect("hood trace record");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{}", common::text(&out));
+        let handled: u64 = stdout
+            .trim()
+            .strip_prefix("handled ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{stdout}"));
+        let rep = report(&data, &["--format", "json"]);
+        assert!(rep.status.success(), "{}", common::text(&rep));
+        let notes = String::from_utf8_lossy(&rep.stderr).into_owned();
+        let a = report_json(&data, &[]);
+        assert_eq!(a["threads"][0]["dropped"], 0, "{a}");
+        assert_eq!(calls(&a, "work"), 1_000_000, "{a}");
+        assert_eq!(calls(&a, "leaf"), 2_000_000, "{a}");
+        let in_handler = calls(&a, "in_handler");
+        assert_eq!(calls(&a, "on_alarm"), in_handler, "{a}");
+        assert!(in_handler <= handled, "{in_handler} > {handled}");
+        if in_handler < handled {
+            assert!(
+                notes.contains("signal handlers were not recorded"),
+                "{handled} handler calls, {in_handler} recorded, no note: {notes}"
+            );
+        }
+        let net: u64 = a["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["net_ns"].as_u64().unwrap())
+            .sum();
+        let run = a["run_ns"].as_u64().unwrap();
+        assert!(net <= run, "net {net} ns > run {run} ns: {a}");
+    }
 }
 
 /// `hood trace report ARGS DATA` with its address space limited to `mb` MB; its output.

@@ -7,7 +7,7 @@ mod run;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hood_model::calls::ProcessCalls;
+use hood_model::calls::{ProcessCalls, ThreadCalls};
 
 pub use file::{read, write, CallsFile};
 pub use run::{get, reset, run, GetConfig, Got, Ran, Reset, RunConfig};
@@ -30,6 +30,17 @@ pub fn collect(
     pid: Option<u32>,
     say: &mut dyn FnMut(Message),
 ) -> Result<(Vec<ProcessCalls>, Vec<PathBuf>), HooksError> {
+    collect_with(dirs, pid, &HashMap::new(), say)
+}
+
+/// [`collect`], with the threads `calls run` took out of slots it gave back (by pid) added
+/// to their process (its current image) before the functions are named.
+pub(crate) fn collect_with(
+    dirs: &[PathBuf],
+    pid: Option<u32>,
+    retired: &HashMap<u32, Vec<ThreadCalls>>,
+    say: &mut dyn FnMut(Message),
+) -> Result<(Vec<ProcessCalls>, Vec<PathBuf>), HooksError> {
     let mut warnings = Vec::new();
     let segs = segments::scan_dirs(dirs, pid, false, &mut warnings);
     for w in warnings {
@@ -39,6 +50,11 @@ pub fn collect(
     let mut procs = Vec::new();
     let mut finished = Vec::new();
     for (seg, (mut p, live)) in segs.iter().zip(segments::to_processes(&segs)) {
+        if p.state != "exec" {
+            if let Some(r) = retired.get(&p.pid) {
+                p.threads.extend(r.iter().cloned());
+            }
+        }
         symbols::resolve(&mut p, live, &seg.maps, &mut sym);
         if !live {
             finished.push(seg.path.clone());

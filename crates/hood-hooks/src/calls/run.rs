@@ -1,16 +1,19 @@
 //! `calls run`, `get` and `reset`: the command started with the runtime preloaded and its
 //! tables collected, the tables of running and ended processes collected, and resets.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use hood_model::calls::ProcessCalls;
+use hood_abi::{HeaderView, ThreadView, THREAD_EXITED, THREAD_HEADER_SIZE};
+use hood_model::calls::{ProcessCalls, ThreadCalls};
 use hood_proc::child::{Child, Exit};
+use hood_proc::shm::ShmFile;
 use hood_proc::signal::{self, Forwarder};
 
 use hood_format::{OutputFile, Writer};
 
-use super::{collect, file, Message};
+use super::{collect_with, file, Message};
 use crate::{runtime, segments, HooksError};
 
 /// What `calls run` does.
@@ -68,6 +71,16 @@ fn with_causes(e: &HooksError) -> String {
     s
 }
 
+/// [`segments::clean_stale`]'s lines as messages.
+fn cleaned(say: &mut dyn FnMut(Message)) -> impl FnMut(String) + '_ {
+    |line| {
+        say(match line.strip_prefix("warning: ") {
+            Some(w) => Message::Warning(w.to_string()),
+            None => Message::Note(line),
+        })
+    }
+}
+
 /// While the command runs, the tables collected so far replace the output file every second
 /// (every four times what one snapshot costs, when that is longer), so a `calls run` killed at
 /// any moment, SIGKILL included, leaves a complete file of its last snapshot.
@@ -82,18 +95,107 @@ struct Snapshots<'a> {
     last: Option<Instant>,
 }
 
+/// The slots of exited threads, given back to their processes while `calls run` runs: a
+/// thread's tables are taken out of its slot once it has exited, kept here (and in every
+/// snapshot and the final file), and the slot is marked free for a new thread (hood-abi
+/// `FREE_SLOTS_OFFSET`). A server that starts threads per request then never runs out of
+/// slots. Only processes that have used a quarter of their slots are looked at, every 20 ms.
+#[derive(Default)]
+struct Retirer {
+    /// Segments seen, opened for writing (`None`: not a call-path segment we read).
+    segs: HashMap<PathBuf, Option<(ShmFile, HeaderView)>>,
+    /// Tables of the threads taken out, by pid.
+    retired: HashMap<u32, Vec<ThreadCalls>>,
+    next: Option<Instant>,
+}
+
+impl Retirer {
+    const EVERY: Duration = Duration::from_millis(20);
+
+    fn tick(&mut self, dir: &Path) {
+        if self.next.is_some_and(|n| Instant::now() < n) {
+            return;
+        }
+        self.next = Some(Instant::now() + Self::EVERY);
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for ent in rd.flatten() {
+                let path = ent.path();
+                if self.segs.contains_key(&path)
+                    || !ent
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with(hood_abi::SEGMENT_PREFIX)
+                {
+                    continue;
+                }
+                // A header not written yet is looked at again next time.
+                if let Ok((f, h, _)) =
+                    segments::open_segment(&path, hood_abi::MODE_CALLS, "hood trace", true)
+                {
+                    self.segs.insert(path, Some((f, h)));
+                }
+            }
+        }
+        for (f, h) in self.segs.values_mut().flatten() {
+            let used = f
+                .read_fixed(
+                    hood_abi::parse::THREADS_USED_OFFSET as u64,
+                    4,
+                    "threads_used",
+                )
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .unwrap_or(0)
+                .min(h.max_threads);
+            if used < h.max_threads.div_ceil(4) {
+                continue;
+            }
+            for i in 0..used.min(hood_abi::REUSABLE_SLOTS) {
+                if let Some(t) = take_exited(f, h, i) {
+                    self.retired.entry(h.pid).or_default().push(t);
+                }
+            }
+        }
+    }
+}
+
+/// The tables of slot `i` if its thread has exited, the slot then given back (tid and state
+/// cleared, free byte set); `None` otherwise or when the slot cannot be read or written.
+fn take_exited(f: &mut ShmFile, h: &HeaderView, i: u32) -> Option<ThreadCalls> {
+    let off = h.slot_offset(i);
+    let th = f
+        .read(off, THREAD_HEADER_SIZE as u64, "a thread slot")
+        .ok()?;
+    let state = u32::from_le_bytes(th.get(4..8)?.try_into().ok()?);
+    if state != THREAD_EXITED {
+        return None;
+    }
+    let parts = hood_abi::parse::slot_parts(h, &th);
+    let frames = f.read(off + parts[1].0, parts[1].1, "a thread slot").ok()?;
+    let nodes = f.read(off + parts[2].0, parts[2].1, "a thread slot").ok()?;
+    let view = ThreadView::parse_parts(h, &th, &frames, &nodes).ok()?;
+    let t = segments::exited_thread_calls(h, &view)?;
+    f.write_at(&[0u8; 8], off).ok()?;
+    f.write_at(
+        &[hood_abi::SLOT_FREE],
+        hood_abi::FREE_SLOTS_OFFSET + i as u64,
+    )
+    .ok()?;
+    Some(t)
+}
+
 impl Snapshots<'_> {
     /// Time between snapshots, at least.
     const EVERY: Duration = Duration::from_secs(1);
 
-    fn tick(&mut self, say: &mut dyn FnMut(Message)) {
+    fn tick(&mut self, retired: &HashMap<u32, Vec<ThreadCalls>>, say: &mut dyn FnMut(Message)) {
         if Instant::now() < self.next || self.off {
             return;
         }
         let t = Instant::now();
-        let written = collect(
+        let written = collect_with(
             std::slice::from_ref(&self.dir.to_path_buf()),
             None,
+            retired,
             &mut |_| {},
         )
         .and_then(|(procs, _)| match procs.is_empty() {
@@ -117,7 +219,7 @@ impl Snapshots<'_> {
 /// the recorder dies.
 pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksError> {
     let lib = runtime::library()?;
-    let dir = segments::private_dir(&segments::shm_dir(), "calls-run")?;
+    let dir = segments::private_dir(&segments::shm_dir(), "calls-run", &mut cleaned(say))?;
     let preload = runtime::preload(&lib);
     let (prog, _) = cfg.argv.split_first().ok_or(HooksError::NoCommand)?;
     // A valid (empty) file from the start, beside the output: a run killed before the first
@@ -148,8 +250,12 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
         off: special,
         last: None,
     };
+    let mut retirer = Retirer::default();
     let status = match child {
-        Ok(mut c) => signals.wait(&mut c, &mut || snapshots.tick(say)),
+        Ok(mut c) => signals.wait(&mut c, &mut || {
+            retirer.tick(&dir);
+            snapshots.tick(&retirer.retired, say)
+        }),
         Err(e) => Err(e),
     };
     let status = match status {
@@ -169,7 +275,7 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
             }
         )));
     }
-    let (procs, _) = collect(std::slice::from_ref(&dir), None, say)?;
+    let (procs, _) = collect_with(std::slice::from_ref(&dir), None, &retirer.retired, say)?;
     if !cfg.keep {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
@@ -220,9 +326,9 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
 /// `cfg.output`; the segments of ended processes are removed unless `cfg.keep`.
 pub fn get(cfg: &GetConfig, say: &mut dyn FnMut(Message)) -> Result<Got, HooksError> {
     let base = segments::shm_dir();
-    segments::clean_stale(&base);
+    segments::clean_stale(&base, &mut cleaned(say));
     let dirs = segments::search_dirs(&base, cfg.pid);
-    let (procs, finished) = collect(&dirs, cfg.pid, say)?;
+    let (procs, finished) = super::collect(&dirs, cfg.pid, say)?;
     if procs.is_empty() {
         return Ok(Got::Nothing(match cfg.pid {
             Some(pid) => segments::why_not_found(pid, &base),
@@ -255,7 +361,7 @@ pub fn get(cfg: &GetConfig, say: &mut dyn FnMut(Message)) -> Result<Got, HooksEr
 /// hook.
 pub fn reset(pid: Option<u32>, say: &mut dyn FnMut(Message)) -> Result<Reset, HooksError> {
     let base = segments::shm_dir();
-    segments::clean_stale(&base);
+    segments::clean_stale(&base, &mut cleaned(say));
     let dirs = segments::search_dirs(&base, pid);
     let mut warnings = Vec::new();
     let segs = segments::scan_dirs(&dirs, pid, true, &mut warnings);

@@ -94,6 +94,13 @@ pub fn process_of(h: &HeaderView) -> ProcessTrace {
     }
 }
 
+/// The note on hook events of signal handlers not recorded (hood-rt's trace hooks).
+pub fn nested_note(n: u64) -> String {
+    format!(
+        "{n} function entries and exits of signal handlers were not recorded: the handler interrupted one of the runtime's hooks (a window of a few instructions), so its time counts to the function it interrupted"
+    )
+}
+
 /// Read every trace segment in `dir`.
 pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Vec<SegEvents>) {
     let mut segs = Vec::new();
@@ -140,6 +147,18 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
                 "more than {} distinct functions: later ones are shown as [unknown function] (use --filter)",
                 h.max_funcs
             ));
+        }
+        let nested: u64 = s.threads.iter().map(|t| t.nested).sum();
+        if nested > 0 {
+            notes.push(nested_note(nested));
+        }
+        if h.threads_unmeasured > 0 {
+            let m = format!(
+                "{} threads of pid {} were not traced: all {} thread slots were in use when they started (their calls are missing); raise HOOD_MAX_THREADS",
+                h.threads_unmeasured, h.pid, h.max_threads
+            );
+            warnings.push(m.clone());
+            notes.push(m);
         }
         let funcs: BTreeSet<u64> = s.funcs.iter().copied().filter(|&a| a != 0).collect();
         let mut symbols = match sym.as_mut() {

@@ -102,9 +102,12 @@ pub fn build(rules: &Rules, exe: &Path, warnings: &mut Vec<String>) -> Vec<u8> {
     let mut b = b"HOODFLT1".to_vec();
     b.extend_from_slice(&(rules.filters.is_empty() as u32).to_le_bytes());
     b.extend_from_slice(&(objects.len() as u32).to_le_bytes());
+    // Whether anything known now will be traced at all.
+    let mut any = false;
     for (key, path) in &objects {
         let obj = path.to_string_lossy();
         let default = rules.verdict(&obj, None);
+        any |= default;
         let mut syms = match hood_symbols::function_symbols(path) {
             Ok(s) => s,
             Err(e) => {
@@ -121,6 +124,7 @@ pub fn build(rules: &Rules, exe: &Path, warnings: &mut Vec<String>) -> Vec<u8> {
             if rules.verdict(&obj, Some(&s.name)) == default {
                 continue;
             }
+            any |= !default;
             let next = syms.get(i + 1).map_or(u64::MAX, |n| n.addr);
             let hi = if s.size > 0 {
                 s.addr + s.size
@@ -138,6 +142,14 @@ pub fn build(rules: &Rules, exe: &Path, warnings: &mut Vec<String>) -> Vec<u8> {
             b.extend_from_slice(&lo.to_le_bytes());
             b.extend_from_slice(&hi.to_le_bytes());
         }
+    }
+    if !any && !rules.filters.is_empty() {
+        warnings.push(format!(
+            "--filter {} matches no function of {} or of the libraries it links (with --exclude applied): the trace will hold no function calls; check the names with `nm -C {}` (functions of libraries loaded later with dlopen are not traced when --filter is given)",
+            rules.filters.join(" --filter "),
+            exe.display(),
+            exe.display()
+        ));
     }
     b
 }

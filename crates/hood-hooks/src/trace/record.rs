@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
@@ -20,6 +20,7 @@ use hood_model::trace::{
 };
 use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
 use hood_proc::child::{Child, Exit};
+use hood_proc::signal::{self, Forwarder, StopRequest};
 use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
 use hood_raw::irq::{IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta};
 
@@ -71,6 +72,9 @@ pub struct RecordConfig {
     pub start_off: bool,
     /// Leave the runtime's segments in their directory.
     pub keep: bool,
+    /// Stop recording when the file reaches this many bytes (`--max-size`); recording also
+    /// stops, whatever this says, when the file system keeps less than [`free_margin`] free.
+    pub max_size: Option<u64>,
     /// The command.
     pub argv: Vec<String>,
     /// The runtime library preloaded into the command (`libhood_rt.so`).
@@ -89,19 +93,33 @@ pub struct Outcome {
 
 /// Milliseconds between rounds while the program records...
 const ACTIVE_MS: u64 = 2;
-/// ...and after a second without events (5 once interrupted, to end promptly).
+/// ...and after a second without events (5 once a stop signal came, to end promptly).
 const IDLE_MS: u64 = 20;
 
-/// Record `cfg.argv` into `cfg.output`. `interrupted` is set by the caller's SIGINT handler (the
-/// command gets the signal too; the recorder finishes the file when it has ended). Messages
-/// for the user (notes, warnings, the summary) go to `log`, one line each.
-pub fn record(
-    cfg: &RecordConfig,
-    interrupted: &AtomicBool,
-    log: &mut dyn FnMut(&str),
-) -> Result<Outcome, HooksError> {
-    let dir = segments::private_dir(&segments::shm_dir(), "trace")?;
-    let result = run_and_collect(cfg, &dir, interrupted, log);
+/// How long the recorder goes on recording after a stop signal (passed on to the command)
+/// while the command finishes: after that the trace is finished and nothing more is written,
+/// even if the command ignores the signal and runs on.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The room recording leaves free on the output's file system, whatever `--max-size` says: 5 %
+/// of it, at most 1 GiB.
+pub fn free_margin(total: u64) -> u64 {
+    (total / 20).min(1 << 30)
+}
+
+/// How often the free space is looked at.
+const SPACE_EVERY: Duration = Duration::from_millis(250);
+
+/// Record `cfg.argv` into `cfg.output`. A stop signal (SIGINT, SIGTERM, SIGHUP) is passed on
+/// to the command (unless the kernel sent it to the whole process group: Ctrl-C, a hangup);
+/// the recorder records on while the command finishes, at most [`STOP_GRACE`], then finishes
+/// the file. When the command runs on past that, or the file reaches its size limit, the
+/// recorder finishes the file, then waits for the command without recording (so it is not
+/// killed with its recorder) and returns its status. Messages for the user (notes, warnings,
+/// the summary) go to `log`, one line each.
+pub fn record(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<Outcome, HooksError> {
+    let dir = segments::private_dir(&segments::shm_dir(), "trace", &mut |m| log(&m))?;
+    let result = run_and_collect(cfg, &dir, log);
     if cfg.keep {
         log(&format!("segments kept in {}", dir.display()));
     } else {
@@ -110,10 +128,67 @@ pub fn record(
     result
 }
 
+/// Why recording stopped before the command ended, if it did: the file's size limit, the
+/// file system's free space, or a command that ran on after a stop signal.
+struct Limits<'a> {
+    cfg: &'a RecordConfig,
+    /// The directory whose file system the output is on.
+    fs: PathBuf,
+    next_space: Instant,
+    started: Instant,
+}
+
+impl Limits<'_> {
+    /// Whether recording must stop now, and why (one line for the user, with the fix).
+    fn check(&mut self, written: u64, stop: Option<StopRequest>, pid: i32) -> Option<String> {
+        let prog = &self.cfg.argv[0];
+        let at = self.started.elapsed().as_secs_f64();
+        let file = self.cfg.output.display();
+        if let Some(max) = self.cfg.max_size.filter(|&m| written >= m) {
+            return Some(format!(
+                "{file} reached {} (--max-size {}): recording stopped {at:.1} s into the run; the trace holds the events up to there (raise --max-size, or use --filter to record fewer functions)",
+                bytes(written),
+                bytes(max)
+            ));
+        }
+        if Instant::now() >= self.next_space {
+            self.next_space = Instant::now() + SPACE_EVERY;
+            if let Some(sp) = hood_proc::space::of(&self.fs) {
+                let margin = free_margin(sp.total);
+                if sp.available < margin {
+                    return Some(format!(
+                        "the file system of {file} has {} left, less than the {} recording keeps free: recording stopped {at:.1} s into the run, the file holds {} of events up to there (free space, write elsewhere with -o, or set a smaller --max-size)",
+                        bytes(sp.available),
+                        bytes(margin),
+                        bytes(written)
+                    ));
+                }
+            }
+        }
+        if let Some(s) = stop.filter(|s| s.at.elapsed() >= STOP_GRACE) {
+            return Some(format!(
+                "{prog} (pid {pid}) still runs {} s after {}: recording stopped there; the trace holds the events up to then",
+                STOP_GRACE.as_secs(),
+                signal::name(s.signal)
+            ));
+        }
+        None
+    }
+}
+
+/// `1.5 MB`, `2.0 GB`.
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
+}
+
 fn run_and_collect(
     cfg: &RecordConfig,
     dir: &Path,
-    interrupted: &AtomicBool,
     log: &mut dyn FnMut(&str),
 ) -> Result<Outcome, HooksError> {
     let prog = cfg
@@ -130,7 +205,12 @@ fn run_and_collect(
             filters: cfg.filters.clone(),
             excludes: cfg.excludes.clone(),
         };
-        let table = filter::build(&rules, &exe, &mut warnings);
+        let mut said = Vec::new();
+        let table = filter::build(&rules, &exe, &mut said);
+        // Now, not after the run: a filter that matches nothing makes the run pointless.
+        for w in &said {
+            log(&format!("warning: {w}"));
+        }
         let p = dir.join("filter.bin");
         std::fs::write(&p, table).map_err(|source| HooksError::Io {
             what: format!("writing {}", p.display()),
@@ -146,6 +226,8 @@ fn run_and_collect(
     if cfg.start_off {
         set("HOOD_TRACE_START", "off".into());
     }
+    // Before the spawn, so a signal arriving right after it is not lost.
+    let mut signals = Forwarder::install()?;
     let mut child = Child::spawn_held(&cfg.argv, &env)?;
     let mut switches = None;
     if cfg.sched {
@@ -212,32 +294,87 @@ fn run_and_collect(
         per_cpu: BTreeMap::new(),
     };
     let mut active = Instant::now();
-    let status = loop {
+    let mut limits = Limits {
+        cfg,
+        fs: match cfg.output.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+        next_space: Instant::now(),
+        started: Instant::now(),
+    };
+    let pid = child.pid();
+    // Why recording stopped while the command runs on, if it did.
+    let mut cut = None;
+    let ended = signals.watch(&mut child, &mut |stop| {
         let moved = rounds.round(&mut w)?;
-        if let Some(st) = child.try_wait()?.map(Exit::shell_code) {
-            break st;
-        }
         if moved > 0 {
             active = Instant::now();
         }
+        if let Some(why) = limits.check(w.bytes_written(), stop, pid) {
+            cut = Some(why);
+            return Ok::<_, HooksError>(ControlFlow::Break(()));
+        }
         let ms = if rounds.streamer.is_some() && active.elapsed() < Duration::from_secs(1) {
             ACTIVE_MS
-        } else if interrupted.load(Ordering::Relaxed) {
+        } else if stop.is_some() {
             5
         } else {
             IDLE_MS
         };
-        std::thread::sleep(Duration::from_millis(ms));
-    };
+        Ok(ControlFlow::Continue(Duration::from_millis(ms)))
+    })?;
     let prefaulted = prefaulter.map(|p| p.stop()).unwrap_or_default();
     // Let the last switch records of exiting grandchildren land, then drain once more.
     rounds.round(&mut w)?;
     rounds.irqs = None;
-    let (procs, events) = collect::collect(dir, &mut warnings);
+    rounds.switches = None;
+    if let (Some(sig), Some(exit)) = (signals.received(), ended) {
+        log(&format!(
+            "{} received; {prog} {}; writing the trace",
+            signal::name(sig),
+            match exit {
+                Exit::Signal(s) => format!("was ended by {}", signal::name(s)),
+                Exit::Code(c) => format!("exited with status {c}"),
+            }
+        ));
+    }
+    // A command that runs on after the trace is finished is waited for without recording (it
+    // dies with its recorder otherwise); stop signals still reach it.
+    let mut status = |child: &mut Child, log: &mut dyn FnMut(&str)| match ended {
+        Some(e) => Ok::<_, HooksError>(e.shell_code()),
+        None => {
+            log(&format!(
+                "{prog} (pid {pid}) runs on unrecorded; waiting for it to end (Ctrl-C or `kill {pid}` ends it)"
+            ));
+            Ok(signals.wait(child, &mut || {})?.shell_code())
+        }
+    };
+    let (mut procs, events) = collect::collect(dir, &mut warnings);
     let streamed = rounds.streamer.take().map(|s| {
+        // Names found while the processes ran (through their live mappings) for what the
+        // segments' copies of the mappings do not cover (a library loaded, then unloaded).
+        for p in procs.iter_mut() {
+            for (&a, n) in s.names(p.pid, p.start_mono_ns).into_iter().flatten() {
+                p.symbols.entry(a).or_insert_with(|| n.clone());
+            }
+            // Threads whose slots were given to later threads: their slots no longer say.
+            let (retired, nested) = s.retired(p.pid, p.start_mono_ns);
+            p.threads.extend(retired.iter().cloned());
+            if nested > 0 {
+                p.notes.push(collect::nested_note(nested));
+            }
+        }
         warnings.extend(s.warnings.iter().cloned());
         (s.events, s.skipped)
     });
+    if let Some(why) = &cut {
+        // Said by the recorder now, and by every report of the file.
+        warnings.push(why.clone());
+        for p in procs.iter_mut() {
+            p.notes.push(why.clone());
+        }
+    }
     for m in &warnings {
         log(&format!("warning: {m}"));
     }
@@ -255,18 +392,26 @@ fn run_and_collect(
             }
         ));
         return Ok(Outcome {
-            status,
+            status: status(&mut child, log)?,
             traced: false,
         });
     }
     finish(w, &procs, &events, &warnings)?;
     let (n_streamed, skipped) = streamed.unwrap_or((0, 0));
-    summary(cfg, &procs, &events, n_streamed, skipped, prefaulted, log);
+    summary(
+        cfg,
+        &procs,
+        &events,
+        (n_streamed, skipped),
+        prefaulted,
+        ended.is_some(),
+        log,
+    );
     if irq_meta.is_some() {
         rounds.irq_counts.print(log);
     }
     Ok(Outcome {
-        status,
+        status: status(&mut child, log)?,
         traced: true,
     })
 }
@@ -407,13 +552,15 @@ fn finish(
     Ok(())
 }
 
+/// The lines `record` prints at the end. `streamed`: events streamed and skipped; `ended`:
+/// the command has ended (its CPU time is known).
 fn summary(
     cfg: &RecordConfig,
     procs: &[ProcessTrace],
     events: &[collect::SegEvents],
-    streamed: u64,
-    skipped: u64,
+    (streamed, skipped): (u64, u64),
     prefaulted: prefault::Stats,
+    ended: bool,
     log: &mut dyn FnMut(&str),
 ) {
     let n = events.iter().map(|t| t.words.len() as u64).sum::<u64>() + streamed;
@@ -432,8 +579,12 @@ fn summary(
     // The program's own CPU and the recorder's (pre-faulting, copying, writing, naming), so
     // the cost moved off the program is visible.
     log(&format!(
-        "CPU: program {:.3} s, recorder {:.3} s ({} buffer pages pre-faulted, {} pre-allocated)",
-        cpu_seconds(Whose::Children),
+        "CPU: program {}, recorder {:.3} s ({} buffer pages pre-faulted, {} pre-allocated)",
+        if ended {
+            format!("{:.3} s", cpu_seconds(Whose::Children))
+        } else {
+            "still running".to_string()
+        },
         cpu_seconds(Whose::SelfProcess),
         prefaulted.pages,
         prefaulted.allocated

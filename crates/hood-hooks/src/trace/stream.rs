@@ -14,16 +14,17 @@
 //! (at most `MAX_EVENTS_PER_CHUNK` events), so no allocation is sized by a segment's claim. The
 //! words are stored as they are (EVENTS version 3): the recorder does no work per event.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hood_abi::{stream_span, HeaderView, ThreadHeader, THREAD_HEADER_SIZE};
 use hood_format::{tags, Writer};
-use hood_model::trace::{events_header, ProcessTrace, EVENTS_HEADER, PAYLOAD_VERSION};
+use hood_model::trace::{events_header, ProcessTrace, ThreadInfo, EVENTS_HEADER, PAYLOAD_VERSION};
 
 use hood_proc::shm::ShmFile;
+use hood_symbols::Symbolizer;
 
 use crate::segments;
 use crate::HooksError;
@@ -47,9 +48,26 @@ struct StreamSeg {
     file: ShmFile,
     header: HeaderView,
     threads: Vec<StreamThread>,
+    /// The copy of /proc/PID/maps the process made at its start.
+    maps: String,
     /// Function-table entries in the provisional PROCESS chunk written last.
     funcs_written: Option<u32>,
     funcs_at: Option<Instant>,
+    /// Provisional PROCESS chunks written (they come quickly at first, see
+    /// [`provisional_every`]).
+    provisionals: u32,
+    /// The function table read so far, and the names found for its addresses.
+    funcs: Vec<u64>,
+    names: BTreeMap<u64, String>,
+    /// The addresses already given to the symbolizer (named or not).
+    looked: BTreeSet<u64>,
+    /// Why some functions have no name (from the symbolizer).
+    name_notes: Vec<String>,
+    /// Threads that exited and were taken whole, whose slots were given back for new
+    /// threads: what the final PROCESS chunk says of them (their slots no longer do), and the
+    /// hook events of their signal handlers not recorded.
+    retired: Vec<ThreadInfo>,
+    retired_nested: u64,
     /// Finished: the process exited (or exec'd) and its last events were taken.
     done: bool,
 }
@@ -59,6 +77,9 @@ pub struct Streamer {
     dir: PathBuf,
     segs: HashMap<PathBuf, Option<StreamSeg>>,
     payload: Vec<u8>,
+    /// Names the functions of the provisional PROCESS chunks (`None`: it could not be made;
+    /// functions are then shown by address until the end).
+    sym: Option<Symbolizer>,
     /// Events written to the file.
     pub events: u64,
     /// Events the ring's owner overwrote before they were taken (a broken protocol; 0).
@@ -81,6 +102,7 @@ impl Streamer {
             dir: dir.to_owned(),
             segs: HashMap::new(),
             payload: Vec::new(),
+            sym: crate::symbols::symbolizer().ok(),
             events: 0,
             skipped: 0,
             warnings: Vec::new(),
@@ -116,9 +138,9 @@ impl Streamer {
             let finished = exec_left || state == hood_abi::STATE_EXITED;
             if s.funcs_written.is_none()
                 || s.funcs_at
-                    .is_some_and(|t| t.elapsed() >= Duration::from_secs(1))
+                    .is_some_and(|t| t.elapsed() >= provisional_every(s.provisionals))
             {
-                provisional_process(s, w)?;
+                provisional_process(s, !exec_left, self.sym.as_mut(), w)?;
             }
             match drain_seg(s, w, &mut self.payload) {
                 Ok((n, skipped)) => {
@@ -159,15 +181,23 @@ impl Streamer {
                 continue;
             }
             match segments::open_segment(&path, hood_abi::MODE_TRACE, "hood calls", true) {
-                Ok((file, header, _)) if header.trace_full == hood_abi::TRACE_FULL_STREAM => {
+                Ok((file, header, maps)) if header.trace_full == hood_abi::TRACE_FULL_STREAM => {
                     self.segs.insert(
                         path,
                         Some(StreamSeg {
                             file,
                             header,
+                            maps,
                             threads: Vec::new(),
                             funcs_written: None,
                             funcs_at: None,
+                            provisionals: 0,
+                            funcs: Vec::new(),
+                            names: BTreeMap::new(),
+                            looked: BTreeSet::new(),
+                            name_notes: Vec::new(),
+                            retired: Vec::new(),
+                            retired_nested: 0,
                             done: false,
                         }),
                     );
@@ -182,10 +212,48 @@ impl Streamer {
     }
 }
 
-/// A PROCESS chunk with what is known while the process runs (its clock and function table,
-/// no names yet): a file whose recorder was killed still reads, with addresses for names. The
-/// final chunk written at the end replaces it.
-fn provisional_process<W: Write>(s: &mut StreamSeg, w: &mut Writer<W>) -> Result<(), HooksError> {
+impl Streamer {
+    /// The names found while streaming for the functions of the process `pid` started at
+    /// `start_mono_ns` (from its live mappings: they include libraries it loaded later and
+    /// unloaded again, which its segment's copies may not).
+    pub fn names(&self, pid: u32, start_mono_ns: u64) -> Option<&BTreeMap<u64, String>> {
+        self.segs
+            .values()
+            .flatten()
+            .find(|s| s.header.pid == pid && s.header.start_mono_ns == start_mono_ns)
+            .map(|s| &s.names)
+    }
+
+    /// The threads of the process `pid` started at `start_mono_ns` whose slots were given
+    /// back to it for new threads, and the hook events of their signal handlers that were not
+    /// recorded.
+    pub fn retired(&self, pid: u32, start_mono_ns: u64) -> (&[ThreadInfo], u64) {
+        self.segs
+            .values()
+            .flatten()
+            .find(|s| s.header.pid == pid && s.header.start_mono_ns == start_mono_ns)
+            .map_or((&[][..], 0), |s| (&s.retired[..], s.retired_nested))
+    }
+}
+
+/// Time between two provisional PROCESS chunks of a process whose function table grows: 50 ms
+/// after the first, doubling up to a second, so a trace cut in its first moments names its
+/// functions without a chunk per round for the whole run.
+fn provisional_every(written: u32) -> Duration {
+    Duration::from_millis((50u64 << written.min(5)).min(1000))
+}
+
+/// A PROCESS chunk with what is known while the process runs (its clock, its function table
+/// and the names of its functions, read through its mappings as they appear): a file whose
+/// recorder was killed, or that was cut short, still reads with names for every function
+/// known to the last one. The final chunk written at the end replaces it. `live`: the process
+/// still runs this image, so its /proc/PID/maps describes these addresses.
+fn provisional_process<W: Write>(
+    s: &mut StreamSeg,
+    live: bool,
+    sym: Option<&mut Symbolizer>,
+    w: &mut Writer<W>,
+) -> Result<(), HooksError> {
     let h = &s.header;
     let used = s
         .file
@@ -196,19 +264,56 @@ fn provisional_process<W: Write>(s: &mut StreamSeg, w: &mut Writer<W>) -> Result
     if s.funcs_written == Some(used) {
         return Ok(());
     }
-    let funcs = s
+    // The whole table each time (at most `max_funcs` entries): an entry claimed but not yet
+    // stored reads 0 and is read again next time.
+    if let Ok(b) = s
         .file
         .read_fixed(h.funcs_offset, used as u64 * 8, "the function table")
-        .map(|b| (0..used as usize).map(|i| u64_at(&b, i * 8)).collect())
-        .unwrap_or_default();
+    {
+        s.funcs = (0..used as usize).map(|i| u64_at(&b, i * 8)).collect();
+    }
+    if let Some(sym) = sym {
+        let mut new: Vec<u64> = s
+            .funcs
+            .iter()
+            .copied()
+            .filter(|&a| a != 0 && !s.looked.contains(&a))
+            .collect();
+        new.sort_unstable();
+        new.dedup();
+        s.looked.extend(new.iter().copied());
+        if !new.is_empty() {
+            // The mappings at the process's start first (no pid reuse can change them), then
+            // its live ones for libraries loaded since.
+            let mut maps = s.maps.clone();
+            if live {
+                if let Ok(m) = std::fs::read_to_string(format!("/proc/{}/maps", h.pid)) {
+                    maps.push('\n');
+                    maps.push_str(&m);
+                }
+            }
+            let mut notes = Vec::new();
+            s.names
+                .extend(crate::symbols::name_functions(&new, &maps, sym, &mut notes));
+            for n in notes {
+                if !s.name_notes.contains(&n) && s.name_notes.len() < 16 {
+                    s.name_notes.push(n);
+                }
+            }
+        }
+    }
+    let mut notes = vec!["the recording ended while this process ran (the recorder was stopped, or the file is cut short): functions first called in its last moments may be shown by address".to_string()];
+    notes.extend(s.name_notes.iter().cloned());
     let p = ProcessTrace {
-        funcs,
-        notes: vec!["the recording ended before this process's function names were read (the recorder was stopped): functions are shown by address".into()],
+        funcs: s.funcs.clone(),
+        symbols: s.names.clone(),
+        notes,
         ..super::collect::process_of(h)
     };
     let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});
     w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
     s.funcs_written = Some(used);
+    s.provisionals += 1;
     Ok(())
 }
 
@@ -229,6 +334,8 @@ fn drain_seg<W: Write>(
         .map(|b| u32_at(&b, 0).min(h.max_threads))?;
     let cap = h.trace_capacity;
     let (mut total, mut skipped) = (0, 0);
+    // Slots of exited threads taken whole, with their headers: given back after the walk.
+    let mut exited = Vec::new();
     for i in 0..used {
         let slot = h.slot_offset(i);
         let mut th = s
@@ -267,6 +374,9 @@ fn drain_seg<W: Write>(
         let (first, count, lost) = stream_span(h, &th, t.taken);
         skipped += lost;
         if count == 0 {
+            if state == hood_abi::THREAD_EXITED {
+                exited.push((i, th));
+            }
             continue;
         }
         // A thread silent for hours: re-anchor on the clock's present, estimated from the
@@ -322,7 +432,49 @@ fn drain_seg<W: Write>(
         }
         total += count;
     }
+    for (i, th) in exited {
+        retire(s, i, &th)?;
+    }
     Ok((total, skipped))
+}
+
+/// Slot `i`'s thread has exited and every event of it was taken (`th`: its header as read at
+/// the start of this round, when it already said so): keep what the final PROCESS chunk needs
+/// of it, clear the slot's tid and state, and mark it free so a new thread of the process can
+/// claim it (hood-abi `FREE_SLOTS_OFFSET`). A process that starts threads per request then
+/// never runs out of slots. Slots past `REUSABLE_SLOTS` are not given back.
+fn retire(s: &mut StreamSeg, i: u32, th: &[u8]) -> Result<(), HooksError> {
+    if i >= hood_abi::REUSABLE_SLOTS {
+        return Ok(());
+    }
+    let t = &mut s.threads[i as usize];
+    let exit_ticks = u64_at(th, core::mem::offset_of!(ThreadHeader, exit_ticks));
+    s.retired.push(ThreadInfo {
+        tid: t.tid,
+        exit_ticks: (exit_ticks != 0).then_some(exit_ticks),
+        written: t.taken,
+        dropped: u64_at(th, core::mem::offset_of!(ThreadHeader, trace_dropped)),
+        overwritten: 0,
+    });
+    s.retired_nested += u64_at(th, core::mem::offset_of!(ThreadHeader, lost_calls));
+    *t = StreamThread {
+        tid: 0,
+        taken: 0,
+        anchor: 0,
+        started: false,
+    };
+    let slot = s.header.slot_offset(i);
+    let fail = |e| HooksError::Segment(format!("giving back thread slot {i}: {e}"));
+    // tid and state (the first 8 bytes) cleared first: a reader skips the slot from now on,
+    // and the runtime publishes it again (state, release) once a new thread has set it up.
+    s.file.write_at(&[0u8; 8], slot).map_err(fail)?;
+    s.file
+        .write_at(
+            &[hood_abi::SLOT_FREE],
+            hood_abi::FREE_SLOTS_OFFSET + i as u64,
+        )
+        .map_err(fail)?;
+    Ok(())
 }
 
 /// The full timestamp of the last of `words` (raw event words), the next chunk's anchor. The

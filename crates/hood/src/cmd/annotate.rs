@@ -58,7 +58,7 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     for w in &prof.warnings {
-        eprintln!("hood: warning: {w}");
+        errln!("hood: warning: {w}");
     }
     let funcs = match ann::find_functions(&prof, &args.function) {
         Ok(f) => f,
@@ -129,7 +129,7 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if a.samples == 0 {
-        eprintln!("hood: {name} has no samples of its own (it only called others)");
+        errln!("hood: {name} has no samples of its own (it only called others)");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

@@ -128,15 +128,15 @@ pub struct ReportArgs {
 /// Print a collection's line: segment warnings as hood's, the rest as `hood calls`'s.
 fn say(m: Message) {
     match m {
-        Message::Warning(w) => eprintln!("hood: warning: {w}"),
-        Message::Note(n) => eprintln!("hood calls: {n}"),
+        Message::Warning(w) => errln!("hood: warning: {w}"),
+        Message::Note(n) => errln!("hood calls: {n}"),
     }
 }
 
 /// What was written where, and the processes' warnings of lost data.
 fn summary(procs: &[ProcessCalls], out: &std::path::Path) {
     for line in hood_report::calls::render_summary(procs, out) {
-        eprintln!("hood calls: {line}");
+        errln!("hood calls: {line}");
     }
 }
 
@@ -171,7 +171,7 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
             match calls::get(&cfg, &mut say)? {
                 Got::Written(procs) => summary(&procs, &cfg.output),
                 Got::Nothing(why) => {
-                    eprintln!("hood calls get: {why}");
+                    errln!("hood calls get: {why}");
                     return Ok(ExitCode::from(1));
                 }
             }
@@ -179,14 +179,18 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
         }
         CallsCommand::Reset(a) => match calls::reset(a.pid, &mut say)? {
             Reset::Done(n) => {
-                eprintln!(
-                    "hood calls reset: {n} process{} will reset at their next function entry or exit",
-                    if n == 1 { "" } else { "es" }
+                errln!(
+                    "hood calls reset: {}",
+                    match n {
+                        1 => "1 process will reset at its next function entry or exit".to_string(),
+                        n =>
+                            format!("{n} processes will reset at their next function entry or exit"),
+                    }
                 );
                 Ok(ExitCode::SUCCESS)
             }
             Reset::Nothing(why) => {
-                eprintln!("hood calls reset: {why}");
+                errln!("hood calls reset: {why}");
                 Ok(ExitCode::from(1))
             }
         },

@@ -11,7 +11,7 @@ use super::{FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     crate::cmd::note_killed_writers(&a.file, hood_format::FileKind::Calls);
-    let file = hood_hooks::calls::read(&a.file, &mut |w| eprintln!("hood: warning: {w}"))
+    let file = hood_hooks::calls::read(&a.file, &mut |w| errln!("hood: warning: {w}"))
         .map_err(|e| {
             crate::cmd::missing_file(
                 e.into(),
@@ -24,7 +24,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         procs.retain(|p| p.pid == pid);
     }
     if procs.is_empty() {
-        eprintln!(
+        errln!(
             "hood calls report: no processes in {}{}",
             a.file.display(),
             a.pid.map(|p| format!(" with pid {p}")).unwrap_or_default()
@@ -40,7 +40,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         // now (a rebuilt or deleted one gets none, with a note).
         let ids = hood_hooks::calls::exe_build_ids(&procs);
         for w in &ids.warnings {
-            eprintln!("hood: warning: {w}");
+            errln!("hood: warning: {w}");
         }
         let opts = CallsPprofOptions {
             threads: a.threads,

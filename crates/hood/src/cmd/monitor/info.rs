@@ -44,7 +44,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
         Some(node) if args.json => emit(&render_node_json(view.schema_version, &path, &node))?,
         Some(node) => emit(&render_node(&path, &node))?,
         None => {
-            eprintln!("hood info: no node {path:?}; run `hood info` for the list of nodes");
+            errln!("hood info: no node {path:?}; run `hood info` for the list of nodes");
             return Ok(ExitCode::from(1));
         }
     }

@@ -91,7 +91,7 @@ pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
     let mut view = sample(&mut r, &cfg.scan, cfg.interval)?;
     if let Some(pid) = args.task {
         if !view.tasks.iter().any(|t| t.pid == pid) {
-            eprintln!(
+            errln!(
                 "hood ps: no task with pid {pid} (it may have exited); see `hood ps` for the list"
             );
             return Ok(ExitCode::from(1));

@@ -23,9 +23,10 @@ pub fn start(args: &RecordArgs, raw_args: &[String]) -> anyhow::Result<ExitCode>
     args.to_config()?;
     let exe = std::env::current_exe().context("finding the hood executable")?;
     let state = hood_record::session::start(&exe, raw_args, &args.output)?;
-    println!(
+    outln!(
         "hood: recording in the background (pid {}) to {}; `hood stop` finishes it",
-        state.pid, state.output
+        state.pid,
+        state.output
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -33,24 +34,28 @@ pub fn start(args: &RecordArgs, raw_args: &[String]) -> anyhow::Result<ExitCode>
 /// Run `hood stop`.
 pub fn stop(args: &StopArgs) -> anyhow::Result<ExitCode> {
     let o: Outcome = hood_record::session::stop(Duration::from_secs(args.timeout))?;
-    println!("{}", o.output);
-    println!(
+    outln!("{}", o.output);
+    outln!(
         "samples: {}  lost: {}  duration: {:.1} s  size: {} bytes",
-        o.samples, o.lost, o.seconds, o.bytes
+        o.samples,
+        o.lost,
+        o.seconds,
+        o.bytes
     );
     if o.switches_and_wakeups > 0 {
-        println!(
+        outln!(
             "off-CPU: {} context switches and wake-ups",
             o.switches_and_wakeups
         );
     }
     if let Some(e) = &o.error {
-        println!("error: {e}");
+        outln!("error: {e}");
     }
     if o.samples_not_written > 0 {
-        println!(
+        outln!(
             "not written: {} samples (the file holds the {} above)",
-            o.samples_not_written, o.samples
+            o.samples_not_written,
+            o.samples
         );
     }
     Ok(ExitCode::SUCCESS)

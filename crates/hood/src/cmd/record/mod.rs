@@ -15,7 +15,7 @@ pub use hood_record::Outcome;
 
 /// Remove the tracefs instances of hood processes that are gone, saying so for each.
 pub(crate) fn remove_stale_tracefs_instances(root: &Path) {
-    hood_record::remove_stale_tracefs_instances(root, &mut |m| eprintln!("hood: {m}"));
+    hood_record::remove_stale_tracefs_instances(root, &mut |m| errln!("hood: {m}"));
 }
 
 /// Run `hood record`.
@@ -26,14 +26,14 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // drain instead of killing it before the file is finalized.
     let mut control = hood_record::Interactive::install(
         keys,
-        |m| eprintln!("hood: {m}"),
+        |m| errln!("hood: {m}"),
         |path| {
             if let Err(e) = crate::cmd::report::print_live_top(path, 15) {
-                eprintln!("hood: cannot read the recording so far: {e:#}");
+                errln!("hood: cannot read the recording so far: {e:#}");
             }
         },
     )?;
-    let finished = hood_record::record(&cfg, &mut control, &mut |m| eprintln!("hood: {m}"))?;
+    let finished = hood_record::record(&cfg, &mut control, &mut |m| errln!("hood: {m}"))?;
     let outcome = &finished.outcome;
     if let Some(status) = &args.detached_status {
         std::fs::write(status, serde_json::to_vec(outcome)?)
@@ -43,7 +43,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
         (Some(_), _) => ExitCode::from(2),
         (None, Some(st)) => ExitCode::from(st.clamp(0, 255) as u8),
         (None, None) if outcome.samples == 0 => {
-            eprintln!(
+            errln!(
                 "hood: no samples: the recorded processes did not run on a CPU while hood \
                  watched (exit status 1)"
             );

@@ -130,7 +130,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // The text report shows warnings in its header; other formats have no place for them.
     if args.intervals || args.format != FormatArg::Text {
         for w in &prof.warnings {
-            eprintln!("hood: warning: {w}");
+            errln!("hood: warning: {w}");
         }
     }
     let t = Instant::now();
@@ -153,7 +153,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     out.finish()?;
     if std::env::var_os("HOOD_TIMING").is_some() {
-        eprintln!("hood: render {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+        errln!("hood: render {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
     }
     let empty = prof.samples.is_empty();
     let filtered =
@@ -163,7 +163,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // allocations) back to the allocator one by one would only cost time (~5 % of a report).
     std::mem::forget(prof);
     if empty {
-        eprintln!("hood: the recording holds no samples");
+        errln!("hood: the recording holds no samples");
         return Ok(ExitCode::from(1));
     }
     // Nothing found (exit status 1, docs/cli.md): a --pid, --comm, --kernel or --user that
@@ -216,7 +216,7 @@ fn render_labels(
         comm: args.comm.as_deref(),
     };
     for w in &prof.warnings {
-        eprintln!("hood: warning: {w}");
+        errln!("hood: warning: {w}");
     }
     match args.format {
         FormatArg::Text => lr::render_labels_text(&view, opts.min_percent, out)?,

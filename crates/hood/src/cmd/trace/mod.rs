@@ -66,6 +66,11 @@ pub struct RecordArgs {
     /// Leave the runtime's segments in their directory.
     #[arg(long)]
     pub keep: bool,
+    /// Stop recording when the file reaches SIZE (e.g. 500M, 20G; K, M, G, T are powers of
+    /// 1024). Whatever it says, recording stops when the file system has less than 5 % (at most
+    /// 1 GiB) free. The command runs on until it ends; hood waits for it.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_size: Option<u64>,
     /// The command to run.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -115,6 +120,33 @@ pub struct ReportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// "500M", "20G", "1.5T", "4096" → bytes (powers of 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(format!("{s:?}: use a size such as 4096, 500M or 20G")),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size: use e.g. 4096, 500M or 20G"))?;
+    let bytes = v * (1u64 << shift) as f64;
+    if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(format!("{s:?}: the size must be at least 1 byte"));
+    }
+    Ok(bytes as u64)
+}
+
 /// "10ms", "1.5s", "250us", "900ns" or plain seconds → ns.
 fn parse_time(s: &str) -> Result<u64, String> {
     let s = s.trim();
@@ -156,5 +188,17 @@ mod tests {
         assert_eq!(super::parse_time("250us"), Ok(250_000));
         assert!(super::parse_time("abc").is_err());
         assert!(super::parse_time("-1s").is_err());
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(super::parse_size("4096"), Ok(4096));
+        assert_eq!(super::parse_size("500M"), Ok(500 << 20));
+        assert_eq!(super::parse_size("1.5k"), Ok(1536));
+        assert_eq!(super::parse_size("20G"), Ok(20 << 30));
+        assert!(super::parse_size("0").is_err());
+        assert!(super::parse_size("10X").is_err());
+        assert!(super::parse_size("M").is_err());
+        assert!(super::parse_size("-1G").is_err());
     }
 }

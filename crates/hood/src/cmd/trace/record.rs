@@ -4,8 +4,6 @@
 
 use std::ffi::OsStr;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use anyhow::bail;
 use hood_hooks::trace::record::{Full, RecordConfig};
@@ -38,15 +36,14 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         prefault: !off("HOOD_TRACE_PREFAULT"),
         start_off: a.start_off,
         keep: a.keep,
+        max_size: a.max_size,
         argv: a.command,
         runtime: hood_hooks::runtime::library()?,
     };
-    // Ctrl-C reaches the command too: the recorder lives on to finish the file once it ends.
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, interrupted.clone());
-    let out = hood_hooks::trace::record::record(&cfg, &interrupted, &mut |m| {
-        eprintln!("hood trace: {m}")
-    })?;
+    // Stop signals are passed on to the command; the recorder lives on to finish the file.
+    let out = hood_hooks::trace::record::record(&cfg, &mut |m| errln!("hood trace: {m}"))?;
+    // The command's status; 1 when it succeeded but left no trace (said on stderr), as
+    // `hood calls run` and docs/cli.md have it.
     let status = out.status.clamp(0, 255) as u8;
     Ok(ExitCode::from(if !out.traced && status == 0 {
         1

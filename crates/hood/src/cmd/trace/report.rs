@@ -19,11 +19,11 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     for w in &head.warnings {
-        eprintln!("hood: warning: {}: {w}", c.file.display());
+        errln!("hood: warning: {}: {w}", c.file.display());
     }
     for p in &head.processes {
         for n in &p.notes {
-            eprintln!("hood: note: pid {}: {n}", p.pid);
+            errln!("hood: note: pid {}: {n}", p.pid);
         }
     }
     let mut out = crate::cmd::Output::open(c.output.as_deref())?;
@@ -43,7 +43,7 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
     let written = hood_report::trace::report(&c.file, &head, &what, &mut out)?;
     out.finish()?;
     if written == Written::NoEvents {
-        eprintln!(
+        errln!(
             "hood trace report: no events in {}{}",
             c.file.display(),
             c.tid
