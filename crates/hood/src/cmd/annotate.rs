@@ -64,7 +64,7 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         Ok(f) => f,
         // Nothing found (exit status 1, docs/cli.md), not a usage error.
         Err(candidates) if candidates.is_empty() => {
-            eprintln!(
+            errln!(
                 "hood: {}: no function named {:?} was sampled; see `hood report -i {}` for the names",
                 args.input.display(),
                 args.function,

@@ -59,7 +59,7 @@ impl Output {
             Some(p) => {
                 let f = hood_format::OutputFile::create(p)?;
                 for s in f.stale() {
-                    eprintln!("hood: {s}");
+                    errln!("hood: {s}");
                 }
                 Output::File(f)
             }
@@ -119,7 +119,7 @@ pub fn refuse_binary_on_terminal(
 /// report of `path` reads the file from before them), and how to read them.
 pub fn note_killed_writers(path: &std::path::Path, kind: hood_format::FileKind) {
     for t in hood_format::left_by_killed_writers(path) {
-        eprintln!(
+        errln!(
             "hood: note: {} is the recording of a hood killed while writing {}, which is read as it was before; read the killed one with `{}`",
             t.display(),
             path.display(),

@@ -182,7 +182,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         if args.user {
             what.push("--user".into());
         }
-        eprintln!(
+        errln!(
             "hood: no sample in {} matches {}; `hood report -i {} --by process` lists the processes sampled",
             args.input.display(),
             what.join(" "),
