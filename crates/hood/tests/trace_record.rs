@@ -605,18 +605,31 @@ fn a_trace_killed_in_its_first_half_second_names_its_functions() {
         .stderr(Stdio::null())
         .spawn()
         .expect("hood trace record");
-    // The first events in the file, then at most half a second in all.
+    // The first events in the file (written beside the output until it is complete), then at
+    // most half a second in all.
+    let growing = || {
+        std::fs::read_dir(t.0.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".early.data."))
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .max()
+            .unwrap_or(0)
+    };
     let t0 = std::time::Instant::now();
-    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 4096
-        && t0.elapsed() < std::time::Duration::from_secs(20)
-    {
+    while growing() < 4096 && t0.elapsed() < std::time::Duration::from_secs(20) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     std::thread::sleep(std::time::Duration::from_millis(400).saturating_sub(t0.elapsed()));
     child.kill().unwrap();
     child.wait().unwrap();
-    // The program dies with its recorder (parent-death signal).
-    let a = report_json(&data, &[]);
+    // The program dies with its recorder (parent-death signal); the killed recorder's file
+    // stays beside the output.
+    let left = hood_format::left_by_killed_writers(&data);
+    assert_eq!(left.len(), 1, "{left:?}");
+    let a = report_json(&left[0], &[]);
     assert!(a["events"].as_u64().unwrap() > 0, "{a}");
     assert_eq!(unnamed(&a), Vec::<String>::new(), "{a}");
     assert!(calls(&a, "step") > 0 && calls(&a, "leaf") > 0, "{a}");
