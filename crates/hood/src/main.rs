@@ -60,8 +60,16 @@ fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// The error and its causes on one line, each cause only when it says something new: an I/O
-/// error that names its file embeds its OS error, which is also its source.
+/// error that names its file embeds its OS error, which is also its source. Errors name
+/// files, processes and functions: control characters in them are shown escaped, except
+/// the line breaks of hood's own multi-line messages (which escape the names they list).
 fn one_line(err: &anyhow::Error) -> String {
+    let line = causes(err);
+    let lines: Vec<String> = line.split('\n').map(cmd::clean).collect();
+    lines.join("\n")
+}
+
+fn causes(err: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in err.chain() {
         let text = cause.to_string();

@@ -1,10 +1,13 @@
 //! Renderers for `hood calls report`: the text layout (`calls  msecs  path`
 //! per process, with its notes), JSON, and collapsed stacks (own time in µs per path).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use hood_model::calls::{function_rows, path_rows, sort_rows, ProcessCalls, Row, SortKey};
 use serde::Serialize;
+
+use crate::safe;
 
 /// Report options (built by the binary from its arguments).
 #[derive(Debug, Clone)]
@@ -53,7 +56,10 @@ fn rows(p: &ProcessCalls, o: &CallsReportOptions) -> Vec<Row> {
     r
 }
 
+/// A path's function names joined by spaces, their control characters escaped (the names
+/// came from the program's symbols), its start cut when longer than 80 bytes and not `full`.
 fn shorten(path: &[String], full: bool) -> String {
+    let path: Vec<Cow<'_, str>> = path.iter().map(|n| safe::text(n)).collect();
     let s = path.join(" ");
     if full || s.len() <= 80 {
         return s;
@@ -64,7 +70,7 @@ fn shorten(path: &[String], full: bool) -> String {
             break;
         }
         tail = if tail.is_empty() {
-            name.clone()
+            name.to_string()
         } else {
             format!("{name} {tail}")
         };
@@ -89,11 +95,11 @@ pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
             path_rows(p, false).len()
         };
         let _ = writeln!(out, "{rule}");
-        let title = format!("{} [{}] ({})", p.comm(), p.pid, p.state);
+        let title = format!("{} [{}] ({})", safe::text(p.comm()), p.pid, p.state);
         let _ = writeln!(out, "{title:<60}{:>20}", format!("{count} {what}"));
         let _ = writeln!(out, "{rule}");
         for n in p.flag_notes().iter().chain(p.notes.iter()) {
-            let _ = writeln!(out, "  ! {n}");
+            let _ = writeln!(out, "  ! {}", safe::text(n));
         }
         let tcol = if o.threads {
             format!("{:>8}", "tid")
@@ -207,12 +213,12 @@ pub fn render_summary(procs: &[ProcessCalls], out: &std::path::Path) -> Vec<Stri
         "{} process{}, {paths} call paths written to {} (read it with `hood calls report {}`)",
         procs.len(),
         if procs.len() == 1 { "" } else { "es" },
-        out.display(),
-        out.display()
+        safe::text(&out.to_string_lossy()),
+        safe::text(&out.to_string_lossy())
     )];
     for p in procs {
         for n in p.flag_notes() {
-            lines.push(format!("warning: pid {}: {n}", p.pid));
+            lines.push(format!("warning: pid {}: {}", p.pid, safe::text(&n)));
         }
     }
     lines

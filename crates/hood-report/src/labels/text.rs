@@ -7,7 +7,7 @@ use hood_model::labels::{AsyncKind, Charge};
 
 use super::stacks::charged_frames;
 use super::{header_lines, LabeledView};
-use crate::ReportError;
+use crate::{safe, ReportError};
 
 /// Samples of one charged owner, split by kind of work.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,7 +79,7 @@ pub fn render_labels_text(
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
     for l in header_lines(v) {
-        writeln!(out, "# {l}")?;
+        writeln!(out, "# {}", safe::text(&l))?;
     }
     let total = v.prof.samples.len() as u64;
     let sp = splits(v);
@@ -93,7 +93,7 @@ pub fn render_labels_text(
         writeln!(
             out,
             "{:<28} {:>8} {:>6.1}% {:>8} {:>8} {:>10} {:>10}",
-            v.owner(*c),
+            safe::text(&v.owner(*c)),
             s.total,
             pct(s.total, total),
             s.user,
@@ -112,14 +112,19 @@ pub fn render_labels_text(
             Some(_) => writeln!(
                 out,
                 "== {}: {} samples; kernel {} = sync {} + async NET_RX {} + async BLOCK {} ==",
-                v.owner(*c),
+                safe::text(&v.owner(*c)),
                 s.total,
                 kernel,
                 s.sync,
                 s.net,
                 s.block
             )?,
-            None => writeln!(out, "== {}: {} samples ==", v.owner(*c), s.total)?,
+            None => writeln!(
+                out,
+                "== {}: {} samples ==",
+                safe::text(&v.owner(*c)),
+                s.total
+            )?,
         }
         let mut self_counts: HashMap<(Charge, u32), u64> = HashMap::new();
         for (smp, ch) in v.charged() {
@@ -144,7 +149,7 @@ pub fn render_labels_text(
                 "  {:>6.1}% {:>8}  {}",
                 pct(n, s.total),
                 n,
-                charged_name(v, ch, f)
+                safe::text(&charged_name(v, ch, f))
             )?;
         }
         if folded > 0 {

@@ -4,6 +4,7 @@ use hood_monitor::view::IrqView;
 use hood_monitor::SystemView;
 
 use super::fmt::{clip, rate};
+use crate::safe;
 
 fn irq_table(title: &str, rows: &[IrqView], ncpus: usize, width: usize, out: &mut Vec<String>) {
     let mut h = format!("{title:<10}");
@@ -28,7 +29,7 @@ fn irq_table(title: &str, rows: &[IrqView], ncpus: usize, width: usize, out: &mu
             " {:>9} {:>9}  {}",
             r.total,
             rate(r.per_s),
-            r.description
+            safe::text(&r.description)
         ));
         out.push(clip(&l, width));
     }
@@ -64,7 +65,7 @@ pub fn render_exceptions(v: &SystemView, width: usize) -> Vec<String> {
                             "{:<8} {:>4} {:<16} {:>10} {:>9} {:>9.2} {:>7}",
                             h.kind,
                             h.number,
-                            h.name,
+                            safe::text(&h.name),
                             h.count,
                             h.count_interval.map_or("-".into(), |c| c.to_string()),
                             h.avg_us,

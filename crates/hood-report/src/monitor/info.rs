@@ -3,6 +3,7 @@
 use serde_json::Value;
 
 use super::fmt::human_bytes;
+use crate::safe;
 
 /// Render the list of paths with descriptions.
 pub fn render_paths(paths: &[(String, String)]) -> String {
@@ -14,6 +15,7 @@ pub fn render_paths(paths: &[(String, String)]) -> String {
         .min(48);
     let mut s = String::new();
     for (p, d) in paths {
+        let (p, d) = (safe::text(p), safe::text(d));
         s.push_str(&format!("{p:<w$}  {d}\n"));
     }
     s
@@ -28,12 +30,13 @@ pub fn render_node(path: &str, v: &Value) -> String {
     let in_bytes = path.split('.').any(|seg| seg == "physmem");
     match v {
         Value::Object(_) | Value::Array(_) => {
-            s.push_str(path);
+            s.push_str(&safe::text(path));
             s.push_str(":\n");
             walk(v, 1, in_bytes, &mut s);
         }
         _ => s.push_str(&format!(
-            "{path}: {}\n",
+            "{}: {}\n",
+            safe::text(path),
             value(v, in_bytes || is_bytes_key(last))
         )),
     }
@@ -56,7 +59,8 @@ fn value(v: &Value, bytes: bool) -> String {
 fn scalar(v: &Value) -> String {
     match v {
         Value::Null => "-".into(),
-        Value::String(s) => s.clone(),
+        // Names and command lines of processes: escaped (a JSON string may hold anything).
+        Value::String(s) => safe::text(s).into_owned(),
         Value::Number(n) => match n.as_f64() {
             Some(f) if n.is_f64() => format!("{f:.3}"),
             _ => n.to_string(),
@@ -80,10 +84,11 @@ fn walk(v: &Value, depth: usize, bytes: bool, s: &mut String) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
+                let k = safe::text(k);
                 match x {
                     Value::Object(_) => {
                         s.push_str(&format!("{pad}{k}:\n"));
-                        walk(x, depth + 1, bytes || is_bytes_key(k), s);
+                        walk(x, depth + 1, bytes || is_bytes_key(&k), s);
                     }
                     Value::Array(a) if a.iter().any(|e| e.is_object()) => {
                         s.push_str(&format!("{pad}{k}: ({} items)\n", a.len()));
@@ -95,7 +100,7 @@ fn walk(v: &Value, depth: usize, bytes: bool, s: &mut String) {
                     }
                     _ => s.push_str(&format!(
                         "{pad}{k}: {}\n",
-                        value(x, bytes || is_bytes_key(k))
+                        value(x, bytes || is_bytes_key(&k))
                     )),
                 }
             }

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use hood_monitor::{Mode, SortKey, TaskView};
 
 use super::fmt::{bytes, cpu_time, pct, rate, rate_bytes};
+use crate::safe;
 
 /// A column of the task table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,7 +270,9 @@ pub fn render_table(
             if i > 0 {
                 l.push(' ');
             }
-            push_cell(&mut l, *c, &c.value(t), i + 1 == n);
+            // Names, users and command lines come from processes: escaped, so that none
+            // can drive the terminal or, with a newline, forge a row.
+            push_cell(&mut l, *c, &safe::text(&c.value(t)), i + 1 == n);
         }
         clip_in_place(&mut l, width);
         out.push(l);

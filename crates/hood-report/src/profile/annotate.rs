@@ -14,7 +14,7 @@ use hood_model::profile::aggregate::Filter;
 use hood_model::profile::{FuncId, Profile};
 
 use super::fmt::{pct, rule};
-use crate::ReportError;
+use crate::{safe, ReportError};
 
 /// Lines of source shown around each sampled line.
 pub const DEFAULT_CONTEXT: u32 = 3;
@@ -121,7 +121,8 @@ pub fn render_annotate(
     writeln!(out, "{}", rule('='))?;
     writeln!(
         out,
-        "Function:  {name}{}",
+        "Function:  {}{}",
+        safe::text(name),
         if a.inlined {
             " (inlined in places)"
         } else {
@@ -149,7 +150,8 @@ pub fn render_annotate(
         };
         writeln!(
             out,
-            "Source: {path}  ({n} samples, {:.1}%)",
+            "Source: {}  ({n} samples, {:.1}%)",
+            safe::text(path),
             pct(n, a.samples)
         )?;
         let sampled: BTreeMap<u32, u64> = a
@@ -161,7 +163,7 @@ pub fn render_annotate(
         let text = match source(path) {
             Ok(t) => Some(t),
             Err(why) => {
-                writeln!(out, "  (source not shown: {why})")?;
+                writeln!(out, "  (source not shown: {})", safe::text(&why))?;
                 None
             }
         };
@@ -192,6 +194,7 @@ pub fn render_annotate(
             last = l;
             let text = src.get((l as usize).wrapping_sub(1)).copied().unwrap_or("");
             let text = text.replace('\t', "    ");
+            let text = safe::text(&text);
             match sampled.get(&l) {
                 Some(&n) => writeln!(out, "  {:>6.1}%  {n:>7}  {l:>5}  {text}", pct(n, a.samples))?,
                 None => writeln!(out, "  {:>7}  {:>7}  {l:>5}  {text}", "", "")?,
@@ -226,8 +229,9 @@ pub fn render_asm(
     writeln!(out, "{}", rule('='))?;
     writeln!(
         out,
-        "Function:  {name}  ({}, file offsets {:#x}..{:#x})",
-        code.dso,
+        "Function:  {}  ({}, file offsets {:#x}..{:#x})",
+        safe::text(name),
+        safe::text(code.dso),
         code.start,
         code.start + code.bytes.len() as u64
     )?;
@@ -250,7 +254,10 @@ pub fn render_asm(
                 shown += n;
                 let place = file
                     .and_then(|f| prof.source_files.get(f as usize))
-                    .map(|f| format!("  // {}:{line}", f.rsplit('/').next().unwrap_or(f)))
+                    .map(|f| {
+                        let f = f.rsplit('/').next().unwrap_or(f);
+                        format!("  // {}:{line}", safe::text(f))
+                    })
                     .unwrap_or_default();
                 writeln!(
                     out,

@@ -2,6 +2,8 @@
 
 use hood_model::profile::{FuncId, Profile};
 
+use crate::safe;
+
 /// Width of the rules and right-aligned section titles.
 pub(crate) const RULE_WIDTH: usize = 80;
 
@@ -33,18 +35,27 @@ pub(crate) fn threshold(p: f64) -> String {
 }
 
 /// The display name of a function, with ` [k]` for kernel code and ` (inlined)` for an
-/// inlined frame; `[unknown]` for no frame.
+/// inlined frame; `[unknown]` for no frame. Control characters in the name are escaped.
 pub(crate) fn func_label(prof: &Profile, f: Option<FuncId>) -> String {
     match f.and_then(|id| prof.funcs.get(id as usize)) {
-        Some(func) if func.kernel => format!("{} [k]", func.label()),
-        Some(func) => func.label().into_owned(),
+        Some(func) if func.kernel => format!("{} [k]", safe::text(&func.label())),
+        Some(func) => safe::text(&func.label()).into_owned(),
         None => "[unknown]".to_string(),
+    }
+}
+
+/// A process's name as text may show it: control characters escaped.
+pub(crate) fn comm(prof: &Profile, pid: u32) -> String {
+    let comm = prof.comm(pid);
+    match safe::text(&comm) {
+        std::borrow::Cow::Borrowed(_) => comm,
+        std::borrow::Cow::Owned(escaped) => escaped,
     }
 }
 
 /// `comm (pid)`, or just `[pid N]` for a process never named.
 pub(crate) fn proc_label(prof: &Profile, pid: u32) -> String {
-    let comm = prof.comm(pid);
+    let comm = comm(prof, pid);
     if comm.starts_with("[pid ") {
         comm
     } else {
@@ -105,7 +116,10 @@ pub(crate) fn wrap(first: &str, text: &str, width: usize) -> Vec<String> {
 
 /// A writer that keeps every line within `width` characters: longer lines are cut with
 /// `…` (rules, lines of one repeated character, are cut plainly). Renderers cut names to
-/// their columns themselves; this is the guarantee for everything else.
+/// their columns themselves; this is the guarantee for everything else. A control
+/// character or a byte that is not UTF-8 inside a line is escaped ([`safe::bytes`]), so no
+/// name a renderer forgot to escape reaches the terminal raw; a newline inside a name still
+/// must be escaped where the name is written, as here it ends the line.
 pub(crate) struct FitLines<'a> {
     out: &'a mut dyn std::io::Write,
     width: usize,
@@ -122,10 +136,10 @@ impl<'a> FitLines<'a> {
     }
 
     fn emit(&mut self) -> std::io::Result<()> {
-        let text = String::from_utf8_lossy(&self.line);
+        let text = safe::bytes(&self.line);
         let n = text.chars().count();
         if n <= self.width {
-            self.out.write_all(&self.line)?;
+            self.out.write_all(text.as_bytes())?;
         } else {
             let mut chars = text.chars();
             let first = chars.next();

@@ -7,7 +7,7 @@ use hood_model::profile::aggregate::{Filter, Totals};
 use hood_model::profile::{Mode, Profile};
 
 use super::fmt::{pct, rule, secs, wrap};
-use crate::ReportError;
+use crate::{safe, ReportError};
 
 /// What was recorded, in words: `command ./a.out x`, `system-wide`, `pids 1, 2`.
 pub fn target(prof: &Profile) -> String {
@@ -93,7 +93,7 @@ pub fn filter_text(f: &Filter) -> Option<String> {
         parts.push(format!("pid {p}"));
     }
     if let Some(c) = &f.comm {
-        parts.push(format!("process name {c}"));
+        parts.push(format!("process name {}", safe::text(c)));
     }
     match f.mode {
         Some(Mode::Kernel) => parts.push("kernel samples only".into()),
@@ -120,8 +120,8 @@ pub fn render_header(
 ) -> Result<(), ReportError> {
     let m = &prof.meta;
     writeln!(out, "{}", rule('='))?;
-    writeln!(out, "Data file:   {source}")?;
-    writeln!(out, "Recorded:    {}", target(prof))?;
+    writeln!(out, "Data file:   {}", safe::text(source))?;
+    writeln!(out, "Recorded:    {}", safe::text(&target(prof)))?;
     let mut event = format!(
         "{}, {} Hz",
         if m.event.is_empty() { "?" } else { &m.event },
@@ -131,12 +131,13 @@ pub fn render_header(
         event.push_str(&format!(" (asked for {})", m.requested_event));
     }
     event.push_str(&call_graph_words(m));
-    writeln!(out, "Event:       {event}")?;
+    writeln!(out, "Event:       {}", safe::text(&event))?;
     if !m.hostname.is_empty() || !m.kernel_release.is_empty() {
         writeln!(
             out,
             "Host:        {} (Linux {})",
-            m.hostname, m.kernel_release
+            safe::text(&m.hostname),
+            safe::text(&m.kernel_release)
         )?;
     }
     let mut dur = format!(
@@ -367,7 +368,7 @@ fn render_rate(prof: &Profile, out: &mut dyn Write) -> Result<(), ReportError> {
 /// Notes, errors and warnings, each wrapped to `width` (they are sentences, not cut).
 fn render_notes(prof: &Profile, width: usize, out: &mut dyn Write) -> Result<(), ReportError> {
     let mut say = |first: &str, text: &str| -> Result<(), ReportError> {
-        for line in wrap(first, text, width) {
+        for line in wrap(first, &safe::text(text), width) {
             writeln!(out, "{line}")?;
         }
         Ok(())

@@ -12,13 +12,14 @@ use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{FuncId, Profile};
 
 use super::fmt::{
-    bar, ellipsize, fold, fold_label, func_label, pct, proc_label, rule, threshold, title, FitLines,
+    bar, comm, ellipsize, fold, fold_label, func_label, pct, proc_label, rule, threshold, title,
+    FitLines,
 };
 use super::group::dso_rows;
 use super::header::{filter_text, render_header};
 use super::offcpu::{self, time, weight};
 use super::{tree, By, CallGraph, ReportOptions};
-use crate::ReportError;
+use crate::{safe, ReportError};
 
 /// Names longer than this push the next column right instead of widening every row.
 const MAX_NAME_COLUMN: usize = 48;
@@ -174,7 +175,7 @@ pub(crate) fn line_label(
     };
     let func = func_label(prof, Some(l.func));
     match prof.source_file(l) {
-        Some(file) => (format!("{}:{}", short_path(file), l.line), func),
+        Some(file) => (format!("{}:{}", safe::text(short_path(file)), l.line), func),
         None => ("[no line]".into(), func),
     }
 }
@@ -203,7 +204,7 @@ pub(crate) fn bar_width(opts: &ReportOptions) -> usize {
 fn comm_rows(prof: &Profile, filter: &Filter) -> Vec<(String, u64, usize)> {
     let mut m: HashMap<String, (u64, usize)> = HashMap::new();
     for r in by_process(prof, filter) {
-        let e = m.entry(prof.comm(r.key)).or_default();
+        let e = m.entry(comm(prof, r.key)).or_default();
         e.0 += r.count;
         e.1 += 1;
     }
@@ -222,11 +223,11 @@ fn heading(opts: &ReportOptions, what: &str) -> String {
 
 /// `comm pid/tid`, with the thread's own name when it differs from the process's.
 pub(crate) fn thread_label(prof: &Profile, pid: u32, tid: u32) -> String {
-    let comm = prof.comm(pid);
+    let comm = comm(prof, pid);
     let tcomm = prof
         .process(pid)
         .and_then(|p| p.threads.iter().find(|t| t.tid == tid))
-        .map(|t| t.comm.as_str())
+        .map(|t| safe::text(&t.comm))
         .filter(|c| !c.is_empty() && *c != comm);
     match tcomm {
         Some(t) => format!("{comm} {pid}/{tid} [{t}]"),
@@ -249,7 +250,7 @@ fn functions(
     // Say which processes the table covers: all of them only when no filter narrows them.
     let whose = match (opts.filter.pid, &opts.filter.comm) {
         (Some(pid), _) => format!("pid {pid}"),
-        (None, Some(comm)) => format!("processes named {comm}"),
+        (None, Some(comm)) => format!("processes named {}", safe::text(comm)),
         (None, None) => "all processes".to_string(),
     };
     let table = Table::new(
@@ -284,7 +285,7 @@ fn functions(
         }
         let funcs = &per_proc[&pid].1;
         let counts: Vec<u64> = funcs.iter().map(|f| f.1).collect();
-        let comm = prof.comm(pid);
+        let comm = comm(prof, pid);
         let left = if comm.starts_with("[pid ") {
             comm
         } else {
@@ -335,7 +336,8 @@ impl<'a> Table<'a> {
         }
     }
 
-    /// Write the table; `label(i)` gives the name column and an extra column of row `i`.
+    /// Write the table; `label(i)` gives the name column and an extra column of row `i`,
+    /// both written with control characters escaped.
     fn write(
         &self,
         opts: &ReportOptions,
@@ -350,6 +352,7 @@ impl<'a> Table<'a> {
         let labels: Vec<(String, String)> = (0..f.shown)
             .map(|i| {
                 let (name, extra) = label(i);
+                let (name, extra) = (safe::text(&name), safe::text(&extra).into_owned());
                 let extra_room = if extra.is_empty() {
                     0
                 } else {
@@ -387,7 +390,7 @@ impl<'a> Table<'a> {
             (None, true) => time(self.base),
         };
         writeln!(out, "{}", rule('-'))?;
-        writeln!(out, "{}", title(&self.left, &right))?;
+        writeln!(out, "{}", title(&safe::text(&self.left), &right))?;
         if self.overall.is_some() {
             writeln!(out, "{:>7} {:>7}", "%proc", "%all")?;
         }

@@ -14,7 +14,7 @@ use std::io::Write;
 
 use hood_model::trace::{Analysis, PathItem, PathLine, ThreadSummary, TraceFilter};
 
-use crate::ReportError;
+use crate::{safe, ReportError};
 
 /// JSON version of [`json`] output.
 pub const JSON_VERSION: u32 = 1;
@@ -177,7 +177,7 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             format!("({}/{}/{})", us(f.max_ns), us(f.avg_ns()), us(f.min_ns)),
             f.pct_real,
             f.pct_net,
-            f.name
+            safe::text(&f.name)
         )?;
     }
     writeln!(out, "{}", "-".repeat(96))?;
@@ -271,7 +271,13 @@ pub fn path_heading(
     let w = window(filter.from_ns, filter.to_ns)
         .map(|w| format!(" lines {w}"))
         .unwrap_or_default();
-    writeln!(out, "==== pid {} tid {} ({}){w} ====", t.pid, t.tid, t.exe)?;
+    writeln!(
+        out,
+        "==== pid {} tid {} ({}){w} ====",
+        t.pid,
+        t.tid,
+        safe::text(&t.exe)
+    )?;
     Ok(())
 }
 
@@ -300,6 +306,7 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                 repaired,
             } => {
                 let pad = "    ".repeat(*depth);
+                let name = safe::text(name);
                 let more = if *unfinished {
                     ", running at end"
                 } else if *repaired {
@@ -318,11 +325,14 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                 }
             }
             PathItem::Return { depth, name } => {
-                writeln!(out, "{ts} {}<- {name}", "    ".repeat(*depth))?
+                writeln!(out, "{ts} {}<- {}", "    ".repeat(*depth), safe::text(name))?
             }
-            PathItem::Mark { depth, label } => {
-                writeln!(out, "{ts} {}== {label}", "    ".repeat(*depth))?
-            }
+            PathItem::Mark { depth, label } => writeln!(
+                out,
+                "{ts} {}== {}",
+                "    ".repeat(*depth),
+                safe::text(label)
+            )?,
             PathItem::SwitchOut { preempt } => writeln!(
                 out,
                 "{ts} ---- context switch out{} ----",
@@ -333,15 +343,18 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                 "{ts} ---- context switch in ({} us off-CPU) ----",
                 us(*off_ns)
             )?,
-            PathItem::IrqIn { depth, label } => {
-                writeln!(out, "{ts} {}---- {label} in ----", "    ".repeat(*depth))?
-            }
+            PathItem::IrqIn { depth, label } => writeln!(
+                out,
+                "{ts} {}---- {} in ----",
+                "    ".repeat(*depth),
+                safe::text(label)
+            )?,
             PathItem::IrqOut {
                 depth,
                 label,
                 dur_ns,
             } => {
-                let what = label.split(' ').next().unwrap_or("irq");
+                let what = safe::text(label.split(' ').next().unwrap_or("irq"));
                 writeln!(
                     out,
                     "{ts} {}---- {what} out ({} us) ----",
@@ -355,7 +368,7 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                 if *on { "on" } else { "off" }
             )?,
             PathItem::UnmatchedExit { name } => {
-                writeln!(out, "{ts} <- {name} (entry not in the trace)")?
+                writeln!(out, "{ts} <- {} (entry not in the trace)", safe::text(name))?
             }
         }
     }

@@ -58,7 +58,7 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     for w in &prof.warnings {
-        errln!("hood: warning: {w}");
+        errln!("hood: warning: {}", super::clean(w));
     }
     let funcs = match ann::find_functions(&prof, &args.function) {
         Ok(f) => f,
@@ -66,16 +66,20 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         Err(candidates) if candidates.is_empty() => {
             errln!(
                 "hood: {}: no function named {:?} was sampled; see `hood report -i {}` for the names",
-                args.input.display(),
+                super::clean(args.input.display()),
                 args.function,
-                args.input.display()
+                super::clean(args.input.display())
             );
             return Ok(ExitCode::from(1));
         }
         Err(candidates) => anyhow::bail!(
             "{:?} is part of several function names; give one whole:\n  {}",
             args.function,
-            candidates.join("\n  ")
+            candidates
+                .iter()
+                .map(super::clean)
+                .collect::<Vec<_>>()
+                .join("\n  ")
         ),
     };
     if funcs
@@ -129,7 +133,10 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     if a.samples == 0 {
-        errln!("hood: {name} has no samples of its own (it only called others)");
+        errln!(
+            "hood: {} has no samples of its own (it only called others)",
+            super::clean(&name)
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

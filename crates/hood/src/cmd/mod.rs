@@ -15,6 +15,17 @@ use std::process::ExitCode;
 use crate::cli::Command;
 
 /// Run one subcommand.
+/// `d` as text safe for the terminal: what hood prints to standard error holds names, command
+/// lines and paths from processes and files, whose control characters (an escape sequence, a
+/// newline that would forge a line) are shown escaped ([`hood_report::safe::text`]).
+pub fn clean(d: impl std::fmt::Display) -> String {
+    let s = d.to_string();
+    match hood_report::safe::text(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(escaped) => escaped,
+    }
+}
+
 pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Record(a) => record::run(&a),
@@ -59,7 +70,7 @@ impl Output {
             Some(p) => {
                 let f = hood_format::OutputFile::create(p)?;
                 for s in f.stale() {
-                    errln!("hood: {s}");
+                    errln!("hood: {}", clean(s));
                 }
                 Output::File(f)
             }

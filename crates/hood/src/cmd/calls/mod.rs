@@ -128,8 +128,8 @@ pub struct ReportArgs {
 /// Print a collection's line: segment warnings as hood's, the rest as `hood calls`'s.
 fn say(m: Message) {
     match m {
-        Message::Warning(w) => errln!("hood: warning: {w}"),
-        Message::Note(n) => errln!("hood calls: {n}"),
+        Message::Warning(w) => errln!("hood: warning: {}", super::clean(w)),
+        Message::Note(n) => errln!("hood calls: {}", super::clean(n)),
     }
 }
 
@@ -171,7 +171,7 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
             match calls::get(&cfg, &mut say)? {
                 Got::Written(procs) => summary(&procs, &cfg.output),
                 Got::Nothing(why) => {
-                    errln!("hood calls get: {why}");
+                    errln!("hood calls get: {}", super::clean(why));
                     return Ok(ExitCode::from(1));
                 }
             }
@@ -190,7 +190,7 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
                 Ok(ExitCode::SUCCESS)
             }
             Reset::Nothing(why) => {
-                errln!("hood calls reset: {why}");
+                errln!("hood calls reset: {}", super::clean(why));
                 Ok(ExitCode::from(1))
             }
         },

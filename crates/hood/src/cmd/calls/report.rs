@@ -11,7 +11,7 @@ use super::{FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     crate::cmd::note_killed_writers(&a.file, hood_format::FileKind::Calls);
-    let file = hood_hooks::calls::read(&a.file, &mut |w| errln!("hood: warning: {w}"))
+    let file = hood_hooks::calls::read(&a.file, &mut |w| errln!("hood: warning: {}", crate::cmd::clean(w)))
         .map_err(|e| {
             crate::cmd::missing_file(
                 e.into(),
@@ -26,7 +26,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     if procs.is_empty() {
         errln!(
             "hood calls report: no processes in {}{}",
-            a.file.display(),
+            crate::cmd::clean(a.file.display()),
             a.pid.map(|p| format!(" with pid {p}")).unwrap_or_default()
         );
         return Ok(ExitCode::from(1));
@@ -40,7 +40,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         // now (a rebuilt or deleted one gets none, with a note).
         let ids = hood_hooks::calls::exe_build_ids(&procs);
         for w in &ids.warnings {
-            errln!("hood: warning: {w}");
+            errln!("hood: warning: {}", crate::cmd::clean(w));
         }
         let opts = CallsPprofOptions {
             threads: a.threads,

@@ -95,7 +95,10 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let delay = Duration::from_secs_f64(args.delay);
     let tracer = start_tracer(args.irq_time);
     if let Some(Err(why)) = &tracer {
-        errln!("hood top: --irq-time unavailable: {why}");
+        errln!(
+            "hood top: --irq-time unavailable: {}",
+            crate::cmd::clean(why)
+        );
     }
     let batch = args.batch || args.json || !std::io::stdout().is_terminal();
     let r = reader(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));

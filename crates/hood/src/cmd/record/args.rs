@@ -130,7 +130,7 @@ impl RecordArgs {
         };
         let (user_stack, note) = hood_record::parse_call_graph(&self.call_graph)?;
         if let Some(note) = note {
-            errln!("hood: {note}");
+            errln!("hood: {}", crate::cmd::clean(note));
         }
         let pages = hood_record::ring_pages(self.ring_kb, user_stack);
         let sampling = SamplingConfig {

@@ -15,7 +15,9 @@ pub use hood_record::Outcome;
 
 /// Remove the tracefs instances of hood processes that are gone, saying so for each.
 pub(crate) fn remove_stale_tracefs_instances(root: &Path) {
-    hood_record::remove_stale_tracefs_instances(root, &mut |m| errln!("hood: {m}"));
+    hood_record::remove_stale_tracefs_instances(root, &mut |m| {
+        errln!("hood: {}", crate::cmd::clean(m))
+    });
 }
 
 /// Run `hood record`.
@@ -26,14 +28,19 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // drain instead of killing it before the file is finalized.
     let mut control = hood_record::Interactive::install(
         keys,
-        |m| errln!("hood: {m}"),
+        |m| errln!("hood: {}", crate::cmd::clean(m)),
         |path| {
             if let Err(e) = crate::cmd::report::print_live_top(path, 15) {
-                errln!("hood: cannot read the recording so far: {e:#}");
+                errln!(
+                    "hood: cannot read the recording so far: {}",
+                    crate::cmd::clean(format!("{e:#}"))
+                );
             }
         },
     )?;
-    let finished = hood_record::record(&cfg, &mut control, &mut |m| errln!("hood: {m}"))?;
+    let finished = hood_record::record(&cfg, &mut control, &mut |m| {
+        errln!("hood: {}", crate::cmd::clean(m))
+    })?;
     let outcome = &finished.outcome;
     if let Some(status) = &args.detached_status {
         std::fs::write(status, serde_json::to_vec(outcome)?)

@@ -130,7 +130,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // The text report shows warnings in its header; other formats have no place for them.
     if args.intervals || args.format != FormatArg::Text {
         for w in &prof.warnings {
-            errln!("hood: warning: {w}");
+            errln!("hood: warning: {}", crate::cmd::clean(w));
         }
     }
     let t = Instant::now();
@@ -216,7 +216,7 @@ fn render_labels(
         comm: args.comm.as_deref(),
     };
     for w in &prof.warnings {
-        errln!("hood: warning: {w}");
+        errln!("hood: warning: {}", crate::cmd::clean(w));
     }
     match args.format {
         FormatArg::Text => lr::render_labels_text(&view, opts.min_percent, out)?,

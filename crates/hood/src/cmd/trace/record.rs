@@ -41,7 +41,9 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         runtime: hood_hooks::runtime::library()?,
     };
     // Stop signals are passed on to the command; the recorder lives on to finish the file.
-    let out = hood_hooks::trace::record::record(&cfg, &mut |m| errln!("hood trace: {m}"))?;
+    let out = hood_hooks::trace::record::record(&cfg, &mut |m| {
+        errln!("hood trace: {}", crate::cmd::clean(m))
+    })?;
     // The command's status; 1 when it succeeded but left no trace (said on stderr), as
     // `hood calls run` and docs/cli.md have it.
     let status = out.status.clamp(0, 255) as u8;

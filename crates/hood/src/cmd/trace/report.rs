@@ -19,11 +19,14 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
         )
     })?;
     for w in &head.warnings {
-        errln!("hood: warning: {}: {w}", c.file.display());
+        errln!(
+            "hood: warning: {}",
+            crate::cmd::clean(format!("{}: {w}", c.file.display()))
+        );
     }
     for p in &head.processes {
         for n in &p.notes {
-            errln!("hood: note: pid {}: {n}", p.pid);
+            errln!("hood: note: pid {}: {}", p.pid, crate::cmd::clean(n));
         }
     }
     let mut out = crate::cmd::Output::open(c.output.as_deref())?;
@@ -45,7 +48,7 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
     if written == Written::NoEvents {
         errln!(
             "hood trace report: no events in {}{}",
-            c.file.display(),
+            crate::cmd::clean(c.file.display()),
             c.tid
                 .map(|t| format!(" for thread {t}"))
                 .unwrap_or_default()
