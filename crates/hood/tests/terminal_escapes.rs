@@ -1,6 +1,7 @@
 //! Root's terminal must not be taken over (issue 29, R3): a process whose name and command
 //! line hold escape sequences and a newline, running a function whose symbol holds them too,
-//! is recorded and reported, and listed by `hood ps`, `hood top -b` and `hood info`. No
+//! is recorded and reported (`report`, `annotate`, `calls report`, `trace report`), and listed
+//! by `hood ps`, `hood top -b` and `hood info`. No
 //! control character reaches standard output raw (it would set the window title, clear the
 //! screen or, as a newline, forge a row); each shows escaped, so the name is still there.
 
@@ -40,12 +41,15 @@ int main(int argc, char **argv) {
 }
 "#;
 
-fn build(dir: &Path) -> PathBuf {
+/// The workload in `dir`, `spin` renamed to SYMBOL; `flags` added to gcc's.
+fn build_with(dir: &Path, flags: &[&str]) -> PathBuf {
     let src = dir.join("evil.c");
     std::fs::write(&src, SRC).unwrap();
     let plain = dir.join("evil.o0");
     let st = Command::new("gcc")
-        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .args(["-O1", "-g", "-fno-omit-frame-pointer"])
+        .args(flags)
+        .arg("-o")
         .arg(&plain)
         .arg(&src)
         .status()
@@ -60,6 +64,10 @@ fn build(dir: &Path) -> PathBuf {
         .expect("objcopy (binutils) must be installed");
     assert!(st.success(), "objcopy failed");
     prog
+}
+
+fn build(dir: &Path) -> PathBuf {
+    build_with(dir, &[])
 }
 
 /// The first control character (C0 other than the line ends of rows, DEL, C1) in `out`,
@@ -228,4 +236,66 @@ fn planted_names_reach_the_monitor_escaped() {
         .filter_map(|t| t["name"].as_str())
         .collect();
     assert!(names.contains(&COMM), "{names:?}");
+}
+
+#[test]
+fn planted_names_reach_the_call_path_and_trace_reports_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prog = build_with(d, &["-finstrument-functions"]);
+    let lib = runtime_release_dir().join("libhood_rt.so");
+    let fn_escaped = "evil\\x1b]0;pwned\\x07\\u{9b}31m\\nFORGED-FN";
+
+    let out = run(hood()
+        .args(["calls", "run", "-o", "calls.data", "--"])
+        .arg(&prog)
+        .args(["0.2", ARG])
+        .env("EVIL_COMM", COMM)
+        .env("HOOD_RT_LIB", &lib)
+        .env("HOOD_SHM_DIR", d)
+        .current_dir(d));
+    assert!(out.status.success(), "calls run failed:\n{}", text(&out));
+    assert_safe("hood calls run (stderr)", &out.stderr);
+    for args in [&[][..], &["--functions"], &["--threads", "--full-paths"]] {
+        let what = format!("hood calls report {}", args.join(" "));
+        let stdout = run_ok(
+            &what,
+            hood()
+                .args(["calls", "report", "calls.data"])
+                .args(args)
+                .current_dir(d),
+        );
+        assert_safe(&what, &stdout);
+        assert!(
+            String::from_utf8_lossy(&stdout).contains(fn_escaped),
+            "{what} does not show the function escaped:\n{}",
+            String::from_utf8_lossy(&stdout)
+        );
+    }
+
+    let out = run(hood()
+        .args(["trace", "record", "-o", "trace.data", "--"])
+        .arg(&prog)
+        .args(["0.05", ARG])
+        .env("EVIL_COMM", COMM)
+        .env("HOOD_RT_LIB", &lib)
+        .current_dir(d));
+    assert!(out.status.success(), "trace record failed:\n{}", text(&out));
+    assert_safe("hood trace record (stderr)", &out.stderr);
+    for args in [&[][..], &["--paths"]] {
+        let what = format!("hood trace report {}", args.join(" "));
+        let stdout = run_ok(
+            &what,
+            hood()
+                .args(["trace", "report", "trace.data"])
+                .args(args)
+                .current_dir(d),
+        );
+        assert_safe(&what, &stdout);
+        assert!(
+            String::from_utf8_lossy(&stdout).contains(fn_escaped),
+            "{what} does not show the function escaped:\n{}",
+            String::from_utf8_lossy(&stdout)
+        );
+    }
 }
