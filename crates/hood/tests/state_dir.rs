@@ -165,3 +165,94 @@ fn forged_session_does_not_signal_an_innocent_process() {
     innocent.kill().unwrap();
     innocent.wait().unwrap();
 }
+
+/// The processes whose command line holds `needle` (the recorders of one state directory).
+fn processes_with(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+#[test]
+fn two_starts_at_once_run_one_recorder_and_stop_stops_it() {
+    // Issue 29: two `hood start` within ~0.2 s both ran and `hood stop` stopped one of them.
+    if !privileged("two_starts_at_once_run_one_recorder_and_stop_stops_it") {
+        return;
+    }
+    let _serial = perf_lock();
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let spawn = |out: &str| {
+        hood_in(&state, tmp.path())
+            .args(["start", "-a", "-o", out])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Both are started before either can have written its session (that takes ≥ 0.4 s).
+    let (a, b) = (spawn("a.data"), spawn("b.data"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let running = processes_with(&state.display().to_string());
+    let out = run(hood_in(&state, tmp.path()).arg("stop"));
+    let stopped = out.status.success();
+    let left = processes_with(&state.display().to_string());
+    // A hood without the lock leaves a second recorder running: stop it, then fail.
+    for &pid in &left {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        }
+    }
+    assert!(stopped, "hood stop failed:\n{}", text(&out));
+
+    let ok: Vec<_> = [&a, &b]
+        .into_iter()
+        .filter(|o| o.status.success())
+        .collect();
+    let refused: Vec<_> = [&a, &b]
+        .into_iter()
+        .filter(|o| !o.status.success())
+        .collect();
+    assert_eq!(
+        (ok.len(), refused.len()),
+        (1, 1),
+        "exactly one start must run:\nfirst: {}\nsecond: {}",
+        text(&a),
+        text(&b)
+    );
+    let why = String::from_utf8_lossy(&refused[0].stderr);
+    assert!(
+        why.contains("already running") && why.contains("hood stop"),
+        "the refused start does not say a recording runs:\n{why}"
+    );
+    assert_ne!(refused[0].status.code(), Some(101), "{why}");
+    assert_eq!(running.len(), 1, "recorders running: {running:?}");
+    assert!(left.is_empty(), "recorders left after hood stop: {left:?}");
+    // The one recording is whole; the refused one wrote nothing.
+    let files: Vec<bool> = ["a.data", "b.data"]
+        .iter()
+        .map(|f| tmp.path().join(f).exists())
+        .collect();
+    assert_eq!(files.iter().filter(|&&e| e).count(), 1, "{files:?}");
+    let written = if files[0] { "a.data" } else { "b.data" };
+    let out = run(hood()
+        .args(["report", "--format", "json", "-i"])
+        .arg(tmp.path().join(written)));
+    assert!(out.status.success(), "{}", text(&out));
+    // Nothing stays behind: a second stop finds no session.
+    let out = run(hood_in(&state, tmp.path()).arg("stop"));
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("no detached recording is running"),
+        "{}",
+        text(&out)
+    );
+}
