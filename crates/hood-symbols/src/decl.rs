@@ -9,7 +9,8 @@
 //! the declaration line of its abstract origin (following `DW_AT_specification` and
 //! `DW_AT_abstract_origin` a few steps, for C++ members declared in their class).
 //!
-//! The DWARF is untrusted: no section over [`MAX_SECTION`] is read or decompressed, cycles of
+//! The DWARF is untrusted: no section over [`MAX_SECTION`] is read, none decompressed past
+//! the DWARF caps (`unpacked::claim_ok`: a ratio and an absolute size), cycles of
 //! references end after [`MAX_HOPS`], and a parse error ends the walk of that unit with the
 //! answers found so far.
 
@@ -162,7 +163,7 @@ fn section<'a>(
         return Vec::new();
     };
     let unpack = |r: &mut dyn Read| -> Option<Vec<u8>> {
-        if range.uncompressed_size > MAX_SECTION {
+        if !crate::unpacked::claim_ok(range.compressed_size, range.uncompressed_size) {
             return None;
         }
         let mut v = Vec::new();

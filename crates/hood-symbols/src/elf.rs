@@ -423,6 +423,19 @@ impl Symbolizer {
         if self.dwarf_broken.contains(real) {
             return out;
         }
+        // A decompression bomb (a section claiming far more than its bytes can hold): not
+        // decompressed by anyone, said once.
+        if let Some(why) = crate::unpacked::oversized(real) {
+            self.dwarf_broken.insert(real.to_path_buf());
+            self.warn(
+                format!("dwarf {shown}"),
+                format!(
+                    "the debug info of {shown} is not read: {why}; its functions are named \
+                     without inlined functions or source lines"
+                ),
+            );
+            return out;
+        }
         let dwarf_file = self.dwarf_file(real);
         let (_dwarf_held, dwarf_fd_path) = if dwarf_file == real {
             (None, fd_path.clone())

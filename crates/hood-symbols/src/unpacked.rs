@@ -13,7 +13,9 @@
 //! new section header table that points at them (every other section, and the program
 //! headers, keep their offsets). Sizes are never taken on trust: a copy larger than the
 //! cache's budget is not written, and each section must decompress to exactly the size its
-//! header claims. The cache is trimmed to its budget, least recently used first. A file that
+//! header claims, which [`claim_ok`] bounds by a ratio to its compressed size and an absolute
+//! size; a file with a section over them is not decompressed at all (nor its DWARF read).
+//! The cache is trimmed to its budget, least recently used first. A file that
 //! cannot be unpacked (big-endian, 32-bit, an unknown compression, a cache refused) is read
 //! as before.
 
@@ -32,6 +34,44 @@ use crate::cache::{cached_ok, touch, trim, CheckedDir};
 use crate::elfread::build_id_at;
 use crate::elfread::sections64;
 use crate::hex;
+
+/// Most bytes a compressed debug section may claim per compressed byte, beyond
+/// [`RATIO_FLOOR`]. Real DWARF compresses 2-35 times (Debian's and Ubuntu's debug files; a
+/// small `.debug_abbrev` up to 84 times, under the floor); a decompression bomb, 1,000
+/// times (zlib) or more (zstd).
+pub(crate) const MAX_RATIO: u64 = 64;
+/// A section may claim this much whatever its ratio.
+pub(crate) const RATIO_FLOOR: u64 = 1 << 20;
+/// Most bytes any one debug section may decompress to.
+pub(crate) const MAX_SECTION: u64 = 1 << 30;
+
+/// Whether a section of `packed` compressed bytes may be decompressed to the `unpacked`
+/// bytes its header claims: within [`MAX_SECTION`] and [`MAX_RATIO`] times its size (or
+/// [`RATIO_FLOOR`]). Everything that decompresses DWARF (the DWARF cache, the start-line
+/// reader, and blazesym, which is not handed a file failing this) is bounded by it.
+pub(crate) fn claim_ok(packed: u64, unpacked: u64) -> bool {
+    unpacked <= MAX_SECTION && unpacked <= packed.saturating_mul(MAX_RATIO).max(RATIO_FLOOR)
+}
+
+/// Why the DWARF of `path` must not be decompressed, when one of its compressed debug
+/// sections claims more than [`claim_ok`] allows (a decompression bomb planted in a binary
+/// or served by debuginfod).
+pub(crate) fn oversized(path: &Path) -> Option<String> {
+    let plan = Plan::read(path).ok().flatten()?;
+    let s = plan
+        .sections
+        .iter()
+        .find(|s| !claim_ok(s.size, s.unpacked))?;
+    Some(format!(
+        "its compressed section {} claims {} bytes from {} (hood decompresses at most {} times \
+         a section's size, and at most {} MiB)",
+        s.name,
+        s.unpacked,
+        s.size,
+        MAX_RATIO,
+        MAX_SECTION >> 20
+    ))
+}
 
 /// Default budget of the cache: the copies of a few dozen libraries' debug files.
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
@@ -158,9 +198,10 @@ impl Unpacker {
 }
 
 /// One compressed section of a file: its index, where its bytes are and what they claim.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Packed {
     index: usize,
+    name: String,
     offset: u64,
     size: u64,
     kind: u32,
@@ -222,6 +263,7 @@ impl Plan {
             end = align_up(end, align).saturating_add(unpacked);
             sections.push(Packed {
                 index,
+                name: String::from_utf8_lossy(name).into_owned(),
                 offset,
                 size,
                 kind,

@@ -226,3 +226,81 @@ fn the_cache_is_trimmed_to_its_budget_and_a_shared_one_is_refused() {
     assert_eq!(resolve(&mut quiet, &packed, &offs), want);
     assert!(quiet.warnings().is_empty(), "{:?}", quiet.warnings());
 }
+
+/// A copy of `bin` whose `.debug_str` (its strings, then 256 MiB of zeros) is compressed:
+/// a decompression bomb of a few hundred KiB that keeps the DWARF valid; `None` when
+/// this objcopy cannot compress with `how`.
+fn bomb(bin: &Path, how: &str) -> Option<PathBuf> {
+    let dir = bin.parent().unwrap();
+    let strings = dir.join("debug_str.bin");
+    common::binutils(&[
+        "objcopy".as_ref(),
+        format!("--dump-section=.debug_str={}", strings.display()).as_ref(),
+        bin.as_os_str(),
+        dir.join("scratch").as_os_str(),
+    ]);
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&strings)
+        .unwrap();
+    f.set_len(f.metadata().unwrap().len() + (256 << 20))
+        .unwrap(); // sparse on disk
+    let big = dir.join(format!("prog-big-{how}"));
+    common::binutils(&[
+        "objcopy".as_ref(),
+        format!("--update-section=.debug_str={}", strings.display()).as_ref(),
+        bin.as_os_str(),
+        big.as_os_str(),
+    ]);
+    let out = compressed(&big, how)?;
+    std::fs::remove_file(&big).unwrap();
+    std::fs::remove_file(&strings).unwrap();
+    Some(out)
+}
+
+#[test]
+fn a_decompression_bomb_is_named_and_not_decompressed() {
+    // Issue 29, R2: a zlib bomb in a small binary's DWARF made a report run out of memory,
+    // and smaller ones wrote a gigabyte into root's DWARF cache.
+    let dir = tempfile::tempdir().unwrap();
+    let plain = compile(dir.path(), "prog", SRC, &["-O2", "-g"]);
+    let offs = offsets(&plain);
+    let names = |r: &[Resolution]| -> Vec<Option<String>> {
+        r.iter()
+            .map(|r| r.as_ref().ok().map(|s| s.name.clone()))
+            .collect()
+    };
+    let want = names(&resolve(&mut symbolizer(None, 0), &plain, &offs));
+    for how in ["zlib", "zstd"] {
+        let Some(bin) = bomb(&plain, how) else {
+            continue;
+        };
+        let size = std::fs::metadata(&bin).unwrap().len();
+        assert!(size < 4 << 20, "{how}: the bomb is {size} bytes");
+        for cache in [None, Some(dir.path().join(format!("cache-{how}")))] {
+            let mut s = symbolizer(cache.as_deref(), 4 << 30);
+            let got = resolve(&mut s, &bin, &offs);
+            // The symbol tables still name every function; no line is read from the bomb.
+            assert_eq!(names(&got), want, "{how}");
+            assert!(
+                got.iter()
+                    .all(|r| r.as_ref().is_ok_and(|s| s.code.is_none())),
+                "{how}: lines read from a bomb"
+            );
+            let shown = bin.display().to_string();
+            assert!(
+                s.warnings().iter().any(|w| w.contains(&shown)
+                    && w.contains(".debug_str")
+                    && w.contains("at most 64 times")),
+                "{how}: no warning naming the file, the section and the cap: {:?}",
+                s.warnings()
+            );
+            if let Some(c) = &cache {
+                assert!(
+                    copies(c).is_empty(),
+                    "{how}: a copy was written to the cache"
+                );
+            }
+        }
+    }
+}
