@@ -24,7 +24,7 @@ use crate::UnwindError;
 const MAX_IMAGE_BYTES: u64 = 8 << 30;
 /// An unwind section bigger than this is ignored (the biggest real ones, a browser's, are
 /// a few tens of MB).
-const MAX_SECTION_BYTES: u64 = 64 << 20;
+pub(crate) const MAX_SECTION_BYTES: u64 = 64 << 20;
 
 /// Section bytes shared between every module made from one image.
 pub(crate) type Bytes = Arc<[u8]>;
@@ -60,6 +60,8 @@ pub struct Image {
     pub(crate) build_id: Option<Vec<u8>>,
     /// The entry point (`e_entry`; 0 for a library).
     pub(crate) entry: u64,
+    /// Unwind sections not read: over [`MAX_SECTION_BYTES`] or stored sparse.
+    pub(crate) refused: Vec<String>,
 }
 
 impl Image {
@@ -164,6 +166,17 @@ impl Image {
 
     /// Read the unwind information of the ELF image in `data`, named `name`.
     pub(crate) fn parse<'d, R: ReadRef<'d>>(name: String, data: R) -> Result<Image, UnwindError> {
+        Image::parse_dense(name, data, &|_| true)
+    }
+
+    /// [`Image::parse`], reading only the sections whose file range `dense` accepts (one
+    /// stored whole, not a hole of a sparse file that costs nothing on disk and everything
+    /// in memory).
+    fn parse_dense<'d, R: ReadRef<'d>>(
+        name: String,
+        data: R,
+        dense: &dyn Fn(std::ops::Range<u64>) -> bool,
+    ) -> Result<Image, UnwindError> {
         let file = object::File::parse(data).map_err(|e| UnwindError::Elf {
             path: name.clone(),
             reason: e.to_string(),
@@ -190,7 +203,26 @@ impl Image {
         };
         // Compressed sections (zlib or zstd, `SHF_COMPRESSED` or GNU's `.zdebug_`) are read
         // decompressed: Go compresses its `.debug_frame`, its only call frame information.
+        let refused = std::cell::RefCell::new(Vec::new());
         let bytes = |name: &str| -> Option<Section> {
+            if let Some(s) = file.section_by_name(name) {
+                if s.size() > MAX_SECTION_BYTES {
+                    refused.borrow_mut().push(format!(
+                        "{name} ({} bytes, over the cap of {} MiB)",
+                        s.size(),
+                        MAX_SECTION_BYTES >> 20
+                    ));
+                    return None;
+                }
+                if let Some((offset, size)) = s.file_range() {
+                    if !dense(offset..offset.saturating_add(size)) {
+                        refused.borrow_mut().push(format!(
+                            "{name} ({size} bytes, not stored: a hole of a sparse file)"
+                        ));
+                        return None;
+                    }
+                }
+            }
             let (start, data) = hood_symbols::section_data(&file, name, MAX_SECTION_BYTES)?;
             Some(Section {
                 svma: start..start.checked_add(data.len() as u64)?,
@@ -214,14 +246,17 @@ impl Image {
             debug_frame,
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
             entry: file.entry(),
+            refused: refused.into_inner(),
         })
     }
 
     /// Read an image from a file on disk; see the module notes for what is trusted.
     pub(crate) fn read(path: &Path, name: String) -> Result<(Image, FileId), UnwindError> {
         let (file, id) = open_regular(path)?;
+        let holes = file.try_clone().ok();
         let cache = ReadCache::new(file);
-        let image = Image::parse(name, &cache)?;
+        let dense = |r: std::ops::Range<u64>| holes.as_ref().is_some_and(|f| no_hole(f, r));
+        let image = Image::parse_dense(name, &cache, &dense)?;
         Ok((image, id))
     }
 
@@ -234,6 +269,21 @@ impl Image {
         if let Ok((dbg, _)) = Image::read(debug_file, String::new()) {
             self.debug_frame = dbg.debug_frame;
         }
+    }
+}
+
+/// Whether `range` of `file` is stored whole: no hole of a sparse file lies in it. A 64 MiB
+/// `.eh_frame` of a user's binary that is one hole takes 4 KiB of their disk and would take
+/// 64 MiB (twice, while it is read) of the recorder's memory per binary.
+fn no_hole(file: &File, range: std::ops::Range<u64>) -> bool {
+    if range.is_empty() {
+        return true;
+    }
+    // The next hole at or after the start; the file's end counts as one.
+    match rustix::fs::seek(file, rustix::fs::SeekFrom::Hole(range.start)) {
+        Ok(hole) => hole >= range.end,
+        // A file system without SEEK_HOLE reports none: the range is kept.
+        Err(_) => true,
     }
 }
 

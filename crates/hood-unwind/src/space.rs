@@ -309,6 +309,17 @@ impl Unwinder {
                         }
                         Arc::new(img)
                     });
+            if let Some(img) = image.as_ref().filter(|i| !i.refused.is_empty()) {
+                if self.warned.insert(format!("refused {path}")) {
+                    self.warnings.push(format!(
+                        "{path}: unwind information not read: {}; stacks through its code end \
+                         there (hood keeps no unwind section over {} MiB, nor one that is a \
+                         hole of a sparse file)",
+                        img.refused.join(", "),
+                        crate::image::MAX_SECTION_BYTES >> 20
+                    ));
+                }
+            }
             self.stats.images += u64::from(image.is_some());
             self.images.insert(id, image.clone());
             return image.filter(|i| build_id_matches(i, build_id));

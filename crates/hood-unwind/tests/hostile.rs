@@ -107,3 +107,63 @@ fn unknown_processes_and_empty_stacks_are_marked_not_mapped() {
     assert_eq!(t, Some(hood_unwind::Truncation::NotMapped));
     assert_eq!(out, vec![0x1000]);
 }
+
+#[test]
+fn a_sparse_unwind_section_is_not_read_and_is_named() {
+    // Issue 29, R2: 64 MiB unwind sections stored sparse (240 KB on disk for 8 binaries) made
+    // `record -a` take 1.78 GB.
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("p.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let plain = dir.path().join("p");
+    let st = std::process::Command::new("gcc")
+        .args([
+            "-O1",
+            "-fno-asynchronous-unwind-tables",
+            "-fno-unwind-tables",
+            "-o",
+        ])
+        .arg(&plain)
+        .arg(&src)
+        .status()
+        .expect("gcc");
+    assert!(st.success());
+    let zeros = dir.path().join("zeros");
+    std::fs::File::create(&zeros)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let img = dir.path().join("img");
+    let st = std::process::Command::new("objcopy")
+        .arg(format!("--add-section=.debug_frame={}", zeros.display()))
+        .arg(&plain)
+        .arg(&img)
+        .status()
+        .expect("objcopy");
+    assert!(st.success());
+    // Whatever objcopy wrote, the section becomes a hole: 64 MiB that take no disk.
+    let bytes = std::fs::read(&img).unwrap();
+    let (off, len) = section(&bytes, ".debug_frame").expect(".debug_frame");
+    drop(bytes);
+    let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+    let start = (off as u64).div_ceil(4096) * 4096;
+    let end = (off + len) as u64 / 4096 * 4096;
+    rustix::fs::fallocate(
+        &f,
+        rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE,
+        start,
+        end - start,
+    )
+    .expect("punch a hole (needs a file system with holes)");
+    drop(f);
+
+    let mut u = Unwinder::new(Options::default());
+    let path = img.to_str().unwrap();
+    u.mmap(1, 0x5555_0000_0000, 0x10_0000, 0, path, None);
+    let w = u.take_warnings();
+    assert!(
+        w.iter()
+            .any(|w| w.contains(path) && w.contains(".debug_frame") && w.contains("sparse")),
+        "no warning naming the file, the section and the rule: {w:?}"
+    );
+}
