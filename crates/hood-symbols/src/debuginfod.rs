@@ -25,6 +25,10 @@ use crate::{hex, read_build_id};
 
 /// How long a miss is remembered.
 const MISS_TTL: Duration = Duration::from_secs(600);
+/// Longest one download may take, start to end, unless `DEBUGINFOD_MAXTIME` says otherwise:
+/// a server that trickles a byte at a time (each within the read timeout) cannot keep a
+/// report waiting longer. 1 GB at 10 MB/s fits.
+const DEFAULT_MAX_TIME: Duration = Duration::from_secs(120);
 /// Largest debug file downloaded unless `DEBUGINFOD_MAXSIZE` says otherwise.
 const DEFAULT_MAX_SIZE: u64 = 4 << 30;
 /// Progress is printed for downloads that take longer than this, then at this interval.
@@ -39,6 +43,8 @@ pub struct DebuginfodConfig {
     pub cache: PathBuf,
     /// Longest wait to connect, or for the next bytes of an answer.
     pub timeout: Duration,
+    /// Longest one download may take in all (the overall deadline).
+    pub max_time: Duration,
     /// Largest debug file accepted, in bytes.
     pub max_size: u64,
     /// Print download progress on standard error for downloads taking over a second.
@@ -49,8 +55,8 @@ impl DebuginfodConfig {
     /// The configuration the environment gives, as elfutils reads it: `DEBUGINFOD_URLS`
     /// (space-separated; unset or empty: `None`), `DEBUGINFOD_CACHE_PATH` (default
     /// `$XDG_CACHE_HOME/hood/debuginfod`, else `$HOME/.cache/hood/debuginfod`),
-    /// `DEBUGINFOD_TIMEOUT` (seconds, default 90) and `DEBUGINFOD_MAXSIZE` (bytes, default
-    /// 4 GiB).
+    /// `DEBUGINFOD_TIMEOUT` (seconds, default 90), `DEBUGINFOD_MAXTIME` (seconds a whole
+    /// download may take, default 120) and `DEBUGINFOD_MAXSIZE` (bytes, default 4 GiB).
     pub fn from_env() -> Option<DebuginfodConfig> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let urls: Vec<String> = var("DEBUGINFOD_URLS")?
@@ -68,6 +74,10 @@ impl DebuginfodConfig {
             .and_then(|t| t.trim().parse::<u64>().ok())
             .filter(|&t| t > 0)
             .unwrap_or(90);
+        let max_time = var("DEBUGINFOD_MAXTIME")
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .filter(|&t| t > 0)
+            .map_or(DEFAULT_MAX_TIME, Duration::from_secs);
         let max_size = var("DEBUGINFOD_MAXSIZE")
             .and_then(|t| t.trim().parse::<u64>().ok())
             .filter(|&t| t > 0)
@@ -76,6 +86,7 @@ impl DebuginfodConfig {
             urls,
             cache,
             timeout: Duration::from_secs(timeout),
+            max_time,
             max_size,
             progress: true,
         })
@@ -97,6 +108,7 @@ impl Debuginfod {
         let agent = ureq::Agent::config_builder()
             .timeout_connect(Some(cfg.timeout))
             .timeout_per_read(Some(cfg.timeout))
+            .timeout_global(Some(cfg.max_time))
             .http_status_as_error(false)
             .user_agent(concat!("hood/", env!("CARGO_PKG_VERSION")))
             .build()
@@ -181,7 +193,22 @@ impl Debuginfod {
         what: &str,
     ) -> Result<bool, String> {
         let full = format!("{url}/buildid/{h}/debuginfo");
-        let mut resp = self.agent.get(&full).call().map_err(|e| e.to_string())?;
+        let start = Instant::now();
+        let late = |e: String| -> String {
+            if start.elapsed() >= self.cfg.max_time {
+                format!(
+                    "no whole answer within {} s (DEBUGINFOD_MAXTIME): {e}",
+                    self.cfg.max_time.as_secs()
+                )
+            } else {
+                e
+            }
+        };
+        let mut resp = self
+            .agent
+            .get(&full)
+            .call()
+            .map_err(|e| late(e.to_string()))?;
         match resp.status().as_u16() {
             200 => {}
             404 => return Ok(false),
@@ -204,7 +231,6 @@ impl Debuginfod {
             .with_config()
             .limit(self.cfg.max_size)
             .reader();
-        let start = Instant::now();
         let mut last = start;
         let mut got = 0u64;
         let mut buf = vec![0u8; 1 << 16];
@@ -213,7 +239,7 @@ impl Debuginfod {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("download failed after {got} bytes: {e}")),
+                Err(e) => return Err(late(format!("download failed after {got} bytes: {e}"))),
             };
             tmp.write_all(&buf[..n])
                 .map_err(|e| format!("cannot write {}: {e}", tmp.path().display()))?;

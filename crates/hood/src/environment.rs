@@ -79,6 +79,12 @@ pub const VARS: &[Var] = &[
         values: Values::Count(1, 86_400),
     },
     Var {
+        name: "DEBUGINFOD_MAXTIME",
+        shown: "SECONDS",
+        what: "longest one debuginfod download may take in all, however the server trickles its bytes (default 120)",
+        values: Values::Count(1, 86_400),
+    },
+    Var {
         name: "DEBUGINFOD_MAXSIZE",
         shown: "BYTES",
         what: "largest debug file downloaded (default 4 GiB)",
