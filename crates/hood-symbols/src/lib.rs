@@ -61,7 +61,7 @@ pub use elfread::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use error::SymbolError;
 pub use funcs::{function_symbols, FunctionSymbol};
 pub use section::section_data;
-pub use source::{read_source, FunctionCode};
+pub use source::{read_source, read_source_for, FunctionCode};
 pub use symbolizer::{SymbolStats, Symbolizer};
 pub use table::SymbolTable;
 pub use unpacked::{DwarfCacheConfig, DEFAULT_MAX_BYTES as DWARF_CACHE_DEFAULT_MAX_BYTES};

@@ -45,6 +45,39 @@ pub fn read_source(path: &Path, max: u64) -> Result<String, SymbolError> {
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// [`read_source`] for root reading on behalf of binaries owned by `owners`: the file is
+/// shown only when one of them could read it — owned by one of them and readable by its
+/// owner, or owned by root and readable by all (or one of the binaries is root's). A
+/// user's binary whose DWARF names `/etc/shadow` does not make root print it.
+pub fn read_source_for(path: &Path, max: u64, owners: &[u32]) -> Result<String, SymbolError> {
+    use std::os::unix::fs::MetadataExt;
+    let f = open_regular(path)?;
+    let md = f.metadata().map_err(|source| SymbolError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let (uid, mode) = (md.uid(), md.mode());
+    let readable = (owners.contains(&uid) && mode & 0o400 != 0)
+        || (uid == 0 && (mode & 0o004 != 0 || owners.contains(&0)));
+    if !readable {
+        return Err(SymbolError::NoCode {
+            path: path.to_path_buf(),
+            reason: format!(
+                "owned by uid {uid} with mode {:o}, not readable by the owner of the binary \
+                 (uid {}): not shown when running as root",
+                mode & 0o7777,
+                owners
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    drop(f);
+    read_source(path, max)
+}
+
 impl Symbolizer {
     /// The machine code of the function of the ELF file `path` (checked against
     /// `expected_build_id`) that covers file offset `offset`: the whole symbol, from its symbol

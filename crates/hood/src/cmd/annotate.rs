@@ -112,6 +112,21 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         };
         ann::render_asm(&prof, &name, &a, &code, &mut out)?;
     } else {
+        // As root, a source file is shown only if the sampled binaries' owners could read it
+        // (the DWARF naming it is theirs): None when running as another user.
+        let owners: Option<Vec<u32>> = rustix::process::geteuid().is_root().then(|| {
+            use std::os::unix::fs::MetadataExt;
+            let mut uids: Vec<u32> = a
+                .offsets
+                .keys()
+                .filter_map(|(dso, _)| prof.dso_files.get(dso))
+                .filter_map(|f| std::fs::metadata(&f.path).ok())
+                .map(|md| md.uid())
+                .collect();
+            uids.sort_unstable();
+            uids.dedup();
+            uids
+        });
         let mut source = |path: &str| {
             let mapped = args
                 .source_map
@@ -126,8 +141,12 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
                     })
                 })
                 .unwrap_or_else(|| path.to_string());
-            hood_symbols::read_source(std::path::Path::new(&mapped), MAX_SOURCE)
-                .map_err(|e| e.to_string())
+            let path = std::path::Path::new(&mapped);
+            match &owners {
+                Some(owners) => hood_symbols::read_source_for(path, MAX_SOURCE, owners),
+                None => hood_symbols::read_source(path, MAX_SOURCE),
+            }
+            .map_err(|e| e.to_string())
         };
         ann::render_annotate(&prof, &name, &a, args.context, &mut source, &mut out)?;
     }
