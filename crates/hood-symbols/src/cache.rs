@@ -51,6 +51,17 @@ impl CheckedDir {
 /// the user hood runs as, not writable by group or others. `what` names the cache in
 /// messages ("debuginfod cache") and `var` the environment variable that moves it.
 pub(crate) fn private_dir(dir: &Path, what: &str, var: &str) -> Result<PathBuf, String> {
+    // As root, with HOME or XDG_CACHE_HOME still a user's (`sudo -E`, `su -m`), every
+    // component is checked before anything is created through it, and again after.
+    let me = my_uid();
+    if me == 0 {
+        trusted_path(dir, me).map_err(|why| {
+            format!(
+                "{what} {}: {why}; not used — set {var} to a directory of root's",
+                dir.display()
+            )
+        })?;
+    }
     if let Some(parent) = dir.parent() {
         fs::create_dir_all(parent).map_err(|e| {
             format!(
@@ -70,6 +81,14 @@ pub(crate) fn private_dir(dir: &Path, what: &str, var: &str) -> Result<PathBuf, 
             ))
         }
     }
+    if me == 0 {
+        trusted_path(dir, me).map_err(|why| {
+            format!(
+                "{what} {}: {why}; not used — set {var} to a directory of root's",
+                dir.display()
+            )
+        })?;
+    }
     let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let refuse = if !meta.file_type().is_dir() {
         Some("is not a directory (a symlink?)")
@@ -87,6 +106,46 @@ pub(crate) fn private_dir(dir: &Path, what: &str, var: &str) -> Result<PathBuf, 
         )),
         None => Ok(dir.to_path_buf()),
     }
+}
+
+/// Checks each existing component of `dir`, from the root down, as seen and as resolved: a
+/// symlink must belong to root or `me` (another user's link would send the cache where they
+/// choose), and every directory on the resolved path must belong to root or `me` and not be
+/// writable by others unless sticky (as /tmp). Components not created yet are not checked.
+fn trusted_path(dir: &Path, me: u32) -> Result<(), String> {
+    let mut seen = PathBuf::new();
+    for part in dir.components() {
+        seen.push(part);
+        let Ok(md) = fs::symlink_metadata(&seen) else {
+            break;
+        };
+        if md.file_type().is_symlink() && md.uid() != 0 && md.uid() != me {
+            return Err(format!(
+                "{} is a symlink of another user (uid {})",
+                seen.display(),
+                md.uid()
+            ));
+        }
+        let Ok(real) = fs::canonicalize(&seen) else {
+            break;
+        };
+        let mut up = PathBuf::new();
+        for p in real.components() {
+            up.push(p);
+            let md = fs::symlink_metadata(&up).map_err(|e| format!("{}: {e}", up.display()))?;
+            if md.uid() != 0 && md.uid() != me {
+                return Err(format!(
+                    "{} belongs to another user (uid {})",
+                    up.display(),
+                    md.uid()
+                ));
+            }
+            if md.mode() & 0o022 != 0 && md.mode() & 0o1000 == 0 {
+                return Err(format!("{} is writable by other users", up.display()));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A cached file is used if it is a regular file (not a symlink) of the cache's owner with
@@ -207,6 +266,7 @@ mod tests {
             err.contains("test cache") && err.contains("TEST_VAR"),
             "{err}"
         );
+        fs::set_permissions(&made, fs::Permissions::from_mode(0o700)).unwrap();
         let link = base.path().join("link");
         std::os::unix::fs::symlink(&made, &link).unwrap();
         let err = check(&link).unwrap_err();

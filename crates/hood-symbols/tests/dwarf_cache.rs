@@ -304,3 +304,56 @@ fn a_decompression_bomb_is_named_and_not_decompressed() {
         }
     }
 }
+
+#[test]
+fn a_cache_behind_another_users_symlink_is_refused_as_root() {
+    // Issue 29, R6: with HOME at a user's (`sudo -E`), a symlinked ~/.cache/hood made root
+    // write 614 MB where the user chose; only the last component was checked.
+    if !rustix::process::geteuid().is_root() {
+        assert_ne!(
+            std::env::var("HOOD_REQUIRE_PRIVILEGED").as_deref(),
+            Ok("1"),
+            "needs root and HOOD_REQUIRE_PRIVILEGED=1 forbids skipping"
+        );
+        eprintln!("SKIPPED (needs root): a_cache_behind_another_users_symlink_is_refused_as_root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plain = compile(dir.path(), "prog", SRC, &["-O2", "-g"]);
+    let Some(bin) = compressed(&plain, "zlib") else {
+        return;
+    };
+    let offs = offsets(&plain);
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".cache")).unwrap();
+    let target = dir.path().join("chosen-by-the-user");
+    std::fs::create_dir(&target).unwrap();
+    let link = home.join(".cache/hood");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let nobody = 65534;
+    std::os::unix::fs::lchown(&link, Some(nobody), Some(nobody)).unwrap();
+
+    let mut s = symbolizer(Some(&link.join("dwarf")), 1 << 30);
+    let got = resolve(&mut s, &bin, &offs);
+    assert!(got.iter().any(|r| r.is_ok()), "{got:?}");
+    assert!(
+        s.warnings()
+            .iter()
+            .any(|w| w.contains(&link.display().to_string())
+                && w.contains("symlink of another user")),
+        "no refusal naming the link: {:?}",
+        s.warnings()
+    );
+    let written: Vec<_> = std::fs::read_dir(&target).unwrap().collect();
+    assert!(
+        written.is_empty(),
+        "root wrote into the user's directory: {written:?}"
+    );
+
+    // Root's own link to root's directory is fine.
+    std::os::unix::fs::lchown(&link, Some(0), Some(0)).unwrap();
+    let mut s = symbolizer(Some(&link.join("dwarf")), 1 << 30);
+    resolve(&mut s, &bin, &offs);
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    assert_eq!(copies(&target.join("dwarf")).len(), 1);
+}
