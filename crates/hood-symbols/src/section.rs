@@ -27,6 +27,12 @@ pub fn section_data<'d, R: ReadRef<'d>>(
         file.section_by_name(&format!(".zdebug_{rest}"))
     })?;
     let packed = section.compressed_data().ok()?;
+    // A decompression bomb is refused by the one DWARF check, whatever `max` allows.
+    if packed.format != CompressionFormat::None
+        && !crate::unpacked::claim_ok(packed.data.len() as u64, packed.uncompressed_size)
+    {
+        return None;
+    }
     let data = match packed.format {
         CompressionFormat::None => {
             if packed.data.len() as u64 > max {
