@@ -60,18 +60,20 @@ while read -r tid comm lt on bl ru; do
         printf "\n" }'
 done < "$out/ka.hood"
 
-echo; echo "== 2. context-switch storm: perf bench sched pipe for ${secs}s, system-wide recorders"
-storm() { # ops/sec of perf bench sched pipe running for about $1 s
-    timeout -s INT "$1" perf bench sched pipe -l 100000000 2>/dev/null | awk '/ops\/sec/ {print $1}' | tail -1
+echo; echo "== 2. context-switch storm: perf bench sched pipe (about ${secs}s plain), system-wide recorders"
+loops=$((secs * 100000))
+storm() { # ops/sec of perf bench sched pipe -l $loops (two switches and two wake-ups per op)
+    perf bench sched pipe -l "$loops" 2>/dev/null | awk '/ops\/sec/ {print $1}' | tail -1
 }
-base=$(storm "$secs")
+base=$(storm)
 echo "plain: ${base:-?} ops/sec"
 storm_under() { # $1: label, rest: recorder command; prints ops/sec, recorder CPU, file
     local label=$1; shift
     /usr/bin/time -f "%U %S" -o "$out/$label.time" "$@" > "$out/$label.log" 2>&1 &
     local rec=$!; sleep 1
-    local ops; ops=$(storm "$secs")
-    kill -INT $rec 2>/dev/null || true; wait $rec 2>/dev/null || true
+    local ops; ops=$(storm)
+    # GNU time ignores SIGINT while it waits: stop the recorder it runs.
+    pkill -INT -P $rec 2>/dev/null || true; wait $rec 2>/dev/null || true
     echo "$ops $(cpu_of "$out/$label.time")"
 }
 read -r pops pcpu < <(storm_under perf-sched perf sched record -q -o "$out/storm-perf.data" -- sleep 1000)
