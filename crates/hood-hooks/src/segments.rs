@@ -199,6 +199,23 @@ pub fn scan(dir: &Path, pid: Option<u32>, write: bool, warnings: &mut Vec<String
     out
 }
 
+/// The segment files in `dir` that `known` does not hold yet (a process that started since the
+/// last look); nothing when `dir` cannot be read.
+pub(crate) fn new_segments(dir: &Path, known: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(hood_abi::SEGMENT_PREFIX)
+        })
+        .map(|e| e.path())
+        .filter(|p| !known(p))
+        .collect()
+}
+
 /// Where a segment file name says it comes from: `hood-rt-PID-START`.
 pub fn name_pid(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_str()?;

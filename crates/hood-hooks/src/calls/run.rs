@@ -117,23 +117,12 @@ impl Retirer {
             return;
         }
         self.next = Some(Instant::now() + Self::EVERY);
-        if let Ok(rd) = std::fs::read_dir(dir) {
-            for ent in rd.flatten() {
-                let path = ent.path();
-                if self.segs.contains_key(&path)
-                    || !ent
-                        .file_name()
-                        .to_string_lossy()
-                        .starts_with(hood_abi::SEGMENT_PREFIX)
-                {
-                    continue;
-                }
-                // A header not written yet is looked at again next time.
-                if let Ok((f, h, _)) =
-                    segments::open_segment(&path, hood_abi::MODE_CALLS, "hood trace", true)
-                {
-                    self.segs.insert(path, Some((f, h)));
-                }
+        for path in segments::new_segments(dir, |p| self.segs.contains_key(p)) {
+            // A header not written yet is looked at again next time.
+            if let Ok((f, h, _)) =
+                segments::open_segment(&path, hood_abi::MODE_CALLS, "hood trace", true)
+            {
+                self.segs.insert(path, Some((f, h)));
             }
         }
         for (f, h) in self.segs.values_mut().flatten() {

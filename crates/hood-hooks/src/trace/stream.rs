@@ -167,19 +167,7 @@ impl Streamer {
     }
 
     fn scan(&mut self) {
-        let Ok(rd) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for ent in rd.flatten() {
-            let path = ent.path();
-            if self.segs.contains_key(&path)
-                || !ent
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with(hood_abi::SEGMENT_PREFIX)
-            {
-                continue;
-            }
+        for path in segments::new_segments(&self.dir, |p| self.segs.contains_key(p)) {
             match segments::open_segment(&path, hood_abi::MODE_TRACE, "hood calls", true) {
                 Ok((file, header, maps)) if header.trace_full == hood_abi::TRACE_FULL_STREAM => {
                     self.segs.insert(
