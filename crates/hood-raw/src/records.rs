@@ -254,6 +254,48 @@ impl SchedLayout {
             wakee: wk.field("pid")?.clone(),
         })
     }
+
+    /// What the raw field of a sample (`SampleParts::raw`) says, when the sample is one of
+    /// the off-CPU tracepoints.
+    pub fn read(&self, raw: &[u8]) -> Option<SchedRaw> {
+        let id = u64::from(u16::from_le_bytes([*raw.first()?, *raw.get(1)?]));
+        let tid = |f: &crate::tracefs::format::Field| f.read(raw).map(|v| v as u32);
+        if id == self.switch_id {
+            Some(SchedRaw::Switch {
+                prev_tid: tid(&self.prev_pid)?,
+                state: self.prev_state.read(raw)?,
+                next_tid: tid(&self.next_pid)?,
+            })
+        } else if id == self.waking_id {
+            Some(SchedRaw::Waking {
+                wakee: tid(&self.wakee)?,
+                flags: self.common_flags.read(raw)? as u8,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+/// The fields of an off-CPU tracepoint's raw record that hood reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedRaw {
+    /// `sched:sched_switch`.
+    Switch {
+        /// The thread leaving the CPU.
+        prev_tid: u32,
+        /// Its `prev_state`.
+        state: u64,
+        /// The thread taking the CPU (0: idle).
+        next_tid: u32,
+    },
+    /// `sched:sched_waking`.
+    Waking {
+        /// The thread woken.
+        wakee: u32,
+        /// The record's `common_flags`.
+        flags: u8,
+    },
 }
 
 /// A new mapping of a file or pseudo-file into a process.
@@ -679,31 +721,28 @@ impl Decoded {
 
     /// The switch or wake-up a sample stands for, when it is one of the off-CPU tracepoints.
     fn sched_event(&self, s: &SampleParts<'_>, cpu: u32, chain: (u32, u32)) -> Option<Event> {
-        let l = self.sched.as_ref()?;
-        let raw = s.raw();
-        let id = u64::from(u16::from_le_bytes([*raw.first()?, *raw.get(1)?]));
-        let tid = |f: &crate::tracefs::format::Field| f.read(raw).map(|v| v as u32);
-        if id == l.switch_id {
-            Some(Event::SwitchOut {
+        Some(match self.sched.as_ref()?.read(s.raw())? {
+            SchedRaw::Switch {
+                prev_tid,
+                state,
+                next_tid,
+            } => Event::SwitchOut {
                 pid: s.pid,
-                tid: tid(&l.prev_pid)?,
+                tid: prev_tid,
                 cpu,
-                state: l.prev_state.read(raw)?,
-                next_tid: tid(&l.next_pid)?,
+                state,
+                next_tid,
                 chain,
-            })
-        } else if id == l.waking_id {
-            Some(Event::Waking {
+            },
+            SchedRaw::Waking { wakee, flags } => Event::Waking {
                 pid: s.pid,
                 tid: s.tid,
                 cpu,
-                wakee: tid(&l.wakee)?,
-                flags: l.common_flags.read(raw)? as u8,
+                wakee,
+                flags,
                 chain,
-            })
-        } else {
-            None
-        }
+            },
+        })
     }
 
     /// Sort events by time, keeping ring order among equal times.

@@ -97,9 +97,42 @@ impl Collector {
         self.sched_events
     }
 
-    /// Unwind stack copies with `rewriter` before storing samples.
-    pub fn set_rewriter(&mut self, rewriter: Rewriter) {
+    /// Unwind stack copies with `rewriter` before storing samples. In an off-CPU recording
+    /// (after [`Collector::set_sched`]), waits shorter than `off_cpu_min_ns` are stored
+    /// without user stacks ([`Rewriter::set_off_cpu`]).
+    pub fn set_rewriter(&mut self, mut rewriter: Rewriter, off_cpu_min_ns: u64) {
+        if let Some(l) = &self.scratch.sched {
+            rewriter.set_off_cpu(l.clone(), off_cpu_min_ns);
+        }
+        // One input per CPU in every round, in the same order: held samples name their ring
+        // by its place.
+        for &cpu in self.counts.keys() {
+            self.pending.entry(cpu).or_default();
+        }
         self.rewriter = Some(rewriter);
+    }
+
+    /// Switch-outs and wake-ups stored without user stacks: their waits were shorter than
+    /// the off-CPU minimum.
+    pub fn short_waits(&self) -> u64 {
+        self.rewriter.as_ref().map_or(0, |r| r.stats().short_waits)
+    }
+
+    /// Store the switch-out samples the rewriter still holds (threads not seen running again
+    /// before the end): once, after the last round.
+    pub fn release_held(&mut self) {
+        let Some(rw) = self.rewriter.as_mut() else {
+            return;
+        };
+        let cpus: Vec<u32> = self.pending.keys().copied().collect();
+        let mut outs: Vec<Vec<u8>> = cpus
+            .iter()
+            .map(|c| std::mem::take(self.bufs.entry(*c).or_default()))
+            .collect();
+        rw.release_all(&mut outs);
+        for (cpu, out) in cpus.into_iter().zip(outs) {
+            self.bufs.insert(cpu, out);
+        }
     }
 
     /// The unwinding stage, when samples carry stack copies.

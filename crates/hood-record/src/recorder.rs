@@ -39,6 +39,12 @@ pub struct Outcome {
     /// Context switches and wake-ups recorded (`--off-cpu`).
     #[serde(default)]
     pub switches_and_wakeups: u64,
+    /// Of those, the ones of waits shorter than `--off-cpu-min`, stored without user stacks.
+    #[serde(default)]
+    pub short_waits: u64,
+    /// `--off-cpu-min` in nanoseconds.
+    #[serde(default)]
+    pub off_cpu_min_ns: u64,
 }
 
 /// A recording that ended (normally or by an error it wrote down).
@@ -293,7 +299,8 @@ pub fn record(
     }
     collector.kallsyms = kallsyms;
     if let Some(rw) = rewriter.take() {
-        collector.set_rewriter(rw);
+        let min = meta.off_cpu.as_ref().map_or(0, |o| o.min_ns);
+        collector.set_rewriter(rw, min);
     }
     let mut paused_at: Option<Instant> = None;
     let mut paused = Duration::ZERO;
@@ -416,6 +423,8 @@ pub fn record(
         error: error.clone(),
         samples_not_written: 0,
         switches_and_wakeups: collector.sched_events(),
+        short_waits: collector.short_waits(),
+        off_cpu_min_ns: meta.off_cpu.as_ref().map_or(0, |o| o.min_ns),
     };
     if error.is_some() {
         // A write may have failed part-way (a full disk): state what the file holds, as a
@@ -485,6 +494,7 @@ fn finalize<W: std::io::Write>(
     exit_status: Option<i32>,
     error: Option<String>,
 ) -> Result<Vec<String>, hood_format::FormatError> {
+    collector.release_held();
     collector.flush(writer, true)?;
     let ids = snapshot::build_ids(collector.files_without_build_id.iter().map(String::as_str));
     if !ids.is_empty() {
@@ -534,7 +544,15 @@ fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
         "wrote {} ({mb:.1} MB): {} samples on {cpus} CPUs in {:.1} s ({event}); lost {} samples",
         o.output, o.samples, o.seconds, o.lost
     ));
-    if o.switches_and_wakeups > 0 {
+    if o.switches_and_wakeups > 0 && o.short_waits > 0 {
+        out.push(format!(
+            "off-CPU: {} context switches and wake-ups recorded with their stacks; the {} \
+             of waits shorter than {} without user stacks (--off-cpu-min)",
+            o.switches_and_wakeups,
+            o.short_waits,
+            hood_model::profile::offcpu_min_words(o.off_cpu_min_ns)
+        ));
+    } else if o.switches_and_wakeups > 0 {
         out.push(format!(
             "off-CPU: {} context switches and wake-ups recorded with their stacks",
             o.switches_and_wakeups
