@@ -18,7 +18,7 @@ use hood_raw::frames::for_each_frame;
 use std::collections::HashMap;
 
 use hood_raw::records::{
-    kind, Decoded, Event, SchedLayout, SchedRaw, Truncation, CONTEXT_MAX, CONTEXT_USER,
+    kind, trace_flags, Decoded, Event, SchedLayout, SchedRaw, Truncation, CONTEXT_MAX, CONTEXT_USER,
 };
 use hood_raw::stackcopy;
 
@@ -50,6 +50,9 @@ pub struct RewriteStats {
     /// Off-CPU switch-outs and wake-ups of waits shorter than the minimum, stored without
     /// their user stack (not unwound).
     pub short_waits: u64,
+    /// Wake-ups by hard interrupts and NMIs whose user stack (the interrupted task's) was
+    /// dropped without unwinding.
+    pub irq_user_stacks: u64,
 }
 
 /// The off-CPU state of [`Rewriter::set_off_cpu`].
@@ -239,13 +242,21 @@ impl Rewriter {
                     self.sample(rec, &mut output[ring], false);
                 }
             }
-            Some(SchedRaw::Waking { wakee, .. }) => {
+            Some(SchedRaw::Waking { wakee, flags }) => {
                 let g = self.gate.as_ref().expect("gate checked above");
                 let long = g
                     .held
                     .get(&wakee)
                     .is_some_and(|h| time.saturating_sub(h.time) >= g.min_ns);
-                self.sample(rec, &mut output[ring], has_stack && !long);
+                // A hard interrupt's or an NMI's user frames are those of whatever task it
+                // interrupted: reports never show them.
+                let in_irq = flags & (trace_flags::HARDIRQ | trace_flags::NMI) != 0;
+                if has_stack && long && in_irq {
+                    self.stats.irq_user_stacks += 1;
+                } else if has_stack && !long {
+                    self.stats.short_waits += 1;
+                }
+                self.sample(rec, &mut output[ring], has_stack && (!long || in_irq));
             }
             None => self.sample(rec, &mut output[ring], false),
         }
@@ -294,13 +305,17 @@ impl Rewriter {
         };
         g.held_bytes -= h.rec.len();
         let short = time.saturating_sub(h.time) < g.min_ns;
+        if short {
+            self.stats.short_waits += 1;
+        }
         if let Some(out) = output.get_mut(h.ring) {
             self.sample(&h.rec, out, short);
         }
     }
 
     /// Unwind one sample and write it back without its registers and stack copy; with
-    /// `short`, keep only its kernel frames (an off-CPU wait shorter than the minimum).
+    /// `short`, keep only its kernel frames (an off-CPU wait shorter than the minimum, or a
+    /// wake-up's interrupted user context).
     fn sample(&mut self, rec: &[u8], out: &mut Vec<u8>, short: bool) {
         let misc = u16::from_le_bytes([rec[4], rec[5]]);
         let Some(s) = stackcopy::parse(&self.attr, &rec[8..]) else {
@@ -327,9 +342,6 @@ impl Rewriter {
             }
         }
         let wants_user = s.stack_size > 0 && !short;
-        if short {
-            self.stats.short_waits += 1;
-        }
         if let (true, Some(bp), Some(sp), Some(ip)) = (
             wants_user,
             s.user_reg(stackcopy::reg::BP),
@@ -437,6 +449,7 @@ mod tests {
         Timer,
         Switch { next: u32 },
         Waking { wakee: u32 },
+        IrqWaking { wakee: u32 },
     }
 
     /// A sample of `tid` at `time` with a kernel frame, user registers and a 64-byte stack
@@ -460,6 +473,11 @@ mod tests {
             }
             Kind::Waking { wakee } => {
                 raw[..2].copy_from_slice(&WAKING_ID.to_le_bytes());
+                raw[24..28].copy_from_slice(&wakee.to_le_bytes());
+            }
+            Kind::IrqWaking { wakee } => {
+                raw[..2].copy_from_slice(&WAKING_ID.to_le_bytes());
+                raw[2] = trace_flags::HARDIRQ;
                 raw[24..28].copy_from_slice(&wakee.to_le_bytes());
             }
         }
@@ -543,5 +561,23 @@ mod tests {
         let mut out = vec![Vec::new()];
         rw.rewrite(&[&cpu0], &mut out);
         assert_eq!((rw.stats().short_waits, rw.stats().unwound), (0, 2));
+    }
+
+    #[test]
+    fn an_interrupts_user_context_is_not_unwound() {
+        let mut rw = rewriter();
+        let cpu0: Vec<u8> = [
+            rec(10, 1_000, Kind::Switch { next: 0 }, true),
+            // A timer interrupt in thread 20 ends 10's long sleep.
+            rec(20, 50_000, Kind::IrqWaking { wakee: 10 }, true),
+            rec(20, 51_000, Kind::Switch { next: 10 }, true),
+        ]
+        .concat();
+        let mut out = vec![Vec::new()];
+        rw.rewrite(&[&cpu0], &mut out);
+        assert_eq!(rw.stats().irq_user_stacks, 1);
+        assert_eq!(rw.stats().short_waits, 0);
+        // 10's switch-out only (20's is still held).
+        assert_eq!(rw.stats().unwound, 1);
     }
 }
