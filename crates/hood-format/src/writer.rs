@@ -23,6 +23,9 @@ pub struct Writer<W: Write> {
     bytes: u64,
     level: i32,
     scratch: Vec<u8>,
+    /// One zstd context for every chunk (making one per chunk cost a live recorder more
+    /// than compressing: a context is about a megabyte to allocate and clear).
+    compressor: Option<zstd::bulk::Compressor<'static>>,
 }
 
 impl Writer<OutputFile> {
@@ -63,8 +66,10 @@ impl Writer<OutputFile> {
                 self.kind,
             )?;
             w.level = self.level;
+            w.compressor = self.compressor.take();
             body(&mut w)?;
             w.flush()?;
+            self.compressor = w.compressor.take();
             let bytes = w.bytes;
             let file = w.out.into_inner().map_err(|e| FormatError::Io {
                 path: self.path.clone(),
@@ -144,12 +149,14 @@ impl<W: Write> Writer<W> {
             bytes: bytes.len() as u64,
             level: 1,
             scratch: Vec::new(),
+            compressor: None,
         })
     }
 
     /// zstd level for compressed chunks (default 1: fast enough for live recording).
     pub fn set_compression_level(&mut self, level: i32) {
         self.level = level;
+        self.compressor = None;
     }
 
     /// Append one chunk. With `compress`, the payload is zstd-compressed unless that does not
@@ -168,10 +175,19 @@ impl<W: Write> Writer<W> {
         let mut stored: &[u8] = payload;
         if compress && !payload.is_empty() {
             let bound = zstd::zstd_safe::compress_bound(payload.len());
-            self.scratch.resize(bound, 0);
-            if let Ok(n) =
-                zstd::bulk::compress_to_buffer(payload, &mut self.scratch[..], self.level)
-            {
+            if self.scratch.len() < bound {
+                self.scratch.resize(bound, 0);
+            }
+            if self.compressor.is_none() {
+                self.compressor = zstd::bulk::Compressor::new(self.level).ok();
+            }
+            let done = match self.compressor.as_mut() {
+                Some(c) => c.compress_to_buffer(payload, &mut self.scratch[..bound]),
+                None => {
+                    zstd::bulk::compress_to_buffer(payload, &mut self.scratch[..bound], self.level)
+                }
+            };
+            if let Ok(n) = done {
                 if n < payload.len() {
                     flags |= FLAG_ZSTD;
                     stored = &self.scratch[..n];
