@@ -10,7 +10,8 @@ use ratatui::Frame;
 
 use crate::App;
 
-const HELP: &[&str] = &[
+/// The keys of the full-screen view, as `?` shows them (the man page lists them too).
+pub const HELP: &[&str] = &[
     "hood top keys",
     "",
     "  t  tasks            i  IPC-like activity (context switches, syscalls, bytes)",

@@ -17,6 +17,7 @@ use std::time::Duration;
 use hood_monitor::{Mode, ScanOptions, SortKey, SystemView};
 
 pub use app::App;
+pub use draw::HELP as KEYS;
 pub use sampled::run_sampled;
 
 /// Errors of the terminal UI.

@@ -27,9 +27,25 @@ pub fn generate(kind: Generate, out: &mut dyn Write) -> std::io::Result<()> {
 /// One page, `hood(1)`: the top level, then a section per subcommand (and per nested
 /// subcommand: `hood calls report`) with its synopsis and options, then EXIT STATUS and
 /// ENVIRONMENT.
-fn man(mut cmd: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
+fn man(cmd: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
+    // Rendered whole first: `code` in help texts becomes bold, as man pages set commands.
+    let mut page = Vec::new();
+    man_roff(cmd, &mut page)?;
+    let page = String::from_utf8_lossy(&page);
+    for line in page.lines() {
+        writeln!(out, "{}", code_spans(line))?;
+    }
+    Ok(())
+}
+
+fn man_roff(mut cmd: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
     cmd.build();
-    let top = clap_mangen::Man::new(cmd.clone()).date(env!("BUILD_DATE"));
+    // The footer holds the source and the date side by side: a short source keeps them apart
+    // at 80 columns (the commit is in VERSION).
+    let top = clap_mangen::Man::new(cmd.clone())
+        .date(env!("BUILD_DATE"))
+        .source(concat!("hood ", env!("CARGO_PKG_VERSION")))
+        .manual("User Commands");
     top.render_title(out)?;
     top.render_name_section(out)?;
     top.render_synopsis_section(out)?;
@@ -47,9 +63,61 @@ fn man(mut cmd: clap::Command, out: &mut dyn Write) -> std::io::Result<()> {
     for sub in cmd.get_subcommands() {
         subcommand(sub, out)?;
     }
+    top_keys(out)?;
+    examples(out)?;
     exit_and_environment(out)?;
     top.render_version_section(out)?;
     Ok(())
+}
+
+/// Common tasks, one command each (the README says more).
+const EXAMPLES: &[(&str, &str)] = &[
+    ("Profile a command, then see where its CPU time went (kernel and user stacks):", "hood record -- ./myprog args\nhood report"),
+    ("Profile the whole machine for 10 seconds, then only one process:", "hood record -a -d 10\nhood report --pid 1234"),
+    ("Also record where threads wait and who woke them; show wall-clock time:", "hood record --off-cpu -- ./myprog\nhood report --wall\nhood report --by waker"),
+    ("A flame graph, a pprof profile, a Firefox Profiler file:", "hood report --format svg -o flame.svg\nhood report --format pprof -o prof.pb.gz\nhood report --format firefox -o prof.json.gz"),
+    ("Calls and own time per call path of a program built with -finstrument-functions:", "gcc -O2 -g -finstrument-functions -o prog prog.c\nhood calls run -- ./prog\nhood calls report"),
+    ("A timestamped trace of every call, with context switches:", "hood trace record -- ./prog\nhood trace report --paths"),
+    ("Watch the system; one batch refresh as JSON:", "hood top\nhood top -b -n 1 --json"),
+];
+
+fn examples(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, ".SH EXAMPLES")?;
+    for (what, cmds) in EXAMPLES {
+        writeln!(out, ".PP\n{}\n.PP\n.RS 4\n.nf", roff_text(what))?;
+        for c in cmds.lines() {
+            writeln!(out, "{}", roff_text(c))?;
+        }
+        writeln!(out, ".fi\n.RE")?;
+    }
+    Ok(())
+}
+
+/// The keys of `hood top`'s full-screen view, as its own help (`?`) lists them.
+fn top_keys(out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out, ".SH \"HOOD TOP KEYS\"\n.nf")?;
+    let keys = hood_tui::KEYS.iter().skip(1);
+    for line in keys.take_while(|l| !l.starts_with("any key")) {
+        writeln!(out, "{}", roff_text(line))?;
+    }
+    writeln!(out, ".fi")?;
+    Ok(())
+}
+
+/// A roff line with each `code` span set in bold (lines with an odd number of backticks are
+/// left as they are).
+fn code_spans(line: &str) -> String {
+    if !line.contains('`') || line.matches('`').count() % 2 == 1 {
+        return line.to_string();
+    }
+    let mut out = String::with_capacity(line.len() + 16);
+    for (i, part) in line.split('`').enumerate() {
+        if i > 0 {
+            out.push_str(if i % 2 == 1 { "\\fB" } else { "\\fR" });
+        }
+        out.push_str(part);
+    }
+    out
 }
 
 /// A subcommand's own section: its name and about as a heading, then its synopsis and options
@@ -90,7 +158,8 @@ fn exit_and_environment(out: &mut dyn Write) -> std::io::Result<()> {
         out,
         "hood refuses a set variable whose value it does not understand, naming the values it takes."
     )?;
-    for v in VARS {
+    // The test suite's own variables are for readers of the repository (docs/cli.md).
+    for v in VARS.iter().filter(|v| !v.what.starts_with("test suite:")) {
         let values = match v.values {
             Values::Any => String::new(),
             _ => format!(" ({})", v.shown),
@@ -129,7 +198,16 @@ fn roff_text(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::roff_text;
+    use super::{code_spans, roff_text};
+
+    #[test]
+    fn code_spans_are_bold() {
+        assert_eq!(
+            code_spans("run `hood stop` now"),
+            "run \\fBhood stop\\fR now"
+        );
+        assert_eq!(code_spans("odd ` tick"), "odd ` tick");
+    }
 
     #[test]
     fn roff_text_escapes_controls() {

@@ -415,14 +415,25 @@ const PLANS: &[(&str, Plan)] = &[
         ),
     ),
     (
-        "hood --generate complete-zsh > \"${fpath[1]}/_hood\"",
+        "hood --generate complete-zsh > /usr/local/share/zsh/site-functions/_hood",
         Plan::Variant(
-            "hood --generate complete-zsh > _hood",
-            "`${fpath[1]}` is zsh's completion directory, unknown to bash and not the test's",
+            "hood --generate complete-zsh > _hood && grep -q '^#compdef hood' _hood",
+            "the test does not install into the system's completion directory",
+        ),
+    ),
+    (
+        "hood --generate complete-fish > ~/.config/fish/completions/hood.fish",
+        Plan::Variant(
+            "hood --generate complete-fish > hood.fish && grep -q 'complete -c hood' hood.fish",
+            "the test does not install into the user's fish directory",
         ),
     ),
     ("hood --version", Plan::AsWritten),
     // docs/calls.md.
+    (
+        "gcc -O2 -g -finstrument-functions -o split tests/c/split.c",
+        Plan::Variant("test -x split", "Work::new builds split from tests/c, instrumented"),
+    ),
     (
         "hood calls run -o split.data -- ./split 600",
         Plan::AsWritten,
@@ -437,6 +448,17 @@ const PLANS: &[(&str, Plan)] = &[
         Plan::AsWritten,
     ),
     // docs/ecosystem.md.
+    (
+        "gcc -O1 -g -o split tests/c/split.c",
+        Plan::Variant(
+            "test -x split",
+            "Work::new builds split from tests/c (instrumented, which sampling does not mind)",
+        ),
+    ),
+    (
+        "gcc -O1 -g -pthread -o labels_udp tests/c/labels_udp.c",
+        Plan::Variant("test -x labels_udp", "Work::new builds labels_udp from tests/c"),
+    ),
     ("hood record -F 999 -- ./split 1500", Plan::AsWritten),
     ("hood report --format pprof -o split.pb.gz", Plan::AsWritten),
     ("go tool pprof -top -addresses split.pb.gz", Plan::AsWritten),

@@ -83,7 +83,7 @@ pub enum FormatArg {
     Text,
     /// Versioned JSON (`"schema_version": 1`).
     Json,
-    /// Chrome trace-event JSON (Perfetto, chrome://tracing).
+    /// Chrome trace-event JSON (Perfetto at ui.perfetto.dev, speedscope).
     Chrome,
 }
 
