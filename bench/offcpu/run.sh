@@ -78,11 +78,15 @@ storm_under() { # $1: label, rest: recorder command; prints ops/sec, recorder CP
 }
 read -r pops pcpu < <(storm_under perf-sched perf sched record -q -o "$out/storm-perf.data" -- sleep 1000)
 read -r hops hcpu < <(storm_under hood-offcpu $hood record -a --off-cpu -o "$out/storm-hood.data")
+# The kernel's share: the same two tracepoints with DWARF stack copies, taken by perf.
+# Its gigabytes go to /dev/null (perf's pipe mode).
+read -r dops dcpu < <(storm_under perf-dwarf sh -c 'exec perf record -N -q -a -e sched:sched_switch -e sched:sched_waking --call-graph dwarf,8192 -o - > /dev/null')
 psize=$(du -k "$out/storm-perf.data" | cut -f1); hsize=$(du -k "$out/storm-hood.data" | cut -f1)
 awk -v b="$base" -v po="$pops" -v ho="$hops" -v pc="$pcpu" -v hc="$hcpu" -v ps="$psize" -v hs="$hsize" 'BEGIN {
     printf "perf sched record: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", po, 100*(b-po)/b, pc, ps
     printf "hood -a --off-cpu: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", ho, 100*(b-ho)/b, hc, hs
     if (pc > 0) printf "recorder CPU hood/perf: %.2f (target <= 1); file hood/perf: %.2f (target <= 0.5)\n", hc/pc, hs/ps }'
+awk -v b="$base" -v d="$dops" -v c="$dcpu" 'BEGIN { printf "for scale, perf record -e sched_switch,sched_waking --call-graph dwarf: %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", d, 100*(b-d)/b, c }'
 grep -E "lost|off-CPU" "$out/hood-offcpu.log" || true
 
 echo; echo "== 3. ordinary rate: a thread that sleeps 1 ms 1,000 times a second, ${secs}s"
