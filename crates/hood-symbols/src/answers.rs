@@ -5,9 +5,12 @@
 //!
 //! One file per binary and way of reading it (`$XDG_CACHE_HOME/hood/symbols`, else
 //! `~/.cache/hood/symbols`; `HOOD_SYMBOL_CACHE=DIR` moves it, `HOOD_SYMBOL_CACHE=off` turns
-//! it off), named by the binary's build-id and size (a binary without a build-id: its file's
-//! device, inode, size and times), the size of the separate debug file it was read with (0:
-//! none) and the options that change answers (inlined functions on or off). A binary rebuilt
+//! it off), named by the binary's build-id, size and owner (a binary without a build-id, or
+//! one that users other than its owner may write: its file's device, inode and times), the
+//! size and owner of the separate debug file it was read with (0: none) and the options that
+//! change answers (inlined functions on or off). A build-id is a claim the file makes, not a
+//! proof: another user's copy of a binary with its build-id and size but renamed symbols
+//! gets answers of its own, never the real binary's. A binary rebuilt
 //! with another build-id, a stripped copy of it, or a debug file installed or removed since,
 //! all get a file of their own. The answers are the raw ones:
 //! names before demangling and shortening, so `--full-names` (or no demangling at all)
@@ -82,12 +85,12 @@ impl SymbolCacheConfig {
 pub(crate) fn key(
     real: &Path,
     build_id: Option<&[u8]>,
-    debug_size: u64,
+    debug: &str,
     inlined: bool,
 ) -> Option<String> {
     let m = fs::metadata(real).ok().filter(|m| m.is_file())?;
     let who = match build_id.filter(|id| id.len() >= 2) {
-        Some(id) => format!("{}.{}", hex(id), m.len()),
+        Some(id) => format!("{}.{}.{}", hex(id), m.len(), owner(&m)),
         None => format!(
             "noid-{:x}-{}-{}-{}.{}-{}.{}",
             m.dev(),
@@ -100,9 +103,35 @@ pub(crate) fn key(
         ),
     };
     Some(format!(
-        "{who}.{debug_size}.{}{SUFFIX}",
+        "{who}.{debug}.{}{SUFFIX}",
         if inlined { "i" } else { "n" }
     ))
+}
+
+/// Who could have written a file, for a key: its owner, and for a file others may write,
+/// the file itself (device, inode, change time). A build-id and a size are no proof of
+/// content: another user's copy of a binary with its build-id and size but renamed
+/// symbols must not answer for the real one (nor a file anyone may rewrite for others).
+fn owner(m: &fs::Metadata) -> String {
+    if m.mode() & 0o022 != 0 {
+        format!(
+            "u{}-w{:x}-{}-{}.{}",
+            m.uid(),
+            m.dev(),
+            m.ino(),
+            m.ctime(),
+            m.ctime_nsec()
+        )
+    } else {
+        format!("u{}", m.uid())
+    }
+}
+
+/// The separate debug file's part of a key: its size and who could have written it ("0":
+/// none).
+pub(crate) fn debug_tag(path: &Path) -> Option<String> {
+    let m = fs::metadata(path).ok().filter(|m| m.is_file())?;
+    Some(format!("{}.{}", m.len(), owner(&m)))
 }
 
 /// Demangled forms of raw names: (whole signatures, raw name) → demangled name.
@@ -545,13 +574,6 @@ fn decode(bytes: &[u8], key: &str) -> Result<Kept, String> {
 }
 
 /// The size of `path` if it is a regular file (a part of keys).
-pub(crate) fn file_size(path: &Path) -> Option<u64> {
-    fs::metadata(path)
-        .ok()
-        .filter(|m| m.is_file())
-        .map(|m| m.len())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,11 +137,11 @@ impl Symbolizer {
         dbg: Option<&DebugFile>,
     ) -> Option<String> {
         self.answers.as_ref()?;
-        let debug_size = match dbg {
-            Some(d) => crate::answers::file_size(&d.path)?,
-            None => 0,
+        let debug = match dbg {
+            Some(d) => crate::answers::debug_tag(&d.path)?,
+            None => "0".to_string(),
         };
-        crate::answers::key(real, id, debug_size, self.opts.inlined)
+        crate::answers::key(real, id, &debug, self.opts.inlined)
     }
 
     /// The raw answers (names not demangled) for offsets of the binary `real`, read from its

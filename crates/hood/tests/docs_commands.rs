@@ -432,7 +432,10 @@ const PLANS: &[(&str, Plan)] = &[
     // docs/calls.md.
     (
         "gcc -O2 -g -finstrument-functions -o split tests/c/split.c",
-        Plan::Variant("test -x split", "Work::new builds split from tests/c, instrumented"),
+        Plan::Variant(
+            "test -x split",
+            "Work::new builds split from tests/c, instrumented",
+        ),
     ),
     (
         "hood calls run -o split.data -- ./split 600",
@@ -457,7 +460,10 @@ const PLANS: &[(&str, Plan)] = &[
     ),
     (
         "gcc -O1 -g -pthread -o labels_udp tests/c/labels_udp.c",
-        Plan::Variant("test -x labels_udp", "Work::new builds labels_udp from tests/c"),
+        Plan::Variant(
+            "test -x labels_udp",
+            "Work::new builds labels_udp from tests/c",
+        ),
     ),
     ("hood record -F 999 -- ./split 1500", Plan::AsWritten),
     ("hood report --format pprof -o split.pb.gz", Plan::AsWritten),

@@ -2,7 +2,9 @@
 //! known program built `-O2 -g` (tests/c/inline_hot.c): reports with the cache are
 //! byte-identical to reports without it, in every format and with every naming option; the
 //! second report reads no symbol table or DWARF (`HOOD_TIMING` says how many addresses came
-//! from where); a damaged kept file is ignored with a warning and the report is still right.
+//! from where); a damaged kept file is ignored with a warning and the report is still right;
+//! another user's look-alike binary (same build-id and size, renamed symbols) cannot rename the
+//! real one's functions through the cache.
 
 mod common;
 
@@ -109,4 +111,71 @@ fn warm_reports_are_identical_and_read_no_debug_info() {
     let again = report(dir.path(), &data, cache_s, &["--format", "collapsed"]);
     assert_eq!(again.stdout, want.stdout);
     assert_eq!(counts(&again).1, 0, "rewritten: {}", text(&again));
+}
+
+/// Issue 29's R5: another user's copy of a binary, with the same build-id and size but a
+/// renamed function, is reported with its own names, and its answers never stand for the
+/// real binary's in a later report.
+#[test]
+fn another_users_lookalike_binary_cannot_rename_the_real_ones_functions() {
+    if !privileged("another_users_lookalike_binary_cannot_rename_the_real_ones_functions") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let real = c_program_o2(dir.path(), "spinner");
+    // The look-alike: the same bytes with one symbol name changed (same length, so the same
+    // size and build-id), owned by nobody.
+    let bytes = std::fs::read(&real).unwrap();
+    let (from, to) = (b"spin_here", b"EVIL_here");
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("symbol name in the binary");
+    let mut evil = bytes.clone();
+    let mut n = 0;
+    let mut i = at;
+    while let Some(p) = evil[i..].windows(from.len()).position(|w| w == from) {
+        evil[i + p..i + p + from.len()].copy_from_slice(to);
+        i += p + from.len();
+        n += 1;
+    }
+    assert!(n >= 1);
+    let lookalike_dir = dir.path().join("lookalike");
+    std::fs::create_dir(&lookalike_dir).unwrap();
+    std::fs::set_permissions(&lookalike_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let lookalike = lookalike_dir.join("spinner");
+    std::fs::write(&lookalike, &evil).unwrap();
+    std::fs::set_permissions(&lookalike, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&lookalike, Some(65534), Some(65534)).unwrap();
+
+    let cache = dir.path().join("symbols");
+    let cache_s = cache.to_str().unwrap();
+    let rec = |prog: &Path, data: &Path| {
+        let out = record(data, &["-F", "999", "--", prog.to_str().unwrap(), "400"]);
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    let real_data = dir.path().join("real.data");
+    let evil_data = dir.path().join("evil.data");
+    rec(&lookalike, &evil_data);
+    rec(&real, &real_data);
+    // The look-alike's report (keeping its answers) says what its file says...
+    let evil_report = report(dir.path(), &evil_data, cache_s, &["--format", "collapsed"]);
+    assert!(
+        String::from_utf8_lossy(&evil_report.stdout).contains("EVIL_here"),
+        "{}",
+        text(&evil_report)
+    );
+    // ...and the real binary's report, from the same cache, says what the real file says.
+    for _ in 0..2 {
+        let out = report(dir.path(), &real_data, cache_s, &["--format", "collapsed"]);
+        let folded = String::from_utf8_lossy(&out.stdout);
+        assert!(folded.contains("spin_here"), "{}", text(&out));
+        assert!(
+            !folded.contains("EVIL"),
+            "poisoned by the look-alike:\n{folded}"
+        );
+    }
 }
