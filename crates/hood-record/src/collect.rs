@@ -121,6 +121,12 @@ impl Collector {
     /// Store the switch-out samples the rewriter still holds (threads not seen running again
     /// before the end): once, after the last round.
     pub fn release_held(&mut self) {
+        self.rewrite_into_buffers(|rw, _, outs| rw.release_all(outs));
+    }
+
+    /// Run `f` with the rewriter, the round's input of each CPU and the CPU buffers as its
+    /// outputs, in the order of `pending` (one place per CPU, the same in every round).
+    fn rewrite_into_buffers(&mut self, f: impl FnOnce(&mut Rewriter, &[&[u8]], &mut [Vec<u8>])) {
         let Some(rw) = self.rewriter.as_mut() else {
             return;
         };
@@ -129,7 +135,8 @@ impl Collector {
             .iter()
             .map(|c| std::mem::take(self.bufs.entry(*c).or_default()))
             .collect();
-        rw.release_all(&mut outs);
+        let input: Vec<&[u8]> = self.pending.values().map(Vec::as_slice).collect();
+        f(rw, &input, &mut outs);
         for (cpu, out) in cpus.into_iter().zip(outs) {
             self.bufs.insert(cpu, out);
         }
@@ -154,29 +161,17 @@ impl Collector {
     /// CPUs, into the per-CPU buffers.
     /// The unwinder's warnings go to `log`.
     pub fn end_round(&mut self, log: &mut dyn FnMut(&str)) {
-        let Some(rw) = self.rewriter.as_mut() else {
-            return;
-        };
-        if self.pending.values().all(Vec::is_empty) {
+        if self.rewriter.is_none() || self.pending.values().all(Vec::is_empty) {
             return;
         }
-        let cpus: Vec<u32> = self.pending.keys().copied().collect();
-        let mut outs: Vec<Vec<u8>> = cpus
-            .iter()
-            .map(|c| std::mem::take(self.bufs.entry(*c).or_default()))
-            .collect();
-        {
-            let input: Vec<&[u8]> = self.pending.values().map(Vec::as_slice).collect();
-            rw.rewrite(&input, &mut outs);
-        }
-        for (cpu, out) in cpus.into_iter().zip(outs) {
-            self.bufs.insert(cpu, out);
-        }
+        self.rewrite_into_buffers(|rw, input, outs| rw.rewrite(input, outs));
         for p in self.pending.values_mut() {
             p.clear();
         }
-        for w in rw.unwinder().take_warnings() {
-            log(&w);
+        if let Some(rw) = self.rewriter.as_mut() {
+            for w in rw.unwinder().take_warnings() {
+                log(&w);
+            }
         }
     }
 
