@@ -59,7 +59,7 @@ pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{kallsyms_hidden_reason, paranoid_level, PerfError};
 pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
 pub use offcpu::{OffCpuTracepoints, OFF_CPU_TRACEPOINTS};
-pub use session::{Readiness, Session};
+pub use session::{Readiness, RingBytes, Session};
 pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};
 
 // The recorder may move a session to its own thread.

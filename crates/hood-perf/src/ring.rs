@@ -91,12 +91,29 @@ impl Ring {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
+        let (head, [first, second]) = self.unread()?;
+        let cpu = self.cpu;
+        let avail = first.len() + second.len();
+        if avail == 0 {
+            return Ok(0);
+        }
+        sink(cpu, first).map_err(|source| PerfError::Sink { cpu, source })?;
+        if !second.is_empty() {
+            sink(cpu, second).map_err(|source| PerfError::Sink { cpu, source })?;
+        }
+        self.release(head);
+        Ok(avail)
+    }
+
+    /// The unread bytes, in place (a second slice when they wrap), and the `data_head` they
+    /// end at; nothing is released.
+    pub(crate) fn unread(&self) -> Result<(u64, [&[u8]; 2]), PerfError> {
         let head = self
             .atomic(offset_of!(perf_event_mmap_page, data_head))
             .load(Ordering::Acquire);
         let avail = head.wrapping_sub(self.tail);
         if avail == 0 {
-            return Ok(0);
+            return Ok((head, [&[], &[]]));
         }
         if avail > self.data_size {
             return Err(PerfError::Sys {
@@ -115,16 +132,14 @@ impl Ring {
         let avail = avail as usize;
         let size = self.data_size as usize;
         let first = avail.min(size - start);
-        let cpu = self.cpu;
-        sink(cpu, self.data(start, first)).map_err(|source| PerfError::Sink { cpu, source })?;
-        if first < avail {
-            sink(cpu, self.data(0, avail - first))
-                .map_err(|source| PerfError::Sink { cpu, source })?;
-        }
+        Ok((head, [self.data(start, first), self.data(0, avail - first)]))
+    }
+
+    /// Give the bytes up to `head` (from [`Ring::unread`]) back to the kernel.
+    pub(crate) fn release(&mut self, head: u64) {
         self.tail = head;
         self.atomic(offset_of!(perf_event_mmap_page, data_tail))
             .store(head, Ordering::Release);
-        Ok(avail)
     }
 
     /// The data-area bytes `[start, start + len)`; the caller keeps them inside

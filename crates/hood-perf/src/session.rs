@@ -30,6 +30,9 @@ pub enum Readiness {
     Hangup,
 }
 
+/// One ring's unread bytes in place: its CPU, and one slice, or two when they wrap.
+pub type RingBytes<'a> = (u32, [&'a [u8]; 2]);
+
 /// An open set of sampling events with their mapped per-CPU rings.
 pub struct Session {
     // Field order matters: rings are unmapped before the descriptors close.
@@ -217,6 +220,31 @@ impl Session {
         let mut total = 0;
         for ring in &mut self.rings {
             total += ring.drain(sink)?;
+        }
+        Ok(total)
+    }
+
+    /// Hands `f` every ring's unread bytes in place, without copying them: per ring its CPU
+    /// and one slice, or two when the unread region wraps (a record may then start in the
+    /// first and end in the second). Once `f` returns `Ok`, the bytes are released to the
+    /// kernel; on an error they stay. Returns the number of bytes released.
+    pub fn drain_in_place(
+        &mut self,
+        f: &mut dyn FnMut(&[RingBytes<'_>]) -> io::Result<()>,
+    ) -> Result<usize, PerfError> {
+        let mut heads = Vec::with_capacity(self.rings.len());
+        let mut views = Vec::with_capacity(self.rings.len());
+        for ring in &self.rings {
+            let (head, parts) = ring.unread()?;
+            heads.push(head);
+            views.push((ring.cpu(), parts));
+        }
+        let total = views.iter().map(|(_, [a, b])| a.len() + b.len()).sum();
+        let cpu = views.first().map_or(0, |v| v.0);
+        f(&views).map_err(|source| PerfError::Sink { cpu, source })?;
+        drop(views);
+        for (ring, head) in self.rings.iter_mut().zip(heads) {
+            ring.release(head);
         }
         Ok(total)
     }

@@ -20,9 +20,8 @@ const MAX_KERNEL_ADDRS: usize = 1 << 20;
 
 /// Per-CPU buffers and counters.
 pub struct Collector {
+    /// One buffer per CPU, from the start (their order is the rewriter's output order).
     bufs: BTreeMap<u32, Vec<u8>>,
-    /// With stack copies: bytes drained this round, rewritten by `end_round`.
-    pending: BTreeMap<u32, Vec<u8>>,
     rewriter: Option<Rewriter>,
     /// Counters per CPU.
     pub counts: BTreeMap<u32, CpuCounts>,
@@ -55,7 +54,6 @@ impl Collector {
                 .iter()
                 .map(|&c| (c, Vec::with_capacity(FLUSH_BYTES * 2)))
                 .collect(),
-            pending: BTreeMap::new(),
             rewriter: None,
             counts: cpus.iter().map(|&c| (c, CpuCounts::default())).collect(),
             pids: BTreeSet::new(),
@@ -104,11 +102,6 @@ impl Collector {
         if let Some(l) = &self.scratch.sched {
             rewriter.set_off_cpu(l.clone(), off_cpu_min_ns);
         }
-        // One input per CPU in every round, in the same order: held samples name their ring
-        // by its place.
-        for &cpu in self.counts.keys() {
-            self.pending.entry(cpu).or_default();
-        }
         self.rewriter = Some(rewriter);
     }
 
@@ -121,24 +114,19 @@ impl Collector {
     /// Store the switch-out samples the rewriter still holds (threads not seen running again
     /// before the end): once, after the last round.
     pub fn release_held(&mut self) {
-        self.rewrite_into_buffers(|rw, _, outs| rw.release_all(outs));
+        self.rewrite_into_buffers(|rw, outs| rw.release_all(outs));
     }
 
-    /// Run `f` with the rewriter, the round's input of each CPU and the CPU buffers as its
-    /// outputs, in the order of `pending` (one place per CPU, the same in every round).
-    fn rewrite_into_buffers(&mut self, f: impl FnOnce(&mut Rewriter, &[&[u8]], &mut [Vec<u8>])) {
+    /// Run `f` with the rewriter and the CPU buffers as its outputs, in CPU order (the same
+    /// in every round: held samples name their output by its place).
+    fn rewrite_into_buffers(&mut self, f: impl FnOnce(&mut Rewriter, &mut [Vec<u8>])) {
         let Some(rw) = self.rewriter.as_mut() else {
             return;
         };
-        let cpus: Vec<u32> = self.pending.keys().copied().collect();
-        let mut outs: Vec<Vec<u8>> = cpus
-            .iter()
-            .map(|c| std::mem::take(self.bufs.entry(*c).or_default()))
-            .collect();
-        let input: Vec<&[u8]> = self.pending.values().map(Vec::as_slice).collect();
-        f(rw, &input, &mut outs);
-        for (cpu, out) in cpus.into_iter().zip(outs) {
-            self.bufs.insert(cpu, out);
+        let mut outs: Vec<Vec<u8>> = self.bufs.values_mut().map(std::mem::take).collect();
+        f(rw, &mut outs);
+        for (buf, out) in self.bufs.values_mut().zip(outs) {
+            *buf = out;
         }
     }
 
@@ -147,27 +135,40 @@ impl Collector {
         self.rewriter.as_ref()
     }
 
-    /// Append drained bytes of `cpu`'s ring.
+    /// Append drained bytes of `cpu`'s ring (samples without stack copies).
     pub fn push(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
-        let to = match self.rewriter {
-            Some(_) => &mut self.pending,
-            None => &mut self.bufs,
-        };
-        to.entry(cpu).or_default().extend_from_slice(bytes);
+        self.bufs.entry(cpu).or_default().extend_from_slice(bytes);
         Ok(())
     }
 
-    /// After a drain of every ring: unwind the round's stack copies, in time order across
-    /// CPUs, into the per-CPU buffers.
-    /// The unwinder's warnings go to `log`.
-    pub fn end_round(&mut self, log: &mut dyn FnMut(&str)) {
-        if self.rewriter.is_none() || self.pending.values().all(Vec::is_empty) {
+    /// With stack copies: unwind one round of every ring's unread bytes where they lie
+    /// (`Session::drain_in_place`: the 8 KiB stack copies are never copied), in time order
+    /// across CPUs, into the per-CPU buffers. The unwinder's warnings go to `log`.
+    pub fn rewrite_round(&mut self, views: &[hood_perf::RingBytes<'_>], log: &mut dyn FnMut(&str)) {
+        if self.rewriter.is_none() || views.iter().all(|(_, [a, b])| a.is_empty() && b.is_empty()) {
             return;
         }
-        self.rewrite_into_buffers(|rw, input, outs| rw.rewrite(input, outs));
-        for p in self.pending.values_mut() {
-            p.clear();
+        // A record cut by a ring's wrap is joined in a buffer of its own.
+        let mut cut: Vec<(usize, usize, usize, Vec<u8>, usize)> = Vec::with_capacity(views.len());
+        for (v, (cpu, [a, b])) in views.iter().enumerate() {
+            let Some(o) = self.bufs.keys().position(|c| c == cpu) else {
+                continue;
+            };
+            let (whole, glue, rest) = split_wrapped(a, b);
+            cut.push((v, o, whole, glue, rest));
         }
+        let mut input: Vec<(usize, &[u8])> = Vec::with_capacity(views.len() * 3);
+        for (v, o, whole, glue, rest) in &cut {
+            let [a, b] = views[*v].1;
+            input.push((*o, &a[..*whole]));
+            if !glue.is_empty() {
+                input.push((*o, glue));
+            }
+            if *rest < b.len() {
+                input.push((*o, &b[*rest..]));
+            }
+        }
+        self.rewrite_into_buffers(|rw, outs| rw.rewrite(&input, outs));
         if let Some(rw) = self.rewriter.as_mut() {
             for w in rw.unwinder().take_warnings() {
                 log(&w);
@@ -306,5 +307,78 @@ impl Collector {
         self.counts
             .values()
             .fold(0u64, |n, c| n.saturating_add(c.lost))
+    }
+}
+
+/// The records of a ring's unread bytes `a` then `b` (the wrap between them): `a[..whole]`,
+/// then `glue` (the record cut by the wrap, joined; empty if none), then `b[rest..]`.
+/// Bytes that do not make a whole record (which the kernel never leaves) are left out.
+fn split_wrapped(a: &[u8], b: &[u8]) -> (usize, Vec<u8>, usize) {
+    let size_at = |bytes: &[u8], at: usize| -> Option<usize> {
+        let s = u16::from_le_bytes([*bytes.get(at + 6)?, *bytes.get(at + 7)?]) as usize;
+        (s >= 8).then_some(s)
+    };
+    let mut whole = 0;
+    while let Some(size) = size_at(a, whole) {
+        if whole + size > a.len() {
+            break;
+        }
+        whole += size;
+    }
+    let tail = &a[whole..];
+    if tail.is_empty() || b.is_empty() {
+        return (whole, Vec::new(), 0);
+    }
+    // The header itself may be cut.
+    let mut head = tail.to_vec();
+    head.extend(b.iter().take(8usize.saturating_sub(tail.len())));
+    let Some(size) = size_at(&head, 0) else {
+        return (whole, Vec::new(), b.len());
+    };
+    let need = size - tail.len().min(size);
+    if need > b.len() {
+        return (whole, Vec::new(), b.len());
+    }
+    let mut glue = tail.to_vec();
+    glue.extend_from_slice(&b[..need]);
+    (whole, glue, need)
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::split_wrapped;
+
+    /// A record of `len` bytes (header size field set) filled with `fill`.
+    fn rec(len: u16, fill: u8) -> Vec<u8> {
+        let mut r = vec![fill; len as usize];
+        r[4..6].copy_from_slice(&0u16.to_le_bytes());
+        r[6..8].copy_from_slice(&len.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn a_record_cut_by_the_wrap_is_joined_wherever_it_is_cut() {
+        let recs: Vec<Vec<u8>> = vec![rec(24, 1), rec(40, 2), rec(16, 3), rec(32, 4)];
+        let all: Vec<u8> = recs.concat();
+        for cut in 0..=all.len() {
+            let (a, b) = all.split_at(cut);
+            let (whole, glue, rest) = split_wrapped(a, b);
+            let mut joined = a[..whole].to_vec();
+            joined.extend_from_slice(&glue);
+            joined.extend_from_slice(&b[rest..]);
+            assert_eq!(joined, all, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn bytes_that_make_no_record_are_left_out() {
+        // A size field below a header's size, and a record longer than what follows.
+        let mut bad = rec(24, 1);
+        bad[6..8].copy_from_slice(&4u16.to_le_bytes());
+        let (whole, glue, rest) = split_wrapped(&bad, &[]);
+        assert_eq!((whole, glue.len(), rest), (0, 0, 0));
+        let long = rec(64, 5);
+        let (whole, glue, rest) = split_wrapped(&long[..10], &long[10..20]);
+        assert_eq!((whole, glue.len(), rest), (0, 0, 10));
     }
 }

@@ -315,8 +315,7 @@ pub fn record(
         if !cfg.drain_delay.is_zero() {
             std::thread::sleep(cfg.drain_delay);
         }
-        let drained = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes));
-        collector.end_round(log);
+        let drained = drain(&mut session, &mut collector, log);
         if let Err(e) = drained {
             error = Some(e.to_string());
             stop_reason = "error".into();
@@ -378,10 +377,9 @@ pub fn record(
     }
     let _ = session.disable();
     if error.is_none() {
-        if let Err(e) = session.drain(&mut |cpu, bytes| collector.push(cpu, bytes)) {
+        if let Err(e) = drain(&mut session, &mut collector, log) {
             error = Some(e.to_string());
         }
-        collector.end_round(log);
     }
     if let Some(t) = paused_at {
         paused += t.elapsed();
@@ -482,6 +480,23 @@ fn open_session(
             Session::open(&user_only, target)
         }
         other => other,
+    }
+}
+
+/// One round: every ring's unread bytes into the collector (unwound in place when samples
+/// carry stack copies).
+fn drain(
+    session: &mut Session,
+    collector: &mut Collector,
+    log: &mut dyn FnMut(&str),
+) -> Result<usize, hood_perf::PerfError> {
+    if collector.rewriter().is_some() {
+        session.drain_in_place(&mut |views| {
+            collector.rewrite_round(views, log);
+            Ok(())
+        })
+    } else {
+        session.drain(&mut |cpu, bytes| collector.push(cpu, bytes))
     }
 }
 

@@ -161,14 +161,15 @@ impl Rewriter {
         &self.stats
     }
 
-    /// Rewrite one round: `input[i]` holds the bytes drained from CPU `i`'s ring (whole
-    /// records); the rewritten records of that CPU are appended to `output[i]`.
-    pub fn rewrite(&mut self, input: &[&[u8]], output: &mut [Vec<u8>]) {
+    /// Rewrite one round: each input is `(o, bytes)`, whole records drained from the ring of
+    /// the CPU whose rewritten records are appended to `output[o]`. A CPU's records may come
+    /// in several consecutive inputs (a ring whose unread bytes wrap).
+    pub fn rewrite(&mut self, input: &[(usize, &[u8])], output: &mut [Vec<u8>]) {
         self.order.clear();
         // Side-band records are decoded once, here (for their time); the event is applied in
         // time order below. `NO_EVENT` marks samples and records that decode to nothing.
         self.decoded.events.clear();
-        for (ring, bytes) in input.iter().enumerate() {
+        for (ring, (_, bytes)) in input.iter().enumerate() {
             let broken = for_each_frame(bytes, |f| {
                 let (time, event) = if f.ty == kind::SAMPLE {
                     let t = stackcopy::parse(&self.attr, &f.bytes[8..]).map_or(0, |s| s.time);
@@ -190,8 +191,9 @@ impl Rewriter {
         self.order
             .sort_by_key(|&(time, ring, at, ..)| (time, ring, at));
         let order = std::mem::take(&mut self.order);
-        for &(time, ring, at, len, event) in &order {
-            let rec = &input[ring][at..at + len];
+        for &(time, part, at, len, event) in &order {
+            let (ring, bytes) = input[part];
+            let rec = &bytes[at..at + len];
             if ring >= output.len() {
                 continue;
             }
@@ -530,7 +532,7 @@ mod tests {
         ]
         .concat();
         let mut out = vec![Vec::new(), Vec::new()];
-        rw.rewrite(&[&cpu0, &cpu1], &mut out);
+        rw.rewrite(&[(0, &cpu0), (1, &cpu1)], &mut out);
         // 10's switch-out and the wake-up of 99 are short; 12's switch-out still waits.
         assert_eq!(rw.stats().short_waits, 2);
         // The timer sample, 11's switch-out and its wake-up.
@@ -559,7 +561,7 @@ mod tests {
         ]
         .concat();
         let mut out = vec![Vec::new()];
-        rw.rewrite(&[&cpu0], &mut out);
+        rw.rewrite(&[(0, &cpu0)], &mut out);
         assert_eq!((rw.stats().short_waits, rw.stats().unwound), (0, 2));
     }
 
@@ -574,7 +576,7 @@ mod tests {
         ]
         .concat();
         let mut out = vec![Vec::new()];
-        rw.rewrite(&[&cpu0], &mut out);
+        rw.rewrite(&[(0, &cpu0)], &mut out);
         assert_eq!(rw.stats().irq_user_stacks, 1);
         assert_eq!(rw.stats().short_waits, 0);
         // 10's switch-out only (20's is still held).
