@@ -59,6 +59,8 @@ pub enum Command {
     Report(cmd::report::ReportArgs),
     /// One function's samples per source line, with the source beside (perf annotate).
     Annotate(cmd::annotate::AnnotateArgs),
+    /// Compare two profile recordings: where time grew or shrank, per function, beyond noise.
+    Diff(cmd::diff::DiffArgs),
     /// List tasks (or threads): ID, threads, memory, user/system time, name.
     Ps(cmd::monitor::ps::PsArgs),
     /// Time, uptime and load averages.

@@ -22,6 +22,7 @@
 //! outputs (the frames below belong to whichever task was interrupted).
 
 pub mod calls;
+pub mod diff;
 pub mod proto;
 
 use std::collections::{BTreeMap, HashMap};

@@ -8,6 +8,7 @@
 //! O(samples + functions), never a string per sample.
 
 pub mod annotate;
+pub mod diff;
 mod fmt;
 pub mod folded;
 mod group;

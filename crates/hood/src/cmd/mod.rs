@@ -3,6 +3,7 @@
 
 pub mod annotate;
 pub mod calls;
+pub mod diff;
 pub mod monitor;
 pub mod record;
 pub mod report;
@@ -33,6 +34,7 @@ pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {
         Command::Stop(a) => record::detach::stop(&a),
         Command::Report(a) => report::run(&a),
         Command::Annotate(a) => annotate::run(&a),
+        Command::Diff(a) => diff::run(&a),
         Command::Ps(a) => monitor::ps::run(a),
         Command::Uptime(a) => monitor::uptime::run(a),
         Command::Top(a) => monitor::top::run(a),

@@ -80,22 +80,27 @@ impl ReportArgs {
 }
 
 impl ReportArgs {
-    /// The width of the text report: `--width` (0: no limit), else the terminal's when
-    /// standard output is one, else `COLUMNS`, else 120.
+    /// The width of the text report ([`text_width`]).
     fn text_width(&self) -> usize {
-        use std::io::IsTerminal as _;
-        match self.width {
-            Some(0) => usize::MAX,
-            Some(w) => w,
-            None if self.output.is_none() && std::io::stdout().is_terminal() => {
-                hood_tui::terminal_width().map_or(120, usize::from)
-            }
-            None => std::env::var("COLUMNS")
-                .ok()
-                .and_then(|c| c.trim().parse().ok())
-                .filter(|&c: &usize| c > 0)
-                .unwrap_or(120),
+        text_width(self.width, self.output.is_some())
+    }
+}
+
+/// The width of a text report: `--width` (0: no limit), else the terminal's when standard
+/// output is one (not `to_file`), else `COLUMNS`, else 120.
+pub fn text_width(width: Option<usize>, to_file: bool) -> usize {
+    use std::io::IsTerminal as _;
+    match width {
+        Some(0) => usize::MAX,
+        Some(w) => w,
+        None if !to_file && std::io::stdout().is_terminal() => {
+            hood_tui::terminal_width().map_or(120, usize::from)
         }
+        None => std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse().ok())
+            .filter(|&c: &usize| c > 0)
+            .unwrap_or(120),
     }
 }
 

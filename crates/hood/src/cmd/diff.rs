@@ -1,0 +1,224 @@
+//! `hood diff BASE NEW`: two profile recordings read as `hood report` reads them (hood's
+//! files or perf.data), compared row by row in hood-model, rendered by hood-report.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use hood_model::profile::aggregate::{Filter, Measure};
+use hood_model::profile::diff::{diff, DiffBy};
+use hood_model::profile::{Mode, Profile};
+use hood_report::profile::diff::{self as render, DiffTextOptions, DiffView};
+
+use super::report::{load_profile, text_width, SymbolOpts};
+
+/// What the rows of `hood diff` are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffByArg {
+    /// The sampled function, matched by name (so a rebuilt binary's functions meet theirs).
+    Function,
+    /// Process names.
+    Comm,
+    /// Files of the sampled code (executables, libraries, `[kernel.kallsyms]`).
+    Dso,
+    /// Source lines of the sampled code (`dir/file:line`, needs debug info).
+    Line,
+}
+
+/// Output format of `hood diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormatArg {
+    /// A table, largest change of time first.
+    Text,
+    /// Versioned JSON (docs/json.md).
+    Json,
+    /// `stack BASE_COUNT NEW_COUNT` lines (difffolded.pl's and inferno-diff-folded's output).
+    Collapsed,
+    /// Differential flame graph: NEW's shape, red where time grew, blue where it shrank.
+    Svg,
+    /// pprof with BASE subtracted (BASE's samples negated, labeled `pprof::base`), gzipped.
+    Pprof,
+}
+
+/// Arguments of `hood diff`.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "A row's change is marked `noise` when it is within the sampling error \
+of the two sample counts: |z| < 2.576 (two-sided 99 %), z being the change of time divided by \
+the square root of the sum of the squared sample weights of both recordings (Poisson counts). \
+Rows are matched by name, so the functions of a binary rebuilt (another build-id, other \
+addresses, another directory) meet theirs. Details: README, section \"Comparing two recordings\"."
+)]
+pub struct DiffArgs {
+    /// The recording before the change (hood's own, or a perf.data file).
+    #[arg(value_name = "BASE")]
+    pub base: PathBuf,
+    /// The recording after the change.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// What the rows are.
+    #[arg(long = "by", value_enum, default_value_t = DiffByArg::Function)]
+    pub by: DiffByArg,
+    /// Only processes with this name (in both recordings).
+    #[arg(long = "comm")]
+    pub comm: Option<String>,
+    /// Only kernel-mode samples.
+    #[arg(long = "kernel", conflicts_with = "user")]
+    pub kernel: bool,
+    /// Only user-mode samples.
+    #[arg(long = "user")]
+    pub user: bool,
+    /// Wall-clock time (both recordings made with `--off-cpu`): CPU samples and waits.
+    #[arg(long = "wall", conflicts_with = "off_cpu")]
+    pub wall: bool,
+    /// Only off-CPU time (both recordings made with `--off-cpu`).
+    #[arg(long = "off-cpu")]
+    pub off_cpu: bool,
+    /// Rows of the text table (0: all).
+    #[arg(long = "top", value_name = "N", default_value_t = 20)]
+    pub top: usize,
+    /// Output format.
+    #[arg(long = "format", value_enum, default_value_t = DiffFormatArg::Text)]
+    pub format: DiffFormatArg,
+    /// Write here instead of standard output.
+    #[arg(short = 'o', long = "output")]
+    pub output: Option<PathBuf>,
+    /// How code is named.
+    #[command(flatten)]
+    pub symbols: SymbolOpts,
+    /// Longest line of the text table in characters; longer names are cut with `…`
+    /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
+    #[arg(long = "width", value_name = "COLUMNS")]
+    pub width: Option<usize>,
+}
+
+/// Read one side, naming it in any error.
+fn load(path: &Path, which: &str, opts: &SymbolOpts) -> anyhow::Result<Profile> {
+    crate::cmd::note_killed_writers(path, hood_format::FileKind::Profile);
+    load_profile(path, opts).map_err(|e| {
+        let e = super::missing_file(
+            e,
+            path,
+            "name two profile recordings, made by `hood record` or `perf record`",
+        );
+        e.context(which.to_string())
+    })
+}
+
+/// Run `hood diff`.
+pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    if args.format == DiffFormatArg::Pprof {
+        super::refuse_binary_on_terminal(args.output.as_deref(), "pprof", "diff.pb.gz")?;
+    }
+    let measure = if args.wall {
+        Measure::Wall
+    } else if args.off_cpu {
+        Measure::OffCpu
+    } else {
+        Measure::CpuSamples
+    };
+    let filter = Filter {
+        pid: None,
+        comm: args.comm.clone(),
+        mode: if args.kernel {
+            Some(Mode::Kernel)
+        } else if args.user {
+            Some(Mode::User)
+        } else {
+            None
+        },
+        measure,
+        by_waker: false,
+    };
+    // The two are read at once: most of a report's time is reading and symbolizing.
+    let (base, new) = std::thread::scope(|s| {
+        let base = std::thread::Builder::new()
+            .name("base".into())
+            .spawn_scoped(s, || load(&args.base, "BASE", &args.symbols));
+        let new = load(&args.new, "NEW", &args.symbols);
+        let base = match base {
+            Ok(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("reading BASE failed"))),
+            Err(_) => load(&args.base, "BASE", &args.symbols),
+        };
+        (base, new)
+    });
+    let (base, new) = (base?, new?);
+    for (p, path) in [(&base, &args.base), (&new, &args.new)] {
+        if measure != Measure::CpuSamples && p.meta.off_cpu.is_none() {
+            anyhow::bail!(
+                "{} holds no off-CPU data, which --wall and --off-cpu compare: record both with `hood record --off-cpu`",
+                path.display()
+            );
+        }
+    }
+    for (p, which) in [(&base, "BASE"), (&new, "NEW")] {
+        for w in &p.warnings {
+            errln!("hood: warning: {which}: {}", crate::cmd::clean(w));
+        }
+    }
+    let empty: Vec<&PathBuf> = [(&base, &args.base), (&new, &args.new)]
+        .into_iter()
+        .filter(|(p, _)| filter.samples(p).next().is_none())
+        .map(|(_, path)| path)
+        .collect();
+    if !empty.is_empty() {
+        let what = if filter.comm.is_some() || filter.mode.is_some() {
+            " that passes the filter"
+        } else {
+            ""
+        };
+        for path in empty {
+            errln!(
+                "hood: {} holds no sample{what}: nothing to compare; `hood report -i {}` shows what it holds",
+                path.display(),
+                path.display()
+            );
+        }
+        return Ok(ExitCode::from(1));
+    }
+    let by = match args.by {
+        DiffByArg::Function => DiffBy::Function,
+        DiffByArg::Comm => DiffBy::Comm,
+        DiffByArg::Dso => DiffBy::Dso,
+        DiffByArg::Line => DiffBy::Line,
+    };
+    let d = diff(&base, &new, &filter, by);
+    for w in &d.warnings {
+        errln!("hood: warning: {}", crate::cmd::clean(w));
+    }
+    let (bs, ns) = (
+        args.base.display().to_string(),
+        args.new.display().to_string(),
+    );
+    let view = DiffView {
+        base: &base,
+        new: &new,
+        base_source: &bs,
+        new_source: &ns,
+        filter: &filter,
+        diff: &d,
+    };
+    let mut out = super::Output::open(args.output.as_deref())?;
+    match args.format {
+        DiffFormatArg::Text => {
+            let opts = DiffTextOptions {
+                rows: if args.top == 0 { usize::MAX } else { args.top },
+                width: text_width(args.width, args.output.is_some()),
+            };
+            render::render_diff_text(&view, &opts, &mut out)?
+        }
+        DiffFormatArg::Json => render::render_diff_json(&view, &mut out)?,
+        DiffFormatArg::Collapsed => render::render_diff_collapsed(&view, &mut out)?,
+        DiffFormatArg::Svg => render::render_diff_svg(&view, &mut out)?,
+        DiffFormatArg::Pprof => {
+            hood_report::pprof::diff::render_pprof_diff(&base, &new, &filter, &mut out)?
+        }
+    }
+    out.finish()?;
+    // The process ends here: freeing two profiles' allocations one by one is only time.
+    std::mem::forget(base);
+    std::mem::forget(new);
+    Ok(ExitCode::SUCCESS)
+}
