@@ -16,6 +16,7 @@ const SUBCOMMANDS: &[&str] = &[
     "stop",
     "report",
     "annotate",
+    "diff",
     "ps",
     "uptime",
     "top",

@@ -369,6 +369,31 @@ const PLANS: &[(&str, Plan)] = &[
     ("hood report --by reason", Plan::AsWritten),
     ("hood report --by waker", Plan::AsWritten),
     ("hood report --wall --by thread", Plan::AsWritten),
+    // README: comparing two recordings.
+    (
+        "hood record -o before.data -- ./myprog",
+        Plan::Variant(
+            "hood record -o before.data -- ./myprog 300",
+            "`myprog` stands for the user's program: the test's is split, 300 ms",
+        ),
+    ),
+    (
+        "hood record -o after.data -- ./myprog",
+        Plan::Variant(
+            "hood record -o after.data -- ./myprog 300",
+            "`myprog` stands for the user's program: the test's is split, 300 ms",
+        ),
+    ),
+    ("hood diff before.data after.data", Plan::AsWritten),
+    (
+        "hood diff before.data after.data --format svg -o diff.svg",
+        Plan::AsWritten,
+    ),
+    (
+        "hood diff before.data after.data --format pprof -o diff.pb.gz",
+        Plan::AsWritten,
+    ),
+    ("go tool pprof -top diff.pb.gz", Plan::AsWritten),
     // README: call paths and traces.
     (
         "gcc -O2 -g -finstrument-functions -o prog prog.c",

@@ -60,6 +60,7 @@ fn report_calls_and_trace_outputs_follow_the_rule() {
         .current_dir(d));
     assert!(out.status.success(), "{}", text(&out));
     check(&["report", "-i", "p.data", "--format", "json"], d, false);
+    check(&["diff", "p.data", "p.data", "--format", "json"], d, false);
     let lib = common::runtime_release_dir().join("libhood_rt.so");
     let out = run(hood()
         .args(["calls", "run", "-o", "c.data", "--", split, "100"])
