@@ -135,7 +135,8 @@ pub struct Diff {
     pub new: DiffSide,
     /// Times are nanoseconds (else sample counts: neither side's event tells time).
     pub timed: bool,
-    /// Rows, the largest change of time (either sign) first; ties by name.
+    /// Rows, the largest change of time (either sign) first, ties by name
+    /// ([`sort_by_points`](Self::sort_by_points) orders them by change of share).
     pub rows: Vec<DiffRow>,
     /// The noise threshold applied.
     pub noise_z: f64,
@@ -247,11 +248,10 @@ fn side(
                 },
                 None => unknown(),
             },
-            DiffBy::Line => match sampled_line(prof, &s) {
-                Some(l) => {
-                    let Some((fk, dso)) = func_key(Some(l.func)) else {
-                        continue;
-                    };
+            DiffBy::Line => match sampled_line(prof, &s)
+                .and_then(|l| func_key(Some(l.func)).map(|fk| (l, fk)))
+            {
+                Some((l, (fk, dso))) => {
                     let name = match prof.source_file(&l) {
                         Some(file) => format!("{}:{}", short_path(file), l.line),
                         None => "[no line]".into(),
@@ -340,9 +340,7 @@ pub fn diff(base: &Profile, new: &Profile, f: &Filter, by: DiffBy) -> Diff {
         b.delta_time
             .abs()
             .total_cmp(&a.delta_time.abs())
-            .then_with(|| a.name.cmp(&b.name))
-            .then_with(|| a.function.cmp(&b.function))
-            .then_with(|| a.kernel.cmp(&b.kernel))
+            .then_with(|| by_key(a, b))
     });
     Diff {
         by,
@@ -352,6 +350,27 @@ pub fn diff(base: &Profile, new: &Profile, f: &Filter, by: DiffBy) -> Diff {
         rows,
         noise_z: NOISE_Z,
         warnings: warnings(base, new, timed),
+    }
+}
+
+/// Ties: by name, function, kernel.
+fn by_key(a: &DiffRow, b: &DiffRow) -> std::cmp::Ordering {
+    a.name
+        .cmp(&b.name)
+        .then_with(|| a.function.cmp(&b.function))
+        .then_with(|| a.kernel.cmp(&b.kernel))
+}
+
+impl Diff {
+    /// Order the rows by the size of their change of share (`|delta_points|`, either way),
+    /// as `perf diff` orders its rows, instead of by change of time.
+    pub fn sort_by_points(&mut self) {
+        self.rows.sort_by(|a, b| {
+            b.delta_points
+                .abs()
+                .total_cmp(&a.delta_points.abs())
+                .then_with(|| by_key(a, b))
+        });
     }
 }
 
@@ -486,6 +505,11 @@ mod tests {
         assert_eq!(names, ["gone", "fresh", "kept"]);
         assert_eq!(d.rows[0].change_percent, Some(-100.0));
         assert_eq!(d.rows[1].change_percent, None);
+        // By change of share: gone 50 % → 0, fresh 0 → 16.7 %, kept 50 % → 83.3 %.
+        let mut d = diff(&base, &new, &Filter::default(), DiffBy::Function);
+        d.sort_by_points();
+        let names: Vec<&str> = d.rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["gone", "kept", "fresh"]);
         let d = diff(&base, &new, &Filter::default(), DiffBy::Comm);
         assert_eq!(d.rows.len(), 1);
         assert_eq!((d.rows[0].base, d.rows[0].new), (1000, 600));

@@ -162,3 +162,41 @@ pub fn render_pprof_diff(
 ) -> Result<(), ReportError> {
     write_gz(&build_diff(base, new, filter), out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pprof::tests::small_profile;
+
+    #[test]
+    fn base_samples_are_negated_labeled_and_their_strings_remapped() {
+        let new = small_profile();
+        let mut base = small_profile();
+        // BASE names its functions differently, so its strings must be added to the table.
+        for f in &mut base.funcs {
+            f.name = format!("old_{}", f.name);
+        }
+        let f = Filter::default();
+        let one = build(&new, &f);
+        let d = build_diff(&base, &new, &f);
+        assert_eq!(d.sample.len(), 2 * one.sample.len());
+        let s = |i: i64| d.string_table[i as usize].as_str();
+        let key = d.string_table.iter().position(|x| x == BASE_LABEL).unwrap() as i64;
+        let mut sums = [0i64; 2];
+        for smp in &d.sample {
+            let based = smp.label.iter().any(|l| l.key == key && s(l.str) == "true");
+            sums[usize::from(based)] += smp.value[0];
+            for &loc in &smp.location_id {
+                let l = &d.location[loc as usize - 1];
+                assert_eq!(l.id, loc);
+                let func = &d.function[l.line[0].function_id as usize - 1];
+                assert_eq!(s(func.name).starts_with("old_"), based);
+                if l.mapping_id != 0 {
+                    assert_eq!(d.mapping[l.mapping_id as usize - 1].id, l.mapping_id);
+                }
+            }
+        }
+        let total: i64 = one.sample.iter().map(|s| s.value[0]).sum();
+        assert_eq!(sums, [total, -total]);
+    }
+}

@@ -40,6 +40,15 @@ pub enum DiffFormatArg {
     Pprof,
 }
 
+/// The order of the rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffSortArg {
+    /// By the size of the change of time, either way (as `go tool pprof -top -diff_base`).
+    Time,
+    /// By the size of the change of share in points, either way (as `perf diff`).
+    Points,
+}
+
 /// Arguments of `hood diff`.
 #[derive(Debug, Clone, Args)]
 #[command(
@@ -74,6 +83,9 @@ pub struct DiffArgs {
     /// Only off-CPU time (both recordings made with `--off-cpu`).
     #[arg(long = "off-cpu")]
     pub off_cpu: bool,
+    /// The order of the rows.
+    #[arg(long = "sort", value_enum, default_value_t = DiffSortArg::Time)]
+    pub sort: DiffSortArg,
     /// Rows of the text table (0: all).
     #[arg(long = "top", value_name = "N", default_value_t = 20)]
     pub top: usize,
@@ -184,7 +196,10 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         DiffByArg::Dso => DiffBy::Dso,
         DiffByArg::Line => DiffBy::Line,
     };
-    let d = diff(&base, &new, &filter, by);
+    let mut d = diff(&base, &new, &filter, by);
+    if args.sort == DiffSortArg::Points {
+        d.sort_by_points();
+    }
     for w in &d.warnings {
         errln!("hood: warning: {}", crate::cmd::clean(w));
     }
