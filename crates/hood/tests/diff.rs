@@ -26,10 +26,10 @@ struct Pair {
 }
 
 impl Pair {
-    fn base(&self) -> PathBuf {
+    fn base_data(&self) -> PathBuf {
         self.dir.path().join("base.data")
     }
-    fn new(&self) -> PathBuf {
+    fn new_data(&self) -> PathBuf {
         self.dir.path().join("new.data")
     }
 }
@@ -82,8 +82,8 @@ fn pair() -> &'static Pair {
                 .spawn()
                 .expect("spawn hood record")
         };
-        let b = rec(p.base(), &p.base_bin);
-        let n = rec(p.new(), &p.new_bin);
+        let b = rec(p.base_data(), &p.base_bin);
+        let n = rec(p.new_data(), &p.new_bin);
         for child in [b, n] {
             let out = child.wait_with_output().expect("hood record");
             assert!(out.status.success(), "{}", text(&out));
@@ -123,7 +123,7 @@ fn the_function_made_twice_as_slow_leads_and_the_others_are_noise() {
         readelf_build_id(&p.new_bin),
         "the two builds must differ in build-id"
     );
-    let v = diff_json(&[&p.base(), &p.new()], &[]);
+    let v = diff_json(&[&p.base_data(), &p.new_data()], &[]);
     assert_eq!(v["schema_version"], 1);
     let first = &v["rows"][0];
     assert_eq!(first["name"], "work_b", "{v:#}");
@@ -154,8 +154,8 @@ fn the_function_made_twice_as_slow_leads_and_the_others_are_noise() {
     // The text table says the same: work_b first, the unchanged ones marked noise.
     let out = run(hood()
         .arg("diff")
-        .arg(p.base())
-        .arg(p.new())
+        .arg(p.base_data())
+        .arg(p.new_data())
         .args(["--width", "0"]));
     assert!(out.status.success(), "{}", text(&out));
     let table = String::from_utf8_lossy(&out.stdout);
@@ -180,11 +180,11 @@ fn collapsed_pairs_and_the_flame_graph_hold_both_recordings() {
         return;
     }
     let p = pair();
-    let v = diff_json(&[&p.base(), &p.new()], &[]);
+    let v = diff_json(&[&p.base_data(), &p.new_data()], &[]);
     let out = run(hood()
         .arg("diff")
-        .arg(p.base())
-        .arg(p.new())
+        .arg(p.base_data())
+        .arg(p.new_data())
         .args(["--format", "collapsed"]));
     assert!(out.status.success(), "{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
@@ -210,8 +210,8 @@ fn collapsed_pairs_and_the_flame_graph_hold_both_recordings() {
     let svg = p.dir.path().join("diff.svg");
     let out = run(hood()
         .arg("diff")
-        .arg(p.base())
-        .arg(p.new())
+        .arg(p.base_data())
+        .arg(p.new_data())
         .args(["--format", "svg", "-o"])
         .arg(&svg));
     assert!(out.status.success(), "{}", text(&out));
@@ -258,7 +258,7 @@ fn pprof_with_the_base_subtracted_agrees_with_go_tool_pprof_diff_base() {
     let p = pair();
     let d = p.dir.path();
     let (bp, np, dp) = (d.join("base.pb.gz"), d.join("new.pb.gz"), d.join("d.pb.gz"));
-    for (data, pb) in [(p.base(), &bp), (p.new(), &np)] {
+    for (data, pb) in [(p.base_data(), &bp), (p.new_data(), &np)] {
         let out = run(hood()
             .args(["report", "--format", "pprof", "-i"])
             .arg(data)
@@ -268,8 +268,8 @@ fn pprof_with_the_base_subtracted_agrees_with_go_tool_pprof_diff_base() {
     }
     let out = run(hood()
         .arg("diff")
-        .arg(p.base())
-        .arg(p.new())
+        .arg(p.base_data())
+        .arg(p.new_data())
         .args(["--format", "pprof", "-o"])
         .arg(&dp));
     assert!(out.status.success(), "{}", text(&out));
@@ -386,7 +386,7 @@ fn a_recording_without_samples_is_nothing_to_compare_and_new_is_named_too() {
     let p = pair();
     let d = p.dir.path();
     let missing = d.join("missing.data");
-    let out = run(hood().arg("diff").arg(p.base()).arg(&missing));
+    let out = run(hood().arg("diff").arg(p.base_data()).arg(&missing));
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -403,7 +403,7 @@ fn a_recording_without_samples_is_nothing_to_compare_and_new_is_named_too() {
     // `true` runs for a millisecond: usually no sample, sometimes one. `hood report` says
     // which; `hood diff` must agree.
     let report = run(hood().args(["report", "-i"]).arg(&idle));
-    let out = run(hood().arg("diff").arg(&idle).arg(p.new()));
+    let out = run(hood().arg("diff").arg(&idle).arg(p.new_data()));
     if report.status.success() {
         assert!(out.status.success(), "{}", text(&out));
         return;

@@ -413,7 +413,7 @@ fn or_unknown(s: &str) -> &str {
 /// Folded stacks of both profiles side by side: `(stack, base weight, new weight)`, one per
 /// stack found in either, sorted by stack (the input of `difffolded.pl`'s output and
 /// inferno's differential flame graph). Stacks start with the process name, as
-/// [`folded`](super::aggregate::folded) makes them.
+/// [`folded`] makes them.
 pub fn folded_pairs(base: &Profile, new: &Profile, f: &Filter) -> Vec<(String, u64, u64)> {
     let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for (stack, n) in folded(base, f) {
