@@ -532,6 +532,66 @@ mod tests {
         );
     }
 
+    /// A Poisson count of mean `mean`: arrivals of a unit-rate Poisson process in `[0, mean)`,
+    /// from a xorshift generator (deterministic).
+    fn poisson(state: &mut u64, mean: f64) -> u64 {
+        let mut t = 0.0;
+        let mut n = 0;
+        loop {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            let u = ((*state >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            t -= u.ln();
+            if t >= mean {
+                return n;
+            }
+            n += 1;
+        }
+    }
+
+    #[test]
+    fn unchanged_functions_are_noise_in_at_least_95_percent_of_simulated_pairs() {
+        // Four functions of unchanged mean counts, one doubled, sampled as Poisson counts
+        // (what timer sampling of a steady program gives, at most) in 200 pairs of runs.
+        let means = [
+            ("tiny", 20.0),
+            ("small", 100.0),
+            ("mid", 500.0),
+            ("big", 2000.0),
+        ];
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let (mut unchanged, mut noise, mut doubled_found) = (0, 0, 0);
+        for _ in 0..200 {
+            let mut draw = |k: f64| -> Vec<(&'static str, u64)> {
+                let mut v: Vec<(&'static str, u64)> = means
+                    .iter()
+                    .map(|&(n, m)| (n, poisson(&mut rng, m)))
+                    .collect();
+                v.push(("slowed", poisson(&mut rng, 300.0 * k)));
+                v
+            };
+            let (b, n) = (draw(1.0), draw(2.0));
+            let d = diff(
+                &prof("work", &b),
+                &prof("work", &n),
+                &Filter::default(),
+                DiffBy::Function,
+            );
+            for r in &d.rows {
+                if r.name == "slowed" {
+                    doubled_found += usize::from(!r.noise);
+                } else {
+                    unchanged += 1;
+                    noise += usize::from(r.noise);
+                }
+            }
+        }
+        assert_eq!(unchanged, 800);
+        assert!(noise * 100 >= unchanged * 95, "{noise} of {unchanged}");
+        assert_eq!(doubled_found, 200);
+    }
+
     #[test]
     fn different_frequencies_are_compared_by_time_and_said() {
         let base = prof("work", &[("a", 100)]);
