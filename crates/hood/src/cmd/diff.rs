@@ -28,7 +28,7 @@ pub enum DiffByArg {
 /// Output format of `hood diff`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum DiffFormatArg {
-    /// A table, largest change of time first.
+    /// A table, largest change first.
     Text,
     /// Versioned JSON (docs/json.md).
     Json,
