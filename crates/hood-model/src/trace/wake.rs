@@ -70,7 +70,8 @@ pub struct WakeDecode {
 /// The decoder of a file's wake-up records: hood-raw's, with the stored layout.
 pub struct WakeDecoder {
     attr: Attr,
-    layout: Option<SchedLayout>,
+    /// hood-raw's decoder with the layout, reused (the recorder decodes record by record).
+    d: Option<Decoded>,
 }
 
 impl WakeDecoder {
@@ -88,21 +89,24 @@ impl WakeDecoder {
                 sample_regs_user: 0,
                 branch_sample_type: 0,
             },
-            layout: SchedLayout::from_formats(&meta.formats),
+            d: SchedLayout::from_formats(&meta.formats).map(|l| Decoded {
+                sched: Some(l),
+                ..Default::default()
+            }),
         }
     }
 
     /// Decode the raw records of CPU `cpu`.
-    pub fn decode(&self, cpu: u32, b: &[u8]) -> WakeDecode {
+    pub fn decode(&mut self, cpu: u32, b: &[u8]) -> WakeDecode {
         let mut out = WakeDecode::default();
-        let Some(layout) = &self.layout else {
+        let Some(d) = self.d.as_mut() else {
             out.skipped = 1;
             return out;
         };
-        let mut d = Decoded {
-            sched: Some(layout.clone()),
-            ..Default::default()
-        };
+        d.events.clear();
+        d.chains.clear();
+        d.malformed = 0;
+        d.skipped = 0;
         d.push_chunk(&self.attr, cpu, b);
         out.skipped = d.malformed + d.skipped;
         for e in &d.events {
@@ -132,7 +136,8 @@ impl WakeDecoder {
 
 /// Decode the raw wake-up records of CPU `cpu` stored under `meta`.
 pub fn decode_wakeups(meta: &WakeMeta, cpu: u32, b: &[u8]) -> WakeDecode {
-    WakeDecoder::new(meta).decode(cpu, b)
+    let mut d = WakeDecoder::new(meta);
+    d.decode(cpu, b)
 }
 
 /// Which function a traced waker was in at a wake-up: (waker tid, CLOCK_MONOTONIC ns) → name.
