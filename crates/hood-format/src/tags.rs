@@ -68,4 +68,11 @@ pub mod trace {
     /// record; LOST) of the `irq:irq_handler_*` / `irq:softirq_*` tracepoints, verbatim; their
     /// `format` texts are in META.
     pub const IRQS: u32 = 0x0305;
+    /// u32 CPU (LE) followed by raw perf ring records (SAMPLE: waker pid and tid, time, cpu,
+    /// raw `sched:sched_waking` record; LOST) of the whole-CPU wake-up event, verbatim: the
+    /// samples whose wakee is a thread of the traced command; the `format` texts are in META.
+    pub const WAKEUPS: u32 = 0x0306;
+    /// JSON `{"version", "tasks": [{pid, tid, comm}]}`: the names of the threads that woke a
+    /// traced thread, read from /proc when the recorder first saw them.
+    pub const TASKS: u32 = 0x0307;
 }

@@ -15,6 +15,7 @@ fn file(version: u32, events: &[u8]) -> Vec<u8> {
         sched: false,
         collected_realtime_ns: 0,
         irq: None,
+        wake: None,
     };
     let mut w = Writer::new(Vec::new(), std::path::Path::new("t"), FileKind::Trace).unwrap();
     w.write_chunk(

@@ -50,6 +50,7 @@ mod session;
 mod switches;
 mod sys;
 pub mod tracefs;
+mod wakeups;
 
 pub use attr::{BASE_SAMPLE_TYPE, USER_REGS_MASK};
 pub use config::{
@@ -61,6 +62,7 @@ pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
 pub use offcpu::{OffCpuTracepoints, OFF_CPU_TRACEPOINTS};
 pub use session::{Readiness, RingBytes, Session};
 pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};
+pub use wakeups::{WakeupRecorder, WAKE_SAMPLE_TYPE};
 
 // The recorder may move a session to its own thread.
 const _: () = {

@@ -157,6 +157,12 @@ pub const VARS: &[Var] = &[
         values: Values::OneOf(&["1", "0"]),
     },
     Var {
+        name: "HOOD_TRACE_WAKE",
+        shown: "1 | 0",
+        what: "`0`: `hood trace record` does not record who woke the traced threads (benchmarks)",
+        values: Values::OneOf(&["1", "0"]),
+    },
+    Var {
         name: "HOOD_TRACE_PREFAULT",
         shown: "1 | 0",
         what: "`0`: `hood trace record` leaves the first touch of the trace buffers to the program (benchmarks)",

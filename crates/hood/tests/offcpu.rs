@@ -183,6 +183,106 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
     // pprof: `go tool pprof -sample_index=off_cpu` reads the waits, their total the same.
     pprof_off_cpu_total_matches(dir.path(), &file, &json);
     firefox_weights_count_the_waits(dir.path(), &file, &json);
+    firefox_loader_totals_equal_the_waits(dir.path(), &file);
+}
+
+/// The Firefox Profiler's own loader (`@firefox-devtools/profiler-cli`, from npm, as in
+/// report_inline) reads the off-CPU file (`--off-cpu --format firefox`: waits only), and the
+/// total of each thread's call tree is hood's blocked + runnable time of that thread, exactly,
+/// in the file's unit. That unit is the sampling period: the processed format's `samples`
+/// weights count samples, so a wait of N ns weighs N / period samples, the remainder carried
+/// to the thread's next wait; a thread's total is floor((blocked + runnable) / period). The
+/// loader cannot show nanoseconds. Skipped (said) where npm cannot install the loader.
+fn firefox_loader_totals_equal_the_waits(dir: &Path, file: &Path) {
+    let gz = dir.join("waits.json.gz");
+    let out = run(hood()
+        .args(["report", "--off-cpu", "--format", "firefox", "-o"])
+        .arg(&gz)
+        .arg("-i")
+        .arg(file));
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&report(file, &["--off-cpu", "--format", "json"])).unwrap();
+    let period = 1_000_000_000 / json["meta"]["freq_hz"].as_u64().unwrap();
+    let prefix = dir.join("npm");
+    let installed = Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&prefix)
+        .arg("@firefox-devtools/profiler-cli@0.10.0")
+        .env("HOME", dir)
+        .output();
+    let cli = prefix.join("node_modules/.bin/profiler-cli");
+    if !matches!(&installed, Ok(o) if o.status.success()) || !cli.exists() {
+        eprintln!(
+            "not run here: npm cannot install @firefox-devtools/profiler-cli ({installed:?})"
+        );
+        return;
+    }
+    let pq = |args: &[&str]| {
+        let out = Command::new(&cli)
+            .args(args)
+            .env("HOME", dir)
+            .output()
+            .expect("profiler-cli");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // The loader's daemon may take longer to start than the client waits on a loaded
+    // machine ("retrying often works", it says): the session is ready once it lists threads.
+    let mut list = None;
+    let mut said = String::new();
+    for _ in 0..5 {
+        let (_, o, e) = pq(&["load", gz.to_str().unwrap()]);
+        said = o + &e;
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let (ok, o, _) = pq(&["thread", "list", "--json"]);
+        if let Some(v) = ok
+            .then(|| serde_json::from_str::<serde_json::Value>(&o).ok())
+            .flatten()
+        {
+            list = Some(v);
+            break;
+        }
+    }
+    let list = list.unwrap_or_else(|| panic!("profiler-cli did not load {gz:?}:\n{said}"));
+    let mut checked = 0;
+    for t in json["off_cpu"]["threads"]
+        .as_array()
+        .expect("off_cpu.threads")
+    {
+        let waits = t["blocked_ns"].as_u64().unwrap() + t["runnable_ns"].as_u64().unwrap();
+        if waits < period {
+            continue; // no sample weighs anything: the thread may have no samples at all
+        }
+        let tid = t["tid"].to_string();
+        let handle = list["threads"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["tid"].as_str() == Some(tid.as_str())))
+            .and_then(|x| x["threadHandle"].as_str())
+            .unwrap_or_else(|| panic!("profiler-cli lists no thread {tid}: {list}"));
+        let (_, o, e) = pq(&[
+            "thread",
+            "samples-top-down",
+            "--json",
+            "--include-idle",
+            "--thread",
+            handle,
+        ]);
+        let tree: serde_json::Value =
+            serde_json::from_str(&o).unwrap_or_else(|err| panic!("{err}: {o}{e}"));
+        assert_eq!(tree["weightType"], "samples", "{o}");
+        assert_eq!(
+            tree["regularCallTree"]["totalSamples"].as_u64(),
+            Some(waits / period),
+            "thread {tid}: the loader's call tree total against hood's {waits} ns of waits ({period} ns periods)"
+        );
+        checked += 1;
+    }
+    let _ = pq(&["stop", "--all"]);
+    assert!(checked >= 2, "{checked} threads checked: {json}");
 }
 
 /// The Firefox Profiler file: waits are samples without CPU time, weighted in sampling

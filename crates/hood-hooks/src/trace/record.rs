@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_model::trace::{
-    encode_raw, ProcessTrace, TraceMeta, MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
+    decode_switches, encode_raw, ProcessTrace, TaskName, TraceMeta, WakeDecoder, WakeMeta,
+    MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
 };
-use hood_perf::{IrqRecorder, SwitchRecorder, IRQ_SAMPLE_TYPE};
+use hood_perf::{IrqRecorder, SwitchRecorder, WakeupRecorder, IRQ_SAMPLE_TYPE, WAKE_SAMPLE_TYPE};
 use hood_proc::child::{Child, Exit};
 use hood_proc::signal::{self, Forwarder, StopRequest};
 use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
@@ -66,6 +67,9 @@ pub struct RecordConfig {
     pub sched: bool,
     /// Record irq entries/exits in the traced threads' context (root or CAP_PERFMON).
     pub irqs: bool,
+    /// Record the wake-ups of the traced threads (with [`RecordConfig::sched`]; root or
+    /// CAP_PERFMON): who ended each wait, and when.
+    pub wakeups: bool,
     /// Pre-fault the threads' buffers from the recorder ([`prefault`]).
     pub prefault: bool,
     /// Start with tracing off until the program calls `hood_trace_on()`.
@@ -248,6 +252,22 @@ fn run_and_collect(
             Err(e) => log(&format!("note: irq entries/exits not recorded: {e}")),
         }
     }
+    // Wake-ups of the traced threads, by anyone (whole-CPU events): root or CAP_PERFMON
+    // only, as the irqs.
+    let mut wakeups = None;
+    if cfg.sched && cfg.wakeups {
+        match WakeupRecorder::open(256) {
+            Ok(r) => wakeups = Some(r),
+            Err(e) if !running_as_root() => log(&format!(
+                "note: wake-ups not recorded (context-switch lines will not say who woke a thread): they need root or CAP_PERFMON ({e})"
+            )),
+            Err(e) => log(&format!("note: wake-ups not recorded: {e}")),
+        }
+    }
+    let wake_meta = wakeups.as_ref().map(|r: &WakeupRecorder| WakeMeta {
+        sample_type: WAKE_SAMPLE_TYPE,
+        formats: r.tracepoints().formats.clone(),
+    });
     let irq_meta = irqs.as_ref().map(|r: &IrqRecorder| IrqMeta {
         sample_type: IRQ_SAMPLE_TYPE,
         tracepoints: r
@@ -276,6 +296,7 @@ fn run_and_collect(
         excludes: cfg.excludes.clone(),
         sched: switches.is_some(),
         irq: irq_meta.clone(),
+        wake: wake_meta.clone(),
         collected_realtime_ns: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -292,6 +313,15 @@ fn run_and_collect(
         irq_dec: irq_meta.as_ref().map(IrqDecoder::new),
         irq_counts: IrqCounts::default(),
         per_cpu: BTreeMap::new(),
+        wake: wakeups.zip(wake_meta.as_ref()).map(|(r, m)| Wakes {
+            dec: WakeDecoder::new(m),
+            rec: Some(r),
+            per_cpu: BTreeMap::new(),
+            traced: Default::default(),
+            named: Default::default(),
+            kept: 0,
+            lost: 0,
+        }),
     };
     let mut active = Instant::now();
     let mut limits = Limits {
@@ -329,6 +359,9 @@ fn run_and_collect(
     rounds.round(&mut w)?;
     rounds.irqs = None;
     rounds.switches = None;
+    if let Some(wk) = rounds.wake.as_mut() {
+        wk.rec = None;
+    }
     if let (Some(sig), Some(exit)) = (signals.received(), ended) {
         log(&format!(
             "{} received; {prog} {}; writing the trace",
@@ -410,6 +443,20 @@ fn run_and_collect(
     if irq_meta.is_some() {
         rounds.irq_counts.print(log);
     }
+    if let Some(wk) = &rounds.wake {
+        log(&format!(
+            "wake-ups: {} of the traced threads recorded{}",
+            wk.kept,
+            if wk.lost > 0 {
+                format!(
+                    ", {} wake-up records LOST by the kernel (ring full): some waits show no waker",
+                    wk.lost
+                )
+            } else {
+                ", none lost".to_string()
+            }
+        ));
+    }
     Ok(Outcome {
         status: status(&mut child, log)?,
         traced: true,
@@ -425,6 +472,85 @@ struct Rounds {
     irq_counts: IrqCounts,
     /// A round's ring bytes per CPU.
     per_cpu: BTreeMap<u32, Vec<u8>>,
+    wake: Option<Wakes>,
+}
+
+/// The wake-up rings and what the recorder keeps of them: the records whose wakee is a
+/// thread of the command (the whole-CPU event sees every wake-up of the machine).
+struct Wakes {
+    rec: Option<WakeupRecorder>,
+    dec: WakeDecoder,
+    per_cpu: BTreeMap<u32, Vec<u8>>,
+    /// Threads of the command: every thread that a switch record named. A thread is switched
+    /// in before it can block, and the switch rings are drained after the wake-up rings, so
+    /// a wake-up of a traced thread always finds it here.
+    traced: std::collections::HashSet<u32>,
+    /// Wakers already named.
+    named: std::collections::HashSet<u32>,
+    kept: u64,
+    lost: u64,
+}
+
+/// `/proc/PID/task/TID/comm`, when the thread still exists.
+fn comm_of(pid: u32, tid: u32) -> Option<String> {
+    use std::io::Read;
+    let mut s = String::new();
+    std::fs::File::open(format!("/proc/{pid}/task/{tid}/comm"))
+        .ok()?
+        .take(64)
+        .read_to_string(&mut s)
+        .ok()?;
+    Some(s.trim_end_matches('\n').to_string())
+}
+
+impl Wakes {
+    /// This round's wake-up records of traced threads, per CPU, into the file, with the names
+    /// of wakers not seen before.
+    fn write<W: Write>(&mut self, w: &mut Writer<W>) -> Result<(), HooksError> {
+        let mut names = Vec::new();
+        for (&cpu, b) in &self.per_cpu {
+            let mut keep = Vec::new();
+            let _ = hood_raw::frames::for_each_frame(b, |f| {
+                const SAMPLE: u32 = 9;
+                const LOST: u32 = 2;
+                match f.ty {
+                    SAMPLE => {
+                        let d = self.dec.decode(cpu, f.bytes);
+                        let Some(wk) = d.wakeups.first() else {
+                            return;
+                        };
+                        if !self.traced.contains(&wk.wakee) {
+                            return;
+                        }
+                        keep.extend_from_slice(f.bytes);
+                        self.kept += 1;
+                        if wk.tid != 0 && self.named.insert(wk.tid) {
+                            if let Some(comm) = comm_of(wk.pid, wk.tid) {
+                                names.push(TaskName {
+                                    pid: wk.pid,
+                                    tid: wk.tid,
+                                    comm,
+                                });
+                            }
+                        }
+                    }
+                    LOST => {
+                        self.lost += self.dec.decode(cpu, f.bytes).lost;
+                        keep.extend_from_slice(f.bytes);
+                    }
+                    _ => {}
+                }
+            });
+            if !keep.is_empty() {
+                write_cpu_chunk(w, tags::trace::WAKEUPS, cpu, &keep)?;
+            }
+        }
+        if !names.is_empty() {
+            let v = serde_json::json!({"version": PAYLOAD_VERSION, "tasks": names});
+            w.write_chunk(tags::trace::TASKS, &serde_json::to_vec(&v)?, false)?;
+        }
+        Ok(())
+    }
 }
 
 impl Rounds {
@@ -434,11 +560,26 @@ impl Rounds {
         // A ring's records come in up to two pieces per round (where the ring wraps): a round's
         // pieces are joined per CPU before they become a chunk, so every chunk holds whole
         // records (the kernel publishes whole records only).
+        // Wake-up rings before the switch rings: see `Wakes::traced`.
+        if let Some(wk) = self.wake.as_mut() {
+            if let Some(r) = wk.rec.as_mut() {
+                drain_per_cpu(&mut wk.per_cpu, |sink| r.drain(sink))?;
+            } else {
+                wk.per_cpu.clear();
+            }
+        }
         if let Some(s) = self.switches.as_mut() {
             drain_per_cpu(&mut self.per_cpu, |sink| s.drain(sink))?;
             for (&cpu, b) in &self.per_cpu {
+                if let Some(wk) = self.wake.as_mut() {
+                    wk.traced
+                        .extend(decode_switches(cpu, b).switches.iter().map(|s| s.tid));
+                }
                 write_cpu_chunk(w, tags::trace::SWITCHES, cpu, b)?;
             }
+        }
+        if let Some(wk) = self.wake.as_mut() {
+            wk.write(w)?;
         }
         if let Some(r) = self.irqs.as_mut() {
             drain_per_cpu(&mut self.per_cpu, |sink| r.drain(sink))?;

@@ -13,7 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::timeline::{PathItem, PathLine};
+use super::timeline::{PathItem, PathLine, Waker, WakerKind};
+use super::wake::WakerFunctions;
 use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, Trace, TraceHead};
 
 /// What to compute.
@@ -87,6 +88,10 @@ pub struct ThreadSummary {
     pub events: u64,
     /// Time off-CPU inside the span.
     pub off_cpu_ns: u64,
+    /// Of which blocked up to a recorded wake-up (with wake-ups recorded).
+    pub blocked_ns: u64,
+    /// Of which runnable: preempted, or woken and waiting for a CPU (with wake-ups recorded).
+    pub runnable_ns: u64,
     /// Context switches out inside the span.
     pub switches: u64,
     /// Time in hard irqs and softirqs inside the span (on-CPU, but not the program's work).
@@ -133,6 +138,25 @@ pub struct CallRec {
     pub net_ns: u64,
 }
 
+/// An off-CPU interval of a thread, for timeline output.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OffInterval {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Switch-out, ns since the trace start.
+    pub start_ns: u64,
+    /// Time off-CPU.
+    pub dur_ns: u64,
+    /// Of which blocked, when known (see [`PathItem::SwitchIn`]).
+    pub blocked_ns: Option<u64>,
+    /// Of which runnable, when known.
+    pub runnable_ns: Option<u64>,
+    /// Who woke it, when known.
+    pub waker: Option<Waker>,
+}
+
 /// Everything `hood trace report` shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
@@ -162,6 +186,15 @@ pub struct Analysis {
     pub sched: bool,
     /// Switch records lost by the kernel.
     pub lost_switches: u64,
+    /// Wake-ups of the traced threads were recorded: off-CPU time splits into blocked and
+    /// runnable, and each wait names its waker.
+    pub wake: bool,
+    /// Of the off-CPU time, blocked up to a recorded wake-up (with `wake`).
+    pub blocked_ns: u64,
+    /// Of the off-CPU time, runnable: preempted, or woken and waiting for a CPU (with `wake`).
+    pub runnable_ns: u64,
+    /// Wake-up records lost by the kernel.
+    pub lost_wakeups: u64,
     /// Per function, by net time.
     pub functions: Vec<FunctionRow>,
     /// Per thread.
@@ -169,9 +202,9 @@ pub struct Analysis {
     /// Completed calls (with `calls`).
     #[serde(skip)]
     pub calls: Vec<CallRec>,
-    /// Off-CPU intervals (pid, tid, start ns since origin, duration) (with `calls`).
+    /// Off-CPU intervals (with `calls`).
     #[serde(skip)]
-    pub off_intervals: Vec<(u32, u32, u64, u64)>,
+    pub off_intervals: Vec<OffInterval>,
     /// Marks (pid, tid, ns since origin, label) (with `calls`).
     #[serde(skip)]
     pub marks: Vec<(u32, u32, u64, String)>,
@@ -246,6 +279,7 @@ enum Ev<'t> {
         num: u32,
         name: &'t str,
     },
+    Wake(usize),
 }
 
 /// An irq or softirq that has entered and not yet exited.
@@ -272,6 +306,13 @@ struct ThreadState {
     active: FastMap<u64, u32>,
     th: ThreadSummary,
     off_since: Option<u64>,
+    /// The last switch-out was a preemption.
+    off_preempt: bool,
+    /// The wake-up that ended the current off-CPU interval (time since the origin, index).
+    woken: Option<(u64, usize)>,
+    /// A wake-up that came while the thread was still on the CPU, after its last event: it
+    /// was woken between deciding to sleep and leaving the CPU.
+    early_wake: Option<(u64, usize)>,
     show_returns: bool,
     /// Open hard irq and softirq (Linux nests at most a hard irq inside a softirq).
     hard: Option<OpenIrq>,
@@ -300,12 +341,20 @@ struct ThreadState {
 /// A switch or irq of a thread.
 #[derive(Clone, Copy)]
 enum Side {
-    Switch { out: bool, preempt: bool },
+    Switch {
+        out: bool,
+        preempt: bool,
+    },
     Irq(usize),
+    /// A wake-up (index into the head's wake-ups).
+    Wake(usize),
 }
 
 struct Walk<'a> {
     p: &'a ProcessTrace,
+    head: &'a TraceHead,
+    wakers: Option<&'a WakerFunctions>,
+    origin: u64,
     opts: &'a AnalysisOptions,
     acc: &'a mut FastMap<(u32, u64), Acc>,
     out: &'a mut Analysis,
@@ -451,6 +500,68 @@ impl Walk<'_> {
         }
     }
 
+    /// The blocked and runnable parts of the off-CPU interval `[o, t]` just ended, and who
+    /// woke the thread, when wake-ups were recorded.
+    fn wait_parts(&mut self, o: u64, t: u64) -> (Option<u64>, Option<u64>, Option<Waker>) {
+        let woken = self.st.woken.take();
+        if self.head.meta.as_ref().is_none_or(|m| m.wake.is_none()) {
+            return (None, None, None);
+        }
+        let d = t.saturating_sub(o);
+        if self.st.off_preempt {
+            return (Some(0), Some(d), None);
+        }
+        let Some((w, k)) = woken else {
+            return (None, None, None);
+        };
+        let Some(wk) = self.head.wakeups.get(k) else {
+            return (None, None, None);
+        };
+        let w = w.clamp(o, t);
+        use hood_raw::records::trace_flags as f;
+        let kind = if wk.flags & f::NMI != 0 {
+            WakerKind::Nmi
+        } else if wk.tid == 0 {
+            WakerKind::Idle
+        } else if wk.flags & f::HARDIRQ != 0 {
+            WakerKind::Hardirq
+        } else if wk.flags & f::SOFTIRQ != 0 {
+            WakerKind::Softirq
+        } else {
+            WakerKind::Thread
+        };
+        let comm = self
+            .head
+            .tasks
+            .get(&wk.tid)
+            .filter(|n| n.pid == wk.pid)
+            .map(|n| n.comm.clone())
+            .or_else(|| {
+                // A traced process's thread the recorder did not name: its program's name.
+                let p = self.head.processes.iter().find(|p| p.pid == wk.pid)?;
+                let base = p.exe.rsplit('/').next().unwrap_or(&p.exe);
+                Some(base.chars().take(15).collect())
+            })
+            .filter(|_| wk.tid != 0);
+        let function = match kind {
+            WakerKind::Thread => self
+                .wakers
+                .and_then(|m| m.get(&(wk.tid, wk.time_ns)))
+                .cloned(),
+            _ => None,
+        };
+        let waker = Waker {
+            kind,
+            pid: wk.pid,
+            tid: wk.tid,
+            comm,
+            cpu: wk.cpu,
+            function,
+            t_ns: wk.time_ns.saturating_sub(self.origin),
+        };
+        (Some(w - o), Some(t - w), Some(waker))
+    }
+
     fn step(&mut self, t: u64, ev: Ev) {
         if matches!(ev, Ev::Raw(..)) && self.off_since.is_some() {
             // The thread ran while its switch-in record says it was still off-CPU: the two
@@ -465,6 +576,10 @@ impl Walk<'_> {
                     preempt: false,
                 },
             );
+        }
+        if matches!(ev, Ev::Raw(..)) {
+            // It ran on: a wake-up before this was not the end of a coming wait.
+            self.st.early_wake = None;
         }
         match ev {
             Ev::Raw(Kind::Entry, f) => {
@@ -530,24 +645,68 @@ impl Walk<'_> {
                 self.line(t, PathItem::Control { on: c != 0 });
             }
             Ev::Irq { kind, num, name } => self.irq(t, kind, num, name),
+            Ev::Wake(k) => {
+                if self.off_since.is_some() {
+                    if self.st.woken.is_none() {
+                        self.st.woken = Some((t, k));
+                    }
+                } else {
+                    self.st.early_wake = Some((t, k));
+                }
+            }
             Ev::Switch { out: true, preempt } => {
                 // No task switch happens inside an irq: an irq still open lost its exit.
                 self.drop_open_irqs();
                 self.off_since = Some(t);
+                self.st.off_preempt = preempt;
+                // Woken after its last event but before it left the CPU: the wake-up ends
+                // this wait (it was runnable all along).
+                self.st.woken = if preempt {
+                    None
+                } else {
+                    self.st.early_wake.map(|(_, k)| (t, k))
+                };
+                self.st.early_wake = None;
                 self.th.switches += 1;
                 self.line(t, PathItem::SwitchOut { preempt });
             }
             Ev::Switch { out: false, .. } => {
+                self.st.early_wake = None;
                 if let Some(o) = self.off_since.take() {
                     let d = t.saturating_sub(o);
                     self.th.off_cpu_ns += d;
                     if let Some(top) = self.stack.last_mut() {
                         top.off += d;
                     }
-                    if self.opts.calls && self.overlaps(o, t) {
-                        self.out.off_intervals.push((self.p.pid, self.th.tid, o, d));
+                    let (blocked_ns, runnable_ns, waker) = self.wait_parts(o, t);
+                    if let Some(b) = blocked_ns {
+                        self.st.th.blocked_ns += b;
                     }
-                    self.line(t, PathItem::SwitchIn { off_ns: d });
+                    if let Some(r) = runnable_ns {
+                        self.st.th.runnable_ns += r;
+                    }
+                    if self.opts.calls && self.overlaps(o, t) {
+                        self.out.off_intervals.push(OffInterval {
+                            pid: self.p.pid,
+                            tid: self.th.tid,
+                            start_ns: o,
+                            dur_ns: d,
+                            blocked_ns,
+                            runnable_ns,
+                            waker: waker.clone(),
+                        });
+                    }
+                    if self.in_window(t) {
+                        self.line(
+                            t,
+                            PathItem::SwitchIn {
+                                off_ns: d,
+                                blocked_ns,
+                                runnable_ns,
+                                waker,
+                            },
+                        );
+                    }
                     self.show_returns = true;
                 }
             }
@@ -622,6 +781,7 @@ pub struct Analyzer<'h> {
     acc: FastMap<(u32, u64), Acc>,
     out: Analysis,
     end_max: u64,
+    wakers: Option<&'h WakerFunctions>,
 }
 
 impl<'h> Analyzer<'h> {
@@ -660,6 +820,14 @@ impl<'h> Analyzer<'h> {
                     .push((i.time_ns - origin, Side::Irq(k)));
             }
         }
+        // Wake-ups last: at equal times the switch-out comes first.
+        for (k, w) in head.wakeups.iter().enumerate() {
+            if w.time_ns >= origin && opts.tid.is_none_or(|x| x == w.wakee) {
+                side.entry(w.wakee)
+                    .or_default()
+                    .push((w.time_ns - origin, Side::Wake(k)));
+            }
+        }
         for v in side.values_mut() {
             v.sort_by_key(|s| s.0);
         }
@@ -671,6 +839,7 @@ impl<'h> Analyzer<'h> {
             threads: HashMap::new(),
             acc: FastMap::default(),
             end_max: 0,
+            wakers: None,
             out: Analysis {
                 origin_mono_ns: origin,
                 elapsed_ns: 0,
@@ -680,6 +849,10 @@ impl<'h> Analyzer<'h> {
                 off_cpu_ns: 0,
                 sched: head.meta.as_ref().is_some_and(|m| m.sched),
                 lost_switches: head.lost_switches,
+                wake: head.meta.as_ref().is_some_and(|m| m.wake.is_some()),
+                blocked_ns: 0,
+                runnable_ns: 0,
+                lost_wakeups: head.lost_wakeups,
                 irq_ns: 0,
                 hard_irqs: 0,
                 softirqs: 0,
@@ -699,6 +872,12 @@ impl<'h> Analyzer<'h> {
                 },
             },
         }
+    }
+
+    /// The functions traced wakers were in ([`super::WakerTops`]), for the wakers of the
+    /// `context switch in` lines.
+    pub fn set_wakers(&mut self, wakers: &'h WakerFunctions) {
+        self.wakers = Some(wakers);
     }
 
     /// The filters asked, as the finished analysis will carry them.
@@ -748,6 +927,8 @@ impl<'h> Analyzer<'h> {
                     end_ns: 0,
                     events: 0,
                     off_cpu_ns: 0,
+                    blocked_ns: 0,
+                    runnable_ns: 0,
                     switches: 0,
                     irq_ns: 0,
                     hard_irqs: 0,
@@ -762,6 +943,9 @@ impl<'h> Analyzer<'h> {
                     lines: Vec::new(),
                 },
                 off_since: None,
+                off_preempt: false,
+                woken: None,
+                early_wake: None,
                 show_returns: false,
                 hard: None,
                 soft: None,
@@ -798,6 +982,9 @@ impl<'h> Analyzer<'h> {
         let irqs = &self.head.irqs;
         let mut w = Walk {
             p,
+            head: self.head,
+            wakers: self.wakers,
+            origin: self.out.origin_mono_ns,
             opts: &self.opts,
             acc: &mut self.acc,
             out: &mut self.out,
@@ -835,6 +1022,8 @@ impl<'h> Analyzer<'h> {
         self.out.events += th.events;
         self.out.thread_ns += th.end_ns - th.start_ns;
         self.out.off_cpu_ns += th.off_cpu_ns;
+        self.out.blocked_ns += th.blocked_ns;
+        self.out.runnable_ns += th.runnable_ns;
         self.out.irq_ns += th.irq_ns;
         self.out.hard_irqs += th.hard_irqs;
         self.out.softirqs += th.softirqs;
@@ -921,6 +1110,9 @@ impl<'h> Analyzer<'h> {
         let end = st.exit.filter(|&e| e >= last).unwrap_or(last);
         let mut w = Walk {
             p,
+            head: self.head,
+            wakers: self.wakers,
+            origin: self.out.origin_mono_ns,
             opts: &self.opts,
             acc: &mut self.acc,
             out: &mut self.out,
@@ -951,6 +1143,7 @@ impl Walk<'_> {
             self.st.side_pos += 1;
             match s {
                 Side::Switch { out, preempt } => self.step(at, Ev::Switch { out, preempt }),
+                Side::Wake(k) => self.step(at, Ev::Wake(k)),
                 Side::Irq(k) => {
                     let i = &irqs[k];
                     if i.pid == self.p.pid {
@@ -1032,7 +1225,7 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
         lost_switches: trace.lost_switches,
         irqs: trace.irqs.clone(),
         lost_irqs: trace.lost_irqs,
-        warnings: Vec::new(),
+        ..Default::default()
     };
     let mut a = Analyzer::new(&head, opts);
     for te in &trace.events {

@@ -73,6 +73,7 @@ fn trace(events: Vec<RawEvent>, irqs: Vec<Irq>, switches: Vec<Switch>) -> Trace 
                 sample_type: 0,
                 tracepoints: Vec::new(),
             }),
+            wake: None,
         }),
         processes: vec![process()],
         events: vec![ThreadEvents {
@@ -221,5 +222,129 @@ fn events_inside_an_off_interval_end_it_and_net_never_exceeds_run_time() {
         .collect();
     assert!(items
         .iter()
-        .any(|(t, i)| *t == 95 && matches!(i, PathItem::SwitchIn { off_ns: 75 })));
+        .any(|(t, i)| *t == 95 && matches!(i, PathItem::SwitchIn { off_ns: 75, .. })));
+}
+
+/// Issue 22 item 4: with wake-ups recorded, a blocked wait splits at its wake-up into blocked
+/// and runnable time and names its waker: a traced thread (with the function on top of its
+/// stack then, found from its own events), or an interrupt on an idle CPU; a preempted
+/// thread is runnable throughout.
+#[test]
+fn wakeups_split_waits_and_name_the_waker_and_its_function() {
+    use crate::trace::{ThreadIndex, WakeMeta, WakerTops, Wakeup};
+    let wake = |t: u64, tid: u32, flags: u8| Wakeup {
+        time_ns: t,
+        wakee: 8,
+        pid: if tid == 0 { 0 } else { 7 },
+        tid,
+        cpu: 1,
+        flags,
+    };
+    let mut p = process();
+    p.symbols.insert(0x30, "writer_fn".into());
+    let mut tr = trace(
+        vec![ev(A, 0, false), ev(A, 200, true)],
+        Vec::new(),
+        vec![
+            // Blocked 10..40 (woken by tid 9 in writer_fn), runnable 40..50.
+            switch(10, true),
+            switch(50, false),
+            // Blocked 60..90 (an interrupt on an idle CPU), runnable 90..100.
+            switch(60, true),
+            switch(100, false),
+            // Preempted 120..150.
+            Switch {
+                preempt: true,
+                ..switch(120, true)
+            },
+            switch(150, false),
+        ],
+    );
+    if let Some(m) = tr.meta.as_mut() {
+        m.wake = Some(WakeMeta {
+            sample_type: 0,
+            formats: Vec::new(),
+        });
+    }
+    tr.processes = vec![p];
+    let waker_events = ThreadEvents {
+        pid: 7,
+        tid: 9,
+        events: vec![ev(0x30, 30, false), ev(0x30, 45, true)],
+    };
+    let head = TraceHead {
+        meta: tr.meta.clone(),
+        processes: tr.processes.clone(),
+        threads: vec![
+            ThreadIndex {
+                pid: 7,
+                tid: 8,
+                first_ticks: Some(0),
+                start_mono_ns: 0,
+            },
+            ThreadIndex {
+                pid: 7,
+                tid: 9,
+                first_ticks: Some(30),
+                start_mono_ns: 0,
+            },
+        ],
+        switches: tr.switches.clone(),
+        // The writer's wake-up, a second one while the thread is already woken (not the one
+        // that ended the wait), and the idle CPU's.
+        wakeups: vec![wake(40, 9, 0), wake(45, 9, 0), wake(90, 0, 0x08)],
+        ..Default::default()
+    };
+    let mut tops = WakerTops::new(&head);
+    assert!(tops.wants(7, 9) && !tops.wants(7, 8));
+    tops.feed(&waker_events);
+    let wakers = tops.finish();
+    assert_eq!(wakers.get(&(9, 40)).map(String::as_str), Some("writer_fn"));
+    let opts = AnalysisOptions {
+        paths: true,
+        ..Default::default()
+    };
+    let mut a = Analyzer::new(&head, &opts);
+    a.set_wakers(&wakers);
+    a.feed(&tr.events[0], &mut NoSink).unwrap();
+    let a = a.finish();
+    let ins: Vec<_> = a.threads[0]
+        .lines
+        .iter()
+        .filter_map(|l| match &l.item {
+            PathItem::SwitchIn {
+                off_ns,
+                blocked_ns,
+                runnable_ns,
+                waker,
+            } => Some((*off_ns, *blocked_ns, *runnable_ns, waker.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ins.len(), 3, "{ins:?}");
+    let w = ins[0].3.as_ref().expect("a waker");
+    assert_eq!((ins[0].0, ins[0].1, ins[0].2), (40, Some(30), Some(10)));
+    assert_eq!(
+        (
+            w.kind,
+            w.pid,
+            w.tid,
+            w.function.as_deref(),
+            w.comm.as_deref()
+        ),
+        (WakerKind::Thread, 7, 9, Some("writer_fn"), Some("t"))
+    );
+    assert_eq!(w.describe(), "t pid 7 tid 9 in writer_fn");
+    let w = ins[1].3.as_ref().expect("a waker");
+    assert_eq!(
+        (ins[1].1, ins[1].2, w.kind),
+        (Some(30), Some(10), WakerKind::Idle)
+    );
+    assert_eq!(w.describe(), "an interrupt on an idle CPU (CPU 1)");
+    assert_eq!(
+        (ins[2].0, ins[2].1, ins[2].2, &ins[2].3),
+        (30, Some(0), Some(30), &None)
+    );
+    assert_eq!((a.blocked_ns, a.runnable_ns), (60, 50));
+    assert_eq!(a.blocked_ns + a.runnable_ns, a.off_cpu_ns);
 }

@@ -315,6 +315,12 @@ pub struct TraceHead {
     pub irqs: Vec<super::Irq>,
     /// Irq records the kernel reported lost.
     pub lost_irqs: u64,
+    /// Wake-ups of traced threads, in no particular order.
+    pub wakeups: Vec<super::Wakeup>,
+    /// Wake-up records the kernel reported lost.
+    pub lost_wakeups: u64,
+    /// Names of the threads that woke traced threads, by thread id.
+    pub tasks: std::collections::BTreeMap<u32, super::TaskName>,
     /// Reader warnings.
     pub warnings: Vec<String>,
 }
@@ -397,6 +403,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
     let mut t = TraceHead::default();
     let mut irq_decoder: Option<IrqDecoder> = None;
+    let mut wake_decoder: Option<super::wake::WakeDecoder> = None;
     let mut data = Vec::new();
     let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
     while let Some(c) = r.next_chunk_into(&mut data)? {
@@ -475,6 +482,37 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
                 if let Some(m) = d.malformed {
                     t.warnings.push(format!("chunk at offset {offset}: {m}"));
                 }
+            }
+            tags::trace::WAKEUPS => {
+                if data.len() < 4 {
+                    return Err(ModelError::Malformed(format!(
+                        "wake-up chunk at offset {offset} is {} bytes",
+                        data.len()
+                    )));
+                }
+                let Some(meta) = t.meta.as_ref().and_then(|m| m.wake.as_ref()) else {
+                    return Err(ModelError::Malformed(format!(
+                        "wake-up chunk at offset {offset} comes without the tracepoint formats in META"
+                    )));
+                };
+                let dec = wake_decoder.get_or_insert_with(|| super::wake::WakeDecoder::new(meta));
+                let d = dec.decode(u32_at(&data, 0), &data[4..]);
+                t.wakeups.extend(d.wakeups);
+                t.lost_wakeups += d.lost;
+                if d.skipped > 0 {
+                    t.warnings.push(format!(
+                        "chunk at offset {offset}: {} wake-up records of unknown layout skipped",
+                        d.skipped
+                    ));
+                }
+            }
+            tags::trace::TASKS => {
+                #[derive(serde::Deserialize)]
+                struct Tasks {
+                    tasks: Vec<super::TaskName>,
+                }
+                let v = json::<Tasks>(&data, "TASKS", offset)?;
+                super::wake::merge_tasks(&mut t.tasks, v.tasks);
             }
             _ => {}
         }

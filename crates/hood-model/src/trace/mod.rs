@@ -5,6 +5,7 @@
 mod analysis;
 mod codec;
 mod timeline;
+mod wake;
 
 pub use analysis::{
     analyze, tag_listing, Analysis, AnalysisOptions, Analyzer, CallRec, Ended, FunctionRow, NoSink,
@@ -15,7 +16,11 @@ pub use codec::{
     events_header, for_each_events, for_each_events_in, last_ticks, load, load_readers, scan,
     scan_reader, SwitchDecode, ThreadIndex, TraceHead, EVENTS_HEADER,
 };
-pub use timeline::{PathItem, PathLine};
+pub use timeline::{PathItem, PathLine, Waker, WakerKind};
+pub use wake::{
+    decode_wakeups, waker_queries, TaskName, WakeDecode, WakeDecoder, WakeMeta, WakerFunctions,
+    WakerTops, Wakeup,
+};
 
 use std::collections::BTreeMap;
 
@@ -57,6 +62,11 @@ pub struct TraceMeta {
     /// were not (no privilege, `--no-sched`, or a file of an earlier hood).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub irq: Option<IrqMeta>,
+    /// Wake-ups of the traced threads were recorded (chunks WAKEUPS) with these tracepoints;
+    /// `None` when they were not (no privilege, `--no-sched`, `HOOD_TRACE_WAKE=0`, or a file
+    /// of an earlier hood).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake: Option<WakeMeta>,
 }
 
 /// One traced process (one hood-rt trace segment), chunk PROCESS.

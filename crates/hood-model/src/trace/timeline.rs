@@ -45,6 +45,17 @@ pub enum PathItem {
     SwitchIn {
         /// Time off-CPU.
         off_ns: u64,
+        /// Of which blocked (sleeping until its wake-up), when wake-ups were recorded: 0 for
+        /// a thread preempted; `None` when it blocked but no wake-up of it was recorded.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        blocked_ns: Option<u64>,
+        /// Of which runnable, waiting for a CPU (from its wake-up, or the whole interval for
+        /// a thread preempted), when known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runnable_ns: Option<u64>,
+        /// Who woke it, when it blocked and the wake-up was recorded.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        waker: Option<Waker>,
     },
     /// A hard irq or softirq interrupted the thread (`---- irq 11 virtio0 in ----`).
     IrqIn {
@@ -82,4 +93,78 @@ pub struct PathLine {
     /// What happened.
     #[serde(flatten)]
     pub item: PathItem,
+}
+
+/// What ended a traced thread's wait (`sched:sched_waking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WakerKind {
+    /// A thread, in its own code (a write to a pipe, a futex wake, a signal...).
+    Thread,
+    /// A hard interrupt handler (a timer, a device), on the time of whatever the CPU ran.
+    Hardirq,
+    /// A softirq (network receive, timers, block completion), on the time of whatever ran.
+    Softirq,
+    /// A non-maskable interrupt.
+    Nmi,
+    /// An interrupt on an idle CPU, or the idle task itself.
+    Idle,
+}
+
+/// Who woke a traced thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Waker {
+    /// What did it.
+    pub kind: WakerKind,
+    /// Process id of the waking thread (for an interrupt: of the task it interrupted; 0 on an
+    /// idle CPU).
+    pub pid: u32,
+    /// Thread id of the same.
+    pub tid: u32,
+    /// Its name, when the recorder could read it (`/proc/PID/task/TID/comm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm: Option<String>,
+    /// CPU of the wake-up.
+    pub cpu: u32,
+    /// The traced function the waking thread was in (the call on top of its stack), when the
+    /// waker is a traced thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// When the wake-up came, ns since the trace start.
+    pub t_ns: u64,
+}
+
+impl Waker {
+    /// In words: `B pid 7 tid 9 in writer_fn`, `a hardware interrupt (CPU 1, in cc1 pid 40)`,
+    /// `an interrupt on an idle CPU (CPU 0)`.
+    pub fn describe(&self) -> String {
+        let who = |w: &Waker| {
+            let comm = w.comm.as_deref().unwrap_or("?");
+            if w.pid == w.tid {
+                format!("{comm} pid {}", w.pid)
+            } else {
+                format!("{comm} pid {} tid {}", w.pid, w.tid)
+            }
+        };
+        match self.kind {
+            WakerKind::Thread => match &self.function {
+                Some(f) => format!("{} in {f}", who(self)),
+                None => who(self),
+            },
+            WakerKind::Hardirq => format!(
+                "a hardware interrupt (CPU {}, during {})",
+                self.cpu,
+                who(self)
+            ),
+            WakerKind::Softirq => {
+                format!("a soft interrupt (CPU {}, during {})", self.cpu, who(self))
+            }
+            WakerKind::Nmi => format!(
+                "a non-maskable interrupt (CPU {}, during {})",
+                self.cpu,
+                who(self)
+            ),
+            WakerKind::Idle => format!("an interrupt on an idle CPU (CPU {})", self.cpu),
+        }
+    }
 }

@@ -51,12 +51,19 @@ impl ChromeWriter {
                 out,
             )?;
         }
-        for (pid, tid, start, dur) in std::mem::take(&mut a.off_intervals) {
-            self.event(
-                json!({"ph": "X", "cat": "sched", "name": "off-CPU", "pid": pid, "tid": tid,
-                "ts": us(start), "dur": us(dur)}),
-                out,
-            )?;
+        for o in std::mem::take(&mut a.off_intervals) {
+            let mut v = json!({"ph": "X", "cat": "sched", "name": "off-CPU", "pid": o.pid,
+                "tid": o.tid, "ts": us(o.start_ns), "dur": us(o.dur_ns)});
+            // With wake-ups recorded: the blocked and runnable parts and who woke the thread.
+            if let (Some(b), Some(r)) = (o.blocked_ns, o.runnable_ns) {
+                let mut args = json!({"blocked_us": us(b), "runnable_us": us(r)});
+                if let Some(w) = &o.waker {
+                    args["woken_by"] = json!(w.describe());
+                    args["waker"] = json!(w);
+                }
+                v["args"] = args;
+            }
+            self.event(v, out)?;
         }
         for (pid, tid, start, dur, name) in std::mem::take(&mut a.irq_intervals) {
             self.event(

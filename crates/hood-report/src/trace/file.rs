@@ -10,7 +10,7 @@ use std::path::Path;
 
 use hood_model::trace::{
     for_each_events, tag_listing, Analysis, AnalysisOptions, Analyzer, PathLine, Probe, Sink,
-    ThreadSummary, TraceHead,
+    ThreadSummary, TraceHead, WakerFunctions, WakerTops,
 };
 
 use crate::ReportError;
@@ -84,10 +84,18 @@ pub fn report(
     if threads.is_empty() {
         return Ok(Written::NoEvents);
     }
+    // The lines and slices name the function each traced waker was in: one more pass over
+    // the wakers' events, when any woke a traced thread.
+    let wakers = if paths || c.view == View::Chrome {
+        waker_functions(file, head)?
+    } else {
+        WakerFunctions::new()
+    };
     if paths && c.view != View::Chrome {
-        return print_paths(file, c, head, &opts, &threads, out);
+        return print_paths(file, c, head, &opts, &threads, &wakers, out);
     }
     let mut a = Analyzer::new(head, &opts);
+    a.set_wakers(&wakers);
     match c.view {
         View::Chrome => {
             let mut sink = ChromeSink {
@@ -118,6 +126,25 @@ pub fn report(
         }
     }
     Ok(Written::Report)
+}
+
+/// The function each traced waker was in at its wake-ups (see [`WakerTops`]).
+fn waker_functions(file: &Path, head: &TraceHead) -> Result<WakerFunctions, ReportError> {
+    let mut tops = WakerTops::new(head);
+    if tops.is_empty() {
+        return Ok(WakerFunctions::new());
+    }
+    let want: std::collections::HashSet<(u32, u32)> = head
+        .threads
+        .iter()
+        .map(|t| (t.pid, t.tid))
+        .filter(|&(p, t)| tops.wants(p, t))
+        .collect();
+    for_each_events(file, head, &|p, t| want.contains(&(p, t)), &mut |te| {
+        tops.feed(&te);
+        Ok(())
+    })?;
+    Ok(tops.finish())
 }
 
 /// Feed the events of the threads `want` picks, chunk by chunk, to `a`.
@@ -190,9 +217,11 @@ fn print_paths(
     head: &TraceHead,
     opts: &AnalysisOptions,
     threads: &[(u32, u32)],
+    wakers: &WakerFunctions,
     out: &mut dyn Write,
 ) -> Result<Written, ReportError> {
     let mut a = Analyzer::new(head, opts);
+    a.set_wakers(wakers);
     let mut json = match c.view {
         View::Json => Some(super::JsonPathsWriter::begin(out)?),
         _ => None,
@@ -214,6 +243,7 @@ fn print_paths(
             // Second walk, printing as it goes, with the first walk's results for the calls
             // open at each flush.
             let mut b = Analyzer::new(head, opts);
+            b.set_wakers(wakers);
             b.paths_pass_two(pid, tid, first.results);
             let mut sink = LineSink {
                 json: json.as_mut(),

@@ -121,6 +121,27 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             "  [context switches not recorded: off-CPU time is counted as run time]"
         }
     )?;
+    if a.wake {
+        let other = a.off_cpu_ns.saturating_sub(a.blocked_ns + a.runnable_ns);
+        writeln!(
+            out,
+            "  of which blocked   = {} ({:6.2}%), runnable (preempted or woken, waiting for a CPU) = {} ({:6.2}%){}",
+            sec_us(a.blocked_ns),
+            pct(a.blocked_ns, a.thread_ns),
+            sec_us(a.runnable_ns),
+            pct(a.runnable_ns, a.thread_ns),
+            if other > 0 {
+                format!(", no wake-up recorded {}", sec_us(other))
+            } else {
+                String::new()
+            }
+        )?;
+    } else if a.sched {
+        writeln!(
+            out,
+            "  [wake-ups not recorded (they need root or CAP_PERFMON; HOOD_TRACE_WAKE=0 turns them off): off-CPU time is not split into blocked and runnable]"
+        )?;
+    }
     if a.irq {
         writeln!(
             out,
@@ -243,6 +264,13 @@ fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
             a.lost_irqs
         )?;
     }
+    if a.lost_wakeups > 0 {
+        writeln!(
+            out,
+            "note: the kernel lost {} wake-up records: some waits show no waker",
+            a.lost_wakeups
+        )?;
+    }
     if a.lost_switches > 0 {
         writeln!(
             out,
@@ -338,11 +366,28 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                 "{ts} ---- context switch out{} ----",
                 if *preempt { " (preempted)" } else { "" }
             )?,
-            PathItem::SwitchIn { off_ns } => writeln!(
-                out,
-                "{ts} ---- context switch in ({} us off-CPU) ----",
-                us(*off_ns)
-            )?,
+            PathItem::SwitchIn {
+                off_ns,
+                blocked_ns,
+                runnable_ns,
+                waker,
+            } => {
+                let parts = match (blocked_ns, runnable_ns, waker) {
+                    (_, Some(r), None) => format!(": preempted, runnable {} us", us(*r)),
+                    (Some(b), Some(r), Some(w)) => format!(
+                        ": blocked {} us, runnable {} us; woken by {}",
+                        us(*b),
+                        us(*r),
+                        safe::text(&w.describe())
+                    ),
+                    _ => String::new(),
+                };
+                writeln!(
+                    out,
+                    "{ts} ---- context switch in ({} us off-CPU{parts}) ----",
+                    us(*off_ns)
+                )?
+            }
             PathItem::IrqIn { depth, label } => writeln!(
                 out,
                 "{ts} {}---- {} in ----",

@@ -18,7 +18,8 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     if !(16..=1 << 30).contains(&buffer) {
         bail!("--buffer {buffer} is out of range: use 16 to 1073741824 events per thread");
     }
-    // HOOD_TRACE_IRQ=0 leaves the irqs out, HOOD_TRACE_PREFAULT=0 the buffers' first-touch
+    // HOOD_TRACE_IRQ=0 leaves the irqs out, HOOD_TRACE_WAKE=0 the wake-ups,
+    // HOOD_TRACE_PREFAULT=0 the buffers' first-touch
     // cost to the program (benchmarks).
     let off = |k: &str| std::env::var_os(k).as_deref() == Some(OsStr::new("0"));
     let cfg = RecordConfig {
@@ -33,6 +34,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         excludes: a.exclude,
         sched: !a.no_sched,
         irqs: !off("HOOD_TRACE_IRQ"),
+        wakeups: !off("HOOD_TRACE_WAKE"),
         prefault: !off("HOOD_TRACE_PREFAULT"),
         start_off: a.start_off,
         keep: a.keep,
