@@ -6,6 +6,7 @@
 
 pub mod exceptions;
 pub mod fmt;
+pub mod dump;
 pub mod info;
 pub mod ps;
 pub mod table;
