@@ -17,7 +17,7 @@
 //! length, a payload that does not decompress to a snapshot) is reported the same way, and
 //! the intervals around it still read.
 //!
-//! Bounds: `--keep` removes segments whose every interval is older than the age, `--max-size`
+//! Bounds: `--keep` removes segments last written longer ago than the age, `--max-size`
 //! removes the oldest segments while the store is larger (a segment is cut at an eighth of the
 //! size, so the store stays within it), checked when a segment starts and every key interval.
 //!
@@ -268,7 +268,7 @@ impl StoreWriter {
     /// The largest a segment may grow before the next one starts.
     fn segment_limit(&self) -> u64 {
         match self.limits.max_bytes {
-            Some(m) => (m / 8).clamp(64 << 10, 1 << 30),
+            Some(m) => (m / 8).clamp(8 << 10, 1 << 30),
             None => 1 << 30,
         }
     }
@@ -426,21 +426,27 @@ impl StoreWriter {
             .as_ref()
             .and_then(|s| s.path.file_name())
             .map(|n| n.to_string_lossy().into_owned());
-        let mut sizes: Vec<u64> = Vec::with_capacity(segs.len());
+        // (size, last write in ms) of each segment.
+        let mut stats: Vec<(u64, i64)> = Vec::with_capacity(segs.len());
         for (_, name) in &segs {
-            let size = rustix::fs::statat(&self.dirfd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
-                .map(|st| st.st_size as u64)
-                .unwrap_or(0);
-            sizes.push(size);
+            let st = rustix::fs::statat(&self.dirfd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| {
+                    let mtime = (st.st_mtime as i64)
+                        .saturating_mul(1000)
+                        .saturating_add(st.st_mtime_nsec as i64 / 1_000_000);
+                    (st.st_size as u64, mtime)
+                })
+                .unwrap_or((0, i64::MAX));
+            stats.push(st);
         }
-        let mut total: u64 = sizes.iter().sum();
+        let mut total: u64 = stats.iter().map(|s| s.0).sum();
         let mut removed = 0;
         for (i, (_, name)) in segs.iter().enumerate() {
             if current.as_deref() == Some(name.as_str()) {
                 break;
             }
-            // A segment's last interval is before the next segment's start.
-            let ends_ms = segs.get(i + 1).map(|(ms, _)| *ms).unwrap_or(now_ms);
+            // A segment's last interval was written at its last modification.
+            let ends_ms = stats[i].1;
             let too_old = self
                 .limits
                 .keep_s
@@ -451,7 +457,7 @@ impl StoreWriter {
             }
             match rustix::fs::unlinkat(&self.dirfd, name.as_str(), AtFlags::empty()) {
                 Ok(()) | Err(rustix::io::Errno::NOENT) => {
-                    total = total.saturating_sub(sizes[i]);
+                    total = total.saturating_sub(stats[i].0);
                     removed += 1;
                 }
                 Err(e) => {

@@ -42,7 +42,7 @@ pub fn percent(s: &str) -> Result<f64, String> {
 }
 
 /// `top --max-size SIZE`: bytes with an optional K, M, G or T suffix (powers of 1024), at least
-/// 1 MiB.
+/// 100 KiB (a store keeps a few segments of an eighth of it).
 pub fn size_bytes(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mult) = match t.char_indices().last() {
@@ -59,10 +59,10 @@ pub fn size_bytes(s: &str) -> Result<u64, String> {
         _ => (t, 1),
     };
     let v = number(num, 0.0, 1e15, false, "a size")
-        .map_err(|_| "give a size such as 500M or 1G (at least 1M)".to_string())?;
+        .map_err(|_| "give a size such as 500M or 1G (at least 100K)".to_string())?;
     let bytes = v * mult as f64;
-    if !(bytes >= (1u64 << 20) as f64 && bytes <= (1u64 << 50) as f64) {
-        return Err("a store must be allowed from 1M up to 1024T".into());
+    if !(bytes >= (100u64 << 10) as f64 && bytes <= (1u64 << 50) as f64) {
+        return Err("a store must be allowed at least 100K (and at most 1024T)".into());
     }
     Ok(bytes as u64)
 }
@@ -103,7 +103,7 @@ mod tests {
         assert_eq!(size_bytes("1G"), Ok(1 << 30));
         assert_eq!(size_bytes("1.5M"), Ok(3 << 19));
         assert_eq!(size_bytes("2097152"), Ok(2 << 20));
-        for bad in ["", "1X", "100K", "nan", "-1G", "1e30G", "G"] {
+        for bad in ["", "1X", "99K", "nan", "-1G", "1e30G", "G"] {
             assert!(size_bytes(bad).is_err(), "{bad}");
         }
         assert_eq!(age_secs("7d"), Ok(7 * 86_400));

@@ -55,12 +55,13 @@ pub struct TopArgs {
     /// into the store DIR (created mode 0700) until stopped; see docs/monitor.md.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["replay", "json", "csv", "batch", "irq_time"])]
     pub record: Option<PathBuf>,
-    /// With --record: remove recorded time older than AGE (e.g. 12h, 7d, 4w).
-    #[arg(long, value_name = "AGE", default_value = "7d", requires = "record", value_parser = crate::cmd::values::age_secs)]
-    pub keep: u64,
-    /// With --record: keep the store within SIZE (e.g. 500M, 1G), removing the oldest time.
-    #[arg(long, value_name = "SIZE", default_value = "1G", requires = "record", value_parser = crate::cmd::values::size_bytes)]
-    pub max_size: u64,
+    /// With --record: remove recorded time older than AGE (e.g. 12h, 7d, 4w; default 7d).
+    #[arg(long, value_name = "AGE", value_parser = crate::cmd::values::age_secs)]
+    pub keep: Option<u64>,
+    /// With --record: keep the store within SIZE (e.g. 500M, 1G; default 1G), removing the
+    /// oldest time.
+    #[arg(long, value_name = "SIZE", value_parser = crate::cmd::values::size_bytes)]
+    pub max_size: Option<u64>,
     /// Show recorded time from the store DIR (made by --record) instead of the live system.
     #[arg(long, value_name = "DIR", conflicts_with = "irq_time")]
     pub replay: Option<PathBuf>,
@@ -131,11 +132,14 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             delay: Duration::from_secs_f64(args.delay.unwrap_or(5.0)),
             iterations: args.iterations,
             limits: StoreLimits {
-                keep_s: Some(args.keep),
-                max_bytes: Some(args.max_size),
+                keep_s: Some(args.keep.unwrap_or(7 * 86_400)),
+                max_bytes: Some(args.max_size.unwrap_or(1 << 30)),
             },
             proc_root: &args.proc_root,
         });
+    }
+    if args.keep.is_some() || args.max_size.is_some() {
+        anyhow::bail!("--keep and --max-size bound a store: use them with --record DIR");
     }
     let delay = Duration::from_secs_f64(args.delay.unwrap_or(1.0));
     let batch = args.batch
