@@ -323,6 +323,7 @@ impl StoreWriter {
     /// Read one snapshot with `reader` (at [`record_scan`]'s depth) and append it.
     pub fn record(&mut self, reader: &mut ProcReader) -> Result<Appended, ProcError> {
         let mut snap = reader.snapshot(&record_scan())?;
+        reader.read_system_io(&mut snap);
         // Rates across recorder restarts need a clock that does not restart with hood.
         if let Ok(t) = rustix::time::clock_gettime_dynamic(rustix::time::DynamicClockId::Boottime)
         {

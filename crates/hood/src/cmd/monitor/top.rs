@@ -51,8 +51,9 @@ pub struct TopArgs {
     /// Measure time per irq/softirq handler from tracepoints (root; uses a tracefs instance).
     #[arg(long)]
     pub irq_time: bool,
-    /// Record the whole system (processes, CPUs, memory, load, interrupts) every -d seconds
-    /// into the store DIR (created mode 0700) until stopped; see docs/monitor.md.
+    /// Record the whole system (processes, CPUs, memory, load, interrupts, pressure, disks,
+    /// network) every -d seconds into the store DIR (created mode 0700) until stopped; see
+    /// docs/monitor.md.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["replay", "json", "csv", "batch", "irq_time"])]
     pub record: Option<PathBuf>,
     /// With --record: remove recorded time older than AGE (e.g. 12h, 7d, 4w; default 7d).
