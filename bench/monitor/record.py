@@ -52,13 +52,7 @@ try:
         print(f"ratio hood/atop:   disk {hbytes / abytes:.2f}  CPU {hcpu / max(acpu, 1e-9):.2f}")
     else:
         print("atop: not installed (apt-get install atop); no ratio")
-    for p in sleepers:
-        p.kill()
-    for p in sleepers:
-        p.wait()
-    sleepers.clear()
-
-    # A day of synthetic time.
+    # A day of synthetic time, from a snapshot of the same processes.
     dstore = os.path.join(tmp, "day")
     t0 = time.time()
     out = subprocess.run([synth, dstore, str(day), str(int(interval))], capture_output=True, text=True, check=True)
