@@ -84,15 +84,16 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
 
     let pressure = cur.pressure.map(|pr| {
         let before = iv.and_then(|(p, s)| p.pressure.map(|q| (q, s)));
-        let line = |l: Option<crate::raw::PsiLine>, b: Option<crate::raw::PsiLine>, s: Option<f64>| {
+        let line = |l: Option<crate::raw::PsiLine>,
+                    b: Option<crate::raw::PsiLine>,
+                    s: Option<f64>| {
             l.map(|l| PsiLineView {
                 avg10: l.avg10,
                 avg60: l.avg60,
                 avg300: l.avg300,
                 total_us: l.total_us,
                 percent: b.zip(s).and_then(|(b, s)| {
-                    (l.total_us >= b.total_us)
-                        .then(|| (l.total_us - b.total_us) as f64 / 1e4 / s)
+                    (l.total_us >= b.total_us).then(|| (l.total_us - b.total_us) as f64 / 1e4 / s)
                 }),
             })
         };

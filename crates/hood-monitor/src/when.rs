@@ -43,9 +43,7 @@ pub fn parse_time(text: &str, now_s: i64, offset_s: i32) -> Result<i64, String> 
     }
     if let Some(rel) = t.strip_suffix("ago") {
         let rel = rel.trim();
-        let split = rel
-            .find(|c: char| !c.is_ascii_digit())
-            .ok_or_else(bad)?;
+        let split = rel.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
         let (num, unit) = rel.split_at(split);
         let n: i64 = num.parse().map_err(|_| bad())?;
         let unit = unit.trim();
@@ -175,7 +173,10 @@ mod tests {
         assert_eq!(parse_time("2026-11-26 14:22:05", 0, 0), Ok(NOW));
         assert_eq!(parse_time("2026-11-26T14:22:05", 0, 0), Ok(NOW));
         assert_eq!(parse_time("2026-11-26 15:22:05", 0, 3600), Ok(NOW));
-        assert_eq!(parse_time("2026-11-26", 0, 0), Ok(NOW - 14 * 3600 - 22 * 60 - 5));
+        assert_eq!(
+            parse_time("2026-11-26", 0, 0),
+            Ok(NOW - 14 * 3600 - 22 * 60 - 5)
+        );
         for z in [-86_400 * 400, -1, 0, 59, 86_399, 86_400, NOW, 4_102_444_800] {
             let text = format_time(z, 0);
             if z >= 0 {
@@ -190,7 +191,10 @@ mod tests {
         assert_eq!(parse_time("14:22:05", NOW, 0), Ok(NOW));
         // Later than now today: yesterday's.
         assert_eq!(parse_time("14:23", NOW, 0), Ok(NOW - 5 + 60 - 86_400));
-        assert_eq!(parse_time("00:00", NOW, 0), Ok(NOW - (14 * 3600 + 22 * 60 + 5)));
+        assert_eq!(
+            parse_time("00:00", NOW, 0),
+            Ok(NOW - (14 * 3600 + 22 * 60 + 5))
+        );
     }
 
     #[test]
@@ -206,8 +210,17 @@ mod tests {
     #[test]
     fn bad_times_say_what_is_accepted() {
         for bad in [
-            "", "ago", "3x ago", "25:00", "10:61", "1:2:3:4", "2026-13-01", "yesterday",
-            "99999999999999999999h ago", "10:4a", "-5h ago",
+            "",
+            "ago",
+            "3x ago",
+            "25:00",
+            "10:61",
+            "1:2:3:4",
+            "2026-13-01",
+            "yesterday",
+            "99999999999999999999h ago",
+            "10:4a",
+            "-5h ago",
         ] {
             let e = parse_time(bad, NOW, 0).unwrap_err();
             assert!(e.contains("HH:MM"), "{bad}: {e}");

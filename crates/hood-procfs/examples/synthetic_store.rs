@@ -50,5 +50,8 @@ fn main() {
             .expect("appending");
         bytes += a.bytes;
     }
-    println!("{n} intervals, {bytes} bytes, {} processes", base.tasks.len());
+    println!(
+        "{n} intervals, {bytes} bytes, {} processes",
+        base.tasks.len()
+    );
 }

@@ -386,7 +386,9 @@ pub fn parse_psi(text: &str) -> PsiRaw {
         let mut l = PsiLine::default();
         let mut seen = 0;
         for kv in it {
-            let Some((k, v)) = kv.split_once('=') else { continue };
+            let Some((k, v)) = kv.split_once('=') else {
+                continue;
+            };
             match k {
                 "avg10" => l.avg10 = v.parse().unwrap_or(f64::NAN),
                 "avg60" => l.avg60 = v.parse().unwrap_or(f64::NAN),
@@ -445,7 +447,9 @@ pub fn parse_diskstats(text: &str) -> Vec<DiskRaw> {
 pub fn parse_net_dev(text: &str) -> Vec<NetRaw> {
     let mut out = Vec::new();
     for line in text.lines() {
-        let Some((name, rest)) = line.split_once(':') else { continue };
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
         let f: Vec<u64> = rest
             .split_ascii_whitespace()
             .map_while(|x| x.parse().ok())

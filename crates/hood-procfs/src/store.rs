@@ -135,7 +135,10 @@ fn open_dir(dir: &Path, create: bool) -> Result<OwnedFd, ProcError> {
         ));
     }
     if !meta.is_dir() {
-        return Err(err(dir, "is not a directory; give a monitor store directory"));
+        return Err(err(
+            dir,
+            "is not a directory; give a monitor store directory",
+        ));
     }
     let fd = rustix::fs::open(
         dir,
@@ -223,7 +226,9 @@ pub struct StoreWriter {
 
 impl std::fmt::Debug for StoreWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoreWriter").field("dir", &self.dir).finish()
+        f.debug_struct("StoreWriter")
+            .field("dir", &self.dir)
+            .finish()
     }
 }
 
@@ -325,8 +330,7 @@ impl StoreWriter {
         let mut snap = reader.snapshot(&record_scan())?;
         reader.read_system_io(&mut snap);
         // Rates across recorder restarts need a clock that does not restart with hood.
-        if let Ok(t) = rustix::time::clock_gettime_dynamic(rustix::time::DynamicClockId::Boottime)
-        {
+        if let Ok(t) = rustix::time::clock_gettime_dynamic(rustix::time::DynamicClockId::Boottime) {
             snap.taken_ns = (t.tv_sec as u64)
                 .saturating_mul(1_000_000_000)
                 .saturating_add(t.tv_nsec as u64);
@@ -356,7 +360,11 @@ impl StoreWriter {
         }
         let json = serde_json::to_vec(snap)
             .map_err(|e| err(&self.dir, format!("cannot encode a snapshot: {e}")))?;
-        let seg_path = self.seg.as_ref().map(|s| s.path.clone()).unwrap_or_default();
+        let seg_path = self
+            .seg
+            .as_ref()
+            .map(|s| s.path.clone())
+            .unwrap_or_default();
         let key = self.key.is_none() || self.since_key + 1 >= KEY_EVERY;
         let (tag, flags, packed) = if key {
             let packed = zstd::bulk::compress(&json, LEVEL)
@@ -609,7 +617,8 @@ impl Store {
                 idx: p.idx + 1,
             });
         }
-        (p.seg + 1..self.segs.len()).find_map(|s| (self.len(s) > 0).then_some(Pos { seg: s, idx: 0 }))
+        (p.seg + 1..self.segs.len())
+            .find_map(|s| (self.len(s) > 0).then_some(Pos { seg: s, idx: 0 }))
     }
 
     /// The interval before `p`.
@@ -917,7 +926,10 @@ fn scan_segment(path: &Path) -> (Option<File>, Vec<Entry>, Option<String>) {
             break;
         }
         if let Err(e) = file.read_exact_at(&mut buf, off) {
-            warning = Some(format!("{}: cannot read at offset {off}: {e}", path.display()));
+            warning = Some(format!(
+                "{}: cannot read at offset {off}: {e}",
+                path.display()
+            ));
             break;
         }
         let mut hb = [0u8; CHUNK_HEADER_LEN];
@@ -1024,9 +1036,10 @@ impl Recorded for Replay {
     fn seek(&mut self, to: Seek) -> Result<SystemView, ProcError> {
         match to {
             Seek::Last => {
-                let p = self.store.last().ok_or_else(|| {
-                    err(&self.store.dir, "holds no readable interval")
-                })?;
+                let p = self
+                    .store
+                    .last()
+                    .ok_or_else(|| err(&self.store.dir, "holds no readable interval"))?;
                 self.readable_from(p, -1)
             }
             Seek::At(t) => {
@@ -1089,8 +1102,17 @@ mod tests {
 
     #[test]
     fn segment_names_are_read_strictly() {
-        assert_eq!(segment_start("top-0001795702925000.seg"), Some(1_795_702_925_000));
-        for bad in ["top-.seg", "top-12a.seg", "top-1.seg.tmp", "x-1.seg", "top--1.seg"] {
+        assert_eq!(
+            segment_start("top-0001795702925000.seg"),
+            Some(1_795_702_925_000)
+        );
+        for bad in [
+            "top-.seg",
+            "top-12a.seg",
+            "top-1.seg.tmp",
+            "x-1.seg",
+            "top--1.seg",
+        ] {
             assert_eq!(segment_start(bad), None, "{bad}");
         }
     }

@@ -110,7 +110,11 @@ fn a_killed_recorder_leaves_a_store_that_replays_every_process_at_its_time() {
 
     let (views, err, code) = replay_json(&dir, &[]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(views.len() >= 6, "{} intervals recorded; {err}", views.len());
+    assert!(
+        views.len() >= 6,
+        "{} intervals recorded; {err}",
+        views.len()
+    );
     let mut seen_sleeper = 0;
     let mut named_sleep = 0;
     let mut busy_ms_before = 0;
@@ -138,26 +142,42 @@ fn a_killed_recorder_leaves_a_store_that_replays_every_process_at_its_time() {
                 if let Some(c) = b["cpu_percent"].as_f64() {
                     busy_cpu.push(c);
                 }
-                let ms = b["user_time_ms"].as_u64().unwrap() + b["kernel_time_ms"].as_u64().unwrap();
-                assert!(ms <= busy_ms_at_kill, "{ms} ms recorded, {busy_ms_at_kill} at the end");
-                assert!(ms >= busy_ms_before, "CPU time went back: {busy_ms_before} then {ms}");
+                let ms =
+                    b["user_time_ms"].as_u64().unwrap() + b["kernel_time_ms"].as_u64().unwrap();
+                assert!(
+                    ms <= busy_ms_at_kill,
+                    "{ms} ms recorded, {busy_ms_at_kill} at the end"
+                );
+                assert!(
+                    ms >= busy_ms_before,
+                    "CPU time went back: {busy_ms_before} then {ms}"
+                );
                 busy_ms_before = ms;
             }
             None => assert!(t < started + 1.0, "busy loop missing at {t}"),
         }
     }
-    assert!(seen_sleeper >= 2, "the sleeper was in {seen_sleeper} intervals");
+    assert!(
+        seen_sleeper >= 2,
+        "the sleeper was in {seen_sleeper} intervals"
+    );
     assert!(named_sleep >= 1, "the sleeper was never named sleep");
     // Two cores shared with builds: a busy loop gets some share, never more than one CPU.
     assert!(busy_cpu.len() >= 4, "{busy_cpu:?}");
     assert!(busy_cpu.iter().all(|c| *c <= 105.0), "{busy_cpu:?}");
     let mean = busy_cpu.iter().sum::<f64>() / busy_cpu.len() as f64;
-    assert!(mean > 2.0, "the busy loop used {mean} % on average: {busy_cpu:?}");
+    assert!(
+        mean > 2.0,
+        "the busy loop used {mean} % on average: {busy_cpu:?}"
+    );
     // The recorded CPU time of the last interval is within a couple of seconds of the truth.
     let last_busy = views.iter().rev().find_map(|v| task(v, busy_pid)).unwrap();
     let last_ms =
         last_busy["user_time_ms"].as_u64().unwrap() + last_busy["kernel_time_ms"].as_u64().unwrap();
-    assert!(busy_ms_at_kill - last_ms <= 2500, "{last_ms} vs {busy_ms_at_kill}");
+    assert!(
+        busy_ms_at_kill - last_ms <= 2500,
+        "{last_ms} vs {busy_ms_at_kill}"
+    );
 
     // ps --at and info --at answer from the same store.
     let at = format!("@{}", (started + stopped) as i64 / 2);
@@ -167,20 +187,32 @@ fn a_killed_recorder_leaves_a_store_that_replays_every_process_at_its_time() {
         .args(["--at", &at]));
     assert!(out.status.success(), "{}", text(&out));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(task(&v, sleeper_pid).is_some(), "sleeper not in ps --at {at}");
+    assert!(
+        task(&v, sleeper_pid).is_some(),
+        "sleeper not in ps --at {at}"
+    );
     assert!(!v["interval_s"].is_null());
-    let out = run(hood()
-        .args(["info", "--store"])
-        .arg(&dir)
-        .args(["--at", &at, &format!("system.tasks.{sleeper_pid}.name")]));
+    let out = run(hood().args(["info", "--store"]).arg(&dir).args([
+        "--at",
+        &at,
+        &format!("system.tasks.{sleeper_pid}.name"),
+    ]));
     assert!(out.status.success(), "{}", text(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("sleep"), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sleep"),
+        "{}",
+        text(&out)
+    );
     let out = run(hood()
         .args(["ps", "--store"])
         .arg(&dir)
         .args(["--at", "@1000000000"]));
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out).contains("before the store's first interval"), "{}", text(&out));
+    assert!(
+        text(&out).contains("before the store's first interval"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Record `n` intervals quickly into a fresh store and return it.
@@ -276,16 +308,32 @@ fn max_size_and_keep_remove_the_oldest_segments() {
     let dir = d.path().join("store");
     // A segment ends at an eighth of the size; ~300 intervals of ~100 processes write ~300 KB.
     let out = run(hood()
-        .args(["top", "-d", "0.01", "-n", "300", "--max-size", "100K", "--record"])
+        .args([
+            "top",
+            "-d",
+            "0.01",
+            "-n",
+            "300",
+            "--max-size",
+            "100K",
+            "--record",
+        ])
         .arg(&dir));
     assert!(out.status.success(), "{}", text(&out));
     let segs = segments(&dir);
     let total = dir_bytes(&dir);
     assert!(segs.len() >= 3, "{segs:?}");
-    assert!(total <= (100 << 10) + (100 << 10) / 8 + (32 << 10), "{total} bytes in {segs:?}");
+    assert!(
+        total <= (100 << 10) + (100 << 10) / 8 + (32 << 10),
+        "{total} bytes in {segs:?}"
+    );
     let (views, err, code) = replay_json(&dir, &["--rows", "1"]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(!views.is_empty() && views.len() < 300, "{} intervals", views.len());
+    assert!(
+        !views.is_empty() && views.len() < 300,
+        "{} intervals",
+        views.len()
+    );
     assert!(err.is_empty(), "{err}");
 
     // --keep: a segment last written 3 hours ago goes, one of 20 minutes ago stays.
@@ -294,7 +342,11 @@ fn max_size_and_keep_remove_the_oldest_segments() {
     std::fs::copy(&segs[0], &old).unwrap();
     std::fs::copy(&segs[0], &recent).unwrap();
     for (p, ago) in [(&old, "3 hours ago"), (&recent, "20 minutes ago")] {
-        let st = Command::new("touch").args(["-d", ago]).arg(p).status().unwrap();
+        let st = Command::new("touch")
+            .args(["-d", ago])
+            .arg(p)
+            .status()
+            .unwrap();
         assert!(st.success());
     }
     let out = run(hood()
@@ -331,32 +383,49 @@ fn wrong_input_gets_a_true_error() {
         &["is not a monitor store"],
     );
     fails_with(
-        hood().args(["top", "-b", "--replay"]).arg(d.path().join("missing")),
+        hood()
+            .args(["top", "-b", "--replay"])
+            .arg(d.path().join("missing")),
         &["no such directory"],
     );
     // A file named like a segment that is not one is skipped with a warning naming it.
     let (_s, dir) = quick_store(2);
-    std::fs::write(dir.join("top-0000000000001.seg"), b"not a segment at all, longer than 32").unwrap();
+    std::fs::write(
+        dir.join("top-0000000000001.seg"),
+        b"not a segment at all, longer than 32",
+    )
+    .unwrap();
     let (views, err, code) = replay_json(&dir, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(views.len(), 2);
-    assert!(err.contains("top-0000000000001.seg: not a monitor store segment"), "{err}");
+    assert!(
+        err.contains("top-0000000000001.seg: not a monitor store segment"),
+        "{err}"
+    );
     // Times outside the store, or unreadable.
     fails_with(
-        hood().args(["top", "-b", "--at", "2d ago", "--replay"]).arg(&dir),
+        hood()
+            .args(["top", "-b", "--at", "2d ago", "--replay"])
+            .arg(&dir),
         &["before the store's first interval", "holds"],
     );
     fails_with(
-        hood().args(["top", "-b", "--at", "@4102444800", "--replay"]).arg(&dir),
+        hood()
+            .args(["top", "-b", "--at", "@4102444800", "--replay"])
+            .arg(&dir),
         &["after the store's last interval"],
     );
     fails_with(
-        hood().args(["top", "-b", "--at", "yesterday", "--replay"]).arg(&dir),
+        hood()
+            .args(["top", "-b", "--at", "yesterday", "--replay"])
+            .arg(&dir),
         &["--at", "HH:MM", "ago"],
     );
     fails_with(
         hood()
-            .args(["top", "-b", "--from", "1h ago", "--to", "2h ago", "--replay"])
+            .args([
+                "top", "-b", "--from", "1h ago", "--to", "2h ago", "--replay",
+            ])
             .arg(&dir),
         &["--from is after --to"],
     );
@@ -365,7 +434,9 @@ fn wrong_input_gets_a_true_error() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("--record"), "{}", text(&out));
     fails_with(
-        hood().args(["top", "--max-size", "10K", "--record"]).arg(&dir),
+        hood()
+            .args(["top", "--max-size", "10K", "--record"])
+            .arg(&dir),
         &["at least 100K"],
     );
 
@@ -382,7 +453,9 @@ fn wrong_input_gets_a_true_error() {
         &["mode 0755", "chmod 700"],
     );
     let made = d.path().join("new/store");
-    let out = run(hood().args(["top", "-n", "1", "-d", "0.1", "--record"]).arg(&made));
+    let out = run(hood()
+        .args(["top", "-n", "1", "-d", "0.1", "--record"])
+        .arg(&made));
     assert!(out.status.success(), "{}", text(&out));
     let st = std::fs::metadata(&made).unwrap();
     assert_eq!(st.mode() & 0o777, 0o700);
@@ -432,7 +505,10 @@ fn wait_for(s: &str, want: &str) -> String {
         if sc.contains(want) {
             return sc;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "never saw {want:?}:\n{sc}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "never saw {want:?}:\n{sc}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -447,7 +523,9 @@ fn the_replay_screen_steps_and_jumps_through_recorded_time() {
     }
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("store");
-    let out = run(hood().args(["top", "-d", "1", "-n", "4", "--record"]).arg(&dir));
+    let out = run(hood()
+        .args(["top", "-d", "1", "-n", "4", "--record"])
+        .arg(&dir));
     assert!(out.status.success(), "{}", text(&out));
     let (views, err, _) = replay_json(&dir, &[]);
     assert_eq!(views.len(), 4, "{err}");
@@ -461,7 +539,14 @@ fn the_replay_screen_steps_and_jumps_through_recorded_time() {
     };
     let s = format!("hoodreplay{}", std::process::id());
     tmux(&[
-        "new-session", "-d", "-s", &s, "-x", "80", "-y", "24",
+        "new-session",
+        "-d",
+        "-s",
+        &s,
+        "-x",
+        "80",
+        "-y",
+        "24",
         &format!(
             "{} top --replay {}; echo HOOD-EXITED; sleep 30",
             env!("CARGO_BIN_EXE_hood"),

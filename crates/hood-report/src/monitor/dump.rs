@@ -90,7 +90,11 @@ pub struct OpenMetricsDump {
 impl OpenMetricsDump {
     /// Add one interval's exposition text, taken at `time_ms` since the Unix epoch.
     pub fn add(&mut self, text: &str, time_ms: i64) {
-        let ts = format!(" {}.{:03}", time_ms.div_euclid(1000), time_ms.rem_euclid(1000));
+        let ts = format!(
+            " {}.{:03}",
+            time_ms.div_euclid(1000),
+            time_ms.rem_euclid(1000)
+        );
         let mut cur: Option<usize> = None;
         let mut help: Option<(&str, &str)> = None;
         for line in text.lines() {
@@ -119,7 +123,8 @@ impl OpenMetricsDump {
                         }
                         let _ = writeln!(head, "# TYPE {family} {kind}");
                         self.families.push((head, String::new()));
-                        self.index.insert(family.to_string(), self.families.len() - 1);
+                        self.index
+                            .insert(family.to_string(), self.families.len() - 1);
                         self.families.len() - 1
                     }
                 };

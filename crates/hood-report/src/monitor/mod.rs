@@ -4,9 +4,9 @@
 //!
 //! [`SystemView`]: hood_monitor::SystemView
 
+pub mod dump;
 pub mod exceptions;
 pub mod fmt;
-pub mod dump;
 pub mod info;
 pub mod ps;
 pub mod table;

@@ -52,7 +52,11 @@ pub fn size_bytes(s: &str) -> Result<u64, String> {
                 'M' => 1 << 20,
                 'G' => 1 << 30,
                 'T' => 1 << 40,
-                _ => return Err(format!("unknown unit {c:?}: give a size such as 500M or 1G")),
+                _ => {
+                    return Err(format!(
+                        "unknown unit {c:?}: give a size such as 500M or 1G"
+                    ))
+                }
             };
             (&t[..i], m)
         }
@@ -79,7 +83,11 @@ pub fn age_secs(s: &str) -> Result<u64, String> {
                 'h' => 3600,
                 'd' => 86_400,
                 'w' => 7 * 86_400,
-                _ => return Err(format!("unknown unit {c:?}: give an age such as 12h, 7d or 4w")),
+                _ => {
+                    return Err(format!(
+                        "unknown unit {c:?}: give an age such as 12h, 7d or 4w"
+                    ))
+                }
             };
             (&t[..i], m)
         }

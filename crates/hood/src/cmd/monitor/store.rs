@@ -101,9 +101,9 @@ pub(crate) fn view_at(cmd: &str, dir: &Path, at: &str) -> anyhow::Result<SystemV
             return Ok(v);
         }
         say_warnings(cmd, &mut store);
-        p = store
-            .prev(p)
-            .ok_or_else(|| anyhow::anyhow!("{}: no readable interval at or before {at}", dir.display()))?;
+        p = store.prev(p).ok_or_else(|| {
+            anyhow::anyhow!("{}: no readable interval at or before {at}", dir.display())
+        })?;
     }
 }
 

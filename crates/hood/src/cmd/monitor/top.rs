@@ -68,7 +68,12 @@ pub struct TopArgs {
     pub replay: Option<PathBuf>,
     /// With --replay: open at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC; default the last
     /// recorded interval); with -b print that interval.
-    #[arg(long, value_name = "TIME", requires = "replay", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "replay",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
     /// With --replay -b: print every recorded interval from TIME (default the first).
     #[arg(long, value_name = "TIME", requires = "replay", conflicts_with = "at")]
@@ -143,11 +148,8 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("--keep and --max-size bound a store: use them with --record DIR");
     }
     let delay = Duration::from_secs_f64(args.delay.unwrap_or(1.0));
-    let batch = args.batch
-        || args.json
-        || args.csv
-        || args.openmetrics
-        || !std::io::stdout().is_terminal();
+    let batch =
+        args.batch || args.json || args.csv || args.openmetrics || !std::io::stdout().is_terminal();
     if let Some(dir) = &args.replay {
         return replay(&args, dir, mode, key, desc, batch);
     }
@@ -262,10 +264,12 @@ fn replay(
         delay: Duration::from_secs_f64(args.delay.unwrap_or(5.0)),
         irq_time: false,
     };
-    hood_tui::run_replay(cfg, Replay::new(st, store::UTC_OFFSET_S), start).map_err(|e| match e {
-        TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
-        e => e.into(),
-    })?;
+    hood_tui::run_replay(cfg, Replay::new(st, store::UTC_OFFSET_S), start).map_err(
+        |e| match e {
+            TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
+            e => e.into(),
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
