@@ -36,7 +36,7 @@ fn main() {
         base.uptime_s += step as f64;
         for (k, t) in base.tasks.iter_mut().enumerate() {
             // One in ten processes busy (up to half a CPU), the rest idle.
-            if (k as u64 + i / 60) % 10 == 0 {
+            if (k as u64 + i / 60).is_multiple_of(10) {
                 t.utime += (k as u64 * 7 + i) % (step * hz / 2 + 1);
                 t.stime += i % 3;
             }

@@ -440,9 +440,10 @@ impl StoreWriter {
         for (_, name) in &segs {
             let st = rustix::fs::statat(&self.dirfd, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
                 .map(|st| {
-                    let mtime = (st.st_mtime as i64)
+                    let mtime = st
+                        .st_mtime
                         .saturating_mul(1000)
-                        .saturating_add(st.st_mtime_nsec as i64 / 1_000_000);
+                        .saturating_add((st.st_mtime_nsec / 1_000_000) as i64);
                     (st.st_size as u64, mtime)
                 })
                 .unwrap_or((0, i64::MAX));
