@@ -24,6 +24,8 @@ pub enum FileKind {
     Calls,
     /// Event-tag trace (`hood trace record`).
     Trace,
+    /// A segment of a monitor store (`hood top --record`).
+    Monitor,
     /// A kind written by a newer hood.
     Unknown(u16),
 }
@@ -35,6 +37,7 @@ impl FileKind {
             FileKind::Profile => 1,
             FileKind::Calls => 2,
             FileKind::Trace => 3,
+            FileKind::Monitor => 4,
             FileKind::Unknown(c) => c,
         }
     }
@@ -45,6 +48,7 @@ impl FileKind {
             1 => FileKind::Profile,
             2 => FileKind::Calls,
             3 => FileKind::Trace,
+            4 => FileKind::Monitor,
             c => FileKind::Unknown(c),
         }
     }
@@ -55,6 +59,7 @@ impl FileKind {
             FileKind::Profile => "hood report",
             FileKind::Calls => "hood calls report",
             FileKind::Trace => "hood trace report",
+            FileKind::Monitor => "hood top --replay DIR",
             FileKind::Unknown(_) => "a newer hood",
         }
     }
@@ -66,6 +71,7 @@ impl fmt::Display for FileKind {
             FileKind::Profile => f.write_str("sampled-profile"),
             FileKind::Calls => f.write_str("call-path"),
             FileKind::Trace => f.write_str("event-trace"),
+            FileKind::Monitor => f.write_str("monitor-store segment"),
             FileKind::Unknown(c) => write!(f, "unknown (kind {c})"),
         }
     }

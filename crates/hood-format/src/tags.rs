@@ -76,3 +76,14 @@ pub mod trace {
     /// traced thread, read from /proc when the recorder first saw them.
     pub const TASKS: u32 = 0x0307;
 }
+
+/// Range 0x0400..0x04FF: segments of a monitor store (`hood top --record`). Each payload is the
+/// snapshot's wall-clock time (i64 milliseconds since the Unix epoch, LE) followed by a zstd
+/// frame of the JSON `hood_monitor::Snapshot`.
+pub mod monitor {
+    /// A snapshot compressed on its own: the key later `DELTA` chunks are compressed against.
+    pub const KEY: u32 = 0x0401;
+    /// A snapshot compressed with the segment's last `KEY` snapshot (its JSON) as the zstd
+    /// dictionary: reading it needs that key first.
+    pub const DELTA: u32 = 0x0402;
+}

@@ -82,6 +82,90 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         swap_free: m.swap_free_kb * 1024,
     };
 
+    let pressure = cur.pressure.map(|pr| {
+        let before = iv.and_then(|(p, s)| p.pressure.map(|q| (q, s)));
+        let line = |l: Option<crate::raw::PsiLine>,
+                    b: Option<crate::raw::PsiLine>,
+                    s: Option<f64>| {
+            l.map(|l| PsiLineView {
+                avg10: l.avg10,
+                avg60: l.avg60,
+                avg300: l.avg300,
+                total_us: l.total_us,
+                percent: b.zip(s).and_then(|(b, s)| {
+                    (l.total_us >= b.total_us).then(|| (l.total_us - b.total_us) as f64 / 1e4 / s)
+                }),
+            })
+        };
+        let res = |r: Option<crate::raw::PsiRaw>, b: Option<crate::raw::PsiRaw>, s: Option<f64>| {
+            r.map(|r| PsiView {
+                some: line(r.some, b.and_then(|b| b.some), s),
+                full: line(r.full, b.and_then(|b| b.full), s),
+            })
+        };
+        let s = before.map(|(_, s)| s);
+        let b = before.map(|(b, _)| b);
+        PressureView {
+            cpu: res(pr.cpu, b.and_then(|b| b.cpu), s),
+            memory: res(pr.memory, b.and_then(|b| b.memory), s),
+            io: res(pr.io, b.and_then(|b| b.io), s),
+        }
+    });
+    let disks = cur.disks.as_ref().map(|ds| {
+        let before: HashMap<&str, &crate::raw::DiskRaw> = iv
+            .and_then(|(p, _)| p.disks.as_ref())
+            .map(|v| v.iter().map(|d| (d.name.as_str(), d)).collect())
+            .unwrap_or_default();
+        ds.iter()
+            .map(|d| {
+                let b = before.get(d.name.as_str()).copied().zip(interval_s);
+                DiskView {
+                    name: d.name.clone(),
+                    reads: d.reads,
+                    writes: d.writes,
+                    read_bytes: d.read_sectors.saturating_mul(512),
+                    write_bytes: d.write_sectors.saturating_mul(512),
+                    in_flight: d.in_flight,
+                    reads_per_s: b.and_then(|(b, s)| rate(b.reads, d.reads, s)),
+                    writes_per_s: b.and_then(|(b, s)| rate(b.writes, d.writes, s)),
+                    read_bytes_per_s: b
+                        .and_then(|(b, s)| rate(b.read_sectors, d.read_sectors, s))
+                        .map(|r| r * 512.0),
+                    write_bytes_per_s: b
+                        .and_then(|(b, s)| rate(b.write_sectors, d.write_sectors, s))
+                        .map(|r| r * 512.0),
+                    busy_percent: b
+                        .and_then(|(b, s)| rate(b.io_ms, d.io_ms, s))
+                        .map(|ms| (ms / 10.0).min(100.0)),
+                }
+            })
+            .collect()
+    });
+    let nets = cur.nets.as_ref().map(|ns| {
+        let before: HashMap<&str, &crate::raw::NetRaw> = iv
+            .and_then(|(p, _)| p.nets.as_ref())
+            .map(|v| v.iter().map(|d| (d.name.as_str(), d)).collect())
+            .unwrap_or_default();
+        ns.iter()
+            .map(|n| {
+                let b = before.get(n.name.as_str()).copied().zip(interval_s);
+                NetView {
+                    name: n.name.clone(),
+                    rx_bytes: n.rx_bytes,
+                    tx_bytes: n.tx_bytes,
+                    rx_packets: n.rx_packets,
+                    tx_packets: n.tx_packets,
+                    rx_errors: n.rx_errs.saturating_add(n.rx_drop),
+                    tx_errors: n.tx_errs.saturating_add(n.tx_drop),
+                    rx_bytes_per_s: b.and_then(|(b, s)| rate(b.rx_bytes, n.rx_bytes, s)),
+                    tx_bytes_per_s: b.and_then(|(b, s)| rate(b.tx_bytes, n.tx_bytes, s)),
+                    rx_packets_per_s: b.and_then(|(b, s)| rate(b.rx_packets, n.rx_packets, s)),
+                    tx_packets_per_s: b.and_then(|(b, s)| rate(b.tx_packets, n.tx_packets, s)),
+                }
+            })
+            .collect()
+    });
+
     SystemView {
         schema_version: SCHEMA_VERSION,
         interval_s,
@@ -121,6 +205,9 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
                 derive_irq_time(prev_it, it, cur.cpus.len().max(1))
             }),
         },
+        pressure,
+        disks,
+        nets,
     }
 }
 

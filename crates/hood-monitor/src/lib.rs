@@ -2,7 +2,8 @@
 //! raw cumulative snapshots of the system as read from /proc ([`raw`]), the derived `system.*`
 //! view with rates over an interval ([`view`], [`mod@derive`]), the `hood info` tree
 //! ([`tree`]), task sorting and filtering ([`sort`]), the modes of `hood top` and what each
-//! must read ([`mode`]), and the sampler's [`Source`] trait. May depend on serde only: no hood
+//! must read ([`mode`]), the sampler's [`Source`] trait and the store reader's [`Recorded`]
+//! trait, and times as users write them ([`when`]). May depend on serde only: no hood
 //! crate, and never on the kernel.
 //!
 //! Everything here is pure data: no /proc access. `hood-procfs` fills [`raw::Snapshot`];
@@ -18,13 +19,14 @@ pub mod sort;
 pub mod source;
 pub mod tree;
 pub mod view;
+pub mod when;
 
 pub use derive::derive;
 pub use mode::{scan_needs, Mode};
 pub use raw::{
-    CpuRaw, CpuTicks, CtxSwitches, HandlerTime, IoCounters, IrqLine, IrqTimeRaw, LoadAvg, MemInfo,
-    ScanOptions, Snapshot, TaskRaw,
+    CpuRaw, CpuTicks, CtxSwitches, DiskRaw, HandlerTime, IoCounters, IrqLine, IrqTimeRaw, LoadAvg,
+    MemInfo, NetRaw, PressureRaw, PsiLine, PsiRaw, ScanOptions, Snapshot, TaskRaw,
 };
 pub use sort::{arrange, filter_tasks, sort_tasks, SortKey};
-pub use source::Source;
+pub use source::{Recorded, Seek, Source};
 pub use view::{SystemView, TaskView, SCHEMA_VERSION};

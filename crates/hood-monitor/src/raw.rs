@@ -239,6 +239,82 @@ pub struct IrqTimeRaw {
     pub cost_ns: u64,
 }
 
+/// One line of a `/proc/pressure/*` file: `some` (at least one task stalled) or `full` (all
+/// non-idle tasks stalled).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiLine {
+    /// Share of time stalled over the last 10 s, percent (the kernel's average).
+    pub avg10: f64,
+    /// ... over the last 60 s.
+    pub avg60: f64,
+    /// ... over the last 300 s.
+    pub avg300: f64,
+    /// Microseconds stalled since boot.
+    pub total_us: u64,
+}
+
+/// One `/proc/pressure/{cpu,memory,io}` file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiRaw {
+    /// The `some` line.
+    pub some: Option<PsiLine>,
+    /// The `full` line (absent for cpu before Linux 5.13).
+    pub full: Option<PsiLine>,
+}
+
+/// Pressure stall information (`/proc/pressure/*`, Linux 4.20+ with PSI enabled).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PressureRaw {
+    /// CPU.
+    pub cpu: Option<PsiRaw>,
+    /// Memory.
+    pub memory: Option<PsiRaw>,
+    /// I/O.
+    pub io: Option<PsiRaw>,
+}
+
+/// One block device of `/proc/diskstats` (counters since boot).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskRaw {
+    /// Device name (`vda`, `vda1`, `dm-0`, `nvme0n1`).
+    pub name: String,
+    /// Reads completed.
+    pub reads: u64,
+    /// 512-byte sectors read.
+    pub read_sectors: u64,
+    /// Writes completed.
+    pub writes: u64,
+    /// 512-byte sectors written.
+    pub write_sectors: u64,
+    /// I/Os in progress now.
+    pub in_flight: u64,
+    /// Milliseconds the device had I/O in progress.
+    pub io_ms: u64,
+}
+
+/// One network interface of `/proc/net/dev` (counters since it came up).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetRaw {
+    /// Interface name.
+    pub name: String,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Receive errors.
+    pub rx_errs: u64,
+    /// Received packets dropped.
+    pub rx_drop: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Send errors.
+    pub tx_errs: u64,
+    /// Packets dropped on sending.
+    pub tx_drop: u64,
+}
+
 /// One cumulative snapshot of the system.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -276,4 +352,13 @@ pub struct Snapshot {
     pub softirqs: Vec<IrqLine>,
     /// Handler times from `--irq-time`.
     pub irq_time: Option<IrqTimeRaw>,
+    /// Pressure stall information, when read (the monitor store records it).
+    #[serde(default)]
+    pub pressure: Option<PressureRaw>,
+    /// Block devices, when read (the monitor store records them).
+    #[serde(default)]
+    pub disks: Option<Vec<DiskRaw>>,
+    /// Network interfaces, when read (the monitor store records them).
+    #[serde(default)]
+    pub nets: Option<Vec<NetRaw>>,
 }

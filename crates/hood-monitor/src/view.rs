@@ -32,6 +32,105 @@ pub struct SystemView {
     pub threads: Option<Vec<TaskView>>,
     /// `system.exceptions`.
     pub exceptions: ExceptionsView,
+    /// `system.pressure`: pressure stall information; null unless read (the monitor store
+    /// records it).
+    #[serde(default)]
+    pub pressure: Option<PressureView>,
+    /// `system.disks`: block devices; null unless read (the monitor store records them).
+    #[serde(default)]
+    pub disks: Option<Vec<DiskView>>,
+    /// `system.nets`: network interfaces; null unless read (the monitor store records them).
+    #[serde(default)]
+    pub nets: Option<Vec<NetView>>,
+}
+
+/// One PSI line (`some` or `full`) with the share of the interval stalled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiLineView {
+    /// The kernel's 10 s average, percent.
+    pub avg10: f64,
+    /// The kernel's 60 s average, percent.
+    pub avg60: f64,
+    /// The kernel's 300 s average, percent.
+    pub avg300: f64,
+    /// Microseconds stalled since boot.
+    pub total_us: u64,
+    /// Percent of the interval stalled (from `total_us`); null without an interval.
+    pub percent: Option<f64>,
+}
+
+/// One resource's pressure.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiView {
+    /// Some task stalled.
+    pub some: Option<PsiLineView>,
+    /// All non-idle tasks stalled.
+    pub full: Option<PsiLineView>,
+}
+
+/// `system.pressure`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PressureView {
+    /// CPU.
+    pub cpu: Option<PsiView>,
+    /// Memory.
+    pub memory: Option<PsiView>,
+    /// I/O.
+    pub io: Option<PsiView>,
+}
+
+/// One block device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskView {
+    /// Device name.
+    pub name: String,
+    /// Reads completed since boot.
+    pub reads: u64,
+    /// Writes completed since boot.
+    pub writes: u64,
+    /// Bytes read since boot.
+    pub read_bytes: u64,
+    /// Bytes written since boot.
+    pub write_bytes: u64,
+    /// I/Os in progress.
+    pub in_flight: u64,
+    /// Reads per second over the interval.
+    pub reads_per_s: Option<f64>,
+    /// Writes per second.
+    pub writes_per_s: Option<f64>,
+    /// Bytes read per second.
+    pub read_bytes_per_s: Option<f64>,
+    /// Bytes written per second.
+    pub write_bytes_per_s: Option<f64>,
+    /// Percent of the interval the device had I/O in progress.
+    pub busy_percent: Option<f64>,
+}
+
+/// One network interface.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NetView {
+    /// Interface name.
+    pub name: String,
+    /// Bytes received since it came up.
+    pub rx_bytes: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Packets received.
+    pub rx_packets: u64,
+    /// Packets sent.
+    pub tx_packets: u64,
+    /// Receive errors plus drops.
+    pub rx_errors: u64,
+    /// Send errors plus drops.
+    pub tx_errors: u64,
+    /// Bytes received per second over the interval.
+    pub rx_bytes_per_s: Option<f64>,
+    /// Bytes sent per second.
+    pub tx_bytes_per_s: Option<f64>,
+    /// Packets received per second.
+    pub rx_packets_per_s: Option<f64>,
+    /// Packets sent per second.
+    pub tx_packets_per_s: Option<f64>,
 }
 
 /// `system.uptime`.

@@ -2,9 +2,11 @@
 //! `/metrics`, and the `--irq-time` handler timer.
 //!
 //! Owns: reading /proc into raw [`Snapshot`](hood_monitor::Snapshot)s (the one /proc
-//! reader), the parsers of /proc text, the irq/softirq tracer, and the [`Sampler`] that turns
-//! one snapshot after another into derived views for `hood top`. May depend on: hood-monitor (the
-//! snapshot types and their derivation) and hood-perf (tracefs instances); no unsafe.
+//! reader), the parsers of /proc text, the irq/softirq tracer, the [`Sampler`] that turns
+//! one snapshot after another into derived views for `hood top`, and the monitor [`store`]
+//! those snapshots are recorded in and replayed from. May depend on: hood-monitor (the
+//! snapshot types and their derivation), hood-perf (tracefs instances) and hood-format (the
+//! store's container, its door to files); no unsafe.
 //!
 //! [`ProcReader`] takes one snapshot of the system per call, reading only what the
 //! [`ScanOptions`](hood_monitor::ScanOptions) ask for and, with [`IdleSkip`], not
@@ -17,6 +19,7 @@ pub mod irqtime;
 pub mod parse;
 mod reader;
 mod sampler;
+pub mod store;
 
 pub use reader::{IdleSkip, ProcReader, ScanCounts};
 pub use sampler::Sampler;
@@ -55,4 +58,15 @@ pub enum ProcError {
     /// Tracefs could not be set up for `--irq-time`.
     #[error("{0}")]
     Trace(String),
+    /// A monitor store could not be opened, written or read.
+    #[error("{}: {what}", path.display())]
+    Store {
+        /// The store directory or segment.
+        path: PathBuf,
+        /// What is wrong, and the fix.
+        what: String,
+    },
+    /// A time outside what a store holds.
+    #[error("{0}")]
+    Time(String),
 }

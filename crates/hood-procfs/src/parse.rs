@@ -1,7 +1,10 @@
 //! Parsers of /proc text. All take bytes or text of untrusted content and never panic: a
 //! malformed line is skipped, a malformed file gives `None` or a default.
 
-use hood_monitor::{CpuRaw, CpuTicks, CtxSwitches, IoCounters, IrqLine, LoadAvg, MemInfo, TaskRaw};
+use hood_monitor::{
+    CpuRaw, CpuTicks, CtxSwitches, DiskRaw, IoCounters, IrqLine, LoadAvg, MemInfo, NetRaw, PsiLine,
+    PsiRaw, TaskRaw,
+};
 
 /// Unsigned decimal (an optional `+`, then digits); `None` when empty, not a number or too big.
 fn dec_u64(tok: &[u8]) -> Option<u64> {
@@ -371,4 +374,100 @@ pub fn parse_auxv(buf: &[u8]) -> (Option<u64>, Option<u64>) {
         }
     }
     (hz, page)
+}
+
+/// A `/proc/pressure/*` file: `some avg10=0.00 avg60=0.00 avg300=0.00 total=0` and the same for
+/// `full`. Lines that do not parse are left out.
+pub fn parse_psi(text: &str) -> PsiRaw {
+    let mut out = PsiRaw::default();
+    for line in text.lines() {
+        let mut it = line.split_ascii_whitespace();
+        let which = it.next();
+        let mut l = PsiLine::default();
+        let mut seen = 0;
+        for kv in it {
+            let Some((k, v)) = kv.split_once('=') else {
+                continue;
+            };
+            match k {
+                "avg10" => l.avg10 = v.parse().unwrap_or(f64::NAN),
+                "avg60" => l.avg60 = v.parse().unwrap_or(f64::NAN),
+                "avg300" => l.avg300 = v.parse().unwrap_or(f64::NAN),
+                "total" => match v.parse() {
+                    Ok(t) => l.total_us = t,
+                    Err(_) => continue,
+                },
+                _ => continue,
+            }
+            seen += 1;
+        }
+        let ok = seen == 4 && [l.avg10, l.avg60, l.avg300].iter().all(|a| a.is_finite());
+        match which {
+            Some("some") if ok => out.some = Some(l),
+            Some("full") if ok => out.full = Some(l),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `/proc/diskstats`: whole devices and partitions, without loop and ram devices (many, and
+/// idle on most machines). Lines with fewer than the 14 classic fields are left out.
+pub fn parse_diskstats(text: &str) -> Vec<DiskRaw> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_ascii_whitespace().collect();
+        if f.len() < 14 {
+            continue;
+        }
+        let name = f[2];
+        if name.starts_with("loop") || name.starts_with("ram") {
+            continue;
+        }
+        let n = |i: usize| f[i].parse::<u64>().ok();
+        let (Some(reads), Some(rs), Some(writes), Some(ws), Some(inf), Some(io)) =
+            (n(3), n(5), n(7), n(9), n(11), n(12))
+        else {
+            continue;
+        };
+        out.push(DiskRaw {
+            name: name.to_string(),
+            reads,
+            read_sectors: rs,
+            writes,
+            write_sectors: ws,
+            in_flight: inf,
+            io_ms: io,
+        });
+    }
+    out
+}
+
+/// `/proc/net/dev`: one interface per line after the two header lines.
+pub fn parse_net_dev(text: &str) -> Vec<NetRaw> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let f: Vec<u64> = rest
+            .split_ascii_whitespace()
+            .map_while(|x| x.parse().ok())
+            .collect();
+        if f.len() < 16 {
+            continue;
+        }
+        out.push(NetRaw {
+            name: name.trim().to_string(),
+            rx_bytes: f[0],
+            rx_packets: f[1],
+            rx_errs: f[2],
+            rx_drop: f[3],
+            tx_bytes: f[8],
+            tx_packets: f[9],
+            tx_errs: f[10],
+            tx_drop: f[11],
+        });
+    }
+    out
 }

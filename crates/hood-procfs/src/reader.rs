@@ -333,6 +333,32 @@ impl ProcReader {
         }
     }
 
+    /// Pressure stall information, block devices and network interfaces into `s` (the monitor
+    /// store records them): each left `None` when its file is missing or unreadable.
+    pub fn read_system_io(&mut self, s: &mut Snapshot) {
+        let mut pressure = hood_monitor::PressureRaw::default();
+        let mut any = false;
+        for (name, slot) in [
+            ("pressure/cpu", &mut pressure.cpu),
+            ("pressure/memory", &mut pressure.memory),
+            ("pressure/io", &mut pressure.io),
+        ] {
+            if let Ok(t) = self.sys_file(name) {
+                *slot = Some(parse::parse_psi(&t));
+                any = true;
+            }
+        }
+        s.pressure = any.then_some(pressure);
+        s.disks = self
+            .sys_file("diskstats")
+            .ok()
+            .map(|t| parse::parse_diskstats(&t));
+        s.nets = self
+            .sys_file("net/dev")
+            .ok()
+            .map(|t| parse::parse_net_dev(&t));
+    }
+
     /// Take one snapshot. `irq_time` is attached as given (the tracer lives elsewhere).
     pub fn snapshot(&mut self, opts: &ScanOptions) -> Result<Snapshot, ProcError> {
         self.root_fd()?;

@@ -211,3 +211,82 @@ fn real_proc_held_descriptors_follow_exits() {
     );
     assert_eq!(a.uid, b.uid);
 }
+
+/// Pressure, block devices and network interfaces (what the monitor store records beyond a
+/// snapshot) read from the files and derived into rates over the interval.
+#[test]
+fn pressure_disks_and_nets_are_read_and_derived() {
+    let a = tempfile::tempdir().expect("tempdir");
+    let b = tempfile::tempdir().expect("tempdir");
+    for (root, total, sectors, rx, io_ms) in [
+        (a.path(), 1_000_000u64, 1000u64, 5000u64, 100u64),
+        (b.path(), 1_500_000, 3048, 15_000, 600),
+    ] {
+        fake_proc(root);
+        write(root, "pressure/cpu", &format!("some avg10=1.50 avg60=0.75 avg300=0.20 total={total}\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"));
+        write(
+            root,
+            "pressure/io",
+            "some avg10=x avg60=0.00 avg300=0.00 total=5\n",
+        );
+        write(root, "diskstats", &format!(
+            "   7       0 loop0 9 0 9 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n 253       0 vda 10 0 {sectors} 30 20 0 {sectors} 40 1 {io_ms} 70 0 0 0 0 0 0\n   8       0 short 1 2 3\n"));
+        write(root, "net/dev", &format!(
+            "Inter-|   Receive |  Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n  eth0: {rx} 10 1 2 0 0 0 0 {rx} 20 0 1 0 0 0 0\n"));
+    }
+    let opts = ScanOptions::default();
+    let mut s1 = ProcReader::with_root(a.path())
+        .snapshot(&opts)
+        .expect("snapshot");
+    let mut s2 = ProcReader::with_root(b.path())
+        .snapshot(&opts)
+        .expect("snapshot");
+    ProcReader::with_root(a.path()).read_system_io(&mut s1);
+    ProcReader::with_root(b.path()).read_system_io(&mut s2);
+    let pr = s1.pressure.expect("pressure read");
+    let cpu = pr.cpu.expect("cpu pressure");
+    assert_eq!(cpu.some.expect("some").avg10, 1.5);
+    assert_eq!(cpu.full.expect("full").total_us, 0);
+    assert!(pr.memory.is_none(), "no memory file, no memory pressure");
+    assert!(
+        pr.io.expect("io file").some.is_none(),
+        "a malformed line is left out"
+    );
+    let disks = s1.disks.as_ref().expect("diskstats read");
+    assert_eq!(
+        disks.len(),
+        1,
+        "loop devices and short lines left out: {disks:?}"
+    );
+    s1.taken_ns = 0;
+    s2.taken_ns = 2_000_000_000;
+    let v = derive(Some(&s1), &s2);
+    let some = v
+        .pressure
+        .expect("pressure")
+        .cpu
+        .expect("cpu")
+        .some
+        .expect("some");
+    // 500,000 us stalled in 2 s: 25 %.
+    assert!(
+        (some.percent.expect("rate") - 25.0).abs() < 1e-9,
+        "{some:?}"
+    );
+    let d = &v.disks.expect("disks")[0];
+    assert_eq!(d.name, "vda");
+    assert_eq!(d.read_bytes, 3048 * 512);
+    assert_eq!(d.read_bytes_per_s, Some(2048.0 * 512.0 / 2.0));
+    assert_eq!(d.busy_percent, Some(25.0));
+    let n = &v.nets.expect("nets")[0];
+    assert_eq!((n.name.as_str(), n.rx_errors), ("eth0", 3));
+    assert_eq!(n.rx_bytes_per_s, Some(5000.0));
+    // Without the files: null, not zero.
+    let c = tempfile::tempdir().expect("tempdir");
+    fake_proc(c.path());
+    let mut s3 = ProcReader::with_root(c.path())
+        .snapshot(&opts)
+        .expect("snapshot");
+    ProcReader::with_root(c.path()).read_system_io(&mut s3);
+    assert!(s3.pressure.is_none() && s3.disks.is_none() && s3.nets.is_none());
+}

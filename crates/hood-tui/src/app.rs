@@ -3,7 +3,7 @@
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::time::Duration;
 
-use hood_monitor::{arrange, scan_needs, Mode, ScanOptions, SortKey, SystemView};
+use hood_monitor::{arrange, scan_needs, Mode, Recorded, ScanOptions, Seek, SortKey, SystemView};
 use hood_report::monitor::columns_for;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::DefaultTerminal;
@@ -29,6 +29,21 @@ pub struct App {
     pub scroll: usize,
     /// Set when the user quits.
     pub quit: bool,
+    /// Replaying a store (`hood top --replay`): what the status line says.
+    pub replay: Option<ReplayState>,
+}
+
+/// The state of a replay.
+#[derive(Debug, Default)]
+pub struct ReplayState {
+    /// Time being typed after `g`.
+    pub jumping: Option<String>,
+    /// Where the user asked to go, not yet read.
+    pub seek: Option<Seek>,
+    /// The last error or warning, shown in the status line until the next move.
+    pub note: Option<String>,
+    /// Time zone offset times are read in.
+    pub utc_offset_s: i32,
 }
 
 impl App {
@@ -43,7 +58,54 @@ impl App {
             editing: None,
             scroll: 0,
             quit: false,
+            replay: None,
         }
+    }
+
+    /// Keys of a replay: move in time, or type a time after `g`. Whether the key was one.
+    fn on_replay_key(&mut self, k: &KeyEvent) -> bool {
+        let Some(r) = self.replay.as_mut() else {
+            return false;
+        };
+        if let Some(buf) = r.jumping.as_mut() {
+            match k.code {
+                KeyCode::Enter => {
+                    let text = r.jumping.take().unwrap_or_default();
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs() as i64)
+                        .unwrap_or(0);
+                    match hood_monitor::when::parse_time(&text, now, r.utc_offset_s) {
+                        Ok(t) => r.seek = Some(Seek::At(t)),
+                        Err(e) => r.note = Some(e),
+                    }
+                }
+                KeyCode::Esc => r.jumping = None,
+                KeyCode::Backspace => {
+                    buf.pop();
+                }
+                KeyCode::Char(c) => buf.push(c),
+                _ => {}
+            }
+            return true;
+        }
+        if self.help || self.editing.is_some() {
+            return false;
+        }
+        let seek = match k.code {
+            KeyCode::Left | KeyCode::Char('[') => Seek::Step(-1),
+            KeyCode::Right | KeyCode::Char(']') => Seek::Step(1),
+            KeyCode::Char('{') => Seek::Step(-60),
+            KeyCode::Char('}') => Seek::Step(60),
+            KeyCode::Char('G') | KeyCode::End => Seek::Last,
+            KeyCode::Char('g') => {
+                r.jumping = Some(String::new());
+                return true;
+            }
+            _ => return false,
+        };
+        r.seek = Some(seek);
+        true
     }
 
     /// What the sampler should read now.
@@ -84,6 +146,9 @@ impl App {
 
     /// Apply one key press.
     pub fn on_key(&mut self, k: KeyEvent) {
+        if self.on_replay_key(&k) {
+            return;
+        }
         if let Some(buf) = self.editing.as_mut() {
             match k.code {
                 KeyCode::Enter => {
@@ -140,6 +205,48 @@ impl App {
             _ => {}
         }
         self.rearrange();
+    }
+
+    /// Event loop of a replay: draw, handle keys, read the interval asked for, until quit.
+    pub fn run_replay<R: Recorded>(
+        mut self,
+        term: &mut DefaultTerminal,
+        rec: &mut R,
+    ) -> Result<(), TuiError> {
+        while !self.quit {
+            term.draw(|f| crate::draw::draw(f, &self))?;
+            if event::poll(Duration::from_millis(250))? {
+                if let Event::Key(k) = event::read()? {
+                    if k.kind != KeyEventKind::Release {
+                        self.on_key(k);
+                    }
+                }
+            }
+            let Some(r) = self.replay.as_mut() else {
+                return Ok(());
+            };
+            if let Some(s) = r.seek.take() {
+                r.note = None;
+                match rec.seek(s) {
+                    Ok(v) => {
+                        if self.cfg.mode == Mode::Threads && v.threads.is_none() {
+                            r.note = Some("the store holds processes, not threads".into());
+                        }
+                        self.raw = Some(v);
+                    }
+                    Err(e) => r.note = Some(e.to_string()),
+                }
+                let w = rec.warnings();
+                if let Some(last) = w.last() {
+                    r.note = Some(match w.len() {
+                        1 => last.clone(),
+                        n => format!("{last} (and {} more)", n - 1),
+                    });
+                }
+                self.rearrange();
+            }
+        }
+        Ok(())
     }
 
     /// Event loop: draw, take frames, handle keys, until quit.

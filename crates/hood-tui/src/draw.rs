@@ -20,6 +20,8 @@ pub const HELP: &[&str] = &[
     "  P %CPU  M memory  T time  N pid  U user  C name  S ctx/s  Y syscalls/s  B bytes/s",
     "  /  filter by text (Enter apply, Esc cancel)",
     "  space  pause     up/down/PgUp/PgDn  scroll     ?  help     q  quit",
+    "  replay (--replay):  left/right or [ ]  one interval back/forward",
+    "       { }  60 intervals    g  go to a time (10:42, 3h ago)    G  last",
     "",
     "any key closes this help",
 ];
@@ -77,9 +79,25 @@ pub fn draw(f: &mut Frame, app: &App) {
     }
     f.render_widget(Paragraph::new(shown), mid);
 
-    let status_text = match &app.editing {
-        Some(buf) => format!("filter: {buf}_"),
-        None => format!(
+    let replay = app.replay.as_ref();
+    let status_text = match (&app.editing, replay) {
+        (Some(buf), _) => format!("filter: {buf}_"),
+        (None, Some(r)) => match (&r.jumping, &r.note) {
+            (Some(buf), _) => format!("go to (10:42, 3h ago, 2026-11-26 10:42): {buf}_"),
+            (None, Some(note)) => note.clone(),
+            (None, None) => format!(
+                "replay {} | mode {} | sort {} | filter {} | <-/-> step  g go to  G last  ? help  q quit",
+                hood_monitor::when::format_time(v.uptime.wall_time_s, r.utc_offset_s),
+                mode_name(app.cfg.mode),
+                app.cfg.sort.name(),
+                if app.cfg.filter.is_empty() {
+                    "-"
+                } else {
+                    &app.cfg.filter
+                },
+            ),
+        },
+        (None, None) => format!(
             "mode {} | sort {}{} | filter {} | every {:.1}s{} | ? help  q quit",
             mode_name(app.cfg.mode),
             app.cfg.sort.name(),

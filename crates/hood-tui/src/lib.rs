@@ -4,7 +4,8 @@
 //! Terminal UI of `hood top` (ratatui + crossterm). It never touches /proc: it receives derived
 //! [`SystemView`]s over a channel and sends back the [`ScanOptions`] its current mode needs, so
 //! the sampler reads only what is shown. [`run_sampled`] runs the UI with a thread that reads
-//! the views from the caller's [`Source`](hood_monitor::Source).
+//! the views from the caller's [`Source`](hood_monitor::Source); [`run_replay`] runs it on
+//! recorded time from the caller's [`Recorded`] store.
 #![forbid(unsafe_code)]
 
 mod app;
@@ -14,9 +15,9 @@ mod sampled;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
-use hood_monitor::{Mode, ScanOptions, SortKey, SystemView};
+use hood_monitor::{Mode, Recorded, ScanOptions, Seek, SortKey, SystemView};
 
-pub use app::App;
+pub use app::{App, ReplayState};
 pub use draw::HELP as KEYS;
 pub use sampled::run_sampled;
 
@@ -65,6 +66,24 @@ pub fn run(
 ) -> Result<(), TuiError> {
     let mut terminal = ratatui::try_init()?;
     let res = App::new(cfg).run(&mut terminal, &frames, &needs);
+    ratatui::try_restore()?;
+    res
+}
+
+/// Run the UI on recorded time, starting at `start`, until `q`. An error reading the first
+/// view is returned before the terminal is taken over.
+pub fn run_replay<R: Recorded>(cfg: TuiConfig, mut rec: R, start: Seek) -> Result<(), TuiError> {
+    let first = rec.seek(start).map_err(|e| TuiError::Source(Box::new(e)))?;
+    let mut app = App::new(cfg);
+    app.replay = Some(ReplayState {
+        note: rec.warnings().pop(),
+        utc_offset_s: rec.utc_offset_s(),
+        ..ReplayState::default()
+    });
+    app.raw = Some(first);
+    app.rearrange();
+    let mut terminal = ratatui::try_init()?;
+    let res = app.run_replay(&mut terminal, &mut rec);
     ratatui::try_restore()?;
     res
 }

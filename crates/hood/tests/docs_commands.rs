@@ -418,6 +418,84 @@ const PLANS: &[(&str, Plan)] = &[
     ("hood uptime", Plan::AsWritten),
     ("hood info system.load", Plan::AsWritten),
     ("hood top --irq-time", Plan::Step(Step::FirstLines)),
+    // README and docs/monitor.md: record and replay.
+    (
+        "hood top --record /var/lib/hood/monitor",
+        Plan::Variant(
+            "hood top --record store -d 0.3 -n 3",
+            "3 intervals into the test's directory, not the system's store",
+        ),
+    ),
+    (
+        "hood top --replay /var/lib/hood/monitor --at 3:10",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
+            "a fresh store of the test's, which holds the last second; batch, as the screen needs a terminal",
+        ),
+    ),
+    (
+        "hood top -b --replay DIR --from '2h ago' --to '1h ago' --csv",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --from '1h ago' --to now --csv",
+            "a fresh store of the test's, which holds the last second",
+        ),
+    ),
+    (
+        "hood ps --at '3h ago'",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood ps --store store --at now",
+            "a fresh store of the test's, which holds the last second",
+        ),
+    ),
+    (
+        "hood top --replay DIR",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b -n 1 --replay store",
+            "batch, as the screen needs a terminal",
+        ),
+    ),
+    (
+        "hood top --replay DIR --at 3:10",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
+            "a fresh store of the test's, which holds the last second; batch",
+        ),
+    ),
+    (
+        "hood top -b --replay DIR --at 3:10",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
+            "a fresh store of the test's, which holds the last second",
+        ),
+    ),
+    (
+        "hood top -b --replay DIR --from 0:00 --filter nginx --csv > nginx.csv",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --filter hood --csv > hood.csv && grep -q hood hood.csv",
+            "no nginx here: the recorder itself",
+        ),
+    ),
+    (
+        "hood top -b --replay DIR --openmetrics",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --openmetrics | tail -1 | grep -qx '# EOF'",
+            "the test's store",
+        ),
+    ),
+    (
+        "hood ps --at '10 min ago' --sort cpu",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood ps --store store --at now --sort cpu",
+            "a fresh store of the test's, which holds the last second",
+        ),
+    ),
+    (
+        "hood info --at 3:10 system.load",
+        Plan::Variant(
+            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood info --store store --at now system.load",
+            "a fresh store of the test's, which holds the last second",
+        ),
+    ),
     // README and docs/labels.md: process-labeled kernel profiling.
     (
         "hood record --labels -a -d 10",

@@ -4,6 +4,7 @@
 //!
 //! [`SystemView`]: hood_monitor::SystemView
 
+pub mod dump;
 pub mod exceptions;
 pub mod fmt;
 pub mod info;

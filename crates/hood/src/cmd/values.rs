@@ -41,9 +41,86 @@ pub fn percent(s: &str) -> Result<f64, String> {
     number(s, 0.0, 100.0, false, "a percentage")
 }
 
+/// `top --max-size SIZE`: bytes with an optional K, M, G or T suffix (powers of 1024), at least
+/// 100 KiB (a store keeps a few segments of an eighth of it).
+pub fn size_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => {
+                    return Err(format!(
+                        "unknown unit {c:?}: give a size such as 500M or 1G"
+                    ))
+                }
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let v = number(num, 0.0, 1e15, false, "a size")
+        .map_err(|_| "give a size such as 500M or 1G (at least 100K)".to_string())?;
+    let bytes = v * mult as f64;
+    if !(bytes >= (100u64 << 10) as f64 && bytes <= (1u64 << 50) as f64) {
+        return Err("a store must be allowed at least 100K (and at most 1024T)".into());
+    }
+    Ok(bytes as u64)
+}
+
+/// `top --keep AGE`: seconds from a number with s, m, h, d or w (default seconds), 1 minute to
+/// 10 years.
+pub fn age_secs(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3600,
+                'd' => 86_400,
+                'w' => 7 * 86_400,
+                _ => {
+                    return Err(format!(
+                        "unknown unit {c:?}: give an age such as 12h, 7d or 4w"
+                    ))
+                }
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let v = number(num, 0.0, 1e12, false, "an age")
+        .map_err(|_| "give an age such as 12h, 7d or 4w".to_string())?;
+    let secs = v * mult as f64;
+    if !(60.0..=10.0 * 365.0 * 86_400.0).contains(&secs) {
+        return Err("an age must be from 1m up to 10 years".into());
+    }
+    Ok(secs as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_ages() {
+        assert_eq!(size_bytes("1G"), Ok(1 << 30));
+        assert_eq!(size_bytes("1.5M"), Ok(3 << 19));
+        assert_eq!(size_bytes("2097152"), Ok(2 << 20));
+        for bad in ["", "1X", "99K", "nan", "-1G", "1e30G", "G"] {
+            assert!(size_bytes(bad).is_err(), "{bad}");
+        }
+        assert_eq!(age_secs("7d"), Ok(7 * 86_400));
+        assert_eq!(age_secs("90m"), Ok(5400));
+        assert_eq!(age_secs("3600"), Ok(3600));
+        for bad in ["", "7y", "30s", "nan", "-1d", "1e30w", "d"] {
+            assert!(age_secs(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn out_of_range_and_non_numbers_are_refused_with_the_range() {

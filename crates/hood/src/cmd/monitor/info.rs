@@ -22,6 +22,13 @@ pub struct InfoArgs {
     /// Seconds between the two snapshots rates and percentages come from (0: none).
     #[arg(long, value_name = "SECS", default_value_t = 0.25, value_parser = crate::cmd::values::interval_secs)]
     pub interval: f64,
+    /// Answer from the monitor store at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC) instead of
+    /// the live system; rates are those of the recorded interval.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub at: Option<String>,
+    /// With --at: the store recorded by `hood top --record`.
+    #[arg(long, value_name = "DIR", default_value = super::store::DEFAULT_STORE, requires = "at")]
+    pub store: PathBuf,
     /// Read this directory instead of /proc (for tests with a fake tree).
     #[arg(long, hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -29,9 +36,14 @@ pub struct InfoArgs {
 
 /// Run `hood info`.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    let mut r = reader(&args.proc_root);
-    let interval = Duration::from_secs_f64(args.interval);
-    let view = sample(&mut r, &ScanOptions::all(), interval)?;
+    let view = match &args.at {
+        Some(at) => super::store::view_at("info", &args.store, at)?,
+        None => sample(
+            &mut reader(&args.proc_root),
+            &ScanOptions::all(),
+            Duration::from_secs_f64(args.interval),
+        )?,
+    };
     let Some(path) = args.path else {
         let paths = list_paths(&view);
         emit(&match args.json {

@@ -3,6 +3,7 @@
 
 pub mod info;
 pub mod ps;
+pub mod store;
 pub mod top;
 pub mod uptime;
 

@@ -41,6 +41,13 @@ pub struct PsArgs {
     /// Measure CPU percentages and rates over this many seconds (0: none, the default).
     #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = crate::cmd::values::interval_secs)]
     pub interval: f64,
+    /// Answer from the monitor store at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC) instead of
+    /// the live system; rates are those of the recorded interval.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub at: Option<String>,
+    /// With --at: the store recorded by `hood top --record`.
+    #[arg(long, value_name = "DIR", default_value = super::store::DEFAULT_STORE, requires = "at")]
+    pub store: PathBuf,
     /// Read this directory instead of /proc (for tests with a fake tree).
     #[arg(long, hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -75,7 +82,7 @@ impl PsArgs {
                 load: self.load,
                 cpus: self.cpus,
                 full: self.full,
-                measured: self.interval > 0.0,
+                measured: self.interval > 0.0 || self.at.is_some(),
             },
             key,
             desc: descending(self.sort.as_deref(), key),
@@ -87,8 +94,17 @@ impl PsArgs {
 /// Run `hood ps`.
 pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.config()?;
-    let mut r = reader(&args.proc_root);
-    let mut view = sample(&mut r, &cfg.scan, cfg.interval)?;
+    let mut view = match &args.at {
+        Some(at) => {
+            if args.all || args.task.is_some() {
+                anyhow::bail!(
+                    "the monitor store holds processes, not threads: -a and -t PID read the live system only"
+                );
+            }
+            super::store::view_at("ps", &args.store, at)?
+        }
+        None => sample(&mut reader(&args.proc_root), &cfg.scan, cfg.interval)?,
+    };
     if let Some(pid) = args.task {
         if !view.tasks.iter().any(|t| t.pid == pid) {
             errln!(

@@ -1,30 +1,33 @@
 //! `hood top`: full-screen monitor, or batch frames (`-b -n N`, text or JSON Lines).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use hood_monitor::{arrange, scan_needs, Mode, ScanOptions, SortKey, SystemView};
+use hood_monitor::{arrange, scan_needs, Mode, ScanOptions, Seek, SortKey, SystemView};
 use hood_procfs::irqtime::IrqTracer;
+use hood_procfs::store::{Replay, Store, StoreLimits};
 use hood_procfs::{IdleSkip, ProcError, Sampler};
+use hood_report::monitor::dump::{csv_rows, CSV_HEADER};
 use hood_report::monitor::top::frame;
 use hood_tui::{TuiConfig, TuiError};
 
-use super::{descending, emit, out_width, reader, sort_key};
+use super::{descending, emit, out_width, reader, sort_key, store};
 
 /// Full-screen system monitor (batch mode when stdout is not a terminal).
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Seconds between refreshes.
-    #[arg(short, long, value_name = "SECS", default_value_t = 1.0, value_parser = crate::cmd::values::refresh_secs)]
-    pub delay: f64,
+    /// Seconds between refreshes (default 1; 5 with --record).
+    #[arg(short, long, value_name = "SECS", value_parser = crate::cmd::values::refresh_secs)]
+    pub delay: Option<f64>,
     /// Batch mode: print plain-text frames instead of the full-screen UI.
     #[arg(short, long)]
     pub batch: bool,
-    /// Number of frames in batch mode (default: until interrupted).
+    /// Number of frames in batch mode, or of intervals with --record (default: until
+    /// interrupted).
     #[arg(short = 'n', long, value_name = "N")]
     pub iterations: Option<u64>,
     /// Batch mode: one JSON object per frame (JSON Lines) with the whole `system.*` view.
@@ -48,6 +51,43 @@ pub struct TopArgs {
     /// Measure time per irq/softirq handler from tracepoints (root; uses a tracefs instance).
     #[arg(long)]
     pub irq_time: bool,
+    /// Record the whole system (processes, CPUs, memory, load, interrupts, pressure, disks,
+    /// network) every -d seconds into the store DIR (created mode 0700) until stopped; see
+    /// docs/monitor.md.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["replay", "json", "csv", "batch", "irq_time"])]
+    pub record: Option<PathBuf>,
+    /// With --record: remove recorded time older than AGE (e.g. 12h, 7d, 4w; default 7d).
+    #[arg(long, value_name = "AGE", value_parser = crate::cmd::values::age_secs)]
+    pub keep: Option<u64>,
+    /// With --record: keep the store within SIZE (e.g. 500M, 1G; default 1G), removing the
+    /// oldest time.
+    #[arg(long, value_name = "SIZE", value_parser = crate::cmd::values::size_bytes)]
+    pub max_size: Option<u64>,
+    /// Show recorded time from the store DIR (made by --record) instead of the live system.
+    #[arg(long, value_name = "DIR", conflicts_with = "irq_time")]
+    pub replay: Option<PathBuf>,
+    /// With --replay: open at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC; default the last
+    /// recorded interval); with -b print that interval.
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "replay",
+        allow_hyphen_values = true
+    )]
+    pub at: Option<String>,
+    /// With --replay -b: print every recorded interval from TIME (default the first).
+    #[arg(long, value_name = "TIME", requires = "replay", conflicts_with = "at")]
+    pub from: Option<String>,
+    /// With --replay -b: ... up to TIME (default the last).
+    #[arg(long, value_name = "TIME", requires = "replay", conflicts_with = "at")]
+    pub to: Option<String>,
+    /// Batch mode: CSV, one row per task and interval.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// With --replay -b: OpenMetrics text, every sample with its interval's timestamp (the
+    /// busiest --rows processes per interval, default 20).
+    #[arg(long, requires = "replay", conflicts_with_all = ["json", "csv"])]
+    pub openmetrics: bool,
     /// Read this directory instead of /proc (for tests with a fake tree).
     #[arg(long, hide = true)]
     pub proc_root: Option<PathBuf>,
@@ -80,7 +120,7 @@ fn start_tracer(wanted: bool) -> Option<Result<IrqTracer, String>> {
 
 /// A process that did not run keeps its record, but each one is read in full at least every
 /// this many refreshes (its resident size and nice value can change without it running).
-const REREAD_EVERY: u32 = 10;
+pub(crate) const REREAD_EVERY: u32 = 10;
 
 /// Run `hood top`.
 pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
@@ -92,7 +132,30 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     };
     let key = sort_key(args.sort.as_deref(), default_key)?;
     let desc = descending(args.sort.as_deref(), key);
-    let delay = Duration::from_secs_f64(args.delay);
+    if let Some(dir) = &args.record {
+        return store::record(store::RecordConfig {
+            dir,
+            delay: Duration::from_secs_f64(args.delay.unwrap_or(5.0)),
+            iterations: args.iterations,
+            limits: StoreLimits {
+                keep_s: Some(args.keep.unwrap_or(7 * 86_400)),
+                max_bytes: Some(args.max_size.unwrap_or(1 << 30)),
+            },
+            proc_root: &args.proc_root,
+        });
+    }
+    if args.keep.is_some() || args.max_size.is_some() {
+        anyhow::bail!("--keep and --max-size bound a store: use them with --record DIR");
+    }
+    let delay = Duration::from_secs_f64(args.delay.unwrap_or(1.0));
+    let batch =
+        args.batch || args.json || args.csv || args.openmetrics || !std::io::stdout().is_terminal();
+    if let Some(dir) = &args.replay {
+        return replay(&args, dir, mode, key, desc, batch);
+    }
+    if args.from.is_some() || args.to.is_some() {
+        anyhow::bail!("--from and --to need --replay DIR");
+    }
     let tracer = start_tracer(args.irq_time);
     if let Some(Err(why)) = &tracer {
         errln!(
@@ -100,7 +163,6 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             crate::cmd::clean(why)
         );
     }
-    let batch = args.batch || args.json || !std::io::stdout().is_terminal();
     let r = reader(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
     if !batch {
         let cfg = TuiConfig {
@@ -118,7 +180,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         })?;
         return Ok(ExitCode::SUCCESS);
     }
-    let scan = match args.json {
+    let scan = match args.json || args.csv {
         true => ScanOptions {
             threads: mode == Mode::Threads,
             ..ScanOptions::all()
@@ -134,6 +196,16 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         arrange(&mut v, key, desc, args.filter.as_deref().unwrap_or(""));
         if args.json {
             emit(&(serde_json::to_string(&v)? + "\n"))?;
+        } else if args.csv {
+            let mut s = String::new();
+            if n == 0 {
+                s.push_str(CSV_HEADER);
+            }
+            if let Some(r) = args.rows {
+                v.tasks.truncate(r);
+            }
+            csv_rows(&v, store::UTC_OFFSET_S, &mut s);
+            emit(&s)?;
         } else {
             let mut s = frame(&v, mode, width, args.rows, Some(key));
             s.push('\n');
@@ -141,6 +213,63 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         }
         n += 1;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hood top --replay DIR`: the screen on recorded time, or (batch) a window of it printed.
+fn replay(
+    args: &TopArgs,
+    dir: &Path,
+    mode: Mode,
+    key: SortKey,
+    desc: bool,
+    batch: bool,
+) -> anyhow::Result<ExitCode> {
+    let filter = args.filter.as_deref().unwrap_or("");
+    if batch {
+        let dump = match (args.json, args.csv, args.openmetrics) {
+            (true, _, _) => store::Dump::Json,
+            (_, true, _) => store::Dump::Csv,
+            (_, _, true) => store::Dump::OpenMetrics,
+            _ => store::Dump::Text,
+        };
+        return store::replay_batch(store::ReplayBatch {
+            dir,
+            at: args.at.as_deref(),
+            from: args.from.as_deref(),
+            to: args.to.as_deref(),
+            dump,
+            mode,
+            key,
+            desc,
+            filter,
+            rows: args.rows,
+            width: out_width(),
+            iterations: args.iterations,
+        });
+    }
+    if args.from.is_some() || args.to.is_some() {
+        anyhow::bail!("--from and --to print a window in batch mode (-b); on the screen use --at");
+    }
+    let start = match &args.at {
+        Some(at) => Seek::At(store::time_arg("--at", at)?),
+        None => Seek::Last,
+    };
+    let st = Store::open(dir)?;
+    let cfg = TuiConfig {
+        mode,
+        sort: key,
+        descending: desc,
+        filter: filter.to_string(),
+        delay: Duration::from_secs_f64(args.delay.unwrap_or(5.0)),
+        irq_time: false,
+    };
+    hood_tui::run_replay(cfg, Replay::new(st, store::UTC_OFFSET_S), start).map_err(
+        |e| match e {
+            TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
+            e => e.into(),
+        },
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

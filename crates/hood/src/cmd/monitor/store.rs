@@ -1,0 +1,237 @@
+//! The monitor store on the command line: `hood top --record DIR`, `hood top --replay DIR`
+//! (batch dumps here; the screen is hood-tui's), and the store behind `hood ps --at` and
+//! `hood info --at`. The store itself is `hood_procfs::store`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use hood_monitor::{arrange, Mode, SortKey, SystemView};
+use hood_procfs::store::{Store, StoreLimits, StoreWriter};
+use hood_procfs::IdleSkip;
+use hood_report::monitor::dump::{csv_rows, OpenMetricsDump, CSV_HEADER};
+use hood_report::monitor::top::frame;
+
+use super::{emit, reader};
+use crate::cmd::clean;
+
+/// Where `hood ps --at` and `hood info --at` look without `--store`, and the documented
+/// directory of the systemd unit (docs/monitor.md).
+pub const DEFAULT_STORE: &str = "/var/lib/hood/monitor";
+
+/// Times are read and shown in UTC, as `hood top`'s clock shows them.
+pub const UTC_OFFSET_S: i32 = 0;
+
+pub(crate) fn now_s() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// A time from the command line (`--at`, `--from`, `--to`), with the option it came from in
+/// the error.
+pub(crate) fn time_arg(option: &str, text: &str) -> anyhow::Result<i64> {
+    hood_monitor::when::parse_time(text, now_s(), UTC_OFFSET_S)
+        .map_err(|e| anyhow::anyhow!("{option}: {e}"))
+}
+
+/// Say what the store found damaged, each once, naming the file and offset.
+pub(crate) fn say_warnings(cmd: &str, store: &mut Store) {
+    for w in store.take_warnings() {
+        errln!("hood {cmd}: warning: {}", clean(w));
+    }
+}
+
+/// What `hood top --record` was asked for.
+pub(crate) struct RecordConfig<'a> {
+    pub dir: &'a Path,
+    pub delay: Duration,
+    pub iterations: Option<u64>,
+    pub limits: StoreLimits,
+    pub proc_root: &'a Option<PathBuf>,
+}
+
+/// `hood top --record DIR`: a snapshot every `delay`, appended and synced, until stopped (or
+/// `-n` intervals).
+pub(crate) fn record(c: RecordConfig<'_>) -> anyhow::Result<ExitCode> {
+    let mut w = StoreWriter::create(c.dir, c.limits)?;
+    let mut r = reader(c.proc_root).with_idle_skip(IdleSkip::Every(super::top::REREAD_EVERY));
+    errln!(
+        "hood top: recording every {} s into {} (keeping {}, at most {}); replay with \
+         `hood top --replay {}`",
+        c.delay.as_secs_f64(),
+        clean(c.dir.display()),
+        c.limits
+            .keep_s
+            .map_or("all".into(), |s| format!("{:.1} days", s as f64 / 86_400.0)),
+        c.limits
+            .max_bytes
+            .map_or("no size limit".into(), |b| format!("{} MiB", b >> 20)),
+        clean(c.dir.display()),
+    );
+    let start = Instant::now();
+    let (mut done, mut tick) = (0u64, 0u64);
+    loop {
+        w.record(&mut r)
+            .with_context(|| format!("recording into {}", c.dir.display()))?;
+        done += 1;
+        if c.iterations.is_some_and(|n| done >= n) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        // On a fixed grid from the start; an interval that ran late skips the ticks it missed.
+        let el = start.elapsed();
+        tick = (tick + 1).max((el.as_secs_f64() / c.delay.as_secs_f64()) as u64 + 1);
+        let due = c.delay.mul_f64(tick as f64);
+        std::thread::sleep(due.saturating_sub(start.elapsed()));
+    }
+}
+
+/// The view recorded at `at` in the store `dir` (`hood ps --at`, `hood info --at`).
+pub(crate) fn view_at(cmd: &str, dir: &Path, at: &str) -> anyhow::Result<SystemView> {
+    let t = time_arg("--at", at)?;
+    let mut store = Store::open(dir)?;
+    let p = store.locate(t, UTC_OFFSET_S);
+    say_warnings(cmd, &mut store);
+    let mut p = p?;
+    loop {
+        if let Some(v) = store.view(p) {
+            say_warnings(cmd, &mut store);
+            return Ok(v);
+        }
+        say_warnings(cmd, &mut store);
+        p = store.prev(p).ok_or_else(|| {
+            anyhow::anyhow!("{}: no readable interval at or before {at}", dir.display())
+        })?;
+    }
+}
+
+/// Output of a batch replay.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dump {
+    Text,
+    Json,
+    Csv,
+    OpenMetrics,
+}
+
+/// What `hood top -b --replay` was asked for.
+pub(crate) struct ReplayBatch<'a> {
+    pub dir: &'a Path,
+    pub at: Option<&'a str>,
+    pub from: Option<&'a str>,
+    pub to: Option<&'a str>,
+    pub dump: Dump,
+    pub mode: Mode,
+    pub key: SortKey,
+    pub desc: bool,
+    pub filter: &'a str,
+    pub rows: Option<usize>,
+    pub width: usize,
+    pub iterations: Option<u64>,
+}
+
+/// `hood top -b --replay DIR [--at T | --from T1 --to T2]`: the recorded intervals as text
+/// frames, JSON Lines, CSV rows or OpenMetrics.
+pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
+    let mut store = Store::open(c.dir)?;
+    let (from, to) = match c.at {
+        Some(at) => {
+            let t = time_arg("--at", at)?;
+            let p = store.locate(t, UTC_OFFSET_S);
+            say_warnings("top", &mut store);
+            let s = store.time_ms(p?).div_euclid(1000);
+            (s, s)
+        }
+        None => {
+            let from = c.from.map(|f| time_arg("--from", f)).transpose()?;
+            let to = c.to.map(|f| time_arg("--to", f)).transpose()?;
+            let first = store.first().map(|p| store.time_ms(p).div_euclid(1000));
+            let last = store.last().map(|p| store.time_ms(p).div_euclid(1000));
+            let (Some(first), Some(last)) = (first, last) else {
+                say_warnings("top", &mut store);
+                anyhow::bail!("{}: holds no readable interval", c.dir.display());
+            };
+            let (from, to) = (from.unwrap_or(first), to.unwrap_or(last));
+            if from > to {
+                anyhow::bail!("--from is after --to: give the earlier time first");
+            }
+            if to < first || from > last {
+                let span = store.span_text(UTC_OFFSET_S);
+                anyhow::bail!(
+                    "no recorded interval from {} to {}: {} holds {span}",
+                    hood_monitor::when::format_time(from, UTC_OFFSET_S),
+                    hood_monitor::when::format_time(to, UTC_OFFSET_S),
+                    c.dir.display()
+                );
+            }
+            (from, to)
+        }
+    };
+    let mut om = OpenMetricsDump::default();
+    let mut n: u64 = 0;
+    let mut res: anyhow::Result<()> = Ok(());
+    if c.dump == Dump::Csv {
+        res = emit(CSV_HEADER);
+    }
+    let build = hood_report::metrics::BuildInfo {
+        version: env!("CARGO_PKG_VERSION"),
+        commit: "",
+        date: "",
+    };
+    if res.is_ok() {
+        store.window(from, to, |mut v| {
+            arrange(&mut v, c.key, c.desc, c.filter);
+            let out = match c.dump {
+                Dump::Text => {
+                    let mut s = frame(&v, c.mode, c.width, c.rows, Some(c.key));
+                    s.push('\n');
+                    emit(&s)
+                }
+                Dump::Json => serde_json::to_string(&v)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|s| emit(&(s + "\n"))),
+                Dump::Csv => {
+                    if let Some(r) = c.rows {
+                        v.tasks.truncate(r);
+                    }
+                    let mut s = String::new();
+                    csv_rows(&v, UTC_OFFSET_S, &mut s);
+                    emit(&s)
+                }
+                Dump::OpenMetrics => {
+                    let sel = hood_report::metrics::Selection {
+                        top: c.rows.unwrap_or(20),
+                        filter: (!c.filter.is_empty()).then(|| c.filter.to_string()),
+                    };
+                    let tasks = hood_report::metrics::select_tasks(&v, &sel);
+                    let text = hood_report::metrics::render_metrics(&v, &tasks, build);
+                    om.add(&text, v.uptime.wall_time_s.saturating_mul(1000));
+                    Ok(())
+                }
+            };
+            n += 1;
+            if let Err(e) = out {
+                res = Err(e);
+                return false;
+            }
+            c.iterations.is_none_or(|max| n < max)
+        });
+    }
+    say_warnings("top", &mut store);
+    res?;
+    if c.dump == Dump::OpenMetrics {
+        emit(&om.finish())?;
+    }
+    if n == 0 {
+        errln!(
+            "hood top: no readable interval from {} to {} in {}",
+            hood_monitor::when::format_time(from, UTC_OFFSET_S),
+            hood_monitor::when::format_time(to, UTC_OFFSET_S),
+            clean(c.dir.display())
+        );
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
