@@ -43,6 +43,14 @@ pub enum SymbolError {
     /// A file that is not a regular file, or not one to trust (see [`hood_format::untrusted`]).
     #[error(transparent)]
     Refused(hood_format::FormatError),
+    /// A `--probe` spec that selects nothing, or what it selects cannot be probed.
+    #[error("--probe {spec}: {reason}")]
+    Probe {
+        /// The spec as given.
+        spec: String,
+        /// Why, with the fix.
+        reason: String,
+    },
     /// The code or source text asked for cannot be shown.
     #[error("{}: {reason}", path.display())]
     NoCode {

@@ -28,7 +28,12 @@ pub struct FunctionSymbol {
 /// `.symtab`'s and `.dynsym`'s in the order of their sections. A file that is not 64-bit ELF,
 /// or whose headers or tables lie outside it, is an error.
 pub fn function_symbols(path: &Path) -> Result<Vec<FunctionSymbol>, SymbolError> {
-    let file = crate::open::open(path, crate::open::DEBUG)?;
+    function_symbols_of(crate::open::open(path, crate::open::DEBUG)?, path)
+}
+
+/// [`function_symbols`] of a file already opened (through [`hood_format::untrusted`]); `path`
+/// names it in errors.
+pub fn function_symbols_of(file: File, path: &Path) -> Result<Vec<FunctionSymbol>, SymbolError> {
     let data = ReadCache::new(file);
     read(&data).map_err(|reason| SymbolError::NotElf {
         what: path.display().to_string(),
