@@ -78,6 +78,17 @@ pub enum PerfError {
         /// Size of the mapping that failed.
         bytes: usize,
     },
+    /// Uprobes cannot be defined: no `uprobe_events` in tracefs (a kernel built without
+    /// CONFIG_UPROBE_EVENTS), or not root.
+    #[error(
+        "cannot define uprobes ({reason}): --probe needs root and a kernel with uprobe events \
+         (CONFIG_UPROBE_EVENTS, tracefs's uprobe_events); run hood as root, or rebuild the \
+         program with -finstrument-functions and leave out --probe"
+    )]
+    NoUprobes {
+        /// What failed.
+        reason: String,
+    },
     /// The sampling configuration is invalid.
     #[error("invalid sampling configuration: {0}")]
     InvalidConfig(String),

@@ -50,6 +50,7 @@ mod session;
 mod switches;
 mod sys;
 pub mod tracefs;
+mod uprobe;
 mod wakeups;
 
 pub use attr::{BASE_SAMPLE_TYPE, USER_REGS_MASK};
@@ -62,6 +63,10 @@ pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
 pub use offcpu::{OffCpuTracepoints, OFF_CPU_TRACEPOINTS};
 pub use session::{Readiness, RingBytes, Session};
 pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};
+pub use uprobe::{
+    remove_stale_probes, UprobeId, UprobePoint, UprobeRecorder, UprobeTarget, GROUP_PREFIX,
+    UPROBE_SAMPLE_TYPE,
+};
 pub use wakeups::{WakeupRecorder, WAKE_SAMPLE_TYPE};
 
 // The recorder may move a session to its own thread.

@@ -79,6 +79,61 @@ impl SwitchRecorder {
         Ok(SwitchRecorder { rings, _fds: fds })
     }
 
+    /// Open the dummy event for the running threads `tids` (and what they start from now on)
+    /// on every online CPU, enabled at once; the events of a CPU share one ring of
+    /// `ring_pages` data pages. A thread that ended since it was listed is skipped.
+    pub fn open_threads(tids: &[i32], ring_pages: usize) -> Result<SwitchRecorder, PerfError> {
+        if !ring_pages.is_power_of_two() {
+            return Err(PerfError::InvalidConfig(format!(
+                "ring pages must be a power of two, not {ring_pages}"
+            )));
+        }
+        let mut rings = Vec::new();
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for cpu in online_cpus()? {
+            let mut leader: Option<usize> = None;
+            for &tid in tids {
+                let mut a = attr();
+                a.set_enable_on_exec(0);
+                a.set_disabled(0);
+                let fd = match sys::perf_event_open(&mut a, tid, cpu as i32) {
+                    Ok(fd) => fd,
+                    Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+                    Err(e) => {
+                        let what = format!("context switches of thread {tid} on CPU {cpu}");
+                        return Err(match e.raw_os_error().unwrap_or(0) {
+                            libc::EACCES | libc::EPERM => crate::error::permission_error(
+                                "dummy (context_switch)",
+                                what,
+                                tid,
+                                2,
+                            ),
+                            libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
+                            _ => PerfError::Sys {
+                                call: "perf_event_open",
+                                what,
+                                source: e,
+                            },
+                        });
+                    }
+                };
+                match leader {
+                    None => {
+                        rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
+                        leader = Some(fds.len());
+                    }
+                    Some(l) => sys::ioc_set_output(&fd, &fds[l]).map_err(|e| PerfError::Sys {
+                        call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
+                        what: format!("context switches of thread {tid} on CPU {cpu}"),
+                        source: e,
+                    })?,
+                }
+                fds.push(fd);
+            }
+        }
+        Ok(SwitchRecorder { rings, _fds: fds })
+    }
+
     /// Hand each CPU's unread records to `sink` (raw ring bytes; one drain of a CPU may come in
     /// two slices where the ring wrapped). Returns the bytes drained.
     pub fn drain(

@@ -59,6 +59,33 @@ pub(crate) fn ioc_set_output(fd: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
     check(unsafe { sys::ioctls::SET_OUTPUT(fd.as_raw_fd(), target.as_raw_fd()) })
 }
 
+/// `PERF_EVENT_IOC_ID`: the event's id, as samples carry it.
+pub(crate) fn ioc_id(fd: &OwnedFd) -> io::Result<u64> {
+    let mut id = 0u64;
+    // SAFETY: `fd` is an open perf event descriptor; the kernel writes one u64 through the
+    // pointer, which points at a live, exclusively borrowed u64.
+    check(unsafe { sys::ioctls::ID(fd.as_raw_fd(), &mut id) })?;
+    Ok(id)
+}
+
+/// Raise the soft limit on open descriptors towards `want`, at most to the hard limit (best
+/// effort: a refusal leaves the limit as it was, and the opens that exceed it say so).
+pub(crate) fn raise_fd_limit(want: u64) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through a pointer to a live local.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 || r.rlim_cur >= want {
+        return;
+    }
+    r.rlim_cur = want.min(r.rlim_max);
+    // SAFETY: setrlimit reads one rlimit from a pointer to a live local.
+    unsafe {
+        libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+    }
+}
+
 /// The system page size.
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
