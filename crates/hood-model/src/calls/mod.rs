@@ -3,11 +3,13 @@
 //! merged over threads or per thread). Pure: no kernel, no files.
 
 mod analysis;
+mod build;
 mod codec;
 
 pub use analysis::{
     function_rows, node_name, path_rows, path_totals, sort_rows, PathTotal, Row, SortKey,
 };
+pub use build::ThreadBuilder;
 pub use codec::{decode_process, encode_process, CallsMeta, PAYLOAD_VERSION};
 
 use std::collections::BTreeMap;

@@ -1,0 +1,181 @@
+//! Call-path tables built from entry and exit events (probed functions: `hood calls run
+//! --probe`), the same tables hood-rt keeps in a program built with `-finstrument-functions`.
+//! Times are nanoseconds (ticks of a 1 GHz clock).
+
+use std::collections::HashMap;
+
+use super::{PathEntry, ThreadCalls, FLAG_MISMATCH};
+
+struct Open {
+    path: u32,
+    func: u64,
+    entry: u64,
+    /// Elapsed ns of the calls it made that have ended.
+    child: u64,
+}
+
+/// One thread's table, grown event by event.
+pub struct ThreadBuilder {
+    tid: u32,
+    paths: Vec<PathEntry>,
+    index: HashMap<(u32, u64), u32>,
+    stack: Vec<Open>,
+    mismatched: u64,
+    /// Exits of calls that began before the events did (attached to a running process).
+    pub unmatched_exits: u64,
+}
+
+/// `parent` of a top-level path in the index (no path has this index).
+const TOP: u32 = u32::MAX;
+
+impl ThreadBuilder {
+    /// An empty table; entry 0 is the lost-paths node, as in hood-rt's tables.
+    pub fn new(tid: u32) -> ThreadBuilder {
+        ThreadBuilder {
+            tid,
+            paths: vec![PathEntry {
+                parent: None,
+                func: 0,
+                calls: 0,
+                own_ticks: 0,
+                running_ticks: 0,
+                running: false,
+            }],
+            index: HashMap::new(),
+            stack: Vec::new(),
+            mismatched: 0,
+            unmatched_exits: 0,
+        }
+    }
+
+    /// `func` entered at `t` ns.
+    pub fn entry(&mut self, func: u64, t: u64) {
+        let parent = self.stack.last().map_or(TOP, |o| o.path);
+        let next = self.paths.len() as u32;
+        let path = *self.index.entry((parent, func)).or_insert(next);
+        if path == next {
+            self.paths.push(PathEntry {
+                parent: (parent != TOP).then_some(parent),
+                func,
+                calls: 0,
+                own_ticks: 0,
+                running_ticks: 0,
+                running: false,
+            });
+        }
+        self.paths[path as usize].calls += 1;
+        self.stack.push(Open {
+            path,
+            func,
+            entry: t,
+            child: 0,
+        });
+    }
+
+    /// `func` returned at `t` ns. Calls above it on the stack that did not return (longjmp,
+    /// exceptions) end here too, counted as repaired; an exit of no open call (it began before
+    /// the events did) is counted and otherwise ignored.
+    pub fn exit(&mut self, func: u64, t: u64) {
+        let Some(k) = self.stack.iter().rposition(|o| o.func == func) else {
+            self.unmatched_exits += 1;
+            return;
+        };
+        while self.stack.len() > k + 1 {
+            self.mismatched += 1;
+            self.pop(t);
+        }
+        self.pop(t);
+    }
+
+    fn pop(&mut self, t: u64) {
+        let Some(o) = self.stack.pop() else { return };
+        let elapsed = t.saturating_sub(o.entry);
+        let own = elapsed.saturating_sub(o.child);
+        let e = &mut self.paths[o.path as usize];
+        e.own_ticks = e.own_ticks.saturating_add(own as i64);
+        if let Some(up) = self.stack.last_mut() {
+            up.child = up.child.saturating_add(elapsed);
+        }
+    }
+
+    /// The table at `end` ns (the calls still open are running: their own time so far).
+    pub fn finish(mut self, end: u64, exited: bool) -> ThreadCalls {
+        // Innermost first, so each caller's running time excludes its open callees'.
+        let mut child_running = 0u64;
+        while let Some(o) = self.stack.pop() {
+            let elapsed = end.saturating_sub(o.entry);
+            let own = elapsed
+                .saturating_sub(o.child)
+                .saturating_sub(child_running);
+            let e = &mut self.paths[o.path as usize];
+            e.running = true;
+            e.running_ticks = e.running_ticks.saturating_add(own as i64);
+            child_running = elapsed;
+        }
+        ThreadCalls {
+            tid: self.tid,
+            exited,
+            mismatched: self.mismatched,
+            lost_calls: 0,
+            folded_calls: 0,
+            folded_paths: 0,
+            flags: if self.mismatched > 0 {
+                FLAG_MISMATCH
+            } else {
+                0
+            },
+            reset_pending: false,
+            paths: self.paths,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_calls_and_own_time() {
+        // main(0..100) { f(10..40) { g(20..30) } f(50..60) } ; g exits unmatched first.
+        let mut b = ThreadBuilder::new(7);
+        b.exit(3, 1);
+        b.entry(1, 0);
+        b.entry(2, 10);
+        b.entry(3, 20);
+        b.exit(3, 30);
+        b.exit(2, 40);
+        b.entry(2, 50);
+        b.exit(2, 60);
+        b.exit(1, 100);
+        assert_eq!(b.unmatched_exits, 1);
+        let t = b.finish(100, true);
+        let row = |f: u64| t.paths.iter().find(|p| p.func == f).unwrap();
+        assert_eq!((row(1).calls, row(1).own_ticks), (1, 100 - 30 - 10));
+        assert_eq!((row(2).calls, row(2).own_ticks), (2, 20 + 10));
+        assert_eq!((row(3).calls, row(3).own_ticks), (1, 10));
+        assert_eq!(row(3).parent, Some(2));
+        assert_eq!(t.paths[0].func, 0);
+        assert!(t.paths.iter().all(|p| !p.running));
+    }
+
+    #[test]
+    fn longjmp_repairs_and_running_calls() {
+        let mut b = ThreadBuilder::new(1);
+        b.entry(1, 0);
+        b.entry(2, 10);
+        b.entry(3, 20);
+        // 3 never returns: 2 returns past it.
+        b.exit(2, 50);
+        b.entry(4, 60);
+        b.entry(5, 70);
+        let t = b.finish(100, false);
+        assert_eq!(t.mismatched, 1);
+        assert_ne!(t.flags & FLAG_MISMATCH, 0);
+        let row = |f: u64| t.paths.iter().find(|p| p.func == f).unwrap();
+        assert_eq!(row(3).own_ticks, 30);
+        assert_eq!(row(2).own_ticks, 10);
+        assert!(row(5).running && row(5).running_ticks == 30);
+        assert!(row(4).running && row(4).running_ticks == 10);
+        assert!(row(1).running && row(1).running_ticks == 20);
+    }
+}
