@@ -15,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod calls;
+pub mod probe;
 pub mod runtime;
 pub mod segments;
 pub mod symbols;

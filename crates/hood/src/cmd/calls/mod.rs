@@ -23,6 +23,9 @@ pub enum CallsCommand {
     /// Run a program built with -finstrument-functions with the runtime preloaded and collect
     /// every process of its tree at exit.
     Run(RunArgs),
+    /// Attach to running processes and collect call paths of the functions --probe names
+    /// (uprobes: no rebuild needed), for -d seconds or until Ctrl-C.
+    Record(ProbeRecordArgs),
     /// Collect the tables of running and exited instrumented processes.
     Get(GetArgs),
     /// Reset the tables of running instrumented processes (honoured at their next hook).
@@ -40,9 +43,38 @@ pub struct RunArgs {
     /// Leave the segments in their directory after collecting them.
     #[arg(long)]
     pub keep: bool,
+    /// Probe the functions SPEC names with uprobes instead of the runtime (no rebuild
+    /// needed): GLOB for the program's functions ('parse_*', 'Foo::bar'), OBJECT:GLOB for a
+    /// library's ('libc.so.6:malloc'). Repeatable. Each call costs the program two kernel
+    /// traps (a few µs); more than 1000 functions need --yes. Root only.
+    #[arg(long, value_name = "SPEC", conflicts_with = "keep")]
+    pub probe: Vec<String>,
+    /// With --probe: go ahead when more than 1000 functions match.
+    #[arg(long, requires = "probe")]
+    pub yes: bool,
     /// The command to run.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+/// `hood calls record`.
+#[derive(Debug, Args)]
+pub struct ProbeRecordArgs {
+    /// The functions to probe: GLOB or OBJECT:GLOB, as `hood calls run --probe` (repeatable).
+    #[arg(long, value_name = "SPEC", required = true)]
+    pub probe: Vec<String>,
+    /// The running processes (comma-separated); they run on unchanged afterwards.
+    #[arg(short = 'p', long = "pid", value_delimiter = ',', required = true)]
+    pub pid: Vec<u32>,
+    /// Stop after SECS seconds (else at Ctrl-C or SIGTERM, or when the processes end).
+    #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = crate::cmd::values::record_secs)]
+    pub duration: Option<f64>,
+    /// Go ahead when more than 1000 functions match.
+    #[arg(long)]
+    pub yes: bool,
+    /// Output file.
+    #[arg(short, long, default_value = "hood-calls.data")]
+    pub output: PathBuf,
 }
 
 /// `hood calls get`.
@@ -143,6 +175,20 @@ fn summary(procs: &[ProcessCalls], out: &std::path::Path) {
 /// Run one `hood calls` subcommand.
 pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
     match args.command {
+        CallsCommand::Run(a) if !a.probe.is_empty() => probe(
+            a.probe,
+            a.yes,
+            hood_hooks::probe::ProbeRun::Command(a.command),
+            None,
+            a.output,
+        ),
+        CallsCommand::Record(a) => probe(
+            a.probe,
+            a.yes,
+            hood_hooks::probe::ProbeRun::Pids(a.pid),
+            a.duration,
+            a.output,
+        ),
         CallsCommand::Run(a) => {
             let cfg = RunConfig {
                 output: a.output,
@@ -196,4 +242,28 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
         },
         CallsCommand::Report(a) => report::report(a),
     }
+}
+
+/// `hood calls run --probe` and `hood calls record`: call paths from uprobes.
+fn probe(
+    specs: Vec<String>,
+    yes: bool,
+    run: hood_hooks::probe::ProbeRun,
+    duration: Option<f64>,
+    output: PathBuf,
+) -> anyhow::Result<ExitCode> {
+    use hood_hooks::probe::{ProbeConfig, ProbeOutput};
+    let cfg = ProbeConfig {
+        specs,
+        yes,
+        run,
+        duration: duration.map(std::time::Duration::from_secs_f64),
+        sched: false,
+        output: ProbeOutput::Calls(output.clone()),
+    };
+    let out = hood_hooks::probe::record(&cfg, &mut |m| errln!("hood calls: {}", super::clean(m)))?;
+    if let Ok(f) = calls::read(&output, &mut |_| {}) {
+        summary(&f.procs, &output);
+    }
+    Ok(ExitCode::from(out.status.clamp(0, 255) as u8))
 }

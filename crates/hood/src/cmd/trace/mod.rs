@@ -20,7 +20,8 @@ pub struct TraceArgs {
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
     /// Run a program built with -finstrument-functions and record every function entry and
-    /// exit, inline mark and context switch with nanosecond timestamps.
+    /// exit, inline mark and context switch with nanosecond timestamps; or, with --probe, the
+    /// entries and exits of chosen functions of any program, started or already running.
     Record(RecordArgs),
     /// Print a trace: function summary, code-path trace, JSON, Chrome trace or tag listing.
     Report(ReportArgs),
@@ -66,13 +67,41 @@ pub struct RecordArgs {
     /// Leave the runtime's segments in their directory.
     #[arg(long)]
     pub keep: bool,
+    /// Probe the functions SPEC names with uprobes instead of the runtime: no rebuild needed,
+    /// and running processes too (-p). SPEC is GLOB (functions of the program, e.g.
+    /// 'parse_*', 'Foo::bar', demangled names match) or OBJECT:GLOB for a library
+    /// ('libc.so.6:malloc', 'libc:str*', '/path/lib.so:f'). Repeatable. Each call costs the
+    /// program two kernel traps (a few µs); more than 1000 functions need --yes. Root only.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        conflicts_with_all = ["filter", "exclude", "full", "buffer", "start_off", "keep", "max_size"]
+    )]
+    pub probe: Vec<String>,
+    /// Attach to running processes (comma-separated) and probe them (with --probe); Ctrl-C
+    /// or SIGTERM detaches and leaves them running.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_delimiter = ',',
+        requires = "probe",
+        conflicts_with = "command"
+    )]
+    pub pid: Vec<u32>,
+    /// With --probe: stop recording after SECS seconds (an attached process runs on; a
+    /// started command is waited for).
+    #[arg(short = 'd', long = "duration", value_name = "SECS", requires = "probe", value_parser = crate::cmd::values::record_secs)]
+    pub duration: Option<f64>,
+    /// With --probe: go ahead when more than 1000 functions match.
+    #[arg(long, requires = "probe")]
+    pub yes: bool,
     /// Stop recording when the file reaches SIZE (e.g. 500M, 20G; K, M, G, T are powers of
     /// 1024). Whatever it says, recording stops when the file system has less than 5 % (at most
     /// 1 GiB) free. The command runs on until it ends; hood waits for it.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_size: Option<u64>,
     /// The command to run.
-    #[arg(last = true, required = true)]
+    #[arg(last = true, required_unless_present = "pid")]
     pub command: Vec<String>,
 }
 

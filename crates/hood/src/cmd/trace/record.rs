@@ -12,6 +12,9 @@ use super::{FullArg, RecordArgs};
 
 /// `hood trace record`, with its messages on standard error.
 pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
+    if !a.probe.is_empty() {
+        return probe(a);
+    }
     let buffer = a
         .buffer
         .unwrap_or(if a.full.is_some() { 1 << 23 } else { 1 << 20 });
@@ -54,4 +57,25 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     } else {
         status
     }))
+}
+
+/// `hood trace record --probe`: uprobes instead of the runtime.
+fn probe(a: RecordArgs) -> anyhow::Result<ExitCode> {
+    use hood_hooks::probe::{ProbeConfig, ProbeOutput, ProbeRun};
+    let cfg = ProbeConfig {
+        specs: a.probe,
+        yes: a.yes,
+        run: if a.pid.is_empty() {
+            ProbeRun::Command(a.command)
+        } else {
+            ProbeRun::Pids(a.pid)
+        },
+        duration: a.duration.map(std::time::Duration::from_secs_f64),
+        sched: !a.no_sched,
+        output: ProbeOutput::Trace(a.output),
+    };
+    let out = hood_hooks::probe::record(&cfg, &mut |m| {
+        errln!("hood trace: {}", crate::cmd::clean(m))
+    })?;
+    Ok(ExitCode::from(out.status.clamp(0, 255) as u8))
 }

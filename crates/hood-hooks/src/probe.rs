@@ -1,0 +1,864 @@
+//! Probed functions (`--probe`): entry and return events of functions in programs nobody
+//! rebuilt, from the kernel's uprobes (hood-perf's [`UprobeRecorder`], which says why they are
+//! tracefs uprobe events), for a command hood
+//! starts or for processes already running. The events become what an instrumented program's
+//! runtime would have written: a trace file `hood trace report` reads unchanged (the runtime's
+//! 8-byte event words, one EVENTS chunk per thread and round, on a 1 GHz CLOCK_MONOTONIC
+//! clock), or call-path tables `hood calls report` reads unchanged.
+//!
+//! Each CPU's ring is drained every few milliseconds; hits of all CPUs are put in time order
+//! (a thread moves between CPUs) and handed on once no CPU can still deliver an older one. The
+//! probes are placed in a program only while hood's events are open: however hood ends, the
+//! kernel takes them out of the program, and an attached process runs on unchanged (the
+//! inert definitions a SIGKILLed hood leaves in tracefs are removed by the next one).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::ControlFlow;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hood_format::{tags, FileKind, OutputFile, Writer};
+use hood_model::calls::{Limits, ProcessCalls, ThreadBuilder};
+use hood_model::trace::{encode_raw, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION};
+use hood_perf::{SwitchRecorder, UprobePoint, UprobeRecorder, UprobeTarget};
+use hood_proc::child::{Child, Exit};
+use hood_proc::clock::monotonic_ns;
+use hood_proc::signal::{self, Forwarder};
+use hood_raw::frames::for_each_frame;
+use hood_symbols::probe::{self as spec, ProbeSpec, Scope, Selection, CONFIRM_ABOVE};
+
+use crate::HooksError;
+
+/// What one probe hit costs the probed program, measured on the machine the docs were written
+/// on (bench/probe: an entry and a return, each a breakpoint trap into the kernel and a perf
+/// sample): the first estimate of a selection's cost, said before it is paid.
+pub const COST_PER_CALL_NS: u64 = 3_000;
+
+/// Whose calls are probed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeRun {
+    /// A command hood starts (`-- CMD`): probed from its exec, with its children.
+    Command(Vec<String>),
+    /// Running processes (`-p`), with the threads and children they start.
+    Pids(Vec<u32>),
+}
+
+/// What the events become.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeOutput {
+    /// A trace file (`hood trace record --probe`).
+    Trace(PathBuf),
+    /// A Calls file (`hood calls run|record --probe`).
+    Calls(PathBuf),
+}
+
+/// A probe recording.
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    /// `--probe` specs.
+    pub specs: Vec<String>,
+    /// Go ahead with more than [`CONFIRM_ABOVE`] functions (`--yes`).
+    pub yes: bool,
+    /// Whose calls.
+    pub run: ProbeRun,
+    /// Stop after this long (attached processes run on).
+    pub duration: Option<Duration>,
+    /// Record context switches (traces).
+    pub sched: bool,
+    /// Where to.
+    pub output: ProbeOutput,
+}
+
+/// How a probe recording ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeOutcome {
+    /// The command's exit status as a shell reports it (0 for attached processes).
+    pub status: i32,
+    /// Probe hits recorded (entries and returns).
+    pub events: u64,
+    /// Hits the kernel lost (rings full).
+    pub lost: u64,
+}
+
+/// Ring pages per CPU: 1 MiB, 26,000 hits, drained every few milliseconds.
+const RING_PAGES: usize = 256;
+/// A hit is handed on once every ring has been drained past its time by this much.
+const SETTLE_NS: u64 = 1_000_000;
+
+/// The functions `cfg` selects, each file opened and checked; an error when a spec selects
+/// nothing, names a Go program, or selects more than [`CONFIRM_ABOVE`] functions without
+/// `--yes` (saying what they would cost).
+pub fn select(cfg: &ProbeConfig) -> Result<Selection, HooksError> {
+    let specs: Vec<ProbeSpec> = cfg
+        .specs
+        .iter()
+        .map(|s| spec::parse_spec(s))
+        .collect::<Result<_, _>>()?;
+    let scope = match &cfg.run {
+        ProbeRun::Command(argv) => {
+            let prog = argv.first().ok_or(HooksError::NoCommand)?;
+            let exe = crate::trace::filter::which(prog)
+                .ok_or_else(|| HooksError::Config(format!("command not found: {prog}")))?;
+            Scope {
+                exe,
+                exe_name: prog.clone(),
+                mapped: Vec::new(),
+            }
+        }
+        ProbeRun::Pids(pids) => {
+            let &pid = pids
+                .first()
+                .ok_or_else(|| HooksError::Config("no process given".into()))?;
+            attached_scope(pid)?
+        }
+    };
+    let sel = spec::select(&specs, &scope)?;
+    if sel.points.len() > CONFIRM_ABOVE && !cfg.yes {
+        return Err(HooksError::Config(format!(
+            "--probe {} selects {} functions: each call of one costs the program about {:.1} µs \
+             (two kernel traps), so a program making a million such calls a second runs several \
+             times slower; narrow the selection, or add --yes to go ahead",
+            cfg.specs.join(" --probe "),
+            sel.points.len(),
+            COST_PER_CALL_NS as f64 / 1000.0
+        )));
+    }
+    Ok(sel)
+}
+
+/// The executable and mapped libraries of a running process, opened through
+/// `/proc/PID/exe` and `/proc/PID/map_files` (the very files mapped, whatever their paths
+/// hold now).
+fn attached_scope(pid: u32) -> Result<Scope, HooksError> {
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    let exe_link = proc_dir.join("exe");
+    let shown = std::fs::read_link(&exe_link).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            HooksError::Perf(hood_perf::PerfError::NoSuchProcess(pid as i32))
+        } else {
+            HooksError::Io {
+                what: format!(
+                    "reading {} (is pid {pid} a kernel thread?)",
+                    exe_link.display()
+                ),
+                source: e,
+            }
+        }
+    })?;
+    let maps_path = proc_dir.join("maps");
+    let maps = std::fs::read_to_string(&maps_path).map_err(|source| HooksError::Io {
+        what: format!("reading {}", maps_path.display()),
+        source,
+    })?;
+    let mut mapped: Vec<(PathBuf, String)> = Vec::new();
+    for line in maps.lines() {
+        let f: Vec<&str> = line.splitn(6, char::is_whitespace).collect();
+        let (Some(range), Some(perms), Some(path)) = (f.first(), f.get(1), f.get(5)) else {
+            continue;
+        };
+        let path = path.trim();
+        if !perms.contains('x') || !path.starts_with('/') || path.ends_with(" (deleted)") {
+            continue;
+        }
+        if mapped.iter().any(|(_, p)| p == path) {
+            continue;
+        }
+        mapped.push((proc_dir.join("map_files").join(range), path.to_string()));
+    }
+    Ok(Scope {
+        exe: exe_link,
+        exe_name: shown.to_string_lossy().into_owned(),
+        mapped,
+    })
+}
+
+/// One probe hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit {
+    /// CLOCK_MONOTONIC ns.
+    pub time: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Index of the function in the selection.
+    pub point: u32,
+    /// A return, else an entry.
+    pub ret: bool,
+}
+
+/// The hits and losses in one CPU's raw ring bytes (records of [`hood_perf::UPROBE_SAMPLE_TYPE`]);
+/// `ids` maps event ids to (function, return). Malformed bytes end the decoding, counted.
+pub fn decode_hits(
+    b: &[u8],
+    ids: &HashMap<u64, (u32, bool)>,
+    hits: &mut Vec<Hit>,
+    lost: &mut BTreeMap<u32, u64>,
+) -> bool {
+    let u32_at = |r: &[u8], o: usize| {
+        r.get(o..o + 4)
+            .map_or(0, |s| u32::from_le_bytes(s.try_into().unwrap_or([0; 4])))
+    };
+    let u64_at = |r: &[u8], o: usize| {
+        r.get(o..o + 8)
+            .map_or(0, |s| u64::from_le_bytes(s.try_into().unwrap_or([0; 8])))
+    };
+    for_each_frame(b, |f| {
+        let r = f.bytes;
+        match f.ty {
+            // PERF_RECORD_SAMPLE: id, pid, tid, time, cpu, res.
+            9 if r.len() >= 40 => {
+                if let Some(&(point, ret)) = ids.get(&u64_at(r, 8)) {
+                    hits.push(Hit {
+                        time: u64_at(r, 24),
+                        pid: u32_at(r, 16),
+                        tid: u32_at(r, 20),
+                        point,
+                        ret,
+                    });
+                }
+            }
+            // PERF_RECORD_LOST: id, lost, then the sample id of the thread that lost them
+            // (pid, tid, time, cpu, res, identifier).
+            2 if r.len() >= 24 => {
+                let tid = if r.len() >= 56 { u32_at(r, 28) } else { 0 };
+                *lost.entry(tid).or_default() += u64_at(r, 16);
+            }
+            _ => {}
+        }
+    })
+    .is_ok()
+}
+
+/// What the end of a recording knows.
+struct Finish<'a> {
+    cfg: &'a ProbeConfig,
+    argv: &'a [String],
+    start_mono_ns: u64,
+    end_mono_ns: u64,
+    /// Hits lost per thread id (0: unknown thread).
+    lost: &'a BTreeMap<u32, u64>,
+    lost_note: Option<String>,
+    /// Key → function name.
+    symbols: BTreeMap<u64, String>,
+    /// What was probed and what it costs, for the notes.
+    describe: String,
+    /// The command ended (else it, or the attached processes, run on).
+    ended: bool,
+}
+
+/// Where hits go, in time order per thread.
+trait Consumer {
+    fn hits(&mut self, hits: &[Hit]) -> Result<(), HooksError>;
+    /// One round's context-switch records, per CPU.
+    fn switches(&mut self, _per_cpu: &BTreeMap<u32, Vec<u8>>) -> Result<(), HooksError> {
+        Ok(())
+    }
+    /// Write the end of the output and put it in place.
+    fn finish(self: Box<Self>, f: &Finish) -> Result<(), HooksError>;
+}
+
+/// The per-process facts both outputs need.
+struct Procs {
+    exe_of: HashMap<u32, String>,
+    /// The executable probed, for a process gone before its first hit was read.
+    exe_default: String,
+    /// First and last hit per (pid, tid).
+    threads: BTreeMap<(u32, u32), (u64, u64, u64)>,
+}
+
+impl Procs {
+    fn see(&mut self, h: &Hit) -> bool {
+        let e = self
+            .threads
+            .entry((h.pid, h.tid))
+            .or_insert((h.time, h.time, 0));
+        e.1 = h.time;
+        e.2 += 1;
+        if self.exe_of.contains_key(&h.pid) {
+            return false;
+        }
+        let exe = std::fs::read_link(format!("/proc/{}/exe", h.pid))
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| self.exe_default.clone());
+        self.exe_of.insert(h.pid, exe);
+        true
+    }
+}
+
+struct TraceOut {
+    w: Writer<OutputFile>,
+    procs: Procs,
+    start_mono_ns: u64,
+    funcs: Vec<u64>,
+    symbols: BTreeMap<u64, String>,
+    notes: Vec<String>,
+    words: BTreeMap<(u32, u32), (u64, Vec<u64>)>,
+}
+
+impl TraceOut {
+    fn process(&self, pid: u32, lost: &BTreeMap<u32, u64>, state: &str) -> ProcessTrace {
+        let threads = self
+            .procs
+            .threads
+            .iter()
+            .filter(|((p, _), _)| *p == pid)
+            .map(|(&(_, tid), &(_, _, n))| ThreadInfo {
+                tid,
+                exit_ticks: None,
+                written: n,
+                dropped: lost.get(&tid).copied().unwrap_or(0),
+                overwritten: 0,
+            })
+            .collect();
+        ProcessTrace {
+            pid,
+            ppid: 0,
+            exe: self.procs.exe_of.get(&pid).cloned().unwrap_or_default(),
+            clock: "monotonic".into(),
+            ticks_per_sec: 1_000_000_000,
+            start_ticks: self.start_mono_ns,
+            start_mono_ns: self.start_mono_ns,
+            state: state.into(),
+            flags: 0,
+            capacity: 0,
+            full: "stream".into(),
+            threads,
+            symbols: self.symbols.clone(),
+            tags: BTreeMap::new(),
+            funcs: self.funcs.clone(),
+            notes: self.notes.clone(),
+        }
+    }
+
+    fn write_process(&mut self, p: &ProcessTrace) -> Result<(), HooksError> {
+        let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});
+        self.w
+            .write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v)?, true)?;
+        Ok(())
+    }
+}
+
+impl Consumer for TraceOut {
+    fn hits(&mut self, hits: &[Hit]) -> Result<(), HooksError> {
+        for h in hits {
+            if self.procs.see(h) {
+                // A provisional process chunk, so a killed recorder's file reads.
+                let p = self.process(h.pid, &BTreeMap::new(), "running");
+                self.write_process(&p)?;
+            }
+            let kind = if h.ret {
+                hood_abi::KIND_EXIT
+            } else {
+                hood_abi::KIND_ENTRY
+            };
+            let e = self
+                .words
+                .entry((h.pid, h.tid))
+                .or_insert_with(|| (h.time, Vec::new()));
+            if e.1.is_empty() {
+                e.0 = h.time;
+            }
+            e.1.push(hood_abi::encode_event(h.time, u64::from(h.point), kind));
+        }
+        for (&(pid, tid), (anchor, words)) in self.words.iter_mut() {
+            for part in words.chunks(hood_model::trace::MAX_EVENTS_PER_CHUNK) {
+                let (payload, last) = encode_raw(pid, tid, self.start_mono_ns, *anchor, part);
+                self.w.write_chunk(tags::trace::EVENTS, &payload, true)?;
+                *anchor = last;
+            }
+            words.clear();
+        }
+        self.w.flush()?;
+        Ok(())
+    }
+
+    fn switches(&mut self, per_cpu: &BTreeMap<u32, Vec<u8>>) -> Result<(), HooksError> {
+        for (&cpu, b) in per_cpu {
+            if b.is_empty() {
+                continue;
+            }
+            let mut c = Vec::with_capacity(4 + b.len());
+            c.extend_from_slice(&cpu.to_le_bytes());
+            c.extend_from_slice(b);
+            self.w.write_chunk(tags::trace::SWITCHES, &c, true)?;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self: Box<Self>, f: &Finish) -> Result<(), HooksError> {
+        if let Some(n) = &f.lost_note {
+            self.notes.push(n.clone());
+        }
+        let pids: Vec<u32> = self.procs.exe_of.keys().copied().collect();
+        let state = if f.ended { "exited" } else { "running" };
+        for pid in pids {
+            let p = self.process(pid, f.lost, state);
+            self.write_process(&p)?;
+        }
+        if self.procs.exe_of.is_empty() {
+            // No hit at all: the file still says what was probed.
+            let mut p = self.process(0, f.lost, state);
+            p.exe = f.argv.first().cloned().unwrap_or_default();
+            p.notes
+                .push("no probed function was called while hood recorded".to_string());
+            self.write_process(&p)?;
+        }
+        if let Some(n) = &f.lost_note {
+            self.w
+                .write_chunk(tags::common::NOTES, &serde_json::to_vec(&[n])?, false)?;
+        }
+        self.w.commit()?;
+        Ok(())
+    }
+}
+
+struct CallsOut {
+    procs: Procs,
+    builders: BTreeMap<(u32, u32), ThreadBuilder>,
+    keys: Vec<u64>,
+}
+
+impl Consumer for CallsOut {
+    fn hits(&mut self, hits: &[Hit]) -> Result<(), HooksError> {
+        for h in hits {
+            self.procs.see(h);
+            let b = self
+                .builders
+                .entry((h.pid, h.tid))
+                .or_insert_with(|| ThreadBuilder::new(h.tid));
+            let f = self.keys[h.point as usize];
+            if h.ret {
+                b.exit(f, h.time);
+            } else {
+                b.entry(f, h.time);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, f: &Finish) -> Result<(), HooksError> {
+        let CallsOut {
+            procs,
+            builders,
+            keys: _,
+        } = *self;
+        let mut out: BTreeMap<u32, ProcessCalls> = BTreeMap::new();
+        for ((pid, _tid), b) in builders {
+            let unmatched = b.unmatched_exits;
+            let p = out.entry(pid).or_insert_with(|| ProcessCalls {
+                pid,
+                ppid: 0,
+                exe: procs.exe_of.get(&pid).cloned().unwrap_or_default(),
+                ticks_per_sec: 1_000_000_000,
+                clock: "monotonic".into(),
+                compensate: false,
+                comp_self_ticks: 0,
+                comp_child_ticks: 0,
+                flags: 0,
+                limits: Limits::default(),
+                state: if f.ended { "exited" } else { "running" }.into(),
+                span_ns: f.end_mono_ns.saturating_sub(f.start_mono_ns),
+                threads: Vec::new(),
+                symbols: f.symbols.clone(),
+                notes: vec![f.describe.clone()],
+            });
+            let t = b.finish(f.end_mono_ns, f.ended);
+            p.flags |= t.flags;
+            p.threads.push(t);
+            if unmatched > 0 {
+                p.notes.push(format!(
+                    "thread {}: {unmatched} returns of calls made before the probes came, not counted",
+                    p.threads.last().map_or(0, |t| t.tid)
+                ));
+            }
+        }
+        let mut procs: Vec<ProcessCalls> = out.into_values().collect();
+        if let Some(n) = &f.lost_note {
+            for p in procs.iter_mut() {
+                p.notes.push(n.clone());
+            }
+        }
+        let ProbeOutput::Calls(path) = &f.cfg.output else {
+            return Ok(());
+        };
+        let command = match f.cfg.run {
+            ProbeRun::Command(_) => "run",
+            ProbeRun::Pids(_) => "record",
+        };
+        crate::calls::write(path, command, f.argv, &procs)?;
+        Ok(())
+    }
+}
+
+/// Time order across CPUs: hits wait until every ring has been drained past their time.
+struct Orderer {
+    pending: Vec<Hit>,
+    ready: Vec<Hit>,
+}
+
+impl Orderer {
+    /// Hand on the hits older than `settled` (all of them with `None`).
+    fn release(&mut self, settled: Option<u64>, out: &mut dyn Consumer) -> Result<(), HooksError> {
+        self.pending.sort_by_key(|h| h.time);
+        let n = match settled {
+            Some(t) => self.pending.partition_point(|h| h.time <= t),
+            None => self.pending.len(),
+        };
+        self.ready.clear();
+        self.ready.extend(self.pending.drain(..n));
+        if !self.ready.is_empty() {
+            out.hits(&self.ready)?;
+        }
+        Ok(())
+    }
+}
+
+/// The key (address) each function is known by in the output: its address in its file, with
+/// the file's index above bit 48 when two files have a function at the same address.
+fn keys(sel: &Selection) -> Vec<u64> {
+    let mut count: HashMap<u64, usize> = HashMap::new();
+    for p in &sel.points {
+        *count.entry(p.addr).or_default() += 1;
+    }
+    sel.points
+        .iter()
+        .map(|p| {
+            if count[&p.addr] > 1 {
+                p.addr | ((p.object as u64 + 1) << 48)
+            } else {
+                p.addr
+            }
+        })
+        .collect()
+}
+
+/// Record `cfg`. Messages for the user go to `log`, one line each.
+pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutcome, HooksError> {
+    let sel = select(cfg)?;
+    for n in &sel.notes {
+        log(&format!("note: {n}"));
+    }
+    let points: Vec<UprobePoint> = sel
+        .points
+        .iter()
+        .map(|p| UprobePoint {
+            path: format!("/proc/self/fd/{}", sel.objects[p.object].file.as_raw_fd()),
+            offset: p.offset,
+        })
+        .collect();
+    let keys = keys(&sel);
+    let n_objects = {
+        let mut o: Vec<usize> = sel.points.iter().map(|p| p.object).collect();
+        o.dedup();
+        o.sort_unstable();
+        o.dedup();
+        o.len()
+    };
+    log(&format!(
+        "probing {} function{} in {} file{} ({} µs per call expected: an entry and a return trap)",
+        sel.points.len(),
+        if sel.points.len() == 1 { "" } else { "s" },
+        n_objects,
+        if n_objects == 1 { "" } else { "s" },
+        COST_PER_CALL_NS as f64 / 1000.0
+    ));
+    let describe = format!(
+        "functions probed with uprobes (--probe {}): {} functions; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe), included in the times shown",
+        cfg.specs.join(" --probe "),
+        sel.points.len(),
+        COST_PER_CALL_NS as f64 / 1000.0
+    );
+    for g in hood_perf::remove_stale_probes() {
+        log(&format!(
+            "removed the uprobe definitions {g}/* left by a hood that was killed (they were inert: no program was probed through them)"
+        ));
+    }
+    let mut signals = Forwarder::install()?;
+    let mut child = None;
+    let (mut uprobes, mut switches) = match &cfg.run {
+        ProbeRun::Command(argv) => {
+            let c = Child::spawn_held(argv, &[] as &[(std::ffi::OsString, std::ffi::OsString)])?;
+            let u = UprobeRecorder::open(&points, true, &UprobeTarget::Child(c.pid()), RING_PAGES)?;
+            let s = if cfg.sched && matches!(cfg.output, ProbeOutput::Trace(_)) {
+                match SwitchRecorder::open_child(c.pid(), 64) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        log(&format!("warning: context switches not recorded: {e}"));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            child = Some(c);
+            (u, s)
+        }
+        ProbeRun::Pids(pids) => {
+            let mut tids = Vec::new();
+            for &pid in pids {
+                tids.extend(hood_perf::threads_of(pid as i32)?);
+            }
+            let u = UprobeRecorder::open(
+                &points,
+                true,
+                &UprobeTarget::Threads(tids.clone()),
+                RING_PAGES,
+            )?;
+            let s = if cfg.sched && matches!(cfg.output, ProbeOutput::Trace(_)) {
+                match SwitchRecorder::open_threads(&tids, 64) {
+                    Ok(s) => Some(s),
+                    Err(e) => {
+                        log(&format!("warning: context switches not recorded: {e}"));
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            u.enable()?;
+            log(&format!(
+                "attached to {} ({} thread{}); Ctrl-C or SIGTERM detaches and leaves {} running",
+                pids.iter()
+                    .map(|p| format!("pid {p}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                tids.len(),
+                if tids.len() == 1 { "" } else { "s" },
+                if pids.len() == 1 { "it" } else { "them" }
+            ));
+            (u, s)
+        }
+    };
+    let ids: HashMap<u64, (u32, bool)> = uprobes
+        .ids()
+        .iter()
+        .map(|i| (i.id, (i.point, i.ret)))
+        .collect();
+    let start_mono_ns = monotonic_ns();
+    let argv = match &cfg.run {
+        ProbeRun::Command(a) => a.clone(),
+        ProbeRun::Pids(p) => vec![format!(
+            "-p {}",
+            p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+        )],
+    };
+    let procs = Procs {
+        exe_of: HashMap::new(),
+        exe_default: sel
+            .objects
+            .first()
+            .map(|o| o.path.display().to_string())
+            .unwrap_or_default(),
+        threads: BTreeMap::new(),
+    };
+    let mut consumer: Box<dyn Consumer> = match &cfg.output {
+        ProbeOutput::Trace(path) => {
+            let mut w = Writer::create(path, FileKind::Trace)?;
+            for s in w.stale() {
+                log(&s.to_string());
+            }
+            let meta = TraceMeta {
+                version: PAYLOAD_VERSION,
+                argv: argv.clone(),
+                buffer: 0,
+                full: "stream".into(),
+                filters: Vec::new(),
+                excludes: Vec::new(),
+                sched: switches.is_some(),
+                irq: None,
+                collected_realtime_ns: realtime_ns(),
+            };
+            w.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
+            w.flush()?;
+            let funcs = keys.clone();
+            let symbols = sel
+                .points
+                .iter()
+                .zip(&keys)
+                .map(|(p, &k)| (k, p.name.clone()))
+                .collect();
+            Box::new(TraceOut {
+                w,
+                procs,
+                start_mono_ns,
+                funcs,
+                symbols,
+                notes: vec![describe.clone()],
+                words: BTreeMap::new(),
+            })
+        }
+        ProbeOutput::Calls(_) => Box::new(CallsOut {
+            procs,
+            builders: BTreeMap::new(),
+            keys: keys.clone(),
+        }),
+    };
+    if let Some(c) = child.as_mut() {
+        c.release()?;
+    }
+    let mut order = Orderer {
+        pending: Vec::new(),
+        ready: Vec::new(),
+    };
+    let mut lost: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut events = 0u64;
+    let mut malformed = false;
+    let mut per_cpu: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
+    let mut active = Instant::now();
+    let started = Instant::now();
+    let mut round = |uprobes: &mut UprobeRecorder,
+                     switches: &mut Option<SwitchRecorder>,
+                     consumer: &mut dyn Consumer,
+                     last: bool|
+     -> Result<u64, HooksError> {
+        let before = monotonic_ns();
+        per_cpu.clear();
+        uprobes.drain(&mut |cpu, b| {
+            per_cpu.entry(cpu).or_default().extend_from_slice(b);
+            Ok(())
+        })?;
+        let n0 = order.pending.len();
+        for b in per_cpu.values() {
+            malformed |= !decode_hits(b, &ids, &mut order.pending, &mut lost);
+        }
+        let got = (order.pending.len() - n0) as u64;
+        events += got;
+        if let Some(s) = switches.as_mut() {
+            per_cpu.clear();
+            s.drain(&mut |cpu, b| {
+                per_cpu.entry(cpu).or_default().extend_from_slice(b);
+                Ok(())
+            })?;
+            consumer.switches(&per_cpu)?;
+        }
+        order.release((!last).then(|| before.saturating_sub(SETTLE_NS)), consumer)?;
+        Ok(got)
+    };
+    let mut stop_why: Option<String> = None;
+    let status = match child.as_mut() {
+        Some(c) => {
+            let ended = signals.watch(c, &mut |_stop| {
+                if round(&mut uprobes, &mut switches, consumer.as_mut(), false)? > 0 {
+                    active = Instant::now();
+                }
+                if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+                    return Ok::<_, HooksError>(ControlFlow::Break(()));
+                }
+                Ok(ControlFlow::Continue(pause(active)))
+            })?;
+            match ended {
+                Some(e) => Some(e),
+                None => {
+                    stop_why = Some("the duration ended".into());
+                    None
+                }
+            }
+        }
+        None => {
+            let pids = match &cfg.run {
+                ProbeRun::Pids(p) => p.clone(),
+                ProbeRun::Command(_) => Vec::new(),
+            };
+            loop {
+                if round(&mut uprobes, &mut switches, consumer.as_mut(), false)? > 0 {
+                    active = Instant::now();
+                }
+                if let Some(s) = signals.request() {
+                    stop_why = Some(format!("{} received", signal::name(s.signal)));
+                    break;
+                }
+                if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
+                    stop_why = Some(format!(
+                        "{:.1} s passed",
+                        cfg.duration.unwrap_or_default().as_secs_f64()
+                    ));
+                    break;
+                }
+                if pids
+                    .iter()
+                    .all(|p| !Path::new(&format!("/proc/{p}")).exists())
+                {
+                    stop_why = Some("every attached process ended".into());
+                    break;
+                }
+                std::thread::sleep(pause(active));
+            }
+            None
+        }
+    };
+    uprobes.disable();
+    round(&mut uprobes, &mut switches, consumer.as_mut(), true)?;
+    let end_mono_ns = monotonic_ns();
+    // The probes go with their descriptors, now: an attached process runs on unprobed.
+    drop(uprobes);
+    drop(switches);
+    if let Some(why) = &stop_why {
+        log(&format!("{why}: probes removed, recording finished"));
+    }
+    if malformed {
+        log("warning: a ring held malformed records; the hits after them in that round were skipped");
+    }
+    let lost_total: u64 = lost.values().sum();
+    let outcome = ProbeOutcome {
+        status: match status {
+            Some(e) => e.shell_code(),
+            None => 0,
+        },
+        events,
+        lost: lost_total,
+    };
+    let lost_note = (lost_total > 0).then(|| {
+        format!(
+            "{lost_total} probe hits LOST: the kernel's rings filled faster than hood emptied them; calls around the gaps show as repaired or without their entry (probe fewer functions, or give hood a CPU)"
+        )
+    });
+    consumer.finish(&Finish {
+        cfg,
+        argv: &argv,
+        start_mono_ns,
+        end_mono_ns,
+        lost: &lost,
+        lost_note: lost_note.clone(),
+        symbols: sel
+            .points
+            .iter()
+            .zip(&keys)
+            .map(|(p, &k)| (k, p.name.clone()))
+            .collect(),
+        describe: describe.clone(),
+        ended: status.is_some(),
+    })?;
+    log(&format!(
+        "{events} probe hits recorded, {lost_total} lost{}; written to {}",
+        if lost_total > 0 {
+            " (see the notes)"
+        } else {
+            ""
+        },
+        match &cfg.output {
+            ProbeOutput::Trace(p) | ProbeOutput::Calls(p) => p.display().to_string(),
+        }
+    ));
+    if let Some(Exit::Signal(s)) = status {
+        log(&format!("{} was ended by {}", argv[0], signal::name(s)));
+    }
+    Ok(outcome)
+}
+
+/// Sleep between rounds: short while hits come, longer when idle.
+fn pause(active: Instant) -> Duration {
+    if active.elapsed() < Duration::from_secs(1) {
+        Duration::from_millis(2)
+    } else {
+        Duration::from_millis(20)
+    }
+}
+
+fn realtime_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
