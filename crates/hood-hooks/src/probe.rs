@@ -565,9 +565,10 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         COST_PER_CALL_NS as f64 / 1000.0
     ));
     let describe = format!(
-        "functions probed with uprobes (--probe {}): {} functions; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe), included in the times shown",
+        "functions probed with uprobes (--probe {}): {} function{}; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe), included in the times shown",
         cfg.specs.join(" --probe "),
         sel.points.len(),
+        if sel.points.len() == 1 { "" } else { "s" },
         COST_PER_CALL_NS as f64 / 1000.0
     );
     for g in hood_perf::remove_stale_probes() {

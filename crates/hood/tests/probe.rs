@@ -1,0 +1,613 @@
+//! Known-answer tests of `--probe` (uprobes on programs nobody rebuilt): plain -O1 builds of
+//! tests/c/probe_known.c and probe_cpp.cpp probed from their start and attached to while they
+//! run, through `hood trace record` and `hood calls run|record`; the probes leave a program
+//! that hood stops or that kills hood as it was; specs that cannot be probed are refused with
+//! the reason. Root only (uprobes are defined in tracefs).
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+mod common;
+
+use common::{c_program, hood, repo};
+
+/// One test at a time: they probe programs on 2 shared CPUs and read tracefs.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn ok(out: Output, what: &str) -> Output {
+    assert!(
+        out.status.success(),
+        "{what} failed ({:?}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// calls per function of a Calls file, summed over its processes.
+fn calls_per_function(data: &Path) -> std::collections::BTreeMap<String, u64> {
+    let out = ok(
+        hood()
+            .args(["calls", "report", "-f", "--format", "json"])
+            .arg(data)
+            .output()
+            .unwrap(),
+        "hood calls report",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut m = std::collections::BTreeMap::new();
+    for p in v["processes"].as_array().unwrap() {
+        for r in p["rows"].as_array().unwrap() {
+            let name = r["path"][0].as_str().unwrap().to_string();
+            *m.entry(name).or_insert(0) += r["calls"].as_u64().unwrap();
+        }
+    }
+    m
+}
+
+/// Calls per function of a trace file.
+fn trace_calls(data: &Path) -> (std::collections::BTreeMap<String, u64>, Value) {
+    let out = ok(
+        hood()
+            .args(["trace", "report", "--format", "json"])
+            .arg(data)
+            .output()
+            .unwrap(),
+        "hood trace report",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = v["analysis"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                f["calls"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    (m, v)
+}
+
+fn counts(pairs: &[(&str, u64)]) -> std::collections::BTreeMap<String, u64> {
+    pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+}
+
+/// probe_known from its start: every count as the program makes them, in both processes (the
+/// child it forks is followed), through a libc function too.
+#[test]
+fn known_answer_from_the_start_in_trace_and_calls() {
+    if !common::root("known_answer_from_the_start_in_trace_and_calls") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = c_program("probe_known");
+    let specs = [
+        "--probe",
+        "leaf",
+        "--probe",
+        "twice",
+        "--probe",
+        "fact",
+        "--probe",
+        "libc.so.6:getpid",
+    ];
+    let want = counts(&[
+        ("leaf", 3 + 2 * 2 + 4),
+        ("twice", 2),
+        ("fact", 5),
+        ("getpid", 7),
+    ]);
+
+    let calls = dir.path().join("c.data");
+    ok(
+        hood()
+            .args(["calls", "run", "-o"])
+            .arg(&calls)
+            .args(specs)
+            .arg("--")
+            .arg(&prog)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood calls run --probe",
+    );
+    assert_eq!(calls_per_function(&calls), want);
+
+    let trace = dir.path().join("t.data");
+    let rec = ok(
+        hood()
+            .args(["trace", "record", "-o"])
+            .arg(&trace)
+            .args(specs)
+            .arg("--")
+            .arg(&prog)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood trace record --probe",
+    );
+    let said = String::from_utf8_lossy(&rec.stderr);
+    assert!(said.contains("0 lost"), "{said}");
+    let (got, v) = trace_calls(&trace);
+    assert_eq!(got, want);
+    let pids: std::collections::BTreeSet<u64> = v["analysis"]["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "the forked child is followed: {v}");
+    // The code path: fact nested 5 deep, as the program recurses.
+    let paths = ok(
+        hood()
+            .args(["trace", "report", "--paths"])
+            .arg(&trace)
+            .output()
+            .unwrap(),
+        "--paths",
+    );
+    let text = String::from_utf8_lossy(&paths.stdout);
+    let depths: Vec<usize> = text
+        .lines()
+        .filter_map(|l| {
+            let arrow = l.find("-> fact")?;
+            Some(arrow)
+        })
+        .collect();
+    assert_eq!(depths.len(), 5, "{text}");
+    assert!(depths.windows(2).all(|w| w[1] > w[0]), "{text}");
+    // Chrome output reads the same file.
+    let chrome = ok(
+        hood()
+            .args(["trace", "report", "--format", "chrome"])
+            .arg(&trace)
+            .output()
+            .unwrap(),
+        "--format chrome",
+    );
+    let c: Value = serde_json::from_slice(&chrome.stdout).unwrap();
+    let slices = c["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "getpid" && e["ph"] == "X")
+        .count();
+    assert_eq!(slices, 7);
+}
+
+/// A C++ program probed by demangled names: a member function and two instances of a
+/// function template.
+#[test]
+fn cpp_functions_by_demangled_names() {
+    if !common::root("cpp_functions_by_demangled_names") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("probe_cpp");
+    let built = Command::new("g++")
+        .args(["-O1", "-o"])
+        .arg(&prog)
+        .arg(repo().join("tests/c/probe_cpp.cpp"))
+        .status();
+    match built {
+        Ok(s) if s.success() => {}
+        _ => {
+            eprintln!("SKIPPED (g++ not installed or failed): cpp_functions_by_demangled_names");
+            return;
+        }
+    }
+    let data = dir.path().join("c.data");
+    ok(
+        hood()
+            .args(["calls", "run", "-o"])
+            .arg(&data)
+            .args(["--probe", "shapes::Square::area", "--probe", "twice<*>"])
+            .arg("--")
+            .arg(&prog)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood calls run --probe (C++)",
+    );
+    assert_eq!(
+        calls_per_function(&data),
+        counts(&[
+            ("shapes::Square::area", 6),
+            ("twice<int>", 4),
+            ("twice<double>", 2)
+        ])
+    );
+}
+
+/// `probe_known loop`, started; its stdout read for the address of leaf() and its progress.
+struct Looper {
+    child: Child,
+    out: BufReader<std::process::ChildStdout>,
+    leaf: u64,
+}
+
+impl Looper {
+    fn start() -> Looper {
+        let mut child = Command::new(c_program("probe_known"))
+            .arg("loop")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        out.read_line(&mut line).unwrap();
+        let leaf = line
+            .trim()
+            .strip_prefix("ready 0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok())
+            .unwrap_or_else(|| panic!("probe_known loop said {line:?}"));
+        Looper { child, out, leaf }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The first byte of leaf() in the running program (0xcc while a uprobe is placed there).
+    fn leaf_byte(&self) -> u8 {
+        use std::os::unix::fs::FileExt;
+        let mem = std::fs::File::open(format!("/proc/{}/mem", self.pid())).unwrap();
+        let mut b = [0u8; 1];
+        mem.read_exact_at(&mut b, self.leaf).unwrap();
+        b[0]
+    }
+
+    /// The next "ticks N" the program prints (it still runs and still calls its functions).
+    fn next_ticks(&mut self) -> u64 {
+        let mut line = String::new();
+        self.out.read_line(&mut line).unwrap();
+        line.trim()
+            .strip_prefix("ticks ")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("probe_known loop said {line:?}"))
+    }
+
+    /// Still running, not a zombie.
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Looper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Attached to a running process for a second: every tick() calls leaf() 3 times, so the
+/// counts of the window keep that ratio (up to the calls cut at its two ends); the process
+/// runs on afterwards with its code as it was.
+#[test]
+fn attach_for_a_window_and_detach() {
+    if !common::root("attach_for_a_window_and_detach") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Looper::start();
+    let before = p.leaf_byte();
+    assert_ne!(before, 0xcc);
+    let data = dir.path().join("a.data");
+    let rec = ok(
+        hood()
+            .args([
+                "calls", "record", "--probe", "tick", "--probe", "leaf", "-d", "1", "-p",
+            ])
+            .arg(p.pid().to_string())
+            .arg("-o")
+            .arg(&data)
+            .output()
+            .unwrap(),
+        "hood calls record -p",
+    );
+    let said = String::from_utf8_lossy(&rec.stderr);
+    assert!(said.contains("attached to pid"), "{said}");
+    let c = calls_per_function(&data);
+    let (tick, leaf) = (c["tick"], c["leaf"]);
+    assert!(tick >= 50, "{c:?}");
+    assert!(
+        leaf + 3 >= 3 * tick && leaf <= 3 * tick + 2,
+        "leaf {leaf} is not 3 × tick {tick} up to the ends of the window"
+    );
+    // Detached: the code is as it was, and the program goes on.
+    assert_eq!(p.leaf_byte(), before);
+    let t0 = p.next_ticks();
+    assert!(p.next_ticks() > t0);
+    assert!(p.alive());
+}
+
+/// The definitions of this process's live hoods and of dead ones in tracefs.
+fn hood_definitions() -> Vec<String> {
+    std::fs::read_to_string("/sys/kernel/tracing/uprobe_events")
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(":hood_"))
+        .map(String::from)
+        .collect()
+}
+
+/// hood killed by SIGKILL while attached: the program runs on with its code restored (the
+/// kernel takes the probes out with hood's events); the inert definitions it left in tracefs
+/// are removed by the next hood, which says so. Ctrl-C (SIGINT) detaches the same way and
+/// leaves nothing.
+#[test]
+fn sigkill_of_hood_leaves_the_program_running_unprobed() {
+    if !common::root("sigkill_of_hood_leaves_the_program_running_unprobed") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = Looper::start();
+    let before = p.leaf_byte();
+    let pid = p.pid();
+    let attach = |data: &str| {
+        let mut h = hood()
+            .args(["trace", "record", "--probe", "leaf", "-p"])
+            .arg(pid.to_string())
+            .arg("-o")
+            .arg(dir.path().join(data))
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(h.stderr.take().unwrap());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut said = String::new();
+        while !said.contains("attached to pid") {
+            assert!(Instant::now() < deadline, "hood did not attach: {said}");
+            let mut l = String::new();
+            if err.read_line(&mut l).unwrap() == 0 {
+                panic!("hood ended before attaching: {said}");
+            }
+            said.push_str(&l);
+        }
+        (h, err)
+    };
+    let (mut h, _err) = attach("k.data");
+    // Probed: the breakpoint is in the program's code.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while p.leaf_byte() != 0xcc {
+        assert!(Instant::now() < deadline, "no breakpoint at leaf()");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = h.id();
+    h.kill().unwrap();
+    h.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while p.leaf_byte() != before {
+        assert!(
+            Instant::now() < deadline,
+            "leaf() still holds a breakpoint after hood was killed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let t0 = p.next_ticks();
+    assert!(p.next_ticks() > t0);
+    assert!(p.alive());
+    let left = hood_definitions();
+    assert!(
+        left.iter().any(|l| l.contains(&format!("hood_{killed}/"))),
+        "{left:?}"
+    );
+    // The next hood removes them and says so; stopped by SIGINT, it leaves none of its own.
+    let (h2, mut err2) = attach("n.data");
+    assert!(!hood_definitions()
+        .iter()
+        .any(|l| l.contains(&format!("hood_{killed}/"))));
+    assert!(Command::new("kill")
+        .args(["-INT", &h2.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let mut rest = String::new();
+    err2.read_to_string(&mut rest).unwrap();
+    let mut h2 = h2;
+    assert!(h2.wait().unwrap().success(), "{rest}");
+    assert!(rest.contains("SIGINT received"), "{rest}");
+    assert!(
+        !hood_definitions()
+            .iter()
+            .any(|l| l.contains(&format!("hood_{}/", h2.id()))),
+        "{:?}",
+        hood_definitions()
+    );
+    assert_eq!(p.leaf_byte(), before);
+    assert!(p.alive());
+}
+
+/// A definition left by a hood that is gone is removed by the next one, which names it.
+#[test]
+fn stale_definitions_are_named_when_removed() {
+    if !common::root("stale_definitions_are_named_when_removed") {
+        return;
+    }
+    let _g = serial();
+    // A definition of a hood that is gone (pid 4194303 is above any pid_max default).
+    let prog = c_program("probe_known");
+    let line = format!(
+        "p:hood_4194303/p0 {}:{:#x}\n",
+        prog.display(),
+        leaf_offset(&prog)
+    );
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open("/sys/kernel/tracing/uprobe_events")
+        .unwrap()
+        .write_all(line.as_bytes())
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(
+        hood()
+            .args(["calls", "run", "--probe", "fact", "-o"])
+            .arg(dir.path().join("c.data"))
+            .arg("--")
+            .arg(&prog)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood calls run",
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("removed the uprobe definitions hood_4194303/*"),
+        "{said}"
+    );
+    assert!(!hood_definitions()
+        .iter()
+        .any(|l| l.contains("hood_4194303")));
+}
+
+/// The file offset of leaf() (nm's address: the text segment of a gcc PIE maps at its offset).
+fn leaf_offset(prog: &Path) -> u64 {
+    let nm = Command::new("nm").arg(prog).output().unwrap();
+    String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, _, n) = (f.next()?, f.next()?, f.next()?);
+            (n == "leaf").then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .expect("nm lists leaf")
+}
+
+/// A Go program is refused with the reason (uretprobes corrupt goroutine stacks).
+#[test]
+fn go_programs_are_refused_with_the_reason() {
+    if !common::root("go_programs_are_refused_with_the_reason") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("split");
+    let built = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&bin)
+        .arg(repo().join("tests/go/split.go"))
+        .current_dir(dir.path())
+        .env("GOTOOLCHAIN", "local")
+        .env("GOPROXY", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOCACHE", dir.path().join("gocache"))
+        .env("GOPATH", dir.path().join("gopath"))
+        .env("HOME", dir.path())
+        .output();
+    match built {
+        Ok(o) if o.status.success() => {}
+        _ => {
+            eprintln!(
+                "SKIPPED (go not installed or failed): go_programs_are_refused_with_the_reason"
+            );
+            return;
+        }
+    }
+    let out = hood()
+        .args(["trace", "record", "--probe", "main.leaf", "-o"])
+        .arg(dir.path().join("t.data"))
+        .arg("--")
+        .arg(&bin)
+        .arg("1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("is a Go program"), "{said}");
+    assert!(said.contains("goroutine"), "{said}");
+    assert!(!dir.path().join("t.data").exists());
+}
+
+/// Specs that select nothing, or files that cannot be probed: an error naming the spec or the
+/// file and the cause, before anything runs; no hang on a FIFO.
+#[test]
+fn bad_specs_get_true_errors() {
+    if !common::root("bad_specs_get_true_errors") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = c_program("probe_known");
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let not_elf = dir.path().join("text.so");
+    std::fs::write(&not_elf, "not a library\n").unwrap();
+    let cases: Vec<(Vec<String>, Vec<String>, &str)> = vec![
+        (
+            vec!["no_such_fn_*".into()],
+            vec![prog.display().to_string()],
+            "no function of",
+        ),
+        (
+            vec!["libnosuch:f".into()],
+            vec![prog.display().to_string()],
+            "no library named \"libnosuch\"",
+        ),
+        (
+            vec![format!("{}:f", not_elf.display())],
+            vec![prog.display().to_string()],
+            "is not a valid ELF file",
+        ),
+        (
+            vec![format!("{}:f", fifo.display())],
+            vec![prog.display().to_string()],
+            "a FIFO",
+        ),
+        (
+            vec!["f".into()],
+            vec!["/nonexistent/prog".into()],
+            "No such file",
+        ),
+        (
+            vec!["libc.so.6:*".into()],
+            vec![prog.display().to_string()],
+            "add --yes",
+        ),
+        (
+            vec!["libc:".into()],
+            vec![prog.display().to_string()],
+            "no function named",
+        ),
+    ];
+    for (specs, cmd, want) in cases {
+        let mut c = hood();
+        c.args(["calls", "run", "-o"])
+            .arg(dir.path().join("c.data"));
+        for s in &specs {
+            c.args(["--probe", s]);
+        }
+        c.arg("--").args(&cmd);
+        let b = common::run_bounded(&mut c, Duration::from_secs(30));
+        assert_eq!(
+            b.status.and_then(|s| s.code()),
+            Some(2),
+            "{specs:?}: {}",
+            b.stderr
+        );
+        assert!(
+            b.stderr.contains(want),
+            "{specs:?}: want {want:?} in {}",
+            b.stderr
+        );
+        assert!(!dir.path().join("c.data").exists(), "{specs:?}");
+    }
+}
