@@ -195,7 +195,7 @@ fn facts(file: &File, path: &Path) -> Result<Facts, SymbolError> {
             continue;
         };
         for d in dyns {
-            let tag = d.d_tag(e) as i64;
+            let tag = d.d_tag(e);
             if !matches!(tag, DT_NEEDED | DT_RUNPATH | DT_RPATH) {
                 continue;
             }

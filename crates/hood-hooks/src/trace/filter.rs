@@ -8,28 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Simple glob: `*` any run, `?` any one character.
-pub fn glob(pat: &str, s: &str) -> bool {
-    let (p, s): (Vec<char>, Vec<char>) = (pat.chars().collect(), s.chars().collect());
-    let (mut pi, mut si, mut star, mut mark) = (0, 0, None, 0);
-    while si < s.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
-            pi += 1;
-            si += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = si;
-            pi += 1;
-        } else if let Some(st) = star {
-            pi = st + 1;
-            mark += 1;
-            si = mark;
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|&c| c == '*')
-}
+/// Simple glob: `*` any run, `?` any one character (the one `--probe` specs use too).
+pub use hood_symbols::probe::glob;
 
 fn is_lib_glob(g: &str) -> bool {
     g.contains('/') || g.contains(".so")
