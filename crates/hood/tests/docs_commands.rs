@@ -411,6 +411,18 @@ const PLANS: &[(&str, Plan)] = &[
         "hood trace report --format chrome -o t.json",
         Plan::AsWritten,
     ),
+    ("hood trace record --probe 'b*' -- ./prog", Plan::AsWritten),
+    (
+        "hood calls run --probe b --probe 'libc.so.6:getpid' -- ./prog",
+        Plan::AsWritten,
+    ),
+    (
+        "hood calls record --probe 'work*' -p 1234 -d 10",
+        Plan::Variant(
+            "hood calls record --probe 'work*' -p $PIDS -d 1",
+            "1234 stands for a running process: the test's two busy ones; 1 s instead of 10",
+        ),
+    ),
     // README: monitoring.
     ("hood top", Plan::Step(Step::FirstLines)),
     ("hood top -b -n 3 --json", Plan::AsWritten),
@@ -1031,6 +1043,8 @@ fn needs_root(cmd: &str) -> bool {
         || cmd.contains("udp.pb.gz")
         || cmd.contains("p.data")
         || cmd == "hood serve"
+        // Uprobes are defined in tracefs.
+        || cmd.contains("--probe")
 }
 
 #[test]
