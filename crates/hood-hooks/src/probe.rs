@@ -842,8 +842,23 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             ProbeOutput::Trace(p) | ProbeOutput::Calls(p) => p.display().to_string(),
         }
     ));
+    if events == 0 {
+        log("no probed function was called while hood recorded");
+    }
     if let Some(Exit::Signal(s)) = status {
         log(&format!("{} was ended by {}", argv[0], signal::name(s)));
+    }
+    // A command still running (-d ended the recording) is waited for, unprobed: it would die
+    // with hood otherwise.
+    let mut outcome = outcome;
+    if let (Some(c), None) = (child.as_mut(), status) {
+        log(&format!(
+            "{} (pid {}) runs on unprobed; waiting for it to end (Ctrl-C or `kill {}` ends it)",
+            argv[0],
+            c.pid(),
+            c.pid()
+        ));
+        outcome.status = signals.wait(c, &mut || {})?.shell_code();
     }
     Ok(outcome)
 }

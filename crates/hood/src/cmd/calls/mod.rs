@@ -265,5 +265,12 @@ fn probe(
     if let Ok(f) = calls::read(&output, &mut |_| {}) {
         summary(&f.procs, &output);
     }
-    Ok(ExitCode::from(out.status.clamp(0, 255) as u8))
+    // 1 when the command succeeded (or the processes were attached) but no probed function
+    // was called: nothing to show, as docs/cli.md has it.
+    let status = out.status.clamp(0, 255) as u8;
+    Ok(ExitCode::from(if out.events == 0 && status == 0 {
+        1
+    } else {
+        status
+    }))
 }

@@ -77,5 +77,12 @@ fn probe(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let out = hood_hooks::probe::record(&cfg, &mut |m| {
         errln!("hood trace: {}", crate::cmd::clean(m))
     })?;
-    Ok(ExitCode::from(out.status.clamp(0, 255) as u8))
+    // 1 when the command succeeded (or the processes were attached) but no probed function
+    // was called: nothing to show, as docs/cli.md has it.
+    let status = out.status.clamp(0, 255) as u8;
+    Ok(ExitCode::from(if out.events == 0 && status == 0 {
+        1
+    } else {
+        status
+    }))
 }
