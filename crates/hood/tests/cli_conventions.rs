@@ -23,6 +23,7 @@ const SUBCOMMANDS: &[&str] = &[
     "info",
     "calls",
     "calls run",
+    "calls record",
     "calls get",
     "calls reset",
     "calls report",
