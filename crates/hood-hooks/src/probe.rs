@@ -33,7 +33,7 @@ use crate::HooksError;
 /// What one probe hit costs the probed program, measured on the machine the docs were written
 /// on (bench/probe: an entry and a return, each a breakpoint trap into the kernel and a perf
 /// sample): the first estimate of a selection's cost, said before it is paid.
-pub const COST_PER_CALL_NS: u64 = 3_000;
+pub const COST_PER_CALL_NS: u64 = 10_000;
 
 /// Whose calls are probed.
 #[derive(Debug, Clone, PartialEq, Eq)]
