@@ -669,6 +669,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                 excludes: Vec::new(),
                 sched: switches.is_some(),
                 irq: None,
+                wake: None,
                 collected_realtime_ns: realtime_ns(),
             };
             w.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
