@@ -246,6 +246,22 @@ pub fn paranoid_level() -> Option<i32> {
         .ok()
 }
 
+/// The error of a failed perf_event_open of `event` for `what` (a pid and CPU) on `pid`:
+/// permission (raw tracepoint data needs CAP_PERFMON unless perf_event_paranoid is -1), a
+/// process gone, too many open files, or the call's own error.
+pub(crate) fn open_error(e: std::io::Error, event: &str, what: String, pid: i32) -> PerfError {
+    match e.raw_os_error().unwrap_or(0) {
+        libc::EACCES | libc::EPERM => permission_error(event, what, pid, -1),
+        libc::ESRCH => PerfError::NoSuchProcess(pid),
+        libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
+        _ => PerfError::Sys {
+            call: "perf_event_open",
+            what: format!("{event} ({what})"),
+            source: e,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -138,11 +138,7 @@ impl IrqRecorder {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
-        let mut n = 0;
-        for r in &mut self.rings {
-            n += r.drain(sink)?;
-        }
-        Ok(n)
+        crate::ring::drain_all(&mut self.rings, sink)
     }
 
     /// The attribute bytes of the event with tracepoint id `id` (for the recording file).
@@ -153,17 +149,7 @@ impl IrqRecorder {
 
 fn open_error(e: io::Error, event: &str, pid: i32, cpu: u32) -> PerfError {
     let what = format!("irq tracepoints of pid {pid} on CPU {cpu}");
-    match e.raw_os_error().unwrap_or(0) {
-        // Raw tracepoint data needs CAP_PERFMON unless perf_event_paranoid is -1.
-        libc::EACCES | libc::EPERM => crate::error::permission_error(event, what, pid, -1),
-        libc::ESRCH => PerfError::NoSuchProcess(pid),
-        libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
-        _ => PerfError::Sys {
-            call: "perf_event_open",
-            what: format!("{event} ({what})"),
-            source: e,
-        },
-    }
+    crate::error::open_error(e, event, what, pid)
 }
 
 #[cfg(test)]

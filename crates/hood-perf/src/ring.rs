@@ -152,3 +152,16 @@ impl Ring {
         unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(self.data_off + start), len) }
     }
 }
+
+/// [`Ring::drain`] of every ring in turn: the one loop of every recorder's drain. Returns the
+/// bytes drained; on a sink error the rings not yet drained keep their data.
+pub(crate) fn drain_all(
+    rings: &mut [Ring],
+    sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
+) -> Result<usize, PerfError> {
+    let mut n = 0;
+    for r in rings {
+        n += r.drain(sink)?;
+    }
+    Ok(n)
+}

@@ -217,11 +217,7 @@ impl Session {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
-        let mut total = 0;
-        for ring in &mut self.rings {
-            total += ring.drain(sink)?;
-        }
-        Ok(total)
+        crate::ring::drain_all(&mut self.rings, sink)
     }
 
     /// Hands `f` every ring's unread bytes in place, without copying them: per ring its CPU

@@ -342,11 +342,7 @@ impl UprobeRecorder {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
-        let mut n = 0;
-        for r in &mut self.rings {
-            n += r.drain(sink)?;
-        }
-        Ok(n)
+        crate::ring::drain_all(&mut self.rings, sink)
     }
 }
 
@@ -357,17 +353,7 @@ fn open_error(e: io::Error, p: &UprobePoint, ret: bool, pid: i32, cpu: u32) -> P
         p.offset,
         p.path
     );
-    let what = format!("pid {pid} on CPU {cpu}");
-    match e.raw_os_error().unwrap_or(0) {
-        libc::EACCES | libc::EPERM => crate::error::permission_error(&event, what, pid, -1),
-        libc::ESRCH => PerfError::NoSuchProcess(pid),
-        libc::EMFILE | libc::ENFILE => PerfError::TooManyFiles { what },
-        _ => PerfError::Sys {
-            call: "perf_event_open",
-            what: format!("{event} ({what})"),
-            source: e,
-        },
-    }
+    crate::error::open_error(e, &event, format!("pid {pid} on CPU {cpu}"), pid)
 }
 
 #[cfg(test)]

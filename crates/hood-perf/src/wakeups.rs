@@ -104,11 +104,7 @@ impl WakeupRecorder {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
-        let mut n = 0;
-        for r in &mut self.rings {
-            n += r.drain(sink)?;
-        }
-        Ok(n)
+        crate::ring::drain_all(&mut self.rings, sink)
     }
 }
 
