@@ -128,16 +128,34 @@ fn the_function_made_twice_as_slow_leads_and_the_others_are_noise() {
     let first = &v["rows"][0];
     assert_eq!(first["name"], "work_b", "{v:#}");
     assert_eq!(first["dso"], "diff_known");
+    // The known answer, against the unchanged functions: work_b's time doubled relative to
+    // work_a + work_c. (Absolute times follow the VM's clock: cpu-clock counts time the host
+    // took from the vCPU too, which moved a whole run by up to 30 % on a loaded machine, so
+    // the absolute change is held to a wide band here and measured in bench/diff.)
+    let time = |name: &str, side: &str| row(&v, name)[side].as_f64().unwrap();
+    let rel = |side: &str| time("work_b", side) / (time("work_a", side) + time("work_c", side));
+    let doubled = rel("new") / rel("base");
+    assert!(
+        (1.8..=2.2).contains(&doubled),
+        "work_b relative to work_a + work_c changed by {doubled:.3}x, not 2x: {v:#}"
+    );
     let change = first["change_percent"].as_f64().unwrap();
     assert!(
-        (90.0..=110.0).contains(&change),
+        (50.0..=150.0).contains(&change),
         "work_b changed {change} %"
     );
     assert_eq!(first["noise"], false);
     assert!(first["z"].as_f64().unwrap() > 2.576);
+    // The unchanged ones: far smaller changes, and noise whenever the machine held steady
+    // (a change under 2 % is inside the sampling error of these counts).
+    let steady = |r: &serde_json::Value| r["change_percent"].as_f64().unwrap().abs() < 2.0;
     for name in ["work_a", "work_c"] {
         let r = row(&v, name);
-        assert_eq!(r["noise"], true, "{name} is unchanged: {r:#}");
+        let c = r["change_percent"].as_f64().unwrap();
+        assert!(c.abs() < change / 3.0, "{name} changed {c} %: {r:#}");
+        if steady(r) {
+            assert_eq!(r["noise"], true, "{name} is unchanged: {r:#}");
+        }
         // Matched by name across the builds: samples on both sides of one row.
         assert!(r["base"].as_u64().unwrap() > 500 && r["new"].as_u64().unwrap() > 500);
     }
@@ -170,7 +188,9 @@ fn the_function_made_twice_as_slow_leads_and_the_others_are_noise() {
     );
     for name in ["work_a", "work_c"] {
         let l = rows.iter().find(|l| l.contains(name)).expect(name);
-        assert!(l.contains("noise"), "{table}");
+        if steady(row(&v, name)) {
+            assert!(l.contains("noise"), "{table}");
+        }
     }
 }
 
