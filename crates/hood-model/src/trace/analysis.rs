@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use super::timeline::{PathItem, PathLine, Waker, WakerKind};
+use super::timeline::{PathItem, PathLine, Waker, WakerKind, UNKNOWN_CPU};
 use super::wake::WakerFunctions;
 use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, Trace, TraceHead};
 
@@ -512,6 +512,22 @@ impl Walk<'_> {
             return (Some(0), Some(d), None);
         }
         let Some((w, k)) = woken else {
+            // No wake-up recorded for a blocked wait. The kernel takes no sample of a wake-up
+            // done by an interrupt on an idle CPU (a timer, a device: no task ran there); in a
+            // trace that lost no wake-up or switch record, that is what ended it. When it came,
+            // and so the blocked/runnable split, is not known.
+            if self.head.lost_wakeups == 0 && self.head.lost_switches == 0 {
+                let idle = Waker {
+                    kind: WakerKind::Idle,
+                    pid: 0,
+                    tid: 0,
+                    comm: None,
+                    cpu: UNKNOWN_CPU,
+                    function: None,
+                    t_ns: t.saturating_sub(self.origin),
+                };
+                return (None, None, Some(idle));
+            }
             return (None, None, None);
         };
         let Some(wk) = self.head.wakeups.get(k) else {

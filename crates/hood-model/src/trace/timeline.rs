@@ -124,7 +124,8 @@ pub struct Waker {
     /// Its name, when the recorder could read it (`/proc/PID/task/TID/comm`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comm: Option<String>,
-    /// CPU of the wake-up.
+    /// CPU of the wake-up (left out of JSON when the kernel took no sample of it).
+    #[serde(skip_serializing_if = "is_unknown_cpu")]
     pub cpu: u32,
     /// The traced function the waking thread was in (the call on top of its stack), when the
     /// waker is a traced thread.
@@ -133,6 +134,14 @@ pub struct Waker {
     /// When the wake-up came, ns since the trace start.
     pub t_ns: u64,
 }
+
+fn is_unknown_cpu(cpu: &u32) -> bool {
+    *cpu == UNKNOWN_CPU
+}
+
+/// [`Waker::cpu`] of a wake-up the kernel took no sample of (an interrupt on an idle CPU,
+/// known only by the absence of any other).
+pub const UNKNOWN_CPU: u32 = u32::MAX;
 
 impl Waker {
     /// In words: `B pid 7 tid 9 in writer_fn`, `a hardware interrupt (CPU 1, in cc1 pid 40)`,
@@ -164,6 +173,9 @@ impl Waker {
                 self.cpu,
                 who(self)
             ),
+            WakerKind::Idle if self.cpu == UNKNOWN_CPU => {
+                "an interrupt on an idle CPU (not sampled by the kernel)".to_string()
+            }
             WakerKind::Idle => format!("an interrupt on an idle CPU (CPU {})", self.cpu),
         }
     }

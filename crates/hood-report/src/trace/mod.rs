@@ -380,6 +380,7 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                         us(*r),
                         safe::text(&w.describe())
                     ),
+                    (None, None, Some(w)) => format!("; woken by {}", safe::text(&w.describe())),
                     _ => String::new(),
                 };
                 writeln!(
