@@ -324,7 +324,8 @@ fn attach_for_a_window_and_detach() {
     let (tick, leaf) = (c["tick"], c["leaf"]);
     assert!(tick >= 50, "{c:?}");
     assert!(
-        leaf + 3 >= 3 * tick && leaf <= 3 * tick + 2,
+        // Each end of the window may cut one tick's three leaf calls from either count.
+        leaf + 3 >= 3 * tick && leaf <= 3 * tick + 3,
         "leaf {leaf} is not 3 × tick {tick} up to the ends of the window"
     );
     // Detached: the code is as it was, and the program goes on.
