@@ -108,3 +108,28 @@ pub(crate) fn to_bytes(attr: &perf_event_attr) -> Vec<u8> {
         unsafe { std::slice::from_raw_parts((attr as *const perf_event_attr).cast::<u8>(), len) };
     bytes.to_vec()
 }
+
+/// A tracepoint event of a traced task (`hood trace`'s irq and uprobe events): every hit a
+/// sample of `sample_type`, created disabled and following new threads and children,
+/// enabled at the child's exec with `enable_on_exec`, on CLOCK_MONOTONIC, waking the reader
+/// every 64 KiB. Kernel hits are kept: a tracepoint fires in the kernel.
+pub(crate) fn task_tracepoint(id: u64, sample_type: u64, enable_on_exec: bool) -> perf_event_attr {
+    let mut a = perf_event_attr {
+        type_: b::PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<perf_event_attr>() as u32,
+        config: id,
+        sample_type,
+        ..Default::default()
+    };
+    a.__bindgen_anon_1.sample_period = 1;
+    a.set_disabled(1);
+    a.set_enable_on_exec(u64::from(enable_on_exec));
+    a.set_inherit(1);
+    a.set_sample_id_all(1);
+    a.set_exclude_hv(1);
+    a.set_use_clockid(1);
+    a.clockid = libc::CLOCK_MONOTONIC;
+    a.set_watermark(1);
+    a.wakeup_watermark = 1 << 16;
+    a
+}

@@ -52,26 +52,7 @@ pub struct IrqRecorder {
 }
 
 fn attr(id: u64) -> perf_event_attr {
-    let mut a = perf_event_attr {
-        type_: b::PERF_TYPE_TRACEPOINT,
-        size: std::mem::size_of::<perf_event_attr>() as u32,
-        config: id,
-        sample_type: IRQ_SAMPLE_TYPE,
-        ..Default::default()
-    };
-    // Every hit is a sample.
-    a.__bindgen_anon_1.sample_period = 1;
-    a.set_disabled(1);
-    a.set_enable_on_exec(1);
-    a.set_inherit(1);
-    a.set_sample_id_all(1);
-    // exclude_kernel would drop every kernel tracepoint hit; leave it 0.
-    a.set_exclude_hv(1);
-    a.set_use_clockid(1);
-    a.clockid = libc::CLOCK_MONOTONIC;
-    a.set_watermark(1);
-    a.wakeup_watermark = 1 << 16;
-    a
+    crate::attr::task_tracepoint(id, IRQ_SAMPLE_TYPE, true)
 }
 
 impl IrqRecorder {
