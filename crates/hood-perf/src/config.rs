@@ -117,6 +117,10 @@ pub struct SamplingConfig {
     /// Also record every context switch and wake-up of the sampled tasks (off-CPU time):
     /// see [`crate::OFF_CPU_TRACEPOINTS`].
     pub off_cpu: bool,
+    /// With `off_cpu`: the shortest wait whose user stacks a report shows (`--off-cpu-min`).
+    /// Above 0, and with stack copies, the kernel copies user stacks only for waits that long
+    /// (deferred stacks, loaded as BPF programs; see [`crate::DEFERRED_SYSCALL`]).
+    pub off_cpu_min_ns: u64,
 }
 
 impl Default for SamplingConfig {
@@ -131,6 +135,7 @@ impl Default for SamplingConfig {
             ring_pages: 256,
             wakeup_watermark: 0,
             off_cpu: false,
+            off_cpu_min_ns: 0,
         }
     }
 }

@@ -12,6 +12,7 @@ use perf_event_open_sys::bindings::perf_event_attr;
 use crate::attr::{self, AttrOpts};
 use crate::cpus::threads_of;
 use crate::offcpu::{self, OffCpuTracepoints};
+use crate::offcpu_bpf::{self, DeferredStacks};
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
 
@@ -122,6 +123,8 @@ pub(crate) struct Opened {
     pub attr: perf_event_attr,
     /// The off-CPU tracepoints, when recorded.
     pub off_cpu: Option<OffCpuTracepoints>,
+    /// The programs that copy off-CPU user stacks only for long waits, when loaded.
+    pub deferred: Option<DeferredStacks>,
 }
 
 /// Opens the events of `target` on every CPU of `cpus`.
@@ -146,8 +149,31 @@ pub(crate) fn open_target(
         true => Some(OffCpuTracepoints::find()?),
         false => None,
     };
+    let mut notes = Vec::new();
+    let deferred = match off_cpu {
+        Some(_) if defers_stacks(cfg) => {
+            let traced = match target {
+                Target::System => None,
+                Target::Child(pid) => Some(vec![*pid]),
+                Target::Tasks(pids) => Some(pids.clone()),
+            };
+            match offcpu_bpf::load(cfg.off_cpu_min_ns, traced.as_deref()) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    notes.push(format!(
+                        "off-CPU: every context switch copies its user stack, because the \
+                         kernel refused hood's BPF programs ({e}); a context-switch storm \
+                         costs the workload more"
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let mut b = Builder {
         opener: Opener::new(cfg, opts),
+        defer_stacks: deferred.is_some(),
         cpus,
         ring_pages: cfg.ring_pages,
         rings: cpus.iter().map(|_| None).collect(),
@@ -192,15 +218,45 @@ pub(crate) fn open_target(
         // Only possible when every thread vanished while we attached.
         .ok_or(PerfError::NoSuchProcess(first_pid))?;
     let attr = b.opener.attr.ok_or(PerfError::NoSuchProcess(first_pid))?;
+    let mut deferred = deferred;
+    if let Some(d) = deferred.as_mut() {
+        for (i, &cpu) in cpus.iter().enumerate() {
+            let Some(leader) = b.leaders[i] else {
+                continue;
+            };
+            let mut a = offcpu_bpf::output_attr(&attr);
+            let fail = |source| PerfError::Sys {
+                call: "perf_event_open",
+                what: format!("the off-CPU stack output of CPU {cpu} (PERF_COUNT_SW_BPF_OUTPUT)"),
+                source,
+            };
+            let fd = sys::perf_event_open(&mut a, -1, cpu as i32).map_err(fail)?;
+            sys::ioc_set_output(&fd, &b.fds[leader]).map_err(fail)?;
+            d.add_output(cpu, fd).map_err(fail)?;
+        }
+    }
+    let mut all_notes = b.opener.notes;
+    all_notes.extend(notes);
     Ok(Opened {
         rings,
         fds: b.fds,
         cpu_fds,
         event: b.opener.event,
-        notes: b.opener.notes,
+        notes: all_notes,
         attr,
         off_cpu,
+        deferred,
     })
+}
+
+/// Whether an off-CPU session of `cfg` lets the kernel copy user stacks only for long waits
+/// (`HOOD_OFF_CPU_BPF=0` turns it off, to compare).
+fn defers_stacks(cfg: &SamplingConfig) -> bool {
+    cfg.off_cpu_min_ns > 0
+        && cfg.callchain
+        && cfg.include_user
+        && cfg.user_stack.copies_stack()
+        && std::env::var_os("HOOD_OFF_CPU_BPF").is_none_or(|v| v != "0")
 }
 
 /// Frequency mode is capped by kernel.perf_event_max_sample_rate (which the
@@ -232,6 +288,8 @@ struct Builder<'a> {
     seen: BTreeSet<i32>,
     /// Off-CPU tracepoints to open beside each timer event.
     off_cpu: Option<OffCpuTracepoints>,
+    /// Their samples carry no user stack: BPF programs emit it for long waits.
+    defer_stacks: bool,
 }
 
 impl Builder<'_> {
@@ -300,6 +358,9 @@ impl Builder<'_> {
                 "sched:sched_waking",
             ),
         ] {
+            if self.defer_stacks {
+                a.sample_stack_user = 0;
+            }
             let fd = sys::perf_event_open(&mut a, tid, cpu as i32)
                 .map_err(|e| self.tracepoint_error(e, name, tid, cpu))?;
             self.attach(i, cpu, fd, tid)?;

@@ -12,6 +12,7 @@ use perf_event_open_sys::bindings::perf_event_attr;
 use crate::attr;
 use crate::cpus::online_cpus;
 use crate::offcpu::OffCpuTracepoints;
+use crate::offcpu_bpf::DeferredStacks;
 use crate::open::{open_target, Opened};
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
@@ -35,7 +36,9 @@ pub type RingBytes<'a> = (u32, [&'a [u8]; 2]);
 
 /// An open set of sampling events with their mapped per-CPU rings.
 pub struct Session {
-    // Field order matters: rings are unmapped before the descriptors close.
+    // Field order matters: the BPF programs detach first, and rings are unmapped before the
+    // descriptors close.
+    deferred: Option<DeferredStacks>,
     rings: Vec<Ring>,
     fds: Vec<OwnedFd>,
     cpu_fds: Vec<OwnedFd>,
@@ -76,6 +79,7 @@ impl Session {
             notes,
             attr,
             off_cpu,
+            deferred,
         } = open_target(cfg, target, &cpus)?;
         let pollfds = fds
             .iter()
@@ -86,6 +90,7 @@ impl Session {
             })
             .collect();
         Ok(Session {
+            deferred,
             rings,
             fds,
             cpu_fds,
@@ -127,6 +132,13 @@ impl Session {
     /// The off-CPU tracepoints recorded ([`SamplingConfig::off_cpu`]).
     pub fn off_cpu(&self) -> Option<&OffCpuTracepoints> {
         self.off_cpu.as_ref()
+    }
+
+    /// The ids of the events whose samples carry the deferred off-CPU user stacks, when the
+    /// kernel copies them only for long waits (see [`crate::DEFERRED_SYSCALL`]); `None` when
+    /// every switch and wake-up sample carries its own.
+    pub fn deferred_stack_ids(&self) -> Option<&[u64]> {
+        self.deferred.as_ref().map(|d| d.output_ids())
     }
 
     /// The CPU number of each ring, in ring order.

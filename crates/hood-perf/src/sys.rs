@@ -163,3 +163,38 @@ impl Drop for Mapping {
         }
     }
 }
+
+/// `bpf(2)` with `attr` as the command's `union bpf_attr` (hood's commands take no more).
+///
+/// # Safety
+/// Every pointer stored in `attr` must point at memory that stays valid for the call and is
+/// as large as the command's matching length field (or the kernel's fixed size) says.
+pub(crate) unsafe fn bpf(
+    command: libc::c_long,
+    attr: &mut [u8; crate::bpf::ATTR_SIZE],
+) -> io::Result<libc::c_long> {
+    // SAFETY: `attr` is a live, initialised buffer of ATTR_SIZE bytes laid out as the
+    // command's part of `union bpf_attr`; the caller guarantees the pointers stored in it
+    // (this function's contract). The kernel reads at most ATTR_SIZE bytes of `attr` and
+    // writes only where those pointers allow.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_bpf,
+            command,
+            attr.as_mut_ptr(),
+            crate::bpf::ATTR_SIZE as libc::c_uint,
+        )
+    };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// Take ownership of a descriptor the kernel just returned.
+pub(crate) fn adopt_fd(fd: RawFd) -> OwnedFd {
+    // SAFETY: callers pass only a descriptor a system call has just returned to this
+    // process; nothing else owns or closes it.
+    unsafe { OwnedFd::from_raw_fd(fd) }
+}

@@ -111,6 +111,11 @@ impl Collector {
         self.rewriter.as_ref().map_or(0, |r| r.stats().short_waits)
     }
 
+    /// What the rewriter did, when samples carry stack copies.
+    pub fn rewrite_stats(&self) -> Option<&hood_unwind::RewriteStats> {
+        self.rewriter.as_ref().map(|r| r.stats())
+    }
+
     /// Store the switch-out samples the rewriter still holds (threads not seen running again
     /// before the end): once, after the last round.
     pub fn release_held(&mut self) {
@@ -380,5 +385,15 @@ mod wrap_tests {
         let long = rec(64, 5);
         let (whole, glue, rest) = split_wrapped(&long[..10], &long[10..20]);
         assert_eq!((whole, glue.len(), rest), (0, 0, 10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_recorder_and_the_rewriter_agree_on_deferred_copy_kinds() {
+        assert_eq!(hood_perf::DEFERRED_SYSCALL, hood_unwind::DEFERRED_SYSCALL);
+        assert_eq!(hood_perf::DEFERRED_PREEMPT, hood_unwind::DEFERRED_PREEMPT);
+        assert_eq!(hood_perf::DEFERRED_WAKER, hood_unwind::DEFERRED_WAKER);
     }
 }

@@ -45,6 +45,17 @@ pub struct Outcome {
     /// `--off-cpu-min` in nanoseconds.
     #[serde(default)]
     pub off_cpu_min_ns: u64,
+    /// Whether the kernel copied off-CPU user stacks only for waits at least that long
+    /// (deferred stacks, BPF).
+    #[serde(default)]
+    pub deferred_stacks: bool,
+    /// Long waits stored with a deferred user stack.
+    #[serde(default)]
+    pub deferred_joined: u64,
+    /// Long waits stored without one: not in a system call (a page fault read from disk), or
+    /// the copy was lost.
+    #[serde(default)]
+    pub deferred_missing: u64,
 }
 
 /// A recording that ended (normally or by an error it wrote down).
@@ -130,7 +141,17 @@ pub fn record(
         Who::Pids(p) => Target::Tasks(p.clone()),
         Who::Command(_) => Target::Child(child.as_ref().map_or(0, Child::pid)),
     };
-    let session = match open_session(cfg, &target, log) {
+    // An off-CPU recording lets the kernel copy user stacks only for long waits when it can
+    // tell a wait inside a system call by its kernel stack (kernel symbols readable).
+    let early_kallsyms = match cfg.sampling.off_cpu {
+        true => snapshot::kallsyms(),
+        false => None,
+    };
+    let syscall_code = early_kallsyms
+        .as_deref()
+        .map(snapshot::syscall_entry_ranges)
+        .unwrap_or_default();
+    let session = match open_session(cfg, &target, !syscall_code.is_empty(), log) {
         Ok(s) => s,
         Err(e) => {
             abandon(&mut child);
@@ -207,6 +228,9 @@ pub fn record(
             ..Default::default()
         },
     );
+    if let (Some(rw), Some(ids)) = (rewriter.as_mut(), session.deferred_stack_ids()) {
+        rw.set_deferred(ids, syscall_code);
+    }
     let stored_attr = rewriter
         .as_ref()
         .map_or_else(|| session.attr_bytes(), |r| r.stored_attr().to_vec());
@@ -235,7 +259,7 @@ pub fn record(
     // recording has no kernel frames), and stored only once a sample is (a recording without
     // samples stays small).
     let kallsyms = if session.samples_kernel() {
-        let k = snapshot::kallsyms();
+        let k = early_kallsyms.or_else(snapshot::kallsyms);
         if k.is_none() {
             log(&format!(
                 "kernel addresses are hidden from hood, so kernel frames will be \
@@ -423,6 +447,9 @@ pub fn record(
         switches_and_wakeups: collector.sched_events(),
         short_waits: collector.short_waits(),
         off_cpu_min_ns: meta.off_cpu.as_ref().map_or(0, |o| o.min_ns),
+        deferred_stacks: session.deferred_stack_ids().is_some(),
+        deferred_joined: collector.rewrite_stats().map_or(0, |s| s.deferred_joined),
+        deferred_missing: collector.rewrite_stats().map_or(0, |s| s.deferred_missing),
     };
     if error.is_some() {
         // A write may have failed part-way (a full disk): state what the file holds, as a
@@ -465,9 +492,14 @@ pub fn record(
 fn open_session(
     cfg: &RecordConfig,
     target: &Target,
+    defer_stacks: bool,
     log: &mut dyn FnMut(&str),
 ) -> Result<Session, hood_perf::PerfError> {
-    match Session::open(&cfg.sampling, target) {
+    let mut sampling = cfg.sampling.clone();
+    if sampling.off_cpu && defer_stacks {
+        sampling.off_cpu_min_ns = cfg.off_cpu_min.as_nanos().min(u128::from(u64::MAX)) as u64;
+    }
+    match Session::open(&sampling, target) {
         Err(hood_perf::PerfError::Permission { paranoid, .. })
             if cfg.sampling.include_kernel && paranoid == Some(2) && *target != Target::System =>
         {
@@ -475,7 +507,7 @@ fn open_session(
                 "kernel samples need kernel.perf_event_paranoid <= 1 (it is 2); recording user space only. \
                  Fix: `sudo sysctl kernel.perf_event_paranoid=1`, or run as root / with CAP_PERFMON",
             );
-            let mut user_only = cfg.sampling.clone();
+            let mut user_only = sampling.clone();
             user_only.include_kernel = false;
             Session::open(&user_only, target)
         }
@@ -572,6 +604,22 @@ fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
             "off-CPU: {} context switches and wake-ups recorded with their stacks",
             o.switches_and_wakeups
         ));
+    }
+    if o.deferred_stacks {
+        let mut line = format!(
+            "off-CPU: the kernel copied user stacks only for waits of at least {} (BPF); {} \
+             joined to their waits",
+            hood_model::profile::offcpu_min_words(o.off_cpu_min_ns),
+            o.deferred_joined
+        );
+        if o.deferred_missing > 0 {
+            line.push_str(&format!(
+                "; {} long waits without a user stack (not in a system call, such as a page \
+                 fault read from disk; `HOOD_OFF_CPU_BPF=0` copies them at every switch)",
+                o.deferred_missing
+            ));
+        }
+        out.push(line);
     }
     if o.lost > 0 {
         let per: Vec<String> = o

@@ -98,6 +98,50 @@ pub fn kallsyms() -> Option<String> {
     (!hidden).then_some(text)
 }
 
+/// The kernel's system call entry code in `kallsyms`: the address ranges of
+/// `entry_SYSCALL_64` (up to the next symbol after `entry_SYSCALL_64_after_hwframe`) and of
+/// `do_syscall_64`. A blocked thread whose kernel stack runs through them waits inside a
+/// system call. Empty when the text names neither.
+pub fn syscall_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
+    let mut starts: Vec<(u64, &str)> = Vec::new();
+    let mut all: Vec<u64> = Vec::new();
+    for line in kallsyms.lines() {
+        let mut f = line.split_ascii_whitespace();
+        let (Some(a), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(a, 16) else {
+            continue;
+        };
+        all.push(addr);
+        if matches!(
+            name,
+            "entry_SYSCALL_64" | "entry_SYSCALL_64_after_hwframe" | "do_syscall_64"
+        ) {
+            starts.push((addr, name));
+        }
+    }
+    all.sort_unstable();
+    let end_after = |addr: u64| {
+        let i = all.partition_point(|&a| a <= addr);
+        all.get(i).copied()
+    };
+    let find = |n: &str| starts.iter().find(|(_, s)| *s == n).map(|&(a, _)| a);
+    let mut out = Vec::new();
+    if let Some(lo) = find("entry_SYSCALL_64") {
+        let last = find("entry_SYSCALL_64_after_hwframe").unwrap_or(lo);
+        if let Some(hi) = end_after(last.max(lo)) {
+            out.push((lo, hi));
+        }
+    }
+    if let Some(lo) = find("do_syscall_64") {
+        if let Some(hi) = end_after(lo) {
+            out.push((lo, hi));
+        }
+    }
+    out
+}
+
 /// The kernel's build-id from /sys/kernel/notes.
 pub fn kernel_build_id() -> Option<String> {
     let notes = fs::read("/sys/kernel/notes").ok()?;
@@ -336,5 +380,29 @@ mod tests {
         let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1 << 20, 0);
         assert!(maps.is_empty());
         assert!(warnings[0].contains("uid 4242"), "{warnings:?}");
+    }
+}
+
+#[cfg(test)]
+mod syscall_entry_tests {
+    use super::*;
+
+    #[test]
+    fn the_entry_code_ends_at_the_next_symbol() {
+        let text = "ffffffff81000040 T asm_sysvec_x\n\
+                    ffffffff81000080 T entry_SYSCALL_64\n\
+                    ffffffff810000ac T entry_SYSCALL_64_safe_stack\n\
+                    ffffffff810000ba T entry_SYSCALL_64_after_hwframe\n\
+                    ffffffff81000200 T entry_SYSRETQ_unsafe_stack\n\
+                    ffffffff821ecbe0 T do_syscall_64\n\
+                    ffffffff821ecd00 T __pfx_something\n";
+        assert_eq!(
+            syscall_entry_ranges(text),
+            vec![
+                (0xffffffff81000080, 0xffffffff81000200),
+                (0xffffffff821ecbe0, 0xffffffff821ecd00)
+            ]
+        );
+        assert!(syscall_entry_ranges("ffffffff81000040 T asm_sysvec_x\n").is_empty());
     }
 }

@@ -15,10 +15,11 @@
 
 use hood_raw::attr::{clear_sample_bits, sample, Attr};
 use hood_raw::frames::for_each_frame;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use hood_raw::records::{
-    kind, trace_flags, Decoded, Event, SchedLayout, SchedRaw, Truncation, CONTEXT_MAX, CONTEXT_USER,
+    kind, trace_flags, Decoded, Event, SchedLayout, SchedRaw, Truncation, CONTEXT_MAX,
+    CONTEXT_USER, TASK_REPORT_PREEMPTED,
 };
 use hood_raw::stackcopy;
 
@@ -53,6 +54,15 @@ pub struct RewriteStats {
     /// Wake-ups by hard interrupts and NMIs whose user stack (the interrupted task's) was
     /// dropped without unwinding.
     pub irq_user_stacks: u64,
+    /// Deferred stacks ([`Rewriter::set_deferred`]): user stacks the kernel copied at a
+    /// system call's return, a preemption or a wake-up, joined to their switch or wake-up.
+    pub deferred_joined: u64,
+    /// Waits at least the minimum long that got no deferred user stack: not in a system call
+    /// (a page fault read from disk), or the copy was lost.
+    pub deferred_missing: u64,
+    /// Deferred copies with no switch or wake-up to join (another process's thread, a wait
+    /// that began before the recording).
+    pub deferred_orphans: u64,
 }
 
 /// The off-CPU state of [`Rewriter::set_off_cpu`].
@@ -71,6 +81,77 @@ struct Held {
     /// The ring whose output it goes to.
     ring: usize,
     rec: Vec<u8>,
+    /// Where its user stack comes from.
+    user: UserFrom,
+}
+
+/// Where a held switch-out's user stack comes from.
+enum UserFrom {
+    /// Its own stack copy (or none: a kernel thread).
+    Own,
+    /// A deferred copy already joined (a preemption's).
+    Joined(Vec<u8>),
+    /// The deferred copy at the return of the system call it waits in.
+    SyscallReturn,
+    /// None will come: a wait outside a system call.
+    Missing,
+}
+
+/// The deferred stacks of [`Rewriter::set_deferred`].
+struct Deferred {
+    /// Ids of the output events.
+    ids: HashSet<u64>,
+    /// Kernel code that only a system call runs through (entry code), as address ranges.
+    syscall_code: Vec<(u64, u64)>,
+    /// Long waits in a system call whose user stack comes at its return, by thread.
+    awaiting: HashMap<u32, Vec<Held>>,
+    /// Switch and wake-up samples of this round joined to the output next to them in their
+    /// ring: (input, offset) of the sample -> (input, offset, length) of the output.
+    pairs: HashMap<(usize, usize), (usize, usize, usize)>,
+    /// Outputs joined this round.
+    paired: HashSet<(usize, usize)>,
+}
+
+/// What a record of the round is, for joining deferred copies to the samples beside them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Other,
+    Preempted(u32),
+    Waking(u32),
+    PreemptCopy(u32),
+    WakerCopy(u32),
+}
+
+/// `PERF_RECORD_MISC_USER`: a sample taken in user mode.
+const MISC_USER: u16 = 2;
+
+/// Kinds of a deferred copy's raw record (hood-perf's `DEFERRED_*`; hood-perf's tests check
+/// both agree).
+pub const DEFERRED_SYSCALL: u64 = 1;
+/// A preemption's copy.
+pub const DEFERRED_PREEMPT: u64 = 2;
+/// A waker's copy.
+pub const DEFERRED_WAKER: u64 = 3;
+
+/// `(kind, start)` of a deferred copy's raw record.
+fn deferred_kind(raw: &[u8]) -> Option<(u64, u64)> {
+    let w = |i: usize| Some(u64::from_ne_bytes(raw.get(i..i + 8)?.try_into().ok()?));
+    Some((w(0)?, w(8)?))
+}
+
+/// Whether a switch-out's `prev_state` leaves the thread runnable (preempted, or switched
+/// out at a return to user space or a yield): the kernel copied its stack at the switch.
+fn runnable(state: u64) -> bool {
+    state == 0 || state & TASK_REPORT_PREEMPTED != 0
+}
+
+/// Bytes a held switch-out counts against the cap.
+fn held_len(h: &Held) -> usize {
+    h.rec.len()
+        + match &h.user {
+            UserFrom::Joined(u) => u.len(),
+            _ => 0,
+        }
 }
 
 /// No decoded side-band event for a record.
@@ -88,6 +169,7 @@ pub struct Rewriter {
     chain: Vec<u64>,
     user: Vec<u64>,
     gate: Option<Gate>,
+    deferred: Option<Deferred>,
 }
 
 impl Rewriter {
@@ -109,6 +191,7 @@ impl Rewriter {
             chain: Vec::new(),
             user: Vec::new(),
             gate: None,
+            deferred: None,
         })
     }
 
@@ -124,6 +207,22 @@ impl Rewriter {
         });
     }
 
+    /// The switch and wake-up samples carry no user stack: the kernel copies it only for
+    /// waits at least the minimum long, in samples of the events `output_ids` (hood-perf's
+    /// deferred stacks: raw record `u64 kind, u64 start`). Each copy is joined here to the
+    /// switch-out or wake-up it belongs to. `syscall_code`: address ranges of the kernel's
+    /// system call entry code, which tell a wait inside a system call (whose copy comes at its
+    /// return) from one that is not. Call after [`Rewriter::set_off_cpu`].
+    pub fn set_deferred(&mut self, output_ids: &[u64], syscall_code: Vec<(u64, u64)>) {
+        self.deferred = Some(Deferred {
+            ids: output_ids.iter().copied().collect(),
+            syscall_code,
+            awaiting: HashMap::new(),
+            pairs: HashMap::new(),
+            paired: HashSet::new(),
+        });
+    }
+
     /// Unwind and store every switch-out sample still held (their threads were not seen
     /// running again): call once, after the last round, with the same outputs.
     pub fn release_all(&mut self, output: &mut [Vec<u8>]) {
@@ -132,10 +231,23 @@ impl Rewriter {
         };
         let mut held: Vec<Held> = g.held.drain().map(|(_, h)| h).collect();
         g.held_bytes = 0;
+        if let Some(d) = self.deferred.as_mut() {
+            for (_, mut v) in d.awaiting.drain() {
+                self.stats.deferred_missing += v.len() as u64;
+                for h in &mut v {
+                    h.user = UserFrom::Missing;
+                }
+                held.extend(v);
+            }
+        }
         held.sort_by_key(|h| h.time);
         for h in held {
             if let Some(out) = output.get_mut(h.ring) {
-                self.sample(&h.rec, out, false);
+                let user = match &h.user {
+                    UserFrom::Joined(u) => Some(&u[..]),
+                    _ => None,
+                };
+                self.sample(&h.rec, user, out, false);
             }
         }
     }
@@ -188,6 +300,7 @@ impl Rewriter {
                 self.stats.malformed += 1;
             }
         }
+        self.join_neighbours(input);
         self.order
             .sort_by_key(|&(time, ring, at, ..)| (time, ring, at));
         let order = std::mem::take(&mut self.order);
@@ -209,40 +322,194 @@ impl Rewriter {
                 }
             }
             let ty = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
-            if ty == kind::SAMPLE {
-                self.gated_sample(time, ring, rec, output);
-            } else {
+            if ty != kind::SAMPLE {
                 output[ring].extend_from_slice(rec);
+                continue;
             }
+            let mut joined = None;
+            if let Some(d) = self.deferred.as_ref() {
+                if d.paired.contains(&(part, at)) {
+                    continue;
+                }
+                if let Some(&(p, a, l)) = d.pairs.get(&(part, at)) {
+                    joined = Some(&input[p].1[a..a + l]);
+                }
+            }
+            if self.deferred_copy(time, rec, output) {
+                continue;
+            }
+            self.gated_sample(time, ring, rec, joined, output);
         }
         self.order = order;
     }
 
+    /// The class of a sample record for joining deferred copies.
+    fn class(&self, rec: &[u8]) -> Class {
+        let (Some(g), Some(d)) = (self.gate.as_ref(), self.deferred.as_ref()) else {
+            return Class::Other;
+        };
+        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(&self.attr, b)) else {
+            return Class::Other;
+        };
+        if s.id.is_some_and(|id| d.ids.contains(&id)) {
+            return match deferred_kind(s.raw()) {
+                Some((DEFERRED_PREEMPT, _)) => Class::PreemptCopy(s.tid),
+                Some((DEFERRED_WAKER, _)) => Class::WakerCopy(s.tid),
+                _ => Class::Other,
+            };
+        }
+        match g.layout.read(s.raw()) {
+            Some(SchedRaw::Switch {
+                prev_tid, state, ..
+            }) if runnable(state) && prev_tid != 0 => Class::Preempted(prev_tid),
+            Some(SchedRaw::Waking { .. }) => Class::Waking(s.tid),
+            _ => Class::Other,
+        }
+    }
+
+    /// Join each preemption's and waker's deferred copy to the switch or wake-up sample of the
+    /// same thread next to it in its ring (the kernel writes both in one tracepoint hit).
+    fn join_neighbours(&mut self, input: &[(usize, &[u8])]) {
+        if self.deferred.is_none() {
+            return;
+        }
+        let mut pairs = Vec::new();
+        let mut prev: Option<(usize, usize, usize, Class)> = None;
+        for &(_, part, at, len, event) in &self.order {
+            let rec = &input[part].1[at..at + len];
+            let class =
+                if event == NO_EVENT && rec.len() >= 8 && rec[..4] == kind::SAMPLE.to_le_bytes() {
+                    self.class(rec)
+                } else {
+                    Class::Other
+                };
+            if let Some((pp, pa, pl, pc)) = prev.filter(|p| p.0 == part) {
+                let copy_first = matches!(
+                    (pc, class),
+                    (Class::PreemptCopy(a), Class::Preempted(b)) | (Class::WakerCopy(a), Class::Waking(b)) if a == b
+                );
+                let copy_after = matches!(
+                    (pc, class),
+                    (Class::Preempted(a), Class::PreemptCopy(b)) | (Class::Waking(a), Class::WakerCopy(b)) if a == b
+                );
+                if copy_first {
+                    pairs.push(((part, at), (pp, pa, pl)));
+                    prev = None;
+                    continue;
+                }
+                if copy_after {
+                    pairs.push(((pp, pa), (part, at, len)));
+                    prev = None;
+                    continue;
+                }
+            }
+            prev = Some((part, at, len, class));
+        }
+        let d = self.deferred.as_mut().expect("checked above");
+        d.pairs.clear();
+        d.paired.clear();
+        for (sample, copy) in pairs {
+            d.paired.insert((copy.0, copy.1));
+            d.pairs.insert(sample, copy);
+        }
+    }
+
+    /// A deferred copy met in time order: a system call's return joins the long waits of its
+    /// thread waiting for it; joined neighbours were handled with their samples. Returns
+    /// whether `rec` was a deferred copy (never stored itself).
+    fn deferred_copy(&mut self, time: u64, rec: &[u8], output: &mut [Vec<u8>]) -> bool {
+        let Some(d) = self.deferred.as_ref() else {
+            return false;
+        };
+        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(&self.attr, b)) else {
+            return false;
+        };
+        if !s.id.is_some_and(|id| d.ids.contains(&id)) {
+            return false;
+        }
+        let tid = s.tid;
+        if deferred_kind(s.raw()).map(|k| k.0) != Some(DEFERRED_SYSCALL) {
+            self.stats.deferred_orphans += 1;
+            return true;
+        }
+        // The thread returns from its system call: it runs.
+        self.resolve(tid, time, output);
+        let waits = self
+            .deferred
+            .as_mut()
+            .and_then(|d| d.awaiting.remove(&tid))
+            .unwrap_or_default();
+        if waits.is_empty() {
+            self.stats.deferred_orphans += 1;
+        }
+        for h in waits {
+            if let Some(g) = self.gate.as_mut() {
+                g.held_bytes = g.held_bytes.saturating_sub(h.rec.len());
+            }
+            if let Some(out) = output.get_mut(h.ring) {
+                self.stats.deferred_joined += 1;
+                self.sample(&h.rec, Some(rec), out, false);
+            }
+        }
+        true
+    }
+
+    /// Whether a switch-out sample's kernel stack runs through system call entry code.
+    fn in_syscall(&self, s: &hood_raw::records::SampleParts<'_>) -> bool {
+        let Some(d) = self.deferred.as_ref() else {
+            return false;
+        };
+        (0..s.chain_len())
+            .filter_map(|i| s.chain_at(i))
+            .take_while(|&a| a != CONTEXT_USER)
+            .any(|a| d.syscall_code.iter().any(|&(lo, hi)| a >= lo && a < hi))
+    }
+
     /// Route one sample through the off-CPU gate (module notes), or unwind it at once.
-    fn gated_sample(&mut self, time: u64, ring: usize, rec: &[u8], output: &mut [Vec<u8>]) {
+    /// `joined`: the deferred copy of its user stack found next to it.
+    fn gated_sample(
+        &mut self,
+        time: u64,
+        ring: usize,
+        rec: &[u8],
+        joined: Option<&[u8]>,
+        output: &mut [Vec<u8>],
+    ) {
         let Some(g) = self.gate.as_ref() else {
-            self.sample(rec, &mut output[ring], false);
+            self.sample(rec, None, &mut output[ring], false);
             return;
         };
         let Some(s) = stackcopy::parse(&self.attr, &rec[8..]) else {
-            self.sample(rec, &mut output[ring], false);
+            self.sample(rec, None, &mut output[ring], false);
             return;
         };
+        let deferred = self.deferred.is_some();
         let (tid, has_stack) = (s.tid, s.stack_size > 0);
         let sched = g.layout.read(s.raw());
         // The sampled thread is on a CPU: whatever wait it had is over.
         self.resolve(tid, time, output);
         match sched {
             Some(SchedRaw::Switch {
-                prev_tid, next_tid, ..
+                prev_tid,
+                next_tid,
+                state,
             }) => {
                 // Whole-system sessions: the incoming thread's wait ends here.
                 self.resolve(next_tid, time, output);
-                if has_stack && prev_tid != 0 {
-                    self.hold(prev_tid, time, ring, rec, output);
-                } else {
-                    self.sample(rec, &mut output[ring], false);
+                if prev_tid == 0 || !(has_stack || deferred) {
+                    self.sample(rec, None, &mut output[ring], false);
+                    return;
                 }
+                let user = if !deferred || s.regs.is_empty() {
+                    UserFrom::Own
+                } else if let Some(j) = joined {
+                    UserFrom::Joined(j.to_vec())
+                } else if !runnable(state) && self.in_syscall(&s) {
+                    UserFrom::SyscallReturn
+                } else {
+                    UserFrom::Missing
+                };
+                self.hold(prev_tid, time, ring, rec, user, output);
             }
             Some(SchedRaw::Waking { wakee, flags }) => {
                 let g = self.gate.as_ref().expect("gate checked above");
@@ -253,35 +520,82 @@ impl Rewriter {
                 // A hard interrupt's or an NMI's user frames are those of whatever task it
                 // interrupted: reports never show them.
                 let in_irq = flags & (trace_flags::HARDIRQ | trace_flags::NMI) != 0;
-                if has_stack && long && in_irq {
+                let has_stack = has_stack || joined.is_some();
+                if has_stack && in_irq && (long || joined.is_some()) {
                     self.stats.irq_user_stacks += 1;
-                } else if has_stack && !long {
+                } else if has_stack && !long && joined.is_none() {
                     self.stats.short_waits += 1;
                 }
-                self.sample(rec, &mut output[ring], has_stack && (!long || in_irq));
+                if let (Some(j), false) = (joined, in_irq) {
+                    self.stats.deferred_joined += 1;
+                    self.sample(rec, Some(j), &mut output[ring], false);
+                } else {
+                    self.sample(rec, None, &mut output[ring], has_stack && (!long || in_irq));
+                }
             }
-            None => self.sample(rec, &mut output[ring], false),
+            None => {
+                // A sample in user mode: its thread's system call has returned, so a copy
+                // still awaited for it was lost.
+                let misc = u16::from_le_bytes([rec[4], rec[5]]);
+                if deferred && misc & 7 == MISC_USER {
+                    self.give_up_awaiting(tid, output);
+                }
+                self.sample(rec, None, &mut output[ring], false);
+            }
+        }
+    }
+
+    /// Store `tid`'s waits still awaiting a system call's copy without a user stack.
+    fn give_up_awaiting(&mut self, tid: u32, output: &mut [Vec<u8>]) {
+        let Some(waits) = self.deferred.as_mut().and_then(|d| d.awaiting.remove(&tid)) else {
+            return;
+        };
+        for h in waits {
+            if let Some(g) = self.gate.as_mut() {
+                g.held_bytes = g.held_bytes.saturating_sub(h.rec.len());
+            }
+            self.stats.deferred_missing += 1;
+            if let Some(out) = output.get_mut(h.ring) {
+                self.sample(&h.rec, None, out, false);
+            }
         }
     }
 
     /// Hold `tid`'s switch-out sample until the thread runs again.
-    fn hold(&mut self, tid: u32, time: u64, ring: usize, rec: &[u8], output: &mut [Vec<u8>]) {
+    fn hold(
+        &mut self,
+        tid: u32,
+        time: u64,
+        ring: usize,
+        rec: &[u8],
+        user: UserFrom,
+        output: &mut [Vec<u8>],
+    ) {
         let Some(g) = self.gate.as_mut() else {
             return;
         };
-        g.held_bytes += rec.len();
+        let extra = match &user {
+            UserFrom::Joined(u) => u.len(),
+            _ => 0,
+        };
+        g.held_bytes += rec.len() + extra;
         if let Some(old) = g.held.insert(
             tid,
             Held {
                 time,
                 ring,
                 rec: rec.to_vec(),
+                user,
             },
         ) {
             // Cannot happen once the thread's samples are resolved first; keep it all the same.
-            g.held_bytes -= old.rec.len();
+            g.held_bytes = g.held_bytes.saturating_sub(held_len(&old));
             if let Some(out) = output.get_mut(old.ring) {
-                self.sample(&old.rec, out, false);
+                let user = match &old.user {
+                    UserFrom::Joined(u) => Some(&u[..]),
+                    _ => None,
+                };
+                self.sample(&old.rec, user, out, false);
             }
         }
         if self
@@ -305,27 +619,64 @@ impl Rewriter {
         let Some(h) = g.held.remove(&tid) else {
             return;
         };
-        g.held_bytes -= h.rec.len();
         let short = time.saturating_sub(h.time) < g.min_ns;
         if short {
+            g.held_bytes = g.held_bytes.saturating_sub(held_len(&h));
             self.stats.short_waits += 1;
+            if let Some(out) = output.get_mut(h.ring) {
+                self.sample(&h.rec, None, out, true);
+            }
+            return;
         }
-        if let Some(out) = output.get_mut(h.ring) {
-            self.sample(&h.rec, out, short);
+        match h.user {
+            UserFrom::SyscallReturn => {
+                // Still held (its bytes stay counted) until the copy at the return comes.
+                if let Some(d) = self.deferred.as_mut() {
+                    d.awaiting.entry(tid).or_default().push(h);
+                }
+            }
+            ref user => {
+                g.held_bytes = g.held_bytes.saturating_sub(held_len(&h));
+                let joined = match user {
+                    UserFrom::Joined(u) => Some(&u[..]),
+                    UserFrom::Missing => {
+                        self.stats.deferred_missing += 1;
+                        None
+                    }
+                    _ => None,
+                };
+                if joined.is_some() {
+                    self.stats.deferred_joined += 1;
+                }
+                if let Some(out) = output.get_mut(h.ring) {
+                    self.sample(&h.rec, joined, out, false);
+                }
+            }
         }
     }
 
     /// Unwind one sample and write it back without its registers and stack copy; with
     /// `short`, keep only its kernel frames (an off-CPU wait shorter than the minimum, or a
-    /// wake-up's interrupted user context).
-    fn sample(&mut self, rec: &[u8], out: &mut Vec<u8>, short: bool) {
+    /// wake-up's interrupted user context). `user`: the record whose user registers and stack
+    /// copy to unwind instead of the sample's own (a deferred copy).
+    fn sample(&mut self, rec: &[u8], user: Option<&[u8]>, out: &mut Vec<u8>, short: bool) {
         let misc = u16::from_le_bytes([rec[4], rec[5]]);
         let Some(s) = stackcopy::parse(&self.attr, &rec[8..]) else {
             self.stats.malformed += 1;
             out.extend_from_slice(rec);
             return;
         };
-        self.stats.stack_bytes += s.stack.len() as u64;
+        let u = match user.and_then(|u| u.get(8..)) {
+            Some(b) => match stackcopy::parse(&self.attr, b) {
+                Some(u) => u,
+                None => {
+                    self.stats.malformed += 1;
+                    s.clone()
+                }
+            },
+            None => s.clone(),
+        };
+        self.stats.stack_bytes += u.stack.len() as u64;
         // The kernel part of the chain stays; the user part is what unwinding finds.
         self.chain.clear();
         self.user.clear();
@@ -343,17 +694,17 @@ impl Rewriter {
                 self.chain.push(a);
             }
         }
-        let wants_user = s.stack_size > 0 && !short;
+        let wants_user = u.stack_size > 0 && !short;
         if let (true, Some(bp), Some(sp), Some(ip)) = (
             wants_user,
-            s.user_reg(stackcopy::reg::BP),
-            s.user_reg(stackcopy::reg::SP),
-            s.user_reg(stackcopy::reg::IP),
+            u.user_reg(stackcopy::reg::BP),
+            u.user_reg(stackcopy::reg::SP),
+            u.user_reg(stackcopy::reg::IP),
         ) {
             self.chain.push(CONTEXT_USER);
             let from = self.chain.len();
             let regs = UserRegs { ip, sp, bp };
-            let mut t = self.unwinder.unwind(s.pid, regs, s.stack, &mut self.chain);
+            let mut t = self.unwinder.unwind(s.pid, regs, u.stack, &mut self.chain);
             if t == Some(Truncation::StackCopyTooSmall) && self.splice(from) {
                 self.stats.spliced += 1;
                 t = (self.user.len() >= KERNEL_MAX_STACK).then_some(Truncation::TooDeep);
@@ -581,5 +932,144 @@ mod tests {
         assert_eq!(rw.stats().short_waits, 0);
         // 10's switch-out only (20's is still held).
         assert_eq!(rw.stats().unwound, 1);
+    }
+
+    /// Deferred stacks: an attribute whose samples carry their event id first.
+    fn deferred_attr() -> Vec<u8> {
+        let mut a = attr_bytes();
+        let st = u64::from_le_bytes(a[24..32].try_into().unwrap()) | sample::IDENTIFIER;
+        a[24..32].copy_from_slice(&st.to_le_bytes());
+        a
+    }
+
+    const SAMPLES: u64 = 1;
+    const COPIES: u64 = 2;
+    const SYSCALL_PC: u64 = 0xffff_ffff_8100_0010;
+    const FAULT_PC: u64 = 0xffff_ffff_8200_0000;
+
+    /// A sample of event `id`: kernel frame `pc`, raw record `raw`, user registers, and a
+    /// 64-byte stack copy when `stack`.
+    fn drec(id: u64, tid: u32, time: u64, pc: u64, raw: Vec<u8>, stack: bool) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&id.to_le_bytes());
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&time.to_le_bytes());
+        b.extend_from_slice(&2u64.to_le_bytes());
+        b.extend_from_slice(&CONTEXT_KERNEL.to_le_bytes());
+        b.extend_from_slice(&pc.to_le_bytes());
+        b.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        b.extend_from_slice(&raw);
+        b.extend_from_slice(&2u64.to_le_bytes());
+        for r in [0x7ffd_0000u64, 0x7ffd_0000, 0x40_1000] {
+            b.extend_from_slice(&r.to_le_bytes());
+        }
+        if stack {
+            b.extend_from_slice(&64u64.to_le_bytes());
+            b.extend_from_slice(&[0u8; 64]);
+            b.extend_from_slice(&64u64.to_le_bytes());
+        } else {
+            b.extend_from_slice(&0u64.to_le_bytes());
+        }
+        let mut r = Vec::new();
+        r.extend_from_slice(&kind::SAMPLE.to_le_bytes());
+        r.extend_from_slice(&2u16.to_le_bytes());
+        r.extend_from_slice(&((b.len() + 8) as u16).to_le_bytes());
+        r.extend_from_slice(&b);
+        r
+    }
+
+    fn switch_raw(tid: u32, state: u64, next: u32) -> Vec<u8> {
+        let mut raw = vec![0u8; 64];
+        raw[..2].copy_from_slice(&SWITCH_ID.to_le_bytes());
+        raw[24..28].copy_from_slice(&tid.to_le_bytes());
+        raw[32..40].copy_from_slice(&state.to_le_bytes());
+        raw[56..60].copy_from_slice(&next.to_le_bytes());
+        raw
+    }
+
+    fn waking_raw(wakee: u32) -> Vec<u8> {
+        let mut raw = vec![0u8; 64];
+        raw[..2].copy_from_slice(&WAKING_ID.to_le_bytes());
+        raw[24..28].copy_from_slice(&wakee.to_le_bytes());
+        raw
+    }
+
+    fn copy_raw(kind: u64, start: u64) -> Vec<u8> {
+        [kind.to_ne_bytes(), start.to_ne_bytes()].concat()
+    }
+
+    #[test]
+    fn deferred_copies_join_the_waits_they_belong_to() {
+        let mut rw = Rewriter::new(&deferred_attr(), Options::default()).expect("stack samples");
+        rw.set_off_cpu(SchedLayout::from_formats(&formats()).expect("layout"), MIN);
+        rw.set_deferred(&[COPIES], vec![(SYSCALL_PC - 0x10, SYSCALL_PC + 0x100)]);
+        let cpu0: Vec<u8> = [
+            // 10 blocks in a system call at 1 µs.
+            drec(SAMPLES, 10, 1_000, SYSCALL_PC, switch_raw(10, 1, 0), false),
+            // 20 wakes it at 50 µs; the kernel copies 20's stack beside the wake-up.
+            drec(SAMPLES, 20, 50_000, SYSCALL_PC, waking_raw(10), false),
+            drec(COPIES, 20, 50_001, 0, copy_raw(DEFERRED_WAKER, 1_000), true),
+            // 20 blocks and 10 comes in: a long wait, whose stack comes at the call's return.
+            drec(
+                SAMPLES,
+                20,
+                51_000,
+                SYSCALL_PC,
+                switch_raw(20, 1, 10),
+                false,
+            ),
+            drec(
+                COPIES,
+                10,
+                52_000,
+                0,
+                copy_raw(DEFERRED_SYSCALL, 1_000),
+                true,
+            ),
+            // 11 is preempted: its copy comes just before the switch.
+            drec(
+                COPIES,
+                11,
+                59_999,
+                0,
+                copy_raw(DEFERRED_PREEMPT, 59_999),
+                true,
+            ),
+            drec(
+                SAMPLES,
+                11,
+                60_000,
+                FAULT_PC,
+                switch_raw(11, TASK_REPORT_PREEMPTED, 0),
+                false,
+            ),
+            drec(SAMPLES, 11, 80_000, FAULT_PC, Vec::new(), false),
+            // 12 waits in a page fault: no copy can come.
+            drec(SAMPLES, 12, 90_000, FAULT_PC, switch_raw(12, 2, 0), false),
+            drec(SAMPLES, 12, 200_000, FAULT_PC, Vec::new(), false),
+            // A system call's copy of a thread this recording does not follow.
+            drec(COPIES, 99, 210_000, 0, copy_raw(DEFERRED_SYSCALL, 5), true),
+        ]
+        .concat();
+        let mut out = vec![Vec::new()];
+        rw.rewrite(&[(0, &cpu0)], &mut out);
+        let st = rw.stats().clone();
+        assert_eq!(
+            (st.deferred_joined, st.deferred_missing, st.deferred_orphans),
+            (3, 1, 1),
+            "{st:?}"
+        );
+        assert_eq!(st.unwound, 3, "only the joined copies are unwound");
+        rw.release_all(&mut out);
+        let mut n = 0;
+        let stored = Attr::parse(rw.stored_attr()).expect("stored attribute");
+        for_each_frame(&out[0], |f| {
+            n += 1;
+            let s = hood_raw::records::parse_sample(&stored, &f.bytes[8..]).expect("a sample");
+            assert_eq!(s.id, Some(SAMPLES), "no copy is stored");
+        })
+        .expect("whole records");
+        assert_eq!(n, 7, "every switch, wake-up and timer sample is stored");
     }
 }
