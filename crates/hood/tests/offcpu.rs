@@ -438,14 +438,25 @@ fn each_wait_is_charged_to_the_waker_of_its_mechanism() {
     let _serial = perf_lock();
     let dir = tempfile::tempdir().unwrap();
     let prog = c_program("offcpu_wakers");
-    let file = dir.path().join("wakers.data");
-    let out = run(hood()
-        .args(["record", "--off-cpu", "-o"])
-        .arg(&file)
-        .arg("--")
-        .arg(&prog));
-    assert!(out.status.success(), "{}", text(&out));
-    let wakes = folded_lines(&file, &["--by", "waker"]);
+    // With the kernel copying stacks only for long waits (BPF), and copying every one.
+    for bpf in ["1", "0"] {
+        let file = dir.path().join(format!("wakers-{bpf}.data"));
+        let out = run(hood()
+            .env("HOOD_OFF_CPU_BPF", bpf)
+            .args(["record", "--off-cpu", "-o"])
+            .arg(&file)
+            .arg("--")
+            .arg(&prog));
+        assert!(out.status.success(), "{}", text(&out));
+        let deferred = String::from_utf8_lossy(&out.stderr)
+            .contains("copied user stacks only for waits of at least");
+        assert_eq!(deferred, bpf == "1", "{}", text(&out));
+        wakers_are_right(&file);
+    }
+}
+
+fn wakers_are_right(file: &Path) {
+    let wakes = folded_lines(file, &["--by", "waker"]);
     let share = |wait_fn: &str, right: &dyn Fn(&[&str]) -> bool| {
         let (mut all, mut ok) = (0u64, 0u64);
         for (stack, n) in &wakes {
