@@ -21,8 +21,9 @@
 //!
 //! The recorder's rewriter joins each copy to its switch or wake-up sample and unwinds it
 //! there, so a recording looks the same either way. A wait that is not in a system call (a
-//! page fault read from disk) has no return to copy at; its kernel stack says so, and it is
-//! stored with a mark. Task sessions keep a filter of the traced processes and their
+//! page fault read from disk) has no return to copy at; its kernel stack says so, and it
+//! joins the copy a major page fault event (`PERF_COUNT_SW_PAGE_FAULTS_MAJ`, every fault
+//! sampled) takes when the fault completes; a wait in a minor fault gets none and is counted. Task sessions keep a filter of the traced processes and their
 //! children (followed at fork), so no other process's stack is copied.
 //!
 //! Raw tracepoints are used, not the perf tracepoint events: a program attached to a perf
@@ -358,7 +359,34 @@ pub(crate) fn output_attr(base: &perf_event_attr) -> perf_event_attr {
     a
 }
 
+/// The attribute of the major page fault event of an off-CPU session with deferred stacks,
+/// from the session's sampling attribute: every major fault a sample with the user registers
+/// and stack copy, following the same tasks as the sampling event, no kernel call chain.
+/// Its samples are deferred copies (never stored as samples): a wait in a fault joins the
+/// copy taken when that fault completes, with the same user context.
+pub(crate) fn major_fault_attr(base: &perf_event_attr) -> perf_event_attr {
+    let mut a = *base;
+    a.type_ = b::PERF_TYPE_SOFTWARE;
+    a.config = u64::from(b::PERF_COUNT_SW_PAGE_FAULTS_MAJ);
+    a.set_freq(0);
+    a.sample_period = 1;
+    a.set_mmap(0);
+    a.set_mmap2(0);
+    a.set_comm(0);
+    a.set_comm_exec(0);
+    a.set_task(0);
+    a.set_build_id(0);
+    a.set_exclude_kernel(0);
+    a.set_exclude_callchain_kernel(1);
+    a
+}
+
 impl DeferredStacks {
+    /// Ids of other events whose samples are deferred copies (major page faults).
+    pub fn add_copy_ids(&mut self, ids: &[u64]) {
+        self.ids.extend_from_slice(ids);
+    }
+
     /// Add CPU `cpu`'s output event `fd` (already sending into that CPU's ring).
     pub fn add_output(&mut self, cpu: u32, fd: OwnedFd) -> io::Result<()> {
         let id = sys::ioc_id(&fd)?;

@@ -52,8 +52,8 @@ pub struct Outcome {
     /// Long waits stored with a deferred user stack.
     #[serde(default)]
     pub deferred_joined: u64,
-    /// Long waits stored without one: not in a system call (a page fault read from disk), or
-    /// the copy was lost.
+    /// Long waits stored without one: in neither a system call nor a major page fault, or the
+    /// copy was lost.
     #[serde(default)]
     pub deferred_missing: u64,
 }
@@ -142,16 +142,17 @@ pub fn record(
         Who::Command(_) => Target::Child(child.as_ref().map_or(0, Child::pid)),
     };
     // An off-CPU recording lets the kernel copy user stacks only for long waits when it can
-    // tell a wait inside a system call by its kernel stack (kernel symbols readable).
+    // tell a wait inside a system call or a page fault by its kernel stack (kernel symbols
+    // readable).
     let early_kallsyms = match cfg.sampling.off_cpu {
         true => snapshot::kallsyms(),
         false => None,
     };
-    let syscall_code = early_kallsyms
+    let entry_code = early_kallsyms
         .as_deref()
-        .map(snapshot::syscall_entry_ranges)
+        .map(snapshot::wait_entry_ranges)
         .unwrap_or_default();
-    let session = match open_session(cfg, &target, !syscall_code.is_empty(), log) {
+    let session = match open_session(cfg, &target, !entry_code.is_empty(), log) {
         Ok(s) => s,
         Err(e) => {
             abandon(&mut child);
@@ -229,7 +230,7 @@ pub fn record(
         },
     );
     if let (Some(rw), Some(ids)) = (rewriter.as_mut(), session.deferred_stack_ids()) {
-        rw.set_deferred(ids, syscall_code);
+        rw.set_deferred(ids, entry_code);
     }
     let stored_attr = rewriter
         .as_ref()
@@ -614,8 +615,9 @@ fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
         );
         if o.deferred_missing > 0 {
             line.push_str(&format!(
-                "; {} long waits without a user stack (not in a system call, such as a page \
-                 fault read from disk; `HOOD_OFF_CPU_BPF=0` copies them at every switch)",
+                "; {} long waits without a user stack (in neither a system call nor a major \
+                 page fault, or the copy was lost; `HOOD_OFF_CPU_BPF=0` copies them at every \
+                 switch)",
                 o.deferred_missing
             ));
         }

@@ -98,11 +98,12 @@ pub fn kallsyms() -> Option<String> {
     (!hidden).then_some(text)
 }
 
-/// The kernel's system call entry code in `kallsyms`: the address ranges of
-/// `entry_SYSCALL_64` (up to the next symbol after `entry_SYSCALL_64_after_hwframe`) and of
-/// `do_syscall_64`. A blocked thread whose kernel stack runs through them waits inside a
-/// system call. Empty when the text names neither.
-pub fn syscall_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
+/// The kernel's entry code of system calls and page faults in `kallsyms`: the address ranges
+/// of `entry_SYSCALL_64` (up to the next symbol after `entry_SYSCALL_64_after_hwframe`),
+/// `do_syscall_64`, `asm_exc_page_fault` and `exc_page_fault`. A blocked thread whose kernel
+/// stack runs through them waits inside a system call or a page fault. Empty when the text
+/// names no system call entry (then waits cannot be told apart).
+pub fn wait_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
     let mut starts: Vec<(u64, &str)> = Vec::new();
     let mut all: Vec<u64> = Vec::new();
     for line in kallsyms.lines() {
@@ -116,7 +117,11 @@ pub fn syscall_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
         all.push(addr);
         if matches!(
             name,
-            "entry_SYSCALL_64" | "entry_SYSCALL_64_after_hwframe" | "do_syscall_64"
+            "entry_SYSCALL_64"
+                | "entry_SYSCALL_64_after_hwframe"
+                | "do_syscall_64"
+                | "asm_exc_page_fault"
+                | "exc_page_fault"
         ) {
             starts.push((addr, name));
         }
@@ -134,9 +139,12 @@ pub fn syscall_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
             out.push((lo, hi));
         }
     }
-    if let Some(lo) = find("do_syscall_64") {
-        if let Some(hi) = end_after(lo) {
-            out.push((lo, hi));
+    if out.is_empty() {
+        return out;
+    }
+    for name in ["do_syscall_64", "asm_exc_page_fault", "exc_page_fault"] {
+        if let Some(hi) = find(name).and_then(|lo| Some((lo, end_after(lo)?))) {
+            out.push(hi);
         }
     }
     out
@@ -397,12 +405,12 @@ mod syscall_entry_tests {
                     ffffffff821ecbe0 T do_syscall_64\n\
                     ffffffff821ecd00 T __pfx_something\n";
         assert_eq!(
-            syscall_entry_ranges(text),
+            wait_entry_ranges(text),
             vec![
                 (0xffffffff81000080, 0xffffffff81000200),
                 (0xffffffff821ecbe0, 0xffffffff821ecd00)
             ]
         );
-        assert!(syscall_entry_ranges("ffffffff81000040 T asm_sysvec_x\n").is_empty());
+        assert!(wait_entry_ranges("ffffffff81000040 T asm_sysvec_x\n").is_empty());
     }
 }

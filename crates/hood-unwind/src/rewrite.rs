@@ -57,8 +57,8 @@ pub struct RewriteStats {
     /// Deferred stacks ([`Rewriter::set_deferred`]): user stacks the kernel copied at a
     /// system call's return, a preemption or a wake-up, joined to their switch or wake-up.
     pub deferred_joined: u64,
-    /// Waits at least the minimum long that got no deferred user stack: not in a system call
-    /// (a page fault read from disk), or the copy was lost.
+    /// Waits at least the minimum long that got no deferred user stack: in neither a system
+    /// call nor a major page fault, or the copy was lost.
     pub deferred_missing: u64,
     /// Deferred copies with no switch or wake-up to join (another process's thread, a wait
     /// that began before the recording).
@@ -91,9 +91,10 @@ enum UserFrom {
     Own,
     /// A deferred copy already joined (a preemption's).
     Joined(Vec<u8>),
-    /// The deferred copy at the return of the system call it waits in.
-    SyscallReturn,
-    /// None will come: a wait outside a system call.
+    /// The deferred copy at the return of the system call it waits in, or when the page
+    /// fault it waits in completes.
+    Later,
+    /// None will come: a wait in neither.
     Missing,
 }
 
@@ -101,9 +102,10 @@ enum UserFrom {
 struct Deferred {
     /// Ids of the output events.
     ids: HashSet<u64>,
-    /// Kernel code that only a system call runs through (entry code), as address ranges.
-    syscall_code: Vec<(u64, u64)>,
-    /// Long waits in a system call whose user stack comes at its return, by thread.
+    /// The kernel's entry code of system calls and page faults, as address ranges.
+    entry_code: Vec<(u64, u64)>,
+    /// Long waits whose user stack comes at the return of their system call or the end of
+    /// their page fault, by thread.
     awaiting: HashMap<u32, Vec<Held>>,
     /// Switch and wake-up samples of this round joined to the output next to them in their
     /// ring: (input, offset) of the sample -> (input, offset, length) of the output.
@@ -210,13 +212,15 @@ impl Rewriter {
     /// The switch and wake-up samples carry no user stack: the kernel copies it only for
     /// waits at least the minimum long, in samples of the events `output_ids` (hood-perf's
     /// deferred stacks: raw record `u64 kind, u64 start`). Each copy is joined here to the
-    /// switch-out or wake-up it belongs to. `syscall_code`: address ranges of the kernel's
-    /// system call entry code, which tell a wait inside a system call (whose copy comes at its
-    /// return) from one that is not. Call after [`Rewriter::set_off_cpu`].
-    pub fn set_deferred(&mut self, output_ids: &[u64], syscall_code: Vec<(u64, u64)>) {
+    /// switch-out or wake-up it belongs to; a sample of those events whose raw record is
+    /// empty is a major page fault's copy. `entry_code`: address ranges of the kernel's entry
+    /// code of system calls and page faults, which tell a wait inside a system call or a
+    /// fault (whose copy comes at its return, or when a major fault completes) from one that
+    /// is in neither. Call after [`Rewriter::set_off_cpu`].
+    pub fn set_deferred(&mut self, output_ids: &[u64], entry_code: Vec<(u64, u64)>) {
         self.deferred = Some(Deferred {
             ids: output_ids.iter().copied().collect(),
-            syscall_code,
+            entry_code,
             awaiting: HashMap::new(),
             pairs: HashMap::new(),
             paired: HashSet::new(),
@@ -414,9 +418,9 @@ impl Rewriter {
         }
     }
 
-    /// A deferred copy met in time order: a system call's return joins the long waits of its
-    /// thread waiting for it; joined neighbours were handled with their samples. Returns
-    /// whether `rec` was a deferred copy (never stored itself).
+    /// A deferred copy met in time order: a system call's return or a major fault joins the
+    /// long waits of its thread waiting for it; joined neighbours were handled with their
+    /// samples. Returns whether `rec` was a deferred copy (never stored itself).
     fn deferred_copy(&mut self, time: u64, rec: &[u8], output: &mut [Vec<u8>]) -> bool {
         let Some(d) = self.deferred.as_ref() else {
             return false;
@@ -428,11 +432,12 @@ impl Rewriter {
             return false;
         }
         let tid = s.tid;
-        if deferred_kind(s.raw()).map(|k| k.0) != Some(DEFERRED_SYSCALL) {
+        // A system call's return, or (no kind) a major fault's completion.
+        if !matches!(deferred_kind(s.raw()), Some((DEFERRED_SYSCALL, _)) | None) {
             self.stats.deferred_orphans += 1;
             return true;
         }
-        // The thread returns from its system call: it runs.
+        // The thread returns from its system call or fault: it runs.
         self.resolve(tid, time, output);
         let waits = self
             .deferred
@@ -454,15 +459,16 @@ impl Rewriter {
         true
     }
 
-    /// Whether a switch-out sample's kernel stack runs through system call entry code.
-    fn in_syscall(&self, s: &hood_raw::records::SampleParts<'_>) -> bool {
+    /// Whether a switch-out sample's kernel stack runs through system call or page fault
+    /// entry code.
+    fn through_entry(&self, s: &hood_raw::records::SampleParts<'_>) -> bool {
         let Some(d) = self.deferred.as_ref() else {
             return false;
         };
         (0..s.chain_len())
             .filter_map(|i| s.chain_at(i))
             .take_while(|&a| a != CONTEXT_USER)
-            .any(|a| d.syscall_code.iter().any(|&(lo, hi)| a >= lo && a < hi))
+            .any(|a| d.entry_code.iter().any(|&(lo, hi)| a >= lo && a < hi))
     }
 
     /// Route one sample through the off-CPU gate (module notes), or unwind it at once.
@@ -504,8 +510,8 @@ impl Rewriter {
                     UserFrom::Own
                 } else if let Some(j) = joined {
                     UserFrom::Joined(j.to_vec())
-                } else if !runnable(state) && self.in_syscall(&s) {
-                    UserFrom::SyscallReturn
+                } else if !runnable(state) && self.through_entry(&s) {
+                    UserFrom::Later
                 } else {
                     UserFrom::Missing
                 };
@@ -629,7 +635,7 @@ impl Rewriter {
             return;
         }
         match h.user {
-            UserFrom::SyscallReturn => {
+            UserFrom::Later => {
                 // Still held (its bytes stay counted) until the copy at the return comes.
                 if let Some(d) = self.deferred.as_mut() {
                     d.awaiting.entry(tid).or_default().push(h);
@@ -945,7 +951,8 @@ mod tests {
     const SAMPLES: u64 = 1;
     const COPIES: u64 = 2;
     const SYSCALL_PC: u64 = 0xffff_ffff_8100_0010;
-    const FAULT_PC: u64 = 0xffff_ffff_8200_0000;
+    const FAULT_PC: u64 = 0xffff_ffff_8100_0c60;
+    const OTHER_PC: u64 = 0xffff_ffff_8200_0000;
 
     /// A sample of event `id`: kernel frame `pc`, raw record `raw`, user registers, and a
     /// 64-byte stack copy when `stack`.
@@ -1003,7 +1010,13 @@ mod tests {
     fn deferred_copies_join_the_waits_they_belong_to() {
         let mut rw = Rewriter::new(&deferred_attr(), Options::default()).expect("stack samples");
         rw.set_off_cpu(SchedLayout::from_formats(&formats()).expect("layout"), MIN);
-        rw.set_deferred(&[COPIES], vec![(SYSCALL_PC - 0x10, SYSCALL_PC + 0x100)]);
+        rw.set_deferred(
+            &[COPIES],
+            vec![
+                (SYSCALL_PC - 0x10, SYSCALL_PC + 0x100),
+                (FAULT_PC, FAULT_PC + 0x40),
+            ],
+        );
         let cpu0: Vec<u8> = [
             // 10 blocks in a system call at 1 µs.
             drec(SAMPLES, 10, 1_000, SYSCALL_PC, switch_raw(10, 1, 0), false),
@@ -1045,9 +1058,13 @@ mod tests {
                 false,
             ),
             drec(SAMPLES, 11, 80_000, FAULT_PC, Vec::new(), false),
-            // 12 waits in a page fault: no copy can come.
-            drec(SAMPLES, 12, 90_000, FAULT_PC, switch_raw(12, 2, 0), false),
-            drec(SAMPLES, 12, 200_000, FAULT_PC, Vec::new(), false),
+            // 12 waits in a minor page fault: no copy comes.
+            drec(SAMPLES, 12, 90_000, OTHER_PC, switch_raw(12, 2, 0), false),
+            drec(SAMPLES, 12, 200_000, OTHER_PC, Vec::new(), false),
+            // 13 waits in a major fault: its copy comes when the fault completes.
+            drec(SAMPLES, 13, 100_000, FAULT_PC, switch_raw(13, 2, 0), false),
+            drec(SAMPLES, 14, 150_000, OTHER_PC, switch_raw(14, 0, 13), false),
+            drec(COPIES, 13, 151_000, 0, vec![0; 4], true),
             // A system call's copy of a thread this recording does not follow.
             drec(COPIES, 99, 210_000, 0, copy_raw(DEFERRED_SYSCALL, 5), true),
         ]
@@ -1057,10 +1074,10 @@ mod tests {
         let st = rw.stats().clone();
         assert_eq!(
             (st.deferred_joined, st.deferred_missing, st.deferred_orphans),
-            (3, 1, 1),
+            (4, 1, 1),
             "{st:?}"
         );
-        assert_eq!(st.unwound, 3, "only the joined copies are unwound");
+        assert_eq!(st.unwound, 4, "only the joined copies are unwound");
         rw.release_all(&mut out);
         let mut n = 0;
         let stored = Attr::parse(rw.stored_attr()).expect("stored attribute");
@@ -1070,6 +1087,6 @@ mod tests {
             assert_eq!(s.id, Some(SAMPLES), "no copy is stored");
         })
         .expect("whole records");
-        assert_eq!(n, 7, "every switch, wake-up and timer sample is stored");
+        assert_eq!(n, 9, "every switch, wake-up and timer sample is stored");
     }
 }
