@@ -1,5 +1,5 @@
-//! Owns every perf_event_open system call and the tracefs instances. May depend on libc and
-//! perf-event-open-sys; no hood crate.
+//! Owns every perf_event_open and bpf system call (the off-CPU programs are assembled here) and
+//! the tracefs instances. May depend on libc and perf-event-open-sys; no hood crate.
 //!
 //! The kernel interface of hood's statistical profiler: `perf_event_open`
 //! sampling sessions over per-CPU ring buffers, handing out the raw ring bytes

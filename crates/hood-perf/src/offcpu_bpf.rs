@@ -337,8 +337,9 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
 }
 
 /// The attribute of a CPU's output event, from the session's sampling attribute: the same
-/// sample layout and clock, its user registers and stack copy, no kernel call chain (the
-/// switch or wake-up sample it joins has it), one sample per output.
+/// sample layout and clock, its user registers and stack copy, and the kernel call chain (a
+/// waker's: the wake-up samples of a whole-system session carry none), one sample per
+/// output.
 pub(crate) fn output_attr(base: &perf_event_attr) -> perf_event_attr {
     let mut a = *base;
     a.type_ = b::PERF_TYPE_SOFTWARE;
@@ -355,7 +356,6 @@ pub(crate) fn output_attr(base: &perf_event_attr) -> perf_event_attr {
     a.set_enable_on_exec(0);
     a.set_disabled(0);
     a.set_exclude_kernel(0);
-    a.set_exclude_callchain_kernel(1);
     a
 }
 

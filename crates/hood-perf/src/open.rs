@@ -355,13 +355,25 @@ impl Builder<'_> {
             -1 => offcpu::tracepoint(&base, tp.switch_id),
             _ => offcpu::task_switch(&base, tp.switch_id),
         };
-        for (mut a, name) in [
-            (switch, "sched:sched_switch"),
-            (
+        let mut events = vec![(switch, "sched:sched_switch")];
+        match (self.defer_stacks, tid) {
+            // Deferred stacks: a long wait's waker comes with its kernel and user stack in a
+            // copy; the wake-up sample itself only says who woke whom (unwinding the kernel
+            // stack of every wake-up is most of what a storm costs). A task session's
+            // whole-CPU wake-up events see its own threads' wake-ups too.
+            (true, -1) => {
+                let mut w = offcpu::tracepoint(&base, tp.waking_id);
+                w.set_exclude_callchain_kernel(1);
+                w.set_exclude_callchain_user(1);
+                events.push((w, "sched:sched_waking"));
+            }
+            (true, _) => {}
+            (false, _) => events.push((
                 offcpu::tracepoint(&base, tp.waking_id),
                 "sched:sched_waking",
-            ),
-        ] {
+            )),
+        }
+        for (mut a, name) in events {
             if self.defer_stacks {
                 a.sample_stack_user = 0;
             }

@@ -526,18 +526,23 @@ impl Rewriter {
                 // A hard interrupt's or an NMI's user frames are those of whatever task it
                 // interrupted: reports never show them.
                 let in_irq = flags & (trace_flags::HARDIRQ | trace_flags::NMI) != 0;
-                let has_stack = has_stack || joined.is_some();
-                if has_stack && in_irq && (long || joined.is_some()) {
+                if let Some(j) = joined {
+                    // The copy brings the waker's kernel frames, and its user frames unless
+                    // an interrupt woke.
+                    if in_irq {
+                        self.stats.irq_user_stacks += 1;
+                    } else {
+                        self.stats.deferred_joined += 1;
+                    }
+                    self.sample(rec, Some(j), &mut output[ring], in_irq);
+                    return;
+                }
+                if has_stack && in_irq && long {
                     self.stats.irq_user_stacks += 1;
-                } else if has_stack && !long && joined.is_none() {
+                } else if has_stack && !long {
                     self.stats.short_waits += 1;
                 }
-                if let (Some(j), false) = (joined, in_irq) {
-                    self.stats.deferred_joined += 1;
-                    self.sample(rec, Some(j), &mut output[ring], false);
-                } else {
-                    self.sample(rec, None, &mut output[ring], has_stack && (!long || in_irq));
-                }
+                self.sample(rec, None, &mut output[ring], has_stack && (!long || in_irq));
             }
             None => {
                 // A sample in user mode: its thread's system call has returned, so a copy
@@ -683,9 +688,19 @@ impl Rewriter {
             None => s.clone(),
         };
         self.stats.stack_bytes += u.stack.len() as u64;
-        // The kernel part of the chain stays; the user part is what unwinding finds.
+        // The kernel part of the chain stays; the user part is what unwinding finds. A wake-up
+        // sample without a chain takes the kernel frames of its copy (the waker's).
         self.chain.clear();
         self.user.clear();
+        if s.chain_len() == 0 && user.is_some() {
+            for i in 0..u.chain_len() {
+                match u.chain_at(i) {
+                    Some(a) if a == CONTEXT_USER => break,
+                    Some(a) => self.chain.push(a),
+                    None => break,
+                }
+            }
+        }
         let mut in_user = false;
         for i in 0..s.chain_len() {
             let a = s.chain_at(i).unwrap_or(0);
