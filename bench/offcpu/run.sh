@@ -6,7 +6,7 @@
 #      thread's blocked/runnable time beside `perf sched timehist` of the same run;
 #   2. a context-switch storm (`perf bench sched pipe`, >= 100,000 switches/s): the storm's
 #      slowdown, recorder CPU and file size, hood -a --off-cpu vs `perf sched record`, and hood
-#      with HOOD_OFF_CPU_BPF=0 (every switch copies its user stack, as before deferred stacks);
+#      with HOOD_OFF_CPU_BPF=1 (deferred stacks: the kernel copies user stacks for long waits);
 #   3. an ordinary rate (~2,000 switches/s): hood's recorder CPU as a share of one CPU.
 # HOOD=path/to/hood uses that binary instead of building this tree's.
 set -euo pipefail
@@ -79,8 +79,8 @@ storm_under() { # $1: label, rest: recorder command; prints ops/sec, recorder CP
 }
 read -r pops pcpu < <(storm_under perf-sched perf sched record -q -o "$out/storm-perf.data" -- sleep 1000)
 read -r hops hcpu < <(storm_under hood-offcpu $hood record -a --off-cpu -o "$out/storm-hood.data")
-# hood without its BPF programs: every switch and wake-up copies its user stack.
-read -r cops ccpu < <(storm_under hood-copyall env HOOD_OFF_CPU_BPF=0 $hood record -a --off-cpu -o "$out/storm-hood-copy.data")
+# hood with its BPF programs: the kernel copies user stacks only for long waits.
+read -r cops ccpu < <(storm_under hood-deferred env HOOD_OFF_CPU_BPF=1 $hood record -a --off-cpu -o "$out/storm-hood-deferred.data")
 # The kernel's share: the same two tracepoints with DWARF stack copies, taken by perf.
 # Its gigabytes go to /dev/null (perf's pipe mode).
 read -r dops dcpu < <(storm_under perf-dwarf sh -c 'exec perf record -N -q -a -e sched:sched_switch -e sched:sched_waking --call-graph dwarf,8192 -o - > /dev/null')
@@ -89,7 +89,7 @@ awk -v b="$base" -v po="$pops" -v ho="$hops" -v pc="$pcpu" -v hc="$hcpu" -v ps="
     printf "perf sched record: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", po, 100*(b-po)/b, pc, ps
     printf "hood -a --off-cpu: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", ho, 100*(b-ho)/b, hc, hs
     if (pc > 0) printf "recorder CPU hood/perf: %.2f (target <= 1); file hood/perf: %.2f (target <= 0.5)\n", hc/pc, hs/ps }'
-awk -v b="$base" -v o="$cops" -v c="$ccpu" 'BEGIN { printf "hood with HOOD_OFF_CPU_BPF=0 (every switch copies its stack): %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", o, 100*(b-o)/b, c }'
+awk -v b="$base" -v o="$cops" -v c="$ccpu" 'BEGIN { printf "hood with HOOD_OFF_CPU_BPF=1 (deferred stacks): %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", o, 100*(b-o)/b, c }'
 awk -v b="$base" -v d="$dops" -v c="$dcpu" 'BEGIN { printf "for scale, perf record -e sched_switch,sched_waking --call-graph dwarf: %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", d, 100*(b-d)/b, c }'
 grep -E "lost|off-CPU" "$out/hood-offcpu.log" || true
 

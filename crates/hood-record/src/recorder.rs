@@ -616,8 +616,8 @@ fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
         if o.deferred_missing > 0 {
             line.push_str(&format!(
                 "; {} long waits without a user stack (in neither a system call nor a major \
-                 page fault, or the copy was lost; `HOOD_OFF_CPU_BPF=0` copies them at every \
-                 switch)",
+                 page fault, or the copy was lost; without `HOOD_OFF_CPU_BPF=1` every switch \
+                 copies its stack)",
                 o.deferred_missing
             ));
         }

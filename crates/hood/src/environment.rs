@@ -151,6 +151,12 @@ pub const VARS: &[Var] = &[
         values: Values::Count(1, 1 << 20),
     },
     Var {
+        name: "HOOD_OFF_CPU_BPF",
+        shown: "1 | 0",
+        what: "`1`: `hood record --off-cpu` loads BPF programs so the kernel copies user stacks only for waits of at least `--off-cpu-min` (deferred stacks); not the default: in a context-switch storm it measured slower than copying every stack",
+        values: Values::OneOf(&["1", "0"]),
+    },
+    Var {
         name: "HOOD_TRACE_IRQ",
         shown: "1 | 0",
         what: "`0`: `hood trace record` does not record interrupt time (benchmarks)",

@@ -72,12 +72,12 @@ pub struct RecordArgs {
     /// Also record where threads wait: every context switch with the stack the thread left
     /// the CPU with (blocked or preempted), and every wake-up with the waker's stack, so
     /// `hood report --wall` shows all of a thread's time and `--by waker` who ended each wait.
-    /// Costs a kernel-stack sample per switch and wake-up; user stacks are copied only for
-    /// waits of at least --off-cpu-min (see the README's "Off-CPU time").
+    /// Costs a sample with a stack copy per switch and wake-up (see the README's "Off-CPU
+    /// time").
     #[arg(long = "off-cpu")]
     pub off_cpu: bool,
     /// With --off-cpu: waits shorter than this are reported together per thread instead of
-    /// by stack, and their user stacks are not copied (a number with a unit: 10us, 1ms; a
+    /// by stack, and their user stacks are not unwound (a number with a unit: 10us, 1ms; a
     /// bare number is microseconds).
     #[arg(
         long = "off-cpu-min",
