@@ -315,6 +315,59 @@ pub struct NetRaw {
     pub tx_drop: u64,
 }
 
+/// One task (a process's thread, or a single-threaded process) that ended, as the kernel's
+/// exit accounting (taskstats) reported it: totals over the task's whole life.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitRaw {
+    /// Thread id (equals `tgid` for a process's main thread).
+    pub pid: u32,
+    /// Process (thread group) id.
+    pub tgid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Name (`comm`).
+    pub name: String,
+    /// Real uid.
+    pub uid: u32,
+    /// Owning user name, when known.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Start time, seconds since the Unix epoch.
+    pub start_s: u64,
+    /// Time from start to exit, microseconds.
+    pub elapsed_us: u64,
+    /// User CPU time, microseconds.
+    pub utime_us: u64,
+    /// Kernel CPU time, microseconds.
+    pub stime_us: u64,
+    /// Time on CPU measured by the scheduler, nanoseconds (`utime_us` and `stime_us` are
+    /// sampled at timer ticks, so a short task's can be off by a few ticks; /proc shows this
+    /// total split in their ratio). 0 when the kernel does not report it.
+    #[serde(default)]
+    pub runtime_ns: u64,
+    /// Nice value.
+    pub nice: i64,
+    /// Context switches.
+    pub ctx: CtxSwitches,
+    /// Read/write syscall counters.
+    pub io: IoCounters,
+}
+
+/// Tasks that ended since the previous snapshot (`hood top`, the monitor store), so processes
+/// that started and ended between two snapshots are still accounted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitsRaw {
+    /// Every task that ended, in the order the kernel reported them.
+    pub tasks: Vec<ExitRaw>,
+    /// Times the kernel found the receive buffer full and dropped reports since the previous
+    /// snapshot (each time one or more tasks are missing).
+    pub overruns: u64,
+    /// Reports received but not kept, beyond the bound per snapshot.
+    pub dropped: u64,
+    /// Why ended tasks are not known, when they are not.
+    pub unavailable: Option<String>,
+}
+
 /// One cumulative snapshot of the system.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -361,4 +414,7 @@ pub struct Snapshot {
     /// Network interfaces, when read (the monitor store records them).
     #[serde(default)]
     pub nets: Option<Vec<NetRaw>>,
+    /// Tasks that ended since the previous snapshot, when listened for.
+    #[serde(default)]
+    pub exits: Option<ExitsRaw>,
 }

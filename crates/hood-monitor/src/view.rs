@@ -42,6 +42,24 @@ pub struct SystemView {
     /// `system.nets`: network interfaces; null unless read (the monitor store records them).
     #[serde(default)]
     pub nets: Option<Vec<NetView>>,
+    /// `system.exits`: how processes that ended during the interval were accounted; null
+    /// unless listened for (`hood top` and the monitor store, as root).
+    #[serde(default)]
+    pub exits: Option<ExitsView>,
+}
+
+/// `system.exits`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExitsView {
+    /// Processes that ended during the interval (listed in `tasks` with `exited`).
+    pub processes: u32,
+    /// Times the kernel dropped exit reports because hood's receive buffer was full (each time
+    /// one or more ended tasks are missing).
+    pub overruns: u64,
+    /// Exit reports received but not kept (beyond the bound per interval).
+    pub dropped: u64,
+    /// Why ended processes are not shown, when they are not.
+    pub unavailable: Option<String>,
 }
 
 /// One PSI line (`some` or `full`) with the share of the interval stalled.
@@ -354,6 +372,10 @@ pub struct TaskView {
     pub ctx_switches: Option<CtxView>,
     /// Read/write syscalls, when readable.
     pub io: Option<IoView>,
+    /// The process ended during the interval (state `X`): its times are its totals at exit,
+    /// its percentages what it used of the interval, its memory 0.
+    #[serde(default)]
+    pub exited: bool,
 }
 
 /// One interrupt line or softirq type.

@@ -36,6 +36,7 @@ use hood_monitor::{IrqTimeRaw, ScanOptions, Snapshot, TaskRaw};
 use rustc_hash::{FxHashMap, FxHashSet};
 use rustix::fs::{AtFlags, Mode, OFlags, RawDir, SeekFrom};
 
+use crate::exits::ExitListener;
 use crate::parse;
 use crate::ProcError;
 
@@ -89,6 +90,9 @@ pub struct ProcReader {
     /// Snapshots taken.
     generation: u64,
     counts: ScanCounts,
+    /// With [`ProcReader::with_exit_accounting`]: the listener for tasks that end, or why
+    /// there is none.
+    exits: Option<Result<ExitListener, String>>,
 }
 
 /// Whether [`ProcReader::snapshot`] re-reads processes that did not run since the previous
@@ -262,6 +266,7 @@ impl ProcReader {
             last_opts: None,
             generation: 0,
             counts: ScanCounts::default(),
+            exits: None,
         }
     }
 
@@ -297,6 +302,22 @@ impl ProcReader {
     pub fn with_passwd(mut self, path: impl Into<PathBuf>) -> Self {
         self.passwd = path.into();
         self.users = None;
+        self
+    }
+
+    /// Also report, in each snapshot's `exits`, the tasks that ended since the previous one
+    /// (the kernel's exit accounting; root), or why they cannot be. The first snapshot holds
+    /// those that ended since this call.
+    pub fn with_exit_accounting(mut self) -> Self {
+        let cpus = fs::read_to_string("/sys/devices/system/cpu/possible")
+            .map_err(|e| {
+                format!(
+                    "processes that ended between refreshes are not shown: cannot read \
+                     /sys/devices/system/cpu/possible: {e} (is sysfs mounted?)"
+                )
+            })
+            .and_then(|c| ExitListener::start(&c));
+        self.exits = Some(cpus);
         self
     }
 
@@ -364,6 +385,15 @@ impl ProcReader {
         self.root_fd()?;
         self.generation += 1;
         self.counts = ScanCounts::default();
+        // Before the scan: a task that ends during it is reported at the next snapshot, which
+        // then knows it was in this one.
+        let mut exits = self.exits.as_mut().map(|l| match l {
+            Ok(l) => l.drain(),
+            Err(why) => hood_monitor::ExitsRaw {
+                unavailable: Some(why.clone()),
+                ..Default::default()
+            },
+        });
         let mut s = Snapshot {
             taken_ns: self.epoch.elapsed().as_nanos() as u64,
             wall_time_s: SystemTime::now()
@@ -433,6 +463,18 @@ impl ProcReader {
                 self.fill_users(th);
             }
         }
+        if let Some(ex) = exits.as_mut() {
+            let users = self.users_table();
+            for e in &mut ex.tasks {
+                e.user = Some(
+                    users
+                        .get(&e.uid)
+                        .cloned()
+                        .unwrap_or_else(|| e.uid.to_string()),
+                );
+            }
+        }
+        s.exits = exits;
         Ok(s)
     }
 
@@ -693,12 +735,17 @@ impl ProcReader {
         Some(t)
     }
 
-    fn fill_users(&mut self, tasks: &mut [TaskRaw]) {
-        let users = self.users.get_or_insert_with(|| {
+    /// uid → user name, read once.
+    fn users_table(&mut self) -> &HashMap<u32, String> {
+        self.users.get_or_insert_with(|| {
             fs::read_to_string(&self.passwd)
                 .map(|t| parse::parse_passwd(&t).into_iter().collect())
                 .unwrap_or_default()
-        });
+        })
+    }
+
+    fn fill_users(&mut self, tasks: &mut [TaskRaw]) {
+        let users = self.users_table();
         let mut num = String::new();
         for t in tasks {
             let Some(uid) = t.uid else {

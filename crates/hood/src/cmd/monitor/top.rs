@@ -15,7 +15,7 @@ use hood_report::monitor::dump::{csv_rows, CSV_HEADER};
 use hood_report::monitor::top::frame;
 use hood_tui::{TuiConfig, TuiError};
 
-use super::{descending, emit, out_width, reader, sort_key, store};
+use super::{descending, emit, out_width, reader_with_exits, sort_key, store};
 
 /// Full-screen system monitor (batch mode when stdout is not a terminal).
 #[derive(Debug, Args)]
@@ -163,7 +163,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             crate::cmd::clean(why)
         );
     }
-    let r = reader(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
+    let r = reader_with_exits(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
     if !batch {
         let cfg = TuiConfig {
             mode,
