@@ -93,6 +93,8 @@ pub struct ProcReader {
     /// With [`ProcReader::with_exit_accounting`]: the listener for tasks that end, or why
     /// there is none.
     exits: Option<Result<ExitListener, String>>,
+    /// Read pressure, disks and network interfaces into every snapshot.
+    system_io: bool,
 }
 
 /// Whether [`ProcReader::snapshot`] re-reads processes that did not run since the previous
@@ -267,6 +269,7 @@ impl ProcReader {
             generation: 0,
             counts: ScanCounts::default(),
             exits: None,
+            system_io: false,
         }
     }
 
@@ -318,6 +321,13 @@ impl ProcReader {
             })
             .and_then(|c| ExitListener::start(&c));
         self.exits = Some(cpus);
+        self
+    }
+
+    /// Also read pressure stall information, block devices and network interfaces into every
+    /// snapshot ([`ProcReader::read_system_io`]).
+    pub fn with_system_io(mut self) -> Self {
+        self.system_io = true;
         self
     }
 
@@ -475,6 +485,9 @@ impl ProcReader {
             }
         }
         s.exits = exits;
+        if self.system_io {
+            self.read_system_io(&mut s);
+        }
         Ok(s)
     }
 

@@ -155,7 +155,10 @@ impl App {
                     self.cfg.filter = self.editing.take().unwrap_or_default();
                     self.scroll = 0;
                 }
-                KeyCode::Esc => self.editing = None,
+                KeyCode::Esc => {
+                    self.editing = None;
+                    self.cfg.filter.clear();
+                }
                 KeyCode::Backspace => {
                     buf.pop();
                 }
@@ -171,6 +174,8 @@ impl App {
         }
         match k.code {
             KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
+            // Esc clears a filter first; with none it quits.
+            KeyCode::Esc if !self.cfg.filter.is_empty() => self.cfg.filter.clear(),
             KeyCode::Char('q') | KeyCode::Esc => self.quit = true,
             KeyCode::Char('t') => self.cfg.mode = Mode::Tasks,
             KeyCode::Char('i') => self.cfg.mode = Mode::Ipc,

@@ -34,7 +34,7 @@ pub struct TopArgs {
     #[arg(long)]
     pub json: bool,
     /// Sort by KEY (see `hood ps --help`); prefix `+` ascending, `-` descending.
-    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = crate::cmd::values::SortKeys)]
     pub sort: Option<String>,
     /// Only tasks whose pid, name, user or command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
@@ -42,7 +42,8 @@ pub struct TopArgs {
     /// Show threads instead of processes.
     #[arg(short = 'H', long)]
     pub threads: bool,
-    /// Start in mode: t (tasks), i (IPC-like activity), e (interrupts), H (threads).
+    /// Start in mode: t (tasks), i (context switches and syscalls per task), e (interrupts),
+    /// H (threads).
     #[arg(short, long, value_name = "MODE", default_value = "t")]
     pub mode: String,
     /// Batch mode: at most this many task lines per frame (default: all).
@@ -103,7 +104,8 @@ fn parse_mode(s: &str, threads: bool) -> anyhow::Result<Mode> {
         "e" | "exceptions" | "interrupts" => Mode::Exceptions,
         "H" | "threads" => Mode::Threads,
         _ => anyhow::bail!(
-            "unknown mode {s:?}; use t (tasks), i (ipc), e (exceptions) or H (threads)"
+            "unknown mode {s:?}; use t (tasks), i (context switches and syscalls), e \
+             (interrupts) or H (threads)"
         ),
     })
 }
@@ -163,7 +165,9 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             crate::cmd::clean(why)
         );
     }
-    let r = reader_with_exits(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
+    let r = reader_with_exits(&args.proc_root)
+        .with_system_io()
+        .with_idle_skip(IdleSkip::Every(REREAD_EVERY));
     if !batch {
         let cfg = TuiConfig {
             mode,
