@@ -270,8 +270,9 @@ fn clip_in_place(l: &mut String, width: usize) {
 /// Room the last column (the name or command line) keeps before other columns are dropped.
 const LAST_MIN: usize = 15;
 
-/// `cols` without the columns that leave the last one less than [`LAST_MIN`] characters of
-/// `width`, dropped by [`Column::drop_rank`], so every row still says which process it is.
+/// `cols` without the columns that leave the last one less than 15 characters of `width`,
+/// the least needed dropped first (PR, NI, VIRT, %SYS, %USR, ...; never the pid or %CPU), so
+/// every row still says which process it is.
 pub fn fit_columns(cols: &[Column], width: usize) -> Vec<Column> {
     let mut cols = cols.to_vec();
     let fixed = |cols: &[Column]| -> usize {
