@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::raw::{
-    CpuRaw, CpuTicks, CtxSwitches, ExitRaw, ExitsRaw, IoCounters, IrqLine, IrqTimeRaw, Snapshot,
-    TaskRaw,
+    CgroupRaw, CpuRaw, CpuTicks, CtxSwitches, ExitRaw, ExitsRaw, IoCounters, IrqLine, IrqTimeRaw,
+    PressureRaw, PsiLine, PsiRaw, Snapshot, TaskRaw,
 };
 use crate::view::*;
 
@@ -98,33 +98,9 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
 
     let pressure = cur.pressure.map(|pr| {
         let before = iv.and_then(|(p, s)| p.pressure.map(|q| (q, s)));
-        let line = |l: Option<crate::raw::PsiLine>,
-                    b: Option<crate::raw::PsiLine>,
-                    s: Option<f64>| {
-            l.map(|l| PsiLineView {
-                avg10: l.avg10,
-                avg60: l.avg60,
-                avg300: l.avg300,
-                total_us: l.total_us,
-                percent: b.zip(s).and_then(|(b, s)| {
-                    (l.total_us >= b.total_us).then(|| (l.total_us - b.total_us) as f64 / 1e4 / s)
-                }),
-            })
-        };
-        let res = |r: Option<crate::raw::PsiRaw>, b: Option<crate::raw::PsiRaw>, s: Option<f64>| {
-            r.map(|r| PsiView {
-                some: line(r.some, b.and_then(|b| b.some), s),
-                full: line(r.full, b.and_then(|b| b.full), s),
-            })
-        };
-        let s = before.map(|(_, s)| s);
-        let b = before.map(|(b, _)| b);
-        PressureView {
-            cpu: res(pr.cpu, b.and_then(|b| b.cpu), s),
-            memory: res(pr.memory, b.and_then(|b| b.memory), s),
-            io: res(pr.io, b.and_then(|b| b.io), s),
-        }
+        derive_pressure(&pr, before.as_ref().map(|(b, s)| (b, *s)))
     });
+    let cgroups = cur.cgroups.as_ref().map(|cgs| derive_cgroups(iv, cur, cgs));
     let disks = cur.disks.as_ref().map(|ds| {
         let before: HashMap<&str, &crate::raw::DiskRaw> = iv
             .and_then(|(p, _)| p.disks.as_ref())
@@ -223,7 +199,122 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         disks,
         nets,
         exits,
+        cgroups,
     }
+}
+
+/// A pressure view: the kernel's averages, and the share of the interval stalled from the
+/// totals of `before`.
+fn derive_pressure(pr: &PressureRaw, before: Option<(&PressureRaw, f64)>) -> PressureView {
+    let line = |l: Option<PsiLine>, b: Option<PsiLine>, s: Option<f64>| {
+        l.map(|l| PsiLineView {
+            avg10: l.avg10,
+            avg60: l.avg60,
+            avg300: l.avg300,
+            total_us: l.total_us,
+            percent: b.zip(s).and_then(|(b, s)| {
+                (l.total_us >= b.total_us).then(|| (l.total_us - b.total_us) as f64 / 1e4 / s)
+            }),
+        })
+    };
+    let res = |r: Option<PsiRaw>, b: Option<PsiRaw>, s: Option<f64>| {
+        r.map(|r| PsiView {
+            some: line(r.some, b.and_then(|b| b.some), s),
+            full: line(r.full, b.and_then(|b| b.full), s),
+        })
+    };
+    let s = before.map(|(_, s)| s);
+    let b = before.map(|(b, _)| b);
+    PressureView {
+        cpu: res(pr.cpu, b.and_then(|b| b.cpu), s),
+        memory: res(pr.memory, b.and_then(|b| b.memory), s),
+        io: res(pr.io, b.and_then(|b| b.io), s),
+    }
+}
+
+/// What a cgroup path says it is: a container's or a service's name where it shows one.
+pub fn cgroup_name(path: &str) -> String {
+    let last = path.rsplit('/').next().unwrap_or("");
+    let id = |s: &str| s.chars().take(12).collect::<String>();
+    if let Some(rest) = last.strip_prefix("docker-") {
+        return format!("docker:{}", id(rest.trim_end_matches(".scope")));
+    }
+    if let Some(rest) = last.strip_prefix("libpod-") {
+        return format!("podman:{}", id(rest.trim_end_matches(".scope")));
+    }
+    if let Some(rest) = last.strip_prefix("cri-containerd-") {
+        return format!("containerd:{}", id(rest.trim_end_matches(".scope")));
+    }
+    if path.contains("kubepods") {
+        if let Some(pod) = path
+            .split('/')
+            .rev()
+            .find(|c| c.contains("-pod") || c.starts_with("pod"))
+        {
+            let pod = pod.rsplit("-pod").next().unwrap_or(pod);
+            return format!("kubepods:{}", pod.trim_end_matches(".slice"));
+        }
+    }
+    if let Some(svc) = last.strip_suffix(".service") {
+        return format!("service:{svc}");
+    }
+    if path.rsplit('/').next() == Some("") {
+        return "/".into();
+    }
+    last.to_string()
+}
+
+fn derive_cgroups(
+    iv: Option<(&Snapshot, f64)>,
+    cur: &Snapshot,
+    cgs: &[CgroupRaw],
+) -> Vec<CgroupView> {
+    let before: HashMap<&str, &CgroupRaw> = iv
+        .and_then(|(p, _)| p.cgroups.as_ref())
+        .map(|v| v.iter().map(|c| (c.path.as_str(), c)).collect())
+        .unwrap_or_default();
+    let secs = iv.map(|(_, s)| s);
+    let mut out: Vec<CgroupView> = cgs
+        .iter()
+        .map(|c| {
+            let b = before.get(c.path.as_str()).copied();
+            let pct = |a: Option<u64>, now: u64| {
+                secs.zip(a)
+                    .and_then(|(s, a)| now.checked_sub(a).map(|d| d as f64 / 1e6 / s * 100.0))
+            };
+            let under = |p: &str| {
+                c.path == "/"
+                    || p == c.path
+                    || p.strip_prefix(c.path.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            };
+            CgroupView {
+                path: c.path.clone(),
+                name: cgroup_name(&c.path),
+                depth: c.path.split('/').filter(|p| !p.is_empty()).count() as u32,
+                tasks: cur
+                    .tasks
+                    .iter()
+                    .filter(|t| t.cgroup.as_deref().is_some_and(under))
+                    .count() as u32,
+                cpu_time_ms: c.usage_us / 1000,
+                cpu_percent: pct(b.map(|b| b.usage_us), c.usage_us),
+                user_percent: pct(b.map(|b| b.user_us), c.user_us),
+                kernel_percent: pct(b.map(|b| b.system_us), c.system_us),
+                memory_bytes: c.memory_bytes,
+                read_bytes_per_s: secs
+                    .zip(b.and_then(|b| b.io_bytes).zip(c.io_bytes))
+                    .and_then(|(s, (b, n))| rate(b.0, n.0, s)),
+                write_bytes_per_s: secs
+                    .zip(b.and_then(|b| b.io_bytes).zip(c.io_bytes))
+                    .and_then(|(s, (b, n))| rate(b.1, n.1, s)),
+                pressure: derive_pressure(&c.pressure, b.zip(secs).map(|(b, s)| (&b.pressure, s))),
+            }
+        })
+        .collect();
+    // Tree order: a parent before its children.
+    out.sort_by(|a, b| a.path.split('/').cmp(b.path.split('/')));
+    out
 }
 
 /// A task's (user, kernel) µs: its scheduler runtime split in the ratio of its sampled user
@@ -342,6 +433,7 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
                     wchar_per_s: r(bio.wchar, io.wchar),
                 }),
                 exited: true,
+                cgroup: was.and_then(|b| b.cgroup.clone()),
             }
         })
         .collect()
@@ -467,6 +559,7 @@ fn derive_tasks(
                     }
                 }),
                 exited: false,
+                cgroup: t.cgroup.clone(),
             }
         })
         .collect()
@@ -561,5 +654,25 @@ fn derive_irq_time(
         cost_ms: cur.cost_ns as f64 / 1e6,
         cost_percent: prev
             .map(|(p, s)| cur.cost_ns.saturating_sub(p.cost_ns) as f64 / (s * 1e9) * 100.0),
+    }
+}
+
+#[cfg(test)]
+mod cgroup_tests {
+    use super::cgroup_name;
+
+    #[test]
+    fn containers_and_services_are_named_from_their_cgroup_path() {
+        let n = cgroup_name("/system.slice/docker-0123456789abcdef0123.scope");
+        assert_eq!(n, "docker:0123456789ab");
+        let n = cgroup_name("/machine.slice/libpod-fedcba9876543210.scope");
+        assert_eq!(n, "podman:fedcba987654");
+        assert_eq!(cgroup_name("/system.slice/cron.service"), "service:cron");
+        let k = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podab12.slice/cri-containerd-99.scope";
+        assert_eq!(cgroup_name(k), "containerd:99");
+        let k = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podab12.slice";
+        assert_eq!(cgroup_name(k), "kubepods:ab12");
+        assert_eq!(cgroup_name("/"), "/");
+        assert_eq!(cgroup_name("/user.slice"), "user.slice");
     }
 }

@@ -23,6 +23,9 @@ pub struct ScanOptions {
     pub cpu_mhz: bool,
     /// Read `/proc/interrupts` and `/proc/softirqs`.
     pub exceptions: bool,
+    /// Read `/proc/PID/cgroup` (the cgroup v2 path of each process).
+    #[serde(default)]
+    pub cgroup: bool,
 }
 
 impl ScanOptions {
@@ -37,6 +40,7 @@ impl ScanOptions {
             threads_of: None,
             cpu_mhz: true,
             exceptions: true,
+            cgroup: true,
         }
     }
 }
@@ -196,6 +200,9 @@ pub struct TaskRaw {
     pub ctx: Option<CtxSwitches>,
     /// Read/write syscall counters, when `io` was read and readable.
     pub io: Option<IoCounters>,
+    /// cgroup v2 path (`/system.slice/cron.service`), when read.
+    #[serde(default)]
+    pub cgroup: Option<String>,
 }
 
 /// One line of `/proc/interrupts` or `/proc/softirqs`.
@@ -368,6 +375,25 @@ pub struct ExitsRaw {
     pub unavailable: Option<String>,
 }
 
+/// One cgroup v2 directory (counters since it was created).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupRaw {
+    /// Path below the cgroup v2 root (`/` for the root).
+    pub path: String,
+    /// `cpu.stat` `usage_usec`.
+    pub usage_us: u64,
+    /// `cpu.stat` `user_usec`.
+    pub user_us: u64,
+    /// `cpu.stat` `system_usec`.
+    pub system_us: u64,
+    /// `memory.current`, bytes, when the memory controller is on.
+    pub memory_bytes: Option<u64>,
+    /// `io.stat` bytes read and written (all devices), when the io controller is on.
+    pub io_bytes: Option<(u64, u64)>,
+    /// `cpu.pressure`, `memory.pressure`, `io.pressure`.
+    pub pressure: PressureRaw,
+}
+
 /// One cumulative snapshot of the system.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -417,4 +443,7 @@ pub struct Snapshot {
     /// Tasks that ended since the previous snapshot, when listened for.
     #[serde(default)]
     pub exits: Option<ExitsRaw>,
+    /// The cgroups that hold the snapshot's processes, and their ancestors, when read.
+    #[serde(default)]
+    pub cgroups: Option<Vec<CgroupRaw>>,
 }

@@ -36,6 +36,7 @@ use hood_monitor::{IrqTimeRaw, ScanOptions, Snapshot, TaskRaw};
 use rustc_hash::{FxHashMap, FxHashSet};
 use rustix::fs::{AtFlags, Mode, OFlags, RawDir, SeekFrom};
 
+use crate::cgroups::CgroupReader;
 use crate::exits::ExitListener;
 use crate::parse;
 use crate::ProcError;
@@ -95,6 +96,8 @@ pub struct ProcReader {
     exits: Option<Result<ExitListener, String>>,
     /// Read pressure, disks and network interfaces into every snapshot.
     system_io: bool,
+    /// The cgroup v2 hierarchy, once looked for (`None` inside: there is none).
+    cgroup_root: Option<Option<CgroupReader>>,
 }
 
 /// Whether [`ProcReader::snapshot`] re-reads processes that did not run since the previous
@@ -270,6 +273,7 @@ impl ProcReader {
             counts: ScanCounts::default(),
             exits: None,
             system_io: false,
+            cgroup_root: None,
         }
     }
 
@@ -488,7 +492,25 @@ impl ProcReader {
         if self.system_io {
             self.read_system_io(&mut s);
         }
+        if opts.cgroup {
+            self.read_cgroups(&mut s);
+        }
         Ok(s)
+    }
+
+    /// The cgroups of the snapshot's processes and their ancestors into `s` (none when there
+    /// is no cgroup v2 hierarchy, or on a fake tree).
+    fn read_cgroups(&mut self, s: &mut Snapshot) {
+        let root = self.cgroup_root.get_or_insert_with(|| {
+            if self.root != Path::new("/proc") {
+                return None;
+            }
+            let mi = fs::read_to_string("/proc/self/mountinfo").ok()?;
+            CgroupReader::open(&crate::cgroups::cgroup2_mount(&mi)?)
+        });
+        if let Some(r) = root.as_mut() {
+            s.cgroups = Some(r.read_tree(s.tasks.iter().filter_map(|t| t.cgroup.as_deref())));
+        }
     }
 
     /// Attach an `--irq-time` state to a snapshot (convenience for callers).
@@ -712,6 +734,9 @@ impl ProcReader {
         t.ctx = None;
         t.io = None;
         t.cmdline = None;
+        if !opts.cgroup {
+            t.cgroup = None;
+        }
         if !(opts.status || opts.owner) {
             t.user = None;
         }
@@ -738,6 +763,22 @@ impl ProcReader {
             // Other users' io is unreadable without privileges: show what is readable.
             if let Some(n) = self.read_task_file("io") {
                 t.io = parse::parse_io(&String::from_utf8_lossy(&self.buf[..n]));
+            }
+        }
+        if opts.cgroup {
+            let n = self.read_task_file("cgroup");
+            let text = n.map(|n| String::from_utf8_lossy(&self.buf[..n]));
+            match (
+                text.as_deref().and_then(crate::cgroups::parse_proc_cgroup),
+                t.cgroup.as_mut(),
+            ) {
+                (Some(p), Some(c)) if c == p => {}
+                (Some(p), Some(c)) => {
+                    c.clear();
+                    c.push_str(p);
+                }
+                (Some(p), None) => t.cgroup = Some(p.to_string()),
+                (None, _) => t.cgroup = None,
             }
         }
         if opts.cmdline {

@@ -76,6 +76,7 @@ impl PsArgs {
                 threads_of: if self.all { None } else { self.task },
                 cpu_mhz: self.cpus || self.json,
                 exceptions: self.json,
+                cgroup: self.json,
             },
             layout: PsLayout {
                 threads,

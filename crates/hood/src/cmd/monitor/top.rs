@@ -39,6 +39,11 @@ pub struct TopArgs {
     /// Only tasks whose pid, name, user or command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
+    /// Only processes in the cgroup (v2) PATH or below it, as /proc/PID/cgroup names it
+    /// (e.g. /system.slice/cron.service); the JSON view's system.cgroups then holds that
+    /// tree's CPU, memory, I/O and pressure.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["replay", "record"])]
+    pub cgroup: Option<String>,
     /// Show threads instead of processes.
     #[arg(short = 'H', long)]
     pub threads: bool,
@@ -177,8 +182,14 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             delay,
             irq_time: args.irq_time,
         };
-        let sampler = Sampler::start(r, tracer, &scan_needs(mode, key, args.irq_time))?;
-        hood_tui::run_sampled(cfg, Views(sampler)).map_err(|e| match e {
+        let mut scan = scan_needs(mode, key, args.irq_time);
+        scan.cgroup = args.cgroup.is_some();
+        let sampler = Sampler::start(r, tracer, &scan)?;
+        let views = Views {
+            sampler,
+            cgroup: args.cgroup.clone(),
+        };
+        hood_tui::run_sampled(cfg, views).map_err(|e| match e {
             TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
             e => e.into(),
         })?;
@@ -189,7 +200,10 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             threads: mode == Mode::Threads,
             ..ScanOptions::all()
         },
-        false => scan_needs(mode, key, args.irq_time),
+        false => ScanOptions {
+            cgroup: args.cgroup.is_some(),
+            ..scan_needs(mode, key, args.irq_time)
+        },
     };
     let width = out_width();
     let mut sampler = Sampler::start(r, tracer, &scan).context("reading /proc")?;
@@ -197,6 +211,9 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     while args.iterations.is_none_or(|max| n < max) {
         std::thread::sleep(delay);
         let mut v = sampler.next(&scan).context("reading /proc")?;
+        if let Some(cg) = &args.cgroup {
+            keep_cgroup(&mut v, cg);
+        }
         arrange(&mut v, key, desc, args.filter.as_deref().unwrap_or(""));
         if args.json {
             emit(&(serde_json::to_string(&v)? + "\n"))?;
@@ -277,15 +294,42 @@ fn replay(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The UI's views, from hood-procfs's sampler.
-struct Views(Sampler);
+/// Only the processes (and cgroups) in the cgroup `path` or below it.
+fn keep_cgroup(v: &mut SystemView, path: &str) {
+    let path = path.trim_end_matches('/');
+    let under = |p: &str| {
+        path.is_empty() || p == path || p.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+    };
+    v.tasks.retain(|t| t.cgroup.as_deref().is_some_and(under));
+    if let Some(cgs) = v.cgroups.as_mut() {
+        cgs.retain(|c| under(&c.path));
+    }
+}
+
+/// The UI's views, from hood-procfs's sampler, with `--cgroup`'s processes only.
+struct Views {
+    sampler: Sampler,
+    cgroup: Option<String>,
+}
 
 impl hood_monitor::Source for Views {
     type Error = ProcError;
     fn next(&mut self, scan: &ScanOptions) -> Result<SystemView, ProcError> {
-        self.0.next(scan)
+        let scan = ScanOptions {
+            cgroup: self.cgroup.is_some(),
+            ..*scan
+        };
+        let mut v = self.sampler.next(&scan)?;
+        if let Some(cg) = &self.cgroup {
+            keep_cgroup(&mut v, cg);
+        }
+        Ok(v)
     }
     fn restart(&mut self, scan: &ScanOptions) -> Result<(), ProcError> {
-        self.0.restart(scan)
+        let scan = ScanOptions {
+            cgroup: self.cgroup.is_some(),
+            ..*scan
+        };
+        self.sampler.restart(&scan)
     }
 }
