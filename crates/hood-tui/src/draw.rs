@@ -1,7 +1,7 @@
 //! Drawing one screen from the app state.
 
 use hood_monitor::Mode;
-use hood_report::monitor::top::{body, header};
+use hood_report::monitor::top::{body_with, header};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -15,7 +15,7 @@ pub const HELP: &[&str] = &[
     "hood top keys",
     "",
     "  t  tasks    i  context switches and syscalls per task    e  interrupts",
-    "  H  threads (toggle)",
+    "  H  threads (toggle)    c  full command line / name (toggle)",
     "  < >  sort by previous/next column    R  reverse order",
     "  P %CPU  M memory  T time  N pid  U user  C name",
     "  S context switches/s  Y syscalls/s  B bytes/s",
@@ -61,7 +61,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     .areas(area);
     f.render_widget(Paragraph::new(head), top);
 
-    let lines = body(v, app.cfg.mode, width, Some(app.cfg.sort));
+    let lines = body_with(v, app.cfg.mode, width, Some(app.cfg.sort), app.command);
     let room = mid.height as usize;
     let mut shown: Vec<Line> = Vec::with_capacity(room);
     if let Some((first, rest)) = lines.split_first() {

@@ -29,6 +29,14 @@ fn wait_for(s: &str, want: &str) -> String {
     }
 }
 
+/// Kills its tmux session (and the hood in it) however the test ends.
+struct Session(String);
+impl Drop for Session {
+    fn drop(&mut self) {
+        tmux(&["kill-session", "-t", &self.0]);
+    }
+}
+
 /// The task rows on screen (lines after the table header that start with a pid).
 fn rows(sc: &str) -> Vec<&str> {
     sc.lines()
@@ -45,6 +53,7 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
         return;
     }
     let s = format!("hoodnarrow{}", std::process::id());
+    let _gone = Session(s.clone());
     tmux(&[
         "new-session",
         "-d",
@@ -69,18 +78,27 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
     }
     assert!(sc.contains("Disk:") && sc.contains("Net:"), "{sc}");
 
-    // Filtered to hood itself: every row says so in its last column.
+    // Filtered (hood itself, and whatever else matches): every row's last column is the name
+    // of the process its pid says, whole.
     tmux(&["send-keys", "-t", &s, "/", "h", "o", "o", "d", "Enter"]);
     let sc = wait_for(&s, "filter hood");
     let r = rows(&sc);
     assert!(!r.is_empty(), "{sc}");
+    let mut checked = 0;
     for l in &r {
         assert!(l.chars().count() <= 80, "{l}");
-        assert!(
-            l.split_whitespace().last().unwrap().contains("hood"),
-            "{sc}"
-        );
+        let pid = l.split_whitespace().next().unwrap();
+        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+            continue; // gone since
+        };
+        let comm = comm.trim_end_matches('\n');
+        // Names with control characters are shown escaped; plain ones as they are.
+        if comm.chars().all(|c| c.is_ascii_graphic()) {
+            assert!(l.ends_with(comm), "row of {pid} ({comm}):\n{sc}");
+            checked += 1;
+        }
     }
+    assert!(checked > 0, "{sc}");
     // Esc clears the filter (and does not quit)...
     tmux(&["send-keys", "-t", &s, "Escape"]);
     let sc = wait_for(&s, "filter -");
@@ -88,6 +106,23 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
     // ... also while typing one.
     tmux(&["send-keys", "-t", &s, "/", "x", "y", "z", "Escape"]);
     wait_for(&s, "filter -");
+
+    // `c` shows the full command line in the last column, and back.
+    tmux(&["send-keys", "-t", &s, "c"]);
+    wait_for(&s, "COMMAND");
+    // Once the next refresh has read the command lines: hood's own, found by it.
+    tmux(&["send-keys", "-t", &s, "/"]);
+    tmux(&["send-keys", "-t", &s, "-l", "top -d 0.3"]);
+    tmux(&["send-keys", "-t", &s, "Enter"]);
+    // hood's command line starts with its path (cut at the screen's edge: at 80 columns the
+    // last column keeps at least 15 characters); tmux's and the shell's hold the text too.
+    let start: String = HOOD.chars().take(15).collect();
+    let sc = wait_for(&s, &start);
+    assert!(sc.contains("tmux new-session"), "{sc}");
+    tmux(&["send-keys", "-t", &s, "Escape"]);
+    wait_for(&s, "filter -");
+    tmux(&["send-keys", "-t", &s, "c"]);
+    wait_for(&s, "NAME");
 
     // The help explains the markers.
     tmux(&["send-keys", "-t", &s, "?"]);
@@ -100,7 +135,6 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
     // Esc without a filter quits.
     tmux(&["send-keys", "-t", &s, "Escape"]);
     wait_for(&s, "HOOD-EXITED");
-    tmux(&["kill-session", "-t", &s]);
 }
 
 /// Bash completion of `hood top --sort` and `hood ps --sort` offers the sort keys, not file

@@ -4,7 +4,7 @@ use hood_monitor::{Mode, SortKey, SystemView};
 
 use super::exceptions::render_exceptions;
 use super::fmt::{bytes, clip, clock, rate_bytes, uptime};
-use super::table::{columns_for, render_table};
+use super::table::{columns_for, render_table, Column};
 
 /// The `uptime`-style first line: `top - 12:00:00 up 1 day,  2:03, load average: ...`.
 pub fn uptime_line(v: &SystemView) -> String {
@@ -176,15 +176,29 @@ pub fn system_io_lines(v: &SystemView) -> Vec<String> {
 /// The body of a mode: the task (or thread) table, or the exceptions tables. `v` is expected
 /// to be already sorted and filtered by the caller.
 pub fn body(v: &SystemView, mode: Mode, width: usize, sorted: Option<SortKey>) -> Vec<String> {
+    body_with(v, mode, width, sorted, false)
+}
+
+/// [`body`], with the full command line (`command`) instead of the name in the last column.
+pub fn body_with(
+    v: &SystemView,
+    mode: Mode,
+    width: usize,
+    sorted: Option<SortKey>,
+    command: bool,
+) -> Vec<String> {
+    let mut cols = columns_for(mode);
+    if command {
+        for c in &mut cols {
+            if *c == Column::Name {
+                *c = Column::Command;
+            }
+        }
+    }
     match mode {
         Mode::Exceptions => render_exceptions(v, width),
-        Mode::Threads => render_table(
-            v.threads.as_deref().unwrap_or(&[]),
-            &columns_for(mode),
-            width,
-            sorted,
-        ),
-        _ => render_table(&v.tasks, &columns_for(mode), width, sorted),
+        Mode::Threads => render_table(v.threads.as_deref().unwrap_or(&[]), &cols, width, sorted),
+        _ => render_table(&v.tasks, &cols, width, sorted),
     }
 }
 
