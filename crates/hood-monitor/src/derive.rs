@@ -3,7 +3,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::raw::{CpuRaw, CpuTicks, IrqLine, IrqTimeRaw, Snapshot, TaskRaw};
+use crate::raw::{
+    CgroupRaw, CpuRaw, CpuTicks, CtxSwitches, ExitRaw, ExitsRaw, IoCounters, IrqLine, IrqTimeRaw,
+    PressureRaw, PsiLine, PsiRaw, Snapshot, TaskRaw,
+};
 use crate::view::*;
 
 /// Derive the view of `cur`, with rates over the interval since `prev` when given.
@@ -18,12 +21,23 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
     let hz = cur.clk_tck.max(1);
     let mem_total = cur.mem.total_kb.saturating_mul(1024);
 
-    let tasks = derive_tasks(
+    let mut tasks = derive_tasks(
         iv.map(|(p, s)| (&p.tasks[..], s)),
         &cur.tasks,
         cur,
         mem_total,
     );
+    let exits = cur.exits.as_ref().map(|ex| {
+        let ended = derive_exits(iv, cur, ex);
+        let view = ExitsView {
+            processes: ended.len() as u32,
+            overruns: ex.overruns,
+            dropped: ex.dropped,
+            unavailable: ex.unavailable.clone(),
+        };
+        tasks.extend(ended);
+        view
+    });
     let threads = cur.threads.as_ref().map(|th| {
         let prev_th = iv.and_then(|(p, s)| p.threads.as_deref().map(|t| (t, s)));
         derive_tasks(prev_th, th, cur, mem_total)
@@ -84,33 +98,9 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
 
     let pressure = cur.pressure.map(|pr| {
         let before = iv.and_then(|(p, s)| p.pressure.map(|q| (q, s)));
-        let line = |l: Option<crate::raw::PsiLine>,
-                    b: Option<crate::raw::PsiLine>,
-                    s: Option<f64>| {
-            l.map(|l| PsiLineView {
-                avg10: l.avg10,
-                avg60: l.avg60,
-                avg300: l.avg300,
-                total_us: l.total_us,
-                percent: b.zip(s).and_then(|(b, s)| {
-                    (l.total_us >= b.total_us).then(|| (l.total_us - b.total_us) as f64 / 1e4 / s)
-                }),
-            })
-        };
-        let res = |r: Option<crate::raw::PsiRaw>, b: Option<crate::raw::PsiRaw>, s: Option<f64>| {
-            r.map(|r| PsiView {
-                some: line(r.some, b.and_then(|b| b.some), s),
-                full: line(r.full, b.and_then(|b| b.full), s),
-            })
-        };
-        let s = before.map(|(_, s)| s);
-        let b = before.map(|(b, _)| b);
-        PressureView {
-            cpu: res(pr.cpu, b.and_then(|b| b.cpu), s),
-            memory: res(pr.memory, b.and_then(|b| b.memory), s),
-            io: res(pr.io, b.and_then(|b| b.io), s),
-        }
+        derive_pressure(&pr, before.as_ref().map(|(b, s)| (b, *s)))
     });
+    let cgroups = cur.cgroups.as_ref().map(|cgs| derive_cgroups(iv, cur, cgs));
     let disks = cur.disks.as_ref().map(|ds| {
         let before: HashMap<&str, &crate::raw::DiskRaw> = iv
             .and_then(|(p, _)| p.disks.as_ref())
@@ -208,7 +198,245 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         pressure,
         disks,
         nets,
+        exits,
+        cgroups,
     }
+}
+
+/// A pressure view: the kernel's averages, and the share of the interval stalled from the
+/// totals of `before`.
+fn derive_pressure(pr: &PressureRaw, before: Option<(&PressureRaw, f64)>) -> PressureView {
+    let line = |l: Option<PsiLine>, b: Option<PsiLine>, s: Option<f64>| {
+        l.map(|l| PsiLineView {
+            avg10: l.avg10,
+            avg60: l.avg60,
+            avg300: l.avg300,
+            total_us: l.total_us,
+            percent: b.zip(s).and_then(|(b, s)| {
+                (l.total_us >= b.total_us).then(|| (l.total_us - b.total_us) as f64 / 1e4 / s)
+            }),
+        })
+    };
+    let res = |r: Option<PsiRaw>, b: Option<PsiRaw>, s: Option<f64>| {
+        r.map(|r| PsiView {
+            some: line(r.some, b.and_then(|b| b.some), s),
+            full: line(r.full, b.and_then(|b| b.full), s),
+        })
+    };
+    let s = before.map(|(_, s)| s);
+    let b = before.map(|(b, _)| b);
+    PressureView {
+        cpu: res(pr.cpu, b.and_then(|b| b.cpu), s),
+        memory: res(pr.memory, b.and_then(|b| b.memory), s),
+        io: res(pr.io, b.and_then(|b| b.io), s),
+    }
+}
+
+/// What a cgroup path says it is: a container's or a service's name where it shows one.
+pub fn cgroup_name(path: &str) -> String {
+    let last = path.rsplit('/').next().unwrap_or("");
+    let id = |s: &str| s.chars().take(12).collect::<String>();
+    if let Some(rest) = last.strip_prefix("docker-") {
+        return format!("docker:{}", id(rest.trim_end_matches(".scope")));
+    }
+    if let Some(rest) = last.strip_prefix("libpod-") {
+        return format!("podman:{}", id(rest.trim_end_matches(".scope")));
+    }
+    if let Some(rest) = last.strip_prefix("cri-containerd-") {
+        return format!("containerd:{}", id(rest.trim_end_matches(".scope")));
+    }
+    if path.contains("kubepods") {
+        if let Some(pod) = path
+            .split('/')
+            .rev()
+            .find(|c| c.contains("-pod") || c.starts_with("pod"))
+        {
+            let pod = pod.rsplit("-pod").next().unwrap_or(pod);
+            return format!("kubepods:{}", pod.trim_end_matches(".slice"));
+        }
+    }
+    if let Some(svc) = last.strip_suffix(".service") {
+        return format!("service:{svc}");
+    }
+    if path.rsplit('/').next() == Some("") {
+        return "/".into();
+    }
+    last.to_string()
+}
+
+fn derive_cgroups(
+    iv: Option<(&Snapshot, f64)>,
+    cur: &Snapshot,
+    cgs: &[CgroupRaw],
+) -> Vec<CgroupView> {
+    let before: HashMap<&str, &CgroupRaw> = iv
+        .and_then(|(p, _)| p.cgroups.as_ref())
+        .map(|v| v.iter().map(|c| (c.path.as_str(), c)).collect())
+        .unwrap_or_default();
+    let secs = iv.map(|(_, s)| s);
+    let mut out: Vec<CgroupView> = cgs
+        .iter()
+        .map(|c| {
+            let b = before.get(c.path.as_str()).copied();
+            let pct = |a: Option<u64>, now: u64| {
+                secs.zip(a)
+                    .and_then(|(s, a)| now.checked_sub(a).map(|d| d as f64 / 1e6 / s * 100.0))
+            };
+            let under = |p: &str| {
+                c.path == "/"
+                    || p == c.path
+                    || p.strip_prefix(c.path.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            };
+            CgroupView {
+                path: c.path.clone(),
+                name: cgroup_name(&c.path),
+                depth: c.path.split('/').filter(|p| !p.is_empty()).count() as u32,
+                tasks: cur
+                    .tasks
+                    .iter()
+                    .filter(|t| t.cgroup.as_deref().is_some_and(under))
+                    .count() as u32,
+                cpu_time_ms: c.usage_us / 1000,
+                cpu_percent: pct(b.map(|b| b.usage_us), c.usage_us),
+                user_percent: pct(b.map(|b| b.user_us), c.user_us),
+                kernel_percent: pct(b.map(|b| b.system_us), c.system_us),
+                memory_bytes: c.memory_bytes,
+                read_bytes_per_s: secs
+                    .zip(b.and_then(|b| b.io_bytes).zip(c.io_bytes))
+                    .and_then(|(s, (b, n))| rate(b.0, n.0, s)),
+                write_bytes_per_s: secs
+                    .zip(b.and_then(|b| b.io_bytes).zip(c.io_bytes))
+                    .and_then(|(s, (b, n))| rate(b.1, n.1, s)),
+                pressure: derive_pressure(&c.pressure, b.zip(secs).map(|(b, s)| (&b.pressure, s))),
+            }
+        })
+        .collect();
+    // Tree order: a parent before its children.
+    out.sort_by(|a, b| a.path.split('/').cmp(b.path.split('/')));
+    out
+}
+
+/// A task's (user, kernel) µs: its scheduler runtime split in the ratio of its sampled user
+/// and kernel times, or those times when there is no runtime.
+fn split_runtime(e: &ExitRaw) -> (u64, u64) {
+    let sampled = e.utime_us.saturating_add(e.stime_us);
+    if e.runtime_ns == 0 {
+        return (e.utime_us, e.stime_us);
+    }
+    let total = e.runtime_ns / 1000;
+    if sampled == 0 {
+        return (total, 0);
+    }
+    let user = (u128::from(total) * u128::from(e.utime_us) / u128::from(sampled)) as u64;
+    (user, total - user)
+}
+
+/// The processes that ended since `prev` (from `cur.exits`), one view each, with what they
+/// used of the interval: everything for a process that started within it, the rest since
+/// `prev` for one that was in it. A process's threads are reported one by one and added up;
+/// a process still in `cur` (its main thread ended before the others) is not ended, and its
+/// threads' time is in its `/proc` times already.
+fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> Vec<TaskView> {
+    let alive: HashMap<u32, ()> = cur.tasks.iter().map(|t| (t.tgid, ())).collect();
+    let mut by_tgid: BTreeMap<u32, Vec<&ExitRaw>> = BTreeMap::new();
+    for e in &ex.tasks {
+        if !alive.contains_key(&e.tgid) {
+            by_tgid.entry(e.tgid).or_default().push(e);
+        }
+    }
+    let hz = cur.clk_tck.max(1);
+    let before: HashMap<u32, &TaskRaw> = iv
+        .map(|(p, _)| p.tasks.iter().map(|t| (t.pid, t)).collect())
+        .unwrap_or_default();
+    let us = |ticks: u64| ticks.saturating_mul(1_000_000) / hz;
+    by_tgid
+        .into_iter()
+        .map(|(tgid, recs)| {
+            // The main thread's report names the process; without it, the first one does.
+            let main = recs.iter().find(|e| e.pid == tgid).unwrap_or(&recs[0]);
+            let sum =
+                |f: &dyn Fn(&ExitRaw) -> u64| recs.iter().fold(0u64, |a, e| a.saturating_add(f(e)));
+            // As /proc does: the scheduler's time on CPU, split in the ratio of the sampled
+            // user and kernel times (those alone are off by ticks for a short task).
+            let (utime, stime) = recs.iter().fold((0u64, 0u64), |(u, s), e| {
+                let (eu, es) = split_runtime(e);
+                (u.saturating_add(eu), s.saturating_add(es))
+            });
+            let ctx = CtxSwitches {
+                voluntary: sum(&|e| e.ctx.voluntary),
+                involuntary: sum(&|e| e.ctx.involuntary),
+            };
+            let io = IoCounters {
+                rchar: sum(&|e| e.io.rchar),
+                wchar: sum(&|e| e.io.wchar),
+                syscr: sum(&|e| e.io.syscr),
+                syscw: sum(&|e| e.io.syscw),
+                read_bytes: sum(&|e| e.io.read_bytes),
+                write_bytes: sum(&|e| e.io.write_bytes),
+            };
+            // The same process in the previous snapshot: same pid, started the same second
+            // (the report's start is wall-clock seconds, /proc's ticks after boot).
+            let was = iv.and_then(|(p, _)| {
+                let b = before.get(&tgid)?;
+                let boot = p.wall_time_s as f64 - p.uptime_s;
+                let start = boot + b.start_time as f64 / p.clk_tck.max(1) as f64;
+                ((start - main.start_s as f64).abs() <= 2.0).then_some(*b)
+            });
+            let secs = iv.map(|(_, s)| s);
+            let pct = |before_us: u64, now_us: u64| {
+                secs.map(|s| now_us.saturating_sub(before_us) as f64 / 1e6 / s * 100.0)
+            };
+            let (bu, bs) = was.map_or((0, 0), |b| (us(b.utime), us(b.stime)));
+            let user_percent = pct(bu, utime);
+            let kernel_percent = pct(bs, stime);
+            let r = |a: u64, b: u64| secs.and_then(|s| rate(a, b, s));
+            let bctx = was.and_then(|b| b.ctx).unwrap_or_default();
+            let bio = was.and_then(|b| b.io).unwrap_or_default();
+            TaskView {
+                pid: tgid,
+                tgid,
+                ppid: main.ppid,
+                name: main.name.clone(),
+                cmdline: was.and_then(|b| b.cmdline.as_ref().map(|c| c.join(" "))),
+                uid: Some(main.uid),
+                user: main.user.clone(),
+                state: "X".into(),
+                threads: recs.len() as u32,
+                priority: was.map_or(0, |b| b.priority),
+                nice: main.nice,
+                virt_bytes: 0,
+                res_bytes: 0,
+                mem_percent: 0.0,
+                user_time_ms: utime / 1000,
+                kernel_time_ms: stime / 1000,
+                cpu_percent: user_percent.zip(kernel_percent).map(|(u, k)| u + k),
+                user_percent,
+                kernel_percent,
+                processor: was.map_or(-1, |b| b.processor),
+                ctx_switches: Some(CtxView {
+                    voluntary: ctx.voluntary,
+                    involuntary: ctx.involuntary,
+                    voluntary_per_s: r(bctx.voluntary, ctx.voluntary),
+                    involuntary_per_s: r(bctx.involuntary, ctx.involuntary),
+                }),
+                io: Some(IoView {
+                    syscr: io.syscr,
+                    syscw: io.syscw,
+                    rchar: io.rchar,
+                    wchar: io.wchar,
+                    read_bytes: io.read_bytes,
+                    write_bytes: io.write_bytes,
+                    syscr_per_s: r(bio.syscr, io.syscr),
+                    syscw_per_s: r(bio.syscw, io.syscw),
+                    rchar_per_s: r(bio.rchar, io.rchar),
+                    wchar_per_s: r(bio.wchar, io.wchar),
+                }),
+                exited: true,
+                cgroup: was.and_then(|b| b.cgroup.clone()),
+            }
+        })
+        .collect()
 }
 
 fn rate(prev: u64, cur: u64, secs: f64) -> Option<f64> {
@@ -330,6 +558,8 @@ fn derive_tasks(
                         wchar_per_s: r(Some(b.wchar), io.wchar),
                     }
                 }),
+                exited: false,
+                cgroup: t.cgroup.clone(),
             }
         })
         .collect()
@@ -424,5 +654,25 @@ fn derive_irq_time(
         cost_ms: cur.cost_ns as f64 / 1e6,
         cost_percent: prev
             .map(|(p, s)| cur.cost_ns.saturating_sub(p.cost_ns) as f64 / (s * 1e9) * 100.0),
+    }
+}
+
+#[cfg(test)]
+mod cgroup_tests {
+    use super::cgroup_name;
+
+    #[test]
+    fn containers_and_services_are_named_from_their_cgroup_path() {
+        let n = cgroup_name("/system.slice/docker-0123456789abcdef0123.scope");
+        assert_eq!(n, "docker:0123456789ab");
+        let n = cgroup_name("/machine.slice/libpod-fedcba9876543210.scope");
+        assert_eq!(n, "podman:fedcba987654");
+        assert_eq!(cgroup_name("/system.slice/cron.service"), "service:cron");
+        let k = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podab12.slice/cri-containerd-99.scope";
+        assert_eq!(cgroup_name(k), "containerd:99");
+        let k = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podab12.slice";
+        assert_eq!(cgroup_name(k), "kubepods:ab12");
+        assert_eq!(cgroup_name("/"), "/");
+        assert_eq!(cgroup_name("/user.slice"), "user.slice");
     }
 }

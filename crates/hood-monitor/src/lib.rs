@@ -24,8 +24,9 @@ pub mod when;
 pub use derive::derive;
 pub use mode::{scan_needs, Mode};
 pub use raw::{
-    CpuRaw, CpuTicks, CtxSwitches, DiskRaw, HandlerTime, IoCounters, IrqLine, IrqTimeRaw, LoadAvg,
-    MemInfo, NetRaw, PressureRaw, PsiLine, PsiRaw, ScanOptions, Snapshot, TaskRaw,
+    CgroupRaw, CpuRaw, CpuTicks, CtxSwitches, DiskRaw, ExitRaw, ExitsRaw, HandlerTime, IoCounters,
+    IrqLine, IrqTimeRaw, LoadAvg, MemInfo, NetRaw, PressureRaw, PsiLine, PsiRaw, ScanOptions,
+    Snapshot, TaskRaw,
 };
 pub use sort::{arrange, filter_tasks, sort_tasks, SortKey};
 pub use source::{Recorded, Seek, Source};

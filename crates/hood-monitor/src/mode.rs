@@ -29,5 +29,6 @@ pub fn scan_needs(mode: Mode, key: SortKey, irq_time: bool) -> ScanOptions {
         threads_of: None,
         cpu_mhz: true,
         exceptions: mode == Mode::Exceptions || irq_time,
+        cgroup: false,
     }
 }

@@ -23,6 +23,9 @@ pub struct ScanOptions {
     pub cpu_mhz: bool,
     /// Read `/proc/interrupts` and `/proc/softirqs`.
     pub exceptions: bool,
+    /// Read `/proc/PID/cgroup` (the cgroup v2 path of each process).
+    #[serde(default)]
+    pub cgroup: bool,
 }
 
 impl ScanOptions {
@@ -37,6 +40,7 @@ impl ScanOptions {
             threads_of: None,
             cpu_mhz: true,
             exceptions: true,
+            cgroup: true,
         }
     }
 }
@@ -196,6 +200,9 @@ pub struct TaskRaw {
     pub ctx: Option<CtxSwitches>,
     /// Read/write syscall counters, when `io` was read and readable.
     pub io: Option<IoCounters>,
+    /// cgroup v2 path (`/system.slice/cron.service`), when read.
+    #[serde(default)]
+    pub cgroup: Option<String>,
 }
 
 /// One line of `/proc/interrupts` or `/proc/softirqs`.
@@ -315,6 +322,78 @@ pub struct NetRaw {
     pub tx_drop: u64,
 }
 
+/// One task (a process's thread, or a single-threaded process) that ended, as the kernel's
+/// exit accounting (taskstats) reported it: totals over the task's whole life.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitRaw {
+    /// Thread id (equals `tgid` for a process's main thread).
+    pub pid: u32,
+    /// Process (thread group) id.
+    pub tgid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Name (`comm`).
+    pub name: String,
+    /// Real uid.
+    pub uid: u32,
+    /// Owning user name, when known.
+    #[serde(default)]
+    pub user: Option<String>,
+    /// Start time, seconds since the Unix epoch.
+    pub start_s: u64,
+    /// Time from start to exit, microseconds.
+    pub elapsed_us: u64,
+    /// User CPU time, microseconds.
+    pub utime_us: u64,
+    /// Kernel CPU time, microseconds.
+    pub stime_us: u64,
+    /// Time on CPU measured by the scheduler, nanoseconds (`utime_us` and `stime_us` are
+    /// sampled at timer ticks, so a short task's can be off by a few ticks; /proc shows this
+    /// total split in their ratio). 0 when the kernel does not report it.
+    #[serde(default)]
+    pub runtime_ns: u64,
+    /// Nice value.
+    pub nice: i64,
+    /// Context switches.
+    pub ctx: CtxSwitches,
+    /// Read/write syscall counters.
+    pub io: IoCounters,
+}
+
+/// Tasks that ended since the previous snapshot (`hood top`, the monitor store), so processes
+/// that started and ended between two snapshots are still accounted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExitsRaw {
+    /// Every task that ended, in the order the kernel reported them.
+    pub tasks: Vec<ExitRaw>,
+    /// Times the kernel found the receive buffer full and dropped reports since the previous
+    /// snapshot (each time one or more tasks are missing).
+    pub overruns: u64,
+    /// Reports received but not kept, beyond the bound per snapshot.
+    pub dropped: u64,
+    /// Why ended tasks are not known, when they are not.
+    pub unavailable: Option<String>,
+}
+
+/// One cgroup v2 directory (counters since it was created).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupRaw {
+    /// Path below the cgroup v2 root (`/` for the root).
+    pub path: String,
+    /// `cpu.stat` `usage_usec`.
+    pub usage_us: u64,
+    /// `cpu.stat` `user_usec`.
+    pub user_us: u64,
+    /// `cpu.stat` `system_usec`.
+    pub system_us: u64,
+    /// `memory.current`, bytes, when the memory controller is on.
+    pub memory_bytes: Option<u64>,
+    /// `io.stat` bytes read and written (all devices), when the io controller is on.
+    pub io_bytes: Option<(u64, u64)>,
+    /// `cpu.pressure`, `memory.pressure`, `io.pressure`.
+    pub pressure: PressureRaw,
+}
+
 /// One cumulative snapshot of the system.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -361,4 +440,10 @@ pub struct Snapshot {
     /// Network interfaces, when read (the monitor store records them).
     #[serde(default)]
     pub nets: Option<Vec<NetRaw>>,
+    /// Tasks that ended since the previous snapshot, when listened for.
+    #[serde(default)]
+    pub exits: Option<ExitsRaw>,
+    /// The cgroups that hold the snapshot's processes, and their ancestors, when read.
+    #[serde(default)]
+    pub cgroups: Option<Vec<CgroupRaw>>,
 }

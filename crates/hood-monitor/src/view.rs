@@ -42,6 +42,58 @@ pub struct SystemView {
     /// `system.nets`: network interfaces; null unless read (the monitor store records them).
     #[serde(default)]
     pub nets: Option<Vec<NetView>>,
+    /// `system.exits`: how processes that ended during the interval were accounted; null
+    /// unless listened for (`hood top` and the monitor store, as root).
+    #[serde(default)]
+    pub exits: Option<ExitsView>,
+    /// `system.cgroups`: the cgroup v2 tree of the processes, with CPU, memory, I/O and
+    /// pressure; null unless read.
+    #[serde(default)]
+    pub cgroups: Option<Vec<CgroupView>>,
+}
+
+/// One cgroup (`system.cgroups[]`, addressed by `path`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CgroupView {
+    /// Path below the cgroup v2 root.
+    pub path: String,
+    /// What the path says it is: `docker:ID`, `podman:ID`, `kubepods:POD`, `service:NAME`, or
+    /// the last component.
+    pub name: String,
+    /// Depth below the root (0 for `/`).
+    pub depth: u32,
+    /// Processes in it and below it in this snapshot.
+    pub tasks: u32,
+    /// CPU time since creation, ms.
+    pub cpu_time_ms: u64,
+    /// CPU over the interval, percent of one CPU (it and below).
+    pub cpu_percent: Option<f64>,
+    /// User part.
+    pub user_percent: Option<f64>,
+    /// Kernel part.
+    pub kernel_percent: Option<f64>,
+    /// Memory in use (`memory.current`), when the memory controller is on.
+    pub memory_bytes: Option<u64>,
+    /// Bytes read per second (`io.stat`), when the io controller is on.
+    pub read_bytes_per_s: Option<f64>,
+    /// Bytes written per second.
+    pub write_bytes_per_s: Option<f64>,
+    /// Its `*.pressure` files.
+    pub pressure: PressureView,
+}
+
+/// `system.exits`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExitsView {
+    /// Processes that ended during the interval (listed in `tasks` with `exited`).
+    pub processes: u32,
+    /// Times the kernel dropped exit reports because hood's receive buffer was full (each time
+    /// one or more ended tasks are missing).
+    pub overruns: u64,
+    /// Exit reports received but not kept (beyond the bound per interval).
+    pub dropped: u64,
+    /// Why ended processes are not shown, when they are not.
+    pub unavailable: Option<String>,
 }
 
 /// One PSI line (`some` or `full`) with the share of the interval stalled.
@@ -354,6 +406,13 @@ pub struct TaskView {
     pub ctx_switches: Option<CtxView>,
     /// Read/write syscalls, when readable.
     pub io: Option<IoView>,
+    /// The process ended during the interval (state `X`): its times are its totals at exit,
+    /// its percentages what it used of the interval, its memory 0.
+    #[serde(default)]
+    pub exited: bool,
+    /// cgroup v2 path, when read.
+    #[serde(default)]
+    pub cgroup: Option<String>,
 }
 
 /// One interrupt line or softirq type.

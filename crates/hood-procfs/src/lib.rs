@@ -15,6 +15,8 @@
 //! injectable so tests can point it at a fake /proc tree.
 #![forbid(unsafe_code)]
 
+pub mod cgroups;
+pub mod exits;
 pub mod irqtime;
 pub mod parse;
 mod reader;

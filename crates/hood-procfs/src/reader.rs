@@ -36,6 +36,8 @@ use hood_monitor::{IrqTimeRaw, ScanOptions, Snapshot, TaskRaw};
 use rustc_hash::{FxHashMap, FxHashSet};
 use rustix::fs::{AtFlags, Mode, OFlags, RawDir, SeekFrom};
 
+use crate::cgroups::CgroupReader;
+use crate::exits::ExitListener;
 use crate::parse;
 use crate::ProcError;
 
@@ -89,6 +91,13 @@ pub struct ProcReader {
     /// Snapshots taken.
     generation: u64,
     counts: ScanCounts,
+    /// With [`ProcReader::with_exit_accounting`]: the listener for tasks that end, or why
+    /// there is none.
+    exits: Option<Result<ExitListener, String>>,
+    /// Read pressure, disks and network interfaces into every snapshot.
+    system_io: bool,
+    /// The cgroup v2 hierarchy, once looked for (`None` inside: there is none).
+    cgroup_root: Option<Option<CgroupReader>>,
 }
 
 /// Whether [`ProcReader::snapshot`] re-reads processes that did not run since the previous
@@ -262,6 +271,9 @@ impl ProcReader {
             last_opts: None,
             generation: 0,
             counts: ScanCounts::default(),
+            exits: None,
+            system_io: false,
+            cgroup_root: None,
         }
     }
 
@@ -297,6 +309,29 @@ impl ProcReader {
     pub fn with_passwd(mut self, path: impl Into<PathBuf>) -> Self {
         self.passwd = path.into();
         self.users = None;
+        self
+    }
+
+    /// Also report, in each snapshot's `exits`, the tasks that ended since the previous one
+    /// (the kernel's exit accounting; root), or why they cannot be. The first snapshot holds
+    /// those that ended since this call.
+    pub fn with_exit_accounting(mut self) -> Self {
+        let cpus = fs::read_to_string("/sys/devices/system/cpu/possible")
+            .map_err(|e| {
+                format!(
+                    "processes that ended between refreshes are not shown: cannot read \
+                     /sys/devices/system/cpu/possible: {e} (is sysfs mounted?)"
+                )
+            })
+            .and_then(|c| ExitListener::start(&c));
+        self.exits = Some(cpus);
+        self
+    }
+
+    /// Also read pressure stall information, block devices and network interfaces into every
+    /// snapshot ([`ProcReader::read_system_io`]).
+    pub fn with_system_io(mut self) -> Self {
+        self.system_io = true;
         self
     }
 
@@ -364,6 +399,15 @@ impl ProcReader {
         self.root_fd()?;
         self.generation += 1;
         self.counts = ScanCounts::default();
+        // Before the scan: a task that ends during it is reported at the next snapshot, which
+        // then knows it was in this one.
+        let mut exits = self.exits.as_mut().map(|l| match l {
+            Ok(l) => l.drain(),
+            Err(why) => hood_monitor::ExitsRaw {
+                unavailable: Some(why.clone()),
+                ..Default::default()
+            },
+        });
         let mut s = Snapshot {
             taken_ns: self.epoch.elapsed().as_nanos() as u64,
             wall_time_s: SystemTime::now()
@@ -433,7 +477,40 @@ impl ProcReader {
                 self.fill_users(th);
             }
         }
+        if let Some(ex) = exits.as_mut() {
+            let users = self.users_table();
+            for e in &mut ex.tasks {
+                e.user = Some(
+                    users
+                        .get(&e.uid)
+                        .cloned()
+                        .unwrap_or_else(|| e.uid.to_string()),
+                );
+            }
+        }
+        s.exits = exits;
+        if self.system_io {
+            self.read_system_io(&mut s);
+        }
+        if opts.cgroup {
+            self.read_cgroups(&mut s);
+        }
         Ok(s)
+    }
+
+    /// The cgroups of the snapshot's processes and their ancestors into `s` (none when there
+    /// is no cgroup v2 hierarchy, or on a fake tree).
+    fn read_cgroups(&mut self, s: &mut Snapshot) {
+        let root = self.cgroup_root.get_or_insert_with(|| {
+            if self.root != Path::new("/proc") {
+                return None;
+            }
+            let mi = fs::read_to_string("/proc/self/mountinfo").ok()?;
+            CgroupReader::open(&crate::cgroups::cgroup2_mount(&mi)?)
+        });
+        if let Some(r) = root.as_mut() {
+            s.cgroups = Some(r.read_tree(s.tasks.iter().filter_map(|t| t.cgroup.as_deref())));
+        }
     }
 
     /// Attach an `--irq-time` state to a snapshot (convenience for callers).
@@ -657,6 +734,9 @@ impl ProcReader {
         t.ctx = None;
         t.io = None;
         t.cmdline = None;
+        if !opts.cgroup {
+            t.cgroup = None;
+        }
         if !(opts.status || opts.owner) {
             t.user = None;
         }
@@ -685,6 +765,22 @@ impl ProcReader {
                 t.io = parse::parse_io(&String::from_utf8_lossy(&self.buf[..n]));
             }
         }
+        if opts.cgroup {
+            let n = self.read_task_file("cgroup");
+            let text = n.map(|n| String::from_utf8_lossy(&self.buf[..n]));
+            match (
+                text.as_deref().and_then(crate::cgroups::parse_proc_cgroup),
+                t.cgroup.as_mut(),
+            ) {
+                (Some(p), Some(c)) if c == p => {}
+                (Some(p), Some(c)) => {
+                    c.clear();
+                    c.push_str(p);
+                }
+                (Some(p), None) => t.cgroup = Some(p.to_string()),
+                (None, _) => t.cgroup = None,
+            }
+        }
         if opts.cmdline {
             if let Some(n) = self.read_task_file("cmdline") {
                 t.cmdline = Some(parse::parse_cmdline(&self.buf[..n]));
@@ -693,12 +789,17 @@ impl ProcReader {
         Some(t)
     }
 
-    fn fill_users(&mut self, tasks: &mut [TaskRaw]) {
-        let users = self.users.get_or_insert_with(|| {
+    /// uid → user name, read once.
+    fn users_table(&mut self) -> &HashMap<u32, String> {
+        self.users.get_or_insert_with(|| {
             fs::read_to_string(&self.passwd)
                 .map(|t| parse::parse_passwd(&t).into_iter().collect())
                 .unwrap_or_default()
-        });
+        })
+    }
+
+    fn fill_users(&mut self, tasks: &mut [TaskRaw]) {
+        let users = self.users_table();
         let mut num = String::new();
         for t in tasks {
             let Some(uid) = t.uid else {

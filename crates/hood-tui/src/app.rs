@@ -31,6 +31,8 @@ pub struct App {
     pub quit: bool,
     /// Replaying a store (`hood top --replay`): what the status line says.
     pub replay: Option<ReplayState>,
+    /// The last column shows the full command line instead of the name (`c`).
+    pub command: bool,
 }
 
 /// The state of a replay.
@@ -59,6 +61,7 @@ impl App {
             scroll: 0,
             quit: false,
             replay: None,
+            command: false,
         }
     }
 
@@ -110,7 +113,10 @@ impl App {
 
     /// What the sampler should read now.
     pub fn needs(&self) -> ScanOptions {
-        scan_needs(self.cfg.mode, self.cfg.sort, self.cfg.irq_time)
+        ScanOptions {
+            cmdline: self.command,
+            ..scan_needs(self.cfg.mode, self.cfg.sort, self.cfg.irq_time)
+        }
     }
 
     /// Re-sort and re-filter the latest view.
@@ -155,7 +161,10 @@ impl App {
                     self.cfg.filter = self.editing.take().unwrap_or_default();
                     self.scroll = 0;
                 }
-                KeyCode::Esc => self.editing = None,
+                KeyCode::Esc => {
+                    self.editing = None;
+                    self.cfg.filter.clear();
+                }
                 KeyCode::Backspace => {
                     buf.pop();
                 }
@@ -171,6 +180,8 @@ impl App {
         }
         match k.code {
             KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => self.quit = true,
+            // Esc clears a filter first; with none it quits.
+            KeyCode::Esc if !self.cfg.filter.is_empty() => self.cfg.filter.clear(),
             KeyCode::Char('q') | KeyCode::Esc => self.quit = true,
             KeyCode::Char('t') => self.cfg.mode = Mode::Tasks,
             KeyCode::Char('i') => self.cfg.mode = Mode::Ipc,
@@ -195,6 +206,7 @@ impl App {
             KeyCode::Char('Y') => self.set_sort(SortKey::Syscalls),
             KeyCode::Char('B') => self.set_sort(SortKey::Bytes),
             KeyCode::Char('/') => self.editing = Some(self.cfg.filter.clone()),
+            KeyCode::Char('c') => self.command = !self.command,
             KeyCode::Char(' ') => self.paused = !self.paused,
             KeyCode::Char('?') | KeyCode::Char('h') => self.help = true,
             KeyCode::Down | KeyCode::Char('j') => self.scroll += 1,

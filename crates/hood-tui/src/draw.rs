@@ -1,7 +1,7 @@
 //! Drawing one screen from the app state.
 
 use hood_monitor::Mode;
-use hood_report::monitor::top::{body, header};
+use hood_report::monitor::top::{body_with, header};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -14,12 +14,17 @@ use crate::App;
 pub const HELP: &[&str] = &[
     "hood top keys",
     "",
-    "  t  tasks            i  IPC-like activity (context switches, syscalls, bytes)",
-    "  e  interrupts       H  threads (toggle)",
+    "  t  tasks    i  context switches and syscalls per task    e  interrupts",
+    "  H  threads (toggle)    c  full command line / name (toggle)",
     "  < >  sort by previous/next column    R  reverse order",
-    "  P %CPU  M memory  T time  N pid  U user  C name  S ctx/s  Y syscalls/s  B bytes/s",
-    "  /  filter by text (Enter apply, Esc cancel)",
-    "  space  pause     up/down/PgUp/PgDn  scroll     ?  help     q  quit",
+    "  P %CPU  M memory  T time  N pid  U user  C name",
+    "  S context switches/s  Y syscalls/s  B bytes/s",
+    "  /  filter by text (Enter apply; Esc clears the filter)",
+    "  space  pause     up/down/PgUp/PgDn  scroll     ?  help     q (Esc)  quit",
+    "  * after a column name (%CPU*): the table is sorted by it",
+    "  %CPU: percent of one CPU (200 = two busy CPUs)",
+    "  S column X: the process ended during the interval (its CPU until exit)",
+    "  narrow terminal: PR NI VIRT %SYS %USR ... go first; PID, %CPU, NAME stay",
     "  replay (--replay):  left/right or [ ]  one interval back/forward",
     "       { }  60 intervals    g  go to a time (10:42, 3h ago)    G  last",
     "",
@@ -29,7 +34,7 @@ pub const HELP: &[&str] = &[
 fn mode_name(m: Mode) -> &'static str {
     match m {
         Mode::Tasks => "tasks",
-        Mode::Ipc => "ipc",
+        Mode::Ipc => "activity",
         Mode::Exceptions => "interrupts",
         Mode::Threads => "threads",
     }
@@ -56,7 +61,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     .areas(area);
     f.render_widget(Paragraph::new(head), top);
 
-    let lines = body(v, app.cfg.mode, width, Some(app.cfg.sort));
+    let lines = body_with(v, app.cfg.mode, width, Some(app.cfg.sort), app.command);
     let room = mid.height as usize;
     let mut shown: Vec<Line> = Vec::with_capacity(room);
     if let Some((first, rest)) = lines.split_first() {

@@ -129,6 +129,33 @@ impl Column {
         }
     }
 
+    /// Which columns go first when a line is too narrow for all of them (higher first); 0:
+    /// never (the pid, %CPU and the last column, which says which process a row is).
+    fn drop_rank(self) -> u8 {
+        match self {
+            Column::Pri => 20,
+            Column::Nice => 19,
+            Column::Virt => 18,
+            Column::KernelCpu => 17,
+            Column::UserCpu => 16,
+            Column::UTime | Column::STime => 15,
+            Column::MemPct => 14,
+            Column::Threads => 13,
+            Column::Tgid => 12,
+            Column::Wchar => 11,
+            Column::Rchar => 10,
+            Column::Syscw => 9,
+            Column::Ivcsw => 8,
+            Column::User => 7,
+            Column::Time => 6,
+            Column::Syscr => 5,
+            Column::Vcsw => 4,
+            Column::Res => 3,
+            Column::State => 2,
+            Column::Pid | Column::Cpu | Column::Name | Column::Command => 0,
+        }
+    }
+
     fn left(self) -> bool {
         matches!(
             self,
@@ -240,14 +267,43 @@ fn clip_in_place(l: &mut String, width: usize) {
     }
 }
 
+/// Room the last column (the name or command line) keeps before other columns are dropped.
+const LAST_MIN: usize = 15;
+
+/// `cols` without the columns that leave the last one less than 15 characters of `width`,
+/// the least needed dropped first (PR, NI, VIRT, %SYS, %USR, ...; never the pid or %CPU), so
+/// every row still says which process it is.
+pub fn fit_columns(cols: &[Column], width: usize) -> Vec<Column> {
+    let mut cols = cols.to_vec();
+    let fixed = |cols: &[Column]| -> usize {
+        cols[..cols.len().saturating_sub(1)]
+            .iter()
+            .map(|c| c.width() + 1)
+            .sum()
+    };
+    while fixed(&cols) + LAST_MIN > width {
+        let last = cols.len().saturating_sub(1);
+        let Some(i) = (0..last)
+            .filter(|&i| cols[i].drop_rank() > 0)
+            .max_by_key(|&i| cols[i].drop_rank())
+        else {
+            break;
+        };
+        cols.remove(i);
+    }
+    cols
+}
+
 /// Render the header line and one line per task, each cut to `width` characters. The last
-/// column takes whatever room is left. `sorted` marks the sorted column's header with `*`.
+/// column takes whatever room is left; columns are dropped by priority ([`fit_columns`]) so
+/// it keeps at least 15 characters. `sorted` marks the sorted column's header with `*`.
 pub fn render_table(
     tasks: &[TaskView],
     cols: &[Column],
     width: usize,
     sorted: Option<SortKey>,
 ) -> Vec<String> {
+    let cols = &fit_columns(cols, width)[..];
     let mut out = Vec::with_capacity(tasks.len() + 1);
     let n = cols.len();
     let line_cap = cols.iter().map(|c| c.width() + 1).sum::<usize>() + 16;
@@ -278,4 +334,39 @@ pub fn render_table(
         out.push(l);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_80_columns_every_mode_keeps_the_name_and_drops_by_priority() {
+        for mode in [Mode::Tasks, Mode::Ipc, Mode::Threads] {
+            let all = columns_for(mode);
+            let fit = fit_columns(&all, 80);
+            assert_eq!(fit.last(), all.last(), "{mode:?}");
+            assert!(fit.contains(&Column::Pid) && fit.contains(&Column::Cpu));
+            let used: usize = fit[..fit.len() - 1].iter().map(|c| c.width() + 1).sum();
+            assert!(used + LAST_MIN <= 80, "{mode:?}: {fit:?}");
+            // Nothing is dropped that fits.
+            assert_eq!(fit_columns(&all, 400), all);
+        }
+        let t = TaskView {
+            pid: 4242,
+            name: "memfd:sealed-91".into(),
+            ..TaskView::default()
+        };
+        let lines = render_table(
+            std::slice::from_ref(&t),
+            &columns_for(Mode::Tasks),
+            80,
+            None,
+        );
+        assert!(lines[0].ends_with("NAME"), "{}", lines[0]);
+        assert!(lines[1].ends_with("memfd:sealed-91"), "{}", lines[1]);
+        assert!(!lines[0].contains("VIRT") && !lines[0].contains("PR "));
+        // A terminal too narrow for even the kept columns cuts the line, never panics.
+        let _ = render_table(&[t], &columns_for(Mode::Tasks), 5, None);
+    }
 }

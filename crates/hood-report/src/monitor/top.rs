@@ -3,8 +3,8 @@
 use hood_monitor::{Mode, SortKey, SystemView};
 
 use super::exceptions::render_exceptions;
-use super::fmt::{bytes, clip, clock, uptime};
-use super::table::{columns_for, render_table};
+use super::fmt::{bytes, clip, clock, rate_bytes, uptime};
+use super::table::{columns_for, render_table, Column};
 
 /// The `uptime`-style first line: `top - 12:00:00 up 1 day,  2:03, load average: ...`.
 pub fn uptime_line(v: &SystemView) -> String {
@@ -107,21 +107,98 @@ pub fn header(v: &SystemView, width: usize) -> Vec<String> {
         bytes(m.swap_used),
         bytes(m.swap_free)
     ));
+    out.extend(system_io_lines(v));
     out.into_iter().map(|l| clip(&l, width)).collect()
+}
+
+/// Pressure (the kernel's 10 s averages, percent of time stalled), then disk and network
+/// rates per device, when the snapshot read them (`hood top`, a store's intervals).
+pub fn system_io_lines(v: &SystemView) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(p) = &v.pressure {
+        let avg = |r: &Option<hood_monitor::view::PsiView>, full: bool| {
+            r.as_ref()
+                .and_then(|r| {
+                    if full {
+                        r.full.as_ref()
+                    } else {
+                        r.some.as_ref()
+                    }
+                })
+                .map_or_else(|| "-".to_string(), |l| format!("{:.1}", l.avg10))
+        };
+        out.push(format!(
+            "Pressure (% stalled, 10 s avg): some cpu {} mem {} io {} | full mem {} io {}",
+            avg(&p.cpu, false),
+            avg(&p.memory, false),
+            avg(&p.io, false),
+            avg(&p.memory, true),
+            avg(&p.io, true),
+        ));
+    }
+    if let Some(ds) = &v.disks {
+        // Whole devices only: a partition (vda1, nvme0n1p1) is in its device's numbers.
+        let whole = ds.iter().filter(|d| {
+            !ds.iter()
+                .any(|o| o.name != d.name && d.name.starts_with(o.name.as_str()))
+        });
+        let items: Vec<String> = whole
+            .map(|d| {
+                format!(
+                    "{} r {}/s w {}/s {}% busy",
+                    d.name,
+                    rate_bytes(d.read_bytes_per_s),
+                    rate_bytes(d.write_bytes_per_s),
+                    d.busy_percent.map_or("-".into(), |b| format!("{b:.0}"))
+                )
+            })
+            .collect();
+        out.push(format!("Disk: {}", items.join(", ")));
+    }
+    if let Some(ns) = &v.nets {
+        let items: Vec<String> = ns
+            .iter()
+            .filter(|n| n.name != "lo")
+            .map(|n| {
+                format!(
+                    "{} rx {}/s tx {}/s",
+                    n.name,
+                    rate_bytes(n.rx_bytes_per_s),
+                    rate_bytes(n.tx_bytes_per_s)
+                )
+            })
+            .collect();
+        out.push(format!("Net: {}", items.join(", ")));
+    }
+    out
 }
 
 /// The body of a mode: the task (or thread) table, or the exceptions tables. `v` is expected
 /// to be already sorted and filtered by the caller.
 pub fn body(v: &SystemView, mode: Mode, width: usize, sorted: Option<SortKey>) -> Vec<String> {
+    body_with(v, mode, width, sorted, false)
+}
+
+/// [`body`], with the full command line (`command`) instead of the name in the last column.
+pub fn body_with(
+    v: &SystemView,
+    mode: Mode,
+    width: usize,
+    sorted: Option<SortKey>,
+    command: bool,
+) -> Vec<String> {
+    let mut cols = columns_for(mode);
+    if command {
+        for c in &mut cols {
+            if *c == Column::Name {
+                *c = Column::Command;
+            }
+        }
+    }
     match mode {
         Mode::Exceptions => render_exceptions(v, width),
-        Mode::Threads => render_table(
-            v.threads.as_deref().unwrap_or(&[]),
-            &columns_for(mode),
-            width,
-            sorted,
-        ),
-        _ => render_table(&v.tasks, &columns_for(mode), width, sorted),
+        Mode::Threads => render_table(v.threads.as_deref().unwrap_or(&[]), &cols, width, sorted),
+        _ => render_table(&v.tasks, &cols, width, sorted),
     }
 }
 

@@ -140,3 +140,32 @@ mod tests {
         assert_eq!(percent("0"), Ok(0.0));
     }
 }
+
+/// `--sort KEY` of `hood top` and `hood ps`: any text (checked later, with `+`/`-` prefixes),
+/// but the sort keys are its possible values, so shell completion offers them rather than
+/// file names.
+#[derive(Clone, Debug)]
+pub struct SortKeys;
+
+impl clap::builder::TypedValueParser for SortKeys {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            hood_monitor::SortKey::ALL
+                .iter()
+                .map(|k| clap::builder::PossibleValue::new(k.name())),
+        ))
+    }
+}

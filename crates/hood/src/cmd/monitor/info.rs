@@ -39,7 +39,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let view = match &args.at {
         Some(at) => super::store::view_at("info", &args.store, at)?,
         None => sample(
-            &mut reader(&args.proc_root),
+            &mut reader(&args.proc_root).with_system_io(),
             &ScanOptions::all(),
             Duration::from_secs_f64(args.interval),
         )?,

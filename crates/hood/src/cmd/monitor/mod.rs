@@ -27,6 +27,15 @@ pub(crate) fn reader(root: &Option<PathBuf>) -> ProcReader {
     }
 }
 
+/// [`reader`] that also reports the processes that ended between two snapshots (`hood top`,
+/// its recorder); not for a fake tree, whose processes never end.
+pub(crate) fn reader_with_exits(root: &Option<PathBuf>) -> ProcReader {
+    match root {
+        Some(_) => reader(root),
+        None => reader(root).with_exit_accounting(),
+    }
+}
+
 /// Take a snapshot, and a second one `interval` later when non-zero, and derive the view.
 pub(crate) fn sample(
     r: &mut ProcReader,

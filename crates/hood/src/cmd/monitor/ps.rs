@@ -33,7 +33,7 @@ pub struct PsArgs {
     pub json: bool,
     /// Sort by KEY (pid, name, user, state, threads, pri, nice, virt, mem, cpu, ucpu, kcpu,
     /// time, ctx, syscalls, bytes); prefix `+` ascending, `-` descending.
-    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = crate::cmd::values::SortKeys)]
     pub sort: Option<String>,
     /// Only tasks whose pid, name, user or command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
@@ -76,6 +76,7 @@ impl PsArgs {
                 threads_of: if self.all { None } else { self.task },
                 cpu_mhz: self.cpus || self.json,
                 exceptions: self.json,
+                cgroup: self.json,
             },
             layout: PsLayout {
                 threads,

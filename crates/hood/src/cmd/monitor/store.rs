@@ -13,7 +13,7 @@ use hood_procfs::IdleSkip;
 use hood_report::monitor::dump::{csv_rows, OpenMetricsDump, CSV_HEADER};
 use hood_report::monitor::top::frame;
 
-use super::{emit, reader};
+use super::emit;
 use crate::cmd::clean;
 
 /// Where `hood ps --at` and `hood info --at` look without `--store`, and the documented
@@ -57,7 +57,8 @@ pub(crate) struct RecordConfig<'a> {
 /// `-n` intervals).
 pub(crate) fn record(c: RecordConfig<'_>) -> anyhow::Result<ExitCode> {
     let mut w = StoreWriter::create(c.dir, c.limits)?;
-    let mut r = reader(c.proc_root).with_idle_skip(IdleSkip::Every(super::top::REREAD_EVERY));
+    let mut r = super::reader_with_exits(c.proc_root)
+        .with_idle_skip(IdleSkip::Every(super::top::REREAD_EVERY));
     errln!(
         "hood top: recording every {} s into {} (keeping {}, at most {}); replay with \
          `hood top --replay {}`",

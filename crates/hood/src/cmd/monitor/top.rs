@@ -15,7 +15,7 @@ use hood_report::monitor::dump::{csv_rows, CSV_HEADER};
 use hood_report::monitor::top::frame;
 use hood_tui::{TuiConfig, TuiError};
 
-use super::{descending, emit, out_width, reader, sort_key, store};
+use super::{descending, emit, out_width, reader_with_exits, sort_key, store};
 
 /// Full-screen system monitor (batch mode when stdout is not a terminal).
 #[derive(Debug, Args)]
@@ -34,15 +34,21 @@ pub struct TopArgs {
     #[arg(long)]
     pub json: bool,
     /// Sort by KEY (see `hood ps --help`); prefix `+` ascending, `-` descending.
-    #[arg(long, value_name = "KEY", allow_hyphen_values = true)]
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = crate::cmd::values::SortKeys)]
     pub sort: Option<String>,
     /// Only tasks whose pid, name, user or command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
+    /// Only processes in the cgroup (v2) PATH or below it, as /proc/PID/cgroup names it
+    /// (e.g. /system.slice/cron.service); the JSON view's system.cgroups then holds that
+    /// tree's CPU, memory, I/O and pressure.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["replay", "record"])]
+    pub cgroup: Option<String>,
     /// Show threads instead of processes.
     #[arg(short = 'H', long)]
     pub threads: bool,
-    /// Start in mode: t (tasks), i (IPC-like activity), e (interrupts), H (threads).
+    /// Start in mode: t (tasks), i (context switches and syscalls per task), e (interrupts),
+    /// H (threads).
     #[arg(short, long, value_name = "MODE", default_value = "t")]
     pub mode: String,
     /// Batch mode: at most this many task lines per frame (default: all).
@@ -103,7 +109,8 @@ fn parse_mode(s: &str, threads: bool) -> anyhow::Result<Mode> {
         "e" | "exceptions" | "interrupts" => Mode::Exceptions,
         "H" | "threads" => Mode::Threads,
         _ => anyhow::bail!(
-            "unknown mode {s:?}; use t (tasks), i (ipc), e (exceptions) or H (threads)"
+            "unknown mode {s:?}; use t (tasks), i (context switches and syscalls), e \
+             (interrupts) or H (threads)"
         ),
     })
 }
@@ -163,7 +170,9 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             crate::cmd::clean(why)
         );
     }
-    let r = reader(&args.proc_root).with_idle_skip(IdleSkip::Every(REREAD_EVERY));
+    let r = reader_with_exits(&args.proc_root)
+        .with_system_io()
+        .with_idle_skip(IdleSkip::Every(REREAD_EVERY));
     if !batch {
         let cfg = TuiConfig {
             mode,
@@ -173,8 +182,14 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             delay,
             irq_time: args.irq_time,
         };
-        let sampler = Sampler::start(r, tracer, &scan_needs(mode, key, args.irq_time))?;
-        hood_tui::run_sampled(cfg, Views(sampler)).map_err(|e| match e {
+        let mut scan = scan_needs(mode, key, args.irq_time);
+        scan.cgroup = args.cgroup.is_some();
+        let sampler = Sampler::start(r, tracer, &scan)?;
+        let views = Views {
+            sampler,
+            cgroup: args.cgroup.clone(),
+        };
+        hood_tui::run_sampled(cfg, views).map_err(|e| match e {
             TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
             e => e.into(),
         })?;
@@ -185,7 +200,10 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             threads: mode == Mode::Threads,
             ..ScanOptions::all()
         },
-        false => scan_needs(mode, key, args.irq_time),
+        false => ScanOptions {
+            cgroup: args.cgroup.is_some(),
+            ..scan_needs(mode, key, args.irq_time)
+        },
     };
     let width = out_width();
     let mut sampler = Sampler::start(r, tracer, &scan).context("reading /proc")?;
@@ -193,6 +211,9 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     while args.iterations.is_none_or(|max| n < max) {
         std::thread::sleep(delay);
         let mut v = sampler.next(&scan).context("reading /proc")?;
+        if let Some(cg) = &args.cgroup {
+            keep_cgroup(&mut v, cg);
+        }
         arrange(&mut v, key, desc, args.filter.as_deref().unwrap_or(""));
         if args.json {
             emit(&(serde_json::to_string(&v)? + "\n"))?;
@@ -273,15 +294,42 @@ fn replay(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The UI's views, from hood-procfs's sampler.
-struct Views(Sampler);
+/// Only the processes (and cgroups) in the cgroup `path` or below it.
+fn keep_cgroup(v: &mut SystemView, path: &str) {
+    let path = path.trim_end_matches('/');
+    let under = |p: &str| {
+        path.is_empty() || p == path || p.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+    };
+    v.tasks.retain(|t| t.cgroup.as_deref().is_some_and(under));
+    if let Some(cgs) = v.cgroups.as_mut() {
+        cgs.retain(|c| under(&c.path));
+    }
+}
+
+/// The UI's views, from hood-procfs's sampler, with `--cgroup`'s processes only.
+struct Views {
+    sampler: Sampler,
+    cgroup: Option<String>,
+}
 
 impl hood_monitor::Source for Views {
     type Error = ProcError;
     fn next(&mut self, scan: &ScanOptions) -> Result<SystemView, ProcError> {
-        self.0.next(scan)
+        let scan = ScanOptions {
+            cgroup: self.cgroup.is_some(),
+            ..*scan
+        };
+        let mut v = self.sampler.next(&scan)?;
+        if let Some(cg) = &self.cgroup {
+            keep_cgroup(&mut v, cg);
+        }
+        Ok(v)
     }
     fn restart(&mut self, scan: &ScanOptions) -> Result<(), ProcError> {
-        self.0.restart(scan)
+        let scan = ScanOptions {
+            cgroup: self.cgroup.is_some(),
+            ..*scan
+        };
+        self.sampler.restart(&scan)
     }
 }

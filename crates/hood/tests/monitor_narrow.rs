@@ -1,0 +1,162 @@
+//! `hood top` in the default terminal, 80×24, driven in tmux (issue 27, item 6): every row
+//! shows which process it is, `Esc` clears a filter, `?` explains the markers, and the header
+//! shows pressure, disks and network.
+
+use std::process::Command;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const HOOD: &str = env!("CARGO_BIN_EXE_hood");
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Wait until the screen of session `s` contains `want` (polling; fails after 15 s).
+fn wait_for(s: &str, want: &str) -> String {
+    let t0 = Instant::now();
+    loop {
+        let sc = tmux(&["capture-pane", "-p", "-t", s]);
+        if sc.contains(want) {
+            return sc;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "never saw {want:?}:\n{sc}"
+        );
+        sleep(Duration::from_millis(100));
+    }
+}
+
+/// Kills its tmux session (and the hood in it) however the test ends.
+struct Session(String);
+impl Drop for Session {
+    fn drop(&mut self) {
+        tmux(&["kill-session", "-t", &self.0]);
+    }
+}
+
+/// The task rows on screen (lines after the table header that start with a pid).
+fn rows(sc: &str) -> Vec<&str> {
+    sc.lines()
+        .skip_while(|l| !l.trim_start().starts_with("PID"))
+        .skip(1)
+        .filter(|l| l.trim().chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .collect()
+}
+
+#[test]
+fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        println!("SKIPPED (tmux not installed: apt-get install -y tmux): at_80x24_...");
+        return;
+    }
+    let s = format!("hoodnarrow{}", std::process::id());
+    let _gone = Session(s.clone());
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &s,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        &format!("{HOOD} top -d 0.3; echo HOOD-EXITED; sleep 30"),
+    ]);
+    let sc = wait_for(&s, "top - ");
+    let head = sc
+        .lines()
+        .find(|l| l.trim_start().starts_with("PID"))
+        .unwrap_or_else(|| panic!("no table header:\n{sc}"));
+    assert!(head.trim_end().ends_with("NAME"), "{sc}");
+    assert!(head.contains("%CPU"), "{sc}");
+    // /proc/pressure exists on this kernel; disks and network always have a line.
+    if std::path::Path::new("/proc/pressure/cpu").exists() {
+        assert!(sc.contains("Pressure (% stalled"), "{sc}");
+    }
+    assert!(sc.contains("Disk:") && sc.contains("Net:"), "{sc}");
+
+    // Filtered (hood itself, and whatever else matches): every row's last column is the name
+    // of the process its pid says, whole.
+    tmux(&["send-keys", "-t", &s, "/", "h", "o", "o", "d", "Enter"]);
+    let sc = wait_for(&s, "filter hood");
+    let r = rows(&sc);
+    assert!(!r.is_empty(), "{sc}");
+    let mut checked = 0;
+    for l in &r {
+        assert!(l.chars().count() <= 80, "{l}");
+        let pid = l.split_whitespace().next().unwrap();
+        let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+            continue; // gone since
+        };
+        let comm = comm.trim_end_matches('\n');
+        // Names with control characters are shown escaped; plain ones as they are.
+        if comm.chars().all(|c| c.is_ascii_graphic()) {
+            assert!(l.ends_with(comm), "row of {pid} ({comm}):\n{sc}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "{sc}");
+    // Esc clears the filter (and does not quit)...
+    tmux(&["send-keys", "-t", &s, "Escape"]);
+    let sc = wait_for(&s, "filter -");
+    assert!(rows(&sc).len() > r.len() || sc.contains("hood"), "{sc}");
+    // ... also while typing one.
+    tmux(&["send-keys", "-t", &s, "/", "x", "y", "z", "Escape"]);
+    wait_for(&s, "filter -");
+
+    // `c` shows the full command line in the last column, and back.
+    tmux(&["send-keys", "-t", &s, "c"]);
+    wait_for(&s, "COMMAND");
+    // Once the next refresh has read the command lines: hood's own, found by it.
+    tmux(&["send-keys", "-t", &s, "/"]);
+    tmux(&["send-keys", "-t", &s, "-l", "top -d 0.3"]);
+    tmux(&["send-keys", "-t", &s, "Enter"]);
+    // hood's command line starts with its path (cut at the screen's edge: at 80 columns the
+    // last column keeps at least 15 characters); tmux's and the shell's hold the text too.
+    let start: String = HOOD.chars().take(15).collect();
+    let sc = wait_for(&s, &start);
+    assert!(sc.contains("tmux new-session"), "{sc}");
+    tmux(&["send-keys", "-t", &s, "Escape"]);
+    wait_for(&s, "filter -");
+    tmux(&["send-keys", "-t", &s, "c"]);
+    wait_for(&s, "NAME");
+
+    // The help explains the markers.
+    tmux(&["send-keys", "-t", &s, "?"]);
+    let sc = wait_for(&s, "any key closes");
+    assert!(
+        sc.contains("sorted by it") && sc.contains("ended during"),
+        "{sc}"
+    );
+    tmux(&["send-keys", "-t", &s, "x"]);
+    // Esc without a filter quits.
+    tmux(&["send-keys", "-t", &s, "Escape"]);
+    wait_for(&s, "HOOD-EXITED");
+}
+
+/// Bash completion of `hood top --sort` and `hood ps --sort` offers the sort keys, not file
+/// names.
+#[test]
+fn bash_completion_offers_the_sort_keys() {
+    let out = Command::new(HOOD)
+        .args(["--generate", "complete-bash"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let offers = text
+        .split("--sort)")
+        .skip(1)
+        .filter(|arm| {
+            let arm = arm.lines().nth(1).unwrap_or("");
+            ["pid", "cpu", "mem", "syscalls", "name"]
+                .iter()
+                .all(|k| arm.split(['"', ' ']).any(|w| w == *k))
+        })
+        .count();
+    // hood top and hood ps.
+    assert!(offers >= 2, "{text}");
+}
