@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::timeline::{PathItem, PathLine, Waker, WakerKind, UNKNOWN_CPU};
 use super::wake::WakerFunctions;
-use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, Trace, TraceHead};
+use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, ThreadKey, Trace, TraceHead};
 
 /// What to compute.
 #[derive(Debug, Clone, Default)]
@@ -450,7 +450,7 @@ impl Walk<'_> {
         let a = self.st.active.entry(o.func).or_insert(1);
         *a = a.saturating_sub(1);
         let outermost = *a == 0;
-        let acc = self.acc.entry((self.p.pid, o.func)).or_default();
+        let acc = self.acc.entry((self.st.proc as u32, o.func)).or_default();
         if outermost {
             acc.elapsed += elapsed;
         }
@@ -771,6 +771,57 @@ pub struct Ended {
     pub flushes: u64,
 }
 
+/// The processes of a trace by program image: a pid that exec'd has one segment, so one
+/// process, per image.
+struct Procs {
+    /// (pid, segment start) → index into the processes.
+    by_image: HashMap<(u32, u64), usize>,
+    /// Each pid's images: segment starts, sorted, with the index of each.
+    images: HashMap<u32, Vec<(u64, usize)>>,
+}
+
+impl Procs {
+    fn new(processes: &[ProcessTrace]) -> Procs {
+        let mut by_image = HashMap::new();
+        let mut images: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
+        for (i, p) in processes.iter().enumerate() {
+            by_image.insert((p.pid, p.start_mono_ns), i);
+            images.entry(p.pid).or_default().push((p.start_mono_ns, i));
+        }
+        for v in images.values_mut() {
+            v.sort_unstable();
+            v.dedup_by_key(|x| x.0);
+        }
+        Procs { by_image, images }
+    }
+
+    /// The process of a thread's events: its image's, or (files of payload version 1, whose
+    /// events name no image) the pid's last.
+    fn of(&self, key: ThreadKey) -> Option<usize> {
+        self.by_image
+            .get(&(key.pid, key.start_mono_ns))
+            .copied()
+            .or_else(|| {
+                let last = self.images.get(&key.pid)?.last()?;
+                (key.start_mono_ns == 0).then_some(last.1)
+            })
+    }
+
+    /// The start of the image that replaced `pid`'s image started at `start`, if one did.
+    fn next_image(&self, pid: u32, start: u64) -> Option<u64> {
+        let v = self.images.get(&pid)?;
+        v.get(v.partition_point(|x| x.0 <= start)).map(|x| x.0)
+    }
+
+    /// Whether the image of `pid` started at `start` is its first in the trace.
+    fn first_image(&self, pid: u32, start: u64) -> bool {
+        self.images
+            .get(&pid)
+            .and_then(|v| v.first())
+            .is_none_or(|x| x.0 >= start)
+    }
+}
+
 /// A sink that keeps nothing (summaries, tests).
 pub struct NoSink;
 impl Sink for NoSink {}
@@ -789,11 +840,12 @@ impl Sink for Probe {
 pub struct Analyzer<'h> {
     head: &'h TraceHead,
     opts: AnalysisOptions,
-    procs: HashMap<u32, usize>,
-    /// Switches and irqs per thread id (ns since the origin), sorted; handed to the thread
-    /// when its first event comes.
+    procs: Procs,
+    /// Switches and irqs per thread id (ns since the origin), sorted; each image's part is
+    /// handed to the thread when its first event comes.
     side: HashMap<u32, Vec<(u64, Side)>>,
-    threads: HashMap<(u32, u32), ThreadState>,
+    threads: HashMap<ThreadKey, ThreadState>,
+    /// Per (process index, function address).
     acc: FastMap<(u32, u64), Acc>,
     out: Analysis,
     end_max: u64,
@@ -803,17 +855,12 @@ pub struct Analyzer<'h> {
 impl<'h> Analyzer<'h> {
     /// Prepare for the trace whose head is `head` (from [`super::scan`]).
     pub fn new(head: &'h TraceHead, opts: &AnalysisOptions) -> Analyzer<'h> {
-        let procs: HashMap<u32, usize> = head
-            .processes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.pid, i))
-            .collect();
+        let procs = Procs::new(&head.processes);
         // The trace's start (all threads, also with --tid: times are since the trace began).
         let origin = head
             .threads
             .iter()
-            .filter_map(|t| Some(head.processes[*procs.get(&t.pid)?].ns(t.first_ticks?)))
+            .filter_map(|t| Some(head.processes[procs.of(t.key())?].ns(t.first_ticks?)))
             .min()
             .unwrap_or(0);
         let mut side: HashMap<u32, Vec<(u64, Side)>> = HashMap::new();
@@ -914,23 +961,43 @@ impl<'h> Analyzer<'h> {
 
     /// Second pass of a thread's long code-path trace: the results of the calls open at each
     /// flush, from the first pass.
-    pub fn paths_pass_two(&mut self, pid: u32, tid: u32, results: HashMap<u64, PathItem>) {
-        if let Some(t) = self.thread(pid, tid) {
+    pub fn paths_pass_two(&mut self, key: ThreadKey, results: HashMap<u64, PathItem>) {
+        if let Some(t) = self.thread(key) {
             t.results = results;
         }
     }
 
-    fn thread(&mut self, pid: u32, tid: u32) -> Option<&mut ThreadState> {
-        let proc = *self.procs.get(&pid)?;
+    fn thread(&mut self, key: ThreadKey) -> Option<&mut ThreadState> {
+        let ThreadKey { pid, tid, .. } = key;
+        let proc = self.procs.of(key)?;
         let p = &self.head.processes[proc];
         let origin = self.out.origin_mono_ns;
         let side = &mut self.side;
-        Some(self.threads.entry((pid, tid)).or_insert_with(|| {
+        let procs = &self.procs;
+        Some(self.threads.entry(key).or_insert_with(|| {
             let info = p.threads.iter().find(|t| t.tid == tid);
+            // An image replaced by exec ends where the next image of its pid began: its
+            // switches and irqs are those before, and its threads end there.
+            let next = procs
+                .next_image(p.pid, p.start_mono_ns)
+                .map(|s| s.saturating_sub(origin));
             let exit = info
                 .and_then(|i| i.exit_ticks)
-                .map(|e| p.ns(e).saturating_sub(origin));
-            let own = side.remove(&tid).unwrap_or_default();
+                .map(|e| p.ns(e).saturating_sub(origin))
+                .or(next);
+            let own = match side.get_mut(&tid) {
+                Some(v) => {
+                    let lo = v.partition_point(|s| s.0 < p.start_mono_ns.saturating_sub(origin));
+                    let lo = if procs.first_image(p.pid, p.start_mono_ns) {
+                        0
+                    } else {
+                        lo
+                    };
+                    let hi = next.map_or(v.len(), |n| v.partition_point(|s| s.0 < n));
+                    v.drain(lo..hi.max(lo)).collect()
+                }
+                None => Vec::new(),
+            };
             ThreadState {
                 proc,
                 stack: Vec::new(),
@@ -988,10 +1055,11 @@ impl<'h> Analyzer<'h> {
             return Ok(());
         }
         let origin = self.out.origin_mono_ns;
-        if self.thread(te.pid, te.tid).is_none() {
+        let key = te.key();
+        if self.thread(key).is_none() {
             return Ok(());
         }
-        let Some(st) = self.threads.get_mut(&(te.pid, te.tid)) else {
+        let Some(st) = self.threads.get_mut(&key) else {
             return Ok(());
         };
         let p = &self.head.processes[st.proc];
@@ -1032,8 +1100,8 @@ impl<'h> Analyzer<'h> {
     /// End one thread: its walk reaches its exit (or last event) and its totals are added.
     /// Returns its summary with the code-path lines not yet flushed, and the results of the
     /// calls that were open at a flush (for a second pass; see [`Sink::probe`]).
-    pub fn end(&mut self, pid: u32, tid: u32) -> Option<Ended> {
-        let mut st = self.threads.remove(&(pid, tid))?;
+    pub fn end(&mut self, key: ThreadKey) -> Option<Ended> {
+        let mut st = self.threads.remove(&key)?;
         let th = self.end_thread(&mut st);
         self.out.events += th.events;
         self.out.thread_ns += th.end_ns - th.start_ns;
@@ -1056,17 +1124,13 @@ impl<'h> Analyzer<'h> {
 
     /// End every thread and return the analysis (timeline records not yet taken included).
     pub fn finish(mut self) -> Analysis {
-        let mut keys: Vec<(u32, u32)> = self.threads.keys().copied().collect();
-        keys.sort_by_key(|k| (self.threads[k].th.start_ns, k.0, k.1));
+        let mut keys: Vec<ThreadKey> = self.threads.keys().copied().collect();
+        keys.sort_by_key(|k| (self.threads[k].th.start_ns, *k));
         for k in keys {
-            if let Some(Ended { summary: th, .. }) = self.end(k.0, k.1) {
-                // Lines still held (a caller that wants them uses `end` itself).
-                if let Some(t) = self
-                    .out
-                    .threads
-                    .iter_mut()
-                    .find(|t| (t.pid, t.tid) == (th.pid, th.tid))
-                {
+            if let Some(Ended { summary: th, .. }) = self.end(k) {
+                // Lines still held (a caller that wants them uses `end` itself); `end` has
+                // just pushed the thread's row.
+                if let Some(t) = self.out.threads.last_mut() {
                     t.lines = th.lines;
                 }
             }
@@ -1086,11 +1150,12 @@ impl<'h> Analyzer<'h> {
         };
         // Per function name: the same name in several processes is one row.
         let mut by_name: HashMap<String, Acc> = HashMap::new();
-        let procs = &self.procs;
-        for ((pid, func), a) in self.acc {
-            let name = procs
-                .get(&pid)
-                .map(|&i| self.head.processes[i].name(func))
+        for ((proc, func), a) in self.acc {
+            let name = self
+                .head
+                .processes
+                .get(proc as usize)
+                .map(|p| p.name(func))
                 .unwrap_or_else(|| format!("{func:#x}"));
             let e = by_name.entry(name).or_default();
             e.merge(&a);
@@ -1234,7 +1299,7 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
                 pid: te.pid,
                 tid: te.tid,
                 first_ticks: te.events.first().map(|e| e.ticks()),
-                start_mono_ns: 0,
+                start_mono_ns: te.start_mono_ns,
             })
             .collect(),
         switches: trace.switches.clone(),

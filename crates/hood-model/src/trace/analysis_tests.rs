@@ -79,6 +79,7 @@ fn trace(events: Vec<RawEvent>, irqs: Vec<Irq>, switches: Vec<Switch>) -> Trace 
         events: vec![ThreadEvents {
             pid: 7,
             tid: 8,
+            start_mono_ns: 0,
             events,
         }],
         switches,
@@ -270,6 +271,7 @@ fn wakeups_split_waits_and_name_the_waker_and_its_function() {
     let waker_events = ThreadEvents {
         pid: 7,
         tid: 9,
+        start_mono_ns: 0,
         events: vec![ev(0x30, 30, false), ev(0x30, 45, true)],
     };
     let head = TraceHead {

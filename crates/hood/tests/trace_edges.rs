@@ -1,0 +1,155 @@
+//! `hood trace` at the edges of a run (issue 25): exec, calls that never return, irqs outside
+//! the traced spans, a window inside one call. Real C programs built with gcc
+//! -finstrument-functions, recorded with `hood trace record`, and the reports checked against
+//! what the programs do by construction.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+mod common;
+
+fn hood() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hood"))
+}
+
+/// Record `cmd` into `dir/t.data` (segments under `dir`); the recorder must succeed.
+fn record(dir: &Path, cmd: &[&str]) -> (PathBuf, String) {
+    let data = dir.join("t.data");
+    let out = hood()
+        .args(["trace", "record", "-o"])
+        .arg(&data)
+        .arg("--")
+        .args(cmd)
+        .env(
+            "HOOD_RT_LIB",
+            common::runtime_release_dir().join("libhood_rt.so"),
+        )
+        .env("HOOD_SHM_DIR", dir)
+        .stdout(Stdio::null())
+        .output()
+        .expect("hood trace record");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "hood trace record failed: {stderr}");
+    (data, stderr)
+}
+
+fn report_text(data: &Path, extra: &[&str]) -> String {
+    let out = common::run(hood().args(["trace", "report"]).args(extra).arg(data));
+    assert!(
+        out.status.success(),
+        "report failed:\n{}",
+        common::text(&out)
+    );
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+fn report_json(data: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["--format", "json"];
+    args.extend_from_slice(extra);
+    let v: Value = serde_json::from_str(&report_text(data, &args)).expect("json");
+    v
+}
+
+fn func<'a>(a: &'a Value, name: &str) -> Option<&'a Value> {
+    a["analysis"]["functions"]
+        .as_array()?
+        .iter()
+        .find(|f| f["name"] == name)
+}
+
+fn calls(a: &Value, name: &str) -> u64 {
+    func(a, name).map_or(0, |f| f["calls"].as_u64().unwrap())
+}
+
+/// The code-path text of each thread section: (heading, lines).
+fn sections(paths: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for l in paths.lines() {
+        if l.starts_with("====") {
+            out.push((l.to_string(), Vec::new()));
+        } else if let Some(s) = out.last_mut() {
+            s.1.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// Depth of a call line (`0:000 123 -> f ...`: four spaces a level), if it is one.
+fn call_depth(line: &str, func: &str) -> Option<usize> {
+    let rest = line.get(10..)?;
+    let arrow = rest.find(&format!("-> {func} "))?;
+    rest[..arrow].chars().all(|c| c == ' ').then_some(arrow / 4)
+}
+
+/// Issue 25: a program that execs another instrumented program. Each image is named from its
+/// own symbols (both are PIE, loaded at different addresses), the new image's main starts a
+/// new root instead of nesting inside the old main (which never returned), and each image's
+/// thread is labelled with its own executable.
+#[test]
+fn exec_names_and_nests_each_image_on_its_own() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = common::instrumented("trace_exec", dir.path(), &[], &[]);
+    let target = dir.path().join("exec_target");
+    std::fs::copy(&prog, &target).expect("copy");
+    let (data, _) = record(
+        dir.path(),
+        &[prog.to_str().unwrap(), target.to_str().unwrap()],
+    );
+
+    let a = report_json(&data, &[]);
+    assert_eq!(calls(&a, "before_exec"), 3, "{a}");
+    assert_eq!(calls(&a, "after_exec"), 5, "{a}");
+    assert_eq!(
+        calls(&a, "main"),
+        1,
+        "the new main returned, the old one never did"
+    );
+    let unnamed: Vec<&Value> = a["analysis"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"].as_str().unwrap().starts_with("0x"))
+        .collect();
+    assert!(unnamed.is_empty(), "unnamed functions: {unnamed:?}");
+    let threads = a["analysis"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 2, "one thread per image: {threads:?}");
+    assert_eq!(threads[0]["pid"], threads[1]["pid"]);
+    assert_eq!(threads[0]["tid"], threads[1]["tid"]);
+    assert!(
+        threads[0]["exe"].as_str().unwrap().ends_with("/trace_exec"),
+        "{threads:?}"
+    );
+    assert!(
+        threads[1]["exe"]
+            .as_str()
+            .unwrap()
+            .ends_with("/exec_target"),
+        "{threads:?}"
+    );
+    assert!(threads[0]["end_ns"].as_u64() <= threads[1]["start_ns"].as_u64());
+    for th in threads {
+        assert_eq!(th["unmatched_exits"], 0, "{th}");
+        assert_eq!(th["mismatched"], 0, "{th}");
+    }
+
+    let paths = report_text(&data, &["--paths"]);
+    let s = sections(&paths);
+    assert_eq!(s.len(), 2, "{paths}");
+    assert!(s[0].0.contains("/trace_exec)"), "{paths}");
+    assert!(s[1].0.contains("/exec_target)"), "{paths}");
+    let depths = |lines: &[String], f: &str| -> Vec<usize> {
+        lines.iter().filter_map(|l| call_depth(l, f)).collect()
+    };
+    assert_eq!(depths(&s[0].1, "main"), vec![0], "{paths}");
+    assert_eq!(depths(&s[0].1, "before_exec"), vec![1; 3], "{paths}");
+    assert!(depths(&s[0].1, "after_exec").is_empty(), "{paths}");
+    assert!(
+        s[0].1.iter().any(|l| l.contains("running at end")),
+        "the old main never returned: {paths}"
+    );
+    assert_eq!(depths(&s[1].1, "main"), vec![0], "a new root: {paths}");
+    assert_eq!(depths(&s[1].1, "after_exec"), vec![1; 5], "{paths}");
+    assert!(depths(&s[1].1, "before_exec").is_empty(), "{paths}");
+}
