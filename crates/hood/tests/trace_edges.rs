@@ -106,6 +106,28 @@ fn exec_names_and_nests_each_image_on_its_own() {
         1,
         "the new main returned, the old one never did"
     );
+    // The old main, running at the end, is in main's net time but not a call: the mean per
+    // call is the new main's one call, so max = avg = min.
+    let main = func(&a, "main").unwrap();
+    let running = main["running_net_ns"].as_u64().unwrap();
+    assert!(running > 0, "{main}");
+    assert_eq!(
+        main["net_ns"].as_u64().unwrap() - running,
+        main["max_ns"].as_u64().unwrap(),
+        "{main}"
+    );
+    let summary = report_text(&data, &[]);
+    let row = summary
+        .lines()
+        .find(|l| l.ends_with("  main"))
+        .unwrap_or_else(|| panic!("{summary}"));
+    let mam = row
+        .split('(')
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .unwrap();
+    let v: Vec<&str> = mam.split('/').collect();
+    assert!(v.len() == 3 && v[0] == v[1] && v[1] == v[2], "{row}");
     let unnamed: Vec<&Value> = a["analysis"]["functions"]
         .as_array()
         .unwrap()

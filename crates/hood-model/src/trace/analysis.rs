@@ -39,8 +39,11 @@ pub struct FunctionRow {
     pub name: String,
     /// Elapsed ns (outermost activations).
     pub elapsed_ns: u64,
-    /// Net ns.
+    /// Net ns (of the calls still running at the end too).
     pub net_ns: u64,
+    /// Of `net_ns`, that of the calls still running at the end: timed to it, not counted in
+    /// `calls`, nor in the maximum, mean and minimum per call.
+    pub running_net_ns: u64,
     /// Completed calls, those left by longjmp or an exception (see `repaired`) included.
     pub calls: u64,
     /// Of `calls`, those whose exit hook never ran (left by longjmp or an exception): closed
@@ -65,9 +68,12 @@ pub struct FunctionRow {
 }
 
 impl FunctionRow {
-    /// Mean net ns per call.
+    /// Mean net ns per completed call (calls still running at the end are not calls yet).
     pub fn avg_ns(&self) -> u64 {
-        self.net_ns.checked_div(self.calls).unwrap_or(0)
+        self.net_ns
+            .saturating_sub(self.running_net_ns)
+            .checked_div(self.calls)
+            .unwrap_or(0)
     }
 }
 
@@ -236,6 +242,8 @@ pub struct TraceFilter {
 struct Acc {
     elapsed: u64,
     net: u64,
+    /// Of `net`, that of calls still running at the end.
+    running: u64,
     calls: u64,
     repaired: u64,
     max: u64,
@@ -465,6 +473,9 @@ impl Walk<'_> {
             };
         }
         acc.net += net;
+        if !finished {
+            acc.running += net;
+        }
         acc.off += o.off;
         acc.irq += o.irq;
         acc.irqs += o.irqs;
@@ -1168,6 +1179,7 @@ impl<'h> Analyzer<'h> {
                 name,
                 elapsed_ns: a.elapsed,
                 net_ns: a.net,
+                running_net_ns: a.running,
                 calls: a.calls,
                 repaired: a.repaired,
                 max_ns: a.max,
@@ -1278,6 +1290,7 @@ impl Acc {
         };
         self.elapsed += a.elapsed;
         self.net += a.net;
+        self.running += a.running;
         self.calls += a.calls;
         self.repaired += a.repaired;
         self.max = self.max.max(a.max);

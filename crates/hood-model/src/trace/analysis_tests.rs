@@ -350,3 +350,59 @@ fn wakeups_split_waits_and_name_the_waker_and_its_function() {
     assert_eq!((a.blocked_ns, a.runnable_ns), (60, 50));
     assert_eq!(a.blocked_ns + a.runnable_ns, a.off_cpu_ns);
 }
+
+/// Issue 25: a call still running at the end (a `main` that never returned) is timed into the
+/// function's net time but is not a call: the mean per call is over the completed calls, so it
+/// never exceeds the maximum.
+#[test]
+fn a_call_running_at_the_end_is_not_in_the_mean_per_call() {
+    // a: one call of 1000 ns net (it calls b), then one that never returns (9000 ns to the
+    // end); b: one call of 2000 ns.
+    let t = trace(
+        vec![
+            ev(A, 0, false),
+            ev(B, 500, false),
+            ev(B, 2500, true),
+            ev(A, 3000, true),
+            ev(A, 4000, false),
+            ev(A, 4000, false),
+            ev(A, 13_000, true),
+        ],
+        Vec::new(),
+        Vec::new(),
+    );
+    let a = analyze(&t, &AnalysisOptions::default());
+    let ra = row(&a, "a");
+    // Completed: 1000 (first) + 9000 (the inner call of the second); running: the outer
+    // second call, 0 ns net (its callee took all of its 9000 ns).
+    assert_eq!((ra.calls, ra.max_ns, ra.min_ns), (2, 9000, 1000));
+    assert_eq!(
+        (ra.net_ns, ra.running_net_ns, ra.avg_ns()),
+        (10_000, 0, 5000)
+    );
+
+    // Now the second call of a runs alone to the end: 9000 ns net, not a call.
+    let t = trace(
+        vec![
+            ev(A, 0, false),
+            ev(B, 500, false),
+            ev(B, 2500, true),
+            ev(A, 3000, true),
+            ev(A, 4000, false),
+            ev(B, 13_000, false),
+            ev(B, 13_000, true),
+        ],
+        Vec::new(),
+        Vec::new(),
+    );
+    let a = analyze(&t, &AnalysisOptions::default());
+    let ra = row(&a, "a");
+    assert_eq!((ra.calls, ra.max_ns, ra.min_ns), (1, 1000, 1000));
+    assert_eq!((ra.net_ns, ra.running_net_ns), (10_000, 9000));
+    assert_eq!(
+        ra.avg_ns(),
+        1000,
+        "mean of the completed call, not 10000 / 1"
+    );
+    assert!(ra.avg_ns() <= ra.max_ns);
+}

@@ -195,7 +195,11 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             us(f.elapsed_ns),
             us(f.net_ns),
             f.calls,
-            format!("({}/{}/{})", us(f.max_ns), us(f.avg_ns()), us(f.min_ns)),
+            if f.calls == 0 {
+                "(-/-/-)".to_string()
+            } else {
+                format!("({}/{}/{})", us(f.max_ns), us(f.avg_ns()), us(f.min_ns))
+            },
             f.pct_real,
             f.pct_net,
             safe::text(&f.name)
@@ -208,7 +212,7 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
     )?;
     writeln!(
         out,
-        "% real = net / traced thread time, % net = net / on-CPU time (run time); calls still running at the end are timed to it but not counted."
+        "% real = net / traced thread time, % net = net / on-CPU time (run time); calls still running at the end are timed to it (in net) but not counted (nor in max/avg/min)."
     )?;
     Ok(())
 }
