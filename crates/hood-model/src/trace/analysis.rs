@@ -180,10 +180,16 @@ pub struct Analysis {
     pub off_cpu_ns: u64,
     /// Of which in hard irqs and softirqs that interrupted the traced threads.
     pub irq_ns: u64,
-    /// Hard irq entries in the traced threads' context.
+    /// Hard irq entries in the traced threads' context, inside their traced spans.
     pub hard_irqs: u64,
-    /// Softirq entries in the traced threads' context.
+    /// Softirq entries in the traced threads' context, inside their traced spans.
     pub softirqs: u64,
+    /// Hard irq entries in the file (of the chosen thread, with `--tid`) outside every
+    /// traced span: before a thread's first event, after its end, or in a thread with no
+    /// events. The recorder counts them; the times leave them out.
+    pub hard_irqs_outside: u64,
+    /// Softirq entries likewise.
+    pub softirqs_outside: u64,
     /// Irq entries/exits were recorded.
     pub irq: bool,
     /// Irq records lost by the kernel.
@@ -867,6 +873,13 @@ impl<'h> Analyzer<'h> {
     /// Prepare for the trace whose head is `head` (from [`super::scan`]).
     pub fn new(head: &'h TraceHead, opts: &AnalysisOptions) -> Analyzer<'h> {
         let procs = Procs::new(&head.processes);
+        let entries = |soft: bool| {
+            head.irqs
+                .iter()
+                .filter(|i| i.kind.is_entry() && i.kind.is_soft() == soft)
+                .filter(|i| opts.tid.is_none_or(|x| x == i.tid))
+                .count() as u64
+        };
         // The trace's start (all threads, also with --tid: times are since the trace began).
         let origin = head
             .threads
@@ -930,6 +943,9 @@ impl<'h> Analyzer<'h> {
                 irq_ns: 0,
                 hard_irqs: 0,
                 softirqs: 0,
+                // All the file's entries until `finish` takes those walked out.
+                hard_irqs_outside: entries(false),
+                softirqs_outside: entries(true),
                 irq: head.meta.as_ref().is_some_and(|m| m.irq.is_some()),
                 lost_irqs: head.lost_irqs,
                 functions: Vec::new(),
@@ -1152,6 +1168,8 @@ impl<'h> Analyzer<'h> {
         out.off_cpu_ns = out.off_cpu_ns.min(out.thread_ns);
         out.irq_ns = out.irq_ns.min(out.thread_ns - out.off_cpu_ns);
         out.run_ns = out.thread_ns - out.off_cpu_ns - out.irq_ns;
+        out.hard_irqs_outside = out.hard_irqs_outside.saturating_sub(out.hard_irqs);
+        out.softirqs_outside = out.softirqs_outside.saturating_sub(out.softirqs);
         let pct = |n: u64, d: u64| {
             if d == 0 {
                 0.0

@@ -406,3 +406,40 @@ fn a_call_running_at_the_end_is_not_in_the_mean_per_call() {
     );
     assert!(ra.avg_ns() <= ra.max_ns);
 }
+
+/// Issue 25: the recorder counts every irq entry in the traced threads' context; the analysis
+/// times those inside the threads' traced spans and counts the rest apart, so the two add up
+/// to the recorder's count.
+#[test]
+fn irqs_outside_the_traced_span_are_counted_apart() {
+    use IrqKind::*;
+    let t = trace(
+        vec![ev(A, 1000, false), ev(A, 5000, true)],
+        vec![
+            // Before the first event: a softirq and a hard irq.
+            irq(100, SoftEntry, 3, "NET_RX"),
+            irq(200, SoftExit, 3, "NET_RX"),
+            irq(300, HardEntry, 11, "virtio0"),
+            irq(400, HardExit, 11, ""),
+            // Inside: one softirq of 1000 ns.
+            irq(2000, SoftEntry, 1, "TIMER"),
+            irq(3000, SoftExit, 1, "TIMER"),
+            // After the last event: a softirq.
+            irq(6000, SoftEntry, 1, "TIMER"),
+            irq(6100, SoftExit, 1, "TIMER"),
+        ],
+        Vec::new(),
+    );
+    let a = analyze(&t, &AnalysisOptions::default());
+    assert_eq!((a.hard_irqs, a.softirqs, a.irq_ns), (0, 1, 1000));
+    assert_eq!((a.hard_irqs_outside, a.softirqs_outside), (1, 2));
+    // Another thread's irqs are not this one's with --tid.
+    let a = analyze(
+        &t,
+        &AnalysisOptions {
+            tid: Some(99),
+            ..Default::default()
+        },
+    );
+    assert_eq!((a.hard_irqs_outside, a.softirqs_outside), (0, 0));
+}

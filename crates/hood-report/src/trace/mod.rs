@@ -145,14 +145,29 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
     if a.irq {
         writeln!(
             out,
-            "irq/softirq time     = {} ({:6.2}%)  {} hard irq{}, {} softirq{} in the traced threads' context",
+            "irq/softirq time     = {} ({:6.2}%)  {} hard irq{}, {} softirq{} in the traced threads' context{}",
             sec_us(a.irq_ns),
             pct(a.irq_ns, a.thread_ns),
             a.hard_irqs,
             if a.hard_irqs == 1 { "" } else { "s" },
             a.softirqs,
             if a.softirqs == 1 { "" } else { "s" },
+            if a.hard_irqs_outside + a.softirqs_outside > 0 {
+                " during their traced spans"
+            } else {
+                ""
+            }
         )?;
+        if a.hard_irqs_outside + a.softirqs_outside > 0 {
+            writeln!(
+                out,
+                "  and {} hard irq{}, {} softirq{} outside them (before a thread's first traced event or after its end): recorded and counted by `record`, not in these times",
+                a.hard_irqs_outside,
+                if a.hard_irqs_outside == 1 { "" } else { "s" },
+                a.softirqs_outside,
+                if a.softirqs_outside == 1 { "" } else { "s" },
+            )?;
+        }
     } else if a.sched {
         writeln!(
             out,
