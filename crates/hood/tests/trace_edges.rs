@@ -224,3 +224,39 @@ fn irqs_outside_the_traced_spans_add_up_to_the_recorders_count() {
         "{text}"
     );
 }
+
+/// Issue 25: `--paths --from/--to` with a window inside one long call printed only the
+/// thread's heading. trace_known's outer() burns 8 ms of CPU before it calls inner(), so from
+/// 2 ms to 3 ms after the start the thread is inside main and outer and nothing else (CPU time
+/// never runs ahead of wall time): those two calls are shown, marked, with their results.
+#[test]
+fn a_window_inside_one_call_shows_the_calls_it_is_inside() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prog = common::instrumented("trace_known", dir.path(), &[], &[]);
+    let (data, _) = record(dir.path(), &[prog.to_str().unwrap(), "1"]);
+    let paths = report_text(&data, &["--paths", "--from", "2ms", "--to", "3ms"]);
+    let s = sections(&paths);
+    assert_eq!(s.len(), 1, "{paths}");
+    let calls: Vec<&String> = s[0].1.iter().filter(|l| l.contains("-> ")).collect();
+    assert_eq!(calls.len(), 2, "{paths}");
+    assert_eq!(call_depth(calls[0], "main"), Some(0), "{paths}");
+    assert_eq!(call_depth(calls[1], "outer"), Some(1), "{paths}");
+    assert!(
+        calls
+            .iter()
+            .all(|l| l.ends_with(" total, entered before the window)")),
+        "{paths}"
+    );
+    // The JSON lines say the same.
+    let j = report_json(&data, &["--paths", "--from", "2ms", "--to", "3ms"]);
+    let lines = j["analysis"]["threads"][0]["lines"].as_array().unwrap();
+    let calls: Vec<(&str, bool)> = lines
+        .iter()
+        .filter(|l| l["type"] == "call")
+        .map(|l| (l["name"].as_str().unwrap(), l["before_window"] == true))
+        .collect();
+    assert_eq!(calls, vec![("main", true), ("outer", true)], "{j}");
+    // outer's result is its whole call: 12 ms of CPU and a 15 ms sleep.
+    let outer = lines.iter().find(|l| l["name"] == "outer").unwrap();
+    assert!(outer["total_ns"].as_u64().unwrap() > 27_000_000, "{outer}");
+}

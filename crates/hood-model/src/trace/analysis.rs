@@ -342,6 +342,8 @@ struct ThreadState {
     /// Time of the last event walked.
     last: u64,
     started: bool,
+    /// The calls open at the start of the `--from` window have their lines (or need none).
+    window_context: bool,
     /// Code-path lines: number of lines flushed before `th.lines[0]`.
     line_base: u64,
     /// Flushes so far.
@@ -417,6 +419,46 @@ impl Walk<'_> {
         self.opts.paths
             && self.opts.from_ns.is_none_or(|f| t >= f)
             && self.opts.to_ns.is_none_or(|e| t <= e)
+    }
+
+    /// At the first step at or after the `--from` window's start: the calls then open (all
+    /// entered before it) get their lines, at their entry times, so the window's lines show
+    /// inside what they ran in, even a window with no event of its own.
+    fn window_context(&mut self, t: u64) {
+        if self.st.window_context {
+            return;
+        }
+        let Some(from) = self.opts.from_ns.filter(|_| self.opts.paths) else {
+            self.st.window_context = true;
+            return;
+        };
+        if t < from {
+            return;
+        }
+        self.st.window_context = true;
+        if self.opts.to_ns.is_some_and(|e| from > e) {
+            return;
+        }
+        for depth in 0..self.st.stack.len() {
+            if self.st.stack[depth].line.is_some() {
+                continue;
+            }
+            let o = &self.st.stack[depth];
+            let (entry, name) = (o.entry, self.p.name(o.func));
+            self.st.th.lines.push(PathLine {
+                t_ns: entry,
+                item: PathItem::Call {
+                    depth,
+                    name,
+                    net_ns: 0,
+                    total_ns: None,
+                    unfinished: true,
+                    repaired: false,
+                    before_window: true,
+                },
+            });
+            self.st.stack[depth].line = Some(self.line_base + self.th.lines.len() as u64 - 1);
+        }
     }
 
     fn line(&mut self, t: u64, item: PathItem) -> Option<u64> {
@@ -497,6 +539,7 @@ impl Walk<'_> {
                 total_ns: o.has_child.then_some(elapsed),
                 unfinished: !finished,
                 repaired: end == End::Repaired,
+                before_window: o.entry < self.opts.from_ns.unwrap_or(0),
             };
             let base = self.line_base;
             if i >= base {
@@ -596,6 +639,7 @@ impl Walk<'_> {
     }
 
     fn step(&mut self, t: u64, ev: Ev) {
+        self.window_context(t);
         if matches!(ev, Ev::Raw(..)) && self.off_since.is_some() {
             // The thread ran while its switch-in record says it was still off-CPU: the two
             // clocks disagree by a little (or the record comes late). It was on the CPU by now:
@@ -625,6 +669,7 @@ impl Walk<'_> {
                         total_ns: None,
                         unfinished: true,
                         repaired: false,
+                        before_window: false,
                     },
                 );
                 *self.active.entry(f).or_insert(0) += 1;
@@ -1066,6 +1111,7 @@ impl<'h> Analyzer<'h> {
                 exit,
                 last: 0,
                 started: false,
+                window_context: false,
                 line_base: 0,
                 flushes: 0,
                 needed: Default::default(),
@@ -1234,6 +1280,7 @@ impl<'h> Analyzer<'h> {
             w.st.th.off_cpu_ns += end.saturating_sub(o);
         }
         w.drop_open_irqs();
+        w.window_context(end);
         while !w.stack.is_empty() {
             w.st.th.unfinished += 1;
             w.pop(end, End::Running);

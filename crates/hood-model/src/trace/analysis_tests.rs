@@ -21,7 +21,12 @@ fn process() -> ProcessTrace {
         capacity: 64,
         full: "stop".into(),
         threads: Vec::new(),
-        symbols: [(A, "a".to_string()), (B, "b".to_string())].into(),
+        symbols: [
+            (A, "a".to_string()),
+            (B, "b".to_string()),
+            (0x40, "c".to_string()),
+        ]
+        .into(),
         tags: Default::default(),
         funcs: Vec::new(),
         notes: Vec::new(),
@@ -442,4 +447,72 @@ fn irqs_outside_the_traced_span_are_counted_apart() {
         },
     );
     assert_eq!((a.hard_irqs_outside, a.softirqs_outside), (0, 0));
+}
+
+/// Issue 25: a `--from/--to` window inside one long call showed no line at all. The calls
+/// open at the window's start now come first, at their entry times and marked as entered
+/// before the window, with their results; then the window's own lines, nested inside them.
+#[test]
+fn a_window_inside_one_call_shows_the_calls_it_is_inside() {
+    const C: u64 = 0x40;
+    // a: 0..10000, calls b: 1000..9000, which calls c: 6000..6500.
+    let t = trace(
+        vec![
+            ev(A, 0, false),
+            ev(B, 1000, false),
+            ev(C, 6000, false),
+            ev(C, 6500, true),
+            ev(B, 9000, true),
+            ev(A, 10_000, true),
+        ],
+        Vec::new(),
+        Vec::new(),
+    );
+    let lines = |from: Option<u64>, to: Option<u64>| -> Vec<(u64, usize, String, bool, u64)> {
+        let a = analyze(
+            &t,
+            &AnalysisOptions {
+                paths: true,
+                from_ns: from,
+                to_ns: to,
+                ..Default::default()
+            },
+        );
+        a.threads[0]
+            .lines
+            .iter()
+            .filter_map(|l| match &l.item {
+                PathItem::Call {
+                    depth,
+                    name,
+                    before_window,
+                    net_ns,
+                    ..
+                } => Some((l.t_ns, *depth, name.clone(), *before_window, *net_ns)),
+                _ => None,
+            })
+            .collect()
+    };
+    // Inside b, no event of its own: a and b, with their results.
+    assert_eq!(
+        lines(Some(3000), Some(5000)),
+        vec![
+            (0, 0, "a".to_string(), true, 2000),
+            (1000, 1, "b".to_string(), true, 7500),
+        ]
+    );
+    // From inside b on: c is the window's own line, nested in them.
+    assert_eq!(
+        lines(Some(3000), None),
+        vec![
+            (0, 0, "a".to_string(), true, 2000),
+            (1000, 1, "b".to_string(), true, 7500),
+            (6000, 2, "c".to_string(), false, 500),
+        ]
+    );
+    // A window from the start, or without --from, adds nothing.
+    assert!(lines(Some(0), None).iter().all(|l| !l.3));
+    assert_eq!(lines(None, Some(20_000)).len(), 3);
+    // A window after the thread ended shows nothing.
+    assert!(lines(Some(20_000), None).is_empty());
 }

@@ -351,6 +351,7 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                 total_ns,
                 unfinished,
                 repaired,
+                before_window,
             } => {
                 let pad = "    ".repeat(*depth);
                 let name = safe::text(name);
@@ -360,6 +361,11 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                     ", left by longjmp/exception: exit repaired"
                 } else {
                     ""
+                };
+                let more = if *before_window {
+                    format!("{more}, entered before the window")
+                } else {
+                    more.to_string()
                 };
                 match total_ns {
                     Some(tot) => writeln!(
