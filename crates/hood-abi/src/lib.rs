@@ -22,6 +22,8 @@
 //! [`MODE_TRACE`]), and adds an inline tag table and a function table (index → address)
 //! between the maps area and the slots.
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod layout;
 pub mod parse;

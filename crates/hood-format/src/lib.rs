@@ -12,6 +12,8 @@
 //! bytes were damaged is an error naming its offset. The layout is documented in
 //! `docs/format.md`.
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod error;
 mod header;

@@ -13,6 +13,8 @@
 //! untrusted input: a bad one is skipped with a warning that names it, never a panic, a hang or
 //! an allocation sized by its claims.
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod calls;
 pub mod probe;

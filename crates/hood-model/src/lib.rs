@@ -5,6 +5,8 @@
 //!
 //! Pure data model of hood: decoded recordings, profiles and their aggregation. Nothing here touches the kernel, so reports work on another machine.
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod calls;
 pub mod labels;

@@ -11,6 +11,8 @@
 //! TUI consume and which is serialized as the documented JSON (docs/monitor.md).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod derive;
 pub mod mode;

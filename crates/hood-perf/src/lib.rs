@@ -37,6 +37,8 @@
 //! }
 //! # Ok(()) }
 //! ```
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod attr;
 mod bpf;

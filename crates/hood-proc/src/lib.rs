@@ -8,6 +8,8 @@
 //! `unsafe` block is behind a safe function and carries a `// SAFETY:` comment.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod child;
 pub mod clock;

@@ -14,6 +14,8 @@
 //! buffer, one reused path string, held descriptors re-read with `pread`. The root directory is
 //! injectable so tests can point it at a fake /proc tree.
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod cgroups;
 pub mod exits;

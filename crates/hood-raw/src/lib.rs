@@ -10,6 +10,8 @@
 //! a size the bytes claim, and malformed input gives an error or a count, never a panic.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod attr;
 pub mod bytes;

@@ -13,6 +13,8 @@
 //! recorder prints nothing itself.
 
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod collect;
 mod config;
@@ -29,7 +31,7 @@ pub use config::{
 };
 pub use interactive::Interactive;
 pub use labels::remove_stale_instances as remove_stale_tracefs_instances;
-pub use load::load_profile;
+pub use load::{load_profile, load_profile_timed, LoadTiming};
 pub use recorder::{record, Control, Finished, NoControl, Outcome, Request, StopFlag};
 
 /// What stopped a recording from starting or going on.

@@ -16,11 +16,32 @@ use hood_symbols::{Resolution, SourceLine, SymbolTable, Symbolizer, SymbolizerOp
 
 use crate::RecordError;
 
+/// How long [`load_profile_timed`] took, and where the names of file addresses came from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LoadTiming {
+    /// Reading the file (and indexing the kernel's symbols beside it), ms.
+    pub load_ms: f64,
+    /// Interpreting the records and symbolizing, ms.
+    pub symbolize_ms: f64,
+    /// File addresses answered from the symbol cache.
+    pub from_cache: u64,
+    /// File addresses read from symbol tables and debug info.
+    pub from_files: u64,
+}
+
 /// Load the recording at `path` (hood's own, or a perf.data file) and symbolize each unique
 /// address once, with `opts`. The kernel's symbols are indexed on a second thread while the
-/// records are read and interpreted. `HOOD_TIMING` set: the two phases' times on standard
-/// error, and how many file addresses the symbol cache answered.
+/// records are read and interpreted.
 pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, RecordError> {
+    load_profile_timed(path, opts).map(|(p, _)| p)
+}
+
+/// [`load_profile`], with the two phases' times and how many file addresses the symbol cache
+/// answered (what `HOOD_TIMING` shows).
+pub fn load_profile_timed(
+    path: &Path,
+    opts: SymbolizerOptions,
+) -> Result<(Profile, LoadTiming), RecordError> {
     let t0 = Instant::now();
     std::thread::scope(|scope| {
         let mut job = None;
@@ -53,19 +74,14 @@ pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, Rec
         let t1 = Instant::now();
         let mut resolver = SymResolver::new(opts, job, &raw.vdso, &raw.perf_maps)?;
         let prof = build_profile(&raw, &mut resolver);
-        if std::env::var_os("HOOD_TIMING").is_some() {
-            let stats = resolver.sym.stats();
-            eprintln!(
-                "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
-                (t1 - t0).as_secs_f64() * 1e3,
-                t1.elapsed().as_secs_f64() * 1e3
-            );
-            eprintln!(
-                "hood: file addresses: {} from the symbol cache, {} read from symbol tables and debug info",
-                stats.from_cache, stats.from_files
-            );
-        }
-        Ok(prof)
+        let stats = resolver.sym.stats();
+        let timing = LoadTiming {
+            load_ms: (t1 - t0).as_secs_f64() * 1e3,
+            symbolize_ms: t1.elapsed().as_secs_f64() * 1e3,
+            from_cache: stats.from_cache,
+            from_files: stats.from_files,
+        };
+        Ok((prof, timing))
     })
 }
 

@@ -4,6 +4,8 @@
 //! streams a trace file through hood-model's analysis into it). May depend on hood-model and
 //! hood-monitor only: renderers format what the models derived.
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod calls;
 pub mod firefox;

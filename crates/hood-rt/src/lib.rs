@@ -11,6 +11,8 @@
 //! thread) does not allocate, lock, block, make system calls or panic; a disabled runtime
 //! costs one load of a process-global flag, before any thread-local access. The first hook of a process and of each thread does the one-time set-up
 //! (creating the segment, claiming a thread slot), saving and restoring `errno`.
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod clock;
 mod config;

@@ -120,16 +120,18 @@ struct Tracker {
     /// of them.
     write_timeouts: AtomicU64,
     write_timeout_log: Mutex<Quiet>,
+    log: crate::Log,
 }
 
 impl Tracker {
-    fn new(limit: usize) -> Tracker {
+    fn new(limit: usize, log: crate::Log) -> Tracker {
         Tracker {
             limit,
             next: AtomicU64::new(0),
             conns: Mutex::new(BTreeMap::new()),
             write_timeouts: AtomicU64::new(0),
             write_timeout_log: Mutex::new(Quiet::default()),
+            log,
         }
     }
 
@@ -141,10 +143,10 @@ impl Tracker {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         if log.allow().is_some() {
-            eprintln!(
+            self.log.say(&format!(
                 "hood serve: closed a connection whose client did not take its answer within {} s ({total} so far)",
                 WRITE_TIMEOUT.as_secs()
-            );
+            ));
         }
     }
 
@@ -246,7 +248,7 @@ impl Quiet {
 struct ErrorLog(Quiet);
 
 impl ErrorLog {
-    fn note(&mut self, e: &io::Error) {
+    fn note(&mut self, e: &io::Error, log: &crate::Log) {
         let Some(quiet) = self.0.allow() else {
             return;
         };
@@ -259,7 +261,9 @@ impl ErrorLog {
         } else {
             ""
         };
-        eprintln!("hood serve: accepting a connection: {e}{more}{fix}");
+        log.say(&format!(
+            "hood serve: accepting a connection: {e}{more}{fix}"
+        ));
     }
 }
 
@@ -389,15 +393,15 @@ impl Listener {
     }
 
     /// Answer requests with `handle` until `stop` is set, then let the answers under way
-    /// finish (at most [`DRAIN_TIMEOUT`]).
-    pub fn serve<H, F>(self, limits: Limits, stop: &AtomicBool, handle: H)
+    /// finish (at most [`DRAIN_TIMEOUT`]); what it has to say goes to `log`.
+    pub fn serve<H, F>(self, limits: Limits, stop: &AtomicBool, log: crate::Log, handle: H)
     where
         H: Fn(Request<Incoming>) -> F + Send + Sync + 'static,
         F: Future<Output = Reply> + Send + 'static,
     {
         let Listener { rt, listener } = self;
         let handle = Arc::new(handle);
-        let tracker = Arc::new(Tracker::new(limits.connections));
+        let tracker = Arc::new(Tracker::new(limits.connections, log.clone()));
         let mut http = hyper::server::conn::http1::Builder::new();
         http.timer(TokioTimer::new())
             .header_read_timeout(HEAD_TIMEOUT)
@@ -422,7 +426,7 @@ impl Listener {
                 let sock = match accepted {
                     Ok((sock, _)) => sock,
                     Err(e) => {
-                        errors.note(&e);
+                        errors.note(&e, &log);
                         if is_out_of_fds(&e) && tracker.make_room() {
                             // Let the evicted connection's task run and close its socket.
                             tokio::task::yield_now().await;
@@ -599,7 +603,7 @@ mod tests {
 
     #[test]
     fn admit_evicts_the_oldest_idle_and_refuses_when_all_are_busy() {
-        let t = Tracker::new(2);
+        let t = Tracker::new(2, crate::Log::none());
         let (_, a) = t.admit().unwrap();
         let (_, b) = t.admit().unwrap();
         a.busy.store(true, Ordering::Release);

@@ -30,6 +30,8 @@
 //! # }
 //! ```
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod http;
 mod metrics;
@@ -171,6 +173,35 @@ where
     }
 }
 
+/// Where the server's messages go (listening, stopping, connections it had to close, the
+/// profile recorder's lines): the library prints nothing itself; `hood serve` writes them to
+/// standard error.
+#[derive(Clone)]
+pub struct Log(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Log {
+    /// Messages go to `f`, one line a call.
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Log {
+        Log(Arc::new(f))
+    }
+
+    /// Messages go nowhere.
+    pub fn none() -> Log {
+        Log::new(|_| {})
+    }
+
+    /// One message.
+    pub fn say(&self, line: &str) {
+        (self.0)(line)
+    }
+}
+
+impl std::fmt::Debug for Log {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Log(..)")
+    }
+}
+
 /// A bound server, before it serves.
 pub struct Server {
     listener: http::Listener,
@@ -178,13 +209,20 @@ pub struct Server {
     scratch: tempfile::TempDir,
     scraper: Scraper,
     token: Option<String>,
+    log: Log,
 }
 
 impl Server {
     /// Make the scratch directory, raise the open-file limit, bind `cfg.listen` and take the
-    /// first /proc snapshot (so the first scrape already has an interval). Prints the
-    /// listening line (and the warning when a non-loopback address has no token) to stderr.
+    /// first /proc snapshot (so the first scrape already has an interval). Says nothing:
+    /// [`bind_logged`](Self::bind_logged) gives the server somewhere to say things.
     pub fn bind(cfg: &Config) -> Result<Server, ServeError> {
+        Server::bind_logged(cfg, Log::none())
+    }
+
+    /// [`bind`](Self::bind), with the server's messages to `log`: the listening line (and the
+    /// warning when a non-loopback address has no token) now, the rest while it serves.
+    pub fn bind_logged(cfg: &Config, log: Log) -> Result<Server, ServeError> {
         // The scratch directory exists before the port accepts a request.
         // Mode 0700: the profiles in it hold kernel addresses (each file is 0600 as well).
         let scratch = tempfile::Builder::new()
@@ -201,9 +239,9 @@ impl Server {
             .local_addr()
             .map_or_else(|_| cfg.listen.to_string(), |a| a.to_string());
         if !cfg.listen.ip().is_loopback() && cfg.token.is_none() {
-            eprintln!("hood serve: WARNING: listening on {addr} WITHOUT authentication (--unauthenticated): anyone who reaches this port can read process metrics and CPU profiles");
+            log.say(&format!("hood serve: WARNING: listening on {addr} WITHOUT authentication (--unauthenticated): anyone who reaches this port can read process metrics and CPU profiles"));
         }
-        eprintln!("hood serve: listening on http://{addr} (/metrics, /debug/pprof/profile?seconds=N[&pid=P][&off_cpu=1], /healthz)");
+        log.say(&format!("hood serve: listening on http://{addr} (/metrics, /debug/pprof/profile?seconds=N[&pid=P][&off_cpu=1], /healthz)"));
         let scraper = Scraper::new(
             Selection {
                 top: cfg.top,
@@ -218,6 +256,7 @@ impl Server {
             scratch,
             scraper,
             token: cfg.token.clone(),
+            log,
         })
     }
 
@@ -240,6 +279,7 @@ impl Server {
             scratch,
             scraper,
             token,
+            log,
         } = self;
         let state = Arc::new(State {
             scratch: scratch.path().to_path_buf(),
@@ -248,11 +288,11 @@ impl Server {
             stop: Arc::clone(stop),
             profiler: Box::new(profiler),
         });
-        listener.serve(limits, stop, move |req| {
+        listener.serve(limits, stop, log.clone(), move |req| {
             let state = Arc::clone(&state);
             async move { state.handle(req).await }
         });
-        eprintln!("hood serve: stopping");
+        log.say("hood serve: stopping");
         drop(scratch);
     }
 }

@@ -117,6 +117,8 @@ pub struct Recording<L> {
     load: L,
     /// Set while a profile is recorded.
     busy: AtomicBool,
+    /// Where the recorder's lines go.
+    log: crate::Log,
 }
 
 impl<L> Recording<L>
@@ -128,7 +130,13 @@ where
         Recording {
             load,
             busy: AtomicBool::new(false),
+            log: crate::Log::none(),
         }
+    }
+
+    /// The same, with the recorder's lines to `log`.
+    pub fn with_log(self, log: crate::Log) -> Recording<L> {
+        Recording { log, ..self }
     }
 
     /// Record `req` (in this thread) into a file in `scratch`, and return the gzipped pprof
@@ -160,7 +168,7 @@ where
         cfg.sampling.off_cpu = req.off_cpu;
         let mut lines = Vec::new();
         let recorded = hood_record::record(&cfg, &mut StopFlag(stop), &mut |line| {
-            eprintln!("hood serve: {tag}: {line}");
+            self.log.say(&format!("hood serve: {tag}: {line}"));
             lines.push(line.to_string());
         });
         let failed = |why: String| format!("the recorder failed ({why}): {}", lines.join("; "));

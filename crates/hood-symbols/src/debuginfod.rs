@@ -47,9 +47,41 @@ pub struct DebuginfodConfig {
     pub max_time: Duration,
     /// Largest debug file accepted, in bytes.
     pub max_size: u64,
-    /// Print download progress on standard error for downloads taking over a second.
-    pub progress: bool,
+    /// Where download progress goes, for downloads taking over a second (`None`: nowhere).
+    /// The library prints nothing itself: the caller decides (`hood report` writes the
+    /// lines to standard error).
+    pub progress: Option<Progress>,
 }
+
+/// Receives progress lines of downloads (`hood: debuginfod: downloading ...`).
+#[derive(Clone)]
+pub struct Progress(std::sync::Arc<dyn Fn(&str) + Send + Sync>);
+
+impl Progress {
+    /// Progress lines go to `f`.
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Progress {
+        Progress(std::sync::Arc::new(f))
+    }
+
+    fn say(&self, line: &str) {
+        (self.0)(line)
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
+/// Two sinks are equal when they are the same one.
+impl PartialEq for Progress {
+    fn eq(&self, other: &Progress) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Progress {}
 
 impl DebuginfodConfig {
     /// The configuration the environment gives, as elfutils reads it: `DEBUGINFOD_URLS`
@@ -88,7 +120,7 @@ impl DebuginfodConfig {
             timeout: Duration::from_secs(timeout),
             max_time,
             max_size,
-            progress: true,
+            progress: None,
         })
     }
 }
@@ -244,21 +276,25 @@ impl Debuginfod {
             tmp.write_all(&buf[..n])
                 .map_err(|e| format!("cannot write {}: {e}", tmp.path().display()))?;
             got += n as u64;
-            if self.cfg.progress && last.elapsed() >= PROGRESS_EVERY {
-                last = Instant::now();
-                let total = length.map_or(String::new(), |t| format!(" of {:.1}", mb(t)));
-                eprintln!(
-                    "hood: debuginfod: downloading debug info for {what} from {url}: {:.1}{total} MB",
-                    mb(got)
-                );
+            if let Some(p) = self.cfg.progress.as_ref() {
+                if last.elapsed() >= PROGRESS_EVERY {
+                    last = Instant::now();
+                    let total = length.map_or(String::new(), |t| format!(" of {:.1}", mb(t)));
+                    p.say(&format!(
+                        "hood: debuginfod: downloading debug info for {what} from {url}: {:.1}{total} MB",
+                        mb(got)
+                    ));
+                }
             }
         }
-        if self.cfg.progress && start.elapsed() >= PROGRESS_EVERY {
-            eprintln!(
-                "hood: debuginfod: {:.1} MB for {what} in {:.1} s",
-                mb(got),
-                start.elapsed().as_secs_f64()
-            );
+        if let Some(p) = self.cfg.progress.as_ref() {
+            if start.elapsed() >= PROGRESS_EVERY {
+                p.say(&format!(
+                    "hood: debuginfod: {:.1} MB for {what} in {:.1} s",
+                    mb(got),
+                    start.elapsed().as_secs_f64()
+                ));
+            }
         }
         tmp.flush().map_err(|e| e.to_string())?;
         // The server's word is not taken: the file must be ELF with the build-id asked for.

@@ -30,6 +30,8 @@
 //! (missing, changed since recording) are also reported once, in words, via
 //! [`Symbolizer::warnings`].
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod answers;
 mod cache;
@@ -56,7 +58,7 @@ use std::path::PathBuf;
 
 pub use answers::{SymbolCacheConfig, DEFAULT_MAX_BYTES as SYMBOL_CACHE_DEFAULT_MAX_BYTES};
 pub use debugfile::debug_file_path;
-pub use debuginfod::DebuginfodConfig;
+pub use debuginfod::{DebuginfodConfig, Progress};
 pub use demangle::{demangle, demangle_short};
 pub use elfread::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
 pub use error::SymbolError;

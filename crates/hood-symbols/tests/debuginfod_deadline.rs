@@ -54,7 +54,7 @@ fn a_trickling_server_is_cut_off_at_the_deadline() {
                 timeout: Duration::from_secs(2),
                 max_time: Duration::from_secs(3),
                 max_size: 1 << 30,
-                progress: false,
+                progress: None,
             }),
             ..SymbolizerOptions::default()
         })

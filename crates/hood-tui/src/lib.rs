@@ -7,6 +7,8 @@
 //! the views from the caller's [`Source`](hood_monitor::Source); [`run_replay`] runs it on
 //! recorded time from the caller's [`Recorded`] store.
 #![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod app;
 mod draw;

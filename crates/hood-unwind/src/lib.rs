@@ -19,6 +19,8 @@
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 mod image;
 pub mod rewrite;

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::timeline::{PathItem, PathLine, Waker, WakerKind, UNKNOWN_CPU};
 use super::wake::WakerFunctions;
-use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, Trace, TraceHead};
+use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, ThreadKey, Trace, TraceHead};
 
 /// What to compute.
 #[derive(Debug, Clone, Default)]
@@ -39,8 +39,11 @@ pub struct FunctionRow {
     pub name: String,
     /// Elapsed ns (outermost activations).
     pub elapsed_ns: u64,
-    /// Net ns.
+    /// Net ns (of the calls still running at the end too).
     pub net_ns: u64,
+    /// Of `net_ns`, that of the calls still running at the end: timed to it, not counted in
+    /// `calls`, nor in the maximum, mean and minimum per call.
+    pub running_net_ns: u64,
     /// Completed calls, those left by longjmp or an exception (see `repaired`) included.
     pub calls: u64,
     /// Of `calls`, those whose exit hook never ran (left by longjmp or an exception): closed
@@ -65,9 +68,12 @@ pub struct FunctionRow {
 }
 
 impl FunctionRow {
-    /// Mean net ns per call.
+    /// Mean net ns per completed call (calls still running at the end are not calls yet).
     pub fn avg_ns(&self) -> u64 {
-        self.net_ns.checked_div(self.calls).unwrap_or(0)
+        self.net_ns
+            .saturating_sub(self.running_net_ns)
+            .checked_div(self.calls)
+            .unwrap_or(0)
     }
 }
 
@@ -174,10 +180,16 @@ pub struct Analysis {
     pub off_cpu_ns: u64,
     /// Of which in hard irqs and softirqs that interrupted the traced threads.
     pub irq_ns: u64,
-    /// Hard irq entries in the traced threads' context.
+    /// Hard irq entries in the traced threads' context, inside their traced spans.
     pub hard_irqs: u64,
-    /// Softirq entries in the traced threads' context.
+    /// Softirq entries in the traced threads' context, inside their traced spans.
     pub softirqs: u64,
+    /// Hard irq entries in the file (of the chosen thread, with `--tid`) outside every
+    /// traced span: before a thread's first event, after its end, or in a thread with no
+    /// events. The recorder counts them; the times leave them out.
+    pub hard_irqs_outside: u64,
+    /// Softirq entries likewise.
+    pub softirqs_outside: u64,
     /// Irq entries/exits were recorded.
     pub irq: bool,
     /// Irq records lost by the kernel.
@@ -236,6 +248,8 @@ pub struct TraceFilter {
 struct Acc {
     elapsed: u64,
     net: u64,
+    /// Of `net`, that of calls still running at the end.
+    running: u64,
     calls: u64,
     repaired: u64,
     max: u64,
@@ -328,6 +342,8 @@ struct ThreadState {
     /// Time of the last event walked.
     last: u64,
     started: bool,
+    /// The calls open at the start of the `--from` window have their lines (or need none).
+    window_context: bool,
     /// Code-path lines: number of lines flushed before `th.lines[0]`.
     line_base: u64,
     /// Flushes so far.
@@ -405,6 +421,46 @@ impl Walk<'_> {
             && self.opts.to_ns.is_none_or(|e| t <= e)
     }
 
+    /// At the first step at or after the `--from` window's start: the calls then open (all
+    /// entered before it) get their lines, at their entry times, so the window's lines show
+    /// inside what they ran in, even a window with no event of its own.
+    fn window_context(&mut self, t: u64) {
+        if self.st.window_context {
+            return;
+        }
+        let Some(from) = self.opts.from_ns.filter(|_| self.opts.paths) else {
+            self.st.window_context = true;
+            return;
+        };
+        if t < from {
+            return;
+        }
+        self.st.window_context = true;
+        if self.opts.to_ns.is_some_and(|e| from > e) {
+            return;
+        }
+        for depth in 0..self.st.stack.len() {
+            if self.st.stack[depth].line.is_some() {
+                continue;
+            }
+            let o = &self.st.stack[depth];
+            let (entry, name) = (o.entry, self.p.name(o.func));
+            self.st.th.lines.push(PathLine {
+                t_ns: entry,
+                item: PathItem::Call {
+                    depth,
+                    name,
+                    net_ns: 0,
+                    total_ns: None,
+                    unfinished: true,
+                    repaired: false,
+                    before_window: true,
+                },
+            });
+            self.st.stack[depth].line = Some(self.line_base + self.th.lines.len() as u64 - 1);
+        }
+    }
+
     fn line(&mut self, t: u64, item: PathItem) -> Option<u64> {
         if !self.in_window(t) {
             return None;
@@ -450,7 +506,7 @@ impl Walk<'_> {
         let a = self.st.active.entry(o.func).or_insert(1);
         *a = a.saturating_sub(1);
         let outermost = *a == 0;
-        let acc = self.acc.entry((self.p.pid, o.func)).or_default();
+        let acc = self.acc.entry((self.st.proc as u32, o.func)).or_default();
         if outermost {
             acc.elapsed += elapsed;
         }
@@ -465,6 +521,9 @@ impl Walk<'_> {
             };
         }
         acc.net += net;
+        if !finished {
+            acc.running += net;
+        }
         acc.off += o.off;
         acc.irq += o.irq;
         acc.irqs += o.irqs;
@@ -480,6 +539,7 @@ impl Walk<'_> {
                 total_ns: o.has_child.then_some(elapsed),
                 unfinished: !finished,
                 repaired: end == End::Repaired,
+                before_window: o.entry < self.opts.from_ns.unwrap_or(0),
             };
             let base = self.line_base;
             if i >= base {
@@ -579,6 +639,7 @@ impl Walk<'_> {
     }
 
     fn step(&mut self, t: u64, ev: Ev) {
+        self.window_context(t);
         if matches!(ev, Ev::Raw(..)) && self.off_since.is_some() {
             // The thread ran while its switch-in record says it was still off-CPU: the two
             // clocks disagree by a little (or the record comes late). It was on the CPU by now:
@@ -608,6 +669,7 @@ impl Walk<'_> {
                         total_ns: None,
                         unfinished: true,
                         repaired: false,
+                        before_window: false,
                     },
                 );
                 *self.active.entry(f).or_insert(0) += 1;
@@ -771,6 +833,57 @@ pub struct Ended {
     pub flushes: u64,
 }
 
+/// The processes of a trace by program image: a pid that exec'd has one segment, so one
+/// process, per image.
+struct Procs {
+    /// (pid, segment start) → index into the processes.
+    by_image: HashMap<(u32, u64), usize>,
+    /// Each pid's images: segment starts, sorted, with the index of each.
+    images: HashMap<u32, Vec<(u64, usize)>>,
+}
+
+impl Procs {
+    fn new(processes: &[ProcessTrace]) -> Procs {
+        let mut by_image = HashMap::new();
+        let mut images: HashMap<u32, Vec<(u64, usize)>> = HashMap::new();
+        for (i, p) in processes.iter().enumerate() {
+            by_image.insert((p.pid, p.start_mono_ns), i);
+            images.entry(p.pid).or_default().push((p.start_mono_ns, i));
+        }
+        for v in images.values_mut() {
+            v.sort_unstable();
+            v.dedup_by_key(|x| x.0);
+        }
+        Procs { by_image, images }
+    }
+
+    /// The process of a thread's events: its image's, or (files of payload version 1, whose
+    /// events name no image) the pid's last.
+    fn of(&self, key: ThreadKey) -> Option<usize> {
+        self.by_image
+            .get(&(key.pid, key.start_mono_ns))
+            .copied()
+            .or_else(|| {
+                let last = self.images.get(&key.pid)?.last()?;
+                (key.start_mono_ns == 0).then_some(last.1)
+            })
+    }
+
+    /// The start of the image that replaced `pid`'s image started at `start`, if one did.
+    fn next_image(&self, pid: u32, start: u64) -> Option<u64> {
+        let v = self.images.get(&pid)?;
+        v.get(v.partition_point(|x| x.0 <= start)).map(|x| x.0)
+    }
+
+    /// Whether the image of `pid` started at `start` is its first in the trace.
+    fn first_image(&self, pid: u32, start: u64) -> bool {
+        self.images
+            .get(&pid)
+            .and_then(|v| v.first())
+            .is_none_or(|x| x.0 >= start)
+    }
+}
+
 /// A sink that keeps nothing (summaries, tests).
 pub struct NoSink;
 impl Sink for NoSink {}
@@ -789,11 +902,12 @@ impl Sink for Probe {
 pub struct Analyzer<'h> {
     head: &'h TraceHead,
     opts: AnalysisOptions,
-    procs: HashMap<u32, usize>,
-    /// Switches and irqs per thread id (ns since the origin), sorted; handed to the thread
-    /// when its first event comes.
+    procs: Procs,
+    /// Switches and irqs per thread id (ns since the origin), sorted; each image's part is
+    /// handed to the thread when its first event comes.
     side: HashMap<u32, Vec<(u64, Side)>>,
-    threads: HashMap<(u32, u32), ThreadState>,
+    threads: HashMap<ThreadKey, ThreadState>,
+    /// Per (process index, function address).
     acc: FastMap<(u32, u64), Acc>,
     out: Analysis,
     end_max: u64,
@@ -803,17 +917,19 @@ pub struct Analyzer<'h> {
 impl<'h> Analyzer<'h> {
     /// Prepare for the trace whose head is `head` (from [`super::scan`]).
     pub fn new(head: &'h TraceHead, opts: &AnalysisOptions) -> Analyzer<'h> {
-        let procs: HashMap<u32, usize> = head
-            .processes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (p.pid, i))
-            .collect();
+        let procs = Procs::new(&head.processes);
+        let entries = |soft: bool| {
+            head.irqs
+                .iter()
+                .filter(|i| i.kind.is_entry() && i.kind.is_soft() == soft)
+                .filter(|i| opts.tid.is_none_or(|x| x == i.tid))
+                .count() as u64
+        };
         // The trace's start (all threads, also with --tid: times are since the trace began).
         let origin = head
             .threads
             .iter()
-            .filter_map(|t| Some(head.processes[*procs.get(&t.pid)?].ns(t.first_ticks?)))
+            .filter_map(|t| Some(head.processes[procs.of(t.key())?].ns(t.first_ticks?)))
             .min()
             .unwrap_or(0);
         let mut side: HashMap<u32, Vec<(u64, Side)>> = HashMap::new();
@@ -872,6 +988,9 @@ impl<'h> Analyzer<'h> {
                 irq_ns: 0,
                 hard_irqs: 0,
                 softirqs: 0,
+                // All the file's entries until `finish` takes those walked out.
+                hard_irqs_outside: entries(false),
+                softirqs_outside: entries(true),
                 irq: head.meta.as_ref().is_some_and(|m| m.irq.is_some()),
                 lost_irqs: head.lost_irqs,
                 functions: Vec::new(),
@@ -914,23 +1033,43 @@ impl<'h> Analyzer<'h> {
 
     /// Second pass of a thread's long code-path trace: the results of the calls open at each
     /// flush, from the first pass.
-    pub fn paths_pass_two(&mut self, pid: u32, tid: u32, results: HashMap<u64, PathItem>) {
-        if let Some(t) = self.thread(pid, tid) {
+    pub fn paths_pass_two(&mut self, key: ThreadKey, results: HashMap<u64, PathItem>) {
+        if let Some(t) = self.thread(key) {
             t.results = results;
         }
     }
 
-    fn thread(&mut self, pid: u32, tid: u32) -> Option<&mut ThreadState> {
-        let proc = *self.procs.get(&pid)?;
+    fn thread(&mut self, key: ThreadKey) -> Option<&mut ThreadState> {
+        let ThreadKey { pid, tid, .. } = key;
+        let proc = self.procs.of(key)?;
         let p = &self.head.processes[proc];
         let origin = self.out.origin_mono_ns;
         let side = &mut self.side;
-        Some(self.threads.entry((pid, tid)).or_insert_with(|| {
+        let procs = &self.procs;
+        Some(self.threads.entry(key).or_insert_with(|| {
             let info = p.threads.iter().find(|t| t.tid == tid);
+            // An image replaced by exec ends where the next image of its pid began: its
+            // switches and irqs are those before, and its threads end there.
+            let next = procs
+                .next_image(p.pid, p.start_mono_ns)
+                .map(|s| s.saturating_sub(origin));
             let exit = info
                 .and_then(|i| i.exit_ticks)
-                .map(|e| p.ns(e).saturating_sub(origin));
-            let own = side.remove(&tid).unwrap_or_default();
+                .map(|e| p.ns(e).saturating_sub(origin))
+                .or(next);
+            let own = match side.get_mut(&tid) {
+                Some(v) => {
+                    let lo = v.partition_point(|s| s.0 < p.start_mono_ns.saturating_sub(origin));
+                    let lo = if procs.first_image(p.pid, p.start_mono_ns) {
+                        0
+                    } else {
+                        lo
+                    };
+                    let hi = next.map_or(v.len(), |n| v.partition_point(|s| s.0 < n));
+                    v.drain(lo..hi.max(lo)).collect()
+                }
+                None => Vec::new(),
+            };
             ThreadState {
                 proc,
                 stack: Vec::new(),
@@ -972,6 +1111,7 @@ impl<'h> Analyzer<'h> {
                 exit,
                 last: 0,
                 started: false,
+                window_context: false,
                 line_base: 0,
                 flushes: 0,
                 needed: Default::default(),
@@ -988,10 +1128,11 @@ impl<'h> Analyzer<'h> {
             return Ok(());
         }
         let origin = self.out.origin_mono_ns;
-        if self.thread(te.pid, te.tid).is_none() {
+        let key = te.key();
+        if self.thread(key).is_none() {
             return Ok(());
         }
-        let Some(st) = self.threads.get_mut(&(te.pid, te.tid)) else {
+        let Some(st) = self.threads.get_mut(&key) else {
             return Ok(());
         };
         let p = &self.head.processes[st.proc];
@@ -1032,8 +1173,8 @@ impl<'h> Analyzer<'h> {
     /// End one thread: its walk reaches its exit (or last event) and its totals are added.
     /// Returns its summary with the code-path lines not yet flushed, and the results of the
     /// calls that were open at a flush (for a second pass; see [`Sink::probe`]).
-    pub fn end(&mut self, pid: u32, tid: u32) -> Option<Ended> {
-        let mut st = self.threads.remove(&(pid, tid))?;
+    pub fn end(&mut self, key: ThreadKey) -> Option<Ended> {
+        let mut st = self.threads.remove(&key)?;
         let th = self.end_thread(&mut st);
         self.out.events += th.events;
         self.out.thread_ns += th.end_ns - th.start_ns;
@@ -1056,17 +1197,13 @@ impl<'h> Analyzer<'h> {
 
     /// End every thread and return the analysis (timeline records not yet taken included).
     pub fn finish(mut self) -> Analysis {
-        let mut keys: Vec<(u32, u32)> = self.threads.keys().copied().collect();
-        keys.sort_by_key(|k| (self.threads[k].th.start_ns, k.0, k.1));
+        let mut keys: Vec<ThreadKey> = self.threads.keys().copied().collect();
+        keys.sort_by_key(|k| (self.threads[k].th.start_ns, *k));
         for k in keys {
-            if let Some(Ended { summary: th, .. }) = self.end(k.0, k.1) {
-                // Lines still held (a caller that wants them uses `end` itself).
-                if let Some(t) = self
-                    .out
-                    .threads
-                    .iter_mut()
-                    .find(|t| (t.pid, t.tid) == (th.pid, th.tid))
-                {
+            if let Some(Ended { summary: th, .. }) = self.end(k) {
+                // Lines still held (a caller that wants them uses `end` itself); `end` has
+                // just pushed the thread's row.
+                if let Some(t) = self.out.threads.last_mut() {
                     t.lines = th.lines;
                 }
             }
@@ -1077,6 +1214,8 @@ impl<'h> Analyzer<'h> {
         out.off_cpu_ns = out.off_cpu_ns.min(out.thread_ns);
         out.irq_ns = out.irq_ns.min(out.thread_ns - out.off_cpu_ns);
         out.run_ns = out.thread_ns - out.off_cpu_ns - out.irq_ns;
+        out.hard_irqs_outside = out.hard_irqs_outside.saturating_sub(out.hard_irqs);
+        out.softirqs_outside = out.softirqs_outside.saturating_sub(out.softirqs);
         let pct = |n: u64, d: u64| {
             if d == 0 {
                 0.0
@@ -1086,11 +1225,12 @@ impl<'h> Analyzer<'h> {
         };
         // Per function name: the same name in several processes is one row.
         let mut by_name: HashMap<String, Acc> = HashMap::new();
-        let procs = &self.procs;
-        for ((pid, func), a) in self.acc {
-            let name = procs
-                .get(&pid)
-                .map(|&i| self.head.processes[i].name(func))
+        for ((proc, func), a) in self.acc {
+            let name = self
+                .head
+                .processes
+                .get(proc as usize)
+                .map(|p| p.name(func))
                 .unwrap_or_else(|| format!("{func:#x}"));
             let e = by_name.entry(name).or_default();
             e.merge(&a);
@@ -1103,6 +1243,7 @@ impl<'h> Analyzer<'h> {
                 name,
                 elapsed_ns: a.elapsed,
                 net_ns: a.net,
+                running_net_ns: a.running,
                 calls: a.calls,
                 repaired: a.repaired,
                 max_ns: a.max,
@@ -1139,6 +1280,7 @@ impl<'h> Analyzer<'h> {
             w.st.th.off_cpu_ns += end.saturating_sub(o);
         }
         w.drop_open_irqs();
+        w.window_context(end);
         while !w.stack.is_empty() {
             w.st.th.unfinished += 1;
             w.pop(end, End::Running);
@@ -1213,6 +1355,7 @@ impl Acc {
         };
         self.elapsed += a.elapsed;
         self.net += a.net;
+        self.running += a.running;
         self.calls += a.calls;
         self.repaired += a.repaired;
         self.max = self.max.max(a.max);
@@ -1234,7 +1377,7 @@ pub fn analyze(trace: &Trace, opts: &AnalysisOptions) -> Analysis {
                 pid: te.pid,
                 tid: te.tid,
                 first_ticks: te.events.first().map(|e| e.ticks()),
-                start_mono_ns: 0,
+                start_mono_ns: te.start_mono_ns,
             })
             .collect(),
         switches: trace.switches.clone(),

@@ -21,7 +21,12 @@ fn process() -> ProcessTrace {
         capacity: 64,
         full: "stop".into(),
         threads: Vec::new(),
-        symbols: [(A, "a".to_string()), (B, "b".to_string())].into(),
+        symbols: [
+            (A, "a".to_string()),
+            (B, "b".to_string()),
+            (0x40, "c".to_string()),
+        ]
+        .into(),
         tags: Default::default(),
         funcs: Vec::new(),
         notes: Vec::new(),
@@ -79,6 +84,7 @@ fn trace(events: Vec<RawEvent>, irqs: Vec<Irq>, switches: Vec<Switch>) -> Trace 
         events: vec![ThreadEvents {
             pid: 7,
             tid: 8,
+            start_mono_ns: 0,
             events,
         }],
         switches,
@@ -270,6 +276,7 @@ fn wakeups_split_waits_and_name_the_waker_and_its_function() {
     let waker_events = ThreadEvents {
         pid: 7,
         tid: 9,
+        start_mono_ns: 0,
         events: vec![ev(0x30, 30, false), ev(0x30, 45, true)],
     };
     let head = TraceHead {
@@ -347,4 +354,165 @@ fn wakeups_split_waits_and_name_the_waker_and_its_function() {
     );
     assert_eq!((a.blocked_ns, a.runnable_ns), (60, 50));
     assert_eq!(a.blocked_ns + a.runnable_ns, a.off_cpu_ns);
+}
+
+/// Issue 25: a call still running at the end (a `main` that never returned) is timed into the
+/// function's net time but is not a call: the mean per call is over the completed calls, so it
+/// never exceeds the maximum.
+#[test]
+fn a_call_running_at_the_end_is_not_in_the_mean_per_call() {
+    // a: one call of 1000 ns net (it calls b), then one that never returns (9000 ns to the
+    // end); b: one call of 2000 ns.
+    let t = trace(
+        vec![
+            ev(A, 0, false),
+            ev(B, 500, false),
+            ev(B, 2500, true),
+            ev(A, 3000, true),
+            ev(A, 4000, false),
+            ev(A, 4000, false),
+            ev(A, 13_000, true),
+        ],
+        Vec::new(),
+        Vec::new(),
+    );
+    let a = analyze(&t, &AnalysisOptions::default());
+    let ra = row(&a, "a");
+    // Completed: 1000 (first) + 9000 (the inner call of the second); running: the outer
+    // second call, 0 ns net (its callee took all of its 9000 ns).
+    assert_eq!((ra.calls, ra.max_ns, ra.min_ns), (2, 9000, 1000));
+    assert_eq!(
+        (ra.net_ns, ra.running_net_ns, ra.avg_ns()),
+        (10_000, 0, 5000)
+    );
+
+    // Now the second call of a runs alone to the end: 9000 ns net, not a call.
+    let t = trace(
+        vec![
+            ev(A, 0, false),
+            ev(B, 500, false),
+            ev(B, 2500, true),
+            ev(A, 3000, true),
+            ev(A, 4000, false),
+            ev(B, 13_000, false),
+            ev(B, 13_000, true),
+        ],
+        Vec::new(),
+        Vec::new(),
+    );
+    let a = analyze(&t, &AnalysisOptions::default());
+    let ra = row(&a, "a");
+    assert_eq!((ra.calls, ra.max_ns, ra.min_ns), (1, 1000, 1000));
+    assert_eq!((ra.net_ns, ra.running_net_ns), (10_000, 9000));
+    assert_eq!(
+        ra.avg_ns(),
+        1000,
+        "mean of the completed call, not 10000 / 1"
+    );
+    assert!(ra.avg_ns() <= ra.max_ns);
+}
+
+/// Issue 25: the recorder counts every irq entry in the traced threads' context; the analysis
+/// times those inside the threads' traced spans and counts the rest apart, so the two add up
+/// to the recorder's count.
+#[test]
+fn irqs_outside_the_traced_span_are_counted_apart() {
+    use IrqKind::*;
+    let t = trace(
+        vec![ev(A, 1000, false), ev(A, 5000, true)],
+        vec![
+            // Before the first event: a softirq and a hard irq.
+            irq(100, SoftEntry, 3, "NET_RX"),
+            irq(200, SoftExit, 3, "NET_RX"),
+            irq(300, HardEntry, 11, "virtio0"),
+            irq(400, HardExit, 11, ""),
+            // Inside: one softirq of 1000 ns.
+            irq(2000, SoftEntry, 1, "TIMER"),
+            irq(3000, SoftExit, 1, "TIMER"),
+            // After the last event: a softirq.
+            irq(6000, SoftEntry, 1, "TIMER"),
+            irq(6100, SoftExit, 1, "TIMER"),
+        ],
+        Vec::new(),
+    );
+    let a = analyze(&t, &AnalysisOptions::default());
+    assert_eq!((a.hard_irqs, a.softirqs, a.irq_ns), (0, 1, 1000));
+    assert_eq!((a.hard_irqs_outside, a.softirqs_outside), (1, 2));
+    // Another thread's irqs are not this one's with --tid.
+    let a = analyze(
+        &t,
+        &AnalysisOptions {
+            tid: Some(99),
+            ..Default::default()
+        },
+    );
+    assert_eq!((a.hard_irqs_outside, a.softirqs_outside), (0, 0));
+}
+
+/// Issue 25: a `--from/--to` window inside one long call showed no line at all. The calls
+/// open at the window's start now come first, at their entry times and marked as entered
+/// before the window, with their results; then the window's own lines, nested inside them.
+#[test]
+fn a_window_inside_one_call_shows_the_calls_it_is_inside() {
+    const C: u64 = 0x40;
+    // a: 0..10000, calls b: 1000..9000, which calls c: 6000..6500.
+    let t = trace(
+        vec![
+            ev(A, 0, false),
+            ev(B, 1000, false),
+            ev(C, 6000, false),
+            ev(C, 6500, true),
+            ev(B, 9000, true),
+            ev(A, 10_000, true),
+        ],
+        Vec::new(),
+        Vec::new(),
+    );
+    let lines = |from: Option<u64>, to: Option<u64>| -> Vec<(u64, usize, String, bool, u64)> {
+        let a = analyze(
+            &t,
+            &AnalysisOptions {
+                paths: true,
+                from_ns: from,
+                to_ns: to,
+                ..Default::default()
+            },
+        );
+        a.threads[0]
+            .lines
+            .iter()
+            .filter_map(|l| match &l.item {
+                PathItem::Call {
+                    depth,
+                    name,
+                    before_window,
+                    net_ns,
+                    ..
+                } => Some((l.t_ns, *depth, name.clone(), *before_window, *net_ns)),
+                _ => None,
+            })
+            .collect()
+    };
+    // Inside b, no event of its own: a and b, with their results.
+    assert_eq!(
+        lines(Some(3000), Some(5000)),
+        vec![
+            (0, 0, "a".to_string(), true, 2000),
+            (1000, 1, "b".to_string(), true, 7500),
+        ]
+    );
+    // From inside b on: c is the window's own line, nested in them.
+    assert_eq!(
+        lines(Some(3000), None),
+        vec![
+            (0, 0, "a".to_string(), true, 2000),
+            (1000, 1, "b".to_string(), true, 7500),
+            (6000, 2, "c".to_string(), false, 500),
+        ]
+    );
+    // A window from the start, or without --from, adds nothing.
+    assert!(lines(Some(0), None).iter().all(|l| !l.3));
+    assert_eq!(lines(None, Some(20_000)).len(), 3);
+    // A window after the thread ended shows nothing.
+    assert!(lines(Some(20_000), None).is_empty());
 }

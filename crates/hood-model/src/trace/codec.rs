@@ -6,7 +6,8 @@ use std::path::Path;
 use hood_format::{tags, FileKind, Reader};
 
 use super::{
-    IrqDecoder, ProcessTrace, RawEvent, Switch, ThreadEvents, Trace, TraceMeta, PAYLOAD_VERSION,
+    IrqDecoder, ProcessTrace, RawEvent, Switch, ThreadEvents, ThreadKey, Trace, TraceMeta,
+    PAYLOAD_VERSION,
 };
 use crate::ModelError;
 use hood_raw::frames::{for_each_frame, FrameError};
@@ -80,7 +81,7 @@ fn events_owner<'a>(
     b: &[u8],
     offset: u64,
     processes: &'a [ProcessTrace],
-) -> Result<(&'a ProcessTrace, u32, u32), ModelError> {
+) -> Result<(&'a ProcessTrace, u32, u32, u64), ModelError> {
     if b.len() < EVENTS_HEADER {
         return Err(ModelError::Malformed(format!(
             "event chunk at offset {offset} has {} bytes, less than its {EVENTS_HEADER}-byte header",
@@ -96,7 +97,7 @@ fn events_owner<'a>(
                 "event chunk at offset {offset} belongs to pid {pid}, whose process chunk is missing"
             ))
         })?;
-    Ok((p, pid, tid))
+    Ok((p, pid, tid, start))
 }
 
 /// Decode a version-3 EVENTS payload ([`events_header`], then raw event words) against the
@@ -108,7 +109,7 @@ pub fn decode_raw(
     offset: u64,
     processes: &[ProcessTrace],
 ) -> Result<ThreadEvents, ModelError> {
-    let (p, pid, tid) = events_owner(b, offset, processes)?;
+    let (p, pid, tid, start_mono_ns) = events_owner(b, offset, processes)?;
     let body = &b[EVENTS_HEADER..];
     if !body.len().is_multiple_of(8) {
         return Err(ModelError::Malformed(format!(
@@ -129,7 +130,12 @@ pub fn decode_raw(
             }
         })
         .collect();
-    Ok(ThreadEvents { pid, tid, events })
+    Ok(ThreadEvents {
+        pid,
+        tid,
+        start_mono_ns,
+        events,
+    })
 }
 
 /// Decode a version-2 EVENTS payload (files of earlier hood versions: after the header of
@@ -140,7 +146,7 @@ pub fn decode_words(
     offset: u64,
     processes: &[ProcessTrace],
 ) -> Result<ThreadEvents, ModelError> {
-    let (p, pid, tid) = events_owner(b, offset, processes)?;
+    let (p, pid, tid, start_mono_ns) = events_owner(b, offset, processes)?;
     let mut ticks = u64_at(b, 16);
     let mut events = Vec::with_capacity((b.len() - EVENTS_HEADER) / 4);
     let mut v = 0u64;
@@ -173,7 +179,12 @@ pub fn decode_words(
             "event chunk at offset {offset}: its last event is cut off"
         )));
     }
-    Ok(ThreadEvents { pid, tid, events })
+    Ok(ThreadEvents {
+        pid,
+        tid,
+        start_mono_ns,
+        events,
+    })
 }
 
 /// EVENTS payload, version 1 (files of earlier hood versions): u32 pid, u32 tid, then 16-byte
@@ -221,6 +232,7 @@ pub fn decode_events(b: &[u8], offset: u64) -> Result<ThreadEvents, ModelError> 
     Ok(ThreadEvents {
         pid: u32_at(b, 0),
         tid: u32_at(b, 4),
+        start_mono_ns: 0,
         events,
     })
 }
@@ -292,8 +304,20 @@ pub struct ThreadIndex {
     pub tid: u32,
     /// Full timestamp (ticks) of its first event, if its first chunk holds one.
     pub first_ticks: Option<u64>,
-    /// Start (CLOCK_MONOTONIC ns) of the process segment of its first chunk.
+    /// Start (CLOCK_MONOTONIC ns) of the process segment of its chunks (0 in files of payload
+    /// version 1): a thread that exec'd is one index per image.
     pub start_mono_ns: u64,
+}
+
+impl ThreadIndex {
+    /// The thread of one program image it indexes.
+    pub fn key(&self) -> ThreadKey {
+        ThreadKey {
+            pid: self.pid,
+            start_mono_ns: self.start_mono_ns,
+            tid: self.tid,
+        }
+    }
 }
 
 /// Everything in a trace file but its events, read in one pass that decodes only the first
@@ -365,6 +389,15 @@ impl Encoding {
     }
 }
 
+/// The segment start an EVENTS payload names (0 in version 1, which names none).
+fn chunk_start(b: &[u8], enc: Encoding) -> u64 {
+    if enc == Encoding::Records {
+        0
+    } else {
+        u64_at(b, 8)
+    }
+}
+
 /// Full timestamp of the first event of an EVENTS payload, without decoding the rest.
 fn first_ticks(b: &[u8], enc: Encoding) -> Option<u64> {
     if enc == Encoding::Records {
@@ -405,7 +438,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
     let mut irq_decoder: Option<IrqDecoder> = None;
     let mut wake_decoder: Option<super::wake::WakeDecoder> = None;
     let mut data = Vec::new();
-    let mut seen: std::collections::HashSet<(u32, u32)> = Default::default();
+    let mut seen: std::collections::HashSet<ThreadKey> = Default::default();
     while let Some(c) = r.next_chunk_into(&mut data)? {
         let (tag, offset) = (c.tag, c.offset);
         match tag {
@@ -429,17 +462,16 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
                         data.len()
                     )));
                 }
-                let (pid, tid) = (u32_at(&data, 0), u32_at(&data, 4));
-                if seen.insert((pid, tid)) {
+                let index = ThreadIndex {
+                    pid: u32_at(&data, 0),
+                    tid: u32_at(&data, 4),
+                    first_ticks: None,
+                    start_mono_ns: chunk_start(&data, enc),
+                };
+                if seen.insert(index.key()) {
                     t.threads.push(ThreadIndex {
-                        pid,
-                        tid,
                         first_ticks: first_ticks(&data, enc),
-                        start_mono_ns: if enc == Encoding::Records {
-                            0
-                        } else {
-                            u64_at(&data, 8)
-                        },
+                        ..index
                     });
                 }
             }
@@ -528,11 +560,11 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
 }
 
 /// Pass 2: every EVENTS chunk of the file in order, decoded against `head`'s processes (one
-/// chunk in memory at a time). `want(pid, tid)` picks the threads to decode.
+/// chunk in memory at a time). `want` picks the threads to decode.
 pub fn for_each_events(
     path: &Path,
     head: &TraceHead,
-    want: &dyn Fn(u32, u32) -> bool,
+    want: &dyn Fn(ThreadKey) -> bool,
     f: &mut dyn FnMut(ThreadEvents) -> Result<(), ModelError>,
 ) -> Result<(), ModelError> {
     for_each_events_in(open_trace(path)?, head, want, f)
@@ -542,7 +574,7 @@ pub fn for_each_events(
 pub fn for_each_events_in(
     mut r: Reader,
     head: &TraceHead,
-    want: &dyn Fn(u32, u32) -> bool,
+    want: &dyn Fn(ThreadKey) -> bool,
     f: &mut dyn FnMut(ThreadEvents) -> Result<(), ModelError>,
 ) -> Result<(), ModelError> {
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
@@ -551,7 +583,11 @@ pub fn for_each_events_in(
     while let Some(c) = r.next_chunk_into(&mut data)? {
         if c.tag != tags::trace::EVENTS
             || data.len() < 8
-            || !want(u32_at(&data, 0), u32_at(&data, 4))
+            || !want(ThreadKey {
+                pid: u32_at(&data, 0),
+                start_mono_ns: chunk_start(&data, enc),
+                tid: u32_at(&data, 4),
+            })
         {
             continue;
         }
@@ -571,9 +607,9 @@ pub fn load(path: &Path) -> Result<Trace, ModelError> {
 pub fn load_readers(first: Reader, second: Reader) -> Result<Trace, ModelError> {
     let head = scan_reader(first)?;
     let mut events: Vec<ThreadEvents> = Vec::new();
-    for_each_events_in(second, &head, &|_, _| true, &mut |e| {
+    for_each_events_in(second, &head, &|_| true, &mut |e| {
         // A long thread is split over several chunks: join its parts in order.
-        match events.iter_mut().find(|x| x.pid == e.pid && x.tid == e.tid) {
+        match events.iter_mut().find(|x| x.key() == e.key()) {
             Some(x) => x.events.extend(e.events),
             None => events.push(e),
         }

@@ -167,8 +167,36 @@ pub struct ThreadEvents {
     pub pid: u32,
     /// Thread id.
     pub tid: u32,
+    /// CLOCK_MONOTONIC start of the process segment the events belong to (0 in files of
+    /// payload version 1): with the pid it names the program image, since an exec keeps the
+    /// pid and starts a new segment.
+    pub start_mono_ns: u64,
     /// Events, oldest first.
     pub events: Vec<RawEvent>,
+}
+
+impl ThreadEvents {
+    /// The thread of one program image these events belong to.
+    pub fn key(&self) -> ThreadKey {
+        ThreadKey {
+            pid: self.pid,
+            start_mono_ns: self.start_mono_ns,
+            tid: self.tid,
+        }
+    }
+}
+
+/// A thread of one program image: a thread keeps its pid and tid across an exec, but the new
+/// image has its own segment (start time), function addresses and names, so its calls are
+/// walked apart from the old image's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadKey {
+    /// Process id.
+    pub pid: u32,
+    /// CLOCK_MONOTONIC start of the image's segment ([`ProcessTrace::start_mono_ns`]).
+    pub start_mono_ns: u64,
+    /// Thread id.
+    pub tid: u32,
 }
 
 /// A context switch of a traced thread (PERF_RECORD_SWITCH).

@@ -2,6 +2,10 @@
 
 use serde::Serialize;
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// One line of the code-path trace.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -21,6 +25,10 @@ pub enum PathItem {
         /// The call was left by longjmp or an exception (no exit event): closed, and timed,
         /// up to the exit of a caller.
         repaired: bool,
+        /// Entered before the `--from` window began and still running then: shown, at its
+        /// entry time, ahead of the window's lines as the calls they are inside.
+        #[serde(skip_serializing_if = "is_false")]
+        before_window: bool,
     },
     /// A return shown after a context switch (`<- name`).
     Return {

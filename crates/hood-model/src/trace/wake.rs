@@ -164,9 +164,12 @@ pub fn waker_queries(head: &TraceHead) -> HashMap<(u32, u32), Vec<u64>> {
 /// Finds the function on top of a traced waker's stack at each of its wake-ups, from its
 /// events (fed in file order, like the analysis): the function that made the call that woke.
 pub struct WakerTops<'h> {
-    procs: HashMap<u32, &'h ProcessTrace>,
+    /// By (pid, segment start): each image names its own functions.
+    procs: HashMap<(u32, u64), &'h ProcessTrace>,
     queries: HashMap<(u32, u32), (Vec<u64>, usize)>,
-    stacks: HashMap<(u32, u32), Vec<u64>>,
+    /// Per waker: the image its events came from last, and its stack there (an exec starts
+    /// the new image with an empty one).
+    stacks: HashMap<(u32, u32), (u64, Vec<u64>)>,
     out: WakerFunctions,
 }
 
@@ -174,7 +177,11 @@ impl<'h> WakerTops<'h> {
     /// For the wake-ups of `head` ([`waker_queries`]).
     pub fn new(head: &'h TraceHead) -> WakerTops<'h> {
         WakerTops {
-            procs: head.processes.iter().map(|p| (p.pid, p)).collect(),
+            procs: head
+                .processes
+                .iter()
+                .map(|p| ((p.pid, p.start_mono_ns), p))
+                .collect(),
             queries: waker_queries(head)
                 .into_iter()
                 .map(|(k, v)| (k, (v, 0)))
@@ -197,11 +204,27 @@ impl<'h> WakerTops<'h> {
     /// Walk one chunk of a waker's events.
     pub fn feed(&mut self, te: &ThreadEvents) {
         let key = (te.pid, te.tid);
-        let (Some(p), Some((times, pos))) = (self.procs.get(&te.pid), self.queries.get_mut(&key))
-        else {
+        let p = self.procs.get(&(te.pid, te.start_mono_ns)).or_else(|| {
+            self.procs
+                .iter()
+                .find(|(k, _)| k.0 == te.pid)
+                .map(|(_, p)| p)
+        });
+        let (Some(p), Some((times, pos))) = (p, self.queries.get_mut(&key)) else {
             return;
         };
-        let stack = self.stacks.entry(key).or_default();
+        let (image, stack) = self
+            .stacks
+            .entry(key)
+            .or_insert((te.start_mono_ns, Vec::new()));
+        if te.start_mono_ns != *image {
+            if te.start_mono_ns < *image {
+                // Events of an image already replaced, read after the new one's.
+                return;
+            }
+            *image = te.start_mono_ns;
+            stack.clear();
+        }
         for e in &te.events {
             let t = p.ns(e.ticks());
             while let Some(&q) = times.get(*pos) {
@@ -228,7 +251,16 @@ impl<'h> WakerTops<'h> {
     /// The answers: wake-ups after a waker's last event are charged to what was then on top.
     pub fn finish(mut self) -> WakerFunctions {
         for (key, (times, pos)) in &self.queries {
-            let (Some(p), Some(stack)) = (self.procs.get(&key.0), self.stacks.get(key)) else {
+            let Some((image, stack)) = self.stacks.get(key) else {
+                continue;
+            };
+            let p = self.procs.get(&(key.0, *image)).or_else(|| {
+                self.procs
+                    .iter()
+                    .find(|(k, _)| k.0 == key.0)
+                    .map(|(_, p)| p)
+            });
+            let Some(p) = p else {
                 continue;
             };
             if let Some(&f) = stack.last() {

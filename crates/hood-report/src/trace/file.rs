@@ -10,7 +10,7 @@ use std::path::Path;
 
 use hood_model::trace::{
     for_each_events, tag_listing, Analysis, AnalysisOptions, Analyzer, PathLine, Probe, Sink,
-    ThreadSummary, TraceHead, WakerFunctions, WakerTops,
+    ThreadKey, ThreadSummary, TraceHead, WakerFunctions, WakerTops,
 };
 
 use crate::ReportError;
@@ -75,11 +75,11 @@ pub fn report(
         from_ns: c.from_ns,
         to_ns: c.to_ns,
     };
-    let threads: Vec<(u32, u32)> = head
+    let threads: Vec<ThreadKey> = head
         .threads
         .iter()
         .filter(|t| c.tid.is_none_or(|x| x == t.tid))
-        .map(|t| (t.pid, t.tid))
+        .map(|t| t.key())
         .collect();
     if threads.is_empty() {
         return Ok(Written::NoEvents);
@@ -102,7 +102,7 @@ pub fn report(
                 w: super::ChromeWriter::begin(out)?,
                 out,
             };
-            feed_all(file, head, &mut a, &|_, _| true, &mut sink)?;
+            feed_all(file, head, &mut a, &|_| true, &mut sink)?;
             let mut done = a.finish();
             sink.w.records(&mut done, sink.out)?;
             sink.w.end(&done.threads, done.origin_mono_ns, sink.out)?;
@@ -112,7 +112,7 @@ pub fn report(
                 file,
                 head,
                 &mut a,
-                &|_, _| true,
+                &|_| true,
                 &mut hood_model::trace::NoSink,
             )?;
             let a = a.finish();
@@ -134,13 +134,13 @@ fn waker_functions(file: &Path, head: &TraceHead) -> Result<WakerFunctions, Repo
     if tops.is_empty() {
         return Ok(WakerFunctions::new());
     }
-    let want: std::collections::HashSet<(u32, u32)> = head
+    let want: std::collections::HashSet<ThreadKey> = head
         .threads
         .iter()
-        .map(|t| (t.pid, t.tid))
-        .filter(|&(p, t)| tops.wants(p, t))
+        .map(|t| t.key())
+        .filter(|k| tops.wants(k.pid, k.tid))
         .collect();
-    for_each_events(file, head, &|p, t| want.contains(&(p, t)), &mut |te| {
+    for_each_events(file, head, &|k| want.contains(&k), &mut |te| {
         tops.feed(&te);
         Ok(())
     })?;
@@ -152,7 +152,7 @@ fn feed_all(
     file: &Path,
     head: &TraceHead,
     a: &mut Analyzer,
-    want: &dyn Fn(u32, u32) -> bool,
+    want: &dyn Fn(ThreadKey) -> bool,
     sink: &mut dyn Sink,
 ) -> Result<(), ReportError> {
     let mut io_err = None;
@@ -216,7 +216,7 @@ fn print_paths(
     c: &TraceReport,
     head: &TraceHead,
     opts: &AnalysisOptions,
-    threads: &[(u32, u32)],
+    threads: &[ThreadKey],
     wakers: &WakerFunctions,
     out: &mut dyn Write,
 ) -> Result<Written, ReportError> {
@@ -226,11 +226,11 @@ fn print_paths(
         View::Json => Some(super::JsonPathsWriter::begin(out)?),
         _ => None,
     };
-    for &(pid, tid) in threads {
-        let one = move |p: u32, t: u32| (p, t) == (pid, tid);
+    for &key in threads {
+        let one = move |k: ThreadKey| k == key;
         // First walk: it counts the thread in the totals and, if its lines fit, holds them.
         feed_all(file, head, &mut a, &one, &mut Probe)?;
-        let Some(first) = a.end(pid, tid) else {
+        let Some(first) = a.end(key) else {
             continue;
         };
         match json.as_mut() {
@@ -244,13 +244,13 @@ fn print_paths(
             // open at each flush.
             let mut b = Analyzer::new(head, opts);
             b.set_wakers(wakers);
-            b.paths_pass_two(pid, tid, first.results);
+            b.paths_pass_two(key, first.results);
             let mut sink = LineSink {
                 json: json.as_mut(),
                 out,
             };
             feed_all(file, head, &mut b, &one, &mut sink)?;
-            b.end(pid, tid).map(|e| e.summary.lines).unwrap_or_default()
+            b.end(key).map(|e| e.summary.lines).unwrap_or_default()
         };
         match json.as_mut() {
             Some(j) => {

@@ -145,14 +145,29 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
     if a.irq {
         writeln!(
             out,
-            "irq/softirq time     = {} ({:6.2}%)  {} hard irq{}, {} softirq{} in the traced threads' context",
+            "irq/softirq time     = {} ({:6.2}%)  {} hard irq{}, {} softirq{} in the traced threads' context{}",
             sec_us(a.irq_ns),
             pct(a.irq_ns, a.thread_ns),
             a.hard_irqs,
             if a.hard_irqs == 1 { "" } else { "s" },
             a.softirqs,
             if a.softirqs == 1 { "" } else { "s" },
+            if a.hard_irqs_outside + a.softirqs_outside > 0 {
+                " during their traced spans"
+            } else {
+                ""
+            }
         )?;
+        if a.hard_irqs_outside + a.softirqs_outside > 0 {
+            writeln!(
+                out,
+                "  and {} hard irq{}, {} softirq{} outside them (before a thread's first traced event or after its end): recorded and counted by `record`, not in these times",
+                a.hard_irqs_outside,
+                if a.hard_irqs_outside == 1 { "" } else { "s" },
+                a.softirqs_outside,
+                if a.softirqs_outside == 1 { "" } else { "s" },
+            )?;
+        }
     } else if a.sched {
         writeln!(
             out,
@@ -195,7 +210,11 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             us(f.elapsed_ns),
             us(f.net_ns),
             f.calls,
-            format!("({}/{}/{})", us(f.max_ns), us(f.avg_ns()), us(f.min_ns)),
+            if f.calls == 0 {
+                "(-/-/-)".to_string()
+            } else {
+                format!("({}/{}/{})", us(f.max_ns), us(f.avg_ns()), us(f.min_ns))
+            },
             f.pct_real,
             f.pct_net,
             safe::text(&f.name)
@@ -208,7 +227,7 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
     )?;
     writeln!(
         out,
-        "% real = net / traced thread time, % net = net / on-CPU time (run time); calls still running at the end are timed to it but not counted."
+        "% real = net / traced thread time, % net = net / on-CPU time (run time); calls still running at the end are timed to it (in net) but not counted (nor in max/avg/min)."
     )?;
     Ok(())
 }
@@ -332,6 +351,7 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                 total_ns,
                 unfinished,
                 repaired,
+                before_window,
             } => {
                 let pad = "    ".repeat(*depth);
                 let name = safe::text(name);
@@ -341,6 +361,11 @@ pub fn path_lines(lines: &[PathLine], out: &mut dyn Write) -> Result<(), ReportE
                     ", left by longjmp/exception: exit repaired"
                 } else {
                     ""
+                };
+                let more = if *before_window {
+                    format!("{more}, entered before the window")
+                } else {
+                    more.to_string()
                 };
                 match total_ns {
                     Some(tot) => writeln!(

@@ -17,11 +17,23 @@ pub use resolver::symbolizer_options;
 
 /// Load and symbolize the recording at `path` with the user's naming options (`--full-names`,
 /// `--no-inline`, ...; `SymbolOpts::default()` for short names).
+/// `HOOD_TIMING` set: the two phases' times on standard error, and how many file addresses
+/// the symbol cache answered.
 pub fn load_profile(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profile> {
-    Ok(hood_record::load_profile(
-        path,
-        symbolizer_options(sym_opts),
-    )?)
+    let (prof, t) = hood_record::load_profile_timed(path, symbolizer_options(sym_opts))?;
+    if std::env::var_os("HOOD_TIMING").is_some() {
+        errln!(
+            "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
+            t.load_ms,
+            t.symbolize_ms
+        );
+        errln!(
+            "hood: file addresses: {} from the symbol cache, {} read from symbol tables and debug info",
+            t.from_cache,
+            t.from_files
+        );
+    }
+    Ok(prof)
 }
 
 impl ReportArgs {

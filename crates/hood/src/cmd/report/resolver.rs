@@ -19,7 +19,10 @@ pub fn symbolizer_options(opts: &SymbolOpts) -> SymbolizerOptions {
         debuginfod: if opts.no_debuginfod {
             None
         } else {
-            hood_symbols::DebuginfodConfig::from_env()
+            hood_symbols::DebuginfodConfig::from_env().map(|c| hood_symbols::DebuginfodConfig {
+                progress: Some(hood_symbols::Progress::new(|line| errln!("{line}"))),
+                ..c
+            })
         },
         dwarf_cache: hood_symbols::DwarfCacheConfig::from_env(),
         symbol_cache: hood_symbols::SymbolCacheConfig::from_env(),

@@ -20,9 +20,12 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop))?;
     }
+    // The library says nothing itself: its lines go to standard error here.
+    let log = hood_serve::Log::new(|line| errln!("{line}"));
     let profiler = Recording::new(|path: &std::path::Path| {
         crate::cmd::report::load_profile(path, &Default::default()).map_err(|e| format!("{e:#}"))
-    });
-    Server::bind(&cfg)?.run(&stop, profiler);
+    })
+    .with_log(log.clone());
+    Server::bind_logged(&cfg, log)?.run(&stop, profiler);
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,124 @@
+#!/bin/sh
+# hood calls and hood trace on real C code nobody here wrote, beside uftrace on the same build:
+# bzip2 1.0.8 (compressing 1 MiB of generated text) and PCRE2 (bench/calls/pcre2_drive.c: five
+# patterns, no JIT, over the same text), built from the sources the crates bzip2-sys and
+# pcre2-sys bundle (fetched with `cargo fetch` of a throw-away crate) with
+# `-O2 -g -finstrument-functions`. Per program it prints, least of ROUNDS runs each: the
+# wall-clock time and the program's own CPU time (bench/trace/cpu_of.c) uninstrumented, with
+# glibc's empty hooks, under `hood calls run`, `hood trace record` and `uftrace record`; the
+# cost above the uninstrumented run; and that cost as a ratio of uftrace's.
+# Not a pass/fail test: on a shared machine the figures move with the load (printed).
+# Usage: bench/calls/real.sh [ROUNDS]   (default 3)
+# HOOD=path/to/hood uses that binary (and the libhood_rt.so beside it, or $HOOD_RT_LIB)
+# instead of building the release ones.
+set -eu
+ROUNDS=${1:-3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+if [ -z "${HOOD:-}" ]; then
+    (cd "$ROOT" && cargo build --release -q -p hood-rt -p hood)
+    HOOD=$TARGET/release/hood
+    export HOOD_RT_LIB=$TARGET/release/libhood_rt.so
+fi
+command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get install uftrace)" >&2; exit 1; }
+
+# The C sources, as the crates ship them.
+mkdir -p "$WORK/fetch/src"
+cat > "$WORK/fetch/Cargo.toml" <<'TOML'
+[package]
+name = "hood-bench-c-sources"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+bzip2-sys = "=0.1.13"
+pcre2-sys = "=0.2.10"
+TOML
+: > "$WORK/fetch/src/lib.rs"
+(cd "$WORK/fetch" && cargo fetch -q)
+REG=$(cd "$WORK/fetch" && cargo metadata -q --format-version 1 | python3 -c '
+import json, sys
+for p in json.load(sys.stdin)["packages"]:
+    if p["name"] in ("bzip2-sys", "pcre2-sys"):
+        print(p["name"], p["manifest_path"].rsplit("/", 1)[0])')
+BZ=$(echo "$REG" | awk '$1 == "bzip2-sys" {print $2}')/bzip2-1.0.8
+PC=$(echo "$REG" | awk '$1 == "pcre2-sys" {print $2}')/upstream
+
+build() { # NAME FLAGS...: both programs, into $WORK/NAME-bzip2 and $WORK/NAME-pcre2
+    name=$1; shift
+    gcc -O2 -g "$@" -w -o "$WORK/$name-bzip2" \
+        "$BZ/bzip2.c" "$BZ/blocksort.c" "$BZ/huffman.c" "$BZ/crctable.c" "$BZ/randtable.c" \
+        "$BZ/compress.c" "$BZ/decompress.c" "$BZ/bzlib.c"
+    # As pcre2-sys builds it (its build.rs), without JIT.
+    gcc -O2 -g "$@" -w -o "$WORK/$name-pcre2" -DPCRE2_CODE_UNIT_WIDTH=8 -DHAVE_CONFIG_H \
+        -DPCRE2_STATIC -DSUPPORT_PCRE2_8 -DSUPPORT_UNICODE -DHAVE_STDLIB_H -DHAVE_MEMMOVE \
+        -I"$PC/src" -I"$PC/include" -I"$PC/deps" "$HERE/pcre2_drive.c" \
+        $(ls "$PC"/src/*.c | grep -v -e jit_compile -e jit_match -e jit_misc -e ucptables)
+}
+build plain
+build instr -finstrument-functions
+gcc -O2 "$ROOT/bench/trace/cpu_of.c" -o "$WORK/cpu_of"
+python3 - "$WORK/text" <<'PY'
+import random, sys
+random.seed(25)
+words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "And", "or",
+         "Pack", "my", "box", "with", "five", "dozen", "liquor", "jugs", "1999-12", "42-07"]
+with open(sys.argv[1], "w") as f:
+    size = 0
+    while size < 1 << 20:
+        line = " ".join(random.choice(words) for _ in range(random.randint(2, 12))) + "\n"
+        f.write(line)
+        size += len(line)
+PY
+
+python3 - "$ROUNDS" "$WORK" "$HOOD" <<'PY'
+import os, subprocess, sys, time
+rounds, work, hood = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+text = os.path.join(work, "text")
+cpu_file = os.path.join(work, "prog.cpu")
+cpu_of = os.path.join(work, "cpu_of")
+progs = {
+    "bzip2": lambda b: [b, "-c", "-k", text],
+    "pcre2": lambda b: [b, text, "2"],
+}
+def configs(name):
+    plain = os.path.join(work, f"plain-{name}")
+    instr = os.path.join(work, f"instr-{name}")
+    cmd = progs[name]
+    return [
+        ("uninstrumented", [cpu_of, cpu_file] + cmd(plain)),
+        ("glibc empty hooks", [cpu_of, cpu_file] + cmd(instr)),
+        ("hood calls run", [hood, "calls", "run", "-o", os.path.join(work, "c.data"), "--", cpu_of, cpu_file] + cmd(instr)),
+        ("hood trace record", [hood, "trace", "record", "-o", os.path.join(work, "t.data"), "--", cpu_of, cpu_file] + cmd(instr)),
+        ("uftrace record", ["uftrace", "record", "--force", "-d", os.path.join(work, "uftrace.data"), cpu_of, cpu_file] + cmd(instr)),
+    ]
+print(f"load average before: {os.getloadavg()[0]:.2f}")
+for name in progs:
+    best = {}
+    for _ in range(rounds):              # rounds interleave the configurations
+        for label, argv in configs(name):
+            t0 = time.monotonic()
+            r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               env=dict(os.environ, HOOD_SHM_DIR=work), cwd=work)
+            wall = time.monotonic() - t0
+            if r.returncode != 0:
+                sys.exit(f"{name}: {label} failed with status {r.returncode}: {' '.join(argv)}")
+            cpu = sum(map(float, open(cpu_file).read().split()[:2]))
+            w, c = best.get(label, (1e9, 1e9))
+            best[label] = (min(w, wall), min(c, cpu))
+    base_w, base_c = best["uninstrumented"]
+    uft_w, uft_c = best["uftrace record"]
+    print(f"{name}: least of {rounds} runs; cost = above the uninstrumented run; ratio = cost / uftrace's cost")
+    print(f"  {'':20} {'wall s':>8} {'prog CPU s':>10} {'wall cost':>10} {'CPU cost':>9} {'wall ratio':>10} {'CPU ratio':>9}")
+    for label, _ in configs(name):
+        w, c = best[label]
+        dw, dc = w - base_w, c - base_c
+        rw = dw / (uft_w - base_w) if uft_w > base_w else float("nan")
+        rc = dc / (uft_c - base_c) if uft_c > base_c else float("nan")
+        print(f"  {label:20} {w:8.3f} {c:10.3f} {dw:10.3f} {dc:9.3f} {rw:10.2f} {rc:9.2f}")
+print(f"load average after: {os.getloadavg()[0]:.2f}")
+PY
