@@ -72,7 +72,7 @@ impl Image {
 
     /// The address the image states for file offset `pgoff` of a mapping, and whether the
     /// segment holding it is executable.
-    pub(crate) fn svma_of_offset(&self, pgoff: u64) -> Option<u64> {
+    pub fn svma_of_offset(&self, pgoff: u64) -> Option<u64> {
         // A mapping starts at the page holding its segment's first byte, so compare against
         // page-aligned segment starts; prefer executable segments (the mapping is one).
         let holds = |l: &&Load| {
@@ -97,7 +97,7 @@ impl Image {
 
     /// Whether the code at `svma` (a return address minus one) belongs to a signal trampoline
     /// (its CIE carries the `S` augmentation, as glibc's `__restore_rt` does).
-    pub(crate) fn is_signal_trampoline(&self, svma: u64) -> bool {
+    pub fn is_signal_trampoline(&self, svma: u64) -> bool {
         self.fde_at(svma) == Some(true)
     }
 
@@ -114,7 +114,7 @@ impl Image {
     /// (`.cfi_undefined rip`): the outermost frame of a thread or process (`_start`, glibc's
     /// `clone3`/`clone`). `None` when only `.debug_frame` describes the image, which this does
     /// not look up.
-    pub(crate) fn ra_undefined(&self, svma: u64) -> Option<bool> {
+    pub fn ra_undefined(&self, svma: u64) -> Option<bool> {
         self.eh_frame_hdr.as_ref()?;
         Some(
             self.with_fde(svma, |fde, eh_frame, bases| {
@@ -164,8 +164,9 @@ impl Image {
         Some(f(&fde, &eh_frame, &bases))
     }
 
-    /// Read the unwind information of the ELF image in `data`, named `name`.
-    pub(crate) fn parse<'d, R: ReadRef<'d>>(name: String, data: R) -> Result<Image, UnwindError> {
+    /// Read the unwind information of the ELF image in `data`, named `name`, with the caps
+    /// the unwinder reads a file with (public for the `unwind` fuzz target).
+    pub fn parse<'d, R: ReadRef<'d>>(name: String, data: R) -> Result<Image, UnwindError> {
         Image::parse_dense(name, data, &|_| true)
     }
 
