@@ -64,6 +64,42 @@ pub struct Image {
     pub(crate) refused: Vec<String>,
 }
 
+/// Whether every entry of `.eh_frame_hdr`'s table can be read and points into `.eh_frame` or
+/// after its start: gimli computes an FDE's offset as `pointer - eh_frame_ptr` and overflows
+/// on a table pointing before it (found by the `unwind` fuzz target). Checked once per image,
+/// so that no lookup meets such an entry.
+fn hdr_table_sound(
+    hdr: &Section,
+    eh: &Section,
+    text: Option<std::ops::Range<u64>>,
+    got: Option<std::ops::Range<u64>>,
+) -> bool {
+    let bases = BaseAddresses::default()
+        .set_eh_frame_hdr(hdr.svma.start)
+        .set_eh_frame(eh.svma.start)
+        .set_text(text.map_or(0, |t| t.start))
+        .set_got(got.map_or(0, |g| g.start));
+    let Ok(parsed) = EhFrameHdr::new(&hdr.data[..], LittleEndian).parse(&bases, 8) else {
+        // Every lookup fails to parse it too, and finds nothing.
+        return true;
+    };
+    let (Ok(start), Some(table)) = (parsed.eh_frame_ptr().direct(), parsed.table()) else {
+        return true;
+    };
+    let mut entries = table.iter(&bases);
+    loop {
+        match entries.next() {
+            Ok(Some((_, fde))) => {
+                if fde.direct().is_ok_and(|p| p < start) {
+                    return false;
+                }
+            }
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
 impl Image {
     /// Whether the image carries call frame information of any kind.
     pub fn has_cfi(&self) -> bool {
@@ -235,7 +271,18 @@ impl Image {
         // terminator that `-fno-asynchronous-unwind-tables` leaves) is no information at all.
         let eh_frame =
             bytes(".eh_frame").filter(|eh| eh_frame_hdr.is_some() || describes_code(&eh.data));
-        let eh_frame_hdr = eh_frame_hdr.filter(|_| eh_frame.is_some());
+        let eh_frame_hdr = eh_frame_hdr.filter(|hdr| {
+            eh_frame.as_ref().is_some_and(|eh| {
+                let sound = hdr_table_sound(hdr, eh, range(".text"), range(".got"));
+                if !sound {
+                    refused.borrow_mut().push(
+                        ".eh_frame_hdr (its table points before .eh_frame or cannot be read)"
+                            .to_string(),
+                    );
+                }
+                sound
+            })
+        });
         let debug_frame = bytes(".debug_frame").map(|s| s.data);
         Ok(Image {
             name,
