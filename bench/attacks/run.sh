@@ -20,6 +20,8 @@ if ! id -u "$U" >/dev/null 2>&1; then
     useradd --system --no-create-home --shell /usr/sbin/nologin "$U" && made_user=1
 fi
 as_user() { setpriv --reuid="$U" --regid="$U" --clear-groups "$@"; }
+# In the background (`as_user_bg CMD &`): exec, so that $! is the attacker's process itself.
+as_user_bg() { exec setpriv --reuid="$U" --regid="$U" --clear-groups "$@"; }
 W=$(mktemp -d /tmp/hood-attacks.XXXXXX)
 chmod 1777 "$W"
 pids=()
@@ -47,7 +49,7 @@ run_limited() {
 ended_clearly() { [ "$rc" != 124 ] && [ "$rc" != 137 ] && [ "$rc" != 101 ]; }
 
 # A victim process of the attacker's, busy, sampled by root.
-as_user sh -c 'while :; do :; done' & victim=$!
+as_user_bg sh -c 'while :; do :; done' & victim=$!
 pids+=("$victim")
 sleep 0.3
 
@@ -85,8 +87,8 @@ rm -f "/tmp/perf-$victim.map"
 # --- R3: terminal escapes ---
 esc=$(printf '\033]0;pwned\007x')
 cp /bin/sleep "$W/$esc"
-as_user "$W/$esc" 600 & pids+=("$!")
-as_user python3 -c 'import time; time.sleep(600)' "$(printf 'arg\n   1 root FORGED-ROW')" &
+as_user_bg "$W/$esc" 600 & pids+=("$!")
+as_user_bg /usr/bin/perl -e 'sleep 600' "$(printf 'arg\n   1 root FORGED-ROW')" &
 pids+=("$!")
 sleep 0.3
 for cmd in "ps" "ps -f" "top -b -n 1" "info"; do
