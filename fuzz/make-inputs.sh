@@ -52,4 +52,14 @@ fi
 cp /etc/passwd "$in/passwd"
 rm -rf fuzz/inputs
 (cd fuzz && cargo run -q --example inputs -- inputs "$in"/*)
+# A JIT map, ELF images as the unwinder and the DWARF readers meet them (stripped; with
+# debug sections compressed by zlib and by zstd) and text holding terminal escapes.
+mkdir -p fuzz/inputs/perfmap fuzz/inputs/unwind fuzz/inputs/sanitizer
+printf '7f0000001000 40 jit_fn_one\n7f0000001040 80 LazyCompile:*main /app.js:1\nbad line\n' \
+    > fuzz/inputs/perfmap/map
+gcc -O1 -s -o fuzz/inputs/unwind/spinner-stripped tests/c/spinner.c
+gcc -O1 -g -gz=zlib -o fuzz/inputs/unwind/spinner-zlib tests/c/spinner.c
+gcc -O1 -g -gz=zstd -o fuzz/inputs/unwind/spinner-zstd tests/c/spinner.c 2>/dev/null || true
+printf 'name\033]0;title\007\r\nrow \302\2332J \342\200\256rev \377\376 plain' \
+    > fuzz/inputs/sanitizer/escapes
 du -sh fuzz/inputs/*

@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 secs=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(container calls trace segment procfs profile perfdata)
+[ ${#targets[@]} -gt 0 ] || targets=(container calls trace segment procfs profile perfdata perfmap unwind sanitizer)
 export RUSTC_BOOTSTRAP=1
 command -v cargo-fuzz >/dev/null || cargo install -q cargo-fuzz --locked
 cargo fuzz build -s none -O >/dev/null

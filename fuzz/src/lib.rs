@@ -227,3 +227,103 @@ pub fn perfdata(data: &[u8]) {
     };
     let _ = build_profile(&imp.raw, &mut NoSymbols);
 }
+
+/// A JIT map `/tmp/perf-PID.map` as the report reads one: at most the recording's cap of whole
+/// lines, as lossy UTF-8, symbolized for the addresses its lines name (each start, middle and
+/// end) and a few others.
+pub fn perfmap(data: &[u8]) {
+    let cap = 64 << 20;
+    let bytes = match data.len() > cap {
+        true => {
+            let cut = &data[..cap];
+            &cut[..cut.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1)]
+        }
+        false => data,
+    };
+    let text = String::from_utf8_lossy(bytes);
+    let mut addrs = vec![0, 1, u64::MAX, u64::MAX - 1];
+    for line in text.lines().take(64) {
+        let mut t = line.split_whitespace();
+        let (Some(start), Some(size)) = (t.next(), t.next()) else {
+            continue;
+        };
+        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        if let (Some(start), Some(size)) = (hex(start), hex(size)) {
+            addrs.extend([start, start.wrapping_add(size / 2), start.wrapping_add(size)]);
+        }
+    }
+    thread_local! {
+        static SYM: std::cell::RefCell<Option<hood_symbols::Symbolizer>> =
+            std::cell::RefCell::new(
+                hood_symbols::Symbolizer::new(hood_symbols::SymbolizerOptions::default()).ok(),
+            );
+    }
+    SYM.with(|s| {
+        if let Some(sym) = s.borrow_mut().as_mut() {
+            let _ = sym.symbolize_perf_map(1, &text, &addrs);
+        }
+    });
+}
+
+/// Addresses to look up in an image: the ELF entry point's neighbourhood and words taken from
+/// the input, so that mutations steer lookups into the tables they change.
+fn probe_addresses(data: &[u8]) -> Vec<u64> {
+    let mut a: Vec<u64> = data
+        .chunks_exact(8)
+        .rev()
+        .take(16)
+        .map(|w| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]))
+        .collect();
+    a.extend([0, 0x1000, 0x1130, u64::MAX]);
+    a
+}
+
+/// An ELF file's unwind and debug sections as hood reads them: each section through
+/// `hood_symbols::section_data` with the unwinder's cap (zlib and zstd sections decompressed
+/// within the ratio and size limits), the build-id, then the unwinder's image (its section
+/// caps included) and the lookups it makes per frame: `.eh_frame_hdr`'s table, the CIE's
+/// signal-frame mark, the return-address rule.
+pub fn unwind(data: &[u8]) {
+    let _ = hood_symbols::build_id_from_bytes(data);
+    if let Ok(file) = object::File::parse(data) {
+        for name in [
+            ".eh_frame",
+            ".eh_frame_hdr",
+            ".debug_frame",
+            ".debug_info",
+            ".debug_line",
+            ".debug_abbrev",
+            ".debug_str",
+        ] {
+            let _ = hood_symbols::section_data(&file, name, 64 << 20);
+        }
+    }
+    let Ok(image) = hood_unwind::Image::parse("fuzz".to_string(), data) else {
+        return;
+    };
+    let _ = image.has_cfi();
+    for a in probe_addresses(data) {
+        let _ = image.svma_of_offset(a);
+        let _ = image.is_signal_trampoline(a);
+        let _ = image.ra_undefined(a);
+    }
+}
+
+/// The sanitiser every text renderer passes process, file and kernel text through: whatever
+/// the bytes, the result holds no control character (C0, DEL, C1) nor a direction override,
+/// and text without any comes back unchanged.
+pub fn sanitizer(data: &[u8]) {
+    let bad = |c: char| {
+        matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let out = hood_report::safe::bytes(data);
+    assert!(!out.chars().any(bad), "{data:?} -> {out:?}");
+    if let Ok(s) = std::str::from_utf8(data) {
+        let t = hood_report::safe::text(s);
+        assert!(!t.chars().any(bad), "{s:?} -> {t:?}");
+        assert_eq!(t, out);
+        if !s.chars().any(bad) {
+            assert_eq!(t, s, "clean text changed");
+        }
+    }
+}

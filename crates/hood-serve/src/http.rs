@@ -475,9 +475,16 @@ async fn connection<H, F>(
     F: Future<Output = Reply> + Send + 'static,
 {
     let _registered = Registered(&tracker, id);
+    let peer = match (sock.local_addr(), sock.peer_addr()) {
+        (Ok(local), Ok(remote)) => Some(crate::peer::Peer { local, remote }),
+        _ => None,
+    };
     let service = {
         let slot = Arc::clone(&slot);
-        hyper::service::service_fn(move |req| {
+        hyper::service::service_fn(move |mut req: Request<Incoming>| {
+            if let Some(p) = peer {
+                req.extensions_mut().insert(p);
+            }
             let busy = Busy::new(&slot);
             let answer = handle(req);
             async move {

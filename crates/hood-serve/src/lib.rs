@@ -23,7 +23,7 @@
 //! // Set it (e.g. from a SIGTERM handler) to stop the server.
 //! let stop = Arc::new(AtomicBool::new(false));
 //! let server = hood_serve::Server::bind(&cfg)?;
-//! server.run(&stop, |_query: &str, _scratch: &std::path::Path, _stop: &AtomicBool| {
+//! server.run(&stop, |_query: &str, _access: hood_serve::Access, _scratch: &std::path::Path, _stop: &AtomicBool| {
 //!     hood_serve::Answer::text(501, "no recorder here\n")
 //! });
 //! # Ok(())
@@ -35,6 +35,7 @@
 
 mod http;
 mod metrics;
+pub mod peer;
 pub mod profile;
 
 use std::net::SocketAddr;
@@ -154,22 +155,34 @@ impl Answer {
     }
 }
 
+/// What a client may ask of the profile endpoint. Without a token, `perf_event_paranoid`'s
+/// promise holds: a client the server cannot authenticate gets neither whole-machine profiles
+/// nor kernel symbols (issue 29, R11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The client sent the token, or (with no token configured) is a root process on this
+    /// machine ([`peer::uid`]): any profile, with kernel symbols.
+    Full,
+    /// Anyone else: one process at a time, kernel frames not named.
+    Restricted,
+}
+
 /// The `/debug/pprof/profile` endpoint: answers the request's query string (e.g.
-/// `seconds=10&pid=7`), recording into the server's private scratch directory (mode 0700,
-/// removed at exit); `stop` is set when the server is told to stop, and should cut a running
-/// recording short. Called on one of the server's blocking threads, after the bearer token
-/// was checked.
+/// `seconds=10&pid=7`) for a client with `access`, recording into the server's private
+/// scratch directory (mode 0700, removed at exit); `stop` is set when the server is told to
+/// stop, and should cut a running recording short. Called on one of the server's blocking
+/// threads, after the bearer token was checked.
 pub trait Profiler: Send + Sync + 'static {
     /// The answer to one profile request.
-    fn answer(&self, query: &str, scratch: &Path, stop: &AtomicBool) -> Answer;
+    fn answer(&self, query: &str, access: Access, scratch: &Path, stop: &AtomicBool) -> Answer;
 }
 
 impl<F> Profiler for F
 where
-    F: Fn(&str, &Path, &AtomicBool) -> Answer + Send + Sync + 'static,
+    F: Fn(&str, Access, &Path, &AtomicBool) -> Answer + Send + Sync + 'static,
 {
-    fn answer(&self, query: &str, scratch: &Path, stop: &AtomicBool) -> Answer {
-        self(query, scratch, stop)
+    fn answer(&self, query: &str, access: Access, scratch: &Path, stop: &AtomicBool) -> Answer {
+        self(query, access, scratch, stop)
     }
 }
 
@@ -329,6 +342,7 @@ impl State {
             )
             .with_header("www-authenticate", "Bearer")
         } else {
+            let peer = req.extensions().get::<peer::Peer>().copied();
             // The request (and its unread body) is not needed past this point.
             drop(req);
             let work = tokio::task::spawn_blocking(move || {
@@ -338,13 +352,25 @@ impl State {
                         Err(e) => Answer::text(500, format!("{e}\n")),
                     }
                 } else {
-                    self.profiler.answer(&query, &self.scratch, &self.stop)
+                    let access = self.access(peer.as_ref());
+                    self.profiler
+                        .answer(&query, access, &self.scratch, &self.stop)
                 }
             });
             work.await
                 .unwrap_or_else(|e| Answer::text(500, format!("answering failed: {e}\n")))
         };
         answer.into_reply()
+    }
+
+    /// What an authorized request may ask: everything with a token (it was checked), else
+    /// everything only for a root process on this machine.
+    fn access(&self, peer: Option<&peer::Peer>) -> Access {
+        if self.token.is_some() || peer.and_then(peer::uid) == Some(0) {
+            Access::Full
+        } else {
+            Access::Restricted
+        }
     }
 
     /// Whether the request carries the bearer token (always, when none is required).

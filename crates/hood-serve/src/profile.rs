@@ -10,7 +10,7 @@ use hood_model::profile::Profile;
 use hood_record::{RecordConfig, StopFlag, Who};
 use hood_report::profile::ReportOptions;
 
-use crate::{Answer, Profiler};
+use crate::{Access, Answer, Profiler};
 
 /// Allowed `seconds`.
 pub const SECONDS: std::ops::RangeInclusive<u64> = 1..=60;
@@ -145,6 +145,7 @@ where
     pub fn profile(
         &self,
         req: &ProfileRequest,
+        access: Access,
         scratch: &Path,
         stop: &AtomicBool,
     ) -> Result<Vec<u8>, String> {
@@ -182,6 +183,9 @@ where
         }
         let mut prof = (self.load)(&file.0)?;
         hide_kernel_addresses(&mut prof);
+        if access == Access::Restricted {
+            hide_kernel_symbols(&mut prof);
+        }
         let mut out = Vec::new();
         let opts = ReportOptions {
             source: "hood serve".into(),
@@ -196,11 +200,14 @@ impl<L> Profiler for Recording<L>
 where
     L: Fn(&Path) -> Result<Profile, String> + Send + Sync + 'static,
 {
-    fn answer(&self, query: &str, scratch: &Path, stop: &AtomicBool) -> Answer {
+    fn answer(&self, query: &str, access: Access, scratch: &Path, stop: &AtomicBool) -> Answer {
         let preq = match parse_query(query) {
             Ok(r) => r,
             Err(e) => return Answer::text(400, format!("{e}\n")),
         };
+        if access == Access::Restricted && preq.pid.is_none() {
+            return Answer::text(403, WHOLE_MACHINE_REFUSED);
+        }
         if let Some(pid) = preq.pid {
             if !Path::new(&format!("/proc/{pid}")).exists() {
                 return Answer::text(404, format!("no process {pid}\n"));
@@ -213,12 +220,35 @@ where
             )
             .with_header("retry-after", "5");
         };
-        match self.profile(&preq, scratch, stop) {
+        match self.profile(&preq, access, scratch, stop) {
             Ok(bytes) => Answer::bytes(200, "application/octet-stream", bytes).with_header(
                 "content-disposition",
                 "attachment; filename=\"profile.pb.gz\"",
             ),
             Err(e) => Answer::text(500, format!("profiling failed: {e}\n")),
+        }
+    }
+}
+
+/// The answer to a whole-machine profile asked by a client the server cannot authenticate.
+pub const WHOLE_MACHINE_REFUSED: &str = "a whole-machine profile needs authentication: \
+    ask with `Authorization: Bearer TOKEN` of a server started with --token or --token-file, \
+    or from a root process on this machine; or ask for one process with pid=P \
+    (its kernel frames are not named)\n";
+
+/// Every kernel frame becomes one `[kernel.kallsyms]` frame at address 0: neither a kernel
+/// symbol nor a kernel address reaches a client the server cannot authenticate (what
+/// `perf_event_paranoid` 2 denies an ordinary user).
+pub fn hide_kernel_symbols(prof: &mut Profile) {
+    for f in &mut prof.funcs {
+        if f.kernel {
+            f.name = "[kernel.kallsyms]".into();
+        }
+    }
+    let funcs = &prof.funcs;
+    for l in &mut prof.locations {
+        if funcs.get(l.func as usize).is_some_and(|f| f.kernel) {
+            l.address = 0;
         }
     }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hood_serve::{Answer, BuildInfo, Config, Server};
+use hood_serve::{Access, Answer, BuildInfo, Config, Server};
 
 /// An HTTP/1.0 GET (or another method) with extra header lines: (status, head, body).
 fn request(addr: SocketAddr, method: &str, path: &str, headers: &[&str]) -> (u16, String, String) {
@@ -69,7 +69,7 @@ fn start(
     let t = std::thread::spawn(move || {
         server.run(
             &flag,
-            move |query: &str, scratch: &Path, _stop: &AtomicBool| {
+            move |query: &str, _access: Access, scratch: &Path, _stop: &AtomicBool| {
                 calls.lock().unwrap().push((
                     query.to_string(),
                     scratch.to_path_buf(),

@@ -64,6 +64,42 @@ pub struct Image {
     pub(crate) refused: Vec<String>,
 }
 
+/// Whether every entry of `.eh_frame_hdr`'s table can be read and points into `.eh_frame` or
+/// after its start: gimli computes an FDE's offset as `pointer - eh_frame_ptr` and overflows
+/// on a table pointing before it (found by the `unwind` fuzz target). Checked once per image,
+/// so that no lookup meets such an entry.
+fn hdr_table_sound(
+    hdr: &Section,
+    eh: &Section,
+    text: Option<std::ops::Range<u64>>,
+    got: Option<std::ops::Range<u64>>,
+) -> bool {
+    let bases = BaseAddresses::default()
+        .set_eh_frame_hdr(hdr.svma.start)
+        .set_eh_frame(eh.svma.start)
+        .set_text(text.map_or(0, |t| t.start))
+        .set_got(got.map_or(0, |g| g.start));
+    let Ok(parsed) = EhFrameHdr::new(&hdr.data[..], LittleEndian).parse(&bases, 8) else {
+        // Every lookup fails to parse it too, and finds nothing.
+        return true;
+    };
+    let (Ok(start), Some(table)) = (parsed.eh_frame_ptr().direct(), parsed.table()) else {
+        return true;
+    };
+    let mut entries = table.iter(&bases);
+    loop {
+        match entries.next() {
+            Ok(Some((_, fde))) => {
+                if fde.direct().is_ok_and(|p| p < start) {
+                    return false;
+                }
+            }
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
 impl Image {
     /// Whether the image carries call frame information of any kind.
     pub fn has_cfi(&self) -> bool {
@@ -72,7 +108,7 @@ impl Image {
 
     /// The address the image states for file offset `pgoff` of a mapping, and whether the
     /// segment holding it is executable.
-    pub(crate) fn svma_of_offset(&self, pgoff: u64) -> Option<u64> {
+    pub fn svma_of_offset(&self, pgoff: u64) -> Option<u64> {
         // A mapping starts at the page holding its segment's first byte, so compare against
         // page-aligned segment starts; prefer executable segments (the mapping is one).
         let holds = |l: &&Load| {
@@ -97,7 +133,7 @@ impl Image {
 
     /// Whether the code at `svma` (a return address minus one) belongs to a signal trampoline
     /// (its CIE carries the `S` augmentation, as glibc's `__restore_rt` does).
-    pub(crate) fn is_signal_trampoline(&self, svma: u64) -> bool {
+    pub fn is_signal_trampoline(&self, svma: u64) -> bool {
         self.fde_at(svma) == Some(true)
     }
 
@@ -114,7 +150,7 @@ impl Image {
     /// (`.cfi_undefined rip`): the outermost frame of a thread or process (`_start`, glibc's
     /// `clone3`/`clone`). `None` when only `.debug_frame` describes the image, which this does
     /// not look up.
-    pub(crate) fn ra_undefined(&self, svma: u64) -> Option<bool> {
+    pub fn ra_undefined(&self, svma: u64) -> Option<bool> {
         self.eh_frame_hdr.as_ref()?;
         Some(
             self.with_fde(svma, |fde, eh_frame, bases| {
@@ -164,8 +200,9 @@ impl Image {
         Some(f(&fde, &eh_frame, &bases))
     }
 
-    /// Read the unwind information of the ELF image in `data`, named `name`.
-    pub(crate) fn parse<'d, R: ReadRef<'d>>(name: String, data: R) -> Result<Image, UnwindError> {
+    /// Read the unwind information of the ELF image in `data`, named `name`, with the caps
+    /// the unwinder reads a file with (public for the `unwind` fuzz target).
+    pub fn parse<'d, R: ReadRef<'d>>(name: String, data: R) -> Result<Image, UnwindError> {
         Image::parse_dense(name, data, &|_| true)
     }
 
@@ -234,7 +271,18 @@ impl Image {
         // terminator that `-fno-asynchronous-unwind-tables` leaves) is no information at all.
         let eh_frame =
             bytes(".eh_frame").filter(|eh| eh_frame_hdr.is_some() || describes_code(&eh.data));
-        let eh_frame_hdr = eh_frame_hdr.filter(|_| eh_frame.is_some());
+        let eh_frame_hdr = eh_frame_hdr.filter(|hdr| {
+            eh_frame.as_ref().is_some_and(|eh| {
+                let sound = hdr_table_sound(hdr, eh, range(".text"), range(".got"));
+                if !sound {
+                    refused.borrow_mut().push(
+                        ".eh_frame_hdr (its table points before .eh_frame or cannot be read)"
+                            .to_string(),
+                    );
+                }
+                sound
+            })
+        });
         let debug_frame = bytes(".debug_frame").map(|s| s.data);
         Ok(Image {
             name,

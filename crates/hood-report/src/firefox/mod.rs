@@ -15,8 +15,13 @@
 //! (`funcTable.fileName`, `lineNumber`). The files holding the code are listed in `libs` (name, path, build-id
 //! as `codeId` and as the Breakpad id, `debugName`/`debugPath`), and frames in them refer to
 //! their lib through the thread's resource table, with the address as a file offset.
-//! fxprof-processed-profile writes none of these columns, so they are filled in after it:
-//! every frame is first interned under a private label that says which location line it is.
+//! fxprof-processed-profile writes none of these columns, so hood builds each thread's
+//! frame, function, stack and resource tables itself, one entry per distinct frame and stack
+//! prefix (what the format stores), and gives fxprof-processed-profile, which lays out
+//! processes, threads and samples, one private label per distinct stack, replaced after
+//! serialization. A 1,000-deep chain of inlined functions made fxprof-processed-profile's
+//! per-frame tables and a JSON tree of them take ~30 times the report's own memory (issue 29);
+//! hood's tables take a few dozen bytes per frame.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -45,22 +50,20 @@ struct Builder<'a> {
     prof: &'a Profile,
     fx: FxProfile,
     user: CategoryHandle,
-    kernel: CategoryHandle,
     start_ns: u64,
     processes: HashMap<u32, ProcessHandle>,
-    threads: HashMap<(u32, u32), ThreadHandle>,
-    stacks: HashMap<(ThreadHandle, StackId, bool), Option<StackHandle>>,
+    /// Thread by (pid, tid): its fxprof handle and the index of its tables.
+    threads: HashMap<(u32, u32), (ThreadHandle, usize)>,
+    tables: Vec<Tables>,
     time_based: bool,
-    /// What each private frame label stands for (the label is [`TOKEN`] and the index).
-    frames: Vec<FrameKey>,
-    frame_ids: HashMap<FrameKey, usize>,
 }
 
-/// The start of the private labels of location frames, replaced after serialization.
-const TOKEN: &str = "\u{1}hood-frame:";
+/// The start of the private labels of stacks, replaced after serialization.
+const TOKEN: &str = "\u{1}hood-stack:";
 
-/// One frame of a code location: a function at a line, inlined `depth` levels deep, in a
-/// file (`dso` of the function) at a file offset.
+/// One frame: a function at a line, inlined `depth` levels deep, in a file (`dso` of the
+/// function) at a file offset; or, where the profile keeps no code locations, a function as a
+/// whole (`whole`, named by its label).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct FrameKey {
     func: FuncId,
@@ -68,6 +71,43 @@ struct FrameKey {
     line: u32,
     depth: u32,
     offset: Option<u64>,
+    whole: bool,
+}
+
+/// One thread's frames and stacks, interned as the processed format stores them: a stack is
+/// a frame on a prefix stack.
+#[derive(Default)]
+struct Tables {
+    frames: Vec<FrameKey>,
+    frame_ids: HashMap<FrameKey, u32>,
+    stack_prefix: Vec<Option<u32>>,
+    stack_frame: Vec<u32>,
+    stack_ids: HashMap<(Option<u32>, u32), u32>,
+    /// Stack of a hood stack: (stack or location stack id, by location), and the fxprof
+    /// stack standing for it.
+    of_hood: HashMap<(StackId, bool), Option<(u32, StackHandle)>>,
+}
+
+impl Tables {
+    /// The stack of `frames`, outermost caller first (`None`: no frame).
+    fn stack(&mut self, frames: impl Iterator<Item = FrameKey>) -> Option<u32> {
+        let mut prefix = None;
+        for key in frames {
+            let next = self.frames.len() as u32;
+            let frame = *self.frame_ids.entry(key).or_insert_with(|| {
+                self.frames.push(key);
+                next
+            });
+            let next = self.stack_frame.len() as u32;
+            let id = *self.stack_ids.entry((prefix, frame)).or_insert_with(|| {
+                self.stack_prefix.push(prefix);
+                self.stack_frame.push(frame);
+                next
+            });
+            prefix = Some(id);
+        }
+        prefix
+    }
 }
 
 impl Builder<'_> {
@@ -85,7 +125,7 @@ impl Builder<'_> {
         h
     }
 
-    fn thread(&mut self, pid: u32, tid: u32, time: u64) -> ThreadHandle {
+    fn thread(&mut self, pid: u32, tid: u32, time: u64) -> (ThreadHandle, usize) {
         if let Some(&h) = self.threads.get(&(pid, tid)) {
             return h;
         }
@@ -100,90 +140,91 @@ impl Builder<'_> {
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| self.prof.comm(pid));
         self.fx.set_thread_name(h, &name);
-        self.threads.insert((pid, tid), h);
-        h
+        self.tables.push(Tables::default());
+        let v = (h, self.tables.len() - 1);
+        self.threads.insert((pid, tid), v);
+        v
     }
 
-    /// The stack of sample `s`: by code location when the profile keeps them (inlined
-    /// functions and lines), else by function.
-    fn sample_stack(&mut self, thread: ThreadHandle, s: &Sample) -> Option<StackHandle> {
+    /// The fxprof stack of sample `s`: one private label naming the thread's stack of it,
+    /// by code location when the profile keeps them (inlined functions and lines), else by
+    /// function.
+    fn sample_stack(
+        &mut self,
+        (thread, t): (ThreadHandle, usize),
+        s: &Sample,
+    ) -> Option<StackHandle> {
         let prof = self.prof;
-        match prof
+        let locs = prof
             .loc_stacks
             .get(s.locs as usize)
-            .filter(|l| !l.is_empty())
-        {
-            Some(locs) => {
-                if let Some(&h) = self.stacks.get(&(thread, s.locs, true)) {
-                    return h;
-                }
-                let mut infos = Vec::new();
-                // Outermost caller first; at one address the function holding the code
-                // first, then what is inlined in it.
-                for &l in locs.iter().rev() {
-                    let Some(loc) = prof.locations.get(l as usize) else {
-                        continue;
-                    };
-                    let offset = loc
-                        .map
+            .filter(|l| !l.is_empty());
+        let hood = match locs {
+            Some(_) => (s.locs, true),
+            None => (s.stack, false),
+        };
+        if let Some(h) = self.tables[t].of_hood.get(&hood) {
+            return h.map(|h| h.1);
+        }
+        let tables = &mut self.tables[t];
+        let id = match locs {
+            // Outermost caller first; at one address the function holding the code first,
+            // then what is inlined in it.
+            Some(locs) => tables.stack(locs.iter().rev().flat_map(|&l| {
+                let loc = prof.locations.get(l as usize);
+                let offset = loc.and_then(|loc| {
+                    loc.map
                         .and_then(|m| prof.code_maps.get(m as usize))
-                        .map(|c| loc.address.wrapping_sub(c.start).wrapping_add(c.offset));
-                    let lines = prof.lines_of(loc);
-                    for (depth, fl) in lines.iter().rev().enumerate() {
-                        let Some(func) = prof.funcs.get(fl.func as usize) else {
-                            continue;
-                        };
-                        let key = FrameKey {
-                            func: fl.func,
-                            file: fl.file,
-                            line: fl.line,
-                            depth: depth as u32,
-                            offset,
-                        };
-                        let next = self.frames.len();
-                        let id = *self.frame_ids.entry(key).or_insert_with(|| {
-                            self.frames.push(key);
-                            next
-                        });
-                        infos.push(FrameInfo {
-                            frame: Frame::Label(self.fx.intern_string(&format!("{TOKEN}{id}"))),
-                            category_pair: if func.kernel { self.kernel } else { self.user }.into(),
-                            flags: FrameFlags::empty(),
-                        });
-                    }
-                }
-                let h = self.fx.intern_stack_frames(thread, infos.into_iter());
-                self.stacks.insert((thread, s.locs, true), h);
-                h
-            }
-            None => self.stack(thread, s.stack),
-        }
-    }
-
-    fn stack(&mut self, thread: ThreadHandle, stack: StackId) -> Option<StackHandle> {
-        if let Some(&h) = self.stacks.get(&(thread, stack, false)) {
-            return h;
-        }
-        let frames = self
-            .prof
-            .stacks
-            .get(stack as usize)
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
-        // The processed format wants the outermost caller first; hood stores leaf first.
-        let infos: Vec<FrameInfo> = frames
-            .iter()
-            .rev()
-            .filter_map(|&f| self.prof.funcs.get(f as usize))
-            .map(|func| FrameInfo {
-                frame: Frame::Label(self.fx.intern_string(&func.label())),
-                category_pair: if func.kernel { self.kernel } else { self.user }.into(),
+                        .map(|c| loc.address.wrapping_sub(c.start).wrapping_add(c.offset))
+                });
+                let lines = loc.map_or(&[][..], |loc| prof.lines_of(loc));
+                lines
+                    .iter()
+                    .rev()
+                    .enumerate()
+                    .filter(|(_, fl)| prof.funcs.get(fl.func as usize).is_some())
+                    .map(move |(depth, fl)| FrameKey {
+                        func: fl.func,
+                        file: fl.file,
+                        line: fl.line,
+                        depth: depth as u32,
+                        offset,
+                        whole: false,
+                    })
+            })),
+            // The processed format wants the outermost caller first; hood stores leaf first.
+            None => tables.stack(
+                prof.stacks
+                    .get(s.stack as usize)
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .rev()
+                    .filter(|&&f| prof.funcs.get(f as usize).is_some())
+                    .map(|&func| FrameKey {
+                        func,
+                        file: None,
+                        line: 0,
+                        depth: 0,
+                        offset: None,
+                        whole: true,
+                    }),
+            ),
+        };
+        let h = id.and_then(|id| {
+            let label = self.fx.intern_string(&format!("{TOKEN}{id}"));
+            let info = FrameInfo {
+                frame: Frame::Label(label),
+                category_pair: self.user.into(),
                 flags: FrameFlags::empty(),
-            })
-            .collect();
-        let h = self.fx.intern_stack_frames(thread, infos.into_iter());
-        self.stacks.insert((thread, stack, false), h);
-        h
+            };
+            Some((
+                id,
+                self.fx.intern_stack_frames(thread, std::iter::once(info))?,
+            ))
+        });
+        self.tables[t].of_hood.insert(hood, h);
+        h.map(|h| h.1)
     }
 }
 
@@ -209,13 +250,114 @@ pub fn breakpad_id(build_id_hex: &str) -> Option<String> {
     Some(s)
 }
 
-/// The serialized profile with the location frames filled in: real names, lines, inline
-/// depths, files, libs (see the module documentation).
-fn fill_frames(prof: &Profile, frames: &[FrameKey], mut v: Value) -> Value {
+/// The profile as fxprof-processed-profile serialized it, read back with the thread tables
+/// this module rewrites as typed columns: a `serde_json::Value` of them took ~1 KiB per frame,
+/// and a deep chain of inlined functions gives millions of frames (issue 29). The fields are
+/// those fxprof-processed-profile 0.8 writes; the small ones stay JSON values.
+#[derive(serde::Deserialize, serde::Serialize)]
+struct Doc {
+    meta: Value,
+    libs: Value,
+    threads: Vec<Thread>,
+    pages: Value,
+    #[serde(rename = "profilerOverhead")]
+    profiler_overhead: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    counters: Option<Value>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Thread {
+    frame_table: FrameTable,
+    func_table: FuncTable,
+    /// Rewritten whole.
+    resource_table: ResourceTable,
+    markers: Value,
+    name: Value,
+    is_main_thread: Value,
+    native_symbols: Value,
+    paused_ranges: Value,
+    pid: Value,
+    process_name: Value,
+    process_shutdown_time: Value,
+    process_startup_time: Value,
+    process_type: Value,
+    register_time: Value,
+    samples: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    native_allocations: Option<Value>,
+    stack_table: StackTable,
+    string_array: Vec<String>,
+    tid: Value,
+    unregister_time: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    show_markers_in_timeline: Option<Value>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FrameTable {
+    length: usize,
+    address: Vec<i64>,
+    inline_depth: Vec<u32>,
+    category: Vec<u32>,
+    subcategory: Vec<u32>,
+    func: Vec<u32>,
+    native_symbol: Vec<Option<u32>>,
+    #[serde(rename = "innerWindowID")]
+    inner_window_id: Vec<u64>,
+    line: Vec<Option<u32>>,
+    column: Vec<Option<u32>>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct FuncTable {
+    length: usize,
+    name: Vec<u32>,
+    #[serde(rename = "isJS")]
+    is_js: Vec<bool>,
+    #[serde(rename = "relevantForJS")]
+    relevant_for_js: Vec<bool>,
+    resource: Vec<i64>,
+    file_name: Vec<Option<u32>>,
+    line_number: Vec<Option<u32>>,
+    column_number: Vec<Option<u32>>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize, Default)]
+struct ResourceTable {
+    length: usize,
+    #[serde(default)]
+    lib: Vec<u32>,
+    #[serde(default)]
+    name: Vec<u32>,
+    #[serde(default)]
+    host: Vec<Option<u32>>,
+    #[serde(default, rename = "type")]
+    kind: Vec<u32>,
+}
+
+#[derive(serde::Deserialize, serde::Serialize)]
+struct StackTable {
+    length: usize,
+    prefix: Vec<Option<u32>>,
+    frame: Vec<u32>,
+}
+
+/// The serialized profile with each thread's tables filled in from hood's: real names,
+/// lines, inline depths, files, libs (see the module documentation).
+fn fill_frames(
+    prof: &Profile,
+    tables: &[Tables],
+    ids: &HashMap<(u32, u32), usize>,
+    mut doc: Doc,
+) -> Doc {
     // Libs: one per file whose code was sampled, in the order first met.
     let mut libs: Vec<Value> = Vec::new();
     let mut lib_of: HashMap<&str, usize> = HashMap::new();
-    for key in frames {
+    for key in tables.iter().flat_map(|t| &t.frames) {
         let Some(func) = prof.funcs.get(key.func as usize) else {
             continue;
         };
@@ -240,152 +382,181 @@ fn fill_frames(prof: &Profile, frames: &[FrameKey], mut v: Value) -> Value {
             "arch": std::env::consts::ARCH,
         }));
     }
-    if let Some(threads) = v["threads"].as_array_mut() {
-        for t in threads {
-            fill_thread(prof, frames, &lib_of, t);
+    let category = |name: &str| -> u32 {
+        doc.meta["categories"]
+            .as_array()
+            .and_then(|c| c.iter().position(|c| c["name"] == name))
+            .unwrap_or(0) as u32
+    };
+    let cats = (category(USER_CATEGORY), category(KERNEL_CATEGORY));
+    for t in &mut doc.threads {
+        let id = |v: &Value| v.as_str().and_then(|s| s.parse::<u32>().ok());
+        let table = id(&t.pid)
+            .zip(id(&t.tid))
+            .and_then(|k| ids.get(&k))
+            .and_then(|&i| tables.get(i));
+        if let Some(table) = table {
+            fill_thread(prof, table, &lib_of, cats, t);
         }
     }
-    v["libs"] = Value::Array(libs);
-    v
+    doc.libs = Value::Array(libs);
+    doc
 }
 
-/// [`fill_frames`] for one thread's tables.
-fn fill_thread(prof: &Profile, frames: &[FrameKey], lib_of: &HashMap<&str, usize>, t: &mut Value) {
-    let Some(strings) = t["stringArray"].as_array().cloned() else {
-        return;
+/// [`fill_frames`] for one thread: its frame, function, stack, resource and string tables
+/// are hood's; its samples' stacks, which are fxprof's one-label stacks, are mapped to them.
+fn fill_thread(
+    prof: &Profile,
+    table: &Tables,
+    lib_of: &HashMap<&str, usize>,
+    (user, kernel): (u32, u32),
+    t: &mut Thread,
+) {
+    // fxprof's stack -> hood's, through its frame, function and label.
+    let label_of = |stack: u32| -> Option<u32> {
+        let frame = *t.stack_table.frame.get(stack as usize)?;
+        let func = *t.frame_table.func.get(frame as usize)?;
+        let name = *t.func_table.name.get(func as usize)?;
+        t.string_array
+            .get(name as usize)?
+            .strip_prefix(TOKEN)?
+            .parse()
+            .ok()
     };
-    let mut strings: Vec<String> = strings
-        .into_iter()
-        .map(|s| s.as_str().unwrap_or("").to_string())
+    let stack_map: Vec<Option<u32>> = (0..t.stack_table.frame.len() as u32)
+        .map(label_of)
         .collect();
-    let mut string_ids: HashMap<String, usize> = strings
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.clone(), i))
-        .collect();
-    let mut intern = |s: &str, strings: &mut Vec<String>| -> usize {
-        if let Some(&i) = string_ids.get(s) {
+    if let Some(col) = t.samples.get_mut("stack").and_then(Value::as_array_mut) {
+        for v in col {
+            let ours = v
+                .as_u64()
+                .and_then(|s| stack_map.get(s as usize).copied().flatten());
+            *v = ours.map_or(Value::Null, Value::from);
+        }
+    }
+
+    let mut strings: Vec<String> = Vec::new();
+    let mut names: HashMap<String, u32> = HashMap::new();
+    let mut name = |s: &str, strings: &mut Vec<String>| -> u32 {
+        if let Some(&i) = names.get(s) {
             return i;
         }
         strings.push(s.to_string());
-        string_ids.insert(s.to_string(), strings.len() - 1);
-        strings.len() - 1
+        let i = (strings.len() - 1) as u32;
+        names.insert(s.to_string(), i);
+        i
     };
-    let col = |v: &Value, k: &str| -> Vec<Value> { v[k].as_array().cloned().unwrap_or_default() };
-    let old_funcs = &t["funcTable"];
-    let old_names = col(old_funcs, "name");
-    let old_resources = col(old_funcs, "resource");
     // Resources: one per lib used in this thread.
-    let mut res: Vec<(usize, usize)> = Vec::new();
-    let mut res_of: HashMap<usize, usize> = HashMap::new();
-    // New functions, deduplicated by (name, file, resource, start line).
-    type FuncKey = (usize, Option<usize>, i64, Option<u32>);
+    let mut res: Vec<(u32, u32)> = Vec::new();
+    let mut res_of: HashMap<usize, i64> = HashMap::new();
+    // Functions, deduplicated by (name, file, resource, start line).
+    type FuncKey = (u32, Option<u32>, i64, Option<u32>);
     let mut funcs: Vec<FuncKey> = Vec::new();
-    let mut func_ids: HashMap<FuncKey, usize> = HashMap::new();
-    let mut remap = Vec::with_capacity(old_names.len());
-    let mut key_of: Vec<Option<FrameKey>> = Vec::with_capacity(old_names.len());
-    for (i, n) in old_names.iter().enumerate() {
-        let name = n.as_u64().and_then(|n| strings.get(n as usize)).cloned();
-        let key = name
-            .as_deref()
-            .and_then(|s| s.strip_prefix(TOKEN))
-            .and_then(|id| id.parse::<usize>().ok())
-            .and_then(|id| frames.get(id).copied());
-        let (name_id, file_id, resource, start) =
-            match key.and_then(|k| Some((k, prof.funcs.get(k.func as usize)?))) {
-                Some((k, func)) => {
-                    let name_id = intern(&func.name, &mut strings);
-                    let file_id = prof
-                        .source_files
-                        .get(k.file.unwrap_or(u32::MAX) as usize)
-                        .map(|f| intern(f, &mut strings));
-                    let resource = match lib_of.get(func.dso.as_str()) {
-                        Some(&lib) if k.offset.is_some() || func.kernel => {
-                            let next = res.len();
-                            let r = *res_of.entry(lib).or_insert_with(|| {
-                                res.push((lib, 0));
-                                next
-                            });
-                            if r == next {
-                                res[r].1 = intern(&func.dso, &mut strings);
-                            }
-                            r as i64
-                        }
-                        _ => -1,
-                    };
-                    let start = (func.start_line > 0).then_some(func.start_line);
-                    (name_id, file_id, resource, start)
-                }
-                None => (
-                    n.as_u64().unwrap_or(0) as usize,
-                    None,
-                    old_resources.get(i).and_then(Value::as_i64).unwrap_or(-1),
-                    None,
-                ),
+    let mut func_ids: HashMap<FuncKey, u32> = HashMap::new();
+    let n = table.frames.len();
+    let mut ft = FrameTable {
+        length: n,
+        address: Vec::with_capacity(n),
+        inline_depth: Vec::with_capacity(n),
+        category: Vec::with_capacity(n),
+        subcategory: vec![0; n],
+        func: Vec::with_capacity(n),
+        native_symbol: vec![None; n],
+        inner_window_id: vec![0; n],
+        line: Vec::with_capacity(n),
+        column: vec![None; n],
+    };
+    for k in &table.frames {
+        let Some(func) = prof.funcs.get(k.func as usize) else {
+            continue;
+        };
+        let fkey = if k.whole {
+            (name(&func.label(), &mut strings), None, -1, None)
+        } else {
+            let name_id = name(&func.name, &mut strings);
+            let file_id = prof
+                .source_files
+                .get(k.file.unwrap_or(u32::MAX) as usize)
+                .map(|f| name(f, &mut strings));
+            let resource = match lib_of.get(func.dso.as_str()) {
+                Some(&lib) if k.offset.is_some() || func.kernel => match res_of.get(&lib) {
+                    Some(&r) => r,
+                    None => {
+                        let r = res.len() as i64;
+                        res.push((lib as u32, name(&func.dso, &mut strings)));
+                        res_of.insert(lib, r);
+                        r
+                    }
+                },
+                _ => -1,
             };
-        let next = funcs.len();
-        let fkey = (name_id, file_id, resource, start);
+            let start = (func.start_line > 0).then_some(func.start_line);
+            (name_id, file_id, resource, start)
+        };
+        let next = funcs.len() as u32;
         let id = *func_ids.entry(fkey).or_insert_with(|| {
             funcs.push(fkey);
             next
         });
-        remap.push(id);
-        key_of.push(key);
-    }
-    let n = funcs.len();
-    t["funcTable"] = json!({
-        "length": n,
-        "name": funcs.iter().map(|f| f.0).collect::<Vec<_>>(),
-        "isJS": vec![false; n],
-        "relevantForJS": vec![false; n],
-        "resource": funcs.iter().map(|f| f.2).collect::<Vec<_>>(),
-        "fileName": funcs.iter().map(|f| f.1).collect::<Vec<_>>(),
-        "lineNumber": funcs.iter().map(|f| f.3).collect::<Vec<_>>(),
-        "columnNumber": vec![Value::Null; n],
-    });
-    let frame_funcs = col(&t["frameTable"], "func");
-    let mut f_func = Vec::with_capacity(frame_funcs.len());
-    let mut f_line = Vec::with_capacity(frame_funcs.len());
-    let mut f_depth = Vec::with_capacity(frame_funcs.len());
-    let mut f_addr = Vec::with_capacity(frame_funcs.len());
-    for f in &frame_funcs {
-        let old = f.as_u64().unwrap_or(0) as usize;
-        f_func.push(remap.get(old).copied().unwrap_or(0));
-        let key = key_of.get(old).copied().flatten();
-        f_line.push(key.and_then(|k| (k.line > 0).then_some(k.line)));
-        f_depth.push(key.map_or(0, |k| k.depth));
+        ft.func.push(id);
+        ft.category.push(if func.kernel { kernel } else { user });
+        ft.line.push((k.line > 0).then_some(k.line));
+        ft.inline_depth.push(k.depth);
         // Addresses are u32 in the format: larger offsets are left out.
-        f_addr.push(
-            key.and_then(|k| k.offset)
+        ft.address.push(
+            k.offset
                 .and_then(|o| i64::try_from(o).ok())
                 .filter(|&o| o <= i64::from(u32::MAX))
                 .unwrap_or(-1),
         );
     }
-    t["frameTable"]["func"] = json!(f_func);
-    t["frameTable"]["line"] = json!(f_line);
-    t["frameTable"]["inlineDepth"] = json!(f_depth);
-    t["frameTable"]["address"] = json!(f_addr);
+    t.frame_table = ft;
+    let n = funcs.len();
+    t.func_table = FuncTable {
+        length: n,
+        name: funcs.iter().map(|f| f.0).collect(),
+        is_js: vec![false; n],
+        relevant_for_js: vec![false; n],
+        resource: funcs.iter().map(|f| f.2).collect(),
+        file_name: funcs.iter().map(|f| f.1).collect(),
+        line_number: funcs.iter().map(|f| f.3).collect(),
+        column_number: vec![None; n],
+    };
+    t.stack_table = StackTable {
+        length: table.stack_frame.len(),
+        prefix: table.stack_prefix.clone(),
+        frame: table.stack_frame.clone(),
+    };
     let r = res.len();
-    t["resourceTable"] = json!({
-        "length": r,
-        "lib": res.iter().map(|x| x.0).collect::<Vec<_>>(),
-        "name": res.iter().map(|x| x.1).collect::<Vec<_>>(),
-        "host": vec![Value::Null; r],
+    t.resource_table = ResourceTable {
+        length: r,
+        lib: res.iter().map(|x| x.0).collect(),
+        name: res.iter().map(|x| x.1).collect(),
+        host: vec![None; r],
         // 1: a library.
-        "type": vec![1; r],
-    });
-    t["stringArray"] = json!(strings);
+        kind: vec![1; r],
+    };
+    t.string_array = strings;
 }
 
-/// Build the Firefox Profiler profile for the samples of `prof` that pass `filter`, as JSON.
-pub fn build(prof: &Profile, filter: &Filter) -> Result<Value, ReportError> {
-    let (fx, frames) = build_fx(prof, filter);
-    Ok(fill_frames(prof, &frames, serde_json::to_value(&fx)?))
+/// Build the Firefox Profiler profile for the samples of `prof` that pass `filter`.
+/// fxprof-processed-profile's serialization is read back typed (see [`Doc`]), and its
+/// builder dropped first, so the peak is about the size of the output, not a JSON tree of it.
+fn build(prof: &Profile, filter: &Filter) -> Result<Doc, ReportError> {
+    let (fx, tables, ids) = build_fx(prof, filter);
+    let bytes = serde_json::to_vec(&fx)?;
+    drop(fx);
+    let doc: Doc = serde_json::from_slice(&bytes)?;
+    drop(bytes);
+    Ok(fill_frames(prof, &tables, &ids, doc))
 }
 
-/// The profile as fxprof-processed-profile builds it, location frames under private labels.
-fn build_fx(prof: &Profile, filter: &Filter) -> (FxProfile, Vec<FrameKey>) {
+/// The profile as fxprof-processed-profile builds it, each stack a private label; each
+/// thread's tables, and their index by (pid, tid).
+type Built = (FxProfile, Vec<Tables>, HashMap<(u32, u32), usize>);
+
+/// See [`Built`].
+fn build_fx(prof: &Profile, filter: &Filter) -> Built {
     let m = &prof.meta;
     let reference = ReferenceTimestamp::from_millis_since_unix_epoch(m.start_unix_ns as f64 / 1e6);
     let interval = 1_000_000_000u64.checked_div(m.freq_hz).map_or(
@@ -398,7 +569,8 @@ fn build_fx(prof: &Profile, filter: &Filter) -> (FxProfile, Vec<FrameKey>) {
     // the profiler must not try to symbolicate the profile again.
     fx.set_symbolicated(true);
     let user = fx.add_category(USER_CATEGORY, CategoryColor::Yellow);
-    let kernel = fx.add_category(KERNEL_CATEGORY, CategoryColor::Orange);
+    // Frames name their category by index (see `fill_frames`).
+    fx.add_category(KERNEL_CATEGORY, CategoryColor::Orange);
     let start_ns = match prof.samples.first() {
         Some(s) if m.start_monotonic_ns == 0 || m.start_monotonic_ns > s.time => s.time,
         _ => m.start_monotonic_ns,
@@ -407,17 +579,14 @@ fn build_fx(prof: &Profile, filter: &Filter) -> (FxProfile, Vec<FrameKey>) {
         prof,
         fx,
         user,
-        kernel,
         start_ns,
         processes: HashMap::new(),
         threads: HashMap::new(),
-        stacks: HashMap::new(),
+        tables: Vec::new(),
         time_based: matches!(
             m.event.split(':').next().unwrap_or(""),
             "cpu-clock" | "task-clock" | ""
         ),
-        frames: Vec::new(),
-        frame_ids: HashMap::new(),
     };
     // Off-CPU time (a recording made with --off-cpu) comes as samples with no CPU time,
     // weighted by how many sampling periods it lasted, so the call tree and the timeline count
@@ -442,6 +611,7 @@ fn build_fx(prof: &Profile, filter: &Filter) -> (FxProfile, Vec<FrameKey>) {
         }
         let thread = b.thread(s.pid, s.tid, s.time);
         let stack = b.sample_stack(thread, &s);
+        let thread = thread.0;
         let cpu = if b.time_based && !s.mode.off_cpu() {
             CpuDelta::from_nanos(s.period)
         } else {
@@ -450,7 +620,8 @@ fn build_fx(prof: &Profile, filter: &Filter) -> (FxProfile, Vec<FrameKey>) {
         let ts = b.ts(s.time);
         b.fx.add_sample(thread, ts, stack, cpu, weight);
     }
-    (b.fx, b.frames)
+    let ids = b.threads.iter().map(|(&k, &(_, i))| (k, i)).collect();
+    (b.fx, b.tables, ids)
 }
 
 /// Write the gzip-compressed processed-format JSON of `prof` (the samples `opts.filter`
@@ -460,9 +631,9 @@ pub fn render_firefox(
     opts: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
-    let v = build(prof, &opts.filter)?;
+    let doc = build(prof, &opts.filter)?;
     let mut gz = GzEncoder::new(out, Compression::default());
-    serde_json::to_writer(&mut gz, &v)?;
+    serde_json::to_writer(&mut gz, &doc)?;
     gz.finish()?;
     Ok(())
 }

@@ -14,7 +14,9 @@ pub struct ServeArgs {
     /// --unauthenticated).
     #[arg(long, default_value = "127.0.0.1:9464", value_name = "ADDR:PORT")]
     pub listen: String,
-    /// Require `Authorization: Bearer TOKEN` on /metrics and /debug/pprof/*.
+    /// Require `Authorization: Bearer TOKEN` on /metrics and /debug/pprof/*. Without a
+    /// token, whole-machine profiles and kernel symbols go only to root processes on this
+    /// machine; other clients get one process's profile, kernel frames unnamed.
     #[arg(long, value_name = "TOKEN", conflicts_with = "token_file")]
     pub token: Option<String>,
     /// Read the token from FILE (first line), which keeps it out of the process list.
