@@ -166,6 +166,26 @@ impl Image {
         )
     }
 
+    /// Whether `svma`, which no FDE covers, lies in the few bytes just before a thread's
+    /// outermost frame (an FDE whose return address is undefined): glibc's `clone3` and
+    /// `clone` leave the `syscall` and the instructions after it (`test; jl; je; ret`,
+    /// at most 16 bytes) without call frame information, and a new thread's first samples
+    /// land there before it calls its start function.
+    pub(crate) fn before_thread_start(&self, svma: u64) -> bool {
+        self.eh_frame_hdr.is_some()
+            && self.fde_at(svma).is_none()
+            && (1..=16u64)
+                .map(|k| svma.wrapping_add(k))
+                .find(|&a| self.fde_at(a).is_some())
+                .is_some_and(|a| self.fde_starts_at(a) && self.ra_undefined(a) == Some(true))
+    }
+
+    /// Whether an FDE begins exactly at `svma` (a function's first instruction: a pointer
+    /// to it on the stack is a function pointer, never a return address).
+    pub(crate) fn fde_starts_at(&self, svma: u64) -> bool {
+        self.with_fde(svma, |fde, _, _| fde.initial_address() == svma) == Some(true)
+    }
+
     /// Look `svma` up in `.eh_frame_hdr`: `None` when no FDE covers it, else whether that
     /// FDE describes a signal trampoline.
     fn fde_at(&self, svma: u64) -> Option<bool> {

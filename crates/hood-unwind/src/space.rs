@@ -258,21 +258,18 @@ impl Unwinder {
         }
     }
 
+    /// Warn once per image about code that stopped a stack for want of call frame
+    /// information. Only an ELF image read from a file is named: anonymous memory (`//anon`,
+    /// JIT code) is no binary anyone can rebuild, and its truncation frame says what it is.
     fn warn_no_cfi(&mut self, pid: u32, addr: Option<u64>) {
         let Some(m) = addr.and_then(|a| self.spaces.get(&pid)?.lookup(a.saturating_sub(1))) else {
             return;
         };
-        if !m.name.starts_with('/') {
+        let Some(image) = m.image.as_ref().filter(|_| m.name.starts_with('/')) else {
             return;
-        }
+        };
         if self.warned.insert(m.name.to_string()) {
-            self.warnings.push(format!(
-                "{} has code without unwind information (.eh_frame or .debug_frame) that keeps no \
-                 frame pointer, so stacks through it stop there. Fix: rebuild it with \
-                 -fasynchronous-unwind-tables (the gcc/clang default) or -fno-omit-frame-pointer, \
-                 or install its debug file under /usr/lib/debug/.build-id",
-                m.name
-            ));
+            self.warnings.push(no_cfi_warning(&m.name, image.has_cfi()));
         }
     }
 
@@ -373,5 +370,28 @@ impl hood_raw::replay::StackUnwinder for Unwinder {
     ) -> Option<Truncation> {
         let [ip, sp, bp] = regs;
         Unwinder::unwind(self, pid, UserRegs { ip, sp, bp }, stack, out)
+    }
+}
+
+/// The warning for an image whose code stopped a stack for want of call frame information:
+/// one that has none at all, or one whose `.eh_frame` leaves some code out (code generated or
+/// written by hand: V8's builtins in node, assembly). Whether that code keeps frame pointers
+/// is not known here, so neither is said.
+pub(crate) fn no_cfi_warning(name: &str, has_cfi: bool) -> String {
+    if has_cfi {
+        format!(
+            "{name}: some of its code is not described by its call frame information \
+             (.eh_frame), so stacks through that code stop there; such code is generated or \
+             written by hand (V8's builtins in node, assembly). Fix: if that code keeps frame \
+             pointers, `hood record --call-graph fp` follows them"
+        )
+    } else {
+        format!(
+            "{name} has no call frame information (.eh_frame or .debug_frame), so stacks \
+             through its code stop there. Fix: install its debug file under \
+             /usr/lib/debug/.build-id, or rebuild it with -fasynchronous-unwind-tables (the \
+             gcc/clang default); if it keeps frame pointers, `hood record --call-graph fp` \
+             follows them"
+        )
     }
 }

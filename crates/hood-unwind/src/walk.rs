@@ -119,6 +119,23 @@ pub(crate) fn walk(
                 None => return Some(Truncation::NoUnwindInfo),
             }
         }
+        if !addr.is_return_address() && before_thread_start(space, addr) {
+            // A thread's first instructions after clone3/clone returned in it, or the
+            // parent's way back out of the same instructions: nothing is pushed there, so the
+            // return address, if any, is the word at the stack pointer.
+            let sp = r.sp();
+            let Some(ra) = read(sp).ok().filter(|&ra| returns_into_code(space, ra)) else {
+                // The new thread: its stack holds no caller, this is its root.
+                return None;
+            };
+            let Some(next) = FrameAddress::from_return_address(ra) else {
+                return Some(Truncation::Failed);
+            };
+            r = UnwindRegsX86_64::new(ra, sp.wrapping_add(8), r.bp());
+            out.push(ra);
+            addr = next;
+            continue;
+        }
         match space.fh.unwind_frame(addr, &mut r, cache, &mut read_mut) {
             Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
                 Some(next) => {
@@ -183,6 +200,30 @@ fn jit_step(
         }
     }
     None
+}
+
+/// Whether the interrupted instruction `addr` lies in the bytes without call frame
+/// information just before a thread's outermost frame ([`crate::Image`]'s
+/// `before_thread_start`: glibc's `clone3`/`clone` after the system call).
+fn before_thread_start(space: &Space, addr: FrameAddress) -> bool {
+    let look = addr.address_for_lookup();
+    space.lookup(look).is_some_and(|m| {
+        m.image
+            .as_ref()
+            .is_some_and(|i| i.before_thread_start(look.wrapping_sub(m.bias)))
+    })
+}
+
+/// Whether `ra` can be a return address: the instruction before it is code that call frame
+/// information covers, and `ra` is not a function's first instruction (the function pointer
+/// `clone` leaves on a new thread's stack is one).
+fn returns_into_code(space: &Space, ra: u64) -> bool {
+    ra > 1
+        && space.lookup(ra - 1).is_some_and(|m| {
+            m.image.as_ref().is_some_and(|i| {
+                i.covers((ra - 1).wrapping_sub(m.bias)) && !i.fde_starts_at(ra.wrapping_sub(m.bias))
+            })
+        })
 }
 
 /// Whether the frame at `addr` is a process's entry point (`_start` of the executable or of
