@@ -22,6 +22,10 @@ use hood_raw::stackcopy;
 use crate::profile::{CpuCounts, RawRecording, RecordMeta, RecordStats};
 use crate::ModelError;
 
+/// The most CPUs a perf.data header is believed to name (Linux's largest `NR_CPUS`); the
+/// count comes from the file and sizes a list.
+const MAX_CPUS: u32 = 8192;
+
 /// Stack copies of `perf record --call-graph dwarf` samples, kept until they are unwound.
 #[derive(Debug, Default)]
 struct StackCopies {
@@ -274,6 +278,19 @@ pub fn load_bytes(
         meta.start_monotonic_ns = first;
     }
     meta.cpus = per_cpu.keys().copied().collect();
+    // `perf record -- CMD` samples without PERF_SAMPLE_CPU: every sample reads as CPU 0,
+    // though the command's threads ran on any CPU of the machine. Its CPUs are then those
+    // perf found online (the NRCPUS header), as a hood recording of a command has a ring on
+    // each.
+    let with_cpu = events
+        .iter()
+        .filter(|e| e.samples())
+        .all(|e| e.attr.sample_type & hood_raw::attr::sample::CPU != 0);
+    if !with_cpu {
+        if let Some(n) = features.nr_cpus_online.filter(|&n| n > 0 && n <= MAX_CPUS) {
+            meta.cpus = (0..n).collect();
+        }
+    }
     meta.notes.push(format!(
         "imported from {}; timestamps are perf's clock, not CLOCK_MONOTONIC",
         path.display()

@@ -327,3 +327,32 @@ fn perf_data_jit_frames_are_named_from_the_perf_map() {
     assert!(total >= 300, "only {total} samples: {leaves:?}");
     assert!(jitted * 100 > total * 80, "{leaves:?}\n{}", text(&out));
 }
+
+/// `perf record -- CMD` stores no CPU in its samples; the report's CPU count is the machine's
+/// (perf's NRCPUS header), not the one CPU every sample seems to name.
+#[test]
+fn perf_data_without_sample_cpus_is_reported_on_the_machines_cpus() {
+    if !privileged("perf_data_cpus") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let data = perf_record_split(dir.path());
+    let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let out = run(hood().args(["report", "--width", "0", "-i"]).arg(&data));
+    assert!(out.status.success(), "{}", text(&out));
+    let report = String::from_utf8_lossy(&out.stdout);
+    let duration = report
+        .lines()
+        .find(|l| l.starts_with("Duration:"))
+        .unwrap_or_else(|| panic!("no Duration line:\n{report}"));
+    let want = format!(" on {online} CPU{},", if online == 1 { "" } else { "s" });
+    assert!(duration.contains(&want), "{duration:?} lacks {want:?}");
+    let json = hood_json(&data);
+    assert_eq!(
+        json["cpus"].as_u64(),
+        Some(online as u64),
+        "{}",
+        json["meta"]
+    );
+}
