@@ -46,6 +46,7 @@ mod config;
 mod cpus;
 mod error;
 mod irq;
+pub mod limits;
 mod offcpu;
 mod offcpu_bpf;
 mod open;

@@ -218,6 +218,7 @@ pub fn record(
             min_ns: cfg.off_cpu_min.as_nanos().min(u128::from(u64::MAX)) as u64,
             all_wakeups: true,
         }),
+        perf_event_max_stack: hood_perf::limits::max_stack(),
     };
     writer.write_chunk(tags::profile::META, &serde_json::to_vec(&meta)?, false)?;
     // Stack copies are unwound as they are drained; the file stores the chains, described by

@@ -313,6 +313,55 @@ fn auto_continues_deep_stacks_with_frame_pointers() {
     assert!(n >= 50 && pct >= 95.0, "dwarf: {pct:.1}% of {n} marked");
 }
 
+/// 200 frames of code with frame pointers: the kernel's frame-pointer chain continues the
+/// stack past the copy and stops at kernel.perf_event_max_stack; the frame and the header's
+/// fix name that setting and its value, not hand-written assembly.
+#[test]
+fn stacks_deeper_than_the_kernels_chain_name_perf_event_max_stack() {
+    if !privileged("deeper_than_max_stack") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let max: u32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_max_stack")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    if max >= 200 {
+        eprintln!("not run here: kernel.perf_event_max_stack is {max}, the 200 frames fit");
+        return;
+    }
+    let file = k.dir.path().join("deep200-fp.hood");
+    record_known(&file, &k.fp, &["deep", "1000"]);
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let (pct, n, bad) = share(&stacks, "uk_fp", "deep_leaf", |u| {
+        u.first() == Some(&"[truncated: deeper than kernel.perf_event_max_stack]")
+    });
+    assert!(
+        n >= 100 && pct >= 95.0,
+        "{pct:.1}% of {n} marked; e.g. {bad:#?}"
+    );
+    let rep = run(hood().args(["report", "--width", "0", "-i"]).arg(&file));
+    let t = String::from_utf8_lossy(&rep.stdout);
+    let fix = t
+        .lines()
+        .skip_while(|l| !l.starts_with("Truncated:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Truncated: header line:\n{t}"));
+    assert_eq!(
+        fix.trim(),
+        format!(
+            "Fix: the kernel's call chain, which continues a stack deeper than the stack copy \
+             by frame pointers, stops at kernel.perf_event_max_stack frames ({max} when \
+             recorded): raise it for the recording (`sudo sysctl \
+             kernel.perf_event_max_stack=1024`), or copy more of the stack (`hood record \
+             --call-graph auto,65528`)"
+        ),
+        "header:\n{t}"
+    );
+}
+
 #[test]
 fn frame_pointer_mode_still_works_and_shows_what_it_misses() {
     if !privileged("fp_mode") {
@@ -720,11 +769,21 @@ fn library_without_unwind_info_is_marked_and_warned_about_once() {
     );
     let (file, out) = record_with_lib(k, &dir, "nocfi");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        err.matches("has code without unwind information").count(),
-        1,
-        "one warning for the library:\n{err}"
+    let so = dir.join("libunwlib.so");
+    let want = format!(
+        "hood: {} has no call frame information (.eh_frame or .debug_frame), so stacks \
+         through its code stop there. Fix: install its debug file under \
+         /usr/lib/debug/.build-id, or rebuild it with -fasynchronous-unwind-tables (the \
+         gcc/clang default); if it keeps frame pointers, `hood record --call-graph fp` \
+         follows them",
+        so.display()
     );
+    assert_eq!(
+        err.lines().filter(|l| *l == want).count(),
+        1,
+        "one warning for the library, word for word:\n{want}\n--- got:\n{err}"
+    );
+    assert_eq!(err.matches("call frame information").count(), 1, "{err}");
     let stacks = collapsed(&file, &["--min-percent", "0"]);
     let (pct, n, bad) = share(&stacks, "uk_nofp", "lib_leaf", |u| {
         u.first() == Some(&"[truncated: no unwind info in libunwlib.so]")
@@ -998,4 +1057,60 @@ fn go_frameless_leaves_keep_their_callers_and_runtime_threads_their_roots() {
         .map(|u| u.join(";"))
         .collect();
     assert!(garbage.is_empty(), "runtime threads: {garbage:#?}");
+}
+
+/// Node.js with `--perf-basic-prof`: V8's builtins lie in node's text without call frame
+/// information, and its JIT code in anonymous memory. The warning names node with words that
+/// are true (nothing is said about frame pointers, which V8 keeps), and says nothing about
+/// `//anon` (memory, not a binary anyone rebuilds).
+#[test]
+fn node_warnings_are_true_word_for_word() {
+    if !privileged("node_warnings") {
+        return;
+    }
+    let Some(node) = ["/usr/bin/node", "/usr/bin/nodejs", "/usr/local/bin/node"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+    else {
+        eprintln!("not run here: no node on this machine");
+        return;
+    };
+    let node = std::fs::canonicalize(node).unwrap();
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("node.hood");
+    let script = "function fib(n){return n<2?n:fib(n-1)+fib(n-2)}\n\
+                  const end=Date.now()+1500;let s=0;\n\
+                  while(Date.now()<end){s+=fib(20);const a=[];\
+                  for(let i=0;i<1000;i++)a.push(String(i));s+=a.join(',').length}\n\
+                  console.log(s)\n";
+    let js = dir.path().join("busy.js");
+    std::fs::write(&js, script).unwrap();
+    // node writes a V8 log beside it with --perf-basic-prof: in the temporary directory.
+    let out = run(hood()
+        .arg("record")
+        .arg("-o")
+        .arg(&file)
+        .arg("--")
+        .arg(&node)
+        .arg("--perf-basic-prof")
+        .arg(&js)
+        .current_dir(dir.path()));
+    assert!(out.status.success(), "{}", text(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("//anon") && !err.contains("keeps no frame pointer"),
+        "{err}"
+    );
+    let want = format!(
+        "hood: {}: some of its code is not described by its call frame information \
+         (.eh_frame), so stacks through that code stop there; such code is generated or \
+         written by hand (V8's builtins in node, assembly). Fix: if that code keeps frame \
+         pointers, `hood record --call-graph fp` follows them",
+        node.display()
+    );
+    // Whether a sample stops in a builtin depends on the run; when one does, these words.
+    for line in err.lines().filter(|l| l.contains("call frame information")) {
+        assert_eq!(line, want, "{err}");
+    }
 }

@@ -101,7 +101,7 @@ fn truncation_name(t: Truncation, file: Option<&MappedFile>) -> String {
         (Truncation::NotMapped, _) => "[truncated: return address outside known mappings]".into(),
         (Truncation::Failed, Some(f)) => format!("[truncated: unwinding failed in {f}]"),
         (Truncation::Failed, None) => "[truncated: unwinding failed]".into(),
-        (Truncation::TooDeep, _) => "[truncated: deeper than hood keeps]".into(),
+        (Truncation::TooDeep, _) => "[truncated: deeper than kernel.perf_event_max_stack]".into(),
     }
 }
 

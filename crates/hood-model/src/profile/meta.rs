@@ -47,6 +47,10 @@ pub struct RecordMeta {
     pub kallsyms_used_at_end: bool,
     /// Off-CPU recording (`hood record --off-cpu`): switches and wake-ups were recorded.
     pub off_cpu: Option<OffCpuMeta>,
+    /// `kernel.perf_event_max_stack` while recording: the kernel's call chains, which
+    /// continue user stacks deeper than the stack copy, stop at this many frames (`None` in
+    /// files from before it was stored, and in imported perf.data files).
+    pub perf_event_max_stack: Option<u32>,
 }
 
 /// How off-CPU time was recorded ([`RecordMeta::off_cpu`]).

@@ -244,15 +244,16 @@ fn render_stacks(
     for line in wrap("Truncated:    ", &said, width) {
         writeln!(out, "{line}")?;
     }
-    let fix = format!("Fix: {}", truncation_fix(main, &prof.meta.call_graph));
+    let fix = format!("Fix: {}", truncation_fix(main, &prof.meta));
     for line in wrap("              ", &fix, width) {
         writeln!(out, "{line}")?;
     }
     Ok(())
 }
 
-/// What to do about a truncation frame named `name`.
-pub fn truncation_fix(name: &str, call_graph: &str) -> String {
+/// What to do about a truncation frame named `name`, in a recording made as `meta` says.
+pub fn truncation_fix(name: &str, meta: &hood_model::profile::RecordMeta) -> String {
+    let call_graph = meta.call_graph.as_str();
     if name.contains("stack copy too small") {
         let mode = call_graph
             .split(',')
@@ -260,8 +261,20 @@ pub fn truncation_fix(name: &str, call_graph: &str) -> String {
             .filter(|m| !m.is_empty())
             .unwrap_or("auto");
         format!("record with a bigger stack copy, e.g. `hood record --call-graph {mode},32768` (at most 65528)")
+    } else if name.contains("perf_event_max_stack") {
+        let limit = meta
+            .perf_event_max_stack
+            .map_or("its value".to_string(), |n| format!("{n} when recorded"));
+        format!(
+            "the kernel's call chain, which continues a stack deeper than the stack copy by \
+             frame pointers, stops at kernel.perf_event_max_stack frames ({limit}): raise it \
+             for the recording (`sudo sysctl kernel.perf_event_max_stack=1024`), or copy more \
+             of the stack (`hood record --call-graph auto,65528`)"
+        )
+    } else if name.contains("JIT or anonymous code") {
+        "code generated at run time that neither its frame pointer nor a short scan of the stack steps out of; if the runtime keeps frame pointers, `hood record --call-graph fp` follows them".into()
     } else if name.contains("no unwind info") {
-        "rebuild that code with -fasynchronous-unwind-tables or -fno-omit-frame-pointer, or install its debug file under /usr/lib/debug/.build-id".into()
+        "code without call frame information: install the binary's debug file under /usr/lib/debug/.build-id, or rebuild it with -fasynchronous-unwind-tables; code that keeps frame pointers without it (V8's builtins in node, assembly) is followed by `hood record --call-graph fp`".into()
     } else if name.contains("outside known mappings") {
         "usually code that ran before the process's mappings were seen (exec in progress) or JIT code without a perf map; nothing to fix when rare".into()
     } else if call_graph.is_empty() || call_graph == "fp" {
