@@ -55,3 +55,50 @@ fn by_comm_joins_the_processes_of_one_name() {
     );
     assert!(!named.contains("all processes"), "{named}");
 }
+
+/// `--by comm` is the process name (one row for the process, whatever its threads are
+/// called); `--by thread-name` groups as perf's `--sort comm` does, by each thread's name.
+#[test]
+fn by_comm_is_the_process_name_and_by_thread_name_the_threads() {
+    if !common::privileged("by_thread_name") {
+        return;
+    }
+    let _lock = common::perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("named.data");
+    let prog = common::c_program("named_threads");
+    let out = common::record(&data, &["--", prog.to_str().unwrap(), "800"]);
+    assert!(out.status.success(), "record:\n{}", text(&out));
+    let report = |args: &[&str]| {
+        let out = run(hood().arg("report").arg("-i").arg(&data).args(args));
+        assert!(out.status.success(), "report {args:?}:\n{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let rows = |t: &str, name: &str| -> Vec<String> {
+        t.lines()
+            .filter(|l| l.split_whitespace().nth(2) == Some(name))
+            .map(str::to_string)
+            .collect()
+    };
+    let by_comm = report(&["--by", "comm", "--min-percent", "0"]);
+    let named = rows(&by_comm, "named_threads");
+    assert_eq!(named.len(), 1, "{by_comm}");
+    assert!(named[0].ends_with("  1 process"), "{}", named[0]);
+    assert!(rows(&by_comm, "worker").is_empty(), "{by_comm}");
+
+    let by_thread_name = report(&["--by", "thread-name", "--min-percent", "0"]);
+    assert!(
+        by_thread_name.contains("Samples by thread name"),
+        "{by_thread_name}"
+    );
+    let workers = rows(&by_thread_name, "worker");
+    assert_eq!(workers.len(), 1, "{by_thread_name}");
+    assert!(
+        workers[0].ends_with("  2 threads, 1 process"),
+        "{}",
+        workers[0]
+    );
+    let main = rows(&by_thread_name, "named_threads");
+    assert_eq!(main.len(), 1, "{by_thread_name}");
+    assert!(main[0].ends_with("  1 thread"), "{}", main[0]);
+}

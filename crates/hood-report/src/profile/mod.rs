@@ -41,8 +41,12 @@ pub enum By {
     Dso,
     /// Samples per process.
     Process,
-    /// Samples per process name, all processes of one name together (perf's `--sort comm`).
+    /// Samples per process name, all processes of one name together (unlike perf's
+    /// `--sort comm`, which groups by thread name: that is [`By::ThreadName`]).
     Comm,
+    /// Samples per thread name over all processes (perf's `--sort comm`): a thread not named
+    /// by its program carries its process's name.
+    ThreadName,
     /// Samples per thread.
     Thread,
     /// Self samples per source line (`file:line`) of the innermost function, inlined ones

@@ -102,6 +102,28 @@ fn render_text_lines(
                 )
             })?;
         }
+        By::ThreadName => {
+            let rows = thread_name_rows(prof, &opts.filter);
+            let counts: Vec<u64> = rows.iter().map(|r| r.1).collect();
+            let table = Table::new(
+                &heading(opts, "thread name"),
+                t.samples,
+                &counts,
+                "thread name",
+            );
+            table.write(opts, out, |i| {
+                let (name, count, threads, procs) = &rows[i];
+                let extra = match (threads, procs) {
+                    (1, _) => "1 thread".to_string(),
+                    (t, 1) => format!("{t} threads, 1 process"),
+                    (t, p) => format!("{t} threads, {p} processes"),
+                };
+                (
+                    name.clone(),
+                    format!("{}  {extra}", weight(&opts.filter, *count)),
+                )
+            })?;
+        }
         By::Line => {
             let rows = by_line(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
@@ -209,6 +231,32 @@ fn comm_rows(prof: &Profile, filter: &Filter) -> Vec<(String, u64, usize)> {
         e.1 += 1;
     }
     let mut rows: Vec<(String, u64, usize)> = m.into_iter().map(|(c, (n, p))| (c, n, p)).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    rows
+}
+
+/// (thread name, samples, threads, processes) per thread name, heaviest first, then by
+/// name: what perf's `--sort comm` counts. A thread without a name of its own (or one
+/// recorded before names were kept) carries its process's.
+fn thread_name_rows(prof: &Profile, filter: &Filter) -> Vec<(String, u64, usize, usize)> {
+    let mut m: HashMap<String, (u64, usize, std::collections::HashSet<u32>)> = HashMap::new();
+    for r in by_thread(prof, filter) {
+        let (pid, tid) = r.key;
+        let name = prof
+            .process(pid)
+            .and_then(|p| p.threads.iter().find(|t| t.tid == tid))
+            .map(|t| safe::text(&t.comm).into_owned())
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| comm(prof, pid));
+        let e = m.entry(name).or_default();
+        e.0 += r.count;
+        e.1 += 1;
+        e.2.insert(pid);
+    }
+    let mut rows: Vec<(String, u64, usize, usize)> = m
+        .into_iter()
+        .map(|(c, (n, t, p))| (c, n, t, p.len()))
+        .collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     rows
 }

@@ -13,8 +13,12 @@ pub enum ByArg {
     Dso,
     /// Processes, one row per PID.
     Process,
-    /// Process names: all processes of one name in one row (perf's `--sort comm`).
+    /// Process names: all processes of one name in one row, with their number (perf's
+    /// `--sort comm` groups by thread name instead: that is thread-name).
     Comm,
+    /// Thread names over all processes, as perf's `--sort comm` groups (a thread its program
+    /// did not name carries the process's name).
+    ThreadName,
     /// Threads.
     Thread,
     /// Source lines (`file:line`) of the sampled code, inlined functions' own lines

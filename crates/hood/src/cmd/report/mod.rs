@@ -73,6 +73,7 @@ impl ReportArgs {
                 ByArg::Dso => render::By::Dso,
                 ByArg::Process => render::By::Process,
                 ByArg::Comm => render::By::Comm,
+                ByArg::ThreadName => render::By::ThreadName,
                 ByArg::Thread => render::By::Thread,
                 ByArg::Line => render::By::Line,
                 ByArg::Reason => render::By::Reason,
