@@ -88,6 +88,21 @@ pub(crate) fn ellipsize(s: &str, max: usize) -> String {
     cut
 }
 
+/// `s` cut from the left to at most `max` characters, `…` standing for what was cut (a
+/// `path/file.rs:123` keeps its file name and line, which tell rows apart).
+pub(crate) fn ellipsize_left(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut cut = String::from('…');
+    cut.extend(s.chars().skip(n - (max - 1)));
+    cut
+}
+
 /// `text` broken at spaces into lines of at most `width` characters, the first starting
 /// with `first`, the others indented as deep; words longer than a line are cut with `…`.
 pub(crate) fn wrap(first: &str, text: &str, width: usize) -> Vec<String> {

@@ -12,7 +12,7 @@ use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{FuncId, Profile};
 
 use super::fmt::{
-    bar, comm, ellipsize, fold, fold_label, func_label, pct, proc_label, rule, threshold, title,
+    bar, comm, ellipsize, ellipsize_left, fold, fold_label, func_label, pct, proc_label, rule, threshold, title,
     FitLines,
 };
 use super::group::dso_rows;
@@ -127,7 +127,9 @@ fn render_text_lines(
         By::Line => {
             let rows = by_line(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
-            let table = Table::new(&heading(opts, "source line"), t.samples, &counts, "line");
+            let mut table =
+                Table::new(&heading(opts, "source line"), t.samples, &counts, "line");
+            table.name_from_left = true;
             table.write(opts, out, |i| {
                 let (place, func) = line_label(prof, rows[i].key.as_ref());
                 (
@@ -371,6 +373,9 @@ struct Table<'a> {
     counts: &'a [u64],
     /// Singular noun for the fold line.
     what: &'static str,
+    /// The name column is kept before the extra one and cut from the left (`file:line`,
+    /// whose end tells rows apart); the extra column is what the width cuts.
+    name_from_left: bool,
 }
 
 impl<'a> Table<'a> {
@@ -381,6 +386,7 @@ impl<'a> Table<'a> {
             overall: None,
             counts,
             what,
+            name_from_left: false,
         }
     }
 
@@ -401,6 +407,18 @@ impl<'a> Table<'a> {
             .map(|i| {
                 let (name, extra) = label(i);
                 let (name, extra) = (safe::text(&name), safe::text(&extra).into_owned());
+                if self.name_from_left {
+                    // The extra column keeps a few characters (the count) beside the name.
+                    let extra_room = match extra.chars().count() {
+                        0 => 0,
+                        n => n.min(12) + 2,
+                    };
+                    let room = opts
+                        .width
+                        .saturating_sub(prefix + extra_room)
+                        .clamp(MIN_NAME_COLUMN, MAX_NAME_COLUMN);
+                    return (ellipsize_left(&name, room), extra);
+                }
                 let extra_room = if extra.is_empty() {
                     0
                 } else {
