@@ -102,3 +102,62 @@ fn by_comm_is_the_process_name_and_by_thread_name_the_threads() {
     assert_eq!(main.len(), 1, "{by_thread_name}");
     assert!(main[0].ends_with("  1 thread"), "{}", main[0]);
 }
+
+/// A shell loop running one program 20 times (a build's pattern, short processes): the
+/// default report's top row is that program's function over all 20 processes, with their
+/// number, not twenty rows of 5 %; `--by process` still splits them.
+#[test]
+fn the_default_profile_joins_many_short_processes_of_one_program() {
+    if !common::privileged("default_joins_short_processes") {
+        return;
+    }
+    let _lock = common::perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("loop.data");
+    let spinner = common::c_program("spinner");
+    let s = spinner.display();
+    let out = common::record(
+        &data,
+        &[
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do {s} 40; done"
+            ),
+        ],
+    );
+    assert!(out.status.success(), "record:\n{}", text(&out));
+    let report = |args: &[&str]| {
+        let out = run(hood()
+            .args(["report", "--width", "0", "-i"])
+            .arg(&data)
+            .args(args));
+        assert!(out.status.success(), "report {args:?}:\n{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let def = report(&[]);
+    let top = def
+        .lines()
+        .skip_while(|l| !l.starts_with("Highest-scoring functions, all processes"))
+        .nth(2)
+        .unwrap_or_else(|| panic!("no top table:\n{def}"));
+    let pct: f64 = top
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.trim_end_matches('%').parse().ok())
+        .unwrap_or(0.0);
+    assert!(
+        top.contains("spin_here") && top.ends_with("spinner (20 processes)") && pct >= 70.0,
+        "top row: {top:?}\n{def}"
+    );
+    let by_process = report(&["--by", "process", "--min-percent", "0"]);
+    assert_eq!(
+        by_process
+            .lines()
+            .filter(|l| l.contains(" spinner ("))
+            .count(),
+        20,
+        "{by_process}"
+    );
+}

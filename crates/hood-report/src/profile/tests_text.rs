@@ -323,3 +323,46 @@ fn long_names_are_cut_to_their_column_and_no_line_passes_the_width() {
     };
     assert!(text(&prof, &unlimited).contains(&long));
 }
+
+/// Thirty short `cc1` processes and one long `make`: the default top table joins each
+/// function over the processes of one name and counts them; the sections stay per process.
+#[test]
+fn default_functions_join_the_processes_of_one_name() {
+    let mut b = Builder::new();
+    let parse = b.func("parse", "cc1");
+    let emit = b.func("emit", "cc1");
+    let wait = b.func("wait", "make");
+    for pid in 10..40 {
+        b.process(pid, "cc1", &[(pid, "cc1")]);
+        b.samples(pid, pid, Mode::User, &[parse], 20);
+        b.samples(pid, pid, Mode::User, &[emit], 5);
+    }
+    b.process(5, "make", &[(5, "make")]);
+    b.samples(5, 5, Mode::User, &[wait], 250);
+    let p = b.finish(&[]);
+    let s = text(&p, &ReportOptions::default());
+    let top: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.starts_with("Highest-scoring"))
+        .skip(2)
+        .take(3)
+        .collect();
+    // 600 of 1000 samples in parse over 30 processes, 250 in make's wait, 150 in emit.
+    assert!(
+        top[0].starts_with("  60.0%")
+            && top[0].contains("parse")
+            && top[0].ends_with("cc1 (30 processes)"),
+        "{s}"
+    );
+    assert!(
+        top[1].starts_with("  25.0%") && top[1].ends_with("make (5)"),
+        "{s}"
+    );
+    assert!(
+        top[2].starts_with("  15.0%") && top[2].ends_with("cc1 (30 processes)"),
+        "{s}"
+    );
+    // Each cc1 process is 2.5%: its own section, as before.
+    assert!(s.contains("cc1 (pid 10)"), "{s}");
+    assert!(s.contains("make (pid 5)"), "{s}");
+}

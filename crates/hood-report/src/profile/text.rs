@@ -12,8 +12,8 @@ use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{FuncId, Profile};
 
 use super::fmt::{
-    bar, comm, ellipsize, ellipsize_left, fold, fold_label, func_label, pct, proc_label, rule, threshold, title,
-    FitLines,
+    bar, comm, ellipsize, ellipsize_left, fold, fold_label, func_label, pct, proc_label, rule,
+    threshold, title, FitLines,
 };
 use super::group::dso_rows;
 use super::header::{filter_text, render_header};
@@ -127,8 +127,7 @@ fn render_text_lines(
         By::Line => {
             let rows = by_line(prof, &opts.filter);
             let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
-            let mut table =
-                Table::new(&heading(opts, "source line"), t.samples, &counts, "line");
+            let mut table = Table::new(&heading(opts, "source line"), t.samples, &counts, "line");
             table.name_from_left = true;
             table.write(opts, out, |i| {
                 let (place, func) = line_label(prof, rows[i].key.as_ref());
@@ -296,7 +295,8 @@ fn functions(
     out: &mut dyn Write,
 ) -> Result<(), ReportError> {
     let rows = by_process_function(prof, &opts.filter);
-    let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+    let grouped = by_comm_function(prof, &rows);
+    let counts: Vec<u64> = grouped.iter().map(|r| r.count).collect();
     // Say which processes the table covers: all of them only when no filter narrows them.
     let whose = match (opts.filter.pid, &opts.filter.comm) {
         (Some(pid), _) => format!("pid {pid}"),
@@ -310,8 +310,12 @@ fn functions(
         "function",
     );
     table.write(opts, out, |i| {
-        let (pid, f) = rows[i].key;
-        (func_label(prof, f), proc_label(prof, pid))
+        let g = &grouped[i];
+        let whose = match g.pids.as_slice() {
+            [pid] => proc_label(prof, *pid),
+            pids => format!("{} ({} processes)", g.comm, pids.len()),
+        };
+        (func_label(prof, g.func), whose)
     })?;
 
     // Rows are heaviest first, so each process's list stays sorted.
@@ -360,6 +364,54 @@ fn functions(
         writeln!(out, "{}", rule('-'))?;
     }
     Ok(())
+}
+
+/// A function's self samples over every process of one name.
+struct CommFunction {
+    comm: String,
+    func: Option<FuncId>,
+    count: u64,
+    /// The processes of that name it was sampled in.
+    pids: Vec<u32>,
+}
+
+/// The (process, function) rows joined per (process name, function), heaviest first, then by
+/// name: a build or a script that runs a program many times shows that program's functions
+/// with their whole share, not one row per short-lived process.
+fn by_comm_function(
+    prof: &Profile,
+    rows: &[hood_model::profile::aggregate::Row<(u32, Option<FuncId>)>],
+) -> Vec<CommFunction> {
+    let mut names: HashMap<u32, String> = HashMap::new();
+    let mut at: HashMap<(String, Option<FuncId>), usize> = HashMap::new();
+    let mut out: Vec<CommFunction> = Vec::new();
+    for r in rows {
+        let (pid, func) = r.key;
+        let comm = names.entry(pid).or_insert_with(|| comm(prof, pid)).clone();
+        // A process never named is its own group.
+        let key = match comm.starts_with("[pid ") {
+            true => (format!("{comm}\0{pid}"), func),
+            false => (comm.clone(), func),
+        };
+        let i = *at.entry(key).or_insert_with(|| {
+            out.push(CommFunction {
+                comm,
+                func,
+                count: 0,
+                pids: Vec::new(),
+            });
+            out.len() - 1
+        });
+        out[i].count += r.count;
+        out[i].pids.push(pid);
+    }
+    out.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.comm.cmp(&b.comm))
+            .then_with(|| a.pids.cmp(&b.pids))
+    });
+    out
 }
 
 /// One table: a titled list of rows, heaviest first, with percent, bar and labels.
