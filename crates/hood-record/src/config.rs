@@ -62,7 +62,7 @@ impl RecordConfig {
                 freq_hz: DEFAULT_FREQ_HZ,
                 callchain: true,
                 user_stack,
-                ring_pages: ring_pages(None, user_stack),
+                ring_pages: ring_pages(None, user_stack, DEFAULT_FREQ_HZ, 1, 1),
                 ..SamplingConfig::default()
             },
             requested_event: DEFAULT_EVENT.into(),
@@ -90,19 +90,49 @@ pub fn default_user_stack() -> UserStack {
     }
 }
 
-/// Pages of each CPU's ring for `ring_kb` KiB (default 1024, or 4096 when samples carry
-/// stack copies), rounded up to a power of two.
-pub fn ring_pages(ring_kb: Option<usize>, user_stack: UserStack) -> usize {
-    let ring_kb = ring_kb.unwrap_or(if user_stack.copies_stack() {
-        4096
-    } else {
-        1024
-    });
+/// Pages of each CPU's ring for `ring_kb` KiB, rounded up to a power of two; without
+/// `ring_kb`, [`default_ring_kb`] for `freq_hz`, `cpus` CPUs and `threads` threads to sample.
+pub fn ring_pages(
+    ring_kb: Option<usize>,
+    user_stack: UserStack,
+    freq_hz: u64,
+    cpus: usize,
+    threads: usize,
+) -> usize {
+    let ring_kb = ring_kb.unwrap_or_else(|| default_ring_kb(user_stack, freq_hz, cpus, threads));
     let page = 4096;
     (ring_kb.saturating_mul(1024))
         .div_ceil(page)
         .max(1)
         .next_power_of_two()
+}
+
+/// The least ring per CPU, KiB: 1 MiB, or 4 MiB when samples carry stack copies.
+const MIN_RING_KB: [usize; 2] = [1024, 4096];
+/// The most a default ring per CPU takes, KiB (16 MiB: no sample lost with 64 busy threads
+/// on 2 CPUs at 999 Hz).
+const MAX_RING_KB: usize = 16 << 10;
+/// The most the default rings of all CPUs take together, KiB (locked memory).
+const MAX_RINGS_KB: usize = 256 << 10;
+
+/// The ring per CPU, KiB, when `--ring-kb` is not given: what the CPU's samples fill in the
+/// time the recorder may wait for its turn. A CPU takes at most `freq_hz` samples a second
+/// of `sample bytes` each (the stack copy plus 256 bytes of header, registers and kernel
+/// chain; 512 without a copy); the recorder may wait half a second, and longer the more
+/// threads share each CPU with it (0.5 s × threads per CPU, at most 2 s). Then at least 1 MiB
+/// (4 MiB with stack copies), at most 16 MiB, and all CPUs' rings together at most 256 MiB
+/// unless the least needs more.
+pub fn default_ring_kb(user_stack: UserStack, freq_hz: u64, cpus: usize, threads: usize) -> usize {
+    let (copy, min) = match user_stack {
+        UserStack::Copy { bytes, .. } => (bytes as u64 + 256, MIN_RING_KB[1]),
+        _ => (512, MIN_RING_KB[0]),
+    };
+    let cpus = cpus.max(1) as u64;
+    // Half-seconds of waiting: 1 per thread per CPU, 1 to 4.
+    let halves = (threads as u64).div_ceil(cpus).clamp(1, 4);
+    let want_kb = freq_hz.saturating_mul(copy).saturating_mul(halves) / 2 / 1024;
+    let cap = MAX_RING_KB.min(MAX_RINGS_KB / cpus as usize).max(min);
+    (want_kb.min(usize::MAX as u64) as usize).clamp(min, cap)
 }
 
 /// How `stack` reads in `--call-graph`'s words (stored in the recording's metadata).
@@ -180,16 +210,33 @@ mod tests {
     #[test]
     fn rings_are_powers_of_two_pages() {
         let fp = UserStack::FramePointer;
-        assert_eq!(ring_pages(None, fp), 256);
-        // Stack copies (x86-64's default) need 4 MiB rings: 1024 pages.
-        let copies = cfg!(target_arch = "x86_64");
-        assert_eq!(
-            ring_pages(None, default_user_stack()),
-            if copies { 1024 } else { 256 }
-        );
-        assert_eq!(ring_pages(Some(1), fp), 1);
-        assert_eq!(ring_pages(Some(5), fp), 2);
-        assert_eq!(ring_pages(Some(0), fp), 1);
+        assert_eq!(ring_pages(None, fp, 999, 2, 1), 256);
+        assert_eq!(ring_pages(Some(1), fp, 999, 2, 1), 1);
+        assert_eq!(ring_pages(Some(5), fp, 999, 2, 1), 2);
+        assert_eq!(ring_pages(Some(0), fp, 999, 2, 1), 1);
+    }
+
+    #[test]
+    fn default_rings_follow_rate_cpus_and_threads() {
+        let copy = UserStack::Copy {
+            bytes: 8192,
+            fp_chain: true,
+        };
+        // 999 Hz x 8448 bytes x 0.5 s = 4120 KiB, just past 4 MiB: 8 MiB of pages.
+        assert_eq!(default_ring_kb(copy, 999, 2, 1), 4120);
+        assert_eq!(ring_pages(None, copy, 999, 2, 1), 2048);
+        // 64 threads on 2 CPUs: 2 s of waiting, 16 MiB.
+        assert_eq!(default_ring_kb(copy, 999, 2, 64), 16 << 10);
+        // 4999 Hz: past the cap of 16 MiB per CPU.
+        assert_eq!(default_ring_kb(copy, 4999, 2, 1), 16 << 10);
+        // 64 CPUs: 256 MiB over all of them, 4 MiB each (the least).
+        assert_eq!(default_ring_kb(copy, 4999, 64, 64), 4096);
+        // 128 CPUs: the least still, 4 MiB each, though the total passes 256 MiB.
+        assert_eq!(default_ring_kb(copy, 4999, 128, 1), 4096);
+        // Frame pointers: 999 x 512 x 0.5 s = 250 KiB; the least, 1 MiB.
+        assert_eq!(default_ring_kb(UserStack::FramePointer, 999, 2, 1), 1024);
+        // Never a zero-sized answer, whatever the rate.
+        assert_eq!(default_ring_kb(UserStack::FramePointer, 0, 0, 0), 1024);
     }
 
     #[test]

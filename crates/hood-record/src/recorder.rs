@@ -136,6 +136,9 @@ pub fn record(
         Who::Command(argv) => Some(Child::spawn_held(argv, &[])?),
         _ => None,
     };
+    // The recorder's thread before the programs it samples (the command is forked already
+    // and keeps its own priority); put back when the recording ends.
+    let _priority = hood_proc::usage::raise_recorder_priority();
     let target = match &cfg.who {
         Who::System => Target::System,
         Who::Pids(p) => Target::Tasks(p.clone()),

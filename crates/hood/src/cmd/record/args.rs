@@ -55,7 +55,8 @@ pub struct RecordArgs {
     #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = crate::cmd::values::record_secs)]
     pub duration: Option<f64>,
     /// Ring buffer size per CPU in KiB (rounded up to a power-of-two number of pages);
-    /// default 1024, or 4096 when samples carry stack copies.
+    /// default: what -F's samples fill in the time the recorder may wait (0.5 s, up to 2 s
+    /// with many threads per CPU): 4-16 MiB with stack copies, 1-16 MiB without.
     #[arg(long = "ring-kb")]
     pub ring_kb: Option<usize>,
     /// Testing aid: sleep this long between ring drains (provokes lost samples).
@@ -134,7 +135,17 @@ impl RecordArgs {
         if let Some(note) = note {
             errln!("hood: {}", crate::cmd::clean(note));
         }
-        let pages = hood_record::ring_pages(self.ring_kb, user_stack);
+        // Rings sized from the rate, the CPUs and the threads known at the start (those of
+        // -p's processes; a command starts with one, -a counts the CPUs only).
+        let cpus = hood_perf::online_cpus().map_or(1, |c| c.len());
+        let threads = match &who {
+            Who::Pids(pids) => pids
+                .iter()
+                .map(|&p| hood_perf::threads_of(p).map_or(1, |t| t.len()))
+                .sum(),
+            _ => 1,
+        };
+        let pages = hood_record::ring_pages(self.ring_kb, user_stack, self.freq, cpus, threads);
         let sampling = SamplingConfig {
             event,
             freq_hz: self.freq,
