@@ -8,6 +8,8 @@
 # env:   HOOD       hood binary (default target/release/hood)
 #        HOOD_ARGS  extra `hood record` arguments (e.g. "--ring-kb 16384")
 #        ROUNDS     rounds (default 3)
+#        SYSTEM=1   record the whole system (`hood record -a -d SECS`, `perf record -a`) while
+#                   the threads run: THREADS = 2 x or 4 x the CPUs is the oversubscribed case
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -17,13 +19,27 @@ read -r -a hood_args <<< "${HOOD_ARGS:-}"
 work=$(mktemp -d /tmp/hood-threads.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 gcc -O2 -g -fomit-frame-pointer -pthread -o "$work/threads" "$HERE/threads.c"
-echo "# $n busy threads on $(nproc) CPUs, -F 999, $secs s; hood args: ${hood_args[*]:-(none)}"
+echo "# $n busy threads on $(nproc) CPUs, -F 999, $secs s; hood args: ${hood_args[*]:-(none)}${SYSTEM:+; whole system (-a)}"
 printf '%-6s %10s %8s %7s   %10s %8s %7s   %s\n' round hood_samp lost lost% perf_samp lost lost% "hood/perf lost%"
 for r in $(seq "$rounds"); do
-    "$hood" record -F 999 "${hood_args[@]}" -o "$work/h.data" -- "$work/threads" "$n" "$secs" 2> "$work/h.log" > /dev/null || true
+    if [ -n "${SYSTEM:-}" ]; then
+        "$work/threads" "$n" "$((secs + 1))" > /dev/null & load=$!
+        sleep 0.5
+        "$hood" record -a -d "$secs" -F 999 "${hood_args[@]}" -o "$work/h.data" 2> "$work/h.log" > /dev/null || true
+        wait "$load" || true
+    else
+        "$hood" record -F 999 "${hood_args[@]}" -o "$work/h.data" -- "$work/threads" "$n" "$secs" 2> "$work/h.log" > /dev/null || true
+    fi
     hs=$(grep -m1 -o '[0-9]* samples on' "$work/h.log" | tr -dc 0-9); hs=${hs:-0}
     hl=$(grep -m1 -o 'lost [0-9]* samples' "$work/h.log" | tr -dc 0-9); hl=${hl:-0}
-    perf record -N -q --call-graph dwarf -F 999 -o "$work/p.data" -- "$work/threads" "$n" "$secs" 2> "$work/p.log" > /dev/null || true
+    if [ -n "${SYSTEM:-}" ]; then
+        "$work/threads" "$n" "$((secs + 1))" > /dev/null & load=$!
+        sleep 0.5
+        perf record -N -q -a --call-graph dwarf -F 999 -o "$work/p.data" -- sleep "$secs" 2> "$work/p.log" > /dev/null || true
+        wait "$load" || true
+    else
+        perf record -N -q --call-graph dwarf -F 999 -o "$work/p.data" -- "$work/threads" "$n" "$secs" 2> "$work/p.log" > /dev/null || true
+    fi
     pl=$(perf script -i "$work/p.data" -F comm --show-lost-events 2>/dev/null | awk '/PERF_RECORD_LOST / { s += $NF } END { print s + 0 }')
     ps=$(perf report -i "$work/p.data" --stdio --stats 2>/dev/null | awk '/ SAMPLE events:/ { print $3; exit }')
     rm -f "$work/h.data" "$work/p.data"
