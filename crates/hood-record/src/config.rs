@@ -115,6 +115,13 @@ const MAX_RING_KB: usize = 16 << 10;
 /// The most the default rings of all CPUs take together, KiB (locked memory).
 const MAX_RINGS_KB: usize = 256 << 10;
 
+/// The least ring per CPU, KiB (1 MiB, or 4 MiB with stack copies): the default of a
+/// recorder that is not root, whose locked memory is `kernel.perf_event_mlock_kb` and
+/// `ulimit -l`.
+pub fn least_ring_kb(user_stack: UserStack) -> usize {
+    MIN_RING_KB[usize::from(user_stack.copies_stack())]
+}
+
 /// The ring per CPU, KiB, when `--ring-kb` is not given: what the CPU's samples fill in the
 /// time the recorder may wait for its turn. A CPU takes at most `freq_hz` samples a second
 /// of `sample bytes` each (the stack copy plus 256 bytes of header, registers and kernel

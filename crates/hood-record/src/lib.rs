@@ -26,7 +26,7 @@ pub mod session;
 pub mod snapshot;
 
 pub use config::{
-    call_graph_name, parse_call_graph, ring_pages, RecordConfig, Who, DEFAULT_EVENT,
+    call_graph_name, least_ring_kb, parse_call_graph, ring_pages, RecordConfig, Who, DEFAULT_EVENT,
     DEFAULT_FREQ_HZ,
 };
 pub use interactive::Interactive;

@@ -145,7 +145,11 @@ impl RecordArgs {
                 .sum(),
             _ => 1,
         };
-        let pages = hood_record::ring_pages(self.ring_kb, user_stack, self.freq, cpus, threads);
+        // An ordinary user's locked memory holds the least rings only.
+        let least =
+            (!hood_proc::usage::running_as_root()).then(|| hood_record::least_ring_kb(user_stack));
+        let pages =
+            hood_record::ring_pages(self.ring_kb.or(least), user_stack, self.freq, cpus, threads);
         let sampling = SamplingConfig {
             event,
             freq_hz: self.freq,
