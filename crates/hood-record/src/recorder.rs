@@ -236,6 +236,9 @@ pub fn record(
     if let (Some(rw), Some(ids)) = (rewriter.as_mut(), session.deferred_stack_ids()) {
         rw.set_deferred(ids, entry_code);
     }
+    if let (Some(rw), Some(max)) = (rewriter.as_mut(), hood_perf::limits::max_stack()) {
+        rw.set_kernel_max_stack(max);
+    }
     let stored_attr = rewriter
         .as_ref()
         .map_or_else(|| session.attr_bytes(), |r| r.stored_attr().to_vec());

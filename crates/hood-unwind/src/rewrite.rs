@@ -25,7 +25,8 @@ use hood_raw::stackcopy;
 
 use crate::{Options, Stats, Unwinder, UserRegs};
 
-/// Kernel-side limit of frame-pointer chains (`kernel.perf_event_max_stack`'s default).
+/// Kernel-side limit of call chains (`kernel.perf_event_max_stack`'s default), unless the
+/// recorder says otherwise ([`Rewriter::set_kernel_max_stack`]).
 const KERNEL_MAX_STACK: usize = 127;
 /// Switch-out samples held back at most (bytes of records, about 7,500 waiting threads with
 /// 8 KiB stack copies); past this every held sample is unwound and stored at once.
@@ -172,6 +173,7 @@ pub struct Rewriter {
     user: Vec<u64>,
     gate: Option<Gate>,
     deferred: Option<Deferred>,
+    kernel_max_stack: usize,
 }
 
 impl Rewriter {
@@ -194,6 +196,7 @@ impl Rewriter {
             user: Vec::new(),
             gate: None,
             deferred: None,
+            kernel_max_stack: KERNEL_MAX_STACK,
         })
     }
 
@@ -207,6 +210,12 @@ impl Rewriter {
             held: HashMap::new(),
             held_bytes: 0,
         });
+    }
+
+    /// The kernel's limit on call-chain entries (`kernel.perf_event_max_stack`) this machine
+    /// has: a frame-pointer chain as long as that was cut by it.
+    pub fn set_kernel_max_stack(&mut self, frames: u32) {
+        self.kernel_max_stack = (frames as usize).max(1);
     }
 
     /// The switch and wake-up samples carry no user stack: the kernel copies it only for
@@ -728,7 +737,13 @@ impl Rewriter {
             let mut t = self.unwinder.unwind(s.pid, regs, u.stack, &mut self.chain);
             if t == Some(Truncation::StackCopyTooSmall) && self.splice(from) {
                 self.stats.spliced += 1;
-                t = (self.user.len() >= KERNEL_MAX_STACK).then_some(Truncation::TooDeep);
+                // The kernel's limit counts its own frames and the user frames together.
+                let kernel = self.chain[..from]
+                    .iter()
+                    .filter(|&&a| a < CONTEXT_MAX)
+                    .count();
+                t = (self.user.len() + kernel >= self.kernel_max_stack)
+                    .then_some(Truncation::TooDeep);
             }
             match t {
                 Some(t) => {
