@@ -117,9 +117,10 @@ pub struct SamplingConfig {
     /// Also record every context switch and wake-up of the sampled tasks (off-CPU time):
     /// see [`crate::OFF_CPU_TRACEPOINTS`].
     pub off_cpu: bool,
-    /// With `off_cpu`: the shortest wait whose user stacks a report shows (`--off-cpu-min`).
-    /// Above 0, and with stack copies, the kernel copies user stacks only for waits that long
-    /// (deferred stacks, loaded as BPF programs; see [`crate::DEFERRED_SYSCALL`]).
+    /// With `off_cpu`: above 0, and with stack copies, the kernel copies user stacks only for
+    /// waits at least this long (deferred stacks, loaded as BPF programs; see
+    /// [`crate::DEFERRED_SYSCALL`]). 0 (the default): every switch and wake-up copies its
+    /// stack, which measured faster in a context-switch storm.
     pub off_cpu_min_ns: u64,
 }
 

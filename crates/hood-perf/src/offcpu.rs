@@ -58,9 +58,16 @@ impl OffCpuTracepoints {
 /// the same sample layout and clock, one sample per event, no side-band records (the timer
 /// event of the same task and CPU brings those).
 pub(crate) fn tracepoint(base: &perf_event_attr, id: u64) -> perf_event_attr {
+    every_event(base, b::PERF_TYPE_TRACEPOINT, id)
+}
+
+/// Event `type_`/`config` with `base`'s sample layout and clock, a sample per event, no
+/// side-band records, kernel hits kept (it fires in the kernel; the task's user context is
+/// still in the sample).
+pub(crate) fn every_event(base: &perf_event_attr, type_: u32, config: u64) -> perf_event_attr {
     let mut a = *base;
-    a.type_ = b::PERF_TYPE_TRACEPOINT;
-    a.config = id;
+    a.type_ = type_;
+    a.config = config;
     a.set_freq(0);
     a.sample_period = 1;
     a.set_mmap(0);
@@ -69,7 +76,6 @@ pub(crate) fn tracepoint(base: &perf_event_attr, id: u64) -> perf_event_attr {
     a.set_comm_exec(0);
     a.set_task(0);
     a.set_build_id(0);
-    // A tracepoint fires in the kernel; the task's user context is still in the sample.
     a.set_exclude_kernel(0);
     a
 }

@@ -341,21 +341,14 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
 /// waker's: the wake-up samples of a whole-system session carry none), one sample per
 /// output.
 pub(crate) fn output_attr(base: &perf_event_attr) -> perf_event_attr {
-    let mut a = *base;
-    a.type_ = b::PERF_TYPE_SOFTWARE;
-    a.config = u64::from(b::PERF_COUNT_SW_BPF_OUTPUT);
-    a.set_freq(0);
-    a.sample_period = 1;
-    a.set_mmap(0);
-    a.set_mmap2(0);
-    a.set_comm(0);
-    a.set_comm_exec(0);
-    a.set_task(0);
-    a.set_build_id(0);
+    let mut a = crate::offcpu::every_event(
+        base,
+        b::PERF_TYPE_SOFTWARE,
+        u64::from(b::PERF_COUNT_SW_BPF_OUTPUT),
+    );
     a.set_inherit(0);
     a.set_enable_on_exec(0);
     a.set_disabled(0);
-    a.set_exclude_kernel(0);
     a
 }
 
@@ -365,18 +358,11 @@ pub(crate) fn output_attr(base: &perf_event_attr) -> perf_event_attr {
 /// Its samples are deferred copies (never stored as samples): a wait in a fault joins the
 /// copy taken when that fault completes, with the same user context.
 pub(crate) fn major_fault_attr(base: &perf_event_attr) -> perf_event_attr {
-    let mut a = *base;
-    a.type_ = b::PERF_TYPE_SOFTWARE;
-    a.config = u64::from(b::PERF_COUNT_SW_PAGE_FAULTS_MAJ);
-    a.set_freq(0);
-    a.sample_period = 1;
-    a.set_mmap(0);
-    a.set_mmap2(0);
-    a.set_comm(0);
-    a.set_comm_exec(0);
-    a.set_task(0);
-    a.set_build_id(0);
-    a.set_exclude_kernel(0);
+    let mut a = crate::offcpu::every_event(
+        base,
+        b::PERF_TYPE_SOFTWARE,
+        u64::from(b::PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+    );
     a.set_exclude_callchain_kernel(1);
     a
 }

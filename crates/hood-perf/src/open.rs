@@ -251,15 +251,10 @@ pub(crate) fn open_target(
     })
 }
 
-/// Whether an off-CPU session of `cfg` lets the kernel copy user stacks only for long waits:
-/// asked for with `HOOD_OFF_CPU_BPF=1`. Not the default, because it measured slower in a
-/// context-switch storm (docs/ARCHITECTURE.md says why and what is next).
+/// Whether an off-CPU session of `cfg` lets the kernel copy user stacks only for long waits
+/// ([`SamplingConfig::off_cpu_min_ns`] set, with stack copies).
 fn defers_stacks(cfg: &SamplingConfig) -> bool {
-    cfg.off_cpu_min_ns > 0
-        && cfg.callchain
-        && cfg.include_user
-        && cfg.user_stack.copies_stack()
-        && std::env::var_os("HOOD_OFF_CPU_BPF").is_some_and(|v| v == "1")
+    cfg.off_cpu_min_ns > 0 && cfg.callchain && cfg.include_user && cfg.user_stack.copies_stack()
 }
 
 /// Frequency mode is capped by kernel.perf_event_max_sample_rate (which the

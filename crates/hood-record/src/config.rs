@@ -91,7 +91,7 @@ pub fn default_user_stack() -> UserStack {
 }
 
 /// Pages of each CPU's ring for `ring_kb` KiB, rounded up to a power of two; without
-/// `ring_kb`, [`default_ring_kb`] for `freq_hz`, `cpus` CPUs and `threads` threads to sample.
+/// `ring_kb`, `default_ring_kb` for `freq_hz`, `cpus` CPUs and `threads` threads to sample.
 pub fn ring_pages(
     ring_kb: Option<usize>,
     user_stack: UserStack,

@@ -144,7 +144,8 @@ pub fn record(
         Who::Pids(p) => Target::Tasks(p.clone()),
         Who::Command(_) => Target::Child(child.as_ref().map_or(0, Child::pid)),
     };
-    // An off-CPU recording lets the kernel copy user stacks only for long waits when it can
+    // With HOOD_OFF_CPU_BPF=1, an off-CPU recording lets the kernel copy user stacks only for
+    // long waits (not the default: it measured slower in a context-switch storm), when it can
     // tell a wait inside a system call or a page fault by its kernel stack (kernel symbols
     // readable).
     let early_kallsyms = match cfg.sampling.off_cpu {
@@ -153,6 +154,7 @@ pub fn record(
     };
     let entry_code = early_kallsyms
         .as_deref()
+        .filter(|_| std::env::var_os("HOOD_OFF_CPU_BPF").is_some_and(|v| v == "1"))
         .map(snapshot::wait_entry_ranges)
         .unwrap_or_default();
     let session = match open_session(cfg, &target, !entry_code.is_empty(), log) {
