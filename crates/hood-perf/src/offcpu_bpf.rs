@@ -187,26 +187,36 @@ fn on_switch(m: &Maps<'_>) -> Vec<Insn> {
     a.finish()
 }
 
+/// `R7 = waits[key at FP-8]` (when its wait began), or `goto out` when it has none.
+fn wait_start_or_skip(a: &mut Asm, waits: &Map) {
+    a.load_map(R1, waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "out")
+        .load(R7, R0, 0);
+}
+
+/// `goto out` unless at least `min_ns` passed since R7.
+fn skip_if_shorter(a: &mut Asm, min_ns: u64) {
+    a.call(helper::KTIME_GET_NS)
+        .sub(R0, R7)
+        .load_imm64(R1, min_ns)
+        .jlt(R0, R1, "out");
+}
+
 /// `sys_exit(regs, ret)`, in the returning task.
 fn on_sys_exit(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1)
         .call(helper::GET_CURRENT_TASK)
-        .store(FP, -8, R0)
-        .load_map(R1, m.waits.fd())
+        .store(FP, -8, R0);
+    wait_start_or_skip(&mut a, m.waits);
+    a.load_map(R1, m.waits.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
-        .jeq_imm(R0, 0, "out")
-        .load(R7, R0, 0)
-        .load_map(R1, m.waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_DELETE_ELEM)
-        .call(helper::KTIME_GET_NS)
-        .sub(R0, R7)
-        .load_imm64(R1, min_ns)
-        .jlt(R0, R1, "out");
+        .call(helper::MAP_DELETE_ELEM);
+    skip_if_shorter(&mut a, min_ns);
     emit(&mut a, m.out, DEFERRED_SYSCALL);
     end(&mut a);
     a.finish()
@@ -218,18 +228,9 @@ fn on_waking(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
     a.mov(R6, R1);
     // A task session copies only its own wakers' stacks.
     filter_or_skip(&mut a, m.filter);
-    a.load(R2, R6, 0)
-        .store(FP, -8, R2)
-        .load_map(R1, m.waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
-        .jeq_imm(R0, 0, "out")
-        .load(R7, R0, 0)
-        .call(helper::KTIME_GET_NS)
-        .sub(R0, R7)
-        .load_imm64(R1, min_ns)
-        .jlt(R0, R1, "out");
+    a.load(R2, R6, 0).store(FP, -8, R2);
+    wait_start_or_skip(&mut a, m.waits);
+    skip_if_shorter(&mut a, min_ns);
     emit(&mut a, m.out, DEFERRED_WAKER);
     end(&mut a);
     a.finish()
