@@ -844,13 +844,6 @@ mod tests {
     /// A sample of `tid` at `time` with a kernel frame, user registers and a 64-byte stack
     /// copy (or none with `stack` false).
     fn rec(tid: u32, time: u64, kind: Kind, stack: bool) -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(&tid.to_le_bytes());
-        b.extend_from_slice(&tid.to_le_bytes());
-        b.extend_from_slice(&time.to_le_bytes());
-        b.extend_from_slice(&2u64.to_le_bytes());
-        b.extend_from_slice(&CONTEXT_KERNEL.to_le_bytes());
-        b.extend_from_slice(&0xffff_ffff_8100_0000u64.to_le_bytes());
         let mut raw = vec![0u8; 64];
         match kind {
             Kind::Timer => raw.clear(),
@@ -870,8 +863,32 @@ mod tests {
                 raw[24..28].copy_from_slice(&wakee.to_le_bytes());
             }
         }
+        sample_record(None, tid, time, 0xffff_ffff_8100_0000, &raw, stack, 0)
+    }
+
+    /// A sample record (event id first when `id` is given) of `tid` at `time`: kernel frame
+    /// `pc`, raw record `raw`, user registers, a 64-byte stack copy when `stack`.
+    fn sample_record(
+        id: Option<u64>,
+        tid: u32,
+        time: u64,
+        pc: u64,
+        raw: &[u8],
+        stack: bool,
+        misc: u16,
+    ) -> Vec<u8> {
+        let mut b = Vec::new();
+        if let Some(id) = id {
+            b.extend_from_slice(&id.to_le_bytes());
+        }
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&time.to_le_bytes());
+        b.extend_from_slice(&2u64.to_le_bytes());
+        b.extend_from_slice(&CONTEXT_KERNEL.to_le_bytes());
+        b.extend_from_slice(&pc.to_le_bytes());
         b.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-        b.extend_from_slice(&raw);
+        b.extend_from_slice(raw);
         b.extend_from_slice(&2u64.to_le_bytes());
         for r in [0x7ffd_0000u64, 0x7ffd_0000, 0x40_1000] {
             b.extend_from_slice(&r.to_le_bytes());
@@ -885,7 +902,7 @@ mod tests {
         }
         let mut r = Vec::new();
         r.extend_from_slice(&kind::SAMPLE.to_le_bytes());
-        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&misc.to_le_bytes());
         r.extend_from_slice(&((b.len() + 8) as u16).to_le_bytes());
         r.extend_from_slice(&b);
         r
@@ -987,33 +1004,8 @@ mod tests {
     /// A sample of event `id`: kernel frame `pc`, raw record `raw`, user registers, and a
     /// 64-byte stack copy when `stack`.
     fn drec(id: u64, tid: u32, time: u64, pc: u64, raw: Vec<u8>, stack: bool) -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(&id.to_le_bytes());
-        b.extend_from_slice(&tid.to_le_bytes());
-        b.extend_from_slice(&tid.to_le_bytes());
-        b.extend_from_slice(&time.to_le_bytes());
-        b.extend_from_slice(&2u64.to_le_bytes());
-        b.extend_from_slice(&CONTEXT_KERNEL.to_le_bytes());
-        b.extend_from_slice(&pc.to_le_bytes());
-        b.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-        b.extend_from_slice(&raw);
-        b.extend_from_slice(&2u64.to_le_bytes());
-        for r in [0x7ffd_0000u64, 0x7ffd_0000, 0x40_1000] {
-            b.extend_from_slice(&r.to_le_bytes());
-        }
-        if stack {
-            b.extend_from_slice(&64u64.to_le_bytes());
-            b.extend_from_slice(&[0u8; 64]);
-            b.extend_from_slice(&64u64.to_le_bytes());
-        } else {
-            b.extend_from_slice(&0u64.to_le_bytes());
-        }
-        let mut r = Vec::new();
-        r.extend_from_slice(&kind::SAMPLE.to_le_bytes());
-        r.extend_from_slice(&2u16.to_le_bytes());
-        r.extend_from_slice(&((b.len() + 8) as u16).to_le_bytes());
-        r.extend_from_slice(&b);
-        r
+        // In user mode (misc 2), as a timer sample after a return from the kernel is.
+        sample_record(Some(id), tid, time, pc, &raw, stack, 2)
     }
 
     fn switch_raw(tid: u32, state: u64, next: u32) -> Vec<u8> {
