@@ -4,7 +4,7 @@
 //! what the programs do by construction.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
@@ -16,20 +16,7 @@ fn hood() -> Command {
 
 /// Record `cmd` into `dir/t.data` (segments under `dir`); the recorder must succeed.
 fn record(dir: &Path, cmd: &[&str]) -> (PathBuf, String) {
-    let data = dir.join("t.data");
-    let out = hood()
-        .args(["trace", "record", "-o"])
-        .arg(&data)
-        .arg("--")
-        .args(cmd)
-        .env(
-            "HOOD_RT_LIB",
-            common::runtime_release_dir().join("libhood_rt.so"),
-        )
-        .env("HOOD_SHM_DIR", dir)
-        .stdout(Stdio::null())
-        .output()
-        .expect("hood trace record");
+    let (data, out) = common::trace_record(dir, "t.data", &[], cmd);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "hood trace record failed: {stderr}");
     (data, stderr)

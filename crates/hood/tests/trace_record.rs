@@ -27,22 +27,7 @@ fn tmp() -> Tmp {
 }
 
 fn record(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> (PathBuf, Output) {
-    let data = dir.join(data);
-    let out = Command::new(hood())
-        .args(["trace", "record", "-o"])
-        .arg(&data)
-        .args(opts)
-        .arg("--")
-        .args(cmd)
-        .env(
-            "HOOD_RT_LIB",
-            common::runtime_release_dir().join("libhood_rt.so"),
-        )
-        .env("HOOD_SHM_DIR", dir)
-        .stdout(Stdio::null())
-        .output()
-        .expect("hood trace record");
-    (data, out)
+    common::trace_record(dir, data, opts, cmd)
 }
 
 fn record_ok(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> PathBuf {

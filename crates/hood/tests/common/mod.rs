@@ -408,3 +408,21 @@ pub fn go_tool_pprof(home: &Path) -> Command {
         .env("HOME", home);
     c
 }
+
+/// `hood trace record -o DIR/DATA OPTS -- CMD` with the release runtime and its segments under
+/// `dir`, standard output discarded: the file's path and what the recorder did.
+pub fn trace_record(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> (PathBuf, Output) {
+    let data = dir.join(data);
+    let out = hood()
+        .args(["trace", "record", "-o"])
+        .arg(&data)
+        .args(opts)
+        .arg("--")
+        .args(cmd)
+        .env("HOOD_RT_LIB", runtime_release_dir().join("libhood_rt.so"))
+        .env("HOOD_SHM_DIR", dir)
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("hood trace record");
+    (data, out)
+}
