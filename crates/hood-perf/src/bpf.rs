@@ -21,11 +21,17 @@ mod cmd {
 /// Map types.
 pub(crate) mod map_type {
     pub const PERF_EVENT_ARRAY: u32 = 4;
+    pub const PERCPU_ARRAY: u32 = 6;
     pub const LRU_HASH: u32 = 9;
 }
 
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`: a program run with the tracepoint's arguments.
 const PROG_RAW_TRACEPOINT: u32 = 17;
+/// `BPF_PROG_TYPE_TRACING`: with [`TRACE_RAW_TP`], a raw tracepoint program whose arguments
+/// carry their kernel types (BTF), so helpers may take them as typed pointers.
+const PROG_TRACING: u32 = 26;
+/// `BPF_TRACE_RAW_TP`: the attach type of a BTF-typed tracepoint program (`tp_btf`).
+const TRACE_RAW_TP: u32 = 23;
 
 /// Helper function ids (`enum bpf_func_id`).
 pub(crate) mod helper {
@@ -36,10 +42,8 @@ pub(crate) mod helper {
     pub const GET_CURRENT_PID_TGID: i32 = 14;
     pub const PERF_EVENT_OUTPUT: i32 = 25;
     pub const GET_CURRENT_TASK: i32 = 35;
+    pub const GET_TASK_STACK: i32 = 141;
 }
-
-/// `BPF_NOEXIST`: insert only if the key is absent.
-pub(crate) const NOEXIST: i32 = 1;
 
 /// The size of `union bpf_attr` hood passes: every field it sets lies within it, the rest is
 /// zero (the kernel accepts a shorter or longer attribute whose tail is zero).
@@ -131,11 +135,33 @@ pub(crate) struct LoadError {
 /// `BPF_PROG_LOAD` of a raw-tracepoint program. On a refusal the load is repeated with the
 /// verifier's log on, so the error says why.
 pub(crate) fn load_raw_tracepoint(insns: &[Insn], name: &str) -> Result<OwnedFd, LoadError> {
+    load_program(insns, name, None)
+}
+
+/// `BPF_PROG_LOAD` of a BTF-typed tracepoint program (`tp_btf`) for the tracepoint whose
+/// `btf_trace_<name>` typedef in the kernel's BTF has id `btf_id`.
+pub(crate) fn load_btf_tracepoint(
+    insns: &[Insn],
+    name: &str,
+    btf_id: u32,
+) -> Result<OwnedFd, LoadError> {
+    load_program(insns, name, Some(btf_id))
+}
+
+fn load_program(insns: &[Insn], name: &str, btf_id: Option<u32>) -> Result<OwnedFd, LoadError> {
     let code: Vec<u8> = insns.iter().flat_map(|i| i.bytes()).collect();
     let license = c"Dual MIT/GPL";
     let load = |log: Option<&mut Vec<u8>>| {
         let mut a = [0u8; ATTR_SIZE];
-        put_u32(&mut a, 0, PROG_RAW_TRACEPOINT);
+        match btf_id {
+            None => put_u32(&mut a, 0, PROG_RAW_TRACEPOINT),
+            Some(id) => {
+                put_u32(&mut a, 0, PROG_TRACING);
+                put_u32(&mut a, 68, TRACE_RAW_TP);
+                // attach_btf_id; attach_btf_obj_fd (112) stays 0: the kernel's own BTF.
+                put_u32(&mut a, 108, id);
+            }
+        }
         put_u32(&mut a, 4, insns.len() as u32);
         put_u64(&mut a, 8, code.as_ptr() as u64);
         put_u64(&mut a, 16, license.as_ptr() as u64);
@@ -166,12 +192,13 @@ pub(crate) fn load_raw_tracepoint(insns: &[Insn], name: &str) -> Result<OwnedFd,
 }
 
 /// `BPF_RAW_TRACEPOINT_OPEN`: run `prog` at every hit of the tracepoint `name` until the
-/// returned descriptor closes.
-pub(crate) fn attach_raw_tracepoint(name: &CStr, prog: &OwnedFd) -> io::Result<OwnedFd> {
+/// returned descriptor closes. A BTF-typed program passes no name: its tracepoint was named
+/// at load.
+pub(crate) fn attach_raw_tracepoint(name: Option<&CStr>, prog: &OwnedFd) -> io::Result<OwnedFd> {
     let mut a = [0u8; ATTR_SIZE];
-    put_u64(&mut a, 0, name.as_ptr() as u64);
+    put_u64(&mut a, 0, name.map_or(0, |n| n.as_ptr() as u64));
     put_u32(&mut a, 8, prog.as_raw_fd() as u32);
-    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    // SAFETY: `name`, when given, is a NUL-terminated string that outlives the call.
     owned(unsafe { crate::sys::bpf(cmd::RAW_TRACEPOINT_OPEN, &mut a) }?)
 }
 
@@ -207,6 +234,7 @@ pub(crate) mod reg {
     pub const R6: u8 = 6;
     pub const R7: u8 = 7;
     pub const R8: u8 = 8;
+    pub const R9: u8 = 9;
     pub const FP: u8 = 10;
 }
 
@@ -219,6 +247,7 @@ const ALU64_SUB_X: u8 = 0x1f;
 const ALU64_RSH_K: u8 = 0x77;
 const ALU64_AND_K: u8 = 0x57;
 const LDX_DW: u8 = 0x79;
+const LDX_W: u8 = 0x61;
 const STX_DW: u8 = 0x7b;
 const ST_DW: u8 = 0x7a;
 const LD_IMM64: u8 = 0x18;
@@ -226,6 +255,8 @@ const JA: u8 = 0x05;
 const JEQ_K: u8 = 0x15;
 const JNE_K: u8 = 0x55;
 const JLT_X: u8 = 0xad;
+const JGT_K: u8 = 0x25;
+const JSLE_K: u8 = 0xd5;
 const CALL: u8 = 0x85;
 const EXIT: u8 = 0x95;
 /// `src_reg` of a 64-bit load whose immediate is a map's descriptor.
@@ -291,6 +322,11 @@ impl Asm {
         self.push(LDX_DW, dst, src, off, 0)
     }
 
+    /// `dst = *(u32 *)(src + off)` (zero-extended).
+    pub fn load32(&mut self, dst: u8, src: u8, off: i16) -> &mut Self {
+        self.push(LDX_W, dst, src, off, 0)
+    }
+
     /// `*(u64 *)(dst + off) = src`.
     pub fn store(&mut self, dst: u8, off: i16, src: u8) -> &mut Self {
         self.push(STX_DW, dst, src, off, 0)
@@ -341,6 +377,16 @@ impl Asm {
     /// `if dst != imm goto to`.
     pub fn jne_imm(&mut self, dst: u8, imm: i32, to: &'static str) -> &mut Self {
         self.jump(JNE_K, dst, 0, imm, to)
+    }
+
+    /// `if dst > imm goto to` (unsigned).
+    pub fn jgt_imm(&mut self, dst: u8, imm: i32, to: &'static str) -> &mut Self {
+        self.jump(JGT_K, dst, 0, imm, to)
+    }
+
+    /// `if dst <= imm goto to` (signed).
+    pub fn jsle_imm(&mut self, dst: u8, imm: i32, to: &'static str) -> &mut Self {
+        self.jump(JSLE_K, dst, 0, imm, to)
     }
 
     /// `if dst < src goto to` (unsigned).

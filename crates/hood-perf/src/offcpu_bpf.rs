@@ -1,12 +1,18 @@
 //! Deferred off-CPU stacks: small BPF programs that let the kernel copy a thread's user stack
 //! only for the waits a report shows.
 //!
-//! Without them, every `sched_switch` and `sched_waking` sample of an off-CPU session copies
-//! the user stack (8 KiB by default), and in a context-switch storm those copies cost the
-//! workload as much as perf's DWARF mode on the same tracepoints. With them, the switch and
-//! wake-up samples carry the kernel stack only, and the user stack comes from a
-//! `PERF_COUNT_SW_BPF_OUTPUT` sample (same layout, same ring) that a program emits only when
-//! it is needed:
+//! Without them, every `sched_switch` and `sched_waking` sample of an off-CPU session walks
+//! the kernel stack and copies the user stack (8 KiB by default), and in a context-switch
+//! storm that costs the workload as much as perf's DWARF mode on the same tracepoints. With
+//! them, the switch and wake-up samples carry no stack at all (as small as `perf sched
+//! record`'s), and the stacks come from `PERF_COUNT_SW_BPF_OUTPUT` samples (same layout, same
+//! ring) that programs emit only for the waits a report shows:
+//!
+//! - **The kernel stack of a wait** is taken when its thread is switched back in, and only
+//!   when it was away at least the minimum: a BTF-typed program on `sched_switch` (`tp_btf`)
+//!   asks the kernel for the incoming thread's stack (`bpf_get_task_stack`), which is still
+//!   the one it had when it left (it has not run since). The record says whose stack it is
+//!   (`task_struct.pid`, its offset read from the kernel's BTF) and when the wait began.
 //!
 //! - **A thread blocked in a system call** leaves it with the user registers and stack it had
 //!   when it left the CPU: nothing in user space runs until the call returns. The program on
@@ -46,6 +52,14 @@ pub const DEFERRED_PREEMPT: u64 = 2;
 /// The user stack of a waker whose wakee has waited at least the minimum (`start`: when the
 /// wakee left the CPU).
 pub const DEFERRED_WAKER: u64 = 3;
+/// The kernel stack of a thread switched back in after a wait at least the minimum long:
+/// raw record `u64 kind, u64 start, u64 tid`, then the stack's addresses, innermost first.
+pub const DEFERRED_KSTACK: u64 = 4;
+
+/// Bytes before the addresses of a [`DEFERRED_KSTACK`] record.
+const KSTACK_HEADER: i32 = 24;
+/// Room for the addresses of a kernel stack (`kernel.perf_event_max_stack`'s default, 127).
+const KSTACK_BYTES: i32 = 127 * 8;
 
 /// `TASK_DEAD` in a task's `__state`: the thread's last switch.
 const TASK_DEAD: i32 = 0x80;
@@ -57,6 +71,8 @@ pub(crate) struct DeferredStacks {
     _progs: Vec<OwnedFd>,
     outputs: Vec<OwnedFd>,
     out_map: Map,
+    kstack_map: Map,
+    _kstack_buf: Map,
     _waits: Map,
     _filter: Option<Map>,
     ids: Vec<u64>,
@@ -100,10 +116,22 @@ fn refused(what: impl Into<String>) -> impl FnOnce(io::Error) -> Refused {
 
 /// The maps the programs share.
 struct Maps<'a> {
+    /// Per blocked thread (key: its task pointer): when it first left the CPU in its current
+    /// system call, and when it left for its current wait (0 once its kernel stack is
+    /// taken).
     waits: &'a Map,
     filter: Option<&'a Map>,
+    /// Per-CPU outputs of user stack copies.
     out: &'a Map,
+    /// Per-CPU outputs of kernel stacks.
+    kstacks: &'a Map,
+    /// One per-CPU buffer a kernel stack record is built in.
+    kstack_buf: &'a Map,
 }
+
+/// Offsets into a wait table value.
+const FIRST_START: i16 = 0;
+const THIS_START: i16 = 8;
 
 /// `if the current task is not traced goto out` (task sessions: the filter holds the traced
 /// processes' ids and the task pointers of their children and threads).
@@ -147,10 +175,52 @@ fn end(a: &mut Asm) {
     a.label("out").mov_imm(R0, 0).exit();
 }
 
-/// `sched_switch(preempt, prev, next, prev_state)`, in the task leaving the CPU.
-fn on_switch(m: &Maps<'_>) -> Vec<Insn> {
+/// `sched_switch(preempt, prev, next, prev_state)` (BTF-typed), in the task leaving the CPU:
+/// the incoming task's kernel stack when its wait was long, then the outgoing task's wait.
+/// `pid_off`: the offset of `task_struct.pid`.
+fn on_switch(m: &Maps<'_>, min_ns: u64, pid_off: i16) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
+    // Switch-in: only threads the table holds (traced ones) are looked up.
+    a.load(R9, R6, 16)
+        .store(FP, -8, R9)
+        .load_map(R1, m.waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "switch_out")
+        .load(R7, R0, THIS_START)
+        .jeq_imm(R7, 0, "switch_out")
+        .store_imm(R0, THIS_START, 0);
+    skip_if_shorter(&mut a, min_ns, "switch_out");
+    a.store_imm(FP, -16, 0)
+        .load_map(R1, m.kstack_buf.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -16)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "switch_out")
+        .mov(R8, R0)
+        .store_imm(R8, 0, DEFERRED_KSTACK as i32)
+        .store(R8, 8, R7)
+        .load32(R1, R9, pid_off)
+        .store(R8, 16, R1)
+        .mov(R1, R9)
+        .mov(R2, R8)
+        .add_imm(R2, KSTACK_HEADER)
+        .mov_imm(R3, KSTACK_BYTES)
+        .mov_imm(R4, 0)
+        .call(helper::GET_TASK_STACK)
+        .jsle_imm(R0, 0, "switch_out")
+        .jgt_imm(R0, KSTACK_BYTES, "switch_out")
+        .mov(R5, R0)
+        .add_imm(R5, KSTACK_HEADER)
+        .mov(R1, R6)
+        .load_map(R2, m.kstacks.fd())
+        // BPF_F_CURRENT_CPU, zero-extended.
+        .mov32_imm(R3, 0xffff_ffff)
+        .mov(R4, R8)
+        .call(helper::PERF_EVENT_OUTPUT);
+    a.label("switch_out");
     filter_or_skip(&mut a, m.filter);
     // Still runnable: preempted in the kernel, or (prev_state 0) at a return to user space
     // or a yield; it may go back to user space without a system call return.
@@ -169,16 +239,26 @@ fn on_switch(m: &Maps<'_>) -> Vec<Insn> {
         .add_imm(R2, -8)
         .call(helper::MAP_DELETE_ELEM)
         .ja("out");
-    // Blocked: note when, unless an earlier wait of the same system call already did.
+    // Blocked: note when; the system call's first wait keeps its start.
     a.label("blocked")
         .call(helper::KTIME_GET_NS)
-        .store(FP, -16, R0)
+        .mov(R7, R0)
+        .load_map(R1, m.waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "first_wait")
+        .store(R0, THIS_START, R7)
+        .ja("out");
+    a.label("first_wait")
+        .store(FP, -24, R7)
+        .store(FP, -16, R7)
         .load_map(R1, m.waits.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
         .mov(R3, FP)
-        .add_imm(R3, -16)
-        .mov_imm(R4, bpf::NOEXIST)
+        .add_imm(R3, -24)
+        .mov_imm(R4, 0)
         .call(helper::MAP_UPDATE_ELEM)
         .ja("out");
     a.label("preempt").call(helper::KTIME_GET_NS).mov(R7, R0);
@@ -187,22 +267,24 @@ fn on_switch(m: &Maps<'_>) -> Vec<Insn> {
     a.finish()
 }
 
-/// `R7 = waits[key at FP-8]` (when its wait began), or `goto out` when it has none.
-fn wait_start_or_skip(a: &mut Asm, waits: &Map) {
+/// `R7 = waits[key at FP-8]` at `field` (when its wait began), or `goto out` when it has
+/// none.
+fn wait_start_or_skip(a: &mut Asm, waits: &Map, field: i16) {
     a.load_map(R1, waits.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
         .call(helper::MAP_LOOKUP_ELEM)
         .jeq_imm(R0, 0, "out")
-        .load(R7, R0, 0);
+        .load(R7, R0, field)
+        .jeq_imm(R7, 0, "out");
 }
 
-/// `goto out` unless at least `min_ns` passed since R7.
-fn skip_if_shorter(a: &mut Asm, min_ns: u64) {
+/// `goto to` unless at least `min_ns` passed since R7.
+fn skip_if_shorter(a: &mut Asm, min_ns: u64, to: &'static str) {
     a.call(helper::KTIME_GET_NS)
         .sub(R0, R7)
         .load_imm64(R1, min_ns)
-        .jlt(R0, R1, "out");
+        .jlt(R0, R1, to);
 }
 
 /// `sys_exit(regs, ret)`, in the returning task.
@@ -211,12 +293,12 @@ fn on_sys_exit(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
     a.mov(R6, R1)
         .call(helper::GET_CURRENT_TASK)
         .store(FP, -8, R0);
-    wait_start_or_skip(&mut a, m.waits);
+    wait_start_or_skip(&mut a, m.waits, FIRST_START);
     a.load_map(R1, m.waits.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
         .call(helper::MAP_DELETE_ELEM);
-    skip_if_shorter(&mut a, min_ns);
+    skip_if_shorter(&mut a, min_ns, "out");
     emit(&mut a, m.out, DEFERRED_SYSCALL);
     end(&mut a);
     a.finish()
@@ -229,8 +311,8 @@ fn on_waking(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
     // A task session copies only its own wakers' stacks.
     filter_or_skip(&mut a, m.filter);
     a.load(R2, R6, 0).store(FP, -8, R2);
-    wait_start_or_skip(&mut a, m.waits);
-    skip_if_shorter(&mut a, min_ns);
+    wait_start_or_skip(&mut a, m.waits, THIS_START);
+    skip_if_shorter(&mut a, min_ns, "out");
     emit(&mut a, m.out, DEFERRED_WAKER);
     end(&mut a);
     a.finish()
@@ -273,7 +355,24 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
     // Every thread that may be blocked at once needs an entry; stale ones (a thread that
     // waited in a page fault and exited without another system call) age out of the LRU.
     let entries = (threads_now().saturating_mul(4)).clamp(1 << 14, 1 << 20);
-    let waits = Map::create(map_type::LRU_HASH, 8, 8, entries, "hood_waits")
+    let btf = crate::btf::Btf::vmlinux().map_err(refused(format!(
+        "the kernel's type information ({})",
+        crate::btf::VMLINUX_BTF
+    )))?;
+    let missing = |what: &str| Refused {
+        what: format!("{what} in the kernel's type information"),
+        source: io::Error::from(io::ErrorKind::NotFound),
+        log: String::new(),
+    };
+    let switch_type = btf
+        .find(crate::btf::kind::TYPEDEF, "btf_trace_sched_switch")
+        .ok_or_else(|| missing("the type of tracepoint sched_switch"))?;
+    let pid_off = btf
+        .member_offset("task_struct", "pid")
+        .and_then(|o| i16::try_from(o).ok())
+        .ok_or_else(|| missing("task_struct.pid"))?;
+    drop(btf);
+    let waits = Map::create(map_type::LRU_HASH, 8, 16, entries, "hood_waits")
         .map_err(refused("the wait table (BPF LRU hash map)"))?;
     let filter = match traced {
         None => None,
@@ -298,30 +397,68 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         .unwrap_or(0);
     let out = Map::create(map_type::PERF_EVENT_ARRAY, 4, 4, max_cpu + 1, "hood_stacks")
         .map_err(refused("the output array (BPF perf event array)"))?;
+    let kstacks = Map::create(
+        map_type::PERF_EVENT_ARRAY,
+        4,
+        4,
+        max_cpu + 1,
+        "hood_kstacks",
+    )
+    .map_err(refused(
+        "the kernel stack output array (BPF perf event array)",
+    ))?;
+    let kstack_buf = Map::create(
+        map_type::PERCPU_ARRAY,
+        4,
+        (KSTACK_HEADER + KSTACK_BYTES) as u32,
+        1,
+        "hood_kstack_buf",
+    )
+    .map_err(refused("the kernel stack buffer (BPF per-CPU array)"))?;
     let maps = Maps {
         waits: &waits,
         filter: filter.as_ref(),
         out: &out,
+        kstacks: &kstacks,
+        kstack_buf: &kstack_buf,
+    };
+    // The programs measure a wait from the switch that ends it; the recorder, in a task
+    // session, from the switch-in record the kernel writes after that switch, 1–5 µs later on
+    // a busy virtual machine (a whole-system session sees the switch itself, within a
+    // microsecond). A wait the recorder finds just long enough must not lack its stacks, so
+    // the programs copy from half the minimum in task sessions and three quarters of it for
+    // the whole system; a copy for a wait found short is dropped unused.
+    let copy_min = match traced {
+        Some(_) => min_ns / 2,
+        None => min_ns - min_ns / 4,
     };
     let mut programs = vec![
-        ("sched_switch", on_switch(&maps)),
-        ("sys_exit", on_sys_exit(&maps, min_ns)),
-        ("sched_waking", on_waking(&maps, min_ns)),
+        (
+            "sched_switch",
+            on_switch(&maps, copy_min, pid_off),
+            Some(switch_type),
+        ),
+        ("sys_exit", on_sys_exit(&maps, copy_min), None),
+        ("sched_waking", on_waking(&maps, copy_min), None),
     ];
     if let Some(f) = &filter {
-        programs.push(("sched_process_fork", on_fork(f)));
+        programs.push(("sched_process_fork", on_fork(f), None));
     }
     let mut progs = Vec::new();
     let mut links = Vec::new();
-    for (tp, insns) in programs {
+    for (tp, insns, btf_id) in programs {
         let name = format!("hood_{tp}");
-        let prog = bpf::load_raw_tracepoint(&insns, &name).map_err(|e| Refused {
+        let loaded = match btf_id {
+            Some(id) => bpf::load_btf_tracepoint(&insns, &name, id),
+            None => bpf::load_raw_tracepoint(&insns, &name),
+        };
+        let prog = loaded.map_err(|e| Refused {
             what: format!("loading the program for raw tracepoint {tp}"),
             source: e.source,
             log: e.log,
         })?;
         let cname = std::ffi::CString::new(tp).expect("no NUL in a tracepoint name");
-        let link = bpf::attach_raw_tracepoint(&cname, &prog)
+        let link = bpf::attach_raw_tracepoint(btf_id.is_none().then_some(&*cname), &prog)
             .map_err(refused(format!("attaching to raw tracepoint {tp}")))?;
         progs.push(prog);
         links.push(link);
@@ -331,6 +468,8 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         _progs: progs,
         outputs: Vec::new(),
         out_map: out,
+        kstack_map: kstacks,
+        _kstack_buf: kstack_buf,
         _waits: waits,
         _filter: filter,
         ids: Vec::new(),
@@ -350,6 +489,16 @@ pub(crate) fn output_attr(base: &perf_event_attr) -> perf_event_attr {
     a.set_inherit(0);
     a.set_enable_on_exec(0);
     a.set_disabled(0);
+    a
+}
+
+/// The attribute of a CPU's kernel stack output event: the same sample layout and clock,
+/// with no call chain and no stack copy of its own (the record carries the stack).
+pub(crate) fn kstack_output_attr(base: &perf_event_attr) -> perf_event_attr {
+    let mut a = output_attr(base);
+    a.set_exclude_callchain_kernel(1);
+    a.set_exclude_callchain_user(1);
+    a.sample_stack_user = 0;
     a
 }
 
@@ -374,13 +523,15 @@ impl DeferredStacks {
         self.ids.extend_from_slice(ids);
     }
 
-    /// Add CPU `cpu`'s output event `fd` (already sending into that CPU's ring).
-    pub fn add_output(&mut self, cpu: u32, fd: OwnedFd) -> io::Result<()> {
-        let id = sys::ioc_id(&fd)?;
-        self.out_map
-            .update(&cpu.to_ne_bytes(), &(fd.as_raw_fd() as u32).to_ne_bytes())?;
-        self.outputs.push(fd);
-        self.ids.push(id);
+    /// Add CPU `cpu`'s output events (already sending into that CPU's ring): `copies` for
+    /// user stack copies, `kstacks` for kernel stacks.
+    pub fn add_outputs(&mut self, cpu: u32, copies: OwnedFd, kstacks: OwnedFd) -> io::Result<()> {
+        for (map, fd) in [(&self.out_map, copies), (&self.kstack_map, kstacks)] {
+            let id = sys::ioc_id(&fd)?;
+            map.update(&cpu.to_ne_bytes(), &(fd.as_raw_fd() as u32).to_ne_bytes())?;
+            self.outputs.push(fd);
+            self.ids.push(id);
+        }
         Ok(())
     }
 

@@ -226,15 +226,19 @@ pub(crate) fn open_target(
             let Some(leader) = b.leaders[i] else {
                 continue;
             };
-            let mut a = offcpu_bpf::output_attr(&attr);
             let fail = |source| PerfError::Sys {
                 call: "perf_event_open",
-                what: format!("the off-CPU stack output of CPU {cpu} (PERF_COUNT_SW_BPF_OUTPUT)"),
+                what: format!("the off-CPU stack outputs of CPU {cpu} (PERF_COUNT_SW_BPF_OUTPUT)"),
                 source,
             };
-            let fd = sys::perf_event_open(&mut a, -1, cpu as i32).map_err(fail)?;
-            sys::ioc_set_output(&fd, &b.fds[leader]).map_err(fail)?;
-            d.add_output(cpu, fd).map_err(fail)?;
+            let open = |mut a: perf_event_attr| {
+                let fd = sys::perf_event_open(&mut a, -1, cpu as i32).map_err(fail)?;
+                sys::ioc_set_output(&fd, &b.fds[leader]).map_err(fail)?;
+                Ok::<_, PerfError>(fd)
+            };
+            let copies = open(offcpu_bpf::output_attr(&attr))?;
+            let kstacks = open(offcpu_bpf::kstack_output_attr(&attr))?;
+            d.add_outputs(cpu, copies, kstacks).map_err(fail)?;
         }
     }
     let mut all_notes = b.opener.notes;
@@ -371,6 +375,10 @@ impl Builder<'_> {
         }
         for (mut a, name) in events {
             if self.defer_stacks {
+                // No stack at all: a long wait's kernel stack comes when its thread is
+                // switched back in, its user stack at its system call's return.
+                a.set_exclude_callchain_kernel(1);
+                a.set_exclude_callchain_user(1);
                 a.sample_stack_user = 0;
             }
             let fd = sys::perf_event_open(&mut a, tid, cpu as i32)

@@ -395,5 +395,6 @@ mod tests {
         assert_eq!(hood_perf::DEFERRED_SYSCALL, hood_unwind::DEFERRED_SYSCALL);
         assert_eq!(hood_perf::DEFERRED_PREEMPT, hood_unwind::DEFERRED_PREEMPT);
         assert_eq!(hood_perf::DEFERRED_WAKER, hood_unwind::DEFERRED_WAKER);
+        assert_eq!(hood_perf::DEFERRED_KSTACK, hood_unwind::DEFERRED_KSTACK);
     }
 }

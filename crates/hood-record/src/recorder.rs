@@ -56,6 +56,12 @@ pub struct Outcome {
     /// copy was lost.
     #[serde(default)]
     pub deferred_missing: u64,
+    /// Long waits stored with the kernel stack taken when their thread came back.
+    #[serde(default)]
+    pub kernel_stacks_joined: u64,
+    /// Long waits whose kernel stack never came.
+    #[serde(default)]
+    pub kernel_stacks_missing: u64,
 }
 
 /// A recording that ended (normally or by an error it wrote down).
@@ -460,6 +466,12 @@ pub fn record(
         deferred_stacks: session.deferred_stack_ids().is_some(),
         deferred_joined: collector.rewrite_stats().map_or(0, |s| s.deferred_joined),
         deferred_missing: collector.rewrite_stats().map_or(0, |s| s.deferred_missing),
+        kernel_stacks_joined: collector
+            .rewrite_stats()
+            .map_or(0, |s| s.kernel_stacks_joined),
+        kernel_stacks_missing: collector
+            .rewrite_stats()
+            .map_or(0, |s| s.kernel_stacks_missing),
     };
     if error.is_some() {
         // A write may have failed part-way (a full disk): state what the file holds, as a
@@ -617,11 +629,18 @@ fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
     }
     if o.deferred_stacks {
         let mut line = format!(
-            "off-CPU: the kernel copied user stacks only for waits of at least {} (BPF); {} \
-             joined to their waits",
+            "off-CPU: the kernel took stacks only for waits of at least {} (BPF); {} kernel \
+             and {} user stacks joined to their waits",
             hood_model::profile::offcpu_min_words(o.off_cpu_min_ns),
+            o.kernel_stacks_joined,
             o.deferred_joined
         );
+        if o.kernel_stacks_missing > 0 {
+            line.push_str(&format!(
+                "; {} long waits without a kernel stack (lost)",
+                o.kernel_stacks_missing
+            ));
+        }
         if o.deferred_missing > 0 {
             line.push_str(&format!(
                 "; {} long waits without a user stack (in neither a system call nor a major \

@@ -30,7 +30,9 @@ mod walk;
 use std::path::PathBuf;
 
 pub use image::Image;
-pub use rewrite::{RewriteStats, Rewriter, DEFERRED_PREEMPT, DEFERRED_SYSCALL, DEFERRED_WAKER};
+pub use rewrite::{
+    RewriteStats, Rewriter, DEFERRED_KSTACK, DEFERRED_PREEMPT, DEFERRED_SYSCALL, DEFERRED_WAKER,
+};
 pub use space::Unwinder;
 
 /// Errors reading an image's unwind information (kept as notes: an unreadable image only

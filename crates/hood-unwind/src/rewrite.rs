@@ -64,6 +64,12 @@ pub struct RewriteStats {
     /// Deferred copies with no switch or wake-up to join (another process's thread, a wait
     /// that began before the recording).
     pub deferred_orphans: u64,
+    /// Deferred kernel stacks (taken when a thread came back from a long wait) joined to
+    /// their switch-outs.
+    pub kernel_stacks_joined: u64,
+    /// Waits at least the minimum long whose deferred kernel stack never came (lost, or the
+    /// wait was just under the kernel side's threshold).
+    pub kernel_stacks_missing: u64,
 }
 
 /// The off-CPU state of [`Rewriter::set_off_cpu`].
@@ -84,6 +90,20 @@ struct Held {
     rec: Vec<u8>,
     /// Where its user stack comes from.
     user: UserFrom,
+    /// Where its kernel stack comes from.
+    kernel: KernelFrom,
+}
+
+/// Where a held switch-out's kernel stack comes from.
+enum KernelFrom {
+    /// Its own call chain (or its deferred user copy's, for a preemption).
+    Own,
+    /// The deferred kernel stack taken when the thread is switched back in.
+    Awaited,
+    /// That stack, as a call chain (`PERF_CONTEXT_KERNEL`, then the addresses).
+    Got(Vec<u64>),
+    /// None came.
+    Missing,
 }
 
 /// Where a held switch-out's user stack comes from.
@@ -97,6 +117,8 @@ enum UserFrom {
     Later,
     /// None will come: a wait in neither.
     Missing,
+    /// `Later` or `Missing`, as its kernel stack (still to come) says.
+    Undecided,
 }
 
 /// The deferred stacks of [`Rewriter::set_deferred`].
@@ -113,6 +135,16 @@ struct Deferred {
     pairs: HashMap<(usize, usize), (usize, usize, usize)>,
     /// Outputs joined this round.
     paired: HashSet<(usize, usize)>,
+}
+
+impl Deferred {
+    /// Whether a kernel call chain runs through system call or page fault entry code.
+    fn through_entry(&self, chain: &[u64]) -> bool {
+        chain
+            .iter()
+            .take_while(|&&a| a != CONTEXT_USER)
+            .any(|&a| self.entry_code.iter().any(|&(lo, hi)| a >= lo && a < hi))
+    }
 }
 
 /// What a record of the round is, for joining deferred copies to the samples beside them.
@@ -135,6 +167,9 @@ pub const DEFERRED_SYSCALL: u64 = 1;
 pub const DEFERRED_PREEMPT: u64 = 2;
 /// A waker's copy.
 pub const DEFERRED_WAKER: u64 = 3;
+/// A kernel stack taken when its thread came back from a long wait (raw record `u64 kind,
+/// u64 start, u64 tid`, then the addresses).
+pub const DEFERRED_KSTACK: u64 = 4;
 
 /// `(kind, start)` of a deferred copy's raw record.
 fn deferred_kind(raw: &[u8]) -> Option<(u64, u64)> {
@@ -155,6 +190,45 @@ fn held_len(h: &Held) -> usize {
             UserFrom::Joined(u) => u.len(),
             _ => 0,
         }
+        + match &h.kernel {
+            KernelFrom::Got(k) => k.len() * 8,
+            _ => 0,
+        }
+}
+
+/// Whether a held switch-out has every stack it will get.
+fn ready(h: &Held) -> bool {
+    !matches!(h.kernel, KernelFrom::Awaited)
+        && !matches!(h.user, UserFrom::Later | UserFrom::Undecided)
+}
+
+/// The user stack record joined to a held switch-out, if any.
+fn joined_user(h: &Held) -> Option<&[u8]> {
+    match &h.user {
+        UserFrom::Joined(u) => Some(&u[..]),
+        _ => None,
+    }
+}
+
+/// The kernel frames a held switch-out is stored with.
+fn got_kernel(h: &Held) -> Kernel<'_> {
+    match &h.kernel {
+        KernelFrom::Own => Kernel::Own,
+        KernelFrom::Got(k) => Kernel::Given(k),
+        KernelFrom::Awaited | KernelFrom::Missing => Kernel::Without,
+    }
+}
+
+/// The kernel frames [`Rewriter::sample`] stores.
+#[derive(Clone, Copy)]
+enum Kernel<'a> {
+    /// The sample's own call chain; a sample without one takes its deferred copy's (a
+    /// waker's or a preempted thread's kernel frames, copied in the same tracepoint hit).
+    Own,
+    /// A deferred kernel stack.
+    Given(&'a [u64]),
+    /// None (the copy's kernel frames are from another moment: a system call's return).
+    Without,
 }
 
 /// No decoded side-band event for a record.
@@ -246,9 +320,16 @@ impl Rewriter {
         g.held_bytes = 0;
         if let Some(d) = self.deferred.as_mut() {
             for (_, mut v) in d.awaiting.drain() {
-                self.stats.deferred_missing += v.len() as u64;
                 for h in &mut v {
-                    h.user = UserFrom::Missing;
+                    // Long waits (they were resolved): count what never came.
+                    if matches!(h.user, UserFrom::Later | UserFrom::Undecided) {
+                        self.stats.deferred_missing += 1;
+                        h.user = UserFrom::Missing;
+                    }
+                    if matches!(h.kernel, KernelFrom::Awaited) {
+                        self.stats.kernel_stacks_missing += 1;
+                        h.kernel = KernelFrom::Missing;
+                    }
                 }
                 held.extend(v);
             }
@@ -256,11 +337,7 @@ impl Rewriter {
         held.sort_by_key(|h| h.time);
         for h in held {
             if let Some(out) = output.get_mut(h.ring) {
-                let user = match &h.user {
-                    UserFrom::Joined(u) => Some(&u[..]),
-                    _ => None,
-                };
-                self.sample(&h.rec, user, out, false);
+                self.sample(&h.rec, joined_user(&h), got_kernel(&h), out, false);
             }
         }
     }
@@ -428,8 +505,9 @@ impl Rewriter {
     }
 
     /// A deferred copy met in time order: a system call's return or a major fault joins the
-    /// long waits of its thread waiting for it; joined neighbours were handled with their
-    /// samples. Returns whether `rec` was a deferred copy (never stored itself).
+    /// long waits of its thread waiting for it, a kernel stack the wait it was taken for;
+    /// joined neighbours were handled with their samples. Returns whether `rec` was a
+    /// deferred copy (never stored itself).
     fn deferred_copy(&mut self, time: u64, rec: &[u8], output: &mut [Vec<u8>]) -> bool {
         let Some(d) = self.deferred.as_ref() else {
             return false;
@@ -441,10 +519,33 @@ impl Rewriter {
             return false;
         }
         let tid = s.tid;
-        // A system call's return, or (no kind) a major fault's completion.
-        if !matches!(deferred_kind(s.raw()), Some((DEFERRED_SYSCALL, _)) | None) {
-            self.stats.deferred_orphans += 1;
-            return true;
+        match deferred_kind(s.raw()) {
+            // A system call's return, or (no kind) a major fault's completion.
+            Some((DEFERRED_SYSCALL, _)) | None => {}
+            Some((DEFERRED_KSTACK, start)) => {
+                let raw = s.raw();
+                let word = |i: usize| {
+                    raw.get(i..i + 8)
+                        .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+                };
+                match word(16) {
+                    Some(t) => {
+                        let ips = raw[24..]
+                            .chunks_exact(8)
+                            .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+                            .take_while(|&a| a != 0);
+                        let mut chain = vec![hood_raw::records::CONTEXT_KERNEL];
+                        chain.extend(ips.take(self.kernel_max_stack));
+                        self.kernel_stack(t as u32, time, start, chain, output);
+                    }
+                    None => self.stats.malformed += 1,
+                }
+                return true;
+            }
+            Some(_) => {
+                self.stats.deferred_orphans += 1;
+                return true;
+            }
         }
         // The thread returns from its system call or fault: it runs.
         self.resolve(tid, time, output);
@@ -458,26 +559,103 @@ impl Rewriter {
         }
         for h in waits {
             if let Some(g) = self.gate.as_mut() {
-                g.held_bytes = g.held_bytes.saturating_sub(h.rec.len());
+                g.held_bytes = g.held_bytes.saturating_sub(held_len(&h));
+            }
+            if matches!(h.kernel, KernelFrom::Awaited) {
+                self.stats.kernel_stacks_missing += 1;
             }
             if let Some(out) = output.get_mut(h.ring) {
                 self.stats.deferred_joined += 1;
-                self.sample(&h.rec, Some(rec), out, false);
+                self.sample(&h.rec, Some(rec), got_kernel(&h), out, false);
             }
         }
         true
     }
 
-    /// Whether a switch-out sample's kernel stack runs through system call or page fault
-    /// entry code.
-    fn through_entry(&self, s: &hood_raw::records::SampleParts<'_>) -> bool {
-        let Some(d) = self.deferred.as_ref() else {
-            return false;
+    /// `tid`'s kernel stack, taken when it was switched back in at `time` after a wait that
+    /// began at `start` (the kernel side's clock): join it to that wait's switch-out, still
+    /// held or already awaiting, and decide where its user stack comes from.
+    fn kernel_stack(
+        &mut self,
+        tid: u32,
+        time: u64,
+        start: u64,
+        chain: Vec<u64>,
+        output: &mut [Vec<u8>],
+    ) {
+        let Some(g) = self.gate.as_mut() else {
+            return;
         };
-        (0..s.chain_len())
-            .filter_map(|i| s.chain_at(i))
-            .take_while(|&a| a != CONTEXT_USER)
-            .any(|a| d.entry_code.iter().any(|&(lo, hi)| a >= lo && a < hi))
+        let in_entry = self
+            .deferred
+            .as_ref()
+            .is_some_and(|d| d.through_entry(&chain));
+        let decide = |h: &mut Held, chain: Vec<u64>| {
+            h.kernel = KernelFrom::Got(chain);
+            if matches!(h.user, UserFrom::Undecided) {
+                h.user = if in_entry {
+                    UserFrom::Later
+                } else {
+                    UserFrom::Missing
+                };
+            }
+        };
+        // Not resolved yet (the copy came before the switch that names the thread).
+        if let Some(h) = g
+            .held
+            .get_mut(&tid)
+            .filter(|h| h.time <= time && matches!(h.kernel, KernelFrom::Awaited))
+        {
+            g.held_bytes += chain.len() * 8;
+            decide(h, chain);
+            self.stats.kernel_stacks_joined += 1;
+            return;
+        }
+        let Some(waits) = self
+            .deferred
+            .as_mut()
+            .and_then(|d| d.awaiting.get_mut(&tid))
+        else {
+            self.stats.deferred_orphans += 1;
+            return;
+        };
+        let Some(i) = waits
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| matches!(h.kernel, KernelFrom::Awaited))
+            .min_by_key(|(_, h)| h.time.abs_diff(start))
+            .map(|(i, _)| i)
+        else {
+            self.stats.deferred_orphans += 1;
+            return;
+        };
+        self.stats.kernel_stacks_joined += 1;
+        decide(&mut waits[i], chain);
+        if !ready(&waits[i]) {
+            return;
+        }
+        let h = waits.remove(i);
+        if waits.is_empty() {
+            if let Some(d) = self.deferred.as_mut() {
+                d.awaiting.remove(&tid);
+            }
+        }
+        self.store_resolved(h, output);
+    }
+
+    /// Store a long wait that has every stack it will get.
+    fn store_resolved(&mut self, h: Held, output: &mut [Vec<u8>]) {
+        if let Some(g) = self.gate.as_mut() {
+            g.held_bytes = g.held_bytes.saturating_sub(held_len(&h));
+        }
+        match h.user {
+            UserFrom::Joined(_) => self.stats.deferred_joined += 1,
+            UserFrom::Missing => self.stats.deferred_missing += 1,
+            _ => {}
+        }
+        if let Some(out) = output.get_mut(h.ring) {
+            self.sample(&h.rec, joined_user(&h), got_kernel(&h), out, false);
+        }
     }
 
     /// Route one sample through the off-CPU gate (module notes), or unwind it at once.
@@ -491,11 +669,11 @@ impl Rewriter {
         output: &mut [Vec<u8>],
     ) {
         let Some(g) = self.gate.as_ref() else {
-            self.sample(rec, None, &mut output[ring], false);
+            self.sample(rec, None, Kernel::Own, &mut output[ring], false);
             return;
         };
         let Some(s) = stackcopy::parse(&self.attr, &rec[8..]) else {
-            self.sample(rec, None, &mut output[ring], false);
+            self.sample(rec, None, Kernel::Own, &mut output[ring], false);
             return;
         };
         let deferred = self.deferred.is_some();
@@ -512,19 +690,39 @@ impl Rewriter {
                 // Whole-system sessions: the incoming thread's wait ends here.
                 self.resolve(next_tid, time, output);
                 if prev_tid == 0 || !(has_stack || deferred) {
-                    self.sample(rec, None, &mut output[ring], false);
+                    self.sample(rec, None, Kernel::Own, &mut output[ring], false);
                     return;
                 }
+                // A switch sample without a call chain: the kernel stack of a long wait
+                // comes when the thread is switched back in.
+                let kernel = match deferred && s.chain_len() == 0 && !runnable(state) {
+                    true => KernelFrom::Awaited,
+                    false => KernelFrom::Own,
+                };
+                let in_entry = || {
+                    let chain: Vec<u64> =
+                        (0..s.chain_len()).filter_map(|i| s.chain_at(i)).collect();
+                    self.deferred
+                        .as_ref()
+                        .is_some_and(|d| d.through_entry(&chain))
+                };
                 let user = if !deferred || s.regs.is_empty() {
                     UserFrom::Own
                 } else if let Some(j) = joined {
                     UserFrom::Joined(j.to_vec())
-                } else if !runnable(state) && self.through_entry(&s) {
+                } else if runnable(state) {
+                    UserFrom::Missing
+                } else if matches!(kernel, KernelFrom::Awaited) {
+                    UserFrom::Undecided
+                } else if in_entry() {
                     UserFrom::Later
                 } else {
                     UserFrom::Missing
                 };
-                self.hold(prev_tid, time, ring, rec, user, output);
+                // Earlier waits of this thread still awaiting a kernel stack will not get
+                // one: it would have come before this switch-out.
+                self.kernel_never_comes(prev_tid, output);
+                self.hold(prev_tid, time, ring, rec, user, kernel, output);
             }
             Some(SchedRaw::Waking { wakee, flags }) => {
                 let g = self.gate.as_ref().expect("gate checked above");
@@ -543,7 +741,7 @@ impl Rewriter {
                     } else {
                         self.stats.deferred_joined += 1;
                     }
-                    self.sample(rec, Some(j), &mut output[ring], in_irq);
+                    self.sample(rec, Some(j), Kernel::Own, &mut output[ring], in_irq);
                     return;
                 }
                 if has_stack && in_irq && long {
@@ -551,7 +749,8 @@ impl Rewriter {
                 } else if has_stack && !long {
                     self.stats.short_waits += 1;
                 }
-                self.sample(rec, None, &mut output[ring], has_stack && (!long || in_irq));
+                let short = has_stack && (!long || in_irq);
+                self.sample(rec, None, Kernel::Own, &mut output[ring], short);
             }
             None => {
                 // A sample in user mode: its thread's system call has returned, so a copy
@@ -560,8 +759,43 @@ impl Rewriter {
                 if deferred && misc & 7 == MISC_USER {
                     self.give_up_awaiting(tid, output);
                 }
-                self.sample(rec, None, &mut output[ring], false);
+                self.sample(rec, None, Kernel::Own, &mut output[ring], false);
             }
+        }
+    }
+
+    /// `tid` left the CPU again: its waits still awaiting a kernel stack get none, and are
+    /// stored if nothing else is awaited for them.
+    fn kernel_never_comes(&mut self, tid: u32, output: &mut [Vec<u8>]) {
+        let Some(waits) = self
+            .deferred
+            .as_mut()
+            .and_then(|d| d.awaiting.get_mut(&tid))
+        else {
+            return;
+        };
+        let mut missing = 0;
+        for h in waits.iter_mut() {
+            if matches!(h.kernel, KernelFrom::Awaited) {
+                h.kernel = KernelFrom::Missing;
+                if matches!(h.user, UserFrom::Undecided) {
+                    h.user = UserFrom::Missing;
+                }
+                missing += 1;
+            }
+        }
+        self.stats.kernel_stacks_missing += missing;
+        let (done, rest): (Vec<Held>, Vec<Held>) =
+            std::mem::take(waits).into_iter().partition(ready);
+        if rest.is_empty() {
+            if let Some(d) = self.deferred.as_mut() {
+                d.awaiting.remove(&tid);
+            }
+        } else {
+            *waits = rest;
+        }
+        for h in done {
+            self.store_resolved(h, output);
         }
     }
 
@@ -570,18 +804,19 @@ impl Rewriter {
         let Some(waits) = self.deferred.as_mut().and_then(|d| d.awaiting.remove(&tid)) else {
             return;
         };
-        for h in waits {
-            if let Some(g) = self.gate.as_mut() {
-                g.held_bytes = g.held_bytes.saturating_sub(h.rec.len());
+        for mut h in waits {
+            if matches!(h.kernel, KernelFrom::Awaited) {
+                self.stats.kernel_stacks_missing += 1;
             }
-            self.stats.deferred_missing += 1;
-            if let Some(out) = output.get_mut(h.ring) {
-                self.sample(&h.rec, None, out, false);
+            if !matches!(h.user, UserFrom::Joined(_)) {
+                h.user = UserFrom::Missing;
             }
+            self.store_resolved(h, output);
         }
     }
 
     /// Hold `tid`'s switch-out sample until the thread runs again.
+    #[allow(clippy::too_many_arguments)]
     fn hold(
         &mut self,
         tid: u32,
@@ -589,33 +824,25 @@ impl Rewriter {
         ring: usize,
         rec: &[u8],
         user: UserFrom,
+        kernel: KernelFrom,
         output: &mut [Vec<u8>],
     ) {
         let Some(g) = self.gate.as_mut() else {
             return;
         };
-        let extra = match &user {
-            UserFrom::Joined(u) => u.len(),
-            _ => 0,
+        let h = Held {
+            time,
+            ring,
+            rec: rec.to_vec(),
+            user,
+            kernel,
         };
-        g.held_bytes += rec.len() + extra;
-        if let Some(old) = g.held.insert(
-            tid,
-            Held {
-                time,
-                ring,
-                rec: rec.to_vec(),
-                user,
-            },
-        ) {
+        g.held_bytes += held_len(&h);
+        if let Some(old) = g.held.insert(tid, h) {
             // Cannot happen once the thread's samples are resolved first; keep it all the same.
             g.held_bytes = g.held_bytes.saturating_sub(held_len(&old));
             if let Some(out) = output.get_mut(old.ring) {
-                let user = match &old.user {
-                    UserFrom::Joined(u) => Some(&u[..]),
-                    _ => None,
-                };
-                self.sample(&old.rec, user, out, false);
+                self.sample(&old.rec, joined_user(&old), got_kernel(&old), out, false);
             }
         }
         if self
@@ -628,7 +855,8 @@ impl Rewriter {
     }
 
     /// `tid` was seen running at `time`: store its held switch-out, with its user stack
-    /// unwound only if the wait lasted at least the minimum.
+    /// unwound only if the wait lasted at least the minimum; a long wait still awaiting a
+    /// stack waits for it.
     fn resolve(&mut self, tid: u32, time: u64, output: &mut [Vec<u8>]) {
         if tid == 0 {
             return;
@@ -644,34 +872,15 @@ impl Rewriter {
             g.held_bytes = g.held_bytes.saturating_sub(held_len(&h));
             self.stats.short_waits += 1;
             if let Some(out) = output.get_mut(h.ring) {
-                self.sample(&h.rec, None, out, true);
+                self.sample(&h.rec, None, Kernel::Own, out, true);
             }
             return;
         }
-        match h.user {
-            UserFrom::Later => {
-                // Still held (its bytes stay counted) until the copy at the return comes.
-                if let Some(d) = self.deferred.as_mut() {
-                    d.awaiting.entry(tid).or_default().push(h);
-                }
-            }
-            ref user => {
-                g.held_bytes = g.held_bytes.saturating_sub(held_len(&h));
-                let joined = match user {
-                    UserFrom::Joined(u) => Some(&u[..]),
-                    UserFrom::Missing => {
-                        self.stats.deferred_missing += 1;
-                        None
-                    }
-                    _ => None,
-                };
-                if joined.is_some() {
-                    self.stats.deferred_joined += 1;
-                }
-                if let Some(out) = output.get_mut(h.ring) {
-                    self.sample(&h.rec, joined, out, false);
-                }
-            }
+        if ready(&h) {
+            self.store_resolved(h, output);
+        } else if let Some(d) = self.deferred.as_mut() {
+            // Still held (its bytes stay counted) until what it awaits comes.
+            d.awaiting.entry(tid).or_default().push(h);
         }
     }
 
@@ -679,7 +888,14 @@ impl Rewriter {
     /// `short`, keep only its kernel frames (an off-CPU wait shorter than the minimum, or a
     /// wake-up's interrupted user context). `user`: the record whose user registers and stack
     /// copy to unwind instead of the sample's own (a deferred copy).
-    fn sample(&mut self, rec: &[u8], user: Option<&[u8]>, out: &mut Vec<u8>, short: bool) {
+    fn sample(
+        &mut self,
+        rec: &[u8],
+        user: Option<&[u8]>,
+        kernel: Kernel<'_>,
+        out: &mut Vec<u8>,
+        short: bool,
+    ) {
         let misc = u16::from_le_bytes([rec[4], rec[5]]);
         let Some(s) = stackcopy::parse(&self.attr, &rec[8..]) else {
             self.stats.malformed += 1;
@@ -698,10 +914,13 @@ impl Rewriter {
         };
         self.stats.stack_bytes += u.stack.len() as u64;
         // The kernel part of the chain stays; the user part is what unwinding finds. A wake-up
-        // sample without a chain takes the kernel frames of its copy (the waker's).
+        // sample without a chain takes the kernel frames of its copy (the waker's), a
+        // switch-out its deferred kernel stack.
         self.chain.clear();
         self.user.clear();
-        if s.chain_len() == 0 && user.is_some() {
+        if let Kernel::Given(k) = kernel {
+            self.chain.extend_from_slice(k);
+        } else if matches!(kernel, Kernel::Own) && s.chain_len() == 0 && user.is_some() {
             for i in 0..u.chain_len() {
                 match u.chain_at(i) {
                     Some(a) if a == CONTEXT_USER => break,
@@ -863,16 +1082,24 @@ mod tests {
                 raw[24..28].copy_from_slice(&wakee.to_le_bytes());
             }
         }
-        sample_record(None, tid, time, 0xffff_ffff_8100_0000, &raw, stack, 0)
+        sample_record(
+            None,
+            tid,
+            time,
+            &[CONTEXT_KERNEL, 0xffff_ffff_8100_0000],
+            &raw,
+            stack,
+            0,
+        )
     }
 
-    /// A sample record (event id first when `id` is given) of `tid` at `time`: kernel frame
-    /// `pc`, raw record `raw`, user registers, a 64-byte stack copy when `stack`.
+    /// A sample record (event id first when `id` is given) of `tid` at `time`: call chain
+    /// `chain`, raw record `raw`, user registers, a 64-byte stack copy when `stack`.
     fn sample_record(
         id: Option<u64>,
         tid: u32,
         time: u64,
-        pc: u64,
+        chain: &[u64],
         raw: &[u8],
         stack: bool,
         misc: u16,
@@ -884,9 +1111,10 @@ mod tests {
         b.extend_from_slice(&tid.to_le_bytes());
         b.extend_from_slice(&tid.to_le_bytes());
         b.extend_from_slice(&time.to_le_bytes());
-        b.extend_from_slice(&2u64.to_le_bytes());
-        b.extend_from_slice(&CONTEXT_KERNEL.to_le_bytes());
-        b.extend_from_slice(&pc.to_le_bytes());
+        b.extend_from_slice(&(chain.len() as u64).to_le_bytes());
+        for a in chain {
+            b.extend_from_slice(&a.to_le_bytes());
+        }
         b.extend_from_slice(&(raw.len() as u32).to_le_bytes());
         b.extend_from_slice(raw);
         b.extend_from_slice(&2u64.to_le_bytes());
@@ -1005,7 +1233,24 @@ mod tests {
     /// 64-byte stack copy when `stack`.
     fn drec(id: u64, tid: u32, time: u64, pc: u64, raw: Vec<u8>, stack: bool) -> Vec<u8> {
         // In user mode (misc 2), as a timer sample after a return from the kernel is.
-        sample_record(Some(id), tid, time, pc, &raw, stack, 2)
+        sample_record(Some(id), tid, time, &[CONTEXT_KERNEL, pc], &raw, stack, 2)
+    }
+
+    /// A sample of event `id` without a call chain or a stack copy (a switch sample or a
+    /// kernel stack record of a session whose stacks are deferred).
+    fn krec(id: u64, tid: u32, time: u64, raw: Vec<u8>) -> Vec<u8> {
+        sample_record(Some(id), tid, time, &[], &raw, false, 1)
+    }
+
+    fn kstack_raw(start: u64, tid: u32, stack: &[u64]) -> Vec<u8> {
+        let mut raw = [DEFERRED_KSTACK, start, u64::from(tid)]
+            .iter()
+            .chain(stack)
+            .flat_map(|w| w.to_ne_bytes())
+            .collect::<Vec<u8>>();
+        // The kernel pads a raw record to 8 bytes after its 4-byte size.
+        raw.extend_from_slice(&[0; 4]);
+        raw
     }
 
     fn switch_raw(tid: u32, state: u64, next: u32) -> Vec<u8> {
@@ -1110,5 +1355,92 @@ mod tests {
         })
         .expect("whole records");
         assert_eq!(n, 9, "every switch, wake-up and timer sample is stored");
+    }
+
+    const KSTACKS: u64 = 3;
+    const SCHED_PC: u64 = 0xffff_ffff_8300_0000;
+
+    #[test]
+    fn deferred_kernel_stacks_join_their_waits() {
+        let mut rw = Rewriter::new(&deferred_attr(), Options::default()).expect("stack samples");
+        rw.set_off_cpu(SchedLayout::from_formats(&formats()).expect("layout"), MIN);
+        rw.set_deferred(
+            &[COPIES, KSTACKS],
+            vec![(SYSCALL_PC - 0x10, SYSCALL_PC + 0x100)],
+        );
+        let cpu0: Vec<u8> = [
+            // 10 blocks in a system call at 1 µs: the switch sample has no stack at all.
+            krec(SAMPLES, 10, 1_000, switch_raw(10, 1, 0)),
+            // 20 switches 10 back in at 60 µs; the kernel stack comes just before the switch.
+            krec(
+                KSTACKS,
+                20,
+                60_000,
+                kstack_raw(1_000, 10, &[SCHED_PC, SYSCALL_PC]),
+            ),
+            krec(SAMPLES, 20, 60_001, switch_raw(20, 1, 10)),
+            // 10's system call returns: its user stack.
+            drec(
+                COPIES,
+                10,
+                61_000,
+                0,
+                copy_raw(DEFERRED_SYSCALL, 1_000),
+                true,
+            ),
+            // 30 blocks outside a system call; its kernel stack comes after the switch.
+            krec(SAMPLES, 30, 62_000, switch_raw(30, 1, 0)),
+            krec(SAMPLES, 31, 90_000, switch_raw(31, 0, 30)),
+            krec(
+                KSTACKS,
+                31,
+                90_001,
+                kstack_raw(62_000, 30, &[SCHED_PC, OTHER_PC]),
+            ),
+            // 20's kernel stack is lost: it comes back at 100 µs and leaves again.
+            krec(SAMPLES, 40, 100_000, switch_raw(40, 1, 20)),
+            krec(SAMPLES, 20, 100_500, switch_raw(20, 1, 0)),
+            // 40 is back within the minimum: a short wait, no stack asked for.
+            krec(SAMPLES, 50, 101_000, switch_raw(50, 0, 40)),
+        ]
+        .concat();
+        let mut out = vec![Vec::new()];
+        rw.rewrite(&[(0, &cpu0)], &mut out);
+        let st = rw.stats().clone();
+        assert_eq!(
+            (st.kernel_stacks_joined, st.kernel_stacks_missing),
+            (2, 1),
+            "{st:?}"
+        );
+        assert_eq!(
+            (st.deferred_joined, st.deferred_missing, st.deferred_orphans),
+            (1, 2, 0),
+            "{st:?}"
+        );
+        assert_eq!(st.short_waits, 1, "{st:?}");
+        rw.release_all(&mut out);
+        let stored = Attr::parse(rw.stored_attr()).expect("stored attribute");
+        let layout = SchedLayout::from_formats(&formats()).expect("layout");
+        let mut kernel = HashMap::new();
+        let mut n = 0;
+        for_each_frame(&out[0], |f| {
+            n += 1;
+            let s = hood_raw::records::parse_sample(&stored, &f.bytes[8..]).expect("a sample");
+            assert_eq!(s.id, Some(SAMPLES), "no copy is stored");
+            if let Some(SchedRaw::Switch { prev_tid, .. }) = layout.read(s.raw()) {
+                let chain: Vec<u64> = (0..s.chain_len()).filter_map(|i| s.chain_at(i)).collect();
+                kernel.entry(prev_tid).or_insert_with(Vec::new).push(chain);
+            }
+        })
+        .expect("whole records");
+        assert_eq!(n, 7, "every switch is stored");
+        // 10: the deferred kernel stack, then the user frames unwound from its copy.
+        let ten = &kernel[&10][0];
+        assert_eq!(ten[..3], [CONTEXT_KERNEL, SCHED_PC, SYSCALL_PC], "{ten:x?}");
+        assert_eq!(ten.get(3), Some(&CONTEXT_USER), "{ten:x?}");
+        assert_eq!(kernel[&30][0], [CONTEXT_KERNEL, SCHED_PC, OTHER_PC]);
+        // 20's first wait lost its kernel stack; it is stored without frames, not with
+        // another moment's.
+        assert!(kernel[&20][0].is_empty(), "{:x?}", kernel[&20]);
     }
 }

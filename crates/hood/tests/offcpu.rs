@@ -448,8 +448,8 @@ fn each_wait_is_charged_to_the_waker_of_its_mechanism() {
             .arg("--")
             .arg(&prog));
         assert!(out.status.success(), "{}", text(&out));
-        let deferred = String::from_utf8_lossy(&out.stderr)
-            .contains("copied user stacks only for waits of at least");
+        let deferred =
+            String::from_utf8_lossy(&out.stderr).contains("took stacks only for waits of at least");
         assert_eq!(deferred, bpf == "1", "{}", text(&out));
         wakers_are_right(&file);
     }
