@@ -1,4 +1,4 @@
-//! Deferred off-CPU stacks: small BPF programs that let the kernel copy a thread's user stack
+//! Deferred off-CPU stacks: small BPF programs that let the kernel take a thread's stacks
 //! only for the waits a report shows.
 //!
 //! Without them, every `sched_switch` and `sched_waking` sample of an off-CPU session walks
@@ -13,24 +13,25 @@
 //!   asks the kernel for the incoming thread's stack (`bpf_get_task_stack`), which is still
 //!   the one it had when it left (it has not run since). The record says whose stack it is
 //!   (`task_struct.pid`, its offset read from the kernel's BTF) and when the wait began.
-//!
-//! - **A thread blocked in a system call** leaves it with the user registers and stack it had
-//!   when it left the CPU: nothing in user space runs until the call returns. The program on
-//!   `sched_switch` notes when the thread left (first wait of the call only); the program on
-//!   `raw_syscalls:sys_exit` emits the copy when the call took at least the minimum since
-//!   then, which is at least as long as any wait inside it. So no wait the report shows lacks
-//!   its stack, and a storm of short waits copies nothing.
+//! - **A thread blocked in a system call** keeps the user registers and stack it had when it
+//!   left the CPU: nothing in user space runs until the call returns. The program on
+//!   `sched_switch` notes when the thread left (the call's first wait, and the current one);
+//!   the program on `raw_syscalls:sys_exit` emits the copy when the call took at least the
+//!   minimum since its first wait, which is at least as long as any wait inside it. So no
+//!   wait the report shows lacks its stack, and a storm of short waits copies nothing.
 //! - **A thread still runnable** (preempted, or switched out at a return to user space or a
-//!   yield) can go back to user space without a system call return: its copy is emitted at
-//!   the switch, as before.
-//! - **A waker** is copied when the wait it ends is already that long.
+//!   yield) can go back to user space without a system call return: its copy, with its
+//!   kernel frames, is emitted at the switch.
+//! - **A waker** is copied (kernel and user frames) when the wait it ends is already that
+//!   long.
 //!
 //! The recorder's rewriter joins each copy to its switch or wake-up sample and unwinds it
 //! there, so a recording looks the same either way. A wait that is not in a system call (a
 //! page fault read from disk) has no return to copy at; its kernel stack says so, and it
 //! joins the copy a major page fault event (`PERF_COUNT_SW_PAGE_FAULTS_MAJ`, every fault
-//! sampled) takes when the fault completes; a wait in a minor fault gets none and is counted. Task sessions keep a filter of the traced processes and their
-//! children (followed at fork), so no other process's stack is copied.
+//! sampled) takes when the fault completes; a wait in a minor fault gets none and is
+//! counted. Task sessions keep a filter of the traced processes and their children
+//! (followed at fork), so no other process's stack is taken.
 //!
 //! Raw tracepoints are used, not the perf tracepoint events: a program attached to a perf
 //! tracepoint event runs for every perf user of that tracepoint and overwrites the first
@@ -422,20 +423,20 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         kstacks: &kstacks,
         kstack_buf: &kstack_buf,
     };
-    // The programs measure a wait from the switch that ends it; the recorder, in a task
-    // session, from the switch-in record the kernel writes after that switch, 1–5 µs later on
-    // a busy virtual machine (a whole-system session sees the switch itself, within a
-    // microsecond). A wait the recorder finds just long enough must not lack its stacks, so
-    // the programs copy from half the minimum in task sessions and three quarters of it for
-    // the whole system; a copy for a wait found short is dropped unused.
-    let copy_min = match traced {
-        Some(_) => min_ns / 2,
-        None => min_ns - min_ns / 4,
-    };
+    // A wait the recorder finds just long enough must not lack its stacks, and the programs
+    // read the clock a little apart from the samples' times, so they copy from below the
+    // minimum (a copy for a wait found short is dropped unused):
+    // - a kernel stack from half of it: the recorder measures a wait to the switch-in record
+    //   the kernel writes after the switch (1–5 µs later on a busy virtual machine) or to
+    //   the switch's own sample, and in a context-switch storm waits crowd near the minimum;
+    // - a user stack at a system call's return, or a waker's, from three quarters of it: the
+    //   return comes after the switch-in, and a wake-up's sample is in the same hit.
+    let kstack_min = min_ns / 2;
+    let copy_min = min_ns - min_ns / 4;
     let mut programs = vec![
         (
             "sched_switch",
-            on_switch(&maps, copy_min, pid_off),
+            on_switch(&maps, kstack_min, pid_off),
             Some(switch_type),
         ),
         ("sys_exit", on_sys_exit(&maps, copy_min), None),

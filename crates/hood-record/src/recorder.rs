@@ -150,17 +150,16 @@ pub fn record(
         Who::Pids(p) => Target::Tasks(p.clone()),
         Who::Command(_) => Target::Child(child.as_ref().map_or(0, Child::pid)),
     };
-    // With HOOD_OFF_CPU_BPF=1, an off-CPU recording lets the kernel copy user stacks only for
-    // long waits (not the default: it measured slower in a context-switch storm), when it can
-    // tell a wait inside a system call or a page fault by its kernel stack (kernel symbols
-    // readable).
+    // With `HOOD_OFF_CPU_BPF=1`, an off-CPU recording lets BPF programs take stacks only for
+    // long waits, when it can tell a wait inside a system call or a page fault by its kernel
+    // stack (kernel symbols readable).
     let early_kallsyms = match cfg.sampling.off_cpu {
         true => snapshot::kallsyms(),
         false => None,
     };
     let entry_code = early_kallsyms
         .as_deref()
-        .filter(|_| std::env::var_os("HOOD_OFF_CPU_BPF").is_some_and(|v| v == "1"))
+        .filter(|_| defer_off_cpu_stacks())
         .map(snapshot::wait_entry_ranges)
         .unwrap_or_default();
     let session = match open_session(cfg, &target, !entry_code.is_empty(), log) {
@@ -511,6 +510,13 @@ pub fn record(
 
 /// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
 /// still gets a user-space profile of their own processes, with a note, as perf does.
+/// Whether an off-CPU recording lets BPF programs take stacks only for the waits a report
+/// shows (`HOOD_OFF_CPU_BPF=1`; not the default: in a context-switch storm it measured no
+/// faster than taking every stack, docs/ARCHITECTURE.md).
+fn defer_off_cpu_stacks() -> bool {
+    std::env::var_os("HOOD_OFF_CPU_BPF").is_some_and(|v| v == "1")
+}
+
 fn open_session(
     cfg: &RecordConfig,
     target: &Target,

@@ -15,7 +15,7 @@
 
 use hood_raw::attr::{clear_sample_bits, sample, Attr};
 use hood_raw::frames::for_each_frame;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use hood_raw::records::{
     kind, trace_flags, Decoded, Event, SchedLayout, SchedRaw, Truncation, CONTEXT_MAX,
@@ -281,7 +281,7 @@ impl Rewriter {
         self.gate = (min_ns > 0).then(|| Gate {
             layout,
             min_ns,
-            held: HashMap::new(),
+            held: HashMap::default(),
             held_bytes: 0,
         });
     }
@@ -304,9 +304,9 @@ impl Rewriter {
         self.deferred = Some(Deferred {
             ids: output_ids.iter().copied().collect(),
             entry_code,
-            awaiting: HashMap::new(),
-            pairs: HashMap::new(),
-            paired: HashSet::new(),
+            awaiting: HashMap::default(),
+            pairs: HashMap::default(),
+            paired: HashSet::default(),
         });
     }
 
@@ -1421,7 +1421,7 @@ mod tests {
         rw.release_all(&mut out);
         let stored = Attr::parse(rw.stored_attr()).expect("stored attribute");
         let layout = SchedLayout::from_formats(&formats()).expect("layout");
-        let mut kernel = HashMap::new();
+        let mut kernel = HashMap::default();
         let mut n = 0;
         for_each_frame(&out[0], |f| {
             n += 1;

@@ -153,7 +153,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "HOOD_OFF_CPU_BPF",
         shown: "1 | 0",
-        what: "`1`: `hood record --off-cpu` loads BPF programs so the kernel copies user stacks only for waits of at least `--off-cpu-min` (deferred stacks); not the default: in a context-switch storm it measured slower than copying every stack",
+        what: "`1`: `hood record --off-cpu` loads BPF programs so the kernel takes stacks only for waits of at least `--off-cpu-min` (deferred stacks, root); not the default: in a context-switch storm it measured no faster than taking every stack",
         values: Values::OneOf(&["1", "0"]),
     },
     Var {
