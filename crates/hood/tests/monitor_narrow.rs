@@ -2,40 +2,13 @@
 //! shows which process it is, `Esc` clears a filter, `?` explains the markers, and the header
 //! shows pressure, disks and network.
 
+mod common;
+
 use std::process::Command;
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+
+use common::tmux::{missing, Screen};
 
 const HOOD: &str = env!("CARGO_BIN_EXE_hood");
-
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Wait until the screen of session `s` contains `want` (polling; fails after 15 s).
-fn wait_for(s: &str, want: &str) -> String {
-    let t0 = Instant::now();
-    loop {
-        let sc = tmux(&["capture-pane", "-p", "-t", s]);
-        if sc.contains(want) {
-            return sc;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "never saw {want:?}:\n{sc}"
-        );
-        sleep(Duration::from_millis(100));
-    }
-}
-
-/// Kills its tmux session (and the hood in it) however the test ends.
-struct Session(String);
-impl Drop for Session {
-    fn drop(&mut self) {
-        tmux(&["kill-session", "-t", &self.0]);
-    }
-}
 
 /// The task rows on screen (lines after the table header that start with a pid).
 fn rows(sc: &str) -> Vec<&str> {
@@ -48,24 +21,16 @@ fn rows(sc: &str) -> Vec<&str> {
 
 #[test]
 fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        println!("SKIPPED (tmux not installed: apt-get install -y tmux): at_80x24_...");
+    if missing("at_80x24_every_row_names_its_process_and_esc_clears_the_filter") {
         return;
     }
-    let s = format!("hoodnarrow{}", std::process::id());
-    let _gone = Session(s.clone());
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &s,
-        "-x",
-        "80",
-        "-y",
-        "24",
+    let s = Screen::start(
+        "hoodnarrow",
+        80,
+        24,
         &format!("{HOOD} top -d 0.3; echo HOOD-EXITED; sleep 30"),
-    ]);
-    let sc = wait_for(&s, "top - ");
+    );
+    let sc = s.wait_for("top - ");
     let head = sc
         .lines()
         .find(|l| l.trim_start().starts_with("PID"))
@@ -80,8 +45,8 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
 
     // Filtered (hood itself, and whatever else matches): every row's last column is the name
     // of the process its pid says, whole.
-    tmux(&["send-keys", "-t", &s, "/", "h", "o", "o", "d", "Enter"]);
-    let sc = wait_for(&s, "filter hood");
+    s.keys(&["/", "h", "o", "o", "d", "Enter"]);
+    let sc = s.wait_for("filter hood");
     let r = rows(&sc);
     assert!(!r.is_empty(), "{sc}");
     let mut checked = 0;
@@ -100,41 +65,41 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
     }
     assert!(checked > 0, "{sc}");
     // Esc clears the filter (and does not quit)...
-    tmux(&["send-keys", "-t", &s, "Escape"]);
-    let sc = wait_for(&s, "filter -");
+    s.keys(&["Escape"]);
+    let sc = s.wait_for("filter -");
     assert!(rows(&sc).len() > r.len() || sc.contains("hood"), "{sc}");
     // ... also while typing one.
-    tmux(&["send-keys", "-t", &s, "/", "x", "y", "z", "Escape"]);
-    wait_for(&s, "filter -");
+    s.keys(&["/", "x", "y", "z", "Escape"]);
+    s.wait_for("filter -");
 
     // `c` shows the full command line in the last column, and back.
-    tmux(&["send-keys", "-t", &s, "c"]);
-    wait_for(&s, "COMMAND");
+    s.keys(&["c"]);
+    s.wait_for("COMMAND");
     // Once the next refresh has read the command lines: hood's own, found by it.
-    tmux(&["send-keys", "-t", &s, "/"]);
-    tmux(&["send-keys", "-t", &s, "-l", "top -d 0.3"]);
-    tmux(&["send-keys", "-t", &s, "Enter"]);
+    s.keys(&["/"]);
+    s.type_text("top -d 0.3");
+    s.keys(&["Enter"]);
     // hood's command line starts with its path (cut at the screen's edge: at 80 columns the
     // last column keeps at least 15 characters); tmux's and the shell's hold the text too.
     let start: String = HOOD.chars().take(15).collect();
-    let sc = wait_for(&s, &start);
+    let sc = s.wait_for(&start);
     assert!(sc.contains("tmux new-session"), "{sc}");
-    tmux(&["send-keys", "-t", &s, "Escape"]);
-    wait_for(&s, "filter -");
-    tmux(&["send-keys", "-t", &s, "c"]);
-    wait_for(&s, "NAME");
+    s.keys(&["Escape"]);
+    s.wait_for("filter -");
+    s.keys(&["c"]);
+    s.wait_for("NAME");
 
     // The help explains the markers.
-    tmux(&["send-keys", "-t", &s, "?"]);
-    let sc = wait_for(&s, "any key closes");
+    s.keys(&["?"]);
+    let sc = s.wait_for("any key closes");
     assert!(
         sc.contains("sorted by it") && sc.contains("ended during"),
         "{sc}"
     );
-    tmux(&["send-keys", "-t", &s, "x"]);
+    s.keys(&["x"]);
     // Esc without a filter quits.
-    tmux(&["send-keys", "-t", &s, "Escape"]);
-    wait_for(&s, "HOOD-EXITED");
+    s.keys(&["Escape"]);
+    s.wait_for("HOOD-EXITED");
 }
 
 /// Bash completion of `hood top --sort` and `hood ps --sort` offers the sort keys, not file
