@@ -36,6 +36,8 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
         .find(|l| l.trim_start().starts_with("PID"))
         .unwrap_or_else(|| panic!("no table header:\n{sc}"));
     assert!(head.trim_end().ends_with("NAME"), "{sc}");
+    // The cgroup column is the first to go.
+    assert!(!head.contains("CGROUP"), "{sc}");
     assert!(head.contains("%CPU"), "{sc}");
     // /proc/pressure exists on this kernel; disks and network always have a line.
     if std::path::Path::new("/proc/pressure/cpu").exists() {
@@ -99,6 +101,87 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
     s.keys(&["x"]);
     // Esc without a filter quits.
     s.keys(&["Escape"]);
+    s.wait_for("HOOD-EXITED");
+}
+
+/// The nice value of `pid` (field 19 of /proc/PID/stat).
+fn nice_of(pid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 1..];
+    after.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
+/// htop's basics at 80×24: the selected process (a `sleep` of this test's) is reniced with
+/// `n` and killed with `k`, each only after the confirmation line named it; Esc cancels;
+/// pid 1 is refused; `t` in the task view (and F5) shows the process tree.
+#[test]
+fn k_and_n_ask_first_then_act_on_the_selected_process_and_t_shows_the_tree() {
+    if missing("k_and_n_ask_first_then_act_on_the_selected_process_and_t_shows_the_tree") {
+        return;
+    }
+    let mut kid = Command::new("sleep").arg("1000").spawn().unwrap();
+    let pid = kid.id();
+    let s = Screen::start(
+        "hoodkeys",
+        80,
+        24,
+        &format!("{HOOD} top -d 0.3 --filter {pid}; echo HOOD-EXITED; sleep 30"),
+    );
+    s.wait_until("the sleep's row", |sc| {
+        rows(sc)
+            .iter()
+            .any(|l| l.trim_start().starts_with(&format!("{pid} ")))
+    });
+    // k asks, Esc cancels: nothing sent.
+    s.keys(&["k"]);
+    s.wait_for(&format!("send SIGTERM (15) to {pid} (sleep)?"));
+    s.keys(&["Escape"]);
+    s.wait_for("cancelled: nothing sent");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(kid.try_wait().unwrap().is_none(), "the sleep was signalled");
+    // n asks with the current value; a typed one is set on Enter.
+    s.keys(&["n"]);
+    s.wait_for(&format!("renice {pid} (sleep) from 0 to 0?"));
+    s.keys(&["5"]);
+    s.wait_for("to 5?");
+    assert_eq!(nice_of(pid), 0, "reniced before Enter");
+    s.keys(&["Enter"]);
+    s.wait_for(&format!("{pid} (sleep) now runs at nice 5"));
+    assert_eq!(nice_of(pid), 5);
+    // k, Enter: SIGTERM.
+    s.keys(&["k"]);
+    s.wait_for("SIGTERM (15)");
+    s.keys(&["Enter"]);
+    s.wait_for(&format!("sent SIGTERM to {pid} (sleep)"));
+    let st = kid.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&st), Some(15));
+
+    // pid 1 (first by pid, ascending) is refused outright.
+    s.keys(&["Escape"]);
+    s.wait_for("filter -");
+    s.keys(&["N"]);
+    s.wait_for("sort pid asc");
+    s.keys(&["Home"]);
+    s.wait_until("pid 1 selected at the top", |sc| {
+        rows(sc)
+            .first()
+            .is_some_and(|l| l.trim_start().starts_with("1 "))
+    });
+    s.keys(&["k"]);
+    s.wait_for("does not signal pid 1 (init)");
+    s.keys(&["n"]);
+    s.wait_for("does not renice pid 1 (init)");
+    // `t` in the task view: the tree (pid 1 at its root, branches below); F5 toggles back.
+    s.keys(&["t"]);
+    let sc = s.wait_for("mode tasks tree");
+    assert!(sc.contains("\u{2500} "), "{sc}");
+    s.keys(&["F5"]);
+    s.wait_for("mode tasks |");
+    s.keys(&["?"]);
+    let sc = s.wait_for("any key closes");
+    assert!(sc.contains("k (F9)") && sc.contains("renice"), "{sc}");
+    s.keys(&["x"]);
+    s.keys(&["q"]);
     s.wait_for("HOOD-EXITED");
 }
 
