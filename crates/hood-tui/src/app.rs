@@ -280,6 +280,11 @@ impl App {
             self.note = Some("replay: recorded processes cannot be signalled or reniced".into());
             return;
         }
+        if self.cfg.mode == Mode::Threads {
+            self.note =
+                Some("select the process in the task view (t) to signal or renice it".into());
+            return;
+        }
         let Some(t) = self.rows().get(self.cursor).cloned() else {
             self.note = Some(match self.task_table() {
                 true => "no process selected".into(),
