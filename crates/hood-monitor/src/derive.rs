@@ -434,6 +434,7 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
                 }),
                 exited: true,
                 cgroup: was.and_then(|b| b.cgroup.clone()),
+                start_ticks: was.map_or(0, |b| b.start_time),
             }
         })
         .collect()
@@ -560,6 +561,7 @@ fn derive_tasks(
                 }),
                 exited: false,
                 cgroup: t.cgroup.clone(),
+                start_ticks: t.start_time,
             }
         })
         .collect()

@@ -14,10 +14,14 @@ pub enum Mode {
     Exceptions,
     /// `H`: threads.
     Threads,
+    /// `o`: the cgroup v2 tree with CPU, memory, I/O and pressure per cgroup, and the
+    /// processes in each.
+    Cgroups,
 }
 
-/// What a scan must read for `mode` sorted by `key`: /proc/PID/stat alone for the task view,
-/// status and io only for the IPC view or when sorting needs them, threads only for `H`.
+/// What a scan must read for `mode` sorted by `key`: /proc/PID/stat and /proc/PID/cgroup for
+/// the task view, status and io only for the IPC view or when sorting needs them, threads
+/// only for `H`, the cgroups' own files only for the cgroup view.
 pub fn scan_needs(mode: Mode, key: SortKey, irq_time: bool) -> ScanOptions {
     let ipc = mode == Mode::Ipc || matches!(key, SortKey::Ctx | SortKey::Syscalls | SortKey::Bytes);
     ScanOptions {
@@ -29,6 +33,7 @@ pub fn scan_needs(mode: Mode, key: SortKey, irq_time: bool) -> ScanOptions {
         threads_of: None,
         cpu_mhz: true,
         exceptions: mode == Mode::Exceptions || irq_time,
-        cgroup: false,
+        cgroup: matches!(mode, Mode::Tasks | Mode::Cgroups),
+        cgroup_tree: mode == Mode::Cgroups,
     }
 }

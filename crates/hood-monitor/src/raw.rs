@@ -26,6 +26,10 @@ pub struct ScanOptions {
     /// Read `/proc/PID/cgroup` (the cgroup v2 path of each process).
     #[serde(default)]
     pub cgroup: bool,
+    /// With `cgroup`: also read the cgroups' own files (CPU, memory, I/O, pressure) for
+    /// `system.cgroups`.
+    #[serde(default)]
+    pub cgroup_tree: bool,
 }
 
 impl ScanOptions {
@@ -41,6 +45,7 @@ impl ScanOptions {
             cpu_mhz: true,
             exceptions: true,
             cgroup: true,
+            cgroup_tree: true,
         }
     }
 }

@@ -413,6 +413,10 @@ pub struct TaskView {
     /// cgroup v2 path, when read.
     #[serde(default)]
     pub cgroup: Option<String>,
+    /// Start time in clock ticks after boot (`/proc/PID/stat` field 22), which with the pid
+    /// names one process for good (`hood top`'s `k` and `n` check it); not in the JSON.
+    #[serde(skip)]
+    pub start_ticks: u64,
 }
 
 /// One interrupt line or softirq type.

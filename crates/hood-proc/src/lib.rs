@@ -13,6 +13,7 @@
 
 pub mod child;
 pub mod clock;
+pub mod others;
 pub mod remote;
 pub mod shm;
 pub mod signal;

@@ -492,7 +492,7 @@ impl ProcReader {
         if self.system_io {
             self.read_system_io(&mut s);
         }
-        if opts.cgroup {
+        if opts.cgroup && opts.cgroup_tree {
             self.read_cgroups(&mut s);
         }
         Ok(s)

@@ -45,6 +45,9 @@ impl Scraper {
             owner: filtering,
             cmdline: filtering,
             exceptions: true,
+            // cgroups and their CPU, memory, I/O and pressure (at most MAX_CGROUPS exported).
+            cgroup: true,
+            cgroup_tree: true,
             ..ScanOptions::default()
         };
         let mut reader = ProcReader::new()

@@ -3,7 +3,7 @@
 use hood_monitor::Mode;
 use hood_report::monitor::top::{body_with, header};
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
+use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use ratatui::Frame;
@@ -14,17 +14,22 @@ use crate::App;
 pub const HELP: &[&str] = &[
     "hood top keys",
     "",
-    "  t  tasks    i  context switches and syscalls per task    e  interrupts",
-    "  H  threads (toggle)    c  full command line / name (toggle)",
+    "  t  tasks (again, or F5: process tree)    i  context switches and syscalls",
+    "  e  interrupts    o  cgroup tree    H  threads    c  command line / name",
+    "  up/down (j), PgUp/PgDn, Home/End  select a process",
+    "  k (F9)  send it a signal (SIGTERM; or type 9 KILL, 1 HUP, 19 STOP, 18 CONT)",
+    "  n  renice it (F7/F8: -1/+1)   both ask first: Enter does it, Esc cancels;",
+    "     pid 1 and hood itself are refused",
     "  < >  sort by previous/next column    R  reverse order",
     "  P %CPU  M memory  T time  N pid  U user  C name",
     "  S context switches/s  Y syscalls/s  B bytes/s",
     "  /  filter by text (Enter apply; Esc clears the filter)",
-    "  space  pause     up/down/PgUp/PgDn  scroll     ?  help     q (Esc)  quit",
+    "  space  pause     ?  help     q (Esc)  quit",
     "  * after a column name (%CPU*): the table is sorted by it",
     "  %CPU: percent of one CPU (200 = two busy CPUs)",
     "  S column X: the process ended during the interval (its CPU until exit)",
-    "  narrow terminal: PR NI VIRT %SYS %USR ... go first; PID, %CPU, NAME stay",
+    "  CGROUP: a container's or service's name (docker:ID, service:NAME)",
+    "  narrow terminal: CGROUP PR NI VIRT %SYS ... go first; PID %CPU NAME stay",
     "  replay (--replay):  left/right or [ ]  one interval back/forward",
     "       { }  60 intervals    g  go to a time (10:42, 3h ago)    G  last",
     "",
@@ -37,6 +42,7 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::Ipc => "activity",
         Mode::Exceptions => "interrupts",
         Mode::Threads => "threads",
+        Mode::Cgroups => "cgroups",
     }
 }
 
@@ -74,18 +80,42 @@ pub fn draw(f: &mut Frame, app: &App) {
         } else {
             shown.push(Line::from(first.clone()));
         }
-        let skip = app.scroll.min(rest.len().saturating_sub(1));
+        let body_room = room.saturating_sub(1).max(1);
+        app.room.set(body_room);
+        let mut skip = app.scroll.get().min(rest.len().saturating_sub(1));
+        let cursor = app.task_table().then_some(app.cursor);
+        if let Some(c) = cursor {
+            // Keep the selected row in sight.
+            if c < skip {
+                skip = c;
+            } else if c >= skip + body_room {
+                skip = c + 1 - body_room;
+            }
+        }
+        app.scroll.set(skip);
         shown.extend(
             rest.iter()
+                .enumerate()
                 .skip(skip)
                 .take(room.saturating_sub(1))
-                .map(|l| Line::from(l.as_str())),
+                .map(|(i, l)| {
+                    if cursor == Some(i) {
+                        Line::styled(
+                            format!("{l:<width$}"),
+                            Style::default().fg(Color::Black).bg(Color::Cyan),
+                        )
+                    } else {
+                        Line::from(l.as_str())
+                    }
+                }),
         );
     }
     f.render_widget(Paragraph::new(shown), mid);
 
     let replay = app.replay.as_ref();
     let status_text = match (&app.editing, replay) {
+        _ if app.prompt.is_some() => app.prompt.as_ref().map(|p| p.line()).unwrap_or_default(),
+        _ if app.note.is_some() => app.note.clone().unwrap_or_default(),
         (Some(buf), _) => format!("filter: {buf}_"),
         (None, Some(r)) => match (&r.jumping, &r.note) {
             (Some(buf), _) => format!("go to (10:42, 3h ago, 2026-11-26 10:42): {buf}_"),
@@ -103,8 +133,9 @@ pub fn draw(f: &mut Frame, app: &App) {
             ),
         },
         (None, None) => format!(
-            "mode {} | sort {}{} | filter {} | every {:.1}s{} | ? help  q quit",
+            "mode {}{} | sort {}{} | filter {} | every {:.1}s{} | ? help  q quit",
             mode_name(app.cfg.mode),
+            if app.tree { " tree" } else { "" },
             app.cfg.sort.name(),
             if app.cfg.descending { " desc" } else { " asc" },
             if app.cfg.filter.is_empty() {

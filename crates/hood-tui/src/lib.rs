@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use hood_monitor::{Mode, Recorded, ScanOptions, Seek, SortKey, SystemView};
 
-pub use app::{App, ReplayState};
+pub use app::{signal_name, App, Prompt, PromptKind, ReplayState};
 pub use draw::HELP as KEYS;
 pub use sampled::run_sampled;
 
@@ -54,6 +54,16 @@ pub struct TuiConfig {
     pub irq_time: bool,
 }
 
+/// What `k` and `n` do once the user confirmed them (the caller's process control: the
+/// UI itself never touches a process). Each call names the process by pid and start time
+/// (clock ticks after boot), so that a pid reused since the screen showed it is refused.
+pub trait Actions: Send {
+    /// Send signal `sig` to process `pid`.
+    fn signal(&mut self, pid: u32, start_ticks: u64, sig: i32) -> Result<(), String>;
+    /// Set the nice value of process `pid` to `nice`.
+    fn renice(&mut self, pid: u32, start_ticks: u64, nice: i32) -> Result<(), String>;
+}
+
 /// The terminal width, if stdout is a terminal.
 pub fn terminal_width() -> Option<u16> {
     ratatui::crossterm::terminal::size().ok().map(|(w, _)| w)
@@ -65,9 +75,10 @@ pub fn run(
     cfg: TuiConfig,
     frames: Receiver<SystemView>,
     needs: Sender<ScanOptions>,
+    actions: &mut dyn Actions,
 ) -> Result<(), TuiError> {
     let mut terminal = ratatui::try_init()?;
-    let res = App::new(cfg).run(&mut terminal, &frames, &needs);
+    let res = App::new(cfg).run(&mut terminal, &frames, &needs, actions);
     ratatui::try_restore()?;
     res
 }

@@ -6,11 +6,16 @@ use std::time::Duration;
 
 use hood_monitor::{scan_needs, ScanOptions, Source};
 
-use crate::{run, TuiConfig, TuiError};
+use crate::{run, Actions, TuiConfig, TuiError};
 
 /// Run the UI with views from `source`, read on a thread of their own every `cfg.delay`
-/// (sooner after a mode change, which is seen within 50 ms), until `q`.
-pub fn run_sampled<S: Source>(cfg: TuiConfig, mut source: S) -> Result<(), TuiError> {
+/// (sooner after a mode change, which is seen within 50 ms), until `q`. Confirmed `k` and
+/// `n` keys go to `actions`.
+pub fn run_sampled<S: Source>(
+    cfg: TuiConfig,
+    mut source: S,
+    actions: &mut dyn Actions,
+) -> Result<(), TuiError> {
     let (frame_tx, frame_rx) = mpsc::channel();
     let (need_tx, need_rx) = mpsc::channel::<ScanOptions>();
     let delay = cfg.delay;
@@ -45,7 +50,7 @@ pub fn run_sampled<S: Source>(cfg: TuiConfig, mut source: S) -> Result<(), TuiEr
             }
         }
     });
-    let res = run(cfg, frame_rx, need_tx);
+    let res = run(cfg, frame_rx, need_tx, actions);
     let sampled = sampler.join();
     res?;
     match sampled {

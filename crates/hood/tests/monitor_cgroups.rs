@@ -41,6 +41,10 @@ impl Drop for Group {
     }
 }
 
+/// One busy cgroup at a time: two busy shells would take each other's CPU on a small
+/// machine, below what the first test expects of its own.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn psi_total(file: &str) -> u64 {
     let t = std::fs::read_to_string(file).unwrap();
     let some = t.lines().find(|l| l.starts_with("some ")).unwrap();
@@ -57,6 +61,7 @@ fn a_cgroup_made_here_is_filtered_shown_with_its_cpu_and_pressure() {
     if !common::root("a_cgroup_made_here_is_filtered_shown_with_its_cpu_and_pressure") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let Some(root) = cgroup2_root() else {
         println!("SKIPPED (no cgroup v2 hierarchy mounted): a_cgroup_made_here_...");
         return;
@@ -125,5 +130,138 @@ fn a_cgroup_made_here_is_filtered_shown_with_its_cpu_and_pressure() {
     let out = run(hood().args(["info", "system.cgroups", "--json"]));
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("\"{path}\"")));
+    drop(g);
+}
+
+/// A cgroup made here (a systemd-like service name with a quote and a backslash in it), a
+/// busy shell moved in, seen where a user looks for it: the CGROUP column of the live screen
+/// (by its service name) and the cgroup tree (`o`, with the shell under it), `--cgroup` on a
+/// replayed store, and `hood serve`'s `/metrics` (labels escaped; `promtool check metrics`
+/// where promtool is installed).
+#[test]
+fn a_cgroup_shows_in_the_column_the_tree_a_replay_and_metrics() {
+    let test = "a_cgroup_shows_in_the_column_the_tree_a_replay_and_metrics";
+    if !common::root(test) || common::tmux::missing(test) {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(root) = cgroup2_root() else {
+        println!("SKIPPED (no cgroup v2 hierarchy mounted): {test}");
+        return;
+    };
+    let id = std::process::id();
+    let leaf = format!("hood-test-{id}-\"q\\.service");
+    let dir = root.join(&leaf);
+    std::fs::create_dir(&dir).unwrap();
+    let kid = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let g = Group { dir, kid };
+    let pid = g.kid.id();
+    std::fs::write(g.dir.join("cgroup.procs"), pid.to_string()).unwrap();
+    let path = format!("/{leaf}");
+    let service = format!("service:hood-test-{id}-\"q\\");
+
+    // The live screen, wide enough for the column: the shell's row names its cgroup.
+    let hood_bin = env!("CARGO_BIN_EXE_hood");
+    let s = common::tmux::Screen::start(
+        "hoodcgroups",
+        200,
+        40,
+        &format!("{hood_bin} top -d 0.5 --filter {pid}; echo HOOD-EXITED; sleep 30"),
+    );
+    let col: String = service.chars().take(16).collect();
+    let sc = s.wait_until("the shell's row with its cgroup", |sc| {
+        sc.lines()
+            .any(|l| l.trim_start().starts_with(&format!("{pid} ")) && l.contains(&col))
+    });
+    assert!(sc.contains("CGROUP"), "{sc}");
+    // The cgroup tree: the cgroup with the shell under it.
+    s.keys(&["o"]);
+    let sc = s.wait_for(&format!("{pid} sh"));
+    assert!(sc.contains("mode cgroups"), "{sc}");
+    let at = sc.find(&service).unwrap_or_else(|| panic!("{sc}"));
+    assert!(at < sc.find(&format!("{pid} sh")).unwrap(), "{sc}");
+    assert!(sc.contains("P-CPU") && sc.contains("TASKS"), "{sc}");
+    s.keys(&["q"]);
+    s.wait_for("HOOD-EXITED");
+
+    // A store replayed with --cgroup: the shell alone.
+    let d = tempfile::tempdir().unwrap();
+    let store = d.path().join("store");
+    let out = run(hood()
+        .args(["top", "-d", "0.5", "-n", "3", "--record"])
+        .arg(&store));
+    assert!(out.status.success(), "{}", common::text(&out));
+    let out = run(hood()
+        .args(["top", "-b", "--csv", "--cgroup", &path, "--replay"])
+        .arg(&store));
+    assert!(out.status.success(), "{}", common::text(&out));
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(
+        rows.iter()
+            .all(|r| r.split(',').nth(1) == Some(&*pid.to_string())),
+        "{csv}"
+    );
+    // ... and the cgroup's own line in the JSON of the replay.
+    let out = run(hood()
+        .args(["top", "-b", "--json", "--cgroup", &path, "--replay"])
+        .arg(&store));
+    let last: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    let cgs = last["cgroups"].as_array().unwrap();
+    assert_eq!(cgs.len(), 1, "{cgs:?}");
+    assert_eq!(cgs[0]["path"], path.as_str());
+
+    // /metrics: the cgroup's series, its labels escaped, its CPU counting.
+    let sv = common::serve::Serve::start(&[], &std::env::temp_dir(), Stdio::null());
+    let series = format!(
+        "hood_cgroup_cpu_seconds_total{{cgroup=\"/hood-test-{id}-\\\"q\\\\.service\",\
+         name=\"service:hood-test-{id}-\\\"q\\\\\"}}"
+    );
+    let (code, body) = common::serve::get(sv.port, "/metrics", &[]);
+    assert_eq!(code, 200);
+    let text = String::from_utf8_lossy(&body).to_string();
+    let cpu = |text: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series}:\n{text}"))
+    };
+    let first = cpu(&text);
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let (_, body) = common::serve::get(sv.port, "/metrics", &[]);
+    let text = String::from_utf8_lossy(&body).to_string();
+    assert!(cpu(&text) > first, "{text}");
+    assert!(text.contains(&format!(
+        "hood_cgroup_processes{{cgroup=\"/hood-test-{id}-\\\"q\\\\.service\""
+    )));
+    if let Ok(mut lint) = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        lint.stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = lint.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "promtool check metrics:\n{said}"
+        );
+    } else {
+        println!("promtool not installed (Debian: apt-get install prometheus): lint not run");
+    }
+    drop(sv);
     drop(g);
 }

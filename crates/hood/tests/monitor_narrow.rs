@@ -2,40 +2,13 @@
 //! shows which process it is, `Esc` clears a filter, `?` explains the markers, and the header
 //! shows pressure, disks and network.
 
+mod common;
+
 use std::process::Command;
-use std::thread::sleep;
-use std::time::{Duration, Instant};
+
+use common::tmux::{missing, Screen};
 
 const HOOD: &str = env!("CARGO_BIN_EXE_hood");
-
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Wait until the screen of session `s` contains `want` (polling; fails after 15 s).
-fn wait_for(s: &str, want: &str) -> String {
-    let t0 = Instant::now();
-    loop {
-        let sc = tmux(&["capture-pane", "-p", "-t", s]);
-        if sc.contains(want) {
-            return sc;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "never saw {want:?}:\n{sc}"
-        );
-        sleep(Duration::from_millis(100));
-    }
-}
-
-/// Kills its tmux session (and the hood in it) however the test ends.
-struct Session(String);
-impl Drop for Session {
-    fn drop(&mut self) {
-        tmux(&["kill-session", "-t", &self.0]);
-    }
-}
 
 /// The task rows on screen (lines after the table header that start with a pid).
 fn rows(sc: &str) -> Vec<&str> {
@@ -48,29 +21,23 @@ fn rows(sc: &str) -> Vec<&str> {
 
 #[test]
 fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        println!("SKIPPED (tmux not installed: apt-get install -y tmux): at_80x24_...");
+    if missing("at_80x24_every_row_names_its_process_and_esc_clears_the_filter") {
         return;
     }
-    let s = format!("hoodnarrow{}", std::process::id());
-    let _gone = Session(s.clone());
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &s,
-        "-x",
-        "80",
-        "-y",
-        "24",
+    let s = Screen::start(
+        "hoodnarrow",
+        80,
+        24,
         &format!("{HOOD} top -d 0.3; echo HOOD-EXITED; sleep 30"),
-    ]);
-    let sc = wait_for(&s, "top - ");
+    );
+    let sc = s.wait_for("top - ");
     let head = sc
         .lines()
         .find(|l| l.trim_start().starts_with("PID"))
         .unwrap_or_else(|| panic!("no table header:\n{sc}"));
     assert!(head.trim_end().ends_with("NAME"), "{sc}");
+    // The cgroup column is the first to go.
+    assert!(!head.contains("CGROUP"), "{sc}");
     assert!(head.contains("%CPU"), "{sc}");
     // /proc/pressure exists on this kernel; disks and network always have a line.
     if std::path::Path::new("/proc/pressure/cpu").exists() {
@@ -80,8 +47,8 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
 
     // Filtered (hood itself, and whatever else matches): every row's last column is the name
     // of the process its pid says, whole.
-    tmux(&["send-keys", "-t", &s, "/", "h", "o", "o", "d", "Enter"]);
-    let sc = wait_for(&s, "filter hood");
+    s.keys(&["/", "h", "o", "o", "d", "Enter"]);
+    let sc = s.wait_for("filter hood");
     let r = rows(&sc);
     assert!(!r.is_empty(), "{sc}");
     let mut checked = 0;
@@ -100,41 +67,122 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
     }
     assert!(checked > 0, "{sc}");
     // Esc clears the filter (and does not quit)...
-    tmux(&["send-keys", "-t", &s, "Escape"]);
-    let sc = wait_for(&s, "filter -");
+    s.keys(&["Escape"]);
+    let sc = s.wait_for("filter -");
     assert!(rows(&sc).len() > r.len() || sc.contains("hood"), "{sc}");
     // ... also while typing one.
-    tmux(&["send-keys", "-t", &s, "/", "x", "y", "z", "Escape"]);
-    wait_for(&s, "filter -");
+    s.keys(&["/", "x", "y", "z", "Escape"]);
+    s.wait_for("filter -");
 
     // `c` shows the full command line in the last column, and back.
-    tmux(&["send-keys", "-t", &s, "c"]);
-    wait_for(&s, "COMMAND");
+    s.keys(&["c"]);
+    s.wait_for("COMMAND");
     // Once the next refresh has read the command lines: hood's own, found by it.
-    tmux(&["send-keys", "-t", &s, "/"]);
-    tmux(&["send-keys", "-t", &s, "-l", "top -d 0.3"]);
-    tmux(&["send-keys", "-t", &s, "Enter"]);
+    s.keys(&["/"]);
+    s.type_text("top -d 0.3");
+    s.keys(&["Enter"]);
     // hood's command line starts with its path (cut at the screen's edge: at 80 columns the
     // last column keeps at least 15 characters); tmux's and the shell's hold the text too.
     let start: String = HOOD.chars().take(15).collect();
-    let sc = wait_for(&s, &start);
+    let sc = s.wait_for(&start);
     assert!(sc.contains("tmux new-session"), "{sc}");
-    tmux(&["send-keys", "-t", &s, "Escape"]);
-    wait_for(&s, "filter -");
-    tmux(&["send-keys", "-t", &s, "c"]);
-    wait_for(&s, "NAME");
+    s.keys(&["Escape"]);
+    s.wait_for("filter -");
+    s.keys(&["c"]);
+    s.wait_for("NAME");
 
     // The help explains the markers.
-    tmux(&["send-keys", "-t", &s, "?"]);
-    let sc = wait_for(&s, "any key closes");
+    s.keys(&["?"]);
+    let sc = s.wait_for("any key closes");
     assert!(
         sc.contains("sorted by it") && sc.contains("ended during"),
         "{sc}"
     );
-    tmux(&["send-keys", "-t", &s, "x"]);
+    s.keys(&["x"]);
     // Esc without a filter quits.
-    tmux(&["send-keys", "-t", &s, "Escape"]);
-    wait_for(&s, "HOOD-EXITED");
+    s.keys(&["Escape"]);
+    s.wait_for("HOOD-EXITED");
+}
+
+/// The nice value of `pid` (field 19 of /proc/PID/stat).
+fn nice_of(pid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 1..];
+    after.split_whitespace().nth(16).unwrap().parse().unwrap()
+}
+
+/// htop's basics at 80×24: the selected process (a `sleep` of this test's) is reniced with
+/// `n` and killed with `k`, each only after the confirmation line named it; Esc cancels;
+/// pid 1 is refused; `t` in the task view (and F5) shows the process tree.
+#[test]
+fn k_and_n_ask_first_then_act_on_the_selected_process_and_t_shows_the_tree() {
+    if missing("k_and_n_ask_first_then_act_on_the_selected_process_and_t_shows_the_tree") {
+        return;
+    }
+    let mut kid = Command::new("sleep").arg("1000").spawn().unwrap();
+    let pid = kid.id();
+    let s = Screen::start(
+        "hoodkeys",
+        80,
+        24,
+        &format!("{HOOD} top -d 0.3 --filter {pid}; echo HOOD-EXITED; sleep 30"),
+    );
+    s.wait_until("the sleep's row", |sc| {
+        rows(sc)
+            .iter()
+            .any(|l| l.trim_start().starts_with(&format!("{pid} ")))
+    });
+    // k asks, Esc cancels: nothing sent.
+    s.keys(&["k"]);
+    s.wait_for(&format!("send SIGTERM (15) to {pid} (sleep)?"));
+    s.keys(&["Escape"]);
+    s.wait_for("cancelled: nothing sent");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(kid.try_wait().unwrap().is_none(), "the sleep was signalled");
+    // n asks with the current value; a typed one is set on Enter.
+    s.keys(&["n"]);
+    s.wait_for(&format!("renice {pid} (sleep) from 0 to 0?"));
+    s.keys(&["5"]);
+    s.wait_for("to 5?");
+    assert_eq!(nice_of(pid), 0, "reniced before Enter");
+    s.keys(&["Enter"]);
+    s.wait_for(&format!("{pid} (sleep) now runs at nice 5"));
+    assert_eq!(nice_of(pid), 5);
+    // k, Enter: SIGTERM.
+    s.keys(&["k"]);
+    s.wait_for("SIGTERM (15)");
+    s.keys(&["Enter"]);
+    s.wait_for(&format!("sent SIGTERM to {pid} (sleep)"));
+    let st = kid.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&st), Some(15));
+
+    // pid 1 (first by pid, ascending) is refused outright.
+    s.keys(&["Escape"]);
+    s.wait_for("filter -");
+    s.keys(&["N"]);
+    s.wait_for("sort pid asc");
+    s.keys(&["Home"]);
+    s.wait_until("pid 1 selected at the top", |sc| {
+        rows(sc)
+            .first()
+            .is_some_and(|l| l.trim_start().starts_with("1 "))
+    });
+    s.keys(&["k"]);
+    s.wait_for("does not signal pid 1 (init)");
+    s.keys(&["n"]);
+    s.wait_for("does not renice pid 1 (init)");
+    // `t` in the task view: the tree (pid 1 at its root, branches below); F5 toggles back.
+    s.keys(&["t"]);
+    let sc = s.wait_for("mode tasks tree");
+    assert!(sc.contains("\u{2500} "), "{sc}");
+    s.keys(&["F5"]);
+    s.wait_for("mode tasks |");
+    s.keys(&["?"]);
+    let sc = s.wait_for("any key closes");
+    assert!(sc.contains("k (F9)") && sc.contains("renice"), "{sc}");
+    s.keys(&["x"]);
+    s.keys(&["q"]);
+    s.wait_for("HOOD-EXITED");
 }
 
 /// Bash completion of `hood top --sort` and `hood ps --sort` offers the sort keys, not file

@@ -492,33 +492,11 @@ fn wrong_input_gets_a_true_error() {
     let _ = first.wait();
 }
 
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Wait until the tmux pane shows `want` (fails after 10 s).
-fn wait_for(s: &str, want: &str) -> String {
-    let t0 = Instant::now();
-    loop {
-        let sc = tmux(&["capture-pane", "-p", "-t", s]);
-        if sc.contains(want) {
-            return sc;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "never saw {want:?}:\n{sc}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// The replay screen in tmux at 80x24: opens on the last interval, steps back with the left
 /// arrow, goes to a typed time with `g`, says why a time outside the store cannot be shown.
 #[test]
 fn the_replay_screen_steps_and_jumps_through_recorded_time() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        println!("SKIPPED (tmux not installed: apt-get install -y tmux): replay screen");
+    if common::tmux::missing("the_replay_screen_steps_and_jumps_through_recorded_time") {
         return;
     }
     let d = tempfile::tempdir().unwrap();
@@ -537,37 +515,30 @@ fn the_replay_screen_steps_and_jumps_through_recorded_time() {
             .unwrap();
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
-    let s = format!("hoodreplay{}", std::process::id());
-    tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        &s,
-        "-x",
-        "80",
-        "-y",
-        "24",
+    let s = common::tmux::Screen::start(
+        "hoodreplay",
+        80,
+        24,
         &format!(
             "{} top --replay {}; echo HOOD-EXITED; sleep 30",
             env!("CARGO_BIN_EXE_hood"),
             dir.display()
         ),
-    ]);
-    let sc = wait_for(&s, &format!("replay {}", shown(&views[3])));
+    );
+    let sc = s.wait_for(&format!("replay {}", shown(&views[3])));
     assert!(sc.contains("Tasks:") && sc.contains("PID"), "{sc}");
-    tmux(&["send-keys", "-t", &s, "Left"]);
-    wait_for(&s, &format!("replay {}", shown(&views[2])));
-    tmux(&["send-keys", "-t", &s, "g"]);
-    wait_for(&s, "go to");
+    s.keys(&["Left"]);
+    s.wait_for(&format!("replay {}", shown(&views[2])));
+    s.keys(&["g"]);
+    s.wait_for("go to");
     let first = format!("@{}", time_of(&views[0]));
-    tmux(&["send-keys", "-t", &s, "-l", &first]);
-    tmux(&["send-keys", "-t", &s, "Enter"]);
-    wait_for(&s, &format!("replay {}", shown(&views[0])));
-    tmux(&["send-keys", "-t", &s, "g"]);
-    tmux(&["send-keys", "-t", &s, "-l", "2d ago"]);
-    tmux(&["send-keys", "-t", &s, "Enter"]);
-    wait_for(&s, "before the store's first");
-    tmux(&["send-keys", "-t", &s, "q"]);
-    wait_for(&s, "HOOD-EXITED");
-    tmux(&["kill-session", "-t", &s]);
+    s.type_text(&first);
+    s.keys(&["Enter"]);
+    s.wait_for(&format!("replay {}", shown(&views[0])));
+    s.keys(&["g"]);
+    s.type_text("2d ago");
+    s.keys(&["Enter"]);
+    s.wait_for("before the store's first");
+    s.keys(&["q"]);
+    s.wait_for("HOOD-EXITED");
 }

@@ -83,7 +83,114 @@ pub fn render_metrics(view: &SystemView, tasks: &[TaskView], build: BuildInfo<'_
     );
     system(&mut e, view);
     processes(&mut e, tasks);
+    cgroups(&mut e, view);
     e.finish()
+}
+
+/// At most this many cgroups get series (those with the most CPU time, it and below).
+pub const MAX_CGROUPS: usize = 100;
+
+/// The cgroups that get series: at most [`MAX_CGROUPS`], the most CPU time first (ties by
+/// path), in path order.
+pub fn select_cgroups(view: &SystemView) -> Vec<&hood_monitor::view::CgroupView> {
+    let Some(cgs) = &view.cgroups else {
+        return Vec::new();
+    };
+    let mut v: Vec<_> = cgs.iter().collect();
+    v.sort_by(|a, b| b.cpu_time_ms.cmp(&a.cpu_time_ms).then(a.path.cmp(&b.path)));
+    v.truncate(MAX_CGROUPS);
+    v.sort_by(|a, b| a.path.cmp(&b.path));
+    v
+}
+
+fn cgroups(e: &mut Enc, v: &SystemView) {
+    let cgs = select_cgroups(v);
+    if cgs.is_empty() {
+        return;
+    }
+    let names: Vec<String> = cgs
+        .iter()
+        .map(|c| hood_monitor::derive::cgroup_name(&c.path))
+        .collect();
+    type Get<'a> = &'a dyn Fn(&hood_monitor::view::CgroupView) -> Option<f64>;
+    // One family, left out where no cgroup has the value (the controller is off).
+    let family = |e: &mut Enc, metric: &str, kind: &str, help: &str, f: Get<'_>| {
+        let vals: Vec<Option<f64>> = cgs.iter().map(|c| f(c)).collect();
+        if vals.iter().all(Option::is_none) {
+            return;
+        }
+        e.family(metric, kind, help);
+        for ((c, name), x) in cgs.iter().zip(&names).zip(vals) {
+            if let Some(x) = x {
+                e.sample(metric, &[("cgroup", c.path.as_str()), ("name", name)], x);
+            }
+        }
+    };
+    family(
+        e,
+        "hood_cgroup_cpu_seconds_total",
+        "counter",
+        "CPU time of a cgroup (v2) and its descendants (cpu.stat usage_usec).",
+        &|c| Some(c.cpu_time_ms as f64 / 1e3),
+    );
+    family(
+        e,
+        "hood_cgroup_memory_bytes",
+        "gauge",
+        "Memory in use by a cgroup and its descendants (memory.current).",
+        &|c| c.memory_bytes.map(|b| b as f64),
+    );
+    family(
+        e,
+        "hood_cgroup_processes",
+        "gauge",
+        "Processes in a cgroup and its descendants.",
+        &|c| Some(c.tasks as f64),
+    );
+    family(
+        e,
+        "hood_cgroup_read_bytes_per_second",
+        "gauge",
+        "Bytes a cgroup read from block devices per second over the interval (io.stat).",
+        &|c| c.read_bytes_per_s,
+    );
+    family(
+        e,
+        "hood_cgroup_write_bytes_per_second",
+        "gauge",
+        "Bytes a cgroup wrote to block devices per second over the interval (io.stat).",
+        &|c| c.write_bytes_per_s,
+    );
+    // As node_exporter's node_pressure_*: "waiting" is the PSI `some` line, "stalled" the
+    // `full` one; they overlap, so each is a metric of its own.
+    type Psi = fn(&hood_monitor::view::PressureView) -> Option<&hood_monitor::view::PsiView>;
+    let kinds: [(&str, Psi); 3] = [
+        ("cpu", |p| p.cpu.as_ref()),
+        ("memory", |p| p.memory.as_ref()),
+        ("io", |p| p.io.as_ref()),
+    ];
+    for (res, get) in kinds {
+        for (full, word) in [(false, "waiting"), (true, "stalled")] {
+            let metric = format!("hood_cgroup_pressure_{res}_{word}_seconds_total");
+            let help = format!(
+                "Time {} tasks of a cgroup {} on {res} (the {} line of {res}.pressure).",
+                if full { "all non-idle" } else { "some" },
+                if full { "were stalled" } else { "waited" },
+                if full { "full" } else { "some" },
+            );
+            family(e, &metric, "counter", &help, &|c| {
+                get(&c.pressure)
+                    .and_then(|p| {
+                        if full {
+                            p.full.as_ref()
+                        } else {
+                            p.some.as_ref()
+                        }
+                    })
+                    .map(|l| l.total_us as f64 / 1e6)
+            });
+        }
+    }
 }
 
 fn system(e: &mut Enc, v: &SystemView) {

@@ -241,3 +241,50 @@ fn names_follow_the_naming_guide() {
         assert!(kinds.contains_key(name), "{name} missing");
     }
 }
+
+#[test]
+fn cgroups_are_bounded_to_the_busiest_and_their_labels_escaped() {
+    use hood_monitor::view::CgroupView;
+    let mut v = view();
+    let mut cgs: Vec<CgroupView> = (0..MAX_CGROUPS as u64 + 50)
+        .map(|i| CgroupView {
+            path: format!("/g{i:03}"),
+            name: format!("g{i:03}"),
+            depth: 1,
+            cpu_time_ms: i * 1000,
+            ..CgroupView::default()
+        })
+        .collect();
+    cgs.push(CgroupView {
+        path: "/system.slice/a\"b\\c\nd.service".into(),
+        depth: 2,
+        cpu_time_ms: 1 << 40,
+        memory_bytes: Some(4096),
+        ..CgroupView::default()
+    });
+    v.cgroups = Some(cgs);
+    let text = render_metrics(&v, &[], BUILD);
+    let cpu: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("hood_cgroup_cpu_seconds_total{"))
+        .collect();
+    assert_eq!(cpu.len(), MAX_CGROUPS, "{text}");
+    // The idlest 51 are left out, the busiest kept.
+    assert!(!text.contains("cgroup=\"/g050\"") && text.contains("cgroup=\"/g149\""));
+    assert!(text.contains("cgroup=\"/g051\""));
+    // Quote, backslash and newline escaped in both labels; the name says it is a service.
+    let esc = r#"cgroup="/system.slice/a\"b\\c\nd.service",name="service:a\"b\\c\nd""#;
+    assert!(
+        text.contains(&format!("hood_cgroup_memory_bytes{{{esc}}} 4096")),
+        "{text}"
+    );
+    // Memory is read for one cgroup only: the others have no series, and no family is
+    // empty where no cgroup has the value.
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("hood_cgroup_memory_bytes{"))
+            .count(),
+        1
+    );
+    assert!(!text.contains("hood_cgroup_read_bytes_per_second"));
+}

@@ -54,6 +54,9 @@ pub enum Column {
     Rchar,
     /// Bytes written per second.
     Wchar,
+    /// The cgroup (v2) a process is in: a container's or service's name where the path
+    /// shows one, else the path's last component.
+    Cgroup,
     /// Name (last column, takes the rest of the line).
     Name,
     /// Command line (last column).
@@ -86,6 +89,7 @@ impl Column {
             Column::Syscw => "WSYS/s",
             Column::Rchar => "RBYT/s",
             Column::Wchar => "WBYT/s",
+            Column::Cgroup => "CGROUP",
             Column::Name => "NAME",
             Column::Command => "COMMAND",
         }
@@ -103,6 +107,7 @@ impl Column {
             Column::UTime | Column::STime | Column::Time => 9,
             Column::Vcsw | Column::Ivcsw | Column::Syscr | Column::Syscw => 7,
             Column::Rchar | Column::Wchar => 7,
+            Column::Cgroup => 16,
             Column::Name | Column::Command => 15,
         }
     }
@@ -125,7 +130,7 @@ impl Column {
             Column::Vcsw | Column::Ivcsw => SortKey::Ctx,
             Column::Syscr | Column::Syscw => SortKey::Syscalls,
             Column::Rchar | Column::Wchar => SortKey::Bytes,
-            Column::Name | Column::Command => SortKey::Name,
+            Column::Name | Column::Command | Column::Cgroup => SortKey::Name,
         }
     }
 
@@ -133,6 +138,7 @@ impl Column {
     /// never (the pid, %CPU and the last column, which says which process a row is).
     fn drop_rank(self) -> u8 {
         match self {
+            Column::Cgroup => 21,
             Column::Pri => 20,
             Column::Nice => 19,
             Column::Virt => 18,
@@ -159,7 +165,7 @@ impl Column {
     fn left(self) -> bool {
         matches!(
             self,
-            Column::User | Column::State | Column::Name | Column::Command
+            Column::User | Column::State | Column::Name | Column::Command | Column::Cgroup
         )
     }
 
@@ -213,6 +219,10 @@ impl Column {
             Column::Rchar => rate_bytes(io.and_then(|c| c.rchar_per_s)),
             Column::Wchar => rate_bytes(io.and_then(|c| c.wchar_per_s)),
             Column::Name => t.name.clone(),
+            Column::Cgroup => t
+                .cgroup
+                .as_deref()
+                .map_or_else(|| "-".into(), hood_monitor::derive::cgroup_name),
             Column::Command => match t.cmdline.as_deref() {
                 Some(c) if !c.is_empty() => c.to_string(),
                 _ => format!("[{}]", t.name),
@@ -225,9 +235,9 @@ impl Column {
 pub fn columns_for(mode: Mode) -> Vec<Column> {
     use Column::*;
     match mode {
-        Mode::Tasks | Mode::Exceptions => vec![
+        Mode::Tasks | Mode::Exceptions | Mode::Cgroups => vec![
             Pid, User, Pri, Nice, Threads, Virt, Res, State, Cpu, UserCpu, KernelCpu, MemPct, Time,
-            Name,
+            Cgroup, Name,
         ],
         Mode::Ipc => vec![
             Pid, User, Cpu, Vcsw, Ivcsw, Syscr, Syscw, Rchar, Wchar, Name,
@@ -313,7 +323,7 @@ pub fn render_table(
             l.push(' ');
         }
         let mut h = c.header().to_string();
-        if sorted == Some(c.sort_key()) && !matches!(c, Column::Tgid) {
+        if sorted == Some(c.sort_key()) && !matches!(c, Column::Tgid | Column::Cgroup) {
             h.push('*');
         }
         push_cell(&mut l, *c, &h, i + 1 == n);
@@ -334,6 +344,75 @@ pub fn render_table(
         out.push(l);
     }
     out
+}
+
+/// Put `tasks` (sorted and filtered) in process-tree order, as htop's tree view: each
+/// process after its parent, siblings in their sorted order, and its name (and command line)
+/// prefixed with the branches that lead to it. A process whose parent is not among `tasks`
+/// is a root; every task is kept exactly once, whatever the parent links say.
+pub fn into_tree(tasks: &mut Vec<TaskView>) {
+    use std::collections::HashMap;
+    let n = tasks.len();
+    let index: HashMap<u32, usize> = tasks.iter().enumerate().map(|(i, t)| (t.pid, i)).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut roots = Vec::new();
+    for (i, t) in tasks.iter().enumerate() {
+        match index.get(&t.ppid) {
+            Some(&p) if p != i => children[p].push(i),
+            _ => roots.push(i),
+        }
+    }
+    // (task, prefix of its children's branches, its own branch)
+    let mut order: Vec<(usize, String)> = Vec::with_capacity(n);
+    let mut seen = vec![false; n];
+    // Tasks left unvisited (a parent loop) become roots after the first pass.
+    let mut pending: Vec<usize> = roots;
+    let mut start = 0;
+    loop {
+        let mut stack: Vec<(usize, String, String)> = pending[start..]
+            .iter()
+            .rev()
+            .map(|&i| (i, String::new(), String::new()))
+            .collect();
+        start = pending.len();
+        while let Some((i, lead, branch)) = stack.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            order.push((i, format!("{lead}{branch}")));
+            let kids = &children[i];
+            for (k, &c) in kids.iter().enumerate().rev() {
+                let last = k + 1 == kids.len();
+                let lead = match branch.as_str() {
+                    "" => lead.clone(),
+                    b if b.starts_with('\u{2514}') => format!("{lead}   "),
+                    _ => format!("{lead}\u{2502}  "),
+                };
+                let b = if last {
+                    "\u{2514}\u{2500} "
+                } else {
+                    "\u{251c}\u{2500} "
+                };
+                stack.push((c, lead, b.to_string()));
+            }
+        }
+        match (0..n).find(|&i| !seen[i]) {
+            Some(i) => pending.push(i),
+            None => break,
+        }
+    }
+    let mut old: Vec<Option<TaskView>> = std::mem::take(tasks).into_iter().map(Some).collect();
+    for (i, prefix) in order {
+        if let Some(mut t) = old[i].take() {
+            if !prefix.is_empty() {
+                t.name.insert_str(0, &prefix);
+                if let Some(c) = t.cmdline.as_mut().filter(|c| !c.is_empty()) {
+                    c.insert_str(0, &prefix);
+                }
+            }
+            tasks.push(t);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -366,7 +445,52 @@ mod tests {
         assert!(lines[0].ends_with("NAME"), "{}", lines[0]);
         assert!(lines[1].ends_with("memfd:sealed-91"), "{}", lines[1]);
         assert!(!lines[0].contains("VIRT") && !lines[0].contains("PR "));
+        // CGROUP goes first of all.
+        assert!(!fit_columns(&columns_for(Mode::Tasks), 80).contains(&Column::Cgroup));
+        assert!(fit_columns(&columns_for(Mode::Tasks), 200).contains(&Column::Cgroup));
         // A terminal too narrow for even the kept columns cuts the line, never panics.
         let _ = render_table(&[t], &columns_for(Mode::Tasks), 5, None);
+    }
+}
+
+#[cfg(test)]
+mod tree_tests {
+    use super::*;
+
+    fn t(pid: u32, ppid: u32) -> TaskView {
+        TaskView {
+            pid,
+            ppid,
+            name: format!("p{pid}"),
+            ..TaskView::default()
+        }
+    }
+
+    #[test]
+    fn children_follow_their_parent_with_branches_and_a_loop_loses_nobody() {
+        // Sorted order: 5 before 2, so 5's subtree comes first among 1's children.
+        let mut v = vec![
+            t(1, 0),
+            t(5, 1),
+            t(7, 5),
+            t(2, 1),
+            t(9, 99),
+            t(30, 31),
+            t(31, 30),
+        ];
+        into_tree(&mut v);
+        let names: Vec<&str> = v.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "p1",
+                "\u{251c}\u{2500} p5",
+                "\u{2502}  \u{2514}\u{2500} p7",
+                "\u{2514}\u{2500} p2",
+                "p9",
+                "p30",
+                "\u{2514}\u{2500} p31",
+            ]
+        );
     }
 }

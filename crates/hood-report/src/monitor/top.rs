@@ -5,6 +5,7 @@ use hood_monitor::{Mode, SortKey, SystemView};
 use super::exceptions::render_exceptions;
 use super::fmt::{bytes, clip, clock, rate_bytes, uptime};
 use super::table::{columns_for, render_table, Column};
+use crate::safe;
 
 /// The `uptime`-style first line: `top - 12:00:00 up 1 day,  2:03, load average: ...`.
 pub fn uptime_line(v: &SystemView) -> String {
@@ -188,6 +189,14 @@ pub fn body_with(
     command: bool,
 ) -> Vec<String> {
     let mut cols = columns_for(mode);
+    // The cgroup column only where cgroups were read.
+    let tasks = match mode {
+        Mode::Threads => v.threads.as_deref().unwrap_or(&[]),
+        _ => &v.tasks[..],
+    };
+    if !tasks.iter().any(|t| t.cgroup.is_some()) {
+        cols.retain(|c| *c != Column::Cgroup);
+    }
     if command {
         for c in &mut cols {
             if *c == Column::Name {
@@ -197,9 +206,90 @@ pub fn body_with(
     }
     match mode {
         Mode::Exceptions => render_exceptions(v, width),
+        Mode::Cgroups => render_cgroups(v, width),
         Mode::Threads => render_table(v.threads.as_deref().unwrap_or(&[]), &cols, width, sorted),
         _ => render_table(&v.tasks, &cols, width, sorted),
     }
+}
+
+/// The cgroup view (`o`), as below's: the cgroup v2 tree, parents before children, each
+/// cgroup with its CPU (it and below, percent of one CPU), memory, read and write rates,
+/// pressure (`some` 10 s averages of CPU, memory, I/O) and processes, followed by the
+/// processes directly in it in `v`'s order (sorted and filtered by the caller). Lines are
+/// cut to `width`; the name comes last so a narrow terminal keeps the numbers.
+pub fn render_cgroups(v: &SystemView, width: usize) -> Vec<String> {
+    let mut out = vec![clip(
+        &format!(
+            "{:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5}  CGROUP / PID PROCESS",
+            "%CPU", "MEM", "READ/s", "WRITE/s", "P-CPU", "P-MEM", "P-IO", "TASKS"
+        ),
+        width,
+    )];
+    let Some(cgs) = &v.cgroups else {
+        out.push(clip(
+            "no cgroups read (no cgroup v2 hierarchy, or a recording without them)",
+            width,
+        ));
+        return out;
+    };
+    let mut order: Vec<&hood_monitor::view::CgroupView> = cgs.iter().collect();
+    order.sort_by(|a, b| a.path.split('/').cmp(b.path.split('/')));
+    let psi = |r: &Option<hood_monitor::view::PsiView>| {
+        r.as_ref()
+            .and_then(|r| r.some.as_ref())
+            .map_or_else(|| "-".to_string(), |l| format!("{:.1}", l.avg10))
+    };
+    for c in order {
+        let indent = "  ".repeat(c.depth.min(32) as usize);
+        let name = if c.depth == 0 {
+            "/".to_string()
+        } else {
+            let last = c.path.rsplit('/').next().unwrap_or("");
+            if c.name == last {
+                c.name.clone()
+            } else {
+                format!("{} ({last})", c.name)
+            }
+        };
+        out.push(clip(
+            &format!(
+                "{:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5}  {indent}{}",
+                super::fmt::pct(c.cpu_percent),
+                c.memory_bytes.map_or_else(|| "-".into(), bytes),
+                rate_bytes(c.read_bytes_per_s),
+                rate_bytes(c.write_bytes_per_s),
+                psi(&c.pressure.cpu),
+                psi(&c.pressure.memory),
+                psi(&c.pressure.io),
+                c.tasks,
+                safe::text(&name),
+            ),
+            width,
+        ));
+        for t in v
+            .tasks
+            .iter()
+            .filter(|t| t.cgroup.as_deref() == Some(&c.path))
+        {
+            out.push(clip(
+                &format!(
+                    "{:>6} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5}  {indent}  {} {}",
+                    super::fmt::pct(t.cpu_percent),
+                    bytes(t.res_bytes),
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    t.pid,
+                    safe::text(&t.name),
+                ),
+                width,
+            ));
+        }
+    }
+    out
 }
 
 /// One batch-mode frame: header, a blank line, then up to `max_rows` body lines (all when

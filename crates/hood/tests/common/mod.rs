@@ -4,6 +4,7 @@
 
 mod privileged;
 pub mod serve;
+pub mod tmux;
 
 // Not every test binary runs privileged tests.
 #[allow(unused_imports)]

@@ -77,6 +77,7 @@ impl PsArgs {
                 cpu_mhz: self.cpus || self.json,
                 exceptions: self.json,
                 cgroup: self.json,
+                cgroup_tree: self.json,
             },
             layout: PsLayout {
                 threads,

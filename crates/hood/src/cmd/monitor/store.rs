@@ -131,6 +131,8 @@ pub(crate) struct ReplayBatch<'a> {
     pub rows: Option<usize>,
     pub width: usize,
     pub iterations: Option<u64>,
+    /// `--cgroup PATH`: only the processes (and cgroups) in it or below it.
+    pub cgroup: Option<&'a str>,
 }
 
 /// `hood top -b --replay DIR [--at T | --from T1 --to T2]`: the recorded intervals as text
@@ -172,6 +174,7 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
     };
     let mut om = OpenMetricsDump::default();
     let mut n: u64 = 0;
+    let mut any_cgroup = false;
     let mut res: anyhow::Result<()> = Ok(());
     if c.dump == Dump::Csv {
         res = emit(CSV_HEADER);
@@ -183,6 +186,10 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
     };
     if res.is_ok() {
         store.window(from, to, |mut v| {
+            if let Some(cg) = c.cgroup {
+                any_cgroup |= v.cgroups.is_some() || v.tasks.iter().any(|t| t.cgroup.is_some());
+                keep_cgroup(&mut v, cg);
+            }
             arrange(&mut v, c.key, c.desc, c.filter);
             let out = match c.dump {
                 Dump::Text => {
@@ -222,6 +229,16 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
     }
     say_warnings("top", &mut store);
     res?;
+    if n > 0 && c.cgroup.is_some() && !any_cgroup {
+        errln!(
+            "hood top: --cgroup: the intervals from {} to {} in {} hold no cgroups (recorded \
+             by a hood that did not read them, or without a cgroup v2 hierarchy), so no \
+             process is shown; record again with this hood",
+            hood_monitor::when::format_time(from, UTC_OFFSET_S),
+            hood_monitor::when::format_time(to, UTC_OFFSET_S),
+            clean(c.dir.display())
+        );
+    }
     if c.dump == Dump::OpenMetrics {
         emit(&om.finish())?;
     }
@@ -235,4 +252,39 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Only the processes (and cgroups) in the cgroup `path` or below it (`--cgroup`).
+pub(crate) fn keep_cgroup(v: &mut SystemView, path: &str) {
+    let path = path.trim_end_matches('/');
+    let under = |p: &str| {
+        path.is_empty() || p == path || p.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+    };
+    v.tasks.retain(|t| t.cgroup.as_deref().is_some_and(under));
+    if let Some(cgs) = v.cgroups.as_mut() {
+        cgs.retain(|c| under(&c.path));
+    }
+}
+
+/// A replay (`hood top --replay DIR`) with `--cgroup`'s processes only.
+pub(crate) struct InCgroup<R> {
+    pub inner: R,
+    pub cgroup: Option<String>,
+}
+
+impl<R: hood_monitor::Recorded> hood_monitor::Recorded for InCgroup<R> {
+    type Error = R::Error;
+    fn seek(&mut self, to: hood_monitor::Seek) -> Result<SystemView, R::Error> {
+        let mut v = self.inner.seek(to)?;
+        if let Some(cg) = &self.cgroup {
+            keep_cgroup(&mut v, cg);
+        }
+        Ok(v)
+    }
+    fn warnings(&mut self) -> Vec<String> {
+        self.inner.warnings()
+    }
+    fn utc_offset_s(&self) -> i32 {
+        self.inner.utc_offset_s()
+    }
 }

@@ -40,15 +40,15 @@ pub struct TopArgs {
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
     /// Only processes in the cgroup (v2) PATH or below it, as /proc/PID/cgroup names it
-    /// (e.g. /system.slice/cron.service); the JSON view's system.cgroups then holds that
-    /// tree's CPU, memory, I/O and pressure.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["replay", "record"])]
+    /// (e.g. /system.slice/cron.service), live or with --replay; the JSON view's
+    /// system.cgroups then holds that tree's CPU, memory, I/O and pressure.
+    #[arg(long, value_name = "PATH", conflicts_with = "record")]
     pub cgroup: Option<String>,
     /// Show threads instead of processes.
     #[arg(short = 'H', long)]
     pub threads: bool,
     /// Start in mode: t (tasks), i (context switches and syscalls per task), e (interrupts),
-    /// H (threads).
+    /// H (threads), o (the cgroup tree).
     #[arg(short, long, value_name = "MODE", default_value = "t")]
     pub mode: String,
     /// Batch mode: at most this many task lines per frame (default: all).
@@ -108,9 +108,10 @@ fn parse_mode(s: &str, threads: bool) -> anyhow::Result<Mode> {
         "i" | "ipc" => Mode::Ipc,
         "e" | "exceptions" | "interrupts" => Mode::Exceptions,
         "H" | "threads" => Mode::Threads,
+        "o" | "cgroups" => Mode::Cgroups,
         _ => anyhow::bail!(
             "unknown mode {s:?}; use t (tasks), i (context switches and syscalls), e \
-             (interrupts) or H (threads)"
+             (interrupts), H (threads) or o (cgroups)"
         ),
     })
 }
@@ -183,13 +184,13 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             irq_time: args.irq_time,
         };
         let mut scan = scan_needs(mode, key, args.irq_time);
-        scan.cgroup = args.cgroup.is_some();
+        scan.cgroup |= args.cgroup.is_some();
         let sampler = Sampler::start(r, tracer, &scan)?;
         let views = Views {
             sampler,
             cgroup: args.cgroup.clone(),
         };
-        hood_tui::run_sampled(cfg, views).map_err(|e| match e {
+        hood_tui::run_sampled(cfg, views, &mut ProcessControl).map_err(|e| match e {
             TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
             e => e.into(),
         })?;
@@ -200,10 +201,11 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             threads: mode == Mode::Threads,
             ..ScanOptions::all()
         },
-        false => ScanOptions {
-            cgroup: args.cgroup.is_some(),
-            ..scan_needs(mode, key, args.irq_time)
-        },
+        false => {
+            let mut s = scan_needs(mode, key, args.irq_time);
+            s.cgroup |= args.cgroup.is_some();
+            s
+        }
     };
     let width = out_width();
     let mut sampler = Sampler::start(r, tracer, &scan).context("reading /proc")?;
@@ -212,7 +214,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         std::thread::sleep(delay);
         let mut v = sampler.next(&scan).context("reading /proc")?;
         if let Some(cg) = &args.cgroup {
-            keep_cgroup(&mut v, cg);
+            store::keep_cgroup(&mut v, cg);
         }
         arrange(&mut v, key, desc, args.filter.as_deref().unwrap_or(""));
         if args.json {
@@ -267,6 +269,7 @@ fn replay(
             rows: args.rows,
             width: out_width(),
             iterations: args.iterations,
+            cgroup: args.cgroup.as_deref(),
         });
     }
     if args.from.is_some() || args.to.is_some() {
@@ -285,25 +288,15 @@ fn replay(
         delay: Duration::from_secs_f64(args.delay.unwrap_or(5.0)),
         irq_time: false,
     };
-    hood_tui::run_replay(cfg, Replay::new(st, store::UTC_OFFSET_S), start).map_err(
-        |e| match e {
-            TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
-            e => e.into(),
-        },
-    )?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Only the processes (and cgroups) in the cgroup `path` or below it.
-fn keep_cgroup(v: &mut SystemView, path: &str) {
-    let path = path.trim_end_matches('/');
-    let under = |p: &str| {
-        path.is_empty() || p == path || p.strip_prefix(path).is_some_and(|r| r.starts_with('/'))
+    let rec = store::InCgroup {
+        inner: Replay::new(st, store::UTC_OFFSET_S),
+        cgroup: args.cgroup.clone(),
     };
-    v.tasks.retain(|t| t.cgroup.as_deref().is_some_and(under));
-    if let Some(cgs) = v.cgroups.as_mut() {
-        cgs.retain(|c| under(&c.path));
-    }
+    hood_tui::run_replay(cfg, rec, start).map_err(|e| match e {
+        TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
+        e => e.into(),
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The UI's views, from hood-procfs's sampler, with `--cgroup`'s processes only.
@@ -316,20 +309,32 @@ impl hood_monitor::Source for Views {
     type Error = ProcError;
     fn next(&mut self, scan: &ScanOptions) -> Result<SystemView, ProcError> {
         let scan = ScanOptions {
-            cgroup: self.cgroup.is_some(),
+            cgroup: scan.cgroup || self.cgroup.is_some(),
             ..*scan
         };
         let mut v = self.sampler.next(&scan)?;
         if let Some(cg) = &self.cgroup {
-            keep_cgroup(&mut v, cg);
+            store::keep_cgroup(&mut v, cg);
         }
         Ok(v)
     }
     fn restart(&mut self, scan: &ScanOptions) -> Result<(), ProcError> {
         let scan = ScanOptions {
-            cgroup: self.cgroup.is_some(),
+            cgroup: scan.cgroup || self.cgroup.is_some(),
             ..*scan
         };
         self.sampler.restart(&scan)
+    }
+}
+
+/// What `k` and `n` do once confirmed in the UI: hood-proc's pidfd-checked signal and nice.
+struct ProcessControl;
+
+impl hood_tui::Actions for ProcessControl {
+    fn signal(&mut self, pid: u32, start_ticks: u64, sig: i32) -> Result<(), String> {
+        hood_proc::others::send_signal(pid, start_ticks, sig).map_err(|e| e.to_string())
+    }
+    fn renice(&mut self, pid: u32, start_ticks: u64, nice: i32) -> Result<(), String> {
+        hood_proc::others::set_nice(pid, start_ticks, nice).map_err(|e| e.to_string())
     }
 }
