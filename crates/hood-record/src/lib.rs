@@ -30,7 +30,7 @@ pub use config::{
     DEFAULT_FREQ_HZ,
 };
 pub use interactive::Interactive;
-pub use load::{load_profile, load_profile_timed, LoadTiming};
+pub use load::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};
 pub use recorder::{record, Control, Finished, NoControl, Outcome, Request, StopFlag};
 
 /// What stopped a recording from starting or going on.
