@@ -30,5 +30,5 @@ pub use header::{
 };
 pub use output::{left_by_killed_writers, read_command, OutputFile, Placed, Stale};
 pub use prefetch::Prefetch;
-pub use reader::{expect_kind, Chunk, ChunkInfo, Deferred, Reader};
+pub use reader::{expect_kind, payloads_read, Chunk, ChunkInfo, Deferred, Reader};
 pub use writer::Writer;

@@ -9,6 +9,9 @@
 //! CPU, raw tracepoint record); the record's `common_type` tells the four events apart. The
 //! tracepoint ids and record layouts are read from tracefs (they differ between kernels and
 //! boots), and the `format` texts are handed to the caller to be stored with the rings.
+//!
+//! The same four tracepoints, opened for every task of each CPU ([`IrqRecorder::open_system`],
+//! enabled at once), time every irq handler of the machine for `hood top --irq-time`.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -55,6 +58,14 @@ fn attr(id: u64) -> perf_event_attr {
     crate::attr::task_tracepoint(id, IRQ_SAMPLE_TYPE, true)
 }
 
+/// The tracepoint for every task of one CPU: enabled at once, nothing to inherit.
+fn system_attr(id: u64) -> perf_event_attr {
+    let mut a = crate::attr::task_tracepoint(id, IRQ_SAMPLE_TYPE, false);
+    a.set_inherit(0);
+    a.set_disabled(0);
+    a
+}
+
 impl IrqRecorder {
     /// Open the four irq tracepoints for `pid` (a child that has not exec'd yet) on every
     /// online CPU, with one ring of `ring_pages` data pages (a power of two) per CPU. Fails
@@ -62,6 +73,21 @@ impl IrqRecorder {
     /// with [`PerfError::NoTracefs`] / [`PerfError::NoTracepoint`] when tracefs or the
     /// tracepoints are missing; callers record without irq data then.
     pub fn open_child(pid: i32, ring_pages: usize) -> Result<IrqRecorder, PerfError> {
+        Self::open(pid, ring_pages, attr)
+    }
+
+    /// Open the four irq tracepoints for every task on every online CPU, enabled at once,
+    /// with one ring of `ring_pages` data pages (a power of two) per CPU: every handler run
+    /// of the machine. Fails as [`IrqRecorder::open_child`] does.
+    pub fn open_system(ring_pages: usize) -> Result<IrqRecorder, PerfError> {
+        Self::open(-1, ring_pages, system_attr)
+    }
+
+    fn open(
+        pid: i32,
+        ring_pages: usize,
+        attr: fn(u64) -> perf_event_attr,
+    ) -> Result<IrqRecorder, PerfError> {
         if !ring_pages.is_power_of_two() {
             return Err(PerfError::InvalidConfig(format!(
                 "ring pages must be a power of two, not {ring_pages}"
@@ -78,6 +104,10 @@ impl IrqRecorder {
                 format,
             });
         }
+        let whose = match pid {
+            -1 => "all tasks".to_string(),
+            pid => format!("pid {pid}"),
+        };
         let mut rings = Vec::new();
         let mut fds = Vec::new();
         for cpu in online_cpus()? {
@@ -85,7 +115,7 @@ impl IrqRecorder {
             for tp in &tracepoints {
                 let mut a = attr(tp.id);
                 let fd = sys::perf_event_open(&mut a, pid, cpu as i32)
-                    .map_err(|e| open_error(e, &tp.name, pid, cpu))?;
+                    .map_err(|e| open_error(e, &tp.name, &whose, pid, cpu))?;
                 match leader {
                     None => {
                         rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
@@ -93,7 +123,7 @@ impl IrqRecorder {
                     }
                     Some(l) => sys::ioc_set_output(&fd, &fds[l]).map_err(|e| PerfError::Sys {
                         call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
-                        what: format!("{} of pid {pid} on CPU {cpu}", tp.name),
+                        what: format!("{} of {whose} on CPU {cpu}", tp.name),
                         source: e,
                     })?,
                 }
@@ -128,8 +158,8 @@ impl IrqRecorder {
     }
 }
 
-fn open_error(e: io::Error, event: &str, pid: i32, cpu: u32) -> PerfError {
-    let what = format!("irq tracepoints of pid {pid} on CPU {cpu}");
+fn open_error(e: io::Error, event: &str, whose: &str, pid: i32, cpu: u32) -> PerfError {
+    let what = format!("irq tracepoints of {whose} on CPU {cpu}");
     crate::error::open_error(e, event, what, pid)
 }
 
@@ -149,5 +179,14 @@ mod tests {
         );
         assert_eq!(a.clockid, libc::CLOCK_MONOTONIC);
         assert_eq!(IrqRecorder::attr_bytes(42).len(), 144);
+    }
+
+    #[test]
+    fn the_machine_wide_attribute_is_on_at_once_and_inherits_nothing() {
+        let a = system_attr(42);
+        assert_eq!((a.type_, a.config), (b::PERF_TYPE_TRACEPOINT, 42));
+        assert_eq!(a.sample_type, IRQ_SAMPLE_TYPE);
+        assert_eq!((a.disabled(), a.inherit(), a.enable_on_exec()), (0, 0, 0));
+        assert_eq!((a.use_clockid(), a.clockid), (1, libc::CLOCK_MONOTONIC));
     }
 }

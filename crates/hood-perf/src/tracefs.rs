@@ -217,6 +217,27 @@ pub fn remove_stale_instances(root: &Path, prefix: &str) -> Vec<String> {
     removed
 }
 
+/// Prefixes of the instances hood creates: `hood-labels-` (`record --labels`) and `hood-`
+/// (`top --irq-time` of hood versions before it timed handlers with perf events).
+pub const INSTANCE_PREFIXES: [&str; 2] = ["hood-labels-", "hood-"];
+
+/// Remove the instances of hood processes that are gone (see [`INSTANCE_PREFIXES`]): a
+/// SIGKILLed recorder cannot remove its own, which would otherwise keep tracing into its
+/// buffers. Returns one note for the user per instance removed. Every hood command that uses
+/// tracefs calls this first.
+pub fn remove_stale_hood_instances(root: &Path) -> Vec<String> {
+    INSTANCE_PREFIXES
+        .iter()
+        .flat_map(|prefix| remove_stale_instances(root, prefix))
+        .map(|name| {
+            format!(
+                "removed tracefs instance {name}, left tracing by a hood process that is gone \
+                 (killed)"
+            )
+        })
+        .collect()
+}
+
 /// The `format` file text of `sys:name` under tracefs `root` (field offsets come from here).
 pub fn event_format(root: &Path, sys: &str, name: &str) -> Result<String, PerfError> {
     let path = root.join("events").join(sys).join(name).join("format");

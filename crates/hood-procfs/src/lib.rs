@@ -2,11 +2,11 @@
 //! `/metrics`, and the `--irq-time` handler timer.
 //!
 //! Owns: reading /proc into raw [`Snapshot`](hood_monitor::Snapshot)s (the one /proc
-//! reader), the parsers of /proc text, the irq/softirq tracer, the [`Sampler`] that turns
-//! one snapshot after another into derived views for `hood top`, and the monitor [`store`]
-//! those snapshots are recorded in and replayed from. May depend on: hood-monitor (the
-//! snapshot types and their derivation), hood-perf (tracefs instances) and hood-format (the
-//! store's container, its door to files); no unsafe.
+//! reader), the parsers of /proc text, the irq/softirq handler timer, the [`Sampler`] that
+//! turns one snapshot after another into derived views for `hood top`, and the monitor
+//! [`store`] those snapshots are recorded in and replayed from. May depend on: hood-monitor
+//! (the snapshot types and their derivation), hood-perf (the irq recorder), hood-raw (its
+//! decoder) and hood-format (the store's container, its door to files); no unsafe.
 //!
 //! [`ProcReader`] takes one snapshot of the system per call, reading only what the
 //! [`ScanOptions`](hood_monitor::ScanOptions) ask for and, with [`IdleSkip`], not
@@ -19,7 +19,7 @@
 
 pub mod cgroups;
 pub mod exits;
-pub mod irqtime;
+pub mod irq_handlers;
 pub mod parse;
 mod reader;
 mod sampler;

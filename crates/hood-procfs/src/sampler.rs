@@ -3,7 +3,7 @@
 
 use hood_monitor::{derive, IrqTimeRaw, ScanOptions, Snapshot, SystemView};
 
-use crate::irqtime::IrqTracer;
+use crate::irq_handlers::IrqTracer;
 use crate::{ProcError, ProcReader};
 
 /// A reader, the `--irq-time` tracer if one was asked for (or why it is unavailable), and

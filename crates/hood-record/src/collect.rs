@@ -135,6 +135,15 @@ impl Collector {
         }
     }
 
+    /// Tell the unwinder the mappings of `processes` (found after the start).
+    pub fn load_proc_maps(&mut self, processes: &[hood_model::profile::ProcSnapshot]) {
+        if let Some(rw) = self.rewriter.as_mut() {
+            for p in processes {
+                rw.unwinder().load_proc_maps(p.pid, &p.maps);
+            }
+        }
+    }
+
     /// The unwinding stage, when samples carry stack copies.
     pub fn rewriter(&self) -> Option<&Rewriter> {
         self.rewriter.as_ref()

@@ -100,20 +100,6 @@ impl Duty {
     }
 }
 
-/// Remove the tracefs instances of hood processes that are gone (`hood-labels-PID` of a killed
-/// `record --labels`, `hood-PID` of a killed `top --irq-time`): a SIGKILLed recorder cannot
-/// remove its own, which would otherwise keep tracing into its buffers. Says so for each.
-/// Every hood command that uses tracefs calls this first.
-pub fn remove_stale_instances(root: &std::path::Path, log: &mut dyn FnMut(&str)) {
-    for prefix in [INSTANCE_PREFIX, "hood-"] {
-        for name in tracefs::remove_stale_instances(root, prefix) {
-            log(&format!(
-                "removed tracefs instance {name}, left tracing by a hood process that is gone (killed)"
-            ));
-        }
-    }
-}
-
 /// Pids of kernel threads (PF_KTHREAD in /proc/PID/stat).
 pub fn kernel_threads() -> Vec<u32> {
     const PF_KTHREAD: u64 = 0x0020_0000;
@@ -153,7 +139,9 @@ impl LabelsRecorder {
             what: "--labels needs tracefs",
             source,
         })?;
-        remove_stale_instances(&root, log);
+        for note in tracefs::remove_stale_hood_instances(&root) {
+            log(&note);
+        }
         let inst = Instance::create(&root, INSTANCE_PREFIX, EVENTS, BUFFER_KB, cpus).map_err(
             |source| RecordError::Labels {
                 what: "--labels: setting up the private tracefs instance (run as root)",

@@ -30,8 +30,7 @@ pub use config::{
     DEFAULT_FREQ_HZ,
 };
 pub use interactive::Interactive;
-pub use labels::remove_stale_instances as remove_stale_tracefs_instances;
-pub use load::{load_profile, load_profile_timed, LoadTiming};
+pub use load::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};
 pub use recorder::{record, Control, Finished, NoControl, Outcome, Request, StopFlag};
 
 /// What stopped a recording from starting or going on.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
+use hood_model::labels::LabelsRecording;
 use hood_model::profile::{
     build_profile, Profile, RawRecording, Resolved, ResolvedFrame, Resolver,
 };
@@ -42,6 +43,23 @@ pub fn load_profile_timed(
     path: &Path,
     opts: SymbolizerOptions,
 ) -> Result<(Profile, LoadTiming), RecordError> {
+    load(path, opts, false).map(|(p, _, t)| (p, t))
+}
+
+/// [`load_profile_timed`], with the recording's `--labels` part (`None`: recorded without
+/// it) read in the same pass over the file.
+pub fn load_profile_labeled(
+    path: &Path,
+    opts: SymbolizerOptions,
+) -> Result<(Profile, Option<LabelsRecording>, LoadTiming), RecordError> {
+    load(path, opts, true)
+}
+
+fn load(
+    path: &Path,
+    opts: SymbolizerOptions,
+    labels: bool,
+) -> Result<(Profile, Option<LabelsRecording>, LoadTiming), RecordError> {
     let t0 = Instant::now();
     std::thread::scope(|scope| {
         let mut job = None;
@@ -64,13 +82,16 @@ pub fn load_profile_timed(
                 Err(_) => Box::new(move || take(&text)) as KernelJob,
             });
         };
-        let raw = if hood_model::perfdata::is_perf_data(path) {
+        let mut raw = if hood_model::perfdata::is_perf_data(path) {
             let mut raw = crate::snapshot::import_perf_data(path)?;
             index_kallsyms(std::mem::take(&mut raw.kallsyms));
             raw
+        } else if labels {
+            RawRecording::load_with_labels(path, &mut index_kallsyms)?
         } else {
             RawRecording::load_with(path, &mut index_kallsyms)?
         };
+        let labels = raw.labels.take();
         let t1 = Instant::now();
         let mut resolver = SymResolver::new(opts, job, &raw.vdso, &raw.perf_maps)?;
         let prof = build_profile(&raw, &mut resolver);
@@ -81,7 +102,7 @@ pub fn load_profile_timed(
             from_cache: stats.from_cache,
             from_files: stats.from_files,
         };
-        Ok((prof, timing))
+        Ok((prof, labels, timing))
     })
 }
 

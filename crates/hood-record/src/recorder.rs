@@ -6,9 +6,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use hood_format::{tags, FileKind, Writer};
+use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_model::profile::meta::OffCpuMeta;
-use hood_model::profile::{RecordMeta, RecordStats};
+use hood_model::profile::{ProcSnapshotChunk, RecordMeta, RecordStats};
 use hood_perf::{Readiness, Session, Target};
 use hood_proc::child::{Child, Exit};
 
@@ -114,23 +114,139 @@ impl Control for StopFlag<'_> {
     }
 }
 
-/// End the command of a recording that could not start (its file is dropped unplaced).
-fn abandon(child: &mut Option<Child>) {
-    if let Some(c) = child.as_mut() {
-        c.kill();
+/// Why a run ended, written to the file's STATS chunk as `stop_reason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// The recorded command ended.
+    CommandExited,
+    /// Every process of `-p` ended.
+    AttachedExited,
+    /// `--duration` passed.
+    Duration,
+    /// The caller's [`Control`] asked (a key, a signal, `hood stop`, a server's stop flag).
+    User,
+    /// Reading the rings failed.
+    Drain,
+    /// Writing the file failed (a full disk).
+    Write,
+    /// Reading or switching the labels events failed.
+    Labels,
+    /// Waiting for the rings failed (`poll`).
+    Poll,
+    /// Pausing or resuming the events failed (`ioctl`).
+    Pause,
+}
+
+impl Stop {
+    /// The words stored in the file (`RecordStats::stop_reason`) and shown by the report.
+    fn words(self) -> &'static str {
+        match self {
+            Stop::CommandExited => "command exited",
+            Stop::AttachedExited => "all attached processes exited",
+            Stop::Duration => "duration reached",
+            Stop::User => "stopped by user",
+            Stop::Drain => "error",
+            Stop::Write => "write error",
+            Stop::Labels => "labels error",
+            Stop::Poll => "poll error",
+            Stop::Pause => "pause error",
+        }
     }
+}
+
+/// An error inside the run: it ends the run with its reason, and the file is still finalized.
+struct Fault {
+    stop: Stop,
+    error: String,
+}
+
+/// Turns an error inside the run into the [`Fault`] that ends it with `stop`.
+fn fault<E: std::fmt::Display>(stop: Stop) -> impl FnOnce(E) -> Fault {
+    move |e| Fault {
+        stop,
+        error: e.to_string(),
+    }
+}
+
+/// The recorded command: killed and reaped on every way out that did not wait for it (a run
+/// that could not start, a panic); a no-op for a command already reaped.
+struct Command(Option<Child>);
+
+impl Drop for Command {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            c.kill();
+        }
+    }
+}
+
+/// What a run holds from its open to its finish. Dropped on every way out: the command is
+/// killed unless reaped, the labels instance removed, the recorder's priority put back, and a
+/// file never placed removed.
+struct Held {
+    writer: Writer<OutputFile>,
+    command: Command,
+    _priority: hood_proc::usage::RaisedPriority,
+    session: Session,
+    labels: Option<labels::LabelsRecorder>,
+}
+
+/// The kernel's symbols read before the events were opened (`--off-cpu`), and its wait entry
+/// code found in them (deferred stacks).
+struct Early {
+    kallsyms: Option<String>,
+    entry_code: Vec<(u64, u64)>,
+}
+
+/// A run between its start and its finish.
+struct Run<'a> {
+    cfg: &'a RecordConfig,
+    held: Held,
+    meta: RecordMeta,
+    stored_attr: Vec<u8>,
+    collector: Collector,
+    /// The processes at the start (`-a`, `-p`), to find the ones started while it was taken.
+    snap: Option<ProcSnapshotChunk>,
+    start_mono: u64,
+    started: Instant,
+    paused_at: Option<Instant>,
+    paused: Duration,
+    exit_status: Option<i32>,
+}
+
+/// How a run ended.
+struct End {
+    stop: Stop,
+    error: Option<String>,
 }
 
 /// Record according to `cfg`, steered by `control`; every message for the user (notes,
 /// pauses, the summary at the end) goes to `log`, one line each, without a prefix.
 ///
+/// One skeleton: open (the file, the command held before its exec, the events) → describe
+/// (what a report needs besides samples) → run until a stop → finish. An error before the run
+/// starts is returned and leaves no file; an error inside the run ends it with a stop reason
+/// naming the error, and the file is finalized and the outcome returned all the same.
+///
 /// A command to profile is started from the calling thread, and Linux kills it (SIGKILL) when
-/// that thread ends: the call returns only once the command has ended.
+/// that thread ends: the call returns only once the command has ended (killed by the
+/// recorder when the run ended by an error).
 pub fn record(
     cfg: &RecordConfig,
     control: &mut dyn Control,
     log: &mut dyn FnMut(&str),
 ) -> Result<Finished, RecordError> {
+    let (held, early) = open(cfg, log)?;
+    let mut run = describe(cfg, held, early, log)?;
+    run.start()?;
+    let end = run.until_stop(control, log);
+    Ok(run.finish(end, log))
+}
+
+/// Open the output, the command (held before its exec), the events and the labels instance.
+/// Also returns the kernel symbols read early (`--off-cpu`) and the kernel's wait entry code
+/// for deferred stacks.
+fn open(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<(Held, Early), RecordError> {
     // The output first: a path that cannot be written (another hood writing it, a planted
     // pipe) is refused before anything starts. The recording grows beside the path and
     // replaces it only at the end; a run that cannot start leaves the path as it was.
@@ -138,17 +254,17 @@ pub fn record(
     for s in writer.stale() {
         log(&s.to_string());
     }
-    let mut child = match &cfg.who {
+    let command = Command(match &cfg.who {
         Who::Command(argv) => Some(Child::spawn_held(argv, &[])?),
         _ => None,
-    };
+    });
     // The recorder's thread before the programs it samples (the command is forked already
     // and keeps its own priority); put back when the recording ends.
-    let _priority = hood_proc::usage::raise_recorder_priority();
+    let priority = hood_proc::usage::raise_recorder_priority();
     let target = match &cfg.who {
         Who::System => Target::System,
         Who::Pids(p) => Target::Tasks(p.clone()),
-        Who::Command(_) => Target::Child(child.as_ref().map_or(0, Child::pid)),
+        Who::Command(_) => Target::Child(command.0.as_ref().map_or(0, Child::pid)),
     };
     // With `HOOD_OFF_CPU_BPF=1`, an off-CPU recording lets BPF programs take stacks only for
     // long waits, when it can tell a wait inside a system call or a page fault by its kernel
@@ -162,30 +278,44 @@ pub fn record(
         .filter(|_| defer_off_cpu_stacks())
         .map(snapshot::wait_entry_ranges)
         .unwrap_or_default();
-    let session = match open_session(cfg, &target, !entry_code.is_empty(), log) {
-        Ok(s) => s,
-        Err(e) => {
-            abandon(&mut child);
-            return Err(e.into());
-        }
-    };
+    let session = open_session(cfg, &target, !entry_code.is_empty(), log)?;
     for n in session.notes() {
         log(n);
     }
     // The labels instance exists before sampling starts and is removed on every way out.
-    let mut labels = match cfg.labels {
+    let labels = match cfg.labels {
         false => None,
-        true => {
-            match labels::LabelsRecorder::start(session.cpus(), cfg.labels_budget, &mut writer, log)
-            {
-                Ok(l) => Some(l),
-                Err(e) => {
-                    abandon(&mut child);
-                    return Err(e);
-                }
-            }
-        }
+        true => Some(labels::LabelsRecorder::start(
+            session.cpus(),
+            cfg.labels_budget,
+            &mut writer,
+            log,
+        )?),
     };
+    let held = Held {
+        writer,
+        command,
+        _priority: priority,
+        session,
+        labels,
+    };
+    let early = Early {
+        kallsyms: early_kallsyms,
+        entry_code,
+    };
+    Ok((held, early))
+}
+
+/// Write what a report needs besides samples (the run's description, the attribute, the
+/// processes, kernel symbols, the vDSO) and set up the collector, before sampling starts: a
+/// recorder killed at any moment from then on leaves a readable recording.
+fn describe<'a>(
+    cfg: &'a RecordConfig,
+    mut held: Held,
+    early: Early,
+    log: &mut dyn FnMut(&str),
+) -> Result<Run<'a>, RecordError> {
+    let (session, writer) = (&held.session, &mut held.writer);
     let (hostname, kernel_release) = snapshot::uname();
     let start_mono = hood_proc::clock::monotonic_ns();
     let meta = RecordMeta {
@@ -241,7 +371,7 @@ pub fn record(
         },
     );
     if let (Some(rw), Some(ids)) = (rewriter.as_mut(), session.deferred_stack_ids()) {
-        rw.set_deferred(ids, entry_code);
+        rw.set_deferred(ids, early.entry_code);
     }
     if let (Some(rw), Some(max)) = (rewriter.as_mut(), hood_perf::limits::max_stack()) {
         rw.set_kernel_max_stack(max);
@@ -274,7 +404,7 @@ pub fn record(
     // recording has no kernel frames), and stored only once a sample is (a recording without
     // samples stays small).
     let kallsyms = if session.samples_kernel() {
-        let k = early_kallsyms.or_else(snapshot::kallsyms);
+        let k = early.kallsyms.or_else(snapshot::kallsyms);
         if k.is_none() {
             log(&format!(
                 "kernel addresses are hidden from hood, so kernel frames will be \
@@ -295,40 +425,6 @@ pub fn record(
     // Everything a report needs besides samples is in the file before sampling starts, so a
     // recorder killed at any moment from here on leaves a readable recording.
     writer.flush()?;
-    let mut session = session;
-    if let Some(l) = labels.as_mut() {
-        if let Err(e) = l.begin() {
-            abandon(&mut child);
-            return Err(e);
-        }
-    }
-    match child.as_mut() {
-        // The child's events switch on at its exec.
-        Some(c) => {
-            if let Err(e) = c.release() {
-                return Err(e.into());
-            }
-        }
-        None => session.enable()?,
-    }
-    let started = Instant::now();
-    // Processes started while the first snapshot was taken (under load that takes a while)
-    // forked and exec'ed before the events were on: take them now, or they go unnamed.
-    if let (Who::System, Some(snap)) = (&cfg.who, &snap) {
-        let late = snapshot::processes_since(snap);
-        if !late.processes.is_empty() {
-            if let Some(rw) = rewriter.as_mut() {
-                for p in &late.processes {
-                    rw.unwinder().load_proc_maps(p.pid, &p.maps);
-                }
-            }
-            writer.write_chunk(
-                tags::profile::PROC_SNAPSHOT,
-                &serde_json::to_vec(&late)?,
-                true,
-            )?;
-        }
-    }
     let mut collector = Collector::new(session.cpus(), &stored_attr);
     if let Some(o) = &meta.off_cpu {
         collector.set_sched(&o.formats);
@@ -341,171 +437,326 @@ pub fn record(
         let min = meta.off_cpu.as_ref().map_or(0, |o| o.min_ns);
         collector.set_rewriter(rw, min);
     }
-    let mut paused_at: Option<Instant> = None;
-    let mut paused = Duration::ZERO;
-    let mut exit_status = None;
-    let stop_reason: String;
-    let mut error: Option<String> = None;
-    // Tracepoint rings fill much faster than sample rings under a packet flood; drain them
-    // more often when they are on.
-    let tick = Duration::from_millis(if labels.is_some() { 40 } else { 200 });
-    loop {
-        let ready = session.wait(tick)?;
-        if !cfg.drain_delay.is_zero() {
-            std::thread::sleep(cfg.drain_delay);
+    Ok(Run {
+        cfg,
+        held,
+        meta,
+        stored_attr,
+        collector,
+        snap,
+        start_mono,
+        started: Instant::now(),
+        paused_at: None,
+        paused: Duration::ZERO,
+        exit_status: None,
+    })
+}
+
+impl Run<'_> {
+    /// Switch tracing and sampling on (a command's events switch on at its exec). An error
+    /// here is returned: nothing was recorded, and the command is killed.
+    fn start(&mut self) -> Result<(), RecordError> {
+        if let Some(l) = self.held.labels.as_mut() {
+            l.begin()?;
         }
-        let drained = drain(&mut session, &mut collector, log);
-        if let Err(e) = drained {
-            error = Some(e.to_string());
-            stop_reason = "error".into();
-            break;
+        match self.held.command.0.as_mut() {
+            Some(c) => c.release()?,
+            None => self.held.session.enable()?,
         }
-        if let Err(e) = collector.flush(&mut writer, false) {
-            error = Some(e.to_string());
-            stop_reason = "write error".into();
-            break;
-        }
-        if let Some(l) = labels.as_mut() {
-            if let Err(e) = l.drain(&mut writer, false) {
-                error = Some(e.to_string());
-                stop_reason = "labels error".into();
-                break;
+        self.started = Instant::now();
+        Ok(())
+    }
+
+    /// Drain the rings into the file until a stop: the caller's request, the end of the
+    /// processes, the duration, or an error (which becomes the stop's reason).
+    fn until_stop(&mut self, control: &mut dyn Control, log: &mut dyn FnMut(&str)) -> End {
+        let ended = self.late_processes().and_then(|()| loop {
+            match self.turn(control, log) {
+                Ok(None) => {}
+                Ok(Some(stop)) => break Ok(stop),
+                Err(f) => break Err(f),
             }
+        });
+        match ended {
+            Ok(stop) => End { stop, error: None },
+            Err(f) => End {
+                stop: f.stop,
+                error: Some(f.error),
+            },
         }
-        if let Some(c) = child.as_mut() {
+    }
+
+    /// Processes started while the first snapshot was taken (under load that takes a while)
+    /// forked and exec'ed before the events were on: take them now, or they go unnamed.
+    fn late_processes(&mut self) -> Result<(), Fault> {
+        let (Who::System, Some(snap)) = (&self.cfg.who, &self.snap) else {
+            return Ok(());
+        };
+        let late = snapshot::processes_since(snap);
+        if late.processes.is_empty() {
+            return Ok(());
+        }
+        self.collector.load_proc_maps(&late.processes);
+        let json = serde_json::to_vec(&late).map_err(fault(Stop::Write))?;
+        self.held
+            .writer
+            .write_chunk(tags::profile::PROC_SNAPSHOT, &json, true)
+            .map_err(fault(Stop::Write))
+    }
+
+    /// One turn: wait for the rings, drain them into the file, then look at what may stop
+    /// the run.
+    fn turn(
+        &mut self,
+        control: &mut dyn Control,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Option<Stop>, Fault> {
+        // Tracepoint rings fill much faster than sample rings under a packet flood; drain
+        // them more often when they are on.
+        let tick = Duration::from_millis(if self.held.labels.is_some() { 40 } else { 200 });
+        let held = &mut self.held;
+        let ready = wait(&held.session, tick).map_err(fault(Stop::Poll))?;
+        if !self.cfg.drain_delay.is_zero() {
+            std::thread::sleep(self.cfg.drain_delay);
+        }
+        drain(&mut held.session, &mut self.collector, log).map_err(fault(Stop::Drain))?;
+        self.collector
+            .flush(&mut held.writer, false)
+            .map_err(fault(Stop::Write))?;
+        if let Some(l) = held.labels.as_mut() {
+            l.drain(&mut held.writer, false)
+                .map_err(fault(Stop::Labels))?;
+        }
+        if let Some(c) = held.command.0.as_mut() {
             if let Some(st) = c.try_wait().ok().flatten().map(Exit::shell_code) {
-                exit_status = Some(st);
-                stop_reason = "command exited".into();
-                break;
+                self.exit_status = Some(st);
+                return Ok(Some(Stop::CommandExited));
             }
         }
-        if ready == Readiness::Hangup && child.is_none() {
-            stop_reason = "all attached processes exited".into();
-            break;
+        if ready == Readiness::Hangup && held.command.0.is_none() {
+            return Ok(Some(Stop::AttachedExited));
         }
-        if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
-            stop_reason = "duration reached".into();
-            break;
+        if self
+            .cfg
+            .duration
+            .is_some_and(|d| self.started.elapsed() >= d)
+        {
+            return Ok(Some(Stop::Duration));
         }
-        let mut stop = false;
+        let mut stop = None;
         for req in control.poll() {
             match req {
-                Request::Stop => stop = true,
-                Request::TogglePause => match paused_at.take() {
+                Request::Stop => stop = Some(Stop::User),
+                Request::TogglePause => match self.paused_at.take() {
                     Some(t) => {
-                        paused += t.elapsed();
-                        session.enable()?;
+                        self.paused += t.elapsed();
+                        switch(&held.session, true).map_err(fault(Stop::Pause))?;
                         log("resumed");
                     }
                     None => {
-                        session.disable()?;
-                        paused_at = Some(Instant::now());
+                        switch(&held.session, false).map_err(fault(Stop::Pause))?;
+                        self.paused_at = Some(Instant::now());
                         log("paused (a or SIGUSR1 resumes)");
                     }
                 },
-                Request::PrintTop => match collector.flush(&mut writer, true) {
-                    Ok(()) => control.print_top(writer.file_path()),
+                Request::PrintTop => match self.collector.flush(&mut held.writer, true) {
+                    Ok(()) => control.print_top(held.writer.file_path()),
                     Err(e) => log(&format!("cannot flush: {e}")),
                 },
             }
         }
-        if stop {
-            stop_reason = "stopped by user".into();
-            break;
-        }
+        Ok(stop)
     }
-    let _ = session.disable();
-    if error.is_none() {
-        if let Err(e) = drain(&mut session, &mut collector, log) {
+
+    /// Stop sampling, write what is left and the file's end, put the file in place, handle
+    /// the command, and sum up. Every way out of the run comes here.
+    fn finish(self, end: End, log: &mut dyn FnMut(&str)) -> Finished {
+        let Run {
+            held,
+            meta,
+            stored_attr,
+            mut collector,
+            start_mono,
+            paused_at,
+            mut paused,
+            mut exit_status,
+            ..
+        } = self;
+        let Held {
+            mut writer,
+            mut command,
+            _priority,
+            mut session,
+            labels,
+        } = held;
+        let End { stop, mut error } = end;
+        let _ = session.disable();
+        if error.is_none() {
+            if let Err(e) = drain(&mut session, &mut collector, log) {
+                error = Some(e.to_string());
+            }
+        }
+        if let Some(t) = paused_at {
+            paused += t.elapsed();
+        }
+        // A run ended by an error records nothing more: its command is not left running
+        // unprofiled while the recorder waits for it.
+        if let (Some(c), Some(_), None) = (command.0.as_mut(), &error, exit_status) {
+            if c.try_wait().ok().flatten().is_none() {
+                log(&format!(
+                    "killing the recorded command (pid {}): the recording stopped on an error",
+                    c.pid()
+                ));
+            }
+            c.kill();
+            exit_status = c.try_wait().ok().flatten().map(Exit::shell_code);
+        }
+        if let Some(l) = labels {
+            if let Err(e) = l.finish(&mut writer) {
+                error.get_or_insert(e.to_string());
+            }
+        }
+        let end_mono = hood_proc::clock::monotonic_ns();
+        let finish = finalize(
+            &mut writer,
+            &mut collector,
+            end_mono,
+            paused,
+            stop.words(),
+            exit_status,
+            error.clone(),
+        );
+        match (&finish, &error) {
+            // Warnings about JIT maps not recorded (or not whole).
+            (Ok(warnings), _) => warnings.iter().for_each(|w| log(w)),
+            (Err(e), None) => error = Some(e.to_string()),
+            (Err(_), Some(_)) => {}
+        }
+        let bytes = writer.bytes_written();
+        // The recording replaces the old file now, also one cut short by a failed write.
+        let placed = writer.put_in_place();
+        if let (Some(e), None) = (&placed.error, &error) {
             error = Some(e.to_string());
         }
-    }
-    if let Some(t) = paused_at {
-        paused += t.elapsed();
-    }
-    if let Some(l) = labels.take() {
-        if let Err(e) = l.finish(&mut writer) {
-            error.get_or_insert(e.to_string());
-        }
-    }
-    let end_mono = hood_proc::clock::monotonic_ns();
-    let finish = finalize(
-        &mut writer,
-        &mut collector,
-        end_mono,
-        paused,
-        &stop_reason,
-        exit_status,
-        error.clone(),
-    );
-    match (&finish, &error) {
-        // Warnings about JIT maps not recorded (or not whole).
-        (Ok(warnings), _) => warnings.iter().for_each(|w| log(w)),
-        (Err(e), None) => error = Some(e.to_string()),
-        (Err(_), Some(_)) => {}
-    }
-    let bytes = writer.bytes_written();
-    // The recording replaces the old file now, also one cut short by a failed write.
-    let placed = writer.put_in_place();
-    if let (Some(e), None) = (&placed.error, &error) {
-        error = Some(e.to_string());
-    }
-    let mut outcome = Outcome {
-        output: placed.at.display().to_string(),
-        samples: collector.samples(),
-        lost: collector.lost(),
-        seconds: (end_mono - start_mono) as f64 / 1e9,
-        bytes,
-        lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
-        error: error.clone(),
-        samples_not_written: 0,
-        switches_and_wakeups: collector.sched_events(),
-        short_waits: collector.short_waits(),
-        off_cpu_min_ns: meta.off_cpu.as_ref().map_or(0, |o| o.min_ns),
-        deferred_stacks: session.deferred_stack_ids().is_some(),
-        deferred_joined: collector.rewrite_stats().map_or(0, |s| s.deferred_joined),
-        deferred_missing: collector.rewrite_stats().map_or(0, |s| s.deferred_missing),
-        kernel_stacks_joined: collector
-            .rewrite_stats()
-            .map_or(0, |s| s.kernel_stacks_joined),
-        kernel_stacks_missing: collector
-            .rewrite_stats()
-            .map_or(0, |s| s.kernel_stacks_missing),
-    };
-    if error.is_some() {
-        // A write may have failed part-way (a full disk): state what the file holds, as a
-        // reader finds it, not what was recorded.
-        match std::fs::metadata(&placed.at) {
-            Ok(md) if md.is_file() => {
-                outcome.bytes = md.len();
-                let formats = meta.off_cpu.as_ref().map_or(&[][..], |o| &o.formats[..]);
-                match Collector::counted_in_file(&placed.at, &stored_attr, formats) {
-                    Ok((samples, lost)) => {
-                        outcome.samples_not_written = outcome.samples.saturating_sub(samples);
-                        outcome.samples = samples;
-                        outcome.lost = lost;
+        let mut outcome = Outcome {
+            output: placed.at.display().to_string(),
+            samples: collector.samples(),
+            lost: collector.lost(),
+            seconds: (end_mono - start_mono) as f64 / 1e9,
+            bytes,
+            lost_per_cpu: collector.counts.iter().map(|(&c, n)| (c, n.lost)).collect(),
+            error: error.clone(),
+            samples_not_written: 0,
+            switches_and_wakeups: collector.sched_events(),
+            short_waits: collector.short_waits(),
+            off_cpu_min_ns: meta.off_cpu.as_ref().map_or(0, |o| o.min_ns),
+            deferred_stacks: session.deferred_stack_ids().is_some(),
+            deferred_joined: collector.rewrite_stats().map_or(0, |s| s.deferred_joined),
+            deferred_missing: collector.rewrite_stats().map_or(0, |s| s.deferred_missing),
+            kernel_stacks_joined: collector
+                .rewrite_stats()
+                .map_or(0, |s| s.kernel_stacks_joined),
+            kernel_stacks_missing: collector
+                .rewrite_stats()
+                .map_or(0, |s| s.kernel_stacks_missing),
+        };
+        if error.is_some() {
+            // A write may have failed part-way (a full disk): state what the file holds, as
+            // a reader finds it, not what was recorded.
+            match std::fs::metadata(&placed.at) {
+                Ok(md) if md.is_file() => {
+                    outcome.bytes = md.len();
+                    let formats = meta.off_cpu.as_ref().map_or(&[][..], |o| &o.formats[..]);
+                    match Collector::counted_in_file(&placed.at, &stored_attr, formats) {
+                        Ok((samples, lost)) => {
+                            outcome.samples_not_written = outcome.samples.saturating_sub(samples);
+                            outcome.samples = samples;
+                            outcome.lost = lost;
+                        }
+                        Err(e) => log(&format!("cannot read back {}: {e}", placed.at.display())),
                     }
-                    Err(e) => log(&format!("cannot read back {}: {e}", placed.at.display())),
                 }
+                _ => {}
             }
-            _ => {}
+        }
+        for line in outcome_lines(&outcome, session.cpus().len(), &session.event().to_string()) {
+            log(&line);
+        }
+        if let Some(line) = collector.rewriter().and_then(unwinding_line) {
+            log(&line);
+        }
+        if let Some(c) = command.0.as_mut() {
+            if exit_status.is_none() {
+                exit_status = c.wait().ok().map(Exit::shell_code);
+            }
+        }
+        Finished {
+            outcome,
+            exit_status,
         }
     }
-    for line in outcome_lines(&outcome, session.cpus().len(), &session.event().to_string()) {
-        log(&line);
+}
+
+/// Wait for the rings (`poll`).
+fn wait(session: &Session, tick: Duration) -> Result<Readiness, hood_perf::PerfError> {
+    #[cfg(test)]
+    seam::fails(seam::Point::Wait, "poll")?;
+    session.wait(tick)
+}
+
+/// Resume (`on`) or pause sampling (`ioctl`).
+fn switch(session: &Session, on: bool) -> Result<(), hood_perf::PerfError> {
+    #[cfg(test)]
+    seam::fails(seam::Point::Switch, "ioctl(PERF_EVENT_IOC_ENABLE)")?;
+    match on {
+        true => session.enable(),
+        false => session.disable(),
     }
-    if let Some(line) = collector.rewriter().and_then(unwinding_line) {
-        log(&line);
+}
+
+/// Faults a unit test injects into the run's calls into the kernel (not in a build of the
+/// library for use).
+#[cfg(test)]
+pub(crate) mod seam {
+    use std::cell::Cell;
+
+    /// Where a fault is injected.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Point {
+        /// Waiting for the rings.
+        Wait,
+        /// Pausing or resuming sampling.
+        Switch,
     }
-    if let Some(c) = child.as_mut() {
-        if exit_status.is_none() {
-            exit_status = c.wait().ok().map(Exit::shell_code);
-        }
+
+    thread_local! {
+        /// The point that fails, and how many calls there succeed first.
+        static FAIL: Cell<Option<(Point, u32)>> = const { Cell::new(None) };
     }
-    Ok(Finished {
-        outcome,
-        exit_status,
-    })
+
+    /// Make the call at `point` fail after `after` calls there succeeded (this thread only).
+    pub fn fail(point: Point, after: u32) {
+        FAIL.with(|f| f.set(Some((point, after))));
+    }
+
+    /// An error when a fault is due at `point`.
+    pub fn fails(point: Point, call: &'static str) -> Result<(), hood_perf::PerfError> {
+        FAIL.with(|f| match f.get() {
+            Some((p, 0)) if p == point => {
+                f.set(None);
+                Err(hood_perf::PerfError::Sys {
+                    call,
+                    what: "perf event fds (a fault injected by a test)".into(),
+                    source: std::io::Error::from_raw_os_error(5),
+                })
+            }
+            Some((p, n)) if p == point => {
+                f.set(Some((p, n - 1)));
+                Ok(())
+            }
+            _ => Ok(()),
+        })
+    }
 }
 
 /// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
@@ -559,6 +810,10 @@ fn drain(
         session.drain(&mut |cpu, bytes| collector.push(cpu, bytes))
     }
 }
+
+#[cfg(test)]
+#[path = "recorder_tests.rs"]
+mod tests;
 
 fn finalize<W: std::io::Write>(
     writer: &mut Writer<W>,

@@ -124,3 +124,51 @@ pub fn rate(t0: u64, m0: u64, t1: u64, m1: u64) -> Option<u64> {
 pub fn using_tsc() -> bool {
     USE_TSC.load(Ordering::Relaxed)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_is_ticks_per_second_over_a_usable_interval() {
+        // 3 GHz: 3e6 ticks in 1 ms.
+        assert_eq!(rate(100, 1_000, 3_000_100, 1_001_000), Some(3_000_000_000));
+        // 2.5 ticks per ns over 2 s.
+        assert_eq!(
+            rate(0, 0, 5_000_000_000, 2_000_000_000),
+            Some(2_500_000_000)
+        );
+        // Shorter than 1 ms: too coarse to calibrate from.
+        assert_eq!(rate(0, 0, 1_000_000, 999_999), None);
+        // Either clock going backwards (a TSC reset, a bad pair).
+        assert_eq!(rate(10, 0, 5, 2_000_000), None);
+        assert_eq!(rate(0, 2_000_000, 10, 0), None);
+    }
+
+    /// One test for what the process-global clock choice changes: tests run in parallel.
+    #[test]
+    fn the_clock_choice_holds_and_a_pair_is_read_at_one_instant() {
+        let (kind, hz) = init(true);
+        assert_eq!((kind, hz), (hood_abi::CLOCK_MONOTONIC_NS, 1_000_000_000));
+        assert!(!using_tsc());
+        let m0 = mono_ns();
+        let (t, m) = pair();
+        let m1 = mono_ns();
+        // Monotonic nanoseconds: the timestamp is a monotonic read between the two.
+        assert!(m0 <= t && t <= m1, "{m0} <= {t} <= {m1}");
+        assert!(m0 <= m && m <= m1, "{m0} <= {m} <= {m1}");
+        assert!(now() >= t);
+        let (kind, hz) = init(false);
+        if kind == hood_abi::CLOCK_TSC {
+            assert!(using_tsc());
+            // A calibrated TSC of some real CPU: between 100 MHz and 10 GHz.
+            assert!((100_000_000..10_000_000_000).contains(&hz), "{hz} Hz");
+            let m0 = mono_ns();
+            let (_, m) = pair();
+            assert!(m0 <= m && m <= mono_ns());
+        } else {
+            assert_eq!(kind, hood_abi::CLOCK_MONOTONIC_NS);
+        }
+        init(true);
+    }
+}

@@ -189,3 +189,85 @@ fn unsafe_zeroed_info() -> libc::Dl_info {
         dli_saddr: ptr::null_mut(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    extern "C" fn filtered_out() {}
+
+    #[inline(never)]
+    extern "C" fn kept() {}
+
+    /// The load bias of the object holding `addr`, as the runtime finds it.
+    fn bias(addr: u64) -> u64 {
+        let mut info = unsafe_zeroed_info();
+        let mut lm: *mut libc::c_void = ptr::null_mut();
+        // SAFETY: valid out-pointers; dladdr1 only reads the loader's structures.
+        let ok = unsafe {
+            libc::dladdr1(
+                addr as *const libc::c_void,
+                &mut info,
+                &mut lm,
+                RTLD_DL_LINKMAP,
+            )
+        };
+        assert!(ok != 0 && !lm.is_null());
+        // SAFETY: dladdr1 returned the object's link_map.
+        unsafe { (*(lm as *const LinkMapHead)).l_addr as u64 }
+    }
+
+    /// A table file in the temporary directory, loaded; removed again.
+    fn load_table(name: &str, bytes: &[u8]) {
+        let path = std::env::temp_dir().join(format!("hood-rt-{}-{name}", std::process::id()));
+        std::fs::write(&path, bytes).unwrap();
+        let mut c = path.as_os_str().as_encoded_bytes().to_vec();
+        c.push(0);
+        load(&c);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    fn table(main_ranges: &[(u64, u64)], cut: usize) -> Vec<u8> {
+        let mut t = b"HOODFLT1".to_vec();
+        // Objects not in the table (libc here) are not traced; the main executable is,
+        // except the ranges.
+        for v in [0u32, 1, 0, 1, main_ranges.len() as u32] {
+            t.extend_from_slice(&v.to_le_bytes());
+        }
+        for &(lo, hi) in main_ranges {
+            t.extend_from_slice(&lo.to_le_bytes());
+            t.extend_from_slice(&hi.to_le_bytes());
+        }
+        t.truncate(t.len() - cut);
+        t
+    }
+
+    /// One test: the table is process-global.
+    #[test]
+    fn the_table_gives_each_function_its_verdict_and_a_damaged_one_traces_everything() {
+        let out = filtered_out as *const () as u64;
+        let keep = kept as *const () as u64;
+        let libc_fn = libc::getpid as *const () as u64;
+        // Not a table: nothing is filtered.
+        load_table("bad", b"NOTATABLE_______________");
+        assert!(verdict(out) && verdict(keep) && verdict(libc_fn));
+        let rel = out - bias(out);
+        let ranges = [(0, 1), (rel, rel + 1)];
+        load_table("good", &table(&ranges, 0));
+        assert!(!verdict(out), "the excluded range");
+        assert!(verdict(keep), "the executable's default");
+        assert!(!verdict(libc_fn), "an object the table does not name");
+        // Cut inside the ranges: everything is traced rather than guessed.
+        load_table("cut", &table(&ranges, 20));
+        assert!(verdict(out) && verdict(keep));
+    }
+
+    #[test]
+    fn basename_is_after_the_last_slash() {
+        assert_eq!(basename(b"/usr/lib/libc.so.6"), b"libc.so.6");
+        assert_eq!(basename(b"libc.so.6"), b"libc.so.6");
+        assert_eq!(basename(b"/"), b"");
+        assert_eq!(basename(b""), b"");
+    }
+}

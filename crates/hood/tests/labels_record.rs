@@ -394,3 +394,75 @@ fn tcp_receive_work_goes_to_the_reader_and_acks_to_the_sender() {
         reader + sender
     );
 }
+
+/// The `HOOD_TIMING` count of chunk payloads the report read.
+fn chunks_read(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("hood: ")?
+                .strip_suffix(" chunks read from recordings")
+        })
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no HOOD_TIMING chunk count line:\n{stderr}"))
+}
+
+#[test]
+fn a_labels_report_reads_the_file_once() {
+    if !privileged("a_labels_report_reads_the_file_once") {
+        return;
+    }
+    let _serial = perf_lock();
+    ensure_tracefs();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("once.data");
+    let out = record(
+        &file,
+        &[
+            "--labels",
+            "-F",
+            "999",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    // What the file holds: every chunk is read once, except the whole kallsyms text, which
+    // a report reads only when the file lacks the lines its samples use.
+    let mut r = hood_format::Reader::open(&file).unwrap();
+    let tags: Vec<u32> = r.chunks().map(|c| c.unwrap().tag).collect();
+    let labels_pages = tags
+        .iter()
+        .filter(|&&t| t == hood_format::tags::profile::LABELS_PAGES)
+        .count();
+    assert!(labels_pages > 0, "no labels pages recorded: {tags:?}");
+    let unread = match tags.contains(&hood_format::tags::profile::KALLSYMS_USED) {
+        true => tags
+            .iter()
+            .filter(|&&t| t == hood_format::tags::profile::KALLSYMS)
+            .count(),
+        false => 0,
+    };
+    let once = (tags.len() - unread) as u64;
+    let out = run(hood()
+        .args(["report", "--labels", "-i"])
+        .arg(&file)
+        .env("HOOD_TIMING", "1"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        chunks_read(&stderr),
+        once,
+        "{} chunks in the file, {unread} of them the kallsyms text left unread",
+        tags.len()
+    );
+    // The plain report reads the same chunks (its labels pages are checked, not kept).
+    let out = run(hood()
+        .args(["report", "-i"])
+        .arg(&file)
+        .env("HOOD_TIMING", "1"));
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(chunks_read(&String::from_utf8_lossy(&out.stderr)), once);
+}

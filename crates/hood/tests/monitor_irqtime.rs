@@ -1,5 +1,5 @@
-//! `hood top --irq-time` (root): handler times from irq/softirq tracepoints in a private
-//! tracefs instance, removed at exit; stale instances of dead hood processes are removed.
+//! `hood top --irq-time` (root): handler times from the irq/softirq tracepoints (perf events,
+//! no tracefs instance of its own); stale instances of dead hood processes are removed.
 
 use std::path::Path;
 use std::process::Command;

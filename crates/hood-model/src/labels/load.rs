@@ -73,6 +73,40 @@ fn json<T: serde::de::DeserializeOwned>(
         .map_err(|e| ModelError::Malformed(format!("{what} chunk at byte offset {off}: {e}")))
 }
 
+/// The labels chunks of a recording, gathered while its chunks are read (by
+/// [`LabelsRecording::read`], or in the profile's own pass over the file).
+#[derive(Debug, Default)]
+pub struct LabelsChunks {
+    rec: LabelsRecording,
+    have_meta: bool,
+}
+
+impl LabelsChunks {
+    /// Keep chunk `tag` (at byte offset `off`) if it is a labels chunk; others are ignored.
+    pub fn take(&mut self, tag: u32, off: u64, data: &[u8]) -> Result<(), ModelError> {
+        match tag {
+            tags::profile::LABELS_META => {
+                self.rec.meta = json("labels metadata", off, data)?;
+                self.have_meta = true;
+            }
+            tags::profile::LABELS_PAGES if data.len() >= 4 => {
+                let cpu = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
+                self.rec.pages.push((cpu, data[4..].to_vec()));
+            }
+            tags::profile::LABELS_STATS => {
+                self.rec.stats = Some(json("labels statistics", off, data)?)
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The labels part; `None` when the recording has none (recorded without `--labels`).
+    pub fn finish(self) -> Option<LabelsRecording> {
+        self.have_meta.then_some(self.rec)
+    }
+}
+
 impl LabelsRecording {
     /// Read the labels chunks of the recording at `path`; `Ok(None)` when it has none (it was
     /// recorded without `--labels`).
@@ -82,27 +116,12 @@ impl LabelsRecording {
 
     /// [`load`](Self::load) from an opened reader (a file, or bytes in memory: fuzzing).
     pub fn read(mut reader: Reader) -> Result<Option<LabelsRecording>, ModelError> {
-        let mut rec = LabelsRecording::default();
-        let mut have_meta = false;
+        let mut chunks = LabelsChunks::default();
         for chunk in reader.chunks() {
             let chunk = chunk?;
-            let (off, data) = (chunk.offset, chunk.data);
-            match chunk.tag {
-                tags::profile::LABELS_META => {
-                    rec.meta = json("labels metadata", off, &data)?;
-                    have_meta = true;
-                }
-                tags::profile::LABELS_PAGES if data.len() >= 4 => {
-                    let cpu = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-                    rec.pages.push((cpu, data[4..].to_vec()));
-                }
-                tags::profile::LABELS_STATS => {
-                    rec.stats = Some(json("labels statistics", off, &data)?)
-                }
-                _ => {}
-            }
+            chunks.take(chunk.tag, chunk.offset, &chunk.data)?;
         }
-        Ok(have_meta.then_some(rec))
+        Ok(chunks.finish())
     }
 
     /// Decode the events and charge `prof`'s samples.

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use attribute::{attribute, AsyncKind, Attribution, Charge, TagCounts};
 pub use events::{decode_all, Decoder, EvKind, Event};
-pub use load::{CpuEventCheck, Labeled, LabelsRecording};
+pub use load::{CpuEventCheck, Labeled, LabelsChunks, LabelsRecording};
 
 /// Name prefix of hood's private tracefs instances (`hood-labels-<pid>`).
 pub const INSTANCE_PREFIX: &str = "hood-labels-";

@@ -8,6 +8,7 @@ use hood_raw::attr::Attr;
 use hood_raw::records::Decoded;
 
 use super::meta::{ProcSnapshotChunk, RecordMeta, RecordStats};
+use crate::labels::{LabelsChunks, LabelsRecording};
 use crate::ModelError;
 use hood_raw::records::SchedLayout;
 
@@ -32,6 +33,9 @@ pub struct RawRecording {
     pub perf_maps: BTreeMap<u32, String>,
     /// Problems found while reading (cut-off file, missing chunks).
     pub warnings: Vec<String>,
+    /// The `--labels` part, when it was asked for ([`RawRecording::load_with_labels`]) and
+    /// the recording has one.
+    pub labels: Option<LabelsRecording>,
 }
 
 fn json<T: serde::de::DeserializeOwned>(
@@ -66,11 +70,29 @@ impl RawRecording {
         Self::read_with(Reader::open(path)?, on_kallsyms)
     }
 
+    /// Like [`load_with`](Self::load_with), with the `--labels` part too
+    /// ([`RawRecording::labels`]), gathered in the same pass over the file.
+    pub fn load_with_labels(
+        path: &Path,
+        on_kallsyms: &mut dyn FnMut(String),
+    ) -> Result<RawRecording, ModelError> {
+        Self::read_parts(Reader::open(path)?, on_kallsyms, true)
+    }
+
     /// Like [`load_with`](Self::load_with), from an opened reader (a file, or bytes in
     /// memory: tests and fuzzing).
     pub fn read_with(
+        reader: Reader,
+        on_kallsyms: &mut dyn FnMut(String),
+    ) -> Result<RawRecording, ModelError> {
+        Self::read_parts(reader, on_kallsyms, false)
+    }
+
+    /// One pass over the chunks; the labels chunks are kept when `labels` is set.
+    fn read_parts(
         mut reader: Reader,
         on_kallsyms: &mut dyn FnMut(String),
+        labels: bool,
     ) -> Result<RawRecording, ModelError> {
         expect_kind(&reader, FileKind::Profile, "hood report")?;
         let path = reader.path().to_owned();
@@ -83,6 +105,7 @@ impl RawRecording {
         let mut attr: Option<Attr> = None;
         let mut have_meta = false;
         let mut pending: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut labels_chunks = labels.then(LabelsChunks::default);
         // One payload buffer for the whole file; large payloads kept for later are moved out.
         let mut data = Vec::new();
         let mut reader = reader.prefetch();
@@ -140,9 +163,14 @@ impl RawRecording {
                         .insert(pid, String::from_utf8_lossy(&data[4..]).into_owned());
                 }
                 tags::profile::STATS => rec.stats = Some(json("statistics", off, &data)?),
-                _ => {}
+                tag => {
+                    if let Some(l) = labels_chunks.as_mut() {
+                        l.take(tag, off, &data)?;
+                    }
+                }
             }
         }
+        rec.labels = labels_chunks.and_then(LabelsChunks::finish);
         rec.warnings.extend(reader.warnings().iter().cloned());
         if let (Some(d), false) = (deferred_kallsyms, have_used) {
             if let Some(bytes) = reader.read_deferred(&d)? {

@@ -93,7 +93,10 @@ pub struct RecordStats {
     pub paused_ns: u64,
     /// Counters per CPU number.
     pub per_cpu: BTreeMap<u32, CpuCounts>,
-    /// Why recording stopped (`command exited`, `duration`, `signal`, `disk full`, ...).
+    /// Why recording stopped: `command exited`, `all attached processes exited`, `duration
+    /// reached`, `stopped by user`; after an error (then in [`RecordStats::error`]) `write
+    /// error`, `labels error`, `poll error`, `pause error` or `error` (reading the rings);
+    /// `perf record` for an imported perf.data file.
     pub stop_reason: String,
     /// The profiled command's exit status (`command` mode).
     pub exit_status: Option<i32>,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use hood_monitor::{arrange, scan_needs, Mode, ScanOptions, Seek, SortKey, SystemView};
-use hood_procfs::irqtime::IrqTracer;
+use hood_procfs::irq_handlers::IrqTracer;
 use hood_procfs::store::{Replay, Store, StoreLimits};
 use hood_procfs::{IdleSkip, ProcError, Sampler};
 use hood_report::monitor::dump::{csv_rows, CSV_HEADER};
@@ -54,7 +54,7 @@ pub struct TopArgs {
     /// Batch mode: at most this many task lines per frame (default: all).
     #[arg(long, value_name = "N")]
     pub rows: Option<usize>,
-    /// Measure time per irq/softirq handler from tracepoints (root; uses a tracefs instance).
+    /// Measure time per irq/softirq handler from the irq tracepoints (root or CAP_PERFMON).
     #[arg(long)]
     pub irq_time: bool,
     /// Record the whole system (processes, CPUs, memory, load, interrupts, pressure, disks,
@@ -120,7 +120,9 @@ fn parse_mode(s: &str, threads: bool) -> anyhow::Result<Mode> {
 fn start_tracer(wanted: bool) -> Option<Result<IrqTracer, String>> {
     wanted.then(|| {
         if let Ok(root) = hood_perf::tracefs::mount_point() {
-            crate::cmd::record::remove_stale_tracefs_instances(&root);
+            for note in hood_perf::tracefs::remove_stale_hood_instances(&root) {
+                errln!("hood: {}", crate::cmd::clean(note));
+            }
         }
         IrqTracer::start().map_err(|e| e.to_string())
     })

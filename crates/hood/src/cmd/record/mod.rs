@@ -5,20 +5,12 @@
 mod args;
 pub mod detach;
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 
 pub use args::RecordArgs;
 pub use hood_record::Outcome;
-
-/// Remove the tracefs instances of hood processes that are gone, saying so for each.
-pub(crate) fn remove_stale_tracefs_instances(root: &Path) {
-    hood_record::remove_stale_tracefs_instances(root, &mut |m| {
-        errln!("hood: {}", crate::cmd::clean(m))
-    });
-}
 
 /// Run `hood record`.
 pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use hood_model::labels::LabelsRecording;
 use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{Mode, Profile};
 use hood_report::profile as render;
@@ -21,6 +22,23 @@ pub use resolver::symbolizer_options;
 /// the symbol cache answered.
 pub fn load_profile(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profile> {
     let (prof, t) = hood_record::load_profile_timed(path, symbolizer_options(sym_opts))?;
+    print_timing(&t);
+    Ok(prof)
+}
+
+/// [`load_profile`], with the recording's `--labels` part read in the same pass (`None`:
+/// recorded without it).
+fn load_profile_labeled(
+    path: &Path,
+    sym_opts: &SymbolOpts,
+) -> anyhow::Result<(Profile, Option<LabelsRecording>)> {
+    let (prof, labels, t) = hood_record::load_profile_labeled(path, symbolizer_options(sym_opts))?;
+    print_timing(&t);
+    Ok((prof, labels))
+}
+
+/// The load's timing lines, with `HOOD_TIMING` set.
+fn print_timing(t: &hood_record::LoadTiming) {
     if std::env::var_os("HOOD_TIMING").is_some() {
         errln!(
             "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
@@ -33,7 +51,6 @@ pub fn load_profile(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profil
             t.from_files
         );
     }
-    Ok(prof)
 }
 
 impl ReportArgs {
@@ -130,7 +147,11 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     crate::cmd::note_killed_writers(&args.input, hood_format::FileKind::Profile);
-    let prof = load_profile(&args.input, &args.symbols).map_err(|e| {
+    let loaded = match args.labels {
+        true => load_profile_labeled(&args.input, &args.symbols),
+        false => load_profile(&args.input, &args.symbols).map(|p| (p, None)),
+    };
+    let (prof, labels) = loaded.map_err(|e| {
         super::missing_file(
             e,
             &args.input,
@@ -153,7 +174,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     }
     let t = Instant::now();
     if args.labels {
-        render_labels(args, &prof, &opts, &mut out)?;
+        render_labels(args, &prof, labels, &opts, &mut out)?;
     } else if args.format == FormatArg::Gprof {
         anyhow::bail!("--format gprof is the labeled call graph: add --labels (and record with `hood record --labels`)");
     } else if args.intervals {
@@ -172,6 +193,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     out.finish()?;
     if std::env::var_os("HOOD_TIMING").is_some() {
         errln!("hood: render {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+        errln!(
+            "hood: {} chunks read from recordings",
+            hood_format::payloads_read()
+        );
     }
     let empty = prof.samples.is_empty();
     let filtered =
@@ -215,11 +240,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
 fn render_labels(
     args: &ReportArgs,
     prof: &Profile,
+    labels: Option<LabelsRecording>,
     opts: &render::ReportOptions,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     use hood_report::labels as lr;
-    let Some(rec) = hood_model::labels::LabelsRecording::load(&args.input)? else {
+    let Some(rec) = labels else {
         anyhow::bail!(
             "{}: recorded without --labels; record with `hood record --labels ...` (as root)",
             args.input.display()
