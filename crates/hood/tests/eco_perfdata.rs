@@ -324,7 +324,9 @@ fn perf_data_jit_frames_are_named_from_the_perf_map() {
     let leaves = leaf_counts(&folded(&out.stdout), "jit");
     let total: u64 = leaves.values().sum();
     let jitted = *leaves.get("jitted_hot_loop").unwrap_or(&0);
-    assert!(total >= 300, "only {total} samples: {leaves:?}");
+    // 800 ms at 999 Hz is ~800 samples on a quiet machine; a loaded one gives the program
+    // less CPU, and a hundred are enough to judge the share.
+    assert!(total >= 100, "only {total} samples: {leaves:?}");
     assert!(jitted * 100 > total * 80, "{leaves:?}\n{}", text(&out));
 }
 
