@@ -152,3 +152,39 @@ fn intervals_measure_gaps_in_periods() {
     );
     assert_eq!(iv[0].delayed_share, 0.0);
 }
+
+/// A command's thread sampled every 1 ms that moves CPU 0 → 1 → 0: its samples are 1 ms
+/// apart, and the pairs across a move are migrations, not long intervals of either CPU.
+#[test]
+fn a_commands_intervals_leave_out_cpu_migrations() {
+    let mut p = profile();
+    p.meta.mode = "command".into();
+    p.samples.clear();
+    let cpus = [0, 0, 0, 1, 1, 1, 0, 0, 0];
+    for (k, &cpu) in cpus.iter().enumerate() {
+        p.samples.push(Sample {
+            pid: 10,
+            tid: 10,
+            cpu,
+            time: (k as u64 + 1) * 1_000_000,
+            period: 1,
+            mode: Mode::User,
+            stack: 1,
+            locs: 0,
+        });
+    }
+    let iv = intervals(&p, 1_000_000);
+    let by_cpu: Vec<(u32, u64, u64, u64)> = iv
+        .iter()
+        .map(|c| (c.cpu, c.count, c.max_ns, c.migrations))
+        .collect();
+    // CPU 0: 2 + 2 intervals of 1 ms, one arrival; CPU 1: 2 intervals, one arrival.
+    assert_eq!(by_cpu, [(0, 4, 1_000_000, 1), (1, 2, 1_000_000, 1)]);
+    assert!(iv.iter().all(|c| c.delayed_share == 0.0));
+    // The same samples of a whole-system recording are per CPU: CPU 0's gap of 4 ms is
+    // a long interval there.
+    p.meta.mode = "system".into();
+    let iv = intervals(&p, 1_000_000);
+    assert_eq!(iv[0].max_ns, 4_000_000);
+    assert_eq!(iv[0].migrations, 0);
+}

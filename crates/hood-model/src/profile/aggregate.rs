@@ -33,6 +33,8 @@ impl Measure {
 pub struct Filter {
     /// Only this process.
     pub pid: Option<u32>,
+    /// Only this thread.
+    pub tid: Option<u32>,
     /// Only processes with this name.
     pub comm: Option<String>,
     /// Only kernel (`Some(Mode::Kernel)`) or user (`Some(Mode::User)`) samples, or only
@@ -52,7 +54,9 @@ impl Filter {
     }
 
     fn keep_mode_pid(&self, s: &Sample) -> bool {
-        !(self.pid.is_some_and(|p| p != s.pid) || self.mode.is_some_and(|m| m != s.mode))
+        !(self.pid.is_some_and(|p| p != s.pid)
+            || self.tid.is_some_and(|t| t != s.tid)
+            || self.mode.is_some_and(|m| m != s.mode))
     }
 
     /// What one sample weighs: 1, or its nanoseconds when the measure is time.
@@ -477,24 +481,52 @@ pub struct CpuIntervals {
     pub delayed_share: f64,
     /// Histogram: (upper bound in periods, count); the last bound is infinity.
     pub histogram: Vec<(f64, u64)>,
+    /// A command's or attached processes' recording: pairs of samples of one thread that
+    /// are on two CPUs (the thread migrated here), left out. Not an interval: a thread's
+    /// timer moves with it.
+    pub migrations: u64,
 }
 
 /// Histogram bucket upper bounds, in nominal periods.
 pub const INTERVAL_BUCKETS: [f64; 8] = [0.5, 0.9, 1.1, 1.5, 2.0, 4.0, 16.0, f64::INFINITY];
 
 /// Per-CPU sampling intervals relative to the nominal period `period_ns`.
+///
+/// A whole-system recording samples each CPU on its own timer: an interval is the time
+/// between two samples of one CPU. A command's or attached processes' recording samples each
+/// thread on its own timer, which moves with the thread: an interval is the time between
+/// two samples of one thread on one CPU, and a pair on two CPUs (a migration) is counted in
+/// [`CpuIntervals::migrations`], not as a long interval of either CPU.
 pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
+    let per_thread = matches!(prof.meta.mode.as_str(), "command" | "pids");
     let mut per_cpu: HashMap<u32, Vec<u64>> = HashMap::default();
-    for s in &prof.samples {
-        per_cpu.entry(s.cpu).or_default().push(s.time);
+    let mut migrations: HashMap<u32, u64> = HashMap::default();
+    let mut on_cpu: Vec<&Sample> = prof.samples.iter().filter(|s| !s.mode.off_cpu()).collect();
+    on_cpu.sort_by_key(|s| s.time);
+    if per_thread {
+        let mut last: HashMap<u32, (u32, u64)> = HashMap::default();
+        for s in on_cpu {
+            match last.insert(s.tid, (s.cpu, s.time)) {
+                Some((cpu, t)) if cpu == s.cpu => {
+                    per_cpu.entry(s.cpu).or_default().push(s.time - t)
+                }
+                Some(_) => *migrations.entry(s.cpu).or_default() += 1,
+                None => {}
+            }
+        }
+    } else {
+        let mut last: HashMap<u32, u64> = HashMap::default();
+        for s in on_cpu {
+            if let Some(t) = last.insert(s.cpu, s.time) {
+                per_cpu.entry(s.cpu).or_default().push(s.time - t);
+            }
+        }
     }
     let mut out = Vec::new();
     let mut cpus: Vec<u32> = per_cpu.keys().copied().collect();
     cpus.sort_unstable();
     for cpu in cpus {
-        let mut times = per_cpu.remove(&cpu).unwrap_or_default();
-        times.sort_unstable();
-        let mut d: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        let mut d = per_cpu.remove(&cpu).unwrap_or_default();
         if d.is_empty() {
             continue;
         }
@@ -521,6 +553,7 @@ pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
             max_ns: d[d.len() - 1],
             delayed_share: delayed as f64 / d.len() as f64,
             histogram,
+            migrations: migrations.get(&cpu).copied().unwrap_or(0),
         });
     }
     out

@@ -66,7 +66,15 @@ pub fn render_intervals(
     if prof.meta.mode != "system" {
         writeln!(
             out,
-            "Note: not a system-wide recording; gaps while the target was not running count as long intervals."
+            "Note: not a system-wide recording: each thread is sampled on its own timer, so an interval is"
+        )?;
+        writeln!(
+            out,
+            "between two samples of one thread on one CPU. Gaps while the thread was not running count"
+        )?;
+        writeln!(
+            out,
+            "as long intervals; a move to another CPU (a migration) is not an interval and is left out."
         )?;
     }
     if filter_text(&opts.filter).is_some() {
@@ -118,6 +126,13 @@ fn cpu(
         "  delayed by more than half a period (interval > 1.5 periods): {:.2}% of samples",
         c.delayed_share * 100.0
     )?;
+    if c.migrations > 0 {
+        writeln!(
+            out,
+            "  left out: {} sample pairs of a thread that migrated to this CPU",
+            c.migrations
+        )?;
+    }
     writeln!(out)?;
     writeln!(out, "  interval in periods")?;
     let max = c.histogram.iter().map(|h| h.1).max().unwrap_or(0);
