@@ -899,7 +899,7 @@ fn step(w: &mut Work, s: Step, cmd: &str) {
             let r = finish(&mut w.shell(script), script, LIMIT);
             assert!(r.ok, "`{script}` (PID {pid}):\n{}\n{}", r.stdout, r.stderr);
             assert!(
-                r.stderr.contains("written to hood-calls.data"),
+                r.stderr.contains("hood: wrote hood-calls.data ("),
                 "{}",
                 r.stderr
             );

@@ -194,16 +194,9 @@ fn start_and_stop_a_detached_recording() {
     let out = run(hood().env("HOOD_STATE_DIR", &state).arg("stop"));
     assert!(out.status.success(), "{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("bg.data") && s.contains("samples:"), "{s}");
-    let n: u64 = s
-        .split("samples: ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    // `hood record`'s summary line, on standard output.
+    assert!(s.contains("hood: wrote") && s.contains("bg.data"), "{s}");
+    let n = common::recorded_samples(&out.stdout);
     assert!(n > 100, "{s}");
     assert!(file.exists());
     let out = run(hood().env("HOOD_STATE_DIR", &state).arg("stop"));
