@@ -34,7 +34,12 @@ fn json_threads(v: &serde_json::Value) -> BTreeSet<(u32, u32)> {
     v.as_array()
         .expect("threads array")
         .iter()
-        .map(|t| (t["pid"].as_u64().unwrap() as u32, t["tid"].as_u64().unwrap() as u32))
+        .map(|t| {
+            (
+                t["pid"].as_u64().unwrap() as u32,
+                t["tid"].as_u64().unwrap() as u32,
+            )
+        })
         .collect()
 }
 
@@ -168,12 +173,22 @@ fn every_reading_command_takes_i_p_and_tid_the_same_way() {
         // -p and --pid are one option; the process's threads pass.
         let p_short = read(r, &[&["-i", f, "-p", &pid_s][..], r.json].concat());
         let p_long = read(r, &[&["-i", f, "--pid", &pid_s][..], r.json].concat());
-        assert_eq!(p_short.status.code(), Some(0), "{what} -p:\n{}", text(&p_short));
+        assert_eq!(
+            p_short.status.code(),
+            Some(0),
+            "{what} -p:\n{}",
+            text(&p_short)
+        );
         assert_eq!(p_short.stdout, p_long.stdout, "{what}: -p and --pid");
         // --tid keeps one thread, alone or with its process's -p.
         for opts in [&["--tid", &tid_s][..], &["-p", &pid_s, "--tid", &tid_s]] {
             let out = read(r, &[&["-i", f][..], opts, r.json].concat());
-            assert_eq!(out.status.code(), Some(0), "{what} {opts:?}:\n{}", text(&out));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{what} {opts:?}:\n{}",
+                text(&out)
+            );
             if let Some(threads) = r.threads {
                 assert_eq!(
                     threads(&json_of(&out)),
@@ -224,4 +239,50 @@ fn diff_takes_its_two_recordings_with_i() {
     let one = run(hood().args(["diff", "-i"]).arg(&a));
     assert_eq!(one.status.code(), Some(2), "{}", text(&one));
     assert!(text(&one).contains("-i BASE -i NEW"), "{}", text(&one));
+}
+
+/// `hood ps` narrows the same way: `-p PID` one process, `-H -p PID` its threads, `--tid TID`
+/// one thread; the older `-t PID` and `-a` still work; an ID that matches nothing exits 1.
+#[test]
+fn ps_takes_p_tid_and_h_as_the_readers_do() {
+    // This test process: its pid, and its threads (the harness runs tests on threads).
+    let me = std::process::id();
+    let tids: Vec<u32> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    let other = *tids.iter().find(|&&t| t != me).expect("a second thread");
+    // The ID column of each row.
+    let ids = |args: &[&str]| -> (Option<i32>, BTreeSet<u32>) {
+        let out = run(hood().arg("ps").args(args));
+        let ids = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        (out.status.code(), ids)
+    };
+    let me_s = me.to_string();
+    let other_s = other.to_string();
+    assert_eq!(ids(&["-p", &me_s]), (Some(0), BTreeSet::from([me])));
+    assert_eq!(ids(&["--pid", &me_s]), (Some(0), BTreeSet::from([me])));
+    let (code, threads) = ids(&["-H", "-p", &me_s]);
+    assert_eq!(code, Some(0));
+    assert!(
+        threads.contains(&me) && threads.contains(&other),
+        "{threads:?}"
+    );
+    assert_eq!(ids(&["-t", &me_s]), (Some(0), threads.clone()), "-t PID");
+    assert_eq!(
+        ids(&["--tid", &other_s]),
+        (Some(0), BTreeSet::from([other]))
+    );
+    let (code, all) = ids(&["-a"]);
+    assert_eq!(code, Some(0));
+    assert!(all.contains(&other), "-a lists every thread");
+    for opt in ["-p", "--tid"] {
+        let out = run(hood().args(["ps", opt, NO_SUCH_ID]));
+        assert_eq!(out.status.code(), Some(1), "ps {opt}:\n{}", text(&out));
+    }
 }
