@@ -16,6 +16,9 @@ use common::{hood, run, text};
 /// pid_max is at most 2^22: no process or thread has this ID.
 const NO_SUCH_ID: &str = "4999999";
 
+/// The threads (pid, tid) a JSON answer shows.
+type Threads = fn(&serde_json::Value) -> BTreeSet<(u32, u32)>;
+
 /// One reading command of the table.
 struct Reader {
     /// The command words (`["calls", "report"]`), before the options.
@@ -24,8 +27,8 @@ struct Reader {
     tail: &'static [&'static str],
     /// Options that make the answer JSON, when the command has it.
     json: &'static [&'static str],
-    /// The threads (pid, tid) a JSON answer shows.
-    threads: Option<fn(&serde_json::Value) -> BTreeSet<(u32, u32)>>,
+    /// The threads a JSON answer shows.
+    threads: Option<Threads>,
     /// Whether the recording may be named after the options too (`calls report FILE`).
     positional: bool,
 }

@@ -66,15 +66,15 @@ pub fn render_intervals(
     if prof.meta.mode != "system" {
         writeln!(
             out,
-            "Note: not a system-wide recording: each thread is sampled on its own timer, so an interval is"
+            "Note: not a system-wide recording: each thread is sampled on its own timer, which moves with"
         )?;
         writeln!(
             out,
-            "between two samples of one thread on one CPU. Gaps while the thread was not running count"
+            "it. A CPU's gap while a thread of it ran on another CPU (a migration) is left out; other gaps"
         )?;
         writeln!(
             out,
-            "as long intervals; a move to another CPU (a migration) is not an interval and is left out."
+            "while the target was not running on the CPU count as long intervals."
         )?;
     }
     if filter_text(&opts.filter).is_some() {
@@ -129,7 +129,7 @@ fn cpu(
     if c.migrations > 0 {
         writeln!(
             out,
-            "  left out: {} sample pairs of a thread that migrated to this CPU",
+            "  left out: {} gaps while a thread ran on another CPU (migrations)",
             c.migrations
         )?;
     }
