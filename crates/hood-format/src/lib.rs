@@ -28,7 +28,9 @@ pub use error::FormatError;
 pub use header::{
     ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN, FORMAT_VERSION,
 };
-pub use output::{left_by_killed_writers, read_command, OutputFile, Placed, Stale};
+pub use output::{
+    left_by_killed_writers, read_command, size_words, wrote_line, OutputFile, Placed, Stale,
+};
 pub use prefetch::Prefetch;
 pub use reader::{expect_kind, payloads_read, Chunk, ChunkInfo, Deferred, Reader};
 pub use writer::Writer;

@@ -112,9 +112,38 @@ impl fmt::Display for Stale {
 /// The command line that reads a recording of `kind` at `path`.
 pub fn read_command(kind: FileKind, path: &Path) -> String {
     match kind {
-        FileKind::Profile => format!("hood report -i {}", path.display()),
+        FileKind::Profile | FileKind::Calls | FileKind::Trace => {
+            format!("{} -i {}", kind.reader_command(), path.display())
+        }
         other => format!("{} {}", other.reader_command(), path.display()),
     }
+}
+
+/// A size as every recorder's summary line prints it: `532 bytes`, `1.5 KiB`, `12.0 MiB`,
+/// `3.4 GiB` (powers of 1024, as `--max-size` and `--ring-kb` count).
+pub fn size_words(bytes: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    match bytes {
+        n if n >= GIB => format!("{:.1} GiB", n as f64 / GIB as f64),
+        n if n >= MIB => format!("{:.1} MiB", n as f64 / MIB as f64),
+        n if n >= KIB => format!("{:.1} KiB", n as f64 / KIB as f64),
+        1 => "1 byte".to_string(),
+        n => format!("{n} bytes"),
+    }
+}
+
+/// The one summary line of every recorder (`record`, `stop`, `calls run/record/get`, `trace
+/// record`): `wrote FILE (SIZE): WHAT; read it with `COMMAND``, the caller adding its
+/// `hood: `.
+pub fn wrote_line(path: &Path, bytes: u64, kind: FileKind, what: &str) -> String {
+    format!(
+        "wrote {} ({}): {what}; read it with `{}`",
+        path.display(),
+        size_words(bytes),
+        read_command(kind, path)
+    )
 }
 
 impl OutputFile {
@@ -694,4 +723,32 @@ fn clear_stale(target: &Path) -> Vec<Stale> {
         }
     }
     done
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_said_in_the_unit_that_fits() {
+        assert_eq!(size_words(0), "0 bytes");
+        assert_eq!(size_words(1), "1 byte");
+        assert_eq!(size_words(1023), "1023 bytes");
+        assert_eq!(size_words(1536), "1.5 KiB");
+        assert_eq!(size_words(12 << 20), "12.0 MiB");
+        assert_eq!(size_words(3 << 30), "3.0 GiB");
+    }
+
+    #[test]
+    fn the_summary_line_names_the_file_its_size_and_its_reader() {
+        let p = Path::new("t.data");
+        assert_eq!(
+            wrote_line(p, 2048, FileKind::Trace, "3 events"),
+            "wrote t.data (2.0 KiB): 3 events; read it with `hood trace report -i t.data`"
+        );
+        assert_eq!(
+            read_command(FileKind::Calls, p),
+            "hood calls report -i t.data"
+        );
+    }
 }

@@ -832,17 +832,25 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         describe: describe.clone(),
         ended: status.is_some(),
     })?;
-    log(&format!(
-        "{events} probe hits recorded, {lost_total} lost{}; written to {}",
+    let hits = format!(
+        "{events} probe hits, {lost_total} lost{}",
         if lost_total > 0 {
             " (see the notes)"
         } else {
             ""
-        },
-        match &cfg.output {
-            ProbeOutput::Trace(p) | ProbeOutput::Calls(p) => p.display().to_string(),
         }
-    ));
+    );
+    match &cfg.output {
+        // The one summary line of every recorder; a call-path file's is the caller's, which
+        // counts its processes and paths.
+        ProbeOutput::Trace(p) => log(&hood_format::wrote_line(
+            p,
+            std::fs::symlink_metadata(p).map_or(0, |m| m.len()),
+            hood_format::FileKind::Trace,
+            &hits,
+        )),
+        ProbeOutput::Calls(_) => log(&format!("{hits} recorded")),
+    }
     if events == 0 {
         log("no probed function was called while hood recorded");
     }

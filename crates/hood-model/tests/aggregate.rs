@@ -152,3 +152,66 @@ fn intervals_measure_gaps_in_periods() {
     );
     assert_eq!(iv[0].delayed_share, 0.0);
 }
+
+/// A command's thread sampled every 1 ms that moves CPU 0 → 1 → 0: its samples are 1 ms
+/// apart, and CPU 0's gap while it ran on CPU 1 is a migration, not a long interval.
+#[test]
+fn a_commands_intervals_leave_out_cpu_migrations() {
+    let mut p = profile();
+    p.meta.mode = "command".into();
+    p.samples.clear();
+    let cpus = [0, 0, 0, 1, 1, 1, 0, 0, 0];
+    for (k, &cpu) in cpus.iter().enumerate() {
+        p.samples.push(Sample {
+            pid: 10,
+            tid: 10,
+            cpu,
+            time: (k as u64 + 1) * 1_000_000,
+            period: 1,
+            mode: Mode::User,
+            stack: 1,
+            locs: 0,
+        });
+    }
+    let iv = intervals(&p, 1_000_000);
+    let by_cpu: Vec<(u32, u64, u64, u64)> = iv
+        .iter()
+        .map(|c| (c.cpu, c.count, c.max_ns, c.migrations))
+        .collect();
+    // CPU 0: 2 + 2 intervals of 1 ms and the gap left out; CPU 1: 2 intervals.
+    assert_eq!(by_cpu, [(0, 4, 1_000_000, 1), (1, 2, 1_000_000, 0)]);
+    assert!(iv.iter().all(|c| c.delayed_share == 0.0));
+    // The same samples of a whole-system recording are per CPU: CPU 0's gap of 4 ms is
+    // a long interval there.
+    p.meta.mode = "system".into();
+    let iv = intervals(&p, 1_000_000);
+    assert_eq!(iv[0].max_ns, 4_000_000);
+    assert_eq!(iv[0].migrations, 0);
+}
+
+/// Two threads of a command taking turns on one CPU, each sampled every 2 ms of its own time:
+/// the CPU's samples are 1 ms apart, and none is a migration (the threads never left it).
+#[test]
+fn threads_taking_turns_on_one_cpu_are_not_migrations() {
+    let mut p = profile();
+    p.meta.mode = "command".into();
+    p.samples.clear();
+    for k in 0..8u64 {
+        let tid = 10 + (k % 2) as u32;
+        p.samples.push(Sample {
+            pid: 10,
+            tid,
+            cpu: 0,
+            time: (k + 1) * 1_000_000,
+            period: 1,
+            mode: Mode::User,
+            stack: 1,
+            locs: 0,
+        });
+    }
+    let iv = intervals(&p, 1_000_000);
+    assert_eq!(
+        (iv[0].count, iv[0].max_ns, iv[0].migrations),
+        (7, 1_000_000, 0)
+    );
+}

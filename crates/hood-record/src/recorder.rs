@@ -62,6 +62,20 @@ pub struct Outcome {
     /// Long waits whose kernel stack never came.
     #[serde(default)]
     pub kernel_stacks_missing: u64,
+    /// CPUs sampled.
+    #[serde(default)]
+    pub cpus: usize,
+    /// The event sampled (`cpu-clock`).
+    #[serde(default)]
+    pub event: String,
+}
+
+impl Outcome {
+    /// The lines a finished recording is summed up in, by `hood record` and `hood stop`
+    /// alike: the file, its size and samples, then losses and an early stop.
+    pub fn lines(&self) -> Vec<String> {
+        outcome_lines(self)
+    }
 }
 
 /// A recording that ended (normally or by an error it wrote down).
@@ -659,6 +673,8 @@ impl Run<'_> {
             kernel_stacks_missing: collector
                 .rewrite_stats()
                 .map_or(0, |s| s.kernel_stacks_missing),
+            cpus: session.cpus().len(),
+            event: session.event().to_string(),
         };
         if error.is_some() {
             // A write may have failed part-way (a full disk): state what the file holds, as
@@ -679,7 +695,7 @@ impl Run<'_> {
                 _ => {}
             }
         }
-        for line in outcome_lines(&outcome, session.cpus().len(), &session.event().to_string()) {
+        for line in outcome.lines() {
             log(&line);
         }
         if let Some(line) = collector.rewriter().and_then(unwinding_line) {
@@ -867,13 +883,16 @@ fn finalize<W: std::io::Write>(
 }
 
 /// The summary of a recording: the file, its samples and losses, and an early stop.
-fn outcome_lines(o: &Outcome, cpus: usize, event: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mb = o.bytes as f64 / 1e6;
-    out.push(format!(
-        "wrote {} ({mb:.1} MB): {} samples on {cpus} CPUs in {:.1} s ({event}); lost {} samples",
-        o.output, o.samples, o.seconds, o.lost
-    ));
+fn outcome_lines(o: &Outcome) -> Vec<String> {
+    let mut out = vec![hood_format::wrote_line(
+        std::path::Path::new(&o.output),
+        o.bytes,
+        hood_format::FileKind::Profile,
+        &format!(
+            "{} samples on {} CPUs in {:.1} s ({}), {} lost",
+            o.samples, o.cpus, o.seconds, o.event, o.lost
+        ),
+    )];
     if o.switches_and_wakeups > 0 && o.short_waits > 0 {
         out.push(format!(
             "off-CPU: {} context switches and wake-ups recorded with their stacks; the {} \

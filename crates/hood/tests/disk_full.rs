@@ -87,6 +87,9 @@ fn a_full_disk_ends_the_recording_and_the_summary_counts_what_the_file_holds() {
         "{err}"
     );
     // The size it names is the file's.
-    let mb = std::fs::metadata(&file).unwrap().len() as f64 / 1e6;
-    assert!(err.contains(&format!("({mb:.1} MB)")), "{mb:.1} MB: {err}");
+    let mib = std::fs::metadata(&file).unwrap().len() as f64 / (1u64 << 20) as f64;
+    assert!(
+        err.contains(&format!("({mib:.1} MiB)")),
+        "{mib:.1} MiB: {err}"
+    );
 }

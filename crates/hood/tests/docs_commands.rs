@@ -1,8 +1,9 @@
 //! Every command printed in README.md and docs/*.md works as written (issue 15, item 2).
 //!
-//! The commands are read from the documents themselves: each line of a fenced code block that
-//! starts with a program (`hood`, `./`, `gcc`, `cargo`, `go`, `perf`), with its `# comment`
-//! removed. Usage synopses (`hood ps [-t PID | -a] ...`) and the `hood ...` commands quoted in
+//! The commands are read from the documents themselves, with their `# comment` removed: every
+//! line of a fenced `sh` block (install steps, `make`, `fuzz/run.sh`: a shell block holds
+//! commands only), and each line of an unmarked or `console` block that starts with a program
+//! (`hood`, `./`, `gcc`, `cargo`, `go`, `perf`; those blocks also hold output). Usage synopses (`hood ps [-t PID | -a] ...`) and the `hood ...` commands quoted in
 //! the prose are not run; the options they name are checked against the subcommand's `--help`.
 //!
 //! [`PLANS`] says how each printed command is run: as written, as a short variant (with the
@@ -89,7 +90,9 @@ fn fenced_commands() -> Vec<Printed> {
             if !(lang.is_empty() || lang == "sh" || lang == "console") {
                 continue;
             }
-            if PROGRAMS.iter().any(|p| raw.starts_with(p)) && !is_output(raw) {
+            // In a shell block every line is a command, except a comment of its own.
+            let shell_line = lang == "sh" && !raw.starts_with([' ', '#']) && !t.is_empty();
+            if (shell_line || PROGRAMS.iter().any(|p| raw.starts_with(p))) && !is_output(raw) {
                 out.push(Printed {
                     file: file.clone(),
                     line: i + 1,
@@ -324,6 +327,31 @@ const PLANS: &[(&str, Plan)] = &[
     ),
     // README: install.
     (
+        "sudo apt-get install -y gcc libc6-dev curl",
+        Plan::NotRun(
+            "installs system packages (needs the network, changes the machine); the test \
+             machine has them: this test compiles its programs with gcc",
+        ),
+    ),
+    (
+        "curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y",
+        Plan::NotRun(
+            "downloads and installs Rust (needs the network); the test runs under the Rust \
+             that built it",
+        ),
+    ),
+    (
+        ". \"$HOME/.cargo/env\"",
+        Plan::NotRun("puts the Rust just installed on PATH; the test runs under cargo already"),
+    ),
+    (
+        "make && sudo make install",
+        Plan::NotRun(
+            "builds hood in release mode (minutes of compiling) and installs it into \
+             /usr/local; .ci/install-check installs into a temporary root and runs it",
+        ),
+    ),
+    (
         "cargo install --locked --path crates/hood",
         Plan::NotRun(
             "builds hood in release mode into ~/.cargo/bin, minutes of compiling; \
@@ -426,7 +454,7 @@ const PLANS: &[(&str, Plan)] = &[
     // README: monitoring.
     ("hood top", Plan::Step(Step::FirstLines)),
     ("hood top -b -n 3 --json", Plan::AsWritten),
-    ("hood ps --sort cpu --interval 1", Plan::AsWritten),
+    ("hood ps --sort cpu --delay 1", Plan::AsWritten),
     ("hood uptime", Plan::AsWritten),
     ("hood info system.load", Plan::AsWritten),
     ("hood top --irq-time", Plan::Step(Step::FirstLines)),
@@ -434,77 +462,77 @@ const PLANS: &[(&str, Plan)] = &[
     (
         "hood top --record /var/lib/hood/monitor",
         Plan::Variant(
-            "hood top --record store -d 0.3 -n 3",
+            "hood top --record store --delay 0.3 -n 3",
             "3 intervals into the test's directory, not the system's store",
         ),
     ),
     (
         "hood top --replay /var/lib/hood/monitor --at 3:10",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
             "a fresh store of the test's, which holds the last second; batch, as the screen needs a terminal",
         ),
     ),
     (
         "hood top -b --replay DIR --from '2h ago' --to '1h ago' --csv",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --from '1h ago' --to now --csv",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store --from '1h ago' --to now --csv",
             "a fresh store of the test's, which holds the last second",
         ),
     ),
     (
         "hood ps --at '3h ago'",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood ps --store store --at now",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood ps --store store --at now",
             "a fresh store of the test's, which holds the last second",
         ),
     ),
     (
         "hood top --replay DIR",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b -n 1 --replay store",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b -n 1 --replay store",
             "batch, as the screen needs a terminal",
         ),
     ),
     (
         "hood top --replay DIR --at 3:10",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
             "a fresh store of the test's, which holds the last second; batch",
         ),
     ),
     (
         "hood top -b --replay DIR --at 3:10",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store --at now",
             "a fresh store of the test's, which holds the last second",
         ),
     ),
     (
         "hood top -b --replay DIR --from 0:00 --filter nginx --csv > nginx.csv",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --filter hood --csv > hood.csv && grep -q hood hood.csv",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store --filter hood --csv > hood.csv && grep -q hood hood.csv",
             "no nginx here: the recorder itself",
         ),
     ),
     (
         "hood top -b --replay DIR --openmetrics",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood top -b --replay store --openmetrics | tail -1 | grep -qx '# EOF'",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store --openmetrics | tail -1 | grep -qx '# EOF'",
             "the test's store",
         ),
     ),
     (
         "hood ps --at '10 min ago' --sort cpu",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood ps --store store --at now --sort cpu",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood ps --store store --at now --sort cpu",
             "a fresh store of the test's, which holds the last second",
         ),
     ),
     (
         "hood info --at 3:10 system.load",
         Plan::Variant(
-            "rm -rf store; hood top --record store -d 0.3 -n 3 2>/dev/null; hood info --store store --at now system.load",
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood info --store store --at now system.load",
             "a fresh store of the test's, which holds the last second",
         ),
     ),
@@ -557,7 +585,7 @@ const PLANS: &[(&str, Plan)] = &[
         Plan::AsWritten,
     ),
     (
-        "hood calls report --format pprof -o split.pb.gz split.data",
+        "hood calls report --format pprof -o split.pb.gz -i split.data",
         Plan::AsWritten,
     ),
     ("go tool pprof -top split.pb.gz", Plan::AsWritten),
@@ -589,6 +617,18 @@ const PLANS: &[(&str, Plan)] = &[
     (
         "cargo install cargo-fuzz --locked",
         Plan::NotRun("installs a tool from crates.io; fuzz/run.sh (CI's fuzz step) does it itself"),
+    ),
+    (
+        "fuzz/run.sh 60",
+        Plan::NotRun("runs every fuzz target for a minute each: CI's fuzz step"),
+    ),
+    (
+        "fuzz/run.sh 600 profile",
+        Plan::NotRun("runs a fuzz target for ten minutes: CI's fuzz step runs fuzz/run.sh"),
+    ),
+    (
+        "cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -s none -O segment corpus/segment inputs/segment -- -max_total_time=300",
+        Plan::NotRun("runs a fuzz target for five minutes: CI's fuzz step runs fuzz/run.sh"),
     ),
     (
         "hood record --labels -F 999 -- ./labels_udp 2",
@@ -899,7 +939,7 @@ fn step(w: &mut Work, s: Step, cmd: &str) {
             let r = finish(&mut w.shell(script), script, LIMIT);
             assert!(r.ok, "`{script}` (PID {pid}):\n{}\n{}", r.stdout, r.stderr);
             assert!(
-                r.stderr.contains("written to hood-calls.data"),
+                r.stderr.contains("hood: wrote hood-calls.data ("),
                 "{}",
                 r.stderr
             );
@@ -956,10 +996,12 @@ fn serve(w: &mut Work, cmd: &str) {
 /// recording of the command before it, as a reader following the page would).
 fn run_all(w: &mut Work, skip_root_only: bool) -> Vec<String> {
     let mut done = Vec::new();
-    // Two busy processes for `-p 1234,5678`: split running for a minute.
+    // Two busy processes for `-p 1234,5678` and `calls record -p 1234`: split running for an
+    // hour (ended when the test ends). They must outlive every command before the last
+    // `-p $PIDS` one: a minute was too short on a loaded machine ("no such process").
     for _ in 0..2 {
         let c = Command::new(w.path().join("myprog"))
-            .arg("60000")
+            .arg("3600000")
             .spawn()
             .expect("myprog");
         w.children.push(c);

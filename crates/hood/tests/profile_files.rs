@@ -118,10 +118,12 @@ fn lost_samples_are_counted_and_shown() {
     );
     assert!(out.status.success(), "{}", text(&out));
     let err = String::from_utf8_lossy(&out.stderr);
+    // The summary line: `hood: wrote FILE (SIZE): N samples on C CPUs in S s (EVENT), L lost; ...`.
     let lost: u64 = err
-        .split("lost ")
-        .nth(1)
-        .and_then(|s| s.split(' ').next())
+        .lines()
+        .find(|l| l.starts_with("hood: wrote"))
+        .and_then(|l| l.split(" lost;").next())
+        .and_then(|s| s.rsplit(' ').next())
         .and_then(|n| n.parse().ok())
         .expect("lost count in the summary");
     assert!(lost > 0, "{err}");
@@ -194,16 +196,9 @@ fn start_and_stop_a_detached_recording() {
     let out = run(hood().env("HOOD_STATE_DIR", &state).arg("stop"));
     assert!(out.status.success(), "{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
-    assert!(s.contains("bg.data") && s.contains("samples:"), "{s}");
-    let n: u64 = s
-        .split("samples: ")
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    // `hood record`'s summary line, on standard output.
+    assert!(s.contains("hood: wrote") && s.contains("bg.data"), "{s}");
+    let n = common::recorded_samples(&out.stdout);
     assert!(n > 100, "{s}");
     assert!(file.exists());
     let out = run(hood().env("HOOD_STATE_DIR", &state).arg("stop"));

@@ -168,7 +168,7 @@ fn stopped_by(sig: libc::c_int, group: bool) {
         err.contains("received") && err.contains("writing the trace"),
         "hood says what happened: {err}"
     );
-    assert!(err.contains("events written to"), "the summary: {err}");
+    assert!(err.contains("hood: wrote"), "the summary: {err}");
     check_phase_one(&data, &err);
     assert_eq!(leftovers(d.path()), Vec::<PathBuf>::new());
 }
@@ -206,7 +206,7 @@ fn timeout_finishes_the_trace() {
     // timeout's own status when it had to stop its command.
     assert_eq!(status.code(), Some(124), "{status}: {err}");
     assert!(err.contains("SIGTERM received"), "{err}");
-    assert!(err.contains("events written to"), "the summary: {err}");
+    assert!(err.contains("hood: wrote"), "the summary: {err}");
     check_phase_one(&data, &err);
     assert_eq!(leftovers(d.path()), Vec::<PathBuf>::new());
 }

@@ -151,8 +151,8 @@ impl Limits<'_> {
         if let Some(max) = self.cfg.max_size.filter(|&m| written >= m) {
             return Some(format!(
                 "{file} reached {} (--max-size {}): recording stopped {at:.1} s into the run; the trace holds the events up to there (raise --max-size, or use --filter to record fewer functions)",
-                bytes(written),
-                bytes(max)
+                hood_format::size_words(written),
+                hood_format::size_words(max)
             ));
         }
         if Instant::now() >= self.next_space {
@@ -162,9 +162,9 @@ impl Limits<'_> {
                 if sp.available < margin {
                     return Some(format!(
                         "the file system of {file} has {} left, less than the {} recording keeps free: recording stopped {at:.1} s into the run, the file holds {} of events up to there (free space, write elsewhere with -o, or set a smaller --max-size)",
-                        bytes(sp.available),
-                        bytes(margin),
-                        bytes(written)
+                        hood_format::size_words(sp.available),
+                        hood_format::size_words(margin),
+                        hood_format::size_words(written)
                     ));
                 }
             }
@@ -177,16 +177,6 @@ impl Limits<'_> {
             ));
         }
         None
-    }
-}
-
-/// `1.5 MB`, `2.0 GB`.
-fn bytes(n: u64) -> String {
-    match n {
-        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
-        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
-        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
-        n => format!("{n} bytes"),
     }
 }
 
@@ -708,14 +698,19 @@ fn summary(
     let threads: Vec<_> = procs.iter().flat_map(|p| &p.threads).collect();
     let dropped: u64 = threads.iter().map(|t| t.dropped).sum();
     let over: u64 = threads.iter().map(|t| t.overwritten).sum();
-    log(&format!(
-        "{} process{}, {} thread{}, {n} events written to {} (read it with `hood trace report {}`)",
-        procs.len(),
-        if procs.len() == 1 { "" } else { "es" },
-        threads.len(),
-        if threads.len() == 1 { "" } else { "s" },
-        cfg.output.display(),
-        cfg.output.display()
+    // The file is in place: its size is what was written (not following a link).
+    let size = std::fs::symlink_metadata(&cfg.output).map_or(0, |m| m.len());
+    log(&hood_format::wrote_line(
+        &cfg.output,
+        size,
+        hood_format::FileKind::Trace,
+        &format!(
+            "{} process{}, {} thread{}, {n} events",
+            procs.len(),
+            if procs.len() == 1 { "" } else { "es" },
+            threads.len(),
+            if threads.len() == 1 { "" } else { "s" },
+        ),
     ));
     // The program's own CPU and the recorder's (pre-faulting, copying, writing, naming), so
     // the cost moved off the program is visible.

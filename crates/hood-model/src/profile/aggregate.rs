@@ -33,6 +33,8 @@ impl Measure {
 pub struct Filter {
     /// Only this process.
     pub pid: Option<u32>,
+    /// Only this thread.
+    pub tid: Option<u32>,
     /// Only processes with this name.
     pub comm: Option<String>,
     /// Only kernel (`Some(Mode::Kernel)`) or user (`Some(Mode::User)`) samples, or only
@@ -52,7 +54,9 @@ impl Filter {
     }
 
     fn keep_mode_pid(&self, s: &Sample) -> bool {
-        !(self.pid.is_some_and(|p| p != s.pid) || self.mode.is_some_and(|m| m != s.mode))
+        !(self.pid.is_some_and(|p| p != s.pid)
+            || self.tid.is_some_and(|t| t != s.tid)
+            || self.mode.is_some_and(|m| m != s.mode))
     }
 
     /// What one sample weighs: 1, or its nanoseconds when the measure is time.
@@ -477,24 +481,61 @@ pub struct CpuIntervals {
     pub delayed_share: f64,
     /// Histogram: (upper bound in periods, count); the last bound is infinity.
     pub histogram: Vec<(f64, u64)>,
+    /// A command's or attached processes' recording: gaps between two samples of this CPU
+    /// while a thread of either ran on another CPU (a migration), left out: a thread's timer
+    /// moves with it, so such a gap is not a late sample.
+    pub migrations: u64,
 }
 
 /// Histogram bucket upper bounds, in nominal periods.
 pub const INTERVAL_BUCKETS: [f64; 8] = [0.5, 0.9, 1.1, 1.5, 2.0, 4.0, 16.0, f64::INFINITY];
 
 /// Per-CPU sampling intervals relative to the nominal period `period_ns`.
+///
+/// A whole-system recording samples each CPU on its own timer: every gap between two samples
+/// of a CPU is an interval. A command's or attached processes' recording samples each thread
+/// on its own timer, which moves with the thread: a gap of a CPU while a thread of either
+/// sample ran on another CPU (it migrated) is counted in [`CpuIntervals::migrations`], not
+/// taken for a late sample.
 pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
+    let per_thread = matches!(prof.meta.mode.as_str(), "command" | "pids");
+    let mut on_cpu: Vec<&Sample> = prof.samples.iter().filter(|s| !s.mode.off_cpu()).collect();
+    on_cpu.sort_by_key(|s| s.time);
+    // Each sample's thread's previous and next sample.
+    let n = on_cpu.len();
+    let (mut prev, mut next) = (vec![None; n], vec![None; n]);
+    let mut last_of_thread: HashMap<u32, usize> = HashMap::default();
+    for (i, s) in on_cpu.iter().enumerate() {
+        if let Some(p) = last_of_thread.insert(s.tid, i) {
+            prev[i] = Some(p);
+            next[p] = Some(i);
+        }
+    }
+    // Whether sample `k` is on another CPU than `cpu` strictly between samples `a` and `b`.
+    let elsewhere = |k: Option<usize>, a: usize, b: usize, cpu: u32| {
+        k.is_some_and(|k| k != a && k != b && on_cpu[k].cpu != cpu && (a..b).contains(&k))
+    };
     let mut per_cpu: HashMap<u32, Vec<u64>> = HashMap::default();
-    for s in &prof.samples {
-        per_cpu.entry(s.cpu).or_default().push(s.time);
+    let mut migrations: HashMap<u32, u64> = HashMap::default();
+    let mut last_of_cpu: HashMap<u32, usize> = HashMap::default();
+    for (b, s) in on_cpu.iter().enumerate() {
+        let Some(a) = last_of_cpu.insert(s.cpu, b) else {
+            continue;
+        };
+        if per_thread && (elsewhere(next[a], a, b, s.cpu) || elsewhere(prev[b], a, b, s.cpu)) {
+            *migrations.entry(s.cpu).or_default() += 1;
+            continue;
+        }
+        per_cpu
+            .entry(s.cpu)
+            .or_default()
+            .push(s.time - on_cpu[a].time);
     }
     let mut out = Vec::new();
     let mut cpus: Vec<u32> = per_cpu.keys().copied().collect();
     cpus.sort_unstable();
     for cpu in cpus {
-        let mut times = per_cpu.remove(&cpu).unwrap_or_default();
-        times.sort_unstable();
-        let mut d: Vec<u64> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        let mut d = per_cpu.remove(&cpu).unwrap_or_default();
         if d.is_empty() {
             continue;
         }
@@ -521,6 +562,7 @@ pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
             max_ns: d[d.len() - 1],
             delayed_share: delayed as f64 / d.len() as f64,
             histogram,
+            migrations: migrations.get(&cpu).copied().unwrap_or(0),
         });
     }
     out

@@ -20,6 +20,8 @@ use super::{IrqKind, Kind, ProcessTrace, ThreadEvents, ThreadKey, Trace, TraceHe
 /// What to compute.
 #[derive(Debug, Clone, Default)]
 pub struct AnalysisOptions {
+    /// Only the threads of this process.
+    pub pid: Option<u32>,
     /// Only this thread.
     pub tid: Option<u32>,
     /// Build the code-path trace lines.
@@ -231,6 +233,9 @@ pub struct Analysis {
 /// The filters of a trace report, as asked (`--tid`, `--from`, `--to`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct TraceFilter {
+    /// Only the threads of this process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
     /// Only this thread.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tid: Option<u32>,
@@ -918,11 +923,23 @@ impl<'h> Analyzer<'h> {
     /// Prepare for the trace whose head is `head` (from [`super::scan`]).
     pub fn new(head: &'h TraceHead, opts: &AnalysisOptions) -> Analyzer<'h> {
         let procs = Procs::new(&head.processes);
+        // With --pid, the side events (switches, irqs, wake-ups) name only a thread: those
+        // of the process's threads are kept.
+        let of_pid: Option<std::collections::HashSet<u32>> = opts.pid.map(|pid| {
+            head.threads
+                .iter()
+                .filter(|t| t.key().pid == pid)
+                .map(|t| t.tid)
+                .collect()
+        });
+        let wants = |tid: u32| {
+            opts.tid.is_none_or(|x| x == tid) && of_pid.as_ref().is_none_or(|s| s.contains(&tid))
+        };
         let entries = |soft: bool| {
             head.irqs
                 .iter()
                 .filter(|i| i.kind.is_entry() && i.kind.is_soft() == soft)
-                .filter(|i| opts.tid.is_none_or(|x| x == i.tid))
+                .filter(|i| wants(i.tid))
                 .count() as u64
         };
         // The trace's start (all threads, also with --tid: times are since the trace began).
@@ -934,7 +951,7 @@ impl<'h> Analyzer<'h> {
             .unwrap_or(0);
         let mut side: HashMap<u32, Vec<(u64, Side)>> = HashMap::new();
         for s in &head.switches {
-            if s.time_ns >= origin && opts.tid.is_none_or(|x| x == s.tid) {
+            if s.time_ns >= origin && wants(s.tid) {
                 side.entry(s.tid).or_default().push((
                     s.time_ns - origin,
                     Side::Switch {
@@ -946,7 +963,7 @@ impl<'h> Analyzer<'h> {
         }
         // Irqs after the switches: at equal times a switch is walked first, as before.
         for (k, i) in head.irqs.iter().enumerate() {
-            if i.time_ns >= origin && opts.tid.is_none_or(|x| x == i.tid) {
+            if i.time_ns >= origin && wants(i.tid) {
                 side.entry(i.tid)
                     .or_default()
                     .push((i.time_ns - origin, Side::Irq(k)));
@@ -954,7 +971,7 @@ impl<'h> Analyzer<'h> {
         }
         // Wake-ups last: at equal times the switch-out comes first.
         for (k, w) in head.wakeups.iter().enumerate() {
-            if w.time_ns >= origin && opts.tid.is_none_or(|x| x == w.wakee) {
+            if w.time_ns >= origin && wants(w.wakee) {
                 side.entry(w.wakee)
                     .or_default()
                     .push((w.time_ns - origin, Side::Wake(k)));
@@ -1000,6 +1017,7 @@ impl<'h> Analyzer<'h> {
                 marks: Vec::new(),
                 irq_intervals: Vec::new(),
                 filter: TraceFilter {
+                    pid: opts.pid,
                     tid: opts.tid,
                     from_ns: opts.from_ns,
                     to_ns: opts.to_ns,
@@ -1124,7 +1142,9 @@ impl<'h> Analyzer<'h> {
     /// the thread's code-path lines whenever [`LINES_HELD`] of them are waiting (with
     /// `paths`), `None` in a first pass that only learns which results the second needs.
     pub fn feed(&mut self, te: &ThreadEvents, sink: &mut dyn Sink) -> Result<(), std::io::Error> {
-        if self.opts.tid.is_some_and(|t| t != te.tid) {
+        if self.opts.tid.is_some_and(|t| t != te.tid)
+            || self.opts.pid.is_some_and(|p| p != te.key().pid)
+        {
             return Ok(());
         }
         let origin = self.out.origin_mono_ns;

@@ -22,7 +22,15 @@ pub struct CallsReportOptions {
     pub full_paths: bool,
     /// Rows per thread.
     pub threads: bool,
+    /// The whole [`NOTES`] block after the report, instead of [`NOTES_SHORT`].
+    pub notes: bool,
 }
+
+/// The one line printed after the text report unless the whole [`NOTES`] are asked for.
+pub const NOTES_SHORT: &str = "\
+calls counted at entry; msecs: own body time, blocking included; * still running; \
+`--notes` explains
+";
 
 /// The notes printed after the text report.
 pub const NOTES: &str = "\
@@ -125,7 +133,7 @@ pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
         }
         let _ = writeln!(out);
     }
-    out.push_str(NOTES);
+    out.push_str(if o.notes { NOTES } else { NOTES_SHORT });
     out
 }
 
@@ -203,19 +211,23 @@ pub fn render_collapsed(procs: &[ProcessCalls], o: &CallsReportOptions) -> Strin
 
 /// What a collection wrote, one line each for standard error: the processes and call paths
 /// written to `out` (and how to read them), then each process's warnings of lost data.
-pub fn render_summary(procs: &[ProcessCalls], out: &std::path::Path) -> Vec<String> {
+pub fn render_summary(procs: &[ProcessCalls], out: &std::path::Path, bytes: u64) -> Vec<String> {
     let paths: usize = procs
         .iter()
         .flat_map(|p| &p.threads)
         .map(|t| t.paths.len().saturating_sub(1))
         .sum();
-    let mut lines = vec![format!(
-        "{} process{}, {paths} call paths written to {} (read it with `hood calls report {}`)",
-        procs.len(),
-        if procs.len() == 1 { "" } else { "es" },
-        safe::text(&out.to_string_lossy()),
-        safe::text(&out.to_string_lossy())
-    )];
+    let line = hood_format::wrote_line(
+        out,
+        bytes,
+        hood_format::FileKind::Calls,
+        &format!(
+            "{} process{}, {paths} call paths",
+            procs.len(),
+            if procs.len() == 1 { "" } else { "es" },
+        ),
+    );
+    let mut lines = vec![safe::text(&line).into_owned()];
     for p in procs {
         for n in p.flag_notes() {
             lines.push(format!("warning: pid {}: {}", p.pid, safe::text(&n)));

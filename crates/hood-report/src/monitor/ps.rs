@@ -8,7 +8,7 @@ use super::table::{render_table, Column};
 /// What `hood ps` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PsLayout {
-    /// Print threads (`-t PID`/`-a`) instead of tasks.
+    /// Print threads (`-H`) instead of tasks.
     pub threads: bool,
     /// Print the load line (`-l`).
     pub load: bool,
@@ -16,7 +16,7 @@ pub struct PsLayout {
     pub cpus: bool,
     /// Print the user and command-line columns (`-f`).
     pub full: bool,
-    /// CPU use was measured over an interval (`--interval SECS`): print %CPU, %USR and %SYS.
+    /// CPU use was measured over an interval (`--delay SECS`): print %CPU, %USR and %SYS.
     pub measured: bool,
 }
 

@@ -92,6 +92,9 @@ pub fn filter_text(f: &Filter) -> Option<String> {
     if let Some(p) = f.pid {
         parts.push(format!("pid {p}"));
     }
+    if let Some(t) = f.tid {
+        parts.push(format!("thread {t}"));
+    }
     if let Some(c) = &f.comm {
         parts.push(format!("process name {}", safe::text(c)));
     }

@@ -66,7 +66,15 @@ pub fn render_intervals(
     if prof.meta.mode != "system" {
         writeln!(
             out,
-            "Note: not a system-wide recording; gaps while the target was not running count as long intervals."
+            "Note: not a system-wide recording: each thread is sampled on its own timer, which moves with"
+        )?;
+        writeln!(
+            out,
+            "it. A CPU's gap while a thread of it ran on another CPU (a migration) is left out; other gaps"
+        )?;
+        writeln!(
+            out,
+            "while the target was not running on the CPU count as long intervals."
         )?;
     }
     if filter_text(&opts.filter).is_some() {
@@ -118,6 +126,13 @@ fn cpu(
         "  delayed by more than half a period (interval > 1.5 periods): {:.2}% of samples",
         c.delayed_share * 100.0
     )?;
+    if c.migrations > 0 {
+        writeln!(
+            out,
+            "  left out: {} gaps while a thread ran on another CPU (migrations)",
+            c.migrations
+        )?;
+    }
     writeln!(out)?;
     writeln!(out, "  interval in periods")?;
     let max = c.histogram.iter().map(|h| h.1).max().unwrap_or(0);

@@ -129,6 +129,8 @@ struct ReasonJson {
 #[derive(Serialize)]
 struct FilterJson<'a> {
     pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tid: Option<u32>,
     comm: Option<&'a str>,
     mode: Option<Mode>,
     /// `samples` (counts), `wall` or `off_cpu` (every count is then nanoseconds).
@@ -378,6 +380,7 @@ pub fn render_json(
         warnings: &prof.warnings,
         filter: FilterJson {
             pid: filt.pid,
+            tid: filt.tid,
             comm: filt.comm.as_deref(),
             mode: filt.mode,
             measure: match filt.measure {

@@ -306,7 +306,7 @@ pub(crate) fn thread_table(
     let mut rows: Vec<_> = prof
         .thread_times
         .iter()
-        .filter(|t| f.pid.is_none_or(|p| p == t.pid))
+        .filter(|t| f.pid.is_none_or(|p| p == t.pid) && f.tid.is_none_or(|x| x == t.tid))
         .filter(|t| f.comm.as_ref().is_none_or(|c| prof.comm(t.pid) == *c))
         .collect();
     rows.sort_by(|a, b| {

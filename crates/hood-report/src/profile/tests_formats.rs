@@ -135,7 +135,10 @@ fn intervals_show_delay_distribution_per_cpu() {
     }
     // CPU 1: a single sample, no interval.
     b.sample_at(1, START, &[f]);
-    let p = b.finish(&[]);
+    let mut p = b.finish(&[]);
+    // A whole-system recording: each CPU on its own timer (the builder's one thread is on
+    // two CPUs at START, which a command's recording would take for a migration).
+    p.meta.mode = "system".into();
     let s = render(render_intervals, &p, &ReportOptions::default());
     assert!(s.contains("Nominal period: 1000.0 µs"));
     assert!(s.contains("CPU 0") && !s.contains("CPU 1"));
@@ -152,7 +155,6 @@ fn intervals_show_delay_distribution_per_cpu() {
     assert!(row("< 0.5").contains(" 1   1.00%"));
     assert!(row("0.9 - 1.1").contains(" 98  98.00%"));
     assert!(row("1.5 - 2").contains(" 1   1.00%"));
-    let mut p = p;
     p.meta.freq_hz = 0;
     let mut out = Vec::new();
     let e = render_intervals(&p, &ReportOptions::default(), &mut out).unwrap_err();

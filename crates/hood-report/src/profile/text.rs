@@ -49,7 +49,7 @@ fn render_text_lines(
         if filter_text(&opts.filter).is_some() {
             writeln!(
                 out,
-                "No samples pass the filter; try without --pid/--comm/--kernel/--user."
+                "No samples pass the filter; try without --pid/--tid/--comm/--kernel/--user."
             )?;
         } else {
             writeln!(
@@ -298,10 +298,11 @@ fn functions(
     let grouped = by_comm_function(prof, &rows);
     let counts: Vec<u64> = grouped.iter().map(|r| r.count).collect();
     // Say which processes the table covers: all of them only when no filter narrows them.
-    let whose = match (opts.filter.pid, &opts.filter.comm) {
-        (Some(pid), _) => format!("pid {pid}"),
-        (None, Some(comm)) => format!("processes named {}", safe::text(comm)),
-        (None, None) => "all processes".to_string(),
+    let whose = match (opts.filter.tid, opts.filter.pid, &opts.filter.comm) {
+        (Some(tid), _, _) => format!("thread {tid}"),
+        (None, Some(pid), _) => format!("pid {pid}"),
+        (None, None, Some(comm)) => format!("processes named {}", safe::text(comm)),
+        (None, None, None) => "all processes".to_string(),
     };
     let table = Table::new(
         &format!("Highest-scoring functions, {whose}"),

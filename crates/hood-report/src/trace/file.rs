@@ -31,6 +31,8 @@ pub enum View {
 pub struct TraceReport {
     /// The code-path trace instead of the summary.
     pub paths: bool,
+    /// Only the threads of this process.
+    pub pid: Option<u32>,
     /// Only this thread.
     pub tid: Option<u32>,
     /// Window start, ns from the trace's start (code-path lines and chrome slices).
@@ -69,6 +71,7 @@ pub fn report(
     let window = c.from_ns.is_some() || c.to_ns.is_some();
     let paths = c.paths || (c.view == View::Json && window);
     let opts = AnalysisOptions {
+        pid: c.pid,
         tid: c.tid,
         paths,
         calls: c.view == View::Chrome,
@@ -78,7 +81,7 @@ pub fn report(
     let threads: Vec<ThreadKey> = head
         .threads
         .iter()
-        .filter(|t| c.tid.is_none_or(|x| x == t.tid))
+        .filter(|t| c.tid.is_none_or(|x| x == t.tid) && c.pid.is_none_or(|p| p == t.key().pid))
         .map(|t| t.key())
         .collect();
     if threads.is_empty() {

@@ -78,10 +78,15 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
         a.threads.len(),
         if a.threads.len() == 1 { "" } else { "s" }
     )?;
-    if let Some(tid) = a.filter.tid {
+    let only = match (a.filter.pid, a.filter.tid) {
+        (_, Some(tid)) => Some(format!("thread {tid}")),
+        (Some(pid), None) => Some(format!("pid {pid}")),
+        (None, None) => None,
+    };
+    if let Some(only) = only {
         writeln!(
             out,
-            "Filter: thread {tid} only ({} of {} thread{} in the file)",
+            "Filter: {only} only ({} of {} thread{} in the file)",
             a.threads.len(),
             a.filter.threads_in_file,
             if a.filter.threads_in_file == 1 {

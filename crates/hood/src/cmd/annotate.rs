@@ -23,9 +23,9 @@ pub struct AnnotateArgs {
     /// Recording to read (hood's own, or a perf.data file written by `perf record`).
     #[arg(short = 'i', long = "input", default_value = "hood.data")]
     pub input: PathBuf,
-    /// Only this process.
-    #[arg(long = "pid")]
-    pub pid: Option<u32>,
+    /// Only this process (`-p/--pid`), only this thread (`--tid`).
+    #[command(flatten)]
+    pub select: crate::cmd::select::Select,
     /// Only processes with this name.
     #[arg(long = "comm")]
     pub comm: Option<String>,
@@ -93,7 +93,8 @@ pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let filter = Filter {
-        pid: args.pid,
+        pid: args.select.pid,
+        tid: args.select.tid,
         comm: args.comm.clone(),
         ..Filter::default()
     };

@@ -59,12 +59,20 @@ Rows are matched by name, so the functions of a binary rebuilt (another build-id
 addresses, another directory) meet theirs. Details: README, section \"Comparing two recordings\"."
 )]
 pub struct DiffArgs {
-    /// The recording before the change (hood's own, or a perf.data file).
-    #[arg(value_name = "BASE")]
-    pub base: PathBuf,
-    /// The recording after the change.
-    #[arg(value_name = "NEW")]
-    pub new: PathBuf,
+    /// The recording before the change (hood's own, or a perf.data file); or `-i BASE`.
+    #[arg(value_name = "BASE", required_unless_present = "input")]
+    pub base: Option<PathBuf>,
+    /// The recording after the change; or a second `-i NEW`.
+    #[arg(value_name = "NEW", required_unless_present = "input")]
+    pub new: Option<PathBuf>,
+    /// The two recordings as every reading command takes its input: `-i BASE -i NEW`.
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        conflicts_with_all = ["base", "new"]
+    )]
+    pub input: Vec<PathBuf>,
     /// What the rows are.
     #[arg(long = "by", value_enum, default_value_t = DiffByArg::Function)]
     pub by: DiffByArg,
@@ -117,8 +125,21 @@ fn load(path: &Path, which: &str, opts: &SymbolOpts) -> anyhow::Result<Profile> 
     })
 }
 
+impl DiffArgs {
+    /// BASE and NEW, from `-i BASE -i NEW` or named after the options.
+    fn files(&self) -> anyhow::Result<(PathBuf, PathBuf)> {
+        match (&self.input[..], &self.base, &self.new) {
+            ([b, n], None, None) | ([], Some(b), Some(n)) => Ok((b.clone(), n.clone())),
+            _ => anyhow::bail!(
+                "hood diff compares two recordings: give `-i BASE -i NEW` (or `BASE NEW`)"
+            ),
+        }
+    }
+}
+
 /// Run `hood diff`.
 pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let (base_path, new_path) = args.files()?;
     if args.format == DiffFormatArg::Pprof {
         super::refuse_binary_on_terminal(args.output.as_deref(), "pprof", "diff.pb.gz")?;
     }
@@ -130,7 +151,6 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         Measure::CpuSamples
     };
     let filter = Filter {
-        pid: None,
         comm: args.comm.clone(),
         mode: if args.kernel {
             Some(Mode::Kernel)
@@ -140,24 +160,24 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
             None
         },
         measure,
-        by_waker: false,
+        ..Filter::default()
     };
     // The two are read at once: most of a report's time is reading and symbolizing.
     let (base, new) = std::thread::scope(|s| {
         let base = std::thread::Builder::new()
             .name("base".into())
-            .spawn_scoped(s, || load(&args.base, "BASE", &args.symbols));
-        let new = load(&args.new, "NEW", &args.symbols);
+            .spawn_scoped(s, || load(&base_path, "BASE", &args.symbols));
+        let new = load(&new_path, "NEW", &args.symbols);
         let base = match base {
             Ok(h) => h
                 .join()
                 .unwrap_or_else(|_| Err(anyhow::anyhow!("reading BASE failed"))),
-            Err(_) => load(&args.base, "BASE", &args.symbols),
+            Err(_) => load(&base_path, "BASE", &args.symbols),
         };
         (base, new)
     });
     let (base, new) = (base?, new?);
-    for (p, path) in [(&base, &args.base), (&new, &args.new)] {
+    for (p, path) in [(&base, &base_path), (&new, &new_path)] {
         if measure != Measure::CpuSamples && p.meta.off_cpu.is_none() {
             anyhow::bail!(
                 "{} holds no off-CPU data, which --wall and --off-cpu compare: record both with `hood record --off-cpu`",
@@ -170,7 +190,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
             errln!("hood: warning: {which}: {}", crate::cmd::clean(w));
         }
     }
-    let empty: Vec<&PathBuf> = [(&base, &args.base), (&new, &args.new)]
+    let empty: Vec<&PathBuf> = [(&base, &base_path), (&new, &new_path)]
         .into_iter()
         .filter(|(p, _)| filter.samples(p).next().is_none())
         .map(|(_, path)| path)
@@ -204,8 +224,8 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         errln!("hood: warning: {}", crate::cmd::clean(w));
     }
     let (bs, ns) = (
-        args.base.display().to_string(),
-        args.new.display().to_string(),
+        base_path.display().to_string(),
+        new_path.display().to_string(),
     );
     let view = DiffView {
         base: &base,

@@ -7,6 +7,7 @@ pub mod diff;
 pub mod monitor;
 pub mod record;
 pub mod report;
+pub mod select;
 pub mod serve;
 pub mod trace;
 pub mod values;
@@ -25,6 +26,14 @@ pub fn clean(d: impl std::fmt::Display) -> String {
         std::borrow::Cow::Borrowed(_) => s,
         std::borrow::Cow::Owned(escaped) => escaped,
     }
+}
+
+/// A recorder's message on standard error, after `who: ` (`hood trace: `); the summary line
+/// every recorder ends with (`wrote FILE (SIZE): ...`, [`hood_format::wrote_line`]) after
+/// `hood: `, as `hood record` and `hood stop` print it.
+pub fn say_as(who: &str, m: &str) {
+    let who = if m.starts_with("wrote ") { "hood" } else { who };
+    errln!("{who}: {}", clean(m));
 }
 
 pub fn dispatch(command: Command) -> anyhow::Result<ExitCode> {

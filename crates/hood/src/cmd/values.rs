@@ -26,12 +26,12 @@ pub fn record_secs(s: &str) -> Result<f64, String> {
     number(s, 0.0, MAX_RECORD_SECS, true, "seconds")
 }
 
-/// `top -d SECS`: a refresh delay from 0.01 s to an hour.
+/// `top --delay SECS`: a refresh delay from 0.01 s to an hour.
 pub fn refresh_secs(s: &str) -> Result<f64, String> {
     number(s, 0.01, MAX_INTERVAL_SECS, false, "seconds")
 }
 
-/// `ps --interval`, `info --interval`: from 0 (one snapshot) to an hour.
+/// `ps --delay`, `info --delay`: from 0 (one snapshot) to an hour.
 pub fn interval_secs(s: &str) -> Result<f64, String> {
     number(s, 0.0, MAX_INTERVAL_SECS, false, "seconds")
 }

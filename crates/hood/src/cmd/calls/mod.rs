@@ -115,7 +115,7 @@ pub enum SortArg {
 /// Output format for `hood calls report`.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FormatArg {
-    /// Calls and milliseconds per call path, with notes.
+    /// Calls and milliseconds per call path (`--notes` says how they are counted).
     Text,
     /// Versioned JSON.
     Json,
@@ -128,9 +128,17 @@ pub enum FormatArg {
 /// `hood calls report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The file written by `hood calls run` or `hood calls get`.
-    #[arg(default_value = "hood-calls.data")]
-    pub file: PathBuf,
+    /// The file written by `hood calls run`, `record` or `get` (default hood-calls.data).
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        conflicts_with = "file"
+    )]
+    pub input: Option<PathBuf>,
+    /// The same file named after the options (`hood calls report FILE`).
+    #[arg(value_name = "FILE", hide = true)]
+    pub file: Option<PathBuf>,
     /// Totals per function instead of per path.
     #[arg(short = 'f', long = "functions")]
     pub functions: bool,
@@ -141,14 +149,18 @@ pub struct ReportArgs {
     #[arg(short = 'n', long)]
     pub lines: Option<usize>,
     /// Print full paths (long paths are otherwise shortened).
-    #[arg(short = 'i', long = "full-paths")]
+    #[arg(long = "full-paths")]
     pub full_paths: bool,
     /// One set of rows per thread.
-    #[arg(long)]
+    #[arg(short = 'H', long)]
     pub threads: bool,
-    /// Only this process.
-    #[arg(short, long)]
-    pub pid: Option<u32>,
+    /// Only this process (`-p/--pid`), only this thread (`--tid`).
+    #[command(flatten)]
+    pub select: crate::cmd::select::Select,
+    /// After the text report, the notes that say how calls and times are counted (else one
+    /// line).
+    #[arg(long)]
+    pub notes: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
@@ -165,10 +177,13 @@ fn say(m: Message) {
     }
 }
 
-/// What was written where, and the processes' warnings of lost data.
+/// What was written where (the summary line every recorder prints), and the processes'
+/// warnings of lost data.
 fn summary(procs: &[ProcessCalls], out: &std::path::Path) {
-    for line in hood_report::calls::render_summary(procs, out) {
-        errln!("hood calls: {line}");
+    // The file is in place: its size is what was written (not following a link).
+    let bytes = std::fs::symlink_metadata(out).map_or(0, |m| m.len());
+    for line in hood_report::calls::render_summary(procs, out, bytes) {
+        super::say_as("hood calls", &line);
     }
 }
 
@@ -261,7 +276,7 @@ fn probe(
         sched: false,
         output: ProbeOutput::Calls(output.clone()),
     };
-    let out = hood_hooks::probe::record(&cfg, &mut |m| errln!("hood calls: {}", super::clean(m)))?;
+    let out = hood_hooks::probe::record(&cfg, &mut |m| super::say_as("hood calls", m))?;
     if let Ok(f) = calls::read(&output, &mut |_| {}) {
         summary(&f.procs, &output);
     }

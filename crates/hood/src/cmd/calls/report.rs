@@ -10,24 +10,35 @@ use hood_report::pprof::calls::{render_calls_pprof, CallsPprofOptions};
 use super::{FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
-    crate::cmd::note_killed_writers(&a.file, hood_format::FileKind::Calls);
-    let file = hood_hooks::calls::read(&a.file, &mut |w| errln!("hood: warning: {}", crate::cmd::clean(w)))
+    let path = crate::cmd::select::input(&a.input, &a.file, "hood-calls.data");
+    crate::cmd::note_killed_writers(&path, hood_format::FileKind::Calls);
+    let file = hood_hooks::calls::read(&path, &mut |w| errln!("hood: warning: {}", crate::cmd::clean(w)))
         .map_err(|e| {
             crate::cmd::missing_file(
                 e.into(),
-                &a.file,
-                "write one with `hood calls run -- PROGRAM` or `hood calls get`, or give the file's path: `hood calls report FILE`",
+                &path,
+                "write one with `hood calls run -- PROGRAM` or `hood calls get`, or name the file with -i FILE",
             )
         })?;
     let mut procs = file.procs;
-    if let Some(pid) = a.pid {
-        procs.retain(|p| p.pid == pid);
+    let sel = a.select;
+    procs.retain(|p| sel.pid.is_none_or(|x| x == p.pid));
+    if let Some(tid) = sel.tid {
+        for p in &mut procs {
+            p.threads.retain(|t| t.tid == tid);
+        }
+        procs.retain(|p| !p.threads.is_empty());
     }
     if procs.is_empty() {
+        let what = sel.words();
         errln!(
             "hood calls report: no processes in {}{}",
-            crate::cmd::clean(a.file.display()),
-            a.pid.map(|p| format!(" with pid {p}")).unwrap_or_default()
+            crate::cmd::clean(path.display()),
+            if what.is_empty() {
+                String::new()
+            } else {
+                format!(" match {}", what.join(" "))
+            }
         );
         return Ok(ExitCode::from(1));
     }
@@ -63,6 +74,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         limit: a.lines,
         full_paths: a.full_paths,
         threads: a.threads,
+        notes: a.notes,
     };
     let text = match a.format {
         FormatArg::Text => render_text(&procs, &opts),

@@ -19,9 +19,10 @@ pub struct InfoArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
-    /// Seconds between the two snapshots rates and percentages come from (0: none).
-    #[arg(long, value_name = "SECS", default_value_t = 0.25, value_parser = crate::cmd::values::interval_secs)]
-    pub interval: f64,
+    /// Seconds between the two snapshots rates and percentages come from (0: none), as
+    /// `hood top --delay` refreshes.
+    #[arg(long = "delay", alias = "interval", value_name = "SECS", default_value_t = 0.25, value_parser = crate::cmd::values::interval_secs)]
+    pub delay: f64,
     /// Answer from the monitor store at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC) instead of
     /// the live system; rates are those of the recorded interval.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
@@ -41,7 +42,7 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
         None => sample(
             &mut reader(&args.proc_root).with_system_io(),
             &ScanOptions::all(),
-            Duration::from_secs_f64(args.interval),
+            Duration::from_secs_f64(args.delay),
         )?,
     };
     let Some(path) = args.path else {

@@ -13,12 +13,24 @@ use super::{descending, emit, out_width, reader, sample, sort_key};
 /// List tasks: ID, threads, memory, user and system time, name.
 #[derive(Debug, Args)]
 pub struct PsArgs {
-    /// List the threads of the task PID.
-    #[arg(short = 't', long = "task", value_name = "PID")]
+    /// Only this process (with -H: its threads).
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pub pid: Option<u32>,
+    /// Only this thread (one row of -H).
+    #[arg(long = "tid", value_name = "TID")]
+    pub tid: Option<u32>,
+    /// List threads instead of processes (all threads, or those of -p PID).
+    #[arg(short = 'H', long = "threads", short_alias = 'a', alias = "all")]
+    pub threads: bool,
+    /// The threads of the task PID: `-H -p PID` (the older spelling).
+    #[arg(
+        short = 't',
+        long = "task",
+        value_name = "PID",
+        hide = true,
+        conflicts_with = "pid"
+    )]
     pub task: Option<u32>,
-    /// List all threads of all tasks.
-    #[arg(short, long)]
-    pub all: bool,
     /// Print the system load.
     #[arg(short, long)]
     pub load: bool,
@@ -38,9 +50,10 @@ pub struct PsArgs {
     /// Only tasks whose pid, name, user or command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
-    /// Measure CPU percentages and rates over this many seconds (0: none, the default).
-    #[arg(long, value_name = "SECS", default_value_t = 0.0, value_parser = crate::cmd::values::interval_secs)]
-    pub interval: f64,
+    /// Measure CPU percentages and rates over this many seconds (0: none, the default), as
+    /// `hood top --delay` refreshes.
+    #[arg(long = "delay", alias = "interval", value_name = "SECS", default_value_t = 0.0, value_parser = crate::cmd::values::interval_secs)]
+    pub delay: f64,
     /// Answer from the monitor store at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC) instead of
     /// the live system; rates are those of the recorded interval.
     #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
@@ -65,15 +78,17 @@ struct PsConfig {
 impl PsArgs {
     fn config(&self) -> anyhow::Result<PsConfig> {
         let key = sort_key(self.sort.as_deref(), SortKey::Pid)?;
-        let threads = self.all || self.task.is_some();
+        let threads = self.threads || self.task.is_some() || self.tid.is_some();
+        // The threads of one process (`-H -p PID`, `-t PID`), or of all.
+        let threads_of = self.pid.or(self.task).filter(|_| threads);
         Ok(PsConfig {
             scan: ScanOptions {
                 status: self.json,
                 owner: self.full,
                 io: self.json,
                 cmdline: self.json || self.full || self.filter.is_some(),
-                threads: self.all,
-                threads_of: if self.all { None } else { self.task },
+                threads: threads && threads_of.is_none(),
+                threads_of,
                 cpu_mhz: self.cpus || self.json,
                 exceptions: self.json,
                 cgroup: self.json,
@@ -84,11 +99,11 @@ impl PsArgs {
                 load: self.load,
                 cpus: self.cpus,
                 full: self.full,
-                measured: self.interval > 0.0 || self.at.is_some(),
+                measured: self.delay > 0.0 || self.at.is_some(),
             },
             key,
             desc: descending(self.sort.as_deref(), key),
-            interval: Duration::from_secs_f64(self.interval),
+            interval: Duration::from_secs_f64(self.delay),
         })
     }
 }
@@ -98,19 +113,30 @@ pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.config()?;
     let mut view = match &args.at {
         Some(at) => {
-            if args.all || args.task.is_some() {
+            if cfg.layout.threads {
                 anyhow::bail!(
-                    "the monitor store holds processes, not threads: -a and -t PID read the live system only"
+                    "the monitor store holds processes, not threads: -H and --tid read the live system only"
                 );
             }
             super::store::view_at("ps", &args.store, at)?
         }
         None => sample(&mut reader(&args.proc_root), &cfg.scan, cfg.interval)?,
     };
-    if let Some(pid) = args.task {
+    if let Some(pid) = args.pid.or(args.task) {
         if !view.tasks.iter().any(|t| t.pid == pid) {
             errln!(
                 "hood ps: no task with pid {pid} (it may have exited); see `hood ps` for the list"
+            );
+            return Ok(ExitCode::from(1));
+        }
+        view.tasks.retain(|t| t.pid == pid);
+    }
+    if let Some(tid) = args.tid {
+        let rows = view.threads.get_or_insert_with(Vec::new);
+        rows.retain(|t| t.pid == tid);
+        if rows.is_empty() {
+            errln!(
+                "hood ps: no thread with tid {tid} (it may have exited); see `hood ps -H` for the list"
             );
             return Ok(ExitCode::from(1));
         }

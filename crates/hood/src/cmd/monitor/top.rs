@@ -20,8 +20,9 @@ use super::{descending, emit, out_width, reader_with_exits, sort_key, store};
 /// Full-screen system monitor (batch mode when stdout is not a terminal).
 #[derive(Debug, Args)]
 pub struct TopArgs {
-    /// Seconds between refreshes (default 1; 5 with --record).
-    #[arg(short, long, value_name = "SECS", value_parser = crate::cmd::values::refresh_secs)]
+    /// Seconds between refreshes (default 1; 5 with --record). `-d SECS`, as top and htop
+    /// spell it, works too.
+    #[arg(long, short_alias = 'd', value_name = "SECS", value_parser = crate::cmd::values::refresh_secs)]
     pub delay: Option<f64>,
     /// Batch mode: print plain-text frames instead of the full-screen UI.
     #[arg(short, long)]
@@ -58,7 +59,7 @@ pub struct TopArgs {
     #[arg(long)]
     pub irq_time: bool,
     /// Record the whole system (processes, CPUs, memory, load, interrupts, pressure, disks,
-    /// network) every -d seconds into the store DIR (created mode 0700) until stopped; see
+    /// network) every --delay seconds into the store DIR (created mode 0700) until stopped; see
     /// docs/monitor.md.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["replay", "json", "csv", "batch", "irq_time"])]
     pub record: Option<PathBuf>,

@@ -34,29 +34,9 @@ pub fn start(args: &RecordArgs, raw_args: &[String]) -> anyhow::Result<ExitCode>
 /// Run `hood stop`.
 pub fn stop(args: &StopArgs) -> anyhow::Result<ExitCode> {
     let o: Outcome = hood_record::session::stop(Duration::from_secs(args.timeout))?;
-    outln!("{}", o.output);
-    outln!(
-        "samples: {}  lost: {}  duration: {:.1} s  size: {} bytes",
-        o.samples,
-        o.lost,
-        o.seconds,
-        o.bytes
-    );
-    if o.switches_and_wakeups > 0 {
-        outln!(
-            "off-CPU: {} context switches and wake-ups",
-            o.switches_and_wakeups
-        );
-    }
-    if let Some(e) = &o.error {
-        outln!("error: {e}");
-    }
-    if o.samples_not_written > 0 {
-        outln!(
-            "not written: {} samples (the file holds the {} above)",
-            o.samples_not_written,
-            o.samples
-        );
+    // The summary `hood record` prints, on standard output: the recording's result.
+    for line in o.lines() {
+        outln!("hood: {}", crate::cmd::clean(line));
     }
     Ok(ExitCode::SUCCESS)
 }

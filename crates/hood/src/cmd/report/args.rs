@@ -72,9 +72,9 @@ pub struct ReportArgs {
     /// What to group the flat profile by.
     #[arg(long = "by", value_enum, default_value_t = ByArg::Function)]
     pub by: ByArg,
-    /// Only this process.
-    #[arg(long = "pid")]
-    pub pid: Option<u32>,
+    /// Only this process (`-p/--pid`), only this thread (`--tid`).
+    #[command(flatten)]
+    pub select: crate::cmd::select::Select,
     /// Only processes with this name.
     #[arg(long = "comm")]
     pub comm: Option<String>,

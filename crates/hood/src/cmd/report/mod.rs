@@ -71,7 +71,8 @@ impl ReportArgs {
             Measure::CpuSamples
         };
         let filter = Filter {
-            pid: self.pid,
+            pid: self.select.pid,
+            tid: self.select.tid,
             comm: self.comm.clone(),
             mode: if self.kernel {
                 Some(Mode::Kernel)
@@ -199,8 +200,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let empty = prof.samples.is_empty();
-    let filtered =
-        opts.filter.pid.is_some() || opts.filter.comm.is_some() || opts.filter.mode.is_some();
+    let filtered = opts.filter.pid.is_some()
+        || opts.filter.tid.is_some()
+        || opts.filter.comm.is_some()
+        || opts.filter.mode.is_some();
     let none_match = filtered && opts.filter.samples(&prof).next().is_none();
     // The process ends here: handing the profile's memory (tens of thousands of small
     // allocations) back to the allocator one by one would only cost time (~5 % of a report).
@@ -209,13 +212,10 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         errln!("hood: the recording holds no samples");
         return Ok(ExitCode::from(1));
     }
-    // Nothing found (exit status 1, docs/cli.md): a --pid, --comm, --kernel or --user that
+    // Nothing found (exit status 1, docs/cli.md): a --pid, --tid, --comm, --kernel or --user that
     // no sample matches.
     if none_match {
-        let mut what = Vec::new();
-        if let Some(p) = args.pid {
-            what.push(format!("--pid {p}"));
-        }
+        let mut what = args.select.words();
         if let Some(c) = &args.comm {
             what.push(format!("--comm {c}"));
         }
@@ -226,10 +226,20 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             what.push("--user".into());
         }
         errln!(
-            "hood: no sample in {} matches {}; `hood report -i {} --by process` lists the processes sampled",
+            "hood: no sample in {} matches {}; `hood report -i {} --by {}` lists the {} sampled",
             args.input.display(),
             what.join(" "),
-            args.input.display()
+            args.input.display(),
+            if args.select.tid.is_some() {
+                "thread"
+            } else {
+                "process"
+            },
+            if args.select.tid.is_some() {
+                "threads"
+            } else {
+                "processes"
+            }
         );
         return Ok(ExitCode::from(1));
     }
@@ -245,6 +255,11 @@ fn render_labels(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     use hood_report::labels as lr;
+    if args.select.tid.is_some() {
+        anyhow::bail!(
+            "--labels charges work to processes, not threads: use -p/--pid instead of --tid"
+        );
+    }
     let Some(rec) = labels else {
         anyhow::bail!(
             "{}: recorded without --labels; record with `hood record --labels ...` (as root)",
@@ -256,7 +271,7 @@ fn render_labels(
         prof,
         labeled: &labeled,
         source: &opts.source,
-        pid: args.pid,
+        pid: args.select.pid,
         comm: args.comm.as_deref(),
     };
     for w in &prof.warnings {

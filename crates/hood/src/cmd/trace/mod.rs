@@ -119,15 +119,23 @@ pub enum FormatArg {
 /// `hood trace report`.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// The file written by `hood trace record`.
-    #[arg(default_value = "hood-trace.data")]
-    pub file: PathBuf,
+    /// The file written by `hood trace record` (default hood-trace.data).
+    #[arg(
+        short = 'i',
+        long = "input",
+        value_name = "FILE",
+        conflicts_with = "file"
+    )]
+    pub input: Option<PathBuf>,
+    /// The same file named after the options (`hood trace report FILE`).
+    #[arg(value_name = "FILE", hide = true)]
+    pub file: Option<PathBuf>,
     /// Print the code-path trace instead of the summary.
     #[arg(long)]
     pub paths: bool,
-    /// Only this thread.
-    #[arg(long)]
-    pub tid: Option<u32>,
+    /// Only this process (`-p/--pid`), only this thread (`--tid`).
+    #[command(flatten)]
+    pub select: crate::cmd::select::Select,
     /// Code-path trace and Chrome/JSON timeline from this time after the start (e.g. 10ms,
     /// 1.5s, 250us; plain = s). Calls that overlap the window are kept.
     #[arg(long, value_parser = parse_time)]

@@ -10,18 +10,19 @@ use super::{FormatArg, ReportArgs};
 
 /// `hood trace report`, with its warnings on standard error.
 pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
-    crate::cmd::note_killed_writers(&c.file, hood_format::FileKind::Trace);
-    let head = scan(&c.file).map_err(|e| {
+    let file = crate::cmd::select::input(&c.input, &c.file, "hood-trace.data");
+    crate::cmd::note_killed_writers(&file, hood_format::FileKind::Trace);
+    let head = scan(&file).map_err(|e| {
         crate::cmd::missing_file(
             e.into(),
-            &c.file,
-            "write one with `hood trace record -- PROGRAM`, or give the file's path: `hood trace report FILE`",
+            &file,
+            "write one with `hood trace record -- PROGRAM`, or name the file with -i FILE",
         )
     })?;
     for w in &head.warnings {
         errln!(
             "hood: warning: {}",
-            crate::cmd::clean(format!("{}: {w}", c.file.display()))
+            crate::cmd::clean(format!("{}: {w}", file.display()))
         );
     }
     for p in &head.processes {
@@ -32,7 +33,8 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
     let mut out = crate::cmd::Output::open(c.output.as_deref())?;
     let what = TraceReport {
         paths: c.paths,
-        tid: c.tid,
+        pid: c.select.pid,
+        tid: c.select.tid,
         from_ns: c.from,
         to_ns: c.to,
         view: match c.format {
@@ -43,15 +45,16 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
         tags: c.tags,
         lines: c.lines,
     };
-    let written = hood_report::trace::report(&c.file, &head, &what, &mut out)?;
+    let written = hood_report::trace::report(&file, &head, &what, &mut out)?;
     out.finish()?;
     if written == Written::NoEvents {
         errln!(
             "hood trace report: no events in {}{}",
-            crate::cmd::clean(c.file.display()),
-            c.tid
-                .map(|t| format!(" for thread {t}"))
-                .unwrap_or_default()
+            crate::cmd::clean(file.display()),
+            match c.select.words() {
+                w if w.is_empty() => String::new(),
+                w => format!(" matching {}", w.join(" ")),
+            }
         );
         return Ok(ExitCode::from(1));
     }

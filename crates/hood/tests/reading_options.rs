@@ -1,0 +1,291 @@
+//! Every reading command takes its recording and its process and thread filters the same way
+//! (issue 30, item 4; docs/cli.md, "One convention"): `-i FILE` (or `--input FILE`; the older
+//! `hood calls report FILE` still works), `-p/--pid PID` and `--tid TID`. A filter that
+//! matches nothing exits 1 and names the option (docs/cli.md's exit status 1).
+//!
+//! One table: for each command, the recording of a program whose four threads do the work
+//! (tests/c/calls_threads.c), and how to read which threads an answer shows.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+mod common;
+use common::{hood, run, text};
+
+/// pid_max is at most 2^22: no process or thread has this ID.
+const NO_SUCH_ID: &str = "4999999";
+
+/// The threads (pid, tid) a JSON answer shows.
+type Threads = fn(&serde_json::Value) -> BTreeSet<(u32, u32)>;
+
+/// One reading command of the table.
+struct Reader {
+    /// The command words (`["calls", "report"]`), before the options.
+    words: &'static [&'static str],
+    /// Words after the options (annotate's function).
+    tail: &'static [&'static str],
+    /// Options that make the answer JSON, when the command has it.
+    json: &'static [&'static str],
+    /// The threads a JSON answer shows.
+    threads: Option<Threads>,
+    /// Whether the recording may be named after the options too (`calls report FILE`).
+    positional: bool,
+}
+
+fn json_threads(v: &serde_json::Value) -> BTreeSet<(u32, u32)> {
+    v.as_array()
+        .expect("threads array")
+        .iter()
+        .map(|t| {
+            (
+                t["pid"].as_u64().unwrap() as u32,
+                t["tid"].as_u64().unwrap() as u32,
+            )
+        })
+        .collect()
+}
+
+fn report_threads(v: &serde_json::Value) -> BTreeSet<(u32, u32)> {
+    json_threads(&v["threads"])
+}
+
+fn trace_threads(v: &serde_json::Value) -> BTreeSet<(u32, u32)> {
+    json_threads(&v["analysis"]["threads"])
+}
+
+fn calls_threads(v: &serde_json::Value) -> BTreeSet<(u32, u32)> {
+    let mut out = BTreeSet::new();
+    for p in v["processes"].as_array().expect("processes") {
+        let pid = p["pid"].as_u64().unwrap() as u32;
+        // The rows of `--threads` name their thread.
+        for r in p["rows"].as_array().expect("rows") {
+            if let Some(tid) = r["tid"].as_u64() {
+                out.insert((pid, tid as u32));
+            }
+        }
+    }
+    out
+}
+
+const READERS: &[Reader] = &[
+    Reader {
+        words: &["report"],
+        tail: &[],
+        json: &["--format", "json"],
+        threads: Some(report_threads),
+        positional: false,
+    },
+    Reader {
+        words: &["annotate"],
+        tail: &["work"],
+        json: &[],
+        threads: None,
+        positional: false,
+    },
+    Reader {
+        words: &["calls", "report"],
+        tail: &[],
+        json: &["--format", "json", "--threads"],
+        threads: Some(calls_threads),
+        positional: true,
+    },
+    Reader {
+        words: &["trace", "report"],
+        tail: &[],
+        json: &["--format", "json"],
+        threads: Some(trace_threads),
+        positional: true,
+    },
+];
+
+/// `hood WORDS OPTS TAIL`.
+fn read(r: &Reader, opts: &[&str]) -> Output {
+    run(hood().args(r.words).args(opts).args(r.tail))
+}
+
+fn json_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// The three recordings of calls_threads: a profile, call paths and a trace.
+fn recordings(dir: &Path) -> Vec<(&'static str, PathBuf)> {
+    let prog = common::instrumented("calls_threads", dir, &["-pthread"], &[]);
+    let p = prog.to_str().unwrap();
+    let rt = common::runtime_release_dir().join("libhood_rt.so");
+    let mut files = Vec::new();
+    for (words, name, n) in [
+        (&["record"][..], "prof.data", "3000000"),
+        (&["calls", "run"], "calls.data", "2000"),
+        (&["trace", "record"], "trace.data", "2000"),
+    ] {
+        let file = dir.join(name);
+        let out = run(hood()
+            .args(words)
+            .arg("-o")
+            .arg(&file)
+            .args(["--", p, n])
+            .env("HOOD_RT_LIB", &rt)
+            .env("HOOD_SHM_DIR", dir));
+        assert!(out.status.success(), "hood {words:?}:\n{}", text(&out));
+        files.push((name, file));
+    }
+    files
+}
+
+#[test]
+fn every_reading_command_takes_i_p_and_tid_the_same_way() {
+    if !common::privileged("every_reading_command_takes_i_p_and_tid_the_same_way") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let files = recordings(dir.path());
+    let file_of = |r: &Reader| -> PathBuf {
+        let name = match r.words[0] {
+            "calls" => "calls.data",
+            "trace" => "trace.data",
+            _ => "prof.data",
+        };
+        files.iter().find(|(n, _)| *n == name).unwrap().1.clone()
+    };
+    for r in READERS {
+        let what = format!("hood {}", r.words.join(" "));
+        let f = file_of(r);
+        let f = f.to_str().unwrap();
+        // -i FILE and --input FILE read the same recording.
+        let short = read(r, &["-i", f]);
+        assert_eq!(short.status.code(), Some(0), "{what} -i:\n{}", text(&short));
+        let long = read(r, &["--input", f]);
+        assert_eq!(short.stdout, long.stdout, "{what}: -i and --input");
+        if r.positional {
+            let named = run(hood().args(r.words).arg(f));
+            assert_eq!(short.stdout, named.stdout, "{what}: -i FILE and FILE");
+        }
+        // The threads of the recording: the program's process and its four workers (the
+        // JSON answer's, or the profile's for annotate).
+        let all: BTreeSet<(u32, u32)> = match r.threads {
+            Some(threads) => threads(&json_of(&read(r, &[&["-i", f][..], r.json].concat()))),
+            None => report_threads(&json_of(&run(hood()
+                .args(["report", "--format", "json", "-i"])
+                .arg(f)))),
+        };
+        let pid = all.iter().next().expect("threads").0;
+        let workers: Vec<u32> = all.iter().map(|t| t.1).filter(|&t| t != pid).collect();
+        assert!(workers.len() >= 2, "{what}: threads {all:?}");
+        let (pid_s, tid_s) = (pid.to_string(), workers[1].to_string());
+        // -p and --pid are one option; the process's threads pass.
+        let p_short = read(r, &[&["-i", f, "-p", &pid_s][..], r.json].concat());
+        let p_long = read(r, &[&["-i", f, "--pid", &pid_s][..], r.json].concat());
+        assert_eq!(
+            p_short.status.code(),
+            Some(0),
+            "{what} -p:\n{}",
+            text(&p_short)
+        );
+        assert_eq!(p_short.stdout, p_long.stdout, "{what}: -p and --pid");
+        // --tid keeps one thread, alone or with its process's -p.
+        for opts in [&["--tid", &tid_s][..], &["-p", &pid_s, "--tid", &tid_s]] {
+            let out = read(r, &[&["-i", f][..], opts, r.json].concat());
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{what} {opts:?}:\n{}",
+                text(&out)
+            );
+            if let Some(threads) = r.threads {
+                assert_eq!(
+                    threads(&json_of(&out)),
+                    BTreeSet::from([(pid, workers[1])]),
+                    "{what} {opts:?}"
+                );
+            } else {
+                assert_ne!(out.stdout, short.stdout, "{what} {opts:?}: narrowed");
+            }
+        }
+        // Nothing matches: exit 1, the option named (annotate's own words name the function).
+        for opt in ["--pid", "--tid"] {
+            let out = read(r, &["-i", f, opt, NO_SUCH_ID]);
+            assert_eq!(out.status.code(), Some(1), "{what} {opt}:\n{}", text(&out));
+            if r.words[0] != "annotate" {
+                let err = String::from_utf8_lossy(&out.stderr);
+                assert!(
+                    err.contains(&format!("{opt} {NO_SUCH_ID}")),
+                    "{what} {opt}: {err}"
+                );
+            }
+        }
+    }
+}
+
+/// `hood diff` takes its two recordings as `-i BASE -i NEW` too (its filters are by name,
+/// as pids differ between two runs).
+#[test]
+fn diff_takes_its_two_recordings_with_i() {
+    if !common::privileged("diff_takes_its_two_recordings_with_i") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let spinner = common::c_program("spinner");
+    let (a, b) = (dir.path().join("a.data"), dir.path().join("b.data"));
+    for f in [&a, &b] {
+        let out = common::record(f, &["--", spinner.to_str().unwrap(), "200"]);
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let named = run(hood().args(["diff", "--format", "json"]).arg(&a).arg(&b));
+    let flags = run(hood()
+        .args(["diff", "--format", "json", "-i"])
+        .arg(&a)
+        .arg("--input")
+        .arg(&b));
+    assert_eq!(named.status.code(), Some(0), "{}", text(&named));
+    assert_eq!(named.stdout, flags.stdout);
+    let one = run(hood().args(["diff", "-i"]).arg(&a));
+    assert_eq!(one.status.code(), Some(2), "{}", text(&one));
+    assert!(text(&one).contains("-i BASE -i NEW"), "{}", text(&one));
+}
+
+/// `hood ps` narrows the same way: `-p PID` one process, `-H -p PID` its threads, `--tid TID`
+/// one thread; the older `-t PID` and `-a` still work; an ID that matches nothing exits 1.
+#[test]
+fn ps_takes_p_tid_and_h_as_the_readers_do() {
+    // This test process: its pid, and its threads (the harness runs tests on threads).
+    let me = std::process::id();
+    let tids: Vec<u32> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    let other = *tids.iter().find(|&&t| t != me).expect("a second thread");
+    // The ID column of each row.
+    let ids = |args: &[&str]| -> (Option<i32>, BTreeSet<u32>) {
+        let out = run(hood().arg("ps").args(args));
+        let ids = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        (out.status.code(), ids)
+    };
+    let me_s = me.to_string();
+    let other_s = other.to_string();
+    assert_eq!(ids(&["-p", &me_s]), (Some(0), BTreeSet::from([me])));
+    assert_eq!(ids(&["--pid", &me_s]), (Some(0), BTreeSet::from([me])));
+    let (code, threads) = ids(&["-H", "-p", &me_s]);
+    assert_eq!(code, Some(0));
+    assert!(
+        threads.contains(&me) && threads.contains(&other),
+        "{threads:?}"
+    );
+    assert_eq!(ids(&["-t", &me_s]), (Some(0), threads.clone()), "-t PID");
+    assert_eq!(
+        ids(&["--tid", &other_s]),
+        (Some(0), BTreeSet::from([other]))
+    );
+    let (code, all) = ids(&["-a"]);
+    assert_eq!(code, Some(0));
+    assert!(all.contains(&other), "-a lists every thread");
+    for opt in ["-p", "--tid"] {
+        let out = run(hood().args(["ps", opt, NO_SUCH_ID]));
+        assert_eq!(out.status.code(), Some(1), "ps {opt}:\n{}", text(&out));
+    }
+}
