@@ -18,9 +18,10 @@
 //! - **hooks**: the call profiler's runtime ran below it (its own cost; taken out of both
 //!   sides when the call profile compensated for it, since the call profile then took it
 //!   out of its times);
-//! - **blocked**: the thread was off the CPU, blocked or runnable (from `hood record
-//!   --off-cpu` data; without it, this part is unknown and the shares of a program that
-//!   waits cannot agree).
+//! - **blocked** and **runnable**: the thread was off the CPU, waiting for something or
+//!   for a CPU (from `hood record --off-cpu` data; without it, these parts are unknown, and
+//!   the shares of a program that waits, or that a busy machine keeps waiting for a CPU,
+//!   cannot agree).
 //!
 //! Samples with no instrumented function in their stack (start-up, the dynamic loader, the
 //! runtime's threads) are outside what the call profile measures and are left out of the
@@ -28,7 +29,7 @@
 //! whatever ran and is not in the file.
 //!
 //! A function *agrees* when its call share and the explained statistical share (sampled +
-//! library + blocked, + hooks when not compensated) are within [`TOLERANCE_POINTS`]; the
+//! library + blocked + runnable, + hooks when not compensated) are within [`TOLERANCE_POINTS`]; the
 //! closing count covers the functions over [`OVER_PERCENT`] in either.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -71,8 +72,10 @@ pub struct ReconcileRow {
     pub library_ns: f64,
     /// ns of samples in the call profiler's runtime below it.
     pub hooks_ns: f64,
-    /// ns off the CPU below it (`None`: the profile has no off-CPU data).
+    /// ns blocked below it (`None`: the profile has no off-CPU data).
     pub blocked_ns: Option<f64>,
+    /// ns runnable, waiting for a CPU, below it (`None`: no off-CPU data).
+    pub runnable_ns: Option<f64>,
     /// `sampled_ns` as a share of the statistical total, percent.
     pub sampled_percent: f64,
     /// `library_ns` in points of the statistical total.
@@ -81,8 +84,10 @@ pub struct ReconcileRow {
     pub hooks_points: f64,
     /// `blocked_ns` in points of the statistical total.
     pub blocked_points: Option<f64>,
+    /// `runnable_ns` in points of the statistical total.
+    pub runnable_points: Option<f64>,
     /// The statistical share charged as the call profiler charges: sampled + library +
-    /// blocked (+ hooks when the call profile was not compensated), percent.
+    /// blocked + runnable (+ hooks when the call profile was not compensated), percent.
     pub explained_percent: f64,
     /// `calls_percent − explained_percent`: what the breakdown leaves unexplained.
     pub delta_points: f64,
@@ -148,6 +153,7 @@ struct Charge {
     library: f64,
     hooks: f64,
     blocked: f64,
+    runnable: f64,
 }
 
 /// Reconcile the call profile `calls` with the statistical profile `prof` of the same
@@ -238,8 +244,10 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             continue;
         };
         let c = charges.entry(name).or_default();
-        if matches!(s.mode, Mode::Blocked | Mode::Runnable) {
+        if s.mode == Mode::Blocked {
             c.blocked += w;
+        } else if s.mode == Mode::Runnable {
+            c.runnable += w;
         } else if depth == 0 {
             c.sampled += w;
         } else if hook_below {
@@ -249,8 +257,9 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
         }
     }
     let hooks_ns: f64 = charges.values().map(|c| c.hooks).sum();
-    let explained =
-        |c: &Charge| c.sampled + c.library + c.blocked + if compensated { 0.0 } else { c.hooks };
+    let explained = |c: &Charge| {
+        c.sampled + c.library + c.blocked + c.runnable + if compensated { 0.0 } else { c.hooks }
+    };
     let stat_total_ns: f64 = charges.values().map(explained).sum();
     let pct = |n: f64, total: f64| if total > 0.0 { n * 100.0 / total } else { 0.0 };
     let mut rows: Vec<ReconcileRow> = call_rows
@@ -270,10 +279,12 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                 library_ns: c.library,
                 hooks_ns: c.hooks,
                 blocked_ns: off_cpu.then_some(c.blocked),
+                runnable_ns: off_cpu.then_some(c.runnable),
                 sampled_percent: pct(c.sampled, stat_total_ns),
                 library_points: pct(c.library, stat_total_ns),
                 hooks_points: pct(c.hooks, stat_total_ns),
                 blocked_points: off_cpu.then(|| pct(c.blocked, stat_total_ns)),
+                runnable_points: off_cpu.then(|| pct(c.runnable, stat_total_ns)),
                 explained_percent,
                 delta_points,
                 over,

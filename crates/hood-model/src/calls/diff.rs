@@ -6,7 +6,10 @@
 //! program did, never noise.
 //!
 //! **Own time** is a call's elapsed time minus that of the calls it made, as `hood calls`
-//! counts it (blocked time included). A call-path table (`hood calls`) holds only sums per
+//! counts it (blocked time included). From a trace that recorded its threads' context
+//! switches, the time a thread was off the CPU while a call was on top of its stack is
+//! taken out as well (as `hood trace report`'s net time takes it out), so a trace's times
+//! are CPU time and a busy machine's preemption does not land in them. A call-path table (`hood calls`) holds only sums per
 //! path, so nothing in it tells how much a total varies run to run: no noise rule applies
 //! to its times ([`CallsDiff::per_call`] is false, rows have no `z`). A trace (`hood trace`)
 //! holds every call, so each row's own time per call has a sample variance `s²`; taking the
@@ -135,6 +138,8 @@ struct Open {
     entry_ns: u64,
     /// Elapsed ns of the calls it made that have ended.
     child_ns: u64,
+    /// ns the thread was off the CPU while this call was on top.
+    off_ns: u64,
 }
 
 #[derive(Default)]
@@ -148,6 +153,12 @@ struct Walk {
     open: HashMap<u64, u32>,
     last_ns: u64,
     proc: usize,
+    /// The thread's off-CPU intervals `[out, in)`, by time.
+    off: Vec<(u64, u64)>,
+    /// The first interval not yet wholly before the last event.
+    cursor: usize,
+    /// The last event's time.
+    prev_ns: Option<u64>,
 }
 
 impl Walk {
@@ -167,6 +178,7 @@ impl Walk {
             func,
             entry_ns: t,
             child_ns: 0,
+            off_ns: 0,
         });
         *self.open.entry(func).or_insert(0) += 1;
         true
@@ -181,7 +193,7 @@ impl Walk {
                 *n = n.saturating_sub(1);
             }
             let elapsed = t.saturating_sub(o.entry_ns);
-            let own = elapsed.saturating_sub(o.child_ns) as f64;
+            let own = elapsed.saturating_sub(o.child_ns).saturating_sub(o.off_ns) as f64;
             let tally = &mut self.paths[o.path as usize].2;
             tally.own_ns += own;
             tally.done += 1;
@@ -197,6 +209,32 @@ impl Walk {
         true
     }
 
+    /// The thread reached `t`: the time it was off the CPU since its last event goes to the
+    /// call on top of its stack.
+    fn advance(&mut self, t: u64) {
+        let Some(a) = self.prev_ns.replace(t) else {
+            return;
+        };
+        if t <= a {
+            return;
+        }
+        let mut off = 0u64;
+        while let Some(&(s, e)) = self.off.get(self.cursor) {
+            if s >= t {
+                break;
+            }
+            off += e.min(t).saturating_sub(s.max(a));
+            if e <= t {
+                self.cursor += 1;
+            } else {
+                break;
+            }
+        }
+        if let Some(top) = self.stack.last_mut() {
+            top.off_ns = top.off_ns.saturating_add(off);
+        }
+    }
+
     /// Calls still open at the thread's last event: their own time so far.
     fn finish(&mut self) {
         let end = self.last_ns;
@@ -205,6 +243,7 @@ impl Walk {
             let elapsed = end.saturating_sub(o.entry_ns);
             let own = elapsed
                 .saturating_sub(o.child_ns)
+                .saturating_sub(o.off_ns)
                 .saturating_sub(child_running);
             self.paths[o.path as usize].2.own_ns += own as f64;
             child_running = elapsed;
@@ -217,6 +256,8 @@ impl Walk {
 pub struct TraceCalls<'h> {
     head: &'h TraceHead,
     by: CallsBy,
+    /// Off-CPU intervals per thread id, from the trace's context switches.
+    off: HashMap<u32, Vec<(u64, u64)>>,
     threads: BTreeMap<ThreadKey, Walk>,
     unmatched: u64,
     deep: u64,
@@ -225,9 +266,36 @@ pub struct TraceCalls<'h> {
 impl<'h> TraceCalls<'h> {
     /// An empty walk over the processes of `head`.
     pub fn new(head: &'h TraceHead, by: CallsBy) -> TraceCalls<'h> {
+        let mut switches: HashMap<u32, Vec<(u64, bool)>> = HashMap::new();
+        for s in &head.switches {
+            switches.entry(s.tid).or_default().push((s.time_ns, s.out));
+        }
+        let off = switches
+            .into_iter()
+            .map(|(tid, mut v)| {
+                v.sort_unstable();
+                let mut iv = Vec::new();
+                let mut out_at = None;
+                for (t, out) in v {
+                    match (out, out_at) {
+                        (true, None) => out_at = Some(t),
+                        (false, Some(o)) => {
+                            iv.push((o, t));
+                            out_at = None;
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(o) = out_at {
+                    iv.push((o, u64::MAX));
+                }
+                (tid, iv)
+            })
+            .collect();
         TraceCalls {
             head,
             by,
+            off,
             threads: BTreeMap::new(),
             unmatched: 0,
             deep: 0,
@@ -247,13 +315,16 @@ impl<'h> TraceCalls<'h> {
             return;
         };
         let p = &self.head.processes[proc];
+        let off = &mut self.off;
         let w = self.threads.entry(key).or_insert_with(|| Walk {
             proc,
+            off: off.remove(&te.tid).unwrap_or_default(),
             ..Walk::default()
         });
         for e in &te.events {
             let t = p.ns(e.ticks());
             w.last_ns = w.last_ns.max(t);
+            w.advance(t);
             match e.kind() {
                 Kind::Entry => {
                     if !w.entry(e.addr, t) {
@@ -294,6 +365,12 @@ impl<'h> TraceCalls<'h> {
                 names.push(key.clone());
                 side.rows.entry(key).or_default().add(tally);
             }
+        }
+        if self.head.switches.is_empty() {
+            side.notes.push(
+                "the trace holds no context switches (`hood trace record` as root records them): its own times include the time threads were off the CPU"
+                    .into(),
+            );
         }
         if self.unmatched > 0 {
             side.notes.push(format!(
@@ -581,6 +658,39 @@ mod tests {
     }
 
     #[test]
+    fn time_off_the_cpu_is_taken_out_of_the_call_on_top() {
+        use crate::trace::Switch;
+        let mut h = head();
+        // Off 25..35 (inside f, on top) and 70..80 (in main after f returned).
+        for (t, out) in [(25, true), (35, false), (70, true), (80, false)] {
+            h.switches.push(Switch {
+                pid: 5,
+                tid: 5,
+                time_ns: t,
+                out,
+                preempt: true,
+                cpu: 0,
+            });
+        }
+        let mut w = TraceCalls::new(&h, CallsBy::Function);
+        w.feed(&ThreadEvents {
+            pid: 5,
+            tid: 5,
+            start_mono_ns: 0,
+            events: vec![
+                ev(1, 10, false),
+                ev(2, 20, false),
+                ev(2, 50, true),
+                ev(1, 100, true),
+            ],
+        });
+        let s = w.finish();
+        assert_eq!(s.rows["f"].own_ns, 20.0);
+        assert_eq!(s.rows["main"].own_ns, 90.0 - 30.0 - 10.0);
+        assert!(s.notes.is_empty(), "{:?}", s.notes);
+    }
+
+    #[test]
     fn exits_of_calls_never_entered_and_open_calls() {
         let h = head();
         let mut w = TraceCalls::new(&h, CallsBy::Function);
@@ -602,6 +712,10 @@ mod tests {
         assert_eq!(s.rows["f"].calls, 2);
         assert_eq!(s.rows["f"].own_ns, 30.0);
         assert_eq!(s.rows["f"].done, 1);
-        assert!(s.notes[0].contains("1 exits"));
+        assert!(
+            s.notes.iter().any(|n| n.contains("1 exits")),
+            "{:?}",
+            s.notes
+        );
     }
 }

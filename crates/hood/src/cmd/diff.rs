@@ -23,6 +23,8 @@ pub enum DiffByArg {
     Dso,
     /// Source lines of the sampled code (`dir/file:line`, needs debug info).
     Line,
+    /// Call paths (two `hood calls` or two `hood trace` recordings).
+    Path,
 }
 
 /// Output format of `hood diff`.
@@ -59,12 +61,19 @@ Rows are matched by name, so the functions of a binary rebuilt (another build-id
 addresses, another directory) meet theirs. Details: README, section \"Comparing two recordings\"."
 )]
 pub struct DiffArgs {
-    /// The recording before the change (hood's own, or a perf.data file).
+    /// The recording before the change: a profile (hood's own, or a perf.data file), a
+    /// `hood calls` or a `hood trace` recording. With --reconcile: the `hood calls` recording.
     #[arg(value_name = "BASE")]
     pub base: PathBuf,
-    /// The recording after the change.
+    /// The recording after the change, of the same kind. With --reconcile: the profile of the
+    /// same program (`hood record`, best with --off-cpu).
     #[arg(value_name = "NEW")]
     pub new: PathBuf,
+    /// Hold a call profile (`hood calls`) against a statistical profile of the same program:
+    /// per function both shares and what explains their difference (library code, blocked
+    /// time, the hooks' cost). `hood diff --reconcile CALLS PROFILE`.
+    #[arg(long = "reconcile")]
+    pub reconcile: bool,
     /// What the rows are.
     #[arg(long = "by", value_enum, default_value_t = DiffByArg::Function)]
     pub by: DiffByArg,
@@ -117,8 +126,73 @@ fn load(path: &Path, which: &str, opts: &SymbolOpts) -> anyhow::Result<Profile> 
     })
 }
 
+/// What a file holds, as far as `hood diff` cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A profile: hood's, or anything else (perf.data), which the profile reader judges.
+    Profile,
+    /// `hood calls`.
+    Calls,
+    /// `hood trace`.
+    Trace,
+}
+
+fn kind_of(path: &Path) -> Kind {
+    match hood_format::Reader::open(path).map(|r| r.kind()) {
+        Ok(hood_format::FileKind::Calls) => Kind::Calls,
+        Ok(hood_format::FileKind::Trace) => Kind::Trace,
+        _ => Kind::Profile,
+    }
+}
+
+fn kind_words(k: Kind) -> &'static str {
+    match k {
+        Kind::Profile => "a profile (`hood record`, perf.data)",
+        Kind::Calls => "a call-path recording (`hood calls`)",
+        Kind::Trace => "a trace (`hood trace`)",
+    }
+}
+
 /// Run `hood diff`.
 pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let (kb, kn) = (kind_of(&args.base), kind_of(&args.new));
+    if args.reconcile {
+        return super::diff_calls::reconcile(args, kb == Kind::Calls, kn == Kind::Calls);
+    }
+    match (kb, kn) {
+        (Kind::Profile, Kind::Profile) => {}
+        (Kind::Calls, Kind::Calls) | (Kind::Trace, Kind::Trace) => {
+            return super::diff_calls::run(args, kb == Kind::Trace)
+        }
+        _ => {
+            let (b, n) = (args.base.display(), args.new.display());
+            let fix = if matches!(
+                (kb, kn),
+                (Kind::Calls, Kind::Profile) | (Kind::Profile, Kind::Calls)
+            ) {
+                let (c, p) = if kb == Kind::Calls {
+                    (&b, &n)
+                } else {
+                    (&n, &b)
+                };
+                format!("a call profile is held against a profile of the same program with `hood diff --reconcile {c} {p}`")
+            } else {
+                "compare two recordings of one kind: two profiles, two `hood calls` or two `hood trace` recordings (or a `hood calls` recording and a profile with --reconcile)".to_string()
+            };
+            anyhow::bail!(
+                "BASE {b} is {} and NEW {n} is {}: they measure different things; {fix}",
+                kind_words(kb),
+                kind_words(kn)
+            );
+        }
+    }
+    if args.by == DiffByArg::Path {
+        anyhow::bail!(
+            "--by path compares call paths of two `hood calls` or two `hood trace` recordings; {} and {} are profiles: use --by function|comm|dso|line",
+            args.base.display(),
+            args.new.display()
+        );
+    }
     if args.format == DiffFormatArg::Pprof {
         super::refuse_binary_on_terminal(args.output.as_deref(), "pprof", "diff.pb.gz")?;
     }
@@ -195,6 +269,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         DiffByArg::Comm => DiffBy::Comm,
         DiffByArg::Dso => DiffBy::Dso,
         DiffByArg::Line => DiffBy::Line,
+        DiffByArg::Path => unreachable!("refused above"),
     };
     let mut d = diff(&base, &new, &filter, by);
     if args.sort == DiffSortArg::Points {
