@@ -389,8 +389,11 @@ mod tests {
         }
     }
 
-    /// Samples of 1 ms: (stack from the leaf as names with dso, count, mode).
-    fn prof(pid: u32, samples: &[(&[(&str, &str)], u64, Mode)], off_cpu: bool) -> Profile {
+    /// Frames from the leaf as (name, dso), a count of 1 ms samples, and their mode.
+    type Samples<'a> = (&'a [(&'a str, &'a str)], u64, Mode);
+
+    /// Samples of 1 ms.
+    fn prof(pid: u32, samples: &[Samples<'_>], off_cpu: bool) -> Profile {
         let mut p = Profile {
             meta: RecordMeta {
                 event: "cpu-clock".into(),
@@ -453,7 +456,7 @@ mod tests {
             (4, "wait", 20),
         ]);
         const W: &str = "work";
-        let samples: Vec<(&[(&str, &str)], u64, Mode)> = vec![
+        let samples: Vec<Samples<'_>> = vec![
             (&[("main", W)], 10, Mode::User),
             (&[("spin", W), ("main", W)], 48, Mode::User),
             // The hooks' cost under spin: compensated, so left out.
@@ -486,7 +489,7 @@ mod tests {
             (&[("_dl_start", "ld.so")], 7, Mode::User),
         ];
         let p = prof(9, &samples, true);
-        let r = reconcile(&[c.clone()], &p);
+        let r = reconcile(std::slice::from_ref(&c), &p);
         assert_eq!(r.matched_by, MatchedBy::Pid);
         assert_eq!(r.outside_ns, 7e6);
         assert_eq!(r.stat_total_ns, 98e6);

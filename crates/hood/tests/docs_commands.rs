@@ -394,6 +394,14 @@ const PLANS: &[(&str, Plan)] = &[
         Plan::AsWritten,
     ),
     ("go tool pprof -top diff.pb.gz", Plan::AsWritten),
+    (
+        "hood record --off-cpu -o prof.data -- hood calls run -o calls.data -- ./myprog",
+        Plan::Variant(
+            "hood record --off-cpu -o prof.data -- hood calls run -o calls.data -- ./myprog 300",
+            "`myprog` stands for the user's program: the test's is split (instrumented), 300 ms",
+        ),
+    ),
+    ("hood diff --reconcile calls.data prof.data", Plan::AsWritten),
     // README: call paths and traces.
     (
         "gcc -O2 -g -finstrument-functions -o prog prog.c",

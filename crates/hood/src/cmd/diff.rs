@@ -58,7 +58,11 @@ pub enum DiffSortArg {
 of the two sample counts: |z| < 2.576 (two-sided 99 %), z being the change of time divided by \
 the square root of the sum of the squared sample weights of both recordings (Poisson counts). \
 Rows are matched by name, so the functions of a binary rebuilt (another build-id, other \
-addresses, another directory) meet theirs. Details: README, section \"Comparing two recordings\"."
+addresses, another directory) meet theirs. Two `hood calls` or two `hood trace` recordings \
+compare calls (exact) and own time per function or --by path; a trace's times are judged by \
+the calls' own variation, a call-path table's by no rule (it holds sums only). \
+`--reconcile CALLS PROFILE` holds a call profile against a profile of the same program. \
+Details: README, section \"Comparing two recordings\"."
 )]
 pub struct DiffArgs {
     /// The recording before the change: a profile (hood's own, or a perf.data file), a
