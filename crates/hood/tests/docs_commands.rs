@@ -1045,6 +1045,8 @@ fn needs_root(cmd: &str) -> bool {
         || cmd.contains("--wall")
         || cmd.contains("--by reason")
         || cmd.contains("--by waker")
+        // The README's reconciliation reads the --off-cpu recording made before it.
+        || cmd.contains("--reconcile")
         || cmd.starts_with("hood start")
         || cmd == "hood stop"
         || cmd.starts_with("perf ")

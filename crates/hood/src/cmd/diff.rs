@@ -133,19 +133,34 @@ fn load(path: &Path, which: &str, opts: &SymbolOpts) -> anyhow::Result<Profile> 
 /// What a file holds, as far as `hood diff` cares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    /// A profile: hood's, or anything else (perf.data), which the profile reader judges.
+    /// A profile: hood's, or perf.data.
     Profile,
     /// `hood calls`.
     Calls,
     /// `hood trace`.
     Trace,
+    /// Neither (missing, empty, damaged, another kind): the profile reader names the problem.
+    Unknown,
 }
 
 fn kind_of(path: &Path) -> Kind {
     match hood_format::Reader::open(path).map(|r| r.kind()) {
         Ok(hood_format::FileKind::Calls) => Kind::Calls,
         Ok(hood_format::FileKind::Trace) => Kind::Trace,
-        _ => Kind::Profile,
+        Ok(hood_format::FileKind::Profile) => Kind::Profile,
+        Ok(_) => Kind::Unknown,
+        Err(_) => {
+            let mut magic = [0u8; 8];
+            let perf = hood_format::untrusted::open(path, hood_format::untrusted::Policy::NAMED)
+                .ok()
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic).ok())
+                .is_some_and(|()| &magic == b"PERFILE2");
+            if perf {
+                Kind::Profile
+            } else {
+                Kind::Unknown
+            }
+        }
     }
 }
 
@@ -154,6 +169,7 @@ fn kind_words(k: Kind) -> &'static str {
         Kind::Profile => "a profile (`hood record`, perf.data)",
         Kind::Calls => "a call-path recording (`hood calls`)",
         Kind::Trace => "a trace (`hood trace`)",
+        Kind::Unknown => "not a recording",
     }
 }
 
@@ -164,10 +180,11 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         return super::diff_calls::reconcile(args, kb == Kind::Calls, kn == Kind::Calls);
     }
     match (kb, kn) {
-        (Kind::Profile, Kind::Profile) => {}
         (Kind::Calls, Kind::Calls) | (Kind::Trace, Kind::Trace) => {
             return super::diff_calls::run(args, kb == Kind::Trace)
         }
+        // A file that is no recording is named, with its problem, by the profile reader.
+        (Kind::Profile, Kind::Profile) | (Kind::Unknown, _) | (_, Kind::Unknown) => {}
         _ => {
             let (b, n) = (args.base.display(), args.new.display());
             let fix = if matches!(
