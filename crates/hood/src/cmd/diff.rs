@@ -105,6 +105,10 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = DiffFormatArg::Text)]
     pub format: DiffFormatArg,
+    /// Draw the differential flame graph (--format svg) in BASE's shape instead of NEW's, so
+    /// that code only BASE ran shows (in blue); colours still show the change to NEW.
+    #[arg(long = "base-shape")]
+    pub base_shape: bool,
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -206,6 +210,9 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
                 kind_words(kn)
             );
         }
+    }
+    if args.base_shape && args.format != DiffFormatArg::Svg {
+        anyhow::bail!("--base-shape shapes the differential flame graph: add --format svg");
     }
     if args.by == DiffByArg::Path {
         anyhow::bail!(
@@ -322,7 +329,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         }
         DiffFormatArg::Json => render::render_diff_json(&view, &mut out)?,
         DiffFormatArg::Collapsed => render::render_diff_collapsed(&view, &mut out)?,
-        DiffFormatArg::Svg => render::render_diff_svg(&view, &mut out)?,
+        DiffFormatArg::Svg => render::render_diff_svg(&view, args.base_shape, &mut out)?,
         DiffFormatArg::Pprof => {
             hood_report::pprof::diff::render_pprof_diff(&base, &new, &filter, &mut out)?
         }
