@@ -15,9 +15,10 @@
 //!
 //! - **sampled**: the function's own code was running (the sampler's own share);
 //! - **library**: code without hooks ran below it (libraries, assembly, the kernel);
-//! - **hooks**: the call profiler's runtime ran below it (its own cost; taken out of both
-//!   sides when the call profile compensated for it, since the call profile then took it
-//!   out of its times);
+//! - **hooks**: the call profiler's runtime ran below it, or the thread was preempted in it
+//!   (its own cost; taken out of both sides when the call profile compensated for it, since
+//!   the call profile then took it out of its times, and a preemption inside a hook is
+//!   charged by the call profile to a callee the stack does not show);
 //! - **blocked** and **runnable**: the thread was off the CPU, waiting for something or
 //!   for a CPU (from `hood record --off-cpu` data; without it, these parts are unknown, and
 //!   the shares of a program that waits, or that a busy machine keeps waiting for a CPU,
@@ -244,14 +245,17 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             continue;
         };
         let c = charges.entry(name).or_default();
-        if s.mode == Mode::Blocked {
+        // A hook is charged by the call profiler to the call it times, which the stack does
+        // not show (the hook runs before the callee's frame is set up), so its time, on or
+        // off the CPU, is the hooks' part of the function the stack does show.
+        if hook_below {
+            c.hooks += w;
+        } else if s.mode == Mode::Blocked {
             c.blocked += w;
         } else if s.mode == Mode::Runnable {
             c.runnable += w;
         } else if depth == 0 {
             c.sampled += w;
-        } else if hook_below {
-            c.hooks += w;
         } else {
             c.library += w;
         }
@@ -458,6 +462,12 @@ mod tests {
         const W: &str = "work";
         let samples: Vec<Samples<'_>> = vec![
             (&[("main", W)], 10, Mode::User),
+            // Preempted in a hook: the hooks' part, not main's or spin's runnable time.
+            (
+                &[("hood_enter", "libhood_rt.so"), ("main", W)],
+                3,
+                Mode::Runnable,
+            ),
             (&[("spin", W), ("main", W)], 48, Mode::User),
             // The hooks' cost under spin: compensated, so left out.
             (
@@ -496,6 +506,8 @@ mod tests {
         let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
         assert_eq!(row("copy").library_ns, 20e6);
         assert_eq!(row("spin").hooks_ns, 5e6);
+        assert_eq!(row("main").hooks_ns, 3e6);
+        assert_eq!(row("main").runnable_ns, Some(0.0));
         assert_eq!(row("wait").blocked_ns, Some(19e6));
         assert!((row("spin").calls_percent - 50.0).abs() < 1e-9);
         assert!((row("spin").explained_percent - 48.0 * 100.0 / 98.0).abs() < 1e-9);

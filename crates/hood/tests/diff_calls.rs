@@ -12,8 +12,8 @@
 //! Times: a trace that recorded context switches gives CPU time (off-CPU time taken out), so
 //! the trace pair's doubling is checked at +100 % ± 20 % (wider than the profile diff's ±10 %:
 //! irq time and cache effects stay in). `hood calls` measures wall time, into which a busy
-//! machine's preemption falls at random (a load of 8 on 2 CPUs here), so of its times only the
-//! direction of work_b's change is checked; its calls are exact. The recordings of a pair run
+//! machine's preemption falls at random (at a load of 8 on 2 CPUs here work_b, doing twice the
+//! work, once measured 37 % less), so its times are not checked; its calls are exact. The recordings of a pair run
 //! side by side, two at a time on this file's lock, to meet the same load.
 
 mod common;
@@ -82,8 +82,8 @@ fn row<'a>(d: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no row {name} in {d:#}"))
 }
 
-/// `name`'s calls are `calls_factor` times BASE's, and its own time grew (with `tolerance`:
-/// it leads, by 100 % ± 20 %).
+/// `name`'s calls are `calls_factor` times BASE's; with `tolerance` (CPU times), it leads
+/// with its own time grown by 100 % ± 20 %.
 fn assert_doubled(d: &Value, name: &str, calls_factor: u64, tolerance: bool) {
     let first = row(d, name);
     let (b, n) = (
@@ -91,9 +91,8 @@ fn assert_doubled(d: &Value, name: &str, calls_factor: u64, tolerance: bool) {
         first["new_calls"].as_u64().unwrap(),
     );
     assert_eq!(n, b * calls_factor, "{first:#}");
-    let change = first["change_percent"].as_f64().unwrap();
-    assert!(change > 0.0, "{first:#}");
     if tolerance {
+        let change = first["change_percent"].as_f64().unwrap();
         assert_eq!(d["rows"][0]["name"], name, "{d:#}");
         assert!((80.0..=120.0).contains(&change), "{first:#}");
     }
