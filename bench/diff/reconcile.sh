@@ -6,13 +6,14 @@
 # Prints the reconciliation table (per function over 5 %: the call share, the statistical
 # share and the breakdown of their difference) and the closing count; never pass/fail.
 # Needs root (off-CPU tracepoints) and gcc.
-# Measured 2026-11-26 (2 vCPUs at a load of 8.5, debug hood): 2 of 6 functions over 5 % agree
-# within 2 points (mainQSort3 22.9/22.3, mainSort 15.2/15.4); the call profile gives
-# mainSimpleSort 30.5 % and mainGtU 14.7 %, the sampler 6.3 % and 38.2 %: together 45.2 against
-# 44.5, so the time is found and only its split between mainSimpleSort and the millions of tiny
-# mainGtU calls it makes differs, where the hooks' cost (11.6 points under mainGtU, half of
-# each hook timed in the caller) and the preemption inside hooks fall (Meurs's small-function
-# case). sendMTFValues 6.2/1.3 and bsW 3.6/8.5 are a caller and its tiny callee likewise.
+# Measured 2026-11-26 (2 vCPUs at a load of 5, debug hood): 2 of 6 functions over 5 % agree
+# within 2 points (mainGtU 15.3/17.0, sendMTFValues 5.8/4.1); mainSimpleSort 19.7/7.5,
+# mainSort 16.4/21.7, mainQSort3 26.1/29.6, generateMTFValues 10.9/14.2. The hooks are 47.5
+# points of the sampled time under mainGtU alone (millions of calls of a few instructions):
+# the call profile's compensation takes a calibrated cost per call out, and what it misses
+# lands in mainSimpleSort, the caller timed around each mainGtU hook (Meurs's case of the
+# profiler's own cost in small functions). Run at another load, the split moves: the sums of
+# a caller and its tiny callee agree better than each.
 # Usage: bench/diff/reconcile.sh        HOOD=path/to/hood uses that binary (and the
 # libhood_rt.so beside it, or $HOOD_RT_LIB) instead of building the release ones.
 set -eu
