@@ -1,6 +1,7 @@
 /* Known answer for `hood diff`: three functions of fixed work, iterations 2:2:3 per round;
    built with -DSLOW_B, work_b does twice as many (4), so its time doubles and the others'
-   stay. Usage: diff_known ROUNDS */
+   stay; built with -DTWICE_B, work_b is called twice per round (its calls and time double).
+   Usage: diff_known ROUNDS */
 #include <stdlib.h>
 
 static volatile unsigned long sink;
@@ -33,6 +34,9 @@ int main(int argc, char **argv) {
     for (long r = 0; r < rounds; r++) {
         work_a(20000);
         work_b(20000);
+#ifdef TWICE_B
+        work_b(20000);
+#endif
         work_c(20000);
     }
     return 0;

@@ -12,6 +12,7 @@ pub mod calls;
 pub mod labels;
 pub mod perfdata;
 pub mod profile;
+pub mod reconcile;
 pub mod trace;
 
 /// Errors of the model layer.

@@ -422,6 +422,14 @@ const PLANS: &[(&str, Plan)] = &[
         Plan::AsWritten,
     ),
     ("go tool pprof -top diff.pb.gz", Plan::AsWritten),
+    (
+        "hood record --off-cpu -o prof.data -- hood calls run -o calls.data -- ./myprog",
+        Plan::Variant(
+            "hood record --off-cpu -o prof.data -- hood calls run -o calls.data -- ./myprog 300",
+            "`myprog` stands for the user's program: the test's is split (instrumented), 300 ms",
+        ),
+    ),
+    ("hood diff --reconcile calls.data prof.data", Plan::AsWritten),
     // README: call paths and traces.
     (
         "gcc -O2 -g -finstrument-functions -o prog prog.c",
@@ -1079,6 +1087,8 @@ fn needs_root(cmd: &str) -> bool {
         || cmd.contains("--wall")
         || cmd.contains("--by reason")
         || cmd.contains("--by waker")
+        // The README's reconciliation reads the --off-cpu recording made before it.
+        || cmd.contains("--reconcile")
         || cmd.starts_with("hood start")
         || cmd == "hood stop"
         || cmd.starts_with("perf ")

@@ -5,12 +5,17 @@
 mod analysis;
 mod build;
 mod codec;
+mod diff;
 
 pub use analysis::{
     function_rows, node_name, path_rows, path_totals, sort_rows, PathTotal, Row, SortKey,
 };
 pub use build::ThreadBuilder;
 pub use codec::{decode_process, encode_process, CallsMeta, PAYLOAD_VERSION};
+pub use diff::{
+    calls_diff, calls_side, CallsBy, CallsDiff, CallsDiffRow, CallsDiffSide, CallsSide, Tally,
+    TraceCalls,
+};
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,8 @@
 //! Renderers for `hood calls report`: the text layout (`calls  msecs  path`
 //! per process, with its notes), JSON, and collapsed stacks (own time in µs per path).
 
+pub mod diff;
+
 use std::borrow::Cow;
 use std::fmt::Write as _;
 

@@ -318,31 +318,53 @@ pub fn render_diff_collapsed(v: &DiffView<'_>, out: &mut dyn Write) -> Result<()
     Ok(())
 }
 
-/// Write a differential flame graph: NEW's stacks, each frame coloured by its change from
-/// BASE (red: more in NEW, blue: less; the deeper the colour, the larger the change). Code
-/// found only in BASE has no width in NEW's shape and is not drawn.
-pub fn render_diff_svg(v: &DiffView<'_>, out: &mut dyn Write) -> Result<(), ReportError> {
+/// Write a differential flame graph: NEW's stacks (`base_shape`: BASE's), each frame
+/// coloured by its change from BASE to NEW (red: more in NEW, blue: less; the deeper the
+/// colour, the larger the change). Code found only in BASE has no width in NEW's shape: BASE's
+/// shape draws it, in blue.
+pub fn render_diff_svg(
+    v: &DiffView<'_>,
+    base_shape: bool,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
     let pairs = folded_pairs(v.base, v.new, v.filter);
-    if pairs.iter().all(|p| p.2 == 0) {
+    let shape = if base_shape {
+        v.base_source
+    } else {
+        v.new_source
+    };
+    if pairs
+        .iter()
+        .all(|p| if base_shape { p.1 == 0 } else { p.2 == 0 })
+    {
         let hint = match filter_text(v.filter) {
-            Some(f) => format!("; no sample of {} passes the filter ({f})", v.new_source),
-            None => format!("; {} holds no samples", v.new_source),
+            Some(f) => format!("; no sample of {shape} passes the filter ({f})"),
+            None => format!("; {shape} holds no samples"),
         };
         return Err(ReportError::NoSamples {
             what: "draw a differential flamegraph",
             hint,
         });
     }
+    // inferno draws the second count's shape and colours by second − first; BASE's shape is
+    // drawn from swapped counts with the difference negated back to NEW − BASE.
     let lines: Vec<String> = pairs
         .iter()
-        .map(|(s, b, n)| format!("{s} {b} {n}"))
+        .map(|(s, b, n)| {
+            if base_shape {
+                format!("{s} {n} {b}")
+            } else {
+                format!("{s} {b} {n}")
+            }
+        })
         .collect();
     let mut fg = flamegraph::Options::default();
+    fg.negate_differentials = base_shape;
     fg.title = format!("hood diff: {} → {}", v.base_source, v.new_source);
     let mut sub = format!(
-        "{}'s shape; red: more {} than in {}, blue: less",
-        v.new_source,
+        "{shape}'s shape; red: more {} in {} than in {}, blue: less",
         v.filter.unit(),
+        v.new_source,
         v.base_source
     );
     if let Some(f) = filter_text(v.filter) {
@@ -357,4 +379,85 @@ pub fn render_diff_svg(v: &DiffView<'_>, out: &mut dyn Write) -> Result<(), Repo
         ))
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::testutil::Builder;
+    use hood_model::profile::diff::{diff, DiffBy};
+    use hood_model::profile::Mode;
+
+    /// BASE ran `gone` and `kept`; NEW runs `kept` twice as long and no `gone`.
+    fn pair() -> (Profile, Profile) {
+        let side = |gone: u64, kept: u64| {
+            let mut b = Builder::new();
+            b.process(7, "work", &[(7, "work")]);
+            let main = b.func("main", "work");
+            let (g, k) = (b.func("gone", "work"), b.func("kept", "work"));
+            if gone > 0 {
+                b.samples(7, 7, Mode::User, &[g, main], gone);
+            }
+            b.samples(7, 7, Mode::User, &[k, main], kept);
+            b.finish(&[])
+        };
+        (side(50, 50), side(0, 100))
+    }
+
+    fn svg(base_shape: bool) -> String {
+        let (base, new) = pair();
+        let f = Filter::default();
+        let d = diff(&base, &new, &f, DiffBy::Function);
+        let v = DiffView {
+            base: &base,
+            new: &new,
+            base_source: "base.data",
+            new_source: "new.data",
+            filter: &f,
+            diff: &d,
+        };
+        let mut out = Vec::new();
+        render_diff_svg(&v, base_shape, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The fill of the first frame titled `name`: (r, g, b).
+    fn fill(svg: &str, name: &str) -> Option<(u32, u32, u32)> {
+        let frame = svg.split(&format!("<title>{name} (")).nth(1)?;
+        let rgb: Vec<u32> = frame
+            .split("fill=\"rgb(")
+            .nth(1)?
+            .split(')')
+            .next()?
+            .split(',')
+            .map(|c| c.trim().parse().unwrap())
+            .collect();
+        Some((rgb[0], rgb[1], rgb[2]))
+    }
+
+    #[test]
+    fn base_shape_draws_code_only_base_ran_in_blue() {
+        let new_shape = svg(false);
+        assert!(
+            fill(&new_shape, "gone").is_none(),
+            "NEW's shape has no `gone`"
+        );
+        let (r, g, b) = fill(&new_shape, "kept").unwrap();
+        assert!(r == 255 && g == b && g < 255, "kept grew: red, {r},{g},{b}");
+
+        let base_shape = svg(true);
+        // The subtitle (its apostrophe escaped in the SVG's text).
+        assert!(
+            base_shape.contains("base.data&apos;s shape")
+                || base_shape.contains("base.data's shape")
+        );
+        // `gone` is drawn, blue (less in NEW); `kept` still red (more in NEW).
+        let (r, g, b) = fill(&base_shape, "gone").expect("BASE's shape draws `gone`");
+        assert!(
+            b == 255 && r == g && r < 255,
+            "gone shrank: blue, {r},{g},{b}"
+        );
+        let (r, g, b) = fill(&base_shape, "kept").unwrap();
+        assert!(r == 255 && g == b && g < 255, "kept grew: red, {r},{g},{b}");
+    }
 }

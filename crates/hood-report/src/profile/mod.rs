@@ -9,7 +9,7 @@
 
 pub mod annotate;
 pub mod diff;
-mod fmt;
+pub(crate) mod fmt;
 pub mod folded;
 mod group;
 pub mod header;

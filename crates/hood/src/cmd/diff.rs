@@ -23,6 +23,8 @@ pub enum DiffByArg {
     Dso,
     /// Source lines of the sampled code (`dir/file:line`, needs debug info).
     Line,
+    /// Call paths (two `hood calls` or two `hood trace` recordings).
+    Path,
 }
 
 /// Output format of `hood diff`.
@@ -56,13 +58,20 @@ pub enum DiffSortArg {
 of the two sample counts: |z| < 2.576 (two-sided 99 %), z being the change of time divided by \
 the square root of the sum of the squared sample weights of both recordings (Poisson counts). \
 Rows are matched by name, so the functions of a binary rebuilt (another build-id, other \
-addresses, another directory) meet theirs. Details: README, section \"Comparing two recordings\"."
+addresses, another directory) meet theirs. Two `hood calls` or two `hood trace` recordings \
+compare calls (exact) and own time per function or --by path; a trace's times are judged by \
+the calls' own variation, a call-path table's by no rule (it holds sums only). \
+`--reconcile CALLS PROFILE` holds a call profile against a profile of the same program. \
+Details: README, section \"Comparing two recordings\"."
 )]
 pub struct DiffArgs {
-    /// The recording before the change (hood's own, or a perf.data file); or `-i BASE`.
+    /// The recording before the change: a profile (hood's own, or a perf.data file), a
+    /// `hood calls` or a `hood trace` recording; or `-i BASE`. With --reconcile: the
+    /// `hood calls` recording.
     #[arg(value_name = "BASE", required_unless_present = "input")]
     pub base: Option<PathBuf>,
-    /// The recording after the change; or a second `-i NEW`.
+    /// The recording after the change, of the same kind; or a second `-i NEW`. With
+    /// --reconcile: the profile of the same program (`hood record`, best with --off-cpu).
     #[arg(value_name = "NEW", required_unless_present = "input")]
     pub new: Option<PathBuf>,
     /// The two recordings as every reading command takes its input: `-i BASE -i NEW`.
@@ -73,6 +82,11 @@ pub struct DiffArgs {
         conflicts_with_all = ["base", "new"]
     )]
     pub input: Vec<PathBuf>,
+    /// Hold a call profile (`hood calls`) against a statistical profile of the same program:
+    /// per function both shares and what explains their difference (library code, blocked
+    /// time, the hooks' cost). `hood diff --reconcile CALLS PROFILE`.
+    #[arg(long = "reconcile")]
+    pub reconcile: bool,
     /// What the rows are.
     #[arg(long = "by", value_enum, default_value_t = DiffByArg::Function)]
     pub by: DiffByArg,
@@ -100,6 +114,10 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = DiffFormatArg::Text)]
     pub format: DiffFormatArg,
+    /// Draw the differential flame graph (--format svg) in BASE's shape instead of NEW's, so
+    /// that code only BASE ran shows (in blue); colours still show the change to NEW.
+    #[arg(long = "base-shape")]
+    pub base_shape: bool,
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
@@ -137,9 +155,98 @@ impl DiffArgs {
     }
 }
 
+/// What a file holds, as far as `hood diff` cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A profile: hood's, or perf.data.
+    Profile,
+    /// `hood calls`.
+    Calls,
+    /// `hood trace`.
+    Trace,
+    /// Neither (missing, empty, damaged, another kind): the profile reader names the problem.
+    Unknown,
+}
+
+fn kind_of(path: &Path) -> Kind {
+    match hood_format::Reader::open(path).map(|r| r.kind()) {
+        Ok(hood_format::FileKind::Calls) => Kind::Calls,
+        Ok(hood_format::FileKind::Trace) => Kind::Trace,
+        Ok(hood_format::FileKind::Profile) => Kind::Profile,
+        Ok(_) => Kind::Unknown,
+        Err(_) => {
+            let mut magic = [0u8; 8];
+            let perf = hood_format::untrusted::open(path, hood_format::untrusted::Policy::NAMED)
+                .ok()
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic).ok())
+                .is_some_and(|()| &magic == b"PERFILE2");
+            if perf {
+                Kind::Profile
+            } else {
+                Kind::Unknown
+            }
+        }
+    }
+}
+
+fn kind_words(k: Kind) -> &'static str {
+    match k {
+        Kind::Profile => "a profile (`hood record`, perf.data)",
+        Kind::Calls => "a call-path recording (`hood calls`)",
+        Kind::Trace => "a trace (`hood trace`)",
+        Kind::Unknown => "not a recording",
+    }
+}
+
 /// Run `hood diff`.
 pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let (base_path, new_path) = args.files()?;
+    let (kb, kn) = (kind_of(&base_path), kind_of(&new_path));
+    if args.reconcile {
+        return super::diff_calls::reconcile(
+            args,
+            (&base_path, kb == Kind::Calls),
+            (&new_path, kn == Kind::Calls),
+        );
+    }
+    match (kb, kn) {
+        (Kind::Calls, Kind::Calls) | (Kind::Trace, Kind::Trace) => {
+            return super::diff_calls::run(args, kb == Kind::Trace, &base_path, &new_path)
+        }
+        // A file that is no recording is named, with its problem, by the profile reader.
+        (Kind::Profile, Kind::Profile) | (Kind::Unknown, _) | (_, Kind::Unknown) => {}
+        _ => {
+            let (b, n) = (base_path.display(), new_path.display());
+            let fix = if matches!(
+                (kb, kn),
+                (Kind::Calls, Kind::Profile) | (Kind::Profile, Kind::Calls)
+            ) {
+                let (c, p) = if kb == Kind::Calls {
+                    (&b, &n)
+                } else {
+                    (&n, &b)
+                };
+                format!("a call profile is held against a profile of the same program with `hood diff --reconcile {c} {p}`")
+            } else {
+                "compare two recordings of one kind: two profiles, two `hood calls` or two `hood trace` recordings (or a `hood calls` recording and a profile with --reconcile)".to_string()
+            };
+            anyhow::bail!(
+                "BASE {b} is {} and NEW {n} is {}: they measure different things; {fix}",
+                kind_words(kb),
+                kind_words(kn)
+            );
+        }
+    }
+    if args.base_shape && args.format != DiffFormatArg::Svg {
+        anyhow::bail!("--base-shape shapes the differential flame graph: add --format svg");
+    }
+    if args.by == DiffByArg::Path {
+        anyhow::bail!(
+            "--by path compares call paths of two `hood calls` or two `hood trace` recordings; {} and {} are profiles: use --by function|comm|dso|line",
+            base_path.display(),
+            new_path.display()
+        );
+    }
     if args.format == DiffFormatArg::Pprof {
         super::refuse_binary_on_terminal(args.output.as_deref(), "pprof", "diff.pb.gz")?;
     }
@@ -215,6 +322,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         DiffByArg::Comm => DiffBy::Comm,
         DiffByArg::Dso => DiffBy::Dso,
         DiffByArg::Line => DiffBy::Line,
+        DiffByArg::Path => unreachable!("refused above"),
     };
     let mut d = diff(&base, &new, &filter, by);
     if args.sort == DiffSortArg::Points {
@@ -246,7 +354,7 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         }
         DiffFormatArg::Json => render::render_diff_json(&view, &mut out)?,
         DiffFormatArg::Collapsed => render::render_diff_collapsed(&view, &mut out)?,
-        DiffFormatArg::Svg => render::render_diff_svg(&view, &mut out)?,
+        DiffFormatArg::Svg => render::render_diff_svg(&view, args.base_shape, &mut out)?,
         DiffFormatArg::Pprof => {
             hood_report::pprof::diff::render_pprof_diff(&base, &new, &filter, &mut out)?
         }

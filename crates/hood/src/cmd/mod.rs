@@ -4,6 +4,7 @@
 pub mod annotate;
 pub mod calls;
 pub mod diff;
+pub mod diff_calls;
 pub mod monitor;
 pub mod record;
 pub mod report;

@@ -1,0 +1,350 @@
+//! `hood diff` of two call-path recordings ([`hood_model::calls::calls_diff`]) and
+//! `hood diff --reconcile` ([`hood_model::reconcile`]): text tables and JSON.
+
+use std::io::Write;
+
+use hood_model::calls::{CallsBy, CallsDiff, CallsDiffSide};
+use hood_model::reconcile::{MatchedBy, Reconcile};
+use serde::Serialize;
+
+use crate::profile::fmt::{ellipsize, FitLines};
+use crate::{safe, ReportError};
+
+/// Version of the `hood diff --format json` layout of call-path recordings and of
+/// `--reconcile` (docs/json.md).
+pub const CALLS_DIFF_SCHEMA_VERSION: u32 = 1;
+
+/// One side of a call-path diff as the header names it.
+pub struct CallsSource<'a> {
+    /// The file's name.
+    pub source: &'a str,
+    /// `calls` or `trace`.
+    pub kind: &'a str,
+}
+
+/// How the text tables are laid out.
+#[derive(Debug, Clone, Copy)]
+pub struct CallsDiffTextOptions {
+    /// At most this many rows (`usize::MAX`: all).
+    pub rows: usize,
+    /// Longest line, characters (`usize::MAX`: no limit).
+    pub width: usize,
+}
+
+/// ns as text (`2.31 s`, `250.0 ms`, `12 µs`, `80 ns`).
+fn amount(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.2} s", v / 1e9)
+    } else if a >= 1e6 {
+        format!("{:.1} ms", v / 1e6)
+    } else if a >= 1e3 {
+        format!("{:.0} µs", v / 1e3)
+    } else {
+        format!("{v:.0} ns")
+    }
+}
+
+fn signed(v: f64) -> String {
+    let s = amount(v);
+    if v > 0.0 {
+        format!("+{s}")
+    } else if v == 0.0 {
+        format!("±{s}")
+    } else {
+        s
+    }
+}
+
+fn percent(p: Option<f64>) -> String {
+    match p {
+        Some(p) => format!("{p:+.1}%"),
+        None => "new".into(),
+    }
+}
+
+fn side_line(s: &CallsSource<'_>, d: &CallsDiffSide) -> String {
+    format!(
+        "{}: hood {}, {} process{}, {} thread{}, {} calls, own time {}",
+        safe::text(s.source),
+        s.kind,
+        d.processes,
+        if d.processes == 1 { "" } else { "es" },
+        d.threads,
+        if d.threads == 1 { "" } else { "s" },
+        d.calls,
+        amount(d.own_ns)
+    )
+}
+
+/// Write the call-path diff as a table, the largest change of own time first.
+pub fn render_calls_diff_text(
+    d: &CallsDiff,
+    base: &CallsSource<'_>,
+    new: &CallsSource<'_>,
+    opts: &CallsDiffTextOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let mut out = FitLines::new(out, opts.width.max(1));
+    writeln!(out, "BASE  {}", side_line(base, &d.base))?;
+    writeln!(out, "NEW   {}", side_line(new, &d.new))?;
+    let total = d.new.own_ns - d.base.own_ns;
+    let rel = (d.base.own_ns > 0.0).then(|| total * 100.0 / d.base.own_ns);
+    writeln!(
+        out,
+        "Total own time: {} → {}, {} ({}); calls {} → {}",
+        amount(d.base.own_ns),
+        amount(d.new.own_ns),
+        signed(total),
+        percent(rel),
+        d.base.calls,
+        d.new.calls
+    )?;
+    writeln!(
+        out,
+        "Largest changes of own time first. Calls are counted exactly: a change of calls is real."
+    )?;
+    if d.per_call {
+        writeln!(
+            out,
+            "noise: a change of time within the calls' own variation (|z| < {:.2}, 99 %; z = Δtime / √(n·s² of both), s² the variance of a call's own time)",
+            d.noise_z
+        )?;
+    } else {
+        writeln!(
+            out,
+            "No noise rule applies to times: call-path tables hold sums, not each call's time (two `hood trace` recordings have one)"
+        )?;
+    }
+    let head = format!(
+        "{:>10} {:>8} {:>10} {:>10} {:>6} {:>6} {:>7} {:>10} {:>10} {:>8} {:5}  ",
+        "Δtime",
+        "Δ%",
+        "base",
+        "new",
+        "base%",
+        "new%",
+        "points",
+        "calls",
+        "calls new",
+        "Δcalls%",
+        ""
+    );
+    let key = match d.by {
+        CallsBy::Function => "function",
+        CallsBy::Path => "call path",
+    };
+    let room = opts.width.saturating_sub(head.chars().count()).max(16);
+    writeln!(out, "{head}{key}")?;
+    for r in d.rows.iter().take(opts.rows) {
+        let name = match d.by {
+            CallsBy::Function => safe::text(&r.name).into_owned(),
+            CallsBy::Path => safe::text(&r.name.replace(';', " → ")).into_owned(),
+        };
+        writeln!(
+            out,
+            "{:>10} {:>8} {:>10} {:>10} {:>6.1} {:>6.1} {:>+7.1} {:>10} {:>10} {:>8} {:5}  {}",
+            signed(r.delta_ns),
+            percent(r.change_percent),
+            amount(r.base_ns),
+            amount(r.new_ns),
+            r.base_percent,
+            r.new_percent,
+            r.delta_points,
+            r.base_calls,
+            r.new_calls,
+            percent(r.calls_change_percent),
+            match r.noise {
+                Some(true) => "noise",
+                Some(false) => "",
+                None => "-",
+            },
+            ellipsize(&name, room)
+        )?;
+    }
+    let rest = d.rows.len().saturating_sub(opts.rows);
+    if rest > 0 {
+        let moved: f64 = d.rows[opts.rows..].iter().map(|r| r.delta_ns).sum();
+        writeln!(
+            out,
+            "({rest} more rows, together {}; --top 0 shows all)",
+            signed(moved)
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct CallsDiffJson<'a> {
+    schema_version: u32,
+    kind: &'a str,
+    base_source: &'a str,
+    new_source: &'a str,
+    time_unit: &'static str,
+    #[serde(flatten)]
+    diff: &'a CallsDiff,
+}
+
+/// Write the call-path diff as one JSON object (docs/json.md).
+pub fn render_calls_diff_json(
+    d: &CallsDiff,
+    base: &CallsSource<'_>,
+    new: &CallsSource<'_>,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let doc = CallsDiffJson {
+        schema_version: CALLS_DIFF_SCHEMA_VERSION,
+        kind: base.kind,
+        base_source: base.source,
+        new_source: new.source,
+        time_unit: "ns",
+        diff: d,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn points(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Write the reconciliation as a table, the largest call share first, and the closing
+/// count of functions that agree.
+pub fn render_reconcile_text(
+    r: &Reconcile,
+    calls_source: &str,
+    profile_source: &str,
+    opts: &CallsDiffTextOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let mut out = FitLines::new(out, opts.width.max(1));
+    writeln!(
+        out,
+        "CALLS    {}: {} functions, own time {}{}",
+        safe::text(calls_source),
+        r.rows.len(),
+        amount(r.calls_total_ns),
+        if r.compensated {
+            " (hooks' cost compensated)"
+        } else {
+            " (hooks' cost not compensated)"
+        }
+    )?;
+    writeln!(
+        out,
+        "PROFILE  {}: {} samples{} of {} ({}), {}",
+        safe::text(profile_source),
+        r.samples,
+        if r.off_cpu {
+            " and off-CPU stretches"
+        } else {
+            ""
+        },
+        safe::text(&r.comms.join(", ")),
+        match r.matched_by {
+            MatchedBy::Pid => "same pids: one run",
+            MatchedBy::Comm => "same name: two runs",
+        },
+        if r.off_cpu {
+            "off-CPU data"
+        } else {
+            "no off-CPU data: blocked time unknown"
+        }
+    )?;
+    writeln!(
+        out,
+        "Charged to the innermost instrumented function of each stack: {}; outside any, left out: {}",
+        amount(r.stat_total_ns),
+        amount(r.outside_ns)
+    )?;
+    writeln!(
+        out,
+        "Shares in %, parts in points; explained = sampled + library + blocked + runnable{}",
+        if r.compensated {
+            " ((hooks): compensated, not added)"
+        } else {
+            " + hooks"
+        }
+    )?;
+    let head = format!(
+        "{:>7} {:>8} {:>8} {:>7} {:>8} {:>9} {:>9} {:>7} {:5}  ",
+        "calls%",
+        "sampled",
+        "library",
+        "hooks",
+        "blocked",
+        "runnable",
+        "explained",
+        "Δpoints",
+        "agree"
+    );
+    let room = opts.width.saturating_sub(head.chars().count()).max(16);
+    writeln!(out, "{head}function")?;
+    for row in r.rows.iter().take(opts.rows) {
+        let hooks = if r.compensated {
+            format!("({})", points(row.hooks_points))
+        } else {
+            points(row.hooks_points)
+        };
+        writeln!(
+            out,
+            "{:>7.1} {:>8.1} {:>8.1} {:>7} {:>8} {:>9} {:>9.1} {:>+7.1} {:5}  {}",
+            row.calls_percent,
+            row.sampled_percent,
+            row.library_points,
+            hooks,
+            row.blocked_points.map_or_else(|| "?".to_string(), points),
+            row.runnable_points.map_or_else(|| "?".to_string(), points),
+            row.explained_percent,
+            row.delta_points,
+            match (row.over, row.agree) {
+                (_, true) => "yes",
+                (true, false) => "NO",
+                (false, false) => "no",
+            },
+            ellipsize(&safe::text(&row.name), room)
+        )?;
+    }
+    let rest = r.rows.len().saturating_sub(opts.rows);
+    if rest > 0 {
+        writeln!(out, "({rest} more functions; --top 0 shows all)")?;
+    }
+    writeln!(
+        out,
+        "{} of {} functions over {} % agree within {} points.",
+        r.agreeing, r.considered, r.over_percent, r.tolerance_points
+    )?;
+    out.flush()?;
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct ReconcileJson<'a> {
+    schema_version: u32,
+    calls_source: &'a str,
+    profile_source: &'a str,
+    time_unit: &'static str,
+    #[serde(flatten)]
+    reconcile: &'a Reconcile,
+}
+
+/// Write the reconciliation as one JSON object (docs/json.md).
+pub fn render_reconcile_json(
+    r: &Reconcile,
+    calls_source: &str,
+    profile_source: &str,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    let doc = ReconcileJson {
+        schema_version: CALLS_DIFF_SCHEMA_VERSION,
+        calls_source,
+        profile_source,
+        time_unit: "ns",
+        reconcile: r,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)?;
+    Ok(())
+}
