@@ -26,25 +26,8 @@ fi
 command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get install uftrace)" >&2; exit 1; }
 
 # The C sources, as the crates ship them.
-mkdir -p "$WORK/fetch/src"
-cat > "$WORK/fetch/Cargo.toml" <<'TOML'
-[package]
-name = "hood-bench-c-sources"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-bzip2-sys = "=0.1.13"
-pcre2-sys = "=0.2.10"
-TOML
-: > "$WORK/fetch/src/lib.rs"
-(cd "$WORK/fetch" && cargo fetch -q)
-REG=$(cd "$WORK/fetch" && cargo metadata -q --format-version 1 | python3 -c '
-import json, sys
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] in ("bzip2-sys", "pcre2-sys"):
-        print(p["name"], p["manifest_path"].rsplit("/", 1)[0])')
+. "$ROOT/bench/lib/c-sources.sh"
+REG=$(crate_dirs "$WORK" bzip2-sys=0.1.13 pcre2-sys=0.2.10)
 BZ=$(echo "$REG" | awk '$1 == "bzip2-sys" {print $2}')/bzip2-1.0.8
 PC=$(echo "$REG" | awk '$1 == "pcre2-sys" {print $2}')/upstream
 

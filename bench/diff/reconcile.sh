@@ -29,24 +29,8 @@ if [ -z "${HOOD:-}" ]; then
 fi
 export HOOD_SHM_DIR=$WORK
 
-mkdir -p "$WORK/fetch/src"
-cat > "$WORK/fetch/Cargo.toml" <<'TOML'
-[package]
-name = "hood-bench-c-sources"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-bzip2-sys = "=0.1.13"
-TOML
-: > "$WORK/fetch/src/lib.rs"
-(cd "$WORK/fetch" && cargo fetch -q)
-BZ=$(cd "$WORK/fetch" && cargo metadata -q --format-version 1 | python3 -c '
-import json, sys
-for p in json.load(sys.stdin)["packages"]:
-    if p["name"] == "bzip2-sys":
-        print(p["manifest_path"].rsplit("/", 1)[0])')/bzip2-1.0.8
+. "$ROOT/bench/lib/c-sources.sh"
+BZ=$(crate_dirs "$WORK" bzip2-sys=0.1.13 | awk '$1 == "bzip2-sys" {print $2}')/bzip2-1.0.8
 gcc -O2 -g -finstrument-functions -fno-omit-frame-pointer -w -o "$WORK/bzip2" \
     "$BZ/bzip2.c" "$BZ/blocksort.c" "$BZ/huffman.c" "$BZ/crctable.c" "$BZ/randtable.c" \
     "$BZ/compress.c" "$BZ/decompress.c" "$BZ/bzlib.c"

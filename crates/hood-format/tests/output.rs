@@ -301,7 +301,7 @@ fn a_killed_writers_recording_is_kept_under_a_visible_name_and_its_scraps_remove
     let said = stale[0].to_string();
     assert!(
         said.contains(&format!(
-            "read it with `hood trace report {}`",
+            "read it with `hood trace report -i {}`",
             kept.display()
         )),
         "{said}"

@@ -41,10 +41,12 @@ pub(crate) struct Space {
     pub gen: u64,
 }
 
-/// Walks remembered at most (each holds its frames and the stack words it read).
+/// Walks remembered at most (each holds its frames and the stack words it read), and the
+/// bytes they may hold together: past either, every walk is forgotten.
 const MEMO_ENTRIES: usize = 1 << 14;
-/// A walk that read more words than this is not remembered.
-const MEMO_MAX_READS: usize = 4 * crate::MAX_FRAMES;
+const MEMO_BYTES: usize = 32 << 20;
+/// A walk that read more words than this (about 170 frames) is not remembered.
+const MEMO_MAX_READS: usize = 512;
 
 /// A walk remembered by its process's mappings and registers: `(gen, pid, ip, sp, bp)`.
 type MemoKey = (u64, u32, u64, u64, u64);
@@ -123,6 +125,8 @@ pub struct Unwinder {
     /// Walks by the mappings, registers and stack words they depend on: a context-switch
     /// storm, or a loop sampled many times, repeats the same few stacks.
     memo: FxHashMap<MemoKey, Memo>,
+    /// Bytes the remembered walks hold.
+    memo_bytes: usize,
 }
 
 impl Unwinder {
@@ -143,6 +147,7 @@ impl Unwinder {
             stats: Stats::default(),
             gens: 0,
             memo: FxHashMap::default(),
+            memo_bytes: 0,
         }
     }
 
@@ -281,9 +286,14 @@ impl Unwinder {
                     Ok(t) => {
                         let reads = log.into_inner();
                         if let Some(k) = key.filter(|_| reads.len() <= MEMO_MAX_READS) {
-                            if self.memo.len() >= MEMO_ENTRIES {
+                            let bytes = reads.len() * 16 + (out.len() - mark) * 8;
+                            if self.memo.len() >= MEMO_ENTRIES
+                                || self.memo_bytes + bytes > MEMO_BYTES
+                            {
                                 self.memo.clear();
+                                self.memo_bytes = 0;
                             }
+                            self.memo_bytes += bytes;
                             let m = Memo {
                                 len: stack.len(),
                                 reads,
@@ -292,7 +302,11 @@ impl Unwinder {
                                 signal_frames: self.stats.signal_frames - before.0,
                                 jit_steps: self.stats.jit_steps - before.1,
                             };
-                            self.memo.insert(k, m);
+                            if let Some(old) = self.memo.insert(k, m) {
+                                self.memo_bytes = self
+                                    .memo_bytes
+                                    .saturating_sub(old.reads.len() * 16 + old.frames.len() * 8);
+                            }
                         }
                         t
                     }

@@ -1,0 +1,23 @@
+# Sourced by the benches that build real C code from the sources Rust's -sys crates bundle.
+# crate_dirs WORK CRATE=VERSION...: fetch the crates with `cargo fetch` of a throw-away crate
+# under WORK and print "NAME DIRECTORY" per crate (the unpacked crate in cargo's registry).
+crate_dirs() {
+    _work=$1; shift
+    mkdir -p "$_work/fetch/src"
+    {
+        printf '[package]\nname = "hood-bench-c-sources"\nversion = "0.0.0"\n'
+        printf 'edition = "2021"\npublish = false\n\n[dependencies]\n'
+        for _c in "$@"; do printf '%s = "=%s"\n' "${_c%%=*}" "${_c#*=}"; done
+    } > "$_work/fetch/Cargo.toml"
+    : > "$_work/fetch/src/lib.rs"
+    (cd "$_work/fetch" && cargo fetch -q)
+    _names=""
+    for _c in "$@"; do _names="$_names ${_c%%=*}"; done
+    # shellcheck disable=SC2086 # one argument per crate name
+    (cd "$_work/fetch" && cargo metadata -q --format-version 1) | python3 -c '
+import json, sys
+want = sys.argv[1:]
+for p in json.load(sys.stdin)["packages"]:
+    if p["name"] in want:
+        print(p["name"], p["manifest_path"].rsplit("/", 1)[0])' $_names
+}
