@@ -45,18 +45,7 @@ build() { # NAME FLAGS...: both programs, into $WORK/NAME-bzip2 and $WORK/NAME-p
 build plain
 build instr -finstrument-functions
 gcc -O2 "$ROOT/bench/trace/cpu_of.c" -o "$WORK/cpu_of"
-python3 - "$WORK/text" <<'PY'
-import random, sys
-random.seed(25)
-words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "And", "or",
-         "Pack", "my", "box", "with", "five", "dozen", "liquor", "jugs", "1999-12", "42-07"]
-with open(sys.argv[1], "w") as f:
-    size = 0
-    while size < 1 << 20:
-        line = " ".join(random.choice(words) for _ in range(random.randint(2, 12))) + "\n"
-        f.write(line)
-        size += len(line)
-PY
+text_file "$WORK/text" 1
 
 python3 - "$ROUNDS" "$WORK" "$HOOD" <<'PY'
 import os, subprocess, sys, time

@@ -34,18 +34,7 @@ BZ=$(crate_dirs "$WORK" bzip2-sys=0.1.13 | awk '$1 == "bzip2-sys" {print $2}')/b
 gcc -O2 -g -finstrument-functions -fno-omit-frame-pointer -w -o "$WORK/bzip2" \
     "$BZ/bzip2.c" "$BZ/blocksort.c" "$BZ/huffman.c" "$BZ/crctable.c" "$BZ/randtable.c" \
     "$BZ/compress.c" "$BZ/decompress.c" "$BZ/bzlib.c"
-python3 - "$WORK/text" <<'PY'
-import random, sys
-random.seed(25)
-words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "And", "or",
-         "Pack", "my", "box", "with", "five", "dozen", "liquor", "jugs", "1999-12", "42-07"]
-with open(sys.argv[1], "w") as f:
-    size = 0
-    while size < 4 << 20:
-        line = " ".join(random.choice(words) for _ in range(random.randint(2, 12))) + "\n"
-        f.write(line)
-        size += len(line)
-PY
+text_file "$WORK/text" 4
 echo "load average before: $(cut -d' ' -f1 /proc/loadavg)"
 "$HOOD" record --off-cpu -F 2999 -o "$WORK/prof.data" -- \
     "$HOOD" calls run -o "$WORK/calls.data" -- "$WORK/bzip2" -c -k "$WORK/text" > /dev/null

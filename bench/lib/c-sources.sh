@@ -21,3 +21,20 @@ for p in json.load(sys.stdin)["packages"]:
     if p["name"] in want:
         print(p["name"], p["manifest_path"].rsplit("/", 1)[0])' $_names
 }
+
+# text_file PATH MIB: MIB MiB of generated English-like text (the same words and seed in every
+# bench, so runs compare).
+text_file() {
+    python3 - "$1" "$2" <<'PY'
+import random, sys
+random.seed(25)
+words = ["the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "And", "or",
+         "Pack", "my", "box", "with", "five", "dozen", "liquor", "jugs", "1999-12", "42-07"]
+with open(sys.argv[1], "w") as f:
+    size = 0
+    while size < int(sys.argv[2]) << 20:
+        line = " ".join(random.choice(words) for _ in range(random.randint(2, 12))) + "\n"
+        f.write(line)
+        size += len(line)
+PY
+}
