@@ -976,12 +976,8 @@ fn unwinding_line(rw: &hood_unwind::Rewriter) -> Option<String> {
     if why.is_empty() {
         why.push("none".into());
     }
-    let recalled = match rw.unwind_stats().recalled {
-        0 => String::new(),
-        n => format!("; {n} walks recalled from identical earlier stacks"),
-    };
     Some(format!(
-        "user stacks: {} unwound, {:.1}% complete{}; truncated: {}{recalled}",
+        "user stacks: {} unwound, {:.1}% complete{}; truncated: {}",
         st.unwound,
         pct(st.complete),
         if st.spliced > 0 {

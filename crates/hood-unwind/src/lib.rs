@@ -115,7 +115,4 @@ pub struct Stats {
     pub jit_steps: u64,
     /// ELF images read.
     pub images: u64,
-    /// Stacks whose walk was taken from an earlier one with the same mappings, registers and
-    /// stack words read.
-    pub recalled: u64,
 }

@@ -36,31 +36,6 @@ pub(crate) struct Mapped {
 pub(crate) struct Space {
     pub fh: UnwinderX86_64<Bytes>,
     pub maps: BTreeMap<u64, Mapped>,
-    /// Names this set of mappings: every change gives the space a new number, and a forked
-    /// copy keeps it (the same mappings, the same rules).
-    pub gen: u64,
-}
-
-/// Walks remembered at most (each holds its frames and the stack words it read), and the
-/// bytes they may hold together: past either, every walk is forgotten.
-const MEMO_ENTRIES: usize = 1 << 14;
-const MEMO_BYTES: usize = 32 << 20;
-/// A walk that read more words than this (about 170 frames) is not remembered.
-const MEMO_MAX_READS: usize = 512;
-
-/// A walk remembered by its process's mappings and registers: `(gen, pid, ip, sp, bp)`.
-type MemoKey = (u64, u32, u64, u64, u64);
-
-/// What a walk found, and everything it depended on besides its key.
-struct Memo {
-    /// Bytes in its stack copy (a word past them could not be read).
-    len: usize,
-    /// Each word it read, and what it found there.
-    reads: Vec<(u64, Option<u64>)>,
-    frames: Vec<u64>,
-    result: Option<Truncation>,
-    signal_frames: u64,
-    jit_steps: u64,
 }
 
 impl Space {
@@ -120,13 +95,6 @@ pub struct Unwinder {
     warned: BTreeSet<String>,
     warnings: Vec<String>,
     pub(crate) stats: Stats,
-    /// The last number given to a space ([`Space::gen`]).
-    gens: u64,
-    /// Walks by the mappings, registers and stack words they depend on: a context-switch
-    /// storm, or a loop sampled many times, repeats the same few stacks.
-    memo: FxHashMap<MemoKey, Memo>,
-    /// Bytes the remembered walks hold.
-    memo_bytes: usize,
 }
 
 impl Unwinder {
@@ -145,15 +113,7 @@ impl Unwinder {
             warned: BTreeSet::new(),
             warnings: Vec::new(),
             stats: Stats::default(),
-            gens: 0,
-            memo: FxHashMap::default(),
-            memo_bytes: 0,
         }
-    }
-
-    fn next_gen(&mut self) -> u64 {
-        self.gens += 1;
-        self.gens
     }
 
     /// The vDSO image every process maps as `[vdso]` (the same kernel's, so the recorder's
@@ -208,10 +168,8 @@ impl Unwinder {
             image,
             name: Arc::from(path),
         };
-        let gen = self.next_gen();
         let space = self.spaces.entry(pid).or_default();
         space.insert(start, m, &mut self.changes);
-        space.gen = gen;
         if self.changes >= CACHE_RESET_CHANGES {
             self.cache = CacheX86_64::new();
             self.changes = 0;
@@ -230,14 +188,7 @@ impl Unwinder {
 
     /// `pid` called exec: its old mappings are gone.
     pub fn exec(&mut self, pid: u32) {
-        let gen = self.next_gen();
-        self.spaces.insert(
-            pid,
-            Space {
-                gen,
-                ..Space::default()
-            },
-        );
+        self.spaces.insert(pid, Space::default());
     }
 
     /// `pid` exited.
@@ -270,54 +221,14 @@ impl Unwinder {
         // The rules come from files any user can write: should a malformed one trip a bug in
         // the parsers, this sample's stack is marked as failed and the recording goes on.
         let mark = out.len();
-        let key = self
-            .spaces
-            .get(&pid)
-            .map(|s| (s.gen, pid, regs.ip, regs.sp, regs.bp));
-        let t = match key.and_then(|k| self.recall(k, regs.sp, stack, out)) {
-            Some(t) => t,
-            None => {
-                let log = crate::walk::ReadLog::default();
-                let before = (self.stats.signal_frames, self.stats.jit_steps);
-                let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    crate::walk::walk(self, pid, regs, stack, out, &log)
-                }));
-                match walked {
-                    Ok(t) => {
-                        let reads = log.into_inner();
-                        if let Some(k) = key.filter(|_| reads.len() <= MEMO_MAX_READS) {
-                            let bytes = reads.len() * 16 + (out.len() - mark) * 8;
-                            if self.memo.len() >= MEMO_ENTRIES
-                                || self.memo_bytes + bytes > MEMO_BYTES
-                            {
-                                self.memo.clear();
-                                self.memo_bytes = 0;
-                            }
-                            self.memo_bytes += bytes;
-                            let m = Memo {
-                                len: stack.len(),
-                                reads,
-                                frames: out[mark..].to_vec(),
-                                result: t,
-                                signal_frames: self.stats.signal_frames - before.0,
-                                jit_steps: self.stats.jit_steps - before.1,
-                            };
-                            if let Some(old) = self.memo.insert(k, m) {
-                                self.memo_bytes = self
-                                    .memo_bytes
-                                    .saturating_sub(old.reads.len() * 16 + old.frames.len() * 8);
-                            }
-                        }
-                        t
-                    }
-                    Err(_) => {
-                        out.truncate(mark);
-                        out.push(regs.ip);
-                        Some(Truncation::Failed)
-                    }
-                }
-            }
-        };
+        let t = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::walk::walk(self, pid, regs, stack, out)
+        }))
+        .unwrap_or_else(|_| {
+            out.truncate(mark);
+            out.push(regs.ip);
+            Some(Truncation::Failed)
+        });
         self.stats.stacks += 1;
         match t {
             None => self.stats.complete += 1,
@@ -329,31 +240,6 @@ impl Unwinder {
             }
         }
         t
-    }
-
-    /// The remembered walk of `key`, when every stack word it read holds the same value in
-    /// this copy: the walk is a function of the mappings, the registers and those words, so
-    /// it would find the same frames. Appends them to `out`.
-    fn recall(
-        &mut self,
-        key: MemoKey,
-        sp: u64,
-        stack: &[u8],
-        out: &mut Vec<u64>,
-    ) -> Option<Option<Truncation>> {
-        let m = self.memo.get(&key)?;
-        let same = m.len == stack.len()
-            && m.reads
-                .iter()
-                .all(|&(a, w)| crate::walk::word_at(sp, stack, a) == w);
-        if !same {
-            return None;
-        }
-        out.extend_from_slice(&m.frames);
-        self.stats.signal_frames += m.signal_frames;
-        self.stats.jit_steps += m.jit_steps;
-        self.stats.recalled += 1;
-        Some(m.result)
     }
 
     /// Re-read `/proc/PID/maps` (a process started or mapped code before the recorder saw it).

@@ -1,7 +1,5 @@
 //! The frame-by-frame walk: framehop's rules, plus the signal frames it does not step through.
 
-use std::cell::RefCell;
-
 use framehop::x86_64::UnwindRegsX86_64;
 use framehop::{Error as FhError, FrameAddress, Unwinder as _};
 use rustc_hash::FxHashMap;
@@ -18,30 +16,20 @@ const SC_RBP: u64 = UC_MCONTEXT + 10 * 8;
 const SC_RSP: u64 = UC_MCONTEXT + 15 * 8;
 const SC_RIP: u64 = UC_MCONTEXT + 16 * 8;
 
-/// The 8-byte word at `addr` of a stack copy that starts at `base`, if the copy holds it.
-pub(crate) fn word_at(base: u64, bytes: &[u8], addr: u64) -> Option<u64> {
-    let off = usize::try_from(addr.checked_sub(base)?).ok()?;
-    let b = bytes.get(off..off.checked_add(8)?)?;
-    Some(u64::from_le_bytes(b.try_into().ok()?))
-}
-
-/// Every word a walk read of its stack copy, and what it found (the walk's only input
-/// besides the registers and the process's mappings: [`crate::Unwinder::unwind`] memoizes
-/// walks by them).
-pub(crate) type ReadLog = RefCell<Vec<(u64, Option<u64>)>>;
-
-/// Reads 8-byte words of the stack copy, noting each read in the log.
+/// Reads 8-byte words of the stack copy, remembering the first address it could not serve.
 struct StackReader<'a> {
     base: u64,
     bytes: &'a [u8],
-    log: &'a ReadLog,
 }
 
 impl StackReader<'_> {
     fn read(&self, addr: u64) -> Result<u64, ()> {
-        let w = word_at(self.base, self.bytes, addr);
-        self.log.borrow_mut().push((addr, w));
-        w.ok_or(())
+        let off = usize::try_from(addr.checked_sub(self.base).ok_or(())?).map_err(|_| ())?;
+        let b = self
+            .bytes
+            .get(off..off.checked_add(8).ok_or(())?)
+            .ok_or(())?;
+        Ok(u64::from_le_bytes(b.try_into().map_err(|_| ())?))
     }
 
     /// One past the last copied byte.
@@ -57,7 +45,6 @@ pub(crate) fn walk(
     regs: UserRegs,
     stack: &[u8],
     out: &mut Vec<u64>,
-    log: &ReadLog,
 ) -> Option<Truncation> {
     out.push(regs.ip);
     let Unwinder {
@@ -73,7 +60,6 @@ pub(crate) fn walk(
     let reader = StackReader {
         base: regs.sp,
         bytes: stack,
-        log,
     };
     let read = |a: u64| reader.read(a);
     let mut read_mut = read;
