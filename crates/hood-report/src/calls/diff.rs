@@ -7,6 +7,7 @@ use hood_model::calls::{CallsBy, CallsDiff, CallsDiffSide};
 use hood_model::reconcile::{MatchedBy, Reconcile};
 use serde::Serialize;
 
+use crate::profile::diff::percent;
 use crate::profile::fmt::{ellipsize, FitLines};
 use crate::{safe, ReportError};
 
@@ -53,13 +54,6 @@ fn signed(v: f64) -> String {
         format!("±{s}")
     } else {
         s
-    }
-}
-
-fn percent(p: Option<f64>) -> String {
-    match p {
-        Some(p) => format!("{p:+.1}%"),
-        None => "new".into(),
     }
 }
 

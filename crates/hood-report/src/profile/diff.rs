@@ -70,7 +70,8 @@ fn signed(v: f64, timed: bool) -> String {
     }
 }
 
-fn percent(p: Option<f64>) -> String {
+/// A change in percent (`+12.3%`), or `new` for a row BASE did not have.
+pub(crate) fn percent(p: Option<f64>) -> String {
     match p {
         Some(p) => format!("{p:+.1}%"),
         None => "new".into(),
