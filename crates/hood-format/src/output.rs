@@ -259,11 +259,18 @@ impl OutputFile {
     /// be kept. When even the rename fails, the temporary file stays and [`Placed::at`] names
     /// it.
     pub fn put_in_place(mut self) -> Placed {
+        let flushed = self.out.flush();
+        if flushed.is_err() {
+            // What the buffer still holds must never reach the file: the lock's removal
+            // below frees space, and a later flush (the buffer's drop) would append it after
+            // bytes that never made it, turning a cut file into a damaged one.
+            self.drop_buffer();
+        }
         let io = |source| FormatError::Io {
             path: self.path.clone(),
             source,
         };
-        let mut error = self.out.flush().err().map(io);
+        let mut error = flushed.err().map(io);
         let Some(b) = self.beside.take() else {
             return Placed {
                 at: self.path.clone(),
@@ -329,6 +336,34 @@ impl OutputFile {
         let old = std::mem::replace(&mut self.out, BufWriter::with_capacity(1 << 16, part));
         let _ = old.into_parts();
         Ok(())
+    }
+
+    /// Forget what the buffer holds and cut the file to at most `len` bytes: after a failed
+    /// write, the file then ends at the last whole chunk (or inside an earlier one, if a
+    /// buffered part of it never reached the disk), never with bytes after a gap.
+    pub(crate) fn cut_at(&mut self, len: u64) -> Result<(), FormatError> {
+        self.drop_buffer();
+        let file = self.out.get_ref();
+        let now = file.metadata().map_err(|source| FormatError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        if now.is_file() && now.len() > len {
+            file.set_len(len).map_err(|source| FormatError::Io {
+                path: self.path.clone(),
+                source,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Drop the buffered bytes without writing them (a `BufWriter` flushes on drop).
+    fn drop_buffer(&mut self) {
+        let Ok(dup) = self.out.get_ref().try_clone() else {
+            return;
+        };
+        let old = std::mem::replace(&mut self.out, BufWriter::with_capacity(1 << 16, dup));
+        let _ = old.into_parts();
     }
 
     /// Flush and ask the kernel to write the file to disk.

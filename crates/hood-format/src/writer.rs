@@ -26,6 +26,10 @@ pub struct Writer<W: Write> {
     /// One zstd context for every chunk (making one per chunk cost a live recorder more
     /// than compressing: a context is about a megabyte to allocate and clear).
     compressor: Option<zstd::bulk::Compressor<'static>>,
+    /// Set by the first failed write: the bytes of the whole chunks before it. Nothing is
+    /// written after that (a later write that succeeds, e.g. once a full disk has room
+    /// again, would put a chunk after a gap and damage the one cut short).
+    broken: Option<u64>,
 }
 
 impl Writer<OutputFile> {
@@ -100,8 +104,16 @@ impl Writer<OutputFile> {
 
     /// Put the recording in place as far as it was written, also after a failed write (see
     /// [`OutputFile::put_in_place`]).
-    pub fn put_in_place(self) -> Placed {
-        self.out.put_in_place()
+    pub fn put_in_place(mut self) -> Placed {
+        let cut = match self.broken {
+            Some(len) => self.out.cut_at(len).err(),
+            None => None,
+        };
+        let mut placed = self.out.put_in_place();
+        if let Some(e) = cut {
+            placed.error.get_or_insert(e);
+        }
+        placed
     }
 
     /// Flush and ask the kernel to write the file to disk.
@@ -150,6 +162,7 @@ impl<W: Write> Writer<W> {
             level: 1,
             scratch: Vec::new(),
             compressor: None,
+            broken: None,
         })
     }
 
@@ -167,6 +180,7 @@ impl<W: Write> Writer<W> {
         payload: &[u8],
         compress: bool,
     ) -> Result<(), FormatError> {
+        self.whole()?;
         let raw_len = payload.len() as u64;
         if raw_len > MAX_PAYLOAD {
             return Err(FormatError::TooLarge(raw_len));
@@ -202,27 +216,44 @@ impl<W: Write> Writer<W> {
             payload_crc: crc32c::crc32c(stored),
         };
         let hb = header.encode();
-        let io = |source| FormatError::Io {
-            path: self.path.clone(),
-            source,
-        };
-        self.out.write_all(&hb).map_err(io)?;
-        self.out
-            .write_all(stored)
-            .map_err(|source| FormatError::Io {
+        let written = self
+            .out
+            .write_all(&hb)
+            .and_then(|()| self.out.write_all(stored));
+        if let Err(source) = written {
+            self.broken = Some(self.bytes);
+            return Err(FormatError::Io {
                 path: self.path.clone(),
                 source,
-            })?;
+            });
+        }
         self.bytes += (hb.len() + stored.len()) as u64;
         Ok(())
     }
 
     /// Push buffered bytes to the file.
     pub fn flush(&mut self) -> Result<(), FormatError> {
-        self.out.flush().map_err(|source| FormatError::Io {
-            path: self.path.clone(),
-            source,
+        self.whole()?;
+        self.out.flush().map_err(|source| {
+            self.broken = Some(self.bytes);
+            FormatError::Io {
+                path: self.path.clone(),
+                source,
+            }
         })
+    }
+
+    /// Refuse to write after a failed write.
+    fn whole(&self) -> Result<(), FormatError> {
+        match self.broken {
+            None => Ok(()),
+            Some(_) => Err(FormatError::Io {
+                path: self.path.clone(),
+                source: std::io::Error::other(
+                    "an earlier write to this file failed, so nothing more is written to it",
+                ),
+            }),
+        }
     }
 
     /// Bytes written so far (headers included).

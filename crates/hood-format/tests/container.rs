@@ -227,3 +227,60 @@ fn deferred_payloads_are_read_at_the_end_exactly_and_checked() {
         "{err}"
     );
 }
+
+/// A disk that fills up once, part-way through a write (the write that follows fails), and
+/// then has room again (on a tmpfs, the writer's own lock file is removed at the end and
+/// frees a page).
+struct FillsOnce {
+    bytes: Vec<u8>,
+    room: usize,
+    full: bool,
+    refused: bool,
+}
+
+impl std::io::Write for FillsOnce {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.full && !self.refused {
+            self.refused = true;
+            return Err(std::io::Error::from_raw_os_error(28));
+        }
+        if !self.full && self.bytes.len() + buf.len() > self.room {
+            self.full = true;
+            let n = self.room - self.bytes.len();
+            self.bytes.extend_from_slice(&buf[..n]);
+            return Ok(n);
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn nothing_is_written_after_a_failed_write() {
+    let big: Vec<u8> = (0..40_000u32).flat_map(|i| i.to_le_bytes()).collect();
+    let mut disk = FillsOnce {
+        bytes: Vec::new(),
+        room: 1000,
+        full: false,
+        refused: false,
+    };
+    let mut w = Writer::new(&mut disk, Path::new("mem"), FileKind::Profile).unwrap();
+    w.write_chunk(0x0101, b"{\"meta\":1}", false).unwrap();
+    let whole = w.bytes_written();
+    let failed = w.write_chunk(0x0103, &big, false).unwrap_err();
+    assert!(failed.to_string().contains("os error 28"), "{failed}");
+    assert_eq!(w.bytes_written(), whole);
+    // The disk has room again; the writer still writes nothing, so the file ends inside the
+    // chunk that failed instead of holding a later chunk after a gap.
+    let again = w.write_chunk(0x0109, b"end", false).unwrap_err();
+    assert!(again.to_string().contains("earlier write"), "{again}");
+    assert!(w.flush().is_err());
+    drop(w);
+    assert_eq!(disk.bytes.len(), 1000);
+    let (chunks, warnings) = read_all(disk.bytes).unwrap();
+    assert_eq!(chunks, vec![(0x0101, b"{\"meta\":1}".to_vec())]);
+    assert!(warnings[0].contains("cut short"), "{warnings:?}");
+}
