@@ -282,3 +282,47 @@ fn an_inlined_function_whose_start_line_only_some_answers_know_stays_one_functio
         .collect();
     assert_eq!(leaves[0], leaves[1], "both samples are in the one inner");
 }
+
+#[test]
+fn a_wait_recorded_without_a_stack_says_so() {
+    use hood_model::profile::meta::OffCpuMeta;
+    use hood_raw::records::{example_sched_formats, SchedLayout, TASK_UNINTERRUPTIBLE};
+    let formats = example_sched_formats(1, 2);
+    let mut raw = RawRecording::default();
+    raw.meta.mode = "system".into();
+    raw.meta.off_cpu = Some(OffCpuMeta {
+        formats: formats.clone(),
+        min_ns: 0,
+        all_wakeups: true,
+    });
+    raw.decoded.sched = SchedLayout::from_formats(&formats);
+    assert!(raw.decoded.sched.is_some());
+    let switch = |tid, next_tid| Event::SwitchOut {
+        pid: tid,
+        tid,
+        cpu: 0,
+        state: TASK_UNINTERRUPTIBLE,
+        next_tid,
+        chain: (0, 0),
+    };
+    // Thread 10 leaves the CPU with no stack recorded; thread 20 hands the CPU back to it.
+    raw.decoded.events = vec![at(1_000_000, switch(10, 20)), at(9_000_000, switch(20, 10))];
+    let prof = build_profile(
+        &raw,
+        &mut ByFile {
+            inline: false,
+            kernel: true,
+        },
+    );
+    let wait = prof
+        .off_cpu
+        .iter()
+        .find(|s| s.tid == 10)
+        .expect("thread 10's wait");
+    assert_eq!(wait.period, 8_000_000);
+    let names: Vec<&str> = prof.stacks[wait.stack as usize]
+        .iter()
+        .map(|&f| prof.funcs[f as usize].name.as_str())
+        .collect();
+    assert_eq!(names, [hood_model::profile::build::NO_STACK]);
+}

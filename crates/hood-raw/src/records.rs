@@ -236,6 +236,36 @@ pub struct SchedLayout {
     wakee: crate::tracefs::format::Field,
 }
 
+/// `format` texts of `sched:sched_switch` and `sched:sched_waking` as a 6.x kernel writes
+/// them, with the event ids given: for tests of the code that reads off-CPU records (a
+/// recording stores the recording machine's own texts).
+#[doc(hidden)]
+pub fn example_sched_formats(switch_id: u16, waking_id: u16) -> Vec<String> {
+    let common = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+         \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+         \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+         \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+    vec![
+        format!(
+            "name: sched_switch\nID: {switch_id}\nformat:\n{common}\
+             \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+             \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+             \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+             \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
+             \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
+             \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
+             \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n"
+        ),
+        format!(
+            "name: sched_waking\nID: {waking_id}\nformat:\n{common}\
+             \tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+             \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+             \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+             \tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n"
+        ),
+    ]
+}
+
 impl SchedLayout {
     /// The layout from the `format` texts of `sched:sched_switch` and `sched:sched_waking`;
     /// `None` if a field hood needs is missing.

@@ -1012,29 +1012,7 @@ mod tests {
     const MIN: u64 = 10_000;
 
     fn formats() -> Vec<String> {
-        let common = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-             \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-             \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-             \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
-        vec![
-            format!(
-                "name: sched_switch\nID: {SWITCH_ID}\nformat:\n{common}\
-                 \tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-                 \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
-                 \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
-                 \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
-                 \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
-                 \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
-                 \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n"
-            ),
-            format!(
-                "name: sched_waking\nID: {WAKING_ID}\nformat:\n{common}\
-                 \tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
-                 \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
-                 \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
-                 \tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n"
-            ),
-        ]
+        hood_raw::records::example_sched_formats(SWITCH_ID, WAKING_ID)
     }
 
     fn attr_bytes() -> Vec<u8> {

@@ -83,6 +83,9 @@ enum Loc {
     Pseudo(u32),
 }
 
+/// The frame of a thread switch or wake-up recorded without any stack.
+pub const NO_STACK: &str = "[no stack recorded]";
+
 /// The pseudo-DSO of off-CPU pseudo-frames.
 pub const OFF_CPU_DSO: &str = "[off-cpu]";
 
@@ -406,7 +409,15 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 };
                 let chain = raw.decoded.chain(*chain);
                 let has_map = raw.perf_maps.contains_key(pid);
-                locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
+                if chain.is_empty() {
+                    // A wait whose stack never came (a kernel stack the BPF program could
+                    // not take, a copy lost with its ring's overflow): said, not shown as
+                    // the kernel's address 0.
+                    frames.clear();
+                    frames.push(int.pseudo(NO_STACK));
+                } else {
+                    locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
+                }
                 let locs = int.stack(&frames);
                 t.switch_out(*pid, *tid, *cpu, ev.time, *state, locs);
                 if whole_system {
@@ -444,7 +455,12 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 };
                 let has_user = chain.contains(&CONTEXT_USER);
                 let has_map = raw.perf_maps.contains_key(pid);
-                locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
+                if chain.is_empty() {
+                    frames.clear();
+                    frames.push(int.pseudo(NO_STACK));
+                } else {
+                    locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
+                }
                 let comm = || {
                     world
                         .threads

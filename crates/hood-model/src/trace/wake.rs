@@ -284,9 +284,6 @@ pub(crate) fn merge_tasks(into: &mut BTreeMap<u32, TaskName>, tasks: Vec<TaskNam
 mod tests {
     use super::*;
 
-    const SWITCH: &str = "name: sched_switch\nID: 316\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n";
-    const WAKING: &str = "name: sched_waking\nID: 319\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n";
-
     /// A SAMPLE record of sample_type TID | TIME | CPU | RAW.
     fn sample(pid: u32, tid: u32, time: u64, cpu: u32, raw: &[u8]) -> Vec<u8> {
         let mut body = Vec::new();
@@ -320,7 +317,7 @@ mod tests {
     fn wakeups_decode_with_the_stored_formats_and_garbage_never_panics() {
         let meta = WakeMeta {
             sample_type: 2 | 4 | 128 | 1024,
-            formats: vec![SWITCH.into(), WAKING.into()],
+            formats: hood_raw::records::example_sched_formats(316, 319),
         };
         let mut b = sample(10, 11, 5_000, 1, &waking_raw(0, 12));
         b.extend(sample(
@@ -354,7 +351,7 @@ mod tests {
         }
         // Formats that lack a field: nothing is trusted.
         let bad = WakeMeta {
-            formats: vec![WAKING.into()],
+            formats: vec![hood_raw::records::example_sched_formats(316, 319).remove(1)],
             ..meta
         };
         assert!(decode_wakeups(&bad, 0, &b).wakeups.is_empty());
