@@ -12,11 +12,12 @@ use std::fs::File;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::read::ReadCache;
 use object::{Object as _, ObjectSection as _, ObjectSegment as _, ReadRef};
+use rustc_hash::FxHashMap;
 
 use crate::UnwindError;
 
@@ -62,6 +63,25 @@ pub struct Image {
     pub(crate) entry: u64,
     /// Unwind sections not read: over [`MAX_SECTION_BYTES`] or stored sparse.
     pub(crate) refused: Vec<String>,
+    /// What `.eh_frame_hdr` said about addresses asked before ([`Image::facts`]): a walk asks
+    /// about the same few addresses over and over (its last frame, a leaf's FDE), and each
+    /// answer costs a table search and an FDE parse.
+    facts: Mutex<FxHashMap<u64, Option<FdeFacts>>>,
+}
+
+/// Addresses whose facts an image keeps; past this the memo starts over (an image's hot
+/// addresses are a few hundred).
+const MAX_FACTS: usize = 1 << 14;
+
+/// What the FDE covering an address says, as far as the walk asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FdeFacts {
+    /// Its CIE marks a signal trampoline (`S`).
+    trampoline: bool,
+    /// The address is the FDE's first one.
+    starts_here: bool,
+    /// The row for the address says the return address is undefined.
+    ra_undefined: bool,
 }
 
 /// Whether every entry of `.eh_frame_hdr`'s table can be read and points into `.eh_frame` or
@@ -134,7 +154,7 @@ impl Image {
     /// Whether the code at `svma` (a return address minus one) belongs to a signal trampoline
     /// (its CIE carries the `S` augmentation, as glibc's `__restore_rt` does).
     pub fn is_signal_trampoline(&self, svma: u64) -> bool {
-        self.fde_at(svma) == Some(true)
+        self.facts(svma).is_some_and(|f| f.trampoline)
     }
 
     /// Whether call frame information covers the code at `svma`. Only `.eh_frame_hdr`'s
@@ -143,7 +163,7 @@ impl Image {
         if self.eh_frame_hdr.is_none() {
             return self.has_cfi();
         }
-        self.fde_at(svma).is_some()
+        self.facts(svma).is_some()
     }
 
     /// Whether the call frame information for `svma` says the return address is undefined
@@ -152,18 +172,7 @@ impl Image {
     /// not look up.
     pub fn ra_undefined(&self, svma: u64) -> Option<bool> {
         self.eh_frame_hdr.as_ref()?;
-        Some(
-            self.with_fde(svma, |fde, eh_frame, bases| {
-                let mut ctx = gimli::UnwindContext::new();
-                fde.unwind_info_for_address(eh_frame, bases, &mut ctx, svma)
-                    .is_ok_and(|row| {
-                        matches!(
-                            row.register(gimli::X86_64::RA),
-                            Some(gimli::RegisterRule::Undefined)
-                        )
-                    })
-            }) == Some(true),
-        )
+        Some(self.facts(svma).is_some_and(|f| f.ra_undefined))
     }
 
     /// Whether `svma`, which no FDE covers, lies in the few bytes just before a thread's
@@ -173,23 +182,46 @@ impl Image {
     /// land there before it calls its start function.
     pub(crate) fn before_thread_start(&self, svma: u64) -> bool {
         self.eh_frame_hdr.is_some()
-            && self.fde_at(svma).is_none()
+            && self.facts(svma).is_none()
             && (1..=16u64)
                 .map(|k| svma.wrapping_add(k))
-                .find(|&a| self.fde_at(a).is_some())
-                .is_some_and(|a| self.fde_starts_at(a) && self.ra_undefined(a) == Some(true))
+                .find_map(|a| self.facts(a))
+                .is_some_and(|f| f.starts_here && f.ra_undefined)
     }
 
     /// Whether an FDE begins exactly at `svma` (a function's first instruction: a pointer
     /// to it on the stack is a function pointer, never a return address).
     pub(crate) fn fde_starts_at(&self, svma: u64) -> bool {
-        self.with_fde(svma, |fde, _, _| fde.initial_address() == svma) == Some(true)
+        self.facts(svma).is_some_and(|f| f.starts_here)
     }
 
-    /// Look `svma` up in `.eh_frame_hdr`: `None` when no FDE covers it, else whether that
-    /// FDE describes a signal trampoline.
-    fn fde_at(&self, svma: u64) -> Option<bool> {
-        self.with_fde(svma, |fde, _, _| fde.cie().is_signal_trampoline())
+    /// What the FDE `.eh_frame_hdr` gives for `svma` says (`None` when none covers it),
+    /// remembered per address.
+    fn facts(&self, svma: u64) -> Option<FdeFacts> {
+        let mut memo = self.facts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&known) = memo.get(&svma) {
+            return known;
+        }
+        let facts = self.with_fde(svma, |fde, eh_frame, bases| {
+            let mut ctx = gimli::UnwindContext::new();
+            FdeFacts {
+                trampoline: fde.cie().is_signal_trampoline(),
+                starts_here: fde.initial_address() == svma,
+                ra_undefined: fde
+                    .unwind_info_for_address(eh_frame, bases, &mut ctx, svma)
+                    .is_ok_and(|row| {
+                        matches!(
+                            row.register(gimli::X86_64::RA),
+                            Some(gimli::RegisterRule::Undefined)
+                        )
+                    }),
+            }
+        });
+        if memo.len() >= MAX_FACTS {
+            memo.clear();
+        }
+        memo.insert(svma, facts);
+        facts
     }
 
     /// Run `f` on the FDE that `.eh_frame_hdr` gives for `svma`; `None` when none covers it.
@@ -315,6 +347,7 @@ impl Image {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
             entry: file.entry(),
             refused: refused.into_inner(),
+            facts: Mutex::default(),
         })
     }
 
@@ -416,4 +449,34 @@ pub(crate) fn candidate_paths(pid: Option<u32>, path: &str) -> Vec<PathBuf> {
     }
     out.push(PathBuf::from(path));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memo answers as the tables do, also after it starts over.
+    #[test]
+    fn remembered_facts_equal_the_tables_answers() {
+        let exe = std::env::current_exe().expect("test binary");
+        let (image, _) = Image::read(&exe, "test".into()).expect("readable ELF");
+        let text = image.text.clone().expect("a .text section");
+        let step = ((text.end - text.start) / (MAX_FACTS as u64 + 100)).max(1);
+        let addrs: Vec<u64> = (text.start..text.end).step_by(step as usize).collect();
+        assert!(addrs.len() > MAX_FACTS, "enough addresses to fill the memo");
+        let fresh: Vec<Option<FdeFacts>> = addrs
+            .iter()
+            .map(|&a| {
+                image.facts.lock().unwrap().clear();
+                image.facts(a)
+            })
+            .collect();
+        assert!(fresh.iter().filter(|f| f.is_some()).count() > addrs.len() / 2);
+        for round in 0..2 {
+            for (a, want) in addrs.iter().zip(&fresh) {
+                assert_eq!(image.facts(*a), *want, "round {round} at {a:#x}");
+            }
+            assert!(image.facts.lock().unwrap().len() <= MAX_FACTS);
+        }
+    }
 }

@@ -88,8 +88,6 @@ pub struct Unwinder {
     pub(crate) spaces: FxHashMap<u32, Space>,
     pub(crate) cache: CacheX86_64,
     changes: u32,
-    /// Return addresses known to be (or not be) signal trampolines, by image and svma.
-    pub(crate) sigreturn: FxHashMap<(usize, u64), bool>,
     refreshed: FxHashMap<u32, Instant>,
     /// Images already warned about, and warnings not yet taken.
     warned: BTreeSet<String>,
@@ -108,7 +106,6 @@ impl Unwinder {
             spaces: FxHashMap::default(),
             cache: CacheX86_64::new(),
             changes: 0,
-            sigreturn: FxHashMap::default(),
             refreshed: FxHashMap::default(),
             warned: BTreeSet::new(),
             warnings: Vec::new(),

@@ -2,7 +2,6 @@
 
 use framehop::x86_64::UnwindRegsX86_64;
 use framehop::{Error as FhError, FrameAddress, Unwinder as _};
-use rustc_hash::FxHashMap;
 
 use crate::space::{Space, Unwinder};
 use crate::{Truncation, UserRegs, MAX_FRAMES};
@@ -50,7 +49,6 @@ pub(crate) fn walk(
     let Unwinder {
         spaces,
         cache,
-        sigreturn,
         stats,
         ..
     } = u;
@@ -70,7 +68,7 @@ pub(crate) fn walk(
         if out.len() - first >= MAX_FRAMES {
             return Some(Truncation::TooDeep);
         }
-        if addr.is_return_address() && is_sigreturn(sigreturn, space, addr.address()) {
+        if addr.is_return_address() && is_sigreturn(space, addr.address()) {
             stats.signal_frames += 1;
             // The handler "returns" to the trampoline's first instruction (the kernel pushed
             // `sa_restorer`), not after a call: stored plus one so a reader's `address - 1`
@@ -274,20 +272,11 @@ fn classify_stop(space: &Space, addr: FrameAddress) -> Truncation {
 
 /// Whether the return address `ra` enters a signal trampoline (`__restore_rt`), i.e. the
 /// frame below is the kernel's signal frame.
-fn is_sigreturn(known: &mut FxHashMap<(usize, u64), bool>, space: &Space, ra: u64) -> bool {
+fn is_sigreturn(space: &Space, ra: u64) -> bool {
     let look = ra.wrapping_sub(1);
-    let Some(m) = space.lookup(look) else {
-        return false;
-    };
-    let Some(img) = &m.image else {
-        return false;
-    };
-    let svma = look.wrapping_sub(m.bias);
-    let key = (std::sync::Arc::as_ptr(img) as usize, svma);
-    if let Some(&is) = known.get(&key) {
-        return is;
-    }
-    let is = img.is_signal_trampoline(svma);
-    known.insert(key, is);
-    is
+    space.lookup(look).is_some_and(|m| {
+        m.image
+            .as_ref()
+            .is_some_and(|img| img.is_signal_trampoline(look.wrapping_sub(m.bias)))
+    })
 }
