@@ -18,7 +18,7 @@ use hood_raw::frames::for_each_frame;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use hood_raw::records::{
-    kind, trace_flags, Decoded, Event, SchedLayout, SchedRaw, Truncation, CONTEXT_MAX,
+    kind, trace_flags, Decoded, Event, SampleParts, SchedLayout, SchedRaw, Truncation, CONTEXT_MAX,
     CONTEXT_USER, TASK_REPORT_PREEMPTED,
 };
 use hood_raw::stackcopy;
@@ -242,7 +242,9 @@ pub struct Rewriter {
     stats: RewriteStats,
     decoded: Decoded,
     /// (time, ring, offset, length, index of its decoded side-band event or `NO_EVENT`).
-    order: Vec<(u64, usize, usize, usize, usize)>,
+    /// Per record of a round: time, input, offset, length, decoded side-band event (or
+    /// `NO_EVENT`), and the index of its parsed sample (or `NO_EVENT`).
+    order: Vec<(u64, usize, usize, usize, usize, usize)>,
     chain: Vec<u64>,
     user: Vec<u64>,
     gate: Option<Gate>,
@@ -371,10 +373,21 @@ impl Rewriter {
         // Side-band records are decoded once, here (for their time); the event is applied in
         // time order below. `NO_EVENT` marks samples and records that decode to nothing.
         self.decoded.events.clear();
+        // Each sample is parsed once, here; the steps below take the parts.
+        let mut parsed: Vec<SampleParts<'_>> = Vec::with_capacity(self.order.capacity());
         for (ring, (_, bytes)) in input.iter().enumerate() {
             let broken = for_each_frame(bytes, |f| {
+                let mut sample = NO_EVENT;
                 let (time, event) = if f.ty == kind::SAMPLE {
-                    let t = stackcopy::parse(&self.attr, &f.bytes[8..]).map_or(0, |s| s.time);
+                    let parts = f
+                        .bytes
+                        .get(8..)
+                        .and_then(|b| stackcopy::parse(&self.attr, b));
+                    let t = parts.as_ref().map_or(0, |s| s.time);
+                    if let Some(p) = parts {
+                        sample = parsed.len();
+                        parsed.push(p);
+                    }
                     (t, NO_EVENT)
                 } else {
                     let before = self.decoded.events.len();
@@ -384,17 +397,18 @@ impl Rewriter {
                         None => (0, NO_EVENT),
                     }
                 };
-                self.order.push((time, ring, f.at, f.bytes.len(), event));
+                self.order
+                    .push((time, ring, f.at, f.bytes.len(), event, sample));
             });
             if broken.is_err() {
                 self.stats.malformed += 1;
             }
         }
-        self.join_neighbours(input);
+        self.join_neighbours(&parsed);
         self.order
             .sort_by_key(|&(time, ring, at, ..)| (time, ring, at));
         let order = std::mem::take(&mut self.order);
-        for &(time, part, at, len, event) in &order {
+        for &(time, part, at, len, event, sample) in &order {
             let (ring, bytes) = input[part];
             let rec = &bytes[at..at + len];
             if ring >= output.len() {
@@ -425,20 +439,18 @@ impl Rewriter {
                     joined = Some(&input[p].1[a..a + l]);
                 }
             }
-            if self.deferred_copy(time, rec, output) {
+            let parts = parsed.get(sample);
+            if self.deferred_copy(time, parts, output) {
                 continue;
             }
-            self.gated_sample(time, ring, rec, joined, output);
+            self.gated_sample(time, ring, rec, parts, joined, output);
         }
         self.order = order;
     }
 
     /// The class of a sample record for joining deferred copies.
-    fn class(&self, rec: &[u8]) -> Class {
+    fn class(&self, s: &SampleParts<'_>) -> Class {
         let (Some(g), Some(d)) = (self.gate.as_ref(), self.deferred.as_ref()) else {
-            return Class::Other;
-        };
-        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(&self.attr, b)) else {
             return Class::Other;
         };
         if s.id.is_some_and(|id| d.ids.contains(&id)) {
@@ -459,20 +471,14 @@ impl Rewriter {
 
     /// Join each preemption's and waker's deferred copy to the switch or wake-up sample of the
     /// same thread next to it in its ring (the kernel writes both in one tracepoint hit).
-    fn join_neighbours(&mut self, input: &[(usize, &[u8])]) {
+    fn join_neighbours(&mut self, parsed: &[SampleParts<'_>]) {
         if self.deferred.is_none() {
             return;
         }
         let mut pairs = Vec::new();
         let mut prev: Option<(usize, usize, usize, Class)> = None;
-        for &(_, part, at, len, event) in &self.order {
-            let rec = &input[part].1[at..at + len];
-            let class =
-                if event == NO_EVENT && rec.len() >= 8 && rec[..4] == kind::SAMPLE.to_le_bytes() {
-                    self.class(rec)
-                } else {
-                    Class::Other
-                };
+        for &(_, part, at, len, _, sample) in &self.order {
+            let class = parsed.get(sample).map_or(Class::Other, |s| self.class(s));
             if let Some((pp, pa, pl, pc)) = prev.filter(|p| p.0 == part) {
                 let copy_first = matches!(
                     (pc, class),
@@ -506,13 +512,18 @@ impl Rewriter {
 
     /// A deferred copy met in time order: a system call's return or a major fault joins the
     /// long waits of its thread waiting for it, a kernel stack the wait it was taken for;
-    /// joined neighbours were handled with their samples. Returns whether `rec` was a
+    /// joined neighbours were handled with their samples. Returns whether the sample was a
     /// deferred copy (never stored itself).
-    fn deferred_copy(&mut self, time: u64, rec: &[u8], output: &mut [Vec<u8>]) -> bool {
+    fn deferred_copy(
+        &mut self,
+        time: u64,
+        s: Option<&SampleParts<'_>>,
+        output: &mut [Vec<u8>],
+    ) -> bool {
         let Some(d) = self.deferred.as_ref() else {
             return false;
         };
-        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(&self.attr, b)) else {
+        let Some(s) = s else {
             return false;
         };
         if !s.id.is_some_and(|id| d.ids.contains(&id)) {
@@ -566,7 +577,7 @@ impl Rewriter {
             }
             if let Some(out) = output.get_mut(h.ring) {
                 self.stats.deferred_joined += 1;
-                self.sample(&h.rec, Some(rec), got_kernel(&h), out, false);
+                self.sample_from(&h.rec, Some(s), got_kernel(&h), out);
             }
         }
         true
@@ -665,15 +676,15 @@ impl Rewriter {
         time: u64,
         ring: usize,
         rec: &[u8],
+        s: Option<&SampleParts<'_>>,
         joined: Option<&[u8]>,
         output: &mut [Vec<u8>],
     ) {
-        let Some(g) = self.gate.as_ref() else {
-            self.sample(rec, None, Kernel::Own, &mut output[ring], false);
-            return;
-        };
-        let Some(s) = stackcopy::parse(&self.attr, &rec[8..]) else {
-            self.sample(rec, None, Kernel::Own, &mut output[ring], false);
+        let (Some(g), Some(s)) = (self.gate.as_ref(), s) else {
+            match s {
+                Some(s) => self.unwound(rec, s, None, Kernel::Own, &mut output[ring], false),
+                None => self.sample(rec, None, Kernel::Own, &mut output[ring], false),
+            }
             return;
         };
         let deferred = self.deferred.is_some();
@@ -690,7 +701,7 @@ impl Rewriter {
                 // Whole-system sessions: the incoming thread's wait ends here.
                 self.resolve(next_tid, time, output);
                 if prev_tid == 0 || !(has_stack || deferred) {
-                    self.sample(rec, None, Kernel::Own, &mut output[ring], false);
+                    self.unwound(rec, s, None, Kernel::Own, &mut output[ring], false);
                     return;
                 }
                 // A switch sample without a call chain: the kernel stack of a long wait
@@ -750,7 +761,7 @@ impl Rewriter {
                     self.stats.short_waits += 1;
                 }
                 let short = has_stack && (!long || in_irq);
-                self.sample(rec, None, Kernel::Own, &mut output[ring], short);
+                self.unwound(rec, s, None, Kernel::Own, &mut output[ring], short);
             }
             None => {
                 // A sample in user mode: its thread's system call has returned, so a copy
@@ -759,7 +770,7 @@ impl Rewriter {
                 if deferred && misc & 7 == MISC_USER {
                     self.give_up_awaiting(tid, output);
                 }
-                self.sample(rec, None, Kernel::Own, &mut output[ring], false);
+                self.unwound(rec, s, None, Kernel::Own, &mut output[ring], false);
             }
         }
     }
@@ -896,22 +907,48 @@ impl Rewriter {
         out: &mut Vec<u8>,
         short: bool,
     ) {
-        let misc = u16::from_le_bytes([rec[4], rec[5]]);
-        let Some(s) = stackcopy::parse(&self.attr, &rec[8..]) else {
+        let attr = &self.attr;
+        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(attr, b)) else {
             self.stats.malformed += 1;
             out.extend_from_slice(rec);
             return;
         };
-        let u = match user.and_then(|u| u.get(8..)) {
-            Some(b) => match stackcopy::parse(&self.attr, b) {
-                Some(u) => u,
-                None => {
-                    self.stats.malformed += 1;
-                    s.clone()
-                }
-            },
-            None => s.clone(),
+        let u = user.map(|u| u.get(8..).and_then(|b| stackcopy::parse(attr, b)));
+        if matches!(u, Some(None)) {
+            self.stats.malformed += 1;
+        }
+        self.unwound(rec, &s, u.flatten().as_ref(), kernel, out, short);
+    }
+
+    /// [`Rewriter::sample`] of `rec` (a held switch-out) with the user stack of the parsed
+    /// deferred copy `user`.
+    fn sample_from(
+        &mut self,
+        rec: &[u8],
+        user: Option<&SampleParts<'_>>,
+        kernel: Kernel<'_>,
+        out: &mut Vec<u8>,
+    ) {
+        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(&self.attr, b)) else {
+            self.stats.malformed += 1;
+            out.extend_from_slice(rec);
+            return;
         };
+        self.unwound(rec, &s, user, kernel, out, false);
+    }
+
+    /// [`Rewriter::sample`] of the sample `rec` parsed as `s`.
+    fn unwound(
+        &mut self,
+        rec: &[u8],
+        s: &SampleParts<'_>,
+        user: Option<&SampleParts<'_>>,
+        kernel: Kernel<'_>,
+        out: &mut Vec<u8>,
+        short: bool,
+    ) {
+        let misc = u16::from_le_bytes([rec[4], rec[5]]);
+        let u = user.unwrap_or(s);
         self.stats.stack_bytes += u.stack.len() as u64;
         // The kernel part of the chain stays; the user part is what unwinding finds. A wake-up
         // sample without a chain takes the kernel frames of its copy (the waker's), a
