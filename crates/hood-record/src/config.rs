@@ -122,6 +122,22 @@ pub fn least_ring_kb(user_stack: UserStack) -> usize {
     MIN_RING_KB[usize::from(user_stack.copies_stack())]
 }
 
+/// The ring per CPU, KiB, of an off-CPU recording when `--ring-kb` is not given: the most a
+/// default ring takes (16 MiB, and 256 MiB over all CPUs). Every context switch and wake-up
+/// writes into the rings too, at a rate the sampling rate says nothing about (100,000 a
+/// second per CPU in a context-switch storm).
+pub fn off_cpu_ring_kb(cpus: usize) -> usize {
+    MAX_RING_KB
+        .min(MAX_RINGS_KB / cpus.max(1))
+        .max(MIN_RING_KB[1])
+}
+
+/// [`off_cpu_ring_kb`] in pages for this machine's online CPUs.
+pub fn off_cpu_ring_pages(user_stack: UserStack) -> usize {
+    let cpus = hood_perf::online_cpus().map_or(1, |c| c.len());
+    ring_pages(Some(off_cpu_ring_kb(cpus)), user_stack, 0, cpus, 1)
+}
+
 /// The ring per CPU, KiB, when `--ring-kb` is not given: what the CPU's samples fill in the
 /// time the recorder may wait for its turn. A CPU takes at most `freq_hz` samples a second
 /// of `sample bytes` each (the stack copy plus 256 bytes of header, registers and kernel
@@ -218,6 +234,9 @@ mod tests {
     fn rings_are_powers_of_two_pages() {
         let fp = UserStack::FramePointer;
         assert_eq!(ring_pages(None, fp, 999, 2, 1), 256);
+        assert_eq!(off_cpu_ring_kb(2), 16 << 10);
+        assert_eq!(off_cpu_ring_kb(64), 4 << 10);
+        assert_eq!(off_cpu_ring_kb(1024), 4 << 10);
         assert_eq!(ring_pages(Some(1), fp, 999, 2, 1), 1);
         assert_eq!(ring_pages(Some(5), fp, 999, 2, 1), 2);
         assert_eq!(ring_pages(Some(0), fp, 999, 2, 1), 1);

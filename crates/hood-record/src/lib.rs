@@ -26,8 +26,8 @@ pub mod session;
 pub mod snapshot;
 
 pub use config::{
-    call_graph_name, least_ring_kb, parse_call_graph, ring_pages, RecordConfig, Who, DEFAULT_EVENT,
-    DEFAULT_FREQ_HZ,
+    call_graph_name, least_ring_kb, off_cpu_ring_kb, off_cpu_ring_pages, parse_call_graph,
+    ring_pages, RecordConfig, Who, DEFAULT_EVENT, DEFAULT_FREQ_HZ,
 };
 pub use interactive::Interactive;
 pub use load::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};

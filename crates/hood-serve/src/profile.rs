@@ -167,6 +167,9 @@ where
         let mut cfg = RecordConfig::new(who, file.0.clone());
         cfg.duration = Some(Duration::from_secs(req.seconds));
         cfg.sampling.off_cpu = req.off_cpu;
+        if req.off_cpu {
+            cfg.sampling.ring_pages = hood_record::off_cpu_ring_pages(cfg.sampling.user_stack);
+        }
         let mut lines = Vec::new();
         let recorded = hood_record::record(&cfg, &mut StopFlag(stop), &mut |line| {
             self.log.say(&format!("hood serve: {tag}: {line}"));

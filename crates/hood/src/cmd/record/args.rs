@@ -148,8 +148,14 @@ impl RecordArgs {
         // An ordinary user's locked memory holds the least rings only.
         let least =
             (!hood_proc::usage::running_as_root()).then(|| hood_record::least_ring_kb(user_stack));
-        let pages =
-            hood_record::ring_pages(self.ring_kb.or(least), user_stack, self.freq, cpus, threads);
+        let off_cpu = self.off_cpu.then(|| hood_record::off_cpu_ring_kb(cpus));
+        let pages = hood_record::ring_pages(
+            self.ring_kb.or(least).or(off_cpu),
+            user_stack,
+            self.freq,
+            cpus,
+            threads,
+        );
         let sampling = SamplingConfig {
             event,
             freq_hz: self.freq,
