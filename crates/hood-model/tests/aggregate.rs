@@ -1,7 +1,7 @@
 //! Aggregations on a hand-built profile with a known answer.
 
 use hood_model::profile::aggregate::{
-    by_dso, by_function, by_process, call_tree, folded, intervals, totals, Filter,
+    by_dso, by_function, by_process, call_tree, folded, intervals, totals, Filter, OffCpuGaps,
 };
 use hood_model::profile::{Func, Mode, Process, Profile, Sample};
 
@@ -154,7 +154,7 @@ fn intervals_measure_gaps_in_periods() {
 }
 
 /// A command's thread sampled every 1 ms that moves CPU 0 → 1 → 0: its samples are 1 ms
-/// apart, and CPU 0's gap while it ran on CPU 1 is a migration, not a long interval.
+/// apart, and each move is a gap (counted on the CPU it moved to), not a long interval.
 #[test]
 fn a_commands_intervals_leave_out_cpu_migrations() {
     let mut p = profile();
@@ -162,56 +162,111 @@ fn a_commands_intervals_leave_out_cpu_migrations() {
     p.samples.clear();
     let cpus = [0, 0, 0, 1, 1, 1, 0, 0, 0];
     for (k, &cpu) in cpus.iter().enumerate() {
-        p.samples.push(Sample {
-            pid: 10,
-            tid: 10,
-            cpu,
-            time: (k as u64 + 1) * 1_000_000,
-            period: 1,
-            mode: Mode::User,
-            stack: 1,
-            locs: 0,
-        });
+        p.samples.push(sample(10, cpu, (k as u64 + 1) * 1_000_000));
     }
     let iv = intervals(&p, 1_000_000);
     let by_cpu: Vec<(u32, u64, u64, u64)> = iv
         .iter()
-        .map(|c| (c.cpu, c.count, c.max_ns, c.migrations))
+        .map(|c| (c.cpu, c.count, c.max_ns, c.off_cpu.migrated))
         .collect();
-    // CPU 0: 2 + 2 intervals of 1 ms and the gap left out; CPU 1: 2 intervals.
-    assert_eq!(by_cpu, [(0, 4, 1_000_000, 1), (1, 2, 1_000_000, 0)]);
+    // CPU 0: 2 + 2 intervals of 1 ms and the move back; CPU 1: 2 intervals and the move.
+    assert_eq!(by_cpu, [(0, 4, 1_000_000, 1), (1, 2, 1_000_000, 1)]);
     assert!(iv.iter().all(|c| c.delayed_share == 0.0));
     // The same samples of a whole-system recording are per CPU: CPU 0's gap of 4 ms is
     // a long interval there.
     p.meta.mode = "system".into();
     let iv = intervals(&p, 1_000_000);
     assert_eq!(iv[0].max_ns, 4_000_000);
-    assert_eq!(iv[0].migrations, 0);
+    assert_eq!(iv[0].off_cpu, OffCpuGaps::default());
 }
 
-/// Two threads of a command taking turns on one CPU, each sampled every 2 ms of its own time:
-/// the CPU's samples are 1 ms apart, and none is a migration (the threads never left it).
+fn sample(tid: u32, cpu: u32, time: u64) -> Sample {
+    Sample {
+        pid: 10,
+        tid,
+        cpu,
+        time,
+        period: 1,
+        mode: Mode::User,
+        stack: 1,
+        locs: 0,
+    }
+}
+
+/// Two threads of a command taking turns on one CPU, 3 ms each, each sampled every 1 ms of
+/// its own time: within a turn the samples are 1 ms apart (intervals); across the other's
+/// turn a thread's gap holds the other's samples (shared), and the CPU's samples of two
+/// threads are never paired.
 #[test]
-fn threads_taking_turns_on_one_cpu_are_not_migrations() {
+fn threads_taking_turns_on_one_cpu_share_it_without_late_samples() {
     let mut p = profile();
     p.meta.mode = "command".into();
     p.samples.clear();
-    for k in 0..8u64 {
-        let tid = 10 + (k % 2) as u32;
-        p.samples.push(Sample {
-            pid: 10,
-            tid,
-            cpu: 0,
-            time: (k + 1) * 1_000_000,
-            period: 1,
-            mode: Mode::User,
-            stack: 1,
-            locs: 0,
+    // Turns of 3 ms: thread 10 at 1, 2, 3 ms, thread 11 at 4, 5, 6 ms, ...; 4 turns each.
+    for k in 0..24u64 {
+        let tid = 10 + ((k / 3) % 2) as u32;
+        p.samples.push(sample(tid, 0, (k + 1) * 1_000_000));
+    }
+    let iv = intervals(&p, 1_000_000);
+    assert_eq!(iv.len(), 1);
+    // Per thread: 4 turns of 2 intervals, and 3 gaps between its turns.
+    assert_eq!(
+        (iv[0].count, iv[0].max_ns, iv[0].delayed_share),
+        (16, 1_000_000, 0.0)
+    );
+    assert_eq!(
+        iv[0].off_cpu,
+        OffCpuGaps {
+            shared: 6,
+            ..OffCpuGaps::default()
+        }
+    );
+}
+
+/// A thread sampled every 1 ms whose gaps of 3 ms hold an off-CPU stretch of its own in the
+/// recording's switches: preempted (runnable) or blocked, each counted as such; without the
+/// switches (nothing else was sampled in between), the same gap is a long interval.
+#[test]
+fn switches_tell_a_preempted_or_blocked_thread_from_a_late_sample() {
+    let mut p = profile();
+    p.meta.mode = "command".into();
+    p.samples.clear();
+    // Samples at 1, 2, 5, 6, 9, 10 ms; off CPU from 2.5 to 4.5 ms (runnable) and from 6.5
+    // to 7.5 ms (blocked) then 7.5 to 8.5 ms (woken, runnable).
+    for t in [1, 2, 5, 6, 9, 10] {
+        p.samples.push(sample(10, 0, t * 1_000_000));
+    }
+    let long = intervals(&p, 1_000_000);
+    assert_eq!((long[0].count, long[0].max_ns), (5, 3_000_000));
+    assert!((long[0].delayed_share - 0.4).abs() < 1e-9);
+    for (start, len, mode) in [
+        (2_500_000, 2_000_000, Mode::Runnable),
+        (6_500_000, 1_000_000, Mode::Blocked),
+        (7_500_000, 1_000_000, Mode::Runnable),
+    ] {
+        p.off_cpu.push(Sample {
+            time: start,
+            period: len,
+            mode,
+            ..sample(10, 0, 0)
         });
     }
     let iv = intervals(&p, 1_000_000);
     assert_eq!(
-        (iv[0].count, iv[0].max_ns, iv[0].migrations),
-        (7, 1_000_000, 0)
+        (iv[0].count, iv[0].max_ns, iv[0].delayed_share),
+        (3, 1_000_000, 0.0)
     );
+    assert_eq!(
+        iv[0].off_cpu,
+        OffCpuGaps {
+            blocked: 1,
+            preempted: 1,
+            ..OffCpuGaps::default()
+        }
+    );
+    // Another thread's stretch is not this thread's.
+    for o in &mut p.off_cpu {
+        o.tid = 11;
+    }
+    assert_eq!(intervals(&p, 1_000_000)[0].count, 5);
 }

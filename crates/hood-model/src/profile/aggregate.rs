@@ -481,66 +481,140 @@ pub struct CpuIntervals {
     pub delayed_share: f64,
     /// Histogram: (upper bound in periods, count); the last bound is infinity.
     pub histogram: Vec<(f64, u64)>,
-    /// A command's or attached processes' recording: gaps between two samples of this CPU
-    /// while a thread of either ran on another CPU (a migration), left out: a thread's timer
-    /// moves with it, so such a gap is not a late sample.
-    pub migrations: u64,
+    /// The gaps between two samples of one thread across which the thread was off this CPU
+    /// (a command's or attached processes' recording, whose timers run only while their
+    /// thread runs): not intervals, so not late samples. Counted on the CPU of the later
+    /// sample.
+    pub off_cpu: OffCpuGaps,
+}
+
+/// Why a thread's gap between two of its samples was not an interval of its timer
+/// ([`CpuIntervals::off_cpu`]), each gap counted once, in this order.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct OffCpuGaps {
+    /// The recording's context switches show the thread blocked in the gap (sleeping, waiting
+    /// for I/O or a lock).
+    pub blocked: u64,
+    /// The recording's context switches show the thread runnable but not running in the gap:
+    /// preempted, or woken and waiting for a CPU.
+    pub preempted: u64,
+    /// Its two samples are on different CPUs: it left the first (a migration).
+    pub migrated: u64,
+    /// Another thread was sampled on the CPU between them: the thread had left the CPU.
+    pub shared: u64,
+}
+
+impl OffCpuGaps {
+    /// All the gaps left out.
+    pub fn total(&self) -> u64 {
+        self.blocked + self.preempted + self.migrated + self.shared
+    }
 }
 
 /// Histogram bucket upper bounds, in nominal periods.
 pub const INTERVAL_BUCKETS: [f64; 8] = [0.5, 0.9, 1.1, 1.5, 2.0, 4.0, 16.0, f64::INFINITY];
 
+/// Whether [`intervals`] measures each thread's timer (a command's or attached processes'
+/// recording) rather than each CPU's (a whole-system recording).
+pub fn intervals_per_thread(prof: &Profile) -> bool {
+    matches!(prof.meta.mode.as_str(), "command" | "pids")
+}
+
 /// Per-CPU sampling intervals relative to the nominal period `period_ns`.
 ///
 /// A whole-system recording samples each CPU on its own timer: every gap between two samples
-/// of a CPU is an interval. A command's or attached processes' recording samples each thread
-/// on its own timer, which moves with the thread: a gap of a CPU while a thread of either
-/// sample ran on another CPU (it migrated) is counted in [`CpuIntervals::migrations`], not
-/// taken for a late sample.
+/// of a CPU is an interval.
+///
+/// A command's or attached processes' recording samples each thread on its own timer, which
+/// runs only while the thread runs (the kernel stops it when the thread leaves a CPU and
+/// starts it with what was left of the period when it comes back, on whichever CPU). An
+/// interval is then the time between two consecutive samples of one thread on one CPU; a
+/// gap across which the thread was off the CPU is counted in [`CpuIntervals::off_cpu`]
+/// instead, by the first of these facts that holds:
+/// - the recording's context switches (`hood record --off-cpu`) show the thread blocked, or
+///   runnable but not running (preempted), at some time in the gap;
+/// - its two samples are on different CPUs;
+/// - another thread was sampled on that CPU between them.
+///
+/// Without context switches, a thread that lost its CPU to a task that was not recorded, or
+/// that blocked, between two of its samples leaves no sign in the samples: that gap counts as
+/// a long interval.
 pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
-    let per_thread = matches!(prof.meta.mode.as_str(), "command" | "pids");
+    let per_thread = intervals_per_thread(prof);
     let mut on_cpu: Vec<&Sample> = prof.samples.iter().filter(|s| !s.mode.off_cpu()).collect();
     on_cpu.sort_by_key(|s| s.time);
-    // Each sample's thread's previous and next sample.
-    let n = on_cpu.len();
-    let (mut prev, mut next) = (vec![None; n], vec![None; n]);
-    let mut last_of_thread: HashMap<u32, usize> = HashMap::default();
-    for (i, s) in on_cpu.iter().enumerate() {
-        if let Some(p) = last_of_thread.insert(s.tid, i) {
-            prev[i] = Some(p);
-            next[p] = Some(i);
+    // Each thread's off-CPU stretches (start, end, blocked), in time order.
+    let mut away: HashMap<u32, Vec<(u64, u64, bool)>> = HashMap::default();
+    if per_thread {
+        for o in prof.off_cpu.iter().filter(|o| o.period > 0) {
+            away.entry(o.tid).or_default().push((
+                o.time,
+                o.time.saturating_add(o.period),
+                o.mode == Mode::Blocked,
+            ));
+        }
+        for v in away.values_mut() {
+            v.sort_unstable();
         }
     }
-    // Whether sample `k` is on another CPU than `cpu` strictly between samples `a` and `b`.
-    let elsewhere = |k: Option<usize>, a: usize, b: usize, cpu: u32| {
-        k.is_some_and(|k| k != a && k != b && on_cpu[k].cpu != cpu && (a..b).contains(&k))
-    };
     let mut per_cpu: HashMap<u32, Vec<u64>> = HashMap::default();
-    let mut migrations: HashMap<u32, u64> = HashMap::default();
+    let mut gaps: HashMap<u32, OffCpuGaps> = HashMap::default();
     let mut last_of_cpu: HashMap<u32, usize> = HashMap::default();
+    let mut last_of_thread: HashMap<u32, usize> = HashMap::default();
     for (b, s) in on_cpu.iter().enumerate() {
-        let Some(a) = last_of_cpu.insert(s.cpu, b) else {
-            continue;
+        let before_on_cpu = last_of_cpu.insert(s.cpu, b);
+        let a = if per_thread {
+            match last_of_thread.insert(s.tid, b) {
+                Some(a) => a,
+                None => continue,
+            }
+        } else {
+            match before_on_cpu {
+                Some(a) => a,
+                None => continue,
+            }
         };
-        if per_thread && (elsewhere(next[a], a, b, s.cpu) || elsewhere(prev[b], a, b, s.cpu)) {
-            *migrations.entry(s.cpu).or_default() += 1;
-            continue;
+        let pa = on_cpu[a];
+        if per_thread {
+            let g = gaps.entry(s.cpu).or_default();
+            match off_cpu_between(away.get(&s.tid), pa.time, s.time) {
+                Some(true) => {
+                    g.blocked += 1;
+                    continue;
+                }
+                Some(false) => {
+                    g.preempted += 1;
+                    continue;
+                }
+                None => {}
+            }
+            if pa.cpu != s.cpu {
+                g.migrated += 1;
+                continue;
+            }
+            if before_on_cpu != Some(a) {
+                g.shared += 1;
+                continue;
+            }
         }
-        per_cpu
-            .entry(s.cpu)
-            .or_default()
-            .push(s.time - on_cpu[a].time);
+        per_cpu.entry(s.cpu).or_default().push(s.time - pa.time);
     }
     let mut out = Vec::new();
-    let mut cpus: Vec<u32> = per_cpu.keys().copied().collect();
+    let mut cpus: Vec<u32> = per_cpu.keys().chain(gaps.keys()).copied().collect();
     cpus.sort_unstable();
+    cpus.dedup();
     for cpu in cpus {
         let mut d = per_cpu.remove(&cpu).unwrap_or_default();
-        if d.is_empty() {
+        let off_cpu = gaps.get(&cpu).copied().unwrap_or_default();
+        if d.is_empty() && off_cpu.total() == 0 {
             continue;
         }
         d.sort_unstable();
-        let pct = |p: f64| d[(((d.len() - 1) as f64) * p).round() as usize];
+        let pct = |p: f64| {
+            d.get((((d.len().max(1) - 1) as f64) * p).round() as usize)
+                .copied()
+                .unwrap_or(0)
+        };
         let period = period_ns.max(1) as f64;
         let mut histogram: Vec<(f64, u64)> = INTERVAL_BUCKETS.iter().map(|&b| (b, 0)).collect();
         let mut delayed = 0u64;
@@ -556,16 +630,36 @@ pub fn intervals(prof: &Profile, period_ns: u64) -> Vec<CpuIntervals> {
         out.push(CpuIntervals {
             cpu,
             count: d.len() as u64,
-            min_ns: d[0],
+            min_ns: d.first().copied().unwrap_or(0),
             median_ns: pct(0.5),
             p99_ns: pct(0.99),
-            max_ns: d[d.len() - 1],
-            delayed_share: delayed as f64 / d.len() as f64,
+            max_ns: d.last().copied().unwrap_or(0),
+            delayed_share: if d.is_empty() {
+                0.0
+            } else {
+                delayed as f64 / d.len() as f64
+            },
             histogram,
-            migrations: migrations.get(&cpu).copied().unwrap_or(0),
+            off_cpu,
         });
     }
     out
+}
+
+/// Whether a thread with off-CPU stretches `away` (start, end, blocked; in time order, not
+/// overlapping) was off CPU at some time strictly between `from` and `to`: `Some(true)` if
+/// blocked in any of them, `Some(false)` if only runnable, `None` if it was not.
+fn off_cpu_between(away: Option<&Vec<(u64, u64, bool)>>, from: u64, to: u64) -> Option<bool> {
+    let away = away?;
+    let before_to = away.partition_point(|&(start, _, _)| start < to);
+    let mut found = None;
+    for &(_, end, blocked) in away[..before_to].iter().rev() {
+        if end <= from {
+            break;
+        }
+        found = Some(found.unwrap_or(false) || blocked);
+    }
+    found
 }
 
 /// How complete the user stacks of the kept samples are.

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use hood_model::profile::aggregate::{intervals, CpuIntervals};
+use hood_model::profile::aggregate::{intervals, intervals_per_thread, CpuIntervals};
 use hood_model::profile::Profile;
 
 use super::fmt::{bar, rule, title};
@@ -51,31 +51,39 @@ pub fn render_intervals(
         prof.meta.freq_hz
     )?;
     writeln!(out, "{}", rule('='))?;
-    writeln!(
-        out,
-        "Each interval is the time between two consecutive samples on one CPU. On time, it is"
-    )?;
-    writeln!(
-        out,
-        "1.0 period; a sample delayed by interrupt latency makes its interval longer and the"
-    )?;
-    writeln!(
-        out,
-        "next one shorter, so the spread shows how late samples were taken."
-    )?;
-    if prof.meta.mode != "system" {
-        writeln!(
-            out,
-            "Note: not a system-wide recording: each thread is sampled on its own timer, which moves with"
-        )?;
-        writeln!(
-            out,
-            "it. A CPU's gap while a thread of it ran on another CPU (a migration) is left out; other gaps"
-        )?;
-        writeln!(
-            out,
-            "while the target was not running on the CPU count as long intervals."
-        )?;
+    if intervals_per_thread(prof) {
+        for line in [
+            "Not a system-wide recording: each thread is sampled on its own timer, which runs only",
+            "while the thread runs and moves with it. Each interval is the time between two",
+            "consecutive samples of one thread on one CPU. On time, it is 1.0 period; a sample",
+            "delayed by interrupt latency makes its interval longer and the next one shorter, so",
+            "the spread shows how late samples were taken. A gap across which the thread was off",
+            "the CPU is not a late sample: it is left out and counted, by the first fact that",
+            "shows it: the recording's context switches (blocked, or preempted: runnable but not",
+            "running), its next sample on another CPU (migrated), another thread sampled on the",
+            "CPU in between (shared).",
+        ] {
+            writeln!(out, "{line}")?;
+        }
+        if prof.meta.off_cpu.is_none() {
+            for line in [
+                "Note: this recording has no context switches (record with --off-cpu to have them):",
+                "a thread that lost its CPU to a task that was not recorded, or that blocked,",
+                "between two of its samples leaves no sign in the samples, and its gap counts as a",
+                "long interval.",
+            ] {
+                writeln!(out, "{line}")?;
+            }
+        }
+    } else {
+        for line in [
+            "Each interval is the time between two consecutive samples on one CPU (each CPU is",
+            "sampled on its own timer). On time, it is 1.0 period; a sample delayed by interrupt",
+            "latency makes its interval longer and the next one shorter, so the spread shows how",
+            "late samples were taken.",
+        ] {
+            writeln!(out, "{line}")?;
+        }
     }
     if filter_text(&opts.filter).is_some() {
         writeln!(
@@ -108,29 +116,44 @@ fn cpu(
         title(&format!("CPU {}", c.cpu), &format!("{} intervals", c.count))
     )?;
     writeln!(out, "{}", rule('-'))?;
-    for (label, ns) in [
-        ("min", c.min_ns),
-        ("median", c.median_ns),
-        ("p99", c.p99_ns),
-        ("max", c.max_ns),
-    ] {
+    if c.count > 0 {
+        for (label, ns) in [
+            ("min", c.min_ns),
+            ("median", c.median_ns),
+            ("p99", c.p99_ns),
+            ("max", c.max_ns),
+        ] {
+            writeln!(
+                out,
+                "  {label:<7} {:>12.1} µs  {:>9.2} periods",
+                us(ns),
+                per(ns)
+            )?;
+        }
         writeln!(
             out,
-            "  {label:<7} {:>12.1} µs  {:>9.2} periods",
-            us(ns),
-            per(ns)
+            "  delayed by more than half a period (interval > 1.5 periods): {:.2}% of samples",
+            c.delayed_share * 100.0
         )?;
     }
-    writeln!(
-        out,
-        "  delayed by more than half a period (interval > 1.5 periods): {:.2}% of samples",
-        c.delayed_share * 100.0
-    )?;
-    if c.migrations > 0 {
+    let g = &c.off_cpu;
+    if g.total() > 0 {
+        let mut why = Vec::new();
+        for (n, what) in [
+            (g.blocked, "blocked"),
+            (g.preempted, "preempted"),
+            (g.migrated, "migrated"),
+            (g.shared, "shared"),
+        ] {
+            if n > 0 {
+                why.push(format!("{n} {what}"));
+            }
+        }
         writeln!(
             out,
-            "  left out: {} gaps while a thread ran on another CPU (migrations)",
-            c.migrations
+            "  left out, not late samples: {} gaps with the thread off the CPU ({})",
+            g.total(),
+            why.join(", ")
         )?;
     }
     writeln!(out)?;
