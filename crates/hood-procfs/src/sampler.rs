@@ -31,6 +31,12 @@ impl Sampler {
         Ok(s)
     }
 
+    /// The view of the last snapshot alone, without rates: the tasks there are now (to
+    /// check the IDs a command line names before the first interval ends).
+    pub fn current(&self) -> SystemView {
+        derive(None, &self.prev)
+    }
+
     /// The tracer's handler times since its last poll, or why there are none.
     fn irq_state(&mut self) -> Option<IrqTimeRaw> {
         match self.tracer.as_mut()? {

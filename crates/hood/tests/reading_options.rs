@@ -289,3 +289,120 @@ fn ps_takes_p_tid_and_h_as_the_readers_do() {
         assert_eq!(out.status.code(), Some(1), "ps {opt}:\n{}", text(&out));
     }
 }
+
+/// The tasks (`tasks`) and threads (`threads`) of each JSON frame `hood top ARGS` printed, its
+/// exit status and what it said on stderr.
+fn top_json(args: &[&str]) -> (Vec<(BTreeSet<u32>, BTreeSet<u32>)>, Option<i32>, String) {
+    let out = run(hood().arg("top").args(args));
+    let ids = |v: &serde_json::Value| -> BTreeSet<u32> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|t| t["pid"].as_u64().unwrap() as u32)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let frames = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("a JSON frame per line");
+            (ids(&v["tasks"]), ids(&v["threads"]))
+        })
+        .collect();
+    (
+        frames,
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `hood top` narrows as the readers do: `-p PID[,PID]` those processes (with `-H` their
+/// threads), `--tid TID` one thread (shown as threads), in batch frames and with `--replay`;
+/// an ID no task has exits 1 and names it, alone (the IDs that matched are not named).
+#[test]
+fn top_takes_p_and_tid_as_the_readers_do() {
+    let me = std::process::id();
+    let parent = std::os::unix::process::parent_id();
+    // A thread of this test's own that lives until the test ends (the harness's other
+    // threads come and go with the other tests).
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (end_tx, end_rx) = std::sync::mpsc::channel::<()>();
+    let keeper = std::thread::spawn(move || {
+        let me = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+        let tid: u32 = me.file_name().unwrap().to_str().unwrap().parse().unwrap();
+        tid_tx.send(tid).unwrap();
+        let _ = end_rx.recv();
+    });
+    let other = tid_rx.recv().unwrap();
+    let (me_s, other_s) = (me.to_string(), other.to_string());
+    let live = ["-b", "-n", "1", "--delay", "0.1", "--json"];
+    let both = format!("{me},{parent}");
+    for p in [&["-p", &me_s][..], &["--pid", &me_s]] {
+        let (frames, code, err) = top_json(&[&live[..], p].concat());
+        assert_eq!(code, Some(0), "{err}");
+        assert_eq!(frames.len(), 1, "{err}");
+        assert_eq!(frames[0].0, BTreeSet::from([me]), "top {p:?}");
+    }
+    let (frames, code, err) = top_json(&[&live[..], &["-p", &both]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(frames[0].0, BTreeSet::from([me, parent]), "-p {both}");
+    // -H -p: the process's threads, this one among them.
+    let (frames, code, err) = top_json(&[&live[..], &["-H", "-p", &me_s]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        frames[0].1.contains(&me) && frames[0].1.contains(&other),
+        "{:?}",
+        frames[0].1
+    );
+    // --tid: that thread alone, and its process.
+    let (frames, code, err) = top_json(&[&live[..], &["--tid", &other_s]].concat());
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(frames[0], (BTreeSet::from([me]), BTreeSet::from([other])));
+    // Nothing matches: exit 1, each unmatched option named, the matched one not.
+    for (opt, val) in [
+        ("--pid", NO_SUCH_ID.to_string()),
+        ("--tid", NO_SUCH_ID.to_string()),
+        ("--pid", format!("{me},{NO_SUCH_ID}")),
+    ] {
+        let (frames, code, err) = top_json(&[&live[..], &[opt, &val]].concat());
+        assert_eq!(code, Some(1), "top {opt} {val}: {err}");
+        assert!(frames.is_empty(), "top {opt} {val}: printed a frame");
+        assert!(err.contains(&format!("{opt} {NO_SUCH_ID}")), "{err}");
+        assert!(!err.contains(&format!("--pid {me}")), "{err}");
+    }
+    // The text frames of -b narrow too: this process's row, no other's.
+    let out = run(hood().args(["top", "-b", "-n", "1", "--delay", "0.1", "-p", &me_s]));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rows: Vec<u32> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("PID"))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    assert_eq!(rows, [me], "{}", text(&out));
+
+    // A store of two intervals, replayed with -p (this process lives through it).
+    let d = tempfile::tempdir().unwrap();
+    let store = d.path().join("store");
+    let out = run(hood()
+        .args(["top", "--delay", "0.2", "-n", "2", "--record"])
+        .arg(&store));
+    assert!(out.status.success(), "{}", text(&out));
+    let dir = store.to_str().unwrap();
+    let (frames, code, err) = top_json(&["-b", "--json", "--replay", dir, "-p", &me_s]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(frames.len(), 2, "{err}");
+    assert!(
+        frames.iter().all(|f| f.0 == BTreeSet::from([me])),
+        "{frames:?}"
+    );
+    let (_, code, err) = top_json(&["-b", "--json", "--replay", dir, "-p", NO_SUCH_ID]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains(&format!("--pid {NO_SUCH_ID}")), "{err}");
+    // The store holds processes: --tid with --replay is refused as a usage error.
+    let (_, code, err) = top_json(&["-b", "--replay", dir, "--tid", &other_s]);
+    assert_eq!(code, Some(2), "{err}");
+    drop(end_tx);
+    keeper.join().unwrap();
+}

@@ -2,6 +2,7 @@
 //! Each converts its clap arguments into model/report config and drives hood-procfs.
 
 pub mod info;
+mod pick;
 pub mod ps;
 pub mod store;
 pub mod top;

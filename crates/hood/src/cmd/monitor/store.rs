@@ -133,6 +133,8 @@ pub(crate) struct ReplayBatch<'a> {
     pub iterations: Option<u64>,
     /// `--cgroup PATH`: only the processes (and cgroups) in it or below it.
     pub cgroup: Option<&'a str>,
+    /// `-p PID[,PID…]`: only these processes.
+    pub pick: &'a super::pick::Pick,
 }
 
 /// `hood top -b --replay DIR [--at T | --from T1 --to T2]`: the recorded intervals as text
@@ -175,6 +177,8 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
     let mut om = OpenMetricsDump::default();
     let mut n: u64 = 0;
     let mut any_cgroup = false;
+    // The -p IDs no interval printed has held yet.
+    let mut missing = c.pick.unmatched(&SystemView::default());
     let mut res: anyhow::Result<()> = Ok(());
     if c.dump == Dump::Csv {
         res = emit(CSV_HEADER);
@@ -190,6 +194,8 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
                 any_cgroup |= v.cgroups.is_some() || v.tasks.iter().any(|t| t.cgroup.is_some());
                 keep_cgroup(&mut v, cg);
             }
+            c.pick.seen_in(&v, &mut missing);
+            c.pick.keep(&mut v);
             arrange(&mut v, c.key, c.desc, c.filter);
             let out = match c.dump {
                 Dump::Text => {
@@ -241,6 +247,18 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
     }
     if c.dump == Dump::OpenMetrics {
         emit(&om.finish())?;
+    }
+    if n > 0 && !missing.is_empty() {
+        errln!(
+            "hood top: no process matches {} in the intervals from {} to {} in {}; `hood ps \
+             --at TIME --store {}` lists the processes at TIME",
+            missing.join(", "),
+            hood_monitor::when::format_time(from, UTC_OFFSET_S),
+            hood_monitor::when::format_time(to, UTC_OFFSET_S),
+            clean(c.dir.display()),
+            clean(c.dir.display())
+        );
+        return Ok(ExitCode::from(1));
     }
     if n == 0 {
         errln!(

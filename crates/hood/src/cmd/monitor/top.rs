@@ -15,6 +15,7 @@ use hood_report::monitor::dump::{csv_rows, CSV_HEADER};
 use hood_report::monitor::top::frame;
 use hood_tui::{TuiConfig, TuiError};
 
+use super::pick::{Pick, Picked};
 use super::{descending, emit, out_width, reader_with_exits, sort_key, store};
 
 /// Full-screen system monitor (batch mode when stdout is not a terminal).
@@ -40,6 +41,20 @@ pub struct TopArgs {
     /// Only tasks whose pid, name, user or command line contains TEXT.
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
+    /// Only these processes (comma-separated; with -H, their threads), live or with
+    /// --replay. An ID that matches no task exits 1.
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_name = "PID",
+        value_delimiter = ',',
+        conflicts_with = "record"
+    )]
+    pub pid: Vec<u32>,
+    /// Only these threads (comma-separated thread IDs, as `hood ps -H` shows them): shows
+    /// threads (-H). Live only: the monitor store holds processes.
+    #[arg(long = "tid", value_name = "TID", value_delimiter = ',', conflicts_with_all = ["record", "replay"])]
+    pub tid: Vec<u32>,
     /// Only processes in the cgroup (v2) PATH or below it, as /proc/PID/cgroup names it
     /// (e.g. /system.slice/cron.service), live or with --replay; the JSON view's
     /// system.cgroups then holds that tree's CPU, memory, I/O and pressure.
@@ -135,7 +150,11 @@ pub(crate) const REREAD_EVERY: u32 = 10;
 
 /// Run `hood top`.
 pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
-    let mode = parse_mode(&args.mode, args.threads)?;
+    let mode = parse_mode(&args.mode, args.threads || !args.tid.is_empty())?;
+    let pick = Pick {
+        pids: args.pid.clone(),
+        tids: args.tid.clone(),
+    };
     let default_key = if mode == Mode::Ipc {
         SortKey::Ctx
     } else {
@@ -162,7 +181,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let batch =
         args.batch || args.json || args.csv || args.openmetrics || !std::io::stdout().is_terminal();
     if let Some(dir) = &args.replay {
-        return replay(&args, dir, mode, key, desc, batch);
+        return replay(&args, dir, mode, key, desc, batch, pick);
     }
     if args.from.is_some() || args.to.is_some() {
         anyhow::bail!("--from and --to need --replay DIR");
@@ -189,9 +208,15 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         let mut scan = scan_needs(mode, key, args.irq_time);
         scan.cgroup |= args.cgroup.is_some();
         let sampler = Sampler::start(r, tracer, &scan)?;
-        let views = Views {
-            sampler,
-            cgroup: args.cgroup.clone(),
+        if let Some(code) = unmatched_live(&pick, &sampler, args.cgroup.as_deref()) {
+            return Ok(code);
+        }
+        let views = Picked {
+            inner: Views {
+                sampler,
+                cgroup: args.cgroup.clone(),
+            },
+            pick,
         };
         hood_tui::run_sampled(cfg, views, &mut ProcessControl).map_err(|e| match e {
             TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
@@ -212,6 +237,9 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     };
     let width = out_width();
     let mut sampler = Sampler::start(r, tracer, &scan).context("reading /proc")?;
+    if let Some(code) = unmatched_live(&pick, &sampler, args.cgroup.as_deref()) {
+        return Ok(code);
+    }
     let mut n = 0u64;
     while args.iterations.is_none_or(|max| n < max) {
         std::thread::sleep(delay);
@@ -219,6 +247,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
         if let Some(cg) = &args.cgroup {
             store::keep_cgroup(&mut v, cg);
         }
+        pick.keep(&mut v);
         arrange(&mut v, key, desc, args.filter.as_deref().unwrap_or(""));
         if args.json {
             emit(&(serde_json::to_string(&v)? + "\n"))?;
@@ -242,6 +271,28 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `-p`/`--tid` IDs that match no task of the sampler's first snapshot, said in one line
+/// (exit 1, as every reader's unmatched filter).
+fn unmatched_live(pick: &Pick, sampler: &Sampler, cgroup: Option<&str>) -> Option<ExitCode> {
+    if !pick.any() {
+        return None;
+    }
+    let mut now = sampler.current();
+    if let Some(cg) = cgroup {
+        store::keep_cgroup(&mut now, cg);
+    }
+    let missing = pick.unmatched(&now);
+    if missing.is_empty() {
+        return None;
+    }
+    errln!(
+        "hood top: no running task matches {} (it may have exited); `hood ps` lists the \
+         processes, `hood ps -H` the threads",
+        missing.join(", ")
+    );
+    Some(ExitCode::from(1))
+}
+
 /// `hood top --replay DIR`: the screen on recorded time, or (batch) a window of it printed.
 fn replay(
     args: &TopArgs,
@@ -250,6 +301,7 @@ fn replay(
     key: SortKey,
     desc: bool,
     batch: bool,
+    pick: Pick,
 ) -> anyhow::Result<ExitCode> {
     let filter = args.filter.as_deref().unwrap_or("");
     if batch {
@@ -273,6 +325,7 @@ fn replay(
             width: out_width(),
             iterations: args.iterations,
             cgroup: args.cgroup.as_deref(),
+            pick: &pick,
         });
     }
     if args.from.is_some() || args.to.is_some() {
@@ -291,10 +344,28 @@ fn replay(
         delay: Duration::from_secs_f64(args.delay.unwrap_or(5.0)),
         irq_time: false,
     };
-    let rec = store::InCgroup {
+    let mut rec = store::InCgroup {
         inner: Replay::new(st, store::UTC_OFFSET_S),
         cgroup: args.cgroup.clone(),
     };
+    if pick.any() {
+        // The screen opens at `start`: each -p process must be there (another time it ran
+        // at is reached with --at).
+        let first = hood_monitor::Recorded::seek(&mut rec, start)?;
+        let missing = pick.unmatched(&first);
+        if !missing.is_empty() {
+            errln!(
+                "hood top: no process matches {} at {} in {}; open at a time it ran with \
+                 --at TIME, or list the processes there with `hood ps --at TIME --store {}`",
+                missing.join(", "),
+                hood_monitor::when::format_time(first.uptime.wall_time_s, store::UTC_OFFSET_S),
+                crate::cmd::clean(dir.display()),
+                crate::cmd::clean(dir.display()),
+            );
+            return Ok(ExitCode::from(1));
+        }
+    }
+    let rec = Picked { inner: rec, pick };
     hood_tui::run_replay(cfg, rec, start).map_err(|e| match e {
         TuiError::Io(_) => anyhow::Error::from(e).context("running the terminal UI"),
         e => e.into(),
