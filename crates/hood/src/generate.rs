@@ -10,18 +10,55 @@ use crate::environment::{Values, EXIT_STATUS, VARS};
 
 /// Write what `kind` asks for to `out`.
 pub fn generate(kind: Generate, out: &mut dyn Write) -> std::io::Result<()> {
-    let mut cmd = Cli::command();
+    let cmd = Cli::command();
     let shell = match kind {
         Generate::Man => return man(cmd, out),
         Generate::CompleteBash => clap_complete::Shell::Bash,
         Generate::CompleteZsh => clap_complete::Shell::Zsh,
         Generate::CompleteFish => clap_complete::Shell::Fish,
     };
+    // clap_complete offers hidden options too (`ps -t/--task`, the test hooks): the
+    // completions are made from a copy of the command line without them.
+    let mut cmd = without_hidden_options(&cmd);
     // clap_complete panics when its output fails; write to memory, then report write errors
     // (a reader that went away early) like every other output.
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "hood", &mut script);
     out.write_all(&script)
+}
+
+/// `cmd` and its subcommands with the options `--help` does not list left out: the older
+/// spellings kept for scripts and the test hooks are not offered for completion. Hidden
+/// positional arguments stay (`hood calls report FILE`: a file is completed either way,
+/// and `-i`'s conflict with it must find it). Made from the unbuilt command, so clap adds
+/// `--help` and `--version` itself; what the completions use is copied (names, visible
+/// aliases, descriptions, options with their values, conflicts and hints), not how
+/// parsing and help behave.
+fn without_hidden_options(cmd: &clap::Command) -> clap::Command {
+    let mut c = clap::Command::new(cmd.get_name().to_string())
+        .hide(cmd.is_hide_set())
+        .visible_aliases(
+            cmd.get_visible_aliases()
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        );
+    if let Some(about) = cmd.get_about() {
+        c = c.about(about.clone());
+    }
+    if let Some(v) = cmd.get_version() {
+        c = c.version(v.to_string());
+    }
+    if let Some(v) = cmd.get_long_version() {
+        c = c.long_version(v.to_string());
+    }
+    c = c.args(
+        cmd.get_arguments()
+            .filter(|a| a.is_positional() || !a.is_hide_set())
+            .cloned(),
+    );
+    // The groups are the ones clap's derive makes of each struct's fields (hood names none
+    // of its own, and no option refers to one); they would name the options left out.
+    c.subcommands(cmd.get_subcommands().map(without_hidden_options))
 }
 
 /// One page, `hood(1)`: the top level, then a section per subcommand (and per nested
@@ -198,7 +235,81 @@ fn roff_text(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{code_spans, roff_text};
+    use super::{code_spans, generate, roff_text};
+    use crate::cli::{Cli, Generate};
+    use clap::CommandFactory;
+
+    /// Every option of `cmd` and its subcommands: (long name, hidden).
+    fn longs(cmd: &clap::Command, out: &mut Vec<(String, bool)>) {
+        for a in cmd.get_arguments().filter(|a| !a.is_positional()) {
+            if let Some(l) = a.get_long() {
+                out.push((l.to_string(), a.is_hide_set()));
+            }
+            for alias in a.get_all_aliases().unwrap_or_default() {
+                let visible = a.get_visible_aliases().unwrap_or_default();
+                out.push((
+                    alias.to_string(),
+                    a.is_hide_set() || !visible.contains(&alias),
+                ));
+            }
+        }
+        for s in cmd.get_subcommands() {
+            longs(s, out);
+        }
+    }
+
+    /// The completion scripts offer every option `--help` lists and none it hides (an older
+    /// spelling such as `hood ps --task`, a test hook such as `--proc-root`), in the words
+    /// each shell's script spells options with.
+    #[test]
+    fn completions_offer_the_listed_options_only() {
+        let mut all = Vec::new();
+        longs(&Cli::command(), &mut all);
+        let shown: Vec<&str> = all.iter().filter(|a| !a.1).map(|a| a.0.as_str()).collect();
+        let hidden: Vec<&str> = all
+            .iter()
+            .filter(|a| a.1 && !shown.contains(&a.0.as_str()))
+            .map(|a| a.0.as_str())
+            .collect();
+        for must in ["task", "interval", "all", "proc-root", "drain-delay-ms"] {
+            assert!(
+                hidden.contains(&must),
+                "{must} is no longer hidden: {hidden:?}"
+            );
+        }
+        let shells: [(Generate, fn(&str) -> String); 3] = [
+            (Generate::CompleteBash, |l| format!("--{l} ")),
+            (Generate::CompleteZsh, |l| format!("--{l}=[")),
+            (Generate::CompleteFish, |l| format!("-l {l} ")),
+        ];
+        for (kind, word) in shells {
+            let mut text = Vec::new();
+            generate(kind, &mut text).unwrap();
+            let text = String::from_utf8(text).unwrap();
+            let words = |l: &str| {
+                let w = word(l);
+                // zsh spells a flag without a value `--flag[help]`.
+                text.contains(&w) || text.contains(&format!("--{l}["))
+            };
+            for l in &shown {
+                assert!(words(l), "{kind:?}: --{l} not offered");
+            }
+            for l in &hidden {
+                assert!(!words(l), "{kind:?}: hidden --{l} offered");
+            }
+        }
+        // The short forms hidden with them: `hood ps` offers -H, not -t or -a.
+        let mut bash = Vec::new();
+        generate(Generate::CompleteBash, &mut bash).unwrap();
+        let bash = String::from_utf8(bash).unwrap();
+        let ps = bash
+            .lines()
+            .skip_while(|l| l.trim() != "hood__subcmd__ps)")
+            .find(|l| l.trim_start().starts_with("opts="))
+            .expect("hood ps in the bash script");
+        assert!(ps.contains(" -H ") && ps.contains("--tid "), "{ps}");
+        assert!(!ps.contains(" -t ") && !ps.contains(" -a "), "{ps}");
+    }
 
     #[test]
     fn code_spans_are_bold() {
