@@ -174,6 +174,14 @@ fn bash_completion_loads_and_completes_subcommands_and_options() {
         "{calls:?}"
     );
     assert_eq!(complete("hood report --for", 2), ["--format"]);
+    // Hidden older spellings and test hooks are not offered (`ps --task` is `-H -p`).
+    assert_eq!(complete("hood ps --t", 2), ["--tid", "--threads"]);
+    assert!(complete("hood ps --pro", 2).is_empty());
+    let top = complete("hood top -", 2);
+    assert!(
+        top.contains(&"-p".to_string()) && !top.contains(&"-d".to_string()),
+        "{top:?}"
+    );
     let formats = complete("hood report --format ''", 3);
     for f in ["text", "json", "collapsed", "svg", "pprof", "firefox"] {
         assert!(formats.contains(&f.to_string()), "{f} not in {formats:?}");
