@@ -277,7 +277,9 @@ mod tests {
                 "{must} is no longer hidden: {hidden:?}"
             );
         }
-        let shells: [(Generate, fn(&str) -> String); 3] = [
+        // How each script spells an option it offers.
+        type Spelling = fn(&str) -> String;
+        let shells: [(Generate, Spelling); 3] = [
             (Generate::CompleteBash, |l| format!("--{l} ")),
             (Generate::CompleteZsh, |l| format!("--{l}=[")),
             (Generate::CompleteFish, |l| format!("-l {l} ")),

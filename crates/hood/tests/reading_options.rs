@@ -290,9 +290,11 @@ fn ps_takes_p_tid_and_h_as_the_readers_do() {
     }
 }
 
-/// The tasks (`tasks`) and threads (`threads`) of each JSON frame `hood top ARGS` printed, its
-/// exit status and what it said on stderr.
-fn top_json(args: &[&str]) -> (Vec<(BTreeSet<u32>, BTreeSet<u32>)>, Option<i32>, String) {
+/// The IDs of a JSON frame's tasks and of its threads.
+type Frame = (BTreeSet<u32>, BTreeSet<u32>);
+
+/// Each JSON frame `hood top ARGS` printed, its exit status and what it said on stderr.
+fn top_json(args: &[&str]) -> (Vec<Frame>, Option<i32>, String) {
     let out = run(hood().arg("top").args(args));
     let ids = |v: &serde_json::Value| -> BTreeSet<u32> {
         v.as_array()
