@@ -91,6 +91,7 @@ pub fn process_of(h: &HeaderView) -> ProcessTrace {
         tags: Default::default(),
         funcs: Vec::new(),
         notes: Vec::new(),
+        probe_cost: None,
     }
 }
 
@@ -196,6 +197,7 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             tags,
             funcs: s.funcs,
             notes,
+            probe_cost: None,
             ..process_of(h)
         });
         for t in s.threads {

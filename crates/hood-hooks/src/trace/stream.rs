@@ -296,6 +296,7 @@ fn provisional_process<W: Write>(
         funcs: s.funcs.clone(),
         symbols: s.names.clone(),
         notes,
+        probe_cost: None,
         ..super::collect::process_of(h)
     };
     let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});

@@ -1,8 +1,11 @@
 //! Call-path tables built from entry and exit events (probed functions: `hood calls run
 //! --probe`), the same tables hood-rt keeps in a program built with `-finstrument-functions`.
-//! Times are nanoseconds (ticks of a 1 GHz clock).
+//! Times are nanoseconds (ticks of a 1 GHz clock), compensated for the probes' measured cost
+//! when one is given ([`ProbeCost`]).
 
 use std::collections::HashMap;
+
+use crate::trace::ProbeCost;
 
 use super::{PathEntry, ThreadCalls, FLAG_MISMATCH};
 
@@ -12,6 +15,8 @@ struct Open {
     entry: u64,
     /// Elapsed ns of the calls it made that have ended.
     child: u64,
+    /// How many calls it made.
+    kids: u64,
 }
 
 /// One thread's table, grown event by event.
@@ -21,6 +26,7 @@ pub struct ThreadBuilder {
     index: HashMap<(u32, u64), u32>,
     stack: Vec<Open>,
     mismatched: u64,
+    cost: ProbeCost,
     /// Exits of calls that began before the events did (attached to a running process).
     pub unmatched_exits: u64,
 }
@@ -31,6 +37,12 @@ const TOP: u32 = u32::MAX;
 impl ThreadBuilder {
     /// An empty table; entry 0 is the lost-paths node, as in hood-rt's tables.
     pub fn new(tid: u32) -> ThreadBuilder {
+        ThreadBuilder::compensated(tid, ProbeCost::default())
+    }
+
+    /// An empty table whose own times are less `cost`: its `self_ns` per call and its
+    /// `child_ns` per call the call made (as hood-rt's compensation; may go below 0).
+    pub fn compensated(tid: u32, cost: ProbeCost) -> ThreadBuilder {
         ThreadBuilder {
             tid,
             paths: vec![PathEntry {
@@ -44,6 +56,7 @@ impl ThreadBuilder {
             index: HashMap::new(),
             stack: Vec::new(),
             mismatched: 0,
+            cost,
             unmatched_exits: 0,
         }
     }
@@ -69,6 +82,7 @@ impl ThreadBuilder {
             func,
             entry: t,
             child: 0,
+            kids: 0,
         });
     }
 
@@ -90,11 +104,12 @@ impl ThreadBuilder {
     fn pop(&mut self, t: u64) {
         let Some(o) = self.stack.pop() else { return };
         let elapsed = t.saturating_sub(o.entry);
-        let own = elapsed.saturating_sub(o.child);
+        let own = elapsed.saturating_sub(o.child) as i64 - self.cost.own(o.kids) as i64;
         let e = &mut self.paths[o.path as usize];
-        e.own_ticks = e.own_ticks.saturating_add(own as i64);
+        e.own_ticks = e.own_ticks.saturating_add(own);
         if let Some(up) = self.stack.last_mut() {
             up.child = up.child.saturating_add(elapsed);
+            up.kids += 1;
         }
     }
 
@@ -106,10 +121,11 @@ impl ThreadBuilder {
             let elapsed = end.saturating_sub(o.entry);
             let own = elapsed
                 .saturating_sub(o.child)
-                .saturating_sub(child_running);
+                .saturating_sub(child_running) as i64
+                - self.cost.own(o.kids + u64::from(child_running > 0)) as i64;
             let e = &mut self.paths[o.path as usize];
             e.running = true;
-            e.running_ticks = e.running_ticks.saturating_add(own as i64);
+            e.running_ticks = e.running_ticks.saturating_add(own);
             child_running = elapsed;
         }
         ThreadCalls {
@@ -156,6 +172,38 @@ mod tests {
         assert_eq!(row(3).parent, Some(2));
         assert_eq!(t.paths[0].func, 0);
         assert!(t.paths.iter().all(|p| !p.running));
+    }
+
+    /// The probes' cost out of own times: each call less `self_ns`, and `child_ns` per call it
+    /// made.
+    #[test]
+    fn own_times_are_compensated() {
+        // main(0..1000) { f(100..200) f(300..400) { g(320..340) } }: raw own times 800, 180,
+        // 20 (f summed over two calls).
+        let cost = ProbeCost {
+            self_ns: 5,
+            child_ns: 7,
+        };
+        let mut b = ThreadBuilder::compensated(1, cost);
+        b.entry(1, 0);
+        b.entry(2, 100);
+        b.exit(2, 200);
+        b.entry(2, 300);
+        b.entry(3, 320);
+        b.exit(3, 340);
+        b.exit(2, 400);
+        b.exit(1, 1000);
+        let t = b.finish(1000, true);
+        let own = |f: u64| -> i64 {
+            t.paths
+                .iter()
+                .filter(|p| p.func == f)
+                .map(|p| p.own_ticks)
+                .sum()
+        };
+        assert_eq!(own(1), 800 - 5 - 2 * 7);
+        assert_eq!(own(2), 180 - 2 * 5 - 7);
+        assert_eq!(own(3), 20 - 5);
     }
 
     #[test]

@@ -566,6 +566,7 @@ mod tests {
                 tags: BTreeMap::new(),
                 funcs: Vec::new(),
                 notes: Vec::new(),
+                probe_cost: None,
             }],
             threads: Vec::new(),
             switches: Vec::new(),

@@ -228,6 +228,10 @@ pub struct Analysis {
     pub irq_intervals: Vec<(u32, u32, u64, u64, String)>,
     /// What the report was asked to keep, so its header can say so.
     pub filter: TraceFilter,
+    /// Probed functions: the cost per probed call taken out of the times (the first process's
+    /// figure; each process's own is used for its calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_cost: Option<super::ProbeCost>,
 }
 
 /// The filters of a trace report, as asked (`--tid`, `--from`, `--to`).
@@ -285,6 +289,9 @@ struct Open {
     /// Its code-path line (absolute number).
     line: Option<u64>,
     has_child: bool,
+    /// Calls it made that have ended, and calls made below it (probe compensation).
+    kids: u64,
+    below: u64,
 }
 
 enum Ev<'t> {
@@ -503,11 +510,16 @@ impl Walk<'_> {
         let finished = end != End::Running;
         self.charge_irq(t);
         let Some(o) = self.stack.pop() else { return };
-        let elapsed = t.saturating_sub(o.entry);
-        let net = elapsed
+        let raw = t.saturating_sub(o.entry);
+        // Probed functions: the traps' cost out of the call's own and elapsed times (`child`
+        // keeps the callees' raw elapsed times, which hold their whole cost but `child_ns`).
+        let cost = self.p.probe_cost.unwrap_or_default();
+        let elapsed = raw.saturating_sub(cost.elapsed(o.below));
+        let net = raw
             .saturating_sub(o.child)
             .saturating_sub(o.off)
-            .saturating_sub(o.irq);
+            .saturating_sub(o.irq)
+            .saturating_sub(cost.own(o.kids));
         let a = self.st.active.entry(o.func).or_insert(1);
         *a = a.saturating_sub(1);
         let outermost = *a == 0;
@@ -533,8 +545,10 @@ impl Walk<'_> {
         acc.irq += o.irq;
         acc.irqs += o.irqs;
         if let Some(parent) = self.st.stack.last_mut() {
-            parent.child += elapsed;
+            parent.child += raw;
             parent.has_child = true;
+            parent.kids += 1;
+            parent.below += 1 + o.below;
         }
         if let Some(i) = o.line {
             let item = PathItem::Call {
@@ -559,7 +573,8 @@ impl Walk<'_> {
                 tid: self.th.tid,
                 name: self.p.name(o.func),
                 start_ns: o.entry,
-                dur_ns: elapsed,
+                // The timeline shows what happened: the traps' time included.
+                dur_ns: raw,
                 net_ns: net,
             });
         }
@@ -688,6 +703,8 @@ impl Walk<'_> {
                     irqs: 0,
                     line,
                     has_child: false,
+                    kids: 0,
+                    below: 0,
                 });
                 self.show_returns = false;
             }
@@ -1023,6 +1040,7 @@ impl<'h> Analyzer<'h> {
                     to_ns: opts.to_ns,
                     threads_in_file: head.threads.len(),
                 },
+                probe_cost: head.processes.iter().find_map(|p| p.probe_cost),
             },
         }
     }

@@ -30,6 +30,7 @@ fn process() -> ProcessTrace {
         tags: Default::default(),
         funcs: Vec::new(),
         notes: Vec::new(),
+        probe_cost: None,
     }
 }
 
@@ -515,4 +516,44 @@ fn a_window_inside_one_call_shows_the_calls_it_is_inside() {
     assert_eq!(lines(None, Some(20_000)).len(), 3);
     // A window after the thread ended shows nothing.
     assert!(lines(Some(20_000), None).is_empty());
+}
+
+/// Probed functions: the measured cost per call out of elapsed and net. a(0..1000) calls
+/// b(100..200) and b(300..600), the second of which calls c(400..450).
+#[test]
+fn probe_cost_is_taken_out_of_elapsed_and_net() {
+    let mut t = trace(
+        vec![
+            ev(A, 0, false),
+            ev(B, 100, false),
+            ev(B, 200, true),
+            ev(B, 300, false),
+            ev(0x40, 400, false),
+            ev(0x40, 450, true),
+            ev(B, 600, true),
+            ev(A, 1000, true),
+        ],
+        Vec::new(),
+        Vec::new(),
+    );
+    let opts = AnalysisOptions::default();
+    let raw = analyze(&t, &opts);
+    assert_eq!(
+        (row(&raw, "a").elapsed_ns, row(&raw, "a").net_ns),
+        (1000, 600)
+    );
+    t.processes[0].probe_cost = Some(crate::trace::ProbeCost {
+        self_ns: 5,
+        child_ns: 7,
+    });
+    let a = analyze(&t, &opts);
+    assert_eq!(a.probe_cost.map(|c| c.per_call_ns()), Some(12));
+    // a: 3 calls below it (elapsed), 2 made by it (net).
+    assert_eq!(row(&a, "a").elapsed_ns, 1000 - 5 - 3 * 12);
+    assert_eq!(row(&a, "a").net_ns, 600 - 5 - 2 * 7);
+    // b: 100 and 300 elapsed, one call below the second; net 100 + 250.
+    assert_eq!(row(&a, "b").elapsed_ns, (100 - 5) + (300 - 5 - 12));
+    assert_eq!(row(&a, "b").net_ns, (100 - 5) + (250 - 5 - 7));
+    assert_eq!(row(&a, "b").min_ns, 95);
+    assert_eq!(row(&a, "c").net_ns, 45);
 }

@@ -718,6 +718,7 @@ mod tests {
             tags: Default::default(),
             funcs: vec![0x1000, 0x2000],
             notes: Vec::new(),
+            probe_cost: None,
         };
         // Timestamps crossing a wrap of the 46 kept bits are restored from the anchor.
         let t0 = (1u64 << 46) - 5;

@@ -105,6 +105,45 @@ pub struct ProcessTrace {
     pub funcs: Vec<u64>,
     /// Collection notes.
     pub notes: Vec<String>,
+    /// Probed functions (`--probe`): what a probed call was measured to cost at the start,
+    /// taken out of the times the analysis derives; `None` for instrumented programs and
+    /// uncompensated probe traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_cost: Option<ProbeCost>,
+}
+
+/// What one call of a probed function costs the program (two kernel traps), measured by the
+/// recorder at its start on a function that does nothing, in ns. A probed call's elapsed time
+/// holds `self_ns` of it (from its entry event's time to the end of the entry trap, and the
+/// return trap up to its event's time), and its caller's time the rest, `child_ns` per call.
+/// The times derived from probe events are compensated as hood-rt compensates its hooks: a
+/// call's own (net) time less `self_ns` and `child_ns` per call it made, its elapsed time less
+/// `self_ns` and `self_ns + child_ns` per call made below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProbeCost {
+    /// ns of a call's cost inside its own entry-to-return span.
+    pub self_ns: u64,
+    /// ns of a call's cost outside that span (charged to its caller).
+    pub child_ns: u64,
+}
+
+impl ProbeCost {
+    /// The whole cost of one probed call.
+    pub fn per_call_ns(&self) -> u64 {
+        self.self_ns.saturating_add(self.child_ns)
+    }
+
+    /// What to take out of the own time of a call that made `kids` probed calls.
+    pub fn own(&self, kids: u64) -> u64 {
+        self.self_ns
+            .saturating_add(kids.saturating_mul(self.child_ns))
+    }
+
+    /// What to take out of the elapsed time of a call with `below` probed calls under it.
+    pub fn elapsed(&self, below: u64) -> u64 {
+        self.self_ns
+            .saturating_add(below.saturating_mul(self.per_call_ns()))
+    }
 }
 
 /// Per-thread counts of a traced process.

@@ -201,6 +201,15 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             ""
         }
     )?;
+    if let Some(c) = a.probe_cost {
+        writeln!(
+            out,
+            "Probe cost           = {} us per probed call, taken out of elapsed and net ({} us inside the call, {} us in its caller; measured at the start on an empty function)",
+            us_frac(c.per_call_ns()),
+            us_frac(c.self_ns),
+            us_frac(c.child_ns)
+        )?;
+    }
     notes(a, out)?;
     writeln!(out, "{}", "-".repeat(96))?;
     writeln!(
