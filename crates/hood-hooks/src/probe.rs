@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_model::calls::{Limits, ProcessCalls, ThreadBuilder};
-use hood_model::trace::{encode_raw, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION};
+use hood_model::trace::{
+    encode_raw, ProbeCost, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION,
+};
 use hood_perf::{SwitchRecorder, UprobePoint, UprobeRecorder, UprobeTarget};
 use hood_proc::child::{Child, Exit};
 use hood_proc::clock::monotonic_ns;
@@ -34,6 +36,109 @@ use crate::HooksError;
 /// on (bench/probe: an entry and a return, each a breakpoint trap into the kernel and a perf
 /// sample): the first estimate of a selection's cost, said before it is paid.
 pub const COST_PER_CALL_NS: u64 = 10_000;
+
+/// A function that does next to nothing, probed by [`calibrate`] to measure what a probed
+/// call costs.
+#[inline(never)]
+fn calibration_target(x: u64) -> u64 {
+    std::hint::black_box(x).wrapping_mul(3)
+}
+
+/// Calls of the calibration function probed to measure the cost.
+const CALIBRATION_CALLS: u64 = 2000;
+
+/// Measure what one probed call costs here and now: an entry and a return probe are put on a
+/// function of hood's own that does next to nothing, in the calling thread, which calls it
+/// [`CALIBRATION_CALLS`] times. The median time from an entry event to its return event is
+/// the part of the cost a probed call's own span holds (`self_ns`); the median time from one
+/// entry event to the next, less that, the part its caller's holds (`child_ns`). Medians,
+/// so a preemption or two under load does not move them. Root, as every probe.
+pub fn calibrate() -> Result<ProbeCost, HooksError> {
+    let f: fn(u64) -> u64 = std::hint::black_box(calibration_target);
+    let addr = f as usize as u64;
+    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|source| HooksError::Io {
+        what: "reading /proc/self/maps".into(),
+        source,
+    })?;
+    let (range, offset) = maps
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            let (range, perms, off) = (w.next()?, w.next()?, w.next()?);
+            let (a, b) = range.split_once('-')?;
+            let (a, b) = (
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            );
+            let off = u64::from_str_radix(off, 16).ok()?;
+            (perms.contains('x') && (a..b).contains(&addr))
+                .then(|| (range.to_string(), addr - a + off))
+        })
+        .ok_or_else(|| {
+            HooksError::Config(format!(
+                "hood's own code at {addr:#x} is in no executable mapping of /proc/self/maps"
+            ))
+        })?;
+    // The very file mapped, whatever its path holds now.
+    let at = format!("/proc/self/map_files/{range}");
+    let file = std::fs::File::open(&at).map_err(|source| HooksError::Io {
+        what: format!("opening {at}"),
+        source,
+    })?;
+    let point = UprobePoint {
+        path: format!("/proc/self/fd/{}", file.as_raw_fd()),
+        offset,
+    };
+    let tid = rustix::thread::gettid().as_raw_nonzero().get();
+    let mut rec = UprobeRecorder::open(&[point], true, &UprobeTarget::Threads(vec![tid]), 64)?;
+    let ids: HashMap<u64, (u32, bool)> =
+        rec.ids().iter().map(|i| (i.id, (i.point, i.ret))).collect();
+    rec.enable()?;
+    for i in 0..CALIBRATION_CALLS {
+        std::hint::black_box(f(std::hint::black_box(i)));
+    }
+    rec.disable();
+    let (mut hits, mut lost) = (Vec::new(), BTreeMap::new());
+    rec.drain(&mut |_, b| {
+        decode_hits(b, &ids, &mut hits, &mut lost);
+        Ok(())
+    })?;
+    drop(rec);
+    hits.sort_by_key(|h| h.time);
+    let mut spans = Vec::new();
+    let mut periods = Vec::new();
+    let mut last_entry: Option<u64> = None;
+    for w in hits.windows(2) {
+        if !w[0].ret && w[1].ret {
+            spans.push(w[1].time.saturating_sub(w[0].time));
+        }
+    }
+    for h in hits.iter().filter(|h| !h.ret) {
+        if let Some(t) = last_entry {
+            periods.push(h.time.saturating_sub(t));
+        }
+        last_entry = Some(h.time);
+    }
+    if (spans.len() as u64) < CALIBRATION_CALLS / 2
+        || (periods.len() as u64) < CALIBRATION_CALLS / 2
+    {
+        return Err(HooksError::Config(format!(
+            "measuring the cost of a probe: {} calls made, {} seen entering and returning",
+            CALIBRATION_CALLS,
+            spans.len()
+        )));
+    }
+    let median = |v: &mut Vec<u64>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let self_ns = median(&mut spans);
+    let per_call = median(&mut periods);
+    Ok(ProbeCost {
+        self_ns,
+        child_ns: per_call.saturating_sub(self_ns),
+    })
+}
 
 /// Whose calls are probed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,25 +200,20 @@ pub fn select(cfg: &ProbeConfig) -> Result<Selection, HooksError> {
         .iter()
         .map(|s| spec::parse_spec(s))
         .collect::<Result<_, _>>()?;
-    let scope = match &cfg.run {
+    let sel = match &cfg.run {
         ProbeRun::Command(argv) => {
             let prog = argv.first().ok_or(HooksError::NoCommand)?;
             let exe = crate::trace::filter::which(prog)
                 .ok_or_else(|| HooksError::Config(format!("command not found: {prog}")))?;
-            Scope {
+            let scope = Scope {
                 exe,
                 exe_name: prog.clone(),
                 mapped: Vec::new(),
-            }
+            };
+            spec::select(&specs, &scope)?
         }
-        ProbeRun::Pids(pids) => {
-            let &pid = pids
-                .first()
-                .ok_or_else(|| HooksError::Config("no process given".into()))?;
-            attached_scope(pid)?
-        }
+        ProbeRun::Pids(pids) => select_in_processes(&specs, pids)?,
     };
-    let sel = spec::select(&specs, &scope)?;
     if sel.points.len() > CONFIRM_ABOVE && !cfg.yes {
         return Err(HooksError::Config(format!(
             "--probe {} selects {} functions: each call of one costs the program about {:.1} µs \
@@ -125,6 +225,49 @@ pub fn select(cfg: &ProbeConfig) -> Result<Selection, HooksError> {
         )));
     }
     Ok(sel)
+}
+
+/// Each spec resolved in each process's own executable and libraries (processes may run
+/// different programs, or other versions of a library), the functions of all put together. A
+/// spec that selects nothing in some of the processes is said in a note; one that selects
+/// nothing in any of them is an error (the first process's), as with one process.
+fn select_in_processes(specs: &[ProbeSpec], pids: &[u32]) -> Result<Selection, HooksError> {
+    if pids.is_empty() {
+        return Err(HooksError::Config("no process given".into()));
+    }
+    let scopes: Vec<(u32, Scope)> = pids
+        .iter()
+        .map(|&pid| Ok((pid, attached_scope(pid)?)))
+        .collect::<Result<_, HooksError>>()?;
+    let mut all = Selection::default();
+    for spec in specs {
+        let mut first_error = None;
+        let mut misses = Vec::new();
+        let mut hit = false;
+        for (pid, scope) in &scopes {
+            match spec::select(std::slice::from_ref(spec), scope) {
+                Ok(sel) => {
+                    hit = true;
+                    all.merge(sel);
+                }
+                Err(e) => {
+                    misses.push(format!("pid {pid}: {e}"));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match (hit, first_error) {
+            (false, Some(e)) => return Err(e.into()),
+            (true, Some(_)) => all.notes.extend(misses.into_iter().map(|m| {
+                format!(
+                    "{m}; --probe {} is probed in the other processes",
+                    spec.text
+                )
+            })),
+            _ => {}
+        }
+    }
+    Ok(all)
 }
 
 /// The executable and mapped libraries of a running process, opened through
@@ -295,6 +438,8 @@ struct TraceOut {
     symbols: BTreeMap<u64, String>,
     notes: Vec<String>,
     words: BTreeMap<(u32, u32), (u64, Vec<u64>)>,
+    /// The cost per call taken out of the times (None: left in).
+    cost: Option<ProbeCost>,
 }
 
 impl TraceOut {
@@ -329,6 +474,7 @@ impl TraceOut {
             tags: BTreeMap::new(),
             funcs: self.funcs.clone(),
             notes: self.notes.clone(),
+            probe_cost: self.cost,
         }
     }
 
@@ -418,16 +564,16 @@ struct CallsOut {
     procs: Procs,
     builders: BTreeMap<(u32, u32), ThreadBuilder>,
     keys: Vec<u64>,
+    cost: Option<ProbeCost>,
 }
 
 impl Consumer for CallsOut {
     fn hits(&mut self, hits: &[Hit]) -> Result<(), HooksError> {
         for h in hits {
             self.procs.see(h);
-            let b = self
-                .builders
-                .entry((h.pid, h.tid))
-                .or_insert_with(|| ThreadBuilder::new(h.tid));
+            let b = self.builders.entry((h.pid, h.tid)).or_insert_with(|| {
+                ThreadBuilder::compensated(h.tid, self.cost.unwrap_or_default())
+            });
             let f = self.keys[h.point as usize];
             if h.ret {
                 b.exit(f, h.time);
@@ -443,6 +589,7 @@ impl Consumer for CallsOut {
             procs,
             builders,
             keys: _,
+            cost,
         } = *self;
         let mut out: BTreeMap<u32, ProcessCalls> = BTreeMap::new();
         for ((pid, _tid), b) in builders {
@@ -453,9 +600,9 @@ impl Consumer for CallsOut {
                 exe: procs.exe_of.get(&pid).cloned().unwrap_or_default(),
                 ticks_per_sec: 1_000_000_000,
                 clock: "monotonic".into(),
-                compensate: false,
-                comp_self_ticks: 0,
-                comp_child_ticks: 0,
+                compensate: cost.is_some(),
+                comp_self_ticks: cost.map_or(0, |c| c.self_ns),
+                comp_child_ticks: cost.map_or(0, |c| c.child_ns),
                 flags: 0,
                 limits: Limits::default(),
                 state: if f.ended { "exited" } else { "running" }.into(),
@@ -556,26 +703,67 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         o.dedup();
         o.len()
     };
-    log(&format!(
-        "probing {} function{} in {} file{} ({} µs per call expected: an entry and a return trap)",
-        sel.points.len(),
-        if sel.points.len() == 1 { "" } else { "s" },
-        n_objects,
-        if n_objects == 1 { "" } else { "s" },
-        COST_PER_CALL_NS as f64 / 1000.0
-    ));
-    let describe = format!(
-        "functions probed with uprobes (--probe {}): {} function{}; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe), included in the times shown",
-        cfg.specs.join(" --probe "),
-        sel.points.len(),
-        if sel.points.len() == 1 { "" } else { "s" },
-        COST_PER_CALL_NS as f64 / 1000.0
-    );
     for g in hood_perf::remove_stale_probes() {
         log(&format!(
             "removed the uprobe definitions {g}/* left by a hood that was killed (they were inert: no program was probed through them)"
         ));
     }
+    // What a probed call costs, measured now; taken out of the times unless
+    // HOOD_COMPENSATE=0 (as for `hood calls`' hooks).
+    let compensate = std::env::var_os("HOOD_COMPENSATE").as_deref() != Some("0".as_ref());
+    let measured = match calibrate() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            log(&format!(
+                "warning: the cost of a probed call could not be measured ({e}); the times include it (about {:.1} µs per call)",
+                COST_PER_CALL_NS as f64 / 1000.0
+            ));
+            None
+        }
+    };
+    let cost = measured.filter(|_| compensate);
+    let per_call = measured.map_or(COST_PER_CALL_NS, |c| c.per_call_ns());
+    log(&format!(
+        "probing {} function{} in {} file{}: {:.1} µs per call{} (an entry and a return trap){}",
+        sel.points.len(),
+        if sel.points.len() == 1 { "" } else { "s" },
+        n_objects,
+        if n_objects == 1 { "" } else { "s" },
+        per_call as f64 / 1000.0,
+        if measured.is_some() {
+            ", measured"
+        } else {
+            " expected"
+        },
+        match (measured, cost) {
+            (_, Some(_)) => ", taken out of the times",
+            (Some(_), None) => ", left in the times (HOOD_COMPENSATE=0)",
+            _ => "",
+        }
+    ));
+    let describe = match (measured, cost) {
+        (Some(m), c) => format!(
+            "functions probed with uprobes (--probe {}): {} function{}; every call cost the program two kernel traps, {:.1} µs as measured at the start on an empty function ({:.1} µs inside the call, {:.1} µs in its caller), {}",
+            cfg.specs.join(" --probe "),
+            sel.points.len(),
+            if sel.points.len() == 1 { "" } else { "s" },
+            m.per_call_ns() as f64 / 1000.0,
+            m.self_ns as f64 / 1000.0,
+            m.child_ns as f64 / 1000.0,
+            if c.is_some() {
+                "taken out of the times shown"
+            } else {
+                "included in the times shown (HOOD_COMPENSATE=0)"
+            }
+        ),
+        (None, _) => format!(
+            "functions probed with uprobes (--probe {}): {} function{}; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe; not measured here), included in the times shown",
+            cfg.specs.join(" --probe "),
+            sel.points.len(),
+            if sel.points.len() == 1 { "" } else { "s" },
+            COST_PER_CALL_NS as f64 / 1000.0
+        ),
+    };
     let mut signals = Forwarder::install()?;
     let mut child = None;
     let (mut uprobes, mut switches) = match &cfg.run {
@@ -689,12 +877,14 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                 symbols,
                 notes: vec![describe.clone()],
                 words: BTreeMap::new(),
+                cost,
             })
         }
         ProbeOutput::Calls(_) => Box::new(CallsOut {
             procs,
             builders: BTreeMap::new(),
             keys: keys.clone(),
+            cost,
         }),
     };
     if let Some(c) = child.as_mut() {
@@ -708,7 +898,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     let mut events = 0u64;
     let mut malformed = false;
     let mut per_cpu: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
-    let mut active = Instant::now();
+    let mut last_round = Instant::now();
     let started = Instant::now();
     let mut round = |uprobes: &mut UprobeRecorder,
                      switches: &mut Option<SwitchRecorder>,
@@ -742,13 +932,12 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     let status = match child.as_mut() {
         Some(c) => {
             let ended = signals.watch(c, &mut |_stop| {
-                if round(&mut uprobes, &mut switches, consumer.as_mut(), false)? > 0 {
-                    active = Instant::now();
-                }
+                let got = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                     return Ok::<_, HooksError>(ControlFlow::Break(()));
                 }
-                Ok(ControlFlow::Continue(pause(active)))
+                Ok(ControlFlow::Continue(pause(got, since)))
             })?;
             match ended {
                 Some(e) => Some(e),
@@ -764,9 +953,8 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                 ProbeRun::Command(_) => Vec::new(),
             };
             loop {
-                if round(&mut uprobes, &mut switches, consumer.as_mut(), false)? > 0 {
-                    active = Instant::now();
-                }
+                let got = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if let Some(s) = signals.request() {
                     stop_why = Some(format!("{} received", signal::name(s.signal)));
                     break;
@@ -785,7 +973,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                     stop_why = Some("every attached process ended".into());
                     break;
                 }
-                std::thread::sleep(pause(active));
+                std::thread::sleep(pause(got, since));
             }
             None
         }
@@ -872,13 +1060,20 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     Ok(outcome)
 }
 
-/// Sleep between rounds: short while hits come, longer when idle.
-fn pause(active: Instant) -> Duration {
-    if active.elapsed() < Duration::from_secs(1) {
-        Duration::from_millis(2)
-    } else {
-        Duration::from_millis(20)
+/// Hits a round may leave to the next one on one CPU: an eighth of its ring.
+const HEADROOM_HITS: f64 = (RING_PAGES * 4096 / 40 / 8) as f64;
+
+/// Sleep between rounds: long enough that the recorder does not wake hundreds of times a second
+/// in a server probed at a few thousand hits a second (each wake-up takes a CPU from it), short
+/// enough that at the rate of the last round no ring fills: at most an eighth of one ring's
+/// hits, between 2 ms and 20 ms (20 ms when idle).
+fn pause(got: u64, since: Duration) -> Duration {
+    let (min, max) = (Duration::from_millis(2), Duration::from_millis(20));
+    if got == 0 {
+        return max;
     }
+    let rate = got as f64 / since.as_secs_f64().max(1e-4);
+    Duration::from_secs_f64(HEADROOM_HITS / rate).clamp(min, max)
 }
 
 fn realtime_ns() -> u64 {
@@ -886,4 +1081,22 @@ fn realtime_ns() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_are_paced_by_the_hit_rate() {
+        let ms = Duration::from_millis;
+        // Idle, and a server at a few thousand hits a second: 20 ms.
+        assert_eq!(pause(0, ms(20)), ms(20));
+        assert_eq!(pause(60, ms(20)), ms(20));
+        // A tight loop at a million hits a second: an eighth of a ring (3,276 hits) in 3.3 ms.
+        let p = pause(20_000, ms(20));
+        assert!(p > ms(3) && p < ms(4), "{p:?}");
+        // Faster still: never below 2 ms.
+        assert_eq!(pause(1_000_000, ms(2)), ms(2));
+    }
 }

@@ -135,6 +135,42 @@ pub struct Selection {
     pub notes: Vec<String>,
 }
 
+impl Selection {
+    /// Add `other`'s functions (those of another spec, or of another process): a file both
+    /// hold (the same device and inode) is one object, a function at an offset already
+    /// selected in it one point; notes are kept once.
+    pub fn merge(&mut self, other: Selection) {
+        let id = |f: &File| f.metadata().ok().map(|m| (m.dev(), m.ino()));
+        let mut index = Vec::with_capacity(other.objects.len());
+        for o in other.objects {
+            let key = id(&o.file);
+            let at = self
+                .objects
+                .iter()
+                .position(|x| key.is_some() && id(&x.file) == key);
+            index.push(at.unwrap_or_else(|| {
+                self.objects.push(o);
+                self.objects.len() - 1
+            }));
+        }
+        for mut p in other.points {
+            p.object = index[p.object];
+            if !self
+                .points
+                .iter()
+                .any(|q| q.object == p.object && q.offset == p.offset)
+            {
+                self.points.push(p);
+            }
+        }
+        for n in other.notes {
+            if !self.notes.contains(&n) {
+                self.notes.push(n);
+            }
+        }
+    }
+}
+
 /// Where the functions of a selection may live.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {

@@ -240,7 +240,12 @@ struct Looper {
 
 impl Looper {
     fn start() -> Looper {
-        let mut child = Command::new(c_program("probe_known"))
+        Looper::start_of(&c_program("probe_known"))
+    }
+
+    /// `prog loop`, for a build of probe_known.c.
+    fn start_of(prog: &Path) -> Looper {
+        let mut child = Command::new(prog)
             .arg("loop")
             .stdout(Stdio::piped())
             .spawn()
@@ -610,5 +615,248 @@ fn bad_specs_get_true_errors() {
             b.stderr
         );
         assert!(!dir.path().join("c.data").exists(), "{specs:?}");
+    }
+}
+
+/// (net ns per completed call, min net ns) of each function of a trace, from its JSON report.
+fn net_per_call(data: &Path) -> std::collections::BTreeMap<String, (u64, u64)> {
+    let (_, v) = trace_calls(data);
+    v["analysis"]["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let calls = f["calls"].as_u64().unwrap().max(1);
+            (
+                f["name"].as_str().unwrap().to_string(),
+                (
+                    f["net_ns"].as_u64().unwrap() / calls,
+                    f["min_ns"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// The probes' cost, measured at the start, is taken out of the times: work() runs 100 µs on
+/// the CPU per call and calls tiny() 20 times, so its net time per call is 100 µs once the
+/// cost of its own probes and of its 20 probed calls is out (within −15 %/+15 %: the cost is
+/// measured on hood's function, whose first instruction the kernel single-steps, and varies a
+/// little from function to function and with the load). tiny() does nothing: with
+/// HOOD_COMPENSATE=0 its time per call is the traps' (microseconds), at least twice the
+/// compensated one. The report says the figure it used.
+#[test]
+fn probe_cost_is_measured_and_taken_out() {
+    if !common::root("probe_cost_is_measured_and_taken_out") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = c_program("probe_cost");
+    let record = |data: &Path, compensate: &str| {
+        let out = ok(
+            hood()
+                .args([
+                    "trace", "record", "--probe", "work", "--probe", "tiny", "-o",
+                ])
+                .arg(data)
+                .arg("--")
+                .arg(&prog)
+                .env("HOOD_COMPENSATE", compensate)
+                .stdout(Stdio::null())
+                .output()
+                .unwrap(),
+            "hood trace record --probe",
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let comp = dir.path().join("c.data");
+    let said = record(&comp, "1");
+    assert!(said.contains("µs per call, measured"), "{said}");
+    assert!(said.contains("taken out of the times"), "{said}");
+    let raw = dir.path().join("r.data");
+    let said_raw = record(&raw, "0");
+    assert!(
+        said_raw.contains("left in the times (HOOD_COMPENSATE=0)"),
+        "{said_raw}"
+    );
+
+    let c = net_per_call(&comp);
+    let r = net_per_call(&raw);
+    let work = c["work"].0;
+    assert!(
+        (85_000..=115_000).contains(&work),
+        "work() runs 100 µs per call; compensated {work} ns (uncompensated {} ns)",
+        r["work"].0
+    );
+    let (tiny, tiny_raw) = (c["tiny"].0, r["tiny"].0);
+    assert!(
+        tiny_raw >= 500 && tiny_raw >= 2 * tiny,
+        "tiny() per call: uncompensated {tiny_raw} ns, compensated {tiny} ns"
+    );
+    // The report states the figure.
+    let text = ok(
+        hood()
+            .args(["trace", "report"])
+            .arg(&comp)
+            .output()
+            .unwrap(),
+        "hood trace report",
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Probe cost") && l.contains("us per probed call")),
+        "{text}"
+    );
+    let text = ok(
+        hood().args(["trace", "report"]).arg(&raw).output().unwrap(),
+        "hood trace report",
+    );
+    assert!(!String::from_utf8_lossy(&text.stdout).contains("Probe cost"));
+    // The call-path tables are compensated the same way, and say so.
+    let calls = dir.path().join("calls.data");
+    ok(
+        hood()
+            .args(["calls", "run", "--probe", "work", "--probe", "tiny", "-o"])
+            .arg(&calls)
+            .arg("--")
+            .arg(&prog)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood calls run --probe",
+    );
+    let out = ok(
+        hood()
+            .args(["calls", "report", "-f"])
+            .arg(&calls)
+            .output()
+            .unwrap(),
+        "hood calls report",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("taken out of the times shown"), "{text}");
+    assert_eq!(
+        calls_per_function(&calls),
+        counts(&[("work", 200), ("tiny", 200 * 20 + 2000)])
+    );
+}
+
+/// A Rust program built the ordinary way (rustc -O: no hooks, symbols as cargo leaves them in
+/// a release build) probed by a demangled glob: every count as the program makes them.
+#[test]
+fn rust_release_binary_by_demangled_glob() {
+    if !common::root("rust_release_binary_by_demangled_glob") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("probe_rust");
+    // The rustc beside the cargo that runs the tests.
+    let rustc = Path::new(env!("CARGO"))
+        .parent()
+        .map(|d| d.join("rustc"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| "rustc".into());
+    let built = Command::new(rustc)
+        .args(["-O", "--edition", "2021", "-o"])
+        .arg(&prog)
+        .arg(repo().join("tests/rust/probe_rust.rs"))
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "rustc: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let data = dir.path().join("c.data");
+    ok(
+        hood()
+            .args(["calls", "run", "--probe", "probe_rust::known::*", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&prog)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood calls run --probe (Rust)",
+    );
+    assert_eq!(
+        calls_per_function(&data),
+        counts(&[
+            ("probe_rust::known::leaf", 7 + 2 * 5),
+            ("probe_rust::known::branch", 5),
+            ("probe_rust::known::Counter::bump", 3),
+        ])
+    );
+}
+
+/// Two running processes of different programs (the same source built twice, the second
+/// with its functions aligned apart, so they are at other offsets of another file): each spec is resolved in each process's
+/// own executable, and both are counted.
+#[test]
+fn several_pids_resolve_specs_in_their_own_programs() {
+    if !common::root("several_pids_resolve_specs_in_their_own_programs") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("probe_known_o0");
+    assert!(Command::new("gcc")
+        .args(["-O0", "-falign-functions=256", "-o"])
+        .arg(&other)
+        .arg(repo().join("tests/c/probe_known.c"))
+        .status()
+        .unwrap()
+        .success());
+    assert_ne!(leaf_offset(&other), leaf_offset(&c_program("probe_known")));
+    let a = Looper::start();
+    let b = Looper::start_of(&other);
+    let data = dir.path().join("m.data");
+    let rec = ok(
+        hood()
+            .args([
+                "calls", "record", "--probe", "tick", "--probe", "leaf", "-d", "1", "-p",
+            ])
+            .arg(format!("{},{}", a.pid(), b.pid()))
+            .arg("-o")
+            .arg(&data)
+            .output()
+            .unwrap(),
+        "hood calls record -p A,B",
+    );
+    let said = String::from_utf8_lossy(&rec.stderr);
+    let out = ok(
+        hood()
+            .args(["calls", "report", "-f", "--format", "json"])
+            .arg(&data)
+            .output()
+            .unwrap(),
+        "hood calls report",
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for p in [a.pid(), b.pid()] {
+        let proc_ = v["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["pid"].as_u64() == Some(u64::from(p)))
+            .unwrap_or_else(|| panic!("pid {p} not in the file: {said}"));
+        let count = |f: &str| -> u64 {
+            proc_["rows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["path"][0] == f)
+                .map(|r| r["calls"].as_u64().unwrap())
+                .sum()
+        };
+        let (tick, leaf) = (count("tick"), count("leaf"));
+        assert!(tick >= 50, "pid {p}: tick {tick}: {said}");
+        assert!(
+            leaf + 3 >= 3 * tick && leaf <= 3 * tick + 3,
+            "pid {p}: leaf {leaf} is not 3 × tick {tick}"
+        );
     }
 }

@@ -46,7 +46,8 @@ pub struct RunArgs {
     /// Probe the functions SPEC names with uprobes instead of the runtime (no rebuild
     /// needed): GLOB for the program's functions ('parse_*', 'Foo::bar'), OBJECT:GLOB for a
     /// library's ('libc.so.6:malloc'). Repeatable. Each call costs the program two kernel
-    /// traps (a few µs); more than 1000 functions need --yes. Root only.
+    /// traps (a few µs, measured at the start and taken out of the own times unless
+    /// HOOD_COMPENSATE=0); more than 1000 functions need --yes. Root only.
     #[arg(long, value_name = "SPEC", conflicts_with = "keep")]
     pub probe: Vec<String>,
     /// With --probe: go ahead when more than 1000 functions match.
@@ -63,7 +64,8 @@ pub struct ProbeRecordArgs {
     /// The functions to probe: GLOB or OBJECT:GLOB, as `hood calls run --probe` (repeatable).
     #[arg(long, value_name = "SPEC", required = true)]
     pub probe: Vec<String>,
-    /// The running processes (comma-separated); they run on unchanged afterwards.
+    /// The running processes (comma-separated; the specs are resolved in each one's own
+    /// program and libraries); they run on unchanged afterwards.
     #[arg(short = 'p', long = "pid", value_delimiter = ',', required = true)]
     pub pid: Vec<u32>,
     /// Stop after SECS seconds (else at Ctrl-C or SIGTERM, or when the processes end).

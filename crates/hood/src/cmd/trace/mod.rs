@@ -71,15 +71,17 @@ pub struct RecordArgs {
     /// and running processes too (-p). SPEC is GLOB (functions of the program, e.g.
     /// 'parse_*', 'Foo::bar', demangled names match) or OBJECT:GLOB for a library
     /// ('libc.so.6:malloc', 'libc:str*', '/path/lib.so:f'). Repeatable. Each call costs the
-    /// program two kernel traps (a few µs); more than 1000 functions need --yes. Root only.
+    /// program two kernel traps (a few µs, measured at the start and taken out of the times
+    /// unless HOOD_COMPENSATE=0); more than 1000 functions need --yes. Root only.
     #[arg(
         long,
         value_name = "SPEC",
         conflicts_with_all = ["filter", "exclude", "full", "buffer", "start_off", "keep", "max_size"]
     )]
     pub probe: Vec<String>,
-    /// Attach to running processes (comma-separated) and probe them (with --probe); Ctrl-C
-    /// or SIGTERM detaches and leaves them running.
+    /// Attach to running processes (comma-separated) and probe them (with --probe; the specs
+    /// are resolved in each one's own program and libraries); Ctrl-C or SIGTERM detaches and
+    /// leaves them running.
     #[arg(
         short = 'p',
         long = "pid",
