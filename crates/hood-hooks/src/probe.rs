@@ -49,7 +49,7 @@ const CALIBRATION_CALLS: u64 = 2000;
 
 /// Measure what one probed call costs here and now: an entry and a return probe are put on a
 /// function of hood's own that does next to nothing, in the calling thread, which calls it
-/// [`CALIBRATION_CALLS`] times. The median time from an entry event to its return event is
+/// 2000 times. The median time from an entry event to its return event is
 /// the part of the cost a probed call's own span holds (`self_ns`); the median time from one
 /// entry event to the next, less that, the part its caller's holds (`child_ns`). Medians,
 /// so a preemption or two under load does not move them. Root, as every probe.
