@@ -77,13 +77,21 @@ pub mod trace {
     pub const TASKS: u32 = 0x0307;
 }
 
-/// Range 0x0400..0x04FF: segments of a monitor store (`hood top --record`). Each payload is the
-/// snapshot's wall-clock time (i64 milliseconds since the Unix epoch, LE) followed by a zstd
-/// frame of the JSON `hood_monitor::Snapshot`.
+/// Range 0x0400..0x04FF: segments of a monitor store (`hood top --record`). A `KEY` or `DELTA`
+/// payload is the snapshot's wall-clock time (i64 milliseconds since the Unix epoch, LE)
+/// followed by a zstd frame of the JSON `hood_monitor::Snapshot`.
 pub mod monitor {
     /// A snapshot compressed on its own: the key later `DELTA` chunks are compressed against.
     pub const KEY: u32 = 0x0401;
     /// A snapshot compressed with the segment's last `KEY` snapshot (its JSON) as the zstd
     /// dictionary: reading it needs that key first.
     pub const DELTA: u32 = 0x0402;
+    /// The per-process index of the intervals written since the segment's previous `SERIES`
+    /// chunk (or its start): the first of them's wall-clock time (i64 ms, LE), a u32 (LE)
+    /// length and a zstd frame of the JSON directory (each interval's time and snapshot
+    /// without its lists; per frame its place; per process its frame and byte range), then
+    /// zstd frames of processes' records (the first whole, the next ones only the fields that
+    /// changed) and ended tasks. Readers that do not know it skip it: the intervals are whole
+    /// in their own chunks.
+    pub const SERIES: u32 = 0x0403;
 }

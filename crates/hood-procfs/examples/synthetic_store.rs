@@ -3,7 +3,10 @@
 //! the CPUs' advanced a little (some processes busy, most idle), through the recorder's own
 //! `StoreWriter::append`.
 //!
-//! usage: synthetic_store DIR INTERVALS STEP_SECS
+//! With `--no-index` it writes no per-process index, as hoods before it did (to time the
+//! whole-snapshot path).
+//!
+//! usage: synthetic_store DIR INTERVALS STEP_SECS [--no-index]
 
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,9 +15,13 @@ use hood_procfs::store::{record_scan, StoreLimits, StoreWriter};
 use hood_procfs::ProcReader;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let no_index = args.len() == 5 && args[4] == "--no-index";
+    if no_index {
+        args.pop();
+    }
     if args.len() != 4 {
-        eprintln!("usage: synthetic_store DIR INTERVALS STEP_SECS");
+        eprintln!("usage: synthetic_store DIR INTERVALS STEP_SECS [--no-index]");
         std::process::exit(2);
     }
     let dir = PathBuf::from(&args[1]);
@@ -29,6 +36,9 @@ fn main() {
         .as_millis() as i64;
     let start_ms = now_ms - (n as i64) * step as i64 * 1000;
     let mut w = StoreWriter::create(&dir, StoreLimits::default()).expect("creating the store");
+    if no_index {
+        w = w.without_index();
+    }
     let hz = base.clk_tck.max(1);
     let mut bytes = 0u64;
     for i in 0..n {
@@ -50,6 +60,7 @@ fn main() {
             .expect("appending");
         bytes += a.bytes;
     }
+    bytes += w.finish();
     println!(
         "{n} intervals, {bytes} bytes, {} processes",
         base.tasks.len()

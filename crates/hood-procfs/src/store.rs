@@ -11,6 +11,13 @@
 //! reads at most two chunks. The time index is the chunk headers themselves: a segment's
 //! headers and times are read with one positioned read per chunk, never its payloads.
 //!
+//! The per-process index: before each key (and when a segment ends or the recorder stops
+//! cleanly) a `SERIES` chunk holds the intervals since the last one process by process
+//! ([`series`]), so one process's history reads one small frame per key period rather than
+//! every snapshot whole ([`Store::window_pids`]). It duplicates what the intervals hold, so a
+//! store without it (written before it existed, or the last minutes of a killed recorder)
+//! reads the same, only slower.
+//!
 //! Crash safety: a chunk is one write, followed by `fdatasync`; a recorder that is killed or
 //! loses power leaves at most a cut last chunk, which readers stop at with a warning naming
 //! the file and offset. A recorder never appends to an old segment. A damaged chunk (checksum,
@@ -28,6 +35,8 @@
 //! following links, read only what a chunk header claims after checking it against the file's
 //! length and [`MAX_STORED`], and decompress no more than [`MAX_SNAPSHOT`] bytes.
 
+mod series;
+
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -36,7 +45,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hood_format::tags::monitor::{DELTA, KEY};
+use hood_format::tags::monitor::{DELTA, KEY, SERIES};
 use hood_format::{ChunkHeader, FileHeader, FileKind, CHUNK_HEADER_LEN, FILE_HEADER_LEN};
 use hood_monitor::{derive, Recorded, ScanOptions, Seek, Snapshot, SystemView};
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
@@ -222,6 +231,10 @@ pub struct StoreWriter {
     seg: Option<OpenSegment>,
     key: Option<zstd::bulk::Compressor<'static>>,
     since_key: u32,
+    /// The per-process index of the intervals written since the last `SERIES` chunk.
+    series: series::Builder,
+    /// Whether to write the per-process index (off only to make stores as older hoods did).
+    index: bool,
 }
 
 impl std::fmt::Debug for StoreWriter {
@@ -267,7 +280,58 @@ impl StoreWriter {
             seg: None,
             key: None,
             since_key: 0,
+            series: series::Builder::default(),
+            index: true,
         })
+    }
+
+    /// Write no per-process index, as hoods before it did (tests of old stores).
+    #[doc(hidden)]
+    pub fn without_index(mut self) -> Self {
+        self.index = false;
+        self
+    }
+
+    /// Write the per-process index of the intervals not yet indexed; call it before a
+    /// recorder stops (a killed one leaves its last key period unindexed: those intervals
+    /// read whole). Returns the bytes written.
+    pub fn finish(&mut self) -> u64 {
+        self.flush_series()
+    }
+
+    /// Append the pending `SERIES` chunk to the open segment. The index only repeats what the
+    /// intervals hold, so a failure loses nothing: it is truncated away and not retried.
+    fn flush_series(&mut self) -> u64 {
+        if self.series.len() == 0 {
+            return 0;
+        }
+        let Some(seg) = self.seg.as_mut() else {
+            self.series = series::Builder::default();
+            return 0;
+        };
+        let Ok(Some((payload, raw_len))) = self.series.take(LEVEL) else {
+            return 0;
+        };
+        let head = ChunkHeader {
+            tag: SERIES,
+            flags: FLAG_ZSTD,
+            stored_len: payload.len() as u64,
+            raw_len,
+            payload_crc: crc32c::crc32c(&payload),
+        };
+        let mut chunk = Vec::with_capacity(CHUNK_HEADER_LEN + payload.len());
+        chunk.extend_from_slice(&head.encode());
+        chunk.extend_from_slice(&payload);
+        let written = seg
+            .file
+            .write_all(&chunk)
+            .and_then(|_| rustix::fs::fdatasync(&seg.file).map_err(Into::into));
+        if written.is_err() {
+            let _ = seg.file.set_len(seg.len);
+            return 0;
+        }
+        seg.len += chunk.len() as u64;
+        chunk.len() as u64
     }
 
     /// The largest a segment may grow before the next one starts.
@@ -344,6 +408,7 @@ impl StoreWriter {
     /// Append `snap`, taken at `wall_ms`, and make it durable.
     pub fn append(&mut self, snap: &Snapshot, wall_ms: i64) -> Result<Appended, ProcError> {
         let mut removed = 0;
+        let mut index_bytes = 0;
         let rotate = match &self.seg {
             None => true,
             Some(s) => {
@@ -353,6 +418,7 @@ impl StoreWriter {
             }
         };
         if rotate {
+            index_bytes += self.flush_series();
             self.new_segment(wall_ms)?;
             removed = self.prune(wall_ms)?;
         } else if self.since_key + 1 >= KEY_EVERY {
@@ -366,6 +432,9 @@ impl StoreWriter {
             .map(|s| s.path.clone())
             .unwrap_or_default();
         let key = self.key.is_none() || self.since_key + 1 >= KEY_EVERY;
+        if key || self.series.bytes() >= series::MAX_PENDING {
+            index_bytes += self.flush_series();
+        }
         let (tag, flags, packed) = if key {
             let packed = zstd::bulk::compress(&json, LEVEL)
                 .map_err(|e| io_err(&seg_path, "cannot compress", e))?;
@@ -413,11 +482,15 @@ impl StoreWriter {
             // The next interval starts a fresh key in a fresh segment.
             self.seg = None;
             self.key = None;
+            self.series = series::Builder::default();
             return Err(io_err(&path, &format!("cannot write an interval{hint}"), e));
         }
         seg.len += chunk.len() as u64;
+        if self.index {
+            self.series.add(snap, wall_ms);
+        }
         Ok(Appended {
-            bytes: chunk.len() as u64,
+            bytes: chunk.len() as u64 + index_bytes,
             key,
             removed,
         })
@@ -491,14 +564,27 @@ struct Entry {
     head: ChunkHeader,
     /// Index of the key this entry is read with (itself for a key).
     key: Option<usize>,
+    /// The `SERIES` chunk that indexes this interval, and the interval's place in it.
+    series: Option<(usize, usize)>,
+}
+
+/// What reading a segment's chunk headers found.
+#[derive(Debug)]
+struct Scanned {
+    /// The segment, to read payloads from (`None` when it could not be opened).
+    file: Option<File>,
+    /// Its intervals, in order.
+    entries: Vec<Entry>,
+    /// Its `SERIES` chunks: offset and header.
+    series: Vec<(u64, ChunkHeader)>,
 }
 
 #[derive(Debug)]
 struct Seg {
     name: String,
     start_ms: i64,
-    /// Scanned lazily: the file and its entries.
-    scanned: Option<(Option<File>, Vec<Entry>)>,
+    /// Scanned lazily.
+    scanned: Option<Scanned>,
 }
 
 /// A position in a store: segment and entry.
@@ -519,6 +605,13 @@ pub struct Store {
     key_cache: Option<(usize, usize, Vec<u8>)>,
     /// The snapshot last decoded, for the next interval's rates.
     last: Option<(Pos, Snapshot)>,
+    /// The `SERIES` chunk last read for [`Store::window_pids`]: (segment, chunk, its
+    /// intervals with the wanted processes; empty when damaged).
+    series_cache: Option<(usize, usize, series::Intervals)>,
+    /// The interval last read for [`Store::window_pids`], for the next one's rates.
+    last_pids: Option<(Pos, Snapshot)>,
+    /// Snapshots decoded whole so far.
+    decoded: u64,
 }
 
 impl Store {
@@ -553,7 +646,16 @@ impl Store {
             said: HashSet::new(),
             key_cache: None,
             last: None,
+            series_cache: None,
+            last_pids: None,
+            decoded: 0,
         })
+    }
+
+    /// How many intervals were decoded whole so far (those the per-process index did not
+    /// answer).
+    pub fn decoded(&self) -> u64 {
+        self.decoded
     }
 
     /// The store's directory.
@@ -580,13 +682,17 @@ impl Store {
     fn scan(&mut self, s: usize) -> &[Entry] {
         if self.segs[s].scanned.is_none() {
             let path = self.seg_path(s);
-            let (file, entries, warning) = scan_segment(&path);
+            let (scanned, warning) = scan_segment(&path);
             if let Some(w) = warning {
                 self.warn(w);
             }
-            self.segs[s].scanned = Some((file, entries));
+            self.segs[s].scanned = Some(scanned);
         }
-        &self.segs[s].scanned.as_ref().expect("scanned above").1
+        &self.segs[s]
+            .scanned
+            .as_ref()
+            .expect("scanned above")
+            .entries
     }
 
     fn len(&mut self, s: usize) -> usize {
@@ -727,6 +833,7 @@ impl Store {
 
     /// Decompress and decode the snapshot at `p`; `Err` is the warning that says why not.
     fn decode(&mut self, p: Pos) -> Result<Snapshot, String> {
+        self.decoded += 1;
         let e = self.entry(p);
         let json = if e.head.flags & FLAG_DICT != 0 {
             let Some(k) = e.key else {
@@ -768,7 +875,10 @@ impl Store {
                 e.offset
             )
         };
-        let Some((Some(file), _)) = &self.segs[p.seg].scanned else {
+        let Some(Scanned {
+            file: Some(file), ..
+        }) = &self.segs[p.seg].scanned
+        else {
             return Err(damaged("unreadable"));
         };
         // The scan checked stored_len against MAX_STORED and the file's length.
@@ -831,22 +941,135 @@ impl Store {
             }
             None => None,
         };
+        let prev = prev.filter(|pr| self.rates_from(p, &cur, prev_pos, pr));
+        let v = self.derive_at(p, prev.as_ref(), &cur);
+        self.last = Some((p, cur));
+        Some(v)
+    }
+
+    /// Whether the snapshot `prev` at `q` (the interval before `p`) is the base of `cur`'s
+    /// rates: the same boot, and no recording gap longer than a few intervals.
+    fn rates_from(&mut self, p: Pos, cur: &Snapshot, q: Option<Pos>, prev: &Snapshot) -> bool {
+        let Some(q) = q else { return false };
+        let wall = self.time_ms(p) - self.time_ms(q);
+        let mono = cur.taken_ns as i128 - prev.taken_ns as i128;
+        mono > 0
+            && (wall as i128 * 1_000_000 - mono).abs() < 2_000_000_000
+            && wall <= 4 * self.interval_near(q).max(1000) + 2000
+    }
+
+    fn derive_at(&mut self, p: Pos, prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         let t = self.time_ms(p);
-        let prev = prev.filter(|pr| {
-            let q = prev_pos.expect("a previous snapshot has a position");
-            let wall = t - self.time_ms(q);
-            let mono = cur.taken_ns as i128 - pr.taken_ns as i128;
-            // Same boot, and no recording gap longer than a few intervals.
-            mono > 0
-                && (wall as i128 * 1_000_000 - mono).abs() < 2_000_000_000
-                && wall <= 4 * self.interval_near(q).max(1000) + 2000
-        });
-        let mut v = derive(prev.as_ref(), &cur);
+        let mut v = derive(prev, cur);
         if v.uptime.wall_time_s != t.div_euclid(1000) {
             v.uptime.wall_time_s = t.div_euclid(1000);
         }
-        self.last = Some((p, cur));
+        v
+    }
+
+    /// The interval at `p` with only the processes `pids`: from the per-process index when it
+    /// covers `p`, else from the whole snapshot. `None` when neither reads (a warning says so).
+    fn pids_snapshot(&mut self, p: Pos, pids: &[u32]) -> Option<Snapshot> {
+        let e = self.entry(p);
+        if let Some((k, i)) = e.series {
+            let cached = matches!(&self.series_cache, Some((s, c, _)) if *s == p.seg && *c == k);
+            if !cached {
+                let got = match self.read_series(p.seg, k, pids) {
+                    Ok(v) => v,
+                    Err(w) => {
+                        self.warn(w);
+                        Vec::new()
+                    }
+                };
+                self.series_cache = Some((p.seg, k, got));
+            }
+            if let Some((_, _, v)) = &self.series_cache {
+                if let Some((_, s)) = v.get(i).filter(|(ms, _)| *ms == e.wall_ms) {
+                    return Some(s.clone());
+                }
+            }
+        }
+        let whole = self.snapshot(p)?;
+        Some(series::only_pids(&whole, pids))
+    }
+
+    /// The intervals of the `k`th `SERIES` chunk of segment `s` with the processes `pids`.
+    fn read_series(
+        &mut self,
+        s: usize,
+        k: usize,
+        pids: &[u32],
+    ) -> Result<series::Intervals, String> {
+        let path = self.seg_path(s);
+        let Some(Scanned {
+            file: Some(file),
+            series: chunks,
+            ..
+        }) = &self.segs[s].scanned
+        else {
+            return Err(format!("{}: unreadable", path.display()));
+        };
+        let (off, head) = chunks[k];
+        let damaged = |what: &str| {
+            format!(
+                "{}: the per-process index at offset {off} is damaged ({what}); its intervals \
+                 are read whole",
+                path.display()
+            )
+        };
+        // The scan checked stored_len against MAX_STORED and the file's length.
+        let mut payload = vec![0u8; head.stored_len as usize];
+        file.read_exact_at(&mut payload, off + CHUNK_HEADER_LEN as u64)
+            .map_err(|x| damaged(&format!("cannot read: {x}")))?;
+        if crc32c::crc32c(&payload) != head.payload_crc {
+            return Err(damaged("checksum mismatch"));
+        }
+        series::read(&payload, pids).map_err(|w| damaged(&w))
+    }
+
+    /// The view of the interval that ended at `p` with only the processes `pids` (and the
+    /// system figures of an empty machine): what [`Store::view`] shows of them, read from the
+    /// per-process index where it covers `p`.
+    pub fn view_pids(&mut self, p: Pos, pids: &[u32]) -> Option<SystemView> {
+        let cur = self.pids_snapshot(p, pids)?;
+        let prev_pos = self.prev(p);
+        let prev = match prev_pos {
+            Some(q) => match self.last_pids.take() {
+                Some((lp, s)) if lp == q => Some(s),
+                _ => self.pids_snapshot(q, pids),
+            },
+            None => None,
+        };
+        let prev = prev.filter(|pr| self.rates_from(p, &cur, prev_pos, pr));
+        let v = self.derive_at(p, prev.as_ref(), &cur);
+        self.last_pids = Some((p, cur));
         Some(v)
+    }
+
+    /// [`Store::window`] of the processes `pids` only ([`Store::view_pids`]): a day of one
+    /// process reads one small frame per key period instead of every interval.
+    pub fn window_pids(
+        &mut self,
+        from_s: i64,
+        to_s: i64,
+        pids: &[u32],
+        mut each: impl FnMut(SystemView) -> bool,
+    ) {
+        self.series_cache = None;
+        self.last_pids = None;
+        let to_ms = to_s.saturating_mul(1000).saturating_add(999);
+        let mut p = self.locate_from(from_s);
+        while let Some(q) = p {
+            if self.time_ms(q) > to_ms {
+                break;
+            }
+            if let Some(v) = self.view_pids(q, pids) {
+                if !each(v) {
+                    break;
+                }
+            }
+            p = self.next(q);
+        }
     }
 
     /// The views of every interval from `from_s` to `to_s` (inclusive), in time order.
@@ -869,17 +1092,43 @@ impl Store {
 
 /// Read a segment's header and chunk headers. Returns the file (to read payloads from), the
 /// entries, and a warning when the segment is cut or damaged (reading stops there).
-fn scan_segment(path: &Path) -> (Option<File>, Vec<Entry>, Option<String>) {
+fn scan_segment(path: &Path) -> (Scanned, Option<String>) {
+    let (file, entries, series, warning) = scan_chunks(path);
+    (
+        Scanned {
+            file,
+            entries,
+            series,
+        },
+        warning,
+    )
+}
+
+type ScanResult = (
+    Option<File>,
+    Vec<Entry>,
+    Vec<(u64, ChunkHeader)>,
+    Option<String>,
+);
+
+fn scan_chunks(path: &Path) -> ScanResult {
     let policy = hood_format::untrusted::Policy::NO_LINK;
     let file = match hood_format::untrusted::open(path, policy) {
         Ok(f) => f,
-        Err(e) => return (None, Vec::new(), Some(format!("{e}; segment skipped"))),
+        Err(e) => {
+            return (
+                None,
+                Vec::new(),
+                Vec::new(),
+                Some(format!("{e}; segment skipped")),
+            )
+        }
     };
     let len = match file.metadata() {
         Ok(m) => m.len(),
         Err(e) => {
             let w = format!("{}: cannot stat: {e}; segment skipped", path.display());
-            return (None, Vec::new(), Some(w));
+            return (None, Vec::new(), Vec::new(), Some(w));
         }
     };
     let mut hb = [0u8; FILE_HEADER_LEN];
@@ -889,7 +1138,7 @@ fn scan_segment(path: &Path) -> (Option<File>, Vec<Entry>, Option<String>) {
              it started the segment); segment skipped",
             path.display()
         );
-        return (None, Vec::new(), Some(w));
+        return (None, Vec::new(), Vec::new(), Some(w));
     }
     match FileHeader::decode(&hb) {
         Ok(h) if h.kind == FileKind::Monitor => {}
@@ -899,17 +1148,20 @@ fn scan_segment(path: &Path) -> (Option<File>, Vec<Entry>, Option<String>) {
                 path.display(),
                 h.kind
             );
-            return (None, Vec::new(), Some(w));
+            return (None, Vec::new(), Vec::new(), Some(w));
         }
         Err(what) => {
             let w = format!(
                 "{}: not a monitor store segment ({what} at offset 0); skipped",
                 path.display()
             );
-            return (None, Vec::new(), Some(w));
+            return (None, Vec::new(), Vec::new(), Some(w));
         }
     }
     let mut entries: Vec<Entry> = Vec::new();
+    let mut series: Vec<(u64, ChunkHeader)> = Vec::new();
+    // The first interval no `SERIES` chunk covers yet.
+    let mut unindexed = 0usize;
     let mut key: Option<usize> = None;
     let mut off = FILE_HEADER_LEN as u64;
     let mut warning = None;
@@ -972,6 +1224,7 @@ fn scan_segment(path: &Path) -> (Option<File>, Vec<Entry>, Option<String>) {
                     offset: off,
                     head,
                     key,
+                    series: None,
                 });
             }
             DELTA => entries.push(Entry {
@@ -979,13 +1232,23 @@ fn scan_segment(path: &Path) -> (Option<File>, Vec<Entry>, Option<String>) {
                 offset: off,
                 head,
                 key,
+                series: None,
             }),
+            // It indexes the intervals since the last one.
+            SERIES => {
+                let k = series.len();
+                series.push((off, head));
+                for (i, e) in entries[unindexed..].iter_mut().enumerate() {
+                    e.series = Some((k, i));
+                }
+                unindexed = entries.len();
+            }
             // A newer hood's chunk: skipped, as the container's rule says.
             _ => {}
         }
         off = end;
     }
-    (Some(file), entries, warning)
+    (Some(file), entries, series, warning)
 }
 
 /// Recorded time as `hood top --replay` walks it.
@@ -1099,6 +1362,129 @@ mod tests {
             });
         }
         s
+    }
+
+    /// Each interval's views of `pids`, through the whole snapshots and through the index.
+    fn both_ways(dir: &Path, pids: &[u32]) -> (Vec<SystemView>, Vec<SystemView>, Vec<String>) {
+        both_ways_decoding(dir, pids).0
+    }
+
+    /// [`both_ways`], and how many snapshots the index way decoded whole.
+    #[allow(clippy::type_complexity)]
+    fn both_ways_decoding(
+        dir: &Path,
+        pids: &[u32],
+    ) -> ((Vec<SystemView>, Vec<SystemView>, Vec<String>), u64) {
+        let mut st = Store::open(dir).unwrap();
+        let mut whole = Vec::new();
+        st.window(0, i64::MAX / 1000, |mut v| {
+            v.tasks.retain(|t| pids.contains(&t.pid));
+            whole.push(v);
+            true
+        });
+        let mut warnings = st.take_warnings();
+        let mut st = Store::open(dir).unwrap();
+        let mut indexed = Vec::new();
+        st.window_pids(0, i64::MAX / 1000, pids, |v| {
+            indexed.push(v);
+            true
+        });
+        warnings.extend(st.take_warnings());
+        ((whole, indexed, warnings), st.decoded())
+    }
+
+    fn tasks_of(vs: &[SystemView]) -> Vec<(i64, Vec<hood_monitor::TaskView>)> {
+        vs.iter()
+            .map(|v| (v.uptime.wall_time_s, v.tasks.clone()))
+            .collect()
+    }
+
+    /// A recording where pid 3 is busy, pid 4 is gone for a while, and pid 9 starts and ends
+    /// between two intervals; `index` as this hood writes it or as older ones did.
+    fn record_mixed(dir: &Path, n: u64, index: bool, finish: bool) {
+        let mut w = StoreWriter::create(dir, StoreLimits::default()).unwrap();
+        if !index {
+            w = w.without_index();
+        }
+        for t in 1..=n {
+            let mut s = snap(t, 6);
+            if (40..50).contains(&t) {
+                s.tasks.retain(|x| x.pid != 4);
+            }
+            s.tasks[2].cmdline = Some(vec![format!("busy --round {}", t / 7)]);
+            s.exits = Some(hood_monitor::ExitsRaw::default());
+            if t == 77 {
+                s.exits.as_mut().unwrap().tasks.push(hood_monitor::ExitRaw {
+                    pid: 9,
+                    tgid: 9,
+                    name: "brief".into(),
+                    utime_us: 200_000,
+                    ..Default::default()
+                });
+            }
+            w.append(&s, t as i64 * 1000).unwrap();
+        }
+        if finish {
+            w.finish();
+        }
+    }
+
+    #[test]
+    fn one_process_reads_the_same_from_the_index_as_from_the_snapshots() {
+        let n = KEY_EVERY as u64 * 2 + 17;
+        for (index, finish) in [(true, true), (true, false), (false, false)] {
+            let d = tempfile::tempdir().unwrap();
+            let dir = d.path().join("store");
+            record_mixed(&dir, n, index, finish);
+            for pids in [&[3u32][..], &[4], &[9], &[2, 4], &[77]] {
+                let ((whole, indexed, warnings), decoded) = both_ways_decoding(&dir, pids);
+                assert!(warnings.is_empty(), "{warnings:?}");
+                // Only the intervals no index covers are decoded whole: none after a clean
+                // stop, the last key period's after a kill, all of an old store.
+                let unindexed = match (index, finish) {
+                    (true, true) => 0,
+                    (true, false) => 17,
+                    (false, _) => n,
+                };
+                assert_eq!(decoded, unindexed, "{pids:?} {index} {finish}");
+                assert_eq!(whole.len() as u64, n);
+                assert_eq!(
+                    tasks_of(&whole),
+                    tasks_of(&indexed),
+                    "{pids:?} {index} {finish}"
+                );
+            }
+            let (whole, _, _) = both_ways(&dir, &[9]);
+            assert_eq!(whole.iter().map(|v| v.tasks.len()).sum::<usize>(), 1);
+            let (whole, _, _) = both_ways(&dir, &[4]);
+            assert_eq!(
+                whole.iter().map(|v| v.tasks.len()).sum::<usize>(),
+                n as usize - 10
+            );
+        }
+    }
+
+    #[test]
+    fn a_damaged_index_is_said_and_its_intervals_read_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("store");
+        record_mixed(&dir, KEY_EVERY as u64 * 2 + 3, true, true);
+        let mut st = Store::open(&dir).unwrap();
+        st.scan(0);
+        let (off, head) = st.segs[0].scanned.as_ref().unwrap().series[1];
+        let name = dir.join(&st.segs[0].name);
+        drop(st);
+        let mut bytes = std::fs::read(&name).unwrap();
+        let at = (off + CHUNK_HEADER_LEN as u64 + head.stored_len / 2) as usize;
+        bytes[at] ^= 0x55;
+        std::fs::write(&name, &bytes).unwrap();
+        let (whole, indexed, warnings) = both_ways(&dir, &[3]);
+        assert_eq!(tasks_of(&whole), tasks_of(&indexed));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].contains(&format!("per-process index at offset {off} is damaged")),
+            "{warnings:?}"
+        );
     }
 
     #[test]
