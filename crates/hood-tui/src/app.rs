@@ -147,6 +147,7 @@ pub struct ReplayState {
 impl App {
     /// A fresh UI state.
     pub fn new(cfg: TuiConfig) -> Self {
+        let tree = cfg.tree;
         App {
             cfg,
             raw: None,
@@ -158,7 +159,7 @@ impl App {
             cursor: 0,
             selected: None,
             room: Cell::new(20),
-            tree: false,
+            tree,
             prompt: None,
             note: None,
             quit: false,
@@ -621,6 +622,7 @@ mod tests {
             filter: String::new(),
             delay: Duration::from_secs(1),
             irq_time: false,
+            tree: false,
         });
         a.raw = Some(SystemView {
             tasks: vec![

@@ -52,6 +52,8 @@ pub struct TuiConfig {
     pub delay: Duration,
     /// Whether `--irq-time` handler times are being measured.
     pub irq_time: bool,
+    /// Start with the process tree on (`--tree`; `t`/F5 toggle it).
+    pub tree: bool,
 }
 
 /// What `k` and `n` do once the user confirmed them (the caller's process control: the

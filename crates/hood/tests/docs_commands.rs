@@ -462,6 +462,7 @@ const PLANS: &[(&str, Plan)] = &[
     // README: monitoring.
     ("hood top", Plan::Step(Step::FirstLines)),
     ("hood top -b -n 3 --json", Plan::AsWritten),
+    ("hood top -b -n 1 --tree", Plan::AsWritten),
     ("hood ps --sort cpu --delay 1", Plan::AsWritten),
     ("hood uptime", Plan::AsWritten),
     ("hood info system.load", Plan::AsWritten),
@@ -521,6 +522,20 @@ const PLANS: &[(&str, Plan)] = &[
         Plan::Variant(
             "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store --filter hood --csv > hood.csv && grep -q hood hood.csv",
             "no nginx here: the recorder itself",
+        ),
+    ),
+    (
+        "hood top -b --replay DIR -p 1234 --csv",
+        Plan::Variant(
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store -p 1 --csv | grep -c '^[^,]*,1,' | grep -qx 3",
+            "pid 1 of the test's store, one row per interval",
+        ),
+    ),
+    (
+        "hood top -b --replay DIR -p 1234 --csv > 1234.csv",
+        Plan::Variant(
+            "rm -rf store; hood top --record store --delay 0.3 -n 3 2>/dev/null; hood top -b --replay store -p 1 --csv > 1.csv && grep -q '^[^,]*,1,' 1.csv",
+            "pid 1 of the test's store",
         ),
     ),
     (

@@ -30,11 +30,14 @@ fn at_80x24_every_row_names_its_process_and_esc_clears_the_filter() {
         24,
         &format!("{HOOD} top -d 0.3; echo HOOD-EXITED; sleep 30"),
     );
-    let sc = s.wait_for("top - ");
+    // The whole first frame (a loaded machine can show the header lines before the table).
+    let sc = s.wait_until("the table header", |sc| {
+        sc.lines().any(|l| l.trim_start().starts_with("PID"))
+    });
     let head = sc
         .lines()
         .find(|l| l.trim_start().starts_with("PID"))
-        .unwrap_or_else(|| panic!("no table header:\n{sc}"));
+        .expect("waited for it");
     assert!(head.trim_end().ends_with("NAME"), "{sc}");
     // The cgroup column is the first to go.
     assert!(!head.contains("CGROUP"), "{sc}");
@@ -207,4 +210,81 @@ fn bash_completion_offers_the_sort_keys() {
         .count();
     // hood top and hood ps.
     assert!(offers >= 2, "{text}");
+}
+
+/// The pid of `parent`'s child, read from /proc (waiting for it to appear).
+fn child_of(parent: u32) -> u32 {
+    for _ in 0..100 {
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let rest = &stat[stat.rfind(')').unwrap() + 2..];
+            if rest.split(' ').nth(1) == Some(&parent.to_string()) {
+                return pid;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("pid {parent} never had a child");
+}
+
+/// `hood top -b --tree`: in the text frames, live and replayed, a process comes right after
+/// its parent (its only child), its name behind a branch; without --tree no row has one.
+#[test]
+fn batch_tree_puts_a_child_under_its_parent_live_and_replayed() {
+    let mut sh = Command::new("sh")
+        .args(["-c", "sleep 1000 & wait"])
+        .spawn()
+        .unwrap();
+    let child = child_of(sh.id());
+    let check = |out: &std::process::Output, tree: bool| {
+        assert!(out.status.success(), "{}", common::text(out));
+        let s = String::from_utf8_lossy(&out.stdout);
+        let starts = |l: &str, pid: u32| l.split_whitespace().next() == Some(&pid.to_string());
+        let lines: Vec<&str> = s.lines().collect();
+        let at = lines.iter().position(|l| starts(l, sh.id()));
+        let at = at.unwrap_or_else(|| panic!("no row of pid {}:\n{s}", sh.id()));
+        if tree {
+            let next = lines[at + 1];
+            assert!(
+                starts(next, child) && next.contains("\u{2514}\u{2500} sleep"),
+                "{s}"
+            );
+        } else {
+            assert!(!s.contains("\u{2514}\u{2500} "), "{s}");
+        }
+    };
+    let live = |tree: bool| {
+        let mut c = common::hood();
+        c.args(["top", "-b", "-n", "1", "-d", "0.2"])
+            .env("COLUMNS", "250");
+        if tree {
+            c.arg("--tree");
+        }
+        c.output().unwrap()
+    };
+    check(&live(true), true);
+    check(&live(false), false);
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("store");
+    let out = common::run(
+        common::hood()
+            .args(["top", "-d", "0.3", "-n", "2", "--record"])
+            .arg(&dir),
+    );
+    assert!(out.status.success(), "{}", common::text(&out));
+    let replayed = common::run(
+        common::hood()
+            .args(["top", "-b", "--tree", "--replay"])
+            .arg(&dir)
+            .env("COLUMNS", "250"),
+    );
+    check(&replayed, true);
+    let _ = sh.kill();
+    let _ = sh.wait();
+    let _ = Command::new("kill").arg(child.to_string()).status();
 }

@@ -226,17 +226,30 @@ fn quick_store(n: u32) -> (tempfile::TempDir, PathBuf) {
     (d, dir)
 }
 
-/// (offset, stored length) of each chunk of a segment (docs/format.md).
-fn chunks(seg: &Path) -> Vec<(u64, u64)> {
+/// The tag of a monitor store's per-process index chunk (hood_format::tags::monitor).
+const SERIES: u32 = 0x0403;
+
+/// (offset, stored length, tag) of each chunk of a segment (docs/format.md).
+fn tagged_chunks(seg: &Path) -> Vec<(u64, u64, u32)> {
     let b = std::fs::read(seg).unwrap();
     let mut off = 32usize;
     let mut out = Vec::new();
     while off + 40 <= b.len() {
+        let tag = u32::from_le_bytes(b[off + 4..off + 8].try_into().unwrap());
         let len = u64::from_le_bytes(b[off + 16..off + 24].try_into().unwrap());
-        out.push((off as u64, len));
+        out.push((off as u64, len, tag));
         off += 40 + len as usize;
     }
     out
+}
+
+/// (offset, stored length) of each interval's chunk of a segment.
+fn chunks(seg: &Path) -> Vec<(u64, u64)> {
+    tagged_chunks(seg)
+        .into_iter()
+        .filter(|c| c.2 != SERIES)
+        .map(|c| (c.0, c.1))
+        .collect()
 }
 
 #[test]
@@ -250,8 +263,18 @@ fn a_cut_last_chunk_and_a_damaged_one_read_up_to_the_damage_and_say_where() {
     let c = chunks(&seg);
     assert_eq!(c.len(), 6);
 
-    // Cut inside the last chunk, as a power cut during its write would.
+    // A recorder that stopped cleanly indexed its intervals last; one killed leaves them
+    // unindexed, and they read the same.
+    let t = tagged_chunks(&seg);
+    assert_eq!(t.len(), 7);
+    assert_eq!(t[6].2, SERIES);
     let f = std::fs::OpenOptions::new().write(true).open(&seg).unwrap();
+    f.set_len(t[6].0).unwrap();
+    let (views, err, _) = replay_json(&dir, &[]);
+    assert_eq!(views, all, "{err}");
+    assert!(err.is_empty(), "{err}");
+
+    // Cut inside the last chunk, as a power cut during its write would.
     let len = f.metadata().unwrap().len();
     f.set_len(len - 7).unwrap();
     let (views, err, code) = replay_json(&dir, &[]);
@@ -293,6 +316,53 @@ fn a_cut_last_chunk_and_a_damaged_one_read_up_to_the_damage_and_say_where() {
         err.contains(&format!("{name}: damaged at offset {}", c[3].0)),
         "{err}"
     );
+}
+
+/// The CSV rows of `hood top -b --replay DIR --csv EXTRA` (header checked, then dropped).
+fn replay_csv(dir: &Path, extra: &[&str]) -> Vec<String> {
+    let out = run(hood()
+        .args(["top", "-b", "--csv", "--replay"])
+        .arg(dir)
+        .args(extra));
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = stdout.lines().map(str::to_owned);
+    assert!(lines.next().unwrap().starts_with("time,pid,"));
+    lines.collect()
+}
+
+/// `-p PID --csv` reads the per-process index; its rows are the whole dump's rows of PID.
+#[test]
+fn one_process_as_csv_reads_the_same_through_the_per_process_index() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("store");
+    let busy = spawn("exec sh -c 'while :; do :; done'");
+    let pid = busy.id().to_string();
+    let out = run(hood()
+        .args(["top", "-d", "0.3", "-n", "8", "--record"])
+        .arg(&dir));
+    kill(busy);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = replay_csv(&dir, &[]);
+    let of = |pids: &[&str]| -> Vec<String> {
+        all.iter()
+            .filter(|r| pids.contains(&r.split(',').nth(1).unwrap()))
+            .cloned()
+            .collect()
+    };
+    let one = replay_csv(&dir, &["-p", &pid]);
+    assert_eq!(one.len(), 8, "{one:?}");
+    assert_eq!(one, of(&[&pid]));
+    // The busy loop used CPU in the intervals after the first (which has no rates).
+    assert!(
+        one[1..]
+            .iter()
+            .any(|r| r.split(',').nth(7).unwrap().parse::<f64>().unwrap() > 0.0),
+        "{one:?}"
+    );
+    let two = replay_csv(&dir, &["-p", &format!("1,{pid}")]);
+    assert_eq!(two.len(), 16, "{two:?}");
+    assert_eq!(two, of(&["1", &pid]));
 }
 
 fn dir_bytes(dir: &Path) -> u64 {

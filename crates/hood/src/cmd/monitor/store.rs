@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
@@ -54,9 +56,16 @@ pub(crate) struct RecordConfig<'a> {
 }
 
 /// `hood top --record DIR`: a snapshot every `delay`, appended and synced, until stopped (or
-/// `-n` intervals).
+/// `-n` intervals). SIGINT and SIGTERM (systemd's stop) end it after writing the per-process
+/// index of the last minutes; every interval is on disk already.
 pub(crate) fn record(c: RecordConfig<'_>) -> anyhow::Result<ExitCode> {
     let mut w = StoreWriter::create(c.dir, c.limits)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second one while the first is being handled ends hood at once (exit 1).
+        signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&stop))?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))?;
+    }
     let mut r = super::reader_with_exits(c.proc_root)
         .with_idle_skip(IdleSkip::Every(super::top::REREAD_EVERY));
     errln!(
@@ -78,14 +87,26 @@ pub(crate) fn record(c: RecordConfig<'_>) -> anyhow::Result<ExitCode> {
         w.record(&mut r)
             .with_context(|| format!("recording into {}", c.dir.display()))?;
         done += 1;
-        if c.iterations.is_some_and(|n| done >= n) {
+        if c.iterations.is_some_and(|n| done >= n) || stop.load(Ordering::Relaxed) {
+            w.finish();
             return Ok(ExitCode::SUCCESS);
         }
         // On a fixed grid from the start; an interval that ran late skips the ticks it missed.
         let el = start.elapsed();
         tick = (tick + 1).max((el.as_secs_f64() / c.delay.as_secs_f64()) as u64 + 1);
         let due = c.delay.mul_f64(tick as f64);
-        std::thread::sleep(due.saturating_sub(start.elapsed()));
+        // Woken now and then to see a stop request (a signal does not cut the sleep short).
+        loop {
+            let left = due.saturating_sub(start.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            if stop.load(Ordering::Relaxed) {
+                w.finish();
+                return Ok(ExitCode::SUCCESS);
+            }
+            std::thread::sleep(left.min(Duration::from_millis(250)));
+        }
     }
 }
 
@@ -135,6 +156,8 @@ pub(crate) struct ReplayBatch<'a> {
     pub cgroup: Option<&'a str>,
     /// `-p PID[,PID…]`: only these processes.
     pub pick: &'a super::pick::Pick,
+    /// `--tree`: text frames in process-tree order.
+    pub tree: bool,
 }
 
 /// `hood top -b --replay DIR [--at T | --from T1 --to T2]`: the recorded intervals as text
@@ -188,8 +211,11 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
         commit: "",
         date: "",
     };
+    // CSV rows are the processes alone: the per-process index answers them without
+    // decoding every interval's snapshot (the other dumps show the system too).
+    let indexed = c.dump == Dump::Csv && !c.pick.pids.is_empty() && c.pick.tids.is_empty();
     if res.is_ok() {
-        store.window(from, to, |mut v| {
+        let mut each = |mut v: SystemView| {
             if let Some(cg) = c.cgroup {
                 any_cgroup |= v.cgroups.is_some() || v.tasks.iter().any(|t| t.cgroup.is_some());
                 keep_cgroup(&mut v, cg);
@@ -199,6 +225,9 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
             arrange(&mut v, c.key, c.desc, c.filter);
             let out = match c.dump {
                 Dump::Text => {
+                    if c.tree {
+                        into_tree(&mut v, c.mode);
+                    }
                     let mut s = frame(&v, c.mode, c.width, c.rows, Some(c.key));
                     s.push('\n');
                     emit(&s)
@@ -231,7 +260,12 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
                 return false;
             }
             c.iterations.is_none_or(|max| n < max)
-        });
+        };
+        if indexed {
+            store.window_pids(from, to, &c.pick.pids, &mut each);
+        } else {
+            store.window(from, to, &mut each);
+        }
     }
     say_warnings("top", &mut store);
     res?;
@@ -270,6 +304,14 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--tree`: the (sorted, filtered) processes of the task views in process-tree order, as the
+/// screen's `t` shows them.
+pub(crate) fn into_tree(v: &mut SystemView, mode: Mode) {
+    if matches!(mode, Mode::Tasks | Mode::Ipc) {
+        hood_report::monitor::table::into_tree(&mut v.tasks);
+    }
 }
 
 /// Only the processes (and cgroups) in the cgroup `path` or below it (`--cgroup`).

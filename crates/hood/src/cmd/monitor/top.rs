@@ -42,7 +42,8 @@ pub struct TopArgs {
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
     /// Only these processes (comma-separated; with -H, their threads), live or with
-    /// --replay. An ID that matches no task exits 1.
+    /// --replay. An ID that matches no task exits 1. A CSV dump of a replay reads the store's
+    /// per-process index: a day of one process in well under a second.
     #[arg(
         short = 'p',
         long = "pid",
@@ -60,6 +61,10 @@ pub struct TopArgs {
     /// system.cgroups then holds that tree's CPU, memory, I/O and pressure.
     #[arg(long, value_name = "PATH", conflicts_with = "record")]
     pub cgroup: Option<String>,
+    /// The process tree, each process under its parent (as `t` or F5 on the screen): in
+    /// text frames (-b) and on the screen, in the task views.
+    #[arg(long, conflicts_with_all = ["json", "csv", "openmetrics", "record"])]
+    pub tree: bool,
     /// Show threads instead of processes.
     #[arg(short = 'H', long)]
     pub threads: bool,
@@ -204,6 +209,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             filter: args.filter.unwrap_or_default(),
             delay,
             irq_time: args.irq_time,
+            tree: args.tree,
         };
         let mut scan = scan_needs(mode, key, args.irq_time);
         scan.cgroup |= args.cgroup.is_some();
@@ -262,6 +268,9 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             csv_rows(&v, store::UTC_OFFSET_S, &mut s);
             emit(&s)?;
         } else {
+            if args.tree {
+                store::into_tree(&mut v, mode);
+            }
             let mut s = frame(&v, mode, width, args.rows, Some(key));
             s.push('\n');
             emit(&s)?;
@@ -326,6 +335,7 @@ fn replay(
             iterations: args.iterations,
             cgroup: args.cgroup.as_deref(),
             pick: &pick,
+            tree: args.tree,
         });
     }
     if args.from.is_some() || args.to.is_some() {
@@ -343,6 +353,7 @@ fn replay(
         filter: filter.to_string(),
         delay: Duration::from_secs_f64(args.delay.unwrap_or(5.0)),
         irq_time: false,
+        tree: args.tree,
     };
     let mut rec = store::InCgroup {
         inner: Replay::new(st, store::UTC_OFFSET_S),
