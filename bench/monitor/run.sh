@@ -1,6 +1,7 @@
 #!/bin/sh
-# CPU time per refresh of `hood top -b` vs `top -b` vs btop at ~600 processes, and resident
-# memory of `hood top` at ~2,000 processes. Prints the figures and the ratios.
+# CPU time per refresh of `hood top -b` (the task view, which reads each process's cgroup) vs
+# `top -b` vs btop at ~600 processes, hood vs `top -b` again at BIG processes, and resident
+# memory of `hood top` there. Prints the figures and the ratios.
 #
 # usage: bench/monitor/run.sh [path/to/hood]   (default: target/release/hood)
 # env:   FRAMES (20)  DELAY (0.2 s)  PROCS (600)  BIG (2000)
