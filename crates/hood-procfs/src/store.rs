@@ -13,7 +13,7 @@
 //!
 //! The per-process index: before each key (and when a segment ends or the recorder stops
 //! cleanly) a `SERIES` chunk holds the intervals since the last one process by process
-//! ([`series`]), so one process's history reads one small frame per key period rather than
+//! (`store/series.rs`), so one process's history reads one small frame per key period rather than
 //! every snapshot whole ([`Store::window_pids`]). It duplicates what the intervals hold, so a
 //! store without it (written before it existed, or the last minutes of a killed recorder)
 //! reads the same, only slower.
