@@ -77,7 +77,7 @@ impl Drop for SegmentDir {
 /// read it.
 pub(crate) fn stopped_early(error: &str, file: &Path, report: &str) -> String {
     format!(
-        "recording stopped early: {error}; what was written is readable with `{report} -i {}`",
+        "recording stopped early: {error}; `{report} -i {}` reads what was written",
         file.display()
     )
 }

@@ -314,7 +314,10 @@ fn run_in(
             ),
             Some(p) => format!("{p}"),
         },
-        None => format!("{} is left as it was", cfg.output.display()),
+        None => format!(
+            "the tables could not be written; {} is left as it was",
+            cfg.output.display()
+        ),
     };
     let procs = match collect_with(
         std::slice::from_ref(&dir.to_path_buf()),

@@ -574,14 +574,20 @@ impl Run<'_> {
         };
         let (n_streamed, skipped) = streamed.unwrap_or((0, 0));
         let recorded = events.iter().map(|t| t.words.len() as u64).sum::<u64>() + n_streamed;
+        // After an error, the events the file holds, as a report reads them (a write cut
+        // short holds fewer than were taken out of the rings).
+        let held = match &error {
+            Some(_) => events_in_file(&at).unwrap_or(recorded),
+            None => recorded,
+        };
         summary(
             cfg,
             &at,
             &procs,
-            &events,
-            (n_streamed, skipped),
+            held,
+            skipped,
             prefaulted,
-            ended.is_some(),
+            (ended.is_some(), error.is_some()),
             log,
         );
         if irqs {
@@ -603,12 +609,6 @@ impl Run<'_> {
         }
         if let Some(e) = &error {
             log(&crate::run::stopped_early(e, &at, "hood trace report"));
-            if let Some(held) = events_in_file(&at).filter(|&n| n < recorded) {
-                log(&format!(
-                    "{} more events were recorded but could not be written; the file holds {held}",
-                    recorded - held
-                ));
-            }
         }
         Ok(Outcome {
             status: status(&mut command, log)?,
@@ -868,20 +868,20 @@ fn write_end(
     Ok(())
 }
 
-/// The lines `record` prints at the end. `streamed`: events streamed and skipped; `ended`:
-/// the command has ended (its CPU time is known).
+/// The lines `record` prints at the end. `events`: the events the file holds; `skipped`:
+/// streamed events skipped; `ended`: the command has ended (its CPU time is known);
+/// `stopped`: an error stopped the recording (the command ran on until it was killed).
 #[allow(clippy::too_many_arguments)]
 fn summary(
     cfg: &RecordConfig,
     at: &Path,
     procs: &[ProcessTrace],
-    events: &[collect::SegEvents],
-    (streamed, skipped): (u64, u64),
+    n: u64,
+    skipped: u64,
     prefaulted: prefault::Stats,
-    ended: bool,
+    (ended, stopped): (bool, bool),
     log: &mut dyn FnMut(&str),
 ) {
-    let n = events.iter().map(|t| t.words.len() as u64).sum::<u64>() + streamed;
     let threads: Vec<_> = procs.iter().flat_map(|p| &p.threads).collect();
     let dropped: u64 = threads.iter().map(|t| t.dropped).sum();
     let over: u64 = threads.iter().map(|t| t.overwritten).sum();
@@ -915,7 +915,11 @@ fn summary(
     match cfg.full {
         Full::Stream => {
             let lost = dropped + skipped;
-            if lost > 0 {
+            if lost > 0 && stopped {
+                log(&format!(
+                    "warning: {lost} events LOST, among them those the program wrote after the recording stopped (until it was killed)"
+                ));
+            } else if lost > 0 {
                 log(&format!(
                     "warning: {lost} events LOST: the program outran the recorder and filled a thread's {}-event ring; raise --buffer, use --filter, or give the recorder a CPU",
                     cfg.buffer
