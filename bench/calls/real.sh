@@ -2,7 +2,7 @@
 # hood calls and hood trace on real C code nobody here wrote, beside uftrace on the same build:
 # bzip2 1.0.8 (compressing 1 MiB of generated text), PCRE2 (bench/calls/pcre2_drive.c: five
 # patterns, no JIT, over the same text) and OpenSSL 3.6 (`openssl enc -aes-256-cbc -pbkdf2`
-# with 20,000 PBKDF2 iterations, and `openssl dgst -sha256 -hmac`, of the same text), built
+# with 500,000 PBKDF2 iterations, and `openssl dgst -sha256 -hmac`, of the same text), built
 # from the sources the crates bzip2-sys, pcre2-sys and openssl-src bundle (fetched with `cargo
 # fetch` of a throw-away crate) with `-O2 -g -finstrument-functions`. Per program it prints,
 # least of ROUNDS runs each: the wall-clock time and the program's own CPU time
@@ -81,7 +81,7 @@ progs = {
     "pcre2": lambda b: [b, text, "2"],
 }
 if openssl:
-    progs["openssl-enc"] = lambda b: [b, "enc", "-aes-256-cbc", "-pbkdf2", "-iter", "20000",
+    progs["openssl-enc"] = lambda b: [b, "enc", "-aes-256-cbc", "-pbkdf2", "-iter", "500000",
                                       "-pass", "pass:hood", "-in", text, "-out", os.devnull]
     progs["openssl-dgst"] = lambda b: [b, "dgst", "-sha256", "-hmac", "hood", text]
 def binary(kind, name):
