@@ -1,16 +1,22 @@
 #!/bin/sh
 # hood calls and hood trace on real C code nobody here wrote, beside uftrace on the same build:
-# bzip2 1.0.8 (compressing 1 MiB of generated text) and PCRE2 (bench/calls/pcre2_drive.c: five
-# patterns, no JIT, over the same text), built from the sources the crates bzip2-sys and
-# pcre2-sys bundle (fetched with `cargo fetch` of a throw-away crate) with
-# `-O2 -g -finstrument-functions`. Per program it prints, least of ROUNDS runs each: the
-# wall-clock time and the program's own CPU time (bench/trace/cpu_of.c) uninstrumented, with
-# glibc's empty hooks, under `hood calls run`, `hood trace record` and `uftrace record`; the
-# cost above the uninstrumented run; and that cost as a ratio of uftrace's.
+# bzip2 1.0.8 (compressing 1 MiB of generated text), PCRE2 (bench/calls/pcre2_drive.c: five
+# patterns, no JIT, over the same text) and OpenSSL 3.6 (`openssl enc -aes-256-cbc -pbkdf2`
+# with 500,000 PBKDF2 iterations, and `openssl dgst -sha256 -hmac`, of the same text), built
+# from the sources the crates bzip2-sys, pcre2-sys and openssl-src bundle (fetched with `cargo
+# fetch` of a throw-away crate) with `-O2 -g -finstrument-functions`. Per program it prints,
+# least of ROUNDS runs each: the wall-clock time and the program's own CPU time
+# (bench/trace/cpu_of.c) uninstrumented, with glibc's empty hooks, under `hood calls run`,
+# `hood trace record` and `uftrace record`; the cost above the baseline; and that cost as a
+# ratio of uftrace's. OpenSSL is built once, instrumented (its build takes most of an hour on
+# two loaded cores): its baseline is glibc's empty hooks, so its cost is the recorders' own,
+# above the hooks' calls. (`openssl speed` runs for a set time, so its cost is not a time; it
+# is left out.)
 # Not a pass/fail test: on a shared machine the figures move with the load (printed).
 # Usage: bench/calls/real.sh [ROUNDS]   (default 3)
 # HOOD=path/to/hood uses that binary (and the libhood_rt.so beside it, or $HOOD_RT_LIB)
-# instead of building the release ones.
+# instead of building the release ones. OPENSSL_BUILD=DIR keeps the OpenSSL build in DIR and
+# reuses it when DIR/apps/openssl exists; NO_OPENSSL=1 leaves OpenSSL out.
 set -eu
 ROUNDS=${1:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,9 +33,10 @@ command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get insta
 
 # The C sources, as the crates ship them.
 . "$ROOT/bench/lib/c-sources.sh"
-REG=$(crate_dirs "$WORK" bzip2-sys=0.1.13 pcre2-sys=0.2.10)
+REG=$(crate_dirs "$WORK" bzip2-sys=0.1.13 pcre2-sys=0.2.10 openssl-src=300.6.1+3.6.3)
 BZ=$(echo "$REG" | awk '$1 == "bzip2-sys" {print $2}')/bzip2-1.0.8
 PC=$(echo "$REG" | awk '$1 == "pcre2-sys" {print $2}')/upstream
+OS=$(echo "$REG" | awk '$1 == "openssl-src" {print $2}')/openssl
 
 build() { # NAME FLAGS...: both programs, into $WORK/NAME-bzip2 and $WORK/NAME-pcre2
     name=$1; shift
@@ -44,12 +51,28 @@ build() { # NAME FLAGS...: both programs, into $WORK/NAME-bzip2 and $WORK/NAME-p
 }
 build plain
 build instr -finstrument-functions
+# OpenSSL's command-line tool, statically linked, instrumented, with its assembly (which the
+# compiler does not instrument); the parts the commands below do not use are left out.
+OPENSSL=
+if [ "${NO_OPENSSL:-0}" != 1 ]; then
+    OB=${OPENSSL_BUILD:-$WORK/openssl}
+    if [ ! -x "$OB/apps/openssl" ]; then
+        rm -rf "$OB"; mkdir -p "$OB"
+        cp -r "$OS/." "$OB/"
+        (cd "$OB" && perl ./Configure linux-x86_64 no-shared no-tests no-docs no-dso no-engine \
+            no-legacy no-quic no-comp no-ssl3 no-ui-console no-makedepend \
+            -O2 -g -finstrument-functions >configure.log 2>&1 &&
+            make -j"$(nproc)" build_sw >make.log 2>&1) ||
+            { echo "building OpenSSL failed: see $OB/make.log" >&2; exit 1; }
+    fi
+    OPENSSL=$OB/apps/openssl
+fi
 gcc -O2 "$ROOT/bench/trace/cpu_of.c" -o "$WORK/cpu_of"
 text_file "$WORK/text" 1
 
-python3 - "$ROUNDS" "$WORK" "$HOOD" <<'PY'
+python3 - "$ROUNDS" "$WORK" "$HOOD" "$OPENSSL" <<'PY'
 import os, subprocess, sys, time
-rounds, work, hood = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+rounds, work, hood, openssl = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 text = os.path.join(work, "text")
 cpu_file = os.path.join(work, "prog.cpu")
 cpu_of = os.path.join(work, "cpu_of")
@@ -57,12 +80,19 @@ progs = {
     "bzip2": lambda b: [b, "-c", "-k", text],
     "pcre2": lambda b: [b, text, "2"],
 }
+if openssl:
+    progs["openssl-enc"] = lambda b: [b, "enc", "-aes-256-cbc", "-pbkdf2", "-iter", "500000",
+                                      "-pass", "pass:hood", "-in", text, "-out", os.devnull]
+    progs["openssl-dgst"] = lambda b: [b, "dgst", "-sha256", "-hmac", "hood", text]
+def binary(kind, name):
+    if name.startswith("openssl"):
+        return openssl if kind == "instr" else None
+    return os.path.join(work, f"{kind}-{name}")
 def configs(name):
-    plain = os.path.join(work, f"plain-{name}")
-    instr = os.path.join(work, f"instr-{name}")
+    plain = binary("plain", name)
+    instr = binary("instr", name)
     cmd = progs[name]
-    return [
-        ("uninstrumented", [cpu_of, cpu_file] + cmd(plain)),
+    return ([("uninstrumented", [cpu_of, cpu_file] + cmd(plain))] if plain else []) + [
         ("glibc empty hooks", [cpu_of, cpu_file] + cmd(instr)),
         ("hood calls run", [hood, "calls", "run", "-o", os.path.join(work, "c.data"), "--", cpu_of, cpu_file] + cmd(instr)),
         ("hood trace record", [hood, "trace", "record", "-o", os.path.join(work, "t.data"), "--", cpu_of, cpu_file] + cmd(instr)),
@@ -82,9 +112,10 @@ for name in progs:
             cpu = sum(map(float, open(cpu_file).read().split()[:2]))
             w, c = best.get(label, (1e9, 1e9))
             best[label] = (min(w, wall), min(c, cpu))
-    base_w, base_c = best["uninstrumented"]
+    base = "uninstrumented" if "uninstrumented" in best else "glibc empty hooks"
+    base_w, base_c = best[base]
     uft_w, uft_c = best["uftrace record"]
-    print(f"{name}: least of {rounds} runs; cost = above the uninstrumented run; ratio = cost / uftrace's cost")
+    print(f"{name}: least of {rounds} runs; cost = above the {base} run; ratio = cost / uftrace's cost")
     print(f"  {'':20} {'wall s':>8} {'prog CPU s':>10} {'wall cost':>10} {'CPU cost':>9} {'wall ratio':>10} {'CPU ratio':>9}")
     for label, _ in configs(name):
         w, c = best[label]

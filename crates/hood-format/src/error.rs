@@ -160,11 +160,11 @@ pub(crate) fn size_words(bytes: u64) -> String {
 
 fn io_hint(err: &std::io::Error) -> &'static str {
     match err.raw_os_error() {
-        Some(28) => {
-            " (disk full: free space or write elsewhere with -o; what was written so far is readable)"
-        }
+        Some(28) => " (disk full: free space or write elsewhere with -o)",
         // 28 is ENOSPC, 13 is EACCES on Linux.
-        Some(13) => " (permission denied: check the directory's permissions or choose another path with -o)",
+        Some(13) => {
+            " (permission denied: check the directory's permissions or choose another path with -o)"
+        }
         // A missing file gets its fix from the command that reads it, which knows how it
         // takes its path (`-i FILE` or an argument).
         _ => "",

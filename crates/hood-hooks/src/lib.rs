@@ -18,6 +18,7 @@
 
 pub mod calls;
 pub mod probe;
+mod run;
 pub mod runtime;
 pub mod segments;
 pub mod symbols;

@@ -1,5 +1,7 @@
 //! A recording that fills its disk: the recorder stops, says why, and its summary gives the
 //! samples the file really holds, the count `hood report` reads back, not the count recorded.
+//! The same for `hood trace record` (the trace is put in place, cut at its last whole chunk,
+//! with names) and `hood calls run` (the output is left as it was, in one line).
 
 mod common;
 
@@ -92,4 +94,112 @@ fn a_full_disk_ends_the_recording_and_the_summary_counts_what_the_file_holds() {
         err.contains(&format!("({mib:.1} MiB)")),
         "{mib:.1} MiB: {err}"
     );
+}
+
+/// The lines of `err` that say why a recording stopped on a full disk.
+fn stop_lines(err: &str) -> Vec<&str> {
+    err.lines()
+        .filter(|l| l.contains("No space left on device") || l.contains("recording keeps free"))
+        .collect()
+}
+
+#[test]
+fn a_full_disk_stops_trace_record_in_one_line_with_a_readable_trace() {
+    if !root("a_full_disk_stops_trace_record_in_one_line_with_a_readable_trace") {
+        return;
+    }
+    let _l = perf_lock();
+    let Some(disk) = SmallDisk::mount("4m") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    // Some 18 M events unpaused: 8 bytes each, the 4 MiB fill within a fraction of a second.
+    let prog = instrumented("trace_stream", tmp.path(), &[], &[]);
+    let file = disk.mnt.join("full.trace");
+    let out = run(hood()
+        .args(["trace", "record", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&prog)
+        .args(["3000000", "0"])
+        .env("HOOD_RT_LIB", runtime_release_dir().join("libhood_rt.so"))
+        .env("HOOD_SHM_DIR", tmp.path()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    // One line says why: the write that failed (the usual case: the disk fills between two
+    // looks at its free space), or the free-space margin, if a look came first.
+    let why = stop_lines(&err);
+    assert_eq!(why.len(), 1, "{err}");
+    if why[0].contains("No space left on device") {
+        println!("stopped by the failed write");
+        assert!(why[0].contains("recording stopped early"), "{err}");
+        assert!(
+            why[0].contains(&format!("hood trace report -i {}", file.display())),
+            "{err}"
+        );
+        // An error: status 2, the program killed, not waited for.
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("killing the traced command"), "{err}");
+    } else {
+        println!("stopped by the free-space margin");
+        assert_eq!(out.status.code(), Some(0), "{err}");
+    }
+    // The trace is in place and reads, with names, and its summary counts what it holds.
+    let rep = run(hood()
+        .args(["trace", "report", "--format", "json", "-i"])
+        .arg(&file));
+    assert!(rep.status.success(), "{}", text(&rep));
+    let doc: serde_json::Value = serde_json::from_slice(&rep.stdout).expect("json");
+    let report = doc.to_string();
+    assert!(report.contains("\"step\""), "no names: {}", text(&rep));
+    let events = doc["analysis"]["events"].as_u64().expect("analysis.events");
+    assert!(events > 0, "{}", text(&rep));
+    assert!(err.contains(&format!("{events} events")), "{events}: {err}");
+    // Nothing is left in the segment directory.
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("hood-trace-"))
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_full_disk_stops_calls_run_in_one_line_and_leaves_the_output_as_it_was() {
+    if !root("a_full_disk_stops_calls_run_in_one_line_and_leaves_the_output_as_it_was") {
+        return;
+    }
+    let Some(disk) = SmallDisk::mount("64k") else {
+        return;
+    };
+    // Two pages free: the run's empty file takes one, its tables do not fit beside it.
+    std::fs::write(disk.mnt.join("fill"), vec![0u8; 56 << 10]).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let prog = instrumented("trace_stream", tmp.path(), &[], &[]);
+    let file = disk.mnt.join("c.data");
+    let out = run(hood()
+        .args(["calls", "run", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&prog)
+        .args(["1000", "0"])
+        .env("HOOD_RT_LIB", runtime_release_dir().join("libhood_rt.so"))
+        .env("HOOD_SHM_DIR", tmp.path()));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let why = stop_lines(&err);
+    assert_eq!(why.len(), 1, "{err}");
+    assert!(
+        why[0].contains("the tables could not be written")
+            && why[0].contains(&format!("{} is left as it was", file.display())),
+        "{err}"
+    );
+    assert!(!file.exists(), "{err}");
+    // Nothing beside it either (the run's file and its part are removed).
+    let names: Vec<_> = std::fs::read_dir(&disk.mnt)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("fill")]);
 }

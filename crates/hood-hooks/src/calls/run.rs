@@ -2,6 +2,7 @@
 //! tables collected, the tables of running and ended processes collected, and resets.
 
 use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use hood_proc::signal::{self, Forwarder};
 use hood_format::{OutputFile, Writer};
 
 use super::{collect_with, file, Message};
+use crate::run::{Command, SegmentDir};
 use crate::{runtime, segments, HooksError};
 
 /// What `calls run` does.
@@ -42,6 +44,9 @@ pub struct Ran {
     pub exit: Exit,
     /// The processes written to the output file (none: no file; a note said why).
     pub procs: Vec<ProcessCalls>,
+    /// The error that ended the run early (the command was killed; its tables up to then
+    /// were written, and a warning said so).
+    pub error: Option<String>,
 }
 
 /// What `calls get` collected.
@@ -206,10 +211,30 @@ impl Snapshots<'_> {
 /// collect every process of its tree when it ends (and snapshots while it runs) into
 /// `cfg.output`. Signals to the recorder are forwarded to the command, which is killed when
 /// the recorder dies.
+///
+/// One skeleton, as `hood record`'s and `hood trace record`'s: open (the segment directory,
+/// the file, the command) → until the command ends → finish. An error while the command runs
+/// ends the run: the command is killed, its tables are collected and written all the same,
+/// and [`Ran::error`] says why. The command is killed and reaped, and the directory removed,
+/// on every way out, a panic included.
 pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksError> {
     let lib = runtime::library()?;
-    let dir = segments::private_dir(&segments::shm_dir(), "calls-run", &mut cleaned(say))?;
-    let preload = runtime::preload(&lib);
+    let dir = SegmentDir::new(
+        segments::private_dir(&segments::shm_dir(), "calls-run", &mut cleaned(say))?,
+        cfg.keep,
+    );
+    let ran = run_in(cfg, &lib, dir.path(), say);
+    dir.close(&mut |m| say(Message::Note(m)));
+    ran
+}
+
+fn run_in(
+    cfg: &RunConfig,
+    lib: &Path,
+    dir: &Path,
+    say: &mut dyn FnMut(Message),
+) -> Result<Ran, HooksError> {
+    let preload = runtime::preload(lib);
     let (prog, _) = cfg.argv.split_first().ok_or(HooksError::NoCommand)?;
     // A valid (empty) file from the start, beside the output: a run killed before the first
     // snapshot leaves a readable file, which the next writer of the output keeps. The output
@@ -223,16 +248,17 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
     // Before the spawn, so a signal arriving right after it is not lost.
     let mut signals = Forwarder::install()?;
     // The command is killed (SIGKILL) when the recorder dies, however it dies, rather than
-    // run on unobserved with nobody to collect its tables.
-    let child = Child::spawn(
+    // run on unobserved with nobody to collect its tables; and on every way out of this
+    // function that did not wait for it.
+    let mut command = Command(Child::spawn(
         &cfg.argv,
         &[
             ("LD_PRELOAD".into(), preload),
-            ("HOOD_SHM_DIR".into(), dir.clone().into_os_string()),
+            ("HOOD_SHM_DIR".into(), dir.as_os_str().to_owned()),
         ],
-    );
+    )?);
     let mut snapshots = Snapshots {
-        dir: &dir,
+        dir,
         cfg,
         out: &mut out,
         next: Instant::now() + Snapshots::EVERY,
@@ -240,18 +266,31 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
         last: None,
     };
     let mut retirer = Retirer::default();
-    let status = match child {
-        Ok(mut c) => signals.wait(&mut c, &mut || {
-            retirer.tick(&dir);
-            snapshots.tick(&retirer.retired, say)
-        }),
-        Err(e) => Err(e),
-    };
-    let status = match status {
-        Ok(s) => s,
+    // Until the command ends, or an error ends the run.
+    let watched = signals.watch(&mut command, &mut |_| {
+        retirer.tick(dir);
+        // A test's fault: the n-th look once the command's segment exists fails.
+        #[cfg(test)]
+        if !retirer.segs.is_empty() {
+            crate::run::seam::fails(crate::run::seam::Point::CallsWatch)?;
+        }
+        snapshots.tick(&retirer.retired, say);
+        Ok::<_, HooksError>(ControlFlow::Continue(Duration::from_millis(20)))
+    });
+    let last = snapshots.last;
+    let (status, error) = match watched {
+        Ok(Some(exit)) => (exit, None),
+        // The tick never stops the watch.
+        Ok(None) => (command.wait()?, None),
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(e.into());
+            // A run ended by an error: the command is not left running unobserved; what its
+            // tables hold when it is killed is collected, as after any kill.
+            say(Message::Note(format!(
+                "killing the command (pid {}): the run stopped on an error",
+                command.pid()
+            )));
+            command.kill();
+            (command.wait()?, Some(with_causes(&e)))
         }
     };
     if let Some(sig) = signals.received() {
@@ -264,13 +303,36 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
             }
         )));
     }
-    let (procs, _) = collect_with(std::slice::from_ref(&dir), None, &retirer.retired, say)?;
-    if !cfg.keep {
-        let _ = std::fs::remove_dir_all(&dir);
-    } else {
-        say(Message::Note(format!("segments kept in {}", dir.display())));
-    }
-    let last = snapshots.last;
+    // What the output holds if the final file cannot be written.
+    let fallback = |out: Writer<OutputFile>| match last {
+        // The last snapshot is whole: it replaces the old file.
+        Some(t) => match out.put_in_place().error {
+            None => format!(
+                "{} holds the tables as of {:.1} s before the command ended (its last snapshot)",
+                cfg.output.display(),
+                t.elapsed().as_secs_f64()
+            ),
+            Some(p) => format!("{p}"),
+        },
+        None => format!(
+            "the tables could not be written; {} is left as it was",
+            cfg.output.display()
+        ),
+    };
+    let procs = match collect_with(
+        std::slice::from_ref(&dir.to_path_buf()),
+        None,
+        &retirer.retired,
+        say,
+    ) {
+        Ok((procs, _)) => procs,
+        Err(e) => {
+            return Err(HooksError::Output {
+                what: fallback(out),
+                source: Box::new(e),
+            })
+        }
+    };
     if procs.is_empty() {
         // Nothing to replace the previous file with: it stays (the new one is dropped).
         drop(out);
@@ -284,30 +346,25 @@ pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksEr
             }
         )));
     } else {
-        let written = file::rewrite(&mut out, "run", &cfg.argv, &procs);
-        if let Err(e) = written {
-            let what = match last {
-                // The last snapshot is whole: it replaces the old file.
-                Some(t) => match out.put_in_place().error {
-                    None => format!(
-                        "{} holds the tables as of {:.1} s before the command ended (its last snapshot)",
-                        cfg.output.display(),
-                        t.elapsed().as_secs_f64()
-                    ),
-                    Some(p) => format!("{p}"),
-                },
-                None => format!("{} is left as it was", cfg.output.display()),
-            };
+        if let Err(e) = file::rewrite(&mut out, "run", &cfg.argv, &procs) {
             return Err(HooksError::Output {
-                what,
+                what: fallback(out),
                 source: Box::new(e),
             });
         }
         out.commit()?;
     }
+    if let Some(e) = &error {
+        say(Message::Warning(crate::run::stopped_early(
+            e,
+            &cfg.output,
+            "hood calls report",
+        )));
+    }
     Ok(Ran {
         exit: status,
         procs,
+        error,
     })
 }
 

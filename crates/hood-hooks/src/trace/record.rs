@@ -26,6 +26,7 @@ use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
 use hood_raw::irq::{IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta};
 
 use super::{collect, filter, prefault, stream};
+use crate::run::{Command, SegmentDir};
 use crate::{segments, HooksError};
 
 /// How the threads' buffers are used.
@@ -86,13 +87,17 @@ pub struct RecordConfig {
 }
 
 /// How a recording ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// The command's exit status as a shell reports it (128 + signal when killed).
     pub status: i32,
     /// A trace was written: false when no process of the command ran the runtime (the
     /// file is then removed and the reason logged).
     pub traced: bool,
+    /// The error that ended the recording early (a write that failed on a full disk, a
+    /// ring that could not be read): the command was killed, and the file holds what was
+    /// written before (logged).
+    pub error: Option<String>,
 }
 
 /// Milliseconds between rounds while the program records...
@@ -121,14 +126,25 @@ const SPACE_EVERY: Duration = Duration::from_millis(250);
 /// recorder finishes the file, then waits for the command without recording (so it is not
 /// killed with its recorder) and returns its status. Messages for the user (notes, warnings,
 /// the summary) go to `log`, one line each.
+///
+/// One skeleton, as `hood record`'s: open (the segment directory, the command held before its
+/// exec, the kernel rings, the file and its META) → start → rounds until a stop → finish. An
+/// error before the start is returned and leaves no file; an error inside the run (a write
+/// that fails on a full disk, a ring that cannot be read) ends it: the command is killed, the
+/// file is finished as far as it can be written (cut at its last whole chunk otherwise) and put
+/// in place, and [`Outcome::error`] says why. The command is killed and reaped, and the
+/// segment directory removed, on every way out, a panic included.
 pub fn record(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<Outcome, HooksError> {
-    let dir = segments::private_dir(&segments::shm_dir(), "trace", &mut |m| log(&m))?;
-    let result = run_and_collect(cfg, &dir, log);
-    if cfg.keep {
-        log(&format!("segments kept in {}", dir.display()));
-    } else {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    let dir = SegmentDir::new(
+        segments::private_dir(&segments::shm_dir(), "trace", &mut |m| log(&m))?,
+        cfg.keep,
+    );
+    let result = open(cfg, dir.path(), log).and_then(|mut run| {
+        run.start()?;
+        let end = run.until_stop();
+        run.finish(end, log)
+    });
+    dir.close(&mut |m| log(&m));
     result
 }
 
@@ -180,11 +196,38 @@ impl Limits<'_> {
     }
 }
 
-fn run_and_collect(
-    cfg: &RecordConfig,
-    dir: &Path,
+/// A trace run between its open and its finish.
+struct Run<'a> {
+    cfg: &'a RecordConfig,
+    dir: &'a Path,
+    warnings: Vec<String>,
+    signals: Forwarder,
+    command: Command,
+    rounds: Rounds,
+    /// Irqs are recorded (their counts are summed up at the end).
+    irqs: bool,
+    writer: Writer<OutputFile>,
+    prefaulter: Option<prefault::Prefaulter>,
+}
+
+/// How the rounds ended.
+struct End {
+    /// How the command ended, when it did while recorded.
+    ended: Option<Exit>,
+    /// Why recording stopped while the command runs on (a limit, a command that ignored a
+    /// stop signal), if it did.
+    cut: Option<String>,
+    /// The error that ended the run, if one did.
+    error: Option<String>,
+}
+
+/// Open everything a run holds: the command (forked, held before its exec), the kernel rings,
+/// the file with its META. The command is killed on every error from here.
+fn open<'a>(
+    cfg: &'a RecordConfig,
+    dir: &'a Path,
     log: &mut dyn FnMut(&str),
-) -> Result<Outcome, HooksError> {
+) -> Result<Run<'a>, HooksError> {
     let prog = cfg
         .argv
         .first()
@@ -221,11 +264,11 @@ fn run_and_collect(
         set("HOOD_TRACE_START", "off".into());
     }
     // Before the spawn, so a signal arriving right after it is not lost.
-    let mut signals = Forwarder::install()?;
-    let mut child = Child::spawn_held(&cfg.argv, &env)?;
+    let signals = Forwarder::install()?;
+    let command = Command(Child::spawn_held(&cfg.argv, &env)?);
     let mut switches = None;
     if cfg.sched {
-        match SwitchRecorder::open_child(child.pid(), 256) {
+        match SwitchRecorder::open_child(command.pid(), 256) {
             Ok(s) => switches = Some(s),
             Err(e) => warnings.push(format!("context switches not recorded: {e}")),
         }
@@ -234,7 +277,7 @@ fn run_and_collect(
     // the privilege a note, never an error.
     let mut irqs = None;
     if cfg.sched && cfg.irqs {
-        match IrqRecorder::open_child(child.pid(), 256) {
+        match IrqRecorder::open_child(command.pid(), 256) {
             Ok(r) => irqs = Some(r),
             Err(e) if !running_as_root() => log(&format!(
                 "note: irq entries/exits not recorded: they need root or CAP_PERFMON ({e})"
@@ -273,8 +316,8 @@ fn run_and_collect(
     // The file and its META chunk come first: from here on the file reads, up to the last
     // round of events written, whenever the recorder stops.
     // It grows beside the output and replaces it only when the trace is complete.
-    let mut w = Writer::create(&cfg.output, FileKind::Trace)?;
-    for s in w.stale() {
+    let mut writer = Writer::create(&cfg.output, FileKind::Trace)?;
+    for s in writer.stale() {
         log(&s.to_string());
     }
     let meta = TraceMeta {
@@ -292,11 +335,9 @@ fn run_and_collect(
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0),
     };
-    w.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
-    w.flush()?;
-    child.release()?;
-    let prefaulter = cfg.prefault.then(|| prefault::Prefaulter::start(dir));
-    let mut rounds = Rounds {
+    writer.write_chunk(tags::trace::META, &serde_json::to_vec(&meta)?, false)?;
+    writer.flush()?;
+    let rounds = Rounds {
         switches,
         irqs,
         streamer: (cfg.full == Full::Stream).then(|| stream::Streamer::new(dir)),
@@ -313,144 +354,282 @@ fn run_and_collect(
             lost: 0,
         }),
     };
-    let mut active = Instant::now();
-    let mut limits = Limits {
+    Ok(Run {
         cfg,
-        fs: match cfg.output.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        },
-        next_space: Instant::now(),
-        started: Instant::now(),
-    };
-    let pid = child.pid();
-    // Why recording stopped while the command runs on, if it did.
-    let mut cut = None;
-    let ended = signals.watch(&mut child, &mut |stop| {
-        let moved = rounds.round(&mut w)?;
-        if moved > 0 {
-            active = Instant::now();
-        }
-        if let Some(why) = limits.check(w.bytes_written(), stop, pid) {
-            cut = Some(why);
-            return Ok::<_, HooksError>(ControlFlow::Break(()));
-        }
-        let ms = if rounds.streamer.is_some() && active.elapsed() < Duration::from_secs(1) {
-            ACTIVE_MS
-        } else if stop.is_some() {
-            5
-        } else {
-            IDLE_MS
-        };
-        Ok(ControlFlow::Continue(Duration::from_millis(ms)))
-    })?;
-    let prefaulted = prefaulter.map(|p| p.stop()).unwrap_or_default();
-    // Let the last switch records of exiting grandchildren land, then drain once more.
-    rounds.round(&mut w)?;
-    rounds.irqs = None;
-    rounds.switches = None;
-    if let Some(wk) = rounds.wake.as_mut() {
-        wk.rec = None;
-    }
-    if let (Some(sig), Some(exit)) = (signals.received(), ended) {
-        log(&format!(
-            "{} received; {prog} {}; writing the trace",
-            signal::name(sig),
-            match exit {
-                Exit::Signal(s) => format!("was ended by {}", signal::name(s)),
-                Exit::Code(c) => format!("exited with status {c}"),
-            }
-        ));
-    }
-    // A command that runs on after the trace is finished is waited for without recording (it
-    // dies with its recorder otherwise); stop signals still reach it.
-    let mut status = |child: &mut Child, log: &mut dyn FnMut(&str)| match ended {
-        Some(e) => Ok::<_, HooksError>(e.shell_code()),
-        None => {
-            log(&format!(
-                "{prog} (pid {pid}) runs on unrecorded; waiting for it to end (Ctrl-C or `kill {pid}` ends it)"
-            ));
-            Ok(signals.wait(child, &mut || {})?.shell_code())
-        }
-    };
-    let (mut procs, events) = collect::collect(dir, &mut warnings);
-    let streamed = rounds.streamer.take().map(|s| {
-        // Names found while the processes ran (through their live mappings) for what the
-        // segments' copies of the mappings do not cover (a library loaded, then unloaded).
-        for p in procs.iter_mut() {
-            for (&a, n) in s.names(p.pid, p.start_mono_ns).into_iter().flatten() {
-                p.symbols.entry(a).or_insert_with(|| n.clone());
-            }
-            // Threads whose slots were given to later threads: their slots no longer say.
-            let (retired, nested) = s.retired(p.pid, p.start_mono_ns);
-            p.threads.extend(retired.iter().cloned());
-            if nested > 0 {
-                p.notes.push(collect::nested_note(nested));
-            }
-        }
-        warnings.extend(s.warnings.iter().cloned());
-        (s.events, s.skipped)
-    });
-    if let Some(why) = &cut {
-        // Said by the recorder now, and by every report of the file.
-        warnings.push(why.clone());
-        for p in procs.iter_mut() {
-            p.notes.push(why.clone());
-        }
-    }
-    for m in &warnings {
-        log(&format!("warning: {m}"));
-    }
-    if procs.is_empty() {
-        // Nothing to replace the previous file with: it stays (the new one is dropped).
-        let in_place = w.in_place_output();
-        drop(w);
-        log(&format!(
-            "{prog} produced no trace: was it built with -finstrument-functions \
-             (gcc/clang) and dynamically linked? See docs/trace.md{}",
-            if in_place {
-                String::new()
-            } else {
-                format!("; {} is left as it was", cfg.output.display())
-            }
-        ));
-        return Ok(Outcome {
-            status: status(&mut child, log)?,
-            traced: false,
-        });
-    }
-    finish(w, &procs, &events, &warnings)?;
-    let (n_streamed, skipped) = streamed.unwrap_or((0, 0));
-    summary(
-        cfg,
-        &procs,
-        &events,
-        (n_streamed, skipped),
-        prefaulted,
-        ended.is_some(),
-        log,
-    );
-    if irq_meta.is_some() {
-        rounds.irq_counts.print(log);
-    }
-    if let Some(wk) = &rounds.wake {
-        log(&format!(
-            "wake-ups: {} of the traced threads recorded{}",
-            wk.kept,
-            if wk.lost > 0 {
-                format!(
-                    ", {} wake-up records LOST by the kernel (ring full): some waits show no waker",
-                    wk.lost
-                )
-            } else {
-                ", none lost".to_string()
-            }
-        ));
-    }
-    Ok(Outcome {
-        status: status(&mut child, log)?,
-        traced: true,
+        dir,
+        warnings,
+        signals,
+        command,
+        rounds,
+        irqs: irq_meta.is_some(),
+        writer,
+        prefaulter: None,
     })
+}
+
+impl Run<'_> {
+    /// Let the command exec (an error if it could not: nothing was recorded), and start
+    /// pre-faulting its buffers.
+    fn start(&mut self) -> Result<(), HooksError> {
+        self.command.release()?;
+        self.prefaulter = self
+            .cfg
+            .prefault
+            .then(|| prefault::Prefaulter::start(self.dir));
+        Ok(())
+    }
+
+    /// Rounds until the command ends, a limit or a stop signal's grace cuts the recording, or
+    /// an error ends the run.
+    fn until_stop(&mut self) -> End {
+        let Run {
+            cfg,
+            signals,
+            command,
+            rounds,
+            writer,
+            ..
+        } = self;
+        let mut active = Instant::now();
+        let mut limits = Limits {
+            cfg,
+            fs: match cfg.output.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            },
+            next_space: Instant::now(),
+            started: Instant::now(),
+        };
+        let pid = command.pid();
+        let (mut cut, mut error) = (None, None);
+        let watched = signals.watch(command, &mut |stop| {
+            let moved = match rounds.round(writer) {
+                Ok(n) => n,
+                Err(e) => {
+                    error = Some(e.to_string());
+                    return Ok::<_, HooksError>(ControlFlow::Break(()));
+                }
+            };
+            if moved > 0 {
+                active = Instant::now();
+            }
+            if let Some(why) = limits.check(writer.bytes_written(), stop, pid) {
+                cut = Some(why);
+                return Ok(ControlFlow::Break(()));
+            }
+            let ms = if rounds.streamer.is_some() && active.elapsed() < Duration::from_secs(1) {
+                ACTIVE_MS
+            } else if stop.is_some() {
+                5
+            } else {
+                IDLE_MS
+            };
+            Ok(ControlFlow::Continue(Duration::from_millis(ms)))
+        });
+        let ended = match watched {
+            Ok(e) => e,
+            Err(e) => {
+                error.get_or_insert(e.to_string());
+                None
+            }
+        };
+        End { ended, cut, error }
+    }
+
+    /// The last round, the names and the end of the file, the file put in place, the summary;
+    /// then the command's status (waited for when it runs on). Every way out of the run
+    /// comes here.
+    fn finish(self, end: End, log: &mut dyn FnMut(&str)) -> Result<Outcome, HooksError> {
+        let Run {
+            cfg,
+            dir,
+            mut warnings,
+            mut signals,
+            mut command,
+            mut rounds,
+            irqs,
+            mut writer,
+            prefaulter,
+        } = self;
+        let End {
+            mut ended,
+            cut,
+            mut error,
+        } = end;
+        let prog = &cfg.argv[0];
+        let prefaulted = prefaulter.map(|p| p.stop()).unwrap_or_default();
+        // Let the last switch records of exiting grandchildren land, then drain once more.
+        if error.is_none() {
+            if let Err(e) = rounds.round(&mut writer) {
+                error = Some(e.to_string());
+            }
+        }
+        rounds.irqs = None;
+        rounds.switches = None;
+        if let Some(wk) = rounds.wake.as_mut() {
+            wk.rec = None;
+        }
+        if let (Some(sig), Some(exit)) = (signals.received(), ended) {
+            log(&format!(
+                "{} received; {prog} {}; writing the trace",
+                signal::name(sig),
+                match exit {
+                    Exit::Signal(s) => format!("was ended by {}", signal::name(s)),
+                    Exit::Code(c) => format!("exited with status {c}"),
+                }
+            ));
+        }
+        // A run ended by an error records nothing more: its command is not left running
+        // untraced while the recorder waits for it (as `hood record` does).
+        if let (Some(_), None) = (&error, ended) {
+            if command.try_wait().ok().flatten().is_none() {
+                log(&format!(
+                    "killing the traced command (pid {}): the recording stopped on an error",
+                    command.pid()
+                ));
+            }
+            command.kill();
+            ended = command.try_wait().ok().flatten();
+        }
+        let (mut procs, events) = collect::collect(dir, &mut warnings);
+        let streamed = rounds.streamer.take().map(|s| {
+            // Names found while the processes ran (through their live mappings) for what the
+            // segments' copies of the mappings do not cover (a library loaded, then unloaded).
+            for p in procs.iter_mut() {
+                for (&a, n) in s.names(p.pid, p.start_mono_ns).into_iter().flatten() {
+                    p.symbols.entry(a).or_insert_with(|| n.clone());
+                }
+                // Threads whose slots were given to later threads: their slots no longer say.
+                let (retired, nested) = s.retired(p.pid, p.start_mono_ns);
+                p.threads.extend(retired.iter().cloned());
+                if nested > 0 {
+                    p.notes.push(collect::nested_note(nested));
+                }
+            }
+            warnings.extend(s.warnings.iter().cloned());
+            (s.events, s.skipped)
+        });
+        // Said by the recorder now, and by every report of the file.
+        let stopped = error
+            .as_ref()
+            .map(|e| format!("recording stopped early: {e}"));
+        for why in cut.iter().chain(&stopped) {
+            warnings.push(why.clone());
+            for p in procs.iter_mut() {
+                p.notes.push(why.clone());
+            }
+        }
+        for m in &warnings {
+            if Some(m) != stopped.as_ref() {
+                log(&format!("warning: {m}"));
+            }
+        }
+        // A command that runs on after the trace is finished is waited for without recording
+        // (it dies with its recorder otherwise); stop signals still reach it.
+        let pid = command.pid();
+        let mut status = |command: &mut Command, log: &mut dyn FnMut(&str)| match ended {
+            Some(e) => Ok::<_, HooksError>(e.shell_code()),
+            None => {
+                log(&format!(
+                    "{prog} (pid {pid}) runs on unrecorded; waiting for it to end (Ctrl-C or `kill {pid}` ends it)"
+                ));
+                Ok(signals.wait(command, &mut || {})?.shell_code())
+            }
+        };
+        if procs.is_empty() && error.is_none() {
+            // Nothing to replace the previous file with: it stays (the new one is dropped).
+            let in_place = writer.in_place_output();
+            drop(writer);
+            log(&format!(
+                "{prog} produced no trace: was it built with -finstrument-functions \
+                 (gcc/clang) and dynamically linked? See docs/trace.md{}",
+                if in_place {
+                    String::new()
+                } else {
+                    format!("; {} is left as it was", cfg.output.display())
+                }
+            ));
+            return Ok(Outcome {
+                status: status(&mut command, log)?,
+                traced: false,
+                error: None,
+            });
+        }
+        // The end of the file; after an error, as much of it as can be written, and the file
+        // put in place as far as it was written (a failed write leaves it cut at its last
+        // whole chunk), as a killed recorder's would be kept.
+        let ended_file = write_end(&mut writer, &procs, &events, &warnings);
+        let at = match (ended_file, &error) {
+            (Ok(()), None) => writer.commit().map(|_| cfg.output.clone())?,
+            (ended_file, _) => {
+                if let Err(e) = ended_file {
+                    error.get_or_insert(e.to_string());
+                }
+                let placed = writer.put_in_place();
+                if let Some(e) = placed.error {
+                    error.get_or_insert(e.to_string());
+                }
+                placed.at
+            }
+        };
+        let (n_streamed, skipped) = streamed.unwrap_or((0, 0));
+        let recorded = events.iter().map(|t| t.words.len() as u64).sum::<u64>() + n_streamed;
+        // After an error, the events the file holds, as a report reads them (a write cut
+        // short holds fewer than were taken out of the rings).
+        let held = match &error {
+            Some(_) => events_in_file(&at).unwrap_or(recorded),
+            None => recorded,
+        };
+        summary(
+            cfg,
+            &at,
+            &procs,
+            held,
+            skipped,
+            prefaulted,
+            (ended.is_some(), error.is_some()),
+            log,
+        );
+        if irqs {
+            rounds.irq_counts.print(log);
+        }
+        if let Some(wk) = &rounds.wake {
+            log(&format!(
+                "wake-ups: {} of the traced threads recorded{}",
+                wk.kept,
+                if wk.lost > 0 {
+                    format!(
+                        ", {} wake-up records LOST by the kernel (ring full): some waits show no waker",
+                        wk.lost
+                    )
+                } else {
+                    ", none lost".to_string()
+                }
+            ));
+        }
+        if let Some(e) = &error {
+            log(&crate::run::stopped_early(e, &at, "hood trace report"));
+        }
+        Ok(Outcome {
+            status: status(&mut command, log)?,
+            traced: true,
+            error,
+        })
+    }
+}
+
+/// The events a trace file holds, as a report reads them (its EVENTS chunks, up to the first
+/// damaged one); `None` when it cannot be opened.
+fn events_in_file(path: &Path) -> Option<u64> {
+    let mut r = hood_format::Reader::open(path).ok()?;
+    let mut data = Vec::new();
+    let mut n = 0u64;
+    while let Ok(Some(c)) = r.next_chunk_into(&mut data) {
+        if c.tag == tags::trace::EVENTS {
+            n += (data.len().saturating_sub(hood_model::trace::EVENTS_HEADER) / 8) as u64;
+        }
+    }
+    Some(n)
 }
 
 /// The rings drained each round.
@@ -584,6 +763,11 @@ impl Rounds {
             Some(st) => st.drain(w)?,
             None => 0,
         };
+        // A test's fault: the n-th round that moved events fails.
+        #[cfg(test)]
+        if moved > 0 {
+            crate::run::seam::fails(crate::run::seam::Point::TraceRound)?;
+        }
         w.flush()?;
         Ok(moved)
     }
@@ -654,9 +838,10 @@ impl IrqCounts {
 }
 
 /// The end of the file: every process (names, threads, counts; replacing the provisional
-/// chunks of streamed ones), the events of fixed-buffer segments, the notes.
-fn finish(
-    mut w: Writer<OutputFile>,
+/// chunks of streamed ones), the events of fixed-buffer segments, the notes, flushed (the
+/// caller puts the file in place).
+fn write_end(
+    w: &mut Writer<OutputFile>,
     procs: &[ProcessTrace],
     events: &[collect::SegEvents],
     warnings: &[String],
@@ -679,29 +864,31 @@ fn finish(
     if !warnings.is_empty() {
         w.write_chunk(tags::common::NOTES, &serde_json::to_vec(warnings)?, false)?;
     }
-    w.commit()?;
+    w.flush()?;
     Ok(())
 }
 
-/// The lines `record` prints at the end. `streamed`: events streamed and skipped; `ended`:
-/// the command has ended (its CPU time is known).
+/// The lines `record` prints at the end. `events`: the events the file holds; `skipped`:
+/// streamed events skipped; `ended`: the command has ended (its CPU time is known);
+/// `stopped`: an error stopped the recording (the command ran on until it was killed).
+#[allow(clippy::too_many_arguments)]
 fn summary(
     cfg: &RecordConfig,
+    at: &Path,
     procs: &[ProcessTrace],
-    events: &[collect::SegEvents],
-    (streamed, skipped): (u64, u64),
+    n: u64,
+    skipped: u64,
     prefaulted: prefault::Stats,
-    ended: bool,
+    (ended, stopped): (bool, bool),
     log: &mut dyn FnMut(&str),
 ) {
-    let n = events.iter().map(|t| t.words.len() as u64).sum::<u64>() + streamed;
     let threads: Vec<_> = procs.iter().flat_map(|p| &p.threads).collect();
     let dropped: u64 = threads.iter().map(|t| t.dropped).sum();
     let over: u64 = threads.iter().map(|t| t.overwritten).sum();
     // The file is in place: its size is what was written (not following a link).
-    let size = std::fs::symlink_metadata(&cfg.output).map_or(0, |m| m.len());
+    let size = std::fs::symlink_metadata(at).map_or(0, |m| m.len());
     log(&hood_format::wrote_line(
-        &cfg.output,
+        at,
         size,
         hood_format::FileKind::Trace,
         &format!(
@@ -728,7 +915,11 @@ fn summary(
     match cfg.full {
         Full::Stream => {
             let lost = dropped + skipped;
-            if lost > 0 {
+            if lost > 0 && stopped {
+                log(&format!(
+                    "warning: {lost} events LOST, among them those the program wrote after the recording stopped (until it was killed)"
+                ));
+            } else if lost > 0 {
                 log(&format!(
                     "warning: {lost} events LOST: the program outran the recorder and filled a thread's {}-event ring; raise --buffer, use --filter, or give the recorder a CPU",
                     cfg.buffer

@@ -147,6 +147,9 @@ impl Streamer {
                     moved += n;
                     self.skipped += skipped;
                 }
+                // A write to the trace file that failed (a full disk) ends the recording, not
+                // one segment's streaming: the caller stops the run and says why.
+                Err(e @ HooksError::Format(_)) => return Err(e),
                 Err(e) => {
                     self.warnings.push(format!(
                         "segment {}: {e}; events after that were not recorded",

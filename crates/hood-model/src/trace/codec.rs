@@ -424,6 +424,30 @@ fn first_ticks(b: &[u8], enc: Encoding) -> Option<u64> {
     None
 }
 
+/// In a file of payload version 1, whose events do not say which program image they belong
+/// to, the processes that exec'd: their images' calls are read together under the last image.
+/// One line saying so, or `None` when no process exec'd.
+fn merged_images(processes: &[ProcessTrace]) -> Option<String> {
+    let mut images: std::collections::BTreeMap<u32, Vec<&str>> = Default::default();
+    for p in processes {
+        images.entry(p.pid).or_default().push(&p.exe);
+    }
+    let execd: Vec<String> = images
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(pid, v)| format!("pid {pid} ({})", v.join(" -> ")))
+        .collect();
+    if execd.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "this trace was written by an earlier hood (event payload version 1), whose events do \
+         not say which program image they belong to: the calls of {} are shown together under \
+         its last program; record again to see each image on its own",
+        execd.join(", ")
+    ))
+}
+
 /// Pass 1 over a trace file: META, processes, switches, irqs, and each thread's first event.
 /// Truncation after whole chunks is a warning; damaged chunks and malformed payloads are
 /// errors naming their offset.
@@ -550,6 +574,11 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
         }
     }
     t.warnings.extend(r.warnings().iter().cloned());
+    if Encoding::of(t.meta.as_ref()) == Encoding::Records {
+        if let Some(w) = merged_images(&t.processes) {
+            t.warnings.push(w);
+        }
+    }
     if t.meta.is_none() && t.processes.is_empty() {
         return Err(ModelError::Malformed(format!(
             "{}: no trace data in this file",
@@ -686,6 +715,69 @@ mod tests {
             b.extend_from_slice(&out[..k + 1]);
         }
         prev
+    }
+
+    /// A version-1 file (events that name no program image) of a process that exec'd: both
+    /// images are read, and one warning says their calls are shown together; a file of one
+    /// image per pid says nothing.
+    #[test]
+    fn a_version_1_trace_of_an_exec_says_its_images_are_merged() {
+        let file = |exes: &[&str]| {
+            let mut w =
+                hood_format::Writer::new(Vec::new(), Path::new("v1.trace"), FileKind::Trace)
+                    .unwrap();
+            let meta = serde_json::json!({"version": 1, "argv": ["old"], "buffer": 16,
+                "full": "stop", "filters": [], "excludes": [], "sched": false,
+                "collected_realtime_ns": 0});
+            w.write_chunk(
+                tags::trace::META,
+                &serde_json::to_vec(&meta).unwrap(),
+                false,
+            )
+            .unwrap();
+            for (i, exe) in exes.iter().enumerate() {
+                let p = ProcessTrace {
+                    pid: 7,
+                    ppid: 1,
+                    exe: exe.to_string(),
+                    clock: "tsc".into(),
+                    ticks_per_sec: 1_000_000_000,
+                    start_ticks: 0,
+                    start_mono_ns: 100 * (i as u64 + 1),
+                    state: "exited".into(),
+                    flags: 0,
+                    capacity: 16,
+                    full: "stop".into(),
+                    threads: Vec::new(),
+                    symbols: Default::default(),
+                    tags: Default::default(),
+                    funcs: Vec::new(),
+                    notes: Vec::new(),
+                };
+                let v = serde_json::json!({"version": 1, "process": p});
+                w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v).unwrap(), true)
+                    .unwrap();
+            }
+            let ev = encode_events(7, 7, &[(0x1000, 5 << 2), (0x1000, (9 << 2) | 1)]);
+            w.write_chunk(tags::trace::EVENTS, &ev, false).unwrap();
+            let bytes = w.finish().unwrap();
+            scan_reader(Reader::from_bytes(bytes, "v1.trace").unwrap()).unwrap()
+        };
+        let h = file(&["/bin/old", "/bin/new"]);
+        assert_eq!(h.processes.len(), 2);
+        let said: Vec<_> = h
+            .warnings
+            .iter()
+            .filter(|w| w.contains("version 1"))
+            .collect();
+        assert_eq!(said.len(), 1, "{:?}", h.warnings);
+        assert!(
+            said[0].contains("pid 7 (/bin/old -> /bin/new)"),
+            "{}",
+            said[0]
+        );
+        let h = file(&["/bin/old"]);
+        assert!(h.warnings.is_empty(), "{:?}", h.warnings);
     }
 
     #[test]

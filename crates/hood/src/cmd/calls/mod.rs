@@ -217,13 +217,15 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
                 summary(&ran.procs, &cfg.output);
             }
             // The command's status; 1 when it succeeded but left no tables (nothing was
-            // written), as `hood trace record` does.
+            // written), as `hood trace record` does; 2 when an error ended the run (said).
             let status = ran.exit.shell_code().clamp(0, 255) as u8;
-            Ok(ExitCode::from(if ran.procs.is_empty() && status == 0 {
-                1
-            } else {
-                status
-            }))
+            Ok(ExitCode::from(
+                match (&ran.error, ran.procs.is_empty(), status) {
+                    (Some(_), _, _) => 2,
+                    (None, true, 0) => 1,
+                    _ => status,
+                },
+            ))
         }
         CallsCommand::Get(a) => {
             let cfg = GetConfig {

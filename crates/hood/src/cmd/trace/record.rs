@@ -49,12 +49,13 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let out =
         hood_hooks::trace::record::record(&cfg, &mut |m| crate::cmd::say_as("hood trace", m))?;
     // The command's status; 1 when it succeeded but left no trace (said on stderr), as
-    // `hood calls run` and docs/cli.md have it.
+    // `hood calls run` and docs/cli.md have it; 2 when an error ended the recording (said,
+    // with what the file holds), as `hood record` has it.
     let status = out.status.clamp(0, 255) as u8;
-    Ok(ExitCode::from(if !out.traced && status == 0 {
-        1
-    } else {
-        status
+    Ok(ExitCode::from(match (&out.error, out.traced, status) {
+        (Some(_), _, _) => 2,
+        (None, false, 0) => 1,
+        _ => status,
     }))
 }
 
