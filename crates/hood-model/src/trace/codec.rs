@@ -753,6 +753,7 @@ mod tests {
                     tags: Default::default(),
                     funcs: Vec::new(),
                     notes: Vec::new(),
+                    probe_cost: None,
                 };
                 let v = serde_json::json!({"version": 1, "process": p});
                 w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v).unwrap(), true)
