@@ -326,3 +326,57 @@ fn a_wait_recorded_without_a_stack_says_so() {
         .collect();
     assert_eq!(names, [hood_model::profile::build::NO_STACK]);
 }
+
+/// Records every file the profile asks to resolve, with its build-id.
+struct Files(Vec<MappedFile>);
+
+impl Resolver for Files {
+    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
+        vec![None; addrs.len()]
+    }
+    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
+        self.0.push(file.clone());
+        vec![None; offsets.len()]
+    }
+    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<Resolved>> {
+        vec![None; offsets.len()]
+    }
+    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<Resolved>> {
+        vec![None; addrs.len()]
+    }
+    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
+        vec![None; addrs.len()]
+    }
+    fn warnings(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn an_all_zero_build_id_names_no_build() {
+    let mut raw = RawRecording::default();
+    raw.decoded.chains = vec![CONTEXT_USER, 0x40_0100];
+    let zero = |file: &str| {
+        Event::Mmap(Box::new(Mapping {
+            build_id: Some(vec![0; 20]),
+            ..match map(10, file) {
+                Event::Mmap(m) => *m,
+                _ => unreachable!(),
+            }
+        }))
+    };
+    raw.decoded.events = vec![at(1, zero("/a")), at(2, sample(10, (0, 2)))];
+    // A perf.data's build-id table can hold zeros too.
+    raw.decoded.events.push(at(3, map(11, "/b")));
+    raw.decoded.events.push(at(4, sample(11, (0, 2))));
+    raw.build_ids.insert("/b".into(), "00".repeat(20));
+    let mut files = Files(Vec::new());
+    build_profile(&raw, &mut files);
+    let mut seen: Vec<(String, Option<Vec<u8>>)> = files
+        .0
+        .iter()
+        .map(|f| (f.path.clone(), f.build_id.clone()))
+        .collect();
+    seen.sort();
+    assert_eq!(seen, [("/a".to_string(), None), ("/b".to_string(), None)]);
+}

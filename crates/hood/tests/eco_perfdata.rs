@@ -29,8 +29,10 @@ fn perf_record_split(dir: &Path) -> PathBuf {
     data
 }
 
-/// perf's sample total and self samples per symbol.
-fn perf_report(data: &Path) -> (u64, HashMap<String, u64>) {
+/// perf's sample total and self samples per symbol; `None` (said) when `perf report` died on
+/// its own (Debian's perf 6.1 aborts with "stack smashing detected" in its build-id code,
+/// more often on a loaded machine): perf's bug, not hood's, so the comparison is skipped.
+fn perf_report(data: &Path) -> Option<(u64, HashMap<String, u64>)> {
     let out = run(Command::new("perf")
         .args([
             "report",
@@ -44,6 +46,15 @@ fn perf_report(data: &Path) -> (u64, HashMap<String, u64>) {
             "-i",
         ])
         .arg(data));
+    let crashed = out.status.code().is_none()
+        || String::from_utf8_lossy(&out.stderr).contains("stack smashing");
+    if crashed {
+        println!(
+            "not run here: perf report crashed on its own:\n{}",
+            text(&out)
+        );
+        return None;
+    }
     assert!(out.status.success(), "perf report failed:\n{}", text(&out));
     let s = String::from_utf8_lossy(&out.stdout);
     // Rows: "    60.26%           546  [.] work60"; a group has a percentage and a count per
@@ -62,7 +73,7 @@ fn perf_report(data: &Path) -> (u64, HashMap<String, u64>) {
     // The header's "# Samples: N" abbreviates (1K); the rows' counts add up exactly.
     let total = syms.values().sum();
     assert!(s.contains("# Samples: "), "not a perf report:\n{s}");
-    (total, syms)
+    Some((total, syms))
 }
 
 fn hood_json(data: &Path) -> serde_json::Value {
@@ -123,7 +134,9 @@ fn streamed_files_several_events_and_group_reads_match_perf_report() {
             );
             continue;
         }
-        let (perf_total, perf_syms) = perf_report(&data);
+        let Some((perf_total, perf_syms)) = perf_report(&data) else {
+            continue;
+        };
         let (total, syms) = hood_shares(&data);
         assert_eq!(
             total, perf_total,
@@ -169,7 +182,9 @@ fn perf_data_totals_and_shares_match_perf_report() {
     let _serial = perf_lock();
     let dir = tempfile::tempdir().unwrap();
     let data = perf_record_split(dir.path());
-    let (perf_total, perf_syms) = perf_report(&data);
+    let Some((perf_total, perf_syms)) = perf_report(&data) else {
+        return;
+    };
     let v = hood_json(&data);
     let total = v["totals"]["samples"].as_u64().unwrap();
     assert_eq!(

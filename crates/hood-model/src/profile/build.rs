@@ -337,9 +337,16 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     filename,
                     build_id,
                 } = &**m;
-                let build_id = build_id
-                    .clone()
-                    .or_else(|| world.build_ids.get(filename).and_then(|h| hex_decode(h)));
+                // An all-zero build-id (perf 6.x writes them when its build-id code fails)
+                // names no build: the file is found by its path instead.
+                let named = |b: &Vec<u8>| b.iter().any(|&x| x != 0);
+                let build_id = build_id.clone().filter(named).or_else(|| {
+                    world
+                        .build_ids
+                        .get(filename)
+                        .and_then(|h| hex_decode(h))
+                        .filter(named)
+                });
                 let file = world.files.intern(MappedFile {
                     path: filename.clone(),
                     build_id,
