@@ -12,6 +12,18 @@ struct ByFile {
     inline: bool,
     /// Name kernel addresses `k@ADDR` (otherwise they stay unresolved).
     kernel: bool,
+    /// Every file asked about, with the build-id it came with.
+    seen: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl ByFile {
+    fn new(inline: bool, kernel: bool) -> ByFile {
+        ByFile {
+            inline,
+            kernel,
+            seen: Vec::new(),
+        }
+    }
 }
 
 impl Resolver for ByFile {
@@ -22,6 +34,7 @@ impl Resolver for ByFile {
             .collect()
     }
     fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
+        self.seen.push((file.path.clone(), file.build_id.clone()));
         offsets
             .iter()
             .map(|&o| {
@@ -124,13 +137,7 @@ fn a_repeated_chain_follows_mmap_exec_and_fork() {
         at(10, sample(10, chain)),
         at(11, sample(11, chain)),
     ];
-    let prof = build_profile(
-        &raw,
-        &mut ByFile {
-            inline: false,
-            kernel: false,
-        },
-    );
+    let prof = build_profile(&raw, &mut ByFile::new(false, false));
     let leaf_and_caller: Vec<(u32, String, String)> = prof
         .samples
         .iter()
@@ -183,13 +190,7 @@ fn the_first_frame_of_each_context_is_the_exact_address_the_rest_are_return_addr
             },
         ),
     ];
-    let prof = build_profile(
-        &raw,
-        &mut ByFile {
-            inline: false,
-            kernel: true,
-        },
-    );
+    let prof = build_profile(&raw, &mut ByFile::new(false, true));
     let st = &prof.stacks[prof.samples[0].stack as usize];
     let names: Vec<&str> = st
         .iter()
@@ -211,13 +212,7 @@ fn an_inlined_function_is_a_frame_of_its_own_and_a_line_of_its_location() {
     let mut raw = RawRecording::default();
     raw.decoded.chains = vec![CONTEXT_USER, 0x40_0100, 0x40_0201];
     raw.decoded.events = vec![at(1, map(10, "/a")), at(2, sample(10, (0, 3)))];
-    let prof = build_profile(
-        &raw,
-        &mut ByFile {
-            inline: true,
-            kernel: false,
-        },
-    );
+    let prof = build_profile(&raw, &mut ByFile::new(true, false));
     let s = &prof.samples[0];
     let names: Vec<String> = prof.stacks[s.stack as usize]
         .iter()
@@ -265,13 +260,7 @@ fn an_inlined_function_whose_start_line_only_some_answers_know_stays_one_functio
         at(2, sample(10, (0, 2))),
         at(3, second),
     ];
-    let prof = build_profile(
-        &raw,
-        &mut ByFile {
-            inline: true,
-            kernel: false,
-        },
-    );
+    let prof = build_profile(&raw, &mut ByFile::new(true, false));
     let inner: Vec<_> = prof.funcs.iter().filter(|f| f.name == "inner").collect();
     assert_eq!(inner.len(), 1, "{:?}", prof.funcs);
     assert_eq!(inner[0].start_line, 5, "{:?}", prof.funcs);
@@ -307,13 +296,7 @@ fn a_wait_recorded_without_a_stack_says_so() {
     };
     // Thread 10 leaves the CPU with no stack recorded; thread 20 hands the CPU back to it.
     raw.decoded.events = vec![at(1_000_000, switch(10, 20)), at(9_000_000, switch(20, 10))];
-    let prof = build_profile(
-        &raw,
-        &mut ByFile {
-            inline: false,
-            kernel: true,
-        },
-    );
+    let prof = build_profile(&raw, &mut ByFile::new(false, true));
     let wait = prof
         .off_cpu
         .iter()
@@ -325,31 +308,6 @@ fn a_wait_recorded_without_a_stack_says_so() {
         .map(|&f| prof.funcs[f as usize].name.as_str())
         .collect();
     assert_eq!(names, [hood_model::profile::build::NO_STACK]);
-}
-
-/// Records every file the profile asks to resolve, with its build-id.
-struct Files(Vec<MappedFile>);
-
-impl Resolver for Files {
-    fn kernel(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; addrs.len()]
-    }
-    fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
-        self.0.push(file.clone());
-        vec![None; offsets.len()]
-    }
-    fn vdso(&mut self, offsets: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; offsets.len()]
-    }
-    fn perf_map(&mut self, _pid: u32, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; addrs.len()]
-    }
-    fn symfile(&mut self, addrs: &[u64]) -> Vec<Option<Resolved>> {
-        vec![None; addrs.len()]
-    }
-    fn warnings(&mut self) -> Vec<String> {
-        Vec::new()
-    }
 }
 
 #[test]
@@ -370,13 +328,9 @@ fn an_all_zero_build_id_names_no_build() {
     raw.decoded.events.push(at(3, map(11, "/b")));
     raw.decoded.events.push(at(4, sample(11, (0, 2))));
     raw.build_ids.insert("/b".into(), "00".repeat(20));
-    let mut files = Files(Vec::new());
+    let mut files = ByFile::new(false, false);
     build_profile(&raw, &mut files);
-    let mut seen: Vec<(String, Option<Vec<u8>>)> = files
-        .0
-        .iter()
-        .map(|f| (f.path.clone(), f.build_id.clone()))
-        .collect();
+    let mut seen = files.seen;
     seen.sort();
     assert_eq!(seen, [("/a".to_string(), None), ("/b".to_string(), None)]);
 }
