@@ -10,8 +10,5 @@
 set -eu
 HOOD=${1:-${CARGO_TARGET_DIR:-target}/release/hood}
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ -z "${SYNTH:-}" ]; then
-    cargo build -q --release -p hood-procfs --example synthetic_store
-    SYNTH=${CARGO_TARGET_DIR:-target}/release/examples/synthetic_store
-fi
+. "$HERE/../lib/synthetic-store.sh"
 exec python3 "$HERE/record.py" "$HOOD" "$SYNTH" "${PROCS:-600}" "${INTERVAL:-5}" "${SAMPLES:-60}" "${DAY:-17280}"

@@ -12,9 +12,6 @@
 set -eu
 HOOD=${1:-${CARGO_TARGET_DIR:-target}/release/hood}
 HERE=$(cd "$(dirname "$0")" && pwd)
-if [ -z "${SYNTH:-}" ]; then
-    cargo build -q --release -p hood-procfs --example synthetic_store
-    SYNTH=${CARGO_TARGET_DIR:-target}/release/examples/synthetic_store
-fi
+. "$HERE/../lib/synthetic-store.sh"
 exec python3 "$HERE/replay.py" "$HOOD" "$SYNTH" "${PROCS:-600}" "${DAY:-17280}" "${STEP:-5}" \
     "${WHOLE_HOURS:-1}" "${ATOP_SAMPLES:-60}"
