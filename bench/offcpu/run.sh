@@ -4,9 +4,10 @@
 # Usage: bench/offcpu/run.sh [SECONDS]   (default 5)
 #   1. the known-answer program: its own per-phase clock, hood's shares, and each worker
 #      thread's blocked/runnable time beside `perf sched timehist` of the same run;
-#   2. a context-switch storm (`perf bench sched pipe`, >= 100,000 switches/s): the storm's
-#      slowdown, recorder CPU and file size, hood -a --off-cpu vs `perf sched record`, and hood
-#      with HOOD_OFF_CPU_BPF=1 (deferred stacks: the kernel copies user stacks for long waits);
+#   2. a context-switch storm (`perf bench sched pipe`, >= 100,000 switches/s), free and
+#      pinned (SCHED_FIFO on CPU 0): the storm's slowdown, recorder CPU and file size, hood
+#      -a --off-cpu vs `perf sched record`, and hood with HOOD_OFF_CPU_BPF=1 (deferred
+#      stacks: the kernel copies stacks only for long waits);
 #   3. an ordinary rate (~2,000 switches/s): hood's recorder CPU as a share of one CPU.
 # HOOD=path/to/hood uses that binary instead of building this tree's.
 set -euo pipefail
@@ -21,7 +22,7 @@ fi
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 gcc -O1 -g -fno-omit-frame-pointer -o "$out/offcpu_known" tests/c/offcpu_known.c
 gcc -O1 -o "$out/ticker" bench/offcpu/ticker.c
-cpu_of() { awk '{printf "%.3f", $1 + $2}' "$1"; }   # user + sys seconds of GNU time's -f "%U %S"
+cpu_of() { tail -1 "$1" | awk '{printf "%.3f", $1 + $2}'; }   # user + sys seconds of GNU time's -f "%U %S" (its last line: a line before it may say how a stopped command exited)
 
 echo "== 1. known answer (20 cycles of 100 ms), hood beside perf sched record on the same run"
 perf sched record -q -o "$out/ka-perf.data" -- sleep 1000 > /dev/null 2>&1 &
@@ -63,11 +64,16 @@ done < "$out/ka.hood"
 
 echo; echo "== 2. context-switch storm: perf bench sched pipe (about ${secs}s plain), system-wide recorders"
 loops=$((secs * 100000))
+# Two ways to run the storm, each printed:
+# - free: the scheduler places the ping-pong and the recorder on the 2 CPUs as it likes, so
+#   the figure mixes the kernel's per-event cost with where the recorder's own CPU time
+#   lands;
+# - pinned: the ping-pong runs SCHED_FIFO on CPU 0 (chrt -f 50 taskset -c 0), so nothing
+#   else, the recorder included, takes its CPU; its slowdown is the kernel's cost per
+#   switch and wake-up alone (the recorder runs on the other CPUs).
 storm() { # ops/sec of perf bench sched pipe -l $loops (two switches and two wake-ups per op)
-    perf bench sched pipe -l "$loops" 2>/dev/null | awk '/ops\/sec/ {print $1}' | tail -1
+    $pin perf bench sched pipe -l "$loops" 2>/dev/null | awk '/ops\/sec/ {print $1}' | tail -1
 }
-base=$(storm)
-echo "plain: ${base:-?} ops/sec"
 storm_under() { # $1: label, rest: recorder command; prints ops/sec, recorder CPU, file
     local label=$1; shift
     /usr/bin/time -f "%U %S" -o "$out/$label.time" "$@" > "$out/$label.log" 2>&1 &
@@ -77,21 +83,34 @@ storm_under() { # $1: label, rest: recorder command; prints ops/sec, recorder CP
     pkill -INT -P $rec 2>/dev/null || true; wait $rec 2>/dev/null || true
     echo "$ops $(cpu_of "$out/$label.time")"
 }
-read -r pops pcpu < <(storm_under perf-sched perf sched record -q -o "$out/storm-perf.data" -- sleep 1000)
-read -r hops hcpu < <(storm_under hood-offcpu $hood record -a --off-cpu -o "$out/storm-hood.data")
-# hood with its BPF programs: the kernel copies user stacks only for long waits.
-read -r cops ccpu < <(storm_under hood-deferred env HOOD_OFF_CPU_BPF=1 $hood record -a --off-cpu -o "$out/storm-hood-deferred.data")
+for mode in free pinned; do
+    pin=""; [ $mode = pinned ] && pin="chrt -f 50 taskset -c 0"
+    echo "-- $mode${pin:+ ($pin)}"
+    base=$(storm)
+    echo "plain: ${base:-?} ops/sec"
+    read -r pops pcpu < <(storm_under perf-sched perf sched record -q -o "$out/storm-perf.data" -- sleep 1000)
+    read -r hops hcpu < <(storm_under hood-offcpu $hood record -a --off-cpu -o "$out/storm-hood.data")
+    # hood with its BPF programs: the kernel copies stacks only for long waits.
+    read -r cops ccpu < <(storm_under hood-deferred env HOOD_OFF_CPU_BPF=1 $hood record -a --off-cpu -o "$out/storm-hood-deferred.data")
+    psize=$(du -k "$out/storm-perf.data" | cut -f1); hsize=$(du -k "$out/storm-hood.data" | cut -f1)
+    csize=$(du -k "$out/storm-hood-deferred.data" | cut -f1)
+    awk -v b="$base" -v po="$pops" -v ho="$hops" -v pc="$pcpu" -v hc="$hcpu" -v ps="$psize" -v hs="$hsize" \
+        -v co="$cops" -v cc="$ccpu" -v cs="$csize" 'BEGIN {
+        printf "perf sched record: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", po, 100*(b-po)/b, pc, ps
+        printf "hood -a --off-cpu: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", ho, 100*(b-ho)/b, hc, hs
+        printf "hood with HOOD_OFF_CPU_BPF=1 (deferred stacks): %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", co, 100*(b-co)/b, cc, cs
+        if (pc > 0 && po > 0) {
+            printf "hood/perf: speed %.2f (target >= 1), recorder CPU %.2f (target <= 1), file %.2f (target <= 0.5)\n", ho/po, hc/pc, hs/ps
+            printf "deferred/perf: speed %.2f, recorder CPU %.2f, file %.2f\n", co/po, cc/pc, cs/ps
+        } }'
+    grep -E "lost|off-CPU" "$out/hood-offcpu.log" "$out/hood-deferred.log" || true
+done
 # The kernel's share: the same two tracepoints with DWARF stack copies, taken by perf.
 # Its gigabytes go to /dev/null (perf's pipe mode).
+pin=""
+base=$(storm)
 read -r dops dcpu < <(storm_under perf-dwarf sh -c 'exec perf record -N -q -a -e sched:sched_switch -e sched:sched_waking --call-graph dwarf,8192 -o - > /dev/null')
-psize=$(du -k "$out/storm-perf.data" | cut -f1); hsize=$(du -k "$out/storm-hood.data" | cut -f1)
-awk -v b="$base" -v po="$pops" -v ho="$hops" -v pc="$pcpu" -v hc="$hcpu" -v ps="$psize" -v hs="$hsize" 'BEGIN {
-    printf "perf sched record: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", po, 100*(b-po)/b, pc, ps
-    printf "hood -a --off-cpu: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", ho, 100*(b-ho)/b, hc, hs
-    if (pc > 0) printf "recorder CPU hood/perf: %.2f (target <= 1); file hood/perf: %.2f (target <= 0.5)\n", hc/pc, hs/ps }'
-awk -v b="$base" -v o="$cops" -v c="$ccpu" 'BEGIN { printf "hood with HOOD_OFF_CPU_BPF=1 (deferred stacks): %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", o, 100*(b-o)/b, c }'
-awk -v b="$base" -v d="$dops" -v c="$dcpu" 'BEGIN { printf "for scale, perf record -e sched_switch,sched_waking --call-graph dwarf: %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", d, 100*(b-d)/b, c }'
-grep -E "lost|off-CPU" "$out/hood-offcpu.log" || true
+awk -v b="$base" -v d="$dops" -v c="$dcpu" 'BEGIN { printf "for scale (free), perf record -e sched_switch,sched_waking --call-graph dwarf: %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", d, 100*(b-d)/b, c }'
 
 echo; echo "== 3. ordinary rate: a thread that sleeps 1 ms 1,000 times a second, ${secs}s"
 "$out/ticker" $((secs + 3)) & tick=$!; sleep 1
