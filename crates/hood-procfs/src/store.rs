@@ -65,9 +65,6 @@ const LEVEL: i32 = 3;
 /// zstd level of the per-process index: written once per key period, so a higher level costs
 /// little CPU (tens of ms per 5 minutes) and makes it about a fifth smaller.
 const INDEX_LEVEL: i32 = 9;
-/// At most this much is reserved up front for a decompressed payload (a claimed length is
-/// checked as it is read, never trusted for an allocation).
-const DECODE_RESERVE: u64 = 4 << 20;
 const FLAG_ZSTD: u32 = 1;
 /// Chunk flag: compressed against the segment's last key (see [`DELTA`]).
 const FLAG_DICT: u32 = 2;
@@ -928,9 +925,7 @@ impl Store {
             return Err(damaged("claims a snapshot larger than 256 MiB"));
         }
         let frame = &payload[8..];
-        // Room for what the header claims, up to a bound: reading into a full buffer would
-        // call the decoder for a few bytes at a time.
-        let mut out = Vec::with_capacity(e.head.raw_len.min(DECODE_RESERVE) as usize + 1);
+        let mut out = Vec::new();
         let read = match dict {
             Some(d) => zstd::stream::read::Decoder::with_dictionary(frame, d)
                 .and_then(|dec| dec.take(e.head.raw_len + 1).read_to_end(&mut out)),

@@ -460,11 +460,8 @@ fn unpack(
     want: Option<u64>,
     dict: Option<&DecoderDictionary<'_>>,
 ) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
     let limit = want.unwrap_or(MAX_SNAPSHOT).min(MAX_SNAPSHOT);
-    // Room for the claimed size up to a bound (a full buffer would make the decoder run for a
-    // few bytes at a time); the claim is checked below, never trusted further.
-    let mut out =
-        Vec::with_capacity(want.unwrap_or(64 << 10).min(super::DECODE_RESERVE) as usize + 1);
     match dict {
         Some(d) => zstd::stream::read::Decoder::with_prepared_dictionary(frame, d)
             .and_then(|d| d.take(limit + 1).read_to_end(&mut out)),
