@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::raw::{
     CgroupRaw, CpuRaw, CpuTicks, CtxSwitches, ExitRaw, ExitsRaw, IoCounters, IrqLine, IrqTimeRaw,
-    PressureRaw, PsiLine, PsiRaw, Snapshot, TaskRaw,
+    PressureRaw, PsiLine, PsiRaw, Snapshot, TaskRaw, WholeCounts,
 };
 use crate::view::*;
 
@@ -27,10 +27,18 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         cur,
         mem_total,
     );
+    let counted;
+    let whole = match &cur.whole {
+        Some(w) => w,
+        None => {
+            counted = whole_counts(cur);
+            &counted
+        }
+    };
     let exits = cur.exits.as_ref().map(|ex| {
         let ended = derive_exits(iv, cur, ex);
         let view = ExitsView {
-            processes: ended.len() as u32,
+            processes: whole.ended,
             overruns: ex.overruns,
             dropped: ex.dropped,
             unavailable: ex.unavailable.clone(),
@@ -43,10 +51,6 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         derive_tasks(prev_th, th, cur, mem_total)
     });
 
-    let mut tasks_by_state = BTreeMap::new();
-    for t in &cur.tasks {
-        *tasks_by_state.entry(t.state.to_string()).or_insert(0) += 1;
-    }
     let threads_by_state = cur.threads.as_ref().map(|th| {
         let mut m = BTreeMap::new();
         for t in th {
@@ -100,7 +104,10 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         let before = iv.and_then(|(p, s)| p.pressure.map(|q| (q, s)));
         derive_pressure(&pr, before.as_ref().map(|(b, s)| (b, *s)))
     });
-    let cgroups = cur.cgroups.as_ref().map(|cgs| derive_cgroups(iv, cur, cgs));
+    let cgroups = cur
+        .cgroups
+        .as_ref()
+        .map(|cgs| derive_cgroups(iv, cgs, &whole.cgroup_tasks));
     let disks = cur.disks.as_ref().map(|ds| {
         let before: HashMap<&str, &crate::raw::DiskRaw> = iv
             .and_then(|(p, _)| p.disks.as_ref())
@@ -179,9 +186,9 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         },
         physmem,
         counts: CountsView {
-            tasks: cur.tasks.len() as u32,
-            tasks_by_state,
-            threads: cur.tasks.iter().map(|t| t.num_threads).sum(),
+            tasks: whole.tasks,
+            tasks_by_state: whole.tasks_by_state.clone(),
+            threads: whole.threads,
             threads_running: cur.load.runnable,
             threads_by_state,
         },
@@ -264,10 +271,55 @@ pub fn cgroup_name(path: &str) -> String {
     last.to_string()
 }
 
+/// The counts a view makes over all of `cur`'s processes: by state, threads, per cgroup (in
+/// `cur.cgroups`' order) and ended ones. A snapshot holding only some processes carries them
+/// in [`Snapshot::whole`].
+pub fn whole_counts(cur: &Snapshot) -> WholeCounts {
+    let mut tasks_by_state = BTreeMap::new();
+    for t in &cur.tasks {
+        *tasks_by_state.entry(t.state.to_string()).or_insert(0) += 1;
+    }
+    let cgroup_tasks = cur
+        .cgroups
+        .as_deref()
+        .unwrap_or(&[])
+        .iter()
+        .map(|c| {
+            let under = |p: &str| {
+                c.path == "/"
+                    || p == c.path
+                    || p.strip_prefix(c.path.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+            };
+            cur.tasks
+                .iter()
+                .filter(|t| t.cgroup.as_deref().is_some_and(under))
+                .count() as u32
+        })
+        .collect();
+    // As derive_exits counts them: by process, less those still alive.
+    let ended = cur.exits.as_ref().map_or(0, |ex| {
+        let alive: std::collections::HashSet<u32> = cur.tasks.iter().map(|t| t.tgid).collect();
+        ex.tasks
+            .iter()
+            .filter(|e| !alive.contains(&e.tgid))
+            .map(|e| e.tgid)
+            .collect::<std::collections::HashSet<u32>>()
+            .len() as u32
+    });
+    WholeCounts {
+        tasks: cur.tasks.len() as u32,
+        tasks_by_state,
+        threads: cur.tasks.iter().map(|t| t.num_threads).sum(),
+        cgroup_tasks,
+        ended,
+    }
+}
+
 fn derive_cgroups(
     iv: Option<(&Snapshot, f64)>,
-    cur: &Snapshot,
     cgs: &[CgroupRaw],
+    counts: &[u32],
 ) -> Vec<CgroupView> {
     let before: HashMap<&str, &CgroupRaw> = iv
         .and_then(|(p, _)| p.cgroups.as_ref())
@@ -276,27 +328,18 @@ fn derive_cgroups(
     let secs = iv.map(|(_, s)| s);
     let mut out: Vec<CgroupView> = cgs
         .iter()
-        .map(|c| {
+        .enumerate()
+        .map(|(i, c)| {
             let b = before.get(c.path.as_str()).copied();
             let pct = |a: Option<u64>, now: u64| {
                 secs.zip(a)
                     .and_then(|(s, a)| now.checked_sub(a).map(|d| d as f64 / 1e6 / s * 100.0))
             };
-            let under = |p: &str| {
-                c.path == "/"
-                    || p == c.path
-                    || p.strip_prefix(c.path.as_str())
-                        .is_some_and(|r| r.starts_with('/'))
-            };
             CgroupView {
                 path: c.path.clone(),
                 name: cgroup_name(&c.path),
                 depth: c.path.split('/').filter(|p| !p.is_empty()).count() as u32,
-                tasks: cur
-                    .tasks
-                    .iter()
-                    .filter(|t| t.cgroup.as_deref().is_some_and(under))
-                    .count() as u32,
+                tasks: counts.get(i).copied().unwrap_or(0),
                 cpu_time_ms: c.usage_us / 1000,
                 cpu_percent: pct(b.map(|b| b.usage_us), c.usage_us),
                 user_percent: pct(b.map(|b| b.user_us), c.user_us),

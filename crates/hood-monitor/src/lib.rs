@@ -23,12 +23,12 @@ pub mod tree;
 pub mod view;
 pub mod when;
 
-pub use derive::derive;
+pub use derive::{derive, whole_counts};
 pub use mode::{scan_needs, Mode};
 pub use raw::{
     CgroupRaw, CpuRaw, CpuTicks, CtxSwitches, DiskRaw, ExitRaw, ExitsRaw, HandlerTime, IoCounters,
     IrqLine, IrqTimeRaw, LoadAvg, MemInfo, NetRaw, PressureRaw, PsiLine, PsiRaw, ScanOptions,
-    Snapshot, TaskRaw,
+    Snapshot, TaskRaw, WholeCounts,
 };
 pub use sort::{arrange, filter_tasks, sort_tasks, SortKey};
 pub use source::{Recorded, Seek, Source};

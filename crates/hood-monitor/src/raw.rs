@@ -451,4 +451,26 @@ pub struct Snapshot {
     /// The cgroups that hold the snapshot's processes, and their ancestors, when read.
     #[serde(default)]
     pub cgroups: Option<Vec<CgroupRaw>>,
+    /// The counts over all the machine's processes, when `tasks` holds only some of them (a
+    /// replay of a few processes from the monitor store's per-process index); `None` when
+    /// `tasks` is every process, as read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole: Option<WholeCounts>,
+}
+
+/// What a view counts over all of a snapshot's processes ([`crate::derive::whole_counts`]),
+/// kept beside a snapshot that holds only some of them so that its view counts the same.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WholeCounts {
+    /// Processes.
+    pub tasks: u32,
+    /// Processes by single-letter state.
+    pub tasks_by_state: std::collections::BTreeMap<String, u32>,
+    /// Threads (sum of each process's thread count).
+    pub threads: u32,
+    /// Processes in each of `cgroups` (in its order) or below it.
+    pub cgroup_tasks: Vec<u32>,
+    /// Processes that ended during the interval (`exits`' tasks by process, less those still
+    /// alive).
+    pub ended: u32,
 }

@@ -62,6 +62,9 @@ pub const MAX_STORED: u64 = 64 << 20;
 pub const MAX_SNAPSHOT: u64 = 256 << 20;
 /// zstd level of the recorder (level 3 is zstd's default; higher costs CPU every interval).
 const LEVEL: i32 = 3;
+/// zstd level of the per-process index: written once per key period, so a higher level costs
+/// little CPU (tens of ms per 5 minutes) and makes it about a fifth smaller.
+const INDEX_LEVEL: i32 = 9;
 const FLAG_ZSTD: u32 = 1;
 /// Chunk flag: compressed against the segment's last key (see [`DELTA`]).
 const FLAG_DICT: u32 = 2;
@@ -235,6 +238,11 @@ pub struct StoreWriter {
     series: series::Builder,
     /// Whether to write the per-process index (off only to make stores as older hoods did).
     index: bool,
+    /// Write the index in layout 1, as hoods before layout 2 did (tests of old stores).
+    layout1: bool,
+    /// The file offset and JSON of the segment's last key: the dictionary of the key's
+    /// intervals and of their `SERIES` chunk.
+    key_json: Option<(u64, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for StoreWriter {
@@ -282,6 +290,8 @@ impl StoreWriter {
             since_key: 0,
             series: series::Builder::default(),
             index: true,
+            layout1: false,
+            key_json: None,
         })
     }
 
@@ -289,6 +299,15 @@ impl StoreWriter {
     #[doc(hidden)]
     pub fn without_index(mut self) -> Self {
         self.index = false;
+        self
+    }
+
+    /// Write the per-process index in layout 1, as hoods before layout 2 did (tests of old
+    /// stores).
+    #[doc(hidden)]
+    pub fn index_layout_1(mut self) -> Self {
+        self.layout1 = true;
+        self.series.layout1 = true;
         self
     }
 
@@ -306,15 +325,24 @@ impl StoreWriter {
             return 0;
         }
         let Some(seg) = self.seg.as_mut() else {
-            self.series = series::Builder::default();
+            self.series = series::Builder::new(self.layout1);
             return 0;
         };
-        let Ok(Some((payload, raw_len))) = self.series.take(LEVEL) else {
+        let key = match &self.key_json {
+            Some((off, json)) if !self.layout1 => Some((*off, json.as_slice())),
+            _ => None,
+        };
+        let flags = if key.is_some() {
+            FLAG_ZSTD | FLAG_DICT
+        } else {
+            FLAG_ZSTD
+        };
+        let Ok(Some((payload, raw_len))) = self.series.take(INDEX_LEVEL, key) else {
             return 0;
         };
         let head = ChunkHeader {
             tag: SERIES,
-            flags: FLAG_ZSTD,
+            flags,
             stored_len: payload.len() as u64,
             raw_len,
             payload_crc: crc32c::crc32c(&payload),
@@ -386,6 +414,7 @@ impl StoreWriter {
             started_ms: at_ms,
         });
         self.key = None;
+        self.key_json = None;
         Ok(())
     }
 
@@ -426,6 +455,7 @@ impl StoreWriter {
         }
         let json = serde_json::to_vec(snap)
             .map_err(|e| err(&self.dir, format!("cannot encode a snapshot: {e}")))?;
+        let raw_len = json.len() as u64;
         let seg_path = self
             .seg
             .as_ref()
@@ -442,6 +472,8 @@ impl StoreWriter {
                 zstd::bulk::Compressor::with_dictionary(LEVEL, &json)
                     .map_err(|e| io_err(&seg_path, "cannot compress", e))?,
             );
+            let at = self.seg.as_ref().map_or(0, |s| s.len);
+            self.key_json = Some((at, json));
             self.since_key = 0;
             (KEY, FLAG_ZSTD, packed)
         } else {
@@ -459,7 +491,7 @@ impl StoreWriter {
             tag,
             flags,
             stored_len: payload.len() as u64,
-            raw_len: json.len() as u64,
+            raw_len,
             payload_crc: crc32c::crc32c(&payload),
         };
         let mut chunk = Vec::with_capacity(CHUNK_HEADER_LEN + payload.len());
@@ -482,7 +514,8 @@ impl StoreWriter {
             // The next interval starts a fresh key in a fresh segment.
             self.seg = None;
             self.key = None;
-            self.series = series::Builder::default();
+            self.key_json = None;
+            self.series = series::Builder::new(self.layout1);
             return Err(io_err(&path, &format!("cannot write an interval{hint}"), e));
         }
         seg.len += chunk.len() as u64;
@@ -575,8 +608,8 @@ struct Scanned {
     file: Option<File>,
     /// Its intervals, in order.
     entries: Vec<Entry>,
-    /// Its `SERIES` chunks: offset and header.
-    series: Vec<(u64, ChunkHeader)>,
+    /// Its `SERIES` chunks: offset, header, and the key of the first interval it indexes.
+    series: Vec<(u64, ChunkHeader, Option<usize>)>,
 }
 
 #[derive(Debug)]
@@ -967,14 +1000,17 @@ impl Store {
         v
     }
 
-    /// The interval at `p` with only the processes `pids`: from the per-process index when it
-    /// covers `p`, else from the whole snapshot. `None` when neither reads (a warning says so).
-    fn pids_snapshot(&mut self, p: Pos, pids: &[u32]) -> Option<Snapshot> {
+    /// The interval at `p` with only the processes `pids` (and, with `system`, every system
+    /// figure and the counts over all processes): from the per-process index when it covers
+    /// `p`, else from the whole snapshot. `None` when neither reads (a warning says so).
+    fn pids_snapshot(&mut self, p: Pos, pids: &[u32], system: bool) -> Option<Snapshot> {
         let e = self.entry(p);
         if let Some((k, i)) = e.series {
+            // Layout 1 holds no system figures: those dumps read its intervals whole.
+            let usable = !system || self.series_layout2(p.seg, k);
             let cached = matches!(&self.series_cache, Some((s, c, _)) if *s == p.seg && *c == k);
-            if !cached {
-                let got = match self.read_series(p.seg, k, pids) {
+            if usable && !cached {
+                let got = match self.read_series(p.seg, k, pids, system) {
                     Ok(v) => v,
                     Err(w) => {
                         self.warn(w);
@@ -983,39 +1019,89 @@ impl Store {
                 };
                 self.series_cache = Some((p.seg, k, got));
             }
-            if let Some((_, _, v)) = &self.series_cache {
-                if let Some((_, s)) = v.get(i).filter(|(ms, _)| *ms == e.wall_ms) {
-                    return Some(s.clone());
+            let got = self
+                .series_cache
+                .as_ref()
+                .filter(|_| usable)
+                .and_then(|(_, _, v)| v.get(i))
+                .filter(|(ms, _, _)| *ms == e.wall_ms)
+                .map(|(_, s, ended)| (s.clone(), *ended));
+            match got {
+                // Tasks of `pids` ended in it: those are in the interval's own snapshot.
+                Some((mut s, true)) => {
+                    let whole = self.snapshot(p)?;
+                    if let (Some(o), Some(x)) = (s.exits.as_mut(), whole.exits) {
+                        o.tasks = x
+                            .tasks
+                            .into_iter()
+                            .filter(|t| pids.contains(&t.tgid))
+                            .collect();
+                    }
+                    return Some(s);
                 }
+                Some((s, false)) => return Some(s),
+                None => {}
             }
         }
         let whole = self.snapshot(p)?;
-        Some(series::only_pids(&whole, pids))
+        Some(series::only_pids(&whole, pids, system))
     }
 
-    /// The intervals of the `k`th `SERIES` chunk of segment `s` with the processes `pids`.
+    /// Whether the `k`th `SERIES` chunk of segment `s` is in layout 2 (system figures held,
+    /// frames compressed against its intervals' key).
+    fn series_layout2(&self, s: usize, k: usize) -> bool {
+        self.segs[s]
+            .scanned
+            .as_ref()
+            .and_then(|sc| sc.series.get(k))
+            .is_some_and(|c| c.1.flags & FLAG_DICT != 0)
+    }
+
+    /// The intervals of the `k`th `SERIES` chunk of segment `s` with the processes `pids`
+    /// (with `system`, with every system figure).
     fn read_series(
         &mut self,
         s: usize,
         k: usize,
         pids: &[u32],
+        system: bool,
     ) -> Result<series::Intervals, String> {
         let path = self.seg_path(s);
         let Some(Scanned {
-            file: Some(file),
+            file: Some(_),
             series: chunks,
             ..
         }) = &self.segs[s].scanned
         else {
             return Err(format!("{}: unreadable", path.display()));
         };
-        let (off, head) = chunks[k];
+        let (off, head, key) = chunks[k];
         let damaged = |what: &str| {
             format!(
                 "{}: the per-process index at offset {off} is damaged ({what}); its intervals \
                  are read whole",
                 path.display()
             )
+        };
+        // Layout 2 is read with its intervals' key as the dictionary.
+        let dict = if head.flags & FLAG_DICT != 0 {
+            let Some(k) = key else {
+                return Err(damaged("no key before its intervals"));
+            };
+            let cached = matches!(&self.key_cache, Some((c, i, _)) if *c == s && *i == k);
+            if !cached {
+                let kj = self.payload_json(Pos { seg: s, idx: k }, None)?;
+                self.key_cache = Some((s, k, kj));
+            }
+            Some(self.entry(Pos { seg: s, idx: k }).offset)
+        } else {
+            None
+        };
+        let Some(Scanned {
+            file: Some(file), ..
+        }) = &self.segs[s].scanned
+        else {
+            return Err(format!("{}: unreadable", path.display()));
         };
         // The scan checked stored_len against MAX_STORED and the file's length.
         let mut payload = vec![0u8; head.stored_len as usize];
@@ -1024,19 +1110,24 @@ impl Store {
         if crc32c::crc32c(&payload) != head.payload_crc {
             return Err(damaged("checksum mismatch"));
         }
-        series::read(&payload, pids).map_err(|w| damaged(&w))
+        let key = match (dict, &self.key_cache) {
+            (Some(at), Some((_, _, json))) => Some((at, json.as_slice())),
+            _ => None,
+        };
+        series::read(&payload, pids, key, system).map_err(|w| damaged(&w))
     }
 
-    /// The view of the interval that ended at `p` with only the processes `pids` (and the
-    /// system figures of an empty machine): what [`Store::view`] shows of them, read from the
-    /// per-process index where it covers `p`.
-    pub fn view_pids(&mut self, p: Pos, pids: &[u32]) -> Option<SystemView> {
-        let cur = self.pids_snapshot(p, pids)?;
+    /// The view of the interval that ended at `p` with only the processes `pids`: what
+    /// [`Store::view`] shows of them, read from the per-process index where it covers `p`.
+    /// With `system`, the machine's figures are those of [`Store::view`] too; without it, only
+    /// what the processes' figures are derived with (an empty machine's figures otherwise).
+    pub fn view_pids(&mut self, p: Pos, pids: &[u32], system: bool) -> Option<SystemView> {
+        let cur = self.pids_snapshot(p, pids, system)?;
         let prev_pos = self.prev(p);
         let prev = match prev_pos {
             Some(q) => match self.last_pids.take() {
                 Some((lp, s)) if lp == q => Some(s),
-                _ => self.pids_snapshot(q, pids),
+                _ => self.pids_snapshot(q, pids, system),
             },
             None => None,
         };
@@ -1053,6 +1144,7 @@ impl Store {
         from_s: i64,
         to_s: i64,
         pids: &[u32],
+        system: bool,
         mut each: impl FnMut(SystemView) -> bool,
     ) {
         self.series_cache = None;
@@ -1063,7 +1155,7 @@ impl Store {
             if self.time_ms(q) > to_ms {
                 break;
             }
-            if let Some(v) = self.view_pids(q, pids) {
+            if let Some(v) = self.view_pids(q, pids, system) {
                 if !each(v) {
                     break;
                 }
@@ -1107,7 +1199,7 @@ fn scan_segment(path: &Path) -> (Scanned, Option<String>) {
 type ScanResult = (
     Option<File>,
     Vec<Entry>,
-    Vec<(u64, ChunkHeader)>,
+    Vec<(u64, ChunkHeader, Option<usize>)>,
     Option<String>,
 );
 
@@ -1159,7 +1251,7 @@ fn scan_chunks(path: &Path) -> ScanResult {
         }
     }
     let mut entries: Vec<Entry> = Vec::new();
-    let mut series: Vec<(u64, ChunkHeader)> = Vec::new();
+    let mut series: Vec<(u64, ChunkHeader, Option<usize>)> = Vec::new();
     // The first interval no `SERIES` chunk covers yet.
     let mut unindexed = 0usize;
     let mut key: Option<usize> = None;
@@ -1237,7 +1329,7 @@ fn scan_chunks(path: &Path) -> ScanResult {
             // It indexes the intervals since the last one.
             SERIES => {
                 let k = series.len();
-                series.push((off, head));
+                series.push((off, head, entries.get(unindexed).and_then(|e| e.key)));
                 for (i, e) in entries[unindexed..].iter_mut().enumerate() {
                     e.series = Some((k, i));
                 }
@@ -1366,14 +1458,16 @@ mod tests {
 
     /// Each interval's views of `pids`, through the whole snapshots and through the index.
     fn both_ways(dir: &Path, pids: &[u32]) -> (Vec<SystemView>, Vec<SystemView>, Vec<String>) {
-        both_ways_decoding(dir, pids).0
+        both_ways_decoding(dir, pids, false).0
     }
 
-    /// [`both_ways`], and how many snapshots the index way decoded whole.
+    /// [`both_ways`] (with `system`, the machine's figures too), and how many snapshots the
+    /// index way decoded whole.
     #[allow(clippy::type_complexity)]
     fn both_ways_decoding(
         dir: &Path,
         pids: &[u32],
+        system: bool,
     ) -> ((Vec<SystemView>, Vec<SystemView>, Vec<String>), u64) {
         let mut st = Store::open(dir).unwrap();
         let mut whole = Vec::new();
@@ -1385,7 +1479,7 @@ mod tests {
         let mut warnings = st.take_warnings();
         let mut st = Store::open(dir).unwrap();
         let mut indexed = Vec::new();
-        st.window_pids(0, i64::MAX / 1000, pids, |v| {
+        st.window_pids(0, i64::MAX / 1000, pids, system, |v| {
             indexed.push(v);
             true
         });
@@ -1399,12 +1493,24 @@ mod tests {
             .collect()
     }
 
+    /// How a test store is indexed: not at all (as hoods before the index), in layout 1 (as
+    /// hoods before layout 2) or as this hood writes it.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Index {
+        None,
+        Layout1,
+        Layout2,
+    }
+
     /// A recording where pid 3 is busy, pid 4 is gone for a while, and pid 9 starts and ends
-    /// between two intervals; `index` as this hood writes it or as older ones did.
-    fn record_mixed(dir: &Path, n: u64, index: bool, finish: bool) {
+    /// between two intervals, with CPUs, interrupts, pressure, disks, networks and cgroups
+    /// (pids 3 and 4 in `/busy`) changing; indexed as `index` says.
+    fn record_mixed(dir: &Path, n: u64, index: Index, finish: bool) {
         let mut w = StoreWriter::create(dir, StoreLimits::default()).unwrap();
-        if !index {
-            w = w.without_index();
+        match index {
+            Index::None => w = w.without_index(),
+            Index::Layout1 => w = w.index_layout_1(),
+            Index::Layout2 => {}
         }
         for t in 1..=n {
             let mut s = snap(t, 6);
@@ -1412,6 +1518,49 @@ mod tests {
                 s.tasks.retain(|x| x.pid != 4);
             }
             s.tasks[2].cmdline = Some(vec![format!("busy --round {}", t / 7)]);
+            for x in s.tasks.iter_mut() {
+                x.state = if x.pid == 3 && t % 3 == 0 { 'R' } else { 'S' };
+                x.num_threads = x.pid;
+                x.cgroup = Some(if x.pid == 3 || x.pid == 4 {
+                    "/busy".into()
+                } else {
+                    "/idle.service".into()
+                });
+            }
+            s.cpus = (0..2)
+                .map(|id| hood_monitor::CpuRaw {
+                    id,
+                    ticks: hood_monitor::CpuTicks {
+                        user: t * (id as u64 + 3),
+                        idle: t * 50,
+                        ..Default::default()
+                    },
+                    mhz: None,
+                })
+                .collect();
+            s.cpu_total.user = t * 7;
+            s.cpu_total.idle = t * 100;
+            s.interrupts = vec![hood_monitor::IrqLine {
+                id: "LOC".into(),
+                per_cpu: vec![t * 11, t * 13],
+                description: "Local timer interrupts".into(),
+            }];
+            s.pressure = Some(hood_monitor::PressureRaw::default());
+            s.disks = Some(vec![hood_monitor::DiskRaw {
+                name: "vda".into(),
+                ..Default::default()
+            }]);
+            s.cgroups = Some(
+                ["/", "/busy", "/idle.service"]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| hood_monitor::CgroupRaw {
+                        path: p.to_string(),
+                        usage_us: t * 1000 * (i as u64 + 1),
+                        ..Default::default()
+                    })
+                    .collect(),
+            );
             s.exits = Some(hood_monitor::ExitsRaw::default());
             if t == 77 {
                 s.exits.as_mut().unwrap().tasks.push(hood_monitor::ExitRaw {
@@ -1432,27 +1581,50 @@ mod tests {
     #[test]
     fn one_process_reads_the_same_from_the_index_as_from_the_snapshots() {
         let n = KEY_EVERY as u64 * 2 + 17;
-        for (index, finish) in [(true, true), (true, false), (false, false)] {
+        for (index, finish) in [
+            (Index::Layout2, true),
+            (Index::Layout2, false),
+            (Index::Layout1, true),
+            (Index::None, false),
+        ] {
             let d = tempfile::tempdir().unwrap();
             let dir = d.path().join("store");
             record_mixed(&dir, n, index, finish);
             for pids in [&[3u32][..], &[4], &[9], &[2, 4], &[77]] {
-                let ((whole, indexed, warnings), decoded) = both_ways_decoding(&dir, pids);
-                assert!(warnings.is_empty(), "{warnings:?}");
-                // Only the intervals no index covers are decoded whole: none after a clean
-                // stop, the last key period's after a kill, all of an old store.
-                let unindexed = match (index, finish) {
-                    (true, true) => 0,
-                    (true, false) => 17,
-                    (false, _) => n,
-                };
-                assert_eq!(decoded, unindexed, "{pids:?} {index} {finish}");
-                assert_eq!(whole.len() as u64, n);
-                assert_eq!(
-                    tasks_of(&whole),
-                    tasks_of(&indexed),
-                    "{pids:?} {index} {finish}"
-                );
+                for system in [false, true] {
+                    let ((whole, indexed, warnings), decoded) =
+                        both_ways_decoding(&dir, pids, system);
+                    let what = format!("{pids:?} {index:?} finish {finish} system {system}");
+                    assert!(warnings.is_empty(), "{warnings:?} {what}");
+                    // Only the intervals no index covers are decoded whole: none after a
+                    // clean stop, the last key period's after a kill, all of a store without
+                    // the index, and with the machine's figures all of a layout 1 store.
+                    let unindexed = match (index, finish) {
+                        (Index::None, _) => n,
+                        (Index::Layout1, _) if system => n,
+                        (_, true) => 0,
+                        (_, false) => 17,
+                    };
+                    // Layout 2 reads pid 9's ended task from its interval's snapshot.
+                    let unindexed =
+                        unindexed + u64::from(index == Index::Layout2 && pids.contains(&9));
+                    assert_eq!(decoded, unindexed, "{what}");
+                    assert_eq!(whole.len() as u64, n);
+                    assert_eq!(tasks_of(&whole), tasks_of(&indexed), "{what}");
+                    if system {
+                        // Every figure of the machine, counts over all its processes included.
+                        for (w, i) in whole.iter().zip(&indexed) {
+                            assert_eq!(w, i, "{what}");
+                        }
+                        let v = &indexed[KEY_EVERY as usize + 5];
+                        assert_eq!(v.counts.tasks, 6);
+                        assert_eq!(v.counts.threads, 21);
+                        let busy = v.cgroups.as_ref().unwrap();
+                        assert_eq!(busy[1].path, "/busy");
+                        assert_eq!(busy[1].tasks, 2);
+                        assert_eq!(indexed[76].exits.as_ref().unwrap().processes, 1);
+                    }
+                }
             }
             let (whole, _, _) = both_ways(&dir, &[9]);
             assert_eq!(whole.iter().map(|v| v.tasks.len()).sum::<usize>(), 1);
@@ -1468,10 +1640,10 @@ mod tests {
     fn a_damaged_index_is_said_and_its_intervals_read_whole() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("store");
-        record_mixed(&dir, KEY_EVERY as u64 * 2 + 3, true, true);
+        record_mixed(&dir, KEY_EVERY as u64 * 2 + 3, Index::Layout2, true);
         let mut st = Store::open(&dir).unwrap();
         st.scan(0);
-        let (off, head) = st.segs[0].scanned.as_ref().unwrap().series[1];
+        let (off, head, _) = st.segs[0].scanned.as_ref().unwrap().series[1];
         let name = dir.join(&st.segs[0].name);
         drop(st);
         let mut bytes = std::fs::read(&name).unwrap();

@@ -331,9 +331,10 @@ fn replay_csv(dir: &Path, extra: &[&str]) -> Vec<String> {
     lines.collect()
 }
 
-/// `-p PID --csv` reads the per-process index; its rows are the whole dump's rows of PID.
+/// `-p PID` reads the per-process index: its CSV rows are the whole dump's rows of PID, and
+/// every dump is what the store without the index gives.
 #[test]
-fn one_process_as_csv_reads_the_same_through_the_per_process_index() {
+fn one_process_reads_the_same_through_the_per_process_index() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path().join("store");
     let busy = spawn("exec sh -c 'while :; do :; done'");
@@ -363,6 +364,53 @@ fn one_process_as_csv_reads_the_same_through_the_per_process_index() {
     let two = replay_csv(&dir, &["-p", &format!("1,{pid}")]);
     assert_eq!(two.len(), 16, "{two:?}");
     assert_eq!(two, of(&["1", &pid]));
+
+    // Every dump of -p reads the index, and shows what the same store without its index
+    // (as hoods before it wrote) shows: the processes and the whole machine's figures.
+    let plain = d.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    std::fs::set_permissions(&plain, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let mut indexed = 0;
+    for seg in segments(&dir) {
+        let b = std::fs::read(&seg).unwrap();
+        let mut out = b[..32].to_vec();
+        for (off, len, tag) in tagged_chunks(&seg) {
+            if tag == SERIES {
+                indexed += 1;
+            } else {
+                out.extend_from_slice(&b[off as usize..(off + 40 + len) as usize]);
+            }
+        }
+        std::fs::write(plain.join(seg.file_name().unwrap()), out).unwrap();
+    }
+    assert!(indexed > 0, "no per-process index in {}", dir.display());
+    let two_pids = format!("1,{pid}");
+    for dump in ["--json", "--openmetrics", "--csv", "--rows=5"] {
+        for pids in [pid.as_str(), two_pids.as_str()] {
+            let dump_of = |store: &Path| {
+                let out = run(hood()
+                    .args(["top", "-b", dump, "-p", pids, "--replay"])
+                    .arg(store)
+                    .env("COLUMNS", "200"));
+                assert!(out.status.success(), "{dump} {}", text(&out));
+                assert!(out.stderr.is_empty(), "{dump} {}", text(&out));
+                String::from_utf8(out.stdout).unwrap()
+            };
+            let (through_index, whole) = (dump_of(&dir), dump_of(&plain));
+            assert!(through_index.contains(&pid), "{dump} {through_index}");
+            assert_eq!(through_index, whole, "{dump} -p {pids}");
+        }
+    }
+    // The JSON views count the whole machine's processes, not the one asked for.
+    let (views, _, _) = replay_json(&dir, &["-p", &pid]);
+    assert_eq!(views.len(), 8);
+    assert!(
+        views
+            .iter()
+            .all(|v| v["counts"]["tasks"].as_u64().unwrap() > 10),
+        "{:?}",
+        views[0]["counts"]
+    );
 }
 
 fn dir_bytes(dir: &Path) -> u64 {

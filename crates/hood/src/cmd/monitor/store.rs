@@ -211,9 +211,13 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
         commit: "",
         date: "",
     };
-    // CSV rows are the processes alone: the per-process index answers them without
-    // decoding every interval's snapshot (the other dumps show the system too).
-    let indexed = c.dump == Dump::Csv && !c.pick.pids.is_empty() && c.pick.tids.is_empty();
+    // With -p, the per-process index answers without decoding every interval's snapshot:
+    // CSV rows are the processes alone; the other dumps show the machine too, which the
+    // index holds beside the processes (a store written before it held them is read whole).
+    let indexed = !c.pick.pids.is_empty() && c.pick.tids.is_empty();
+    let system = c.dump != Dump::Csv;
+    // Output goes out in blocks of about 64 KiB: a day of rows is not 17,280 writes.
+    let mut buf = String::new();
     if res.is_ok() {
         let mut each = |mut v: SystemView| {
             if let Some(cg) = c.cgroup {
@@ -228,20 +232,22 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
                     if c.tree {
                         into_tree(&mut v, c.mode);
                     }
-                    let mut s = frame(&v, c.mode, c.width, c.rows, Some(c.key));
-                    s.push('\n');
-                    emit(&s)
+                    buf.push_str(&frame(&v, c.mode, c.width, c.rows, Some(c.key)));
+                    buf.push('\n');
+                    Ok(())
                 }
                 Dump::Json => serde_json::to_string(&v)
                     .map_err(anyhow::Error::from)
-                    .and_then(|s| emit(&(s + "\n"))),
+                    .map(|s| {
+                        buf.push_str(&s);
+                        buf.push('\n');
+                    }),
                 Dump::Csv => {
                     if let Some(r) = c.rows {
                         v.tasks.truncate(r);
                     }
-                    let mut s = String::new();
-                    csv_rows(&v, UTC_OFFSET_S, &mut s);
-                    emit(&s)
+                    csv_rows(&v, UTC_OFFSET_S, &mut buf);
+                    Ok(())
                 }
                 Dump::OpenMetrics => {
                     let sel = hood_report::metrics::Selection {
@@ -254,6 +260,14 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
                     Ok(())
                 }
             };
+            let out = out.and_then(|()| {
+                if buf.len() < 64 << 10 {
+                    return Ok(());
+                }
+                let r = emit(&buf);
+                buf.clear();
+                r
+            });
             n += 1;
             if let Err(e) = out {
                 res = Err(e);
@@ -262,10 +276,13 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
             c.iterations.is_none_or(|max| n < max)
         };
         if indexed {
-            store.window_pids(from, to, &c.pick.pids, &mut each);
+            store.window_pids(from, to, &c.pick.pids, system, &mut each);
         } else {
             store.window(from, to, &mut each);
         }
+    }
+    if res.is_ok() && !buf.is_empty() {
+        res = emit(&buf);
     }
     say_warnings("top", &mut store);
     res?;

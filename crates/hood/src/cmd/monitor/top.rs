@@ -42,8 +42,8 @@ pub struct TopArgs {
     #[arg(long, value_name = "TEXT")]
     pub filter: Option<String>,
     /// Only these processes (comma-separated; with -H, their threads), live or with
-    /// --replay. An ID that matches no task exits 1. A CSV dump of a replay reads the store's
-    /// per-process index: a day of one process in well under a second.
+    /// --replay. An ID that matches no task exits 1. A dump of a replay (-b) reads the
+    /// store's per-process index: a day of one process in well under a second.
     #[arg(
         short = 'p',
         long = "pid",
