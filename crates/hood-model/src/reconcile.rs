@@ -386,7 +386,11 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
     // its own, in the order the stack lists them.
     let mut owner_at = None;
     let mut at = 0usize;
-    for &l in prof.loc_stacks.get(s.locs as usize).map_or(&[][..], Vec::as_slice) {
+    for &l in prof
+        .loc_stacks
+        .get(s.locs as usize)
+        .map_or(&[][..], Vec::as_slice)
+    {
         let Some(loc) = prof.locations.get(l as usize) else {
             break;
         };
@@ -877,7 +881,11 @@ mod tests {
             (&[("outer", W)], 24, Mode::User),
             (&[("tiny", W), ("outer", W)], 18, Mode::User),
             (
-                &[("__cyg_profile_func_enter", "libhood_rt.so"), ("tiny", W), ("outer", W)],
+                &[
+                    ("__cyg_profile_func_enter", "libhood_rt.so"),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
                 16,
                 Mode::User,
             ),
@@ -885,8 +893,16 @@ mod tests {
         let p = prof(9, &samples, true);
         let r = reconcile(std::slice::from_ref(&c), &p);
         let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
-        assert!((row("tiny").profiler_ns - 2e6).abs() < 1.0, "{:?}", row("tiny"));
-        assert!((row("outer").profiler_ns - (6e6 - 2e3)).abs() < 1.0, "{:?}", row("outer"));
+        assert!(
+            (row("tiny").profiler_ns - 2e6).abs() < 1.0,
+            "{:?}",
+            row("tiny")
+        );
+        assert!(
+            (row("outer").profiler_ns - (6e6 - 2e3)).abs() < 1.0,
+            "{:?}",
+            row("outer")
+        );
         assert!((r.profiler_ns - (8e6 - 2e3)).abs() < 1.0);
         assert!((row("outer").net_percent - 24.0 * 100.0 / 42.0).abs() < 0.01);
         assert!((row("outer").explained_percent - 24.0 * 100.0 / 42.0).abs() < 1e-6);
@@ -968,10 +984,18 @@ mod tests {
                 }
             }
         };
-        add(&[(hook, 0x9000), (tiny, 0x1014), (outer, 0x2000)], 4, Mode::User);
+        add(
+            &[(hook, 0x9000), (tiny, 0x1014), (outer, 0x2000)],
+            4,
+            Mode::User,
+        );
         // tiny's entry code: saving registers before the hook call, and a preemption there.
         add(&[(tiny, 0x1008), (outer, 0x2000)], 3, Mode::User);
-        add(&[(sched, 0), (tiny, 0x1004), (outer, 0x2000)], 2, Mode::Runnable);
+        add(
+            &[(sched, 0), (tiny, 0x1004), (outer, 0x2000)],
+            2,
+            Mode::Runnable,
+        );
         // tiny's body, after the hook returned.
         add(&[(tiny, 0x1030), (outer, 0x2000)], 10, Mode::User);
         add(&[(outer, 0x2100)], 20, Mode::User);
@@ -1012,7 +1036,11 @@ mod tests {
                 Mode::Kernel,
             ),
             // A system call of spin's: library (kernel code it asked for), not interrupt work.
-            (&[("do_sys_poll", K), ("poll", "libc.so.6"), ("spin", W)], 2, Mode::Kernel),
+            (
+                &[("do_sys_poll", K), ("poll", "libc.so.6"), ("spin", W)],
+                2,
+                Mode::Kernel,
+            ),
             // Preempted at the interrupt's end: waiting for a CPU, not interrupt work.
             (
                 &[

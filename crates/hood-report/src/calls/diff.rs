@@ -263,9 +263,9 @@ pub fn render_reconcile_text(
     }
     writeln!(
         out,
-        "Shares in %, parts in points; net = calls - profiler; explained = sampled+entry+library+irq+blocked+runnable{}",
+        "Shares %, parts points; net = calls-profiler; explained = sampled+entry+library+irq+blocked+runnable{}",
         if r.compensated {
-            "; (hooks) out"
+            "; (hooks) left out"
         } else {
             "+hooks"
         }

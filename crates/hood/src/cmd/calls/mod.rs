@@ -289,7 +289,8 @@ fn sampled(a: RunArgs) -> anyhow::Result<ExitCode> {
             a.output.display()
         );
     }
-    let exe = std::env::current_exe().context("finding the hood executable to run `hood record`")?;
+    let exe =
+        std::env::current_exe().context("finding the hood executable to run `hood record`")?;
     let mut cmd = std::process::Command::new(&exe);
     // 2999 Hz: a call profile holds many functions, and each needs its samples.
     cmd.args(["record", "--off-cpu", "-F", "2999", "-o"])
