@@ -423,9 +423,9 @@ const PLANS: &[(&str, Plan)] = &[
     ),
     ("go tool pprof -top diff.pb.gz", Plan::AsWritten),
     (
-        "hood record --off-cpu -o prof.data -- hood calls run -o calls.data -- ./myprog",
+        "hood calls run --sample=prof.data -o calls.data -- ./myprog",
         Plan::Variant(
-            "hood record --off-cpu -o prof.data -- hood calls run -o calls.data -- ./myprog 300",
+            "hood calls run --sample=prof.data -o calls.data -- ./myprog 300",
             "`myprog` stands for the user's program: the test's is split (instrumented), 300 ms",
         ),
     ),
@@ -1099,6 +1099,8 @@ fn needs_root(cmd: &str) -> bool {
         || cmd.contains("--irq-time")
         // Off-CPU recording samples tracepoints; its reports need such a recording.
         || cmd.contains("--off-cpu")
+        // `hood calls run --sample` records with --off-cpu.
+        || cmd.contains("--sample")
         || cmd.contains("--wall")
         || cmd.contains("--by reason")
         || cmd.contains("--by waker")

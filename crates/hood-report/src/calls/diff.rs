@@ -253,20 +253,32 @@ pub fn render_reconcile_text(
         amount(r.stat_total_ns),
         amount(r.outside_ns)
     )?;
+    if r.compensated && r.hooks_ns > 0.0 {
+        writeln!(
+            out,
+            "Profiler cost: hooks {} in samples, {} beyond the compensation, taken out of the call side (net)",
+            amount(r.hooks_ns),
+            amount(r.profiler_ns)
+        )?;
+    }
     writeln!(
         out,
-        "Shares in %, parts in points; explained = sampled + library + blocked + runnable{}",
+        "Shares %, parts points; net = calls-profiler; explained = sampled+entry+library+irq+blocked+runnable{}",
         if r.compensated {
-            " ((hooks): compensated, not added)"
+            "; (hooks) left out"
         } else {
-            " + hooks"
+            "+hooks"
         }
     )?;
     let head = format!(
-        "{:>7} {:>8} {:>8} {:>7} {:>8} {:>9} {:>9} {:>7} {:5}  ",
+        "{:>7} {:>8} {:>6} {:>8} {:>6} {:>8} {:>6} {:>7} {:>8} {:>9} {:>9} {:>7} {:5}  ",
         "calls%",
+        "profiler",
+        "net%",
         "sampled",
+        "entry",
         "library",
+        "irq",
         "hooks",
         "blocked",
         "runnable",
@@ -284,10 +296,14 @@ pub fn render_reconcile_text(
         };
         writeln!(
             out,
-            "{:>7.1} {:>8.1} {:>8.1} {:>7} {:>8} {:>9} {:>9.1} {:>+7.1} {:5}  {}",
+            "{:>7.1} {:>8.1} {:>6.1} {:>8.1} {:>6.1} {:>8.1} {:>6.1} {:>7} {:>8} {:>9} {:>9.1} {:>+7.1} {:5}  {}",
             row.calls_percent,
+            row.profiler_points,
+            row.net_percent,
             row.sampled_percent,
+            row.entry_points,
             row.library_points,
+            row.irq_points,
             hooks,
             row.blocked_points.map_or_else(|| "?".to_string(), points),
             row.runnable_points.map_or_else(|| "?".to_string(), points),

@@ -53,6 +53,19 @@ pub struct RunArgs {
     /// With --probe: go ahead when more than 1000 functions match.
     #[arg(long, requires = "probe")]
     pub yes: bool,
+    /// Also sample the same run into PROFILE (default hood.data): `hood record --off-cpu -F 2999
+    /// -o PROFILE` around this run, so that `hood diff --reconcile OUTPUT PROFILE` holds the
+    /// two profilers side by side. Needs what `hood record --off-cpu` needs (root, or
+    /// perf_event_paranoid -1).
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        num_args = 0..=1,
+        default_missing_value = "hood.data",
+        require_equals = true,
+        conflicts_with = "probe"
+    )]
+    pub sample: Option<PathBuf>,
     /// The command to run.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -206,6 +219,7 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
             a.duration,
             a.output,
         ),
+        CallsCommand::Run(a) if a.sample.is_some() => sampled(a),
         CallsCommand::Run(a) => {
             let cfg = RunConfig {
                 output: a.output,
@@ -261,6 +275,53 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
         },
         CallsCommand::Report(a) => report::report(a),
     }
+}
+
+/// `hood calls run --sample[=PROFILE]`: the same run under `hood record --off-cpu`, which
+/// runs this executable's `hood calls run` (without `--sample`) as its command, so both
+/// profilers see one run of the program (same pids: `--reconcile` matches them by pid).
+fn sampled(a: RunArgs) -> anyhow::Result<ExitCode> {
+    use anyhow::Context as _;
+    let profile = a.sample.unwrap_or_else(|| PathBuf::from("hood.data"));
+    if profile == a.output {
+        anyhow::bail!(
+            "--sample would write the profile over the call-path file {}: name another file, e.g. --sample=prof.data",
+            a.output.display()
+        );
+    }
+    let exe =
+        std::env::current_exe().context("finding the hood executable to run `hood record`")?;
+    let mut cmd = std::process::Command::new(&exe);
+    // 2999 Hz: a call profile holds many functions, and each needs its samples.
+    cmd.args(["record", "--off-cpu", "-F", "2999", "-o"])
+        .arg(&profile)
+        .arg("--")
+        .arg(&exe)
+        .args(["calls", "run", "-o"])
+        .arg(&a.output);
+    if a.keep {
+        cmd.arg("--keep");
+    }
+    cmd.arg("--").args(&a.command);
+    let status = cmd
+        .status()
+        .with_context(|| format!("running {} record", exe.display()))?;
+    // `hood record` exits with the command's status (here `hood calls run`'s).
+    let code = match status.code() {
+        Some(c) => c.clamp(0, 255) as u8,
+        None => 2,
+    };
+    if std::fs::symlink_metadata(&a.output).is_ok() && std::fs::symlink_metadata(&profile).is_ok() {
+        super::say_as(
+            "hood calls",
+            &format!(
+                "compare the two profilers with `hood diff --reconcile {} {}`",
+                a.output.display(),
+                profile.display()
+            ),
+        );
+    }
+    Ok(ExitCode::from(code))
 }
 
 /// `hood calls run --probe` and `hood calls record`: call paths from uprobes.
