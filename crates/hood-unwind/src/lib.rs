@@ -113,6 +113,9 @@ pub struct Stats {
     pub signal_frames: u64,
     /// Frames of JIT code (no unwind information) stepped out of by frame pointer or scan.
     pub jit_steps: u64,
+    /// Frames of an ELF image's code that its call frame information leaves out (V8's
+    /// builtins in node, hand-written assembly) stepped out of by frame pointer.
+    pub fp_steps: u64,
     /// ELF images read.
     pub images: u64,
 }

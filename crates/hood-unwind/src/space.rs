@@ -372,23 +372,25 @@ impl hood_raw::replay::StackUnwinder for Unwinder {
 
 /// The warning for an image whose code stopped a stack for want of call frame information:
 /// one that has none at all, or one whose `.eh_frame` leaves some code out (code generated or
-/// written by hand: V8's builtins in node, assembly). Whether that code keeps frame pointers
-/// is not known here, so neither is said.
+/// written by hand: V8's builtins in node, assembly). The walk follows frame pointers through
+/// such code where a step by them is plausible, so a stack stopped there met none to follow.
 pub(crate) fn no_cfi_warning(name: &str, has_cfi: bool) -> String {
     if has_cfi {
         format!(
             "{name}: some of its code is not described by its call frame information \
-             (.eh_frame), so stacks through that code stop there; such code is generated or \
-             written by hand (V8's builtins in node, assembly). Fix: if that code keeps frame \
-             pointers, `hood record --call-graph fp` follows them"
+             (.eh_frame), and where a stack met that code no frame pointer led on, so stacks \
+             through it stop there; such code is generated or written by hand (V8's builtins \
+             in node, assembly). Fix: nothing to fix when the report's share of these stacks \
+             is small; for your own assembly, add call frame information (`.cfi_` directives) \
+             or keep a frame pointer (`push rbp; mov rbp, rsp`)"
         )
     } else {
         format!(
-            "{name} has no call frame information (.eh_frame or .debug_frame), so stacks \
-             through its code stop there. Fix: install its debug file under \
-             /usr/lib/debug/.build-id, or rebuild it with -fasynchronous-unwind-tables (the \
-             gcc/clang default); if it keeps frame pointers, `hood record --call-graph fp` \
-             follows them"
+            "{name} has no call frame information (.eh_frame or .debug_frame), and where a \
+             stack met its code no frame pointer led on, so stacks through its code stop \
+             there. Fix: install its debug file under /usr/lib/debug/.build-id, or rebuild it \
+             with -fasynchronous-unwind-tables (the gcc/clang default) or \
+             -fno-omit-frame-pointer"
         )
     }
 }

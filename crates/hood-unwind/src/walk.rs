@@ -134,6 +134,28 @@ pub(crate) fn walk(
             addr = next;
             continue;
         }
+        if let Some(i) = uncovered(space, addr) {
+            // Code of an ELF image that its call frame information leaves out. framehop would
+            // take the word at the stack pointer for the return address of a first frame
+            // (right only at a function's first instruction); such code that keeps a frame
+            // pointer is stepped out of by it, and the walk goes on with the rules of
+            // whatever code it returns to.
+            if i.is_entry {
+                return None;
+            }
+            match fp_step(space, &mut r, &read, !addr.is_return_address()) {
+                Ok(ra) => {
+                    stats.fp_steps += 1;
+                    out.push(ra);
+                    match FrameAddress::from_return_address(ra) {
+                        Some(next) => addr = next,
+                        None => return Some(Truncation::NoUnwindInfo),
+                    }
+                    continue;
+                }
+                Err(t) => return Some(t),
+            }
+        }
         match space.fh.unwind_frame(addr, &mut r, cache, &mut read_mut) {
             Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
                 Some(next) => {
@@ -198,6 +220,80 @@ fn jit_step(
         }
     }
     None
+}
+
+/// What [`uncovered`] knows of a frame in code its image's call frame information leaves out.
+struct Uncovered {
+    /// The frame is the process's entry point (`_start` of a binary without CFI).
+    is_entry: bool,
+}
+
+/// The frame at `addr` is in an ELF image's code that no call frame information describes:
+/// an image without any, or code its `.eh_frame` leaves out (V8's builtins embedded in
+/// node, hand-written assembly).
+fn uncovered(space: &Space, addr: FrameAddress) -> Option<Uncovered> {
+    let look = addr.address_for_lookup();
+    let m = space.lookup(look)?;
+    let image = m.image.as_ref()?;
+    let svma = look.wrapping_sub(m.bias);
+    (!image.covers(svma)).then(|| Uncovered {
+        is_entry: image.is_entry(svma),
+    })
+}
+
+/// Farthest a frame pointer may lie above the stack pointer in a frame-pointer step (beyond
+/// it the register holds something else).
+const MAX_FRAME_BYTES: u64 = 1 << 20;
+
+/// Step out of a frame of code without call frame information by its frame pointer
+/// (`push rbp; mov rbp, rsp`: the caller's frame pointer at `[rbp]`, the return address at
+/// `[rbp + 8]`), where such a step is plausible: the frame pointer at or above the stack
+/// pointer and within [`MAX_FRAME_BYTES`] of it, the words it points at inside the copy, and
+/// the return address in mapped code and not a function's first instruction. A first frame
+/// (the interrupted instruction) where that fails may be at a function's first
+/// instruction, before it pushed anything: its return address is then the word at the
+/// stack pointer, accepted only when it returns into code that call frame information
+/// describes (so the walk on checks it). Otherwise the stack stops there, marked: the copy
+/// ended where the frame pointer pointed, or the code has no unwind information.
+fn fp_step(
+    space: &Space,
+    r: &mut UnwindRegsX86_64,
+    read: &impl Fn(u64) -> Result<u64, ()>,
+    first: bool,
+) -> Result<u64, Truncation> {
+    let (sp, bp) = (r.sp(), r.bp());
+    let plausible_ra = |ra: u64| {
+        ra > 1
+            && space.lookup(ra - 1).is_some_and(|m| {
+                m.image
+                    .as_ref()
+                    .is_none_or(|i| !i.fde_starts_at(ra.wrapping_sub(m.bias)))
+            })
+    };
+    let mut beyond_copy = false;
+    if bp >= sp && bp - sp < MAX_FRAME_BYTES {
+        match (read(bp.wrapping_add(8)), read(bp)) {
+            (Ok(ra), Ok(next_bp)) if plausible_ra(ra) => {
+                *r = UnwindRegsX86_64::new(ra, bp + 16, next_bp);
+                return Ok(ra);
+            }
+            (Err(()), _) | (_, Err(())) => beyond_copy = true,
+            _ => {}
+        }
+    }
+    if first {
+        if let Ok(ra) = read(sp) {
+            if returns_into_code(space, ra) {
+                *r = UnwindRegsX86_64::new(ra, sp + 8, bp);
+                return Ok(ra);
+            }
+        }
+    }
+    Err(if beyond_copy {
+        Truncation::StackCopyTooSmall
+    } else {
+        Truncation::NoUnwindInfo
+    })
 }
 
 /// Whether the interrupted instruction `addr` lies in the bytes without call frame

@@ -81,9 +81,11 @@ fn other_code_without_call_frame_information_is_still_marked_and_named() {
         u.take_warnings(),
         vec![format!(
             "{name}: some of its code is not described by its call frame information \
-             (.eh_frame), so stacks through that code stop there; such code is generated or \
-             written by hand (V8's builtins in node, assembly). Fix: if that code keeps frame \
-             pointers, `hood record --call-graph fp` follows them"
+             (.eh_frame), and where a stack met that code no frame pointer led on, so stacks \
+             through it stop there; such code is generated or written by hand (V8's builtins \
+             in node, assembly). Fix: nothing to fix when the report's share of these stacks \
+             is small; for your own assembly, add call frame information (`.cfi_` directives) \
+             or keep a frame pointer (`push rbp; mov rbp, rsp`)"
         )]
     );
 }

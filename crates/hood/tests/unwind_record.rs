@@ -255,6 +255,114 @@ fn stacks_deeper_than_the_copy_are_marked_and_the_header_says_why() {
     );
 }
 
+/// The address ranges of the FDEs `readelf` lists in `file` (`.eh_frame` and `.debug_frame`).
+fn fde_ranges(file: &Path) -> Vec<(u64, u64)> {
+    let out = Command::new("readelf")
+        .arg("--debug-dump=frames")
+        .arg(file)
+        .output()
+        .expect("readelf (binutils) is installed with gcc");
+    assert!(out.status.success(), "readelf {}", file.display());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let pc = l.split(" FDE ").nth(1)?.split("pc=").nth(1)?;
+            let (a, b) = pc.trim().split_once("..")?;
+            Some((
+                u64::from_str_radix(a, 16).ok()?,
+                u64::from_str_radix(b, 16).ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// The address of the symbol `name` in `file`, as `nm` lists it.
+fn symbol_address(file: &Path, name: &str) -> u64 {
+    let out = Command::new("nm")
+        .arg(file)
+        .output()
+        .expect("nm (binutils)");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            let mut w = l.split_whitespace();
+            let (a, _, n) = (w.next()?, w.next()?, w.next()?);
+            (n == name).then(|| u64::from_str_radix(a, 16).ok())?
+        })
+        .unwrap_or_else(|| panic!("{name} not in {}", file.display()))
+}
+
+/// Code that keeps a frame pointer but has no call frame information (as V8's builtins in
+/// node, or hand-written assembly), inside a stack of code that has it: stepped out of by
+/// its frame pointer, and the walk goes on with the call frame information of the code it
+/// returns to. Samples in the leaf without it, and in code with it called back from there,
+/// reach `main`.
+#[test]
+fn frame_pointer_code_without_cfi_inside_a_dwarf_stack_is_walked() {
+    if !privileged("fp_inside_dwarf") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let d = k.dir.path().join("fpmix");
+    std::fs::create_dir_all(&d).unwrap();
+    let obj = d.join("nocfi.o");
+    let prog = d.join("uk_fpmix");
+    gcc(&[
+        "-O2",
+        "-fno-omit-frame-pointer",
+        "-mno-omit-leaf-frame-pointer",
+        "-fno-asynchronous-unwind-tables",
+        "-fno-unwind-tables",
+        "-c",
+        "-o",
+        obj.to_str().unwrap(),
+        repo().join("tests/c/unwind_nocfi.c").to_str().unwrap(),
+    ]);
+    gcc(&[
+        "-O2",
+        "-g",
+        "-fomit-frame-pointer",
+        "-o",
+        prog.to_str().unwrap(),
+        repo().join("tests/c/unwind_fpmix.c").to_str().unwrap(),
+        obj.to_str().unwrap(),
+    ]);
+    // The premise, checked: the object has no FDE, and none in the program covers its code,
+    // while the program's own functions have theirs.
+    assert!(fde_ranges(&obj).is_empty(), "nocfi.o has FDEs");
+    let fdes = fde_ranges(&prog);
+    let covered = |a: u64| fdes.iter().any(|&(s, e)| s <= a && a < e);
+    for f in ["nocfi_leaf", "nocfi_mid"] {
+        assert!(!covered(symbol_address(&prog, f)), "{f} has an FDE");
+    }
+    assert!(
+        covered(symbol_address(&prog, "cb_leaf")),
+        "cb_leaf has no FDE"
+    );
+
+    let file = d.join("fpmix.hood");
+    let out = record_known(&file, &prog, &["1500"]);
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    for (leaf, want) in [
+        (
+            "nocfi_leaf",
+            &["main", "outer", "nocfi_mid", "nocfi_leaf"][..],
+        ),
+        (
+            "cb_leaf",
+            &["main", "outer", "nocfi_mid", "fpmix_callback", "cb_leaf"][..],
+        ),
+    ] {
+        let (pct, n, bad) = share(&stacks, "uk_fpmix", leaf, |u| ends_with_chain(u, want));
+        assert!(n >= 100, "only {n} samples in {leaf}\n{}", text(&out));
+        assert!(
+            pct >= 95.0,
+            "{pct:.1}% of {n} samples in {leaf} have the chain {want:?}; e.g. {bad:#?}"
+        );
+    }
+}
+
 #[test]
 fn a_zeroed_return_address_is_marked_as_a_failed_unwind_not_passed_off_as_complete() {
     if !privileged("clobbered") {
@@ -771,11 +879,11 @@ fn library_without_unwind_info_is_marked_and_warned_about_once() {
     let err = String::from_utf8_lossy(&out.stderr);
     let so = dir.join("libunwlib.so");
     let want = format!(
-        "hood: {} has no call frame information (.eh_frame or .debug_frame), so stacks \
-         through its code stop there. Fix: install its debug file under \
-         /usr/lib/debug/.build-id, or rebuild it with -fasynchronous-unwind-tables (the \
-         gcc/clang default); if it keeps frame pointers, `hood record --call-graph fp` \
-         follows them",
+        "hood: {} has no call frame information (.eh_frame or .debug_frame), and where a \
+         stack met its code no frame pointer led on, so stacks through its code stop \
+         there. Fix: install its debug file under /usr/lib/debug/.build-id, or rebuild it \
+         with -fasynchronous-unwind-tables (the gcc/clang default) or \
+         -fno-omit-frame-pointer",
         so.display()
     );
     assert_eq!(
@@ -1104,9 +1212,11 @@ fn node_warnings_are_true_word_for_word() {
     );
     let want = format!(
         "hood: {}: some of its code is not described by its call frame information \
-         (.eh_frame), so stacks through that code stop there; such code is generated or \
-         written by hand (V8's builtins in node, assembly). Fix: if that code keeps frame \
-         pointers, `hood record --call-graph fp` follows them",
+             (.eh_frame), and where a stack met that code no frame pointer led on, so stacks \
+             through it stop there; such code is generated or written by hand (V8's builtins \
+             in node, assembly). Fix: nothing to fix when the report's share of these stacks \
+             is small; for your own assembly, add call frame information (`.cfi_` directives) \
+             or keep a frame pointer (`push rbp; mov rbp, rsp`)",
         node.display()
     );
     // Whether a sample stops in a builtin depends on the run; when one does, these words.

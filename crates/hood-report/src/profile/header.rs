@@ -277,7 +277,7 @@ pub fn truncation_fix(name: &str, meta: &hood_model::profile::RecordMeta) -> Str
     } else if name.contains("JIT or anonymous code") {
         "code generated at run time that neither its frame pointer nor a short scan of the stack steps out of; if the runtime keeps frame pointers, `hood record --call-graph fp` follows them".into()
     } else if name.contains("no unwind info") {
-        "code without call frame information: install the binary's debug file under /usr/lib/debug/.build-id, or rebuild it with -fasynchronous-unwind-tables; code that keeps frame pointers without it (V8's builtins in node, assembly) is followed by `hood record --call-graph fp`".into()
+        "code with neither call frame information nor a frame pointer to follow (code that keeps frame pointers without it, such as V8's builtins in node, is followed by them): install the binary's debug file under /usr/lib/debug/.build-id, or rebuild it with -fasynchronous-unwind-tables or -fno-omit-frame-pointer; nothing to fix when rare".into()
     } else if name.contains("outside known mappings") {
         "usually code that ran before the process's mappings were seen (exec in progress) or JIT code without a perf map; nothing to fix when rare".into()
     } else if call_graph.is_empty() || call_graph == "fp" {
