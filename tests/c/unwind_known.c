@@ -101,6 +101,10 @@ int main(int argc, char **argv) {
         struct itimerval it = {{0, 5000}, {0, 5000}};
         setitimer(ITIMER_REAL, &it, NULL);
         sig_loop();
+        /* Stopped before exit: on a loaded machine a handler outlasting the 5 ms period
+         * would otherwise run again and again inside exit's own code. */
+        struct itimerval off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_REAL, &off, NULL);
     } else if (!strcmp(mode, "threads")) {
         pthread_t t[2];
         for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, thread_fn, NULL);
