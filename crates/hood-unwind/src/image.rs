@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use gimli::{BaseAddresses, EhFrame, EhFrameHdr, LittleEndian, UnwindSection};
 use object::read::ReadCache;
-use object::{Object as _, ObjectSection as _, ObjectSegment as _, ReadRef};
+use object::{Object as _, ObjectSection as _, ObjectSegment as _, ObjectSymbol as _, ReadRef};
 use rustc_hash::FxHashMap;
 
 use crate::UnwindError;
@@ -63,6 +63,11 @@ pub struct Image {
     pub(crate) entry: u64,
     /// Unwind sections not read: over [`MAX_SECTION_BYTES`] or stored sparse.
     pub(crate) refused: Vec<String>,
+    /// Go's own signal trampolines (`runtime.sigreturn.abi0`, named
+    /// `runtime.sigreturn__sigaction.abi0` since Go 1.20): the `sa_restorer` a Go program
+    /// without cgo installs, which the kernel makes its handler's return address. Its
+    /// `.debug_frame` has no mark for signal frames, so the symbol says it.
+    go_restorers: Vec<u64>,
     /// What `.eh_frame_hdr` said about addresses asked before ([`Image::facts`]): a walk asks
     /// about the same few addresses over and over (its last frame, a leaf's FDE), and each
     /// answer costs a table search and an FDE parse.
@@ -155,6 +160,20 @@ impl Image {
     /// (its CIE carries the `S` augmentation, as glibc's `__restore_rt` does).
     pub fn is_signal_trampoline(&self, svma: u64) -> bool {
         self.facts(svma).is_some_and(|f| f.trampoline)
+    }
+
+    /// Whether `svma` is the first instruction of Go's signal trampoline: a return address
+    /// equal to it is the one the kernel pushed for Go's signal handler.
+    pub(crate) fn is_go_restorer(&self, svma: u64) -> bool {
+        self.go_restorers.contains(&svma)
+    }
+
+    /// Whether `svma` lies in Go's signal trampoline (`mov $15, %eax; syscall`: 7 and 2
+    /// bytes), where the stack pointer is at the kernel's `struct ucontext`.
+    pub(crate) fn in_go_restorer(&self, svma: u64) -> bool {
+        self.go_restorers
+            .iter()
+            .any(|&r| svma >= r && svma - r < 16)
     }
 
     /// Whether call frame information covers the code at `svma`. Only `.eh_frame_hdr`'s
@@ -336,6 +355,7 @@ impl Image {
             })
         });
         let debug_frame = bytes(".debug_frame").map(|s| s.data);
+        let go_restorers = go_restorers(&file, dense);
         Ok(Image {
             name,
             loads,
@@ -347,6 +367,7 @@ impl Image {
             build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
             entry: file.entry(),
             refused: refused.into_inner(),
+            go_restorers,
             facts: Mutex::default(),
         })
     }
@@ -371,6 +392,38 @@ impl Image {
             self.debug_frame = dbg.debug_frame;
         }
     }
+}
+
+/// The addresses of Go's signal trampolines in a Go binary (one with `.gopclntab`), from its
+/// symbol table: read only when the table and its strings are within [`MAX_SECTION_BYTES`]
+/// and stored whole.
+fn go_restorers<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    dense: &dyn Fn(std::ops::Range<u64>) -> bool,
+) -> Vec<u64> {
+    const NAMES: [&str; 4] = [
+        "runtime.sigreturn.abi0",
+        "runtime.sigreturn__sigaction.abi0",
+        "runtime.sigreturn",
+        "runtime.sigreturn__sigaction",
+    ];
+    if file.section_by_name(".gopclntab").is_none() {
+        return Vec::new();
+    }
+    let sound = [".symtab", ".strtab"].iter().all(|name| {
+        file.section_by_name(name).is_some_and(|s| {
+            s.size() <= MAX_SECTION_BYTES
+                && s.file_range()
+                    .is_some_and(|(o, n)| dense(o..o.saturating_add(n)))
+        })
+    });
+    if !sound {
+        return Vec::new();
+    }
+    file.symbols()
+        .filter(|s| s.address() != 0 && s.name().is_ok_and(|n| NAMES.contains(&n)))
+        .map(|s| s.address())
+        .collect()
 }
 
 /// Whether `range` of `file` is stored whole: no hole of a sparse file lies in it. A 64 MiB

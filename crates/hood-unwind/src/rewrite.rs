@@ -1022,18 +1022,47 @@ impl Rewriter {
     }
 
     /// Continue the unwound user frames (from `chain[from..]`) with the kernel's
-    /// frame-pointer chain past the deepest frame both agree on.
+    /// frame-pointer chain past the deepest frame both agree on. After a signal frame whose
+    /// interrupted code's stack was not copied (Go's handlers run on an alternate signal
+    /// stack), that is the frame above the trampoline: the kernel's chain goes from there
+    /// into the interrupted code's callers, after the trampoline and interrupted instruction.
     fn splice(&mut self, from: usize) -> bool {
-        let Some(&last) = self.chain[from..].last() else {
+        // The kernel's entries after `a` (its first, the sample's ip, is never matched).
+        let after = |user: &[u64], a: u64| user.iter().skip(1).position(|&x| x == a).map(|j| j + 2);
+        let start = match self.unwinder.signal_stack_switch() {
+            Some(t) if t >= from && t < self.chain.len() => {
+                // Past the unwound frame `k`: the sample's own instruction is the kernel's
+                // first entry.
+                let past = |k: usize| {
+                    if k == from {
+                        (self.user.first() == self.chain.get(from)).then_some(1)
+                    } else {
+                        after(&self.user, self.chain[k])
+                    }
+                };
+                if t == from {
+                    // The sample itself is in the trampoline (the handler has returned): the
+                    // kernel's chain goes on from there into the interrupted code's callers.
+                    past(from)
+                } else {
+                    // The kernel's chain steps through the trampoline's frame as any other
+                    // (`restorer` is its return address, stored plus one here): past it, or
+                    // past the frame above it when the chain holds no trampoline.
+                    let restorer = self.chain[t].wrapping_sub(1);
+                    after(&self.user, restorer).or_else(|| {
+                        let j = past(t - 1)?;
+                        Some(j + usize::from(self.user.get(j) == Some(&restorer)))
+                    })
+                }
+            }
+            _ if self.chain.len() - from >= 2 => {
+                after(&self.user, self.chain[self.chain.len() - 1])
+            }
+            _ => None,
+        };
+        let Some(rest) = start.and_then(|j| self.user.get(j..)) else {
             return false;
         };
-        if self.chain.len() - from < 2 {
-            return false;
-        }
-        let Some(j) = self.user.iter().skip(1).position(|&a| a == last) else {
-            return false;
-        };
-        let rest = &self.user[j + 2..];
         if rest.is_empty() {
             return false;
         }

@@ -93,6 +93,9 @@ pub struct Unwinder {
     warned: BTreeSet<String>,
     warnings: Vec<String>,
     pub(crate) stats: Stats,
+    /// Set by the last walk that ended at a signal frame whose interrupted code's stack was
+    /// not copied: the index in its chain of the signal trampoline's frame.
+    pub(crate) other_stack_at: Option<usize>,
 }
 
 impl Unwinder {
@@ -110,6 +113,7 @@ impl Unwinder {
             warned: BTreeSet::new(),
             warnings: Vec::new(),
             stats: Stats::default(),
+            other_stack_at: None,
         }
     }
 
@@ -122,6 +126,16 @@ impl Unwinder {
     /// What the unwinder did so far.
     pub fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// When the last [`Unwinder::unwind`] stopped right after a signal frame because the
+    /// interrupted code's stack was not in the copy (a handler on an alternate signal stack,
+    /// as Go's are, or a stack deeper than the copy), the index in its `out` of the signal
+    /// trampoline's frame: the frames before it are the handler's, and a frame-pointer chain
+    /// taken by the kernel goes on past the one just before it into the interrupted code's
+    /// callers. The interrupted instruction follows the trampoline.
+    pub fn signal_stack_switch(&self) -> Option<usize> {
+        self.other_stack_at
     }
 
     /// Notes for the user gathered since the last call (an image with no unwind information,

@@ -50,8 +50,10 @@ pub(crate) fn walk(
         spaces,
         cache,
         stats,
+        other_stack_at,
         ..
     } = u;
+    *other_stack_at = None;
     let Some(space) = spaces.get(&pid) else {
         return Some(Truncation::NotMapped);
     };
@@ -68,7 +70,9 @@ pub(crate) fn walk(
         if out.len() - first >= MAX_FRAMES {
             return Some(Truncation::TooDeep);
         }
-        if addr.is_return_address() && is_sigreturn(space, addr.address()) {
+        if (addr.is_return_address() && is_sigreturn(space, addr.address()))
+            || (!addr.is_return_address() && in_go_restorer(space, addr.address()))
+        {
             stats.signal_frames += 1;
             // The handler "returns" to the trampoline's first instruction (the kernel pushed
             // `sa_restorer`), not after a call: stored plus one so a reader's `address - 1`
@@ -93,8 +97,17 @@ pub(crate) fn walk(
             r = UnwindRegsX86_64::new(ip, new_sp, bp);
             // The interrupted instruction itself, not a return address: stored plus one so a
             // reader's `address - 1` finds it.
+            let trampoline = out.len() - 1;
             out.push(ip.wrapping_add(1));
             addr = FrameAddress::from_instruction_pointer(ip);
+            if new_sp < reader.base || new_sp >= reader.end() {
+                // The interrupted code ran on another stack than the handler (an alternate
+                // signal stack, as Go's handlers always use) or beyond the copy: none of its
+                // frames were copied. The caller may go on with the kernel's frame-pointer
+                // chain from the frame above the trampoline.
+                *other_stack_at = Some(trampoline);
+                return Some(Truncation::StackCopyTooSmall);
+            }
             continue;
         }
         if addr.is_return_address()
@@ -366,6 +379,16 @@ fn classify_stop(space: &Space, addr: FrameAddress) -> Truncation {
     }
 }
 
+/// Whether the interrupted instruction `ip` lies in Go's signal trampoline: the handler has
+/// returned and the stack pointer is at the kernel's `struct ucontext`.
+fn in_go_restorer(space: &Space, ip: u64) -> bool {
+    space.lookup(ip).is_some_and(|m| {
+        m.image
+            .as_ref()
+            .is_some_and(|img| img.in_go_restorer(ip.wrapping_sub(m.bias)))
+    })
+}
+
 /// Whether the return address `ra` enters a signal trampoline (`__restore_rt`), i.e. the
 /// frame below is the kernel's signal frame.
 fn is_sigreturn(space: &Space, ra: u64) -> bool {
@@ -374,5 +397,9 @@ fn is_sigreturn(space: &Space, ra: u64) -> bool {
         m.image
             .as_ref()
             .is_some_and(|img| img.is_signal_trampoline(look.wrapping_sub(m.bias)))
+    }) || space.lookup(ra).is_some_and(|m| {
+        m.image
+            .as_ref()
+            .is_some_and(|img| img.is_go_restorer(ra.wrapping_sub(m.bias)))
     })
 }

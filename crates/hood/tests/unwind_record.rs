@@ -1079,11 +1079,16 @@ fn compressed_debug_frame_is_read_in_every_form() {
 
 /// `tests/go/split.go` built with the installed Go (offline, its caches in `dir`).
 fn go_split(dir: &Path) -> PathBuf {
-    let bin = dir.join("gosplit");
+    go_build(dir, "split.go", "gosplit")
+}
+
+/// `tests/go/SRC` built offline as `dir/BIN`.
+fn go_build(dir: &Path, src: &str, bin: &str) -> PathBuf {
+    let bin = dir.join(bin);
     let out = Command::new("go")
         .args(["build", "-o"])
         .arg(&bin)
-        .arg(repo().join("tests/go/split.go"))
+        .arg(repo().join("tests/go").join(src))
         .current_dir(dir)
         .env("GOTOOLCHAIN", "local")
         .env("GOPROXY", "off")
@@ -1165,6 +1170,59 @@ fn go_frameless_leaves_keep_their_callers_and_runtime_threads_their_roots() {
         .map(|u| u.join(";"))
         .collect();
     assert!(garbage.is_empty(), "runtime threads: {garbage:#?}");
+}
+
+/// Go's own signal handler (`runtime.sigtramp.abi0`, on Go's alternate signal stack): a
+/// sample in it goes on through Go's trampoline, named (`runtime.sigreturn.abi0`; the kernel
+/// makes its first instruction the handler's return address), into the interrupted code and
+/// its callers. The interrupted code's stack is not in the copy (the handler ran on another
+/// stack), so the kernel's frame-pointer chain, which Go keeps, continues it.
+#[test]
+fn go_signal_handler_stacks_continue_through_gos_trampoline() {
+    if !privileged("go_sigtramp") {
+        return;
+    }
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let bin = go_build(dir.path(), "sigframe.go", "gosigframe");
+    let file = dir.path().join("gosig.hood");
+    let out = record(&file, &["--", bin.to_str().unwrap(), "6"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let mut want: Vec<&str> = vec!["runtime.goexit.abi0", "runtime.main", "main.main"];
+    want.extend(std::iter::repeat_n("main.deep", 41));
+    want.push("main.spin");
+    let (mut n, mut good, mut bad) = (0u64, 0u64, Vec::new());
+    for (frames, count) in &stacks {
+        if frames.first().map(String::as_str) != Some("gosigframe") {
+            continue;
+        }
+        let u = user_frames(frames);
+        let Some(h) = u.iter().position(|f| *f == "runtime.sigtramp.abi0") else {
+            continue;
+        };
+        n += count;
+        let ok = u.starts_with(&want)
+            && h > want.len()
+            && matches!(
+                u[h - 1],
+                "runtime.sigreturn.abi0" | "runtime.sigreturn__sigaction.abi0"
+            )
+            && !u
+                .iter()
+                .any(|f| f.starts_with("[truncated") || f.starts_with("gosigframe+0x"));
+        if ok {
+            good += count;
+        } else if bad.len() < 5 {
+            bad.push(u.join(";"));
+        }
+    }
+    assert!(n >= 20, "only {n} samples in Go's handler\n{}", text(&out));
+    let pct = 100.0 * good as f64 / n as f64;
+    assert!(
+        pct >= 90.0,
+        "{pct:.1}% of {n} handler samples; e.g. {bad:#?}"
+    );
 }
 
 /// Node.js with `--perf-basic-prof`: V8's builtins lie in node's text without call frame
