@@ -9,19 +9,26 @@ holds a frame marked `[truncated…` by hood).
   stacks.py samply COMM FILE.json.gz  (samply --save-only profile; symbols from its
                                        FILE.json.syms.json sidecar when present)
 A stack is complete when one of its frames is the program's entry: main, the libc start
-functions, _start (ld.so's _dl_start_user while it runs constructors), or CPython's
-Py_BytesMain (see README.md). Frames are compared by name,
+functions, _start (ld.so's _dl_start_user while it runs constructors), CPython's
+Py_BytesMain, or a thread's root (start_thread, clone3) (see README.md). FRAME_PREFIX=JS:
+counts node's JavaScript frames instead of Python's. Frames are compared by name,
 with perf's/hood's decorations (`@@GLIBC_2.34`, `_[k]`, ` (inlined)`) and leading underscores
 stripped (samply 0.13's sidecar drops one: `start`, `_libc_start_call_main`).
 """
 import bisect
 import gzip
 import json
+import os
 import re
 import sys
 
 ENTRY = {"main", "start", "dl_start_user", "libc_start_main", "libc_start_main_impl",
-         "libc_start_main_alias_2", "libc_start_call_main", "Py_BytesMain"}
+         "libc_start_main_alias_2", "libc_start_call_main", "Py_BytesMain",
+         # a thread's root (node's and other runtimes' threads)
+         "start_thread", "clone3", "clone"}
+# The frames counted as the runtime's own (third column): CPython's perf-map names by
+# default, FRAME_PREFIX=JS: for node's --perf-basic-prof names.
+PREFIX = os.environ.get("FRAME_PREFIX", "py::")
 
 
 def clean(name):
@@ -44,7 +51,7 @@ class Tally:
         # A stack hood marks as cut short is not complete, whatever names it holds.
         if not truncated and any(f.lstrip("_") in ENTRY for f in names):
             self.complete += count
-        if any(f.startswith("py::") for f in names):
+        if any(f.startswith(PREFIX) for f in names):
             self.py += count
         if truncated:
             self.truncated += count
