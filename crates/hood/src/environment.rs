@@ -151,6 +151,12 @@ pub const VARS: &[Var] = &[
         values: Values::Count(1, 1 << 20),
     },
     Var {
+        name: "HOOD_REPORT_MAX_FRAMES",
+        shown: "1000..4294967295 (8388608)",
+        what: "functions, summed over the call paths shown, that `hood calls report` (per path, collapsed, pprof) holds in memory, about 64 bytes each; a file with more is refused, naming `-f` (per function) as the way to read it",
+        values: Values::Count(1000, u32::MAX as u64),
+    },
+    Var {
         name: "HOOD_OFF_CPU_BPF",
         shown: "1 | 0",
         what: "`0`: `hood record --off-cpu` loads no BPF programs and the kernel copies the stack of every context switch and wake-up; by default (`1`) the kernel takes stacks only for waits of at least `--off-cpu-min` (deferred stacks; needs root and the kernel's BTF, else every stack is copied)",

@@ -120,3 +120,158 @@ fn firefox_and_pprof_of_a_deep_inlined_chain_take_what_the_stacks_take() {
         );
     }
 }
+
+/// Call paths in the generated tables below: a chain this deep would be 45 billion functions
+/// as path rows (the 229 MB segment ran `calls report` out of memory).
+const PATHS: u32 = 300_000;
+
+/// A Calls file of one process whose table is `PATHS` paths, each nested in the previous one
+/// (`deep`) or all at the top (not), with a name for every function.
+fn calls_table(dir: &Path, deep: bool) -> PathBuf {
+    use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
+    let mut paths = vec![PathEntry {
+        parent: None,
+        func: 0,
+        calls: 0,
+        own_ticks: 0,
+        running_ticks: 0,
+        running: false,
+    }];
+    paths.extend((1..=PATHS).map(|i| PathEntry {
+        parent: (deep && i > 1).then_some(i - 1),
+        func: 0x1000 + u64::from(i),
+        calls: 1,
+        own_ticks: 1000,
+        running_ticks: 0,
+        running: false,
+    }));
+    let p = ProcessCalls {
+        pid: 4242,
+        ppid: 1,
+        exe: "/tmp/planted".into(),
+        ticks_per_sec: 1_000_000,
+        clock: "monotonic".into(),
+        compensate: false,
+        comp_self_ticks: 0,
+        comp_child_ticks: 0,
+        flags: 0,
+        limits: Limits {
+            max_paths: PATHS + 1,
+            max_depth: PATHS,
+            max_path_len: PATHS,
+            max_threads: 1,
+        },
+        state: "exited".into(),
+        span_ns: 1,
+        threads: vec![ThreadCalls {
+            tid: 4242,
+            exited: true,
+            mismatched: 0,
+            lost_calls: 0,
+            folded_calls: 0,
+            folded_paths: 0,
+            flags: 0,
+            reset_pending: false,
+            paths,
+        }],
+        symbols: (1..=PATHS)
+            .map(|i| (0x1000 + u64::from(i), format!("function_number_{i}")))
+            .collect(),
+        notes: vec![],
+    };
+    let out = dir.join(if deep { "deep.calls" } else { "wide.calls" });
+    hood_hooks::calls::write(&out, "get", &[], &[p]).unwrap();
+    out
+}
+
+/// `hood calls report ARGS -i FILE`, bounded.
+fn calls_report(file: &Path, args: &[&str]) -> common::Bounded {
+    run_bounded(
+        hood()
+            .args(["calls", "report"])
+            .args(args)
+            .arg("-i")
+            .arg(file),
+        LIMIT,
+    )
+}
+
+/// A table of deep paths is measured before its rows are built: path reports (text, collapsed,
+/// pprof) are refused with the cap and the way to read the file, in the memory a report per
+/// function takes; that report works, and the same number of shallow paths is reported whole.
+#[test]
+fn calls_report_of_a_deep_path_table_is_refused_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = calls_table(dir.path(), true);
+    let wide = calls_table(dir.path(), false);
+
+    let f = calls_report(&deep, &["-f"]);
+    assert!(
+        f.status.expect("calls report -f hung").success(),
+        "calls report -f of the deep table:\n{}",
+        f.stderr
+    );
+    let pprof = dir.path().join("deep.pb.gz");
+    for args in [
+        vec![],
+        vec!["--format", "collapsed"],
+        vec!["--format", "pprof", "-o", pprof.to_str().unwrap()],
+    ] {
+        let r = calls_report(&deep, &args);
+        let status = r
+            .status
+            .unwrap_or_else(|| panic!("calls report {args:?} hung"));
+        assert!(
+            !status.success(),
+            "calls report {args:?} of the deep table succeeded"
+        );
+        assert_eq!(status.code(), Some(2), "{args:?}: {}", r.stderr);
+        for want in [
+            "pid 4242",
+            "HOOD_REPORT_MAX_FRAMES",
+            "calls report -f",
+            "deep.calls",
+        ] {
+            assert!(
+                r.stderr.contains(want),
+                "{args:?}: no {want:?} in:\n{}",
+                r.stderr
+            );
+        }
+        eprintln!("{args:?}: {} KiB, -f {} KiB", r.max_rss_kb, f.max_rss_kb);
+        assert!(
+            r.max_rss_kb <= 2 * f.max_rss_kb,
+            "calls report {args:?} took {} KiB to refuse, the report per function {} KiB",
+            r.max_rss_kb,
+            f.max_rss_kb
+        );
+    }
+
+    let w = calls_report(&wide, &[]);
+    assert!(
+        w.status
+            .expect("calls report of the wide table hung")
+            .success(),
+        "{}",
+        w.stderr
+    );
+    // The cap is the environment's: set below the wide table's 300000 functions, it refuses
+    // that table too.
+    let raised = run_bounded(
+        hood()
+            .env("HOOD_REPORT_MAX_FRAMES", "1000")
+            .args(["calls", "report", "-i"])
+            .arg(&wide),
+        LIMIT,
+    );
+    let status = raised.status.expect("hung");
+    assert!(
+        !status.success(),
+        "a cap of 1000 functions let 300000 paths through"
+    );
+    assert!(
+        raised.stderr.contains("(1000 functions in all"),
+        "{}",
+        raised.stderr
+    );
+}

@@ -8,7 +8,8 @@ mod codec;
 mod diff;
 
 pub use analysis::{
-    function_rows, node_name, path_rows, path_totals, sort_rows, PathTotal, Row, SortKey,
+    function_rows, node_name, path_rows, path_size, path_totals, sort_rows, PathSize, PathTotal,
+    Row, SortKey,
 };
 pub use build::ThreadBuilder;
 pub use codec::{decode_process, encode_process, CallsMeta, PAYLOAD_VERSION};

@@ -6,7 +6,9 @@ pub mod diff;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use hood_model::calls::{function_rows, path_rows, sort_rows, ProcessCalls, Row, SortKey};
+use hood_model::calls::{
+    function_rows, path_rows, path_size, sort_rows, ProcessCalls, Row, SortKey,
+};
 use serde::Serialize;
 
 use crate::safe;
@@ -100,9 +102,9 @@ pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
             "call paths"
         };
         let count = if o.functions {
-            function_rows(p, false).len()
+            function_rows(p, false).len() as u64
         } else {
-            path_rows(p, false).len()
+            path_size(p, false).paths
         };
         let _ = writeln!(out, "{rule}");
         let title = format!("{} [{}] ({})", safe::text(p.comm()), p.pid, p.state);

@@ -42,6 +42,11 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(1));
     }
+    // Path rows hold every path's functions: a table of deep paths (a user's segment may claim
+    // any) would take paths × depth of memory, so it is measured first and refused over the cap.
+    if !a.functions || matches!(a.format, FormatArg::Collapsed | FormatArg::Pprof) {
+        check_path_sizes(&procs, a.threads, &path)?;
+    }
     if let FormatArg::Pprof = a.format {
         crate::cmd::refuse_binary_on_terminal(a.output.as_deref(), "pprof", "calls.pb.gz")?;
     }
@@ -85,4 +90,42 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     out.write_all(text.as_bytes())?;
     out.finish()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Functions, summed over the paths of a path report, it holds unless `HOOD_REPORT_MAX_FRAMES`
+/// says otherwise: about 512 MiB of rows.
+const MAX_FRAMES: u64 = 1 << 23;
+
+/// Refuse a path report whose rows would hold more functions than the cap, naming the process,
+/// its size, the cap and the ways to read the file.
+fn check_path_sizes(
+    procs: &[hood_model::calls::ProcessCalls],
+    per_thread: bool,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let cap = std::env::var("HOOD_REPORT_MAX_FRAMES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(MAX_FRAMES);
+    let mut total = 0u64;
+    for p in procs {
+        let s = hood_model::calls::path_size(p, per_thread);
+        total = total.saturating_add(s.frames);
+        if total > cap {
+            anyhow::bail!(
+                "{}: pid {} ({}) has {} call paths with {} functions along them (the longest {} \
+                 deep), more than a path report holds ({cap} functions in all, about 64 bytes \
+                 each; HOOD_REPORT_MAX_FRAMES): read it per function with `hood calls report -f \
+                 -i {}`, or set HOOD_REPORT_MAX_FRAMES higher if this machine has the memory",
+                crate::cmd::clean(path.display()),
+                p.pid,
+                crate::cmd::clean(p.comm()),
+                s.paths,
+                s.frames,
+                s.deepest,
+                crate::cmd::clean(path.display()),
+            );
+        }
+    }
+    Ok(())
 }
