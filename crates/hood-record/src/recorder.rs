@@ -407,6 +407,11 @@ fn describe<'a>(
             rw.unwinder().load_proc_maps(p.pid, &p.maps);
         }
     }
+    for p in snap.iter().flat_map(|s| &s.processes) {
+        if p.maps_dropped > 0 {
+            log(&snapshot::dropped_maps_note(p));
+        }
+    }
     if let Some(snap) = &snap {
         writer.write_chunk(
             tags::profile::PROC_SNAPSHOT,

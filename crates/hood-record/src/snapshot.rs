@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
-use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk};
+use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk, MAX_SNAPSHOT_MAPS};
 
 /// Snapshot `pids` (or every process when `None`) from /proc. Vanished processes are skipped.
 pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
@@ -42,7 +42,7 @@ fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
     let mut files = BTreeSet::new();
     for pid in list {
         let base = format!("/proc/{pid}");
-        let Ok(maps) = fs::read_to_string(format!("{base}/maps")) else {
+        let Some((maps, maps_dropped)) = exec_maps(&format!("{base}/maps")) else {
             continue;
         };
         let comm = read_trim(&format!("{base}/comm"));
@@ -65,10 +65,58 @@ fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
             comm,
             maps,
             threads,
+            maps_dropped,
         });
     }
     out.build_ids = build_ids(files.iter().map(String::as_str));
     out
+}
+
+/// The executable lines of the maps file at `path`, read line by line, as many as fit in
+/// [`MAX_SNAPSHOT_MAPS`] bytes, and how many executable lines did not fit; `None` when it
+/// cannot be read (the process is gone).
+fn exec_maps(path: &str) -> Option<(String, u64)> {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(fs::File::open(path).ok()?);
+    let (mut kept, mut dropped) = (String::new(), 0u64);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        // A maps line is at most a path (PATH_MAX) and its fields: bounded by the kernel.
+        match r.read_until(b'\n', &mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(_) if kept.is_empty() && dropped == 0 => return None,
+            Err(_) => break,
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches('\n');
+        if !hood_raw::maps::parse_maps_line(text).is_some_and(|m| m.is_exec()) {
+            continue;
+        }
+        if kept.len() + text.len() < MAX_SNAPSHOT_MAPS {
+            kept.push_str(text);
+            kept.push('\n');
+        } else {
+            dropped += 1;
+        }
+    }
+    Some((kept, dropped))
+}
+
+/// What the recorder says of a process whose executable mappings did not all fit in the
+/// snapshot.
+pub(crate) fn dropped_maps_note(p: &ProcSnapshot) -> String {
+    format!(
+        "pid {} ({}): {} executable mappings past the first {} MiB of its /proc/{}/maps were not \
+         kept (a cap on what one process may make root's recorder hold); samples in them stay \
+         unnamed",
+        p.pid,
+        p.comm,
+        p.maps_dropped,
+        MAX_SNAPSHOT_MAPS >> 20,
+        p.pid
+    )
 }
 
 /// Build-ids (hex) of the given ELF files; unreadable files are left out.

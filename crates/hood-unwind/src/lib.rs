@@ -33,7 +33,7 @@ pub use image::Image;
 pub use rewrite::{
     RewriteStats, Rewriter, DEFERRED_KSTACK, DEFERRED_PREEMPT, DEFERRED_SYSCALL, DEFERRED_WAKER,
 };
-pub use space::Unwinder;
+pub use space::{Unwinder, MAX_MAPPINGS};
 
 /// Errors reading an image's unwind information (kept as notes: an unreadable image only
 /// means its frames fall back to frame pointers).
@@ -118,4 +118,6 @@ pub struct Stats {
     pub fp_steps: u64,
     /// ELF images read.
     pub images: u64,
+    /// Executable mappings not followed: their process had [`MAX_MAPPINGS`] already.
+    pub mappings_dropped: u64,
 }

@@ -15,6 +15,11 @@ use crate::{Options, Stats, Truncation, UserRegs};
 /// After this many module changes, framehop's rule cache (keyed by a 16-bit generation that
 /// wraps) is started afresh so an old rule can never be taken for a new module's.
 const CACHE_RESET_CHANGES: u32 = 30_000;
+/// Executable mappings followed per process. Ordinary processes have hundreds, large ones a
+/// few thousand; a user's process can make 65,530, each naming a path of up to 4 KiB: past
+/// this many, new ones are not followed (counted in [`Stats::mappings_dropped`], said once per
+/// process).
+pub const MAX_MAPPINGS: usize = 16_384;
 /// A process whose code addresses miss every known mapping has its `/proc/PID/maps` re-read
 /// at most this often.
 const REFRESH_EVERY: Duration = Duration::from_millis(250);
@@ -45,13 +50,22 @@ impl Space {
         (addr < m.end).then_some(m)
     }
 
-    fn insert(&mut self, start: u64, m: Mapped, changes: &mut u32) {
+    /// Put `m` at `start` in place of what it overlaps; `false` (and nothing changed) when
+    /// that would make more than [`MAX_MAPPINGS`].
+    fn insert(&mut self, start: u64, m: Mapped, changes: &mut u32) -> bool {
+        // The mappings held do not overlap, so those `m` overlaps are the last ones starting
+        // below its end, back to the first that ends at or before its start: found from the
+        // end, never by walking the whole process (which made 30,000 mappings quadratic).
         let overlapping: Vec<u64> = self
             .maps
             .range(..m.end)
-            .filter(|(_, o)| o.end > start)
+            .rev()
+            .take_while(|(_, o)| o.end > start)
             .map(|(&s, _)| s)
             .collect();
+        if overlapping.is_empty() && self.maps.len() >= MAX_MAPPINGS {
+            return false;
+        }
         for s in overlapping {
             self.maps.remove(&s);
             self.fh.remove_module(s);
@@ -74,6 +88,7 @@ impl Space {
             *changes += 1;
         }
         self.maps.insert(start, m);
+        true
     }
 }
 
@@ -84,6 +99,10 @@ pub struct Unwinder {
     images: FxHashMap<FileId, Option<Arc<Image>>>,
     /// Paths that could not be opened, so they are not retried for every mapping.
     unreadable: BTreeSet<String>,
+    /// Mapping names, each held once however many mappings name it.
+    names: rustc_hash::FxHashSet<Arc<str>>,
+    /// Size of `names` at which the unused ones are dropped.
+    names_high: usize,
     vdso: Option<Arc<Image>>,
     pub(crate) spaces: FxHashMap<u32, Space>,
     pub(crate) cache: CacheX86_64,
@@ -105,6 +124,8 @@ impl Unwinder {
             opts,
             images: FxHashMap::default(),
             unreadable: BTreeSet::new(),
+            names: Default::default(),
+            names_high: 1024,
             vdso: None,
             spaces: FxHashMap::default(),
             cache: CacheX86_64::new(),
@@ -173,14 +194,37 @@ impl Unwinder {
             .and_then(|i| i.svma_of_offset(pgoff))
             .and_then(|svma| start.checked_sub(svma));
         let image = image.filter(|_| bias.is_some());
+        let name = match self.names.get(path) {
+            Some(n) => n.clone(),
+            None => {
+                if self.names.len() >= self.names_high {
+                    // Names no mapping holds any more go, so a process that maps ever new
+                    // paths does not grow the set.
+                    self.names.retain(|n| Arc::strong_count(n) > 1);
+                    self.names_high = (2 * self.names.len()).max(1024);
+                }
+                let n: Arc<str> = Arc::from(path);
+                self.names.insert(n.clone());
+                n
+            }
+        };
         let m = Mapped {
             end,
             bias: bias.unwrap_or(0),
             image,
-            name: Arc::from(path),
+            name,
         };
         let space = self.spaces.entry(pid).or_default();
-        space.insert(start, m, &mut self.changes);
+        if !space.insert(start, m, &mut self.changes) {
+            self.stats.mappings_dropped += 1;
+            if self.warned.insert(format!("mappings of {pid}")) {
+                self.warnings.push(format!(
+                    "pid {pid}: more than {MAX_MAPPINGS} executable mappings; those past them \
+                     are not followed (a cap on what one process may make root's recorder \
+                     hold), so stacks through their code end early"
+                ));
+            }
+        }
         if self.changes >= CACHE_RESET_CHANGES {
             self.cache = CacheX86_64::new();
             self.changes = 0;
@@ -264,8 +308,17 @@ impl Unwinder {
             return;
         }
         self.refreshed.insert(pid, now);
-        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
-            self.load_proc_maps(pid, &text);
+        // Line by line: a process of a user's can have 65,530 mappings of 4 KiB paths, a
+        // quarter of a gigabyte of text; only its executable lines are kept, up to the cap.
+        use std::io::BufRead;
+        let Ok(f) = std::fs::File::open(format!("/proc/{pid}/maps")) else {
+            return;
+        };
+        let mut r = std::io::BufReader::new(f);
+        let mut line = Vec::new();
+        while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+            self.load_proc_maps(pid, &String::from_utf8_lossy(&line));
+            line.clear();
         }
     }
 

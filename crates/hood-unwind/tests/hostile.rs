@@ -167,3 +167,31 @@ fn a_sparse_unwind_section_is_not_read_and_is_named() {
         "no warning naming the file, the section and the rule: {w:?}"
     );
 }
+
+/// A process with more executable mappings than the cap (a user's 30,000 mappings of long
+/// paths took root's recorder 1.46 GB): the rest are dropped, counted and said once; the
+/// mappings it keeps are still followed, and replacing one of them is not refused.
+#[test]
+fn mappings_past_the_cap_are_dropped_counted_and_said_once() {
+    use hood_unwind::MAX_MAPPINGS;
+    let mut u = Unwinder::new(Options::default());
+    let long = format!("//anon/{}", "x".repeat(4000));
+    let over = 1000usize;
+    for i in 0..(MAX_MAPPINGS + over) as u64 {
+        // One page each, a page apart, so none overlaps another.
+        u.mmap(7, 0x10_0000 + i * 0x2000, 0x1000, 0, &long, None);
+    }
+    assert_eq!(u.stats().mappings_dropped, over as u64);
+    let w = u.take_warnings();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("pid 7") && w[0].contains(&MAX_MAPPINGS.to_string()),
+        "{w:?}"
+    );
+    // A mapping over a kept one replaces it.
+    u.mmap(7, 0x10_0000, 0x1000, 0, "//anon", None);
+    assert_eq!(u.stats().mappings_dropped, over as u64);
+    // Another process has its own cap.
+    u.mmap(8, 0x10_0000, 0x1000, 0, &long, None);
+    assert_eq!(u.stats().mappings_dropped, over as u64);
+}

@@ -137,11 +137,20 @@ pub struct ProcSnapshot {
     pub pid: u32,
     /// Short name (/proc/PID/comm).
     pub comm: String,
-    /// Raw text of /proc/PID/maps.
+    /// Raw lines of /proc/PID/maps: its executable mappings, as many as fit in
+    /// [`MAX_SNAPSHOT_MAPS`] bytes (files of older hoods: every line).
     pub maps: String,
     /// Threads: (tid, comm).
     pub threads: Vec<(u32, String)>,
+    /// Executable mappings left out of `maps` past [`MAX_SNAPSHOT_MAPS`]: samples in them are
+    /// not named.
+    pub maps_dropped: u64,
 }
+
+/// Bytes of executable-mapping lines a snapshot keeps per process: about 16,000 mappings of
+/// ordinary paths. A process of a user's can have 65,530 mappings of 4 KiB paths each (250 MB
+/// of text); this bounds what root's recorder holds and stores for it.
+pub const MAX_SNAPSHOT_MAPS: usize = 2 << 20;
 
 /// The `profile::PROC_SNAPSHOT` chunk: processes at start plus build-ids of their files.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -13,7 +13,9 @@ pub use build::{
     build_profile, offcpu_min_words, Resolved, ResolvedFrame, Resolver, OFF_CPU_DSO, TRUNCATED_DSO,
 };
 pub use load::RawRecording;
-pub use meta::{CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats};
+pub use meta::{
+    CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats, MAX_SNAPSHOT_MAPS,
+};
 pub use model::{
     CodeMap, DsoFile, FrameLine, Func, FuncId, LocId, Location, Mode, OffCpuStats, Process,
     Profile, Sample, StackId, Thread, ThreadTime, WakeContext, Waker,
