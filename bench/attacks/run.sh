@@ -5,7 +5,9 @@
 # A hang counts as failed after LIMIT seconds (a working hood ends each in well under that).
 # Run as root on a machine you may profile:
 #   bench/attacks/run.sh [HOOD]      (default: target/debug/hood)
-# Prints one line per attack, then "N held, M failed"; exits 1 when any failed.
+# Prints one line per attack, then "N held, M failed"; exits 1 when any failed. Needs gcc for
+# the attacks that run programs of their own (bench/attacks/victims.c), and sets
+# fs.protected_symlinks=0 for a moment (put back) for the perf-map link to /etc/shadow.
 # The attacks not replayed here are covered by tests (listed at the end of the output).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,6 +29,7 @@ chmod 1777 "$W"
 pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    [ -n "${old_ps:-}" ] && sysctl -qw fs.protected_symlinks="$old_ps"
     rm -rf "$W" /tmp/perf-"${victim:-0}".map
     [ "$made_user" = 1 ] && userdel "$U" 2>/dev/null
 }
@@ -134,6 +137,98 @@ for _ in $(seq 50); do curl -s "127.0.0.1:$port/healthz" >/dev/null && break; sl
 code=$(as_user curl -s -o /dev/null -w '%{http_code}' --max-time 30 "127.0.0.1:$port/debug/pprof/profile?seconds=1")
 [ "$code" = 403 ]; verdict "serve without token: whole-machine profile for another user" $? "HTTP $code"
 kill "$srv" 2>/dev/null
+
+# --- more of the issue's attacks: hangs, memory, terminal, secrets ---
+if gcc -O1 -o "$W/victims" bench/attacks/victims.c 2>"$W/e"; then
+    chmod 755 "$W/victims"
+    # R1: a deleted executable whose "(deleted)" name is then a FIFO, then a link to a device.
+    as_user cp /bin/sh "$W/gone"
+    as_user_bg "$W/gone" -c 'while :; do :; done' & gone=$!
+    pids+=("$gone")
+    sleep 0.3
+    as_user rm -f "$W/gone"
+    as_user mkfifo "$W/gone (deleted)"
+    run_limited "$W/e" "$HOOD" record -p "$gone" -d 1 -o "$W/g.hood"
+    ended_clearly && [ "$rc" = 0 ]
+    verdict "deleted executable replaced by a FIFO named '(deleted)', record -p" $? "rc $rc: $(head -c 300 "$W/e")"
+    run_limited "$W/e" "$HOOD" report -i "$W/g.hood"
+    ended_clearly && [ "$rc" = 0 ]
+    verdict "deleted executable replaced by a FIFO named '(deleted)', report" $? "rc $rc: $(head -c 300 "$W/e")"
+    # A state directory of its own, so no other root session's `hood start` is met or stopped.
+    export HOOD_STATE_DIR="$W/state"
+    run_limited "$W/e" "$HOOD" start -p "$gone" -o "$W/st.hood"
+    start_rc=$rc
+    run_limited "$W/e2" "$HOOD" stop
+    unset HOOD_STATE_DIR
+    [ "$start_rc" = 0 ] && ended_clearly && [ "$rc" = 0 ]
+    verdict "deleted executable replaced by a FIFO named '(deleted)', hood start/stop" $? "start rc $start_rc, stop rc $rc: $(head -c 300 "$W/e2")"
+    as_user rm -f "$W/gone (deleted)"
+    as_user ln -s /dev/zero "$W/gone (deleted)"
+    run_limited "$W/e" "$HOOD" record -p "$gone" -d 1 -o "$W/g2.hood"
+    r1=$rc m1=$rss
+    run_limited "$W/e" "$HOOD" report -i "$W/g2.hood"
+    ended_clearly && [ "$r1" = 0 ] && [ "$rc" = 0 ] && [ "$m1" -lt $((2 * base)) ]
+    verdict "deleted executable's '(deleted)' name a link to /dev/zero, record -p and report" $? "record rc $r1 ($m1 KiB, normal $base), report rc $rc"
+    kill "$gone" 2>/dev/null
+
+    # R1: code mapped from a file that is not an ELF, the file then replaced by a FIFO.
+    as_user_bg "$W/victims" spin "$W/code" & spin=$!
+    pids+=("$spin")
+    sleep 0.3
+    run_limited "$W/e" "$HOOD" record -p "$spin" -d 1 -o "$W/s.hood"
+    kill "$spin" 2>/dev/null
+    as_user rm -f "$W/code"
+    as_user mkfifo "$W/code"
+    run_limited "$W/e" "$HOOD" report -i "$W/s.hood"
+    ended_clearly && [ "$rc" = 0 ]
+    verdict "mmapped non-ELF file replaced by a FIFO, report" $? "rc $rc: $(head -c 300 "$W/e")"
+
+    # R2: 4 processes with 30,000 executable mappings of a 3,000-byte path each.
+    mp=()
+    for i in 1 2 3 4; do
+        as_user_bg "$W/victims" maps "$W/m$i" 30000 >"$W/m$i.out" & mp+=("$!")
+    done
+    pids+=("${mp[@]}")
+    for _ in $(seq 600); do
+        [ "$(cat "$W"/m?.out 2>/dev/null | grep -c mapped)" = 4 ] && break
+        sleep 0.1
+    done
+    run_limited "$W/e" "$HOOD" record -p "$(IFS=,; echo "${mp[*]}")" -d 1 -o "$W/m.hood"
+    ended_clearly && [ "$rss" -lt $((2 * base)) ] && grep -q "were not kept" "$W/e"
+    verdict "4 processes x 30,000 long-path mappings, record -p ($rss KiB; normal $base KiB)" $? "rc $rc, $rss KiB (normal $base KiB): $(head -c 300 "$W/e")"
+    for p in "${mp[@]}"; do kill "$p" 2>/dev/null; done
+    rm -rf "$W"/m?
+else
+    echo "skipped the attacks that need gcc: $(head -c 200 "$W/e")"
+fi
+
+# R3: an escape sequence in a busy binary's path, in every report of it.
+esc2=$(printf 'x\033]0;pwned\007y')
+as_user cp /bin/sh "$W/$esc2"
+as_user_bg "$W/$esc2" -c 'while :; do :; done' & busy=$!
+pids+=("$busy")
+sleep 0.3
+run_limited "$W/e" "$HOOD" record -p "$busy" -d 1 -o "$W/esc.hood"
+kill "$busy" 2>/dev/null
+for by in function dso process comm; do
+    timeout "$LIMIT" "$HOOD" report -i "$W/esc.hood" --by "$by" >"$W/out" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] && ! grep -q $'\033' "$W/out" && grep -q 'pwned' "$W/out"
+    verdict "escape in a binary's path, report --by $by" $? "rc $rc; raw ESC in the output, or the name not shown"
+done
+
+# R7: a perf map that is a link to /etc/shadow, where the kernel would let root follow it.
+if old_ps=$(sysctl -n fs.protected_symlinks 2>/dev/null) && sysctl -qw fs.protected_symlinks=0; then
+    as_user ln -s /etc/shadow "/tmp/perf-$victim.map"
+    run_limited "$W/e" "$HOOD" record -p "$victim" -d 1 -o "$W/sh.hood"
+    sysctl -qw fs.protected_symlinks="$old_ps"
+    ended_clearly && [ "$rc" = 0 ] && grep -q "perf-$victim.map" "$W/e" \
+        && ! "$HOOD" report -i "$W/sh.hood" --format json 2>/dev/null | grep -q 'root:'
+    verdict "perf map linked to /etc/shadow (protected_symlinks=0), record -p" $? "rc $rc: $(head -c 300 "$W/e")"
+    rm -f "/tmp/perf-$victim.map"
+else
+    echo "skipped the /etc/shadow perf-map link: fs.protected_symlinks cannot be set here"
+fi
 
 echo "$held held, $failed failed"
 cat <<'EOF'
