@@ -92,15 +92,7 @@ for i, ((a, x), (b, y)) in enumerate(zip(hood, perf)):
 PY
 
 echo; echo "== 3. time: hood diff vs two hood reports of the same recordings (warm, best of 3)"
-best() { # best wall time in ms of "$@" over 3 runs
-    local b=""
-    for _ in 1 2 3; do
-        local t0 t1; t0=$(date +%s%N); "$@" > /dev/null 2>&1; t1=$(date +%s%N)
-        local ms=$(( (t1 - t0) / 1000000 ))
-        if [ -z "$b" ] || [ "$ms" -lt "$b" ]; then b=$ms; fi
-    done
-    echo "$b"
-}
+. bench/lib/best.sh   # best: the best of 3 wall times, in ms
 d=$(best $hood diff "$out/l3.data" "$out/l19.data")
 r=$(best sh -c "$hood report -i '$out/l3.data' && $hood report -i '$out/l19.data'")
 echo "hood diff ${d} ms, two hood reports ${r} ms, ratio $(awk -v a="$d" -v b="$r" 'BEGIN {printf "%.2f", a / b}') (target <= 1)"

@@ -37,15 +37,7 @@ echo "== recording the machine for $secs s twice (load average $(cut -d' ' -f1 /
 record base gzip -6
 record new xz -3 -T1
 
-best() { # best wall time in ms of "$@" over 3 runs
-    local b=""
-    for _ in 1 2 3; do
-        local t0 t1; t0=$(date +%s%N); "$@" > /dev/null 2>&1; t1=$(date +%s%N)
-        local ms=$(( (t1 - t0) / 1000000 ))
-        if [ -z "$b" ] || [ "$ms" -lt "$b" ]; then b=$ms; fi
-    done
-    echo "$b"
-}
+. bench/lib/best.sh   # best: the best of 3 wall times, in ms
 echo; echo "== the top of the diff"
 "$hood" diff "$out/base.data" "$out/new.data" --top 8 --width 150 2> /dev/null
 echo; echo "== time: hood diff vs two hood reports of the same recordings (warm, best of 3)"
