@@ -6,6 +6,7 @@
 //! reported with the verifier's log.
 
 use std::collections::HashMap;
+use std::ffi::CStr;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -15,7 +16,6 @@ mod cmd {
     pub const MAP_UPDATE_ELEM: libc::c_long = 2;
     pub const PROG_LOAD: libc::c_long = 5;
     pub const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
-    pub const BTF_LOAD: libc::c_long = 18;
 }
 
 /// Map types.
@@ -23,9 +23,10 @@ pub(crate) mod map_type {
     pub const PERF_EVENT_ARRAY: u32 = 4;
     pub const PERCPU_ARRAY: u32 = 6;
     pub const LRU_HASH: u32 = 9;
-    pub const TASK_STORAGE: u32 = 29;
 }
 
+/// `BPF_PROG_TYPE_RAW_TRACEPOINT`: a program run with the tracepoint's arguments.
+const PROG_RAW_TRACEPOINT: u32 = 17;
 /// `BPF_PROG_TYPE_TRACING`: with [`TRACE_RAW_TP`], a raw tracepoint program whose arguments
 /// carry their kernel types (BTF), so helpers may take them as typed pointers.
 const PROG_TRACING: u32 = 26;
@@ -35,17 +36,14 @@ const TRACE_RAW_TP: u32 = 23;
 /// Helper function ids (`enum bpf_func_id`).
 pub(crate) mod helper {
     pub const MAP_LOOKUP_ELEM: i32 = 1;
+    pub const MAP_UPDATE_ELEM: i32 = 2;
+    pub const MAP_DELETE_ELEM: i32 = 3;
     pub const KTIME_GET_NS: i32 = 5;
     pub const GET_CURRENT_PID_TGID: i32 = 14;
     pub const PERF_EVENT_OUTPUT: i32 = 25;
+    pub const GET_CURRENT_TASK: i32 = 35;
     pub const GET_TASK_STACK: i32 = 141;
-    pub const TASK_STORAGE_GET: i32 = 156;
-    pub const GET_CURRENT_TASK_BTF: i32 = 158;
 }
-
-/// `BPF_LOCAL_STORAGE_GET_F_CREATE`: [`helper::TASK_STORAGE_GET`] creates the task's value
-/// (zeroed) when it has none.
-pub(crate) const STORAGE_CREATE: i32 = 1;
 
 /// The size of `union bpf_attr` hood passes: every field it sets lies within it, the rest is
 /// zero (the kernel accepts a shorter or longer attribute whose tail is zero).
@@ -107,31 +105,6 @@ impl Map {
         })
     }
 
-    /// `BPF_MAP_CREATE` of a task storage map: a value of `value_size` bytes per task, kept
-    /// by the kernel with the task and freed with it. The kernel wants the key's and the
-    /// value's types, so hood loads a small BTF of its own: an `int` key and a value of
-    /// `value_size / 8` unsigned 64-bit fields.
-    pub fn task_storage(value_size: u32, name: &str) -> io::Result<Map> {
-        let btf = load_btf(&storage_btf(value_size / 8))?;
-        let mut a = [0u8; ATTR_SIZE];
-        put_u32(&mut a, 0, map_type::TASK_STORAGE);
-        put_u32(&mut a, 4, 4);
-        put_u32(&mut a, 8, value_size);
-        // BPF_F_NO_PREALLOC: the kernel allocates a task's value when it is first asked.
-        put_u32(&mut a, 16, 1);
-        put_name(&mut a, 28, name);
-        put_u32(&mut a, 48, btf.as_raw_fd() as u32);
-        put_u32(&mut a, 52, STORAGE_KEY_TYPE);
-        put_u32(&mut a, 56, STORAGE_VALUE_TYPE);
-        // SAFETY: BPF_MAP_CREATE's attribute holds no pointer (the BTF goes by descriptor).
-        let fd = owned(unsafe { crate::sys::bpf(cmd::MAP_CREATE, &mut a) }?)?;
-        Ok(Map {
-            fd,
-            key_size: 4,
-            value_size: value_size as usize,
-        })
-    }
-
     /// `BPF_MAP_UPDATE_ELEM` (`BPF_ANY`); `key` and `value` must have the map's sizes.
     pub fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
         if key.len() != self.key_size || value.len() != self.value_size {
@@ -152,72 +125,17 @@ impl Map {
     }
 }
 
-/// The type ids in [`storage_btf`]: `int` (a task storage map's key).
-const STORAGE_KEY_TYPE: u32 = 1;
-/// The value's structure.
-const STORAGE_VALUE_TYPE: u32 = 3;
-
-/// A BTF with the types of a task storage map: `[1] int`, `[2] u64`, `[3] struct hood_value`
-/// of `fields` members of type `u64` (named `f0`, `f1`, …).
-fn storage_btf(fields: u32) -> Vec<u8> {
-    const INT: u32 = 1;
-    const STRUCT: u32 = 4;
-    let mut strings = b"\0int\0u64\0hood_value\0".to_vec();
-    let (int_name, u64_name, struct_name) = (1u32, 5u32, 9u32);
-    let mut types = Vec::new();
-    fn word(v: u32, t: &mut Vec<u8>) {
-        t.extend_from_slice(&v.to_ne_bytes());
-    }
-    // [1] int: 4 bytes, signed, 32 bits.
-    word(int_name, &mut types);
-    word(INT << 24, &mut types);
-    word(4, &mut types);
-    word((1 << 24) | 32, &mut types);
-    // [2] u64: 8 bytes, 64 bits.
-    word(u64_name, &mut types);
-    word(INT << 24, &mut types);
-    word(8, &mut types);
-    word(64, &mut types);
-    // [3] struct hood_value.
-    word(struct_name, &mut types);
-    word((STRUCT << 24) | fields, &mut types);
-    word(fields * 8, &mut types);
-    for i in 0..fields {
-        let name = strings.len() as u32;
-        strings.extend_from_slice(format!("f{i}").as_bytes());
-        strings.push(0);
-        word(name, &mut types);
-        word(2, &mut types);
-        word(i * 64, &mut types);
-    }
-    let mut b = Vec::new();
-    b.extend_from_slice(&0xeb9fu16.to_ne_bytes());
-    b.push(1); // version
-    b.push(0); // flags
-    b.extend_from_slice(&24u32.to_ne_bytes()); // header length
-    b.extend_from_slice(&0u32.to_ne_bytes()); // types at 0
-    b.extend_from_slice(&(types.len() as u32).to_ne_bytes());
-    b.extend_from_slice(&(types.len() as u32).to_ne_bytes()); // strings after them
-    b.extend_from_slice(&(strings.len() as u32).to_ne_bytes());
-    b.extend_from_slice(&types);
-    b.extend_from_slice(&strings);
-    b
-}
-
-/// `BPF_BTF_LOAD` of hood's own type information.
-fn load_btf(blob: &[u8]) -> io::Result<OwnedFd> {
-    let mut a = [0u8; ATTR_SIZE];
-    put_u64(&mut a, 0, blob.as_ptr() as u64);
-    put_u32(&mut a, 16, blob.len() as u32);
-    // SAFETY: `blob` is a live buffer of the length given, which is all the kernel reads.
-    owned(unsafe { crate::sys::bpf(cmd::BTF_LOAD, &mut a) }?)
-}
-
 /// A program the kernel refused: its error and, when it said why, the verifier's log.
 #[derive(Debug)]
 pub(crate) struct LoadError {
     pub source: io::Error,
     pub log: String,
+}
+
+/// `BPF_PROG_LOAD` of a raw-tracepoint program. On a refusal the load is repeated with the
+/// verifier's log on, so the error says why.
+pub(crate) fn load_raw_tracepoint(insns: &[Insn], name: &str) -> Result<OwnedFd, LoadError> {
+    load_program(insns, name, None)
 }
 
 /// `BPF_PROG_LOAD` of a BTF-typed tracepoint program (`tp_btf`) for the tracepoint whose
@@ -227,14 +145,23 @@ pub(crate) fn load_btf_tracepoint(
     name: &str,
     btf_id: u32,
 ) -> Result<OwnedFd, LoadError> {
+    load_program(insns, name, Some(btf_id))
+}
+
+fn load_program(insns: &[Insn], name: &str, btf_id: Option<u32>) -> Result<OwnedFd, LoadError> {
     let code: Vec<u8> = insns.iter().flat_map(|i| i.bytes()).collect();
     let license = c"Dual MIT/GPL";
     let load = |log: Option<&mut Vec<u8>>| {
         let mut a = [0u8; ATTR_SIZE];
-        put_u32(&mut a, 0, PROG_TRACING);
-        put_u32(&mut a, 68, TRACE_RAW_TP);
-        // attach_btf_id; attach_btf_obj_fd (112) stays 0: the kernel's own BTF.
-        put_u32(&mut a, 108, btf_id);
+        match btf_id {
+            None => put_u32(&mut a, 0, PROG_RAW_TRACEPOINT),
+            Some(id) => {
+                put_u32(&mut a, 0, PROG_TRACING);
+                put_u32(&mut a, 68, TRACE_RAW_TP);
+                // attach_btf_id; attach_btf_obj_fd (112) stays 0: the kernel's own BTF.
+                put_u32(&mut a, 108, id);
+            }
+        }
         put_u32(&mut a, 4, insns.len() as u32);
         put_u64(&mut a, 8, code.as_ptr() as u64);
         put_u64(&mut a, 16, license.as_ptr() as u64);
@@ -264,12 +191,14 @@ pub(crate) fn load_btf_tracepoint(
     }
 }
 
-/// `BPF_RAW_TRACEPOINT_OPEN`: run the BTF-typed tracepoint program `prog` at every hit of
-/// the tracepoint it was loaded for, until the returned descriptor closes.
-pub(crate) fn attach_btf_tracepoint(prog: &OwnedFd) -> io::Result<OwnedFd> {
+/// `BPF_RAW_TRACEPOINT_OPEN`: run `prog` at every hit of the tracepoint `name` until the
+/// returned descriptor closes. A BTF-typed program passes no name: its tracepoint was named
+/// at load.
+pub(crate) fn attach_raw_tracepoint(name: Option<&CStr>, prog: &OwnedFd) -> io::Result<OwnedFd> {
     let mut a = [0u8; ATTR_SIZE];
+    put_u64(&mut a, 0, name.map_or(0, |n| n.as_ptr() as u64));
     put_u32(&mut a, 8, prog.as_raw_fd() as u32);
-    // SAFETY: the attribute holds no pointer (no name: the tracepoint was named at load).
+    // SAFETY: `name`, when given, is a NUL-terminated string that outlives the call.
     owned(unsafe { crate::sys::bpf(cmd::RAW_TRACEPOINT_OPEN, &mut a) }?)
 }
 

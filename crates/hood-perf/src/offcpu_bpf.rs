@@ -13,19 +13,12 @@
 //!   asks the kernel for the incoming thread's stack (`bpf_get_task_stack`), which is still
 //!   the one it had when it left (it has not run since). The record says whose stack it is
 //!   (`task_struct.pid`, its offset read from the kernel's BTF) and when the wait began.
-//! - **A blocked thread** (in a system call or a page fault) keeps the user registers and
-//!   stack it had when it left the CPU: nothing in user space runs until it is back in user
-//!   mode. The program on `sched_switch` notes when the thread left, and marks it when it
-//!   comes back after a long wait; a program on `x86_fpu:x86_fpu_regs_activated` emits the
-//!   copy for a marked thread. That tracepoint fires in the thread itself on its way back to
-//!   user mode after it was switched out (the kernel restores its FPU registers then), so
-//!   the copy is the stack the thread blocked with, the same as at its system call's return.
-//!   So no wait the report shows lacks its stack, and a storm of short waits copies nothing.
-//!   Where that tracepoint is missing (another architecture), the same program runs at
-//!   `raw_syscalls:sys_exit`. That costs more: a program on a system call tracepoint sends
-//!   every system call of the machine through the kernel's slow path, which alone took about
-//!   a third of a pinned context-switch storm's speed here. (`fexit` on `schedule()` would
-//!   be earlier still, but function tracing is not permitted on every machine hood runs on.)
+//! - **A thread blocked in a system call** keeps the user registers and stack it had when it
+//!   left the CPU: nothing in user space runs until the call returns. The program on
+//!   `sched_switch` notes when the thread left (the call's first wait, and the current one);
+//!   the program on `raw_syscalls:sys_exit` emits the copy when the call took at least the
+//!   minimum since its first wait, which is at least as long as any wait inside it. So no
+//!   wait the report shows lacks its stack, and a storm of short waits copies nothing.
 //! - **A thread still runnable** (preempted, or switched out at a return to user space or a
 //!   yield) can go back to user space without a system call return: its copy, with its
 //!   kernel frames, is emitted at the switch.
@@ -33,9 +26,12 @@
 //!   long.
 //!
 //! The recorder's rewriter joins each copy to its switch or wake-up sample and unwinds it
-//! there, so a recording looks the same either way. Task sessions keep a filter of the
-//! traced processes and their children (followed at fork), so no other process's stack is
-//! taken.
+//! there, so a recording looks the same either way. A wait that is not in a system call (a
+//! page fault read from disk) has no return to copy at; its kernel stack says so, and it
+//! joins the copy a major page fault event (`PERF_COUNT_SW_PAGE_FAULTS_MAJ`, every fault
+//! sampled) takes when the fault completes; a wait in a minor fault gets none and is
+//! counted. Task sessions keep a filter of the traced processes and their children
+//! (followed at fork), so no other process's stack is taken.
 //!
 //! Raw tracepoints are used, not the perf tracepoint events: a program attached to a perf
 //! tracepoint event runs for every perf user of that tracepoint and overwrites the first
@@ -50,8 +46,7 @@ use crate::bpf::{self, helper, map_type, reg::*, Asm, Insn, Map};
 use crate::sys;
 
 /// What an output sample's raw record (`u64 kind, u64 start`) is: the user stack of a thread
-/// back from a long wait in a system call or a page fault, copied on its way back to user
-/// mode (`start`: when it left the CPU for the first such wait since it last was there).
+/// that blocked in a system call (`start`: when it first left the CPU in that call).
 pub const DEFERRED_SYSCALL: u64 = 1;
 /// The user stack of a thread preempted at this switch.
 pub const DEFERRED_PREEMPT: u64 = 2;
@@ -122,10 +117,10 @@ fn refused(what: impl Into<String>) -> impl FnOnce(io::Error) -> Refused {
 
 /// The maps the programs share.
 struct Maps<'a> {
-    /// Per task (task storage: the kernel keeps the value with the task and frees it with
-    /// it): see [`PENDING`], [`THIS_START`] and [`TRACED`].
+    /// Per blocked thread (key: its task pointer): when it first left the CPU in its current
+    /// system call, and when it left for its current wait (0 once its kernel stack is
+    /// taken).
     waits: &'a Map,
-    /// Task sessions: the traced processes' ids.
     filter: Option<&'a Map>,
     /// Per-CPU outputs of user stack copies.
     out: &'a Map,
@@ -135,50 +130,31 @@ struct Maps<'a> {
     kstack_buf: &'a Map,
 }
 
-/// Offsets into a task's value: the start of the first long wait whose user stack is still
-/// to be copied (0: none);
-const PENDING: i16 = 0;
-/// when the task left the CPU for its current wait (0 once it is back);
+/// Offsets into a wait table value.
+const FIRST_START: i16 = 0;
 const THIS_START: i16 = 8;
-/// in task sessions, whether it is traced ([`YES`], [`NO`], 0: not yet known).
-const TRACED: i16 = 16;
-/// Bytes of a task's value.
-const VALUE_SIZE: u32 = 24;
-const YES: i32 = 1;
-const NO: i32 = 2;
 
-/// `R0 = the value of the task in register task` (created, zeroed, when `create`), or
-/// `goto none` when it has none. `task` must not be R1–R4.
-fn storage(a: &mut Asm, waits: &Map, task: u8, create: bool, none: &'static str) {
-    a.load_map(R1, waits.fd())
-        .mov(R2, task)
-        .mov_imm(R3, 0)
-        .mov_imm(R4, if create { bpf::STORAGE_CREATE } else { 0 })
-        .call(helper::TASK_STORAGE_GET)
-        .jeq_imm(R0, 0, none);
-}
-
-/// `if the current task is not traced goto skip`, R8 holding its value (task sessions:
-/// decided at its first look by its process id, or at its creation by its parent's).
-fn traced_or_skip(a: &mut Asm, filter: Option<&Map>, skip: &'static str) {
+/// `if the current task is not traced goto out` (task sessions: the filter holds the traced
+/// processes' ids and the task pointers of their children and threads).
+fn filter_or_skip(a: &mut Asm, filter: Option<&Map>) {
     let Some(filter) = filter else {
         return;
     };
-    a.load(R1, R8, TRACED)
-        .jeq_imm(R1, YES, "traced")
-        .jeq_imm(R1, NO, skip)
-        .call(helper::GET_CURRENT_PID_TGID)
+    a.call(helper::GET_CURRENT_PID_TGID)
         .rsh_imm(R0, 32)
         .store(FP, -8, R0)
         .load_map(R1, filter.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
         .call(helper::MAP_LOOKUP_ELEM)
-        .jne_imm(R0, 0, "traced_now")
-        .store_imm(R8, TRACED, NO)
-        .ja(skip)
-        .label("traced_now")
-        .store_imm(R8, TRACED, YES)
+        .jne_imm(R0, 0, "traced")
+        .call(helper::GET_CURRENT_TASK)
+        .store(FP, -8, R0)
+        .load_map(R1, filter.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "out")
         .label("traced");
 }
 
@@ -200,27 +176,25 @@ fn end(a: &mut Asm) {
     a.label("out").mov_imm(R0, 0).exit();
 }
 
-/// `sched_switch(preempt, prev, next, prev_state)`, in the task leaving the CPU: the
-/// incoming task's kernel stack when its wait was long, then the outgoing task's wait.
+/// `sched_switch(preempt, prev, next, prev_state)` (BTF-typed), in the task leaving the CPU:
+/// the incoming task's kernel stack when its wait was long, then the outgoing task's wait.
 /// `pid_off`: the offset of `task_struct.pid`.
 fn on_switch(m: &Maps<'_>, min_ns: u64, pid_off: i16) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
-    // Switch-in: only tasks with a value (traced ones that left a CPU) can have waited.
-    a.load(R9, R6, 16);
-    storage(&mut a, m.waits, R9, false, "switch_out");
-    a.load(R7, R0, THIS_START)
+    // Switch-in: only threads the table holds (traced ones) are looked up.
+    a.load(R9, R6, 16)
+        .store(FP, -8, R9)
+        .load_map(R1, m.waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "switch_out")
+        .load(R7, R0, THIS_START)
         .jeq_imm(R7, 0, "switch_out")
-        .store_imm(R0, THIS_START, 0)
-        .mov(R8, R0);
+        .store_imm(R0, THIS_START, 0);
     skip_if_shorter(&mut a, min_ns, "switch_out");
-    // Its user stack is copied on its way back to user mode; an earlier long wait in the
-    // same system call, still pending, keeps its start (the copy serves both).
-    a.load(R1, R8, PENDING)
-        .jne_imm(R1, 0, "pending")
-        .store(R8, PENDING, R7)
-        .label("pending")
-        .store_imm(FP, -16, 0)
+    a.store_imm(FP, -16, 0)
         .load_map(R1, m.kstack_buf.fd())
         .mov(R2, FP)
         .add_imm(R2, -16)
@@ -248,28 +222,62 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, pid_off: i16) -> Vec<Insn> {
         .mov(R4, R8)
         .call(helper::PERF_EVENT_OUTPUT);
     a.label("switch_out");
-    // Its last switch: nothing to note (the kernel frees its value with it).
-    a.load(R1, R6, 24)
-        .and_imm(R1, TASK_DEAD)
-        .jne_imm(R1, 0, "out");
-    a.load(R9, R6, 8);
-    storage(&mut a, m.waits, R9, true, "out");
-    a.mov(R8, R0);
-    traced_or_skip(&mut a, m.filter, "out");
+    filter_or_skip(&mut a, m.filter);
     // Still runnable: preempted in the kernel, or (prev_state 0) at a return to user space
     // or a yield; it may go back to user space without a system call return.
     a.load(R7, R6, 0)
         .jne_imm(R7, 0, "preempt")
-        .load(R7, R6, 24)
-        .jeq_imm(R7, 0, "preempt");
-    // Blocked: note when.
-    a.call(helper::KTIME_GET_NS)
-        .store(R8, THIS_START, R0)
+        .load(R8, R6, 24)
+        .jeq_imm(R8, 0, "preempt");
+    // Its last switch: forget it.
+    a.call(helper::GET_CURRENT_TASK)
+        .store(FP, -8, R0)
+        .mov(R1, R8)
+        .and_imm(R1, TASK_DEAD)
+        .jeq_imm(R1, 0, "blocked")
+        .load_map(R1, m.waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_DELETE_ELEM)
+        .ja("out");
+    // Blocked: note when; the system call's first wait keeps its start.
+    a.label("blocked")
+        .call(helper::KTIME_GET_NS)
+        .mov(R7, R0)
+        .load_map(R1, m.waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "first_wait")
+        .store(R0, THIS_START, R7)
+        .ja("out");
+    a.label("first_wait")
+        .store(FP, -24, R7)
+        .store(FP, -16, R7)
+        .load_map(R1, m.waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .mov(R3, FP)
+        .add_imm(R3, -24)
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM)
         .ja("out");
     a.label("preempt").call(helper::KTIME_GET_NS).mov(R7, R0);
     emit(&mut a, m.out, DEFERRED_PREEMPT);
     end(&mut a);
     a.finish()
+}
+
+/// `R7 = waits[key at FP-8]` at `field` (when its wait began), or `goto out` when it has
+/// none.
+fn wait_start_or_skip(a: &mut Asm, waits: &Map, field: i16) {
+    a.load_map(R1, waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "out")
+        .load(R7, R0, field)
+        .jeq_imm(R7, 0, "out");
 }
 
 /// `goto to` unless at least `min_ns` passed since R7.
@@ -280,15 +288,17 @@ fn skip_if_shorter(a: &mut Asm, min_ns: u64, to: &'static str) {
         .jlt(R0, R1, to);
 }
 
-/// In a task on its way back to user mode (`x86_fpu_regs_activated`, or `sys_exit`): the
-/// user stack of a long wait, marked at its switch-in.
-fn on_resume(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
+/// `sys_exit(regs, ret)`, in the returning task.
+fn on_sys_exit(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
     let mut a = Asm::default();
-    a.mov(R6, R1).call(helper::GET_CURRENT_TASK_BTF).mov(R9, R0);
-    storage(&mut a, m.waits, R9, false, "out");
-    a.load(R7, R0, PENDING)
-        .jeq_imm(R7, 0, "out")
-        .store_imm(R0, PENDING, 0);
+    a.mov(R6, R1)
+        .call(helper::GET_CURRENT_TASK)
+        .store(FP, -8, R0);
+    wait_start_or_skip(&mut a, m.waits, FIRST_START);
+    a.load_map(R1, m.waits.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .call(helper::MAP_DELETE_ELEM);
     skip_if_shorter(&mut a, min_ns, "out");
     emit(&mut a, m.out, DEFERRED_SYSCALL);
     end(&mut a);
@@ -299,16 +309,10 @@ fn on_resume(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
 fn on_waking(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
-    if m.filter.is_some() {
-        // A task session copies only its own wakers' stacks.
-        a.call(helper::GET_CURRENT_TASK_BTF).mov(R9, R0);
-        storage(&mut a, m.waits, R9, true, "out");
-        a.mov(R8, R0);
-        traced_or_skip(&mut a, m.filter, "out");
-    }
-    a.load(R9, R6, 0);
-    storage(&mut a, m.waits, R9, false, "out");
-    a.load(R7, R0, THIS_START).jeq_imm(R7, 0, "out");
+    // A task session copies only its own wakers' stacks.
+    filter_or_skip(&mut a, m.filter);
+    a.load(R2, R6, 0).store(FP, -8, R2);
+    wait_start_or_skip(&mut a, m.waits, THIS_START);
     skip_if_shorter(&mut a, min_ns, "out");
     emit(&mut a, m.out, DEFERRED_WAKER);
     end(&mut a);
@@ -317,34 +321,41 @@ fn on_waking(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
 
 /// `sched_process_fork(parent, child)`, in the parent: a traced task's child or thread is
 /// traced too.
-fn on_fork(m: &Maps<'_>) -> Vec<Insn> {
+fn on_fork(filter: &Map) -> Vec<Insn> {
     let mut a = Asm::default();
-    a.mov(R6, R1).load(R9, R6, 0);
-    storage(&mut a, m.waits, R9, true, "out");
-    a.mov(R8, R0);
-    traced_or_skip(&mut a, m.filter, "out");
-    a.load(R9, R6, 8);
-    storage(&mut a, m.waits, R9, true, "out");
-    a.store_imm(R0, TRACED, YES);
+    a.mov(R6, R1);
+    filter_or_skip(&mut a, Some(filter));
+    a.load(R2, R6, 8)
+        .store(FP, -8, R2)
+        .store_imm(FP, -16, 1)
+        .load_map(R1, filter.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -8)
+        .mov(R3, FP)
+        .add_imm(R3, -16)
+        .mov_imm(R4, 0)
+        .call(helper::MAP_UPDATE_ELEM);
     end(&mut a);
     a.finish()
 }
 
-/// The tracepoint a thread passes on its way back to user mode after it was switched out:
-/// the FPU registers' restore (x86), else every system call's return.
-fn resume_point(btf: &crate::btf::Btf) -> (&'static str, Option<u32>) {
-    for tp in ["x86_fpu_regs_activated", "sys_exit"] {
-        let id = btf.find(crate::btf::kind::TYPEDEF, &format!("btf_trace_{tp}"));
-        if id.is_some() {
-            return (tp, id);
-        }
-    }
-    ("sys_exit", None)
+/// Threads on the machine now (`/proc/loadavg`'s "running/total"), to size the wait table.
+fn threads_now() -> u32 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| {
+            let f = s.split_whitespace().nth(3)?;
+            f.split('/').nth(1)?.parse().ok()
+        })
+        .unwrap_or(0)
 }
 
 /// Load and attach the programs. `min_ns`: the shortest wait whose stacks are copied;
 /// `traced`: the processes of a task session (`None`: the whole system).
 pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks, Refused> {
+    // Every thread that may be blocked at once needs an entry; stale ones (a thread that
+    // waited in a page fault and exited without another system call) age out of the LRU.
+    let entries = (threads_now().saturating_mul(4)).clamp(1 << 14, 1 << 20);
     let btf = crate::btf::Btf::vmlinux().map_err(refused(format!(
         "the kernel's type information ({})",
         crate::btf::VMLINUX_BTF
@@ -354,30 +365,24 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         source: io::Error::from(io::ErrorKind::NotFound),
         log: String::new(),
     };
-    let typed = |tp: &str| {
-        btf.find(crate::btf::kind::TYPEDEF, &format!("btf_trace_{tp}"))
-            .ok_or_else(|| missing(&format!("the type of tracepoint {tp}")))
-    };
-    let switch_type = typed("sched_switch")?;
-    let waking_type = typed("sched_waking")?;
-    let fork_type = typed("sched_process_fork")?;
-    let (resume, resume_type) = resume_point(&btf);
-    let resume_type = resume_type.ok_or_else(|| missing("the type of tracepoint sys_exit"))?;
+    let switch_type = btf
+        .find(crate::btf::kind::TYPEDEF, "btf_trace_sched_switch")
+        .ok_or_else(|| missing("the type of tracepoint sched_switch"))?;
     let pid_off = btf
         .member_offset("task_struct", "pid")
         .and_then(|o| i16::try_from(o).ok())
         .ok_or_else(|| missing("task_struct.pid"))?;
     drop(btf);
-    let waits = Map::task_storage(VALUE_SIZE, "hood_waits")
-        .map_err(refused("the per-task wait notes (BPF task storage)"))?;
+    let waits = Map::create(map_type::LRU_HASH, 8, 16, entries, "hood_waits")
+        .map_err(refused("the wait table (BPF LRU hash map)"))?;
     let filter = match traced {
         None => None,
         Some(pids) => {
             let f = Map::create(map_type::LRU_HASH, 8, 8, 1 << 16, "hood_traced")
-                .map_err(refused("the traced-process filter (BPF LRU hash map)"))?;
+                .map_err(refused("the traced-task filter (BPF LRU hash map)"))?;
             for &pid in pids {
                 f.update(&(pid as u64).to_ne_bytes(), &1u64.to_ne_bytes())
-                    .map_err(refused(format!("the traced-process filter (pid {pid})")))?;
+                    .map_err(refused(format!("the traced-task filter (pid {pid})")))?;
             }
             Some(f)
         }
@@ -424,35 +429,38 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
     // - a kernel stack from half of it: the recorder measures a wait to the switch-in record
     //   the kernel writes after the switch (1–5 µs later on a busy virtual machine) or to
     //   the switch's own sample, and in a context-switch storm waits crowd near the minimum;
-    // - a user stack on the way back to user mode, or a waker's, from three quarters of it:
-    //   the return comes after the switch-in, and a wake-up's sample is in the same hit.
+    // - a user stack at a system call's return, or a waker's, from three quarters of it: the
+    //   return comes after the switch-in, and a wake-up's sample is in the same hit.
     let kstack_min = min_ns / 2;
     let copy_min = min_ns - min_ns / 4;
     let mut programs = vec![
         (
             "sched_switch",
             on_switch(&maps, kstack_min, pid_off),
-            switch_type,
+            Some(switch_type),
         ),
-        (resume, on_resume(&maps, copy_min), resume_type),
-        ("sched_waking", on_waking(&maps, copy_min), waking_type),
+        ("sys_exit", on_sys_exit(&maps, copy_min), None),
+        ("sched_waking", on_waking(&maps, copy_min), None),
     ];
-    if filter.is_some() {
-        programs.push(("sched_process_fork", on_fork(&maps), fork_type));
+    if let Some(f) = &filter {
+        programs.push(("sched_process_fork", on_fork(f), None));
     }
     let mut progs = Vec::new();
     let mut links = Vec::new();
     for (tp, insns, btf_id) in programs {
         let name = format!("hood_{tp}");
-        let what = format!("tracepoint {tp}");
-        let loaded = bpf::load_btf_tracepoint(&insns, &name, btf_id);
+        let loaded = match btf_id {
+            Some(id) => bpf::load_btf_tracepoint(&insns, &name, id),
+            None => bpf::load_raw_tracepoint(&insns, &name),
+        };
         let prog = loaded.map_err(|e| Refused {
-            what: format!("loading the program for {what}"),
+            what: format!("loading the program for raw tracepoint {tp}"),
             source: e.source,
             log: e.log,
         })?;
-        let link =
-            bpf::attach_btf_tracepoint(&prog).map_err(refused(format!("attaching to {what}")))?;
+        let cname = std::ffi::CString::new(tp).expect("no NUL in a tracepoint name");
+        let link = bpf::attach_raw_tracepoint(btf_id.is_none().then_some(&*cname), &prog)
+            .map_err(refused(format!("attaching to raw tracepoint {tp}")))?;
         progs.push(prog);
         links.push(link);
     }
@@ -495,7 +503,27 @@ pub(crate) fn kstack_output_attr(base: &perf_event_attr) -> perf_event_attr {
     a
 }
 
+/// The attribute of the major page fault event of an off-CPU session with deferred stacks,
+/// from the session's sampling attribute: every major fault a sample with the user registers
+/// and stack copy, following the same tasks as the sampling event, no kernel call chain.
+/// Its samples are deferred copies (never stored as samples): a wait in a fault joins the
+/// copy taken when that fault completes, with the same user context.
+pub(crate) fn major_fault_attr(base: &perf_event_attr) -> perf_event_attr {
+    let mut a = crate::offcpu::every_event(
+        base,
+        b::PERF_TYPE_SOFTWARE,
+        u64::from(b::PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+    );
+    a.set_exclude_callchain_kernel(1);
+    a
+}
+
 impl DeferredStacks {
+    /// Ids of other events whose samples are deferred copies (major page faults).
+    pub fn add_copy_ids(&mut self, ids: &[u64]) {
+        self.ids.extend_from_slice(ids);
+    }
+
     /// Add CPU `cpu`'s output events (already sending into that CPU's ring): `copies` for
     /// user stack copies, `kstacks` for kernel stacks.
     pub fn add_outputs(&mut self, cpu: u32, copies: OwnedFd, kstacks: OwnedFd) -> io::Result<()> {

@@ -52,7 +52,7 @@ pub struct Outcome {
     /// Long waits stored with a deferred user stack.
     #[serde(default)]
     pub deferred_joined: u64,
-    /// Long waits stored without one: in neither a system call nor a page fault, or the
+    /// Long waits stored without one: in neither a system call nor a major page fault, or the
     /// copy was lost.
     #[serde(default)]
     pub deferred_missing: u64,
@@ -280,7 +280,7 @@ fn open(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<(Held, Early), 
         Who::Pids(p) => Target::Tasks(p.clone()),
         Who::Command(_) => Target::Child(command.0.as_ref().map_or(0, Child::pid)),
     };
-    // Unless `HOOD_OFF_CPU_BPF=0`, an off-CPU recording lets BPF programs take stacks only for
+    // With `HOOD_OFF_CPU_BPF=1`, an off-CPU recording lets BPF programs take stacks only for
     // long waits, when it can tell a wait inside a system call or a page fault by its kernel
     // stack (kernel symbols readable).
     let early_kallsyms = match cfg.sampling.off_cpu {
@@ -783,10 +783,10 @@ pub(crate) mod seam {
 /// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
 /// still gets a user-space profile of their own processes, with a note, as perf does.
 /// Whether an off-CPU recording lets BPF programs take stacks only for the waits a report
-/// shows (the default; `HOOD_OFF_CPU_BPF=0` has the kernel copy every switch's and wake-up's
-/// stack instead, docs/ARCHITECTURE.md).
+/// shows (`HOOD_OFF_CPU_BPF=1`; not the default: in a context-switch storm it measured no
+/// faster than taking every stack, docs/ARCHITECTURE.md).
 fn defer_off_cpu_stacks() -> bool {
-    std::env::var_os("HOOD_OFF_CPU_BPF").is_none_or(|v| v != "0")
+    std::env::var_os("HOOD_OFF_CPU_BPF").is_some_and(|v| v == "1")
 }
 
 fn open_session(
@@ -928,8 +928,8 @@ fn outcome_lines(o: &Outcome) -> Vec<String> {
         }
         if o.deferred_missing > 0 {
             line.push_str(&format!(
-                "; {} long waits without a user stack (in neither a system call nor a page \
-                 fault, or the copy was lost; with `HOOD_OFF_CPU_BPF=0` every switch \
+                "; {} long waits without a user stack (in neither a system call nor a major \
+                 page fault, or the copy was lost; without `HOOD_OFF_CPU_BPF=1` every switch \
                  copies its stack)",
                 o.deferred_missing
             ));

@@ -159,7 +159,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "HOOD_OFF_CPU_BPF",
         shown: "1 | 0",
-        what: "`0`: `hood record --off-cpu` loads no BPF programs and the kernel copies the stack of every context switch and wake-up; by default (`1`) the kernel takes stacks only for waits of at least `--off-cpu-min` (deferred stacks; needs root and the kernel's BTF, else every stack is copied)",
+        what: "`1`: `hood record --off-cpu` loads BPF programs so the kernel takes stacks only for waits of at least `--off-cpu-min` (deferred stacks, root); not the default: in a context-switch storm it measured no faster than taking every stack",
         values: Values::OneOf(&["1", "0"]),
     },
     Var {
