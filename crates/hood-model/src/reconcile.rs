@@ -695,17 +695,7 @@ mod tests {
             limits: Limits::default(),
             state: "exited".into(),
             span_ns: 0,
-            threads: vec![ThreadCalls {
-                tid: 9,
-                exited: true,
-                mismatched: 0,
-                lost_calls: 0,
-                folded_calls: 0,
-                folded_paths: 0,
-                flags: 0,
-                reset_pending: false,
-                paths,
-            }],
+            threads: vec![ThreadCalls::ended(9, paths)],
             symbols: own.iter().map(|&(a, n, _)| (a, n.to_string())).collect(),
             notes: Vec::new(),
         }

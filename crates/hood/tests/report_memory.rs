@@ -163,17 +163,7 @@ fn calls_table(dir: &Path, deep: bool) -> PathBuf {
         },
         state: "exited".into(),
         span_ns: 1,
-        threads: vec![ThreadCalls {
-            tid: 4242,
-            exited: true,
-            mismatched: 0,
-            lost_calls: 0,
-            folded_calls: 0,
-            folded_paths: 0,
-            flags: 0,
-            reset_pending: false,
-            paths,
-        }],
+        threads: vec![ThreadCalls::ended(4242, paths)],
         symbols: (1..=PATHS)
             .map(|i| (0x1000 + u64::from(i), format!("function_number_{i}")))
             .collect(),

@@ -289,17 +289,7 @@ mod tests {
     }
 
     fn thread(tid: u32, paths: Vec<PathEntry>) -> ThreadCalls {
-        ThreadCalls {
-            tid,
-            exited: true,
-            mismatched: 0,
-            lost_calls: 0,
-            folded_calls: 0,
-            folded_paths: 0,
-            flags: 0,
-            reset_pending: false,
-            paths,
-        }
+        ThreadCalls::ended(tid, paths)
     }
 
     fn process(threads: Vec<ThreadCalls>) -> ProcessCalls {

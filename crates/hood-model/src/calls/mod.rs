@@ -97,6 +97,24 @@ pub struct ThreadCalls {
     pub paths: Vec<PathEntry>,
 }
 
+impl ThreadCalls {
+    /// The table of a thread that ended with path table `paths`, nothing lost, folded,
+    /// mismatched or flagged (synthetic tables: tests, generated inputs).
+    pub fn ended(tid: u32, paths: Vec<PathEntry>) -> ThreadCalls {
+        ThreadCalls {
+            tid,
+            exited: true,
+            mismatched: 0,
+            lost_calls: 0,
+            folded_calls: 0,
+            folded_paths: 0,
+            flags: 0,
+            reset_pending: false,
+            paths,
+        }
+    }
+}
+
 /// One unique call path of a thread.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PathEntry {

@@ -27,17 +27,7 @@ fn known() -> ProcessCalls {
         entry(Some(1), 0x30, 2, 2000),
         entry(Some(3), 0x20, 4, -1),
     ];
-    let t = |tid, paths| ThreadCalls {
-        tid,
-        exited: true,
-        mismatched: 0,
-        lost_calls: 0,
-        folded_calls: 0,
-        folded_paths: 0,
-        flags: 0,
-        reset_pending: false,
-        paths,
-    };
+    let t = |tid, paths| ThreadCalls::ended(tid, paths);
     ProcessCalls {
         pid: 42,
         ppid: 1,
