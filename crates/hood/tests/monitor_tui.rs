@@ -21,11 +21,11 @@ fn tui_modes_sort_filter_and_quit() {
         40,
         &format!("{HOOD} top -d 0.3; echo HOOD-EXITED; sleep 30"),
     );
-    let sc = s.wait_for("top - ");
-    assert!(
-        sc.contains("Tasks:") && sc.contains("%CPU") && sc.contains("mode tasks"),
-        "{sc}"
-    );
+    // The first frame may be caught half drawn (its status line, at the bottom, comes last).
+    let sc = s.wait_until("the first whole frame", |sc| {
+        sc.contains("top - ") && sc.contains("mode tasks")
+    });
+    assert!(sc.contains("Tasks:") && sc.contains("%CPU"), "{sc}");
     s.keys(&["i"]);
     s.wait_for("VCSW/s");
     s.keys(&["e"]);
