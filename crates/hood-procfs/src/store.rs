@@ -340,16 +340,7 @@ impl StoreWriter {
         let Ok(Some((payload, raw_len))) = self.series.take(INDEX_LEVEL, key) else {
             return 0;
         };
-        let head = ChunkHeader {
-            tag: SERIES,
-            flags,
-            stored_len: payload.len() as u64,
-            raw_len,
-            payload_crc: crc32c::crc32c(&payload),
-        };
-        let mut chunk = Vec::with_capacity(CHUNK_HEADER_LEN + payload.len());
-        chunk.extend_from_slice(&head.encode());
-        chunk.extend_from_slice(&payload);
+        let chunk = framed(SERIES, flags, raw_len, &payload);
         let written = seg
             .file
             .write_all(&chunk)
@@ -487,16 +478,7 @@ impl StoreWriter {
         let mut payload = Vec::with_capacity(8 + packed.len());
         payload.extend_from_slice(&wall_ms.to_le_bytes());
         payload.extend_from_slice(&packed);
-        let head = ChunkHeader {
-            tag,
-            flags,
-            stored_len: payload.len() as u64,
-            raw_len,
-            payload_crc: crc32c::crc32c(&payload),
-        };
-        let mut chunk = Vec::with_capacity(CHUNK_HEADER_LEN + payload.len());
-        chunk.extend_from_slice(&head.encode());
-        chunk.extend_from_slice(&payload);
+        let chunk = framed(tag, flags, raw_len, &payload);
         let seg = self.seg.as_mut().expect("a segment was opened above");
         let written = seg
             .file
@@ -1430,6 +1412,21 @@ impl Recorded for Replay {
     fn utc_offset_s(&self) -> i32 {
         self.offset_s
     }
+}
+
+/// A whole chunk: its header (with the payload's length and checksum), then the payload.
+fn framed(tag: u32, flags: u32, raw_len: u64, payload: &[u8]) -> Vec<u8> {
+    let head = ChunkHeader {
+        tag,
+        flags,
+        stored_len: payload.len() as u64,
+        raw_len,
+        payload_crc: crc32c::crc32c(payload),
+    };
+    let mut chunk = Vec::with_capacity(CHUNK_HEADER_LEN + payload.len());
+    chunk.extend_from_slice(&head.encode());
+    chunk.extend_from_slice(payload);
+    chunk
 }
 
 #[cfg(test)]
