@@ -135,6 +135,18 @@ pub struct ChunkHeader {
 }
 
 impl ChunkHeader {
+    /// The header of a chunk whose payload, as stored, is `stored` (its length and checksum
+    /// taken from it), `raw_len` bytes once decompressed.
+    pub fn of(tag: u32, flags: u32, raw_len: u64, stored: &[u8]) -> ChunkHeader {
+        ChunkHeader {
+            tag,
+            flags,
+            stored_len: stored.len() as u64,
+            raw_len,
+            payload_crc: crc32c::crc32c(stored),
+        }
+    }
+
     /// Encode to bytes (the header CRC is computed here).
     pub fn encode(&self) -> [u8; CHUNK_HEADER_LEN] {
         let mut b = [0u8; CHUNK_HEADER_LEN];

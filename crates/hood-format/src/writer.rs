@@ -208,13 +208,7 @@ impl<W: Write> Writer<W> {
                 }
             }
         }
-        let header = ChunkHeader {
-            tag,
-            flags,
-            stored_len: stored.len() as u64,
-            raw_len,
-            payload_crc: crc32c::crc32c(stored),
-        };
+        let header = ChunkHeader::of(tag, flags, raw_len, stored);
         let hb = header.encode();
         let written = self
             .out

@@ -1416,13 +1416,7 @@ impl Recorded for Replay {
 
 /// A whole chunk: its header (with the payload's length and checksum), then the payload.
 fn framed(tag: u32, flags: u32, raw_len: u64, payload: &[u8]) -> Vec<u8> {
-    let head = ChunkHeader {
-        tag,
-        flags,
-        stored_len: payload.len() as u64,
-        raw_len,
-        payload_crc: crc32c::crc32c(payload),
-    };
+    let head = ChunkHeader::of(tag, flags, raw_len, payload);
     let mut chunk = Vec::with_capacity(CHUNK_HEADER_LEN + payload.len());
     chunk.extend_from_slice(&head.encode());
     chunk.extend_from_slice(payload);
