@@ -664,14 +664,7 @@ mod tests {
     use crate::profile::{FrameLine, Func, Location, Process, RecordMeta, Sample};
 
     fn calls(own: &[(u64, &str, i64)]) -> ProcessCalls {
-        let mut paths = vec![PathEntry {
-            parent: None,
-            func: 0,
-            calls: 0,
-            own_ticks: 0,
-            running_ticks: 0,
-            running: false,
-        }];
+        let mut paths = vec![PathEntry::LOST];
         for &(func, _, ticks) in own {
             paths.push(PathEntry {
                 parent: None,

@@ -129,14 +129,7 @@ const PATHS: u32 = 300_000;
 /// (`deep`) or all at the top (not), with a name for every function.
 fn calls_table(dir: &Path, deep: bool) -> PathBuf {
     use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
-    let mut paths = vec![PathEntry {
-        parent: None,
-        func: 0,
-        calls: 0,
-        own_ticks: 0,
-        running_ticks: 0,
-        running: false,
-    }];
+    let mut paths = vec![PathEntry::LOST];
     paths.extend((1..=PATHS).map(|i| PathEntry {
         parent: (deep && i > 1).then_some(i - 1),
         func: 0x1000 + u64::from(i),

@@ -45,14 +45,7 @@ impl ThreadBuilder {
     pub fn compensated(tid: u32, cost: ProbeCost) -> ThreadBuilder {
         ThreadBuilder {
             tid,
-            paths: vec![PathEntry {
-                parent: None,
-                func: 0,
-                calls: 0,
-                own_ticks: 0,
-                running_ticks: 0,
-                running: false,
-            }],
+            paths: vec![PathEntry::LOST],
             index: HashMap::new(),
             stack: Vec::new(),
             mismatched: 0,

@@ -132,6 +132,18 @@ pub struct PathEntry {
     pub running: bool,
 }
 
+impl PathEntry {
+    /// Entry 0 of every path table, before anything is counted in it: the lost-paths node.
+    pub const LOST: PathEntry = PathEntry {
+        parent: None,
+        func: 0,
+        calls: 0,
+        own_ticks: 0,
+        running_ticks: 0,
+        running: false,
+    };
+}
+
 /// Flag bit meaning: paths longer than the limit were folded.
 pub const FLAG_PATH_OVERRUN: u32 = 0x1;
 /// Flag bit meaning: stack deeper than the limit.
