@@ -119,7 +119,7 @@ pub struct SamplingConfig {
     pub off_cpu: bool,
     /// With `off_cpu`: above 0, and with stack copies, the kernel copies user stacks only for
     /// waits at least this long (deferred stacks, loaded as BPF programs; see
-    /// [`crate::DEFERRED_SYSCALL`]). 0 (the default): every switch and wake-up copies its
+    /// [`crate::DEFERRED_RETURN`]). 0 (the default): every switch and wake-up copies its
     /// stack, which measured faster in a context-switch storm.
     pub off_cpu_min_ns: u64,
 }

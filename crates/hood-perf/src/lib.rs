@@ -67,7 +67,7 @@ pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{kallsyms_hidden_reason, paranoid_level, PerfError};
 pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
 pub use offcpu::{OffCpuTracepoints, OFF_CPU_TRACEPOINTS};
-pub use offcpu_bpf::{DEFERRED_KSTACK, DEFERRED_PREEMPT, DEFERRED_SYSCALL, DEFERRED_WAKER};
+pub use offcpu_bpf::{DEFERRED_AT_SWITCH, DEFERRED_KSTACK, DEFERRED_RETURN, DEFERRED_WAKER};
 pub use session::{Readiness, RingBytes, Session};
 pub use switches::{SwitchRecorder, SWITCH_SAMPLE_TYPE};
 pub use uprobe::{

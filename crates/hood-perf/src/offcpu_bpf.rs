@@ -13,25 +13,30 @@
 //!   asks the kernel for the incoming thread's stack (`bpf_get_task_stack`), which is still
 //!   the one it had when it left (it has not run since). The record says whose stack it is
 //!   (`task_struct.pid`, its offset read from the kernel's BTF) and when the wait began.
-//! - **A thread blocked in a system call** keeps the user registers and stack it had when it
-//!   left the CPU: nothing in user space runs until the call returns. The program on
-//!   `sched_switch` notes when the thread left (the call's first wait, and the current one);
-//!   the program on `raw_syscalls:sys_exit` emits the copy when the call took at least the
-//!   minimum since its first wait, which is at least as long as any wait inside it. So no
-//!   wait the report shows lacks its stack, and a storm of short waits copies nothing.
+//! - **A blocked thread** keeps the user registers and stack it had when it left the CPU
+//!   until it is back in user space: nothing in user space runs before that. The program on
+//!   `sched_switch` notes when the thread left (its first wait since it was last in user
+//!   space, and the current one); the program on `rseq:rseq_update` emits the copy when that
+//!   first wait began at least the minimum ago, which is at least as long as any wait since.
+//!   The kernel passes that tracepoint on the way back to user space of every thread with an
+//!   rseq area (glibc 2.35 and later register one for each thread) that left the CPU, and
+//!   only then, so a storm pays for one program run per switch and nothing per system call.
+//!   A program on `raw_syscalls:sys_exit` did the same before; it sends every system call of
+//!   the machine through the kernel's slow path (a count-only program there took a pinned
+//!   storm from about 320,000 to 220,000 round trips a second). So no wait the report shows
+//!   lacks its stack, and a storm of short waits copies nothing.
+//! - **A thread with no rseq area** (Go's, a static binary's, glibc's rseq tunable off) gets
+//!   no `rseq_update`: its copy is emitted at the switch it blocks at, whatever the wait
+//!   turns out to be (what every switch costs without these programs).
 //! - **A thread still runnable** (preempted, or switched out at a return to user space or a
-//!   yield) can go back to user space without a system call return: its copy, with its
-//!   kernel frames, is emitted at the switch.
+//!   yield) can go back to user space without passing `rseq_update` for this switch (it may
+//!   run user code first): its copy, with its kernel frames, is emitted at the switch.
 //! - **A waker** is copied (kernel and user frames) when the wait it ends is already that
 //!   long.
 //!
 //! The recorder's rewriter joins each copy to its switch or wake-up sample and unwinds it
-//! there, so a recording looks the same either way. A wait that is not in a system call (a
-//! page fault read from disk) has no return to copy at; its kernel stack says so, and it
-//! joins the copy a major page fault event (`PERF_COUNT_SW_PAGE_FAULTS_MAJ`, every fault
-//! sampled) takes when the fault completes; a wait in a minor fault gets none and is
-//! counted. Task sessions keep a filter of the traced processes and their children
-//! (followed at fork), so no other process's stack is taken.
+//! there, so a recording looks the same either way. Task sessions keep a filter of the traced
+//! processes and their children (followed at fork), so no other process's stack is taken.
 //!
 //! Raw tracepoints are used, not the perf tracepoint events: a program attached to a perf
 //! tracepoint event runs for every perf user of that tracepoint and overwrites the first
@@ -46,10 +51,12 @@ use crate::bpf::{self, helper, map_type, reg::*, Asm, Insn, Map};
 use crate::sys;
 
 /// What an output sample's raw record (`u64 kind, u64 start`) is: the user stack of a thread
-/// that blocked in a system call (`start`: when it first left the CPU in that call).
-pub const DEFERRED_SYSCALL: u64 = 1;
-/// The user stack of a thread preempted at this switch.
-pub const DEFERRED_PREEMPT: u64 = 2;
+/// on its way back to user space after it blocked (`start`: when it first left the CPU since
+/// it was last in user space).
+pub const DEFERRED_RETURN: u64 = 1;
+/// The user stack of a thread taken at this switch: it stays runnable (preempted), or it
+/// blocked and has no rseq area, so no `rseq_update` will take it on its way back.
+pub const DEFERRED_AT_SWITCH: u64 = 2;
 /// The user stack of a waker whose wakee has waited at least the minimum (`start`: when the
 /// wakee left the CPU).
 pub const DEFERRED_WAKER: u64 = 3;
@@ -64,6 +71,16 @@ const KSTACK_BYTES: i32 = 127 * 8;
 
 /// `TASK_DEAD` in a task's `__state`: the thread's last switch.
 const TASK_DEAD: i32 = 0x80;
+/// `PF_KTHREAD` in a task's `flags`: a kernel thread, with no user stack.
+const PF_KTHREAD: i32 = 0x0020_0000;
+
+/// Offsets of the `task_struct` members the programs read, from the kernel's BTF.
+struct TaskOffsets {
+    pid: i16,
+    flags: i16,
+    /// `rseq`: the thread's registered rseq area (null when it has none).
+    rseq: i16,
+}
 
 /// The loaded and attached programs of one session, and the per-CPU output events.
 pub(crate) struct DeferredStacks {
@@ -178,8 +195,7 @@ fn end(a: &mut Asm) {
 
 /// `sched_switch(preempt, prev, next, prev_state)` (BTF-typed), in the task leaving the CPU:
 /// the incoming task's kernel stack when its wait was long, then the outgoing task's wait.
-/// `pid_off`: the offset of `task_struct.pid`.
-fn on_switch(m: &Maps<'_>, min_ns: u64, pid_off: i16) -> Vec<Insn> {
+fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
     // Switch-in: only threads the table holds (traced ones) are looked up.
@@ -203,7 +219,7 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, pid_off: i16) -> Vec<Insn> {
         .mov(R8, R0)
         .store_imm(R8, 0, DEFERRED_KSTACK as i32)
         .store(R8, 8, R7)
-        .load32(R1, R9, pid_off)
+        .load32(R1, R9, off.pid)
         .store(R8, 16, R1)
         .mov(R1, R9)
         .mov(R2, R8)
@@ -250,7 +266,7 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, pid_off: i16) -> Vec<Insn> {
         .call(helper::MAP_LOOKUP_ELEM)
         .jeq_imm(R0, 0, "first_wait")
         .store(R0, THIS_START, R7)
-        .ja("out");
+        .ja("noted");
     a.label("first_wait")
         .store(FP, -24, R7)
         .store(FP, -16, R7)
@@ -260,10 +276,20 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, pid_off: i16) -> Vec<Insn> {
         .mov(R3, FP)
         .add_imm(R3, -24)
         .mov_imm(R4, 0)
-        .call(helper::MAP_UPDATE_ELEM)
-        .ja("out");
+        .call(helper::MAP_UPDATE_ELEM);
+    // A user thread without an rseq area (Go's, a static binary's, glibc's rseq tunable
+    // off) passes no `rseq_update` on its way back to user space: its copy is taken now.
+    a.label("noted")
+        .load(R1, R6, 8)
+        .load(R2, R1, off.rseq)
+        .jne_imm(R2, 0, "out")
+        .load32(R2, R1, off.flags)
+        .and_imm(R2, PF_KTHREAD)
+        .jne_imm(R2, 0, "out")
+        .ja("copy");
     a.label("preempt").call(helper::KTIME_GET_NS).mov(R7, R0);
-    emit(&mut a, m.out, DEFERRED_PREEMPT);
+    a.label("copy");
+    emit(&mut a, m.out, DEFERRED_AT_SWITCH);
     end(&mut a);
     a.finish()
 }
@@ -288,8 +314,10 @@ fn skip_if_shorter(a: &mut Asm, min_ns: u64, to: &'static str) {
         .jlt(R0, R1, to);
 }
 
-/// `sys_exit(regs, ret)`, in the returning task.
-fn on_sys_exit(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
+/// `rseq_update(t)`, in a thread with an rseq area on its way back to user space after it
+/// left the CPU (also after a signal or a migration): its user registers and stack are still
+/// the ones it blocked with.
+fn on_return(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1)
         .call(helper::GET_CURRENT_TASK)
@@ -300,7 +328,7 @@ fn on_sys_exit(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
         .add_imm(R2, -8)
         .call(helper::MAP_DELETE_ELEM);
     skip_if_shorter(&mut a, min_ns, "out");
-    emit(&mut a, m.out, DEFERRED_SYSCALL);
+    emit(&mut a, m.out, DEFERRED_RETURN);
     end(&mut a);
     a.finish()
 }
@@ -353,8 +381,8 @@ fn threads_now() -> u32 {
 /// Load and attach the programs. `min_ns`: the shortest wait whose stacks are copied;
 /// `traced`: the processes of a task session (`None`: the whole system).
 pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks, Refused> {
-    // Every thread that may be blocked at once needs an entry; stale ones (a thread that
-    // waited in a page fault and exited without another system call) age out of the LRU.
+    // Every thread that may be blocked at once needs an entry; stale ones (a thread without
+    // an rseq area keeps its entry after its wait) age out of the LRU.
     let entries = (threads_now().saturating_mul(4)).clamp(1 << 14, 1 << 20);
     let btf = crate::btf::Btf::vmlinux().map_err(refused(format!(
         "the kernel's type information ({})",
@@ -368,10 +396,16 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
     let switch_type = btf
         .find(crate::btf::kind::TYPEDEF, "btf_trace_sched_switch")
         .ok_or_else(|| missing("the type of tracepoint sched_switch"))?;
-    let pid_off = btf
-        .member_offset("task_struct", "pid")
-        .and_then(|o| i16::try_from(o).ok())
-        .ok_or_else(|| missing("task_struct.pid"))?;
+    let member = |name: &str| {
+        btf.member_offset("task_struct", name)
+            .and_then(|o| i16::try_from(o).ok())
+            .ok_or_else(|| missing(&format!("task_struct.{name}")))
+    };
+    let off = TaskOffsets {
+        pid: member("pid")?,
+        flags: member("flags")?,
+        rseq: member("rseq")?,
+    };
     drop(btf);
     let waits = Map::create(map_type::LRU_HASH, 8, 16, entries, "hood_waits")
         .map_err(refused("the wait table (BPF LRU hash map)"))?;
@@ -429,17 +463,17 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
     // - a kernel stack from half of it: the recorder measures a wait to the switch-in record
     //   the kernel writes after the switch (1–5 µs later on a busy virtual machine) or to
     //   the switch's own sample, and in a context-switch storm waits crowd near the minimum;
-    // - a user stack at a system call's return, or a waker's, from three quarters of it: the
-    //   return comes after the switch-in, and a wake-up's sample is in the same hit.
+    // - a user stack on the way back to user space, or a waker's, from three quarters of
+    //   it: the return comes after the switch-in, and a wake-up's sample is in the same hit.
     let kstack_min = min_ns / 2;
     let copy_min = min_ns - min_ns / 4;
     let mut programs = vec![
         (
             "sched_switch",
-            on_switch(&maps, kstack_min, pid_off),
+            on_switch(&maps, kstack_min, &off),
             Some(switch_type),
         ),
-        ("sys_exit", on_sys_exit(&maps, copy_min), None),
+        ("rseq_update", on_return(&maps, copy_min), None),
         ("sched_waking", on_waking(&maps, copy_min), None),
     ];
     if let Some(f) = &filter {
@@ -503,27 +537,7 @@ pub(crate) fn kstack_output_attr(base: &perf_event_attr) -> perf_event_attr {
     a
 }
 
-/// The attribute of the major page fault event of an off-CPU session with deferred stacks,
-/// from the session's sampling attribute: every major fault a sample with the user registers
-/// and stack copy, following the same tasks as the sampling event, no kernel call chain.
-/// Its samples are deferred copies (never stored as samples): a wait in a fault joins the
-/// copy taken when that fault completes, with the same user context.
-pub(crate) fn major_fault_attr(base: &perf_event_attr) -> perf_event_attr {
-    let mut a = crate::offcpu::every_event(
-        base,
-        b::PERF_TYPE_SOFTWARE,
-        u64::from(b::PERF_COUNT_SW_PAGE_FAULTS_MAJ),
-    );
-    a.set_exclude_callchain_kernel(1);
-    a
-}
-
 impl DeferredStacks {
-    /// Ids of other events whose samples are deferred copies (major page faults).
-    pub fn add_copy_ids(&mut self, ids: &[u64]) {
-        self.ids.extend_from_slice(ids);
-    }
-
     /// Add CPU `cpu`'s output events (already sending into that CPU's ring): `copies` for
     /// user stack copies, `kstacks` for kernel stacks.
     pub fn add_outputs(&mut self, cpu: u32, copies: OwnedFd, kstacks: OwnedFd) -> io::Result<()> {

@@ -174,7 +174,6 @@ pub(crate) fn open_target(
     let mut b = Builder {
         opener: Opener::new(cfg, opts),
         defer_stacks: deferred.is_some(),
-        copy_ids: Vec::new(),
         cpus,
         ring_pages: cfg.ring_pages,
         rings: cpus.iter().map(|_| None).collect(),
@@ -221,7 +220,6 @@ pub(crate) fn open_target(
     let attr = b.opener.attr.ok_or(PerfError::NoSuchProcess(first_pid))?;
     let mut deferred = deferred;
     if let Some(d) = deferred.as_mut() {
-        d.add_copy_ids(&b.copy_ids);
         for (i, &cpu) in cpus.iter().enumerate() {
             let Some(leader) = b.leaders[i] else {
                 continue;
@@ -292,8 +290,6 @@ struct Builder<'a> {
     off_cpu: Option<OffCpuTracepoints>,
     /// Their samples carry no user stack: BPF programs emit it for long waits.
     defer_stacks: bool,
-    /// Ids of the major-fault events whose samples carry deferred user stacks.
-    copy_ids: Vec<u64>,
 }
 
 impl Builder<'_> {
@@ -383,26 +379,6 @@ impl Builder<'_> {
             }
             let fd = sys::perf_event_open(&mut a, tid, cpu as i32)
                 .map_err(|e| self.tracepoint_error(e, name, tid, cpu))?;
-            self.attach(i, cpu, fd, tid)?;
-        }
-        if self.defer_stacks {
-            // A wait in a page fault read from disk has no system call return: its user
-            // stack is copied when the major fault completes.
-            let mut a = offcpu_bpf::major_fault_attr(&base);
-            let fd = sys::perf_event_open(&mut a, tid, cpu as i32).map_err(|e| {
-                self.tracepoint_error(
-                    e,
-                    "major page faults (PERF_COUNT_SW_PAGE_FAULTS_MAJ)",
-                    tid,
-                    cpu,
-                )
-            })?;
-            let id = sys::ioc_id(&fd).map_err(|source| PerfError::Sys {
-                call: "ioctl(PERF_EVENT_IOC_ID)",
-                what: format!("major page faults on CPU {cpu}"),
-                source,
-            })?;
-            self.copy_ids.push(id);
             self.attach(i, cpu, fd, tid)?;
         }
         Ok(())

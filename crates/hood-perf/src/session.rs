@@ -135,7 +135,7 @@ impl Session {
     }
 
     /// The ids of the events whose samples carry the deferred off-CPU user stacks, when the
-    /// kernel copies them only for long waits (see [`crate::DEFERRED_SYSCALL`]); `None` when
+    /// kernel copies them only for long waits (see [`crate::DEFERRED_RETURN`]); `None` when
     /// every switch and wake-up sample carries its own.
     pub fn deferred_stack_ids(&self) -> Option<&[u64]> {
         self.deferred.as_ref().map(|d| d.output_ids())

@@ -401,8 +401,11 @@ mod wrap_tests {
 mod tests {
     #[test]
     fn the_recorder_and_the_rewriter_agree_on_deferred_copy_kinds() {
-        assert_eq!(hood_perf::DEFERRED_SYSCALL, hood_unwind::DEFERRED_SYSCALL);
-        assert_eq!(hood_perf::DEFERRED_PREEMPT, hood_unwind::DEFERRED_PREEMPT);
+        assert_eq!(hood_perf::DEFERRED_RETURN, hood_unwind::DEFERRED_RETURN);
+        assert_eq!(
+            hood_perf::DEFERRED_AT_SWITCH,
+            hood_unwind::DEFERRED_AT_SWITCH
+        );
         assert_eq!(hood_perf::DEFERRED_WAKER, hood_unwind::DEFERRED_WAKER);
         assert_eq!(hood_perf::DEFERRED_KSTACK, hood_unwind::DEFERRED_KSTACK);
     }

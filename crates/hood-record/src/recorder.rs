@@ -52,7 +52,7 @@ pub struct Outcome {
     /// Long waits stored with a deferred user stack.
     #[serde(default)]
     pub deferred_joined: u64,
-    /// Long waits stored without one: in neither a system call nor a major page fault, or the
+    /// Long waits stored without one: in neither a system call nor a page fault, or the
     /// copy was lost.
     #[serde(default)]
     pub deferred_missing: u64,
@@ -928,7 +928,7 @@ fn outcome_lines(o: &Outcome) -> Vec<String> {
         }
         if o.deferred_missing > 0 {
             line.push_str(&format!(
-                "; {} long waits without a user stack (in neither a system call nor a major \
+                "; {} long waits without a user stack (in neither a system call nor a \
                  page fault, or the copy was lost; without `HOOD_OFF_CPU_BPF=1` every switch \
                  copies its stack)",
                 o.deferred_missing

@@ -31,7 +31,7 @@ use std::path::PathBuf;
 
 pub use image::Image;
 pub use rewrite::{
-    RewriteStats, Rewriter, DEFERRED_KSTACK, DEFERRED_PREEMPT, DEFERRED_SYSCALL, DEFERRED_WAKER,
+    RewriteStats, Rewriter, DEFERRED_AT_SWITCH, DEFERRED_KSTACK, DEFERRED_RETURN, DEFERRED_WAKER,
 };
 pub use space::{Unwinder, MAX_MAPPINGS};
 

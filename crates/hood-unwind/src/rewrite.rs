@@ -55,11 +55,12 @@ pub struct RewriteStats {
     /// Wake-ups by hard interrupts and NMIs whose user stack (the interrupted task's) was
     /// dropped without unwinding.
     pub irq_user_stacks: u64,
-    /// Deferred stacks ([`Rewriter::set_deferred`]): user stacks the kernel copied at a
-    /// system call's return, a preemption or a wake-up, joined to their switch or wake-up.
+    /// Deferred stacks ([`Rewriter::set_deferred`]): user stacks the kernel copied on a
+    /// thread's way back to user space, at a switch or at a wake-up, joined to their switch
+    /// or wake-up.
     pub deferred_joined: u64,
     /// Waits at least the minimum long that got no deferred user stack: in neither a system
-    /// call nor a major page fault, or the copy was lost.
+    /// call nor a page fault, or the copy was lost.
     pub deferred_missing: u64,
     /// Deferred copies with no switch or wake-up to join (another process's thread, a wait
     /// that began before the recording).
@@ -96,7 +97,7 @@ struct Held {
 
 /// Where a held switch-out's kernel stack comes from.
 enum KernelFrom {
-    /// Its own call chain (or its deferred user copy's, for a preemption).
+    /// Its own call chain (or its deferred user copy's, for a copy taken at the switch).
     Own,
     /// The deferred kernel stack taken when the thread is switched back in.
     Awaited,
@@ -110,10 +111,10 @@ enum KernelFrom {
 enum UserFrom {
     /// Its own stack copy (or none: a kernel thread).
     Own,
-    /// A deferred copy already joined (a preemption's).
+    /// A deferred copy already joined (one taken at the switch).
     Joined(Vec<u8>),
-    /// The deferred copy at the return of the system call it waits in, or when the page
-    /// fault it waits in completes.
+    /// The deferred copy taken on its way back to user space from the system call or page
+    /// fault it waits in.
     Later,
     /// None will come: a wait in neither.
     Missing,
@@ -127,8 +128,8 @@ struct Deferred {
     ids: HashSet<u64>,
     /// The kernel's entry code of system calls and page faults, as address ranges.
     entry_code: Vec<(u64, u64)>,
-    /// Long waits whose user stack comes at the return of their system call or the end of
-    /// their page fault, by thread.
+    /// Long waits whose user stack comes on their thread's way back to user space, by
+    /// thread.
     awaiting: HashMap<u32, Vec<Held>>,
     /// Switch and wake-up samples of this round joined to the output next to them in their
     /// ring: (input, offset) of the sample -> (input, offset, length) of the output.
@@ -151,9 +152,9 @@ impl Deferred {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
     Other,
-    Preempted(u32),
+    SwitchOut(u32),
     Waking(u32),
-    PreemptCopy(u32),
+    SwitchCopy(u32),
     WakerCopy(u32),
 }
 
@@ -162,9 +163,9 @@ const MISC_USER: u16 = 2;
 
 /// Kinds of a deferred copy's raw record (hood-perf's `DEFERRED_*`; hood-perf's tests check
 /// both agree).
-pub const DEFERRED_SYSCALL: u64 = 1;
-/// A preemption's copy.
-pub const DEFERRED_PREEMPT: u64 = 2;
+pub const DEFERRED_RETURN: u64 = 1;
+/// A copy taken at a switch-out (a preemption, or a thread with no rseq area blocking).
+pub const DEFERRED_AT_SWITCH: u64 = 2;
 /// A waker's copy.
 pub const DEFERRED_WAKER: u64 = 3;
 /// A kernel stack taken when its thread came back from a long wait (raw record `u64 kind,
@@ -227,7 +228,7 @@ enum Kernel<'a> {
     Own,
     /// A deferred kernel stack.
     Given(&'a [u64]),
-    /// None (the copy's kernel frames are from another moment: a system call's return).
+    /// None (the copy's kernel frames are from another moment: the way back to user space).
     Without,
 }
 
@@ -297,11 +298,10 @@ impl Rewriter {
     /// The switch and wake-up samples carry no user stack: the kernel copies it only for
     /// waits at least the minimum long, in samples of the events `output_ids` (hood-perf's
     /// deferred stacks: raw record `u64 kind, u64 start`). Each copy is joined here to the
-    /// switch-out or wake-up it belongs to; a sample of those events whose raw record is
-    /// empty is a major page fault's copy. `entry_code`: address ranges of the kernel's entry
+    /// switch-out or wake-up it belongs to. `entry_code`: address ranges of the kernel's entry
     /// code of system calls and page faults, which tell a wait inside a system call or a
-    /// fault (whose copy comes at its return, or when a major fault completes) from one that
-    /// is in neither. Call after [`Rewriter::set_off_cpu`].
+    /// fault (whose copy comes on the thread's way back to user space) from one that is in
+    /// neither. Call after [`Rewriter::set_off_cpu`].
     pub fn set_deferred(&mut self, output_ids: &[u64], entry_code: Vec<(u64, u64)>) {
         self.deferred = Some(Deferred {
             ids: output_ids.iter().copied().collect(),
@@ -455,21 +455,19 @@ impl Rewriter {
         };
         if s.id.is_some_and(|id| d.ids.contains(&id)) {
             return match deferred_kind(s.raw()) {
-                Some((DEFERRED_PREEMPT, _)) => Class::PreemptCopy(s.tid),
+                Some((DEFERRED_AT_SWITCH, _)) => Class::SwitchCopy(s.tid),
                 Some((DEFERRED_WAKER, _)) => Class::WakerCopy(s.tid),
                 _ => Class::Other,
             };
         }
         match g.layout.read(s.raw()) {
-            Some(SchedRaw::Switch {
-                prev_tid, state, ..
-            }) if runnable(state) && prev_tid != 0 => Class::Preempted(prev_tid),
+            Some(SchedRaw::Switch { prev_tid, .. }) if prev_tid != 0 => Class::SwitchOut(prev_tid),
             Some(SchedRaw::Waking { .. }) => Class::Waking(s.tid),
             _ => Class::Other,
         }
     }
 
-    /// Join each preemption's and waker's deferred copy to the switch or wake-up sample of the
+    /// Join each copy taken at a switch-out and each waker's to the switch or wake-up sample of the
     /// same thread next to it in its ring (the kernel writes both in one tracepoint hit).
     fn join_neighbours(&mut self, parsed: &[SampleParts<'_>]) {
         if self.deferred.is_none() {
@@ -482,11 +480,11 @@ impl Rewriter {
             if let Some((pp, pa, pl, pc)) = prev.filter(|p| p.0 == part) {
                 let copy_first = matches!(
                     (pc, class),
-                    (Class::PreemptCopy(a), Class::Preempted(b)) | (Class::WakerCopy(a), Class::Waking(b)) if a == b
+                    (Class::SwitchCopy(a), Class::SwitchOut(b)) | (Class::WakerCopy(a), Class::Waking(b)) if a == b
                 );
                 let copy_after = matches!(
                     (pc, class),
-                    (Class::Preempted(a), Class::PreemptCopy(b)) | (Class::Waking(a), Class::WakerCopy(b)) if a == b
+                    (Class::SwitchOut(a), Class::SwitchCopy(b)) | (Class::Waking(a), Class::WakerCopy(b)) if a == b
                 );
                 if copy_first {
                     pairs.push(((part, at), (pp, pa, pl)));
@@ -510,7 +508,7 @@ impl Rewriter {
         }
     }
 
-    /// A deferred copy met in time order: a system call's return or a major fault joins the
+    /// A deferred copy met in time order: a thread's way back to user space joins the
     /// long waits of its thread waiting for it, a kernel stack the wait it was taken for;
     /// joined neighbours were handled with their samples. Returns whether the sample was a
     /// deferred copy (never stored itself).
@@ -531,8 +529,8 @@ impl Rewriter {
         }
         let tid = s.tid;
         match deferred_kind(s.raw()) {
-            // A system call's return, or (no kind) a major fault's completion.
-            Some((DEFERRED_SYSCALL, _)) | None => {}
+            // The thread's way back to user space.
+            Some((DEFERRED_RETURN, _)) => {}
             Some((DEFERRED_KSTACK, start)) => {
                 let raw = s.raw();
                 let word = |i: usize| {
@@ -555,6 +553,10 @@ impl Rewriter {
             }
             Some(_) => {
                 self.stats.deferred_orphans += 1;
+                return true;
+            }
+            None => {
+                self.stats.malformed += 1;
                 return true;
             }
         }
@@ -1348,7 +1350,7 @@ mod tests {
                 10,
                 52_000,
                 0,
-                copy_raw(DEFERRED_SYSCALL, 1_000),
+                copy_raw(DEFERRED_RETURN, 1_000),
                 true,
             ),
             // 11 is preempted: its copy comes just before the switch.
@@ -1357,7 +1359,7 @@ mod tests {
                 11,
                 59_999,
                 0,
-                copy_raw(DEFERRED_PREEMPT, 59_999),
+                copy_raw(DEFERRED_AT_SWITCH, 59_999),
                 true,
             ),
             drec(
@@ -1372,12 +1374,37 @@ mod tests {
             // 12 waits in a minor page fault: no copy comes.
             drec(SAMPLES, 12, 90_000, OTHER_PC, switch_raw(12, 2, 0), false),
             drec(SAMPLES, 12, 200_000, OTHER_PC, Vec::new(), false),
-            // 13 waits in a major fault: its copy comes when the fault completes.
+            // 13 waits in a page fault: its copy comes on its way back to user space.
             drec(SAMPLES, 13, 100_000, FAULT_PC, switch_raw(13, 2, 0), false),
             drec(SAMPLES, 14, 150_000, OTHER_PC, switch_raw(14, 0, 13), false),
-            drec(COPIES, 13, 151_000, 0, vec![0; 4], true),
+            drec(
+                COPIES,
+                13,
+                151_000,
+                0,
+                copy_raw(DEFERRED_RETURN, 100_000),
+                true,
+            ),
+            // 15 has no rseq area: it blocks with its copy taken just after the switch.
+            drec(
+                SAMPLES,
+                15,
+                160_000,
+                SYSCALL_PC,
+                switch_raw(15, 1, 0),
+                false,
+            ),
+            drec(
+                COPIES,
+                15,
+                160_001,
+                0,
+                copy_raw(DEFERRED_AT_SWITCH, 160_000),
+                true,
+            ),
+            drec(SAMPLES, 16, 190_000, OTHER_PC, switch_raw(16, 0, 15), false),
             // A system call's copy of a thread this recording does not follow.
-            drec(COPIES, 99, 210_000, 0, copy_raw(DEFERRED_SYSCALL, 5), true),
+            drec(COPIES, 99, 210_000, 0, copy_raw(DEFERRED_RETURN, 5), true),
         ]
         .concat();
         let mut out = vec![Vec::new()];
@@ -1385,10 +1412,10 @@ mod tests {
         let st = rw.stats().clone();
         assert_eq!(
             (st.deferred_joined, st.deferred_missing, st.deferred_orphans),
-            (4, 1, 1),
+            (5, 1, 1),
             "{st:?}"
         );
-        assert_eq!(st.unwound, 4, "only the joined copies are unwound");
+        assert_eq!(st.unwound, 5, "only the joined copies are unwound");
         rw.release_all(&mut out);
         let mut n = 0;
         let stored = Attr::parse(rw.stored_attr()).expect("stored attribute");
@@ -1398,7 +1425,7 @@ mod tests {
             assert_eq!(s.id, Some(SAMPLES), "no copy is stored");
         })
         .expect("whole records");
-        assert_eq!(n, 9, "every switch, wake-up and timer sample is stored");
+        assert_eq!(n, 11, "every switch, wake-up and timer sample is stored");
     }
 
     const KSTACKS: u64 = 3;
@@ -1429,7 +1456,7 @@ mod tests {
                 10,
                 61_000,
                 0,
-                copy_raw(DEFERRED_SYSCALL, 1_000),
+                copy_raw(DEFERRED_RETURN, 1_000),
                 true,
             ),
             // 30 blocks outside a system call; its kernel stack comes after the switch.

@@ -67,10 +67,12 @@ fn folded_lines(file: &Path, args: &[&str]) -> Vec<(String, u64)> {
         .collect()
 }
 
-fn record_known(dir: &Path, cycles: &str) -> (std::path::PathBuf, Known) {
+/// Record the known-answer program with `env` set for hood and the program.
+fn record_known(dir: &Path, cycles: &str, env: &[(&str, &str)]) -> (std::path::PathBuf, Known) {
     let prog = c_program("offcpu_known");
     let file = dir.join("offcpu.data");
     let out = run(hood()
+        .envs(env.iter().copied())
         .args(["record", "--off-cpu", "-o"])
         .arg(&file)
         .arg("--")
@@ -86,6 +88,10 @@ fn record_known(dir: &Path, cycles: &str) -> (std::path::PathBuf, Known) {
     (file, parse_known(&String::from_utf8_lossy(&out.stdout)))
 }
 
+/// The three ways the kernel takes a wait's stacks, each held to the same answer: every
+/// switch and wake-up with its stacks; BPF programs taking them only for long waits, the user
+/// copy on the thread's way back to user space (`rseq_update`); the same for threads without
+/// an rseq area (glibc's tunable off), whose copy is taken at the switch.
 #[test]
 fn known_shares_wakers_and_each_threads_time_add_up() {
     if !privileged("known_shares_wakers_and_each_threads_time_add_up") {
@@ -93,8 +99,22 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
     }
     ensure_tracefs();
     let _serial = perf_lock();
-    let dir = tempfile::tempdir().unwrap();
-    let (file, known) = record_known(dir.path(), "20");
+    for env in [
+        &[("HOOD_OFF_CPU_BPF", "0")][..],
+        &[("HOOD_OFF_CPU_BPF", "1")][..],
+        &[
+            ("HOOD_OFF_CPU_BPF", "1"),
+            ("GLIBC_TUNABLES", "glibc.pthread.rseq=0"),
+        ][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (file, known) = record_known(dir.path(), "20", env);
+        known_answer_holds(dir.path(), &file, &known);
+    }
+}
+
+fn known_answer_holds(dir: &Path, file: &Path, known: &Known) {
+    let file = file.to_path_buf();
 
     // Each thread's time: exact from its switches, and the worker's agrees with the
     // program's own clock and with the kernel's schedstat.
@@ -181,9 +201,9 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
     }
 
     // pprof: `go tool pprof -sample_index=off_cpu` reads the waits, their total the same.
-    pprof_off_cpu_total_matches(dir.path(), &file, &json);
-    firefox_weights_count_the_waits(dir.path(), &file, &json);
-    firefox_loader_totals_equal_the_waits(dir.path(), &file);
+    pprof_off_cpu_total_matches(dir, &file, &json);
+    firefox_weights_count_the_waits(dir, &file, &json);
+    firefox_loader_totals_equal_the_waits(dir, &file);
 }
 
 /// The Firefox Profiler's own loader (`@firefox-devtools/profiler-cli`, from npm, as in
