@@ -6,8 +6,8 @@
 #      thread's blocked/runnable time beside `perf sched timehist` of the same run;
 #   2. a context-switch storm (`perf bench sched pipe`, >= 100,000 switches/s), free and
 #      pinned (SCHED_FIFO on CPU 0): the storm's slowdown, recorder CPU and file size, hood
-#      -a --off-cpu vs `perf sched record`, and hood with HOOD_OFF_CPU_BPF=1 (deferred
-#      stacks: the kernel copies stacks only for long waits);
+#      -a --off-cpu (deferred stacks, the default: the kernel copies stacks only for long
+#      waits) vs `perf sched record`, and hood with HOOD_OFF_CPU_BPF=0 (every stack);
 #   3. an ordinary rate (~2,000 switches/s): hood's recorder CPU as a share of one CPU.
 # HOOD=path/to/hood uses that binary instead of building this tree's.
 set -euo pipefail
@@ -90,20 +90,20 @@ for mode in free pinned; do
     echo "plain: ${base:-?} ops/sec"
     read -r pops pcpu < <(storm_under perf-sched perf sched record -q -o "$out/storm-perf.data" -- sleep 1000)
     read -r hops hcpu < <(storm_under hood-offcpu $hood record -a --off-cpu -o "$out/storm-hood.data")
-    # hood with its BPF programs: the kernel copies stacks only for long waits.
-    read -r cops ccpu < <(storm_under hood-deferred env HOOD_OFF_CPU_BPF=1 $hood record -a --off-cpu -o "$out/storm-hood-deferred.data")
+    # hood without its BPF programs: every switch and wake-up copies its stacks.
+    read -r cops ccpu < <(storm_under hood-every env HOOD_OFF_CPU_BPF=0 $hood record -a --off-cpu -o "$out/storm-hood-every.data")
     psize=$(du -k "$out/storm-perf.data" | cut -f1); hsize=$(du -k "$out/storm-hood.data" | cut -f1)
-    csize=$(du -k "$out/storm-hood-deferred.data" | cut -f1)
+    csize=$(du -k "$out/storm-hood-every.data" | cut -f1)
     awk -v b="$base" -v po="$pops" -v ho="$hops" -v pc="$pcpu" -v hc="$hcpu" -v ps="$psize" -v hs="$hsize" \
         -v co="$cops" -v cc="$ccpu" -v cs="$csize" 'BEGIN {
         printf "perf sched record: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", po, 100*(b-po)/b, pc, ps
         printf "hood -a --off-cpu: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", ho, 100*(b-ho)/b, hc, hs
-        printf "hood with HOOD_OFF_CPU_BPF=1 (deferred stacks): %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", co, 100*(b-co)/b, cc, cs
+        printf "hood with HOOD_OFF_CPU_BPF=0 (every stack): %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", co, 100*(b-co)/b, cc, cs
         if (pc > 0 && po > 0) {
             printf "hood/perf: speed %.2f (target >= 1), recorder CPU %.2f (target <= 1), file %.2f (target <= 0.5)\n", ho/po, hc/pc, hs/ps
-            printf "deferred/perf: speed %.2f, recorder CPU %.2f, file %.2f\n", co/po, cc/pc, cs/ps
+            printf "every-stack/perf: speed %.2f, recorder CPU %.2f, file %.2f\n", co/po, cc/pc, cs/ps
         } }'
-    grep -E "lost|off-CPU" "$out/hood-offcpu.log" "$out/hood-deferred.log" || true
+    grep -E "lost|off-CPU" "$out/hood-offcpu.log" "$out/hood-every.log" || true
 done
 # The kernel's share: the same two tracepoints with DWARF stack copies, taken by perf.
 # Its gigabytes go to /dev/null (perf's pipe mode).

@@ -119,8 +119,9 @@ pub struct SamplingConfig {
     pub off_cpu: bool,
     /// With `off_cpu`: above 0, and with stack copies, the kernel copies user stacks only for
     /// waits at least this long (deferred stacks, loaded as BPF programs; see
-    /// [`crate::DEFERRED_RETURN`]). 0 (the default): every switch and wake-up copies its
-    /// stack, which measured faster in a context-switch storm.
+    /// [`crate::DEFERRED_RETURN`]). 0 (this type's default; `hood record` sets it unless
+    /// `HOOD_OFF_CPU_BPF=0`): every switch and wake-up copies its stack, which costs a
+    /// context-switch storm about three times as much.
     pub off_cpu_min_ns: u64,
 }
 

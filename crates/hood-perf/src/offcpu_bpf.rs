@@ -15,9 +15,8 @@
 //!   (`task_struct.pid`, its offset read from the kernel's BTF) and when the wait began.
 //! - **A blocked thread** keeps the user registers and stack it had when it left the CPU
 //!   until it is back in user space: nothing in user space runs before that. The program on
-//!   `sched_switch` notes when the thread left (its first wait since it was last in user
-//!   space, and the current one); the program on `rseq:rseq_update` emits the copy when that
-//!   first wait began at least the minimum ago, which is at least as long as any wait since.
+//!   `sched_switch` marks the thread when it takes the kernel stack of a long wait; the
+//!   program on `rseq:rseq_update` emits the copy of a marked thread and clears the mark.
 //!   The kernel passes that tracepoint on the way back to user space of every thread with an
 //!   rseq area (glibc 2.35 and later register one for each thread) that left the CPU, and
 //!   only then, so a storm pays for one program run per switch and nothing per system call.
@@ -147,8 +146,9 @@ struct Maps<'a> {
     kstack_buf: &'a Map,
 }
 
-/// Offsets into a wait table value.
-const FIRST_START: i16 = 0;
+/// Offsets into a wait table value: when the long wait whose user stack is still to be copied
+/// began (0: none), and when the current wait began (0: the thread is on a CPU).
+const LONG_START: i16 = 0;
 const THIS_START: i16 = 8;
 
 /// `if the current task is not traced goto out` (task sessions: the filter holds the traced
@@ -206,11 +206,14 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
         .add_imm(R2, -8)
         .call(helper::MAP_LOOKUP_ELEM)
         .jeq_imm(R0, 0, "switch_out")
-        .load(R7, R0, THIS_START)
+        .mov(R8, R0)
+        .load(R7, R8, THIS_START)
         .jeq_imm(R7, 0, "switch_out")
-        .store_imm(R0, THIS_START, 0);
+        .store_imm(R8, THIS_START, 0);
     skip_if_shorter(&mut a, min_ns, "switch_out");
-    a.store_imm(FP, -16, 0)
+    // A long wait: its user stack is copied on the way back to user space.
+    a.store(R8, LONG_START, R7)
+        .store_imm(FP, -16, 0)
         .load_map(R1, m.kstack_buf.fd())
         .mov(R2, FP)
         .add_imm(R2, -16)
@@ -256,7 +259,7 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
         .add_imm(R2, -8)
         .call(helper::MAP_DELETE_ELEM)
         .ja("out");
-    // Blocked: note when; the system call's first wait keeps its start.
+    // Blocked: note when (a long wait earlier in the same system call keeps its mark).
     a.label("blocked")
         .call(helper::KTIME_GET_NS)
         .mov(R7, R0)
@@ -268,7 +271,7 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
         .store(R0, THIS_START, R7)
         .ja("noted");
     a.label("first_wait")
-        .store(FP, -24, R7)
+        .store_imm(FP, -24, 0)
         .store(FP, -16, R7)
         .load_map(R1, m.waits.fd())
         .mov(R2, FP)
@@ -316,18 +319,21 @@ fn skip_if_shorter(a: &mut Asm, min_ns: u64, to: &'static str) {
 
 /// `rseq_update(t)`, in a thread with an rseq area on its way back to user space after it
 /// left the CPU (also after a signal or a migration): its user registers and stack are still
-/// the ones it blocked with.
-fn on_return(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
+/// the ones it blocked with. The copy is taken when a wait since it was last in user space was
+/// found long at its switch-in (whose kernel stack was taken then).
+fn on_return(m: &Maps<'_>) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1)
         .call(helper::GET_CURRENT_TASK)
-        .store(FP, -8, R0);
-    wait_start_or_skip(&mut a, m.waits, FIRST_START);
-    a.load_map(R1, m.waits.fd())
+        .store(FP, -8, R0)
+        .load_map(R1, m.waits.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
-        .call(helper::MAP_DELETE_ELEM);
-    skip_if_shorter(&mut a, min_ns, "out");
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, "out")
+        .load(R7, R0, LONG_START)
+        .jeq_imm(R7, 0, "out")
+        .store_imm(R0, LONG_START, 0);
     emit(&mut a, m.out, DEFERRED_RETURN);
     end(&mut a);
     a.finish()
@@ -458,23 +464,35 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         kstack_buf: &kstack_buf,
     };
     // A wait the recorder finds just long enough must not lack its stacks, and the programs
-    // read the clock a little apart from the samples' times, so they copy from below the
-    // minimum (a copy for a wait found short is dropped unused):
-    // - a kernel stack from half of it: the recorder measures a wait to the switch-in record
-    //   the kernel writes after the switch (1–5 µs later on a busy virtual machine) or to
-    //   the switch's own sample, and in a context-switch storm waits crowd near the minimum;
-    // - a user stack on the way back to user space, or a waker's, from three quarters of
-    //   it: the return comes after the switch-in, and a wake-up's sample is in the same hit.
-    let kstack_min = min_ns / 2;
-    let copy_min = min_ns - min_ns / 4;
+    // read the clock a little apart from the samples the recorder measures with, so they take
+    // stacks from a little below the minimum (a stack for a wait found short is dropped
+    // unused; the user copy follows the kernel stack's verdict):
+    // - whole-system sessions: both ends of a wait are `sched_switch` samples of the same
+    //   tracepoint hits the programs run in, less than a microsecond apart, so 2 µs below
+    //   (at most half the minimum). In a context-switch storm the waits crowd just over
+    //   whatever the recorder costs the workload: every stack taken below the minimum slows
+    //   it further, and more waits cross it (a storm pinned to one CPU fell from 112,000 round
+    //   trips a second with no stacks taken to 33,000–43,000 with stacks from half of it);
+    // - task sessions: the recorder sees a thread come back at the switch-in record the kernel
+    //   writes after the switch, 1–5 µs later on a busy virtual machine: a kernel stack from
+    //   half the minimum, a waker's from three quarters (its sample is in the same hit).
+    let system = traced.is_none();
+    let kstack_min = match system {
+        true => min_ns.saturating_sub(2_000).max(min_ns / 2),
+        false => min_ns / 2,
+    };
+    let waker_min = match system {
+        true => kstack_min,
+        false => min_ns - min_ns / 4,
+    };
     let mut programs = vec![
         (
             "sched_switch",
             on_switch(&maps, kstack_min, &off),
             Some(switch_type),
         ),
-        ("rseq_update", on_return(&maps, copy_min), None),
-        ("sched_waking", on_waking(&maps, copy_min), None),
+        ("rseq_update", on_return(&maps), None),
+        ("sched_waking", on_waking(&maps, waker_min), None),
     ];
     if let Some(f) = &filter {
         programs.push(("sched_process_fork", on_fork(f), None));

@@ -280,7 +280,7 @@ fn open(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<(Held, Early), 
         Who::Pids(p) => Target::Tasks(p.clone()),
         Who::Command(_) => Target::Child(command.0.as_ref().map_or(0, Child::pid)),
     };
-    // With `HOOD_OFF_CPU_BPF=1`, an off-CPU recording lets BPF programs take stacks only for
+    // Unless `HOOD_OFF_CPU_BPF=0`, an off-CPU recording lets BPF programs take stacks only for
     // long waits, when it can tell a wait inside a system call or a page fault by its kernel
     // stack (kernel symbols readable).
     let early_kallsyms = match cfg.sampling.off_cpu {
@@ -780,14 +780,15 @@ pub(crate) mod seam {
     }
 }
 
+/// Whether an off-CPU recording lets BPF programs take stacks only for the waits a report
+/// shows (the default; `HOOD_OFF_CPU_BPF=0` takes every switch's and wake-up's stack, which
+/// costs a context-switch storm about three times as much, docs/ARCHITECTURE.md).
+fn defer_off_cpu_stacks() -> bool {
+    std::env::var_os("HOOD_OFF_CPU_BPF").is_none_or(|v| v != "0")
+}
+
 /// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
 /// still gets a user-space profile of their own processes, with a note, as perf does.
-/// Whether an off-CPU recording lets BPF programs take stacks only for the waits a report
-/// shows (`HOOD_OFF_CPU_BPF=1`; not the default: in a context-switch storm it measured no
-/// faster than taking every stack, docs/ARCHITECTURE.md).
-fn defer_off_cpu_stacks() -> bool {
-    std::env::var_os("HOOD_OFF_CPU_BPF").is_some_and(|v| v == "1")
-}
 
 fn open_session(
     cfg: &RecordConfig,
@@ -898,7 +899,32 @@ fn outcome_lines(o: &Outcome) -> Vec<String> {
             o.samples, o.cpus, o.seconds, o.event, o.lost
         ),
     )];
-    if o.switches_and_wakeups > 0 && o.short_waits > 0 {
+    if o.deferred_stacks {
+        let mut line = format!(
+            "off-CPU: {} context switches and wake-ups recorded; the kernel took stacks only \
+             for waits of at least {} (BPF): {} kernel and {} user stacks joined to their waits",
+            o.switches_and_wakeups,
+            hood_model::profile::offcpu_min_words(o.off_cpu_min_ns),
+            o.kernel_stacks_joined,
+            o.deferred_joined
+        );
+        if o.kernel_stacks_missing > 0 {
+            line.push_str(&format!(
+                "; {} long waits without a kernel stack (lost with their ring's records, or \
+                 just under the minimum by the kernel's clock)",
+                o.kernel_stacks_missing
+            ));
+        }
+        if o.deferred_missing > 0 {
+            line.push_str(&format!(
+                "; {} long waits without a user stack (in neither a system call nor a \
+                 page fault, or the copy was lost; with `HOOD_OFF_CPU_BPF=0` every switch \
+                 copies its stack)",
+                o.deferred_missing
+            ));
+        }
+        out.push(line);
+    } else if o.switches_and_wakeups > 0 && o.short_waits > 0 {
         out.push(format!(
             "off-CPU: {} context switches and wake-ups recorded with their stacks; the {} \
              of waits shorter than {} without user stacks (--off-cpu-min)",
@@ -911,30 +937,6 @@ fn outcome_lines(o: &Outcome) -> Vec<String> {
             "off-CPU: {} context switches and wake-ups recorded with their stacks",
             o.switches_and_wakeups
         ));
-    }
-    if o.deferred_stacks {
-        let mut line = format!(
-            "off-CPU: the kernel took stacks only for waits of at least {} (BPF); {} kernel \
-             and {} user stacks joined to their waits",
-            hood_model::profile::offcpu_min_words(o.off_cpu_min_ns),
-            o.kernel_stacks_joined,
-            o.deferred_joined
-        );
-        if o.kernel_stacks_missing > 0 {
-            line.push_str(&format!(
-                "; {} long waits without a kernel stack (lost)",
-                o.kernel_stacks_missing
-            ));
-        }
-        if o.deferred_missing > 0 {
-            line.push_str(&format!(
-                "; {} long waits without a user stack (in neither a system call nor a \
-                 page fault, or the copy was lost; without `HOOD_OFF_CPU_BPF=1` every switch \
-                 copies its stack)",
-                o.deferred_missing
-            ));
-        }
-        out.push(line);
     }
     if o.lost > 0 {
         let per: Vec<String> = o

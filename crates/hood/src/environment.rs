@@ -158,8 +158,8 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "HOOD_OFF_CPU_BPF",
-        shown: "1 | 0",
-        what: "`1`: `hood record --off-cpu` loads BPF programs so the kernel takes stacks only for waits of at least `--off-cpu-min` (deferred stacks, root); not the default: in a context-switch storm it measured no faster than taking every stack",
+        shown: "1 | 0 (1)",
+        what: "`0`: `hood record --off-cpu` takes every context switch's and wake-up's stack instead of loading BPF programs that take stacks only for waits of at least `--off-cpu-min` (the default, as root); a context-switch storm costs about three times as much",
         values: Values::OneOf(&["1", "0"]),
     },
     Var {
