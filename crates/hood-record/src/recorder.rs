@@ -789,7 +789,6 @@ fn defer_off_cpu_stacks() -> bool {
 
 /// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
 /// still gets a user-space profile of their own processes, with a note, as perf does.
-
 fn open_session(
     cfg: &RecordConfig,
     target: &Target,
