@@ -205,8 +205,10 @@ pub fn profile(data: &[u8]) {
     let Some(r) = framed_file(data, FileKind::Profile) else {
         return;
     };
-    if let Ok(Some(labels)) = hood_model::labels::LabelsRecording::read(r) {
-        let labeled = labels.analyze(&prof);
+    if let Ok(Some(mut labels)) = hood_model::labels::LabelsRecording::read(r) {
+        let Ok(labeled) = labels.analyze(&prof) else {
+            return;
+        };
         let view = hood_report::labels::LabeledView {
             prof: &prof,
             labeled: &labeled,

@@ -134,6 +134,15 @@ impl Prefetch {
         }
     }
 
+    /// The reader back, once the chunks have been read to the end (`None` before, or if its
+    /// thread failed): for reading deferred payloads later, after this reading ahead is over.
+    pub fn into_reader(self) -> Option<Reader> {
+        match self.state {
+            State::Inline(reader) | State::Done(Some(reader)) => Some(*reader),
+            State::Done(None) | State::Thread { .. } => None,
+        }
+    }
+
     /// Warnings (a cut-off end of file), complete once the end was reached.
     pub fn warnings(&self) -> &[String] {
         &self.warnings

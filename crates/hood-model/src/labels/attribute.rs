@@ -88,6 +88,16 @@ pub struct Attribution {
     pub tags: TagCounts,
 }
 
+/// Joins kept at most: packets by skb, sockets' owners, requests' issuers (each), and packets
+/// queued per socket. Past a cap the older half is forgotten (its packets count as not
+/// consumed), so a flood of packets nobody reads costs the report a bounded table.
+const MAX_JOIN: usize = 1 << 18;
+/// Packets queued on one socket, at most (see [`MAX_JOIN`]).
+const MAX_QUEUED: usize = 1 << 16;
+
+/// A packet or block request being followed to its consumer. It lives while something can
+/// still name it (a join table, its handler run) and is then settled: counted, and the
+/// samples that waited on it charged.
 #[derive(Debug)]
 struct Tag {
     kind: AsyncKind,
@@ -95,204 +105,537 @@ struct Tag {
     consumer: Option<u32>,
     /// A TCP segment without data for this socket: serves the socket's owner.
     ack_sk: Option<u64>,
+    /// Holders of this tag's id (join tables, handler runs).
+    refs: u32,
+    /// Samples charged by this tag (indices into the samples).
+    waiters: Vec<usize>,
 }
 
-/// A handler run on one CPU: `[start, end)`, with the tags it worked on (time, tag index).
+/// The handler run open on one CPU, `[start, ...)`: its vector (`None`: a hard irq), the
+/// last tag it worked on, and the samples inside it before its first tag (with whether
+/// their NET_RX work was untraced).
 #[derive(Debug)]
 struct Run {
-    start: u64,
-    end: u64,
     vec: Option<u32>,
-    tags: Vec<(u64, usize)>,
+    ended: bool,
+    last_tag: Option<u64>,
+    before_first: Vec<(usize, bool)>,
 }
 
 #[derive(Default)]
 struct CpuState {
-    hard: Vec<Run>,
-    soft: Vec<Run>,
-    in_hard: bool,
-    in_soft: bool,
+    hard: Option<Run>,
+    soft: Option<Run>,
 }
 
-impl CpuState {
-    fn innermost(&mut self) -> Option<&mut Run> {
-        if self.in_hard {
-            self.hard.last_mut()
-        } else if self.in_soft {
-            self.soft.last_mut()
-        } else {
-            None
+fn open(run: &mut Option<Run>) -> Option<&mut Run> {
+    run.as_mut().filter(|r| !r.ended)
+}
+
+/// A sample's charge as it is decided.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// Waiting on a tag or a run.
+    Wait,
+    /// Decided.
+    Charged(Charge),
+    /// NET_RX work whose packet was not traced (cost control); extrapolated at the end.
+    Untraced,
+}
+
+/// Charges samples while the events stream past in time order: [`Attributor::event`] for
+/// each event, [`Attributor::sample`] for each sample once every event up to its time was
+/// given, [`Attributor::finish`] at the end. What it holds is bounded by the samples and
+/// by what can still be joined (open handler runs, packets not yet consumed, up to
+/// [`MAX_JOIN`]), not by the number of events.
+pub struct Attributor<'a> {
+    samples: &'a [Sample],
+    kthreads: &'a HashSet<u32>,
+    off: &'a [(u64, u64)],
+    slots: Vec<Slot>,
+    cpus: HashMap<u32, CpuState>,
+    tags: HashMap<u64, Tag>,
+    next_tag: u64,
+    counts: TagCounts,
+    by_skb: HashMap<u64, u64>,
+    by_sk: HashMap<u64, VecDeque<u64>>,
+    last_net: HashMap<u32, u64>,
+    issuer: HashMap<(u64, u64), (u64, u32)>,
+    waiting_block: HashMap<u32, Vec<u64>>,
+    /// The last task that sent or received on each socket (with the event's sequence).
+    owner: HashMap<u64, (u64, u32)>,
+    /// Packets settled without a consumer that were TCP ACKs on a socket: charged to its
+    /// owner at the end. By socket: (packets, waiting samples with their "off soon" flag).
+    acks: HashMap<u64, (u64, Vec<(usize, bool)>)>,
+    seq: u64,
+}
+
+impl<'a> Attributor<'a> {
+    /// Ready to charge `samples`, given the pids of kernel threads and the windows
+    /// (CLOCK_MONOTONIC `[start, end)`) during which the per-packet events were off.
+    pub fn new(samples: &'a [Sample], kthreads: &'a HashSet<u32>, off: &'a [(u64, u64)]) -> Self {
+        Attributor {
+            samples,
+            kthreads,
+            off,
+            slots: vec![Slot::Wait; samples.len()],
+            cpus: HashMap::new(),
+            tags: HashMap::new(),
+            next_tag: 0,
+            counts: TagCounts::default(),
+            by_skb: HashMap::new(),
+            by_sk: HashMap::new(),
+            last_net: HashMap::new(),
+            issuer: HashMap::new(),
+            waiting_block: HashMap::new(),
+            owner: HashMap::new(),
+            acks: HashMap::new(),
+            seq: 0,
         }
     }
-}
 
-/// Charge each of `samples` given the decoded `events` (sorted by time), the pids of kernel
-/// threads, and the windows (CLOCK_MONOTONIC `[start, end)`) during which the per-packet events
-/// were off (cost control; empty when all was traced).
-pub fn attribute(
-    events: &[Event],
-    samples: &[Sample],
-    kthreads: &HashSet<u32>,
-    off: &[(u64, u64)],
-) -> Attribution {
-    let mut cpus: HashMap<u32, CpuState> = HashMap::new();
-    let mut tags: Vec<Tag> = Vec::new();
-    let mut counts = TagCounts::default();
-    let mut by_skb: HashMap<u64, usize> = HashMap::new();
-    let mut by_sk: HashMap<u64, VecDeque<usize>> = HashMap::new();
-    let mut last_net: HashMap<u32, usize> = HashMap::new();
-    let mut issuer: HashMap<(u64, u64), u32> = HashMap::new();
-    let mut waiting_block: HashMap<u32, Vec<usize>> = HashMap::new();
-    // The last task that sent or received on each socket.
-    let mut owner: HashMap<u64, u32> = HashMap::new();
-    for e in events {
-        let st = cpus.entry(e.cpu).or_default();
+    fn hold(&mut self, id: u64) {
+        if let Some(t) = self.tags.get_mut(&id) {
+            t.refs += 1;
+        }
+    }
+
+    fn release(&mut self, id: u64) {
+        let Some(t) = self.tags.get_mut(&id) else {
+            return;
+        };
+        t.refs = t.refs.saturating_sub(1);
+        if t.refs > 0 {
+            return;
+        }
+        let Some(t) = self.tags.remove(&id) else {
+            return;
+        };
+        let soon = t.kind == AsyncKind::NetRx && off_soon_after(self.off, t.time);
+        match (t.consumer, t.ack_sk) {
+            (None, Some(sk)) => {
+                let a = self.acks.entry(sk).or_default();
+                a.0 += 1;
+                a.1.extend(t.waiters.iter().map(|&w| (w, soon)));
+            }
+            (consumer, _) => {
+                if consumer.is_some() {
+                    match t.kind {
+                        AsyncKind::NetRx => self.counts.net_consumed += 1,
+                        AsyncKind::Block => self.counts.block_consumed += 1,
+                    }
+                }
+                let slot = match consumer {
+                    Some(pid) => Slot::Charged(Charge::Async(pid, t.kind)),
+                    None if soon => Slot::Untraced,
+                    None => Slot::Charged(Charge::Other(t.kind)),
+                };
+                for &w in &t.waiters {
+                    self.slots[w] = slot;
+                }
+            }
+        }
+    }
+
+    fn new_tag(&mut self, kind: AsyncKind, time: u64, consumer: Option<u32>) -> u64 {
+        let id = self.next_tag;
+        self.next_tag += 1;
+        self.tags.insert(
+            id,
+            Tag {
+                kind,
+                time,
+                consumer,
+                ack_sk: None,
+                refs: 0,
+                waiters: Vec::new(),
+            },
+        );
+        id
+    }
+
+    /// Give tag `id` to the innermost open run of `cpu` (its samples waiting for a first
+    /// tag take this one). Whether there was such a run.
+    fn tag_run(&mut self, cpu: u32, id: u64) -> bool {
+        let Some(st) = self.cpus.get_mut(&cpu) else {
+            return false;
+        };
+        let in_hard = open(&mut st.hard).is_some();
+        let run = match in_hard {
+            true => open(&mut st.hard),
+            false => open(&mut st.soft),
+        };
+        let Some(run) = run else {
+            return false;
+        };
+        let old = run.last_tag.replace(id);
+        let waiting: Vec<usize> = run.before_first.drain(..).map(|(w, _)| w).collect();
+        if let Some(t) = self.tags.get_mut(&id) {
+            t.refs += 1;
+            t.waiters.extend(waiting);
+        }
+        if let Some(old) = old {
+            self.release(old);
+        }
+        true
+    }
+
+    /// A run is over (ended or replaced): samples that waited for a first tag get none.
+    fn close(&mut self, run: Run) {
+        for (w, untraced) in run.before_first {
+            self.slots[w] = match untraced {
+                true => Slot::Untraced,
+                false => Slot::Charged(Charge::Kernel),
+            };
+        }
+        if let Some(id) = run.last_tag {
+            self.release(id);
+        }
+    }
+
+    fn end_run(&mut self, cpu: u32, hard: bool) {
+        let st = self.cpus.entry(cpu).or_default();
+        let slot = if hard { &mut st.hard } else { &mut st.soft };
+        if let Some(r) = open(slot) {
+            r.ended = true;
+            let before_first = std::mem::take(&mut r.before_first);
+            let last = r.last_tag.take();
+            self.close(Run {
+                vec: None,
+                ended: true,
+                last_tag: last,
+                before_first,
+            });
+        }
+        if let Some(list) = self.waiting_block.remove(&cpu) {
+            for id in list {
+                self.release(id);
+            }
+        }
+    }
+
+    fn start_run(&mut self, cpu: u32, vec: Option<u32>) {
+        let st = self.cpus.entry(cpu).or_default();
+        let slot = if vec.is_none() {
+            &mut st.hard
+        } else {
+            &mut st.soft
+        };
+        let old = slot.replace(Run {
+            vec,
+            ended: false,
+            last_tag: None,
+            before_first: Vec::new(),
+        });
+        if let Some(old) = old {
+            self.close(old);
+        }
+    }
+
+    fn set_skb(&mut self, skb: u64, id: u64) {
+        self.hold(id);
+        if let Some(old) = self.by_skb.insert(skb, id) {
+            self.release(old);
+        }
+        if self.by_skb.len() > MAX_JOIN {
+            // Forget the older half (tag ids grow with time).
+            let mut ids: Vec<u64> = self.by_skb.values().copied().collect();
+            let mid = ids.len() / 2;
+            let cut = *ids.select_nth_unstable(mid).1;
+            let old: Vec<u64> = self
+                .by_skb
+                .iter()
+                .filter(|&(_, &t)| t < cut)
+                .map(|(&k, _)| k)
+                .collect();
+            for k in old {
+                if let Some(t) = self.by_skb.remove(&k) {
+                    self.release(t);
+                }
+            }
+        }
+    }
+
+    fn queue_on(&mut self, sk: u64, id: u64) {
+        self.hold(id);
+        let q = self.by_sk.entry(sk).or_default();
+        q.push_back(id);
+        let over = (q.len() > MAX_QUEUED).then(|| q.pop_front()).flatten();
+        if let Some(old) = over {
+            self.release(old);
+        }
+        if self.by_sk.len() > MAX_JOIN {
+            // Forget the sockets whose newest packet is oldest.
+            let mut newest: Vec<u64> = self
+                .by_sk
+                .values()
+                .map(|q| q.back().copied().unwrap_or(0))
+                .collect();
+            let mid = newest.len() / 2;
+            let cut = *newest.select_nth_unstable(mid).1;
+            let old: Vec<u64> = self
+                .by_sk
+                .iter()
+                .filter(|(_, q)| q.back().copied().unwrap_or(0) < cut)
+                .map(|(&k, _)| k)
+                .collect();
+            for k in old {
+                for t in self.by_sk.remove(&k).unwrap_or_default() {
+                    self.release(t);
+                }
+            }
+        }
+    }
+
+    fn set_owner(&mut self, sk: u64, pid: u32) {
+        self.seq += 1;
+        self.owner.insert(sk, (self.seq, pid));
+        forget_older_half(&mut self.owner);
+    }
+
+    /// One event; events must come in time order.
+    pub fn event(&mut self, e: &Event) {
+        self.cpus.entry(e.cpu).or_default();
         match e.kind {
-            EvKind::IrqEntry { .. } => {
-                st.hard.push(Run {
-                    start: e.time,
-                    end: u64::MAX,
-                    vec: None,
-                    tags: Vec::new(),
-                });
-                st.in_hard = true;
-            }
-            EvKind::IrqExit => {
-                if st.in_hard {
-                    if let Some(r) = st.hard.last_mut() {
-                        r.end = e.time;
-                    }
-                }
-                st.in_hard = false;
-                waiting_block.remove(&e.cpu);
-            }
-            EvKind::SoftEntry { vec } => {
-                st.soft.push(Run {
-                    start: e.time,
-                    end: u64::MAX,
-                    vec: Some(vec),
-                    tags: Vec::new(),
-                });
-                st.in_soft = true;
-            }
+            EvKind::IrqEntry { .. } => self.start_run(e.cpu, None),
+            EvKind::IrqExit => self.end_run(e.cpu, true),
+            EvKind::SoftEntry { vec } => self.start_run(e.cpu, Some(vec)),
             EvKind::SoftExit { .. } => {
-                if st.in_soft {
-                    if let Some(r) = st.soft.last_mut() {
-                        r.end = e.time;
-                    }
+                self.end_run(e.cpu, false);
+                if let Some(t) = self.last_net.remove(&e.cpu) {
+                    self.release(t);
                 }
-                st.in_soft = false;
-                waiting_block.remove(&e.cpu);
-                last_net.remove(&e.cpu);
             }
             EvKind::NetRx { skb } => {
-                let t = tags.len();
-                tags.push(Tag {
-                    kind: AsyncKind::NetRx,
-                    time: e.time,
-                    consumer: None,
-                    ack_sk: None,
-                });
-                counts.net += 1;
-                by_skb.insert(skb, t);
-                last_net.insert(e.cpu, t);
-                if let Some(r) = st.innermost() {
-                    r.tags.push((e.time, t));
+                let t = self.new_tag(AsyncKind::NetRx, e.time, None);
+                self.counts.net += 1;
+                self.set_skb(skb, t);
+                self.hold(t);
+                if let Some(old) = self.last_net.insert(e.cpu, t) {
+                    self.release(old);
                 }
+                self.tag_run(e.cpu, t);
             }
             EvKind::SkReady { sk } => {
-                if let Some(&t) = last_net.get(&e.cpu) {
-                    by_sk.entry(sk).or_default().push_back(t);
+                if let Some(&t) = self.last_net.get(&e.cpu) {
+                    self.queue_on(sk, t);
                 }
             }
             EvKind::SkbCopy { skb } | EvKind::SkbConsume { skb } if !e.in_irq => {
-                if let Some(t) = by_skb.remove(&skb) {
-                    if tags[t].consumer.is_none() && e.pid != 0 {
-                        tags[t].consumer = Some(e.pid);
+                if let Some(t) = self.by_skb.remove(&skb) {
+                    if let Some(tag) = self.tags.get_mut(&t) {
+                        if tag.consumer.is_none() && e.pid != 0 {
+                            tag.consumer = Some(e.pid);
+                        }
                     }
+                    self.release(t);
                 }
             }
             EvKind::TcpProbe { skb, sk, len } => {
-                if let Some(&t) = by_skb.get(&skb) {
+                if let Some(&t) = self.by_skb.get(&skb) {
                     if len == 0 {
-                        tags[t].ack_sk = Some(sk);
-                        by_skb.remove(&skb);
-                    } else {
-                        let q = by_sk.entry(sk).or_default();
-                        if q.back() != Some(&t) {
-                            q.push_back(t);
+                        if let Some(tag) = self.tags.get_mut(&t) {
+                            tag.ack_sk = Some(sk);
                         }
+                        self.by_skb.remove(&skb);
+                        self.release(t);
+                    } else if self.by_sk.get(&sk).and_then(|q| q.back()) != Some(&t) {
+                        self.queue_on(sk, t);
                     }
                 }
             }
             EvKind::SendLen { sk, ret } if !e.in_irq && ret > 0 && e.pid != 0 => {
-                owner.insert(sk, e.pid);
+                self.set_owner(sk, e.pid);
             }
             EvKind::RecvLen { sk, ret } if !e.in_irq && ret > 0 => {
-                owner.insert(sk, e.pid);
-                if let Some(q) = by_sk.get_mut(&sk) {
+                self.set_owner(sk, e.pid);
+                let mut popped = Vec::new();
+                if let Some(q) = self.by_sk.get_mut(&sk) {
                     while let Some(t) = q.pop_front() {
-                        if tags[t].consumer.is_none() {
-                            tags[t].consumer = Some(e.pid);
-                            break;
+                        popped.push(t);
+                        if let Some(tag) = self.tags.get_mut(&t) {
+                            if tag.consumer.is_none() {
+                                tag.consumer = Some(e.pid);
+                                break;
+                            }
                         }
                     }
+                    if q.is_empty() {
+                        self.by_sk.remove(&sk);
+                    }
+                }
+                for t in popped {
+                    self.release(t);
                 }
             }
             EvKind::RqIssue { dev, sector } if !e.in_irq && e.pid != 0 => {
-                issuer.insert((dev, sector), e.pid);
+                self.seq += 1;
+                self.issuer.insert((dev, sector), (self.seq, e.pid));
+                forget_older_half(&mut self.issuer);
             }
             EvKind::RqComplete { dev, sector } => {
-                let t = tags.len();
-                tags.push(Tag {
-                    kind: AsyncKind::Block,
-                    time: e.time,
-                    consumer: issuer.remove(&(dev, sector)),
-                    ack_sk: None,
-                });
-                counts.block += 1;
-                if let Some(r) = st.innermost() {
-                    r.tags.push((e.time, t));
-                    waiting_block.entry(e.cpu).or_default().push(t);
+                let consumer = self.issuer.remove(&(dev, sector)).map(|(_, p)| p);
+                let t = self.new_tag(AsyncKind::Block, e.time, consumer);
+                self.counts.block += 1;
+                self.hold(t);
+                if self.tag_run(e.cpu, t) {
+                    self.hold(t);
+                    self.waiting_block.entry(e.cpu).or_default().push(t);
                 }
+                self.release(t);
             }
             EvKind::Waking { pid } => {
                 // The first wake-up after a completion, in the same handler run, is its waiter.
-                if let Some(list) = waiting_block.get_mut(&e.cpu) {
-                    if !list.is_empty() && pid != 0 && !kthreads.contains(&pid) {
-                        let t = list.remove(0);
-                        tags[t].consumer = Some(pid);
+                if pid != 0 && !self.kthreads.contains(&pid) {
+                    let first = self
+                        .waiting_block
+                        .get_mut(&e.cpu)
+                        .and_then(|l| (!l.is_empty()).then(|| l.remove(0)));
+                    if let Some(t) = first {
+                        if let Some(tag) = self.tags.get_mut(&t) {
+                            tag.consumer = Some(pid);
+                        }
+                        self.release(t);
                     }
                 }
             }
             _ => {}
         }
     }
-    for t in &mut tags {
-        if let (None, Some(sk)) = (t.consumer, t.ack_sk) {
-            t.consumer = owner.get(&sk).copied();
+
+    /// Sample `i`, once every event up to its time was given.
+    pub fn sample(&mut self, i: usize) {
+        let s = &self.samples[i];
+        if let Some(st) = self.cpus.get_mut(&s.cpu) {
+            let in_hard = open(&mut st.hard).is_some();
+            let run = match in_hard {
+                true => open(&mut st.hard),
+                false => open(&mut st.soft),
+            };
+            if let Some(run) = run {
+                let kind_ok = match run.vec {
+                    None => true,
+                    Some(v) => v == NET_RX_SOFTIRQ || v == BLOCK_SOFTIRQ,
+                };
+                let untraced_rx = run.vec == Some(NET_RX_SOFTIRQ) && in_windows(self.off, s.time);
+                self.slots[i] = match (kind_ok, run.last_tag) {
+                    (true, Some(t)) => {
+                        if let Some(tag) = self.tags.get_mut(&t) {
+                            tag.waiters.push(i);
+                        }
+                        Slot::Wait
+                    }
+                    (true, None) => {
+                        // Charged by the run's first packet or request, when it comes.
+                        run.before_first.push((i, untraced_rx));
+                        Slot::Wait
+                    }
+                    (false, _) if untraced_rx => Slot::Untraced,
+                    (false, _) => Slot::Charged(Charge::Kernel),
+                };
+                return;
+            }
+        }
+        self.slots[i] = Slot::Charged(if s.pid == 0 || s.mode == Mode::Idle {
+            Charge::Idle
+        } else if self.kthreads.contains(&s.pid) {
+            Charge::Kernel
+        } else {
+            Charge::Sync(s.pid)
+        });
+    }
+
+    /// All events and samples given: settle what is left and charge the rest.
+    pub fn finish(mut self) -> Attribution {
+        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
+        for cpu in cpus {
+            if let Some(st) = self.cpus.get_mut(&cpu) {
+                let runs = [st.hard.take(), st.soft.take()];
+                for r in runs.into_iter().flatten() {
+                    self.close(r);
+                }
+            }
+        }
+        let held: Vec<u64> = self
+            .by_skb
+            .drain()
+            .map(|(_, t)| t)
+            .chain(self.by_sk.drain().flat_map(|(_, q)| q))
+            .chain(self.last_net.drain().map(|(_, t)| t))
+            .chain(self.waiting_block.drain().flat_map(|(_, l)| l))
+            .collect();
+        for t in held {
+            self.release(t);
+        }
+        for (sk, (n, waiters)) in std::mem::take(&mut self.acks) {
+            let owner = self.owner.get(&sk).map(|&(_, p)| p);
+            if owner.is_some() {
+                self.counts.net_consumed += n;
+            }
+            for (w, soon) in waiters {
+                self.slots[w] = match owner {
+                    Some(pid) => Slot::Charged(Charge::Async(pid, AsyncKind::NetRx)),
+                    None if soon => Slot::Untraced,
+                    None => Slot::Charged(Charge::Other(AsyncKind::NetRx)),
+                };
+            }
+        }
+        let mut charges: Vec<Option<Charge>> = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Charged(c) => Some(*c),
+                Slot::Untraced => None,
+                // Not reached: every run and tag was settled above.
+                Slot::Wait => Some(Charge::Other(AsyncKind::NetRx)),
+            })
+            .collect();
+        let mut counts = self.counts;
+        counts.extrapolated = extrapolate(&mut charges, self.samples);
+        Attribution {
+            charges: charges
+                .into_iter()
+                .map(|c| c.unwrap_or(Charge::Other(AsyncKind::NetRx)))
+                .collect(),
+            tags: counts,
         }
     }
-    counts.net_consumed = tags
-        .iter()
-        .filter(|t| t.kind == AsyncKind::NetRx && t.consumer.is_some())
-        .count() as u64;
-    counts.block_consumed = tags
-        .iter()
-        .filter(|t| t.kind == AsyncKind::Block && t.consumer.is_some())
-        .count() as u64;
-    let mut charges: Vec<Option<Charge>> = samples
-        .iter()
-        .map(|s| charge(s, &cpus, &tags, kthreads, off))
-        .collect();
-    counts.extrapolated = extrapolate(&mut charges, samples);
-    Attribution {
-        charges: charges
-            .into_iter()
-            .map(|c| c.unwrap_or(Charge::Other(AsyncKind::NetRx)))
-            .collect(),
-        tags: counts,
+}
+
+/// Past [`MAX_JOIN`] entries, forget the older half (by the sequence number kept with each).
+fn forget_older_half<K: Copy + Eq + std::hash::Hash, V>(map: &mut HashMap<K, (u64, V)>) {
+    if map.len() <= MAX_JOIN {
+        return;
     }
+    let mut seqs: Vec<u64> = map.values().map(|v| v.0).collect();
+    let mid = seqs.len() / 2;
+    let cut = *seqs.select_nth_unstable(mid).1;
+    map.retain(|_, v| v.0 >= cut);
+}
+
+/// Charge each of `samples` given the decoded `events` (sorted by time), the pids of kernel
+/// threads, and the windows (CLOCK_MONOTONIC `[start, end)`) during which the per-packet events
+/// were off (cost control; empty when all was traced): an [`Attributor`] over a slice.
+pub fn attribute(
+    events: &[Event],
+    samples: &[Sample],
+    kthreads: &HashSet<u32>,
+    off: &[(u64, u64)],
+) -> Attribution {
+    let mut a = Attributor::new(samples, kthreads, off);
+    let mut order: Vec<usize> = (0..samples.len()).collect();
+    order.sort_by_key(|&i| samples[i].time);
+    let mut next = order.into_iter().peekable();
+    for e in events {
+        while let Some(i) = next.next_if(|&i| samples[i].time < e.time) {
+            a.sample(i);
+        }
+        a.event(e);
+    }
+    for i in next {
+        a.sample(i);
+    }
+    a.finish()
 }
 
 /// Charge untraced NET_RX samples (`None`) like the nearest traced NET_RX sample in time.
@@ -337,58 +680,6 @@ fn in_windows(off: &[(u64, u64)], t: u64) -> bool {
 fn off_soon_after(off: &[(u64, u64)], t: u64) -> bool {
     let i = off.partition_point(|&(s, _)| s <= t);
     off.get(i).is_some_and(|&(s, _)| s - t < 1_000_000_000)
-}
-
-fn find(runs: &[Run], t: u64) -> Option<&Run> {
-    let i = runs.partition_point(|r| r.start <= t);
-    let r = runs.get(i.checked_sub(1)?)?;
-    (t < r.end).then_some(r)
-}
-
-fn tag_at(run: &Run, t: u64) -> Option<usize> {
-    let i = run.tags.partition_point(|&(time, _)| time <= t);
-    let j = if i == 0 { 0 } else { i - 1 };
-    run.tags.get(j).map(|&(_, tag)| tag)
-}
-
-/// `None`: NET_RX work whose packet was not traced (cost control); extrapolated later.
-fn charge(
-    s: &Sample,
-    cpus: &HashMap<u32, CpuState>,
-    tags: &[Tag],
-    kthreads: &HashSet<u32>,
-    off: &[(u64, u64)],
-) -> Option<Charge> {
-    if let Some(st) = cpus.get(&s.cpu) {
-        let run = find(&st.hard, s.time).or_else(|| find(&st.soft, s.time));
-        if let Some(run) = run {
-            let kind_ok = match run.vec {
-                None => true,
-                Some(v) => v == NET_RX_SOFTIRQ || v == BLOCK_SOFTIRQ,
-            };
-            let untraced_rx = run.vec == Some(NET_RX_SOFTIRQ) && in_windows(off, s.time);
-            return match tag_at(run, s.time).filter(|_| kind_ok) {
-                Some(t) => match tags[t].consumer {
-                    Some(pid) => Some(Charge::Async(pid, tags[t].kind)),
-                    None if tags[t].kind == AsyncKind::NetRx
-                        && off_soon_after(off, tags[t].time) =>
-                    {
-                        None
-                    }
-                    None => Some(Charge::Other(tags[t].kind)),
-                },
-                None if untraced_rx => None,
-                None => Some(Charge::Kernel),
-            };
-        }
-    }
-    Some(if s.pid == 0 || s.mode == Mode::Idle {
-        Charge::Idle
-    } else if kthreads.contains(&s.pid) {
-        Charge::Kernel
-    } else {
-        Charge::Sync(s.pid)
-    })
 }
 
 #[cfg(test)]
@@ -526,5 +817,53 @@ mod tests {
         ];
         let a = attribute(&events, &[sample(120, 1, 20)], &HashSet::new(), &[]);
         assert_eq!(a.charges, vec![Charge::Async(10, AsyncKind::NetRx)]);
+    }
+
+    /// Receive a packet into `skb` in a NET_RX softirq of its own at `t`.
+    fn packet(a: &mut Attributor, t: u64, skb: u64) {
+        a.event(&ev(t, 0, 10, true, EvKind::SoftEntry { vec: 3 }));
+        a.event(&ev(t + 1, 0, 10, true, EvKind::NetRx { skb }));
+        a.event(&ev(t + 2, 0, 10, true, EvKind::SoftExit { vec: 3 }));
+    }
+
+    #[test]
+    fn packets_nobody_reads_are_let_go_of_when_their_skb_is_reused() {
+        // A flood into 1,000 recycled skbs that no one consumes: what is held is the 1,000
+        // packets that can still be claimed, not the 200,000 seen.
+        let kthreads = HashSet::new();
+        let mut a = Attributor::new(&[], &kthreads, &[]);
+        let mut most = 0;
+        for i in 0..200_000u64 {
+            packet(&mut a, i * 10, i % 1000);
+            most = most.max(a.tags.len());
+        }
+        assert!(most <= 1001, "{most} packets held");
+        let r = a.finish();
+        assert_eq!((r.tags.net, r.tags.net_consumed), (200_000, 0));
+    }
+
+    #[test]
+    fn distinct_unclaimed_packets_are_held_up_to_the_cap() {
+        let kthreads = HashSet::new();
+        let mut a = Attributor::new(&[], &kthreads, &[]);
+        let n = MAX_JOIN as u64 + 50_000;
+        let mut most = 0;
+        for i in 0..n {
+            packet(&mut a, i * 10, 0x1000 + i);
+            most = most.max(a.tags.len());
+        }
+        assert!(most <= MAX_JOIN + 1, "{most} packets held");
+        // The newest can still be claimed.
+        a.event(&ev(
+            n * 10,
+            1,
+            20,
+            false,
+            EvKind::SkbCopy {
+                skb: 0x1000 + n - 1,
+            },
+        ));
+        let r = a.finish();
+        assert_eq!((r.tags.net, r.tags.net_consumed), (n, 1));
     }
 }

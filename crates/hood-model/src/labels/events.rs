@@ -255,7 +255,36 @@ pub struct DecodeCounts {
     pub unknown: u64,
 }
 
-/// Decode all pages (`(cpu, page bytes)`) into events sorted by time.
+/// Decode one page of CPU `cpu` into `out` (appended, in the page's order) and count it.
+pub fn decode_page_into(
+    dec: &Decoder,
+    cpu: u32,
+    page: &[u8],
+    out: &mut Vec<Event>,
+    counts: &mut DecodeCounts,
+) {
+    let mut unknown = 0;
+    let info: PageInfo = decode_page(
+        page,
+        dec.layout,
+        &mut |t, rec| match dec.decode(cpu, t, rec) {
+            Some(e) => out.push(e),
+            None => unknown += 1,
+        },
+    );
+    counts.unknown += unknown;
+    *counts.received.entry(cpu).or_default() += info.events;
+    if let Some(m) = info.missed {
+        counts.pages_with_loss += 1;
+        counts.missed_in_pages += m;
+    }
+    if info.malformed {
+        counts.malformed_pages += 1;
+    }
+}
+
+/// Decode all pages (`(cpu, page bytes)`) into events sorted by time. Holds every event:
+/// for tests and small inputs; a recording is streamed ([`super::LabelsRecording::analyze`]).
 pub fn decode_all<'a>(
     dec: &Decoder,
     pages: impl Iterator<Item = (u32, &'a [u8])>,
@@ -263,22 +292,7 @@ pub fn decode_all<'a>(
     let mut out = Vec::new();
     let mut counts = DecodeCounts::default();
     for (cpu, page) in pages {
-        let mut unknown = 0;
-        let info: PageInfo = decode_page(page, dec.layout, &mut |t, rec| match dec
-            .decode(cpu, t, rec)
-        {
-            Some(e) => out.push(e),
-            None => unknown += 1,
-        });
-        counts.unknown += unknown;
-        *counts.received.entry(cpu).or_default() += info.events;
-        if let Some(m) = info.missed {
-            counts.pages_with_loss += 1;
-            counts.missed_in_pages += m;
-        }
-        if info.malformed {
-            counts.malformed_pages += 1;
-        }
+        decode_page_into(dec, cpu, page, &mut out, &mut counts);
     }
     out.sort_by_key(|e| (e.time, e.cpu));
     (out, counts)

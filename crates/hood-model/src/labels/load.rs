@@ -1,25 +1,29 @@
 //! Reading the `--labels` chunks of a recording and charging its samples.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::path::Path;
 
-use hood_format::{tags, Reader};
+use hood_format::{tags, Deferred, Reader};
 
-use super::attribute::{attribute, Attribution};
-use super::events::{decode_all, DecodeCounts, Decoder};
+use super::attribute::{Attribution, Attributor};
+use super::events::{decode_page_into, DecodeCounts, Decoder, Event};
 use super::{KernelCounts, LabelsMeta, LabelsStats};
 use crate::profile::Profile;
 use crate::ModelError;
 
-/// The labels part of a recording, raw.
+/// The labels part of a recording. Its pages, which grow with the events traced (a packet
+/// flood writes millions), stay in the file until [`analyze`](Self::analyze) streams them.
 #[derive(Debug, Default)]
 pub struct LabelsRecording {
     /// How the events were traced.
     pub meta: LabelsMeta,
     /// The kernel's counters at stop (`None`: the recording was not finalized).
     pub stats: Option<LabelsStats>,
-    /// Raw pages by CPU, in the order read.
-    pub pages: Vec<(u32, Vec<u8>)>,
+    /// Where each `LABELS_PAGES` chunk is, in file order.
+    pages: Vec<Deferred>,
+    /// The file, to read them from.
+    reader: Option<Reader>,
 }
 
 /// Events received versus the kernel's counts, per CPU.
@@ -74,7 +78,8 @@ fn json<T: serde::de::DeserializeOwned>(
 }
 
 /// The labels chunks of a recording, gathered while its chunks are read (by
-/// [`LabelsRecording::read`], or in the profile's own pass over the file).
+/// [`LabelsRecording::read`], or in the profile's own pass over the file). The reader must
+/// leave the pages in the file (`reader.defer(tags::profile::LABELS_PAGES)`).
 #[derive(Debug, Default)]
 pub struct LabelsChunks {
     rec: LabelsRecording,
@@ -83,15 +88,23 @@ pub struct LabelsChunks {
 
 impl LabelsChunks {
     /// Keep chunk `tag` (at byte offset `off`) if it is a labels chunk; others are ignored.
-    pub fn take(&mut self, tag: u32, off: u64, data: &[u8]) -> Result<(), ModelError> {
+    /// `deferred`: where a payload left in the file is.
+    pub fn take(
+        &mut self,
+        tag: u32,
+        off: u64,
+        data: &[u8],
+        deferred: Option<Deferred>,
+    ) -> Result<(), ModelError> {
         match tag {
             tags::profile::LABELS_META => {
                 self.rec.meta = json("labels metadata", off, data)?;
                 self.have_meta = true;
             }
-            tags::profile::LABELS_PAGES if data.len() >= 4 => {
-                let cpu = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
-                self.rec.pages.push((cpu, data[4..].to_vec()));
+            tags::profile::LABELS_PAGES => {
+                if let Some(d) = deferred {
+                    self.rec.pages.push(d);
+                }
             }
             tags::profile::LABELS_STATS => {
                 self.rec.stats = Some(json("labels statistics", off, data)?)
@@ -101,9 +114,49 @@ impl LabelsChunks {
         Ok(())
     }
 
-    /// The labels part; `None` when the recording has none (recorded without `--labels`).
-    pub fn finish(self) -> Option<LabelsRecording> {
+    /// The labels part, reading its pages from `reader` when analyzed; `None` when the
+    /// recording has none (recorded without `--labels`).
+    pub fn finish(mut self, reader: Option<Reader>) -> Option<LabelsRecording> {
+        self.rec.reader = reader;
         self.have_meta.then_some(self.rec)
+    }
+}
+
+/// One CPU's events, page by page from its chunks in file order: one chunk in memory.
+struct CpuEvents {
+    cpu: u32,
+    chunks: VecDeque<Deferred>,
+    data: Vec<u8>,
+    at: usize,
+    events: VecDeque<Event>,
+}
+
+impl CpuEvents {
+    /// The next event of this CPU, reading pages and chunks as needed.
+    fn next(
+        &mut self,
+        reader: &mut Reader,
+        dec: &Decoder,
+        page_size: usize,
+        counts: &mut DecodeCounts,
+    ) -> Result<Option<Event>, ModelError> {
+        let mut page = Vec::new();
+        while self.events.is_empty() {
+            if self.at >= self.data.len() {
+                let Some(d) = self.chunks.pop_front() else {
+                    return Ok(None);
+                };
+                self.data = reader.read_deferred(&d)?;
+                self.at = 4.min(self.data.len());
+            }
+            let end = self.at.saturating_add(page_size).min(self.data.len());
+            page.clear();
+            decode_page_into(dec, self.cpu, &self.data[self.at..end], &mut page, counts);
+            self.at = end;
+            page.sort_by_key(|e| e.time);
+            self.events.extend(page.drain(..));
+        }
+        Ok(self.events.pop_front())
     }
 }
 
@@ -116,29 +169,80 @@ impl LabelsRecording {
 
     /// [`load`](Self::load) from an opened reader (a file, or bytes in memory: fuzzing).
     pub fn read(mut reader: Reader) -> Result<Option<LabelsRecording>, ModelError> {
+        reader.defer(tags::profile::LABELS_PAGES);
         let mut chunks = LabelsChunks::default();
-        for chunk in reader.chunks() {
-            let chunk = chunk?;
-            chunks.take(chunk.tag, chunk.offset, &chunk.data)?;
+        let mut data = Vec::new();
+        while let Some(c) = reader.next_chunk_into(&mut data)? {
+            chunks.take(c.tag, c.offset, &data, c.deferred)?;
         }
-        Ok(chunks.finish())
+        Ok(chunks.finish(Some(reader)))
     }
 
-    /// Decode the events and charge `prof`'s samples.
-    pub fn analyze(&self, prof: &Profile) -> Labeled {
+    /// Decode the events and charge `prof`'s samples. The events are streamed in time order
+    /// (each CPU's pages read a chunk at a time and merged), so what this holds is bounded by
+    /// the samples and the CPUs, not by the events. Errors: a page chunk that cannot be read
+    /// again from the file.
+    pub fn analyze(&mut self, prof: &Profile) -> Result<Labeled, ModelError> {
         let dec = Decoder::new(&self.meta);
         let ps = self.meta.page_size.max(1);
-        let pages = self
-            .pages
-            .iter()
-            .flat_map(|(cpu, data)| data.chunks(ps).map(move |p| (*cpu, p)));
-        let (events, decode) = decode_all(&dec, pages);
+        let mut decode = DecodeCounts::default();
+        // Which CPU each chunk holds (its first four bytes), then each CPU's chunks in order.
+        let mut cpus: BTreeMap<u32, CpuEvents> = BTreeMap::new();
+        if let Some(reader) = self.reader.as_mut() {
+            for d in &self.pages {
+                let data = reader.read_deferred(d)?;
+                let Some(head) = data.get(..4) else {
+                    continue;
+                };
+                let cpu = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+                cpus.entry(cpu)
+                    .or_insert_with(|| CpuEvents {
+                        cpu,
+                        chunks: VecDeque::new(),
+                        data: Vec::new(),
+                        at: 0,
+                        events: VecDeque::new(),
+                    })
+                    .chunks
+                    .push_back(*d);
+            }
+        }
         let mut kthreads: HashSet<u32> = self.meta.kthreads.iter().copied().collect();
         if let Some(s) = &self.stats {
             kthreads.extend(s.kthreads.iter().copied());
         }
         let off: &[(u64, u64)] = self.stats.as_ref().map_or(&[], |s| &s.budget.off);
-        let mut attribution = attribute(&events, &prof.samples, &kthreads, off);
+        let samples = &prof.samples;
+        let mut by_time: Vec<u32> = (0..samples.len() as u32).collect();
+        by_time.sort_by_key(|&i| samples[i as usize].time);
+        let mut next_sample = by_time.into_iter().peekable();
+        let mut att = Attributor::new(samples, &kthreads, off);
+        let mut events = 0u64;
+        let mut streams: Vec<CpuEvents> = cpus.into_values().collect();
+        // Each CPU's next event, smallest (time, cpu) first: the order of a stable sort of
+        // all events by (time, cpu).
+        let mut heads = BinaryHeap::new();
+        if let Some(reader) = self.reader.as_mut() {
+            for (k, st) in streams.iter_mut().enumerate() {
+                if let Some(e) = st.next(reader, &dec, ps, &mut decode)? {
+                    heads.push(Reverse((e.time, e.cpu, k, HeadEvent(e))));
+                }
+            }
+            while let Some(Reverse((_, _, k, HeadEvent(e)))) = heads.pop() {
+                while let Some(i) = next_sample.next_if(|&i| samples[i as usize].time < e.time) {
+                    att.sample(i as usize);
+                }
+                att.event(&e);
+                events += 1;
+                if let Some(n) = streams[k].next(reader, &dec, ps, &mut decode)? {
+                    heads.push(Reverse((n.time, n.cpu, k, HeadEvent(n))));
+                }
+            }
+        }
+        for i in next_sample {
+            att.sample(i as usize);
+        }
+        let mut attribution: Attribution = att.finish();
         // Events name threads; charge their processes.
         let tgid: HashMap<u32, u32> = prof
             .processes
@@ -161,10 +265,10 @@ impl LabelsRecording {
                 per_cpu.entry(cpu).or_default().kernel = KernelCounts::parse(text);
             }
         }
-        Labeled {
+        Ok(Labeled {
             attribution,
             per_cpu,
-            events: events.len() as u64,
+            events,
             decode,
             missing_events: self.meta.missing.clone(),
             finalized: self.stats.is_some(),
@@ -173,6 +277,26 @@ impl LabelsRecording {
                 .as_ref()
                 .map(|s| s.budget.clone())
                 .unwrap_or_default(),
-        }
+        })
+    }
+}
+
+/// An event in the merge's heap, ordered by the (time, cpu, stream) before it only.
+struct HeadEvent(Event);
+
+impl PartialEq for HeadEvent {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for HeadEvent {}
+impl PartialOrd for HeadEvent {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for HeadEvent {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
     }
 }

@@ -99,6 +99,11 @@ impl RawRecording {
         // The whole kallsyms text (5 MB, 1 MB compressed) stays in the file until it is known
         // to be needed: recordings that end with the lines their samples use never read it.
         reader.defer(tags::profile::KALLSYMS);
+        if labels {
+            // The labels pages (millions of events in a packet flood) stay in the file until
+            // the labels report streams them.
+            reader.defer(tags::profile::LABELS_PAGES);
+        }
         let mut deferred_kallsyms = None;
         let mut have_used = false;
         let mut rec = RawRecording::default();
@@ -165,18 +170,18 @@ impl RawRecording {
                 tags::profile::STATS => rec.stats = Some(json("statistics", off, &data)?),
                 tag => {
                     if let Some(l) = labels_chunks.as_mut() {
-                        l.take(tag, off, &data)?;
+                        l.take(tag, off, &data, chunk.deferred)?;
                     }
                 }
             }
         }
-        rec.labels = labels_chunks.and_then(LabelsChunks::finish);
         rec.warnings.extend(reader.warnings().iter().cloned());
         if let (Some(d), false) = (deferred_kallsyms, have_used) {
             if let Some(bytes) = reader.read_deferred(&d)? {
                 on_kallsyms(text(bytes));
             }
         }
+        rec.labels = labels_chunks.and_then(|l| l.finish(reader.into_reader()));
         let Some(attr) = attr else {
             return Err(ModelError::Malformed(format!(
                 "{}: no event description chunk; the recording holds no samples (was it cut before recording started?)",

@@ -260,13 +260,13 @@ fn render_labels(
             "--labels charges work to processes, not threads: use -p/--pid instead of --tid"
         );
     }
-    let Some(rec) = labels else {
+    let Some(mut rec) = labels else {
         anyhow::bail!(
             "{}: recorded without --labels; record with `hood record --labels ...` (as root)",
             args.input.display()
         );
     };
-    let labeled = rec.analyze(prof);
+    let labeled = rec.analyze(prof)?;
     let view = lr::LabeledView {
         prof,
         labeled: &labeled,
