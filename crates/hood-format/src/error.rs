@@ -5,6 +5,24 @@ use crate::header::FileKind;
 /// Everything that can go wrong reading or writing a hood container.
 #[derive(Debug, thiserror::Error)]
 pub enum FormatError {
+    /// Reading went past the memory cap ([`crate::memory`]).
+    #[error(
+        "{path}: reading it took {} MiB by byte offset {offset}, past the cap of {} MiB on \
+         the memory a report may use; raise the cap with HOOD_REPORT_MAX_MEMORY=BYTES (0: no \
+         cap) on a machine with the memory, or report a shorter recording",
+        used >> 20,
+        cap >> 20
+    )]
+    MemoryCap {
+        /// The file being read.
+        path: PathBuf,
+        /// Where the reading was.
+        offset: u64,
+        /// Memory in use, bytes.
+        used: u64,
+        /// The cap, bytes.
+        cap: u64,
+    },
     /// An I/O error on the named file.
     #[error("{path}: {source}{}", io_hint(source))]
     Io {

@@ -17,6 +17,7 @@
 
 mod error;
 mod header;
+pub mod memory;
 mod output;
 mod prefetch;
 mod reader;

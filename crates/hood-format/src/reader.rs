@@ -173,6 +173,7 @@ impl Reader {
         let path = self.path.clone();
         let io = |source| FormatError::Io { path, source };
         // Read from where the chunk is, then go back to where the walk of the file was.
+        crate::memory::check(&self.path, d.offset)?;
         let pos = self.pos;
         let mut stored = Vec::new();
         let read = match self.input.seek(SeekFrom::Start(d.at)) {
@@ -235,6 +236,7 @@ impl Reader {
             return Ok(None);
         }
         let offset = self.pos;
+        crate::memory::check(&self.path, offset)?;
         let left = self.len - self.pos;
         if left == 0 {
             self.done = true;

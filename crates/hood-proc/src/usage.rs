@@ -26,6 +26,35 @@ pub fn cpu_seconds(whose: Whose) -> f64 {
     s(ru.ru_utime) + s(ru.ru_stime)
 }
 
+/// The peak resident size of this process in bytes (`getrusage`'s `ru_maxrss`); 0 if the
+/// kernel does not answer.
+pub fn peak_resident_bytes() -> u64 {
+    // SAFETY: all-zero is a valid rusage (plain integers); getrusage only writes into it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage and RUSAGE_SELF a value getrusage takes.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    u64::try_from(ru.ru_maxrss)
+        .unwrap_or(0)
+        .saturating_mul(1024)
+}
+
+/// The machine's physical memory in bytes (`sysconf`); 0 if unknown.
+pub fn physical_memory_bytes() -> u64 {
+    // SAFETY: sysconf only reads system configuration; these names are valid on Linux.
+    let (pages, size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    match (u64::try_from(pages), u64::try_from(size)) {
+        (Ok(p), Ok(s)) => p.saturating_mul(s),
+        _ => 0,
+    }
+}
+
 /// Whether the recorder runs with the effective user id of root.
 pub fn running_as_root() -> bool {
     rustix::process::geteuid().is_root()

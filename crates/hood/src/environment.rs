@@ -157,6 +157,12 @@ pub const VARS: &[Var] = &[
         values: Values::Count(1000, u32::MAX as u64),
     },
     Var {
+        name: "HOOD_REPORT_MAX_MEMORY",
+        shown: "bytes (half the physical memory)",
+        what: "peak resident memory at which `hood report`, `annotate`, `diff`, `calls` and `trace` stop reading a recording with an error naming the file and the cap (checked before each chunk read; an output file being written is removed); 0: no cap",
+        values: Values::Count(0, u64::MAX),
+    },
+    Var {
         name: "HOOD_OFF_CPU_BPF",
         shown: "1 | 0 (1)",
         what: "`0`: `hood record --off-cpu` takes every context switch's and wake-up's stack instead of loading BPF programs that take stacks only for waits of at least `--off-cpu-min` (the default, as root); a context-switch storm costs about three times as much",

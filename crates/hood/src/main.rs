@@ -56,7 +56,28 @@ fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
         anyhow::bail!("no subcommand: see `hood --help`");
     };
     environment::check()?;
+    if matches!(
+        command,
+        cli::Command::Report(_)
+            | cli::Command::Annotate(_)
+            | cli::Command::Diff(_)
+            | cli::Command::Calls(_)
+            | cli::Command::Trace(_)
+    ) {
+        cap_report_memory();
+    }
     cmd::dispatch(command)
+}
+
+/// Readers of recordings stop with an error once this process's peak resident memory passes
+/// `HOOD_REPORT_MAX_MEMORY` bytes (default: half the physical memory; 0: no cap), checked
+/// before each chunk they read, instead of running the machine out of memory.
+fn cap_report_memory() {
+    let cap = std::env::var("HOOD_REPORT_MAX_MEMORY")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or_else(|| hood_proc::usage::physical_memory_bytes() / 2);
+    hood_format::memory::set_cap(cap, hood_proc::usage::peak_resident_bytes);
 }
 
 /// The error and its causes on one line, each cause only when it says something new: an I/O

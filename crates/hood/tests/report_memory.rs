@@ -324,3 +324,58 @@ fn labels_report_of_a_udp_flood_takes_what_the_plain_report_takes() {
          report's {plain} KiB + 32 MiB"
     );
 }
+
+/// `HOOD_REPORT_MAX_MEMORY`: a report that passes it stops with an error naming the
+/// recording, the cap and the variable, exit 2, and leaves no output file (whole or
+/// temporary) behind; with no cap (0) the same report is written.
+#[test]
+fn a_report_past_the_memory_cap_stops_with_a_message_and_no_output() {
+    if !privileged("a_report_past_the_memory_cap_stops_with_a_message_and_no_output") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("r.hood");
+    let out = {
+        let _serial = perf_lock();
+        record(
+            &data,
+            &[
+                "-F",
+                "499",
+                "--",
+                "sh",
+                "-c",
+                "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+            ],
+        )
+    };
+    assert!(out.status.success(), "{}", text(&out));
+    let pb = dir.path().join("out.pb");
+    let report = |cap: &str| {
+        run_bounded(
+            hood()
+                .env("HOOD_REPORT_MAX_MEMORY", cap)
+                .args(["report", "--format", "pprof", "-i"])
+                .arg(&data)
+                .arg("-o")
+                .arg(&pb),
+            LIMIT,
+        )
+    };
+    // 1 MiB: below what any process is resident in, so the first chunk read passes it.
+    let r = report("1048576");
+    let status = r.status.expect("the capped report hung");
+    assert_eq!(status.code(), Some(2), "{}", r.stderr);
+    for word in ["r.hood", "past the cap of 1 MiB", "HOOD_REPORT_MAX_MEMORY"] {
+        assert!(r.stderr.contains(word), "no {word:?} in:\n{}", r.stderr);
+    }
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "r.hood")
+        .collect();
+    assert!(left.is_empty(), "the capped report left {left:?}");
+    let r = report("0");
+    assert!(r.status.expect("report hung").success(), "{}", r.stderr);
+    assert!(std::fs::metadata(&pb).unwrap().len() > 0);
+}
