@@ -60,6 +60,28 @@ sleep 0.3
 as_user mkfifo "/tmp/perf-$victim.map"
 run_limited "$W/e" "$HOOD" record -p "$victim" -d 1 -o "$W/r1.hood"
 ended_clearly && [ "$rc" = 0 ]; verdict "FIFO at /tmp/perf-PID.map, record -p" $? "rc $rc: $(head -c 300 "$W/e")"
+run_limited "$W/e" "$HOOD" record -a -d 1 -o "$W/r1a.hood"
+ended_clearly && [ "$rc" = 0 ]; verdict "FIFO at /tmp/perf-PID.map, record -a" $? "rc $rc: $(head -c 300 "$W/e")"
+# A state directory of its own, so no other root session's `hood start` is met or stopped.
+export HOOD_STATE_DIR="$W/state-fifo"
+run_limited "$W/e" "$HOOD" start -p "$victim" -o "$W/r1s.hood"
+start_rc=$rc
+sleep 0.5
+run_limited "$W/e2" "$HOOD" stop
+unset HOOD_STATE_DIR
+[ "$start_rc" = 0 ] && ended_clearly && [ "$rc" = 0 ]
+verdict "FIFO at /tmp/perf-PID.map, hood start/stop" $? "start rc $start_rc, stop rc $rc: $(head -c 300 "$W/e2")"
+# hood serve's profile endpoint: the FIFO must neither hang a profile nor block the next one.
+port=$((20000 + RANDOM % 20000))
+"$HOOD" serve --listen "127.0.0.1:$port" >/dev/null 2>&1 & srv=$!
+pids+=("$srv")
+for _ in $(seq 50); do curl -s "127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+codes=""
+for _ in 1 2; do
+    codes="$codes $(curl -s -o /dev/null -w '%{http_code}' --max-time "$LIMIT" "127.0.0.1:$port/debug/pprof/profile?seconds=1&pid=$victim")"
+done
+kill "$srv" 2>/dev/null
+[ "$codes" = " 200 200" ]; verdict "FIFO at /tmp/perf-PID.map, serve's profile endpoint twice" $? "HTTP$codes"
 rm -f "/tmp/perf-$victim.map"
 
 as_user mkfifo "$W/planted"
@@ -85,6 +107,10 @@ as_user truncate -s 1200M "/tmp/perf-$victim.map"
 run_limited "$W/e" "$HOOD" record -p "$victim" -d 1 -o "$W/r2.hood"
 ended_clearly && [ "$rc" = 0 ] && [ "$rss" -lt $((2 * base + 131072)) ]
 verdict "sparse 1.2 GB perf map, record -p" $? "rc $rc, $rss KiB (normal $base KiB)"
+as_user truncate -s 10G "/tmp/perf-$victim.map"
+run_limited "$W/e" "$HOOD" record -p "$victim" -d 1 -o "$W/r2b.hood"
+ended_clearly && [ "$rc" = 0 ] && [ "$rss" -lt $((2 * base + 131072)) ]
+verdict "sparse 10 GB perf map, record -p" $? "rc $rc, $rss KiB (normal $base KiB)"
 rm -f "/tmp/perf-$victim.map"
 
 # --- R3: terminal escapes ---
@@ -151,6 +177,9 @@ if gcc -O1 -o "$W/victims" bench/attacks/victims.c 2>"$W/e"; then
     run_limited "$W/e" "$HOOD" record -p "$gone" -d 1 -o "$W/g.hood"
     ended_clearly && [ "$rc" = 0 ]
     verdict "deleted executable replaced by a FIFO named '(deleted)', record -p" $? "rc $rc: $(head -c 300 "$W/e")"
+    run_limited "$W/e" "$HOOD" record -a -d 1 -o "$W/ga.hood"
+    ended_clearly && [ "$rc" = 0 ]
+    verdict "deleted executable replaced by a FIFO named '(deleted)', record -a" $? "rc $rc: $(head -c 300 "$W/e")"
     run_limited "$W/e" "$HOOD" report -i "$W/g.hood"
     ended_clearly && [ "$rc" = 0 ]
     verdict "deleted executable replaced by a FIFO named '(deleted)', report" $? "rc $rc: $(head -c 300 "$W/e")"
@@ -198,6 +227,37 @@ if gcc -O1 -o "$W/victims" bench/attacks/victims.c 2>"$W/e"; then
     verdict "4 processes x 30,000 long-path mappings, record -p ($rss KiB; normal $base KiB)" $? "rc $rc, $rss KiB (normal $base KiB): $(head -c 300 "$W/e")"
     for p in "${mp[@]}"; do kill "$p" 2>/dev/null; done
     rm -rf "$W"/m?
+
+    # R3: JIT code whose perf map names it with an escape sequence.
+    as_user_bg "$W/victims" jit >"$W/jit.out" & jit=$!
+    pids+=("$jit")
+    sleep 0.3
+    as_user sh -c "printf '%s 10 evil\033]0;pwned\007\n' $(cat "$W/jit.out") >/tmp/perf-$jit.map"
+    run_limited "$W/e" "$HOOD" record -p "$jit" -d 1 -o "$W/jit.hood"
+    kill "$jit" 2>/dev/null
+    rm -f "/tmp/perf-$jit.map"
+    timeout "$LIMIT" "$HOOD" report -i "$W/jit.hood" >"$W/out" 2>&1
+    rc=$?
+    [ "$rc" = 0 ] && ! grep -q $'\033' "$W/out" && grep -q 'evil.*pwned' "$W/out"
+    verdict "escape in a perf map's symbol name, report" $? "rc $rc; raw ESC in the output, or the name not shown"
+else
+    echo "skipped the attacks that need gcc: $(head -c 200 "$W/e")"
+fi
+
+# R2: a user's loopback UDP flood while root records the machine with --labels.
+if gcc -O1 -o "$W/flood" tests/c/labels_udp.c 2>"$W/e"; then
+    chmod 755 "$W/flood"
+    as_user_bg "$W/flood" 4 >/dev/null & fl=$!
+    pids+=("$fl")
+    sleep 0.3
+    run_limited "$W/e" "$HOOD" record -a --labels -d 3 -o "$W/flood.hood"
+    r1=$rc
+    wait "$fl" 2>/dev/null
+    run_limited "$W/e" "$HOOD" report -i "$W/flood.hood" --format collapsed
+    plain=$rss
+    run_limited "$W/e" "$HOOD" report -i "$W/flood.hood" --labels --format collapsed
+    ended_clearly && [ "$r1" = 0 ] && [ "$rc" = 0 ] && [ "$rss" -lt $((2 * plain + 32768)) ]
+    verdict "loopback UDP flood during record -a --labels, report --labels ($rss KiB; plain report $plain KiB)" $? "record rc $r1, report rc $rc, $rss KiB (plain $plain KiB)"
 else
     echo "skipped the attacks that need gcc: $(head -c 200 "$W/e")"
 fi

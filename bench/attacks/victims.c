@@ -2,7 +2,9 @@
  *   victims maps DIR N   map a file under a ~3,000-byte path below DIR N times, executable,
  *                        a page apart so no two merge; print "mapped" and sleep
  *   victims spin FILE    write an endless loop (jmp $) into FILE, map it executable and run
- *                        it: a busy process whose code lives in a file that is not an ELF */
+ *                        it: a busy process whose code lives in a file that is not an ELF
+ *   victims jit          write an endless loop into anonymous executable memory, print its
+ *                        address (hex) and run it: JIT code, named only by a perf map */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -48,9 +50,22 @@ static int spin(const char *file) {
     return 0;
 }
 
+static int jit(void) {
+    unsigned char *code = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (code == MAP_FAILED) { perror("mmap"); return 1; }
+    code[0] = 0xeb;
+    code[1] = 0xfe;
+    printf("%lx\n", (unsigned long)code);
+    fflush(stdout);
+    ((void (*)(void))code)();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "maps")) return maps(argv[2], atol(argv[3]));
     if (argc == 3 && !strcmp(argv[1], "spin")) return spin(argv[2]);
-    fprintf(stderr, "usage: victims maps DIR N | victims spin FILE\n");
+    if (argc == 2 && !strcmp(argv[1], "jit")) return jit();
+    fprintf(stderr, "usage: victims maps DIR N | victims spin FILE | victims jit\n");
     return 2;
 }
