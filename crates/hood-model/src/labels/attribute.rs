@@ -484,19 +484,17 @@ impl<'a> Attributor<'a> {
                 }
                 self.release(t);
             }
-            EvKind::Waking { pid } => {
-                // The first wake-up after a completion, in the same handler run, is its waiter.
-                if pid != 0 && !self.kthreads.contains(&pid) {
-                    let first = self
-                        .waiting_block
-                        .get_mut(&e.cpu)
-                        .and_then(|l| (!l.is_empty()).then(|| l.remove(0)));
-                    if let Some(t) = first {
-                        if let Some(tag) = self.tags.get_mut(&t) {
-                            tag.consumer = Some(pid);
-                        }
-                        self.release(t);
+            // The first wake-up after a completion, in the same handler run, is its waiter.
+            EvKind::Waking { pid } if pid != 0 && !self.kthreads.contains(&pid) => {
+                let first = self
+                    .waiting_block
+                    .get_mut(&e.cpu)
+                    .and_then(|l| (!l.is_empty()).then(|| l.remove(0)));
+                if let Some(t) = first {
+                    if let Some(tag) = self.tags.get_mut(&t) {
+                        tag.consumer = Some(pid);
                     }
+                    self.release(t);
                 }
             }
             _ => {}
