@@ -447,7 +447,7 @@ fn a_labels_report_reads_the_file_once() {
             .count(),
         false => 0,
     };
-    let once = (tags.len() - unread + labels_pages) as u64;
+    let once = (tags.len() - unread) as u64;
     let out = run(hood()
         .args(["report", "--labels", "-i"])
         .arg(&file)
@@ -456,7 +456,7 @@ fn a_labels_report_reads_the_file_once() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         chunks_read(&stderr),
-        once,
+        once + labels_pages as u64,
         "{} chunks in the file, {unread} of them the kallsyms text left unread, {labels_pages} labels pages read twice",
         tags.len()
     );
