@@ -147,7 +147,7 @@ enum Slot {
 /// each event, [`Attributor::sample`] for each sample once every event up to its time was
 /// given, [`Attributor::finish`] at the end. What it holds is bounded by the samples and
 /// by what can still be joined (open handler runs, packets not yet consumed, up to
-/// [`MAX_JOIN`]), not by the number of events.
+/// 262,144 per join table), not by the number of events.
 pub struct Attributor<'a> {
     samples: &'a [Sample],
     kthreads: &'a HashSet<u32>,
