@@ -29,16 +29,16 @@ pub fn container(data: &[u8]) {
 
 /// A call-path table (`calls::PROCESS` payload), then what `hood calls report` derives.
 pub fn calls(data: &[u8]) {
-    let Ok(p) = hood_model::calls::decode_process(data, 0) else {
+    let Ok(p) = hood_tracemodel::calls::decode_process(data, 0) else {
         return;
     };
     for per_thread in [false, true] {
-        let _ = hood_model::calls::path_rows(&p, per_thread);
-        let _ = hood_model::calls::function_rows(&p, per_thread);
+        let _ = hood_tracemodel::calls::path_rows(&p, per_thread);
+        let _ = hood_tracemodel::calls::function_rows(&p, per_thread);
     }
     let _ = p.flag_notes();
-    let again = hood_model::calls::encode_process(&p);
-    let _ = hood_model::calls::decode_process(&again, 0);
+    let again = hood_tracemodel::calls::encode_process(&p);
+    let _ = hood_tracemodel::calls::decode_process(&again, 0);
 }
 
 /// Chunks framed plainly (`u16 tag, u32 length, payload`, repeated) wrapped into a valid
@@ -76,7 +76,7 @@ pub fn trace(data: &[u8]) {
         framed_file(data, FileKind::Trace),
         framed_file(data, FileKind::Trace),
     ) {
-        let _ = hood_model::trace::load_readers(a, b);
+        let _ = hood_tracemodel::trace::load_readers(a, b);
     }
 }
 

@@ -43,7 +43,7 @@ pub mod profile {
 
 /// Range 0x0200..0x02FF: call-path tables (`hood calls`).
 pub mod calls {
-    /// JSON `CallsMeta`: how the file was made (hood_model::calls).
+    /// JSON `CallsMeta`: how the file was made (hood_tracemodel::calls).
     pub const META: u32 = 0x0201;
     /// JSON `ProcessCalls`: one process's per-thread call-path tables, symbols resolved.
     pub const PROCESS: u32 = 0x0202;
@@ -51,7 +51,7 @@ pub mod calls {
 
 /// Range 0x0300..0x03FF: event traces (`hood trace`).
 pub mod trace {
-    /// JSON `TraceMeta`: how the trace was recorded (hood_model::trace).
+    /// JSON `TraceMeta`: how the trace was recorded (hood_tracemodel::trace).
     pub const META: u32 = 0x0301;
     /// JSON `ProcessTrace`: one traced process (one hood-rt segment): clock, threads and their
     /// drop counts, function names, inline tag labels.

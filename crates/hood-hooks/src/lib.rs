@@ -3,7 +3,7 @@
 //!
 //! Owns: the runtime library preloaded into the started commands, the segment directory (each
 //! recorder's private directory, the stale ones killed recorders leave), reading and checking
-//! segments into `hood_model`'s call-path and trace values, naming the hooked functions, the
+//! segments into `hood_tracemodel`'s call-path and trace values, naming the hooked functions, the
 //! `calls` recorder (`run`, `get`, `reset`: tables collected into Calls files, snapshots while
 //! the command runs) and its file, streaming trace rings into a trace file while the program
 //! runs, pre-faulting those rings, and the `--filter/--exclude` address table. May
@@ -63,7 +63,7 @@ pub enum HooksError {
         /// The file.
         path: PathBuf,
         /// What is wrong with the chunk.
-        source: hood_model::ModelError,
+        source: hood_tracemodel::TraceModelError,
     },
     /// A Calls file without call-path data.
     #[error("{}: no call-path data in this file", .0.display())]

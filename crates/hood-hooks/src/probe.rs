@@ -19,16 +19,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
-use hood_model::calls::{Limits, ProcessCalls, ThreadBuilder};
-use hood_model::trace::{
-    encode_raw, ProbeCost, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION,
-};
 use hood_perf::{SwitchRecorder, UprobePoint, UprobeRecorder, UprobeTarget};
 use hood_proc::child::{Child, Exit};
 use hood_proc::clock::monotonic_ns;
 use hood_proc::signal::{self, Forwarder};
 use hood_raw::frames::for_each_frame;
 use hood_symbols::probe::{self as spec, ProbeSpec, Scope, Selection, CONFIRM_ABOVE};
+use hood_tracemodel::calls::{Limits, ProcessCalls, ThreadBuilder};
+use hood_tracemodel::trace::{
+    encode_raw, ProbeCost, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION,
+};
 
 use crate::HooksError;
 
@@ -509,7 +509,7 @@ impl Consumer for TraceOut {
             e.1.push(hood_abi::encode_event(h.time, u64::from(h.point), kind));
         }
         for (&(pid, tid), (anchor, words)) in self.words.iter_mut() {
-            for part in words.chunks(hood_model::trace::MAX_EVENTS_PER_CHUNK) {
+            for part in words.chunks(hood_tracemodel::trace::MAX_EVENTS_PER_CHUNK) {
                 let (payload, last) = encode_raw(pid, tid, self.start_mono_ns, *anchor, part);
                 self.w.write_chunk(tags::trace::EVENTS, &payload, true)?;
                 *anchor = last;

@@ -124,7 +124,7 @@ fn a_round_that_fails_kills_the_command_and_finishes_the_trace_with_names() {
         .unwrap_or_else(|| panic!("{lines:?}"));
     assert!(said.contains("hood trace report -i"), "{said}");
     // The file is in place and finished: its processes, named, with the note of the stop.
-    let head = hood_model::trace::scan(&out).expect("a readable trace");
+    let head = hood_tracemodel::trace::scan(&out).expect("a readable trace");
     assert!(head.warnings.is_empty(), "{:?}", head.warnings);
     let p = head.processes.first().expect("the command's process");
     let names: Vec<&String> = p.symbols.values().collect();

@@ -10,8 +10,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use hood_abi::{HeaderView, ThreadView, NO_PARENT, THREAD_EXITED, THREAD_HEADER_SIZE};
-use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
 use hood_proc::shm::ShmFile;
+use hood_tracemodel::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
 
 use crate::HooksError;
 

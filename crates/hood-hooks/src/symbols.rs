@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hood_model::calls::ProcessCalls;
 use hood_symbols::{Symbolizer, SymbolizerOptions};
+use hood_tracemodel::calls::ProcessCalls;
 
 struct Mapping {
     start: u64,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hood_hooks::calls::{self, GetConfig, Got, Message, Reset, RunConfig};
 use hood_hooks::HooksError;
-use hood_model::calls::{Limits, ProcessCalls};
+use hood_tracemodel::calls::{Limits, ProcessCalls};
 
 fn process(pid: u32, exe: &str) -> ProcessCalls {
     ProcessCalls {

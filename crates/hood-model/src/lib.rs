@@ -1,19 +1,16 @@
-//! Owns the pure data model of recordings: reading them into memory (hood's files, perf.data
-//! imported), interpreting profiles and their aggregation, labels attribution, call-path
-//! tables, trace analysis (the monitor's model is hood-monitor's). May depend on hood-raw (the byte decoders), hood-format
-//! and hood-abi; never on the kernel.
+//! Owns the pure data model of profiles: reading them into memory (hood's files, perf.data
+//! imported), interpreting profiles and their aggregation, labels attribution (traces and
+//! call paths are hood-tracemodel's, the monitor's model is hood-monitor's). May depend on
+//! hood-raw (the byte decoders) and hood-format; never on the kernel.
 //!
 //! Pure data model of hood: decoded recordings, profiles and their aggregation. Nothing here touches the kernel, so reports work on another machine.
 #![forbid(unsafe_code)]
 // Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
-pub mod calls;
 pub mod labels;
 pub mod perfdata;
 pub mod profile;
-pub mod reconcile;
-pub mod trace;
 
 /// Errors of the model layer.
 #[derive(Debug, thiserror::Error)]

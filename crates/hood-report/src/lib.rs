@@ -25,7 +25,7 @@ pub enum ReportError {
     Io(#[from] std::io::Error),
     /// Reading the recording failed (a trace file read chunk by chunk).
     #[error(transparent)]
-    Model(#[from] hood_model::ModelError),
+    Trace(#[from] hood_tracemodel::TraceModelError),
     /// Encoding JSON failed.
     #[error("cannot encode the JSON report: {0}")]
     Json(#[from] serde_json::Error),

@@ -128,7 +128,7 @@ const PATHS: u32 = 300_000;
 /// A Calls file of one process whose table is `PATHS` paths, each nested in the previous one
 /// (`deep`) or all at the top (not), with a name for every function.
 fn calls_table(dir: &Path, deep: bool) -> PathBuf {
-    use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
+    use hood_tracemodel::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
     let mut paths = vec![PathEntry::LOST];
     paths.extend((1..=PATHS).map(|i| PathEntry {
         parent: (deep && i > 1).then_some(i - 1),

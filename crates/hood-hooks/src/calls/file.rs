@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use hood_format::{tags, FileKind, FormatError, OutputFile, Reader, Writer};
-use hood_model::calls::{decode_process, encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION};
+use hood_tracemodel::calls::{
+    decode_process, encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION,
+};
 
 use crate::HooksError;
 

@@ -7,7 +7,7 @@ mod run;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hood_model::calls::{ProcessCalls, ThreadCalls};
+use hood_tracemodel::calls::{ProcessCalls, ThreadCalls};
 
 pub use file::{read, write, CallsFile};
 pub use run::{get, reset, run, GetConfig, Got, Ran, Reset, RunConfig};

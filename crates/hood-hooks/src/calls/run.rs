@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hood_abi::{HeaderView, ThreadView, THREAD_EXITED, THREAD_HEADER_SIZE};
-use hood_model::calls::{ProcessCalls, ThreadCalls};
 use hood_proc::child::{Child, Exit};
 use hood_proc::shm::ShmFile;
 use hood_proc::signal::{self, Forwarder};
+use hood_tracemodel::calls::{ProcessCalls, ThreadCalls};
 
 use hood_format::{OutputFile, Writer};
 

@@ -9,7 +9,7 @@ use hood_abi::{
     parse_funcs, parse_tags, trace_slot_read_len, HeaderView, TraceThreadView, TAGS_AREA_SIZE,
     THREAD_EXITED,
 };
-use hood_model::trace::{ProcessTrace, ThreadInfo};
+use hood_tracemodel::trace::{ProcessTrace, ThreadInfo};
 
 use crate::segments;
 use crate::HooksError;

@@ -15,15 +15,15 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
-use hood_model::trace::{
-    decode_switches, encode_raw, ProcessTrace, TaskName, TraceMeta, WakeDecoder, WakeMeta,
-    MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
-};
 use hood_perf::{IrqRecorder, SwitchRecorder, WakeupRecorder, IRQ_SAMPLE_TYPE, WAKE_SAMPLE_TYPE};
 use hood_proc::child::{Child, Exit};
 use hood_proc::signal::{self, Forwarder, StopRequest};
 use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
 use hood_raw::irq::{IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta};
+use hood_tracemodel::trace::{
+    decode_switches, encode_raw, ProcessTrace, TaskName, TraceMeta, WakeDecoder, WakeMeta,
+    MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
+};
 
 use super::{collect, filter, prefault, stream};
 use crate::run::{Command, SegmentDir};
@@ -626,7 +626,10 @@ fn events_in_file(path: &Path) -> Option<u64> {
     let mut n = 0u64;
     while let Ok(Some(c)) = r.next_chunk_into(&mut data) {
         if c.tag == tags::trace::EVENTS {
-            n += (data.len().saturating_sub(hood_model::trace::EVENTS_HEADER) / 8) as u64;
+            n += (data
+                .len()
+                .saturating_sub(hood_tracemodel::trace::EVENTS_HEADER)
+                / 8) as u64;
         }
     }
     Some(n)

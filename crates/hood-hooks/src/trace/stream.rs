@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use hood_abi::{stream_span, HeaderView, ThreadHeader, THREAD_HEADER_SIZE};
 use hood_format::{tags, Writer};
-use hood_model::trace::{events_header, ProcessTrace, ThreadInfo, EVENTS_HEADER, PAYLOAD_VERSION};
+use hood_tracemodel::trace::{
+    events_header, ProcessTrace, ThreadInfo, EVENTS_HEADER, PAYLOAD_VERSION,
+};
 
 use hood_proc::shm::ShmFile;
 use hood_symbols::Symbolizer;
@@ -31,7 +33,7 @@ use crate::HooksError;
 
 /// Events per EVENTS chunk at most (and per read: the buffer is bounded by this, never by a
 /// segment's claim).
-const CHUNK_EVENTS: usize = hood_model::trace::MAX_EVENTS_PER_CHUNK;
+const CHUNK_EVENTS: usize = hood_tracemodel::trace::MAX_EVENTS_PER_CHUNK;
 
 /// One thread of a streamed segment.
 struct StreamThread {

@@ -1,10 +1,10 @@
-//! `hood diff` of two call-path recordings ([`hood_model::calls::calls_diff`]) and
-//! `hood diff --reconcile` ([`hood_model::reconcile`]): text tables and JSON.
+//! `hood diff` of two call-path recordings ([`hood_tracemodel::calls::calls_diff`]) and
+//! `hood diff --reconcile` ([`hood_reconcile`]): text tables and JSON.
 
 use std::io::Write;
 
-use hood_model::calls::{CallsBy, CallsDiff, CallsDiffSide};
-use hood_model::reconcile::{MatchedBy, Reconcile};
+use hood_reconcile::{MatchedBy, Reconcile};
+use hood_tracemodel::calls::{CallsBy, CallsDiff, CallsDiffSide};
 use serde::Serialize;
 
 use crate::profile::diff::percent;

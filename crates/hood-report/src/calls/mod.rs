@@ -6,7 +6,7 @@ pub mod diff;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use hood_model::calls::{
+use hood_tracemodel::calls::{
     function_rows, path_rows, path_size, sort_rows, ProcessCalls, Row, SortKey,
 };
 use serde::Serialize;

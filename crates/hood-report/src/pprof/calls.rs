@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::io::Write;
 
-use hood_model::calls::{node_name, path_totals, ProcessCalls};
+use hood_tracemodel::calls::{node_name, path_totals, ProcessCalls};
 
 use super::{proto, Strings};
 use crate::ReportError;

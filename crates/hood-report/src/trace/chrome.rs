@@ -11,7 +11,7 @@
 
 use std::io::Write;
 
-use hood_model::trace::{Analysis, ThreadSummary};
+use hood_tracemodel::trace::{Analysis, ThreadSummary};
 use serde_json::{json, Value};
 
 use crate::ReportError;

@@ -1,6 +1,6 @@
 //! `hood trace report` on a trace file: the file is read twice, never whole: once for
 //! everything but the events (processes, switches, irqs, each thread's first event:
-//! [`hood_model::trace::scan`], by the caller), then chunk by chunk through the analysis, which
+//! [`hood_tracemodel::trace::scan`], by the caller), then chunk by chunk through the analysis, which
 //! keeps per-function and per-thread state only. The code-path trace is printed thread by
 //! thread as its lines complete; a thread with more lines than the analysis holds is walked
 //! twice (the first walk finds the results of the calls still open when lines must be printed).
@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use hood_model::trace::{
+use hood_tracemodel::trace::{
     for_each_events, tag_listing, Analysis, AnalysisOptions, Analyzer, PathLine, Probe, Sink,
     ThreadKey, ThreadSummary, TraceHead, WakerFunctions, WakerTops,
 };
@@ -116,7 +116,7 @@ pub fn report(
                 head,
                 &mut a,
                 &|_| true,
-                &mut hood_model::trace::NoSink,
+                &mut hood_tracemodel::trace::NoSink,
             )?;
             let a = a.finish();
             if a.threads.is_empty() {

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use hood_model::trace::{Analysis, PathLine, ThreadSummary};
+use hood_tracemodel::trace::{Analysis, PathLine, ThreadSummary};
 
 use super::JSON_VERSION;
 use crate::ReportError;

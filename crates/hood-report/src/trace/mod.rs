@@ -12,7 +12,7 @@ pub use json::JsonPathsWriter;
 
 use std::io::Write;
 
-use hood_model::trace::{Analysis, PathItem, PathLine, ThreadSummary, TraceFilter};
+use hood_tracemodel::trace::{Analysis, PathItem, PathLine, ThreadSummary, TraceFilter};
 
 use crate::{safe, ReportError};
 

@@ -1,14 +1,16 @@
 //! `hood diff` of two call-path recordings (`hood calls`, `hood trace`) and
 //! `hood diff --reconcile CALLS PROFILE`: the files read here, compared in hood-model
-//! ([`hood_model::calls::calls_diff`], [`hood_model::reconcile`]), rendered by hood-report.
+//! ([`hood_tracemodel::calls::calls_diff`], [`hood_reconcile`]), rendered by hood-report.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use hood_model::calls::{calls_diff, calls_side, CallsBy, CallsSide, ProcessCalls, TraceCalls};
 use hood_report::calls::diff::{
     render_calls_diff_json, render_calls_diff_text, render_reconcile_json, render_reconcile_text,
     CallsDiffTextOptions, CallsSource,
+};
+use hood_tracemodel::calls::{
+    calls_diff, calls_side, CallsBy, CallsSide, ProcessCalls, TraceCalls,
 };
 
 use super::diff::{DiffArgs, DiffByArg, DiffFormatArg, DiffSortArg};
@@ -60,7 +62,7 @@ fn read_trace(
     comm: Option<&str>,
 ) -> anyhow::Result<CallsSide> {
     crate::cmd::note_killed_writers(path, hood_format::FileKind::Trace);
-    let head = hood_model::trace::scan(path)
+    let head = hood_tracemodel::trace::scan(path)
         .map_err(|e| anyhow::Error::from(e).context(which.to_string()))?;
     for w in &head.warnings {
         errln!(
@@ -76,7 +78,7 @@ fn read_trace(
             .collect()
     });
     let mut walk = TraceCalls::new(&head, by);
-    hood_model::trace::for_each_events(
+    hood_tracemodel::trace::for_each_events(
         path,
         &head,
         &|k| pids.as_ref().is_none_or(|s| s.contains(&k.pid)),
@@ -215,7 +217,7 @@ pub fn reconcile(
     for w in &prof.warnings {
         errln!("hood: warning: PROFILE: {}", crate::cmd::clean(w));
     }
-    let r = hood_model::reconcile::reconcile(&procs, &prof);
+    let r = hood_reconcile::reconcile(&procs, &prof);
     for w in &r.warnings {
         errln!("hood: warning: {}", crate::cmd::clean(w));
     }

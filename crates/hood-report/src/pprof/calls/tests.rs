@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use hood_model::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
+use hood_tracemodel::calls::{Limits, PathEntry, ProcessCalls, ThreadCalls};
 use prost::Message;
 
 use super::*;

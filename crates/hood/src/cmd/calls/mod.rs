@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use hood_hooks::calls::{self, GetConfig, Got, Message, Reset, RunConfig};
-use hood_model::calls::ProcessCalls;
+use hood_tracemodel::calls::ProcessCalls;
 
 /// `hood calls`.
 #[derive(Debug, Args)]

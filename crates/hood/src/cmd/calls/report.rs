@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use hood_model::calls::SortKey;
 use hood_report::calls::{render_collapsed, render_json, render_text, CallsReportOptions};
 use hood_report::pprof::calls::{render_calls_pprof, CallsPprofOptions};
+use hood_tracemodel::calls::SortKey;
 
 use super::{FormatArg, ReportArgs, SortArg};
 
@@ -99,7 +99,7 @@ const MAX_FRAMES: u64 = 1 << 23;
 /// Refuse a path report whose rows would hold more functions than the cap, naming the process,
 /// its size, the cap and the ways to read the file.
 fn check_path_sizes(
-    procs: &[hood_model::calls::ProcessCalls],
+    procs: &[hood_tracemodel::calls::ProcessCalls],
     per_thread: bool,
     path: &std::path::Path,
 ) -> anyhow::Result<()> {
@@ -109,7 +109,7 @@ fn check_path_sizes(
         .unwrap_or(MAX_FRAMES);
     let mut total = 0u64;
     for p in procs {
-        let s = hood_model::calls::path_size(p, per_thread);
+        let s = hood_tracemodel::calls::path_size(p, per_thread);
         total = total.saturating_add(s.frames);
         if total > cap {
             anyhow::bail!(

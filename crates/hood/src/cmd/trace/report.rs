@@ -3,8 +3,8 @@
 
 use std::process::ExitCode;
 
-use hood_model::trace::scan;
 use hood_report::trace::{TraceReport, View, Written};
+use hood_tracemodel::trace::scan;
 
 use super::{FormatArg, ReportArgs};
 

@@ -2,7 +2,7 @@
 //! clear error, never a panic.
 
 use hood_format::{tags, FileKind, Reader, Writer};
-use hood_model::trace::{scan_reader, TraceMeta};
+use hood_tracemodel::trace::{scan_reader, TraceMeta};
 
 fn file(version: u32, events: &[u8]) -> Vec<u8> {
     let meta = TraceMeta {

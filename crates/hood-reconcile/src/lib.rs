@@ -62,14 +62,20 @@
 //! entry + library + irq + blocked + runnable, + hooks when not compensated) are within
 //! [`TOLERANCE_POINTS`]; the closing count covers the functions over [`OVER_PERCENT`] in
 //! either.
+//!
+//! Depends on hood-model (the profile) and hood-tracemodel (the call profile): the one place
+//! the two meet, so neither compiles the other.
+#![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::calls::{function_rows, node_name, ProcessCalls};
-use crate::profile::aggregate::{Filter, Measure};
-use crate::profile::{Mode, Profile, Sample};
+use hood_model::profile::aggregate::{Filter, Measure};
+use hood_model::profile::{Mode, Profile, Sample};
+use hood_tracemodel::calls::{function_rows, node_name, ProcessCalls};
 
 /// Two shares agree within this many percentage points.
 pub const TOLERANCE_POINTS: f64 = 2.0;
@@ -660,8 +666,18 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calls::{Limits, PathEntry, ThreadCalls};
-    use crate::profile::{FrameLine, Func, Location, Process, RecordMeta, Sample};
+    use hood_model::profile::{FrameLine, Func, Location, Process, RecordMeta, Sample};
+    use hood_tracemodel::calls::{Limits, PathEntry, ThreadCalls};
+
+    /// The two diffs (profiles, call profiles) live in crates that do not see each other;
+    /// `hood diff` promises one noise threshold (`noise_z` in both JSON reports).
+    #[test]
+    fn both_diffs_call_the_same_changes_noise() {
+        assert_eq!(
+            hood_model::profile::diff::NOISE_Z,
+            hood_tracemodel::calls::NOISE_Z
+        );
+    }
 
     fn calls(own: &[(u64, &str, i64)]) -> ProcessCalls {
         let mut paths = vec![PathEntry::LOST];

@@ -15,7 +15,7 @@ pub use build::ThreadBuilder;
 pub use codec::{decode_process, encode_process, CallsMeta, PAYLOAD_VERSION};
 pub use diff::{
     calls_diff, calls_side, CallsBy, CallsDiff, CallsDiffRow, CallsDiffSide, CallsSide, Tally,
-    TraceCalls,
+    TraceCalls, NOISE_Z,
 };
 
 use std::collections::BTreeMap;

@@ -23,8 +23,13 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::{function_rows, path_rows, ProcessCalls};
-use crate::profile::diff::NOISE_Z;
 use crate::trace::{Kind, ThreadEvents, ThreadKey, TraceHead};
+
+/// Below this `|z|` a change is noise: the two-sided 99 % point of the standard normal
+/// distribution. The profile diff uses the same threshold (`hood_model::profile::diff::NOISE_Z`;
+/// a test in hood-reconcile, which sees both, holds them equal), so both diffs call the same
+/// changes noise.
+pub const NOISE_Z: f64 = 2.576;
 
 /// What the rows of a call-path diff are.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -9,7 +9,7 @@ use super::{
     IrqDecoder, ProcessTrace, RawEvent, Switch, ThreadEvents, ThreadKey, Trace, TraceMeta,
     PAYLOAD_VERSION,
 };
-use crate::ModelError;
+use crate::TraceModelError;
 use hood_raw::frames::{for_each_frame, FrameError};
 
 /// PERF_RECORD_LOST.
@@ -81,9 +81,9 @@ fn events_owner<'a>(
     b: &[u8],
     offset: u64,
     processes: &'a [ProcessTrace],
-) -> Result<(&'a ProcessTrace, u32, u32, u64), ModelError> {
+) -> Result<(&'a ProcessTrace, u32, u32, u64), TraceModelError> {
     if b.len() < EVENTS_HEADER {
-        return Err(ModelError::Malformed(format!(
+        return Err(TraceModelError::Malformed(format!(
             "event chunk at offset {offset} has {} bytes, less than its {EVENTS_HEADER}-byte header",
             b.len()
         )));
@@ -93,7 +93,7 @@ fn events_owner<'a>(
         .iter()
         .find(|p| p.pid == pid && p.start_mono_ns == start)
         .ok_or_else(|| {
-            ModelError::Malformed(format!(
+            TraceModelError::Malformed(format!(
                 "event chunk at offset {offset} belongs to pid {pid}, whose process chunk is missing"
             ))
         })?;
@@ -108,11 +108,11 @@ pub fn decode_raw(
     b: &[u8],
     offset: u64,
     processes: &[ProcessTrace],
-) -> Result<ThreadEvents, ModelError> {
+) -> Result<ThreadEvents, TraceModelError> {
     let (p, pid, tid, start_mono_ns) = events_owner(b, offset, processes)?;
     let body = &b[EVENTS_HEADER..];
     if !body.len().is_multiple_of(8) {
-        return Err(ModelError::Malformed(format!(
+        return Err(TraceModelError::Malformed(format!(
             "event chunk at offset {offset}: {} bytes of events, not whole 8-byte events",
             body.len()
         )));
@@ -145,7 +145,7 @@ pub fn decode_words(
     b: &[u8],
     offset: u64,
     processes: &[ProcessTrace],
-) -> Result<ThreadEvents, ModelError> {
+) -> Result<ThreadEvents, TraceModelError> {
     let (p, pid, tid, start_mono_ns) = events_owner(b, offset, processes)?;
     let mut ticks = u64_at(b, 16);
     let mut events = Vec::with_capacity((b.len() - EVENTS_HEADER) / 4);
@@ -153,7 +153,7 @@ pub fn decode_words(
     let mut shift = 0u32;
     for (k, &byte) in b[EVENTS_HEADER..].iter().enumerate() {
         if shift > 63 {
-            return Err(ModelError::Malformed(format!(
+            return Err(TraceModelError::Malformed(format!(
                 "event chunk at offset {offset}: overlong event at byte {}",
                 EVENTS_HEADER + k
             )));
@@ -175,7 +175,7 @@ pub fn decode_words(
         shift = 0;
     }
     if shift != 0 {
-        return Err(ModelError::Malformed(format!(
+        return Err(TraceModelError::Malformed(format!(
             "event chunk at offset {offset}: its last event is cut off"
         )));
     }
@@ -215,9 +215,9 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 }
 
 /// Decode an EVENTS payload (`offset` names the chunk in errors).
-pub fn decode_events(b: &[u8], offset: u64) -> Result<ThreadEvents, ModelError> {
+pub fn decode_events(b: &[u8], offset: u64) -> Result<ThreadEvents, TraceModelError> {
     if b.len() < 8 || !(b.len() - 8).is_multiple_of(16) {
-        return Err(ModelError::Malformed(format!(
+        return Err(TraceModelError::Malformed(format!(
             "event chunk at offset {offset} has {} bytes, not 8 + 16 per event",
             b.len()
         )));
@@ -277,17 +277,17 @@ fn json<T: serde::de::DeserializeOwned>(
     b: &[u8],
     what: &str,
     offset: u64,
-) -> Result<T, ModelError> {
+) -> Result<T, TraceModelError> {
     let v: serde_json::Value = serde_json::from_slice(b)
-        .map_err(|e| ModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))?;
+        .map_err(|e| TraceModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))?;
     let ver = v.get("version").and_then(|x| x.as_u64()).unwrap_or(0);
     if ver > PAYLOAD_VERSION as u64 {
-        return Err(ModelError::Malformed(format!(
+        return Err(TraceModelError::Malformed(format!(
             "{what} chunk at offset {offset} has payload version {ver}; this hood reads {PAYLOAD_VERSION}: upgrade hood"
         )));
     }
     serde_json::from_value(v)
-        .map_err(|e| ModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))
+        .map_err(|e| TraceModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))
 }
 
 #[derive(serde::Deserialize)]
@@ -349,7 +349,7 @@ pub struct TraceHead {
     pub warnings: Vec<String>,
 }
 
-fn open_trace(path: &Path) -> Result<Reader, ModelError> {
+fn open_trace(path: &Path) -> Result<Reader, TraceModelError> {
     let r = Reader::open(path)?;
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
     Ok(r)
@@ -380,7 +380,7 @@ impl Encoding {
         b: &[u8],
         offset: u64,
         processes: &[ProcessTrace],
-    ) -> Result<ThreadEvents, ModelError> {
+    ) -> Result<ThreadEvents, TraceModelError> {
         match self {
             Encoding::Records => decode_events(b, offset),
             Encoding::Varint => decode_words(b, offset, processes),
@@ -451,12 +451,12 @@ fn merged_images(processes: &[ProcessTrace]) -> Option<String> {
 /// Pass 1 over a trace file: META, processes, switches, irqs, and each thread's first event.
 /// Truncation after whole chunks is a warning; damaged chunks and malformed payloads are
 /// errors naming their offset.
-pub fn scan(path: &Path) -> Result<TraceHead, ModelError> {
+pub fn scan(path: &Path) -> Result<TraceHead, TraceModelError> {
     scan_reader(open_trace(path)?)
 }
 
 /// [`scan`] from an opened reader (a file, or bytes in memory: tests and fuzzing).
-pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
+pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
     let mut t = TraceHead::default();
     let mut irq_decoder: Option<IrqDecoder> = None;
@@ -481,7 +481,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
             tags::trace::EVENTS => {
                 let enc = Encoding::of(t.meta.as_ref());
                 if data.len() < 8 {
-                    return Err(ModelError::Malformed(format!(
+                    return Err(TraceModelError::Malformed(format!(
                         "event chunk at offset {offset} has {} bytes, less than its header",
                         data.len()
                     )));
@@ -501,7 +501,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
             }
             tags::trace::SWITCHES => {
                 if data.len() < 4 {
-                    return Err(ModelError::Malformed(format!(
+                    return Err(TraceModelError::Malformed(format!(
                         "switch chunk at offset {offset} is {} bytes",
                         data.len()
                     )));
@@ -515,13 +515,13 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
             }
             tags::trace::IRQS => {
                 if data.len() < 4 {
-                    return Err(ModelError::Malformed(format!(
+                    return Err(TraceModelError::Malformed(format!(
                         "irq chunk at offset {offset} is {} bytes",
                         data.len()
                     )));
                 }
                 let Some(meta) = t.meta.as_ref().and_then(|m| m.irq.as_ref()) else {
-                    return Err(ModelError::Malformed(format!(
+                    return Err(TraceModelError::Malformed(format!(
                         "irq chunk at offset {offset} comes without the tracepoint formats in META"
                     )));
                 };
@@ -541,13 +541,13 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
             }
             tags::trace::WAKEUPS => {
                 if data.len() < 4 {
-                    return Err(ModelError::Malformed(format!(
+                    return Err(TraceModelError::Malformed(format!(
                         "wake-up chunk at offset {offset} is {} bytes",
                         data.len()
                     )));
                 }
                 let Some(meta) = t.meta.as_ref().and_then(|m| m.wake.as_ref()) else {
-                    return Err(ModelError::Malformed(format!(
+                    return Err(TraceModelError::Malformed(format!(
                         "wake-up chunk at offset {offset} comes without the tracepoint formats in META"
                     )));
                 };
@@ -580,7 +580,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, ModelError> {
         }
     }
     if t.meta.is_none() && t.processes.is_empty() {
-        return Err(ModelError::Malformed(format!(
+        return Err(TraceModelError::Malformed(format!(
             "{}: no trace data in this file",
             r.path().display()
         )));
@@ -594,8 +594,8 @@ pub fn for_each_events(
     path: &Path,
     head: &TraceHead,
     want: &dyn Fn(ThreadKey) -> bool,
-    f: &mut dyn FnMut(ThreadEvents) -> Result<(), ModelError>,
-) -> Result<(), ModelError> {
+    f: &mut dyn FnMut(ThreadEvents) -> Result<(), TraceModelError>,
+) -> Result<(), TraceModelError> {
     for_each_events_in(open_trace(path)?, head, want, f)
 }
 
@@ -604,8 +604,8 @@ pub fn for_each_events_in(
     mut r: Reader,
     head: &TraceHead,
     want: &dyn Fn(ThreadKey) -> bool,
-    f: &mut dyn FnMut(ThreadEvents) -> Result<(), ModelError>,
-) -> Result<(), ModelError> {
+    f: &mut dyn FnMut(ThreadEvents) -> Result<(), TraceModelError>,
+) -> Result<(), TraceModelError> {
     hood_format::expect_kind(&r, FileKind::Trace, "hood trace report")?;
     let enc = Encoding::of(head.meta.as_ref());
     let mut data = Vec::new();
@@ -627,13 +627,13 @@ pub fn for_each_events_in(
 
 /// Read a whole trace file into memory (small traces and tests; `hood trace report` streams
 /// with [`scan`] and [`for_each_events`]).
-pub fn load(path: &Path) -> Result<Trace, ModelError> {
+pub fn load(path: &Path) -> Result<Trace, TraceModelError> {
     load_readers(open_trace(path)?, open_trace(path)?)
 }
 
 /// [`load`] from two readers of the same file (the file is read twice: everything but the
 /// events, then the events), e.g. bytes in memory for tests and fuzzing.
-pub fn load_readers(first: Reader, second: Reader) -> Result<Trace, ModelError> {
+pub fn load_readers(first: Reader, second: Reader) -> Result<Trace, TraceModelError> {
     let head = scan_reader(first)?;
     let mut events: Vec<ThreadEvents> = Vec::new();
     for_each_events_in(second, &head, &|_| true, &mut |e| {
@@ -824,7 +824,7 @@ mod tests {
         let ps = std::slice::from_ref(&p);
         // Version 3 (raw words, what recorders write) and version 2 (varint steps, files of
         // earlier hood versions) decode to the same events.
-        type Decode = fn(&[u8], u64, &[ProcessTrace]) -> Result<ThreadEvents, ModelError>;
+        type Decode = fn(&[u8], u64, &[ProcessTrace]) -> Result<ThreadEvents, TraceModelError>;
         let (raw, last) = encode_raw(7, 8, 99, t0 - 100, &words);
         assert_eq!(last, t0 + 20);
         assert_eq!(

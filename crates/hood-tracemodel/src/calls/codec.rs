@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ProcessCalls;
-use crate::ModelError;
+use crate::TraceModelError;
 
 /// Version of the JSON payloads; readers refuse newer ones with a clear message.
 pub const PAYLOAD_VERSION: u32 = 1;
@@ -38,28 +38,28 @@ pub fn encode_process(p: &ProcessCalls) -> Vec<u8> {
 }
 
 /// Decode a PROCESS chunk; `offset` names the chunk in errors.
-pub fn decode_process(data: &[u8], offset: u64) -> Result<ProcessCalls, ModelError> {
+pub fn decode_process(data: &[u8], offset: u64) -> Result<ProcessCalls, TraceModelError> {
     #[derive(Deserialize)]
     struct V {
         version: u32,
     }
     let v: V = serde_json::from_slice(data).map_err(|e| {
-        ModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
+        TraceModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
     })?;
     if v.version > PAYLOAD_VERSION {
-        return Err(ModelError::Malformed(format!(
+        return Err(TraceModelError::Malformed(format!(
             "calls process chunk at offset {offset} has payload version {}, this hood reads up to {PAYLOAD_VERSION}: upgrade hood",
             v.version
         )));
     }
     let e: Envelope<ProcessCalls> = serde_json::from_slice(data).map_err(|e| {
-        ModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
+        TraceModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
     })?;
     let p = e.process;
     for t in &p.threads {
         for (i, path) in t.paths.iter().enumerate() {
             if path.parent.is_some_and(|q| q as usize >= i) {
-                return Err(ModelError::Malformed(format!(
+                return Err(TraceModelError::Malformed(format!(
                     "calls process chunk at offset {offset}: pid {} tid {} path {i} has a forward parent",
                     p.pid, t.tid
                 )));
