@@ -46,6 +46,7 @@ mod btf;
 mod config;
 mod cpus;
 mod error;
+mod grow;
 mod irq;
 pub mod limits;
 mod offcpu;
@@ -65,6 +66,7 @@ pub use config::{
 };
 pub use cpus::{online_cpus, parse_cpu_list, threads_of};
 pub use error::{kallsyms_hidden_reason, paranoid_level, PerfError};
+pub use grow::Grown;
 pub use irq::{IrqRecorder, IrqTracepoint, IRQ_SAMPLE_TYPE, IRQ_TRACEPOINTS};
 pub use offcpu::{OffCpuTracepoints, OFF_CPU_TRACEPOINTS};
 pub use offcpu_bpf::{DEFERRED_AT_SWITCH, DEFERRED_KSTACK, DEFERRED_RETURN, DEFERRED_WAKER};

@@ -116,6 +116,11 @@ pub(crate) struct Opened {
     pub rings: Vec<Ring>,
     /// Events of the sampled tasks (or CPUs): polled, and hung up when their task exits.
     pub fds: Vec<OwnedFd>,
+    /// Whether each of `fds` is a sampling (timer or PMU) event, not a tracepoint.
+    pub sampler: Vec<bool>,
+    /// The ring-owning event of each ring (a duplicate of one of `fds`), for redirecting
+    /// events opened later.
+    pub leaders: Vec<Option<OwnedFd>>,
     /// Whole-CPU events beside a task session (off-CPU wake-ups): not polled.
     pub cpu_fds: Vec<OwnedFd>,
     pub event: EventKind,
@@ -179,6 +184,7 @@ pub(crate) fn open_target(
         rings: cpus.iter().map(|_| None).collect(),
         leaders: vec![None; cpus.len()],
         fds: Vec::new(),
+        sampler: Vec::new(),
         seen: BTreeSet::new(),
         off_cpu: off_cpu.clone(),
     };
@@ -186,7 +192,7 @@ pub(crate) fn open_target(
         Target::System => {
             for (i, &cpu) in cpus.iter().enumerate() {
                 let fd = b.opener.open(-1, cpu)?;
-                b.attach(i, cpu, fd, -1)?;
+                b.attach(i, cpu, fd, -1, true)?;
                 b.add_tracepoints(i, cpu, -1)?;
             }
             -1
@@ -241,9 +247,16 @@ pub(crate) fn open_target(
     }
     let mut all_notes = b.opener.notes;
     all_notes.extend(notes);
+    let leaders = b
+        .leaders
+        .iter()
+        .map(|l| l.and_then(|l| b.fds[l].try_clone().ok()))
+        .collect();
     Ok(Opened {
         rings,
         fds: b.fds,
+        sampler: b.sampler,
+        leaders,
         cpu_fds,
         event: b.opener.event,
         notes: all_notes,
@@ -283,6 +296,8 @@ struct Builder<'a> {
     /// Index into `fds` of the ring-owning event of each CPU.
     leaders: Vec<Option<usize>>,
     fds: Vec<OwnedFd>,
+    /// Whether each of `fds` is a sampling event.
+    sampler: Vec<bool>,
     /// Threads already opened (a pid listed twice, or a thread id given as a
     /// pid, must not double its samples).
     seen: BTreeSet<i32>,
@@ -327,7 +342,7 @@ impl Builder<'_> {
         for (i, &cpu) in self.cpus.iter().enumerate() {
             match self.opener.open(tid, cpu) {
                 Ok(fd) => {
-                    self.attach(i, cpu, fd, tid)?;
+                    self.attach(i, cpu, fd, tid, true)?;
                     match self.add_tracepoints(i, cpu, tid) {
                         Ok(()) | Err(PerfError::NoSuchProcess(_)) => {}
                         Err(e) => return Err(e),
@@ -379,7 +394,7 @@ impl Builder<'_> {
             }
             let fd = sys::perf_event_open(&mut a, tid, cpu as i32)
                 .map_err(|e| self.tracepoint_error(e, name, tid, cpu))?;
-            self.attach(i, cpu, fd, tid)?;
+            self.attach(i, cpu, fd, tid, false)?;
         }
         Ok(())
     }
@@ -424,8 +439,16 @@ impl Builder<'_> {
         }
     }
 
-    /// Makes `fd` the owner of CPU `i`'s ring, or redirects it into that ring.
-    fn attach(&mut self, i: usize, cpu: u32, fd: OwnedFd, tid: i32) -> Result<(), PerfError> {
+    /// Makes `fd` the owner of CPU `i`'s ring, or redirects it into that ring; `sampler`: a
+    /// sampling event, not a tracepoint.
+    fn attach(
+        &mut self,
+        i: usize,
+        cpu: u32,
+        fd: OwnedFd,
+        tid: i32,
+        sampler: bool,
+    ) -> Result<(), PerfError> {
         match self.leaders[i] {
             None => {
                 self.rings[i] = Some(Ring::map(fd.as_raw_fd(), cpu, self.ring_pages)?);
@@ -438,6 +461,7 @@ impl Builder<'_> {
             })?,
         }
         self.fds.push(fd);
+        self.sampler.push(sampler);
         Ok(())
     }
 }

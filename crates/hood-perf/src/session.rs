@@ -40,14 +40,25 @@ pub struct Session {
     // descriptors close.
     deferred: Option<DeferredStacks>,
     rings: Vec<Ring>,
-    fds: Vec<OwnedFd>,
+    pub(crate) fds: Vec<OwnedFd>,
+    /// Whether each of `fds` is a sampling event ([`Session::grow_stack_copy`] replaces them).
+    pub(crate) sampler: Vec<bool>,
+    /// Sampling events replaced by ones with a bigger stack copy: disabled, never enabled
+    /// again, kept open (one may own its CPU's ring; each still hangs up when its task ends).
+    pub(crate) retired: Vec<OwnedFd>,
+    /// The ring-owning event of each ring.
+    pub(crate) leaders: Vec<Option<OwnedFd>>,
+    pub(crate) target: Target,
+    /// Processes that were children of `-p`'s processes when the session opened, and so
+    /// are not sampled (nor their descendants).
+    pub(crate) not_followed: Vec<i32>,
     cpu_fds: Vec<OwnedFd>,
-    pollfds: Mutex<Vec<libc::pollfd>>,
+    pub(crate) pollfds: Mutex<Vec<libc::pollfd>>,
     watch_hup: bool,
     event: EventKind,
     notes: Vec<String>,
-    attr: perf_event_attr,
-    cpus: Vec<u32>,
+    pub(crate) attr: perf_event_attr,
+    pub(crate) cpus: Vec<u32>,
     off_cpu: Option<OffCpuTracepoints>,
 }
 
@@ -74,6 +85,8 @@ impl Session {
         let Opened {
             rings,
             fds,
+            sampler,
+            leaders,
             cpu_fds,
             event,
             notes,
@@ -93,6 +106,14 @@ impl Session {
             deferred,
             rings,
             fds,
+            sampler,
+            retired: Vec::new(),
+            leaders,
+            target: target.clone(),
+            not_followed: match target {
+                Target::Tasks(pids) => crate::grow::children_of(pids),
+                _ => Vec::new(),
+            },
             cpu_fds,
             pollfds: Mutex::new(pollfds),
             watch_hup: !matches!(target, Target::System),
