@@ -251,6 +251,9 @@ pub struct Rewriter {
     gate: Option<Gate>,
     deferred: Option<Deferred>,
     kernel_max_stack: usize,
+    /// Stacks stored cut by a full stack copy, per (pid, copy size), since
+    /// [`Rewriter::take_copy_cuts`].
+    copy_cuts: HashMap<(u32, u64), u32>,
 }
 
 impl Rewriter {
@@ -274,7 +277,18 @@ impl Rewriter {
             gate: None,
             deferred: None,
             kernel_max_stack: KERNEL_MAX_STACK,
+            copy_cuts: HashMap::default(),
         })
+    }
+
+    /// The stacks stored `[truncated: stack copy too small]` since the last call whose copy
+    /// the kernel filled to its size (a bigger copy would have held more of the stack; not
+    /// the interrupted code of a handler on another stack), per pid and copy size.
+    pub fn take_copy_cuts(&mut self) -> Vec<(u32, u64, u32)> {
+        self.copy_cuts
+            .drain()
+            .map(|((pid, size), n)| (pid, size, n))
+            .collect()
     }
 
     /// The samples include the off-CPU tracepoints laid out as `layout`; waits shorter than
@@ -1005,6 +1019,13 @@ impl Rewriter {
             }
             match t {
                 Some(t) => {
+                    if t == Truncation::StackCopyTooSmall
+                        && u.stack.len() as u64 == u.stack_size
+                        && self.unwinder.signal_stack_switch().is_none()
+                        && self.copy_cuts.len() < 4096
+                    {
+                        *self.copy_cuts.entry((s.pid, u.stack_size)).or_default() += 1;
+                    }
                     self.chain.push(t.marker());
                     self.stats.truncated[t.code() as usize] += 1;
                 }
