@@ -149,6 +149,11 @@ impl Collector {
         self.rewriter.as_ref()
     }
 
+    /// The unwinding stage, to take its counts.
+    pub fn rewriter_mut(&mut self) -> Option<&mut Rewriter> {
+        self.rewriter.as_mut()
+    }
+
     /// Append drained bytes of `cpu`'s ring (samples without stack copies).
     pub fn push(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
         self.bufs.entry(cpu).or_default().extend_from_slice(bytes);

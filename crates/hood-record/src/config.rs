@@ -45,6 +45,10 @@ pub struct RecordConfig {
     /// With `sampling.off_cpu`: off-CPU intervals shorter than this are shown together, as one
     /// pseudo-frame per thread, not with their stacks (`--off-cpu-min`).
     pub off_cpu_min: Duration,
+    /// The user stack copy may grow up to this many bytes while stacks are cut by it
+    /// (doubling; bounded too by what the ring holds): `--call-graph auto|dwarf` without a
+    /// size. At most the copy asked for: a fixed copy.
+    pub max_stack_copy: u32,
 }
 
 /// `--off-cpu-min`'s default: shorter waits are the scheduler's ordinary churn.
@@ -72,6 +76,7 @@ impl RecordConfig {
             labels: false,
             labels_budget: 500_000,
             off_cpu_min: DEFAULT_OFF_CPU_MIN,
+            max_stack_copy: MAX_STACK_COPY,
         }
     }
 }
@@ -156,6 +161,20 @@ pub fn default_ring_kb(user_stack: UserStack, freq_hz: u64, cpus: usize, threads
     let want_kb = freq_hz.saturating_mul(copy).saturating_mul(halves) / 2 / 1024;
     let cap = MAX_RING_KB.min(MAX_RINGS_KB / cpus as usize).max(min);
     (want_kb.min(usize::MAX as u64) as usize).clamp(min, cap)
+}
+
+/// The largest stack copy a recording may grow to with rings of `ring_pages` pages at
+/// `freq_hz`: the ring holds a quarter of a second of one thread's samples (copy plus 256
+/// bytes), and never more than `max` or [`MAX_STACK_COPY`].
+pub fn stack_copy_cap(max: u32, ring_pages: usize, freq_hz: u64) -> u32 {
+    let ring = (ring_pages as u64).saturating_mul(4096);
+    let fits = (ring.saturating_mul(4) / freq_hz.max(1)).saturating_sub(256) / 8 * 8;
+    fits.min(u64::from(max.min(MAX_STACK_COPY))) as u32
+}
+
+/// Whether `--call-graph`'s text `s` names a size (a fixed copy, never grown).
+pub fn call_graph_has_size(s: &str) -> bool {
+    s.contains(',')
 }
 
 /// How `stack` reads in `--call-graph`'s words (stored in the recording's metadata).
@@ -263,6 +282,17 @@ mod tests {
         assert_eq!(default_ring_kb(UserStack::FramePointer, 999, 2, 1), 1024);
         // Never a zero-sized answer, whatever the rate.
         assert_eq!(default_ring_kb(UserStack::FramePointer, 0, 0, 0), 1024);
+    }
+
+    #[test]
+    fn grown_copies_fit_the_ring() {
+        // 16 MiB at 999 Hz holds a quarter second of 64 KiB copies.
+        assert_eq!(stack_copy_cap(MAX_STACK_COPY, 4096, 999), MAX_STACK_COPY);
+        // 4 MiB (an unprivileged recorder's): 16,536 bytes.
+        assert_eq!(stack_copy_cap(MAX_STACK_COPY, 1024, 999), 16536);
+        // A fixed copy stays what it was.
+        assert_eq!(stack_copy_cap(8192, 4096, 999), 8192);
+        assert_eq!(stack_copy_cap(MAX_STACK_COPY, 1, 100_000), 0);
     }
 
     #[test]

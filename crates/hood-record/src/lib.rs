@@ -26,12 +26,13 @@ pub mod session;
 pub mod snapshot;
 
 pub use config::{
-    call_graph_name, least_ring_kb, off_cpu_ring_kb, off_cpu_ring_pages, parse_call_graph,
-    ring_pages, RecordConfig, Who, DEFAULT_EVENT, DEFAULT_FREQ_HZ,
+    call_graph_has_size, call_graph_name, least_ring_kb, off_cpu_ring_kb, off_cpu_ring_pages,
+    parse_call_graph, ring_pages, stack_copy_cap, RecordConfig, Who, DEFAULT_EVENT,
+    DEFAULT_FREQ_HZ,
 };
 pub use interactive::Interactive;
 pub use load::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};
-pub use recorder::{record, Control, Finished, NoControl, Outcome, Request, StopFlag};
+pub use recorder::{record, Control, CopyStep, Finished, NoControl, Outcome, Request, StopFlag};
 
 /// What stopped a recording from starting or going on.
 #[derive(Debug, thiserror::Error)]

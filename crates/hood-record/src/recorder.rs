@@ -68,7 +68,50 @@ pub struct Outcome {
     /// The event sampled (`cpu-clock`).
     #[serde(default)]
     pub event: String,
+    /// The user stack copy asked for at the start, bytes (0: none).
+    #[serde(default)]
+    pub stack_copy: u32,
+    /// Each time the copy grew while stacks were cut by it.
+    #[serde(default)]
+    pub stack_copy_steps: Vec<CopyStep>,
 }
+
+/// One growth of the user stack copy.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct CopyStep {
+    /// Seconds into the recording.
+    pub at: f64,
+    /// The new copy, bytes.
+    pub bytes: u32,
+    /// The process whose stacks were cut most by the old copy, its name, and how many.
+    pub pid: u32,
+    /// Its name (`/proc/PID/comm`), empty if it had ended.
+    pub comm: String,
+    /// Its stacks cut by the old copy since the last step.
+    pub cuts: u32,
+    /// A step back: samples the kernel dropped with the bigger copy (0 for a growth).
+    #[serde(default)]
+    pub lost: u64,
+}
+
+/// The user stack copy, grown while stacks are cut by it ([`RecordConfig::max_stack_copy`]).
+struct Growth {
+    /// The copy the sampling events ask for now, bytes (0: no copies).
+    bytes: u32,
+    /// The copy asked for at the start.
+    first: u32,
+    /// The most it may grow to (the configuration, and what the ring holds).
+    max: u32,
+    /// Stacks cut by the present copy per pid, since the last step.
+    cuts: BTreeMap<u32, u32>,
+    steps: Vec<CopyStep>,
+    /// Samples lost before the last step.
+    lost_before: u64,
+}
+
+/// Stacks of one process cut by the copy before it grows: one could be a stray frame; a
+/// process whose stacks are deeper than the copy shows it at once.
+const CUTS_TO_GROW: u32 = 3;
 
 impl Outcome {
     /// The lines a finished recording is summed up in, by `hood record` and `hood stop`
@@ -226,6 +269,7 @@ struct Run<'a> {
     paused_at: Option<Instant>,
     paused: Duration,
     exit_status: Option<i32>,
+    growth: Growth,
 }
 
 /// How a run ended.
@@ -456,6 +500,19 @@ fn describe<'a>(
         let min = meta.off_cpu.as_ref().map_or(0, |o| o.min_ns);
         collector.set_rewriter(rw, min);
     }
+    let first = match cfg.sampling.user_stack {
+        hood_perf::UserStack::Copy { bytes, .. } if collector.rewriter().is_some() => bytes,
+        _ => 0,
+    };
+    let max = match cfg.sampling.off_cpu || first == 0 {
+        true => first,
+        false => crate::config::stack_copy_cap(
+            cfg.max_stack_copy,
+            cfg.sampling.ring_pages,
+            cfg.sampling.freq_hz,
+        )
+        .max(first),
+    };
     Ok(Run {
         cfg,
         held,
@@ -468,6 +525,14 @@ fn describe<'a>(
         paused_at: None,
         paused: Duration::ZERO,
         exit_status: None,
+        growth: Growth {
+            bytes: first,
+            first,
+            max,
+            cuts: BTreeMap::new(),
+            steps: Vec::new(),
+            lost_before: 0,
+        },
     })
 }
 
@@ -542,6 +607,8 @@ impl Run<'_> {
         self.collector
             .flush(&mut held.writer, false)
             .map_err(fault(Stop::Write))?;
+        self.grow(log);
+        let held = &mut self.held;
         if let Some(l) = held.labels.as_mut() {
             l.drain(&mut held.writer, false)
                 .map_err(fault(Stop::Labels))?;
@@ -587,6 +654,92 @@ impl Run<'_> {
         Ok(stop)
     }
 
+    /// Grow the user stack copy one step (doubling, up to the growth's most) when a process
+    /// has had stacks cut by the present copy. A failure is said once and the copy stays.
+    fn grow(&mut self, log: &mut dyn FnMut(&str)) {
+        let Some(rw) = self.collector.rewriter_mut() else {
+            return;
+        };
+        let cuts = rw.take_copy_cuts();
+        let g = &mut self.growth;
+        let lost = self.collector.lost();
+        let losing = lost > g.lost_before;
+        g.lost_before = lost;
+        if losing && g.bytes > g.first && g.max > 0 {
+            // The rings lost samples with the bigger copy (each sample reserves its whole
+            // size in the ring, and deeper stacks take the recorder longer to unwind): back
+            // one step, for good. No sample is lost to complete another's stack.
+            let grown: Vec<u32> = g
+                .steps
+                .iter()
+                .filter(|s| s.lost == 0)
+                .map(|s| s.bytes)
+                .collect();
+            let back = grown.iter().rev().nth(1).copied().unwrap_or(g.first);
+            if self
+                .held
+                .session
+                .grow_stack_copy(back, self.paused_at.is_none())
+                .is_ok()
+            {
+                g.steps.push(CopyStep {
+                    at: self.started.elapsed().as_secs_f64(),
+                    bytes: back,
+                    pid: 0,
+                    comm: String::new(),
+                    cuts: 0,
+                    lost,
+                });
+                g.bytes = back;
+            }
+            // Never grown again.
+            g.max = 0;
+            return;
+        }
+        if losing {
+            return;
+        }
+        if g.bytes >= g.max {
+            return;
+        }
+        for (pid, size, n) in cuts {
+            if size >= u64::from(g.bytes) {
+                *g.cuts.entry(pid).or_default() += n;
+            }
+        }
+        let Some((&pid, &n)) = g.cuts.iter().max_by_key(|(_, &n)| n) else {
+            return;
+        };
+        if n < CUTS_TO_GROW {
+            return;
+        }
+        let next = g.bytes.saturating_mul(2).min(g.max) / 8 * 8;
+        let session = &mut self.held.session;
+        match session.grow_stack_copy(next, self.paused_at.is_none()) {
+            Ok(_) => {
+                g.steps.push(CopyStep {
+                    at: self.started.elapsed().as_secs_f64(),
+                    bytes: next,
+                    pid,
+                    comm: comm_of(pid),
+                    cuts: n,
+                    lost: 0,
+                });
+                g.bytes = next;
+                g.cuts.clear();
+            }
+            Err(e) => {
+                log(&format!(
+                    "the user stack copy stays at {} bytes: {e}; stacks deeper than it are \
+                     marked [truncated: stack copy too small] (a fixed bigger copy: \
+                     --call-graph auto,{next})",
+                    g.bytes
+                ));
+                g.max = g.bytes;
+            }
+        }
+    }
+
     /// Stop sampling, write what is left and the file's end, put the file in place, handle
     /// the command, and sum up. Every way out of the run comes here.
     fn finish(self, end: End, log: &mut dyn FnMut(&str)) -> Finished {
@@ -599,6 +752,7 @@ impl Run<'_> {
             paused_at,
             mut paused,
             mut exit_status,
+            growth,
             ..
         } = self;
         let Held {
@@ -639,11 +793,18 @@ impl Run<'_> {
         let finish = finalize(
             &mut writer,
             &mut collector,
-            end_mono,
-            paused,
-            stop.words(),
-            exit_status,
-            error.clone(),
+            RecordStats {
+                end_monotonic_ns: end_mono,
+                paused_ns: paused.as_nanos() as u64,
+                stop_reason: stop.words().to_string(),
+                exit_status,
+                error: error.clone(),
+                stack_copy_grown_to: match growth.bytes > growth.first {
+                    true => growth.bytes,
+                    false => 0,
+                },
+                ..RecordStats::default()
+            },
         );
         match (&finish, &error) {
             // Warnings about JIT maps not recorded (or not whole).
@@ -680,6 +841,8 @@ impl Run<'_> {
                 .map_or(0, |s| s.kernel_stacks_missing),
             cpus: session.cpus().len(),
             event: session.event().to_string(),
+            stack_copy: growth.first,
+            stack_copy_steps: growth.steps,
         };
         if error.is_some() {
             // A write may have failed part-way (a full disk): state what the file holds, as
@@ -839,11 +1002,7 @@ mod tests;
 fn finalize<W: std::io::Write>(
     writer: &mut Writer<W>,
     collector: &mut Collector,
-    end_mono: u64,
-    paused: Duration,
-    stop_reason: &str,
-    exit_status: Option<i32>,
-    error: Option<String>,
+    mut stats: RecordStats,
 ) -> Result<Vec<String>, hood_format::FormatError> {
     collector.release_held();
     collector.flush(writer, true)?;
@@ -870,14 +1029,8 @@ fn finalize<W: std::io::Write>(
         payload.extend_from_slice(text.as_bytes());
         writer.write_chunk(tags::profile::PERF_MAP, &payload, true)?;
     }
-    let stats = RecordStats {
-        end_monotonic_ns: end_mono,
-        paused_ns: paused.as_nanos() as u64,
-        per_cpu: collector.counts.clone(),
-        stop_reason: stop_reason.to_string(),
-        exit_status,
-        error,
-    };
+    // The counts per CPU, the rest as the run ended.
+    stats.per_cpu = collector.counts.clone();
     writer.write_chunk(
         tags::profile::STATS,
         &serde_json::to_vec(&stats).unwrap_or_default(),
@@ -937,6 +1090,35 @@ fn outcome_lines(o: &Outcome) -> Vec<String> {
             o.switches_and_wakeups
         ));
     }
+    if let Some(last) = o.stack_copy_steps.last() {
+        let steps: Vec<String> = o
+            .stack_copy_steps
+            .iter()
+            .map(|s| {
+                let name = match s.comm.is_empty() {
+                    true => String::new(),
+                    false => format!(" ({})", s.comm),
+                };
+                match s.lost {
+                    0 => format!(
+                        "{} bytes at {:.1} s after {} stacks of pid {}{name}",
+                        s.bytes, s.at, s.cuts, s.pid
+                    ),
+                    n => format!(
+                        "back to {} bytes at {:.1} s, when {n} samples had been lost",
+                        s.bytes, s.at
+                    ),
+                }
+            })
+            .collect();
+        out.push(format!(
+            "user stack copy grown from {} bytes while stacks were cut by it: {}; {} bytes at \
+             the end (the kernel copies only the stack in use, up to that size)",
+            o.stack_copy,
+            steps.join(", "),
+            last.bytes,
+        ));
+    }
     if o.lost > 0 {
         let per: Vec<String> = o
             .lost_per_cpu
@@ -983,8 +1165,10 @@ fn unwinding_line(rw: &hood_unwind::Rewriter) -> Option<String> {
         why.push("none".into());
     }
     Some(format!(
-        "user stacks: {} unwound, {:.1}% complete{}; truncated: {}",
+        "user stacks: {} unwound ({:.1} KiB of stack copied per sample), {:.1}% complete{}; \
+         truncated: {}",
         st.unwound,
+        st.stack_bytes as f64 / st.unwound as f64 / 1024.0,
         pct(st.complete),
         if st.spliced > 0 {
             format!(
@@ -996,6 +1180,20 @@ fn unwinding_line(rw: &hood_unwind::Rewriter) -> Option<String> {
         },
         why.join(", ")
     ))
+}
+
+/// A process's name for the summary (`/proc/PID/comm`, control characters left out); empty
+/// when it has ended.
+fn comm_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|s| {
+            s.trim_end()
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(64)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn truncation_words(t: hood_unwind::Truncation) -> &'static str {

@@ -102,6 +102,9 @@ pub struct RecordStats {
     pub exit_status: Option<i32>,
     /// An error that ended the recording early, if any.
     pub error: Option<String>,
+    /// The user stack copy in bytes the recorder grew to while stacks were cut by it (0: not
+    /// grown; the copy asked for is in [`RecordMeta::call_graph`]).
+    pub stack_copy_grown_to: u32,
 }
 
 impl RecordStats {

@@ -135,6 +135,13 @@ pub fn render_header(
     }
     event.push_str(&call_graph_words(m));
     writeln!(out, "Event:       {}", safe::text(&event))?;
+    if let (n @ 1.., Some((_, first))) = (grown_to(prof), m.call_graph.split_once(',')) {
+        writeln!(
+            out,
+            "Stack copy:  grown from {} to {n} bytes while stacks were cut by it",
+            safe::text(first)
+        )?;
+    }
     if !m.hostname.is_empty() || !m.kernel_release.is_empty() {
         writeln!(
             out,
@@ -205,6 +212,11 @@ pub fn render_header(
     Ok(())
 }
 
+/// The user stack copy the recorder grew to (0: not grown).
+fn grown_to(prof: &Profile) -> u32 {
+    prof.stats.as_ref().map_or(0, |s| s.stack_copy_grown_to)
+}
+
 /// `, call chains (…how user stacks were obtained…)`.
 fn call_graph_words(m: &hood_model::profile::RecordMeta) -> String {
     if !m.callchain {
@@ -247,17 +259,25 @@ fn render_stacks(
     for line in wrap("Truncated:    ", &said, width) {
         writeln!(out, "{line}")?;
     }
-    let fix = format!("Fix: {}", truncation_fix(main, &prof.meta));
+    let fix = format!("Fix: {}", truncation_fix(main, &prof.meta, grown_to(prof)));
     for line in wrap("              ", &fix, width) {
         writeln!(out, "{line}")?;
     }
     Ok(())
 }
 
-/// What to do about a truncation frame named `name`, in a recording made as `meta` says.
-pub fn truncation_fix(name: &str, meta: &hood_model::profile::RecordMeta) -> String {
+/// What to do about a truncation frame named `name`, in a recording made as `meta` says
+/// whose stack copy grew to `grown_to` bytes (0: it did not grow).
+pub fn truncation_fix(name: &str, meta: &hood_model::profile::RecordMeta, grown_to: u32) -> String {
     let call_graph = meta.call_graph.as_str();
-    if name.contains("stack copy too small") {
+    if name.contains("stack copy too small") && grown_to > 0 {
+        format!(
+            "the recorder grew the stack copy to {grown_to} bytes (at most 65528, the most a \
+             sample holds, and a quarter second of samples per CPU ring: a bigger --ring-kb \
+             lets it grow further); deeper stacks are continued by the kernel's frame-pointer \
+             chain through code built with -fno-omit-frame-pointer"
+        )
+    } else if name.contains("stack copy too small") {
         let mode = call_graph
             .split(',')
             .next()

@@ -33,11 +33,12 @@ pub struct RecordArgs {
     #[arg(short = 'g', overrides_with = "no_call_graph")]
     pub g: bool,
     /// How user call stacks are obtained: `auto` (the default) copies the top of the stack
-    /// with each sample (8 KiB) and unwinds it with the binaries' DWARF call frame
-    /// information, continuing with frame pointers where that runs out; `dwarf[,BYTES]` the
-    /// same without the frame-pointer chain (BYTES: stack copied per sample, up to 65528);
-    /// `fp` follows frame pointers only (cheapest; stacks of code built without them stop
-    /// early). Kernel stacks always come from the kernel.
+    /// with each sample (8 KiB, doubled up to 64 KiB while stacks are cut by it) and unwinds
+    /// it with the binaries' DWARF call frame information, continuing with frame pointers
+    /// where that runs out; `dwarf` the same without the frame-pointer chain; `auto,BYTES`,
+    /// `dwarf,BYTES`: a fixed copy of BYTES per sample (up to 65528); `fp` follows frame
+    /// pointers only (cheapest; stacks of code built without them stop early). Kernel stacks
+    /// always come from the kernel.
     #[arg(
         long = "call-graph",
         value_name = "MODE",
@@ -149,9 +150,28 @@ impl RecordArgs {
         let least =
             (!hood_proc::usage::running_as_root()).then(|| hood_record::least_ring_kb(user_stack));
         let off_cpu = self.off_cpu.then(|| hood_record::off_cpu_ring_kb(cpus));
+        // A copy without a size grows while stacks are cut by it (not with --off-cpu): the
+        // rings are sized for the largest.
+        let max_stack_copy = match user_stack {
+            hood_perf::UserStack::Copy { fp_chain, .. }
+                if !self.off_cpu && !hood_record::call_graph_has_size(&self.call_graph) =>
+            {
+                let max = hood_perf::MAX_STACK_COPY;
+                (
+                    max,
+                    hood_perf::UserStack::Copy {
+                        bytes: max,
+                        fp_chain,
+                    },
+                )
+            }
+            hood_perf::UserStack::Copy { bytes, .. } => (bytes, user_stack),
+            hood_perf::UserStack::FramePointer => (0, user_stack),
+        };
+        let (max_stack_copy, ring_stack) = max_stack_copy;
         let pages = hood_record::ring_pages(
             self.ring_kb.or(least).or(off_cpu),
-            user_stack,
+            ring_stack,
             self.freq,
             cpus,
             threads,
@@ -176,6 +196,7 @@ impl RecordArgs {
             labels: self.labels,
             labels_budget: self.labels_budget,
             off_cpu_min: self.off_cpu_min,
+            max_stack_copy,
         };
         Ok((cfg, keys))
     }
