@@ -10,6 +10,8 @@
  *   deep    main -> big x 200 (4 KiB frames) -> deep_leaf   (deeper than an 8 KiB copy)
  *   deep60  main -> big x 60 -> deep_leaf   (deeper than the copy, within the kernel's
  *           127-frame limit for frame-pointer chains)
+ *   deep10  main -> big x 10 -> deep_leaf   (about 41 KiB: deeper than an 8 KiB copy, within
+ *           the largest a sample holds)
  *   clobbered main -> clob_mid -> clob_leaf, where clob_mid has zeroed its own return address
  *           (a smashed stack): nothing past clob_mid can be found, and a return address of
  *           zero must not pass for the end of the stack */
@@ -122,6 +124,8 @@ int main(int argc, char **argv) {
         while (more()) big(200);
     } else if (!strcmp(mode, "deep60")) {
         while (more()) big(60);
+    } else if (!strcmp(mode, "deep10")) {
+        while (more()) big(10);
     } else if (!strcmp(mode, "clobbered")) {
         clob_mid();
     } else {

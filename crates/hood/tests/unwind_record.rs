@@ -2,7 +2,8 @@
 //! true call chains are known by construction (depth, recursion, a signal handler, threads, a
 //! linked and a dlopen'ed library, all -O2 -fomit-frame-pointer), real programs nobody here
 //! wrote (Debian's gzip, python3, a Rust release build), a perf `--call-graph dwarf` file read
-//! with `-i`, and stacks deeper than the copy marked as truncated.
+//! with `-i`, stacks deeper than the copy completed by growing it, and stacks deeper than the
+//! largest copy marked as truncated.
 
 mod common;
 
@@ -245,14 +246,114 @@ fn stacks_deeper_than_the_copy_are_marked_and_the_header_says_why() {
         n >= 100 && pct >= 95.0,
         "{pct:.1}% of {n} marked; e.g. {bad:#?}"
     );
+    // 800 KiB of stack: deeper than the largest copy the recorder grows to, and the fix
+    // says so.
     let rep = run(hood().arg("report").arg("-i").arg(&file));
     let t = String::from_utf8_lossy(&rep.stdout);
     assert!(
         t.contains("Truncated:")
             && t.contains("stack copy too small")
-            && t.contains("--call-graph auto,"),
+            && t.contains("the recorder grew the stack copy to 65528 bytes")
+            && t.contains("-fno-omit-frame-pointer"),
         "header:\n{t}"
     );
+    // A fixed copy: the fix offers a bigger one.
+    let fixed = k.dir.path().join("deep-fixed.hood");
+    let out = record(
+        &fixed,
+        &[
+            "--call-graph",
+            "auto,8192",
+            "--",
+            k.nofp.to_str().unwrap(),
+            "deep",
+            "300",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let rep = run(hood().arg("report").arg("-i").arg(&fixed));
+    let t = String::from_utf8_lossy(&rep.stdout);
+    assert!(t.contains("--call-graph auto,32768"), "header:\n{t}");
+}
+
+/// A recursion of 10 frames of 4 KiB each (about 41 KiB of stack, no frame pointers): a
+/// fixed 8 KiB copy cuts every stack, and the recorder grows the copy (8 → 16 → 32 → 64 KiB)
+/// until its stacks reach `main`, whether it started the program or attached to it.
+#[test]
+fn stacks_deeper_than_the_copy_are_completed_by_growing_it() {
+    if !privileged("grow_copy") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let mut want = vec!["main"];
+    want.extend(std::iter::repeat_n("big", 10));
+    want.push("deep_leaf");
+    let complete = |u: &[&str]| ends_with_chain(u, &want) && u.first() == Some(&"_start");
+    // Fixed at 8 KiB: never grown, every stack cut.
+    let fixed = k.dir.path().join("deep10-fixed.hood");
+    let prog = k.nofp.to_str().unwrap();
+    let out = record(
+        &fixed,
+        &["--call-graph", "auto,8192", "--", prog, "deep10", "1500"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains("grown"), "{}", text(&out));
+    let stacks = collapsed(&fixed, &["--min-percent", "0"]);
+    let (pct, n, bad) = share(&stacks, "uk_nofp", "deep_leaf", |u| {
+        u.first() == Some(&"[truncated: stack copy too small]") && !u.contains(&"main")
+    });
+    assert!(
+        n >= 100 && pct >= 95.0,
+        "fixed copy: {pct:.1}% of {n} cut; e.g. {bad:#?}"
+    );
+    // The default copy, for a command it starts and for a process it attaches to.
+    let mut child = None;
+    for name in ["cmd", "pid"] {
+        let pid;
+        let args = match name {
+            "cmd" => vec!["--", prog, "deep10", "4000"],
+            _ => {
+                let c = child.insert(
+                    Command::new(&k.nofp)
+                        .args(["deep10", "60000"])
+                        .stdout(Stdio::null())
+                        .spawn()
+                        .unwrap(),
+                );
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                pid = c.id().to_string();
+                vec!["-p", pid.as_str(), "-d", "4"]
+            }
+        };
+        let file = k.dir.path().join(format!("deep10-{name}.hood"));
+        let out = record(&file, &args);
+        let said = text(&out);
+        assert!(out.status.success(), "{name}: {said}");
+        assert!(
+            said.contains(
+                "user stack copy grown from 8192 bytes while stacks were cut by it: 16384 bytes at"
+            ) && said.contains("; 65528 bytes at the end"),
+            "{name}: {said}"
+        );
+        let stacks = collapsed(&file, &["--min-percent", "0"]);
+        let (pct, n, bad) = share(&stacks, "uk_nofp", "deep_leaf", complete);
+        // The first half second or so of samples, before the copy has grown, stay cut.
+        assert!(
+            n >= 100 && pct >= 50.0,
+            "{name}: {pct:.1}% of {n} reach main; e.g. {bad:#?}\n{said}"
+        );
+        let rep = run(hood().arg("report").arg("-i").arg(&file));
+        let t = String::from_utf8_lossy(&rep.stdout);
+        assert!(
+            t.contains("Stack copy:  grown from 8192 to 65528 bytes while stacks were cut by it"),
+            "{name}: header:\n{t}"
+        );
+    }
+    if let Some(mut c) = child {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
 }
 
 /// The address ranges of the FDEs `readelf` lists in `file` (`.eh_frame` and `.debug_frame`).
