@@ -489,6 +489,10 @@ impl ProcReader {
             }
         }
         s.exits = exits;
+        if let Some(Ok(l)) = self.exits.as_mut() {
+            let alive: FxHashSet<u32> = s.tasks.iter().map(|t| t.tgid).collect();
+            l.retain(&|tgid| alive.contains(&tgid));
+        }
         if self.system_io {
             self.read_system_io(&mut s);
         }
