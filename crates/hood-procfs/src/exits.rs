@@ -270,6 +270,24 @@ impl EndedThreads {
         }
     }
 
+    /// Start the sum of process `tgid` with threads that ended before the listener began
+    /// (user and kernel µs: the process's /proc times less its live threads'); it replaces
+    /// what the first drains summed, which those times hold already.
+    pub fn seed(&mut self, tgid: u32, user_us: u64, kernel_us: u64) {
+        let sum = ExitRaw {
+            pid: tgid,
+            tgid,
+            utime_us: user_us,
+            stime_us: kernel_us,
+            runtime_ns: user_us.saturating_add(kernel_us).saturating_mul(1000),
+            earlier_threads: true,
+            ..Default::default()
+        };
+        if self.sums.len() < MAX_GROUPS || self.sums.contains_key(&tgid) {
+            self.sums.insert(tgid, (sum, false));
+        }
+    }
+
     /// Forget the processes absent from `alive` at two calls in a row (their last report was
     /// lost, or their threads ended just before they did and the last report is still due).
     pub fn retain(&mut self, alive: &dyn Fn(u32) -> bool) {
@@ -449,6 +467,11 @@ impl ExitListener {
         self.threads.take(&mut got);
         out.tasks = got;
         out
+    }
+
+    /// See [`EndedThreads::seed`].
+    pub fn seed(&mut self, tgid: u32, user_us: u64, kernel_us: u64) {
+        self.threads.seed(tgid, user_us, kernel_us);
     }
 
     /// After a snapshot: `alive` says which processes it holds (see [`EndedThreads::retain`]).
