@@ -57,10 +57,12 @@
 //! the stack, in its **entry** column. A function's **exit** code, after its exit hook's call
 //! returned (restoring the registers, returning) up to the function's end, runs after the
 //! call's last timestamp and is charged to the caller the same way: a sample (or wait) whose
-//! first user frame is an instrumented function after the address where that function calls
-//! its exit hook (the hook's return address; the highest such call seen, when a function
-//! calls it from several returns) goes to the next instrumented function up the stack, in
-//! its **exit** column. For a function of a few instructions called very often, such as
+//! first user frame is an instrumented function within an epilogue's length
+//! ([`EPILOGUE_BYTES`]) after an address where that function calls its exit hook (the hook's
+//! return address) goes to the next instrumented function up the stack, in its **exit**
+//! column. Only that far: gcc places the way out anywhere in the function (bzip2's `mainGtU`
+//! calls its exit hook at byte 0x64 of 0x33d), and also calls the exit hook, in the body, for
+//! callees inlined into the function, where the body goes on after the call. For a function of a few instructions called very often, such as
 //! bzip2's `mainGtU`, that code is points of the profile.
 //!
 //! A function *agrees* when its net call share and the explained statistical share (sampled +
@@ -75,6 +77,12 @@ use serde::Serialize;
 use crate::calls::{function_rows, node_name, ProcessCalls};
 use crate::profile::aggregate::{Filter, Measure};
 use crate::profile::{Mode, Profile, Sample};
+
+/// The longest way out after a call of the exit hook (restoring registers, returning): six
+/// pops, a stack adjustment, the return value and `ret` take 17 bytes on x86-64.
+const EPILOGUE_BYTES: u64 = 24;
+/// Calls of the exit hook kept per function.
+const MAX_EXIT_SITES: usize = 64;
 
 /// Two shares agree within this many percentage points.
 pub const TOLERANCE_POINTS: f64 = 2.0;
@@ -427,14 +435,16 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
 }
 
 /// Whether the walked sample ran in its function's exit code: its first user frame is the
-/// function, past the (highest) call of its exit hook in `exit_sites`.
-fn in_exit(wk: &Walk<'_>, exit_sites: &HashMap<(&str, u32), u64>) -> bool {
+/// function, within [`EPILOGUE_BYTES`] past a call of its exit hook in `exit_sites`.
+fn in_exit(wk: &Walk<'_>, exit_sites: &HashMap<(&str, u32), Vec<u64>>) -> bool {
     !wk.hook_below
         && wk.first_user
         && wk.owner_at.is_some_and(|(addr, map)| {
-            exit_sites
-                .get(&(wk.owner, map))
-                .is_some_and(|&site| addr > site)
+            exit_sites.get(&(wk.owner, map)).is_some_and(|sites| {
+                sites
+                    .iter()
+                    .any(|&site| addr > site && addr - site <= EPILOGUE_BYTES)
+            })
         })
 }
 
@@ -509,7 +519,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
     // First pass: where each instrumented function calls its entry and exit hooks (the
     // address of the call, from the stacks of the hooks' samples), per mapping.
     let mut enter_sites: HashMap<(&str, u32), u64> = HashMap::new();
-    let mut exit_sites: HashMap<(&str, u32), u64> = HashMap::new();
+    let mut exit_sites: HashMap<(&str, u32), Vec<u64>> = HashMap::new();
     for s in filter.samples(prof) {
         if !keep(s.pid) {
             continue;
@@ -524,9 +534,12 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                 let e = enter_sites.entry((wk.owner, map)).or_insert(addr);
                 *e = (*e).min(addr);
             } else if hook.starts_with("__cyg_profile_func_exit") {
-                // The code after the last call of the exit hook is only the way out.
-                let e = exit_sites.entry((wk.owner, map)).or_insert(addr);
-                *e = (*e).max(addr);
+                // Every call of the exit hook the samples show (one per return, and one per
+                // return of a callee inlined into it), a bounded number.
+                let e = exit_sites.entry((wk.owner, map)).or_default();
+                if !e.contains(&addr) && e.len() < MAX_EXIT_SITES {
+                    e.push(addr);
+                }
             }
         }
     }
@@ -1041,7 +1054,7 @@ mod tests {
     fn a_callees_exit_code_after_its_exit_hook_is_charged_to_the_caller() {
         // Frames as (function, address); `tiny` calls its exit hook at 0x1040..0x1045 (the
         // hook's stacks show 0x1044, the return address less one, as stacks record callers)
-        // and at 0x1020..0x1025 on another return (0x1024): the way out is after the last.
+        // and at 0x1020..0x1025 on another return (0x1024); an epilogue follows each.
         let c = calls_tree(
             &[
                 (1, "outer", 27_000_000, 1, None),
@@ -1123,10 +1136,10 @@ mod tests {
             2,
             Mode::Runnable,
         );
-        // tiny's body, before its last exit hook's call: after the other return's hook call
-        // and up to the call itself.
-        add(&[(tiny, 0x1030), (outer, 0x2000)], 8, Mode::User);
+        // tiny's body: further than an epilogue past a hook call, or the call itself.
+        add(&[(tiny, 0x1040), (outer, 0x2000)], 6, Mode::User);
         add(&[(tiny, 0x1044), (outer, 0x2000)], 2, Mode::User);
+        add(&[(tiny, 0x1084), (outer, 0x2000)], 2, Mode::User);
         add(&[(outer, 0x2100)], 20, Mode::User);
         let r = reconcile(std::slice::from_ref(&c), &p);
         let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
