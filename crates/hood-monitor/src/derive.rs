@@ -379,7 +379,10 @@ fn split_runtime(e: &ExitRaw) -> (u64, u64) {
 /// used of the interval: everything for a process that started within it, the rest since
 /// `prev` for one that was in it. A process's threads are reported one by one and added up;
 /// a process still in `cur` (its main thread ended before the others) is not ended, and its
-/// threads' time is in its `/proc` times already.
+/// threads' time is in its `/proc` times already. The threads that ended at earlier snapshots
+/// come as one `earlier_threads` report: with them the process's whole-life total is known,
+/// and its time in the interval is that total less its `/proc` times at `prev` (which hold
+/// those threads too). Without them a multi-threaded process lost the interval it ended in.
 fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> Vec<TaskView> {
     let alive: HashMap<u32, ()> = cur.tasks.iter().map(|t| (t.tgid, ())).collect();
     let mut by_tgid: BTreeMap<u32, Vec<&ExitRaw>> = BTreeMap::new();
@@ -397,7 +400,16 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
         .into_iter()
         .map(|(tgid, recs)| {
             // The main thread's report names the process; without it, the first one does.
-            let main = recs.iter().find(|e| e.pid == tgid).unwrap_or(&recs[0]);
+            let tasks: Vec<&ExitRaw> = recs
+                .iter()
+                .copied()
+                .filter(|e| !e.earlier_threads)
+                .collect();
+            let main = tasks
+                .iter()
+                .find(|e| e.pid == tgid)
+                .or(tasks.first())
+                .unwrap_or(&recs[0]);
             let sum =
                 |f: &dyn Fn(&ExitRaw) -> u64| recs.iter().fold(0u64, |a, e| a.saturating_add(f(e)));
             // As /proc does: the scheduler's time on CPU, split in the ratio of the sampled
@@ -445,7 +457,7 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
                 uid: Some(main.uid),
                 user: main.user.clone(),
                 state: "X".into(),
-                threads: recs.len() as u32,
+                threads: tasks.len() as u32,
                 priority: was.map_or(0, |b| b.priority),
                 nice: main.nice,
                 virt_bytes: 0,

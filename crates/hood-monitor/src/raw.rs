@@ -363,6 +363,21 @@ pub struct ExitRaw {
     pub ctx: CtxSwitches,
     /// Read/write syscall counters.
     pub io: IoCounters,
+    /// The kernel marked this task the last of its process to end (taskstats' `AGROUP`;
+    /// kernels before taskstats version 12 name no thread groups, and every report is marked).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub group_end: bool,
+    /// Not one task: the sum of the reports of this process's threads that ended at earlier
+    /// snapshots (while the process lived on), added when the process ends so that its
+    /// whole-life total is known. A process's /proc times include its ended threads, so the
+    /// interval's time of a multi-threaded process that ends is that total less what /proc
+    /// said at the previous snapshot. Threads that ended before hood listened are missing.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub earlier_threads: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Tasks that ended since the previous snapshot (`hood top`, the monitor store), so processes

@@ -21,6 +21,7 @@
 //! Every message is checked where it is read: lengths against the bytes received, attribute
 //! lengths against their message, the statistics against the fields read.
 
+use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
@@ -53,12 +54,18 @@ const NLA_TYPE_MASK: u16 = 0x3fff;
 const RCVBUF: usize = 16 << 20;
 /// Reports kept per snapshot; more are counted as dropped (bounded memory).
 const MAX_EXITS: usize = 200_000;
+/// Processes whose ended threads are summed (see [`ExitListener::drain`]); beyond it, only
+/// those of processes still alive are kept.
+const MAX_GROUPS: usize = 65_536;
 /// Longest wait for the kernel's answer while setting up.
 const SETUP_WAIT: Duration = Duration::from_secs(2);
 
 /// Offsets in `struct taskstats` (linux/taskstats.h; fields are only ever appended).
 mod ts {
     pub const VERSION: usize = 0;
+    /// `ac_flag`: `AGROUP` marks the last task of a thread group (version 12 on).
+    pub const FLAG: usize = 8;
+    pub const AGROUP: u8 = 0x20;
     pub const NICE: usize = 9;
     /// `cpu_run_virtual_total`: the scheduler's `sum_exec_runtime`, ns.
     pub const RUNTIME: usize = 72;
@@ -181,6 +188,8 @@ pub fn parse_taskstats(b: &[u8]) -> Option<ExitRaw> {
             read_bytes: u64_at(b, ts::READ_BYTES)?,
             write_bytes: u64_at(b, ts::WRITE_BYTES)?,
         },
+        group_end: version < ts::TGID_VERSION || b[ts::FLAG] & ts::AGROUP != 0,
+        earlier_threads: false,
     })
 }
 
@@ -211,6 +220,102 @@ pub struct ExitListener {
     fd: OwnedFd,
     family: u16,
     buf: Vec<u8>,
+    /// Per process still running: its threads that ended at earlier drains, summed.
+    threads: EndedThreads,
+}
+
+/// The threads of running processes that ended, summed per process until the process ends:
+/// a process's last report then comes with the sum of the others (`earlier_threads`), so the
+/// process's whole-life time is known (see `hood_monitor::ExitRaw::earlier_threads`).
+#[derive(Debug, Default)]
+pub struct EndedThreads {
+    /// tgid → (the sum, absent from the last [`EndedThreads::retain`]'s list of processes).
+    sums: HashMap<u32, (ExitRaw, bool)>,
+}
+
+impl EndedThreads {
+    /// Take one drain's reports (in the kernel's order): a process's ended thread is added to
+    /// its sum after the drain; a process's last report takes the sum of the threads that
+    /// ended at earlier drains, added to `tasks` as one `earlier_threads` report.
+    pub fn take(&mut self, tasks: &mut Vec<ExitRaw>) {
+        let mut now: HashMap<u32, ExitRaw> = HashMap::new();
+        let mut ended = Vec::new();
+        for e in tasks.iter() {
+            if e.group_end {
+                if let Some((sum, _)) = self.sums.remove(&e.tgid) {
+                    ended.push(sum);
+                }
+                now.remove(&e.tgid);
+            } else {
+                let sum = now.entry(e.tgid).or_insert_with(|| ExitRaw {
+                    pid: e.tgid,
+                    tgid: e.tgid,
+                    name: e.name.clone(),
+                    earlier_threads: true,
+                    ..Default::default()
+                });
+                add(sum, e);
+            }
+        }
+        tasks.extend(ended);
+        for (tgid, e) in now {
+            let room = self.sums.len() < MAX_GROUPS;
+            match self.sums.get_mut(&tgid) {
+                Some((sum, _)) => add(sum, &e),
+                None if room => {
+                    self.sums.insert(tgid, (e, false));
+                }
+                None => {}
+            }
+        }
+    }
+
+    /// Start the sum of process `tgid` with threads that ended before the listener began
+    /// (user and kernel µs: the process's /proc times less its live threads'); it replaces
+    /// what the first drains summed, which those times hold already.
+    pub fn seed(&mut self, tgid: u32, user_us: u64, kernel_us: u64) {
+        let sum = ExitRaw {
+            pid: tgid,
+            tgid,
+            utime_us: user_us,
+            stime_us: kernel_us,
+            runtime_ns: user_us.saturating_add(kernel_us).saturating_mul(1000),
+            earlier_threads: true,
+            ..Default::default()
+        };
+        if self.sums.len() < MAX_GROUPS || self.sums.contains_key(&tgid) {
+            self.sums.insert(tgid, (sum, false));
+        }
+    }
+
+    /// Forget the processes absent from `alive` at two calls in a row (their last report was
+    /// lost, or their threads ended just before they did and the last report is still due).
+    pub fn retain(&mut self, alive: &dyn Fn(u32) -> bool) {
+        self.sums.retain(|&tgid, (_, missing)| {
+            if alive(tgid) {
+                *missing = false;
+                true
+            } else {
+                !std::mem::replace(missing, true)
+            }
+        });
+    }
+}
+
+/// Add task `e`'s times and counters to `sum`.
+fn add(sum: &mut ExitRaw, e: &ExitRaw) {
+    sum.utime_us = sum.utime_us.saturating_add(e.utime_us);
+    sum.stime_us = sum.stime_us.saturating_add(e.stime_us);
+    sum.runtime_ns = sum.runtime_ns.saturating_add(e.runtime_ns);
+    sum.ctx.voluntary = sum.ctx.voluntary.saturating_add(e.ctx.voluntary);
+    sum.ctx.involuntary = sum.ctx.involuntary.saturating_add(e.ctx.involuntary);
+    let (a, b) = (&mut sum.io, &e.io);
+    a.rchar = a.rchar.saturating_add(b.rchar);
+    a.wchar = a.wchar.saturating_add(b.wchar);
+    a.syscr = a.syscr.saturating_add(b.syscr);
+    a.syscw = a.syscw.saturating_add(b.syscw);
+    a.read_bytes = a.read_bytes.saturating_add(b.read_bytes);
+    a.write_bytes = a.write_bytes.saturating_add(b.write_bytes);
 }
 
 fn why(doing: &str, e: Errno) -> String {
@@ -244,6 +349,7 @@ impl ExitListener {
             fd,
             family: 0,
             buf: vec![0; 64 << 10],
+            threads: EndedThreads::default(),
         };
         l.family = l.family_id()?;
         let mask = format!("{}\0", cpus.trim());
@@ -358,8 +464,19 @@ impl ExitListener {
                 Err(_) => break,
             }
         }
+        self.threads.take(&mut got);
         out.tasks = got;
         out
+    }
+
+    /// See [`EndedThreads::seed`].
+    pub fn seed(&mut self, tgid: u32, user_us: u64, kernel_us: u64) {
+        self.threads.seed(tgid, user_us, kernel_us);
+    }
+
+    /// After a snapshot: `alive` says which processes it holds (see [`EndedThreads::retain`]).
+    pub fn retain(&mut self, alive: &dyn Fn(u32) -> bool) {
+        self.threads.retain(alive);
     }
 }
 
@@ -425,5 +542,59 @@ mod tests {
         let mut out = Vec::new();
         parse_exit_message(&liar, &mut out);
         assert!(out.is_empty());
+    }
+
+    fn task(pid: u32, tgid: u32, utime_us: u64, group_end: bool) -> ExitRaw {
+        ExitRaw {
+            pid,
+            tgid,
+            utime_us,
+            runtime_ns: utime_us * 1000,
+            group_end,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_process_that_ends_brings_the_sum_of_its_threads_that_ended_at_earlier_drains() {
+        // The kernel's flag: set on the group's last report, and on every report of a kernel
+        // that names no thread groups.
+        let mut b = stats(14, 7, 5, b"x", 0);
+        assert!(!parse_taskstats(&b).unwrap().group_end);
+        b[ts::FLAG] = ts::AGROUP;
+        assert!(parse_taskstats(&b).unwrap().group_end);
+        assert!(
+            parse_taskstats(&stats(11, 7, 7, b"x", 0))
+                .unwrap()
+                .group_end
+        );
+
+        let mut t = EndedThreads::default();
+        // Drain 1: two threads of 5 end, and a single-threaded process 8.
+        let mut d = vec![
+            task(6, 5, 200, false),
+            task(7, 5, 300, false),
+            task(8, 8, 50, true),
+        ];
+        t.take(&mut d);
+        assert_eq!(d.len(), 3, "nothing added: {d:?}");
+        // Drain 2: another thread ends with the process: the sum of the first two comes too,
+        // the thread of this drain is not in it (it is reported itself).
+        let mut d = vec![task(9, 5, 100, false), task(5, 5, 10, true)];
+        t.take(&mut d);
+        assert_eq!(d.len(), 3);
+        let sum = &d[2];
+        assert!(sum.earlier_threads && !sum.group_end);
+        assert_eq!(
+            (sum.pid, sum.tgid, sum.utime_us, sum.runtime_ns),
+            (5, 5, 500, 500_000)
+        );
+        // Nothing is left for 5; a thread of 11 is forgotten once 11 is gone at two snapshots.
+        assert!(t.sums.is_empty());
+        t.take(&mut vec![task(12, 11, 100, false)]);
+        t.retain(&|_| false);
+        assert_eq!(t.sums.len(), 1);
+        t.retain(&|_| false);
+        assert!(t.sums.is_empty());
     }
 }

@@ -94,6 +94,8 @@ pub struct ProcReader {
     /// With [`ProcReader::with_exit_accounting`]: the listener for tasks that end, or why
     /// there is none.
     exits: Option<Result<ExitListener, String>>,
+    /// The listener knows the threads that ended before it began (see [`ProcReader::snapshot`]).
+    exits_seeded: bool,
     /// Read pressure, disks and network interfaces into every snapshot.
     system_io: bool,
     /// The cgroup v2 hierarchy, once looked for (`None` inside: there is none).
@@ -272,6 +274,7 @@ impl ProcReader {
             generation: 0,
             counts: ScanCounts::default(),
             exits: None,
+            exits_seeded: false,
             system_io: false,
             cgroup_root: None,
         }
@@ -462,6 +465,10 @@ impl ProcReader {
             }
             s.threads = Some(threads);
         }
+        if !self.exits_seeded && matches!(self.exits, Some(Ok(_))) {
+            self.exits_seeded = true;
+            self.seed_ended_threads(&s.tasks, opts);
+        }
         std::mem::swap(&mut self.owners, &mut self.owners_next);
         // Descriptors of tasks not seen in this scan are closed here.
         for (held, next) in self.stat_fds.iter_mut().zip(&mut self.stat_fds_next) {
@@ -489,6 +496,10 @@ impl ProcReader {
             }
         }
         s.exits = exits;
+        if let Some(Ok(l)) = self.exits.as_mut() {
+            let alive: FxHashSet<u32> = s.tasks.iter().map(|t| t.tgid).collect();
+            l.retain(&|tgid| alive.contains(&tgid));
+        }
         if self.system_io {
             self.read_system_io(&mut s);
         }
@@ -648,6 +659,43 @@ impl ProcReader {
             self.idle_next.insert(pid, h);
         }
         Some(t)
+    }
+
+    /// Once, at the first snapshot with exit accounting: the threads of each process that
+    /// ended before hood began to listen are in the process's /proc times and in no exit
+    /// report, so they are counted as its times less its live threads' and handed to the
+    /// listener as the start of the process's sum of ended threads. Without them a process
+    /// older than hood that ends while hood runs would show less than it used in its last
+    /// interval. One read of every thread's `stat`, at the start only: processes started
+    /// later have every ended thread reported.
+    fn seed_ended_threads(&mut self, tasks: &[TaskRaw], opts: &ScanOptions) {
+        let hz = self.clk_tck.max(1);
+        let us = |ticks: u64| ticks.saturating_mul(1_000_000) / hz;
+        let mut threads = Vec::new();
+        let mut seeds = Vec::new();
+        for t in tasks {
+            threads.clear();
+            self.scan_threads(t.pid, opts, &mut threads);
+            if threads.is_empty() {
+                continue;
+            }
+            let (u, k) = threads.iter().fold((0u64, 0u64), |(u, k), th| {
+                (u.saturating_add(th.utime), k.saturating_add(th.stime))
+            });
+            let dead = t
+                .utime
+                .saturating_add(t.stime)
+                .saturating_sub(u.saturating_add(k));
+            if dead > 0 {
+                let user = t.utime.saturating_sub(u).min(dead);
+                seeds.push((t.tgid, us(user), us(dead - user)));
+            }
+        }
+        if let Some(Ok(l)) = self.exits.as_mut() {
+            for (tgid, user_us, kernel_us) in seeds {
+                l.seed(tgid, user_us, kernel_us);
+            }
+        }
     }
 
     fn scan_threads(&mut self, pid: u32, opts: &ScanOptions, out: &mut Vec<TaskRaw>) {

@@ -14,7 +14,8 @@
 //! of the function inlined), and the charge is split by what the stack shows below it:
 //!
 //! - **sampled**: the function's own code was running (the sampler's own share);
-//! - **entry**: the entry code of its instrumented callees ran (below);
+//! - **entry** and **exit**: the entry code of its instrumented callees ran, or their exit code
+//!   (below);
 //! - **library**: code without hooks ran below it (libraries, assembly, the kernel);
 //! - **irq**: the kernel was handling an interrupt or a softirq on the thread's CPU (kernel
 //!   frames under an interrupt entry): Meurs's interrupt-delay pollution. The call profile
@@ -53,13 +54,19 @@
 //! the caller. The profile's code addresses show it: a sample (or wait) whose first user frame
 //! is an instrumented function at or before the address where that function calls its entry
 //! hook (learnt from the hook's own samples) is charged to the next instrumented function up
-//! the stack, in its **entry** column. The exit code after the exit hook (restoring the
-//! registers, returning) is charged the same way by the call profile, but no address marks
-//! where it ends, so it stays with the function: for a function of a few instructions called
-//! very often that is what remains between it and its caller.
+//! the stack, in its **entry** column. A function's **exit** code, after its exit hook's call
+//! returned (restoring the registers, returning) up to the function's end, runs after the
+//! call's last timestamp and is charged to the caller the same way: a sample (or wait) whose
+//! first user frame is an instrumented function within an epilogue's length
+//! ([`EPILOGUE_BYTES`]) after an address where that function calls its exit hook (the hook's
+//! return address) goes to the next instrumented function up the stack, in its **exit**
+//! column. Only that far: gcc places the way out anywhere in the function (bzip2's `mainGtU`
+//! calls its exit hook at byte 0x64 of 0x33d), and also calls the exit hook, in the body, for
+//! callees inlined into the function, where the body goes on after the call. For a function of a few instructions called very often, such as
+//! bzip2's `mainGtU`, that code is points of the profile.
 //!
 //! A function *agrees* when its net call share and the explained statistical share (sampled +
-//! entry + library + irq + blocked + runnable, + hooks when not compensated) are within
+//! entry + exit + library + irq + blocked + runnable, + hooks when not compensated) are within
 //! [`TOLERANCE_POINTS`]; the closing count covers the functions over [`OVER_PERCENT`] in
 //! either.
 //!
@@ -76,6 +83,12 @@ use serde::Serialize;
 use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::{Mode, Profile, Sample};
 use hood_tracemodel::calls::{function_rows, node_name, ProcessCalls};
+
+/// The longest way out after a call of the exit hook (restoring registers, returning): six
+/// pops, a stack adjustment, the return value and `ret` take 17 bytes on x86-64.
+const EPILOGUE_BYTES: u64 = 24;
+/// Calls of the exit hook kept per function.
+const MAX_EXIT_SITES: usize = 64;
 
 /// Two shares agree within this many percentage points.
 pub const TOLERANCE_POINTS: f64 = 2.0;
@@ -116,6 +129,9 @@ pub struct ReconcileRow {
     /// ns of samples and waits in the entry code of its instrumented callees, before their
     /// entry hook: the call profiler charges that code to the caller.
     pub entry_ns: f64,
+    /// ns of samples and waits in the exit code of its instrumented callees, after their exit
+    /// hook returned: the call profiler charges that code to the caller too.
+    pub exit_ns: f64,
     /// ns of samples in code without hooks below it.
     pub library_ns: f64,
     /// ns of samples in interrupt or softirq context on top of it.
@@ -130,6 +146,8 @@ pub struct ReconcileRow {
     pub sampled_percent: f64,
     /// `entry_ns` in points of the statistical total.
     pub entry_points: f64,
+    /// `exit_ns` in points of the statistical total.
+    pub exit_points: f64,
     /// `library_ns` in points of the statistical total.
     pub library_points: f64,
     /// `irq_ns` in points of the statistical total.
@@ -140,7 +158,7 @@ pub struct ReconcileRow {
     pub blocked_points: Option<f64>,
     /// `runnable_ns` in points of the statistical total.
     pub runnable_points: Option<f64>,
-    /// The statistical share charged as the call profiler charges: sampled + entry + library + irq +
+    /// The statistical share charged as the call profiler charges: sampled + entry + exit + library + irq +
     /// blocked + runnable (+ hooks when the call profile was not compensated), percent.
     pub explained_percent: f64,
     /// `net_percent − explained_percent`: what the breakdown leaves unexplained.
@@ -422,11 +440,27 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
     })
 }
 
+/// Whether the walked sample ran in its function's exit code: its first user frame is the
+/// function, within [`EPILOGUE_BYTES`] past a call of its exit hook in `exit_sites`.
+fn in_exit(wk: &Walk<'_>, exit_sites: &HashMap<(&str, u32), Vec<u64>>) -> bool {
+    !wk.hook_below
+        && wk.first_user
+        && wk.owner_at.is_some_and(|(addr, map)| {
+            exit_sites.get(&(wk.owner, map)).is_some_and(|sites| {
+                sites
+                    .iter()
+                    .any(|&site| addr > site && addr - site <= EPILOGUE_BYTES)
+            })
+        })
+}
+
 #[derive(Default, Clone, Copy)]
 struct Charge {
     sampled: f64,
     /// Samples and waits in its instrumented callees' entry code (before their entry hook).
     entry: f64,
+    /// Samples and waits in its instrumented callees' exit code (after their exit hook).
+    exit: f64,
     library: f64,
     irq: f64,
     hooks: f64,
@@ -488,9 +522,10 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             MatchedBy::Comm => comm_set.contains(prof.comm(pid).as_str()),
         })
     };
-    // First pass: where each instrumented function calls its entry hook (the address of the
-    // call, from the stacks of the entry hook's samples), per mapping.
+    // First pass: where each instrumented function calls its entry and exit hooks (the
+    // address of the call, from the stacks of the hooks' samples), per mapping.
     let mut enter_sites: HashMap<(&str, u32), u64> = HashMap::new();
+    let mut exit_sites: HashMap<(&str, u32), Vec<u64>> = HashMap::new();
     for s in filter.samples(prof) {
         if !keep(s.pid) {
             continue;
@@ -504,6 +539,13 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                 // seen is it.
                 let e = enter_sites.entry((wk.owner, map)).or_insert(addr);
                 *e = (*e).min(addr);
+            } else if hook.starts_with("__cyg_profile_func_exit") {
+                // Every call of the exit hook the samples show (one per return, and one per
+                // return of a callee inlined into it), a bounded number.
+                let e = exit_sites.entry((wk.owner, map)).or_default();
+                if !e.contains(&addr) && e.len() < MAX_EXIT_SITES {
+                    e.push(addr);
+                }
             }
         }
     }
@@ -531,6 +573,13 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             charges.entry(caller).or_default().entry += w;
             continue;
         }
+        // The way out after the exit hook's call returned (the stacks show a caller's address
+        // as the return address less one, so the code after the call is above it) runs after
+        // the call's last timestamp: charged to the caller too.
+        if let (true, Some(caller)) = (in_exit(&wk, &exit_sites), wk.caller) {
+            charges.entry(caller).or_default().exit += w;
+            continue;
+        }
         let c = charges.entry(wk.owner).or_default();
         // A hook's samples, on or off the CPU, are the hooks' part of the function whose
         // frame calls them.
@@ -555,6 +604,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
     let explained = |c: &Charge| {
         c.sampled
             + c.entry
+            + c.exit
             + c.library
             + c.irq
             + c.blocked
@@ -599,6 +649,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                 net_percent,
                 sampled_ns: c.sampled,
                 entry_ns: c.entry,
+                exit_ns: c.exit,
                 library_ns: c.library,
                 irq_ns: c.irq,
                 hooks_ns: c.hooks,
@@ -606,6 +657,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                 runnable_ns: off_cpu.then_some(c.runnable),
                 sampled_percent: pct(c.sampled, stat_total_ns),
                 entry_points: pct(c.entry, stat_total_ns),
+                exit_points: pct(c.exit, stat_total_ns),
                 library_points: pct(c.library, stat_total_ns),
                 irq_points: pct(c.irq, stat_total_ns),
                 hooks_points: pct(c.hooks, stat_total_ns),
@@ -1005,6 +1057,115 @@ mod tests {
         assert_eq!(row("tiny").runnable_ns, Some(0.0));
         assert_eq!(row("tiny").hooks_ns, 4e6);
         // The call profile: outer's 29 ms hold its 20, tiny's entry code (5) and half the
+        // hooks (2 of 4, none compensated for here, no calibration: half each side); tiny's
+        // 12 ms its 10 and the other half: nets 25 and 10 of 35, as the sampler charges them.
+        assert!((row("outer").profiler_ns - 2e6).abs() < 1.0);
+        assert!((row("tiny").profiler_ns - 2e6).abs() < 1.0);
+        assert!((row("outer").explained_percent - 25.0 * 100.0 / 35.0).abs() < 1e-6);
+        assert!(row("outer").delta_points.abs() < 1e-6, "{:?}", row("outer"));
+        assert_eq!((r.considered, r.agreeing), (2, 2));
+    }
+
+    #[test]
+    fn a_callees_exit_code_after_its_exit_hook_is_charged_to_the_caller() {
+        // Frames as (function, address); `tiny` calls its exit hook at 0x1040..0x1045 (the
+        // hook's stacks show 0x1044, the return address less one, as stacks record callers)
+        // and at 0x1020..0x1025 on another return (0x1024); an epilogue follows each.
+        let c = calls_tree(
+            &[
+                (1, "outer", 27_000_000, 1, None),
+                (2, "tiny", 12_000_000, 1000, Some(1)),
+            ],
+            (0, 0),
+        );
+        let mut p = prof(9, &[], true);
+        let (outer, tiny, hook, sched) = (0u32, 1u32, 2u32, 3u32);
+        for (name, dso) in [
+            ("outer", "work"),
+            ("tiny", "work"),
+            ("__cyg_profile_func_exit", "libhood_rt.so"),
+            ("__schedule", "[kernel.kallsyms]"),
+        ] {
+            p.funcs.push(Func {
+                name: name.into(),
+                dso: dso.into(),
+                kernel: dso.starts_with('['),
+                resolved: true,
+                ..Func::default()
+            });
+        }
+        p.stacks = vec![Vec::new()];
+        p.loc_stacks = vec![Vec::new()];
+        let mut add = |frames: &[(u32, u64)], n: u64, mode: Mode| {
+            let mut locs = Vec::new();
+            for &(func, address) in frames {
+                p.lines.push(FrameLine {
+                    func,
+                    file: None,
+                    line: 0,
+                });
+                p.locations.push(Location {
+                    func,
+                    address,
+                    map: (address != 0).then_some(0),
+                    lines: (p.lines.len() as u32 - 1, p.lines.len() as u32),
+                });
+                locs.push(p.locations.len() as u32 - 1);
+            }
+            p.stacks.push(frames.iter().map(|f| f.0).collect());
+            p.loc_stacks.push(locs);
+            let id = p.stacks.len() as u32 - 1;
+            for _ in 0..n {
+                let s = Sample {
+                    pid: 9,
+                    tid: 9,
+                    cpu: 0,
+                    time: 0,
+                    period: 1_000_000,
+                    mode,
+                    stack: id,
+                    locs: id,
+                };
+                if matches!(mode, Mode::Runnable) {
+                    p.off_cpu.push(s);
+                } else {
+                    p.samples.push(s);
+                }
+            }
+        };
+        add(
+            &[(hook, 0x9000), (tiny, 0x1044), (outer, 0x2000)],
+            3,
+            Mode::User,
+        );
+        add(
+            &[(hook, 0x9000), (tiny, 0x1024), (outer, 0x2000)],
+            1,
+            Mode::User,
+        );
+        // tiny's exit code: from the return address of the last hook call (restoring
+        // registers, returning), and a preemption there.
+        add(&[(tiny, 0x1045), (outer, 0x2000)], 1, Mode::User);
+        add(&[(tiny, 0x104a), (outer, 0x2000)], 2, Mode::User);
+        add(
+            &[(sched, 0), (tiny, 0x1047), (outer, 0x2000)],
+            2,
+            Mode::Runnable,
+        );
+        // tiny's body: further than an epilogue past a hook call, or the call itself.
+        add(&[(tiny, 0x1040), (outer, 0x2000)], 6, Mode::User);
+        add(&[(tiny, 0x1044), (outer, 0x2000)], 2, Mode::User);
+        add(&[(tiny, 0x1084), (outer, 0x2000)], 2, Mode::User);
+        add(&[(outer, 0x2100)], 20, Mode::User);
+        let r = reconcile(std::slice::from_ref(&c), &p);
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert_eq!(row("outer").exit_ns, 5e6, "{:?}", row("outer"));
+        assert_eq!(row("outer").entry_ns, 0.0);
+        assert_eq!(row("tiny").exit_ns, 0.0);
+        assert_eq!(row("tiny").sampled_ns, 10e6);
+        assert_eq!(row("tiny").runnable_ns, Some(0.0));
+        assert_eq!(row("tiny").hooks_ns, 4e6);
+        // The call profile: outer's 29 ms hold its 20, tiny's exit code (5) and half the
         // hooks (2 of 4, none compensated for here, no calibration: half each side); tiny's
         // 12 ms its 10 and the other half: nets 25 and 10 of 35, as the sampler charges them.
         assert!((row("outer").profiler_ns - 2e6).abs() < 1.0);

@@ -153,7 +153,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "HOOD_REPORT_MAX_FRAMES",
         shown: "1000..4294967295 (8388608)",
-        what: "functions, summed over the call paths shown, that `hood calls report` (per path, collapsed, pprof) holds in memory, about 64 bytes each; a file with more is refused, naming `-f` (per function) as the way to read it",
+        what: "functions, summed over the call paths shown, that `hood calls report` (per path, collapsed, pprof) and `hood diff --by path` of two `hood calls` files hold in memory, about 64 bytes each; a file with more is refused, naming the per-function report or diff as the way to read it",
         values: Values::Count(1000, u32::MAX as u64),
     },
     Var {

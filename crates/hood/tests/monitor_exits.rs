@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -34,9 +35,9 @@ fn views(stdout: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-/// What the views say of `pid`: (CPU ms of each interval it is in, the lifetime CPU ms of
-/// the view that shows it ended).
-fn accounted(views: &[Value], pid: u32) -> (f64, Option<u64>) {
+/// What the views say of `pid`, named `name`: (CPU ms of each interval it is in, the lifetime
+/// CPU ms of the view that shows it ended).
+fn accounted(views: &[Value], pid: u32, name: &str) -> (f64, Option<u64>) {
     let mut in_intervals = 0.0;
     let mut ended = None;
     for v in views {
@@ -48,7 +49,7 @@ fn accounted(views: &[Value], pid: u32) -> (f64, Option<u64>) {
             in_intervals += t["cpu_percent"].as_f64().unwrap_or(0.0) / 100.0 * iv * 1000.0;
             if t["exited"] == true {
                 assert_eq!(t["state"], "X", "{t}");
-                assert_eq!(t["name"], "bash", "{t}");
+                assert_eq!(t["name"], name, "{t}");
                 ended = Some(
                     t["user_time_ms"].as_u64().unwrap() + t["kernel_time_ms"].as_u64().unwrap(),
                 );
@@ -61,7 +62,7 @@ fn accounted(views: &[Value], pid: u32) -> (f64, Option<u64>) {
 /// The burner's CPU is in the views: once shown ended with its lifetime total (at least the
 /// 200 ms it burned), and spread over the intervals it ran in to that same total.
 fn check(views: &[Value], pid: u32) {
-    let (in_intervals, ended) = accounted(views, pid);
+    let (in_intervals, ended) = accounted(views, pid, "bash");
     let total = ended.unwrap_or_else(|| panic!("pid {pid} never shown as ended: {views:?}"));
     assert!((195..1000).contains(&total), "lifetime CPU {total} ms");
     assert!(
@@ -138,5 +139,70 @@ fn a_recording_keeps_a_process_that_started_and_ended_between_two_intervals() {
         csv.lines()
             .any(|l| l.contains(&format!(",{pid},")) && l.contains(",X,")),
         "{csv}"
+    );
+}
+
+/// A process whose threads end refreshes before it does (tests/c/threads_end.c: three threads
+/// burn 200 ms each and are joined, then the main thread burns 100 ms when told): its ended
+/// row holds its whole life, the threads' time too, and the intervals it is in add up to that
+/// life. Before, the threads' reports had been read (and set aside: their process lived on)
+/// at an earlier refresh, so the process's exit report held only its main thread, less than
+/// /proc had said at the previous refresh, and its last interval showed no CPU at all: the
+/// interval's total fell short of /proc/stat's by what such processes used in it.
+#[test]
+fn a_process_whose_threads_ended_at_earlier_refreshes_keeps_its_last_interval() {
+    if !common::root("a_process_whose_threads_ended_at_earlier_refreshes_keeps_its_last_interval") {
+        return;
+    }
+    let prog = common::c_program("threads_end");
+    // To a file: nothing reads a pipe until the end, and a full one would stop the refreshes.
+    let d = tempfile::tempdir().unwrap();
+    let json = d.path().join("views.json");
+    let mut top = hood()
+        .args(["top", "-b", "--json", "-d", "0.5"])
+        .stdout(std::fs::File::create(&json).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let mut p = Command::new(&prog)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(p.stdout.take().unwrap()).lines();
+    let pid: u32 = lines.next().unwrap().unwrap().trim().parse().unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), "joined");
+    // Refreshes pass with the threads ended and the process alive.
+    std::thread::sleep(Duration::from_millis(1500));
+    writeln!(p.stdin.take().unwrap(), "go").unwrap();
+    assert!(p.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(1500));
+    top.kill().unwrap();
+    top.wait().unwrap();
+    // Killed: a last line may be cut.
+    let v: Vec<Value> = std::fs::read_to_string(&json)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let (in_intervals, ended) = accounted(&v, pid, "threads_end");
+    let total = ended.unwrap_or_else(|| {
+        let rows: Vec<&Value> = v
+            .iter()
+            .flat_map(|v| v["tasks"].as_array().unwrap())
+            .filter(|t| t["pid"] == pid)
+            .collect();
+        panic!(
+            "pid {pid} never shown as ended in {} views: {rows:?}",
+            v.len()
+        )
+    });
+    assert!(
+        (690..5000).contains(&total),
+        "lifetime CPU {total} ms: the three threads' 600 ms and the main thread's 100 ms"
+    );
+    assert!(
+        (in_intervals - total as f64).abs() <= 15.0 + 0.05 * total as f64,
+        "intervals add up to {in_intervals:.1} ms, lifetime {total} ms"
     );
 }

@@ -741,6 +741,38 @@ fn probe_cost_is_measured_and_taken_out() {
         calls_per_function(&calls),
         counts(&[("work", 200), ("tiny", 200 * 20 + 2000)])
     );
+    // `hood diff` of the two traces takes the cost out of the compensated one as the trace
+    // report does: work() at its 100 µs per call there, the traps left in the other.
+    let out = ok(
+        hood()
+            .args(["diff", "--format", "json"])
+            .arg(&comp)
+            .arg(&raw)
+            .output()
+            .unwrap(),
+        "hood diff of two probe traces",
+    );
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let per_call = |name: &str, side: &str| {
+        let r = d["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no row {name}: {d}"));
+        (r[format!("{side}_ns")].as_f64().unwrap() / r[format!("{side}_calls")].as_f64().unwrap())
+            as u64
+    };
+    let (work, work_raw) = (per_call("work", "base"), per_call("work", "new"));
+    assert!(
+        (85_000..=115_000).contains(&work),
+        "hood diff: work() per call {work} ns compensated, {work_raw} ns uncompensated"
+    );
+    let (tiny, tiny_raw) = (per_call("tiny", "base"), per_call("tiny", "new"));
+    assert!(
+        tiny_raw >= 500 && tiny_raw >= 2 * tiny,
+        "hood diff: tiny() per call {tiny_raw} ns uncompensated, {tiny} ns compensated"
+    );
 }
 
 /// A Rust program built the ordinary way (rustc -O: no hooks, symbols as cargo leaves them in

@@ -379,3 +379,41 @@ fn a_report_past_the_memory_cap_stops_with_a_message_and_no_output() {
     assert!(r.status.expect("report hung").success(), "{}", r.stderr);
     assert!(std::fs::metadata(&pb).unwrap().len() > 0);
 }
+/// `hood diff --by path` of two call-path files builds every path's functions as
+/// `calls report` does: the deep table is refused the same way (the cap, the pid, the way to
+/// compare it), in the memory the diff per function takes, and that diff works.
+#[test]
+fn calls_diff_by_path_of_a_deep_path_table_is_refused_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = calls_table(dir.path(), true);
+    let diff =
+        |args: &[&str]| run_bounded(hood().arg("diff").args(args).arg(&deep).arg(&deep), LIMIT);
+    let f = diff(&[]);
+    assert!(
+        f.status.expect("diff --by function hung").success(),
+        "diff of the deep table per function:\n{}",
+        f.stderr
+    );
+    let p = diff(&["--by", "path"]);
+    let status = p.status.expect("diff --by path hung");
+    assert_eq!(status.code(), Some(2), "{}", p.stderr);
+    for want in [
+        "BASE",
+        "pid 4242",
+        "HOOD_REPORT_MAX_FRAMES",
+        "hood diff --by function",
+        "deep.calls",
+    ] {
+        assert!(p.stderr.contains(want), "no {want:?} in:\n{}", p.stderr);
+    }
+    eprintln!(
+        "--by path: {} KiB, per function {} KiB",
+        p.max_rss_kb, f.max_rss_kb
+    );
+    assert!(
+        p.max_rss_kb <= 2 * f.max_rss_kb,
+        "diff --by path took {} KiB to refuse, the diff per function {} KiB",
+        p.max_rss_kb,
+        f.max_rss_kb
+    );
+}

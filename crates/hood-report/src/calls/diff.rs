@@ -263,7 +263,7 @@ pub fn render_reconcile_text(
     }
     writeln!(
         out,
-        "Shares %, parts points; net = calls-profiler; explained = sampled+entry+library+irq+blocked+runnable{}",
+        "Shares %, parts points; net = calls-profiler; explained = sampled+entry+exit+library+irq+blocked+runnable{}",
         if r.compensated {
             "; (hooks) left out"
         } else {
@@ -271,12 +271,13 @@ pub fn render_reconcile_text(
         }
     )?;
     let head = format!(
-        "{:>7} {:>8} {:>6} {:>8} {:>6} {:>8} {:>6} {:>7} {:>8} {:>9} {:>9} {:>7} {:5}  ",
+        "{:>7} {:>8} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>7} {:>8} {:>9} {:>9} {:>7} {:5}  ",
         "calls%",
         "profiler",
         "net%",
         "sampled",
         "entry",
+        "exit",
         "library",
         "irq",
         "hooks",
@@ -296,12 +297,13 @@ pub fn render_reconcile_text(
         };
         writeln!(
             out,
-            "{:>7.1} {:>8.1} {:>6.1} {:>8.1} {:>6.1} {:>8.1} {:>6.1} {:>7} {:>8} {:>9} {:>9.1} {:>+7.1} {:5}  {}",
+            "{:>7.1} {:>8.1} {:>6.1} {:>8.1} {:>6.1} {:>6.1} {:>8.1} {:>6.1} {:>7} {:>8} {:>9} {:>9.1} {:>+7.1} {:5}  {}",
             row.calls_percent,
             row.profiler_points,
             row.net_percent,
             row.sampled_percent,
             row.entry_points,
+            row.exit_points,
             row.library_points,
             row.irq_points,
             hooks,

@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::{function_rows, path_rows, ProcessCalls};
-use crate::trace::{Kind, ThreadEvents, ThreadKey, TraceHead};
+use crate::trace::{Kind, ProbeCost, ThreadEvents, ThreadKey, TraceHead};
 
 /// Below this `|z|` a change is noise: the two-sided 99 % point of the standard normal
 /// distribution. The profile diff uses the same threshold (`hood_model::profile::diff::NOISE_Z`;
@@ -145,6 +145,8 @@ struct Open {
     child_ns: u64,
     /// ns the thread was off the CPU while this call was on top.
     off_ns: u64,
+    /// Calls it made that have ended.
+    kids: u64,
 }
 
 #[derive(Default)]
@@ -162,6 +164,10 @@ struct Walk {
     off: Vec<(u64, u64)>,
     /// The first interval not yet wholly before the last event.
     cursor: usize,
+    /// What a probed call costs (probe traces, `--probe`): taken out of own times as the
+    /// trace analysis takes it out, so `hood diff` of two traces shows `hood trace report`'s
+    /// times.
+    cost: ProbeCost,
     /// The last event's time.
     prev_ns: Option<u64>,
 }
@@ -184,6 +190,7 @@ impl Walk {
             entry_ns: t,
             child_ns: 0,
             off_ns: 0,
+            kids: 0,
         });
         *self.open.entry(func).or_insert(0) += 1;
         true
@@ -198,7 +205,10 @@ impl Walk {
                 *n = n.saturating_sub(1);
             }
             let elapsed = t.saturating_sub(o.entry_ns);
-            let own = elapsed.saturating_sub(o.child_ns).saturating_sub(o.off_ns) as f64;
+            let own = elapsed
+                .saturating_sub(o.child_ns)
+                .saturating_sub(o.off_ns)
+                .saturating_sub(self.cost.own(o.kids)) as f64;
             let tally = &mut self.paths[o.path as usize].2;
             tally.own_ns += own;
             tally.done += 1;
@@ -206,6 +216,7 @@ impl Walk {
             tally.done_sq += own * own;
             if let Some(up) = self.stack.last_mut() {
                 up.child_ns = up.child_ns.saturating_add(elapsed);
+                up.kids += 1;
             }
             if o.func == func {
                 break;
@@ -243,15 +254,18 @@ impl Walk {
     /// Calls still open at the thread's last event: their own time so far.
     fn finish(&mut self) {
         let end = self.last_ns;
-        let mut child_running = 0u64;
+        let mut child_running = None;
         while let Some(o) = self.stack.pop() {
             let elapsed = end.saturating_sub(o.entry_ns);
+            // The call still open inside it is one more call it made.
+            let kids = o.kids + u64::from(child_running.is_some());
             let own = elapsed
                 .saturating_sub(o.child_ns)
                 .saturating_sub(o.off_ns)
-                .saturating_sub(child_running);
+                .saturating_sub(child_running.unwrap_or(0))
+                .saturating_sub(self.cost.own(kids));
             self.paths[o.path as usize].2.own_ns += own as f64;
-            child_running = elapsed;
+            child_running = Some(elapsed);
         }
     }
 }
@@ -324,6 +338,7 @@ impl<'h> TraceCalls<'h> {
         let w = self.threads.entry(key).or_insert_with(|| Walk {
             proc,
             off: off.remove(&te.tid).unwrap_or_default(),
+            cost: p.probe_cost.unwrap_or_default(),
             ..Walk::default()
         });
         for e in &te.events {

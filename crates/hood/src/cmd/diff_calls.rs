@@ -121,7 +121,20 @@ pub fn run(
         if trace {
             read_trace(path, which, by, comm)
         } else {
-            Ok(calls_side(&read_calls(path, which, comm)?, by))
+            let procs = read_calls(path, which, comm)?;
+            // Path rows hold every path's functions: measured first and refused over the
+            // cap, as `hood calls report` does.
+            if by == CallsBy::Path {
+                crate::cmd::calls::report::check_path_sizes(&procs, false, path, &|_| {
+                    format!(
+                        "compare it per function with `hood diff --by function {} {}`",
+                        crate::cmd::clean(base_path.display()),
+                        crate::cmd::clean(new_path.display())
+                    )
+                })
+                .map_err(|e| e.context(which.to_string()))?;
+            }
+            Ok(calls_side(&procs, by))
         }
     };
     let (base, new) = (side(base_path, "BASE")?, side(new_path, "NEW")?);

@@ -1,7 +1,7 @@
 //! `hood calls run|get|reset|report`: call-path profiling with the hood-rt runtime. See
 //! docs/calls.md.
 
-mod report;
+pub(crate) mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

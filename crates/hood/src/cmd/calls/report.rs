@@ -45,7 +45,12 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     // Path rows hold every path's functions: a table of deep paths (a user's segment may claim
     // any) would take paths × depth of memory, so it is measured first and refused over the cap.
     if !a.functions || matches!(a.format, FormatArg::Collapsed | FormatArg::Pprof) {
-        check_path_sizes(&procs, a.threads, &path)?;
+        check_path_sizes(&procs, a.threads, &path, &|p| {
+            format!(
+                "read it per function with `hood calls report -f -i {}`",
+                crate::cmd::clean(p.display())
+            )
+        })?;
     }
     if let FormatArg::Pprof = a.format {
         crate::cmd::refuse_binary_on_terminal(a.output.as_deref(), "pprof", "calls.pb.gz")?;
@@ -96,12 +101,14 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
 /// says otherwise: about 512 MiB of rows.
 const MAX_FRAMES: u64 = 1 << 23;
 
-/// Refuse a path report whose rows would hold more functions than the cap, naming the process,
-/// its size, the cap and the ways to read the file.
-fn check_path_sizes(
+/// Refuse a path report (or a diff `--by path`) whose rows would hold more functions than the
+/// cap, naming the process, its size, the cap and the ways to read the file (`instead`: the
+/// command that reads it without path rows).
+pub(crate) fn check_path_sizes(
     procs: &[hood_tracemodel::calls::ProcessCalls],
     per_thread: bool,
     path: &std::path::Path,
+    instead: &dyn Fn(&std::path::Path) -> String,
 ) -> anyhow::Result<()> {
     let cap = std::env::var("HOOD_REPORT_MAX_FRAMES")
         .ok()
@@ -115,15 +122,15 @@ fn check_path_sizes(
             anyhow::bail!(
                 "{}: pid {} ({}) has {} call paths with {} functions along them (the longest {} \
                  deep), more than a path report holds ({cap} functions in all, about 64 bytes \
-                 each; HOOD_REPORT_MAX_FRAMES): read it per function with `hood calls report -f \
-                 -i {}`, or set HOOD_REPORT_MAX_FRAMES higher if this machine has the memory",
+                 each; HOOD_REPORT_MAX_FRAMES): {}, or set HOOD_REPORT_MAX_FRAMES higher if this \
+                 machine has the memory",
                 crate::cmd::clean(path.display()),
                 p.pid,
                 crate::cmd::clean(p.comm()),
                 s.paths,
                 s.frames,
                 s.deepest,
-                crate::cmd::clean(path.display()),
+                instead(path),
             );
         }
     }
