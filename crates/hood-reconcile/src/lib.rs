@@ -58,7 +58,7 @@
 //! returned (restoring the registers, returning) up to the function's end, runs after the
 //! call's last timestamp and is charged to the caller the same way: a sample (or wait) whose
 //! first user frame is an instrumented function within an epilogue's length
-//! ([`EPILOGUE_BYTES`]) after an address where that function calls its exit hook (the hook's
+//! (24 bytes) after an address where that function calls its exit hook (the hook's
 //! return address) goes to the next instrumented function up the stack, in its **exit**
 //! column. Only that far: gcc places the way out anywhere in the function (bzip2's `mainGtU`
 //! calls its exit hook at byte 0x64 of 0x33d), and also calls the exit hook, in the body, for
