@@ -206,7 +206,9 @@ fn streamed() -> Vec<u8> {
 }
 
 fn write(name: &str, bytes: &[u8]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("hood-perfdata-reader-{}", std::process::id()));
+    // Under cargo's own scratch directory for integration tests (target/tmp), not /tmp: each
+    // run overwrites the same few files instead of leaving a directory behind.
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("hood-perfdata-reader");
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
