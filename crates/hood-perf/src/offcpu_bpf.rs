@@ -297,8 +297,8 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
     a.finish()
 }
 
-/// `R7 = waits[key at FP-8]` at `field` (when its wait began), or `goto out` when it has
-/// none.
+/// `R7 = waits[key at FP-8]` at `field` (a wait's start), or `goto out` when it has none;
+/// R0 still points at the entry.
 fn wait_start_or_skip(a: &mut Asm, waits: &Map, field: i16) {
     a.load_map(R1, waits.fd())
         .mov(R2, FP)
@@ -325,15 +325,9 @@ fn on_return(m: &Maps<'_>) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1)
         .call(helper::GET_CURRENT_TASK)
-        .store(FP, -8, R0)
-        .load_map(R1, m.waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
-        .jeq_imm(R0, 0, "out")
-        .load(R7, R0, LONG_START)
-        .jeq_imm(R7, 0, "out")
-        .store_imm(R0, LONG_START, 0);
+        .store(FP, -8, R0);
+    wait_start_or_skip(&mut a, m.waits, LONG_START);
+    a.store_imm(R0, LONG_START, 0);
     emit(&mut a, m.out, DEFERRED_RETURN);
     end(&mut a);
     a.finish()
