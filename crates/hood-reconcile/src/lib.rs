@@ -969,23 +969,14 @@ mod tests {
         assert!(r.warnings.iter().any(|w| w.contains("libhood_rt.so")));
     }
 
-    #[test]
-    fn a_callees_entry_code_before_its_entry_hook_is_charged_to_the_caller() {
-        // Frames as (function, address); `tiny` calls its entry hook at 0x1010..0x1014 (the
-        // hook's stacks show 0x1014, the return address less one, as stacks record callers).
-        let c = calls_tree(
-            &[
-                (1, "outer", 27_000_000, 1, None),
-                (2, "tiny", 12_000_000, 1000, Some(1)),
-            ],
-            (0, 0),
-        );
+    /// A profile of pid 9 with the functions `outer` and `tiny` (in `work`), the hook `hook`
+    /// (in libhood_rt.so) and `__schedule` (the kernel), as 0..=3, and no samples yet.
+    fn hook_profile(hook: &str) -> Profile {
         let mut p = prof(9, &[], true);
-        let (outer, tiny, hook, sched) = (0u32, 1u32, 2u32, 3u32);
         for (name, dso) in [
             ("outer", "work"),
             ("tiny", "work"),
-            ("__cyg_profile_func_enter", "libhood_rt.so"),
+            (hook, "libhood_rt.so"),
             ("__schedule", "[kernel.kallsyms]"),
         ] {
             p.funcs.push(Func {
@@ -998,43 +989,64 @@ mod tests {
         }
         p.stacks = vec![Vec::new()];
         p.loc_stacks = vec![Vec::new()];
-        let mut add = |frames: &[(u32, u64)], n: u64, mode: Mode| {
-            let mut locs = Vec::new();
-            for &(func, address) in frames {
-                p.lines.push(FrameLine {
-                    func,
-                    file: None,
-                    line: 0,
-                });
-                p.locations.push(Location {
-                    func,
-                    address,
-                    map: (address != 0).then_some(0),
-                    lines: (p.lines.len() as u32 - 1, p.lines.len() as u32),
-                });
-                locs.push(p.locations.len() as u32 - 1);
+        p
+    }
+
+    /// `n` samples of 1 ms of one stack of `(function, address)` frames, innermost first
+    /// (runnable ones as off-CPU waits).
+    fn add_samples(p: &mut Profile, frames: &[(u32, u64)], n: u64, mode: Mode) {
+        let mut locs = Vec::new();
+        for &(func, address) in frames {
+            p.lines.push(FrameLine {
+                func,
+                file: None,
+                line: 0,
+            });
+            p.locations.push(Location {
+                func,
+                address,
+                map: (address != 0).then_some(0),
+                lines: (p.lines.len() as u32 - 1, p.lines.len() as u32),
+            });
+            locs.push(p.locations.len() as u32 - 1);
+        }
+        p.stacks.push(frames.iter().map(|f| f.0).collect());
+        p.loc_stacks.push(locs);
+        let id = p.stacks.len() as u32 - 1;
+        for _ in 0..n {
+            let s = Sample {
+                pid: 9,
+                tid: 9,
+                cpu: 0,
+                time: 0,
+                period: 1_000_000,
+                mode,
+                stack: id,
+                locs: id,
+            };
+            if matches!(mode, Mode::Runnable) {
+                p.off_cpu.push(s);
+            } else {
+                p.samples.push(s);
             }
-            p.stacks.push(frames.iter().map(|f| f.0).collect());
-            p.loc_stacks.push(locs);
-            let id = p.stacks.len() as u32 - 1;
-            for _ in 0..n {
-                let s = Sample {
-                    pid: 9,
-                    tid: 9,
-                    cpu: 0,
-                    time: 0,
-                    period: 1_000_000,
-                    mode,
-                    stack: id,
-                    locs: id,
-                };
-                if matches!(mode, Mode::Runnable) {
-                    p.off_cpu.push(s);
-                } else {
-                    p.samples.push(s);
-                }
-            }
-        };
+        }
+    }
+
+    #[test]
+    fn a_callees_entry_code_before_its_entry_hook_is_charged_to_the_caller() {
+        // Frames as (function, address); `tiny` calls its entry hook at 0x1010..0x1014 (the
+        // hook's stacks show 0x1014, the return address less one, as stacks record callers).
+        let c = calls_tree(
+            &[
+                (1, "outer", 27_000_000, 1, None),
+                (2, "tiny", 12_000_000, 1000, Some(1)),
+            ],
+            (0, 0),
+        );
+        let mut p = hook_profile("__cyg_profile_func_enter");
+        let (outer, tiny, hook, sched) = (0u32, 1u32, 2u32, 3u32);
+        let mut add =
+            |frames: &[(u32, u64)], n: u64, mode: Mode| add_samples(&mut p, frames, n, mode);
         add(
             &[(hook, 0x9000), (tiny, 0x1014), (outer, 0x2000)],
             4,
@@ -1078,61 +1090,10 @@ mod tests {
             ],
             (0, 0),
         );
-        let mut p = prof(9, &[], true);
+        let mut p = hook_profile("__cyg_profile_func_exit");
         let (outer, tiny, hook, sched) = (0u32, 1u32, 2u32, 3u32);
-        for (name, dso) in [
-            ("outer", "work"),
-            ("tiny", "work"),
-            ("__cyg_profile_func_exit", "libhood_rt.so"),
-            ("__schedule", "[kernel.kallsyms]"),
-        ] {
-            p.funcs.push(Func {
-                name: name.into(),
-                dso: dso.into(),
-                kernel: dso.starts_with('['),
-                resolved: true,
-                ..Func::default()
-            });
-        }
-        p.stacks = vec![Vec::new()];
-        p.loc_stacks = vec![Vec::new()];
-        let mut add = |frames: &[(u32, u64)], n: u64, mode: Mode| {
-            let mut locs = Vec::new();
-            for &(func, address) in frames {
-                p.lines.push(FrameLine {
-                    func,
-                    file: None,
-                    line: 0,
-                });
-                p.locations.push(Location {
-                    func,
-                    address,
-                    map: (address != 0).then_some(0),
-                    lines: (p.lines.len() as u32 - 1, p.lines.len() as u32),
-                });
-                locs.push(p.locations.len() as u32 - 1);
-            }
-            p.stacks.push(frames.iter().map(|f| f.0).collect());
-            p.loc_stacks.push(locs);
-            let id = p.stacks.len() as u32 - 1;
-            for _ in 0..n {
-                let s = Sample {
-                    pid: 9,
-                    tid: 9,
-                    cpu: 0,
-                    time: 0,
-                    period: 1_000_000,
-                    mode,
-                    stack: id,
-                    locs: id,
-                };
-                if matches!(mode, Mode::Runnable) {
-                    p.off_cpu.push(s);
-                } else {
-                    p.samples.push(s);
-                }
-            }
-        };
+        let mut add =
+            |frames: &[(u32, u64)], n: u64, mode: Mode| add_samples(&mut p, frames, n, mode);
         add(
             &[(hook, 0x9000), (tiny, 0x1044), (outer, 0x2000)],
             3,
