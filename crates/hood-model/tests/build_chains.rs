@@ -283,6 +283,7 @@ fn a_wait_recorded_without_a_stack_says_so() {
         formats: formats.clone(),
         min_ns: 0,
         all_wakeups: true,
+        stack_rate: 0,
     });
     raw.decoded.sched = SchedLayout::from_formats(&formats);
     assert!(raw.decoded.sched.is_some());

@@ -13,6 +13,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 /// `bpf(2)` commands.
 mod cmd {
     pub const MAP_CREATE: libc::c_long = 0;
+    pub const MAP_LOOKUP_ELEM: libc::c_long = 1;
     pub const MAP_UPDATE_ELEM: libc::c_long = 2;
     pub const PROG_LOAD: libc::c_long = 5;
     pub const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
@@ -20,6 +21,7 @@ mod cmd {
 
 /// Map types.
 pub(crate) mod map_type {
+    pub const ARRAY: u32 = 2;
     pub const PERF_EVENT_ARRAY: u32 = 4;
     pub const PERCPU_ARRAY: u32 = 6;
     pub const LRU_HASH: u32 = 9;
@@ -39,6 +41,7 @@ pub(crate) mod helper {
     pub const MAP_UPDATE_ELEM: i32 = 2;
     pub const MAP_DELETE_ELEM: i32 = 3;
     pub const KTIME_GET_NS: i32 = 5;
+    pub const GET_SMP_PROCESSOR_ID: i32 = 8;
     pub const GET_CURRENT_PID_TGID: i32 = 14;
     pub const PERF_EVENT_OUTPUT: i32 = 25;
     pub const GET_CURRENT_TASK: i32 = 35;
@@ -117,6 +120,27 @@ impl Map {
         // SAFETY: `key` and `value` are live slices of exactly the map's key and value sizes
         // (checked above), which is what the kernel reads through the two pointers.
         unsafe { crate::sys::bpf(cmd::MAP_UPDATE_ELEM, &mut a) }.map(|_| ())
+    }
+
+    /// `BPF_MAP_LOOKUP_ELEM`: the value at `key` (which must have the map's key size), or
+    /// `None` if there is none.
+    pub fn lookup(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        if key.len() != self.key_size {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        let mut value = vec![0u8; self.value_size];
+        let mut a = [0u8; ATTR_SIZE];
+        put_u32(&mut a, 0, self.fd.as_raw_fd() as u32);
+        put_u64(&mut a, 8, key.as_ptr() as u64);
+        put_u64(&mut a, 16, value.as_mut_ptr() as u64);
+        // SAFETY: `key` is a live slice of the map's key size (checked above) and `value` a
+        // live, writable buffer of its value size (this map is not per-CPU, so the kernel
+        // writes exactly that many bytes).
+        match unsafe { crate::sys::bpf(cmd::MAP_LOOKUP_ELEM, &mut a) } {
+            Ok(_) => Ok(Some(value)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The map's descriptor (for a program's 64-bit map load).

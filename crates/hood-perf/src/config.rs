@@ -123,6 +123,10 @@ pub struct SamplingConfig {
     /// `HOOD_OFF_CPU_BPF=0`): every switch and wake-up copies its stack, which costs a
     /// context-switch storm about three times as much.
     pub off_cpu_min_ns: u64,
+    /// With deferred stacks: the least time between two takings of one thread's off-CPU
+    /// stacks (a rate bound, as `freq_hz` bounds CPU samples); a long wait within it gets
+    /// none, and the report charges it to the thread's previous stacks. 0: no bound.
+    pub off_cpu_stack_gap_ns: u64,
 }
 
 impl Default for SamplingConfig {
@@ -138,6 +142,7 @@ impl Default for SamplingConfig {
             wakeup_watermark: 0,
             off_cpu: false,
             off_cpu_min_ns: 0,
+            off_cpu_stack_gap_ns: 0,
         }
     }
 }

@@ -32,6 +32,12 @@
 //!   run user code first): its copy, with its kernel frames, is emitted at the switch.
 //! - **A waker** is copied (kernel and user frames) when the wait it ends is already that
 //!   long.
+//! - **A rate bound** (`--off-cpu-rate`, as `-F` bounds CPU samples): one thread's stacks
+//!   are taken at most once per gap. The wait table keeps when they last were; a long wait
+//!   within the gap takes none (nor its waker, nor a preempted thread's copy), is counted
+//!   per CPU, and the report charges it to the thread's previous stacks. Without it, a storm
+//!   whose waits crowd just over the minimum pays for a stack at nearly every switch, which
+//!   lengthens its waits further.
 //!
 //! The recorder's rewriter joins each copy to its switch or wake-up sample and unwinds it
 //! there, so a recording looks the same either way. Task sessions keep a filter of the traced
@@ -92,6 +98,11 @@ pub(crate) struct DeferredStacks {
     _kstack_buf: Map,
     _waits: Map,
     _filter: Option<Map>,
+    /// Per CPU: long waits whose stacks the rate bound left untaken, and preempted
+    /// threads' copies it left untaken.
+    skipped: [Map; 2],
+    /// Slots in `skipped` (the highest online CPU number, plus one).
+    cpu_slots: u32,
     ids: Vec<u64>,
 }
 
@@ -144,12 +155,20 @@ struct Maps<'a> {
     kstacks: &'a Map,
     /// One per-CPU buffer a kernel stack record is built in.
     kstack_buf: &'a Map,
+    /// Per CPU (indexed by CPU number): long waits left without stacks by the rate bound.
+    skipped_waits: &'a Map,
+    /// Per CPU: preempted threads' copies left untaken by the rate bound.
+    skipped_copies: &'a Map,
 }
 
 /// Offsets into a wait table value: when the long wait whose user stack is still to be copied
-/// began (0: none), and when the current wait began (0: the thread is on a CPU).
+/// began (0: none), when the current wait began (0: the thread is on a CPU), and when the
+/// thread's stacks were last taken (the rate bound's clock).
 const LONG_START: i16 = 0;
 const THIS_START: i16 = 8;
+const LAST_TAKEN: i16 = 16;
+/// Bytes of a wait table value.
+const WAIT_VALUE: u32 = 24;
 
 /// `if the current task is not traced goto out` (task sessions: the filter holds the traced
 /// processes' ids and the task pointers of their children and threads).
@@ -195,7 +214,7 @@ fn end(a: &mut Asm) {
 
 /// `sched_switch(preempt, prev, next, prev_state)` (BTF-typed), in the task leaving the CPU:
 /// the incoming task's kernel stack when its wait was long, then the outgoing task's wait.
-fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
+fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
     // Switch-in: only threads the table holds (traced ones) are looked up.
@@ -211,7 +230,10 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
         .jeq_imm(R7, 0, "switch_out")
         .store_imm(R8, THIS_START, 0);
     skip_if_shorter(&mut a, min_ns, "switch_out");
-    // A long wait: its user stack is copied on the way back to user space.
+    // A long wait, unless the thread's stacks were taken less than `gap_ns` ago (the
+    // report charges it to the thread's previous stacks): its stacks are taken now.
+    take_or_count(&mut a, m.skipped_waits, gap_ns, "switch_out");
+    // Its user stack is copied on the way back to user space.
     a.store(R8, LONG_START, R7)
         .store_imm(FP, -16, 0)
         .load_map(R1, m.kstack_buf.fd())
@@ -291,10 +313,67 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
         .jne_imm(R2, 0, "out")
         .ja("copy");
     a.label("preempt").call(helper::KTIME_GET_NS).mov(R7, R0);
+    if gap_ns > 0 {
+        // A preempted thread that has blocked before has an entry: its copies count
+        // against the same bound (its copy at this switch is taken now or never).
+        a.load(R1, R6, 8)
+            .store(FP, -8, R1)
+            .load_map(R1, m.waits.fd())
+            .mov(R2, FP)
+            .add_imm(R2, -8)
+            .call(helper::MAP_LOOKUP_ELEM)
+            .jeq_imm(R0, 0, "copy")
+            .mov(R8, R0)
+            .load(R1, R8, LAST_TAKEN)
+            .mov(R2, R7)
+            .sub(R2, R1)
+            .load_imm64(R1, gap_ns)
+            .jlt(R2, R1, "copy_bounded")
+            .store(R8, LAST_TAKEN, R7)
+            .ja("copy")
+            .label("copy_bounded");
+        count(&mut a, m.skipped_copies, "out");
+    }
     a.label("copy");
     emit(&mut a, m.out, DEFERRED_AT_SWITCH);
     end(&mut a);
     a.finish()
+}
+
+/// With `gap_ns` above 0: `goto skip` (counting the wait in this CPU's slot of `skipped`)
+/// unless the thread whose wait table entry R8 points at had its stacks taken at least
+/// `gap_ns` ago; otherwise note that they are taken now. R7 (the wait's start) is kept.
+fn take_or_count(a: &mut Asm, skipped: &Map, gap_ns: u64, skip: &'static str) {
+    if gap_ns == 0 {
+        return;
+    }
+    a.call(helper::KTIME_GET_NS)
+        .load(R1, R8, LAST_TAKEN)
+        .mov(R2, R0)
+        .sub(R2, R1)
+        .load_imm64(R1, gap_ns)
+        .jlt(R2, R1, "bounded")
+        .store(R8, LAST_TAKEN, R0)
+        .ja("taken")
+        .label("bounded");
+    count(a, skipped, skip);
+    a.label("taken");
+}
+
+/// Add one to this CPU's slot of the counter array `counter`, then `goto to`.
+fn count(a: &mut Asm, counter: &Map, to: &'static str) {
+    a.call(helper::GET_SMP_PROCESSOR_ID)
+        // A u32 key: the low half of this little-endian word.
+        .store(FP, -16, R0)
+        .load_map(R1, counter.fd())
+        .mov(R2, FP)
+        .add_imm(R2, -16)
+        .call(helper::MAP_LOOKUP_ELEM)
+        .jeq_imm(R0, 0, to)
+        .load(R1, R0, 0)
+        .add_imm(R1, 1)
+        .store(R0, 0, R1)
+        .ja(to);
 }
 
 /// `R7 = waits[key at FP-8]` at `field` (a wait's start), or `goto out` when it has none;
@@ -334,14 +413,24 @@ fn on_return(m: &Maps<'_>) -> Vec<Insn> {
 }
 
 /// `sched_waking(p)`, in the waker.
-fn on_waking(m: &Maps<'_>, min_ns: u64) -> Vec<Insn> {
+fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
     // A task session copies only its own wakers' stacks.
     filter_or_skip(&mut a, m.filter);
     a.load(R2, R6, 0).store(FP, -8, R2);
     wait_start_or_skip(&mut a, m.waits, THIS_START);
+    a.mov(R8, R0);
     skip_if_shorter(&mut a, min_ns, "out");
+    if gap_ns > 0 {
+        // The wakee's stacks will be left untaken at its switch-in by the same test (its
+        // clock only moves on): so is its waker's.
+        a.call(helper::KTIME_GET_NS)
+            .load(R1, R8, LAST_TAKEN)
+            .sub(R0, R1)
+            .load_imm64(R1, gap_ns)
+            .jlt(R0, R1, "out");
+    }
     emit(&mut a, m.out, DEFERRED_WAKER);
     end(&mut a);
     a.finish()
@@ -379,8 +468,13 @@ fn threads_now() -> u32 {
 }
 
 /// Load and attach the programs. `min_ns`: the shortest wait whose stacks are copied;
+/// `gap_ns`: the least time between two takings of one thread's stacks (0: no bound);
 /// `traced`: the processes of a task session (`None`: the whole system).
-pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks, Refused> {
+pub(crate) fn load(
+    min_ns: u64,
+    gap_ns: u64,
+    traced: Option<&[i32]>,
+) -> Result<DeferredStacks, Refused> {
     // Every thread that may be blocked at once needs an entry; stale ones (a thread without
     // an rseq area keeps its entry after its wait) age out of the LRU.
     let entries = (threads_now().saturating_mul(4)).clamp(1 << 14, 1 << 20);
@@ -407,7 +501,7 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         rseq: member("rseq")?,
     };
     drop(btf);
-    let waits = Map::create(map_type::LRU_HASH, 8, 16, entries, "hood_waits")
+    let waits = Map::create(map_type::LRU_HASH, 8, WAIT_VALUE, entries, "hood_waits")
         .map_err(refused("the wait table (BPF LRU hash map)"))?;
     let filter = match traced {
         None => None,
@@ -450,12 +544,19 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         "hood_kstack_buf",
     )
     .map_err(refused("the kernel stack buffer (BPF per-CPU array)"))?;
+    let counter = |name| {
+        Map::create(map_type::ARRAY, 4, 8, max_cpu + 1, name)
+            .map_err(refused("the rate bound's counters (BPF array)"))
+    };
+    let skipped = [counter("hood_skip_waits")?, counter("hood_skip_copies")?];
     let maps = Maps {
         waits: &waits,
         filter: filter.as_ref(),
         out: &out,
         kstacks: &kstacks,
         kstack_buf: &kstack_buf,
+        skipped_waits: &skipped[0],
+        skipped_copies: &skipped[1],
     };
     // A wait the recorder finds just long enough must not lack its stacks, and the programs
     // read the clock a little apart from the samples the recorder measures with, so they take
@@ -482,11 +583,11 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
     let mut programs = vec![
         (
             "sched_switch",
-            on_switch(&maps, kstack_min, &off),
+            on_switch(&maps, kstack_min, gap_ns, &off),
             Some(switch_type),
         ),
         ("rseq_update", on_return(&maps), None),
-        ("sched_waking", on_waking(&maps, waker_min), None),
+        ("sched_waking", on_waking(&maps, waker_min, gap_ns), None),
     ];
     if let Some(f) = &filter {
         programs.push(("sched_process_fork", on_fork(f), None));
@@ -519,6 +620,8 @@ pub(crate) fn load(min_ns: u64, traced: Option<&[i32]>) -> Result<DeferredStacks
         _kstack_buf: kstack_buf,
         _waits: waits,
         _filter: filter,
+        skipped,
+        cpu_slots: max_cpu + 1,
         ids: Vec::new(),
     })
 }
@@ -566,6 +669,21 @@ impl DeferredStacks {
     pub fn output_ids(&self) -> &[u64] {
         &self.ids
     }
+
+    /// What the rate bound left untaken so far, over all CPUs: the stacks of long waits
+    /// (at their switch-in), and the copies of preempted threads (at their switch-out).
+    /// `None` if the counters could not be read.
+    pub fn skipped(&self) -> Option<(u64, u64)> {
+        let sum = |m: &Map| -> Option<u64> {
+            let mut n = 0u64;
+            for cpu in 0..self.cpu_slots {
+                let v = m.lookup(&cpu.to_ne_bytes()).ok()??;
+                n = n.saturating_add(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?));
+            }
+            Some(n)
+        };
+        Some((sum(&self.skipped[0])?, sum(&self.skipped[1])?))
+    }
 }
 
 #[cfg(test)]
@@ -588,7 +706,7 @@ mod tests {
             return;
         }
         for traced in [None, Some(&[std::process::id() as i32][..])] {
-            let d = load(10_000, traced).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
+            let d = load(10_000, 1_000_000, traced).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
             assert_eq!(d.links.len(), 3 + usize::from(traced.is_some()));
         }
     }

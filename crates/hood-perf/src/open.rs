@@ -162,7 +162,11 @@ pub(crate) fn open_target(
                 Target::Child(pid) => Some(vec![*pid]),
                 Target::Tasks(pids) => Some(pids.clone()),
             };
-            match offcpu_bpf::load(cfg.off_cpu_min_ns, traced.as_deref()) {
+            match offcpu_bpf::load(
+                cfg.off_cpu_min_ns,
+                cfg.off_cpu_stack_gap_ns,
+                traced.as_deref(),
+            ) {
                 Ok(d) => Some(d),
                 Err(e) => {
                     notes.push(format!(

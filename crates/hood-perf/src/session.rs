@@ -162,6 +162,13 @@ impl Session {
         self.deferred.as_ref().map(|d| d.output_ids())
     }
 
+    /// What the deferred programs' rate bound left untaken
+    /// ([`SamplingConfig::off_cpu_stack_gap_ns`]): long waits' stacks, and preempted threads'
+    /// copies; `None` without deferred stacks or if the kernel's counters could not be read.
+    pub fn deferred_skipped(&self) -> Option<(u64, u64)> {
+        self.deferred.as_ref().and_then(|d| d.skipped())
+    }
+
     /// The CPU number of each ring, in ring order.
     pub fn cpus(&self) -> &[u32] {
         &self.cpus

@@ -45,6 +45,10 @@ pub struct RecordConfig {
     /// With `sampling.off_cpu`: off-CPU intervals shorter than this are shown together, as one
     /// pseudo-frame per thread, not with their stacks (`--off-cpu-min`).
     pub off_cpu_min: Duration,
+    /// With `sampling.off_cpu` and deferred stacks: at most this many takings of one thread's
+    /// stacks a second (`--off-cpu-rate`; 0: no bound). A long wait past the bound gets no
+    /// stacks of its own, and the report charges it to its thread's previous ones.
+    pub off_cpu_rate: u32,
     /// The user stack copy may grow up to this many bytes while stacks are cut by it
     /// (doubling; bounded too by what the ring holds): `--call-graph auto|dwarf` without a
     /// size. At most the copy asked for: a fixed copy.
@@ -53,6 +57,10 @@ pub struct RecordConfig {
 
 /// `--off-cpu-min`'s default: shorter waits are the scheduler's ordinary churn.
 pub const DEFAULT_OFF_CPU_MIN: Duration = Duration::from_micros(10);
+
+/// `--off-cpu-rate`'s default: stacks a thread's waits may take per second, as many as the
+/// CPU samples a busy thread gets at the default `-F`.
+pub const DEFAULT_OFF_CPU_RATE: u32 = 1000;
 
 impl RecordConfig {
     /// What `hood record` records without options: `DEFAULT_EVENT` at `DEFAULT_FREQ_HZ`
@@ -76,6 +84,7 @@ impl RecordConfig {
             labels: false,
             labels_budget: 500_000,
             off_cpu_min: DEFAULT_OFF_CPU_MIN,
+            off_cpu_rate: DEFAULT_OFF_CPU_RATE,
             max_stack_copy: MAX_STACK_COPY,
         }
     }

@@ -28,7 +28,7 @@ pub mod snapshot;
 pub use config::{
     call_graph_has_size, call_graph_name, least_ring_kb, off_cpu_ring_kb, off_cpu_ring_pages,
     parse_call_graph, ring_pages, stack_copy_cap, RecordConfig, Who, DEFAULT_EVENT,
-    DEFAULT_FREQ_HZ,
+    DEFAULT_FREQ_HZ, DEFAULT_OFF_CPU_RATE,
 };
 pub use interactive::Interactive;
 pub use load::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};

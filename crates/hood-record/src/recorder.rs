@@ -59,9 +59,18 @@ pub struct Outcome {
     /// Long waits stored with the kernel stack taken when their thread came back.
     #[serde(default)]
     pub kernel_stacks_joined: u64,
-    /// Long waits whose kernel stack never came.
+    /// Long waits whose kernel stack never came (those the rate bound left untaken too).
     #[serde(default)]
     pub kernel_stacks_missing: u64,
+    /// `--off-cpu-rate` with deferred stacks (0: no bound).
+    #[serde(default)]
+    pub off_cpu_rate: u32,
+    /// Long waits whose stacks the rate bound left untaken.
+    #[serde(default)]
+    pub rate_skipped_waits: u64,
+    /// Preempted threads' copies the rate bound left untaken.
+    #[serde(default)]
+    pub rate_skipped_copies: u64,
     /// CPUs sampled.
     #[serde(default)]
     pub cpus: usize,
@@ -415,6 +424,10 @@ fn describe<'a>(
             formats: tp.formats.clone(),
             min_ns: cfg.off_cpu_min.as_nanos().min(u128::from(u64::MAX)) as u64,
             all_wakeups: true,
+            stack_rate: match session.deferred_stack_ids() {
+                Some(_) => cfg.off_cpu_rate,
+                None => 0,
+            },
         }),
         perf_event_max_stack: hood_perf::limits::max_stack(),
     };
@@ -789,6 +802,7 @@ impl Run<'_> {
                 error.get_or_insert(e.to_string());
             }
         }
+        let skipped = session.deferred_skipped().unwrap_or((0, 0));
         let end_mono = hood_proc::clock::monotonic_ns();
         let finish = finalize(
             &mut writer,
@@ -839,6 +853,9 @@ impl Run<'_> {
             kernel_stacks_missing: collector
                 .rewrite_stats()
                 .map_or(0, |s| s.kernel_stacks_missing),
+            off_cpu_rate: meta.off_cpu.as_ref().map_or(0, |o| o.stack_rate),
+            rate_skipped_waits: skipped.0,
+            rate_skipped_copies: skipped.1,
             cpus: session.cpus().len(),
             event: session.event().to_string(),
             stack_copy: growth.first,
@@ -961,6 +978,7 @@ fn open_session(
     let mut sampling = cfg.sampling.clone();
     if sampling.off_cpu && defer_stacks {
         sampling.off_cpu_min_ns = cfg.off_cpu_min.as_nanos().min(u128::from(u64::MAX)) as u64;
+        sampling.off_cpu_stack_gap_ns = stack_gap_ns(cfg.off_cpu_rate);
     }
     match Session::open(&sampling, target) {
         Err(hood_perf::PerfError::Permission { paranoid, .. })
@@ -992,6 +1010,15 @@ fn drain(
         })
     } else {
         session.drain(&mut |cpu, bytes| collector.push(cpu, bytes))
+    }
+}
+
+/// The least time between two takings of one thread's off-CPU stacks for `--off-cpu-rate`
+/// `rate` (0: no bound).
+fn stack_gap_ns(rate: u32) -> u64 {
+    match rate {
+        0 => 0,
+        r => 1_000_000_000 / u64::from(r),
     }
 }
 
@@ -1060,19 +1087,30 @@ fn outcome_lines(o: &Outcome) -> Vec<String> {
             o.kernel_stacks_joined,
             o.deferred_joined
         );
-        if o.kernel_stacks_missing > 0 {
+        let skipped = o.rate_skipped_waits + o.rate_skipped_copies;
+        if skipped > 0 {
+            line.push_str(&format!(
+                "; {} waits left without stacks of their own by the rate bound (at most {} \
+                 a second per thread, --off-cpu-rate): the report charges them to their \
+                 thread's previous stacks",
+                skipped, o.off_cpu_rate
+            ));
+        }
+        let missing = o.kernel_stacks_missing.saturating_sub(o.rate_skipped_waits);
+        if missing > 0 {
             line.push_str(&format!(
                 "; {} long waits without a kernel stack (lost with their ring's records, or \
                  just under the minimum by the kernel's clock)",
-                o.kernel_stacks_missing
+                missing
             ));
         }
-        if o.deferred_missing > 0 {
+        let missing = o.deferred_missing.saturating_sub(o.rate_skipped_waits);
+        if missing > 0 {
             line.push_str(&format!(
                 "; {} long waits without a user stack (in neither a system call nor a \
                  page fault, or the copy was lost; with `HOOD_OFF_CPU_BPF=0` every switch \
                  copies its stack)",
-                o.deferred_missing
+                missing
             ));
         }
         out.push(line);

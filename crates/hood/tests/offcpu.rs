@@ -530,3 +530,98 @@ fn wakers_are_right(file: &Path) {
         "no loopback receive ran in the sender's wake_socket"
     );
 }
+
+/// The rate bound on stacks (`--off-cpu-rate`): two threads that each block about 12,000
+/// times a second, every wait long, recorded at 100 stacks a second per thread. The kernel
+/// takes no more stacks than the bound allows, the recording says how many waits it left
+/// without, and the report still charges the waits to the right stack and the right waker:
+/// each takes its thread's previous ones.
+#[test]
+fn a_rate_bound_charges_untaken_waits_to_their_threads_stacks() {
+    if !privileged("a_rate_bound_charges_untaken_waits_to_their_threads_stacks") {
+        return;
+    }
+    ensure_tracefs();
+    let _serial = perf_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = c_program("offcpu_rated");
+    let file = dir.path().join("rated.data");
+    let out = run(hood()
+        .args(["record", "--off-cpu", "--off-cpu-rate", "100", "-o"])
+        .arg(&file)
+        .arg("--")
+        .arg(&prog)
+        .arg("5000"));
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let number_before = |what: &str| -> u64 {
+        let at = stderr
+            .find(what)
+            .unwrap_or_else(|| panic!("no `{what}` in:\n{stderr}"));
+        stderr[..at]
+            .split_whitespace()
+            .last()
+            .and_then(|w| w.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("no number before `{what}` in:\n{stderr}")) as u64
+    };
+    let skipped = number_before("waits left without stacks of their own by the rate bound");
+    let kernel = number_before("kernel and");
+    // "in 1.4 s": the recording's length, rounded down to whole seconds, plus one.
+    let seconds = number_before("s (cpu-clock)") + 1;
+    // Three threads (main, ping, pong), each at most one stack per 10 ms, and one more at
+    // its first wait.
+    assert!(
+        kernel <= 3 * (seconds * 100 + 1),
+        "{kernel} kernel stacks in {seconds} s:\n{stderr}"
+    );
+    assert!(
+        skipped >= 5000,
+        "{skipped} waits left without stacks:\n{stderr}"
+    );
+    let plain = report(&file, &["--off-cpu"]);
+    assert!(
+        plain.contains("have their thread's previous stacks"),
+        "{plain}"
+    );
+    // Each thread's long waits: in its own wait function, woken by the other's send.
+    let wakes = folded_lines(&file, &["--off-cpu", "--by", "waker"]);
+    for (thread, wait_fn, wake_fn) in [
+        ("ping_main", "wait_pong", "send_pong"),
+        ("pong_main", "wait_ping", "send_ping"),
+    ] {
+        let (mut all, mut right, mut woken) = (0u64, 0u64, 0u64);
+        for (stack, n) in &wakes {
+            let (wait, woke) = stack.split_once(";--;").unwrap_or((stack, ""));
+            if !wait.split(';').any(|f| f == thread) {
+                continue;
+            }
+            all += n;
+            if wait.split(';').any(|f| f == wait_fn) {
+                right += n;
+                if woke.split(';').any(|f| f == wake_fn) {
+                    woken += n;
+                }
+            }
+        }
+        // What is not in the wait: its thread's few waits at its send (preempted there).
+        assert!(
+            right * 100 >= all * 80,
+            "{thread}: {right} of {all} ns in {wait_fn}:\n{wakes:#?}"
+        );
+        assert!(
+            woken * 100 >= right * 95,
+            "{wait_fn}: {woken} of {right} ns woken by {wake_fn}:\n{wakes:#?}"
+        );
+    }
+    // Nothing of the two threads' long waits is left as "no stack recorded".
+    let none: u64 = wakes
+        .iter()
+        .filter(|(s, _)| s.contains("[no stack recorded]") && !s.contains("[off-CPU intervals"))
+        .map(|(_, n)| n)
+        .sum();
+    let all: u64 = wakes.iter().map(|(_, n)| n).sum();
+    assert!(
+        none * 100 <= all,
+        "{none} of {all} ns without a stack:\n{wakes:#?}"
+    );
+}

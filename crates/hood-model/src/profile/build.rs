@@ -589,6 +589,17 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         let unknown = int.stack(&[unknown]);
         let min_ns = raw.meta.off_cpu.as_ref().map_or(0, |o| o.min_ns);
         d.stats.min_ns = min_ns;
+        let stack_rate = raw.meta.off_cpu.as_ref().map_or(0, |o| o.stack_rate);
+        d.stats.stack_rate = stack_rate;
+        if stack_rate > 0 {
+            // The rate bound left these waits without stacks on purpose: they stand where
+            // their thread's previous ones did.
+            let none = int.pseudo(NO_STACK);
+            let no_stack = int.stack(&[none]);
+            let (n, ns) = offcpu::charge_to_previous(d, min_ns.max(1), no_stack);
+            d.stats.inherited = n;
+            d.stats.inherited_ns = ns;
+        }
         let short = int.pseudo(&format!(
             "[off-CPU intervals shorter than {}]",
             offcpu_min_words(min_ns)

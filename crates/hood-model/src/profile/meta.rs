@@ -66,6 +66,10 @@ pub struct OffCpuMeta {
     /// Wake-ups by interrupts and other processes were recorded too (a task session's
     /// whole-CPU wake-up events; always in a whole-system recording).
     pub all_wakeups: bool,
+    /// At most this many takings of one thread's stacks a second (`--off-cpu-rate`; 0: no
+    /// bound, every long wait has its own): a long wait without stacks in a recording with a
+    /// bound is charged to its thread's previous ones.
+    pub stack_rate: u32,
 }
 
 /// Per-CPU counters kept by the recorder.

@@ -287,6 +287,13 @@ pub struct OffCpuStats {
     pub short_ns: u64,
     /// The minimum (ns).
     pub min_ns: u64,
+    /// Long intervals left without stacks of their own by the recording's rate bound
+    /// (`--off-cpu-rate`), charged to their thread's previous long interval's stack.
+    pub inherited: u64,
+    /// Their total time, ns.
+    pub inherited_ns: u64,
+    /// The recording's rate bound: stacks per thread per second (0: none).
+    pub stack_rate: u32,
 }
 
 impl Profile {

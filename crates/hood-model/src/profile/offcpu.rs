@@ -297,6 +297,8 @@ impl Tracker {
     }
 
     /// Close what is open at the recording's `end` and return what was derived.
+    ///
+    /// (See [`charge_to_previous`] for recordings with a rate bound on stacks.)
     pub fn finish(mut self, end: u64) -> Derived {
         let open: Vec<(u32, Out)> = self
             .threads
@@ -338,6 +340,56 @@ impl Tracker {
         self.out.threads = threads;
         self.out
     }
+}
+
+/// In a recording whose stacks were taken at most so many times a second per thread: each
+/// interval of at least `min_ns` whose stacks were left untaken (its stack is `no_stack`)
+/// is charged to the stack of its thread's previous such interval that has one, as a CPU
+/// sample stands for the time around it; its waker, when the same thread woke both and its
+/// own user stack is missing, to that interval's waker's stack. Intervals
+/// with no earlier stack keep `no_stack`. Returns how many intervals (a blocked wait and the
+/// runnable stretch after its wake-up are one), and their time.
+pub(crate) fn charge_to_previous(d: &mut Derived, min_ns: u64, no_stack: u32) -> (u64, u64) {
+    let mut last: HashMap<u32, u32> = HashMap::default();
+    let mut last_waker: HashMap<u32, (u32, u32)> = HashMap::default();
+    // Where each thread's last charged stretch ended: the runnable stretch of the same wait
+    // begins there.
+    let mut ended: HashMap<u32, u64> = HashMap::default();
+    let (mut n, mut ns) = (0u64, 0u64);
+    for (i, s) in d.samples.iter_mut().enumerate() {
+        if s.locs == BEFORE_RECORDING || s.period < min_ns {
+            continue;
+        }
+        if s.locs == no_stack {
+            let Some(&l) = last.get(&s.tid) else {
+                continue;
+            };
+            s.locs = l;
+            s.stack = l;
+            if ended.insert(s.tid, s.time + s.period) != Some(s.time) {
+                n += 1;
+            }
+            ns += s.period;
+        } else {
+            last.insert(s.tid, s.locs);
+        }
+        let Some(w) = d.waker_of.get(i).copied().flatten() else {
+            continue;
+        };
+        let Some(wk) = d.wakers.get_mut(w as usize) else {
+            continue;
+        };
+        if wk.context != WakeContext::Thread {
+            continue;
+        }
+        if wk.has_user {
+            last_waker.insert(s.tid, (wk.tid, wk.locs));
+        } else if let Some(&(_, l)) = last_waker.get(&s.tid).filter(|(t, _)| *t == wk.tid) {
+            wk.locs = l;
+            wk.has_user = true;
+        }
+    }
+    (n, ns)
 }
 
 #[cfg(test)]
@@ -394,6 +446,63 @@ mod tests {
             th.on_cpu_ns + th.blocked_ns + th.runnable_ns,
             th.lifetime_ns
         );
+    }
+
+    #[test]
+    fn waits_left_without_stacks_by_the_rate_bound_take_their_threads_previous_ones() {
+        const NONE: u32 = 99;
+        let mut t = Tracker::new(1_000);
+        t.running(7, 7, 1_000);
+        t.running(8, 8, 1_000);
+        // Thread 7: a long wait with its stack (42, woken by 9 with stack 9); two long ones
+        // left without (NONE), the first woken by 9 without a stack (109) 40 ns in and back
+        // on a CPU 30 ns later; then a short one. Thread 8: a long wait without a stack and
+        // nothing before it.
+        let mut at = 2_000;
+        for (locs, woke, back, w) in [
+            (42, 50, 50, Some(9)),
+            (NONE, 40, 70, Some(109)),
+            (NONE, 60, 60, None),
+            (NONE, 5, 5, None),
+        ] {
+            t.switch_out(7, 7, 0, at, S, locs);
+            if let Some(w) = w {
+                t.waking(
+                    7,
+                    RawWaker {
+                        locs: w,
+                        ..waker(9, at + woke, w == 9)
+                    },
+                );
+            }
+            t.switch_in(7, at + back);
+            at += 1_000;
+        }
+        t.switch_out(8, 8, 1, 2_000, S, NONE);
+        t.switch_in(8, 2_080);
+        let mut d = t.finish(10_000);
+        let (n, ns) = charge_to_previous(&mut d, 10, NONE);
+        // The blocked and runnable stretches of one wait count once.
+        assert_eq!((n, ns), (2, 130));
+        let locs: Vec<(u32, u64, u32)> = d
+            .samples
+            .iter()
+            .map(|s| (s.tid, s.period, s.locs))
+            .collect();
+        assert_eq!(
+            locs,
+            vec![
+                (7, 50, 42),
+                (7, 40, 42),
+                (7, 30, 42),
+                (7, 60, 42),
+                (7, 5, NONE),
+                (8, 80, NONE)
+            ]
+        );
+        // The second wait's waker (the same thread, without a user stack) takes the first's.
+        let wakers: Vec<u32> = d.wakers.iter().map(|w| w.locs).collect();
+        assert_eq!(wakers, vec![9, 9]);
     }
 
     #[test]

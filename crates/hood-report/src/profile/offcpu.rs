@@ -252,6 +252,16 @@ pub(crate) fn header_lines(prof: &Profile, f: &Filter) -> Vec<String> {
             time(st.short_ns)
         ));
     }
+    if st.inherited > 0 {
+        out.push(format!(
+            "             {} long waits ({}) have their thread's previous stacks: the \
+             recording took one thread's stacks at most {} times a second (record with \
+             --off-cpu-rate to change)",
+            st.inherited,
+            time(st.inherited_ns),
+            st.stack_rate
+        ));
+    }
     if st.unmatched > 0 {
         out.push(format!(
             "             {} intervals whose switch back in was not recorded end at the \

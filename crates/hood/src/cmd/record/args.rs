@@ -89,6 +89,17 @@ pub struct RecordArgs {
         value_parser = parse_short_duration
     )]
     pub off_cpu_min: Duration,
+    /// With --off-cpu: take one thread's stacks at most this many times a second (0: no
+    /// bound). A long wait past the bound gets no stacks of its own; the report charges it
+    /// to the same thread's previous stacks, as a CPU sample stands for the time around it.
+    /// It keeps a context-switch storm from paying for a stack at every switch.
+    #[arg(
+        long = "off-cpu-rate",
+        value_name = "HZ",
+        default_value_t = hood_record::DEFAULT_OFF_CPU_RATE,
+        requires = "off_cpu"
+    )]
+    pub off_cpu_rate: u32,
     /// Where a detached recorder (`hood start`) writes its outcome.
     #[arg(long = "detached-status", hide = true)]
     pub detached_status: Option<PathBuf>,
@@ -196,6 +207,7 @@ impl RecordArgs {
             labels: self.labels,
             labels_budget: self.labels_budget,
             off_cpu_min: self.off_cpu_min,
+            off_cpu_rate: self.off_cpu_rate,
             max_stack_copy,
         };
         Ok((cfg, keys))
