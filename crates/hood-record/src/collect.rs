@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use hood_format::{tags, Writer};
 use hood_raw::attr::Attr;
-use hood_raw::records::{Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL};
+use hood_raw::frames::for_each_frame;
+use hood_raw::records::{
+    kind, parse_sample, Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL,
+};
 
 use hood_model::profile::CpuCounts;
 use hood_unwind::Rewriter;
@@ -195,56 +198,57 @@ impl Collector {
         }
     }
 
-    /// Count the records in a buffer that ends on a record boundary.
+    /// Count the records in a buffer that ends on a record boundary. Samples (nearly all of
+    /// a storm's records) are read in place: their pid, their kernel frames, and whether
+    /// they are a switch or a wake-up; the other records are decoded.
     fn count(&mut self, cpu: u32, buf: &[u8]) {
         let c = self.counts.entry(cpu).or_default();
         c.bytes += buf.len() as u64;
         let d = &mut self.scratch;
         d.events.clear();
         d.chains.clear();
-        d.push_chunk(&self.attr, cpu, buf);
-        for e in &d.events {
-            let (pid, chain, kernel_ip) = match &e.event {
-                Event::Sample {
-                    pid,
-                    ip,
-                    cpumode,
-                    chain,
-                    ..
-                } => {
-                    c.samples += 1;
-                    (
-                        Some(*pid),
-                        *chain,
-                        (*cpumode == CPUMODE_KERNEL).then_some(*ip),
-                    )
-                }
-                Event::SwitchOut { pid, chain, .. } | Event::Waking { pid, chain, .. } => {
-                    self.sched_events += 1;
-                    (Some(*pid), *chain, None)
-                }
-                _ => (None, (0, 0), None),
+        let attr = &self.attr;
+        let pids = &mut self.pids;
+        let kernel_addrs = &mut self.kernel_addrs;
+        let sched_events = &mut self.sched_events;
+        let mut samples = 0u64;
+        // A broken record ends the count where it is, as it ends a reader's.
+        let _ = for_each_frame(buf, |f| {
+            let body = &f.bytes[8..];
+            if f.ty != kind::SAMPLE {
+                let _ = d.push_record(attr, Some(cpu), f.ty, f.misc, body);
+                return;
+            }
+            let Some(s) = parse_sample(attr, body) else {
+                return;
             };
-            if let Some(pid) = pid {
-                self.pids.insert(pid);
-                if let Some(set) = self.kernel_addrs.as_mut() {
-                    if let Some(ip) = kernel_ip {
-                        set.insert(ip);
-                    }
-                    let chain = d.chains.get(chain.0 as usize..chain.1 as usize);
-                    let mut in_kernel = false;
-                    for &a in chain.unwrap_or(&[]) {
-                        if a >= CONTEXT_MAX {
-                            in_kernel = a == CONTEXT_KERNEL;
-                        } else if in_kernel {
-                            set.insert(a);
-                        }
-                    }
-                    if set.len() > MAX_KERNEL_ADDRS {
-                        self.kernel_addrs = None;
-                    }
+            let sched = d.sched.as_ref().is_some_and(|l| l.read(s.raw()).is_some());
+            match sched {
+                true => *sched_events += 1,
+                false => samples += 1,
+            }
+            pids.insert(s.pid);
+            let Some(set) = kernel_addrs.as_mut() else {
+                return;
+            };
+            if !sched && (f.misc & 7) as u8 == CPUMODE_KERNEL {
+                set.insert(s.ip);
+            }
+            let mut in_kernel = false;
+            for w in s.chain.chunks_exact(8) {
+                let a = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+                if a >= CONTEXT_MAX {
+                    in_kernel = a == CONTEXT_KERNEL;
+                } else if in_kernel {
+                    set.insert(a);
                 }
             }
+            if set.len() > MAX_KERNEL_ADDRS {
+                *kernel_addrs = None;
+            }
+        });
+        c.samples += samples;
+        for e in &d.events {
             match &e.event {
                 Event::Lost { count } => c.lost = c.lost.saturating_add(*count),
                 Event::Throttle => c.throttled += 1,

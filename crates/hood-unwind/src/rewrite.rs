@@ -389,6 +389,9 @@ impl Rewriter {
         self.decoded.events.clear();
         // Each sample is parsed once, here; the steps below take the parts.
         let mut parsed: Vec<SampleParts<'_>> = Vec::with_capacity(self.order.capacity());
+        // And its switch or wake-up fields read once (off-CPU recordings).
+        let mut sched: Vec<Option<SchedRaw>> = Vec::with_capacity(self.order.capacity());
+        let layout = self.gate.as_ref().map(|g| &g.layout);
         for (ring, (_, bytes)) in input.iter().enumerate() {
             let broken = for_each_frame(bytes, |f| {
                 let mut sample = NO_EVENT;
@@ -400,6 +403,7 @@ impl Rewriter {
                     let t = parts.as_ref().map_or(0, |s| s.time);
                     if let Some(p) = parts {
                         sample = parsed.len();
+                        sched.push(layout.and_then(|l| l.read(p.raw())));
                         parsed.push(p);
                     }
                     (t, NO_EVENT)
@@ -418,7 +422,7 @@ impl Rewriter {
                 self.stats.malformed += 1;
             }
         }
-        self.join_neighbours(&parsed);
+        self.join_neighbours(&parsed, &sched);
         self.order
             .sort_by_key(|&(time, ring, at, ..)| (time, ring, at));
         let order = std::mem::take(&mut self.order);
@@ -457,14 +461,15 @@ impl Rewriter {
             if self.deferred_copy(time, parts, output) {
                 continue;
             }
-            self.gated_sample(time, ring, rec, parts, joined, output);
+            let raw = sched.get(sample).copied().flatten();
+            self.gated_sample(time, ring, rec, parts, raw, joined, output);
         }
         self.order = order;
     }
 
     /// The class of a sample record for joining deferred copies.
-    fn class(&self, s: &SampleParts<'_>) -> Class {
-        let (Some(g), Some(d)) = (self.gate.as_ref(), self.deferred.as_ref()) else {
+    fn class(&self, s: &SampleParts<'_>, sched: Option<SchedRaw>) -> Class {
+        let (Some(_), Some(d)) = (self.gate.as_ref(), self.deferred.as_ref()) else {
             return Class::Other;
         };
         if s.id.is_some_and(|id| d.ids.contains(&id)) {
@@ -474,7 +479,7 @@ impl Rewriter {
                 _ => Class::Other,
             };
         }
-        match g.layout.read(s.raw()) {
+        match sched {
             Some(SchedRaw::Switch { prev_tid, .. }) if prev_tid != 0 => Class::SwitchOut(prev_tid),
             Some(SchedRaw::Waking { .. }) => Class::Waking(s.tid),
             _ => Class::Other,
@@ -483,14 +488,16 @@ impl Rewriter {
 
     /// Join each copy taken at a switch-out and each waker's to the switch or wake-up sample of the
     /// same thread next to it in its ring (the kernel writes both in one tracepoint hit).
-    fn join_neighbours(&mut self, parsed: &[SampleParts<'_>]) {
+    fn join_neighbours(&mut self, parsed: &[SampleParts<'_>], sched: &[Option<SchedRaw>]) {
         if self.deferred.is_none() {
             return;
         }
         let mut pairs = Vec::new();
         let mut prev: Option<(usize, usize, usize, Class)> = None;
         for &(_, part, at, len, _, sample) in &self.order {
-            let class = parsed.get(sample).map_or(Class::Other, |s| self.class(s));
+            let class = parsed.get(sample).map_or(Class::Other, |s| {
+                self.class(s, sched.get(sample).copied().flatten())
+            });
             if let Some((pp, pa, pl, pc)) = prev.filter(|p| p.0 == part) {
                 let copy_first = matches!(
                     (pc, class),
@@ -686,17 +693,20 @@ impl Rewriter {
     }
 
     /// Route one sample through the off-CPU gate (module notes), or unwind it at once.
-    /// `joined`: the deferred copy of its user stack found next to it.
+    /// `sched`: its switch or wake-up fields; `joined`: the deferred copy of its user stack
+    /// found next to it.
+    #[allow(clippy::too_many_arguments)]
     fn gated_sample(
         &mut self,
         time: u64,
         ring: usize,
         rec: &[u8],
         s: Option<&SampleParts<'_>>,
+        sched: Option<SchedRaw>,
         joined: Option<&[u8]>,
         output: &mut [Vec<u8>],
     ) {
-        let (Some(g), Some(s)) = (self.gate.as_ref(), s) else {
+        let (Some(_), Some(s)) = (self.gate.as_ref(), s) else {
             match s {
                 Some(s) => self.unwound(rec, s, None, Kernel::Own, &mut output[ring], false),
                 None => self.sample(rec, None, Kernel::Own, &mut output[ring], false),
@@ -705,7 +715,6 @@ impl Rewriter {
         };
         let deferred = self.deferred.is_some();
         let (tid, has_stack) = (s.tid, s.stack_size > 0);
-        let sched = g.layout.read(s.raw());
         // The sampled thread is on a CPU: whatever wait it had is over.
         self.resolve(tid, time, output);
         match sched {
