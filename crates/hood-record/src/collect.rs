@@ -1,13 +1,14 @@
 //! Streams raw ring bytes into the recording, one chunk per CPU when its buffer fills or a
 //! second has passed, counting samples, lost records and throttling on the way.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::time::Instant;
 
 use hood_format::{tags, Writer};
 use hood_raw::attr::Attr;
 use hood_raw::frames::for_each_frame;
+use rustc_hash::FxHashSet as HashSet;
 use hood_raw::records::{
     kind, parse_sample, Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL,
 };
@@ -17,13 +18,23 @@ use hood_unwind::Rewriter;
 
 /// Flush a CPU's buffer once it holds this many bytes.
 const FLUSH_BYTES: usize = 1 << 20;
+/// Bytes of the CPU number before a sample chunk's records.
+const CPU_PREFIX: usize = 4;
+
+/// An empty buffer of `cpu`'s records: its chunk's CPU number, written once.
+fn cpu_buffer(cpu: u32, capacity: usize) -> Vec<u8> {
+    let mut b = Vec::with_capacity(capacity);
+    b.extend_from_slice(&cpu.to_le_bytes());
+    b
+}
 /// Distinct kernel addresses tracked for the recording's kallsyms subset (16 MB at most);
 /// past this the whole kallsyms text is kept.
 const MAX_KERNEL_ADDRS: usize = 1 << 20;
 
 /// Per-CPU buffers and counters.
 pub struct Collector {
-    /// One buffer per CPU, from the start (their order is the rewriter's output order).
+    /// One buffer per CPU, from the start (their order is the rewriter's output order), each
+    /// a chunk in the making: the CPU number ([`CPU_PREFIX`] bytes), then its records.
     bufs: BTreeMap<u32, Vec<u8>>,
     rewriter: Option<Rewriter>,
     /// Counters per CPU.
@@ -55,7 +66,7 @@ impl Collector {
         Collector {
             bufs: cpus
                 .iter()
-                .map(|&c| (c, Vec::with_capacity(FLUSH_BYTES * 2)))
+                .map(|&c| (c, cpu_buffer(c, FLUSH_BYTES * 2)))
                 .collect(),
             rewriter: None,
             counts: cpus.iter().map(|&c| (c, CpuCounts::default())).collect(),
@@ -159,7 +170,10 @@ impl Collector {
 
     /// Append drained bytes of `cpu`'s ring (samples without stack copies).
     pub fn push(&mut self, cpu: u32, bytes: &[u8]) -> io::Result<()> {
-        self.bufs.entry(cpu).or_default().extend_from_slice(bytes);
+        self.bufs
+            .entry(cpu)
+            .or_insert_with(|| cpu_buffer(cpu, 0))
+            .extend_from_slice(bytes);
         Ok(())
     }
 
@@ -212,6 +226,8 @@ impl Collector {
         let kernel_addrs = &mut self.kernel_addrs;
         let sched_events = &mut self.sched_events;
         let mut samples = 0u64;
+        // A storm's records come from a few processes: the set is asked once per run of them.
+        let mut last_pid = None;
         // A broken record ends the count where it is, as it ends a reader's.
         let _ = for_each_frame(buf, |f| {
             let body = &f.bytes[8..];
@@ -227,7 +243,10 @@ impl Collector {
                 true => *sched_events += 1,
                 false => samples += 1,
             }
-            pids.insert(s.pid);
+            if last_pid != Some(s.pid) {
+                pids.insert(s.pid);
+                last_pid = Some(s.pid);
+            }
             let Some(set) = kernel_addrs.as_mut() else {
                 return;
             };
@@ -268,26 +287,22 @@ impl Collector {
     ) -> Result<(), hood_format::FormatError> {
         let timed = self.last_flush.elapsed().as_secs() >= 1;
         let cpus: Vec<u32> = self.bufs.keys().copied().collect();
-        let mut chunk = Vec::new();
         for cpu in cpus {
             let len = self.bufs.get(&cpu).map_or(0, Vec::len);
-            if len == 0 || !(force || timed || len >= FLUSH_BYTES) {
+            if len <= CPU_PREFIX || !(force || timed || len >= FLUSH_BYTES) {
                 continue;
             }
-            let buf = std::mem::take(self.bufs.get_mut(&cpu).expect("cpu buffer exists"));
-            self.count(cpu, &buf);
+            let mut chunk = std::mem::take(self.bufs.get_mut(&cpu).expect("cpu buffer exists"));
+            self.count(cpu, &chunk[CPU_PREFIX..]);
             if self.samples() > 0 {
                 for (tag, data) in std::mem::take(&mut self.until_samples) {
                     w.write_chunk(tag, &data, true)?;
                 }
             }
-            chunk.clear();
-            chunk.extend_from_slice(&cpu.to_le_bytes());
-            chunk.extend_from_slice(&buf);
-            let mut buf = buf;
-            buf.clear();
-            self.bufs.insert(cpu, buf);
-            w.write_chunk(tags::profile::PERF_RECORDS, &chunk, true)?;
+            let written = w.write_chunk(tags::profile::PERF_RECORDS, &chunk, true);
+            chunk.truncate(CPU_PREFIX);
+            self.bufs.insert(cpu, chunk);
+            written?;
         }
         if force || timed {
             self.last_flush = Instant::now();
