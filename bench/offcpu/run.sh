@@ -92,18 +92,21 @@ for mode in free pinned; do
     read -r hops hcpu < <(storm_under hood-offcpu $hood record -a --off-cpu -o "$out/storm-hood.data")
     # hood without its BPF programs: every switch and wake-up copies its stacks.
     read -r cops ccpu < <(storm_under hood-every env HOOD_OFF_CPU_BPF=0 $hood record -a --off-cpu -o "$out/storm-hood-every.data")
+    # hood without the rate bound on stacks per thread.
+    read -r rops rcpu < <(storm_under hood-unbounded $hood record -a --off-cpu --off-cpu-rate 0 -o "$out/storm-hood-unbounded.data")
     psize=$(du -k "$out/storm-perf.data" | cut -f1); hsize=$(du -k "$out/storm-hood.data" | cut -f1)
     csize=$(du -k "$out/storm-hood-every.data" | cut -f1)
     awk -v b="$base" -v po="$pops" -v ho="$hops" -v pc="$pcpu" -v hc="$hcpu" -v ps="$psize" -v hs="$hsize" \
-        -v co="$cops" -v cc="$ccpu" -v cs="$csize" 'BEGIN {
+        -v co="$cops" -v cc="$ccpu" -v cs="$csize" -v ro="$rops" -v rc="$rcpu" 'BEGIN {
         printf "perf sched record: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", po, 100*(b-po)/b, pc, ps
         printf "hood -a --off-cpu: %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", ho, 100*(b-ho)/b, hc, hs
         printf "hood with HOOD_OFF_CPU_BPF=0 (every stack): %s ops/sec (%.1f%% slower), recorder %.2f s CPU, file %d KB\n", co, 100*(b-co)/b, cc, cs
+        printf "hood --off-cpu-rate 0 (no bound on stacks per thread): %s ops/sec (%.1f%% slower), recorder %.2f s CPU\n", ro, 100*(b-ro)/b, rc
         if (pc > 0 && po > 0) {
             printf "hood/perf: speed %.2f (target >= 1), recorder CPU %.2f (target <= 1), file %.2f (target <= 0.5)\n", ho/po, hc/pc, hs/ps
             printf "every-stack/perf: speed %.2f, recorder CPU %.2f, file %.2f\n", co/po, cc/pc, cs/ps
         } }'
-    grep -E "lost|off-CPU" "$out/hood-offcpu.log" "$out/hood-every.log" || true
+    grep -E "lost|off-CPU" "$out/hood-offcpu.log" "$out/hood-every.log" "$out/hood-unbounded.log" || true
 done
 # The kernel's share: the same two tracepoints with DWARF stack copies, taken by perf.
 # Its gigabytes go to /dev/null (perf's pipe mode).
