@@ -8,10 +8,10 @@ use std::time::Instant;
 use hood_format::{tags, Writer};
 use hood_raw::attr::Attr;
 use hood_raw::frames::for_each_frame;
-use rustc_hash::FxHashSet as HashSet;
 use hood_raw::records::{
     kind, parse_sample, Decoded, Event, CONTEXT_KERNEL, CONTEXT_MAX, CPUMODE_KERNEL,
 };
+use rustc_hash::FxHashSet as HashSet;
 
 use hood_model::profile::CpuCounts;
 use hood_unwind::Rewriter;

@@ -25,6 +25,18 @@ fn out_of_range_numbers_are_usage_errors() {
         (&["ps", "--interval", "1e30"][..], "1e30", "3600"),
         (&["info", "--interval", "NaN"][..], "NaN", "3600"),
         (&["report", "--min-percent", "nan"][..], "nan", "100"),
+        (
+            &[
+                "record",
+                "--off-cpu",
+                "--off-cpu-rate",
+                "5000000",
+                "--",
+                "true",
+            ][..],
+            "5000000",
+            "1000000",
+        ),
     ] {
         let out = run(hood().args(args));
         let err = String::from_utf8_lossy(&out.stderr);

@@ -97,7 +97,8 @@ pub struct RecordArgs {
         long = "off-cpu-rate",
         value_name = "HZ",
         default_value_t = hood_record::DEFAULT_OFF_CPU_RATE,
-        requires = "off_cpu"
+        requires = "off_cpu",
+        value_parser = clap::value_parser!(u32).range(0..=1_000_000)
     )]
     pub off_cpu_rate: u32,
     /// Where a detached recorder (`hood start`) writes its outcome.
