@@ -464,10 +464,8 @@ fn describe<'a>(
             rw.unwinder().load_proc_maps(p.pid, &p.maps);
         }
     }
-    for p in snap.iter().flat_map(|s| &s.processes) {
-        if p.maps_dropped > 0 {
-            log(&snapshot::dropped_maps_note(p));
-        }
+    for note in snap.iter().flat_map(snapshot::dropped_maps_notes) {
+        log(&note);
     }
     if let Some(snap) = &snap {
         writer.write_chunk(
@@ -567,7 +565,7 @@ impl Run<'_> {
     /// Drain the rings into the file until a stop: the caller's request, the end of the
     /// processes, the duration, or an error (which becomes the stop's reason).
     fn until_stop(&mut self, control: &mut dyn Control, log: &mut dyn FnMut(&str)) -> End {
-        let ended = self.late_processes().and_then(|()| loop {
+        let ended = self.late_processes(log).and_then(|()| loop {
             match self.turn(control, log) {
                 Ok(None) => {}
                 Ok(Some(stop)) => break Ok(stop),
@@ -585,13 +583,16 @@ impl Run<'_> {
 
     /// Processes started while the first snapshot was taken (under load that takes a while)
     /// forked and exec'ed before the events were on: take them now, or they go unnamed.
-    fn late_processes(&mut self) -> Result<(), Fault> {
+    fn late_processes(&mut self, log: &mut dyn FnMut(&str)) -> Result<(), Fault> {
         let (Who::System, Some(snap)) = (&self.cfg.who, &self.snap) else {
             return Ok(());
         };
         let late = snapshot::processes_since(snap);
         if late.processes.is_empty() {
             return Ok(());
+        }
+        for note in snapshot::dropped_maps_notes(&late) {
+            log(&note);
         }
         self.collector.load_proc_maps(&late.processes);
         let json = serde_json::to_vec(&late).map_err(fault(Stop::Write))?;

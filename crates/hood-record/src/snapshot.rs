@@ -37,12 +37,28 @@ fn all_pids() -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// Bytes of executable-mapping text one snapshot keeps over all its processes: 16 processes
+/// at [`MAX_SNAPSHOT_MAPS`] each, or about 100,000 processes of ordinary programs (some 350
+/// bytes each on a test VM). Without it, a user's many processes, each under the per-process
+/// cap, could still make root's recorder hold and store gigabytes.
+pub const MAX_SNAPSHOT_TEXT: usize = 32 << 20;
+
 fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
+    processes_within(list, MAX_SNAPSHOT_MAPS, MAX_SNAPSHOT_TEXT)
+}
+
+/// The snapshot of `list`, each process keeping at most `per_process` bytes of executable
+/// mappings and all of them together at most `total`. Past `total`, the processes with the
+/// most text are cut first, each down to an equal share (halved until the whole fits), so
+/// one user's many large processes neither blow up the snapshot nor leave the others
+/// unnamed. What is cut is counted in each process's `maps_dropped`.
+fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSnapshotChunk {
     let mut out = ProcSnapshotChunk::default();
-    let mut files = BTreeSet::new();
+    let mut share = per_process;
+    let mut held = 0usize;
     for pid in list {
         let base = format!("/proc/{pid}");
-        let Some((maps, maps_dropped)) = exec_maps(&format!("{base}/maps")) else {
+        let Some((maps, maps_dropped)) = exec_maps(&format!("{base}/maps"), share) else {
             continue;
         };
         let comm = read_trim(&format!("{base}/comm"));
@@ -55,11 +71,7 @@ fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
             }
         }
         threads.sort();
-        for m in maps.lines().filter_map(hood_raw::maps::parse_maps_line) {
-            if m.is_exec() && m.path.starts_with('/') {
-                files.insert(m.path.to_string());
-            }
-        }
+        held += maps.len();
         out.processes.push(ProcSnapshot {
             pid,
             comm,
@@ -67,15 +79,49 @@ fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
             threads,
             maps_dropped,
         });
+        while held > total {
+            let largest = out
+                .processes
+                .iter()
+                .map(|p| p.maps.len())
+                .max()
+                .unwrap_or(0);
+            share = share.min(largest) / 2;
+            held = out.processes.iter_mut().map(|p| cut_maps(p, share)).sum();
+        }
+    }
+    let mut files = BTreeSet::new();
+    for p in &out.processes {
+        for m in p.maps.lines().filter_map(hood_raw::maps::parse_maps_line) {
+            if m.is_exec() && m.path.starts_with('/') {
+                files.insert(m.path.to_string());
+            }
+        }
     }
     out.build_ids = build_ids(files.iter().map(String::as_str));
     out
 }
 
+/// Cut `p`'s maps text to its whole lines within `limit` bytes, counting the lines cut in
+/// `maps_dropped`; returns the length kept.
+fn cut_maps(p: &mut ProcSnapshot, limit: usize) -> usize {
+    if p.maps.len() > limit {
+        let keep = p.maps.as_bytes()[..limit]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        let cut = p.maps[keep..].lines().count() as u64;
+        p.maps_dropped = p.maps_dropped.saturating_add(cut);
+        p.maps.truncate(keep);
+        p.maps.shrink_to_fit();
+    }
+    p.maps.len()
+}
+
 /// The executable lines of the maps file at `path`, read line by line, as many as fit in
-/// [`MAX_SNAPSHOT_MAPS`] bytes, and how many executable lines did not fit; `None` when it
-/// cannot be read (the process is gone).
-fn exec_maps(path: &str) -> Option<(String, u64)> {
+/// `limit` bytes, and how many executable lines did not fit; `None` when it cannot be read
+/// (the process is gone).
+fn exec_maps(path: &str, limit: usize) -> Option<(String, u64)> {
     use std::io::BufRead;
     let mut r = std::io::BufReader::new(fs::File::open(path).ok()?);
     let (mut kept, mut dropped) = (String::new(), 0u64);
@@ -94,7 +140,7 @@ fn exec_maps(path: &str) -> Option<(String, u64)> {
         if !hood_raw::maps::parse_maps_line(text).is_some_and(|m| m.is_exec()) {
             continue;
         }
-        if kept.len() + text.len() < MAX_SNAPSHOT_MAPS {
+        if kept.len() + text.len() < limit {
             kept.push_str(text);
             kept.push('\n');
         } else {
@@ -104,19 +150,45 @@ fn exec_maps(path: &str) -> Option<(String, u64)> {
     Some((kept, dropped))
 }
 
-/// What the recorder says of a process whose executable mappings did not all fit in the
-/// snapshot.
-pub(crate) fn dropped_maps_note(p: &ProcSnapshot) -> String {
-    format!(
-        "pid {} ({}): {} executable mappings past the first {} MiB of its /proc/{}/maps were not \
-         kept (a cap on what one process may make root's recorder hold); samples in them stay \
-         unnamed",
-        p.pid,
-        p.comm,
-        p.maps_dropped,
+/// How many of the first processes whose mappings were cut are named one by one; the rest
+/// are summed up in one line, so a user's many processes cannot flood root's terminal.
+const NAMED_CUTS: usize = 3;
+
+/// What the recorder says of the processes whose executable mappings did not all fit in the
+/// snapshot: one line for each of the first few, one line summing up the rest.
+pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk) -> Vec<String> {
+    let caps = format!(
+        "root's recorder keeps at most {} MiB of them per process and {} MiB over all \
+         processes, cutting the largest first",
         MAX_SNAPSHOT_MAPS >> 20,
-        p.pid
-    )
+        MAX_SNAPSHOT_TEXT >> 20
+    );
+    let cut: Vec<&ProcSnapshot> = snap
+        .processes
+        .iter()
+        .filter(|p| p.maps_dropped > 0)
+        .collect();
+    let mut notes: Vec<String> = cut
+        .iter()
+        .take(NAMED_CUTS)
+        .map(|p| {
+            format!(
+                "pid {} ({}): {} executable mappings of /proc/{}/maps were not kept ({caps}); \
+                 samples in them stay unnamed",
+                p.pid, p.comm, p.maps_dropped, p.pid
+            )
+        })
+        .collect();
+    if cut.len() > NAMED_CUTS {
+        let rest = &cut[NAMED_CUTS..];
+        notes.push(format!(
+            "{} more processes: {} executable mappings not kept ({caps}); samples in them \
+             stay unnamed",
+            rest.len(),
+            rest.iter().map(|p| p.maps_dropped).sum::<u64>()
+        ));
+    }
+    notes
 }
 
 /// Build-ids (hex) of the given ELF files; unreadable files are left out.
@@ -419,6 +491,98 @@ mod tests {
                 && warnings[0].contains("larger than"),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn a_snapshot_past_its_total_cuts_the_largest_processes_and_counts_every_line_cut() {
+        // Sleeping processes (whose mappings stay as they are) of two programs.
+        let mut kids: Vec<std::process::Child> = (0..6)
+            .map(|i| {
+                let mut c = std::process::Command::new("sh");
+                c.args([
+                    "-c",
+                    if i % 2 == 0 {
+                        "exec sleep 60"
+                    } else {
+                        "sleep 60; :"
+                    },
+                ]);
+                c.spawn().unwrap()
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        let pids: Vec<u32> = kids.iter().map(|k| k.id()).collect();
+        let whole = processes_within(pids.clone(), MAX_SNAPSHOT_MAPS, usize::MAX);
+        let whole_len: usize = whole.processes.iter().map(|p| p.maps.len()).sum();
+        assert_eq!(whole.processes.len(), pids.len());
+        assert!(whole.processes.iter().all(|p| p.maps_dropped == 0));
+        let total = whole_len / 2;
+        let cut = processes_within(pids, MAX_SNAPSHOT_MAPS, total);
+        for k in &mut kids {
+            let _ = k.kill();
+            let _ = k.wait();
+        }
+        assert_eq!(cut.processes.len(), whole.processes.len());
+        let kept_len: usize = cut.processes.iter().map(|p| p.maps.len()).sum();
+        assert!(
+            kept_len <= total,
+            "kept {kept_len} bytes over a total of {total}"
+        );
+        let mut largest_kept = 0;
+        let mut smallest_cut = usize::MAX;
+        for (c, w) in cut.processes.iter().zip(&whole.processes) {
+            assert_eq!(c.pid, w.pid);
+            // Whole lines, the first ones, and every line left out counted.
+            assert!(w.maps.starts_with(&c.maps), "pid {}: {:?}", c.pid, c.maps);
+            assert!(c.maps.is_empty() || c.maps.ends_with('\n'));
+            assert_eq!(
+                c.maps.lines().count() as u64 + c.maps_dropped,
+                w.maps.lines().count() as u64,
+                "pid {}",
+                c.pid
+            );
+            largest_kept = largest_kept.max(c.maps.len());
+            if c.maps_dropped > 0 {
+                smallest_cut = smallest_cut.min(w.maps.len());
+            }
+        }
+        // Largest first: no process keeps more than any process that was cut had.
+        assert!(smallest_cut < usize::MAX, "nothing was cut");
+        assert!(
+            largest_kept <= smallest_cut,
+            "{largest_kept} kept, {smallest_cut} cut"
+        );
+        // The build-ids are of the files the kept lines name.
+        assert!(cut.build_ids.len() <= whole.build_ids.len());
+        // Said: the first few one by one, the rest summed up in one line.
+        let notes = dropped_maps_notes(&cut);
+        let cut_procs: Vec<&ProcSnapshot> = cut
+            .processes
+            .iter()
+            .filter(|p| p.maps_dropped > 0)
+            .collect();
+        assert_eq!(
+            notes.len(),
+            cut_procs.len().min(NAMED_CUTS + 1),
+            "{notes:?}"
+        );
+        for (n, p) in notes.iter().take(NAMED_CUTS).zip(&cut_procs) {
+            assert!(
+                n.starts_with(&format!("pid {} ", p.pid))
+                    && n.contains(&format!("{} executable mappings", p.maps_dropped))
+                    && n.contains("32 MiB over all processes"),
+                "{n}"
+            );
+        }
+        if cut_procs.len() > NAMED_CUTS {
+            let rest = &cut_procs[NAMED_CUTS..];
+            let sum: u64 = rest.iter().map(|p| p.maps_dropped).sum();
+            assert!(
+                notes[NAMED_CUTS]
+                    .starts_with(&format!("{} more processes: {sum} executable", rest.len())),
+                "{notes:?}"
+            );
+        }
     }
 
     #[test]

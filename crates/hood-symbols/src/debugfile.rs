@@ -29,6 +29,21 @@ const MAX_DEBUGLINK: u64 = 4096;
 /// Larger files are not read to check a debug link's CRC.
 const MAX_DEBUG_FILE: u64 = 16 << 30;
 
+/// Larger debug-link candidates are checked for holes before their CRC is computed.
+const SPARSE_CHECKED: u64 = 64 << 20;
+
+/// Whether `f` (`len` bytes) has a hole before its end and less than half of its bytes on
+/// disk: a debug file is written whole, while a sparse one (issue 29: 16 GiB that take the
+/// user who planted them nothing) would have a report read zeros for a minute. The file
+/// position is left at the start.
+fn sparse(f: &std::fs::File, len: u64) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let stored = f.metadata().map_or(len, |m| m.blocks().saturating_mul(512));
+    let hole = rustix::fs::seek(f, rustix::fs::SeekFrom::Hole(0)).is_ok_and(|h| h < len);
+    let _ = rustix::fs::seek(f, rustix::fs::SeekFrom::Start(0));
+    stored < len / 2 && hole
+}
+
 /// More program headers than any real binary has.
 const MAX_PHDRS: usize = 512;
 
@@ -127,6 +142,87 @@ pub(crate) fn debug_link_path(
     })
 }
 
+/// Sections by which an ELF file names another file that blazesym (the DWARF reader) opens
+/// by itself, with the offset of the name in the section: the debug link's target, looked for
+/// beside the file's real path, and the supplementary DWARF file (dwz's `.gnu_debugaltlink`,
+/// DWARF 5's `.debug_sup`: version, flag, then the name), which may be any path.
+const LINKS: [(&str, usize); 3] = [
+    (".gnu_debuglink", 0),
+    (".gnu_debugaltlink", 0),
+    (".debug_sup", 3),
+];
+
+/// Why the ELF file open at `fd_path` must not be handed to the DWARF reader: it names another
+/// file that blazesym would open on its own (see [`LINKS`]), without hood's checks (opened
+/// blocking, so a FIFO hangs the report; mapped and checksummed whole, so a sparse file of
+/// 16 GiB costs gigabytes and minutes), in a directory that another user can write (issue
+/// 29). `None` when the file names none, or only files in directories that only root or the
+/// caller can change.
+pub(crate) fn unchecked_link(fd_path: &Path) -> Option<String> {
+    use object::ReadRef as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let data = ReadCache::new(open(fd_path, DEBUG).ok()?);
+    let elf = sections64(&data).ok()?;
+    // What blazesym does with the path it is given.
+    let real = std::fs::canonicalize(fd_path).ok()?;
+    let dir = real.parent()?;
+    for (section, at) in LINKS {
+        let Some((_, sec)) = elf.table.section_by_name(elf.endian, section.as_bytes()) else {
+            continue;
+        };
+        let Some((offset, size)) = sec.file_range(elf.endian) else {
+            continue;
+        };
+        let bytes = data
+            .read_bytes_at(offset, size.min(MAX_DEBUGLINK))
+            .unwrap_or(&[]);
+        let name = bytes.get(at..).unwrap_or(&[]);
+        let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
+        // As blazesym joins it: an absolute name stands for itself.
+        let target = dir.join(std::ffi::OsStr::from_bytes(name));
+        let parent = target.parent().unwrap_or(Path::new("/"));
+        if let Some(who) = writable_by_others(parent) {
+            return Some(format!(
+                "{} names {} in its {section}, in {who}; the DWARF reader would open it \
+                 unchecked (a FIFO there hangs the report, a sparse file costs gigabytes)",
+                real.display(),
+                target.display()
+            ));
+        }
+    }
+    None
+}
+
+/// The first directory from the root down to `dir` (or to its nearest existing ancestor)
+/// that a user other than root and the caller owns or may write, described; `None` if there
+/// is none. A sticky directory above it (`/tmp`) is fine: others cannot rename what it holds.
+fn writable_by_others(dir: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = rustix::process::geteuid().as_raw();
+    let mut existing = dir;
+    let real = loop {
+        match std::fs::canonicalize(existing) {
+            Ok(r) => break r,
+            Err(_) => existing = existing.parent()?,
+        }
+    };
+    for d in real.ancestors().collect::<Vec<_>>().into_iter().rev() {
+        let Ok(m) = std::fs::symlink_metadata(d) else {
+            return Some(format!("{} (cannot be checked)", d.display()));
+        };
+        let sticky_above = m.mode() & 0o1000 != 0 && d != real;
+        if (m.uid() != 0 && m.uid() != me) || (m.mode() & 0o022 != 0 && !sticky_above) {
+            return Some(format!(
+                "{} (owner uid {}, mode {:o})",
+                d.display(),
+                m.uid(),
+                m.mode() & 0o7777
+            ));
+        }
+    }
+    None
+}
+
 /// The file name and CRC-32 of the `.gnu_debuglink` section of a 64-bit ELF file.
 fn read_debuglink(path: &Path) -> Option<(String, u32)> {
     let data = ReadCache::new(open(path, BINARY).ok()?);
@@ -156,10 +252,11 @@ fn parse_debuglink(bytes: &[u8], endian: Endianness) -> Option<(String, u32)> {
     Some((name.to_string(), crc))
 }
 
-/// The CRC-32 (the debug link's, zlib's) of a regular file of bounded size.
+/// The CRC-32 (the debug link's, zlib's) of a regular file of bounded size, not sparse.
 fn file_crc32(path: &Path) -> Option<u32> {
     let mut f = open(path, DEBUG).ok()?;
-    if f.metadata().ok()?.len() > MAX_DEBUG_FILE {
+    let len = f.metadata().ok()?.len();
+    if len > MAX_DEBUG_FILE || (len > SPARSE_CHECKED && sparse(&f, len)) {
         return None;
     }
     let mut h = crc32fast::Hasher::new();
@@ -235,5 +332,53 @@ mod tests {
         assert_eq!(link(b".."), None);
         assert_eq!(link(b""), None);
         assert_eq!(parse_debuglink(b"prog.debug\0\0", Endianness::Little), None);
+    }
+
+    #[test]
+    fn a_directory_others_can_write_is_named_and_a_private_one_is_not() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let private = dir.path().join("private");
+        std::fs::create_dir(&private).unwrap();
+        std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Under the sticky /tmp, in a directory of the caller's only.
+        assert_eq!(writable_by_others(&private), None);
+        // Where the named file would be: a directory not made yet is checked at its parent.
+        assert_eq!(writable_by_others(&private.join("not-yet")), None);
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = writable_by_others(&open).unwrap();
+        assert!(
+            why.contains(&open.display().to_string()) && why.contains("mode 777"),
+            "{why}"
+        );
+        // Sticky does not help the directory the file itself would be planted in.
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert!(writable_by_others(&open).is_some());
+        assert!(writable_by_others(&open.join("sub")).is_some());
+    }
+
+    #[test]
+    fn a_sparse_debug_link_candidate_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let sparse = dir.path().join("sparse.debug");
+        let f = std::fs::File::create(&sparse).unwrap();
+        // What the attacker planted (issue 29): gigabytes that take no disk.
+        f.set_len(4 << 30).unwrap();
+        assert_eq!(file_crc32(&sparse), None);
+        // A small sparse file and a whole one are read: their CRC is zlib's.
+        let small = dir.path().join("small.debug");
+        std::fs::File::create(&small)
+            .unwrap()
+            .set_len(1 << 20)
+            .unwrap();
+        assert_eq!(
+            file_crc32(&small),
+            Some(crc32fast::hash(&vec![0u8; 1 << 20]))
+        );
+        let whole = dir.path().join("whole.debug");
+        std::fs::write(&whole, b"debug info").unwrap();
+        assert_eq!(file_crc32(&whole), Some(crc32fast::hash(b"debug info")));
     }
 }

@@ -445,6 +445,20 @@ impl Symbolizer {
                 Err(_) => return out,
             }
         };
+        // blazesym follows a file's debug links itself, unchecked: not from where another
+        // user can plant the target.
+        if let Some(why) = crate::debugfile::unchecked_link(&dwarf_fd_path) {
+            self.dwarf_broken.insert(real.to_path_buf());
+            self.warn(
+                format!("dwarf {shown}"),
+                format!(
+                    "the debug info of {shown} is not read: {why}; its functions are named \
+                     without inlined functions or source lines (keep the binary and the \
+                     files it links to in directories only root or you can write)"
+                ),
+            );
+            return out;
+        }
         let dwarf = Source::Elf(Elf::new(&dwarf_fd_path));
         // The DWARF parser meets bytes nobody checked (a hostile binary, a truncated debug
         // file): should it panic, the file keeps its symbol-table names and its DWARF is not

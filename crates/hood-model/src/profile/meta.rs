@@ -145,12 +145,13 @@ pub struct ProcSnapshot {
     /// Short name (/proc/PID/comm).
     pub comm: String,
     /// Raw lines of /proc/PID/maps: its executable mappings, as many as fit in
-    /// [`MAX_SNAPSHOT_MAPS`] bytes (files of older hoods: every line).
+    /// [`MAX_SNAPSHOT_MAPS`] bytes and in the process's share of the recorder's cap over all
+    /// processes (files of older hoods: every line).
     pub maps: String,
     /// Threads: (tid, comm).
     pub threads: Vec<(u32, String)>,
-    /// Executable mappings left out of `maps` past [`MAX_SNAPSHOT_MAPS`]: samples in them are
-    /// not named.
+    /// Executable mappings left out of `maps` past either cap: samples in them are not
+    /// named.
     pub maps_dropped: u64,
 }
 
