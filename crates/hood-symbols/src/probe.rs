@@ -16,9 +16,9 @@
 //! functions get an entry probe only ([`EntryOnly::Go`]): calls counted, no times.
 //!
 //! A function the compiler also inlined into its callers has copies no symbol names: they are
-//! found in the file's DWARF (`DW_TAG_inlined_subroutine`, see [`crate::inlined`]) and probed
-//! at the address each is entered at, entry only ([`EntryOnly::Inlined`]: an inlined copy has
-//! no return to probe), under the function's name with [`INLINED_SUFFIX`].
+//! found in the file's DWARF (`DW_TAG_inlined_subroutine`, this crate's `inlined` module) and
+//! probed at the address each is entered at, entry only ([`EntryOnly::Inlined`]: an inlined
+//! copy has no return to probe), under the function's name with [`INLINED_SUFFIX`].
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
