@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Probed functions (issue 26) side by side with their peers: prints figures and ratios, never
 # pass/fail. Needs root, gcc; bpftrace and perf (linux-perf) where installed (said when not).
-# Usage: bench/probe/run.sh [CALLS]   (default 200000)
+# Usage: bench/probe/run.sh [CALLS] [ROUNDS]   (defaults 200000 and 3)
 #   1. cost per probed call (an entry and a return probe) on the same program, measured by the
-#      program's own clock around its loop: plain, hood calls run --probe, hood trace record
-#      --probe, bpftrace counting uprobe+uretprobe, perf probe + perf record;
+#      program's own clocks around its loop (wall: CLOCK_MONOTONIC; cpu: the calling thread's
+#      CPU time, its probe traps included, whatever else the machine runs): plain, hood calls
+#      run --probe, hood trace record --probe, bpftrace counting uprobe+uretprobe, perf probe +
+#      perf record, in ROUNDS alternated rounds (each tool once per round, so a change in the
+#      machine's load falls on all of them); the median of each, and hood's ratio to the
+#      cheaper peer on both clocks;
 #   2. exactness: tests/c/probe_known.c built plain and with -finstrument-functions; call
 #      counts of `hood calls run --probe` on the plain build vs `hood calls run` (the hood-rt
 #      runtime) on the instrumented one, per function.
@@ -12,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 calls=${1:-200000}
+rounds=${2:-3}
 out=bench/out/probe; mkdir -p "$out"
 if [ -n "${HOOD:-}" ]; then hood=$HOOD; else
     cargo build --release -q -p hood
@@ -20,52 +25,68 @@ fi
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 gcc -O1 -o "$out/hits" bench/probe/hits.c
 bin=$(realpath "$out/hits")
-ns() { awk '/^ns_per_call/ {print $2}' "$1"; }
+# "wall cpu" ns per call of the program's line in file $1.
+ns() { awk '/^ns_per_call/ { print $2, $4 }' "$1"; }
 
-echo "== 1. cost per probed call (entry + return), $calls calls of hit(), the program's own clock"
-"$bin" "$calls" > "$out/plain.out"; plain=$(ns "$out/plain.out")
-printf "  %-34s %9.1f ns per call\n" plain "$plain"
-row() { # label, file with the program's line
-    local v; v=$(ns "$2")
-    awk -v l="$1" -v v="$v" -v p="$plain" 'BEGIN { printf "  %-34s %9.1f ns per call  (+%.1f ns per probed call)\n", l, v, v - p }'
-}
-$hood calls run --probe hit -o "$out/calls.data" -- "$bin" "$calls" > "$out/hood-calls.out" 2> "$out/hood-calls.log"
-row "hood calls run --probe" "$out/hood-calls.out"
-$hood trace record --probe hit -o "$out/trace.data" -- "$bin" "$calls" > "$out/hood-trace.out" 2> "$out/hood-trace.log"
-row "hood trace record --probe" "$out/hood-trace.out"
-grep -E "probe hits recorded" "$out/hood-trace.log" | sed 's/^/    /'
-hood_cost=$(awk -v v="$(ns "$out/hood-calls.out")" -v p="$plain" 'BEGIN {print v - p}')
-peers=()
-if command -v bpftrace > /dev/null; then
-    bpftrace -e "uprobe:$bin:hit { @entries = count(); } uretprobe:$bin:hit { @returns = count(); }" \
-        -c "$bin $calls" > "$out/bpftrace.out" 2> "$out/bpftrace.log" || true
-    if [ -n "$(ns "$out/bpftrace.out")" ]; then
-        row "bpftrace uprobe+uretprobe count" "$out/bpftrace.out"
-        grep -E "@(entries|returns)" "$out/bpftrace.out" | sed 's/^/    /'
-        peers+=("bpftrace $(awk -v v="$(ns "$out/bpftrace.out")" -v p="$plain" 'BEGIN {print v - p}')")
-    else
-        echo "  bpftrace: did not run here ($(tail -1 "$out/bpftrace.log"))"
-    fi
-else
-    echo "  bpftrace: not installed (apt-get install bpftrace)"
-fi
-if command -v perf > /dev/null; then
+have_bpftrace=; have_perf=
+command -v bpftrace > /dev/null && have_bpftrace=1 || echo "  bpftrace: not installed (apt-get install bpftrace)"
+command -v perf > /dev/null && have_perf=1 || echo "  perf: not installed (apt-get install linux-perf)"
+if [ -n "$have_perf" ]; then
     perf probe -q -d 'probe_hits:*' 2> /dev/null || true
-    if perf probe -q -x "$bin" hit 2> "$out/perf-probe.log" && perf probe -q -x "$bin" 'hit%return' 2>> "$out/perf-probe.log"; then
-        perf record -q -e probe_hits:hit -e probe_hits:hit__return -o "$out/perf.data" -- "$bin" "$calls" > "$out/perf.out" 2> "$out/perf.log" || true
-        row "perf probe + perf record" "$out/perf.out"
-        perf probe -q -d 'probe_hits:*' 2> /dev/null || true
-        peers+=("perf $(awk -v v="$(ns "$out/perf.out")" -v p="$plain" 'BEGIN {print v - p}')")
-    else
-        echo "  perf probe: did not run here ($(tail -1 "$out/perf-probe.log"))"
+    if ! { perf probe -q -x "$bin" hit 2> "$out/perf-probe.log" && perf probe -q -x "$bin" 'hit%return' 2>> "$out/perf-probe.log"; }; then
+        echo "  perf probe: did not run here ($(tail -1 "$out/perf-probe.log"))"; have_perf=
     fi
-else
-    echo "  perf: not installed (apt-get install linux-perf)"
 fi
-for p in "${peers[@]}"; do
-    set -- $p
-    awk -v n="$1" -v c="$2" -v h="$hood_cost" 'BEGIN { if (c > 0) printf "  hood calls --probe / %s: %.2f x the cost per probed call\n", n, h / c }'
+: > "$out/rounds.txt"
+echo "== 1. cost per probed call (entry + return), $calls calls of hit(), $rounds alternated rounds, the program's own clocks"
+for r in $(seq "$rounds"); do
+    echo "  round $r: load $(cut -d' ' -f1-3 /proc/loadavg)"
+    "$bin" "$calls" > "$out/plain.out"; echo "plain $(ns "$out/plain.out")" >> "$out/rounds.txt"
+    $hood calls run --probe hit -o "$out/calls.data" -- "$bin" "$calls" > "$out/hood-calls.out" 2> "$out/hood-calls.log"
+    echo "hood-calls $(ns "$out/hood-calls.out")" >> "$out/rounds.txt"
+    $hood trace record --probe hit -o "$out/trace.data" -- "$bin" "$calls" > "$out/hood-trace.out" 2> "$out/hood-trace.log"
+    echo "hood-trace $(ns "$out/hood-trace.out")" >> "$out/rounds.txt"
+    grep -E "probe hits recorded|lost" "$out/hood-trace.log" | sed 's/^/    /'
+    if [ -n "$have_bpftrace" ]; then
+        bpftrace -e "uprobe:$bin:hit { @entries = count(); } uretprobe:$bin:hit { @returns = count(); }" \
+            -c "$bin $calls" > "$out/bpftrace.out" 2> "$out/bpftrace.log" || true
+        if [ -n "$(ns "$out/bpftrace.out")" ]; then
+            echo "bpftrace $(ns "$out/bpftrace.out")" >> "$out/rounds.txt"
+            [ "$r" = 1 ] && grep -E "@(entries|returns)" "$out/bpftrace.out" | sed 's/^/    /'
+        else
+            echo "  bpftrace: did not run here ($(tail -1 "$out/bpftrace.log"))"; have_bpftrace=
+        fi
+    fi
+    if [ -n "$have_perf" ]; then
+        perf record -q -e probe_hits:hit -e probe_hits:hit__return -o "$out/perf.data" -- "$bin" "$calls" > "$out/perf.out" 2> "$out/perf.log" || true
+        echo "perf $(ns "$out/perf.out")" >> "$out/rounds.txt"
+    fi
 done
+[ -n "$have_perf" ] && { perf probe -q -d 'probe_hits:*' 2> /dev/null || true; }
+sed 's/^/    /' "$out/rounds.txt"
+# Medians per tool, less plain's, and hood's ratio to the cheaper peer on each clock.
+python3 - "$out/rounds.txt" << 'PY'
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if len(f) == 3:
+        rows.setdefault(f[0], []).append((float(f[1]), float(f[2])))
+med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in rows.items()}
+plain = med.pop("plain")
+labels = {"hood-calls": "hood calls run --probe", "hood-trace": "hood trace record --probe",
+          "bpftrace": "bpftrace uprobe+uretprobe count", "perf": "perf probe + perf record"}
+cost = {k: (w - plain[0], c - plain[1]) for k, (w, c) in med.items()}
+print(f"  {'plain':34s} {plain[0]:8.1f} ns wall {plain[1]:8.1f} ns cpu per call (medians of {len(rows['plain'])})")
+for k, (w, c) in cost.items():
+    print(f"  {labels[k]:34s} +{w:7.1f} ns wall +{c:7.1f} ns cpu per probed call")
+peers = [k for k in ("bpftrace", "perf") if k in cost]
+for h in ("hood-calls", "hood-trace"):
+    for i, clock in ((0, "wall"), (1, "cpu")):
+        if peers:
+            p = min(peers, key=lambda k: cost[k][i])
+            print(f"  {labels[h]} / {p} (the cheaper peer), {clock}: {cost[h][i] / cost[p][i]:.2f} x")
+PY
 
 echo; echo "== 2. exactness: --probe on a plain build vs hood-rt hooks on an instrumented build"
 gcc -O1 -o "$out/known-plain" tests/c/probe_known.c

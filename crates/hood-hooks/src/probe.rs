@@ -88,9 +88,10 @@ pub fn calibrate() -> Result<ProbeCost, HooksError> {
     let point = UprobePoint {
         path: format!("/proc/self/fd/{}", file.as_raw_fd()),
         offset,
+        returns: true,
     };
     let tid = rustix::thread::gettid().as_raw_nonzero().get();
-    let mut rec = UprobeRecorder::open(&[point], true, &UprobeTarget::Threads(vec![tid]), 64)?;
+    let mut rec = UprobeRecorder::open(&[point], &UprobeTarget::Threads(vec![tid]), 64)?;
     let ids: HashMap<u64, (u32, bool)> =
         rec.ids().iter().map(|i| (i.id, (i.point, i.ret))).collect();
     rec.enable()?;
@@ -192,7 +193,7 @@ const RING_PAGES: usize = 256;
 const SETTLE_NS: u64 = 1_000_000;
 
 /// The functions `cfg` selects, each file opened and checked; an error when a spec selects
-/// nothing, names a Go program, or selects more than [`CONFIRM_ABOVE`] functions without
+/// nothing, or selects more than [`CONFIRM_ABOVE`] functions without
 /// `--yes` (saying what they would cost).
 pub fn select(cfg: &ProbeConfig) -> Result<Selection, HooksError> {
     let specs: Vec<ProbeSpec> = cfg
@@ -387,6 +388,8 @@ struct Finish<'a> {
     symbols: BTreeMap<u64, String>,
     /// What was probed and what it costs, for the notes.
     describe: String,
+    /// What the selection said (entry-only functions, inlined copies, libraries skipped).
+    notes: &'a [String],
     /// The command ended (else it, or the attached processes, run on).
     ended: bool,
 }
@@ -440,6 +443,8 @@ struct TraceOut {
     words: BTreeMap<(u32, u32), (u64, Vec<u64>)>,
     /// The cost per call taken out of the times (None: left in).
     cost: Option<ProbeCost>,
+    /// Per point: an entry probe only (its calls are written as entries and returns at once).
+    entry_only: Vec<bool>,
 }
 
 impl TraceOut {
@@ -507,6 +512,14 @@ impl Consumer for TraceOut {
                 e.0 = h.time;
             }
             e.1.push(hood_abi::encode_event(h.time, u64::from(h.point), kind));
+            if !h.ret && self.entry_only.get(h.point as usize) == Some(&true) {
+                // Counted, with no time: it returns as it enters.
+                e.1.push(hood_abi::encode_event(
+                    h.time,
+                    u64::from(h.point),
+                    hood_abi::KIND_EXIT,
+                ));
+            }
         }
         for (&(pid, tid), (anchor, words)) in self.words.iter_mut() {
             for part in words.chunks(hood_tracemodel::trace::MAX_EVENTS_PER_CHUNK) {
@@ -565,6 +578,8 @@ struct CallsOut {
     builders: BTreeMap<(u32, u32), ThreadBuilder>,
     keys: Vec<u64>,
     cost: Option<ProbeCost>,
+    /// Per point: an entry probe only (its calls are counted, with no time).
+    entry_only: Vec<bool>,
 }
 
 impl Consumer for CallsOut {
@@ -575,7 +590,11 @@ impl Consumer for CallsOut {
                 ThreadBuilder::compensated(h.tid, self.cost.unwrap_or_default())
             });
             let f = self.keys[h.point as usize];
-            if h.ret {
+            if self.entry_only.get(h.point as usize) == Some(&true) {
+                if !h.ret {
+                    b.counted(f);
+                }
+            } else if h.ret {
                 b.exit(f, h.time);
             } else {
                 b.entry(f, h.time);
@@ -590,6 +609,7 @@ impl Consumer for CallsOut {
             builders,
             keys: _,
             cost,
+            entry_only: _,
         } = *self;
         let mut out: BTreeMap<u32, ProcessCalls> = BTreeMap::new();
         for ((pid, _tid), b) in builders {
@@ -609,7 +629,9 @@ impl Consumer for CallsOut {
                 span_ns: f.end_mono_ns.saturating_sub(f.start_mono_ns),
                 threads: Vec::new(),
                 symbols: f.symbols.clone(),
-                notes: vec![f.describe.clone()],
+                notes: std::iter::once(f.describe.clone())
+                    .chain(f.notes.iter().cloned())
+                    .collect(),
             });
             let t = b.finish(f.end_mono_ns, f.ended);
             p.flags |= t.flags;
@@ -663,19 +685,36 @@ impl Orderer {
 }
 
 /// The key (address) each function is known by in the output: its address in its file, with
-/// the file's index above bit 48 when two files have a function at the same address.
+/// the file's index above bit 48 when two functions of different files have the same address.
+/// The inlined copies of one function share one key (they are one row), the first copy's
+/// address with bit 47 set (it lies inside another function, whose key its address is).
 fn keys(sel: &Selection) -> Vec<u64> {
-    let mut count: HashMap<u64, usize> = HashMap::new();
-    for p in &sel.points {
-        *count.entry(p.addr).or_default() += 1;
+    let mut first: HashMap<(usize, &str), u64> = HashMap::new();
+    let base: Vec<u64> = sel
+        .points
+        .iter()
+        .map(|p| {
+            let inlined = p.entry_only == Some(spec::EntryOnly::Inlined);
+            *first
+                .entry((p.object, p.name.as_str()))
+                .or_insert(p.addr | (u64::from(inlined) << 47))
+        })
+        .collect();
+    let mut owners: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (p, &k) in sel.points.iter().zip(&base) {
+        let o = owners.entry(k).or_default();
+        if !o.contains(&p.object) {
+            o.push(p.object);
+        }
     }
     sel.points
         .iter()
-        .map(|p| {
-            if count[&p.addr] > 1 {
-                p.addr | ((p.object as u64 + 1) << 48)
+        .zip(&base)
+        .map(|(p, &k)| {
+            if owners[&k].len() > 1 {
+                k | ((p.object as u64 + 1) << 48)
             } else {
-                p.addr
+                k
             }
         })
         .collect()
@@ -693,8 +732,10 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         .map(|p| UprobePoint {
             path: format!("/proc/self/fd/{}", sel.objects[p.object].file.as_raw_fd()),
             offset: p.offset,
+            returns: p.entry_only.is_none(),
         })
         .collect();
+    let entry_only: Vec<bool> = sel.points.iter().map(|p| p.entry_only.is_some()).collect();
     let keys = keys(&sel);
     let n_objects = {
         let mut o: Vec<usize> = sel.points.iter().map(|p| p.object).collect();
@@ -723,10 +764,9 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     };
     let cost = measured.filter(|_| compensate);
     let per_call = measured.map_or(COST_PER_CALL_NS, |c| c.per_call_ns());
+    let what = probes_what(&sel);
     log(&format!(
-        "probing {} function{} in {} file{}: {:.1} µs per call{} (an entry and a return trap){}",
-        sel.points.len(),
-        if sel.points.len() == 1 { "" } else { "s" },
+        "probing {what} in {} file{}: {:.1} µs per call{} (an entry and a return trap{}){}",
         n_objects,
         if n_objects == 1 { "" } else { "s" },
         per_call as f64 / 1000.0,
@@ -734,6 +774,11 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             ", measured"
         } else {
             " expected"
+        },
+        if sel.points.iter().any(|p| p.entry_only.is_some()) {
+            "; an entry-only probe is one trap"
+        } else {
+            ""
         },
         match (measured, cost) {
             (_, Some(_)) => ", taken out of the times",
@@ -743,10 +788,8 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     ));
     let describe = match (measured, cost) {
         (Some(m), c) => format!(
-            "functions probed with uprobes (--probe {}): {} function{}; every call cost the program two kernel traps, {:.1} µs as measured at the start on an empty function ({:.1} µs inside the call, {:.1} µs in its caller), {}",
+            "functions probed with uprobes (--probe {}): {what}; every call cost the program two kernel traps, {:.1} µs as measured at the start on an empty function ({:.1} µs inside the call, {:.1} µs in its caller), {}",
             cfg.specs.join(" --probe "),
-            sel.points.len(),
-            if sel.points.len() == 1 { "" } else { "s" },
             m.per_call_ns() as f64 / 1000.0,
             m.self_ns as f64 / 1000.0,
             m.child_ns as f64 / 1000.0,
@@ -757,10 +800,8 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             }
         ),
         (None, _) => format!(
-            "functions probed with uprobes (--probe {}): {} function{}; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe; not measured here), included in the times shown",
+            "functions probed with uprobes (--probe {}): {what}; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe; not measured here), included in the times shown",
             cfg.specs.join(" --probe "),
-            sel.points.len(),
-            if sel.points.len() == 1 { "" } else { "s" },
             COST_PER_CALL_NS as f64 / 1000.0
         ),
     };
@@ -769,7 +810,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     let (mut uprobes, mut switches) = match &cfg.run {
         ProbeRun::Command(argv) => {
             let c = Child::spawn_held(argv, &[] as &[(std::ffi::OsString, std::ffi::OsString)])?;
-            let u = UprobeRecorder::open(&points, true, &UprobeTarget::Child(c.pid()), RING_PAGES)?;
+            let u = UprobeRecorder::open(&points, &UprobeTarget::Child(c.pid()), RING_PAGES)?;
             let s = if cfg.sched && matches!(cfg.output, ProbeOutput::Trace(_)) {
                 match SwitchRecorder::open_child(c.pid(), 64) {
                     Ok(s) => Some(s),
@@ -789,12 +830,8 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             for &pid in pids {
                 tids.extend(hood_perf::threads_of(pid as i32)?);
             }
-            let u = UprobeRecorder::open(
-                &points,
-                true,
-                &UprobeTarget::Threads(tids.clone()),
-                RING_PAGES,
-            )?;
+            let u =
+                UprobeRecorder::open(&points, &UprobeTarget::Threads(tids.clone()), RING_PAGES)?;
             let s = if cfg.sched && matches!(cfg.output, ProbeOutput::Trace(_)) {
                 match SwitchRecorder::open_threads(&tids, 64) {
                     Ok(s) => Some(s),
@@ -875,9 +912,12 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                 start_mono_ns,
                 funcs,
                 symbols,
-                notes: vec![describe.clone()],
+                notes: std::iter::once(describe.clone())
+                    .chain(sel.notes.iter().cloned())
+                    .collect(),
                 words: BTreeMap::new(),
                 cost,
+                entry_only: entry_only.clone(),
             })
         }
         ProbeOutput::Calls(_) => Box::new(CallsOut {
@@ -885,6 +925,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             builders: BTreeMap::new(),
             keys: keys.clone(),
             cost,
+            entry_only: entry_only.clone(),
         }),
     };
     if let Some(c) = child.as_mut() {
@@ -1018,6 +1059,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             .map(|(p, &k)| (k, p.name.clone()))
             .collect(),
         describe: describe.clone(),
+        notes: &sel.notes,
         ended: status.is_some(),
     })?;
     let hits = format!(
@@ -1058,6 +1100,43 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         outcome.status = signals.wait(c, &mut || {})?.shell_code();
     }
     Ok(outcome)
+}
+
+/// What a selection probes, in words: `3 functions`, `2 functions with entry and return
+/// probes, 4 inlined copies at entry only (counted, no time)`.
+fn probes_what(sel: &Selection) -> String {
+    let count =
+        |k: Option<spec::EntryOnly>| sel.points.iter().filter(|p| p.entry_only == k).count();
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let (timed, go, inlined) = (
+        count(None),
+        count(Some(spec::EntryOnly::Go)),
+        count(Some(spec::EntryOnly::Inlined)),
+    );
+    if go == 0 && inlined == 0 {
+        return plural(timed, "function", "functions");
+    }
+    let mut parts = Vec::new();
+    if timed > 0 {
+        parts.push(format!(
+            "{} with entry and return probes",
+            plural(timed, "function", "functions")
+        ));
+    }
+    if go > 0 {
+        parts.push(format!(
+            "{} at entry only (counted, no time)",
+            plural(go, "Go function", "Go functions")
+        ));
+    }
+    if inlined > 0 {
+        parts.push(format!(
+            "{} at entry only (counted, no time)",
+            plural(inlined, "inlined copy", "inlined copies")
+        ));
+    }
+    parts.join(", ")
 }
 
 /// Hits a round may leave to the next one on one CPU: an eighth of its ring.

@@ -53,6 +53,9 @@ pub struct UprobePoint {
     pub path: String,
     /// Offset of the function in the file.
     pub offset: u64,
+    /// A return probe too (a uretprobe); else an entry probe only (a Go function, whose
+    /// stack a uretprobe would corrupt, or an inlined copy, which has no return).
+    pub returns: bool,
 }
 
 /// Whose calls are probed.
@@ -167,13 +170,12 @@ pub struct UprobeRecorder {
 }
 
 impl UprobeRecorder {
-    /// Open an entry probe (and, with `returns`, a return probe) on every point for `target`,
+    /// Open an entry probe (and, where the point says so, a return probe) on every point for `target`,
     /// on every online CPU, with a ring of `ring_pages` data pages (a power of two) per CPU.
     /// Root (or CAP_PERFMON and CAP_SYS_ADMIN) is needed. The descriptor limit is raised to
     /// its hard limit first: points × kinds × CPUs × threads descriptors are held.
     pub fn open(
         points: &[UprobePoint],
-        returns: bool,
         target: &UprobeTarget,
         ring_pages: usize,
     ) -> Result<UprobeRecorder, PerfError> {
@@ -188,7 +190,6 @@ impl UprobeRecorder {
             names: Vec::new(),
         };
         let group = format!("{GROUP_PREFIX}{}", std::process::id());
-        let kinds: &[bool] = if returns { &[false, true] } else { &[false] };
         // Tracepoint id per (point, kind).
         let mut tp: Vec<(u32, bool, u64)> = Vec::new();
         for (i, p) in points.iter().enumerate() {
@@ -198,6 +199,7 @@ impl UprobeRecorder {
                     p.path
                 )));
             }
+            let kinds: &[bool] = if p.returns { &[false, true] } else { &[false] };
             for &ret in kinds {
                 let ev = format!("{}{i}", if ret { "r" } else { "p" });
                 let name = format!("{group}/{ev}");

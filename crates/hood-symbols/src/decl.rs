@@ -30,9 +30,9 @@ use crate::Resolution;
 /// Larger DWARF sections are not read.
 const MAX_SECTION: u64 = 1 << 30;
 /// References followed from an inlined call to the entry that carries its declaration line.
-const MAX_HOPS: usize = 8;
+pub(crate) const MAX_HOPS: usize = 8;
 
-type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
+pub(crate) type Slice<'a> = EndianSlice<'a, RunTimeEndian>;
 
 /// Fill [`InlinedFrame::start_line`] of every answer in `out` (one per offset of `input`, in
 /// the ELF file `real` whose DWARF is in `dwarf_file`) from the declaration lines, where
@@ -153,6 +153,15 @@ fn section<'a>(
     if !NEEDED.contains(&id) {
         return Vec::new();
     }
+    section_bytes(obj, file, id)
+}
+
+/// The bytes of section `id` of `obj`, as [`section`] reads them, whichever section it is.
+pub(crate) fn section_bytes<'a>(
+    obj: &object::File<'a, &'a ReadCache<&File>>,
+    file: &File,
+    id: gimli::SectionId,
+) -> Vec<u8> {
     let Some(range) = obj
         .section_by_name(id.name())
         .and_then(|s| s.compressed_file_range().ok())
@@ -360,17 +369,17 @@ fn decl_line<'a>(
 }
 
 /// The units other than the walked one that references lead into, opened once each.
-struct OtherUnits<'d, 'a> {
+pub(crate) struct OtherUnits<'d, 'a> {
     dwarf: &'d gimli::Dwarf<Slice<'a>>,
     /// Every unit's start in `.debug_info`, sorted, with the unit once opened (`None` until
     /// then, or if it cannot be).
-    units: Vec<(gimli::DebugInfoOffset, Option<gimli::Unit<Slice<'a>>>)>,
+    pub(crate) units: Vec<(gimli::DebugInfoOffset, Option<gimli::Unit<Slice<'a>>>)>,
     /// The starts were listed.
     listed: bool,
 }
 
 impl<'d, 'a> OtherUnits<'d, 'a> {
-    fn new(dwarf: &'d gimli::Dwarf<Slice<'a>>) -> Self {
+    pub(crate) fn new(dwarf: &'d gimli::Dwarf<Slice<'a>>) -> Self {
         OtherUnits {
             dwarf,
             units: Vec::new(),
@@ -379,7 +388,10 @@ impl<'d, 'a> OtherUnits<'d, 'a> {
     }
 
     /// The unit holding `.debug_info` offset `o` (opened), and `o` within it.
-    fn locate(&mut self, o: gimli::DebugInfoOffset) -> Option<(Option<usize>, UnitOffset)> {
+    pub(crate) fn locate(
+        &mut self,
+        o: gimli::DebugInfoOffset,
+    ) -> Option<(Option<usize>, UnitOffset)> {
         if !self.listed {
             self.listed = true;
             let mut headers = self.dwarf.units();

@@ -43,6 +43,7 @@ mod elf;
 mod elfread;
 mod error;
 mod funcs;
+mod inlined;
 mod open;
 mod plt;
 pub mod probe;

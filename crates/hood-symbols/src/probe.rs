@@ -11,16 +11,21 @@
 //! Every file is opened once, through [`hood_format::untrusted`], and kept open: the uprobe is
 //! placed on that very file (through `/proc/self/fd`), whatever is renamed over its path later.
 //! A function's file offset comes from the executable `PT_LOAD` segment holding its address.
-//! Go executables are recognised (`.go.buildinfo`, `runtime.goexit`): a uretprobe replaces the
+//! Go executables are recognised (`.go.buildinfo`, `.gopclntab`): a uretprobe replaces the
 //! return address on the goroutine's stack, which Go's stack growth copies and checks, so their
-//! functions are refused with the reason.
+//! functions get an entry probe only ([`EntryOnly::Go`]): calls counted, no times.
+//!
+//! A function the compiler also inlined into its callers has copies no symbol names: they are
+//! found in the file's DWARF (`DW_TAG_inlined_subroutine`, this crate's `inlined` module) and
+//! probed at the address each is entered at, entry only ([`EntryOnly::Inlined`]: an inlined
+//! copy has no return to probe), under the function's name with [`INLINED_SUFFIX`].
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use object::elf::{DT_NEEDED, DT_RPATH, DT_RUNPATH, PF_X, PT_LOAD, SHT_DYNAMIC};
+use object::elf::{DT_NEEDED, DT_RPATH, DT_RUNPATH, EM_X86_64, PF_X, PT_LOAD, SHT_DYNAMIC};
 use object::read::elf::{Dyn as _, FileHeader as _, ProgramHeader as _, SectionHeader as _};
 use object::read::ReadCache;
 
@@ -105,8 +110,23 @@ pub struct ProbeObject {
     pub path: PathBuf,
     /// The open file: the uprobe is placed on this one (`/proc/self/fd/N`).
     pub file: File,
-    /// Why return probes cannot be used in it (a Go executable), if so.
+    /// Why return probes cannot be used in it (a Go executable), if so: its functions are
+    /// probed at entry only.
     pub no_returns: Option<String>,
+}
+
+/// Appended to the name of a function's inlined copies (their calls are counted apart from
+/// the out-of-line copy's, which have times).
+pub const INLINED_SUFFIX: &str = " [inlined]";
+
+/// Why a point gets an entry probe and no return probe: its calls are counted, not timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryOnly {
+    /// A copy of the function the compiler inlined into a caller (found in DWARF): there is no
+    /// return to probe.
+    Inlined,
+    /// A function of a Go program: a return probe would corrupt the goroutine's stack.
+    Go,
 }
 
 /// One function a probe goes on.
@@ -122,6 +142,8 @@ pub struct ProbePoint {
     pub addr: u64,
     /// Its offset in the file: what the uprobe is placed at.
     pub offset: u64,
+    /// An entry probe only, and why; `None`: an entry and a return probe.
+    pub entry_only: Option<EntryOnly>,
 }
 
 /// What a set of specs selected.
@@ -188,6 +210,8 @@ struct Facts {
     /// Executable PT_LOAD segments: (vaddr, filesz, offset).
     loads: Vec<(u64, u64, u64)>,
     go: bool,
+    /// An x86-64 file (whose Go stack checks [`go_body`] reads).
+    x86_64: bool,
     needed: Vec<String>,
     runpath: Vec<String>,
 }
@@ -249,6 +273,7 @@ fn facts(file: &File, path: &Path) -> Result<Facts, SymbolError> {
     Ok(Facts {
         loads,
         go,
+        x86_64: h.e_machine(e) == EM_X86_64,
         needed,
         runpath,
     })
@@ -329,9 +354,10 @@ pub fn select(specs: &[ProbeSpec], scope: &Scope) -> Result<Selection, SymbolErr
     }
     let go_reason = |path: &Path| {
         format!(
-            "{} is a Go program: a return probe replaces the return address on the goroutine's \
-             stack, which Go copies when the stack grows and checks when it unwinds (the program \
-             can crash); hood does not probe Go functions",
+            "{} is a Go program: a return probe would replace the return address on the \
+             goroutine's stack, which Go copies when the stack grows and checks when it unwinds \
+             (the program could crash), so its functions are probed at entry only: their calls \
+             are counted exactly, with no times",
             path.display()
         )
     };
@@ -391,6 +417,8 @@ pub fn select(specs: &[ProbeSpec], scope: &Scope) -> Result<Selection, SymbolErr
     }
     // Per spec, per object: the matching functions.
     let mut by_offset: BTreeMap<(usize, u64), usize> = BTreeMap::new();
+    // Go functions probed at their first instruction (no stack check recognised).
+    let mut go_unchecked: Vec<String> = Vec::new();
     for spec in specs {
         let mut targets: Vec<usize> = Vec::new();
         match spec.object.as_deref() {
@@ -487,6 +515,12 @@ pub fn select(specs: &[ProbeSpec], scope: &Scope) -> Result<Selection, SymbolErr
                 })?,
                 &obj.path,
             )?;
+            // Go's runtime.morestack entry points, which a function's stack check calls.
+            let morestack: Vec<u64> = syms
+                .iter()
+                .filter(|s| s.name.starts_with("runtime.morestack"))
+                .map(|s| s.addr)
+                .collect();
             for s in syms {
                 let short = crate::demangle::demangle_short(&s.name);
                 let matched = glob(&spec.pattern, &s.name)
@@ -503,14 +537,32 @@ pub fn select(specs: &[ProbeSpec], scope: &Scope) -> Result<Selection, SymbolErr
                     continue;
                 }
                 by_offset.insert((idx, offset), sel.points.len());
+                let go = sel.objects[idx].no_returns.is_some();
+                // A Go function is entered again after its stack grew (runtime.morestack
+                // jumps back to its first instruction): its probe goes after the stack check.
+                let offset = if go {
+                    let f = &sel.objects[idx].file;
+                    match go_body_at(f, &all_facts[idx], offset, s.addr, s.size, &morestack) {
+                        GoEntry::Body(d) => offset + d,
+                        GoEntry::NoCheck => offset,
+                        GoEntry::Unrecognised => {
+                            go_unchecked.push(short.clone());
+                            offset
+                        }
+                    }
+                } else {
+                    offset
+                };
                 sel.points.push(ProbePoint {
                     object: idx,
                     name: short,
                     symbol: s.name,
                     addr: s.addr,
                     offset,
+                    entry_only: go.then_some(EntryOnly::Go),
                 });
             }
+            inlined_points(spec, idx, &all_facts[idx], &mut sel, &mut by_offset);
         }
         if sel.points.len() == before {
             let objs: Vec<String> = targets
@@ -528,20 +580,201 @@ pub fn select(specs: &[ProbeSpec], scope: &Scope) -> Result<Selection, SymbolErr
             });
         }
     }
-    // Go: refused with the reason.
-    for p in &sel.points {
-        if let Some(why) = &sel.objects[p.object].no_returns {
-            return Err(SymbolError::Probe {
-                spec: specs
-                    .iter()
-                    .map(|s| s.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                reason: why.clone(),
-            });
+    // Go: said once per program.
+    for (i, o) in sel.objects.iter().enumerate() {
+        if let Some(why) = &o.no_returns {
+            if sel.points.iter().any(|p| p.object == i) && !sel.notes.contains(why) {
+                sel.notes.push(why.clone());
+            }
         }
     }
+    if !go_unchecked.is_empty() {
+        let n = go_unchecked.len();
+        go_unchecked.truncate(5);
+        sel.notes.push(format!(
+            "{n} Go function{} ({}{}) probed at {} first instruction: hood does not recognise {} \
+             stack check (it reads x86-64's), so a call that grows its goroutine's stack \
+             runs that instruction twice and is counted twice",
+            if n == 1 { "" } else { "s" },
+            go_unchecked.join(", "),
+            if n > 5 { ", …" } else { "" },
+            if n == 1 { "its" } else { "their" },
+            if n == 1 { "its" } else { "their" },
+        ));
+    }
     Ok(sel)
+}
+
+/// Where a Go function's probe goes.
+#[derive(Debug, PartialEq, Eq)]
+enum GoEntry {
+    /// This many bytes in: after its stack check.
+    Body(u64),
+    /// At its first instruction: it calls no `runtime.morestack` (a leaf Go marks nosplit),
+    /// so nothing enters it twice.
+    NoCheck,
+    /// At its first instruction, though it calls `runtime.morestack`: a stack check hood
+    /// does not read (another architecture, another form).
+    Unrecognised,
+}
+
+/// Most bytes of a Go function read to look for its call of `runtime.morestack`.
+const MAX_GO_FUNCTION: u64 = 1 << 20;
+
+/// Where the probe of the Go function at file `offset` (address `addr`, `size` bytes, 0 if
+/// unknown) goes, read from `file`; `morestack`: the addresses of `runtime.morestack*`. Go's
+/// amd64 prologue compares the stack pointer (or, for a frame over 128 bytes, `r12 = rsp -
+/// N`) with the goroutine's stack guard at `[r14 + 16]` and jumps (`jbe`) to a block that
+/// calls `runtime.morestack` and jumps back to the first instruction: a probe there counts a
+/// call once more each time the stack grows; after the `jbe`, once.
+fn go_body_at(
+    file: &File,
+    facts: &Facts,
+    offset: u64,
+    addr: u64,
+    size: u64,
+    morestack: &[u64],
+) -> GoEntry {
+    use std::os::unix::fs::FileExt as _;
+    let mut head = [0u8; 24];
+    let n = file.read_at(&mut head, offset).unwrap_or(0);
+    if facts.x86_64 {
+        if let Some(d) = go_body(&head[..n]).filter(|&d| size == 0 || d < size) {
+            return GoEntry::Body(d);
+        }
+    }
+    // Does it call runtime.morestack (`call rel32` to one of them)?
+    let len = size.min(MAX_GO_FUNCTION) as usize;
+    let mut body = vec![0u8; len];
+    let n = file.read_at(&mut body, offset).unwrap_or(0);
+    let calls_morestack = facts.x86_64
+        && body[..n].windows(5).enumerate().any(|(i, w)| {
+            w[0] == 0xe8 && {
+                let rel = i32::from_le_bytes([w[1], w[2], w[3], w[4]]);
+                let next = addr.wrapping_add(i as u64 + 5);
+                morestack.contains(&next.wrapping_add(rel as i64 as u64))
+            }
+        });
+    if calls_morestack || (!facts.x86_64 && !morestack.is_empty()) {
+        GoEntry::Unrecognised
+    } else {
+        GoEntry::NoCheck
+    }
+}
+
+/// After the stack check at the start of a Go function's bytes `b` (x86-64), if there is one
+/// hood reads.
+fn go_body(b: &[u8]) -> Option<u64> {
+    let mut i = 0;
+    // lea r12, [rsp + disp32] / [rsp + disp8]
+    let cmp: &[u8] = if b.starts_with(&[0x4c, 0x8d, 0xa4, 0x24]) {
+        i = 8;
+        &[0x4d, 0x3b, 0x66, 0x10]
+    } else if b.starts_with(&[0x4c, 0x8d, 0x64, 0x24]) {
+        i = 5;
+        &[0x4d, 0x3b, 0x66, 0x10]
+    } else {
+        // cmp rsp, [r14 + 16]
+        &[0x49, 0x3b, 0x66, 0x10]
+    };
+    if b.get(i..i + 4)? != cmp {
+        return None;
+    }
+    i += 4;
+    // jbe rel32 / rel8
+    match b.get(i..)? {
+        [0x0f, 0x86, _, _, _, _, ..] => Some(i as u64 + 6),
+        [0x76, _, ..] => Some(i as u64 + 2),
+        _ => None,
+    }
+}
+
+/// Add to `sel` the inlined copies, in the DWARF of object `idx`, of the functions `spec`
+/// names, each at its entry address (entry only), and say how many under which name. A copy at
+/// an offset already probed (a function entered at once into an inlined call) is left to that
+/// probe and said.
+fn inlined_points(
+    spec: &ProbeSpec,
+    idx: usize,
+    facts: &Facts,
+    sel: &mut Selection,
+    by_offset: &mut BTreeMap<(usize, u64), usize>,
+) {
+    let obj = &sel.objects[idx];
+    if obj.no_returns.is_some() {
+        // Go's compiler emits no DW_TAG_inlined_subroutine a probe could use here; its
+        // functions are entry-only already.
+        return;
+    }
+    let found = crate::inlined::inlined_copies(&obj.file, &mut |name, linkage| {
+        let raw = linkage.unwrap_or(name);
+        let short = linkage.map_or_else(|| name.to_string(), crate::demangle::demangle_short);
+        glob(&spec.pattern, raw)
+            || glob(&spec.pattern, name)
+            || glob(&spec.pattern, &short)
+            || (linkage.is_some() && glob(&spec.pattern, &crate::demangle::demangle(raw)))
+    });
+    let path = obj.path.display().to_string();
+    // Per function: copies probed, copies left to another probe at the same offset.
+    let mut per: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for c in found.copies {
+        let short = c
+            .linkage
+            .as_deref()
+            .map_or_else(|| c.name.clone(), crate::demangle::demangle_short);
+        let name = format!("{short}{INLINED_SUFFIX}");
+        let Some(offset) = file_offset(&facts.loads, c.entry) else {
+            continue;
+        };
+        let n = per.entry(short.clone()).or_default();
+        if by_offset.contains_key(&(idx, offset)) {
+            n.1 += 1;
+            continue;
+        }
+        n.0 += 1;
+        by_offset.insert((idx, offset), sel.points.len());
+        sel.points.push(ProbePoint {
+            object: idx,
+            name,
+            symbol: c.linkage.unwrap_or(c.name),
+            addr: c.entry,
+            offset,
+            entry_only: Some(EntryOnly::Inlined),
+        });
+    }
+    for (f, (probed, shared)) in per {
+        let mut note = format!(
+            "{f}: {probed} cop{} inlined into {} caller{} (DWARF of {path}) probed at entry only, \
+             counted as `{f}{INLINED_SUFFIX}` with no time (an inlined copy has no return to probe)",
+            if probed == 1 { "y" } else { "ies" },
+            if probed == 1 { "its" } else { "their" },
+            if probed == 1 { "" } else { "s" },
+        );
+        if shared > 0 {
+            note.push_str(&format!(
+                "; {shared} more start where a probed function starts and are counted as that function"
+            ));
+        }
+        if !sel.notes.contains(&note) {
+            sel.notes.push(note);
+        }
+    }
+    if found.no_entry > 0 {
+        sel.notes.push(format!(
+            "{}: {} inlined cop{} of functions {:?} matches have no entry address in DWARF: not probed",
+            path,
+            found.no_entry,
+            if found.no_entry == 1 { "y" } else { "ies" },
+            spec.pattern
+        ));
+    }
+    if found.capped {
+        sel.notes.push(format!(
+            "{path}: more than {} inlined copies match {:?}: only the first are probed; narrow the selection",
+            crate::inlined::MAX_COPIES,
+            spec.pattern
+        ));
+    }
 }
 
 /// Whether the object part of a spec names the main executable.
@@ -581,6 +814,32 @@ mod tests {
         assert!(!names_library("libc", "libcrypto.so.3"));
         assert!(glob("parse_*", "parse_line"));
         assert!(!glob("parse_?", "parse_ab"));
+    }
+
+    /// Go's amd64 stack checks, as go 1.19 emits them (objdump of tests/go/probe_known.go):
+    /// the probe goes after the `jbe` to runtime.morestack.
+    #[test]
+    fn go_stack_checks_are_stepped_over() {
+        // lea -0xa0(%rsp),%r12; cmp 0x10(%r14),%r12; jbe rel32; sub $0x120,%rsp
+        let big = [
+            0x4c, 0x8d, 0xa4, 0x24, 0x60, 0xff, 0xff, 0xff, 0x4d, 0x3b, 0x66, 0x10, 0x0f, 0x86,
+            0xbe, 0x00, 0x00, 0x00, 0x48, 0x81, 0xec,
+        ];
+        assert_eq!(go_body(&big), Some(18));
+        // cmp 0x10(%r14),%rsp; jbe rel8; push %rbp
+        let small = [0x49, 0x3b, 0x66, 0x10, 0x76, 0x20, 0x55];
+        assert_eq!(go_body(&small), Some(6));
+        // lea disp8 form
+        let mid = [
+            0x4c, 0x8d, 0x64, 0x24, 0xf0, 0x4d, 0x3b, 0x66, 0x10, 0x76, 0x10,
+        ];
+        assert_eq!(go_body(&mid), Some(11));
+        // No stack check (a leaf Go marks nosplit): its first instruction.
+        assert_eq!(go_body(&[0x48, 0x8d, 0x04, 0x40, 0xc3]), None);
+        // Truncated or another jump: not recognised.
+        assert_eq!(go_body(&[0x49, 0x3b, 0x66, 0x10, 0x0f]), None);
+        assert_eq!(go_body(&[0x49, 0x3b, 0x66, 0x10, 0x74, 0x20]), None);
+        assert_eq!(go_body(&[]), None);
     }
 
     #[test]

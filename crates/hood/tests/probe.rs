@@ -494,19 +494,21 @@ fn leaf_offset(prog: &Path) -> u64 {
         .expect("nm lists leaf")
 }
 
-/// A Go program is refused with the reason (uretprobes corrupt goroutine stacks).
+/// A Go program is probed at entry only (a uretprobe would corrupt goroutine stacks, which Go
+/// copies as they grow): exact counts of tests/go/probe_known.go, in goroutines whose stacks
+/// grow under the probes, with no times, the reason said; the program's answer unchanged.
 #[test]
-fn go_programs_are_refused_with_the_reason() {
-    if !common::root("go_programs_are_refused_with_the_reason") {
+fn go_programs_are_probed_at_entry_only() {
+    if !common::root("go_programs_are_probed_at_entry_only") {
         return;
     }
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("split");
+    let bin = dir.path().join("probe_known_go");
     let built = Command::new("go")
         .args(["build", "-o"])
         .arg(&bin)
-        .arg(repo().join("tests/go/split.go"))
+        .arg(repo().join("tests/go/probe_known.go"))
         .current_dir(dir.path())
         .env("GOTOOLCHAIN", "local")
         .env("GOPROXY", "off")
@@ -519,24 +521,150 @@ fn go_programs_are_refused_with_the_reason() {
         Ok(o) if o.status.success() => {}
         _ => {
             eprintln!(
-                "SKIPPED (go not installed or failed): go_programs_are_refused_with_the_reason"
+                "SKIPPED (go not installed or failed: apt-get install golang-go): go_programs_are_probed_at_entry_only"
             );
             return;
         }
     }
-    let out = hood()
-        .args(["trace", "record", "--probe", "main.leaf", "-o"])
-        .arg(dir.path().join("t.data"))
-        .arg("--")
-        .arg(&bin)
-        .arg("1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let plain = ok(Command::new(&bin).output().unwrap(), "probe_known_go");
+    let want = counts(&[("main.deep", 8004), ("main.leaf", 1040)]);
+
+    let calls = dir.path().join("c.data");
+    let out = ok(
+        hood()
+            .args([
+                "calls",
+                "run",
+                "--probe",
+                "main.leaf",
+                "--probe",
+                "main.deep",
+                "-o",
+            ])
+            .arg(&calls)
+            .arg("--")
+            .arg(&bin)
+            .output()
+            .unwrap(),
+        "hood calls run --probe on Go",
+    );
+    assert_eq!(
+        out.stdout, plain.stdout,
+        "the probed program's answer changed"
+    );
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("is a Go program"), "{said}");
-    assert!(said.contains("goroutine"), "{said}");
-    assert!(!dir.path().join("t.data").exists());
+    assert!(said.contains("probed at entry only"), "{said}");
+    assert_eq!(calls_per_function(&calls), want);
+
+    let trace = dir.path().join("t.data");
+    let out = ok(
+        hood()
+            .args(["trace", "record", "--probe", "main.*", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&bin)
+            .output()
+            .unwrap(),
+        "hood trace record --probe on Go",
+    );
+    assert_eq!(
+        out.stdout, plain.stdout,
+        "the probed program's answer changed"
+    );
+    let (got, v) = trace_calls(&trace);
+    assert_eq!(got.get("main.leaf"), Some(&1040), "{got:?}");
+    assert_eq!(got.get("main.deep"), Some(&8004), "{got:?}");
+    // No times: every Go function is entered and left at once.
+    for f in v["analysis"]["functions"].as_array().unwrap() {
+        assert_eq!(f["elapsed_ns"].as_u64(), Some(0), "{f}");
+    }
+    let text = ok(
+        hood()
+            .args(["trace", "report"])
+            .arg(&trace)
+            .output()
+            .unwrap(),
+        "hood trace report",
+    );
+    // The process's notes say why, on stderr.
+    let text = String::from_utf8_lossy(&text.stderr);
+    assert!(text.contains("probed at entry only"), "{text}");
+}
+
+/// A static function gcc -O2 inlines into two callers and keeps out of line for a call
+/// through a pointer (tests/c/probe_inline.c): its inlined copies, which no symbol names, are
+/// found in DWARF and probed at entry, counted apart (8 calls, no time) from the out-of-line
+/// copy (2 calls, timed), in both outputs.
+#[test]
+fn inlined_copies_are_counted_at_their_entry() {
+    if !common::root("inlined_copies_are_counted_at_their_entry") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = common::c_program_o2(dir.path(), "probe_inline");
+    let want = counts(&[("step", 2), ("step [inlined]", 8)]);
+
+    let calls = dir.path().join("c.data");
+    let out = ok(
+        hood()
+            .args(["calls", "run", "--probe", "step", "-o"])
+            .arg(&calls)
+            .arg("--")
+            .arg(&prog)
+            .output()
+            .unwrap(),
+        "hood calls run --probe step",
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("step: 2 copies inlined into their callers"),
+        "{said}"
+    );
+    assert!(
+        said.contains("1 function with entry and return probes, 2 inlined copies at entry only"),
+        "{said}"
+    );
+    assert_eq!(calls_per_function(&calls), want);
+
+    let trace = dir.path().join("t.data");
+    ok(
+        hood()
+            .args(["trace", "record", "--probe", "step", "-o"])
+            .arg(&trace)
+            .arg("--")
+            .arg(&prog)
+            .output()
+            .unwrap(),
+        "hood trace record --probe step",
+    );
+    let (got, v) = trace_calls(&trace);
+    assert_eq!(got, want);
+    let row = |n: &str| {
+        v["analysis"]["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == n)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(row("step [inlined]")["elapsed_ns"].as_u64(), Some(0));
+    assert_eq!(row("step [inlined]")["net_ns"].as_u64(), Some(0));
+    let text = ok(
+        hood()
+            .args(["trace", "report"])
+            .arg(&trace)
+            .output()
+            .unwrap(),
+        "hood trace report",
+    );
+    let text = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        text.contains("counted as `step [inlined]` with no time"),
+        "{text}"
+    );
 }
 
 /// Specs that select nothing, or files that cannot be probed: an error naming the spec or the

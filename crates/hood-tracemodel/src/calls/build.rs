@@ -79,6 +79,30 @@ impl ThreadBuilder {
         });
     }
 
+    /// A call of `func` seen only at its entry (an entry-only probe: an inlined copy, a Go
+    /// function): counted on the path under the open calls, with no time of its own; its
+    /// caller's own time is compensated for it as for a call it made (`child_ns`), as a trace
+    /// report does for the zero-length call such a probe writes.
+    pub fn counted(&mut self, func: u64) {
+        let parent = self.stack.last().map_or(TOP, |o| o.path);
+        let next = self.paths.len() as u32;
+        let path = *self.index.entry((parent, func)).or_insert(next);
+        if path == next {
+            self.paths.push(PathEntry {
+                parent: (parent != TOP).then_some(parent),
+                func,
+                calls: 0,
+                own_ticks: 0,
+                running_ticks: 0,
+                running: false,
+            });
+        }
+        self.paths[path as usize].calls += 1;
+        if let Some(up) = self.stack.last_mut() {
+            up.kids += 1;
+        }
+    }
+
     /// `func` returned at `t` ns. Calls above it on the stack that did not return (longjmp,
     /// exceptions) end here too, counted as repaired; an exit of no open call (it began before
     /// the events did) is counted and otherwise ignored.
@@ -197,6 +221,31 @@ mod tests {
         assert_eq!(own(1), 800 - 5 - 2 * 7);
         assert_eq!(own(2), 180 - 2 * 5 - 7);
         assert_eq!(own(3), 20 - 5);
+    }
+
+    /// An entry-only call is counted under the open call with no time; its caller is
+    /// compensated for it as for any call it made.
+    #[test]
+    fn entry_only_calls_are_counted_without_time() {
+        let cost = ProbeCost {
+            self_ns: 5,
+            child_ns: 7,
+        };
+        let mut b = ThreadBuilder::compensated(1, cost);
+        b.counted(9);
+        b.entry(1, 0);
+        b.counted(9);
+        b.counted(9);
+        b.exit(1, 100);
+        let t = b.finish(100, true);
+        let rows: Vec<_> = t.paths.iter().filter(|p| p.func == 9).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows.iter().map(|p| p.calls).sum::<u64>(), 3);
+        assert!(rows.iter().all(|p| p.own_ticks == 0 && !p.running));
+        let top = rows.iter().find(|p| p.parent.is_none()).unwrap();
+        assert_eq!(top.calls, 1);
+        let f = t.paths.iter().find(|p| p.func == 1).unwrap();
+        assert_eq!(f.own_ticks, 100 - 5 - 2 * 7);
     }
 
     #[test]
