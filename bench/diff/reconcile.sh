@@ -44,7 +44,12 @@
 # -21.3 -> -13.6, -6.1 -> +4.1 points, mainSimpleSort the mirror image. What is left at this
 # load: waits for a CPU charged to mainGtU's own code (19-26 points, against 1-2 points of its
 # CPU samples once its entry and exit code go to the caller), which the call profile charges
-# to mainSimpleSort; not explained yet (see the notes of issue 28).
+# to mainSimpleSort; not explained yet (see the notes of issue 28). Five more at load 17-21:
+# 2/6 -> 2/6, 2/6 -> 2/5, 3/7 -> 3/7, 2/5 -> 4/5, 3/6 -> 2/6; mainGtU -16.8 -> -10.2, -16.8 ->
+# -9.3, -14.4 -> -7.8, -9.9 -> -0.7, -17.1 -> -9.3. On a known split (outer runs the work of
+# its 5 M calls of tiny itself; both profilers in one run, load 16) the sampler charges tiny
+# 31-43 points of waits for a CPU in its own code against 8 points of its CPU samples and 33
+# of the hooks': waits inside the runtime seem to lose its frames in the off-CPU stacks.
 # Usage: bench/diff/reconcile.sh        HOOD=path/to/hood uses that binary (and the
 # libhood_rt.so beside it, or $HOOD_RT_LIB) instead of building the release ones.
 set -eu
