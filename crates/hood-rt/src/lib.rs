@@ -30,7 +30,8 @@ use core::sync::atomic::Ordering;
 
 use hood_abi::{CONTROL_OFF, CONTROL_ON, KIND_CONTROL, KIND_ENTRY, KIND_EXIT, KIND_MARK};
 
-/// gcc/clang `-finstrument-functions` entry hook: the caller's stack pointer, then [`entry`].
+/// gcc/clang `-finstrument-functions` entry hook: takes the caller's stack pointer, then runs the
+/// entry hook's body.
 ///
 /// # Safety
 /// Called by instrumented code with the address of the function being entered.
