@@ -51,10 +51,11 @@ impl Slot {
 #[inline(always)]
 unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> (u32, u32) {
     let nodes = s.nodes();
+    let mut last = 0;
     if parent != NO_PARENT {
-        let c = (*nodes.add(parent as usize)).last_child;
-        if c != 0 && (*nodes.add(c as usize)).func == func {
-            return (c, 0);
+        last = (*nodes.add(parent as usize)).last_child;
+        if last != 0 && (*nodes.add(last as usize)).func == func {
+            return (last, 0);
         }
         if parent == LOST_NODE {
             return (LOST_NODE, 0);
@@ -63,6 +64,11 @@ unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> (u32, u32) {
     let found = lookup_slow(s, parent, func);
     if parent != NO_PARENT && found != LOST_NODE {
         (*nodes.add(parent as usize)).last_child = found;
+        // The next call after `last` was `found`: a parent that calls several functions in
+        // turn finds the next one through this link (see `enter_fast`).
+        if last != 0 {
+            (*nodes.add(last as usize)).next_sibling = found;
+        }
     }
     (found, FRAME_SLOW)
 }
@@ -101,6 +107,7 @@ unsafe fn lookup_slow(s: &Slot, parent: u32, func: u64) -> u32 {
     n.calls = 0;
     n.own_ticks = 0;
     n.last_child = 0;
+    n.next_sibling = 0;
     n.depth = depth;
     *bucket = used;
     t.paths_used.store(used.wrapping_add(1), Ordering::Release);
@@ -141,13 +148,20 @@ pub unsafe fn enter_fast(
     }
     let top = &*s.frame(d - 1);
     let nodes = s.nodes();
-    let c = (*nodes.add(top.node as usize)).last_child;
-    if (top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW)
-        || c == 0
-        || (*nodes.add(c as usize)).func != func
-    {
+    let parent = &mut *nodes.add(top.node as usize);
+    let mut c = parent.last_child;
+    if (top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW) || c == 0 {
         leave_busy(th);
         return false;
+    }
+    if (*nodes.add(c as usize)).func != func {
+        // A parent that calls several functions in turn: the one called after the last.
+        c = (*nodes.add(c as usize)).next_sibling;
+        if c == 0 || (*nodes.add(c as usize)).func != func {
+            leave_busy(th);
+            return false;
+        }
+        parent.last_child = c;
     }
     let n = &mut *nodes.add(c as usize);
     n.calls = n.calls.wrapping_add(1);
