@@ -50,6 +50,10 @@
 # its 5 M calls of tiny itself; both profilers in one run, load 16) the sampler charges tiny
 # 31-43 points of waits for a CPU in its own code against 8 points of its CPU samples and 33
 # of the hooks': waits inside the runtime seem to lose its frames in the off-CPU stacks.
+# At load 4.6-5.1 (the lowest that hour), new rule only, five recordings: 2/5, 1/4, 1/4, 2/6,
+# 2/4; mainGtU -9.4, -13.4, -4.6, -12.9, -4.8 (mainSimpleSort the mirror image). Waits for a CPU
+# still dominate the statistical side (mainQSort3 30.5 points against 4.9 sampled, mainGtU 20.6
+# against 1.1: 19x where the others are 5-6x).
 # Usage: bench/diff/reconcile.sh        HOOD=path/to/hood uses that binary (and the
 # libhood_rt.so beside it, or $HOOD_RT_LIB) instead of building the release ones.
 set -eu
