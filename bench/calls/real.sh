@@ -13,6 +13,19 @@
 # above the hooks' calls. (`openssl speed` runs for a set time, so its cost is not a time; it
 # is left out.)
 # Not a pass/fail test: on a shared machine the figures move with the load (printed).
+# 2026-11-27, issue 25 (hooks2528): after the calls hooks' common path was inlined, least of 3
+# interleaved rounds at load 18-20, debug recorder with the release libhood_rt.so (HOOD,
+# HOOD_RT_LIB), the old runtime in the same rounds; CPU cost above the uninstrumented run as a
+# ratio of uftrace's (wall ratio in brackets):
+#   bzip2  calls 0.27 (0.21), trace 0.32 (0.37); old runtime calls 0.37 (0.41), trace 0.32
+#   pcre2  calls 0.08 (0.07), trace 0.09 (0.25); old runtime calls 0.11 (0.20), trace 0.09
+# Per call, `hood calls` now costs less than `hood trace` on both (bzip2 0.079 against 0.095 s
+# of program CPU, pcre2 0.070 against 0.080). Rerun at load 10-11 after the sibling link:
+#   bzip2  calls 0.33 (0.47), trace 0.37 (1.39); uftrace's cost 0.271 s against 0.293 above
+#   pcre2  calls 0.08 (0.10), trace 0.09 (0.34)
+# openssl enc (OPENSSL_BUILD, load 15; baseline glibc's empty hooks): before the sibling link
+# calls 0.36 (0.33), trace 0.25 (0.50); after it calls 0.24 (0.23), trace 0.25 (0.41): 1.23
+# against 1.28 s of program CPU.
 # Usage: bench/calls/real.sh [ROUNDS]   (default 3)
 # HOOD=path/to/hood uses that binary (and the libhood_rt.so beside it, or $HOOD_RT_LIB)
 # instead of building the release ones. OPENSSL_BUILD=DIR keeps the OpenSSL build in DIR and

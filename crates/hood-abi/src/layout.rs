@@ -310,8 +310,11 @@ pub struct PathNode {
     pub last_child: u32,
     /// Path length (1 for a top-level call).
     pub depth: u32,
+    /// The child of the same parent called after this one, the last time (the runtime's
+    /// lookup cache for a parent that calls several functions in turn; 0 = none).
+    pub next_sibling: u32,
     /// Reserved.
-    pub _reserved: u64,
+    pub _reserved: u32,
 }
 
 /// One trace event (8 bytes), appended by the trace-mode hooks to the thread's buffer:

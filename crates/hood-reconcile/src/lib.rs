@@ -42,9 +42,12 @@
 //! the rest, from its caller. In a real program the same hook code costs more (cold caches,
 //! slow clock reads, preemptions), and the excess stays in the own times, mostly the caller's:
 //! a tiny function called millions of times makes its caller look expensive. The sampler
-//! measures what the hooks really cost under each function (the hooks' samples below it);
-//! the excess over the compensation, split in the calibrated ratio between the function and
-//! its callers (by calls per call path), is the call side's **profiler** cost, and a
+//! measures what the hooks really cost under each function (the hooks' samples below it).
+//! The function's own part of its hooks is a few instructions next to the timestamps, the
+//! same in every call, so it keeps what the calibration measured of it (`comp_self`, at most
+//! what the sampler saw); the excess over the compensation is the hooks' table work, which
+//! runs before the entry hook's timestamp and after the exit hook's, and goes to its callers
+//! (by calls per call path). That is the call side's **profiler** cost, and a
 //! function's **net** share is its own time less its cost. This needs hook samples in the
 //! profile; without any, the compensation stands as it is.
 //!
@@ -314,11 +317,14 @@ fn call_side(calls: &[ProcessCalls]) -> BTreeMap<String, CallFn> {
 
 /// The hooks' cost beyond the compensation left in each function's own time, from the
 /// hooks' samples below each function (`hooks`). Of a call's two hooks, the part between the
-/// entry hook's timestamp and the exit hook's is in the call's own time (`comp_self` is what
-/// the calibration measured of it) and the rest in its caller's (`comp_child`). The real
-/// hooks run the same code as the calibration's, only slower (cold caches, clock reads,
-/// preemptions), so the excess is split in the calibrated ratio: the function's part stays
-/// with it, the rest goes to its callers by calls per call path.
+/// entry hook's timestamp and the exit hook's is in the call's own time and the rest in its
+/// caller's. The called function's part is a few instructions on each side of the
+/// timestamps (returning from the entry hook, calling the exit hook), the same in every call:
+/// what the calibration measured of it (`comp_self`), and no more than the sampler saw. The
+/// rest is the hooks' work (the path table, closing the frame) before the entry hook's
+/// timestamp and after the exit hook's; that is where a real program's hooks outrun the
+/// calibration's tight loop (cold caches, slow clock reads, preemptions), so the whole excess
+/// over the compensation is the callers', split by calls per call path.
 fn profiler_cost(
     side: &BTreeMap<String, CallFn>,
     hooks: &HashMap<&str, Charge>,
@@ -330,19 +336,13 @@ fn profiler_cost(
         if comp <= 0.0 && measured <= 0.0 {
             continue;
         }
-        // Without a calibration (HOOD_COMPENSATE=0 is not compensated and never gets here;
-        // a zero calibration is): half each.
-        let self_share = if comp > 0.0 {
-            f.comp_self_ns / comp
-        } else {
-            0.5
-        };
-        *cost.entry(f.name.clone()).or_default() += measured * self_share - f.comp_self_ns;
+        let own_part = measured.min(f.comp_self_ns);
+        *cost.entry(f.name.clone()).or_default() += own_part - f.comp_self_ns;
         let by_callers: u64 = f.callers.values().sum();
         if by_callers == 0 {
             continue;
         }
-        let excess = measured * (1.0 - self_share) - f.comp_child_ns;
+        let excess = measured - own_part - f.comp_child_ns;
         for (caller, &n) in &f.callers {
             *cost.entry(caller.clone()).or_default() += excess * n as f64 / by_callers as f64;
         }
@@ -914,12 +914,13 @@ mod tests {
     }
 
     #[test]
-    fn the_hooks_cost_beyond_the_compensation_is_split_between_callee_and_caller() {
+    fn the_hooks_cost_beyond_the_compensation_is_the_callers() {
         // `outer` calls `tiny` 1000 times. The runtime compensated 2 µs per call in `tiny`
         // (comp_self) and 6 µs per call in `outer` (comp_child): 8 ms in all; the sampler saw
-        // the hooks under `tiny` take 16 ms. The 8 ms excess stays in the own times, split
-        // 1:3 as calibrated: 2 ms in `tiny`, 6 ms in `outer` (less the 2 µs compensated for
-        // `outer`'s own one call, under which no hook was sampled).
+        // the hooks under `tiny` take 16 ms. `tiny` keeps its calibrated 2 ms (its part of the
+        // hooks is the few instructions next to the timestamps); the 8 ms excess is the hooks'
+        // table work on the caller's side and stays in `outer`'s own time (less the 2 µs
+        // compensated for `outer`'s own one call, under which no hook was sampled).
         let c = calls_tree(
             &[
                 (1, "outer", 30_000_000, 1, None),
@@ -929,8 +930,8 @@ mod tests {
         );
         const W: &str = "work";
         let samples: Vec<Samples<'_>> = vec![
-            (&[("outer", W)], 24, Mode::User),
-            (&[("tiny", W), ("outer", W)], 18, Mode::User),
+            (&[("outer", W)], 22, Mode::User),
+            (&[("tiny", W), ("outer", W)], 20, Mode::User),
             (
                 &[
                     ("__cyg_profile_func_enter", "libhood_rt.so"),
@@ -944,22 +945,38 @@ mod tests {
         let p = prof(9, &samples, true);
         let r = reconcile(std::slice::from_ref(&c), &p);
         let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert!(row("tiny").profiler_ns.abs() < 1.0, "{:?}", row("tiny"));
         assert!(
-            (row("tiny").profiler_ns - 2e6).abs() < 1.0,
-            "{:?}",
-            row("tiny")
-        );
-        assert!(
-            (row("outer").profiler_ns - (6e6 - 2e3)).abs() < 1.0,
+            (row("outer").profiler_ns - (8e6 - 2e3)).abs() < 1.0,
             "{:?}",
             row("outer")
         );
         assert!((r.profiler_ns - (8e6 - 2e3)).abs() < 1.0);
-        assert!((row("outer").net_percent - 24.0 * 100.0 / 42.0).abs() < 0.01);
-        assert!((row("outer").explained_percent - 24.0 * 100.0 / 42.0).abs() < 1e-6);
+        assert!((row("outer").net_percent - 22.0 * 100.0 / 42.0).abs() < 0.01);
+        assert!((row("outer").explained_percent - 22.0 * 100.0 / 42.0).abs() < 1e-6);
         assert_eq!((r.considered, r.agreeing), (2, 2));
-        // Left in, the excess would put `outer` at 60 % of the call profile against 57 %.
+        // Left in, the excess would put `outer` at 60 % of the call profile against 52 %.
         assert!((row("outer").calls_percent - 60.0).abs() < 1e-6);
+
+        // Hooks that cost less than the calibration: `tiny` keeps what the sampler saw, and
+        // the rest of the compensation comes back to it and to its caller.
+        let mut cheap = samples.clone();
+        cheap[2].1 = 1;
+        let p = prof(9, &cheap, true);
+        let r = reconcile(std::slice::from_ref(&c), &p);
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        // One hook sample, 1 ms, of tiny's 2 ms compensated: 1 ms back to `tiny`, and all
+        // of `outer`'s 6 ms (less its own call's 2 µs).
+        assert!(
+            (row("tiny").profiler_ns + 1e6).abs() < 1.0,
+            "{:?}",
+            row("tiny")
+        );
+        assert!(
+            (row("outer").profiler_ns + 6e6 + 2e3).abs() < 1.0,
+            "{:?}",
+            row("outer")
+        );
 
         // Without hook samples the cost is unknown: the compensation stands, and that is said.
         let p = prof(9, &samples[..2], true);
@@ -1038,8 +1055,8 @@ mod tests {
         // hook's stacks show 0x1014, the return address less one, as stacks record callers).
         let c = calls_tree(
             &[
-                (1, "outer", 27_000_000, 1, None),
-                (2, "tiny", 12_000_000, 1000, Some(1)),
+                (1, "outer", 29_000_000, 1, None),
+                (2, "tiny", 10_000_000, 1000, Some(1)),
             ],
             (0, 0),
         );
@@ -1068,11 +1085,11 @@ mod tests {
         assert_eq!(row("tiny").sampled_ns, 10e6);
         assert_eq!(row("tiny").runnable_ns, Some(0.0));
         assert_eq!(row("tiny").hooks_ns, 4e6);
-        // The call profile: outer's 29 ms hold its 20, tiny's entry code (5) and half the
-        // hooks (2 of 4, none compensated for here, no calibration: half each side); tiny's
-        // 12 ms its 10 and the other half: nets 25 and 10 of 35, as the sampler charges them.
-        assert!((row("outer").profiler_ns - 2e6).abs() < 1.0);
-        assert!((row("tiny").profiler_ns - 2e6).abs() < 1.0);
+        // The call profile: outer's 29 ms hold its 20, tiny's entry code (5) and the hooks
+        // (4, none compensated for here: no calibration, so tiny keeps none of them); tiny's
+        // 10 ms its 10: nets 25 and 10 of 35, as the sampler charges them.
+        assert!((row("outer").profiler_ns - 4e6).abs() < 1.0);
+        assert!(row("tiny").profiler_ns.abs() < 1.0);
         assert!((row("outer").explained_percent - 25.0 * 100.0 / 35.0).abs() < 1e-6);
         assert!(row("outer").delta_points.abs() < 1e-6, "{:?}", row("outer"));
         assert_eq!((r.considered, r.agreeing), (2, 2));
@@ -1085,8 +1102,8 @@ mod tests {
         // and at 0x1020..0x1025 on another return (0x1024); an epilogue follows each.
         let c = calls_tree(
             &[
-                (1, "outer", 27_000_000, 1, None),
-                (2, "tiny", 12_000_000, 1000, Some(1)),
+                (1, "outer", 29_000_000, 1, None),
+                (2, "tiny", 10_000_000, 1000, Some(1)),
             ],
             (0, 0),
         );
@@ -1126,11 +1143,11 @@ mod tests {
         assert_eq!(row("tiny").sampled_ns, 10e6);
         assert_eq!(row("tiny").runnable_ns, Some(0.0));
         assert_eq!(row("tiny").hooks_ns, 4e6);
-        // The call profile: outer's 29 ms hold its 20, tiny's exit code (5) and half the
-        // hooks (2 of 4, none compensated for here, no calibration: half each side); tiny's
-        // 12 ms its 10 and the other half: nets 25 and 10 of 35, as the sampler charges them.
-        assert!((row("outer").profiler_ns - 2e6).abs() < 1.0);
-        assert!((row("tiny").profiler_ns - 2e6).abs() < 1.0);
+        // The call profile: outer's 29 ms hold its 20, tiny's exit code (5) and the hooks
+        // (4, none compensated for here: no calibration, so tiny keeps none of them); tiny's
+        // 10 ms its 10: nets 25 and 10 of 35, as the sampler charges them.
+        assert!((row("outer").profiler_ns - 4e6).abs() < 1.0);
+        assert!(row("tiny").profiler_ns.abs() < 1.0);
         assert!((row("outer").explained_percent - 25.0 * 100.0 / 35.0).abs() < 1e-6);
         assert!(row("outer").delta_points.abs() < 1e-6, "{:?}", row("outer"));
         assert_eq!((r.considered, r.agreeing), (2, 2));

@@ -2,7 +2,7 @@
 //! syscalls or panics: only raw loads and stores into the thread's slot and one timestamp read
 //! per hook. All arithmetic wraps.
 
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{compiler_fence, Ordering};
 
 use hood_abi::{
     path_hash, Frame, PathNode, SegmentHeader, ThreadHeader, FLAG_MISMATCH, FLAG_PATH_OVERRUN,
@@ -46,22 +46,16 @@ impl Slot {
     }
 }
 
-/// Current stack pointer (approximately: the address of a local of this hook).
-#[inline(always)]
-fn stack_pointer() -> u64 {
-    let marker = 0u8;
-    core::hint::black_box(&marker) as *const u8 as u64
-}
-
 /// Find or insert the path node (parent, func); LOST_NODE when the table is full. The flag is
 /// FRAME_SLOW when the last-child cache missed.
 #[inline(always)]
 unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> (u32, u32) {
     let nodes = s.nodes();
+    let mut last = 0;
     if parent != NO_PARENT {
-        let c = (*nodes.add(parent as usize)).last_child;
-        if c != 0 && (*nodes.add(c as usize)).func == func {
-            return (c, 0);
+        last = (*nodes.add(parent as usize)).last_child;
+        if last != 0 && (*nodes.add(last as usize)).func == func {
+            return (last, 0);
         }
         if parent == LOST_NODE {
             return (LOST_NODE, 0);
@@ -70,6 +64,11 @@ unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> (u32, u32) {
     let found = lookup_slow(s, parent, func);
     if parent != NO_PARENT && found != LOST_NODE {
         (*nodes.add(parent as usize)).last_child = found;
+        // The next call after `last` was `found`: a parent that calls several functions in
+        // turn finds the next one through this link (see `enter_fast`).
+        if last != 0 {
+            (*nodes.add(last as usize)).next_sibling = found;
+        }
     }
     (found, FRAME_SLOW)
 }
@@ -108,15 +107,135 @@ unsafe fn lookup_slow(s: &Slot, parent: u32, func: u64) -> u32 {
     n.calls = 0;
     n.own_ticks = 0;
     n.last_child = 0;
+    n.next_sibling = 0;
     n.depth = depth;
     *bucket = used;
     t.paths_used.store(used.wrapping_add(1), Ordering::Release);
     used
 }
 
-/// Entry hook body. Caller guarantees `s` points at this thread's initialised slot.
+/// The common entry: the thread is set up and not inside a hook, no reset is pending, the
+/// call is neither top-level nor past `max_path_len` or `max_depth`, no frame was left by a
+/// longjmp, and the parent's last-child cache names `func`. Then the call is counted on that
+/// node and pushed, with one timestamp, and true returned; otherwise nothing is changed and
+/// false returned, for [`enter`]. No hashing, calls, atomics or stores outside this thread's
+/// slot. Caller guarantees `h` is the live calls-mode segment, `t` this thread's initialised
+/// slot in it, and the TSC is the clock.
 #[inline(always)]
-pub unsafe fn enter(s: &Slot, func: u64) {
+pub unsafe fn enter_fast(
+    h: *const SegmentHeader,
+    t: *mut ThreadHeader,
+    func: u64,
+    sp: u64,
+) -> bool {
+    let hd = &*h;
+    let th = &mut *t;
+    if !enter_busy(th) {
+        return true;
+    }
+    let s = Slot {
+        h: h as *mut SegmentHeader,
+        t,
+    };
+    let d = th.depth.load(Ordering::Relaxed);
+    if d == 0
+        || d >= hd.max_path_len
+        || d >= hd.max_depth
+        || hd.reset_gen.load(Ordering::Relaxed) != th.seen_gen.load(Ordering::Relaxed)
+    {
+        leave_busy(th);
+        return false;
+    }
+    let top = &*s.frame(d - 1);
+    let nodes = s.nodes();
+    let parent = &mut *nodes.add(top.node as usize);
+    let mut c = parent.last_child;
+    if (top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW) || c == 0 {
+        leave_busy(th);
+        return false;
+    }
+    if (*nodes.add(c as usize)).func != func {
+        // A parent that calls several functions in turn: the one called after the last.
+        c = (*nodes.add(c as usize)).next_sibling;
+        if c == 0 || (*nodes.add(c as usize)).func != func {
+            leave_busy(th);
+            return false;
+        }
+        parent.last_child = c;
+    }
+    let n = &mut *nodes.add(c as usize);
+    n.calls = n.calls.wrapping_add(1);
+    let f = &mut *s.frame(d);
+    f.node = c;
+    f.flags = 0;
+    f.func = func;
+    f.deeper_ticks = 0;
+    f.sp = sp;
+    let now = clock::tsc();
+    f.entry_ticks = now;
+    th.last_ticks.store(now, Ordering::Relaxed);
+    th.depth.store(d + 1, Ordering::Release);
+    leave_busy(th);
+    true
+}
+
+/// The common exit: the thread is not inside a hook, no reset is pending, no call is open past
+/// `max_depth`, and `func` is the top frame's. Then the frame is closed as [`exit`] closes it,
+/// with one timestamp, and true returned; otherwise nothing is changed and false returned.
+/// Caller guarantees as for [`enter_fast`].
+#[inline(always)]
+pub unsafe fn exit_fast(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64) -> bool {
+    let now = clock::tsc();
+    let hd = &*h;
+    let th = &mut *t;
+    if !enter_busy(th) {
+        return true;
+    }
+    let d = th.depth.load(Ordering::Relaxed);
+    let s = Slot {
+        h: h as *mut SegmentHeader,
+        t,
+    };
+    if d == 0
+        || th.overflow_depth != 0
+        || hd.reset_gen.load(Ordering::Relaxed) != th.seen_gen.load(Ordering::Relaxed)
+        || (*s.frame(d - 1)).func != func
+    {
+        leave_busy(th);
+        return false;
+    }
+    let elapsed = now.wrapping_sub((*s.frame(d - 1)).entry_ticks);
+    close(&s, d - 1, elapsed);
+    th.depth.store(d - 1, Ordering::Release);
+    th.last_ticks.store(now, Ordering::Relaxed);
+    leave_busy(th);
+    true
+}
+
+/// Mark the thread inside a hook; false (nothing to do) when it already is: the hooks of a
+/// signal handler that interrupted a hook are not measured, and its time counts to the
+/// interrupted function. The flag is only ever touched by the owner thread, and a handler
+/// runs on the same thread, so a compiler fence orders it.
+#[inline(always)]
+unsafe fn enter_busy(t: &mut ThreadHeader) -> bool {
+    if t.busy != 0 {
+        return false;
+    }
+    t.busy = 1;
+    compiler_fence(Ordering::SeqCst);
+    true
+}
+
+#[inline(always)]
+unsafe fn leave_busy(t: &mut ThreadHeader) {
+    compiler_fence(Ordering::SeqCst);
+    t.busy = 0;
+}
+
+/// Entry hook body, with the stack pointer of the hook's caller. Caller guarantees `s` points
+/// at this thread's initialised slot.
+#[inline(always)]
+pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
     let h = &*s.h;
     let t = &mut *s.t;
     if t.busy != 0 {
@@ -138,7 +257,6 @@ pub unsafe fn enter(s: &Slot, func: u64) {
         t.busy = 0;
         return;
     }
-    let sp = stack_pointer();
     // Frames below the current stack pointer were unwound without exit hooks (longjmp).
     let mut keep = d;
     while keep > 0 {

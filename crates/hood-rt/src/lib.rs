@@ -30,89 +30,156 @@ use core::sync::atomic::Ordering;
 
 use hood_abi::{CONTROL_OFF, CONTROL_ON, KIND_CONTROL, KIND_ENTRY, KIND_EXIT, KIND_MARK};
 
-/// gcc/clang `-finstrument-functions` entry hook.
+/// gcc/clang `-finstrument-functions` entry hook: takes the caller's stack pointer, then runs the
+/// entry hook's body.
 ///
 /// # Safety
 /// Called by instrumented code with the address of the function being entered.
+#[cfg(target_arch = "x86_64")]
 #[no_mangle]
+#[unsafe(naked)]
 pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, call_site: *mut c_void) {
-    enter_hook(this_fn, call_site)
+    // The second argument (the call site, unused) becomes the caller's stack pointer: the
+    // stack pointer before the `call`, above its return address.
+    core::arch::naked_asm!("lea rsi, [rsp + 8]", "jmp {entry}", entry = sym entry)
 }
 
 /// gcc/clang `-finstrument-functions` exit hook.
 #[no_mangle]
-pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, call_site: *mut c_void) {
-    exit_hook(this_fn, call_site)
+pub extern "C" fn __cyg_profile_func_exit(this_fn: *mut c_void, _call_site: *mut c_void) {
+    exit_hook(this_fn as u64)
 }
 
-/// The body of the entry hook. `hood_enter` and the overhead calibration call it directly:
-/// the exported `__cyg_profile_func_enter` is reached through the GOT, and when this library
-/// was `dlopen`ed rather than preloaded that resolves to glibc's empty stub.
+/// The entry hook as the runtime itself calls it (the overhead calibration): the exported
+/// `__cyg_profile_func_enter` is reached through the GOT, and when this library was
+/// `dlopen`ed rather than preloaded that resolves to glibc's empty stub.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(naked)]
+extern "C" fn enter_hook(this_fn: *mut c_void, call_site: *mut c_void) {
+    core::arch::naked_asm!("lea rsi, [rsp + 8]", "jmp {entry}", entry = sym entry)
+}
+
+/// Other architectures: every entry point goes through [`entry_marked`], one function, so
+/// that every entry hook measures the stack pointer at the same depth below its caller.
+#[cfg(not(target_arch = "x86_64"))]
+#[no_mangle]
+pub extern "C" fn __cyg_profile_func_enter(this_fn: *mut c_void, _call_site: *mut c_void) {
+    entry_marked(this_fn as u64)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+extern "C" fn enter_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
+    entry_marked(this_fn as u64)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(never)]
+fn entry_marked(func: u64) {
+    let marker = 0u8;
+    let sp = core::hint::black_box(&marker) as *const u8 as u64;
+    entry(func, sp)
+}
+
+/// The entry hook's body, with the stack pointer of the instrumented function that called the
+/// hook (the longjmp repair compares them, so every entry point must measure it alike: on
+/// x86-64 the trampolines above take it exactly, before any of this function's frame).
 ///
 /// The first thing read is the process-global [`runtime::STATE`]: a disabled runtime
 /// (`HOOD_DISABLE=1`, `hood_disable()`, failed set-up) costs that one load and returns before
-/// any thread-local access.
-#[inline(always)]
-extern "C" fn enter_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
-    hook(this_fn as u64, KIND_ENTRY)
-}
-
-/// The body of the exit hook (see [`enter_hook`]).
-#[inline(always)]
-extern "C" fn exit_hook(this_fn: *mut c_void, _call_site: *mut c_void) {
-    hook(this_fn as u64, KIND_EXIT)
-}
-
-/// Both hooks: the state, then the mode, then the mode's common path. Calls mode always goes
-/// through [`hook_other`], one function, so that every entry hook measures the stack pointer
-/// at the same depth below its caller (the longjmp repair compares them).
-#[inline(always)]
-fn hook(func: u64, kind: u64) {
+/// any thread-local access. The common paths of both modes (TSC clock, thread set up, ...)
+/// make no call, so they save no registers; everything else goes to [`hook_other`] by a tail
+/// call.
+#[inline(never)]
+extern "C" fn entry(func: u64, sp: u64) {
     let state = runtime::STATE.load(Ordering::Relaxed);
     if state == runtime::READY {
-        if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
-            trace_hook(func, kind)
-        } else {
-            hook_other(func, kind)
+        match runtime::HOOKS.load(Ordering::Relaxed) {
+            runtime::CALLS => calls_hook(func, KIND_ENTRY, sp),
+            runtime::TRACE_ON => trace_hook(func, KIND_ENTRY, sp),
+            _ => hook_other(func, KIND_ENTRY, sp),
         }
     } else if state != runtime::OFF {
         // The first hook of the process (set-up), or another thread's while it runs.
-        hook_other(func, kind)
+        hook_other(func, KIND_ENTRY, sp)
     }
 }
 
-/// The trace-mode hook of a READY runtime, inlined into both entry points. Its common path
-/// (TSC clock, slot set up, function index and filter verdict cached, room in the buffer)
-/// makes no call, so it saves no registers; everything else goes to [`hook_other`] by a tail
-/// call.
+/// The exit hook as the runtime itself calls it (see [`enter_hook`]).
+extern "C" fn exit_hook_c(this_fn: *mut c_void, _call_site: *mut c_void) {
+    exit_hook(this_fn as u64)
+}
+
+/// The body of the exit hook (see [`entry`]; an exit needs no stack pointer).
 #[inline(always)]
-fn trace_hook(func: u64, kind: u64) {
+fn exit_hook(func: u64) {
+    let state = runtime::STATE.load(Ordering::Relaxed);
+    if state == runtime::READY {
+        match runtime::HOOKS.load(Ordering::Relaxed) {
+            runtime::CALLS => calls_hook(func, KIND_EXIT, 0),
+            runtime::TRACE_ON => trace_hook(func, KIND_EXIT, 0),
+            _ => hook_other(func, KIND_EXIT, 0),
+        }
+    } else if state != runtime::OFF {
+        hook_other(func, KIND_EXIT, 0)
+    }
+}
+
+/// The calls-mode hook of a READY runtime: the common path (TSC clock, slot set up, the
+/// parent's last-child cache hit, no overrun, reset or unwound frame) in [`hook::enter_fast`]
+/// and [`hook::exit_fast`]; everything else in [`hook_other`].
+#[inline(always)]
+fn calls_hook(func: u64, kind: u64, sp: u64) {
     let t = runtime::tls_get();
     let h = runtime::SEG.load(Ordering::Relaxed);
     if (t as usize) <= runtime::NO_SLOT || !clock::using_tsc() {
-        return hook_other(func, kind);
+        return hook_other(func, kind, sp);
+    }
+    // SAFETY: READY in calls mode with a slot pointer: `h` is the live calls-mode segment and
+    // `t` this thread's initialised slot in it.
+    let done = unsafe {
+        if kind == KIND_ENTRY {
+            hook::enter_fast(h, t, func, sp)
+        } else {
+            hook::exit_fast(h, t, func)
+        }
+    };
+    if !done {
+        hook_other(func, kind, sp)
+    }
+}
+
+/// The trace-mode hook of a READY runtime. Its common path (TSC clock, slot set up, function
+/// index and filter verdict cached, room in the buffer) makes no call, so it saves no
+/// registers; everything else goes to [`hook_other`] by a tail call.
+#[inline(always)]
+fn trace_hook(func: u64, kind: u64, sp: u64) {
+    let t = runtime::tls_get();
+    let h = runtime::SEG.load(Ordering::Relaxed);
+    if (t as usize) <= runtime::NO_SLOT || !clock::using_tsc() {
+        return hook_other(func, kind, sp);
     }
     let v = match index::cached(func) {
         Some(v) if v & index::ALLOW != 0 => v,
         Some(_) => return,
-        None => return hook_other(func, kind),
+        None => return hook_other(func, kind, sp),
     };
     // SAFETY: READY with a slot pointer: `h` is the live trace-mode segment and `t` this
     // thread's initialised slot in it.
     if !unsafe { trace::event_fast(h, t, v, kind) } {
-        hook_other(func, kind)
+        hook_other(func, kind, sp)
     }
 }
 
 /// Every hook the common paths above do not take: the first hook of a process or thread
-/// (`HOOKS` becomes [`runtime::TRACE_ON`] only during set-up), the monotonic clock, a trace
-/// function not yet indexed, a full trace buffer.
+/// (`HOOKS` becomes [`runtime::TRACE_ON`] only during set-up), the monotonic clock, a path
+/// not in its parent's last-child cache, overruns, resets, unwound frames, a trace function
+/// not yet indexed, a full trace buffer.
 #[inline(never)]
-fn hook_other(func: u64, kind: u64) {
+fn hook_other(func: u64, kind: u64, sp: u64) {
     if let Some(s) = runtime::slot() {
         match runtime::HOOKS.load(Ordering::Relaxed) {
             // SAFETY: `s` is this thread's initialised slot in the live segment.
-            runtime::CALLS if kind == KIND_ENTRY => unsafe { hook::enter(&s, func) },
+            runtime::CALLS if kind == KIND_ENTRY => unsafe { hook::enter(&s, func, sp) },
             // SAFETY: as above.
             runtime::CALLS => unsafe { hook::exit(&s, func) },
             runtime::TRACE_ON => {
@@ -179,15 +246,25 @@ pub extern "C" fn hood_trace_off() {
 }
 
 /// Explicit instrumentation (e.g. Rust on stable): call at the start of `func`.
+#[cfg(target_arch = "x86_64")]
+#[no_mangle]
+#[unsafe(naked)]
+pub extern "C" fn hood_enter(func: *const c_void) {
+    // As `__cyg_profile_func_enter`: the caller's stack pointer as the second argument.
+    core::arch::naked_asm!("lea rsi, [rsp + 8]", "jmp {entry}", entry = sym entry)
+}
+
+/// Explicit instrumentation (e.g. Rust on stable): call at the start of `func`.
+#[cfg(not(target_arch = "x86_64"))]
 #[no_mangle]
 pub extern "C" fn hood_enter(func: *const c_void) {
-    enter_hook(func as *mut c_void, core::ptr::null_mut());
+    entry_marked(func as u64)
 }
 
 /// Explicit instrumentation: call at every return of `func` (same address as `hood_enter`).
 #[no_mangle]
 pub extern "C" fn hood_exit(func: *const c_void) {
-    exit_hook(func as *mut c_void, core::ptr::null_mut());
+    exit_hook(func as u64);
 }
 
 /// Stop recording in this process (hooks then cost one load of a process-global flag).

@@ -270,7 +270,7 @@ fn measure(s: &Slot, alternate: bool) -> (u64, u64) {
     let enter: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
         core::hint::black_box(crate::enter_hook);
     let exit: extern "C" fn(*mut libc::c_void, *mut libc::c_void) =
-        core::hint::black_box(crate::exit_hook);
+        core::hint::black_box(crate::exit_hook_c);
     let parent = calibrate as *mut libc::c_void;
     let f1 = measure as *mut libc::c_void;
     let f2 = init_thread as *mut libc::c_void;
