@@ -1256,6 +1256,35 @@ mod tests {
     }
 
     #[test]
+    fn samples_of_a_ring_kept_raw_come_out_verbatim_and_the_others_unwound() {
+        let mut rw = Rewriter::new(&attr_bytes(), Options::default()).expect("stack samples");
+        let (a, b) = (
+            rec(7, 100, Kind::Timer, true),
+            rec(8, 200, Kind::Timer, true),
+        );
+        let mut out = vec![Vec::new(), Vec::new()];
+        rw.keep_raw(&[false, true]);
+        rw.rewrite(&[(0, &a[..]), (1, &b[..])], &mut out);
+        assert_eq!(rw.take_raw(1).map(std::mem::take), Some(b.clone()));
+        assert!(rw.take_raw(0).is_some_and(|r| r.is_empty()));
+        assert!(
+            out[1].is_empty(),
+            "a sample kept raw is not also stored unwound"
+        );
+        assert!(
+            !out[0].is_empty() && out[0].len() < a.len(),
+            "ring 0's sample is stored without its copy"
+        );
+        assert_eq!((rw.stats().kept_raw, rw.stats().unwound), (1, 1));
+        // The next round unwinds both again.
+        rw.keep_raw(&[false, false]);
+        out.iter_mut().for_each(Vec::clear);
+        rw.rewrite(&[(0, &a[..]), (1, &b[..])], &mut out);
+        assert!(!out[1].is_empty());
+        assert_eq!(rw.stats().kept_raw, 1);
+    }
+
+    #[test]
     fn only_waits_the_report_shows_are_unwound() {
         let mut rw = rewriter();
         let cpu0: Vec<u8> = [
