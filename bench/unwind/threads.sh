@@ -45,13 +45,16 @@ for r in $(seq "$rounds"); do
     if [ -n "${SYSTEM:-}" ]; then
         "$work/cputime" "$work/p.time" "$work/threads" "$n" "$((secs + 1))" > /dev/null & load=$!
         sleep 0.5
-        perf record -N -q -a --call-graph dwarf -F 999 -o "$work/p.data" -- sleep "$secs" 2> "$work/p.log" > /dev/null || true
+        perf record -N -q -a --call-graph dwarf -F 999 -o "$work/p.data" -- sleep "$secs" 2> "$work/p.log" > /dev/null || echo "# round $r: perf record failed (status $?)"
         wait "$load" || true
     else
         perf record -N -q --call-graph dwarf -F 999 -o "$work/p.data" -- "$work/cputime" "$work/p.time" "$work/threads" "$n" "$secs" 2> "$work/p.log" > /dev/null || true
     fi
-    pl=$(perf script -i "$work/p.data" -F comm --show-lost-events 2>/dev/null | awk '/PERF_RECORD_LOST / { s += $NF } END { print s + 0 }')
-    ps=$(perf report -i "$work/p.data" --stdio --stats 2>/dev/null | awk '/ SAMPLE events:/ { print $3; exit }')
+    # perf may crash on its own (seen: `perf record -a --call-graph dwarf` aborting): the
+    # round says so, and the script goes on.
+    [ -s "$work/p.data" ] || echo "# round $r: perf left no recording: $(head -c 200 "$work/p.log")"
+    pl=$(perf script -i "$work/p.data" -F comm --show-lost-events 2>/dev/null | awk '/PERF_RECORD_LOST / { s += $NF } END { print s + 0 }' || true)
+    ps=$(perf report -i "$work/p.data" --stdio --stats 2>/dev/null | awk '/ SAMPLE events:/ { print $3; exit }' || true)
     ss=-; sper=-
     if [ "$have_samply" = 1 ]; then
         # samply refuses perf_event_paranoid > 1 even as root: lowered for its run only.
