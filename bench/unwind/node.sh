@@ -4,7 +4,8 @@
 # --call-graph fp` and `samply record` of the same script, interleaved, ROUNDS rounds. Prints
 # the pooled shares and the ratios hood/samply. Measurements only, never pass/fail.
 #
-# usage: bench/unwind/node.sh [SECONDS]     (default 5 s of work per run)
+# usage: bench/unwind/node.sh [SECONDS]     (default 5: about 5 s of CPU work per run, a fixed
+#                                            amount of it, 40 loops a second on this VM)
 # env:   HOOD     hood binary (default target/release/hood)
 #        ROUNDS   rounds (default 3)
 #        NODE     node binary (default: node on PATH; Node.js 20 is the issue's case)
@@ -34,20 +35,23 @@ cat > "$work/work.js" <<'JS'
 function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
 function strs(n) { const m = new Map(); for (let i = 0; i < n; i++) m.set("k" + (i % 5000), JSON.stringify({ a: i, b: [i, i + 1] })); return m.size; }
 function sorter(n) { const a = []; for (let i = 0; i < n; i++) a.push((i * 7919) % 10007); a.sort((x, y) => x - y); return a[0]; }
-const end = Date.now() + 1000 * Number(process.argv[2]);
+// A fixed amount of work, not a fixed time: a profiler that takes CPU from node would
+// otherwise leave it less JavaScript to run after the same start-up, and a lower share.
+const loops = Number(process.argv[2]);
 let s = 0;
-while (Date.now() < end) { s += fib(22); s += strs(20000); s += sorter(50000); }
+for (let i = 0; i < loops; i++) { s += fib(22); s += strs(20000); s += sorter(50000); }
 console.log(s > 0 ? "ok" : "no");
 JS
 cd "$work"   # node writes its perf map in /tmp; -p and the script's output stay here
-run_node=("$node" --perf-basic-prof --interpreted-frames-native-stack "$work/work.js" "$secs")
+run_node=("$node" --perf-basic-prof --interpreted-frames-native-stack "$work/work.js" "$((secs * 40))")
 declare -A n c js
 for p in hood hoodfp samply; do n[$p]=0; c[$p]=0; js[$p]=0; done
 tally() { # tally PROFILER "SAMPLES COMPLETE JS ..."
     read -r a b d _ <<< "$2"
     n[$1]=$(( ${n[$1]} + a )); c[$1]=$(( ${c[$1]} + b )); js[$1]=$(( ${js[$1]} + d ))
+    awk -v p="$1" -v r="$r" -v a="$a" -v b="$b" -v d="$d" 'BEGIN { if (a > 0) printf "round %s %-7s %6d samples, JS frame %5.1f%%, complete %5.1f%%\n", r, p, a, 100 * d / a, 100 * b / a }' >&2
 }
-echo "# $("$node" --version) --perf-basic-prof --interpreted-frames-native-stack, $secs s per run, $rounds rounds, -F 999; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "# $("$node" --version) --perf-basic-prof --interpreted-frames-native-stack, $((secs * 40)) loops (~$secs s of CPU) per run, $rounds rounds, -F 999; $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
 for r in $(seq "$rounds"); do
     "$hood" record -F 999 -o "$work/h.hood" -- "${run_node[@]}" > /dev/null 2> "$work/h.log"
     tally hood "$("$hood" report -i "$work/h.hood" --format collapsed --min-percent 0 2>/dev/null | FRAME_PREFIX=JS: python3 "$HERE/stacks.py" collapsed node)"

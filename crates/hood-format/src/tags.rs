@@ -31,6 +31,11 @@ pub mod profile {
     /// The lines of `KALLSYMS` that name the recording's kernel addresses (written at
     /// finalization): reports use it instead of indexing the whole text.
     pub const KALLSYMS_USED: u32 = 0x010A;
+    /// Samples kept with their user registers and stack copy when the recorder's unwinding
+    /// fell behind, unwound at report time: u32 CPU (LE), u32 length (LE) of the attribute
+    /// that describes them (the one the kernel got), that attribute, then the records
+    /// verbatim. Older readers skip the chunk (and so lack these samples).
+    pub const RAW_SAMPLES: u32 = 0x010B;
     /// JSON `LabelsMeta` (`hood record --labels`): the tracefs instance, page size, and each
     /// traced event's id and `format` file text (field offsets are read from these).
     pub const LABELS_META: u32 = 0x0110;

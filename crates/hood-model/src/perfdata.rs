@@ -15,9 +15,10 @@ use std::path::Path;
 
 use hood_raw::maps::hex_encode;
 use hood_raw::perfdata::PerfFile;
-use hood_raw::records::{Event, CONTEXT_USER};
-use hood_raw::replay::{follow_event, StackUnwinder};
-use hood_raw::stackcopy;
+use hood_raw::records::Event;
+use hood_raw::replay::StackUnwinder;
+
+use crate::profile::copies::{unwind_copies, StackCopies};
 
 use crate::profile::{CpuCounts, RawRecording, RecordMeta, RecordStats};
 use crate::ModelError;
@@ -25,61 +26,6 @@ use crate::ModelError;
 /// The most CPUs a perf.data header is believed to name (Linux's largest `NR_CPUS`); the
 /// count comes from the file and sizes a list.
 const MAX_CPUS: u32 = 8192;
-
-/// Stack copies of `perf record --call-graph dwarf` samples, kept until they are unwound.
-#[derive(Debug, Default)]
-struct StackCopies {
-    /// (index of the sample in the decoded events, ip, sp, bp, range in `bytes`).
-    samples: Vec<(usize, [u64; 3], std::ops::Range<usize>)>,
-    /// The copied stack bytes of every sample, one after the other.
-    bytes: Vec<u8>,
-    /// Largest copy size seen.
-    max_size: usize,
-}
-
-/// Replace the user part of every sample that carries a stack copy with the unwound chain.
-fn unwind_copies(raw: &mut RawRecording, stacks: &StackCopies, u: &mut dyn StackUnwinder) {
-    let events = &raw.decoded.events;
-    let mut order: Vec<usize> = (0..events.len()).collect();
-    order.sort_by_key(|&i| (events[i].time, i));
-    let mut copy_of: rustc_hash::FxHashMap<usize, usize> = rustc_hash::FxHashMap::default();
-    for (n, (i, ..)) in stacks.samples.iter().enumerate() {
-        copy_of.insert(*i, n);
-    }
-    let mut chain = Vec::new();
-    let mut updates = Vec::new();
-    for i in order {
-        match &raw.decoded.events[i].event {
-            Event::Sample { pid, chain: c, .. } => {
-                let Some(&n) = copy_of.get(&i) else {
-                    continue;
-                };
-                let (_, regs, range) = &stacks.samples[n];
-                chain.clear();
-                let old = raw
-                    .decoded
-                    .chains
-                    .get(c.0 as usize..c.1 as usize)
-                    .unwrap_or(&[]);
-                chain.extend(old.iter().copied().take_while(|&a| a != CONTEXT_USER));
-                chain.push(CONTEXT_USER);
-                let stack = stacks.bytes.get(range.clone()).unwrap_or(&[]);
-                if let Some(t) = u.unwind(*pid, *regs, stack, &mut chain) {
-                    chain.push(t.marker());
-                }
-                let begin = raw.decoded.chains.len() as u32;
-                raw.decoded.chains.extend_from_slice(&chain);
-                updates.push((i, (begin, raw.decoded.chains.len() as u32)));
-            }
-            other => follow_event(u, other),
-        }
-    }
-    for (i, range) in updates {
-        if let Event::Sample { chain, .. } = &mut raw.decoded.events[i].event {
-            *chain = range;
-        }
-    }
-}
 
 /// Whether the file at `path` starts with perf.data's magic (false if it cannot be read).
 pub fn is_perf_data(path: &Path) -> bool {
@@ -166,21 +112,7 @@ pub fn load_bytes(
                 per_cpu.entry(*cpu).or_default().samples += 1;
                 first = first.min(pushed.time);
                 last = last.max(pushed.time);
-                if let Some(s) = stackcopy::parse(attr, rec.body) {
-                    let regs = [
-                        s.user_reg(stackcopy::reg::IP),
-                        s.user_reg(stackcopy::reg::SP),
-                        s.user_reg(stackcopy::reg::BP),
-                    ];
-                    if let [Some(ip), Some(sp), Some(bp)] = regs {
-                        let from = stacks.bytes.len();
-                        stacks.bytes.extend_from_slice(s.stack);
-                        stacks.max_size = stacks.max_size.max(s.stack.len());
-                        stacks
-                            .samples
-                            .push((at, [ip, sp, bp], from..stacks.bytes.len()));
-                    }
-                }
+                stacks.keep(at, attr, rec.body);
             }
             Event::Lost { count } => {
                 let c = per_cpu.entry(pushed.ring_cpu).or_default();
@@ -266,7 +198,7 @@ pub fn load_bytes(
     if !stacks.samples.is_empty() {
         meta.call_graph = format!("dwarf,{}", stacks.max_size);
         match unwinder {
-            Some(u) => unwind_copies(&mut raw, &stacks, u),
+            Some(u) => unwind_copies(&mut raw.decoded, &stacks, u),
             None => raw.warnings.push(format!(
                 "{} samples carry user stack copies (perf --call-graph dwarf) that were not unwound",
                 stacks.samples.len()

@@ -58,7 +58,28 @@ pub struct Collector {
     until_samples: Vec<(u32, Vec<u8>)>,
     /// Off-CPU switches and wake-ups counted.
     sched_events: u64,
+    /// The raw-copy fallback ([`Collector::set_raw_fallback`]), when set.
+    raw: Option<RawFallback>,
 }
+
+/// Samples kept with their stack copies when the unwinder lags: per CPU, records as the
+/// kernel wrote them, stored in `RAW_SAMPLES` chunks and unwound at report time.
+struct RawFallback {
+    /// The attribute the kernel got (with the registers and the stack copy).
+    attr_bytes: Vec<u8>,
+    attr: Attr,
+    /// Bytes of each ring's data area.
+    ring_bytes: usize,
+    /// Every sample is kept raw (`HOOD_KEEP_STACK_COPIES=1`, for tests).
+    forced: bool,
+    bufs: BTreeMap<u32, Vec<u8>>,
+    /// Per output of the rewriter (the CPUs in order): keep this round's samples raw.
+    keep: Vec<bool>,
+}
+
+/// A ring at least this full (in halves of its size) when drained is filling faster than it is
+/// unwound: that round's samples are kept raw.
+const RAW_FILL_HALVES: usize = 1;
 
 impl Collector {
     /// `attr` is the attribute the stored samples follow (its raw bytes).
@@ -79,7 +100,32 @@ impl Collector {
             kallsyms: None,
             until_samples: Vec::new(),
             sched_events: 0,
+            raw: None,
         }
+    }
+
+    /// The raw-copy fallback: when a ring is found at least half full (its `ring_bytes`), the
+    /// samples of that round are stored with their registers and stack copy (as the kernel
+    /// wrote them under `raw_attr`) rather than unwound, and the report unwinds them. With
+    /// `forced`, every sample is (tests: `HOOD_KEEP_STACK_COPIES=1`). Call after
+    /// [`Collector::set_rewriter`]; a recording with off-CPU switches keeps none.
+    pub fn set_raw_fallback(&mut self, raw_attr: &[u8], ring_bytes: usize, forced: bool) {
+        let Ok(attr) = Attr::parse(raw_attr) else {
+            return;
+        };
+        self.raw = Some(RawFallback {
+            attr_bytes: raw_attr.to_vec(),
+            attr,
+            ring_bytes: ring_bytes.max(1),
+            forced,
+            bufs: self.bufs.keys().map(|&c| (c, Vec::new())).collect(),
+            keep: vec![false; self.bufs.len()],
+        });
+    }
+
+    /// Samples stored with their raw stack copy, to be unwound at report time.
+    pub fn kept_raw(&self) -> u64 {
+        self.rewriter.as_ref().map_or(0, |r| r.stats().kept_raw)
     }
 
     /// Write this chunk just before the first records that hold a sample.
@@ -204,24 +250,47 @@ impl Collector {
                 input.push((*o, &b[*rest..]));
             }
         }
+        if let Some(raw) = self.raw.as_mut() {
+            raw.keep.iter_mut().for_each(|k| *k = raw.forced);
+            for (cpu, [a, b]) in views {
+                let full = (a.len() + b.len()) * 2 >= raw.ring_bytes * RAW_FILL_HALVES;
+                if let (true, Some(o)) = (full, self.bufs.keys().position(|c| c == cpu)) {
+                    raw.keep[o] = true;
+                }
+            }
+            if let Some(rw) = self.rewriter.as_mut() {
+                rw.keep_raw(&raw.keep);
+            }
+        }
         self.rewrite_into_buffers(|rw, outs| rw.rewrite(&input, outs));
         if let Some(rw) = self.rewriter.as_mut() {
             for w in rw.unwinder().take_warnings() {
                 log(&w);
+            }
+            if let Some(raw) = self.raw.as_mut() {
+                for (o, buf) in raw.bufs.values_mut().enumerate() {
+                    if let Some(kept) = rw.take_raw(o) {
+                        buf.append(kept);
+                    }
+                }
             }
         }
     }
 
     /// Count the records in a buffer that ends on a record boundary. Samples (nearly all of
     /// a storm's records) are read in place: their pid, their kernel frames, and whether
-    /// they are a switch or a wake-up; the other records are decoded.
-    fn count(&mut self, cpu: u32, buf: &[u8]) {
+    /// they are a switch or a wake-up; the other records are decoded. With `raw`, the samples
+    /// kept with their stack copies (`RAW_SAMPLES`).
+    fn count(&mut self, cpu: u32, buf: &[u8], raw: bool) {
         let c = self.counts.entry(cpu).or_default();
         c.bytes += buf.len() as u64;
         let d = &mut self.scratch;
         d.events.clear();
         d.chains.clear();
-        let attr = &self.attr;
+        let attr = match (&self.raw, raw) {
+            (Some(r), true) => &r.attr,
+            _ => &self.attr,
+        };
         let pids = &mut self.pids;
         let kernel_addrs = &mut self.kernel_addrs;
         let sched_events = &mut self.sched_events;
@@ -293,7 +362,7 @@ impl Collector {
                 continue;
             }
             let mut chunk = std::mem::take(self.bufs.get_mut(&cpu).expect("cpu buffer exists"));
-            self.count(cpu, &chunk[CPU_PREFIX..]);
+            self.count(cpu, &chunk[CPU_PREFIX..], false);
             if self.samples() > 0 {
                 for (tag, data) in std::mem::take(&mut self.until_samples) {
                     w.write_chunk(tag, &data, true)?;
@@ -304,9 +373,46 @@ impl Collector {
             self.bufs.insert(cpu, chunk);
             written?;
         }
+        self.flush_raw(w, force || timed)?;
         if force || timed {
             self.last_flush = Instant::now();
             w.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Write out the samples kept raw: u32 CPU, u32 length of the attribute, the attribute
+    /// the kernel got, then the records (docs/format.md, `RAW_SAMPLES`).
+    fn flush_raw<W: io::Write>(
+        &mut self,
+        w: &mut Writer<W>,
+        all: bool,
+    ) -> Result<(), hood_format::FormatError> {
+        let Some(raw) = self.raw.as_mut() else {
+            return Ok(());
+        };
+        let mut ready: Vec<(u32, Vec<u8>)> = Vec::new();
+        for (&cpu, buf) in raw.bufs.iter_mut() {
+            if !buf.is_empty() && (all || buf.len() >= FLUSH_BYTES) {
+                ready.push((cpu, std::mem::take(buf)));
+            }
+        }
+        for (cpu, buf) in ready {
+            self.count(cpu, &buf, true);
+            if self.samples() > 0 {
+                for (tag, data) in std::mem::take(&mut self.until_samples) {
+                    w.write_chunk(tag, &data, true)?;
+                }
+            }
+            let Some(raw) = self.raw.as_ref() else {
+                break;
+            };
+            let mut chunk = Vec::with_capacity(8 + raw.attr_bytes.len() + buf.len());
+            chunk.extend_from_slice(&cpu.to_le_bytes());
+            chunk.extend_from_slice(&(raw.attr_bytes.len() as u32).to_le_bytes());
+            chunk.extend_from_slice(&raw.attr_bytes);
+            chunk.extend_from_slice(&buf);
+            w.write_chunk(tags::profile::RAW_SAMPLES, &chunk, true)?;
         }
         Ok(())
     }
@@ -325,11 +431,18 @@ impl Collector {
         }
         for chunk in r.chunks() {
             let chunk = chunk?;
+            if chunk.tag == tags::profile::RAW_SAMPLES {
+                if let Some((cpu, attr, records)) = split_raw_samples(&chunk.data) {
+                    c.set_raw_fallback(attr, 1, false);
+                    c.count(cpu, records, true);
+                }
+                continue;
+            }
             if chunk.tag != tags::profile::PERF_RECORDS {
                 continue;
             }
             if let Some((cpu, records)) = chunk.data.split_first_chunk::<4>() {
-                c.count(u32::from_le_bytes(*cpu), records);
+                c.count(u32::from_le_bytes(*cpu), records, false);
             }
         }
         Ok((c.samples(), c.lost()))
@@ -346,6 +459,17 @@ impl Collector {
             .values()
             .fold(0u64, |n, c| n.saturating_add(c.lost))
     }
+}
+
+/// A `RAW_SAMPLES` payload's CPU, attribute and records (`None`: too short).
+pub fn split_raw_samples(data: &[u8]) -> Option<(u32, &[u8], &[u8])> {
+    let (cpu, rest) = data.split_first_chunk::<4>()?;
+    let (len, rest) = rest.split_first_chunk::<4>()?;
+    let len = u32::from_le_bytes(*len) as usize;
+    (len <= rest.len()).then(|| {
+        let (attr, records) = rest.split_at(len);
+        (u32::from_le_bytes(*cpu), attr, records)
+    })
 }
 
 /// The records of a ring's unread bytes `a` then `b` (the wrap between them): `a[..whole]`,

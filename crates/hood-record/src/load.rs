@@ -91,6 +91,7 @@ fn load(
         } else {
             RawRecording::load_with(path, &mut index_kallsyms)?
         };
+        unwind_kept_copies(&mut raw);
         let labels = raw.labels.take();
         let t1 = Instant::now();
         let mut resolver = SymResolver::new(opts, job, &raw.vdso, &raw.perf_maps)?;
@@ -104,6 +105,24 @@ fn load(
         };
         Ok((prof, labels, timing))
     })
+}
+
+/// Unwind the samples the recorder kept with their raw stack copy (its unwinding fell behind)
+/// with the recorder's unwinder, against the binaries on this machine as `perf report` does,
+/// told the recording's vDSO image and the mappings of the processes of its start-up snapshot.
+fn unwind_kept_copies(raw: &mut RawRecording) {
+    if raw.stack_copies.is_empty() {
+        return;
+    }
+    let mut unwinder = hood_unwind::Unwinder::new(hood_unwind::Options::default());
+    if !raw.vdso.is_empty() {
+        unwinder.set_vdso(&raw.vdso);
+    }
+    for p in &raw.snapshot.processes {
+        unwinder.load_proc_maps(p.pid, &p.maps);
+    }
+    raw.unwind_stack_copies(&mut unwinder);
+    raw.warnings.extend(unwinder.take_warnings());
 }
 
 /// The kernel's symbol table, being indexed (on another thread) while the records are read;

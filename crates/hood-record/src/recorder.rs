@@ -510,6 +510,10 @@ fn describe<'a>(
     if let Some(rw) = rewriter.take() {
         let min = meta.off_cpu.as_ref().map_or(0, |o| o.min_ns);
         collector.set_rewriter(rw, min);
+        if meta.off_cpu.is_none() {
+            let ring_bytes = cfg.sampling.ring_pages.saturating_mul(4096);
+            collector.set_raw_fallback(&session.attr_bytes(), ring_bytes, keep_stack_copies());
+        }
     }
     let first = match cfg.sampling.user_stack {
         hood_perf::UserStack::Copy { bytes, .. } if collector.rewriter().is_some() => bytes,
@@ -805,6 +809,7 @@ impl Run<'_> {
         }
         let skipped = session.deferred_skipped().unwrap_or((0, 0));
         let end_mono = hood_proc::clock::monotonic_ns();
+        let raw_stacks = collector.kept_raw();
         let finish = finalize(
             &mut writer,
             &mut collector,
@@ -818,6 +823,8 @@ impl Run<'_> {
                     true => growth.bytes,
                     false => 0,
                 },
+                raw_stacks,
+                raw_stacks_asked: raw_stacks > 0 && keep_stack_copies(),
                 ..RecordStats::default()
             },
         );
@@ -1185,12 +1192,33 @@ fn outcome_lines(o: &Outcome) -> Vec<String> {
     out
 }
 
+/// Whether every sample keeps its raw stack copy for the report to unwind
+/// (`HOOD_KEEP_STACK_COPIES=1`: the fallback of a lagging unwinder, forced for tests).
+fn keep_stack_copies() -> bool {
+    std::env::var_os("HOOD_KEEP_STACK_COPIES").is_some_and(|v| v == "1")
+}
+
 /// One line on how complete the unwound user stacks are, and why the others stopped.
 fn unwinding_line(rw: &hood_unwind::Rewriter) -> Option<String> {
     let st = rw.stats();
+    let kept = match st.kept_raw {
+        0 => String::new(),
+        n => format!(
+            "{n} samples stored with their raw stack copy, to be unwound by the report ({})",
+            if keep_stack_copies() {
+                "HOOD_KEEP_STACK_COPIES=1"
+            } else {
+                "the recorder's unwinding fell behind the rings"
+            }
+        ),
+    };
     if st.unwound == 0 {
-        return None;
+        return (!kept.is_empty()).then(|| format!("user stacks: {kept}"));
     }
+    let kept = match kept.is_empty() {
+        true => kept,
+        false => format!("; {kept}"),
+    };
     let pct = |n: u64| 100.0 * n as f64 / st.unwound as f64;
     let mut why: Vec<String> = hood_unwind::Truncation::ALL
         .iter()
@@ -1205,7 +1233,7 @@ fn unwinding_line(rw: &hood_unwind::Rewriter) -> Option<String> {
     }
     Some(format!(
         "user stacks: {} unwound ({:.1} KiB of stack copied per sample), {:.1}% complete{}; \
-         truncated: {}",
+         truncated: {}{kept}",
         st.unwound,
         st.stack_bytes as f64 / st.unwound as f64 / 1024.0,
         pct(st.complete),

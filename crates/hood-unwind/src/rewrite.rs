@@ -71,6 +71,9 @@ pub struct RewriteStats {
     /// Waits at least the minimum long whose deferred kernel stack never came (lost, or the
     /// wait was just under the kernel side's threshold).
     pub kernel_stacks_missing: u64,
+    /// Samples kept with their raw registers and stack copy, to be unwound at report time
+    /// ([`Rewriter::keep_raw`]: their ring was filling faster than it was unwound).
+    pub kept_raw: u64,
 }
 
 /// The off-CPU state of [`Rewriter::set_off_cpu`].
@@ -254,6 +257,10 @@ pub struct Rewriter {
     /// Stacks stored cut by a full stack copy, per (pid, copy size), since
     /// [`Rewriter::take_copy_cuts`].
     copy_cuts: HashMap<(u32, u64), u32>,
+    /// Per output: this round's samples with stack copies are kept raw, not unwound
+    /// ([`Rewriter::keep_raw`]), and appended to `raw_out` of the same index.
+    keep_raw: Vec<bool>,
+    raw_out: Vec<Vec<u8>>,
 }
 
 impl Rewriter {
@@ -278,7 +285,25 @@ impl Rewriter {
             deferred: None,
             kernel_max_stack: KERNEL_MAX_STACK,
             copy_cuts: HashMap::default(),
+            keep_raw: Vec::new(),
+            raw_out: Vec::new(),
         })
+    }
+
+    /// The raw-copy fallback: in the next rounds, the samples of output `o` with
+    /// `keep[o]` set are not unwound but kept verbatim (registers and stack copy, under the
+    /// attribute the kernel got) for [`Rewriter::take_raw`]; their side-band records still
+    /// go to the output. Only CPU samples are kept: an off-CPU recording's switches and
+    /// wake-ups go through the gate as before.
+    pub fn keep_raw(&mut self, keep: &[bool]) {
+        self.keep_raw.clear();
+        self.keep_raw.extend_from_slice(keep);
+    }
+
+    /// The samples of output `o` kept raw (records as the kernel wrote them) since the caller
+    /// last emptied this buffer.
+    pub fn take_raw(&mut self, o: usize) -> Option<&mut Vec<u8>> {
+        self.raw_out.get_mut(o)
     }
 
     /// The stacks stored `[truncated: stack copy too small]` since the last call whose copy
@@ -458,6 +483,17 @@ impl Rewriter {
                 }
             }
             let parts = parsed.get(sample);
+            if self.keep_raw.get(ring) == Some(&true)
+                && self.gate.is_none()
+                && parts.is_some_and(|p| p.stack_size > 0)
+            {
+                if self.raw_out.len() < output.len() {
+                    self.raw_out.resize_with(output.len(), Vec::new);
+                }
+                self.raw_out[ring].extend_from_slice(rec);
+                self.stats.kept_raw += 1;
+                continue;
+            }
             if self.deferred_copy(time, parts, output) {
                 continue;
             }
@@ -1217,6 +1253,35 @@ mod tests {
         let layout = SchedLayout::from_formats(&formats()).expect("layout");
         rw.set_off_cpu(layout, MIN);
         rw
+    }
+
+    #[test]
+    fn samples_of_a_ring_kept_raw_come_out_verbatim_and_the_others_unwound() {
+        let mut rw = Rewriter::new(&attr_bytes(), Options::default()).expect("stack samples");
+        let (a, b) = (
+            rec(7, 100, Kind::Timer, true),
+            rec(8, 200, Kind::Timer, true),
+        );
+        let mut out = vec![Vec::new(), Vec::new()];
+        rw.keep_raw(&[false, true]);
+        rw.rewrite(&[(0, &a[..]), (1, &b[..])], &mut out);
+        assert_eq!(rw.take_raw(1).map(std::mem::take), Some(b.clone()));
+        assert!(rw.take_raw(0).is_some_and(|r| r.is_empty()));
+        assert!(
+            out[1].is_empty(),
+            "a sample kept raw is not also stored unwound"
+        );
+        assert!(
+            !out[0].is_empty() && out[0].len() < a.len(),
+            "ring 0's sample is stored without its copy"
+        );
+        assert_eq!((rw.stats().kept_raw, rw.stats().unwound), (1, 1));
+        // The next round unwinds both again.
+        rw.keep_raw(&[false, false]);
+        out.iter_mut().for_each(Vec::clear);
+        rw.rewrite(&[(0, &a[..]), (1, &b[..])], &mut out);
+        assert!(!out[1].is_empty());
+        assert_eq!(rw.stats().kept_raw, 1);
     }
 
     #[test]

@@ -169,6 +169,12 @@ pub const VARS: &[Var] = &[
         values: Values::OneOf(&["1", "0"]),
     },
     Var {
+        name: "HOOD_KEEP_STACK_COPIES",
+        shown: "1 | 0 (0)",
+        what: "`1`: `hood record` stores every sample's raw user registers and stack copy for `hood report` to unwind, as it does by itself for the samples of a ring found half full (its unwinding fell behind); for tests of that path",
+        values: Values::OneOf(&["1", "0"]),
+    },
+    Var {
         name: "HOOD_TRACE_IRQ",
         shown: "1 | 0",
         what: "`0`: `hood trace record` does not record interrupt time (benchmarks)",

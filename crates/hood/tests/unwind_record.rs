@@ -1383,3 +1383,143 @@ fn node_warnings_are_true_word_for_word() {
         assert_eq!(line, want, "{err}");
     }
 }
+
+/// The raw-copy fallback (issue 24): samples whose stack copy the recorder keeps raw (as it
+/// does when its unwinding falls behind the rings; `HOOD_KEEP_STACK_COPIES=1` keeps every one)
+/// are unwound by the report, with the recorder's unwinder, to the chains the recorder finds:
+/// for a library opened after the start (its mmap record replayed) and for a process attached
+/// with `-p` (its mappings from the start-up snapshot). The summary and the report header
+/// count them.
+#[test]
+fn samples_kept_raw_are_unwound_by_the_report_to_the_recorders_chains() {
+    if !privileged("raw_fallback") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let dl = k.dl.to_str().unwrap().to_string();
+    let nofp = k.nofp.to_str().unwrap().to_string();
+    let mut child = Command::new(&k.nofp)
+        .args(["depth", "20000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let pid = child.id().to_string();
+    let cases: [(&str, Vec<&str>, &str, Vec<&str>); 2] = [
+        (
+            "dlopen",
+            vec!["--", &nofp, "dlopen", "3000", &dl],
+            "dl_leaf",
+            vec!["main", "dl_outer", "dl_inner", "dl_leaf"],
+        ),
+        (
+            "pid",
+            vec!["-p", &pid, "-d", "2"],
+            "depth_leaf",
+            vec!["main", "d1", "d2", "d3", "d4", "d5", "depth_leaf"],
+        ),
+    ];
+    for (name, args, leaf, want) in cases {
+        let mut shares = Vec::new();
+        for keep in [false, true] {
+            let file = k.dir.path().join(format!("raw-{name}-{keep}.hood"));
+            let mut c = hood();
+            c.arg("record").arg("-o").arg(&file).args(&args);
+            if keep {
+                c.env("HOOD_KEEP_STACK_COPIES", "1");
+            }
+            let out = run(&mut c);
+            let err = text(&out);
+            assert!(out.status.success(), "{name}: {err}");
+            let header = run(hood().args(["report", "-i"]).arg(&file));
+            let header = text(&header);
+            let kept = header
+                .lines()
+                .find_map(|l| l.strip_prefix("Unwound now: "))
+                .and_then(|l| l.split(' ').next())
+                .and_then(|n| n.parse::<u64>().ok());
+            if keep {
+                let n = kept.unwrap_or_else(|| panic!("{name}: no `Unwound now` line:\n{header}"));
+                assert!(n >= 100, "{name}: {n} kept raw\n{header}");
+                assert!(
+                    err.contains(&format!(
+                        "{n} samples stored with their raw stack copy, to be unwound by the report"
+                    )),
+                    "{name}: {err}"
+                );
+            } else {
+                assert_eq!(kept, None, "{name}: nothing is kept raw unasked\n{header}");
+            }
+            let stacks = collapsed(&file, &["--min-percent", "0"]);
+            let (pct, n, bad) = share(&stacks, "uk_nofp", leaf, |u| ends_with_chain(u, &want));
+            assert!(
+                n >= 100 && pct >= 95.0,
+                "{name}, kept raw {keep}: {pct:.1}% of {n} samples in {leaf} have {want:?}; e.g. {bad:#?}"
+            );
+            shares.push(pct);
+        }
+        assert!(
+            (shares[0] - shares[1]).abs() <= 3.0,
+            "{name}: {:.1}% unwound live against {:.1}% at report time",
+            shares[0],
+            shares[1]
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// 64 busy threads at the default 999 Hz (issue 24): with the rings the recorder sizes by
+/// default (and the raw-copy fallback when its unwinding falls behind), the kernel drops no
+/// sample, and the threads' stacks reach their start. On 2 CPUs the threads leave the
+/// recorder little time, which is the point; the summary, the report header and the file's
+/// counts must all say 0 lost.
+#[test]
+fn sixty_four_busy_threads_lose_no_samples() {
+    if !privileged("threads_64") {
+        return;
+    }
+    let _serial = perf_lock();
+    let k = known();
+    let prog = k.dir.path().join("busy_threads");
+    let src = repo().join("bench/unwind/threads.c");
+    gcc(&[
+        "-O2",
+        "-g",
+        "-fomit-frame-pointer",
+        "-pthread",
+        "-o",
+        prog.to_str().unwrap(),
+        src.to_str().unwrap(),
+    ]);
+    let file = k.dir.path().join("threads64.hood");
+    let out = record(
+        &file,
+        &["-F", "999", "--", prog.to_str().unwrap(), "64", "3"],
+    );
+    let err = text(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains(", 0 lost;"), "samples were lost:\n{err}");
+    let rep = run(hood().args(["report", "-i"]).arg(&file));
+    let rep = text(&rep);
+    assert!(rep.contains("\nLost samples: 0\n"), "{rep}");
+    let stacks = collapsed(&file, &["--min-percent", "0"]);
+    let mut by_thread = 0u64;
+    let (pct, n, bad) = share(&stacks, "busy_threads", "leaf", |u| {
+        ends_with_chain(u, &["start_thread", "spin", "mid", "leaf"])
+    });
+    for (frames, c) in &stacks {
+        if frames.first().map(String::as_str) == Some("busy_threads") {
+            by_thread += c;
+        }
+    }
+    assert!(
+        by_thread >= 500,
+        "only {by_thread} samples of the threads:\n{err}"
+    );
+    assert!(
+        n >= 300 && pct >= 95.0,
+        "{pct:.1}% of {n} samples in leaf reach start_thread; e.g. {bad:#?}"
+    );
+}

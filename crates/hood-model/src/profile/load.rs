@@ -6,7 +6,9 @@ use std::path::Path;
 use hood_format::{expect_kind, tags, FileKind, Reader};
 use hood_raw::attr::Attr;
 use hood_raw::records::Decoded;
+use hood_raw::replay::StackUnwinder;
 
+use super::copies::{unwind_copies, StackCopies};
 use super::meta::{ProcSnapshotChunk, RecordMeta, RecordStats};
 use crate::labels::{LabelsChunks, LabelsRecording};
 use crate::ModelError;
@@ -36,6 +38,10 @@ pub struct RawRecording {
     /// The `--labels` part, when it was asked for ([`RawRecording::load_with_labels`]) and
     /// the recording has one.
     pub labels: Option<LabelsRecording>,
+    /// Samples the recorder kept with their raw stack copy (`RAW_SAMPLES`): until
+    /// [`RawRecording::unwind_stack_copies`], their user frames are the kernel's
+    /// frame-pointer chain.
+    pub stack_copies: StackCopies,
 }
 
 fn json<T: serde::de::DeserializeOwned>(
@@ -144,6 +150,24 @@ impl RawRecording {
                         None => pending.push((cpu, std::mem::take(&mut data))),
                     }
                 }
+                tags::profile::RAW_SAMPLES => {
+                    let bad = || {
+                        ModelError::Malformed(format!(
+                            "raw sample chunk at byte offset {off} is too short"
+                        ))
+                    };
+                    let (cpu, rest) = data.split_first_chunk::<4>().ok_or_else(bad)?;
+                    let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
+                    let len = u32::from_le_bytes(*len) as usize;
+                    if len > rest.len() {
+                        return Err(bad());
+                    }
+                    let (a, records) = rest.split_at(len);
+                    let a = Attr::parse(a)?;
+                    let cpu = u32::from_le_bytes(*cpu);
+                    rec.stack_copies
+                        .push_chunk(&mut rec.decoded, &a, cpu, records);
+                }
                 tags::profile::PROC_SNAPSHOT => {
                     // A second chunk holds processes that started while the first was taken.
                     let more: ProcSnapshotChunk = json("process snapshot", off, &data)?;
@@ -207,7 +231,28 @@ impl RawRecording {
                 rec.decoded.malformed
             ));
         }
+        if !rec.stack_copies.is_empty() {
+            // The copies name their samples by place: follow the sort (stable, as is
+            // `Decoded::sort`).
+            let events = &rec.decoded.events;
+            let mut order: Vec<usize> = (0..events.len()).collect();
+            order.sort_by_key(|&i| events[i].time);
+            rec.stack_copies.reorder(&order);
+        }
         rec.decoded.sort();
         Ok(rec)
+    }
+
+    /// Unwind the samples the recorder kept with their raw stack copy (its unwinding fell
+    /// behind) with `u`, the unwinder the recorder uses, told the mappings of the processes of
+    /// the start-up snapshot; the side-band records are replayed to it in time order. Returns
+    /// how many were unwound.
+    pub fn unwind_stack_copies(&mut self, u: &mut dyn StackUnwinder) -> usize {
+        let copies = std::mem::take(&mut self.stack_copies);
+        if copies.is_empty() {
+            return 0;
+        }
+        unwind_copies(&mut self.decoded, &copies, u);
+        copies.len()
     }
 }

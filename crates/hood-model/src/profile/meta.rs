@@ -109,6 +109,13 @@ pub struct RecordStats {
     /// The user stack copy in bytes the recorder grew to while stacks were cut by it (0: not
     /// grown; the copy asked for is in [`RecordMeta::call_graph`]).
     pub stack_copy_grown_to: u32,
+    /// Samples stored with their raw registers and stack copy (`RAW_SAMPLES` chunks), to be
+    /// unwound at report time: the recorder's unwinding fell behind the rings (or
+    /// `HOOD_KEEP_STACK_COPIES=1`). Older files lack it.
+    pub raw_stacks: u64,
+    /// Every sample's copy was kept raw because `HOOD_KEEP_STACK_COPIES=1` asked for it, not
+    /// because the unwinding fell behind.
+    pub raw_stacks_asked: bool,
 }
 
 impl RecordStats {

@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod build;
+pub mod copies;
 pub mod diff;
 pub mod load;
 pub mod meta;

@@ -142,6 +142,17 @@ pub fn render_header(
             safe::text(first)
         )?;
     }
+    if let Some(s) = prof.stats.as_ref().filter(|s| s.raw_stacks > 0) {
+        writeln!(
+            out,
+            "Unwound now: {} samples whose raw stack copy the recorder kept ({})",
+            s.raw_stacks,
+            match s.raw_stacks_asked {
+                true => "HOOD_KEEP_STACK_COPIES=1",
+                false => "its unwinding fell behind the rings",
+            }
+        )?;
+    }
     if !m.hostname.is_empty() || !m.kernel_release.is_empty() {
         writeln!(
             out,
