@@ -1,30 +1,31 @@
 //! Naming the function addresses of each process at collection time, through its mappings
 //! (live /proc/PID/maps, else the copy in the segment) and hood-symbols.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use hood_raw::maps::AddressSpace;
 use hood_symbols::{Symbolizer, SymbolizerOptions};
 use hood_tracemodel::calls::ProcessCalls;
 
-struct Mapping {
-    start: u64,
-    end: u64,
-    offset: u64,
-    path: String,
-}
-
-fn parse_maps(text: &str) -> Vec<Mapping> {
-    text.lines()
+/// The executable file mappings in `text` (a /proc/PID/maps text), each holding the index of
+/// its path in the returned list.
+fn parse_maps(text: &str) -> (AddressSpace<usize>, Vec<String>) {
+    let mut space = AddressSpace::default();
+    let mut paths: Vec<String> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for m in text
+        .lines()
         .filter_map(hood_raw::maps::parse_maps_line)
         .filter(|m| m.is_exec() && m.path.starts_with('/'))
-        .map(|m| Mapping {
-            start: m.start,
-            end: m.end,
-            offset: m.offset,
-            path: m.path.to_string(),
-        })
-        .collect()
+    {
+        let i = *index.entry(m.path).or_insert_with(|| {
+            paths.push(m.path.to_string());
+            paths.len() - 1
+        });
+        space.insert(m.start, m.end, m.offset, i);
+    }
+    (space, paths)
 }
 
 /// Name each function address through the executable mappings in `maps_text` (a
@@ -36,15 +37,15 @@ pub fn name_functions(
     sym: &mut Symbolizer,
     notes: &mut Vec<String>,
 ) -> BTreeMap<u64, String> {
-    let maps = parse_maps(maps_text);
+    let (maps, paths) = parse_maps(maps_text);
     let mut by_file: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
     let mut unmapped = 0usize;
     for &f in funcs {
-        match maps.iter().find(|m| m.start <= f && f < m.end) {
-            Some(m) => by_file
-                .entry(&m.path)
-                .or_default()
-                .push((f, f - m.start + m.offset)),
+        match maps
+            .lookup(f)
+            .and_then(|(i, off)| Some((paths.get(i)?, off)))
+        {
+            Some((path, offset)) => by_file.entry(path).or_default().push((f, offset)),
             None => unmapped += 1,
         }
     }

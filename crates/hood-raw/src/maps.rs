@@ -1,7 +1,11 @@
 //! Address spaces over time: which file (and file offset) an address of a process meant at
-//! the moment of a sample. Built from the /proc snapshot at start and mmap/fork/exec records.
+//! the moment of a sample. Built from the /proc snapshot at start and mmap/fork/exec/exit
+//! records: [`AddressSpace`] is one process's mappings, [`Processes`] follows them through
+//! exec, fork and exit.
 
 use std::collections::{BTreeMap, HashMap};
+
+use rustc_hash::FxHashMap;
 
 /// Index of a mapped file in [`Files`].
 pub type FileId = u32;
@@ -56,70 +60,146 @@ impl Files {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Map {
-    end: u64,
-    pgoff: u64,
-    file: FileId,
+/// Mappings followed per process. Ordinary processes have hundreds, large ones a few
+/// thousand; a user's process can make 65,530, each naming a path of up to 4 KiB: past this
+/// many, [`AddressSpace::insert`] refuses new ones (a cap on what one process may make root's
+/// recorder, or a hostile recording make its reader, hold).
+pub const MAX_MAPPINGS: usize = 16_384;
+
+/// One mapping of an [`AddressSpace`], keyed there by its first address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapped<T> {
+    /// One past the last address.
+    pub end: u64,
+    /// File offset of the first address.
+    pub pgoff: u64,
+    /// What the mapping holds (the file, or what the owner derived from it).
+    pub value: T,
 }
 
-/// One process's mappings.
-#[derive(Debug, Clone, Default)]
-pub struct AddressSpace {
-    maps: BTreeMap<u64, Map>,
+/// A change [`AddressSpace::insert_with`] made, told to its caller so that what it keeps
+/// beside the mappings (an unwinder's modules) follows.
+#[derive(Debug)]
+pub enum Change<'a, T> {
+    /// The mapping that started at this address is gone.
+    Removed(u64),
+    /// A mapping now lies at `start..end` (the new one, or what a new one left of an old one).
+    Added {
+        /// First address.
+        start: u64,
+        /// One past the last address.
+        end: u64,
+        /// File offset of `start`.
+        pgoff: u64,
+        /// The mapping's value.
+        value: &'a T,
+    },
 }
 
-impl AddressSpace {
-    /// Add a mapping, replacing whatever overlapped it.
-    pub fn insert(&mut self, start: u64, end: u64, pgoff: u64, file: FileId) {
-        if end <= start {
-            return;
+/// One process's mappings: the workspace's one tracker of which file an address belongs to,
+/// used by the profile model, the unwinder and the hook recorders. A new mapping replaces
+/// whatever it overlaps; the parts of an old mapping on either side of it stay, with their
+/// file offsets moved along.
+#[derive(Debug, Clone)]
+pub struct AddressSpace<T> {
+    maps: BTreeMap<u64, Mapped<T>>,
+}
+
+impl<T> Default for AddressSpace<T> {
+    fn default() -> Self {
+        AddressSpace {
+            maps: BTreeMap::new(),
         }
-        let overlapping: Vec<(u64, Map)> = self
+    }
+}
+
+impl<T: Clone> AddressSpace<T> {
+    /// Map `start..end` from file offset `pgoff` to `value`, replacing what it overlaps;
+    /// `false` (and nothing changed) when that would make more than [`MAX_MAPPINGS`], or
+    /// when the range is empty.
+    pub fn insert(&mut self, start: u64, end: u64, pgoff: u64, value: T) -> bool {
+        self.insert_with(start, end, pgoff, value, |_| {})
+    }
+
+    /// [`insert`](Self::insert), telling `on` each mapping removed and added, removals first.
+    pub fn insert_with(
+        &mut self,
+        start: u64,
+        end: u64,
+        pgoff: u64,
+        value: T,
+        mut on: impl FnMut(Change<'_, T>),
+    ) -> bool {
+        if end <= start {
+            return false;
+        }
+        // The mappings held do not overlap, so those the new one overlaps are the last ones
+        // starting below its end, back to the first that ends at or before its start: found
+        // from the end, never by walking the whole process (which made 30,000 mappings
+        // quadratic).
+        let overlapping: Vec<u64> = self
             .maps
             .range(..end)
             .rev()
-            .take_while(|(&s, m)| m.end > start || s >= start)
-            .filter(|(_, m)| m.end > start)
-            .map(|(&s, &m)| (s, m))
+            .take_while(|(_, m)| m.end > start)
+            .map(|(&s, _)| s)
             .collect();
-        for (s, m) in overlapping {
-            self.maps.remove(&s);
+        let first_kept = overlapping.last().is_some_and(|&s| s < start);
+        let last_kept = overlapping.first().is_some_and(|s| self.maps[s].end > end);
+        let after = self.maps.len() - overlapping.len()
+            + usize::from(first_kept)
+            + usize::from(last_kept)
+            + 1;
+        if after > MAX_MAPPINGS && after > self.maps.len() {
+            return false;
+        }
+        let mut kept = Vec::new();
+        for s in overlapping {
+            let Some(m) = self.maps.remove(&s) else {
+                continue;
+            };
+            on(Change::Removed(s));
             if s < start {
-                self.maps.insert(s, Map { end: start, ..m });
+                kept.push((
+                    s,
+                    Mapped {
+                        end: start,
+                        ..m.clone()
+                    },
+                ));
             }
             if m.end > end {
                 let pgoff = m.pgoff.wrapping_add(end - s);
-                self.maps.insert(
-                    end,
-                    Map {
-                        end: m.end,
-                        pgoff,
-                        ..m
-                    },
-                );
+                kept.push((end, Mapped { pgoff, ..m }));
             }
         }
-        self.maps.insert(start, Map { end, pgoff, file });
-    }
-
-    /// The file and file offset of `addr`.
-    pub fn lookup(&self, addr: u64) -> Option<(FileId, u64)> {
-        let (&start, m) = self.maps.range(..=addr).next_back()?;
-        if addr >= m.end {
-            return None;
+        kept.push((start, Mapped { end, pgoff, value }));
+        for (s, m) in kept {
+            on(Change::Added {
+                start: s,
+                end: m.end,
+                pgoff: m.pgoff,
+                value: &m.value,
+            });
+            self.maps.insert(s, m);
         }
-        // A file offset past u64 (a hostile mmap record's pgoff) maps nothing.
-        Some((m.file, (addr - start).checked_add(m.pgoff)?))
+        true
+    }
+}
+
+impl<T> AddressSpace<T> {
+    /// The mapping that holds `addr`, with its first address.
+    pub fn get(&self, addr: u64) -> Option<(u64, &Mapped<T>)> {
+        let (&start, m) = self.maps.range(..=addr).next_back()?;
+        (addr < m.end).then_some((start, m))
     }
 
     /// The mapping that holds `addr`: (start, end, file offset of start).
     pub fn mapping_of(&self, addr: u64) -> Option<(u64, u64, u64)> {
-        let (&start, m) = self.maps.range(..=addr).next_back()?;
-        (addr < m.end).then_some((start, m.end, m.pgoff))
+        self.get(addr).map(|(start, m)| (start, m.end, m.pgoff))
     }
 
-    /// Forget everything (exec).
+    /// Forget everything.
     pub fn clear(&mut self) {
         self.maps.clear();
     }
@@ -132,6 +212,79 @@ impl AddressSpace {
     /// Whether there are no mappings.
     pub fn is_empty(&self) -> bool {
         self.maps.is_empty()
+    }
+
+    /// The mappings in address order, each with its first address.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &Mapped<T>)> {
+        self.maps.iter().map(|(&s, m)| (s, m))
+    }
+}
+
+impl<T: Copy> AddressSpace<T> {
+    /// The value and file offset of `addr`.
+    pub fn lookup(&self, addr: u64) -> Option<(T, u64)> {
+        let (start, m) = self.get(addr)?;
+        // A file offset past u64 (a hostile mmap record's pgoff) maps nothing.
+        Some((m.value, (addr - start).checked_add(m.pgoff)?))
+    }
+}
+
+/// The processes of a recording and what each holds of its mappings (`P`: an
+/// [`AddressSpace`], or that and what its owner keeps beside it), followed through exec,
+/// fork and exit: the workspace's one place for those rules.
+#[derive(Debug, Clone)]
+pub struct Processes<P> {
+    by_pid: FxHashMap<u32, P>,
+}
+
+impl<P> Default for Processes<P> {
+    fn default() -> Self {
+        Processes {
+            by_pid: FxHashMap::default(),
+        }
+    }
+}
+
+impl<P: Clone + Default> Processes<P> {
+    /// `pid`'s state.
+    pub fn get(&self, pid: u32) -> Option<&P> {
+        self.by_pid.get(&pid)
+    }
+
+    /// `pid`'s state, empty for a process first seen now (it mapped something before the
+    /// recording saw it start).
+    pub fn entry(&mut self, pid: u32) -> &mut P {
+        self.by_pid.entry(pid).or_default()
+    }
+
+    /// Set `pid`'s state (its mappings read from /proc at the start).
+    pub fn insert(&mut self, pid: u32, p: P) {
+        self.by_pid.insert(pid, p);
+    }
+
+    /// `pid` called exec: its old mappings are gone.
+    pub fn exec(&mut self, pid: u32) -> &mut P {
+        let p = self.entry(pid);
+        *p = P::default();
+        p
+    }
+
+    /// `pid` was made by fork from `ppid`. A new process starts with a copy of its parent's
+    /// mappings (none when the parent is unknown) and gives `true`; a new thread
+    /// (`pid == ppid`) shares its process's and changes nothing.
+    pub fn fork(&mut self, ppid: u32, pid: u32) -> bool {
+        if ppid == pid {
+            return false;
+        }
+        let p = self.by_pid.get(&ppid).cloned().unwrap_or_default();
+        self.by_pid.insert(pid, p);
+        true
+    }
+
+    /// `pid`'s main thread exited: its mappings are forgotten (a later fork may reuse the
+    /// pid).
+    pub fn exit(&mut self, pid: u32) -> Option<P> {
+        self.by_pid.remove(&pid)
     }
 }
 
@@ -200,7 +353,7 @@ pub fn load_proc_maps(
     text: &str,
     files: &mut Files,
     build_ids: &BTreeMap<String, String>,
-    space: &mut AddressSpace,
+    space: &mut AddressSpace<FileId>,
 ) {
     for m in text.lines().filter_map(parse_maps_line) {
         if !m.is_exec() {
@@ -246,6 +399,104 @@ mod tests {
         s.insert(0x0, 0x10000, 0, 3);
         assert_eq!(s.len(), 1);
         assert_eq!(s.lookup(0x2010), Some((3, 0x2010)));
+    }
+
+    /// What an insert tells its caller: the old mapping goes, its two remains and the new
+    /// mapping come, so an owner's side state (an unwinder's modules) matches the mappings.
+    #[test]
+    fn an_insert_tells_what_it_removed_and_added() {
+        let mut s = AddressSpace::default();
+        s.insert(0x1000, 0x5000, 0x10, 'a');
+        let mut changes = Vec::new();
+        assert!(
+            s.insert_with(0x2000, 0x3000, 0, 'b', |c| changes.push(match c {
+                Change::Removed(at) => format!("-{at:#x}"),
+                Change::Added {
+                    start,
+                    end,
+                    pgoff,
+                    value,
+                } => format!("+{start:#x}..{end:#x}@{pgoff:#x}{value}"),
+            }))
+        );
+        assert_eq!(
+            changes,
+            [
+                "-0x1000",
+                "+0x1000..0x2000@0x10a",
+                "+0x3000..0x5000@0x2010a",
+                "+0x2000..0x3000@0x0b"
+            ]
+        );
+        let got: Vec<(u64, u64, char)> = s.iter().map(|(a, m)| (a, m.end, m.value)).collect();
+        assert_eq!(
+            got,
+            [
+                (0x1000, 0x2000, 'a'),
+                (0x2000, 0x3000, 'b'),
+                (0x3000, 0x5000, 'a')
+            ]
+        );
+        // An empty range maps nothing.
+        assert!(!s.insert(0x9000, 0x9000, 0, 'c'));
+        assert_eq!(s.len(), 3);
+    }
+
+    /// A new mapping over the end of one and the start of the next trims both; over several
+    /// whole ones it takes their place.
+    #[test]
+    fn an_insert_across_neighbours_trims_them_and_replaces_those_inside() {
+        let mut s = AddressSpace::default();
+        for (i, at) in [0x1000u64, 0x2000, 0x3000, 0x4000].into_iter().enumerate() {
+            s.insert(at, at + 0x1000, 0, i as u32);
+        }
+        s.insert(0x1800, 0x3800, 0, 9);
+        assert_eq!(s.mapping_of(0x1000), Some((0x1000, 0x1800, 0)));
+        assert_eq!(s.lookup(0x1800), Some((9, 0)));
+        assert_eq!(s.lookup(0x3800), Some((2, 0x800)));
+        assert_eq!(s.mapping_of(0x3800), Some((0x3800, 0x4000, 0x800)));
+        assert_eq!(s.lookup(0x4000), Some((3, 0)));
+        assert_eq!(s.len(), 4);
+    }
+
+    /// Past the cap a new mapping is refused, but one that replaces mappings (and so does
+    /// not grow the process) is not, and splitting one in two counts both remains.
+    #[test]
+    fn the_cap_refuses_growth_only() {
+        let mut s = AddressSpace::default();
+        for i in 0..MAX_MAPPINGS as u64 {
+            assert!(s.insert(i * 0x2000, i * 0x2000 + 0x1000, 0, 0u8));
+        }
+        let past = MAX_MAPPINGS as u64 * 0x2000;
+        assert!(!s.insert(past, past + 0x1000, 0, 1));
+        assert_eq!(s.lookup(past), None);
+        assert!(s.insert(0, 0x1000, 0, 2), "a replacement is not refused");
+        assert_eq!(s.lookup(0), Some((2, 0)));
+        assert!(!s.insert(0x2400, 0x2800, 0, 3), "a split grows by two");
+        assert_eq!(s.lookup(0x2400), Some((0, 0x400)));
+        assert_eq!(s.len(), MAX_MAPPINGS);
+    }
+
+    /// exec empties a process's mappings; fork copies the parent's into a new process (and
+    /// none for an unknown parent), and later changes to either do not reach the other; a
+    /// new thread changes nothing; exit forgets the process.
+    #[test]
+    fn exec_fork_and_exit_follow_processes() {
+        let mut p: Processes<AddressSpace<u32>> = Processes::default();
+        p.entry(10).insert(0x1000, 0x2000, 0, 1);
+        assert!(!p.fork(10, 10), "a thread shares its process's mappings");
+        assert!(p.fork(10, 11));
+        assert_eq!(p.get(11).and_then(|s| s.lookup(0x1000)), Some((1, 0)));
+        p.entry(11).insert(0x1000, 0x2000, 0, 2);
+        assert_eq!(p.get(10).and_then(|s| s.lookup(0x1000)), Some((1, 0)));
+        p.exec(11).insert(0x5000, 0x6000, 0, 3);
+        let child = p.get(11).unwrap();
+        assert_eq!((child.lookup(0x1000), child.len()), (None, 1));
+        assert!(p.fork(99, 12));
+        assert!(p.get(12).is_some_and(AddressSpace::is_empty));
+        assert!(p.exit(10).is_some());
+        assert!(p.get(10).is_none());
+        assert!(p.get(11).is_some());
     }
 
     /// Found by fuzzing: a mapping whose file offset is near u64::MAX (from a hostile mmap

@@ -1,12 +1,13 @@
 //! Processes' executable mappings over time, and the images behind them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use framehop::x86_64::{CacheX86_64, UnwinderX86_64};
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use hood_raw::maps::{AddressSpace, Change, Processes};
 use rustc_hash::FxHashMap;
 
 use crate::image::{candidate_paths, Bytes, FileId, Image};
@@ -15,19 +16,17 @@ use crate::{Options, Stats, Truncation, UserRegs};
 /// After this many module changes, framehop's rule cache (keyed by a 16-bit generation that
 /// wraps) is started afresh so an old rule can never be taken for a new module's.
 const CACHE_RESET_CHANGES: u32 = 30_000;
-/// Executable mappings followed per process. Ordinary processes have hundreds, large ones a
-/// few thousand; a user's process can make 65,530, each naming a path of up to 4 KiB: past
+/// Executable mappings followed per process (the one cap of hood-raw's address spaces): past
 /// this many, new ones are not followed (counted in [`Stats::mappings_dropped`], said once per
 /// process).
-pub const MAX_MAPPINGS: usize = 16_384;
+pub use hood_raw::maps::MAX_MAPPINGS;
 /// A process whose code addresses miss every known mapping has its `/proc/PID/maps` re-read
 /// at most this often.
 const REFRESH_EVERY: Duration = Duration::from_millis(250);
 
-/// One executable mapping.
+/// What the unwinder holds of one executable mapping.
 #[derive(Debug, Clone)]
 pub(crate) struct Mapped {
-    pub end: u64,
     /// Where svma 0 of the image lies in the process.
     pub bias: u64,
     /// `None`: anonymous memory (JIT code) or a file that could not be read.
@@ -40,55 +39,55 @@ pub(crate) struct Mapped {
 #[derive(Clone, Default)]
 pub(crate) struct Space {
     pub fh: UnwinderX86_64<Bytes>,
-    pub maps: BTreeMap<u64, Mapped>,
+    pub maps: AddressSpace<Mapped>,
 }
 
 impl Space {
     /// The mapping holding `addr`.
     pub(crate) fn lookup(&self, addr: u64) -> Option<&Mapped> {
-        let (_, m) = self.maps.range(..=addr).next_back()?;
-        (addr < m.end).then_some(m)
+        self.maps.get(addr).map(|(_, m)| &m.value)
     }
 
-    /// Put `m` at `start` in place of what it overlaps; `false` (and nothing changed) when
-    /// that would make more than [`MAX_MAPPINGS`].
-    fn insert(&mut self, start: u64, m: Mapped, changes: &mut u32) -> bool {
-        // The mappings held do not overlap, so those `m` overlaps are the last ones starting
-        // below its end, back to the first that ends at or before its start: found from the
-        // end, never by walking the whole process (which made 30,000 mappings quadratic).
-        let overlapping: Vec<u64> = self
-            .maps
-            .range(..m.end)
-            .rev()
-            .take_while(|(_, o)| o.end > start)
-            .map(|(&s, _)| s)
-            .collect();
-        if overlapping.is_empty() && self.maps.len() >= MAX_MAPPINGS {
-            return false;
-        }
-        for s in overlapping {
-            self.maps.remove(&s);
-            self.fh.remove_module(s);
-            *changes += 1;
-        }
-        if let Some(img) = &m.image {
-            let info = ExplicitModuleSectionInfo {
-                base_svma: 0,
-                text_svma: img.text.clone(),
-                got_svma: img.got.clone(),
-                eh_frame_svma: img.eh_frame.as_ref().map(|s| s.svma.clone()),
-                eh_frame: img.eh_frame.as_ref().map(|s| s.data.clone()),
-                eh_frame_hdr_svma: img.eh_frame_hdr.as_ref().map(|s| s.svma.clone()),
-                eh_frame_hdr: img.eh_frame_hdr.as_ref().map(|s| s.data.clone()),
-                debug_frame: img.debug_frame.clone(),
-                ..Default::default()
-            };
-            self.fh
-                .add_module(Module::new(m.name.to_string(), start..m.end, m.bias, info));
-            *changes += 1;
-        }
-        self.maps.insert(start, m);
-        true
+    /// Put `m` at `start..end` (from file offset `pgoff`) in place of what it overlaps (the parts of an old mapping
+    /// outside it stay); `false` (and nothing changed) when that would make more than
+    /// [`MAX_MAPPINGS`].
+    fn insert(
+        &mut self,
+        (start, end, pgoff): (u64, u64, u64),
+        m: Mapped,
+        changes: &mut u32,
+    ) -> bool {
+        let fh = &mut self.fh;
+        self.maps.insert_with(start, end, pgoff, m, |c| match c {
+            Change::Removed(s) => {
+                fh.remove_module(s);
+                *changes += 1;
+            }
+            Change::Added {
+                start, end, value, ..
+            } => {
+                if let Some(img) = &value.image {
+                    let info = ExplicitModuleSectionInfo {
+                        base_svma: 0,
+                        text_svma: img.text.clone(),
+                        got_svma: img.got.clone(),
+                        eh_frame_svma: img.eh_frame.as_ref().map(|s| s.svma.clone()),
+                        eh_frame: img.eh_frame.as_ref().map(|s| s.data.clone()),
+                        eh_frame_hdr_svma: img.eh_frame_hdr.as_ref().map(|s| s.svma.clone()),
+                        eh_frame_hdr: img.eh_frame_hdr.as_ref().map(|s| s.data.clone()),
+                        debug_frame: img.debug_frame.clone(),
+                        ..Default::default()
+                    };
+                    fh.add_module(Module::new(
+                        value.name.to_string(),
+                        start..end,
+                        value.bias,
+                        info,
+                    ));
+                    *changes += 1;
+                }
+            }
+        })
     }
 }
 
@@ -104,7 +103,7 @@ pub struct Unwinder {
     /// Size of `names` at which the unused ones are dropped.
     names_high: usize,
     vdso: Option<Arc<Image>>,
-    pub(crate) spaces: FxHashMap<u32, Space>,
+    pub(crate) spaces: Processes<Space>,
     pub(crate) cache: CacheX86_64,
     changes: u32,
     refreshed: FxHashMap<u32, Instant>,
@@ -127,7 +126,7 @@ impl Unwinder {
             names: Default::default(),
             names_high: 1024,
             vdso: None,
-            spaces: FxHashMap::default(),
+            spaces: Processes::default(),
             cache: CacheX86_64::new(),
             changes: 0,
             refreshed: FxHashMap::default(),
@@ -209,13 +208,15 @@ impl Unwinder {
             }
         };
         let m = Mapped {
-            end,
             bias: bias.unwrap_or(0),
             image,
             name,
         };
-        let space = self.spaces.entry(pid).or_default();
-        if !space.insert(start, m, &mut self.changes) {
+        if !self
+            .spaces
+            .entry(pid)
+            .insert((start, end, pgoff), m, &mut self.changes)
+        {
             self.stats.mappings_dropped += 1;
             if self.warned.insert(format!("mappings of {pid}")) {
                 self.warnings.push(format!(
@@ -234,21 +235,17 @@ impl Unwinder {
     /// A new process `pid` forked from `ppid` (threads share their process's mappings and
     /// need no call).
     pub fn fork(&mut self, ppid: u32, pid: u32) {
-        if ppid == pid {
-            return;
-        }
-        let space = self.spaces.get(&ppid).cloned().unwrap_or_default();
-        self.spaces.insert(pid, space);
+        self.spaces.fork(ppid, pid);
     }
 
     /// `pid` called exec: its old mappings are gone.
     pub fn exec(&mut self, pid: u32) {
-        self.spaces.insert(pid, Space::default());
+        self.spaces.exec(pid);
     }
 
     /// `pid` exited.
     pub fn exit(&mut self, pid: u32) {
-        self.spaces.remove(&pid);
+        self.spaces.exit(pid);
         self.refreshed.remove(&pid);
     }
 
@@ -267,7 +264,7 @@ impl Unwinder {
         if self.opts.live {
             let known = self
                 .spaces
-                .get(&pid)
+                .get(pid)
                 .is_some_and(|s| s.lookup(regs.ip).is_some());
             if !known {
                 self.refresh(pid);
@@ -326,7 +323,7 @@ impl Unwinder {
     /// information. Only an ELF image read from a file is named: anonymous memory (`//anon`,
     /// JIT code) is no binary anyone can rebuild, and its truncation frame says what it is.
     fn warn_no_cfi(&mut self, pid: u32, addr: Option<u64>) {
-        let Some(m) = addr.and_then(|a| self.spaces.get(&pid)?.lookup(a.saturating_sub(1))) else {
+        let Some(m) = addr.and_then(|a| self.spaces.get(pid)?.lookup(a.saturating_sub(1))) else {
             return;
         };
         let Some(image) = m.image.as_ref().filter(|_| m.name.starts_with('/')) else {

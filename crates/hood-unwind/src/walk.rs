@@ -54,7 +54,7 @@ pub(crate) fn walk(
         ..
     } = u;
     *other_stack_at = None;
-    let Some(space) = spaces.get(&pid) else {
+    let Some(space) = spaces.get(pid) else {
         return Some(Truncation::NotMapped);
     };
     let reader = StackReader {

@@ -12,7 +12,8 @@ use super::model::{
 };
 use super::offcpu::{self, RawWaker, Tracker, BEFORE_RECORDING};
 use hood_raw::maps::{
-    hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile,
+    hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile, Processes,
+    MAX_MAPPINGS,
 };
 use hood_raw::records::{
     Event, Mapping, Truncation, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL,
@@ -165,7 +166,9 @@ impl Interner {
 
 struct World {
     files: Files,
-    spaces: HashMap<u32, AddressSpace>,
+    spaces: Processes<AddressSpace<FileId>>,
+    /// Processes that mapped more than [`MAX_MAPPINGS`] (the rest were not followed).
+    capped: std::collections::BTreeSet<u32>,
     comms: BTreeMap<u32, String>,
     threads: BTreeMap<u32, BTreeMap<u32, String>>,
     build_ids: BTreeMap<String, String>,
@@ -176,7 +179,7 @@ impl World {
         if kernel {
             return Loc::Kernel(addr);
         }
-        match self.spaces.get(&pid).and_then(|s| s.lookup(addr)) {
+        match self.spaces.get(pid).and_then(|s| s.lookup(addr)) {
             Some((file, off)) => {
                 let f = &self.files.list[file as usize];
                 if f.path == "[vdso]" {
@@ -204,7 +207,7 @@ impl World {
     ) -> (Loc, Option<MapRange>) {
         let loc = self.locate(pid, addr, kernel, has_perf_map);
         let map = match loc {
-            Loc::File(..) | Loc::Vdso(_) => self.spaces.get(&pid).and_then(|s| s.mapping_of(addr)),
+            Loc::File(..) | Loc::Vdso(_) => self.spaces.get(pid).and_then(|s| s.mapping_of(addr)),
             _ => None,
         };
         (loc, map)
@@ -273,7 +276,8 @@ fn locate_chain(
 pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile {
     let mut world = World {
         files: Files::default(),
-        spaces: HashMap::default(),
+        spaces: Processes::default(),
+        capped: Default::default(),
         comms: BTreeMap::new(),
         threads: BTreeMap::new(),
         build_ids: raw.snapshot.build_ids.clone(),
@@ -352,12 +356,11 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     build_id,
                 });
                 let end = start.saturating_add(*len);
-                world
-                    .spaces
-                    .entry(*pid)
-                    .or_default()
-                    .insert(*start, end, *pgoff, file);
-                *gens.entry(*pid).or_default() += 1;
+                if world.spaces.entry(*pid).insert(*start, end, *pgoff, file) {
+                    *gens.entry(*pid).or_default() += 1;
+                } else if end > *start {
+                    world.capped.insert(*pid);
+                }
             }
             Event::Comm {
                 pid,
@@ -374,14 +377,12 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     world.comms.insert(*pid, comm.clone());
                 }
                 if *exec {
-                    world.spaces.entry(*pid).or_default().clear();
+                    world.spaces.exec(*pid);
                     *gens.entry(*pid).or_default() += 1;
                 }
             }
             Event::Fork { pid, ppid, tid } => {
-                if pid != ppid {
-                    let space = world.spaces.get(ppid).cloned().unwrap_or_default();
-                    world.spaces.insert(*pid, space);
+                if world.spaces.fork(*ppid, *pid) {
                     *gens.entry(*pid).or_default() += 1;
                     if let Some(c) = world.comms.get(ppid).cloned() {
                         world.comms.insert(*pid, c);
@@ -708,6 +709,13 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     }
     keep_locations(&mut int, &world.files, &lines_of_loc, &mut prof);
     prof.samples = raw_samples;
+    prof.warnings.extend(world.capped.iter().map(|pid| {
+        format!(
+            "pid {pid}: more than {MAX_MAPPINGS} mappings in the recording; those past them \
+             were not followed (a cap on what one process may make hood hold), so addresses in \
+             them show as unknown"
+        )
+    }));
     prof.warnings.extend(resolver.warnings());
     let mut pids: Vec<u32> = prof
         .samples
