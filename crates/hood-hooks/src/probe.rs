@@ -425,9 +425,9 @@ impl Procs {
         if self.exe_of.contains_key(&h.pid) {
             return false;
         }
-        let exe = std::fs::read_link(format!("/proc/{}/exe", h.pid))
+        let exe = hood_procfs::process::exe(h.pid)
             .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| self.exe_default.clone());
+            .unwrap_or_else(|| self.exe_default.clone());
         self.exe_of.insert(h.pid, exe);
         true
     }

@@ -72,7 +72,7 @@ pub fn search_dirs(base: &Path, pid: Option<u32>) -> Vec<PathBuf> {
         runs.sort();
         dirs.extend(runs);
     }
-    if let Some(d) = pid.and_then(|p| environ_var(p, "HOOD_SHM_DIR")) {
+    if let Some(d) = pid.and_then(|p| hood_procfs::process::environ_var(p, "HOOD_SHM_DIR")) {
         // Compared resolved: `/dev/shm/` and `/dev/shm` must not be scanned twice.
         let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
             (Ok(x), Ok(y)) => x == y,
@@ -84,15 +84,6 @@ pub fn search_dirs(base: &Path, pid: Option<u32>) -> Vec<PathBuf> {
         }
     }
     dirs
-}
-
-/// `NAME`'s value in the environment `pid` started with, if hood may read it.
-fn environ_var(pid: u32, name: &str) -> Option<String> {
-    let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-    env.split(|&b| b == 0).find_map(|kv| {
-        let kv = std::str::from_utf8(kv).ok()?;
-        kv.strip_prefix(name)?.strip_prefix('=').map(str::to_string)
-    })
 }
 
 /// Why no call-path segment of `pid` was found in `base` or the directories
@@ -107,27 +98,28 @@ pub fn why_not_found(pid: u32, base: &Path) -> String {
             base.display()
         );
     }
-    let comm = std::fs::read_to_string(proc_dir.join("comm")).unwrap_or_default();
-    let who = format!("pid {pid} ({})", comm.trim());
-    let maps = match std::fs::read_to_string(proc_dir.join("maps")) {
-        Ok(m) => m,
-        Err(e) => {
-            return format!(
-                "{who} has no segment in {}, and /proc/{pid}/maps cannot be read ({e}) to tell \
-                whether it runs hood-rt: run hood as the process's user or as root",
-                base.display()
-            )
-        }
-    };
-    let dir = environ_var(pid, "HOOD_SHM_DIR");
-    if environ_var(pid, "HOOD_MODE").as_deref() == Some("trace") {
+    let comm = hood_procfs::process::comm(pid).unwrap_or_default();
+    let who = format!("pid {pid} ({comm})");
+    let mut runs_rt = false;
+    if let Err(e) = hood_procfs::process::for_each_maps_line(pid, |line| {
+        runs_rt = line.contains("libhood_rt");
+        !runs_rt
+    }) {
+        return format!(
+            "{who} has no segment in {}, and /proc/{pid}/maps cannot be read ({e}) to tell \
+            whether it runs hood-rt: run hood as the process's user or as root",
+            base.display()
+        );
+    }
+    let dir = hood_procfs::process::environ_var(pid, "HOOD_SHM_DIR");
+    if hood_procfs::process::environ_var(pid, "HOOD_MODE").as_deref() == Some("trace") {
         return format!(
             "{who} runs hood-rt in trace mode (started by `hood trace record`): its segment \
             holds trace events, not call-path tables; `hood trace record` writes them to its \
             file when the program ends"
         );
     }
-    if !maps.contains("libhood_rt") && dir.is_none() {
+    if !runs_rt && dir.is_none() {
         return format!(
             "{who} does not run hood-rt (libhood_rt.so is not mapped and no HOOD_SHM_DIR is in \
             its environment): start it with `hood calls run -- PROG` or \
@@ -348,7 +340,10 @@ fn private_dir_in_use(dir: &Path, name: &str) -> bool {
         return true;
     };
     if let Some((state, t)) = hood_procfs::state_and_start(pid) {
-        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        let comm = u32::try_from(pid)
+            .ok()
+            .and_then(hood_procfs::process::comm)
+            .unwrap_or_default();
         if !matches!(state, 'Z' | 'X') && (t == start || comm.starts_with("hood")) {
             return true;
         }

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use hood_procfs::process::MAX_EXEC_MAPS_BYTES;
 use hood_raw::maps::AddressSpace;
 use hood_symbols::{Symbolizer, SymbolizerOptions};
 use hood_tracemodel::calls::ProcessCalls;
@@ -82,7 +83,7 @@ pub fn name_functions(
 /// Fill `p.symbols` for every function address in its tables.
 pub fn resolve(p: &mut ProcessCalls, live: bool, segment_maps: &str, sym: &mut Symbolizer) {
     let live_maps = if live {
-        std::fs::read_to_string(format!("/proc/{}/maps", p.pid)).ok()
+        hood_procfs::process::exec_maps(p.pid, MAX_EXEC_MAPS_BYTES).map(|(m, _)| m)
     } else {
         None
     };

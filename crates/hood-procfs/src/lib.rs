@@ -21,6 +21,7 @@ pub mod cgroups;
 pub mod exits;
 pub mod irq_handlers;
 pub mod parse;
+pub mod process;
 mod reader;
 mod sampler;
 pub mod store;

@@ -100,31 +100,6 @@ impl Duty {
     }
 }
 
-/// Pids of kernel threads (PF_KTHREAD in /proc/PID/stat).
-pub fn kernel_threads() -> Vec<u32> {
-    const PF_KTHREAD: u64 = 0x0020_0000;
-    let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
-            continue;
-        };
-        let flags = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(6))
-            .and_then(|f| f.parse::<u64>().ok());
-        if flags.is_some_and(|f| f & PF_KTHREAD != 0) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
 impl LabelsRecorder {
     /// Create the instance for `cpus` and write the `LABELS_META` chunk. Tracing starts with
     /// [`LabelsRecorder::begin`].
@@ -154,7 +129,7 @@ impl LabelsRecorder {
             header_page: std::fs::read_to_string(root.join("events/header_page"))
                 .unwrap_or_default(),
             buffer_kb: BUFFER_KB,
-            kthreads: kernel_threads(),
+            kthreads: hood_procfs::process::kernel_threads(),
             ..LabelsMeta::default()
         };
         for &(sys, name) in EVENTS {
@@ -259,7 +234,7 @@ impl LabelsRecorder {
         self.duty.close();
         let mut stats = LabelsStats {
             pages: self.pages.clone(),
-            kthreads: kernel_threads(),
+            kthreads: hood_procfs::process::kernel_threads(),
             budget: self.duty.out.clone(),
             ..LabelsStats::default()
         };

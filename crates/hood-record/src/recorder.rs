@@ -438,6 +438,9 @@ fn describe<'a>(
         &session.attr_bytes(),
         hood_unwind::Options {
             live: true,
+            read_maps: Some(|pid, each_line| {
+                hood_procfs::process::for_each_maps_line(pid, each_line).is_ok()
+            }),
             ..Default::default()
         },
     );
@@ -1252,14 +1255,8 @@ fn unwinding_line(rw: &hood_unwind::Rewriter) -> Option<String> {
 /// A process's name for the summary (`/proc/PID/comm`, control characters left out); empty
 /// when it has ended.
 fn comm_of(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|s| {
-            s.trim_end()
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(64)
-                .collect()
-        })
+    hood_procfs::process::comm(pid)
+        .map(|s| s.chars().filter(|c| !c.is_control()).take(64).collect())
         .unwrap_or_default()
 }
 

@@ -279,7 +279,7 @@ impl StateDir {
 
 /// The executable of `pid`, without a " (deleted)" suffix.
 pub fn proc_exe(pid: i32) -> Option<String> {
-    let p = std::fs::read_link(format!("/proc/{pid}/exe")).ok()?;
+    let p = hood_procfs::process::exe(u32::try_from(pid).ok()?)?;
     let s = p.to_string_lossy();
     Some(s.strip_suffix(" (deleted)").unwrap_or(&s).to_string())
 }

@@ -79,6 +79,11 @@ pub use hood_raw::records::Truncation;
 /// Most user frames kept per sample.
 pub const MAX_FRAMES: usize = 1024;
 
+/// Reads `pid`'s /proc/PID/maps, calling the closure with each line (without its newline)
+/// until it returns `false`; `false` when the file cannot be read. The recorder passes
+/// hood-procfs's reader, so the unwinder parses no /proc file itself.
+pub type MapsReader = fn(pid: u32, each_line: &mut dyn FnMut(&str) -> bool) -> bool;
+
 /// How the unwinder finds files.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -87,8 +92,10 @@ pub struct Options {
     pub debug_dirs: Vec<PathBuf>,
     /// The processes are running now (recording): files are looked up inside each process's
     /// root (`/proc/PID/root`, for containers) and a process whose mappings are unknown has
-    /// its `/proc/PID/maps` read.
+    /// its `/proc/PID/maps` read with `read_maps`.
     pub live: bool,
+    /// How a live process's mappings are read (none: they are not).
+    pub read_maps: Option<MapsReader>,
 }
 
 impl Default for Options {
@@ -96,6 +103,7 @@ impl Default for Options {
         Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             live: false,
+            read_maps: None,
         }
     }
 }

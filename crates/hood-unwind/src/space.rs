@@ -294,8 +294,12 @@ impl Unwinder {
         t
     }
 
-    /// Re-read `/proc/PID/maps` (a process started or mapped code before the recorder saw it).
+    /// Re-read `/proc/PID/maps` with [`Options::read_maps`](crate::Options::read_maps) (a
+    /// process started or mapped code before the recorder saw it).
     fn refresh(&mut self, pid: u32) {
+        let Some(read_maps) = self.opts.read_maps else {
+            return;
+        };
         let now = Instant::now();
         if self
             .refreshed
@@ -307,16 +311,10 @@ impl Unwinder {
         self.refreshed.insert(pid, now);
         // Line by line: a process of a user's can have 65,530 mappings of 4 KiB paths, a
         // quarter of a gigabyte of text; only its executable lines are kept, up to the cap.
-        use std::io::BufRead;
-        let Ok(f) = std::fs::File::open(format!("/proc/{pid}/maps")) else {
-            return;
-        };
-        let mut r = std::io::BufReader::new(f);
-        let mut line = Vec::new();
-        while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
-            self.load_proc_maps(pid, &String::from_utf8_lossy(&line));
-            line.clear();
-        }
+        read_maps(pid, &mut |line| {
+            self.load_proc_maps(pid, line);
+            true
+        });
     }
 
     /// Warn once per image about code that stopped a stack for want of call frame

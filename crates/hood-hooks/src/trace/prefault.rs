@@ -155,12 +155,16 @@ fn open(path: &Path) -> Option<Seg> {
 
 /// Start address of `path`'s mapping at offset 0 in process `pid`, from /proc/PID/maps.
 fn mapping_base(pid: u32, path: &Path) -> Option<u64> {
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ok()?;
     let want = path.to_string_lossy();
-    maps.lines()
-        .filter_map(hood_raw::maps::parse_maps_line)
-        .find(|m| m.path == want && m.offset == 0)
-        .map(|m| m.start)
+    let mut base = None;
+    hood_procfs::process::for_each_maps_line(pid, |line| {
+        base = hood_raw::maps::parse_maps_line(line)
+            .filter(|m| m.path == want && m.offset == 0)
+            .map(|m| m.start);
+        base.is_none()
+    })
+    .ok()?;
+    base
 }
 
 /// One look at a segment: fault pages ahead of every thread. Ok(true) when some thread moved;

@@ -663,18 +663,6 @@ struct Wakes {
     lost: u64,
 }
 
-/// `/proc/PID/task/TID/comm`, when the thread still exists.
-fn comm_of(pid: u32, tid: u32) -> Option<String> {
-    use std::io::Read;
-    let mut s = String::new();
-    std::fs::File::open(format!("/proc/{pid}/task/{tid}/comm"))
-        .ok()?
-        .take(64)
-        .read_to_string(&mut s)
-        .ok()?;
-    Some(s.trim_end_matches('\n').to_string())
-}
-
 impl Wakes {
     /// This round's wake-up records of traced threads, per CPU, into the file, with the names
     /// of wakers not seen before.
@@ -697,7 +685,7 @@ impl Wakes {
                         keep.extend_from_slice(f.bytes);
                         self.kept += 1;
                         if wk.tid != 0 && self.named.insert(wk.tid) {
-                            if let Some(comm) = comm_of(wk.pid, wk.tid) {
+                            if let Some(comm) = hood_procfs::process::thread_comm(wk.pid, wk.tid) {
                                 names.push(TaskName {
                                     pid: wk.pid,
                                     tid: wk.tid,

@@ -26,6 +26,7 @@ use hood_tracemodel::trace::{
 };
 
 use hood_proc::shm::ShmFile;
+use hood_procfs::process::MAX_EXEC_MAPS_BYTES;
 use hood_symbols::Symbolizer;
 
 use crate::segments;
@@ -280,7 +281,7 @@ fn provisional_process<W: Write>(
             // its live ones for libraries loaded since.
             let mut maps = s.maps.clone();
             if live {
-                if let Ok(m) = std::fs::read_to_string(format!("/proc/{}/maps", h.pid)) {
+                if let Some((m, _)) = hood_procfs::process::exec_maps(h.pid, MAX_EXEC_MAPS_BYTES) {
                     maps.push('\n');
                     maps.push_str(&m);
                 }

@@ -1,0 +1,211 @@
+//! One process's state under /proc as the recorders read it: its mappings, name, threads,
+//! executable, environment and kernel-thread flag, and the list of processes. The monitor's
+//! [`ProcReader`](crate::ProcReader) reads the same files for `hood top`; this is the door for
+//! everyone else, so that no recorder parses /proc by hand.
+//!
+//! The files are written by the kernel but hold what users chose (a path, a name, an
+//! environment): each is opened without following a symlink at its last component, read up
+//! to a bound, and a process that ends while it is read gives `None`, never an error.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+
+/// The longest line of /proc/PID/maps kept: its fields and a path of up to PATH_MAX bytes.
+/// A longer line cannot come from the kernel; it is skipped.
+const MAX_MAPS_LINE: usize = 4096 + 256;
+
+/// The executable lines of /proc/PID/maps the hook recorders keep per process (as many as a
+/// profile's snapshot keeps): ordinary processes need a few hundred lines of ~100 bytes.
+pub const MAX_EXEC_MAPS_BYTES: usize = 2 << 20;
+
+/// The most bytes of /proc/PID/comm or a thread's comm read (the kernel's names have 16).
+const MAX_COMM: u64 = 64;
+
+fn open(path: &str) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+}
+
+/// Up to `max` bytes of `/proc/{rel}`; `None` when it cannot be opened or read.
+fn read_bounded(rel: &str, max: u64) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    open(&format!("/proc/{rel}"))
+        .ok()?
+        .take(max)
+        .read_to_end(&mut out)
+        .ok()?;
+    Some(out)
+}
+
+/// The numeric entries of a /proc directory (pids, or a process's tids), unsorted.
+fn numeric_entries(dir: &str) -> Vec<u32> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Pids of the processes running now (unsorted).
+pub fn pids() -> Vec<u32> {
+    numeric_entries("/proc")
+}
+
+/// Tids of `pid`'s threads, in order; empty when it has ended.
+pub fn tids(pid: u32) -> Vec<u32> {
+    let mut t = numeric_entries(&format!("/proc/{pid}/task"));
+    t.sort_unstable();
+    t
+}
+
+fn comm_at(rel: &str) -> Option<String> {
+    let b = read_bounded(rel, MAX_COMM)?;
+    Some(String::from_utf8_lossy(&b).trim_end().to_string())
+}
+
+/// `pid`'s name (/proc/PID/comm, trailing newline left out); `None` when it has ended.
+pub fn comm(pid: u32) -> Option<String> {
+    comm_at(&format!("{pid}/comm"))
+}
+
+/// The name of thread `tid` of `pid`; `None` when it has ended.
+pub fn thread_comm(pid: u32, tid: u32) -> Option<String> {
+    comm_at(&format!("{pid}/task/{tid}/comm"))
+}
+
+/// The executable of `pid` as the kernel names it (` (deleted)` when replaced); `None` when
+/// it has ended or may not be read.
+pub fn exe(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+}
+
+/// `NAME`'s value in the environment `pid` started with (its first 1 MiB), when hood may
+/// read it.
+pub fn environ_var(pid: u32, name: &str) -> Option<String> {
+    let env = read_bounded(&format!("{pid}/environ"), 1 << 20)?;
+    env.split(|&b| b == 0).find_map(|kv| {
+        let kv = std::str::from_utf8(kv).ok()?;
+        kv.strip_prefix(name)?.strip_prefix('=').map(str::to_string)
+    })
+}
+
+/// Whether `pid` is a kernel thread (PF_KTHREAD in /proc/PID/stat); `false` when it ended.
+pub fn is_kernel_thread(pid: u32) -> bool {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let Some(stat) = read_bounded(&format!("{pid}/stat"), 4096) else {
+        return false;
+    };
+    // The name may hold spaces and parentheses: the fields go on after the last `)`.
+    let stat = String::from_utf8_lossy(&stat);
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(6))
+        .and_then(|f| f.parse::<u64>().ok())
+        .is_some_and(|f| f & PF_KTHREAD != 0)
+}
+
+/// Pids of the kernel threads running now.
+pub fn kernel_threads() -> Vec<u32> {
+    pids()
+        .into_iter()
+        .filter(|&p| is_kernel_thread(p))
+        .collect()
+}
+
+/// Each line of `pid`'s /proc/PID/maps in turn (without its newline), read line by line: a
+/// process can have 65,530 mappings of 4 KiB paths, a quarter of a gigabyte of text, and none
+/// of it is held here. `f` returns `false` to stop. An error when the file cannot be opened
+/// (the process has ended, or hood may not read it).
+pub fn for_each_maps_line(pid: u32, mut f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
+    let mut r = BufReader::new(open(&format!("/proc/{pid}/maps"))?);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut r)
+            .take(MAX_MAPS_LINE as u64 + 1)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) | Err(_) => return Ok(()),
+            Ok(_) => {}
+        }
+        if line.last() != Some(&b'\n') && line.len() > MAX_MAPS_LINE {
+            // Not a line the kernel writes: skip to its end.
+            let _ = r.skip_until(b'\n');
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        if !f(text.trim_end_matches('\n')) {
+            return Ok(());
+        }
+    }
+}
+
+/// The executable lines of `pid`'s /proc/PID/maps, as many as fit in `max_bytes`, and how
+/// many executable lines did not fit; `None` when it cannot be read (the process has ended).
+pub fn exec_maps(pid: u32, max_bytes: usize) -> Option<(String, u64)> {
+    let (mut kept, mut dropped) = (String::new(), 0u64);
+    let read = for_each_maps_line(pid, |text| {
+        if hood_raw::maps::parse_maps_line(text).is_some_and(|m| m.is_exec()) {
+            if kept.len() + text.len() < max_bytes {
+                kept.push_str(text);
+                kept.push('\n');
+            } else {
+                dropped += 1;
+            }
+        }
+        true
+    });
+    read.ok().map(|()| (kept, dropped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This test's own process: its maps hold its executable, its name and threads are
+    /// read, and a pid that does not exist gives nothing.
+    #[test]
+    fn reads_this_process_and_nothing_of_a_missing_one() {
+        let me = std::process::id();
+        let me_exe = std::env::current_exe().unwrap();
+        let (maps, dropped) = exec_maps(me, 2 << 20).unwrap();
+        assert_eq!(dropped, 0);
+        assert!(
+            maps.lines().any(|l| l.ends_with(me_exe.to_str().unwrap())),
+            "{maps}"
+        );
+        let (small, dropped) = exec_maps(me, 1).unwrap();
+        assert!(small.is_empty() && dropped > 0);
+        assert!(tids(me).contains(&me));
+        assert_eq!(thread_comm(me, me), comm(me));
+        assert!(comm(me).is_some_and(|c| !c.is_empty() && !c.ends_with('\n')));
+        assert!(pids().contains(&me));
+        assert_eq!(exe(me).as_deref(), Some(me_exe.as_path()));
+        assert!(!is_kernel_thread(me));
+        // Pids stop at the kernel's pid_max (at most 2^22).
+        let gone = u32::MAX - 1;
+        assert_eq!(comm(gone), None);
+        assert_eq!(exec_maps(gone, 1 << 20), None);
+        assert!(tids(gone).is_empty());
+        assert!(for_each_maps_line(gone, |_| true).is_err());
+    }
+
+    /// kthreadd, the parent of every kernel thread, is one; this process is not.
+    #[test]
+    fn kthreadd_is_a_kernel_thread() {
+        let k = kernel_threads();
+        let kthreadd = pids()
+            .into_iter()
+            .find(|&p| comm(p).as_deref() == Some("kthreadd"));
+        match kthreadd {
+            Some(p) => assert!(k.contains(&p), "{p} not in {k:?}"),
+            // A pid namespace of its own (a container) shows no kernel thread.
+            None => assert!(k.is_empty(), "{k:?}"),
+        }
+        assert!(!k.contains(&std::process::id()));
+    }
+}
