@@ -2,9 +2,10 @@
 //! `/metrics`, and the `--irq-time` handler timer.
 //!
 //! Owns: reading /proc into raw [`Snapshot`](hood_monitor::Snapshot)s (the one /proc
-//! reader), the parsers of /proc text, the irq/softirq handler timer, the [`Sampler`] that
-//! turns one snapshot after another into derived views for `hood top`, and the monitor
-//! [`store`] those snapshots are recorded in and replayed from. May depend on: hood-monitor
+//! reader; [`process`] reads one process's files for the recorders), the parsers of /proc
+//! text, the irq/softirq handler timer, the [`Sampler`] that turns one snapshot after another
+//! into derived views for `hood top`, and the monitor [`store`] those snapshots are recorded
+//! in and replayed from. May depend on: hood-monitor
 //! (the snapshot types and their derivation), hood-perf (the irq recorder), hood-raw (its
 //! decoder) and hood-format (the store's container, its door to files); no unsafe.
 //!
