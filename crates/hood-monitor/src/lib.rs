@@ -10,7 +10,6 @@
 //! [`derive()`](derive::derive) turns two snapshots into a [`view::SystemView`], which renderers and the
 //! TUI consume and which is serialized as the documented JSON (docs/monitor.md).
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 // Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 

@@ -9,7 +9,6 @@
 //! Every byte decoded here is untrusted: each read is bounds-checked, nothing is allocated by
 //! a size the bytes claim, and malformed input gives an error or a count, never a panic.
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 // Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 

@@ -35,9 +35,13 @@ fn io<E: Into<std::io::Error>>(what: String) -> impl FnOnce(E) -> RecordError {
 /// What `session.json` holds.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct State {
+    /// The detached recorder's pid.
     pub pid: i32,
+    /// The recording it writes (an absolute path).
     pub output: String,
+    /// Where it writes its outcome when it ends ([`OUTCOME`] in the state directory).
     pub status: String,
+    /// Where its standard output and error go ([`LOG`] in the state directory).
     pub log: String,
     /// The recorder's start time (/proc/PID/stat field 22, clock ticks since boot): a pid
     /// whose start time differs is another process.
@@ -48,8 +52,11 @@ pub struct State {
     pub exe: Option<String>,
 }
 
+/// The session's [`State`], in the state directory.
 pub const SESSION: &str = "session.json";
+/// The recorder's outcome, written by it when it ends, in the state directory.
 pub const OUTCOME: &str = "outcome.json";
+/// The detached recorder's standard output and error, in the state directory.
 pub const LOG: &str = "record.log";
 /// Held (`flock`) by `hood start` and `hood stop` while they look at and change the session,
 /// so two of them cannot both start a recorder.

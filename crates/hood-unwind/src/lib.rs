@@ -18,7 +18,6 @@
 //! instead of showing a believable but wrong stack.
 
 #![forbid(unsafe_code)]
-#![warn(missing_docs)]
 // Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 

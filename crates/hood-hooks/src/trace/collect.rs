@@ -28,10 +28,16 @@ struct Seg {
 /// full timestamps are restored from and the segment (pid, start) whose function table their
 /// indices refer to.
 pub struct SegEvents {
+    /// The segment's process.
     pub pid: u32,
+    /// The thread.
     pub tid: u32,
+    /// When the segment was created (CLOCK_MONOTONIC ns): with `pid`, which segment.
     pub start_mono_ns: u64,
+    /// A full timestamp within 2^45 ticks of the first event, to restore the events' full
+    /// timestamps from (each from the one before).
     pub anchor_ticks: u64,
+    /// The event words, oldest first.
     pub words: Vec<u64>,
 }
 

@@ -17,7 +17,10 @@ fn is_lib_glob(g: &str) -> bool {
 
 /// The globs of one recording.
 pub struct Rules {
+    /// `--filter` globs: a function is traced when one matches it or its library (all are,
+    /// when there are none).
     pub filters: Vec<String>,
+    /// `--exclude` globs: a function one matches, or whose library one matches, is not.
     pub excludes: Vec<String>,
 }
 
