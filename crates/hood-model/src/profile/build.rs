@@ -399,6 +399,9 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                     t.fork(*pid, *tid, ev.time);
                 }
             }
+            // A process's mappings outlive its exit here (unlike the live unwinder's, which
+            // frees them): a thread may outlive the main thread's exit record, and a later
+            // fork of the pid replaces them.
             Event::Exit { tid, .. } => {
                 if let Some(t) = tracker.as_mut() {
                     t.exit(*tid, ev.time);
