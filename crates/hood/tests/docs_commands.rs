@@ -650,6 +650,10 @@ const PLANS: &[(&str, Plan)] = &[
         Plan::NotRun("runs a fuzz target for ten minutes: CI's fuzz step runs fuzz/run.sh"),
     ),
     (
+        "FUZZ_RUNS=10000000 FUZZ_CORPUS=$HOME/hood-corpus nice -n 10 fuzz/run.sh 0 perfmap",
+        Plan::NotRun("runs a fuzz target for 10 M executions (about 40 minutes): CI's fuzz step runs fuzz/run.sh"),
+    ),
+    (
         "cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run -s none -O segment corpus/segment inputs/segment -- -max_total_time=300",
         Plan::NotRun("runs a fuzz target for five minutes: CI's fuzz step runs fuzz/run.sh"),
     ),
