@@ -26,6 +26,9 @@
 # openssl enc (OPENSSL_BUILD, load 15; baseline glibc's empty hooks): before the sibling link
 # calls 0.36 (0.33), trace 0.25 (0.50); after it calls 0.24 (0.23), trace 0.25 (0.41): 1.23
 # against 1.28 s of program CPU.
+# Quiet rerun (load 0.9, release recorder and runtime, NO_OPENSSL=1, least of 3): CPU ratios
+#   bzip2  calls 0.31 (wall 0.37), trace 0.37 (wall 1.27)
+#   pcre2  calls 0.09 (wall 0.10), trace 0.09 (wall 0.37)
 # Usage: bench/calls/real.sh [ROUNDS]   (default 3)
 # HOOD=path/to/hood uses that binary (and the libhood_rt.so beside it, or $HOOD_RT_LIB)
 # instead of building the release ones. OPENSSL_BUILD=DIR keeps the OpenSSL build in DIR and
