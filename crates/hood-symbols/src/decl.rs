@@ -265,28 +265,10 @@ fn walk_unit<'a>(
     addrs: &[(u64, usize)],
     out: &mut [Vec<Option<u32>>],
 ) {
-    let Ok(mut entries) = unit.entries_raw(None) else {
-        return;
-    };
     let mut hits: Vec<usize> = Vec::new();
-    while !entries.is_empty() {
-        let Ok(abbrev) = entries.read_abbreviation() else {
-            return;
-        };
-        let Some(abbrev) = abbrev else {
-            continue;
-        };
-        if abbrev.tag() != gimli::DW_TAG_inlined_subroutine {
-            if entries.skip_attributes(abbrev.attributes()).is_err() {
-                return;
-            }
-            continue;
-        }
+    inlined_calls(unit, |attrs| {
         let (mut low, mut high, mut size, mut ranges, mut origin) = (None, None, None, None, None);
-        for spec in abbrev.attributes() {
-            let Ok(attr) = entries.read_attribute(*spec) else {
-                return;
-            };
+        for attr in attrs {
             match attr.name() {
                 gimli::DW_AT_low_pc => low = dwarf.attr_address(unit, attr.value()).ok().flatten(),
                 gimli::DW_AT_high_pc => match attr.value() {
@@ -321,13 +303,52 @@ fn walk_unit<'a>(
             }
         }
         if hits.is_empty() {
-            continue;
+            return true;
         }
         let line = decl_line(unit, others, origin);
         for &idx in &hits {
             if let Some(chain) = out.get_mut(idx) {
                 chain.push(line);
             }
+        }
+        true
+    });
+}
+
+/// Call `f` with the attributes of each `DW_TAG_inlined_subroutine` entry of `unit`, in
+/// order, until it returns `false`. Only those entries have their attributes parsed; every
+/// other entry is skipped by its abbreviation (most of a unit: variables, types,
+/// parameters). An entry that does not parse ends the walk.
+pub(crate) fn inlined_calls<'a>(
+    unit: &gimli::Unit<Slice<'a>>,
+    mut f: impl FnMut(&[gimli::Attribute<Slice<'a>>]) -> bool,
+) {
+    let Ok(mut entries) = unit.entries_raw(None) else {
+        return;
+    };
+    let mut attrs = Vec::new();
+    while !entries.is_empty() {
+        let Ok(abbrev) = entries.read_abbreviation() else {
+            return;
+        };
+        let Some(abbrev) = abbrev else {
+            continue;
+        };
+        if abbrev.tag() != gimli::DW_TAG_inlined_subroutine {
+            if entries.skip_attributes(abbrev.attributes()).is_err() {
+                return;
+            }
+            continue;
+        }
+        attrs.clear();
+        for spec in abbrev.attributes() {
+            let Ok(attr) = entries.read_attribute(*spec) else {
+                return;
+            };
+            attrs.push(attr);
+        }
+        if !f(&attrs) {
+            return;
         }
     }
 }

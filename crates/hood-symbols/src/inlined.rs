@@ -131,27 +131,9 @@ impl<'a> Walk<'_, '_, 'a> {
     /// skipped by its abbreviation.
     fn unit(&mut self) {
         let (dwarf, unit) = (self.dwarf, self.unit);
-        let Ok(mut entries) = unit.entries_raw(None) else {
-            return;
-        };
-        while !entries.is_empty() {
-            let Ok(abbrev) = entries.read_abbreviation() else {
-                return;
-            };
-            let Some(abbrev) = abbrev else {
-                continue;
-            };
-            if abbrev.tag() != gimli::DW_TAG_inlined_subroutine {
-                if entries.skip_attributes(abbrev.attributes()).is_err() {
-                    return;
-                }
-                continue;
-            }
+        crate::decl::inlined_calls(unit, |attrs| {
             let (mut low, mut entry_pc, mut entry_offset, mut origin) = (None, None, None, None);
-            for spec in abbrev.attributes() {
-                let Ok(attr) = entries.read_attribute(*spec) else {
-                    return;
-                };
+            for attr in attrs {
                 match attr.name() {
                     gimli::DW_AT_low_pc => {
                         low = dwarf.attr_address(unit, attr.value()).ok().flatten()
@@ -168,7 +150,7 @@ impl<'a> Walk<'_, '_, 'a> {
                 }
             }
             let Some(key) = origin.and_then(|o| self.absolute(o)) else {
-                continue;
+                return true;
             };
             if !self.names.contains_key(&key) {
                 let o = self.origin(origin).map(|(name, linkage)| Origin {
@@ -179,28 +161,29 @@ impl<'a> Walk<'_, '_, 'a> {
                 self.names.insert(key, o);
             }
             let Some(Some(o)) = self.names.get(&key) else {
-                continue;
+                return true;
             };
             if !o.wanted {
-                continue;
+                return true;
             }
             let entry = entry_pc
                 .or_else(|| low.and_then(|l| entry_offset.and_then(|d| l.checked_add(d))))
                 .or(low);
             let Some(entry) = entry else {
                 self.found.no_entry += 1;
-                continue;
+                return true;
             };
             if self.found.copies.len() >= MAX_COPIES {
                 self.found.capped = true;
-                return;
+                return false;
             }
             self.found.copies.push(InlinedCopy {
                 name: o.name.clone(),
                 linkage: o.linkage.clone(),
                 entry,
             });
-        }
+            true
+        });
     }
 
     /// A reference as a `.debug_info` offset (the cache key of its function).
