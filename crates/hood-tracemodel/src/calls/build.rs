@@ -54,8 +54,9 @@ impl ThreadBuilder {
         }
     }
 
-    /// `func` entered at `t` ns.
-    pub fn entry(&mut self, func: u64, t: u64) {
+    /// One more call of `func` on the path under the open calls (made on its first call):
+    /// that path.
+    fn call_under_open(&mut self, func: u64) -> u32 {
         let parent = self.stack.last().map_or(TOP, |o| o.path);
         let next = self.paths.len() as u32;
         let path = *self.index.entry((parent, func)).or_insert(next);
@@ -70,6 +71,12 @@ impl ThreadBuilder {
             });
         }
         self.paths[path as usize].calls += 1;
+        path
+    }
+
+    /// `func` entered at `t` ns.
+    pub fn entry(&mut self, func: u64, t: u64) {
+        let path = self.call_under_open(func);
         self.stack.push(Open {
             path,
             func,
@@ -84,20 +91,7 @@ impl ThreadBuilder {
     /// caller's own time is compensated for it as for a call it made (`child_ns`), as a trace
     /// report does for the zero-length call such a probe writes.
     pub fn counted(&mut self, func: u64) {
-        let parent = self.stack.last().map_or(TOP, |o| o.path);
-        let next = self.paths.len() as u32;
-        let path = *self.index.entry((parent, func)).or_insert(next);
-        if path == next {
-            self.paths.push(PathEntry {
-                parent: (parent != TOP).then_some(parent),
-                func,
-                calls: 0,
-                own_ticks: 0,
-                running_ticks: 0,
-                running: false,
-            });
-        }
-        self.paths[path as usize].calls += 1;
+        self.call_under_open(func);
         if let Some(up) = self.stack.last_mut() {
             up.kids += 1;
         }
