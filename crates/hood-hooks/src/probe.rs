@@ -27,7 +27,7 @@ use hood_raw::frames::for_each_frame;
 use hood_symbols::probe::{self as spec, ProbeSpec, Scope, Selection, CONFIRM_ABOVE};
 use hood_tracemodel::calls::{Limits, ProcessCalls, ThreadBuilder};
 use hood_tracemodel::trace::{
-    encode_raw, ProbeCost, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION,
+    encode_raw, ProbeCost, ProbeCosts, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION,
 };
 
 use crate::HooksError;
@@ -37,32 +37,63 @@ use crate::HooksError;
 /// sample): the first estimate of a selection's cost, said before it is paid.
 pub const COST_PER_CALL_NS: u64 = 10_000;
 
-/// A function that does next to nothing, probed by [`calibrate`] to measure what a probed
-/// call costs.
+/// A function that does next to nothing, probed by [`calibrate`] where hood-perf has no
+/// functions of known first instructions (other than x86-64).
+#[cfg(not(target_arch = "x86_64"))]
 #[inline(never)]
 fn calibration_target(x: u64) -> u64 {
     std::hint::black_box(x).wrapping_mul(3)
 }
 
-/// Calls of the calibration function probed to measure the cost.
+/// Calls of each calibration function probed to measure the cost.
 const CALIBRATION_CALLS: u64 = 2000;
 
-/// Measure what one probed call costs here and now: an entry and a return probe are put on a
-/// function of hood's own that does next to nothing, in the calling thread, which calls it
-/// 2000 times. The median time from an entry event to its return event is
-/// the part of the cost a probed call's own span holds (`self_ns`); the median time from one
-/// entry event to the next, less that, the part its caller's holds (`child_ns`). Medians,
-/// so a preemption or two under load does not move them. Root, as every probe.
-pub fn calibrate() -> Result<ProbeCost, HooksError> {
-    let f: fn(u64) -> u64 = std::hint::black_box(calibration_target);
-    let addr = f as usize as u64;
+/// What a probed call costs here and now, for each way the kernel runs a probed function's
+/// first instruction (hood_perf::uprobe_cost): emulated, and single-stepped out of line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Calibration {
+    /// A function whose first instruction the kernel emulates (a push, a nop, a jump).
+    pub emulated: ProbeCost,
+    /// A function whose first instruction the kernel single-steps (most others).
+    pub stepped: ProbeCost,
+}
+
+/// A function [`calibrate`] probes: its address, and a way to call it.
+type Target = (u64, fn(u64) -> u64);
+
+/// The functions [`calibrate`] probes, emulated kind first.
+fn calibration_targets() -> [Target; 2] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use hood_perf::uprobe_cost as c;
+        [
+            (c::emulated_target_addr(), c::call_emulated_target),
+            (c::stepped_target_addr(), c::call_stepped_target),
+        ]
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let f: fn(u64) -> u64 = std::hint::black_box(calibration_target);
+        [(f as usize as u64, f), (f as usize as u64, f)]
+    }
+}
+
+/// Measure what one probed call costs here and now: an entry and a return probe are put on
+/// two functions of hood's own that do next to nothing, one whose first instruction the
+/// kernel emulates and one whose first instruction it single-steps (a second trap), in the
+/// calling thread, which calls each 2000 times. For each, the median time from an entry event
+/// to its return event is the part of the cost a probed call's own span holds (`self_ns`);
+/// the median time from one entry event to the next, less that, the part its caller's holds
+/// (`child_ns`). Medians, so a preemption or two under load does not move them. Root, as
+/// every probe.
+pub fn calibrate() -> Result<Calibration, HooksError> {
+    let targets = calibration_targets();
     let maps = std::fs::read_to_string("/proc/self/maps").map_err(|source| HooksError::Io {
         what: "reading /proc/self/maps".into(),
         source,
     })?;
-    let (range, offset) = maps
-        .lines()
-        .find_map(|l| {
+    let mapping_of = |addr: u64| {
+        maps.lines().find_map(|l| {
             let mut w = l.split_whitespace();
             let (range, perms, off) = (w.next()?, w.next()?, w.next()?);
             let (a, b) = range.split_once('-')?;
@@ -74,29 +105,37 @@ pub fn calibrate() -> Result<ProbeCost, HooksError> {
             (perms.contains('x') && (a..b).contains(&addr))
                 .then(|| (range.to_string(), addr - a + off))
         })
-        .ok_or_else(|| {
+    };
+    // The very files mapped, whatever their paths hold now.
+    let mut files = Vec::new();
+    let mut points = Vec::new();
+    for (addr, _) in targets {
+        let (range, offset) = mapping_of(addr).ok_or_else(|| {
             HooksError::Config(format!(
                 "hood's own code at {addr:#x} is in no executable mapping of /proc/self/maps"
             ))
         })?;
-    // The very file mapped, whatever its path holds now.
-    let at = format!("/proc/self/map_files/{range}");
-    let file = std::fs::File::open(&at).map_err(|source| HooksError::Io {
-        what: format!("opening {at}"),
-        source,
-    })?;
-    let point = UprobePoint {
-        path: format!("/proc/self/fd/{}", file.as_raw_fd()),
-        offset,
-        returns: true,
-    };
+        let at = format!("/proc/self/map_files/{range}");
+        let file = std::fs::File::open(&at).map_err(|source| HooksError::Io {
+            what: format!("opening {at}"),
+            source,
+        })?;
+        points.push(UprobePoint {
+            path: format!("/proc/self/fd/{}", file.as_raw_fd()),
+            offset,
+            returns: true,
+        });
+        files.push(file);
+    }
     let tid = rustix::thread::gettid().as_raw_nonzero().get();
-    let mut rec = UprobeRecorder::open(&[point], &UprobeTarget::Threads(vec![tid]), 64)?;
+    let mut rec = UprobeRecorder::open(&points, &UprobeTarget::Threads(vec![tid]), 64)?;
     let ids: HashMap<u64, (u32, bool)> =
         rec.ids().iter().map(|i| (i.id, (i.point, i.ret))).collect();
     rec.enable()?;
-    for i in 0..CALIBRATION_CALLS {
-        std::hint::black_box(f(std::hint::black_box(i)));
+    for (_, call) in targets {
+        for i in 0..CALIBRATION_CALLS {
+            std::hint::black_box(call(std::hint::black_box(i)));
+        }
     }
     rec.disable();
     let (mut hits, mut lost) = (Vec::new(), BTreeMap::new());
@@ -105,40 +144,72 @@ pub fn calibrate() -> Result<ProbeCost, HooksError> {
         Ok(())
     })?;
     drop(rec);
+    drop(files);
     hits.sort_by_key(|h| h.time);
-    let mut spans = Vec::new();
-    let mut periods = Vec::new();
-    let mut last_entry: Option<u64> = None;
-    for w in hits.windows(2) {
-        if !w[0].ret && w[1].ret {
-            spans.push(w[1].time.saturating_sub(w[0].time));
+    let cost_of = |point: u32| -> Result<ProbeCost, HooksError> {
+        let hits: Vec<&Hit> = hits.iter().filter(|h| h.point == point).collect();
+        let mut spans = Vec::new();
+        let mut periods = Vec::new();
+        for w in hits.windows(2) {
+            if !w[0].ret && w[1].ret {
+                spans.push(w[1].time.saturating_sub(w[0].time));
+            }
         }
-    }
-    for h in hits.iter().filter(|h| !h.ret) {
-        if let Some(t) = last_entry {
-            periods.push(h.time.saturating_sub(t));
+        let mut last_entry: Option<u64> = None;
+        for h in hits.iter().filter(|h| !h.ret) {
+            if let Some(t) = last_entry {
+                periods.push(h.time.saturating_sub(t));
+            }
+            last_entry = Some(h.time);
         }
-        last_entry = Some(h.time);
-    }
-    if (spans.len() as u64) < CALIBRATION_CALLS / 2
-        || (periods.len() as u64) < CALIBRATION_CALLS / 2
-    {
-        return Err(HooksError::Config(format!(
-            "measuring the cost of a probe: {} calls made, {} seen entering and returning",
-            CALIBRATION_CALLS,
-            spans.len()
-        )));
-    }
-    let median = |v: &mut Vec<u64>| {
-        v.sort_unstable();
-        v[v.len() / 2]
+        if (spans.len() as u64) < CALIBRATION_CALLS / 2
+            || (periods.len() as u64) < CALIBRATION_CALLS / 2
+        {
+            return Err(HooksError::Config(format!(
+                "measuring the cost of a probe: {} calls made, {} seen entering and returning",
+                CALIBRATION_CALLS,
+                spans.len()
+            )));
+        }
+        let median = |v: &mut Vec<u64>| {
+            v.sort_unstable();
+            v[v.len() / 2]
+        };
+        let self_ns = median(&mut spans);
+        let per_call = median(&mut periods);
+        Ok(ProbeCost {
+            self_ns,
+            child_ns: per_call.saturating_sub(self_ns),
+        })
     };
-    let self_ns = median(&mut spans);
-    let per_call = median(&mut periods);
-    Ok(ProbeCost {
-        self_ns,
-        child_ns: per_call.saturating_sub(self_ns),
+    Ok(Calibration {
+        emulated: cost_of(0)?,
+        stepped: cost_of(1)?,
     })
+}
+
+/// ns as µs.
+fn us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// Per point of `sel`: whether the kernel single-steps the first instruction the probe
+/// replaces (read from the file at the probe's offset; an unreadable one counts as
+/// single-stepped, the higher figure).
+fn stepped_points(sel: &Selection) -> Vec<bool> {
+    use std::os::unix::fs::FileExt as _;
+    sel.points
+        .iter()
+        .map(|p| {
+            let mut b = [0u8; 8];
+            let n = sel
+                .objects
+                .get(p.object)
+                .and_then(|o| o.file.read_at(&mut b, p.offset).ok())
+                .unwrap_or(0);
+            !hood_perf::uprobe_cost::kernel_emulates(&b[..n])
+        })
+        .collect()
 }
 
 /// Whose calls are probed.
@@ -442,7 +513,7 @@ struct TraceOut {
     notes: Vec<String>,
     words: BTreeMap<(u32, u32), (u64, Vec<u64>)>,
     /// The cost per call taken out of the times (None: left in).
-    cost: Option<ProbeCost>,
+    cost: Option<ProbeCosts>,
     /// Per point: an entry probe only (its calls are written as entries and returns at once).
     entry_only: Vec<bool>,
 }
@@ -479,7 +550,13 @@ impl TraceOut {
             tags: BTreeMap::new(),
             funcs: self.funcs.clone(),
             notes: self.notes.clone(),
-            probe_cost: self.cost,
+            probe_cost: self.cost.as_ref().map(|c| c.emulated),
+            probe_cost_stepped: self.cost.as_ref().and_then(|c| c.stepped),
+            probe_stepped: self
+                .cost
+                .as_ref()
+                .map(|c| c.stepped_funcs.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -577,7 +654,7 @@ struct CallsOut {
     procs: Procs,
     builders: BTreeMap<(u32, u32), ThreadBuilder>,
     keys: Vec<u64>,
-    cost: Option<ProbeCost>,
+    cost: Option<ProbeCosts>,
     /// Per point: an entry probe only (its calls are counted, with no time).
     entry_only: Vec<bool>,
 }
@@ -587,7 +664,7 @@ impl Consumer for CallsOut {
         for h in hits {
             self.procs.see(h);
             let b = self.builders.entry((h.pid, h.tid)).or_insert_with(|| {
-                ThreadBuilder::compensated(h.tid, self.cost.unwrap_or_default())
+                ThreadBuilder::compensated(h.tid, self.cost.clone().unwrap_or_default())
             });
             let f = self.keys[h.point as usize];
             if self.entry_only.get(h.point as usize) == Some(&true) {
@@ -621,8 +698,8 @@ impl Consumer for CallsOut {
                 ticks_per_sec: 1_000_000_000,
                 clock: "monotonic".into(),
                 compensate: cost.is_some(),
-                comp_self_ticks: cost.map_or(0, |c| c.self_ns),
-                comp_child_ticks: cost.map_or(0, |c| c.child_ns),
+                comp_self_ticks: cost.as_ref().map_or(0, |c| c.emulated.self_ns),
+                comp_child_ticks: cost.as_ref().map_or(0, |c| c.emulated.child_ns),
                 flags: 0,
                 limits: Limits::default(),
                 state: if f.ended { "exited" } else { "running" }.into(),
@@ -762,43 +839,90 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             None
         }
     };
-    let cost = measured.filter(|_| compensate);
-    let per_call = measured.map_or(COST_PER_CALL_NS, |c| c.per_call_ns());
+    // Per function (event key): whether the kernel single-steps its first instruction (a
+    // key shared by several points takes its first point's).
+    let stepped_keys: Vec<u64> = {
+        let mut first: HashMap<u64, bool> = HashMap::new();
+        for (&k, st) in keys.iter().zip(stepped_points(&sel)) {
+            first.entry(k).or_insert(st);
+        }
+        let mut v: Vec<u64> = first
+            .into_iter()
+            .filter(|&(_, st)| st)
+            .map(|(k, _)| k)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let n_funcs = {
+        let mut k = keys.clone();
+        k.sort_unstable();
+        k.dedup();
+        k.len()
+    };
+    let n_stepped = stepped_keys.len();
+    let cost = measured.filter(|_| compensate).map(|m| ProbeCosts {
+        emulated: m.emulated,
+        stepped: Some(m.stepped),
+        stepped_funcs: stepped_keys.clone(),
+    });
+    let plural = |n: usize| if n == 1 { "function" } else { "functions" };
     let what = probes_what(&sel);
+    let figure = match measured {
+        None => format!("{:.1} µs per call expected", COST_PER_CALL_NS as f64 / 1000.0),
+        Some(m) if n_stepped == 0 => {
+            format!("{:.1} µs per call, measured", us(m.emulated.per_call_ns()))
+        }
+        Some(m) if n_stepped == n_funcs => {
+            format!("{:.1} µs per call, measured", us(m.stepped.per_call_ns()))
+        }
+        Some(m) => format!(
+            "{:.1} µs per call for the {} {} whose first instruction the kernel emulates and {:.1} µs for the {} it single-steps, measured",
+            us(m.emulated.per_call_ns()),
+            n_funcs - n_stepped,
+            plural(n_funcs - n_stepped),
+            us(m.stepped.per_call_ns()),
+            n_stepped
+        ),
+    };
     log(&format!(
-        "probing {what} in {} file{}: {:.1} µs per call{} (an entry and a return trap{}){}",
+        "probing {what} in {} file{}: {figure} (an entry and a return trap{}){}",
         n_objects,
         if n_objects == 1 { "" } else { "s" },
-        per_call as f64 / 1000.0,
-        if measured.is_some() {
-            ", measured"
-        } else {
-            " expected"
-        },
         if sel.points.iter().any(|p| p.entry_only.is_some()) {
             "; an entry-only probe is one trap"
         } else {
             ""
         },
-        match (measured, cost) {
+        match (measured, &cost) {
             (_, Some(_)) => ", taken out of the times",
             (Some(_), None) => ", left in the times (HOOD_COMPENSATE=0)",
             _ => "",
         }
     ));
-    let describe = match (measured, cost) {
-        (Some(m), c) => format!(
-            "functions probed with uprobes (--probe {}): {what}; every call cost the program two kernel traps, {:.1} µs as measured at the start on an empty function ({:.1} µs inside the call, {:.1} µs in its caller), {}",
-            cfg.specs.join(" --probe "),
-            m.per_call_ns() as f64 / 1000.0,
-            m.self_ns as f64 / 1000.0,
-            m.child_ns as f64 / 1000.0,
-            if c.is_some() {
-                "taken out of the times shown"
-            } else {
-                "included in the times shown (HOOD_COMPENSATE=0)"
-            }
-        ),
+    let describe = match (measured, &cost) {
+        (Some(m), c) => {
+            let kind = |c: ProbeCost, how: &str, n: usize| {
+                format!(
+                    "{:.1} µs where the kernel {how} the function's first instruction ({:.1} µs inside the call, {:.1} µs in its caller; {n} {})",
+                    us(c.per_call_ns()),
+                    us(c.self_ns),
+                    us(c.child_ns),
+                    plural(n)
+                )
+            };
+            format!(
+                "functions probed with uprobes (--probe {}): {what}; every call cost the program two kernel traps, as measured at the start on two empty functions: {}, {}; {}",
+                cfg.specs.join(" --probe "),
+                kind(m.emulated, "emulates", n_funcs - n_stepped),
+                kind(m.stepped, "single-steps", n_stepped),
+                if c.is_some() {
+                    "taken out of the times shown"
+                } else {
+                    "included in the times shown (HOOD_COMPENSATE=0)"
+                }
+            )
+        }
         (None, _) => format!(
             "functions probed with uprobes (--probe {}): {what}; every call costs the program two kernel traps (about {:.1} µs on the machine hood was measured on, bench/probe; not measured here), included in the times shown",
             cfg.specs.join(" --probe "),

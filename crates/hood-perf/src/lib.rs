@@ -58,6 +58,7 @@ mod switches;
 mod sys;
 pub mod tracefs;
 mod uprobe;
+pub mod uprobe_cost;
 mod wakeups;
 
 pub use attr::{BASE_SAMPLE_TYPE, USER_REGS_MASK};

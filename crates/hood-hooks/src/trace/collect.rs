@@ -98,6 +98,8 @@ pub fn process_of(h: &HeaderView) -> ProcessTrace {
         funcs: Vec::new(),
         notes: Vec::new(),
         probe_cost: None,
+        probe_cost_stepped: None,
+        probe_stepped: Vec::new(),
     }
 }
 
@@ -204,6 +206,8 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             funcs: s.funcs,
             notes,
             probe_cost: None,
+            probe_cost_stepped: None,
+            probe_stepped: Vec::new(),
             ..process_of(h)
         });
         for t in s.threads {

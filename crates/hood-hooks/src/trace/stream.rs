@@ -303,6 +303,8 @@ fn provisional_process<W: Write>(
         symbols: s.names.clone(),
         notes,
         probe_cost: None,
+        probe_cost_stepped: None,
+        probe_stepped: Vec::new(),
         ..super::collect::process_of(h)
     };
     let v = serde_json::json!({"version": PAYLOAD_VERSION, "process": p});

@@ -201,14 +201,27 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
             ""
         }
     )?;
-    if let Some(c) = a.probe_cost {
-        writeln!(
+    match (a.probe_cost, a.probe_cost_stepped) {
+        (Some(c), Some(s)) => writeln!(
+            out,
+            "Probe cost           = {} us per probed call where the kernel emulates the function's first instruction ({} us inside the call, {} us in its caller), {} us where it single-steps it ({} us, {} us; {} function{}), taken out of elapsed and net (measured at the start on two empty functions)",
+            us_frac(c.per_call_ns()),
+            us_frac(c.self_ns),
+            us_frac(c.child_ns),
+            us_frac(s.per_call_ns()),
+            us_frac(s.self_ns),
+            us_frac(s.child_ns),
+            a.probe_stepped_functions,
+            if a.probe_stepped_functions == 1 { "" } else { "s" }
+        )?,
+        (Some(c), None) => writeln!(
             out,
             "Probe cost           = {} us per probed call, taken out of elapsed and net ({} us inside the call, {} us in its caller; measured at the start on an empty function)",
             us_frac(c.per_call_ns()),
             us_frac(c.self_ns),
             us_frac(c.child_ns)
-        )?;
+        )?,
+        _ => {}
     }
     notes(a, out)?;
     writeln!(out, "{}", "-".repeat(96))?;

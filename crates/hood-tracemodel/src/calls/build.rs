@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 
+#[cfg(test)]
 use crate::trace::ProbeCost;
+use crate::trace::ProbeCosts;
 
 use super::{PathEntry, ThreadCalls, FLAG_MISMATCH};
 
@@ -15,8 +17,8 @@ struct Open {
     entry: u64,
     /// Elapsed ns of the calls it made that have ended.
     child: u64,
-    /// How many calls it made.
-    kids: u64,
+    /// The probes' cost outside their spans of the calls it made (ns).
+    kids_ns: u64,
 }
 
 /// One thread's table, grown event by event.
@@ -26,7 +28,7 @@ pub struct ThreadBuilder {
     index: HashMap<(u32, u64), u32>,
     stack: Vec<Open>,
     mismatched: u64,
-    cost: ProbeCost,
+    cost: ProbeCosts,
     /// Exits of calls that began before the events did (attached to a running process).
     pub unmatched_exits: u64,
 }
@@ -37,12 +39,13 @@ const TOP: u32 = u32::MAX;
 impl ThreadBuilder {
     /// An empty table; entry 0 is the lost-paths node, as in hood-rt's tables.
     pub fn new(tid: u32) -> ThreadBuilder {
-        ThreadBuilder::compensated(tid, ProbeCost::default())
+        ThreadBuilder::compensated(tid, ProbeCosts::default())
     }
 
-    /// An empty table whose own times are less `cost`: its `self_ns` per call and its
-    /// `child_ns` per call the call made (as hood-rt's compensation; may go below 0).
-    pub fn compensated(tid: u32, cost: ProbeCost) -> ThreadBuilder {
+    /// An empty table whose own times are less the probes' cost: a call's `self_ns`, and
+    /// the `child_ns` of each call it made (as hood-rt's compensation; may go below 0),
+    /// each from the figure of the function called.
+    pub fn compensated(tid: u32, cost: ProbeCosts) -> ThreadBuilder {
         ThreadBuilder {
             tid,
             paths: vec![PathEntry::LOST],
@@ -82,7 +85,7 @@ impl ThreadBuilder {
             func,
             entry: t,
             child: 0,
-            kids: 0,
+            kids_ns: 0,
         });
     }
 
@@ -92,8 +95,9 @@ impl ThreadBuilder {
     /// report does for the zero-length call such a probe writes.
     pub fn counted(&mut self, func: u64) {
         self.call_under_open(func);
+        let cost = self.cost.of(func).child_ns;
         if let Some(up) = self.stack.last_mut() {
-            up.kids += 1;
+            up.kids_ns = up.kids_ns.saturating_add(cost);
         }
     }
 
@@ -115,29 +119,37 @@ impl ThreadBuilder {
     fn pop(&mut self, t: u64) {
         let Some(o) = self.stack.pop() else { return };
         let elapsed = t.saturating_sub(o.entry);
-        let own = elapsed.saturating_sub(o.child) as i64 - self.cost.own(o.kids) as i64;
+        let cost = self.cost.of(o.func);
+        let own =
+            elapsed.saturating_sub(o.child) as i64 - cost.self_ns.saturating_add(o.kids_ns) as i64;
         let e = &mut self.paths[o.path as usize];
         e.own_ticks = e.own_ticks.saturating_add(own);
         if let Some(up) = self.stack.last_mut() {
             up.child = up.child.saturating_add(elapsed);
-            up.kids += 1;
+            up.kids_ns = up.kids_ns.saturating_add(cost.child_ns);
         }
     }
 
     /// The table at `end` ns (the calls still open are running: their own time so far).
     pub fn finish(mut self, end: u64, exited: bool) -> ThreadCalls {
         // Innermost first, so each caller's running time excludes its open callees'.
-        let mut child_running = 0u64;
+        // (elapsed, cost outside its span) of the call still open inside the next one.
+        let (mut child_running, mut running_cost) = (0u64, 0u64);
         while let Some(o) = self.stack.pop() {
             let elapsed = end.saturating_sub(o.entry);
+            let cost = self.cost.of(o.func);
             let own = elapsed
                 .saturating_sub(o.child)
                 .saturating_sub(child_running) as i64
-                - self.cost.own(o.kids + u64::from(child_running > 0)) as i64;
+                - cost
+                    .self_ns
+                    .saturating_add(o.kids_ns)
+                    .saturating_add(running_cost) as i64;
             let e = &mut self.paths[o.path as usize];
             e.running = true;
             e.running_ticks = e.running_ticks.saturating_add(own);
             child_running = elapsed;
+            running_cost = cost.child_ns;
         }
         ThreadCalls {
             tid: self.tid,
@@ -195,7 +207,7 @@ mod tests {
             self_ns: 5,
             child_ns: 7,
         };
-        let mut b = ThreadBuilder::compensated(1, cost);
+        let mut b = ThreadBuilder::compensated(1, ProbeCosts::uniform(cost));
         b.entry(1, 0);
         b.entry(2, 100);
         b.exit(2, 200);
@@ -217,6 +229,44 @@ mod tests {
         assert_eq!(own(3), 20 - 5);
     }
 
+    /// Each call is compensated by its own function's figure: g's first instruction is
+    /// single-stepped (5 + 7 µs more), main's and f's emulated. The caller of a running call
+    /// takes the running call's figure too.
+    #[test]
+    fn own_times_take_each_functions_own_cost() {
+        // main(0..1000) { f(100..200) g(300..400) g(500..) } still running at 1000.
+        let cost = ProbeCosts {
+            emulated: ProbeCost {
+                self_ns: 5,
+                child_ns: 7,
+            },
+            stepped: Some(ProbeCost {
+                self_ns: 50,
+                child_ns: 70,
+            }),
+            stepped_funcs: vec![3],
+        };
+        let mut b = ThreadBuilder::compensated(1, cost);
+        b.entry(1, 0);
+        b.entry(2, 100);
+        b.exit(2, 200);
+        b.entry(3, 300);
+        b.exit(3, 400);
+        b.entry(3, 500);
+        let t = b.finish(1000, true);
+        let row = |f: u64| -> (i64, i64) {
+            t.paths
+                .iter()
+                .filter(|p| p.func == f)
+                .fold((0, 0), |a, p| (a.0 + p.own_ticks, a.1 + p.running_ticks))
+        };
+        // main: 1000 − 100 − 100 − 500 raw, less its own 5, f's 7, two g's 70 each.
+        assert_eq!(row(1), (0, 300 - 5 - 7 - 70 - 70));
+        assert_eq!(row(2), (100 - 5, 0));
+        // g: one finished (100 − 50), one running (500 − 50).
+        assert_eq!(row(3), (100 - 50, 500 - 50));
+    }
+
     /// An entry-only call is counted under the open call with no time; its caller is
     /// compensated for it as for any call it made.
     #[test]
@@ -225,7 +275,7 @@ mod tests {
             self_ns: 5,
             child_ns: 7,
         };
-        let mut b = ThreadBuilder::compensated(1, cost);
+        let mut b = ThreadBuilder::compensated(1, ProbeCosts::uniform(cost));
         b.counted(9);
         b.entry(1, 0);
         b.counted(9);

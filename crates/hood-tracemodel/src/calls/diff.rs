@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::{function_rows, path_rows, ProcessCalls};
-use crate::trace::{Kind, ProbeCost, ThreadEvents, ThreadKey, TraceHead};
+use crate::trace::{Kind, ProbeCosts, ThreadEvents, ThreadKey, TraceHead};
 
 /// Below this `|z|` a change is noise: the two-sided 99 % point of the standard normal
 /// distribution. The profile diff uses the same threshold (`hood_model::profile::diff::NOISE_Z`;
@@ -145,8 +145,8 @@ struct Open {
     child_ns: u64,
     /// ns the thread was off the CPU while this call was on top.
     off_ns: u64,
-    /// Calls it made that have ended.
-    kids: u64,
+    /// The probes' cost outside their spans of the calls it made that have ended (ns).
+    kids_ns: u64,
 }
 
 #[derive(Default)]
@@ -167,7 +167,7 @@ struct Walk {
     /// What a probed call costs (probe traces, `--probe`): taken out of own times as the
     /// trace analysis takes it out, so `hood diff` of two traces shows `hood trace report`'s
     /// times.
-    cost: ProbeCost,
+    cost: ProbeCosts,
     /// The last event's time.
     prev_ns: Option<u64>,
 }
@@ -190,7 +190,7 @@ impl Walk {
             entry_ns: t,
             child_ns: 0,
             off_ns: 0,
-            kids: 0,
+            kids_ns: 0,
         });
         *self.open.entry(func).or_insert(0) += 1;
         true
@@ -208,7 +208,8 @@ impl Walk {
             let own = elapsed
                 .saturating_sub(o.child_ns)
                 .saturating_sub(o.off_ns)
-                .saturating_sub(self.cost.own(o.kids)) as f64;
+                .saturating_sub(self.cost.of(o.func).self_ns)
+                .saturating_sub(o.kids_ns) as f64;
             let tally = &mut self.paths[o.path as usize].2;
             tally.own_ns += own;
             tally.done += 1;
@@ -216,7 +217,7 @@ impl Walk {
             tally.done_sq += own * own;
             if let Some(up) = self.stack.last_mut() {
                 up.child_ns = up.child_ns.saturating_add(elapsed);
-                up.kids += 1;
+                up.kids_ns = up.kids_ns.saturating_add(self.cost.of(o.func).child_ns);
             }
             if o.func == func {
                 break;
@@ -254,18 +255,22 @@ impl Walk {
     /// Calls still open at the thread's last event: their own time so far.
     fn finish(&mut self) {
         let end = self.last_ns;
-        let mut child_running = None;
+        // (elapsed, cost outside its span) of the call still open inside the next one.
+        let mut child_running: Option<(u64, u64)> = None;
         while let Some(o) = self.stack.pop() {
             let elapsed = end.saturating_sub(o.entry_ns);
+            let cost = self.cost.of(o.func);
             // The call still open inside it is one more call it made.
-            let kids = o.kids + u64::from(child_running.is_some());
+            let (running, running_cost) = child_running.unwrap_or((0, 0));
             let own = elapsed
                 .saturating_sub(o.child_ns)
                 .saturating_sub(o.off_ns)
-                .saturating_sub(child_running.unwrap_or(0))
-                .saturating_sub(self.cost.own(kids));
+                .saturating_sub(running)
+                .saturating_sub(cost.self_ns)
+                .saturating_sub(o.kids_ns)
+                .saturating_sub(running_cost);
             self.paths[o.path as usize].2.own_ns += own as f64;
-            child_running = Some(elapsed);
+            child_running = Some((elapsed, cost.child_ns));
         }
     }
 }
@@ -338,7 +343,7 @@ impl<'h> TraceCalls<'h> {
         let w = self.threads.entry(key).or_insert_with(|| Walk {
             proc,
             off: off.remove(&te.tid).unwrap_or_default(),
-            cost: p.probe_cost.unwrap_or_default(),
+            cost: ProbeCosts::of_process(p),
             ..Walk::default()
         });
         for e in &te.events {
@@ -587,6 +592,8 @@ mod tests {
                 funcs: Vec::new(),
                 notes: Vec::new(),
                 probe_cost: None,
+                probe_cost_stepped: None,
+                probe_stepped: Vec::new(),
             }],
             threads: Vec::new(),
             switches: Vec::new(),

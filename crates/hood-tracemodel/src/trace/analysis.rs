@@ -232,6 +232,17 @@ pub struct Analysis {
     /// figure; each process's own is used for its calls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_cost: Option<super::ProbeCost>,
+    /// The same for a function whose first instruction the kernel single-steps (then
+    /// `probe_cost` is for one whose first instruction it emulates).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_cost_stepped: Option<super::ProbeCost>,
+    /// How many probed functions (of that process) are of the single-stepped kind.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub probe_stepped_functions: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The filters of a trace report, as asked (`--tid`, `--from`, `--to`).
@@ -289,9 +300,10 @@ struct Open {
     /// Its code-path line (absolute number).
     line: Option<u64>,
     has_child: bool,
-    /// Calls it made that have ended, and calls made below it (probe compensation).
-    kids: u64,
-    below: u64,
+    /// Probe compensation: the cost outside their own spans of the calls it made that have
+    /// ended, and the whole cost of the calls made below it (ns).
+    kids_ns: u64,
+    below_ns: u64,
 }
 
 enum Ev<'t> {
@@ -513,13 +525,14 @@ impl Walk<'_> {
         let raw = t.saturating_sub(o.entry);
         // Probed functions: the traps' cost out of the call's own and elapsed times (`child`
         // keeps the callees' raw elapsed times, which hold their whole cost but `child_ns`).
-        let cost = self.p.probe_cost.unwrap_or_default();
-        let elapsed = raw.saturating_sub(cost.elapsed(o.below));
+        let cost = self.p.probe_cost_of(o.func);
+        let elapsed = raw.saturating_sub(cost.self_ns).saturating_sub(o.below_ns);
         let net = raw
             .saturating_sub(o.child)
             .saturating_sub(o.off)
             .saturating_sub(o.irq)
-            .saturating_sub(cost.own(o.kids));
+            .saturating_sub(cost.self_ns)
+            .saturating_sub(o.kids_ns);
         let a = self.st.active.entry(o.func).or_insert(1);
         *a = a.saturating_sub(1);
         let outermost = *a == 0;
@@ -547,8 +560,11 @@ impl Walk<'_> {
         if let Some(parent) = self.st.stack.last_mut() {
             parent.child += raw;
             parent.has_child = true;
-            parent.kids += 1;
-            parent.below += 1 + o.below;
+            parent.kids_ns = parent.kids_ns.saturating_add(cost.child_ns);
+            parent.below_ns = parent
+                .below_ns
+                .saturating_add(cost.per_call_ns())
+                .saturating_add(o.below_ns);
         }
         if let Some(i) = o.line {
             let item = PathItem::Call {
@@ -703,8 +719,8 @@ impl Walk<'_> {
                     irqs: 0,
                     line,
                     has_child: false,
-                    kids: 0,
-                    below: 0,
+                    kids_ns: 0,
+                    below_ns: 0,
                 });
                 self.show_returns = false;
             }
@@ -1041,6 +1057,16 @@ impl<'h> Analyzer<'h> {
                     threads_in_file: head.threads.len(),
                 },
                 probe_cost: head.processes.iter().find_map(|p| p.probe_cost),
+                probe_cost_stepped: head
+                    .processes
+                    .iter()
+                    .find(|p| p.probe_cost.is_some())
+                    .and_then(|p| p.probe_cost_stepped),
+                probe_stepped_functions: head
+                    .processes
+                    .iter()
+                    .find(|p| p.probe_cost.is_some())
+                    .map_or(0, |p| p.probe_stepped.len()),
             },
         }
     }

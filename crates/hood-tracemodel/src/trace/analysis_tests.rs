@@ -31,6 +31,8 @@ fn process() -> ProcessTrace {
         funcs: Vec::new(),
         notes: Vec::new(),
         probe_cost: None,
+        probe_cost_stepped: None,
+        probe_stepped: Vec::new(),
     }
 }
 

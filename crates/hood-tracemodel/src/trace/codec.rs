@@ -754,6 +754,8 @@ mod tests {
                     funcs: Vec::new(),
                     notes: Vec::new(),
                     probe_cost: None,
+                    probe_cost_stepped: None,
+                    probe_stepped: Vec::new(),
                 };
                 let v = serde_json::json!({"version": 1, "process": p});
                 w.write_chunk(tags::trace::PROCESS, &serde_json::to_vec(&v).unwrap(), true)
@@ -812,6 +814,8 @@ mod tests {
             funcs: vec![0x1000, 0x2000],
             notes: Vec::new(),
             probe_cost: None,
+            probe_cost_stepped: None,
+            probe_stepped: Vec::new(),
         };
         // Timestamps crossing a wrap of the 46 kept bits are restored from the anchor.
         let t0 = (1u64 << 46) - 5;

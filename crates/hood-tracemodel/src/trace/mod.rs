@@ -107,9 +107,74 @@ pub struct ProcessTrace {
     pub notes: Vec<String>,
     /// Probed functions (`--probe`): what a probed call was measured to cost at the start,
     /// taken out of the times the analysis derives; `None` for instrumented programs and
-    /// uncompensated probe traces.
+    /// uncompensated probe traces. With [`ProcessTrace::probe_cost_stepped`], the cost of a
+    /// function whose first instruction the kernel emulates (a push, a nop, a jump).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_cost: Option<ProbeCost>,
+    /// What a probed call costs where the kernel single-steps the function's first
+    /// instruction (most instructions: `sub`, `mov`, `endbr64`, `ret`), several times the
+    /// emulated kind's cost; `None` (traces of earlier hoods): [`ProcessTrace::probe_cost`]
+    /// for every function.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_cost_stepped: Option<ProbeCost>,
+    /// The functions (event addresses, sorted) whose first instruction the kernel
+    /// single-steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe_stepped: Vec<u64>,
+}
+
+impl ProcessTrace {
+    /// What a probed call of `func` cost (zero for instrumented programs and uncompensated
+    /// probe traces).
+    pub fn probe_cost_of(&self, func: u64) -> ProbeCost {
+        match (self.probe_cost, self.probe_cost_stepped) {
+            (Some(_), Some(s)) if self.probe_stepped.binary_search(&func).is_ok() => s,
+            (c, _) => c.unwrap_or_default(),
+        }
+    }
+}
+
+/// What a probed call costs, by how the kernel runs the probed function's first instruction:
+/// emulated (a push, a nop, a jump: one trap) or single-stepped out of line (a second trap).
+/// Measured by the recorder at its start on two functions of its own, one of each kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProbeCosts {
+    /// A call of a function whose first instruction the kernel emulates; of every function
+    /// when `stepped` is `None`.
+    pub emulated: ProbeCost,
+    /// A call of a function in `stepped_funcs`.
+    pub stepped: Option<ProbeCost>,
+    /// The functions whose first instruction the kernel single-steps, sorted.
+    pub stepped_funcs: Vec<u64>,
+}
+
+impl ProbeCosts {
+    /// One cost for every function.
+    pub fn uniform(cost: ProbeCost) -> ProbeCosts {
+        ProbeCosts {
+            emulated: cost,
+            stepped: None,
+            stepped_funcs: Vec::new(),
+        }
+    }
+
+    /// A process's costs as its trace holds them (zero when it holds none).
+    pub fn of_process(p: &ProcessTrace) -> ProbeCosts {
+        ProbeCosts {
+            emulated: p.probe_cost.unwrap_or_default(),
+            stepped: p.probe_cost.and(p.probe_cost_stepped),
+            stepped_funcs: p.probe_stepped.clone(),
+        }
+    }
+
+    /// What a call of `func` costs. (A list not sorted, which hood never writes, only
+    /// misplaces some functions between the two figures.)
+    pub fn of(&self, func: u64) -> ProbeCost {
+        match self.stepped {
+            Some(s) if self.stepped_funcs.binary_search(&func).is_ok() => s,
+            _ => self.emulated,
+        }
+    }
 }
 
 /// What one call of a probed function costs the program (two kernel traps), measured by the
