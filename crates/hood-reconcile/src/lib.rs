@@ -616,7 +616,15 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             continue;
         };
         if let (Some(hook), Some((addr, map))) = (wk.hook_called, wk.owner_at) {
-            if hook_kind(hook) == Some(HookKind::Entry) {
+            // The entry hook's PLT stub's samples only. A function also calls the entry
+            // hooks of the callees gcc inlined into it, in its body, and `hood_rt::entry`'s
+            // many samples would show those calls too, with no sample of the function's own
+            // entry call among them when it is called rarely. The exported
+            // `__cyg_profile_func_enter` is a two-instruction trampoline to `hood_rt::entry`
+            // with no unwind information: a stack sampled in it is not to be trusted for its
+            // caller's address (one such sample put a whole function in its caller's entry
+            // column).
+            if hook.starts_with("__cyg_profile_func_enter@") {
                 // One call of the entry hook per function (at its start): the lowest address
                 // seen is it.
                 let e = enter_sites.entry((wk.owner, map)).or_insert(addr);
@@ -1276,7 +1284,7 @@ mod tests {
             ],
             (0, 0),
         );
-        let mut p = hook_profile("__cyg_profile_func_enter");
+        let mut p = hook_profile("__cyg_profile_func_enter@plt");
         let (outer, tiny, hook, sched) = (0u32, 1u32, 2u32, 3u32);
         let mut add =
             |frames: &[(u32, u64)], n: u64, mode: Mode| add_samples(&mut p, frames, n, mode);
@@ -1309,6 +1317,23 @@ mod tests {
         assert!((row("outer").explained_percent - 25.0 * 100.0 / 35.0).abs() < 1e-6);
         assert!(row("outer").delta_points.abs() < 1e-6, "{:?}", row("outer"));
         assert_eq!((r.considered, r.agreeing), (2, 2));
+
+        // The exported entry hook is a trampoline without unwind information: a stack
+        // sampled in it may show any address of the caller (here one past tiny's body),
+        // which must not make tiny's body its entry code.
+        let mut p = hook_profile("__cyg_profile_func_enter");
+        let mut add =
+            |frames: &[(u32, u64)], n: u64, mode: Mode| add_samples(&mut p, frames, n, mode);
+        add(
+            &[(hook, 0x9000), (tiny, 0x1040), (outer, 0x2000)],
+            1,
+            Mode::User,
+        );
+        add(&[(tiny, 0x1030), (outer, 0x2000)], 10, Mode::User);
+        let r = reconcile(std::slice::from_ref(&c), &p);
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert_eq!(row("outer").entry_ns, 0.0, "{:?}", row("outer"));
+        assert_eq!(row("tiny").sampled_ns, 10e6);
     }
 
     #[test]
