@@ -178,6 +178,11 @@ pub struct ReconcileRow {
     pub explained_percent: f64,
     /// `net_percent − explained_percent`: what the breakdown leaves unexplained.
     pub delta_points: f64,
+    /// The sampling error of `explained_percent` (one standard deviation, points), from the
+    /// weights of the samples and waits it is made of: a wait for a CPU is one stack standing
+    /// for its whole length, so on a busy machine a few hundred waits of milliseconds each
+    /// make most of the statistical side and this error.
+    pub explained_error_points: f64,
     /// Over [`OVER_PERCENT`] in either profile.
     pub over: bool,
     /// `|delta_points| <=` [`TOLERANCE_POINTS`].
@@ -547,6 +552,8 @@ struct Charge {
     hooks_of_callees: f64,
     blocked: f64,
     runnable: f64,
+    /// The sum of the squared weights of the samples and waits in its explained share.
+    squares: f64,
 }
 
 /// Reconcile the call profile `calls` with the statistical profile `prof` of the same
@@ -660,14 +667,18 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                     .is_some_and(|&site| addr <= site)
             });
         if let (true, Some(caller)) = (in_entry, wk.caller) {
-            charges.entry(caller).or_default().entry += w;
+            let c = charges.entry(caller).or_default();
+            c.entry += w;
+            c.squares += w * w;
             continue;
         }
         // The way out after the exit hook's call returned (the stacks show a caller's address
         // as the return address less one, so the code after the call is above it) runs after
         // the call's last timestamp: charged to the caller too.
         if let (true, Some(caller)) = (in_exit(&wk, &exit_sites), wk.caller) {
-            charges.entry(caller).or_default().exit += w;
+            let c = charges.entry(caller).or_default();
+            c.exit += w;
+            c.squares += w * w;
             continue;
         }
         if wk.hook_below {
@@ -689,12 +700,16 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             // A hook's samples, on or off the CPU, are the hooks' part of the function
             // whose frame calls them.
             c.hooks += w;
+            if !compensated {
+                c.squares += w * w;
+            }
             if inside {
                 c.hooks_inside += w;
             }
             continue;
         }
         let c = charges.entry(wk.owner).or_default();
+        c.squares += w * w;
         if s.mode == Mode::Blocked {
             c.blocked += w;
         } else if s.mode == Mode::Runnable {
@@ -740,6 +755,17 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
     let profiler_ns: f64 = cost.values().sum();
     let net_total_ns = calls_total_ns - profiler_ns;
     let pct = |n: f64, total: f64| if total > 0.0 { n * 100.0 / total } else { 0.0 };
+    // The share p = W_f / W of samples drawn with weights w_i: its variance is about
+    // (Σ_f w² (1 − p)² + Σ_rest w² p²) / W² (each sample in or out of the function).
+    let squares_total: f64 = charges.values().map(|c| c.squares).sum();
+    let error_points = |c: &Charge| {
+        if stat_total_ns <= 0.0 {
+            return 0.0;
+        }
+        let p = explained(c) / stat_total_ns;
+        let var = c.squares * (1.0 - p) * (1.0 - p) + (squares_total - c.squares).max(0.0) * p * p;
+        100.0 * var.max(0.0).sqrt() / stat_total_ns
+    };
     let mut rows: Vec<ReconcileRow> = call_rows
         .iter()
         .map(|(name, f)| {
@@ -777,6 +803,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                 runnable_points: off_cpu.then(|| pct(c.runnable, stat_total_ns)),
                 explained_percent,
                 delta_points,
+                explained_error_points: error_points(&c),
                 over,
                 agree: delta_points.abs() <= TOLERANCE_POINTS,
             }
@@ -1024,6 +1051,43 @@ mod tests {
             c.symbols.insert(func, name.to_string());
         }
         c
+    }
+
+    #[test]
+    fn the_explained_shares_sampling_error_is_the_binomial_one_for_equal_weights() {
+        // 40 samples of 1 ms, 10 of them in `tiny`: sqrt(0.25 * 0.75 / 40) = 6.85 points.
+        let c = calls_tree(
+            &[
+                (1, "outer", 30_000_000, 1, None),
+                (2, "tiny", 10_000_000, 10, Some(1)),
+            ],
+            (0, 0),
+        );
+        const W: &str = "work";
+        let samples: Vec<Samples<'_>> = vec![
+            (&[("outer", W)], 30, Mode::User),
+            (&[("tiny", W), ("outer", W)], 10, Mode::User),
+        ];
+        let r = reconcile(std::slice::from_ref(&c), &prof(9, &samples, true));
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        let want = 100.0 * (0.25f64 * 0.75 / 40.0).sqrt();
+        assert!((row("tiny").explained_error_points - want).abs() < 1e-9);
+        assert!((row("outer").explained_error_points - want).abs() < 1e-9);
+        // One wait of 10 ms in `tiny` instead of ten samples: as many points, far less sure.
+        let waits: Vec<Samples<'_>> = vec![
+            (&[("outer", W)], 30, Mode::User),
+            (&[("tiny", W), ("outer", W)], 1, Mode::Runnable),
+        ];
+        let mut p = prof(9, &waits, true);
+        p.off_cpu.last_mut().unwrap().period = 10_000_000;
+        let r = reconcile(std::slice::from_ref(&c), &p);
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert!((row("tiny").explained_percent - 25.0).abs() < 1e-9);
+        assert!(
+            row("tiny").explained_error_points > 2.0 * want,
+            "{:?}",
+            row("tiny")
+        );
     }
 
     #[test]
