@@ -54,6 +54,34 @@
 # 2/4; mainGtU -9.4, -13.4, -4.6, -12.9, -4.8 (mainSimpleSort the mirror image). Waits for a CPU
 # still dominate the statistical side (mainQSort3 30.5 points against 4.9 sampled, mainGtU 20.6
 # against 1.1: 19x where the others are 5-6x).
+# 2026-11-27, issue 28 (recon28): the hooks' samples split at the hooks' timestamps, as their
+# stacks show (hood_rt::hook::entry_stamped / exit_stamped frames, inlined). The evidence: on a
+# known split (outer calls tiny 5 M times, both profilers in one run, load 9-12) 73 % of the
+# entry hook's and 53 % of the exit hook's CPU samples fall on the instruction after rdtsc, and
+# the waits for a CPU inside the hooks keep the hook frames (suspected cause (b), hook frames
+# lost in waits, was not seen: 98 % of the wall time under tiny is in hook frames). The rule
+# of the last stop (tiny keeps its calibrated part) charged outer -21.0 / tiny +21.0 points;
+# the split at the timestamps -4.2 / +4.2 (about 10 ns a call that the call profile puts
+# inside the call beyond what the sampler sees there; not explained). Also fixed: the entry
+# sites were learnt from samples in the naked __cyg_profile_func_enter trampoline (no unwind
+# info), which once put spin_b's whole body in main's entry column. bzip2, three recordings at
+# load 9.1-9.6 (debug hood, release libhood_rt.so), functions over 5 %, net call share /
+# explained statistical share +- its sampling error (1 sd) / difference:
+#   1: mainSimpleSort 11.1/12.7+-2.4/-1.6, mainQSort3 32.5/31.2+-3.3/+1.3, mainGtU
+#      17.6/15.7+-3.6/+1.9, mainSort 18.7/20.4+-3.0/-1.7, sendMTFValues 4.8/5.0+-2.8/-0.2,
+#      generateMTFValues 8.7/8.7+-2.0/+0.0: 6 of 6;
+#   2: mainSimpleSort 11.5/9.0+-3.9/+2.5, mainQSort3 38.9/42.1+-7.1/-3.2, mainGtU
+#      17.0/14.9+-4.6/+2.0, mainSort 17.9/19.0+-6.1/-1.1, generateMTFValues 6.2/6.3+-3.4/-0.1:
+#      2 of 5;
+#   3: mainSimpleSort 10.8/13.7+-2.9/-2.9, mainQSort3 45.2/38.3+-3.7/+6.9, mainGtU
+#      15.1/12.1+-3.1/+3.0, mainSort 11.6/18.7+-2.7/-7.1, sendMTFValues 5.0/5.8+-2.6/-0.8,
+#      generateMTFValues 6.2/6.2+-1.4/+0.0: 2 of 6.
+# Every miss but recording 3's mainSort (2.6 sd) is within 2 sd of the statistical side's own
+# error: at this load 4-5 s of the 8-10 s are waits for a CPU, a few hundred stacks of about
+# 8 ms each, so the 2-point tolerance is below what the sampler can tell; a quiet machine
+# (no waits) is where the number can be checked. The same hood on a recording made before
+# with the old runtime (no such frames: the old rule, said on the Profiler cost line):
+# mainSimpleSort -15.7, mainGtU +20.8, 2 of 6.
 # Usage: bench/diff/reconcile.sh        HOOD=path/to/hood uses that binary (and the
 # libhood_rt.so beside it, or $HOOD_RT_LIB) instead of building the release ones.
 set -eu
@@ -79,6 +107,15 @@ echo "load average before: $(cut -d' ' -f1 /proc/loadavg)"
 "$HOOD" calls run --sample="$WORK/prof.data" -o "$WORK/calls.data" -- \
     "$WORK/bzip2" -c -k "$WORK/text" > /dev/null
 "$HOOD" diff --reconcile "$WORK/calls.data" "$WORK/prof.data" --width 0 --top 12
+# The functions over 5 % with the statistical share's sampling error (one standard deviation).
+"$HOOD" diff --reconcile "$WORK/calls.data" "$WORK/prof.data" --format json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+for x in r["rows"]:
+    if x["over"]:
+        print("%-20s net %5.1f  explained %5.1f +- %.1f  difference %+5.1f" % (x["name"],
+              x["net_percent"], x["explained_percent"], x["explained_error_points"],
+              x["delta_points"]))'
 "$HOOD" annotate -i "$WORK/prof.data" mainGtU | sed -n '1,20p'
 
 echo "load average after: $(cut -d' ' -f1 /proc/loadavg)"

@@ -42,13 +42,19 @@
 //! the rest, from its caller. In a real program the same hook code costs more (cold caches,
 //! slow clock reads, preemptions), and the excess stays in the own times, mostly the caller's:
 //! a tiny function called millions of times makes its caller look expensive. The sampler
-//! measures what the hooks really cost under each function (the hooks' samples below it).
-//! The function's own part of its hooks is a few instructions next to the timestamps, the
-//! same in every call, so it keeps what the calibration measured of it (`comp_self`, at most
-//! what the sampler saw); the excess over the compensation is the hooks' table work, which
-//! runs before the entry hook's timestamp and after the exit hook's, and goes to its callers
-//! (by calls per call path). That is the call side's **profiler** cost, and a
-//! function's **net** share is its own time less its cost. This needs hook samples in the
+//! measures what the hooks really cost in this run (the hooks' samples below each function,
+//! on and off the CPU), and their stacks show on which side of the call's timestamps each
+//! fell: the runtime reads every entry timestamp in `hood_rt::hook::entry_stamped` and every
+//! exit timestamp in `hood_rt::hook::exit_stamped` (or `exit_stamped_slow`), inlined, and
+//! does the rest of that hook there, so an entry hook's sample with that frame, and an exit
+//! hook's without it, ran inside the call (the function's own time), and the others ran in
+//! the caller's (the next instrumented function up the sample's stack). What the hooks cost on
+//! each side less what the compensation took out of it is the call side's **profiler** cost
+//! (the calibration cancels out), and a function's **net** share is its own time less its
+//! cost. A runtime whose stacks show neither frame (from before this split) gets the rule it
+//! had: the function keeps its calibrated part (`comp_self`, at most what the sampler saw)
+//! and its callers take the rest (by calls per call path);
+//! [`Reconcile::hooks_split_at_stamps`] says which applied. This needs hook samples in the
 //! profile; without any, the compensation stands as it is.
 //!
 //! A function's **entry** code, from its first instruction to its entry
@@ -92,6 +98,12 @@ use hood_tracemodel::calls::{function_rows, node_name, ProcessCalls};
 const EPILOGUE_BYTES: u64 = 24;
 /// Calls of the exit hook kept per function.
 const MAX_EXIT_SITES: usize = 64;
+/// The runtime's code of an entry hook from its timestamp on (`hood_rt::hook::entry_stamped`,
+/// inlined): it runs inside the call the hook opens. A name, because the stacks show it.
+const ENTRY_STAMPED: &str = "hood_rt::hook::entry_stamped";
+/// The runtime's code of an exit hook from its timestamp on (`hood_rt::hook::exit_stamped`
+/// and `exit_stamped_slow`, inlined): it runs in the caller, after the call it closes.
+const EXIT_STAMPED: &str = "hood_rt::hook::exit_stamped";
 
 /// Two shares agree within this many percentage points.
 pub const TOLERANCE_POINTS: f64 = 2.0;
@@ -166,6 +178,11 @@ pub struct ReconcileRow {
     pub explained_percent: f64,
     /// `net_percent − explained_percent`: what the breakdown leaves unexplained.
     pub delta_points: f64,
+    /// The sampling error of `explained_percent` (one standard deviation, points), from the
+    /// weights of the samples and waits it is made of: a wait for a CPU is one stack standing
+    /// for its whole length, so on a busy machine a few hundred waits of milliseconds each
+    /// make most of the statistical side and this error.
+    pub explained_error_points: f64,
     /// Over [`OVER_PERCENT`] in either profile.
     pub over: bool,
     /// `|delta_points| <=` [`TOLERANCE_POINTS`].
@@ -195,6 +212,11 @@ pub struct Reconcile {
     pub irq_ns: f64,
     /// The call profile took its hooks' cost out of its times.
     pub compensated: bool,
+    /// The hooks' samples were split at the hooks' timestamps, as their stacks show (the
+    /// runtime's code from a timestamp on is a frame of its own); false: by rule (a
+    /// function keeps its calibrated part of its hooks, its callers take the rest), for a
+    /// runtime whose stacks do not show it, or when there was nothing to split.
+    pub hooks_split_at_stamps: bool,
     /// The profile holds off-CPU data.
     pub off_cpu: bool,
     /// Samples and off-CPU stretches of the program read.
@@ -225,6 +247,26 @@ fn comm_of(exe_name: &str) -> String {
 /// A frame of the call profiler's runtime (its library, or the hooks' entry points).
 fn is_hook(name: &str, dso: &str) -> bool {
     dso.contains("libhood_rt") || name.starts_with("__cyg_profile_func_")
+}
+
+/// Which hook a frame of the runtime's, called by an instrumented function, is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HookKind {
+    Entry,
+    Exit,
+}
+
+/// The hook the instrumented function's frame calls, by its name: the exported hooks (and
+/// their PLT stubs) and the entry hook's body, `hood_rt::entry`, which the exported entry
+/// hook jumps to.
+fn hook_kind(name: &str) -> Option<HookKind> {
+    if name.starts_with("__cyg_profile_func_enter") || name == "hood_rt::entry" {
+        Some(HookKind::Entry)
+    } else if name.starts_with("__cyg_profile_func_exit") {
+        Some(HookKind::Exit)
+    } else {
+        None
+    }
 }
 
 /// A kernel frame that enters interrupt or softirq handling: whatever the kernel ran above
@@ -350,6 +392,35 @@ fn profiler_cost(
     cost
 }
 
+/// The hooks' cost beyond the compensation left in each function's own time, split where the
+/// call profile splits it: at the hooks' timestamps. A hook's samples (and its waits) from
+/// the entry hook's timestamp on, and before the exit hook's, are in the called function's
+/// own time (`hooks_inside`); the rest of the hook's samples are in the caller's
+/// (`hooks_of_callees`, charged to the next instrumented function up each sample's stack).
+/// The runtime took `comp_self` per call out of the function and `comp_child` per call out
+/// of its callers (by calls per call path). What remains is the hooks' real cost, measured in
+/// this run, less the calibrated one: the calibration cancels out.
+fn profiler_cost_at_stamps(
+    side: &BTreeMap<String, CallFn>,
+    charges: &HashMap<&str, Charge>,
+) -> HashMap<String, f64> {
+    let mut cost: HashMap<String, f64> = HashMap::new();
+    for f in side.values() {
+        let c = charges.get(f.name.as_str()).copied().unwrap_or_default();
+        *cost.entry(f.name.clone()).or_default() +=
+            c.hooks_inside + c.hooks_of_callees - f.comp_self_ns;
+        let by_callers: u64 = f.callers.values().sum();
+        if by_callers == 0 {
+            continue;
+        }
+        for (caller, &n) in &f.callers {
+            *cost.entry(caller.clone()).or_default() -=
+                f.comp_child_ns * n as f64 / by_callers as f64;
+        }
+    }
+    cost
+}
+
 /// What a sample's stack shows about the instrumented function it is charged to.
 struct Walk<'a> {
     /// The innermost instrumented function (the call profile's name).
@@ -360,6 +431,9 @@ struct Walk<'a> {
     hook_below: bool,
     /// The frame just below it, when that is one of the runtime's hooks.
     hook_called: Option<&'a str>,
+    /// Below it, the runtime's code from a hook's timestamp on ([`ENTRY_STAMPED`] or
+    /// [`EXIT_STAMPED`]).
+    stamped: bool,
     /// An interrupt entry is below it.
     irq: bool,
     /// Only kernel frames are below it: its frame is the interrupted user code.
@@ -379,6 +453,7 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
         .map_or(&[][..], Vec::as_slice);
     let func = |id: u32| prof.funcs.get(id as usize);
     let (mut hook_below, mut irq, mut first_user) = (false, false, true);
+    let mut stamped = false;
     let mut found = None;
     for (i, &id) in frames.iter().enumerate() {
         let Some(f) = func(id) else {
@@ -391,7 +466,9 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
             }
             first_user = false;
         }
-        hook_below |= is_hook(&f.name, &f.dso);
+        let hook = is_hook(&f.name, &f.dso);
+        hook_below |= hook;
+        stamped |= hook && (f.name.starts_with(ENTRY_STAMPED) || f.name.starts_with(EXIT_STAMPED));
         irq |= f.kernel && is_irq_entry(&f.name);
     }
     let (depth, owner) = found?;
@@ -433,6 +510,7 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
         depth,
         hook_below,
         hook_called,
+        stamped,
         irq,
         first_user,
         caller,
@@ -464,8 +542,18 @@ struct Charge {
     library: f64,
     irq: f64,
     hooks: f64,
+    /// Of `hooks`, what ran between the timestamps of the function's own calls (its entry
+    /// hooks from their timestamp on, its exit hooks before theirs): the call profile counts
+    /// it in the function's own time.
+    hooks_inside: f64,
+    /// Hook samples of its instrumented callees outside their calls' timestamps (a callee's
+    /// entry hook before its timestamp, its exit hook from its timestamp on): the call
+    /// profile counts them in this function's own time.
+    hooks_of_callees: f64,
     blocked: f64,
     runnable: f64,
+    /// The sum of the squared weights of the samples and waits in its explained share.
+    squares: f64,
 }
 
 /// Reconcile the call profile `calls` with the statistical profile `prof` of the same
@@ -516,6 +604,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
     };
     let mut charges: HashMap<&str, Charge> = HashMap::new();
     let (mut outside_ns, mut samples) = (0.0, 0u64);
+    let mut stamps_seen = false;
     let mut keep = |pid: u32| {
         *pid_ok.entry(pid).or_insert_with(|| match matched_by {
             MatchedBy::Pid => same_pid.contains(&pid),
@@ -534,12 +623,20 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             continue;
         };
         if let (Some(hook), Some((addr, map))) = (wk.hook_called, wk.owner_at) {
-            if hook.starts_with("__cyg_profile_func_enter") {
+            // The entry hook's PLT stub's samples only. A function also calls the entry
+            // hooks of the callees gcc inlined into it, in its body, and `hood_rt::entry`'s
+            // many samples would show those calls too, with no sample of the function's own
+            // entry call among them when it is called rarely. The exported
+            // `__cyg_profile_func_enter` is a two-instruction trampoline to `hood_rt::entry`
+            // with no unwind information: a stack sampled in it is not to be trusted for its
+            // caller's address (one such sample put a whole function in its caller's entry
+            // column).
+            if hook.starts_with("__cyg_profile_func_enter@") {
                 // One call of the entry hook per function (at its start): the lowest address
                 // seen is it.
                 let e = enter_sites.entry((wk.owner, map)).or_insert(addr);
                 *e = (*e).min(addr);
-            } else if hook.starts_with("__cyg_profile_func_exit") {
+            } else if hook_kind(hook) == Some(HookKind::Exit) {
                 // Every call of the exit hook the samples show (one per return, and one per
                 // return of a callee inlined into it), a bounded number.
                 let e = exit_sites.entry((wk.owner, map)).or_default();
@@ -570,22 +667,50 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                     .is_some_and(|&site| addr <= site)
             });
         if let (true, Some(caller)) = (in_entry, wk.caller) {
-            charges.entry(caller).or_default().entry += w;
+            let c = charges.entry(caller).or_default();
+            c.entry += w;
+            c.squares += w * w;
             continue;
         }
         // The way out after the exit hook's call returned (the stacks show a caller's address
         // as the return address less one, so the code after the call is above it) runs after
         // the call's last timestamp: charged to the caller too.
         if let (true, Some(caller)) = (in_exit(&wk, &exit_sites), wk.caller) {
-            charges.entry(caller).or_default().exit += w;
+            let c = charges.entry(caller).or_default();
+            c.exit += w;
+            c.squares += w * w;
+            continue;
+        }
+        if wk.hook_below {
+            stamps_seen |= wk.stamped;
+            // Which side of the call's timestamps the hook was on when sampled (or
+            // preempted): inside, the call profile counts it in this function's own time;
+            // outside, in the caller's.
+            let inside = match wk.hook_called.and_then(hook_kind) {
+                Some(HookKind::Entry) => wk.stamped,
+                Some(HookKind::Exit) => !wk.stamped,
+                None => false,
+            };
+            if !inside {
+                if let Some(caller) = wk.caller {
+                    charges.entry(caller).or_default().hooks_of_callees += w;
+                }
+            }
+            let c = charges.entry(wk.owner).or_default();
+            // A hook's samples, on or off the CPU, are the hooks' part of the function
+            // whose frame calls them.
+            c.hooks += w;
+            if !compensated {
+                c.squares += w * w;
+            }
+            if inside {
+                c.hooks_inside += w;
+            }
             continue;
         }
         let c = charges.entry(wk.owner).or_default();
-        // A hook's samples, on or off the CPU, are the hooks' part of the function whose
-        // frame calls them.
-        if wk.hook_below {
-            c.hooks += w;
-        } else if s.mode == Mode::Blocked {
+        c.squares += w * w;
+        if s.mode == Mode::Blocked {
             c.blocked += w;
         } else if s.mode == Mode::Runnable {
             c.runnable += w;
@@ -614,7 +739,9 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
     let stat_total_ns: f64 = charges.values().map(explained).sum();
     // The hooks' cost per function on the call side: only when compensated (else the hooks
     // are on both sides already) and when the sampler saw the hooks at all.
-    let cost = if compensated && hooks_ns > 0.0 {
+    let cost = if compensated && hooks_ns > 0.0 && stamps_seen {
+        profiler_cost_at_stamps(&call_rows, &charges)
+    } else if compensated && hooks_ns > 0.0 {
         profiler_cost(&call_rows, &charges)
     } else {
         if compensated && samples > 0 {
@@ -628,6 +755,17 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
     let profiler_ns: f64 = cost.values().sum();
     let net_total_ns = calls_total_ns - profiler_ns;
     let pct = |n: f64, total: f64| if total > 0.0 { n * 100.0 / total } else { 0.0 };
+    // The share p = W_f / W of samples drawn with weights w_i: its variance is about
+    // (Σ_f w² (1 − p)² + Σ_rest w² p²) / W² (each sample in or out of the function).
+    let squares_total: f64 = charges.values().map(|c| c.squares).sum();
+    let error_points = |c: &Charge| {
+        if stat_total_ns <= 0.0 {
+            return 0.0;
+        }
+        let p = explained(c) / stat_total_ns;
+        let var = c.squares * (1.0 - p) * (1.0 - p) + (squares_total - c.squares).max(0.0) * p * p;
+        100.0 * var.max(0.0).sqrt() / stat_total_ns
+    };
     let mut rows: Vec<ReconcileRow> = call_rows
         .iter()
         .map(|(name, f)| {
@@ -665,6 +803,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
                 runnable_points: off_cpu.then(|| pct(c.runnable, stat_total_ns)),
                 explained_percent,
                 delta_points,
+                explained_error_points: error_points(&c),
                 over,
                 agree: delta_points.abs() <= TOLERANCE_POINTS,
             }
@@ -704,6 +843,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
         profiler_ns,
         irq_ns,
         compensated,
+        hooks_split_at_stamps: compensated && hooks_ns > 0.0 && stamps_seen,
         off_cpu,
         samples,
         rows,
@@ -914,6 +1054,154 @@ mod tests {
     }
 
     #[test]
+    fn the_explained_shares_sampling_error_is_the_binomial_one_for_equal_weights() {
+        // 40 samples of 1 ms, 10 of them in `tiny`: sqrt(0.25 * 0.75 / 40) = 6.85 points.
+        let c = calls_tree(
+            &[
+                (1, "outer", 30_000_000, 1, None),
+                (2, "tiny", 10_000_000, 10, Some(1)),
+            ],
+            (0, 0),
+        );
+        const W: &str = "work";
+        let samples: Vec<Samples<'_>> = vec![
+            (&[("outer", W)], 30, Mode::User),
+            (&[("tiny", W), ("outer", W)], 10, Mode::User),
+        ];
+        let r = reconcile(std::slice::from_ref(&c), &prof(9, &samples, true));
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        let want = 100.0 * (0.25f64 * 0.75 / 40.0).sqrt();
+        assert!((row("tiny").explained_error_points - want).abs() < 1e-9);
+        assert!((row("outer").explained_error_points - want).abs() < 1e-9);
+        // One wait of 10 ms in `tiny` instead of ten samples: as many points, far less sure.
+        let waits: Vec<Samples<'_>> = vec![
+            (&[("outer", W)], 30, Mode::User),
+            (&[("tiny", W), ("outer", W)], 1, Mode::Runnable),
+        ];
+        let mut p = prof(9, &waits, true);
+        p.off_cpu.last_mut().unwrap().period = 10_000_000;
+        let r = reconcile(std::slice::from_ref(&c), &p);
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert!((row("tiny").explained_percent - 25.0).abs() < 1e-9);
+        assert!(
+            row("tiny").explained_error_points > 2.0 * want,
+            "{:?}",
+            row("tiny")
+        );
+    }
+
+    #[test]
+    fn the_hooks_cost_is_split_at_their_timestamps() {
+        // `outer` calls `tiny` 1000 times; the runtime compensated 2 µs per call in `tiny`
+        // (comp_self, 2 ms) and 6 µs per call in `outer` (comp_child, 6 ms). The hooks' samples
+        // show which side of the call's timestamps they fell on (the runtime's code from a
+        // timestamp on is `entry_stamped` / `exit_stamped`, inlined): 4 ms of entry hooks
+        // after their timestamp and 3 ms of exit hooks before theirs are inside the calls,
+        // in `tiny`'s own time; 5 ms of entry hooks before their timestamp and 6 ms of waits
+        // for a CPU in exit hooks after theirs are in `outer`'s. The call profile below is
+        // what the runtime measures of that: tiny 2 + 7 - 2 ms, outer 22 + 11 - 6 ms (less
+        // 2 µs compensated for its own one call).
+        let c = calls_tree(
+            &[
+                (1, "outer", 26_998_000, 1, None),
+                (2, "tiny", 7_000_000, 1000, Some(1)),
+            ],
+            (2000, 6000),
+        );
+        const W: &str = "work";
+        const RT: &str = "libhood_rt.so";
+        let samples: Vec<Samples<'_>> = vec![
+            (&[("outer", W)], 22, Mode::User),
+            (&[("tiny", W), ("outer", W)], 2, Mode::User),
+            (
+                &[
+                    ("hood_rt::hook::enter_fast", RT),
+                    ("hood_rt::entry", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                5,
+                Mode::User,
+            ),
+            (
+                &[
+                    (ENTRY_STAMPED, RT),
+                    ("hood_rt::hook::enter_fast", RT),
+                    ("hood_rt::entry", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                4,
+                Mode::User,
+            ),
+            (
+                &[
+                    ("hood_rt::exit_hook", RT),
+                    ("__cyg_profile_func_exit", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                3,
+                Mode::User,
+            ),
+            (
+                &[
+                    ("irqentry_exit_to_user_mode", "[kernel.kallsyms]"),
+                    (EXIT_STAMPED, RT),
+                    ("hood_rt::hook::exit_fast", RT),
+                    ("__cyg_profile_func_exit", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                6,
+                Mode::Runnable,
+            ),
+        ];
+        let p = prof(9, &samples, true);
+        let r = reconcile(std::slice::from_ref(&c), &p);
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert!(
+            (row("tiny").profiler_ns - 5e6).abs() < 1.0,
+            "{:?}",
+            row("tiny")
+        );
+        assert!(
+            (row("outer").profiler_ns - (5e6 - 2e3)).abs() < 1.0,
+            "{:?}",
+            row("outer")
+        );
+        assert!((row("tiny").hooks_ns - 18e6).abs() < 1.0);
+        assert!((row("tiny").net_percent - 2.0 * 100.0 / 24.0).abs() < 1e-6);
+        assert!((row("outer").net_percent - 22.0 * 100.0 / 24.0).abs() < 1e-6);
+        assert!(row("tiny").delta_points.abs() < 1e-6);
+        assert!(row("outer").delta_points.abs() < 1e-6);
+        assert!(r.hooks_split_at_stamps);
+
+        // The same samples without the timestamps' frames (an older runtime): the rule
+        // leaves `tiny` its calibrated 2 ms and gives `outer` the rest, 7 ms too much for
+        // `tiny`, and says how it split them.
+        let old: Vec<Samples<'_>> = vec![
+            samples[0],
+            samples[1],
+            (
+                &[("hood_rt::entry", RT), ("tiny", W), ("outer", W)],
+                9,
+                Mode::User,
+            ),
+            (
+                &[("__cyg_profile_func_exit", RT), ("tiny", W), ("outer", W)],
+                9,
+                Mode::User,
+            ),
+        ];
+        let r = reconcile(std::slice::from_ref(&c), &prof(9, &old, true));
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert!(row("tiny").profiler_ns.abs() < 1.0, "{:?}", row("tiny"));
+        assert!(!row("tiny").agree, "{:?}", row("tiny"));
+        assert!(!r.hooks_split_at_stamps);
+    }
+
+    #[test]
     fn the_hooks_cost_beyond_the_compensation_is_the_callers() {
         // `outer` calls `tiny` 1000 times. The runtime compensated 2 µs per call in `tiny`
         // (comp_self) and 6 µs per call in `outer` (comp_child): 8 ms in all; the sampler saw
@@ -1060,7 +1348,7 @@ mod tests {
             ],
             (0, 0),
         );
-        let mut p = hook_profile("__cyg_profile_func_enter");
+        let mut p = hook_profile("__cyg_profile_func_enter@plt");
         let (outer, tiny, hook, sched) = (0u32, 1u32, 2u32, 3u32);
         let mut add =
             |frames: &[(u32, u64)], n: u64, mode: Mode| add_samples(&mut p, frames, n, mode);
@@ -1093,6 +1381,23 @@ mod tests {
         assert!((row("outer").explained_percent - 25.0 * 100.0 / 35.0).abs() < 1e-6);
         assert!(row("outer").delta_points.abs() < 1e-6, "{:?}", row("outer"));
         assert_eq!((r.considered, r.agreeing), (2, 2));
+
+        // The exported entry hook is a trampoline without unwind information: a stack
+        // sampled in it may show any address of the caller (here one past tiny's body),
+        // which must not make tiny's body its entry code.
+        let mut p = hook_profile("__cyg_profile_func_enter");
+        let mut add =
+            |frames: &[(u32, u64)], n: u64, mode: Mode| add_samples(&mut p, frames, n, mode);
+        add(
+            &[(hook, 0x9000), (tiny, 0x1040), (outer, 0x2000)],
+            1,
+            Mode::User,
+        );
+        add(&[(tiny, 0x1030), (outer, 0x2000)], 10, Mode::User);
+        let r = reconcile(std::slice::from_ref(&c), &p);
+        let row = |n: &str| r.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert_eq!(row("outer").entry_ns, 0.0, "{:?}", row("outer"));
+        assert_eq!(row("tiny").sampled_ns, 10e6);
     }
 
     #[test]

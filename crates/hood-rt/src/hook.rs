@@ -171,12 +171,24 @@ pub unsafe fn enter_fast(
     f.func = func;
     f.deeper_ticks = 0;
     f.sp = sp;
-    let now = clock::tsc();
-    f.entry_ticks = now;
-    th.last_ticks.store(now, Ordering::Relaxed);
-    th.depth.store(d + 1, Ordering::Release);
-    leave_busy(th);
+    entry_stamped(th, f, d, true);
     true
+}
+
+/// An entry hook from its timestamp on: read the clock, open the call at depth `d`, leave the
+/// hook. This code runs inside the call it opens, so the call profile charges it (and a
+/// preemption in it) to the called function, while the entry hook's code before it is the
+/// caller's. `hood diff --reconcile` tells the two apart by this function's name in the
+/// stacks of the hooks' samples (hood-reconcile's `ENTRY_STAMPED`): every entry timestamp is
+/// read here, and the name must stay. `tsc` (a constant where it is inlined): the TSC is the
+/// clock, else [`clock::now`].
+#[inline(always)]
+unsafe fn entry_stamped(t: &mut ThreadHeader, f: &mut Frame, d: u32, tsc: bool) {
+    let now = if tsc { clock::tsc() } else { clock::now() };
+    f.entry_ticks = now;
+    t.last_ticks.store(now, Ordering::Relaxed);
+    t.depth.store(d + 1, Ordering::Release);
+    leave_busy(t);
 }
 
 /// The common exit: the thread is not inside a hook, no reset is pending, no call is open past
@@ -185,6 +197,17 @@ pub unsafe fn enter_fast(
 /// Caller guarantees as for [`enter_fast`].
 #[inline(always)]
 pub unsafe fn exit_fast(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64) -> bool {
+    exit_stamped(h, t, func)
+}
+
+/// [`exit_fast`] from its timestamp on, which is all of it: the exit hook's code before the
+/// timestamp runs inside the call it closes (the call profile charges it to the called
+/// function), this code after it, in the caller. `hood diff --reconcile` tells the two apart
+/// by the names `exit_stamped` and `exit_stamped_slow` in the stacks of the hooks' samples
+/// (hood-reconcile's `EXIT_STAMPED`): every exit timestamp is read in one of them, and the
+/// names must stay.
+#[inline(always)]
+unsafe fn exit_stamped(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64) -> bool {
     let now = clock::tsc();
     let hd = &*h;
     let th = &mut *t;
@@ -286,16 +309,18 @@ pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
     f.func = func;
     f.deeper_ticks = 0;
     f.sp = sp;
-    let now = clock::now();
-    f.entry_ticks = now;
-    t.last_ticks.store(now, Ordering::Relaxed);
-    t.depth.store(d + 1, Ordering::Release);
-    t.busy = 0;
+    entry_stamped(t, f, d, false);
 }
 
 /// Exit hook body. Caller guarantees `s` points at this thread's initialised slot.
 #[inline(always)]
 pub unsafe fn exit(s: &Slot, func: u64) {
+    exit_stamped_slow(s, func)
+}
+
+/// [`exit`] from its timestamp on, which is all of it (see [`exit_stamped`]).
+#[inline(always)]
+unsafe fn exit_stamped_slow(s: &Slot, func: u64) {
     let now = clock::now();
     let h = &*s.h;
     let t = &mut *s.t;

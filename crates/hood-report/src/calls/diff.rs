@@ -256,9 +256,14 @@ pub fn render_reconcile_text(
     if r.compensated && r.hooks_ns > 0.0 {
         writeln!(
             out,
-            "Profiler cost: hooks {} in samples, {} beyond the compensation, taken out of the call side (net)",
+            "Profiler cost: hooks {} in samples, {} beyond the compensation, taken out of the call side (net); {}",
             amount(r.hooks_ns),
-            amount(r.profiler_ns)
+            amount(r.profiler_ns),
+            if r.hooks_split_at_stamps {
+                "split between each function and its callers at the hooks' timestamps, as their samples show"
+            } else {
+                "split by rule: each function keeps its calibrated part, its callers take the rest"
+            }
         )?;
     }
     writeln!(
