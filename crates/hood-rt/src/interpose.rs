@@ -67,7 +67,7 @@ fn real(i: usize) -> usize {
 /// timestamp and a store: safe in a signal handler.
 #[inline(always)]
 fn note_jump() {
-    if runtime::STATE.load(Ordering::Relaxed) != runtime::READY {
+    if runtime::state_of(runtime::MODE.load(Ordering::Relaxed)) != runtime::READY {
         return;
     }
     let t = runtime::tls_get();

@@ -84,22 +84,22 @@ fn entry_marked(func: u64) {
 /// hook (the longjmp repair compares them, so every entry point must measure it alike: on
 /// x86-64 the trampolines above take it exactly, before any of this function's frame).
 ///
-/// The first thing read is the process-global [`runtime::STATE`]: a disabled runtime
-/// (`HOOD_DISABLE=1`, `hood_disable()`, failed set-up) costs that one load and returns before
-/// any thread-local access. The common paths of both modes (TSC clock, thread set up, ...)
-/// make no call, so they save no registers; everything else goes to [`hook_other`] by a tail
-/// call.
+/// The first and only process-global load is [`runtime::MODE`] (state, hook flavour and
+/// clock in one word): a disabled runtime (`HOOD_DISABLE=1`, `hood_disable()`, failed set-up)
+/// costs that load and returns before any thread-local access. The common paths of both
+/// modes (TSC clock, thread set up, ...) are functions of their own reached by a jump, so
+/// this dispatch has no frame and the trace path saves no registers; everything else goes to
+/// [`hook_other`] by a tail call.
 #[inline(never)]
 extern "C" fn entry(func: u64, sp: u64) {
-    let state = runtime::STATE.load(Ordering::Relaxed);
-    if state == runtime::READY {
-        match runtime::HOOKS.load(Ordering::Relaxed) {
-            runtime::CALLS => calls_hook(func, KIND_ENTRY, sp),
-            runtime::TRACE_ON => trace_hook(func, KIND_ENTRY, sp),
-            _ => hook_other(func, KIND_ENTRY, sp),
-        }
-    } else if state != runtime::OFF {
-        // The first hook of the process (set-up), or another thread's while it runs.
+    let mode = runtime::MODE.load(Ordering::Relaxed);
+    if mode == runtime::FAST_TRACE {
+        trace_enter(func, sp)
+    } else if mode == runtime::FAST_CALLS {
+        calls_enter(func, sp)
+    } else if runtime::state_of(mode) != runtime::OFF {
+        // Set-up (the first hook of the process, or another thread's while it runs), the
+        // monotonic clock, trace mode switched off.
         hook_other(func, KIND_ENTRY, sp)
     }
 }
@@ -112,50 +112,66 @@ extern "C" fn exit_hook_c(this_fn: *mut c_void, _call_site: *mut c_void) {
 /// The body of the exit hook (see [`entry`]; an exit needs no stack pointer).
 #[inline(always)]
 fn exit_hook(func: u64) {
-    let state = runtime::STATE.load(Ordering::Relaxed);
-    if state == runtime::READY {
-        match runtime::HOOKS.load(Ordering::Relaxed) {
-            runtime::CALLS => calls_hook(func, KIND_EXIT, 0),
-            runtime::TRACE_ON => trace_hook(func, KIND_EXIT, 0),
-            _ => hook_other(func, KIND_EXIT, 0),
-        }
-    } else if state != runtime::OFF {
+    let mode = runtime::MODE.load(Ordering::Relaxed);
+    if mode == runtime::FAST_TRACE {
+        trace_exit(func)
+    } else if mode == runtime::FAST_CALLS {
+        calls_exit(func)
+    } else if runtime::state_of(mode) != runtime::OFF {
         hook_other(func, KIND_EXIT, 0)
     }
 }
 
-/// The calls-mode hook of a READY runtime: the common path (TSC clock, slot set up, the
-/// parent's last-child cache hit, no overrun, reset or unwound frame) in [`hook::enter_fast`]
-/// and [`hook::exit_fast`]; everything else in [`hook_other`].
-#[inline(always)]
-fn calls_hook(func: u64, kind: u64, sp: u64) {
+/// The calls-mode entry of a READY runtime on the TSC: the common path (slot set up, the
+/// parent's last-child cache hit, no overrun, reset or unwound frame) in
+/// [`hook::enter_fast`]; everything else in [`hook_other`].
+#[inline(never)]
+extern "C" fn calls_enter(func: u64, sp: u64) {
     let t = runtime::tls_get();
-    let h = runtime::SEG.load(Ordering::Relaxed);
-    if (t as usize) <= runtime::NO_SLOT || !clock::using_tsc() {
-        return hook_other(func, kind, sp);
+    if (t as usize) <= runtime::NO_SLOT {
+        return hook_other(func, KIND_ENTRY, sp);
     }
+    let h = runtime::SEG.load(Ordering::Relaxed);
     // SAFETY: READY in calls mode with a slot pointer: `h` is the live calls-mode segment and
-    // `t` this thread's initialised slot in it.
-    let done = unsafe {
-        if kind == KIND_ENTRY {
-            hook::enter_fast(h, t, func, sp)
-        } else {
-            hook::exit_fast(h, t, func)
-        }
-    };
-    if !done {
-        hook_other(func, kind, sp)
+    // `t` this thread's initialised slot in it; the clock is the TSC.
+    if !unsafe { hook::enter_fast(h, t, func, sp) } {
+        hook_other(func, KIND_ENTRY, sp)
     }
 }
 
-/// The trace-mode hook of a READY runtime. Its common path (TSC clock, slot set up, function
-/// index and filter verdict cached, room in the buffer) makes no call, so it saves no
-/// registers; everything else goes to [`hook_other`] by a tail call.
+/// The calls-mode exit of a READY runtime on the TSC (see [`calls_enter`]).
+#[inline(never)]
+extern "C" fn calls_exit(func: u64) {
+    let t = runtime::tls_get();
+    if (t as usize) <= runtime::NO_SLOT {
+        return hook_other(func, KIND_EXIT, 0);
+    }
+    let h = runtime::SEG.load(Ordering::Relaxed);
+    // SAFETY: as in `calls_enter`.
+    if !unsafe { hook::exit_fast(h, t, func) } {
+        hook_other(func, KIND_EXIT, 0)
+    }
+}
+
+/// The trace-mode entry of a recording runtime on the TSC (see [`trace_hook`]).
+#[inline(never)]
+extern "C" fn trace_enter(func: u64, sp: u64) {
+    trace_hook(func, KIND_ENTRY, sp)
+}
+
+/// The trace-mode exit of a recording runtime on the TSC (see [`trace_hook`]).
+#[inline(never)]
+extern "C" fn trace_exit(func: u64) {
+    trace_hook(func, KIND_EXIT, 0)
+}
+
+/// The trace-mode hook of a recording runtime on the TSC. Its common path (slot set up,
+/// function index and filter verdict cached, room in the buffer) makes no call, so it saves
+/// no registers; everything else goes to [`hook_other`] by a tail call.
 #[inline(always)]
 fn trace_hook(func: u64, kind: u64, sp: u64) {
     let t = runtime::tls_get();
-    let h = runtime::SEG.load(Ordering::Relaxed);
-    if (t as usize) <= runtime::NO_SLOT || !clock::using_tsc() {
+    if (t as usize) <= runtime::NO_SLOT {
         return hook_other(func, kind, sp);
     }
     let v = match index::cached(func) {
@@ -163,21 +179,21 @@ fn trace_hook(func: u64, kind: u64, sp: u64) {
         Some(_) => return,
         None => return hook_other(func, kind, sp),
     };
-    // SAFETY: READY with a slot pointer: `h` is the live trace-mode segment and `t` this
-    // thread's initialised slot in it.
-    if !unsafe { trace::event_fast(h, t, v, kind) } {
+    // SAFETY: FAST_TRACE with a slot pointer: `t` is this thread's initialised slot in the
+    // live trace-mode segment, and the clock is the TSC.
+    if !unsafe { trace::event_fast(t, v, kind) } {
         hook_other(func, kind, sp)
     }
 }
 
 /// Every hook the common paths above do not take: the first hook of a process or thread
-/// (`HOOKS` becomes [`runtime::TRACE_ON`] only during set-up), the monotonic clock, a path
+/// (the hooks become [`runtime::TRACE_ON`] only during set-up), the monotonic clock, a path
 /// not in its parent's last-child cache, overruns, resets, unwound frames, a trace function
 /// not yet indexed, a full trace buffer.
 #[inline(never)]
-fn hook_other(func: u64, kind: u64, sp: u64) {
+extern "C" fn hook_other(func: u64, kind: u64, sp: u64) {
     if let Some(s) = runtime::slot() {
-        match runtime::HOOKS.load(Ordering::Relaxed) {
+        match runtime::hooks() {
             // SAFETY: `s` is this thread's initialised slot in the live segment.
             runtime::CALLS if kind == KIND_ENTRY => unsafe { hook::enter(&s, func, sp) },
             // SAFETY: as above.
@@ -199,7 +215,7 @@ fn hook_other(func: u64, kind: u64, sp: u64) {
 #[no_mangle]
 pub extern "C" fn hood_mark(label: *const libc::c_char) {
     if let Some(s) = runtime::slot() {
-        if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
+        if runtime::hooks() == runtime::TRACE_ON {
             // SAFETY: trace-mode slot of this thread; `label` is the caller's C string.
             unsafe {
                 let i = trace::tag_index(s.h, label as *const u8);
@@ -213,15 +229,7 @@ pub extern "C" fn hood_mark(label: *const libc::c_char) {
 #[no_mangle]
 pub extern "C" fn hood_trace_on() {
     if let Some(s) = runtime::slot() {
-        if runtime::HOOKS
-            .compare_exchange(
-                runtime::TRACE_OFF,
-                runtime::TRACE_ON,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
+        if runtime::set_hooks_if(runtime::TRACE_OFF, runtime::TRACE_ON) {
             // SAFETY: trace-mode slot of this thread.
             unsafe { trace::event(&s, CONTROL_ON, KIND_CONTROL) }
         }
@@ -232,15 +240,10 @@ pub extern "C" fn hood_trace_on() {
 #[no_mangle]
 pub extern "C" fn hood_trace_off() {
     if let Some(s) = runtime::slot() {
-        if runtime::HOOKS.load(Ordering::Relaxed) == runtime::TRACE_ON {
+        if runtime::hooks() == runtime::TRACE_ON {
             // SAFETY: trace-mode slot of this thread.
             unsafe { trace::event(&s, CONTROL_OFF, KIND_CONTROL) }
-            let _ = runtime::HOOKS.compare_exchange(
-                runtime::TRACE_ON,
-                runtime::TRACE_OFF,
-                Ordering::AcqRel,
-                Ordering::Relaxed,
-            );
+            let _ = runtime::set_hooks_if(runtime::TRACE_ON, runtime::TRACE_OFF);
         }
     }
 }
@@ -282,7 +285,7 @@ pub extern "C" fn hood_enable() {
 /// 1 when this process is recording, else 0.
 #[no_mangle]
 pub extern "C" fn hood_active() -> i32 {
-    (runtime::STATE.load(core::sync::atomic::Ordering::Relaxed) == runtime::READY) as i32
+    (runtime::state() == runtime::READY) as i32
 }
 
 /// Refresh the copy of the process's mappings in the segment (call after `dlopen`).

@@ -19,17 +19,73 @@ pub const READY: u32 = 2;
 /// Off: disabled by environment, failed set-up, or `hood_disable()`.
 pub const OFF: u32 = 3;
 
-/// Hook flavour, loaded once per hook: call-path tables.
+/// Hook flavour: call-path tables.
 pub const CALLS: u32 = 0;
 /// Hook flavour: trace mode, recording.
 pub const TRACE_ON: u32 = 1;
 /// Hook flavour: trace mode, `hood_trace_off()` (or `HOOD_TRACE_START=off`) in force.
 pub const TRACE_OFF: u32 = 2;
-/// Which hooks run: [`CALLS`], [`TRACE_ON`] or [`TRACE_OFF`]; set before [`READY`].
-pub static HOOKS: AtomicU32 = AtomicU32::new(CALLS);
 
-/// The one load a disabled runtime costs.
-pub static STATE: AtomicU32 = AtomicU32::new(UNINIT);
+/// [`MODE`] bit: the clock is the TSC (set during set-up, before [`READY`]).
+pub const TSC: u32 = 1 << 16;
+const STATE_MASK: u32 = 0xff;
+const HOOKS_SHIFT: u32 = 8;
+const HOOKS_MASK: u32 = 0xff << HOOKS_SHIFT;
+/// [`MODE`] of a recording calls-mode runtime on the TSC: the calls hooks' common path.
+pub const FAST_CALLS: u32 = READY | CALLS << HOOKS_SHIFT | TSC;
+/// [`MODE`] of a recording trace-mode runtime on the TSC: the trace hooks' common path.
+pub const FAST_TRACE: u32 = READY | TRACE_ON << HOOKS_SHIFT | TSC;
+
+/// The runtime's state ([`UNINIT`], [`INITIALISING`], [`READY`], [`OFF`]; bits 0–7), which
+/// hooks run ([`CALLS`], [`TRACE_ON`], [`TRACE_OFF`]; bits 8–15, set before [`READY`]) and
+/// [`TSC`], in one word: a hook's first and only process-global load. It compares the word
+/// with [`FAST_TRACE`] and [`FAST_CALLS`] (a disabled runtime costs this load and returns
+/// before any thread-local access). Changed only by [`set_state`], [`set_state_if`] and
+/// [`set_hooks_if`], which keep the other fields.
+pub static MODE: AtomicU32 = AtomicU32::new(UNINIT);
+
+/// The state field of a [`MODE`] value.
+#[inline(always)]
+pub const fn state_of(mode: u32) -> u32 {
+    mode & STATE_MASK
+}
+
+/// The runtime's state.
+#[inline(always)]
+pub fn state() -> u32 {
+    state_of(MODE.load(Ordering::Acquire))
+}
+
+/// Which hooks run.
+#[inline(always)]
+pub fn hooks() -> u32 {
+    (MODE.load(Ordering::Relaxed) & HOOKS_MASK) >> HOOKS_SHIFT
+}
+
+/// Set the state, keeping the other fields.
+fn set_state(to: u32) {
+    let _ = MODE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
+        Some(m & !STATE_MASK | to)
+    });
+}
+
+/// Move the state from `from` to `to`, keeping the other fields; false when it was not
+/// `from`.
+fn set_state_if(from: u32, to: u32) -> bool {
+    MODE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
+        (state_of(m) == from).then_some(m & !STATE_MASK | to)
+    })
+    .is_ok()
+}
+
+/// Switch the hooks from `from` to `to`, keeping the other fields; false when they were not
+/// `from`.
+pub fn set_hooks_if(from: u32, to: u32) -> bool {
+    MODE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |m| {
+        ((m & HOOKS_MASK) >> HOOKS_SHIFT == from).then_some(m & !HOOKS_MASK | to << HOOKS_SHIFT)
+    })
+    .is_ok()
+}
 /// The process's segment.
 pub static SEG: AtomicPtr<SegmentHeader> = AtomicPtr::new(ptr::null_mut());
 static KEY: AtomicU32 = AtomicU32::new(u32::MAX);
@@ -50,7 +106,7 @@ fn tls_set(p: *mut ThreadHeader) {
 /// Slot for this hook, setting up process and thread on first use; None = do nothing.
 #[inline(always)]
 pub fn slot() -> Option<Slot> {
-    if STATE.load(Ordering::Relaxed) != READY {
+    if state_of(MODE.load(Ordering::Relaxed)) != READY {
         return cold_slot();
     }
     let t = tls_get();
@@ -75,19 +131,16 @@ fn cold_slot() -> Option<Slot> {
 }
 
 fn setup() -> Option<Slot> {
-    match STATE.load(Ordering::Acquire) {
+    match state() {
         UNINIT => {
-            if STATE
-                .compare_exchange(UNINIT, INITIALISING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
+            if !set_state_if(UNINIT, INITIALISING) {
                 return None;
             }
             let Some(compensate) = init_process() else {
-                STATE.store(OFF, Ordering::Release);
+                set_state(OFF);
                 return None;
             };
-            STATE.store(READY, Ordering::Release);
+            set_state(READY);
             if compensate {
                 calibrate(SEG.load(Ordering::Acquire));
             }
@@ -135,7 +188,10 @@ fn init_process() -> Option<bool> {
         } else {
             TRACE_ON
         };
-        HOOKS.store(hooks, Ordering::Relaxed);
+        let _ = set_hooks_if(CALLS, hooks);
+    }
+    if clock::using_tsc() {
+        MODE.fetch_or(TSC, Ordering::Relaxed);
     }
     SEG.store(h, Ordering::Release);
     crate::interpose::resolve_all();
@@ -349,7 +405,7 @@ extern "C" fn process_exit() {
 extern "C" fn fork_child() {
     let old = SEG.load(Ordering::Acquire);
     let old_t = tls_get();
-    if old.is_null() || STATE.load(Ordering::Acquire) != READY {
+    if old.is_null() || state() != READY {
         return;
     }
     let cfg = Config::from_env();
@@ -357,7 +413,7 @@ extern "C" fn fork_child() {
     let (kind, rate) = unsafe { ((*old).clock, (*old).ticks_per_sec.load(Ordering::Relaxed)) };
     let h = segment::create(&cfg, kind, rate);
     if h.is_null() {
-        STATE.store(OFF, Ordering::Release);
+        set_state(OFF);
         segment::unmap(old);
         return;
     }
@@ -394,10 +450,10 @@ extern "C" fn fork_child() {
 pub fn set_enabled(on: bool) {
     if on {
         if !SEG.load(Ordering::Acquire).is_null() {
-            let _ = STATE.compare_exchange(OFF, READY, Ordering::AcqRel, Ordering::Relaxed);
+            let _ = set_state_if(OFF, READY);
         }
     } else {
-        let _ = STATE.compare_exchange(READY, OFF, Ordering::AcqRel, Ordering::Relaxed);
+        let _ = set_state_if(READY, OFF);
     }
 }
 

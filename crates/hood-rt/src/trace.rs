@@ -117,20 +117,17 @@ unsafe fn room(s: &Slot, pos: u64) -> Option<u64> {
 }
 
 /// The common case of [`event`] on the TSC clock: false (nothing written) when the buffer is
-/// full, which the caller then hands to the general path. Caller guarantees `h` is the live
-/// trace-mode segment and `t` this thread's initialised slot in it. A hook of a signal
-/// handler that interrupted another hook writes nothing and returns true (see
-/// [`enter_busy`]).
+/// full or the hook is a signal handler's inside another hook, which the caller then hands to
+/// the general path ([`event`] counts the latter, see [`enter_busy`]). Caller guarantees `t`
+/// is this thread's initialised slot in the live trace-mode segment. Makes no call, so the
+/// hook that inlines it needs no stack frame.
 #[inline(always)]
-pub unsafe fn event_fast(
-    _h: *const SegmentHeader,
-    t: *mut ThreadHeader,
-    index: u64,
-    kind: u64,
-) -> bool {
-    if !enter_busy(t) {
-        return true;
+pub unsafe fn event_fast(t: *mut ThreadHeader, index: u64, kind: u64) -> bool {
+    if (*t).busy != 0 {
+        return false;
     }
+    (*t).busy = 1;
+    compiler_fence(Ordering::SeqCst);
     let now = clock::tsc();
     let th = &*t;
     let pos = th.trace_pos.load(Ordering::Relaxed);
