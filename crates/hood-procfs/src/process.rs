@@ -1,5 +1,6 @@
 //! One process's state under /proc as the recorders read it: its mappings, name, threads,
-//! executable, environment and kernel-thread flag, and the list of processes. The monitor's
+//! owner, executable, environment and kernel-thread flag, the list of processes, and hood's
+//! own mappings and `[vdso]` image. The monitor's
 //! [`ProcReader`](crate::ProcReader) reads the same files for `hood top`; this is the door for
 //! everyone else, so that no recorder parses /proc by hand.
 //!
@@ -22,6 +23,9 @@ pub const MAX_EXEC_MAPS_BYTES: usize = 2 << 20;
 
 /// The most bytes of /proc/PID/comm or a thread's comm read (the kernel's names have 16).
 const MAX_COMM: u64 = 64;
+
+/// The most bytes of the `[vdso]` image read (the kernel's is two pages).
+const MAX_VDSO: u64 = 1 << 20;
 
 fn open(path: &str) -> std::io::Result<File> {
     OpenOptions::new()
@@ -78,6 +82,14 @@ pub fn thread_comm(pid: u32, tid: u32) -> Option<String> {
     comm_at(&format!("{pid}/task/{tid}/comm"))
 }
 
+/// The user `pid` runs as (the owner of /proc/PID); `None` when it has ended.
+pub fn uid(pid: u32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}"))
+        .ok()
+        .map(|m| m.uid())
+}
+
 /// The executable of `pid` as the kernel names it (` (deleted)` when replaced); `None` when
 /// it has ended or may not be read.
 pub fn exe(pid: u32) -> Option<PathBuf> {
@@ -120,8 +132,18 @@ pub fn kernel_threads() -> Vec<u32> {
 /// process can have 65,530 mappings of 4 KiB paths, a quarter of a gigabyte of text, and none
 /// of it is held here. `f` returns `false` to stop. An error when the file cannot be opened
 /// (the process has ended, or hood may not read it).
-pub fn for_each_maps_line(pid: u32, mut f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
-    let mut r = BufReader::new(open(&format!("/proc/{pid}/maps"))?);
+pub fn for_each_maps_line(pid: u32, f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
+    maps_lines_at(&format!("/proc/{pid}/maps"), f)
+}
+
+/// Each line of hood's own /proc/self/maps in turn, as [`for_each_maps_line`] reads a
+/// process's (through `self`: hood's pid may be another in the pid namespace of /proc).
+pub fn for_each_own_maps_line(f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
+    maps_lines_at("/proc/self/maps", f)
+}
+
+fn maps_lines_at(path: &str, mut f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
+    let mut r = BufReader::new(open(path)?);
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -162,6 +184,31 @@ pub fn exec_maps(pid: u32, max_bytes: usize) -> Option<(String, u64)> {
     read.ok().map(|()| (kept, dropped))
 }
 
+/// The `[vdso]` ELF image of hood's own process (the same for every process on this
+/// kernel), read from /proc/self/mem; `None` without one, or one larger than 1 MiB.
+pub fn own_vdso() -> Option<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    let mut range = None;
+    for_each_own_maps_line(|l| match hood_raw::maps::parse_maps_line(l) {
+        Some(m) if m.path == "[vdso]" => {
+            range = Some((m.start, m.end));
+            false
+        }
+        _ => true,
+    })
+    .ok()?;
+    let (start, end) = range?;
+    let len = end - start;
+    if len > MAX_VDSO {
+        return None;
+    }
+    let mut mem = open("/proc/self/mem").ok()?;
+    mem.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = vec![0u8; len as usize];
+    mem.read_exact(&mut buf).ok()?;
+    Some(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,9 +233,25 @@ mod tests {
         assert!(pids().contains(&me));
         assert_eq!(exe(me).as_deref(), Some(me_exe.as_path()));
         assert!(!is_kernel_thread(me));
+        assert_eq!(uid(me), Some(rustix::process::geteuid().as_raw()));
+        let mut own = 0;
+        for_each_own_maps_line(|l| {
+            own += usize::from(l.ends_with(me_exe.to_str().unwrap()));
+            true
+        })
+        .unwrap();
+        assert!(own > 0);
+        // An ELF image, the size of its mapping.
+        let vdso = own_vdso().unwrap();
+        assert!(
+            vdso.starts_with(b"\x7fELF") && vdso.len() % 4096 == 0,
+            "{}",
+            vdso.len()
+        );
         // Pids stop at the kernel's pid_max (at most 2^22).
         let gone = u32::MAX - 1;
         assert_eq!(comm(gone), None);
+        assert_eq!(uid(gone), None);
         assert_eq!(exec_maps(gone, 1 << 20), None);
         assert!(tids(gone).is_empty());
         assert!(for_each_maps_line(gone, |_| true).is_err());

@@ -7,12 +7,13 @@ use std::fs;
 use std::path::Path;
 
 use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk, MAX_SNAPSHOT_MAPS};
+use hood_procfs::process;
 
 /// Snapshot `pids` (or every process when `None`) from /proc. Vanished processes are skipped.
 pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
     match pids {
         Some(p) => processes_of(p.iter().map(|&p| p as u32).collect()),
-        None => processes_of(all_pids()),
+        None => processes_of(process::pids()),
     }
 }
 
@@ -21,20 +22,11 @@ pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
 pub fn processes_since(earlier: &ProcSnapshotChunk) -> ProcSnapshotChunk {
     let known: BTreeSet<u32> = earlier.processes.iter().map(|p| p.pid).collect();
     processes_of(
-        all_pids()
+        process::pids()
             .into_iter()
             .filter(|p| !known.contains(p))
             .collect(),
     )
-}
-
-fn all_pids() -> Vec<u32> {
-    fs::read_dir("/proc")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Bytes of executable-mapping text one snapshot keeps over all its processes: 16 processes
@@ -57,20 +49,15 @@ fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSna
     let mut share = per_process;
     let mut held = 0usize;
     for pid in list {
-        let base = format!("/proc/{pid}");
-        let Some((maps, maps_dropped)) = exec_maps(&format!("{base}/maps"), share) else {
+        let Some((maps, maps_dropped)) = process::exec_maps(pid, share) else {
             continue;
         };
-        let comm = read_trim(&format!("{base}/comm"));
-        let mut threads = Vec::new();
-        if let Ok(rd) = fs::read_dir(format!("{base}/task")) {
-            for e in rd.flatten() {
-                if let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
-                    threads.push((tid, read_trim(&format!("{base}/task/{tid}/comm"))));
-                }
-            }
-        }
-        threads.sort();
+        let comm = process::comm(pid).unwrap_or_default();
+        // In tid order.
+        let threads = process::tids(pid)
+            .into_iter()
+            .map(|tid| (tid, process::thread_comm(pid, tid).unwrap_or_default()))
+            .collect();
         held += maps.len();
         out.processes.push(ProcSnapshot {
             pid,
@@ -116,38 +103,6 @@ fn cut_maps(p: &mut ProcSnapshot, limit: usize) -> usize {
         p.maps.shrink_to_fit();
     }
     p.maps.len()
-}
-
-/// The executable lines of the maps file at `path`, read line by line, as many as fit in
-/// `limit` bytes, and how many executable lines did not fit; `None` when it cannot be read
-/// (the process is gone).
-fn exec_maps(path: &str, limit: usize) -> Option<(String, u64)> {
-    use std::io::BufRead;
-    let mut r = std::io::BufReader::new(fs::File::open(path).ok()?);
-    let (mut kept, mut dropped) = (String::new(), 0u64);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        // A maps line is at most a path (PATH_MAX) and its fields: bounded by the kernel.
-        match r.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(_) if kept.is_empty() && dropped == 0 => return None,
-            Err(_) => break,
-        }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches('\n');
-        if !hood_raw::maps::parse_maps_line(text).is_some_and(|m| m.is_exec()) {
-            continue;
-        }
-        if kept.len() + text.len() < limit {
-            kept.push_str(text);
-            kept.push('\n');
-        } else {
-            dropped += 1;
-        }
-    }
-    Some((kept, dropped))
 }
 
 /// How many of the first processes whose mappings were cut are named one by one; the rest
@@ -278,20 +233,7 @@ pub fn kernel_build_id() -> Option<String> {
 
 /// The `[vdso]` ELF image of this process (the same for every process on this kernel).
 pub fn vdso() -> Option<Vec<u8>> {
-    let maps = fs::read_to_string("/proc/self/maps").ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let range = line.split_ascii_whitespace().next()?;
-    let (s, e) = range.split_once('-')?;
-    let (s, e) = (
-        u64::from_str_radix(s, 16).ok()?,
-        u64::from_str_radix(e, 16).ok()?,
-    );
-    use std::io::{Read, Seek, SeekFrom};
-    let mut mem = fs::File::open("/proc/self/mem").ok()?;
-    mem.seek(SeekFrom::Start(s)).ok()?;
-    let mut buf = vec![0u8; (e - s) as usize];
-    mem.read_exact(&mut buf).ok()?;
-    Some(buf)
+    process::own_vdso()
 }
 
 /// The part of a JIT map kept in a recording. Maps are text a JIT appends to (a few MB for a
@@ -315,14 +257,13 @@ pub(crate) fn perf_maps_in(
     gone_owner: u32,
 ) -> (Vec<(u32, String)>, Vec<String>) {
     use hood_format::untrusted::{read, Policy};
-    use std::os::unix::fs::MetadataExt;
     let mut maps = Vec::new();
     let mut warnings = Vec::new();
     for &pid in pids {
         let path = dir.join(format!("perf-{pid}.map"));
         // The process's user owns /proc/PID; a process that is gone has none, and then only
         // root's map or `gone_owner`'s is read.
-        let uid = fs::metadata(format!("/proc/{pid}")).map_or(gone_owner, |m| m.uid());
+        let uid = process::uid(pid).unwrap_or(gone_owner);
         match read(&path, Policy::owned_by_root_or(uid), max) {
             Ok(b) => {
                 let mut bytes = b.bytes;
