@@ -241,6 +241,10 @@ pub fn vdso() -> Option<Vec<u8>> {
 /// so only its beginning, whole lines, is read beyond this.
 pub const MAX_PERF_MAP: u64 = 64 << 20;
 
+/// The longest line of a JIT map kept: an address, a size and a name (C++ and Java names run
+/// to a few KiB). A longer one is left out, and the zeros of a file's holes are never read.
+const MAX_PERF_MAP_LINE: usize = 64 << 10;
+
 /// The /tmp/perf-PID.map text of each pid that has one, and warnings about the maps that are
 /// not read (or not whole). A map is read as perf reads it: a regular file, not a symbolic
 /// link, owned by root or by the process's user (any user can write to /tmp), never blocking.
@@ -256,7 +260,7 @@ pub(crate) fn perf_maps_in(
     max: u64,
     gone_owner: u32,
 ) -> (Vec<(u32, String)>, Vec<String>) {
-    use hood_format::untrusted::{read, Policy};
+    use hood_format::untrusted::{read_lines, Policy};
     let mut maps = Vec::new();
     let mut warnings = Vec::new();
     for &pid in pids {
@@ -264,12 +268,11 @@ pub(crate) fn perf_maps_in(
         // The process's user owns /proc/PID; a process that is gone has none, and then only
         // root's map or `gone_owner`'s is read.
         let uid = process::uid(pid).unwrap_or(gone_owner);
-        match read(&path, Policy::owned_by_root_or(uid), max) {
-            Ok(b) => {
-                let mut bytes = b.bytes;
-                if b.cut {
-                    let whole = bytes.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
-                    bytes.truncate(whole);
+        // Read a line at a time, the holes of a sparse file skipped: a map claiming
+        // gigabytes costs what its lines hold, at most `max`.
+        match read_lines(&path, Policy::owned_by_root_or(uid), max, MAX_PERF_MAP_LINE) {
+            Ok(l) => {
+                if l.cut {
                     warnings.push(format!(
                         "{}: larger than {} MiB; only its first {} MiB are kept, so JIT \
                          functions named further on stay unnamed",
@@ -278,7 +281,16 @@ pub(crate) fn perf_maps_in(
                         max >> 20
                     ));
                 }
-                maps.push((pid, String::from_utf8_lossy(&bytes).into_owned()));
+                if l.dropped > 0 {
+                    warnings.push(format!(
+                        "{}: {} lines left out (longer than {} KiB, or in a stretch of the \
+                         file that holds no data)",
+                        path.display(),
+                        l.dropped,
+                        MAX_PERF_MAP_LINE >> 10
+                    ));
+                }
+                maps.push((pid, String::from_utf8_lossy(&l.text).into_owned()));
             }
             Err(hood_format::FormatError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound => {}
@@ -430,6 +442,30 @@ mod tests {
         assert!(
             warnings[0].contains(&path.display().to_string())
                 && warnings[0].contains("larger than"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_sparse_perf_map_costs_only_its_lines() {
+        // Attack 18/19 of issue 29: a map claiming 10 GiB, its lines at the start and the end.
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let path = dir.path().join(format!("perf-{me}.map"));
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(10 << 30).unwrap();
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(b"1000 10 first\n", 0).unwrap();
+        f.write_all_at(b"\n2000 10 last\n", 5 << 30).unwrap();
+        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), MAX_PERF_MAP, 0);
+        let kept = &maps[0].1;
+        assert!(kept.starts_with("1000 10 first\n"), "{:?}", &kept[..20]);
+        assert!(kept.len() <= MAX_PERF_MAP as usize);
+        // Where the file system knows holes, the lines past it are kept too and nothing is
+        // cut; elsewhere the zeros are read up to the bound as overlong lines, left out.
+        assert!(
+            kept.ends_with("\n2000 10 last\n")
+                || warnings.iter().any(|w| w.contains("larger than")),
             "{warnings:?}"
         );
     }
