@@ -49,7 +49,12 @@ fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSna
     let mut share = per_process;
     let mut held = 0usize;
     for pid in list {
-        let Some((maps, maps_dropped)) = process::exec_maps(pid, share) else {
+        let Some(process::ExecMaps {
+            text: maps,
+            dropped: maps_dropped,
+            unread: maps_unread,
+        }) = process::exec_maps_of(pid, share)
+        else {
             continue;
         };
         let comm = process::comm(pid).unwrap_or_default();
@@ -65,6 +70,7 @@ fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSna
             maps,
             threads,
             maps_dropped,
+            maps_unread,
         });
         while held > total {
             let largest = out
@@ -118,27 +124,45 @@ pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk) -> Vec<String> {
         MAX_SNAPSHOT_MAPS >> 20,
         MAX_SNAPSHOT_TEXT >> 20
     );
+    let unread = format!(
+        "nor any past the first {} MiB of the file, which were not read",
+        process::MAX_MAPS_READ >> 20
+    );
     let cut: Vec<&ProcSnapshot> = snap
         .processes
         .iter()
-        .filter(|p| p.maps_dropped > 0)
+        .filter(|p| p.maps_dropped > 0 || p.maps_unread)
         .collect();
     let mut notes: Vec<String> = cut
         .iter()
         .take(NAMED_CUTS)
         .map(|p| {
+            let more = if p.maps_unread {
+                format!(", {unread}")
+            } else {
+                String::new()
+            };
             format!(
-                "pid {} ({}): {} executable mappings of /proc/{}/maps were not kept ({caps}); \
-                 samples in them stay unnamed",
+                "pid {} ({}): {} executable mappings of /proc/{}/maps were not kept{more} \
+                 ({caps}); samples in them stay unnamed",
                 p.pid, p.comm, p.maps_dropped, p.pid
             )
         })
         .collect();
     if cut.len() > NAMED_CUTS {
         let rest = &cut[NAMED_CUTS..];
+        let unread_n = rest.iter().filter(|p| p.maps_unread).count();
+        let more = if unread_n > 0 {
+            format!(
+                ", nor any past the first {} MiB of the maps of {unread_n} of them",
+                process::MAX_MAPS_READ >> 20
+            )
+        } else {
+            String::new()
+        };
         notes.push(format!(
-            "{} more processes: {} executable mappings not kept ({caps}); samples in them \
-             stay unnamed",
+            "{} more processes: {} executable mappings not kept{more} ({caps}); samples in \
+             them stay unnamed",
             rest.len(),
             rest.iter().map(|p| p.maps_dropped).sum::<u64>()
         ));
