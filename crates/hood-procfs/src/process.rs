@@ -279,7 +279,7 @@ mod tests {
         // An ELF image, the size of its mapping.
         let vdso = own_vdso().unwrap();
         assert!(
-            vdso.starts_with(b"\x7fELF") && vdso.len() % 4096 == 0,
+            vdso.starts_with(b"\x7fELF") && vdso.len().is_multiple_of(4096),
             "{}",
             vdso.len()
         );
