@@ -11,7 +11,10 @@
 //!    is what was checked, whatever is renamed over the path in between;
 //! 4. [`read`] reads at most the bound the caller gives, whatever size the file claims (sparse
 //!    files claim any size at no cost to their owner), into a buffer that grows with what is
-//!    actually read.
+//!    actually read;
+//! 5. [`read_lines`] reads a text file line by line, skipping its holes without reading them
+//!    and keeping only whole lines, so a sparse file claiming gigabytes costs neither the time
+//!    of reading its zeros nor memory beyond the lines kept.
 
 use std::fs::File;
 use std::io::Read;
@@ -181,10 +184,181 @@ pub fn read_file(file: File, path: &Path, max: u64) -> Result<Bounded, FormatErr
     Ok(Bounded { bytes, cut })
 }
 
+/// What [`read_lines`] kept.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Lines {
+    /// The file's lines, whole, each with its `\n` (its last one also without, when the file
+    /// ends so and was read to its end); at most the bound.
+    pub text: Vec<u8>,
+    /// The file holds more data than the bound: `text` is the lines of its beginning.
+    pub cut: bool,
+    /// Lines left out: longer than the longest line allowed, or running into a hole (a
+    /// stretch of a sparse file with no data, whose zeros no text file holds).
+    pub dropped: u64,
+}
+
+/// The text lines of `path` after the checks of `policy`: see [`read_lines_of`].
+pub fn read_lines(
+    path: &Path,
+    policy: Policy,
+    max: u64,
+    max_line: usize,
+) -> Result<Lines, FormatError> {
+    read_lines_of(&open(path, policy)?, path, max, max_line)
+}
+
+/// The text lines of an opened file, read a chunk at a time: at most `max` bytes of the file's
+/// data are read, holes are skipped without being read (`SEEK_DATA`), and only whole lines of
+/// at most `max_line` bytes are kept, so memory stays within what is kept plus one line,
+/// whatever size the file claims. A line cut by the bound is not kept (`cut` says so); one
+/// running into a hole or longer than `max_line` is left out and counted. `path` names the
+/// file in errors.
+pub fn read_lines_of(
+    file: &File,
+    path: &Path,
+    max: u64,
+    max_line: usize,
+) -> Result<Lines, FormatError> {
+    use std::os::unix::fs::FileExt;
+    let io = |source: std::io::Error| FormatError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = Lines::default();
+    // The line being read; `skip` while the rest of a dropped line is passed over.
+    let mut line: Vec<u8> = Vec::new();
+    let mut skip = false;
+    let mut buf = vec![0u8; 64 << 10];
+    let size = file.metadata().map_err(io)?.len();
+    let (mut pos, mut read) = (0u64, 0u64);
+    loop {
+        // The next byte of data at or after `pos`: a hole's zeros are not read. ENXIO: the end
+        // of the file, or only a hole is left. A file system without SEEK_DATA has no holes
+        // to skip.
+        let hole_to = match rustix::fs::seek(file, rustix::fs::SeekFrom::Data(pos)) {
+            Ok(at) if at > pos => Some(at),
+            Err(rustix::io::Errno::NXIO) => Some(size.max(pos)),
+            _ => None,
+        };
+        if let Some(at) = hole_to {
+            if at > pos {
+                // The line being read runs into the hole.
+                if !line.is_empty() || skip {
+                    out.dropped += 1;
+                }
+                line.clear();
+                skip = false;
+                pos = at;
+            }
+            if pos >= size {
+                break;
+            }
+        }
+        if read >= max {
+            // Data beyond the bound?
+            let mut one = [0u8; 1];
+            out.cut = loop {
+                match file.read_at(&mut one, pos) {
+                    Ok(n) => break n > 0,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(io(e)),
+                }
+            };
+            if out.cut {
+                line.clear();
+            }
+            break;
+        }
+        let want = (buf.len() as u64).min(max - read) as usize;
+        let n = match file.read_at(&mut buf[..want], pos) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(io(e)),
+        };
+        pos += n as u64;
+        read += n as u64;
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let (part, ended) = match rest.iter().position(|&b| b == b'\n') {
+                Some(i) => (&rest[..=i], true),
+                None => (rest, false),
+            };
+            rest = &rest[part.len()..];
+            if !skip {
+                if line.len() + part.len() > max_line.saturating_add(usize::from(ended)) {
+                    out.dropped += 1;
+                    line.clear();
+                    skip = !ended;
+                } else if ended && line.is_empty() {
+                    out.text.extend_from_slice(part);
+                } else {
+                    line.extend_from_slice(part);
+                    if ended {
+                        out.text.append(&mut line);
+                    }
+                }
+            } else if ended {
+                skip = false;
+            }
+        }
+    }
+    // The file's last line, without its newline.
+    out.text.append(&mut line);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::{symlink, PermissionsExt};
+
+    #[test]
+    fn lines_are_read_whole_within_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"one\ntwo\nthree").unwrap();
+        let l = read_lines(&p, Policy::NO_LINK, 100, 100).unwrap();
+        assert_eq!(l.text, b"one\ntwo\nthree");
+        assert!(!l.cut && l.dropped == 0);
+        // Cut inside "two": its beginning is not kept.
+        let l = read_lines(&p, Policy::NO_LINK, 6, 100).unwrap();
+        assert_eq!((l.text.as_slice(), l.cut), (&b"one\n"[..], true));
+        // Exactly the file: not cut.
+        let l = read_lines(&p, Policy::NO_LINK, 13, 100).unwrap();
+        assert_eq!((l.text.as_slice(), l.cut), (&b"one\ntwo\nthree"[..], false));
+        // Lines longer than 3 bytes (without their newline) are left out and counted.
+        let l = read_lines(&p, Policy::NO_LINK, 100, 3).unwrap();
+        assert_eq!((l.text.as_slice(), l.dropped), (&b"one\ntwo\n"[..], 1));
+        // A long line across chunks.
+        let long = format!("a\n{}\nb\n", "x".repeat(200_000));
+        std::fs::write(&p, &long).unwrap();
+        let l = read_lines(&p, Policy::NO_LINK, 1 << 20, 1000).unwrap();
+        assert_eq!((l.text.as_slice(), l.dropped), (&b"a\nb\n"[..], 1));
+        let l = read_lines(&p, Policy::NO_LINK, 1 << 20, 200_000).unwrap();
+        assert_eq!(l.text, long.as_bytes());
+    }
+
+    #[test]
+    fn a_sparse_text_file_is_read_without_its_holes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sparse");
+        let f = File::create(&p).unwrap();
+        // Nothing but a hole claiming 64 GiB: nothing is read, nothing is cut.
+        f.set_len(64 << 30).unwrap();
+        let l = read_lines(&p, Policy::NAMED, 1 << 20, 4096).unwrap();
+        assert!(l.text.is_empty() && !l.cut, "{:?}", (l.text.len(), l.cut));
+        // Lines, a hole, lines: the lines on both sides are kept (where the file system
+        // knows holes; elsewhere the zeros are read as one long line and left out).
+        let f = File::options().write(true).open(&p).unwrap();
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(b"first\n", 0).unwrap();
+        f.write_all_at(b"\nlast\n", 32 << 30).unwrap();
+        let l = read_lines(&p, Policy::NAMED, 1 << 20, 1 << 16).unwrap();
+        assert!(l.text.starts_with(b"first\n"), "{:?}", &l.text[..16]);
+        assert!(l.text.ends_with(b"\nlast\n") || l.cut, "{}", l.text.len());
+        assert!(l.text.len() <= 1 << 20);
+    }
 
     fn fifo(path: &Path) {
         rustix::fs::mknodat(

@@ -88,29 +88,31 @@ fn calibration_targets() -> [Target; 2] {
 /// every probe.
 pub fn calibrate() -> Result<Calibration, HooksError> {
     let targets = calibration_targets();
-    let maps = std::fs::read_to_string("/proc/self/maps").map_err(|source| HooksError::Io {
-        what: "reading /proc/self/maps".into(),
-        source,
-    })?;
-    let mapping_of = |addr: u64| {
-        maps.lines().find_map(|l| {
-            let mut w = l.split_whitespace();
-            let (range, perms, off) = (w.next()?, w.next()?, w.next()?);
-            let (a, b) = range.split_once('-')?;
-            let (a, b) = (
-                u64::from_str_radix(a, 16).ok()?,
-                u64::from_str_radix(b, 16).ok()?,
-            );
-            let off = u64::from_str_radix(off, 16).ok()?;
-            (perms.contains('x') && (a..b).contains(&addr))
-                .then(|| (range.to_string(), addr - a + off))
+    // The executable mapping holding `addr`: its range (for map_files) and the file offset.
+    let mapping_of = |addr: u64| -> Result<Option<(String, u64)>, HooksError> {
+        let mut found = None;
+        hood_procfs::process::for_each_own_maps_line(|l| {
+            found = hood_raw::maps::parse_maps_line(l)
+                .filter(|m| m.is_exec() && (m.start..m.end).contains(&addr))
+                .map(|m| {
+                    (
+                        format!("{:x}-{:x}", m.start, m.end),
+                        addr - m.start + m.offset,
+                    )
+                });
+            found.is_none()
         })
+        .map_err(|source| HooksError::Io {
+            what: "reading /proc/self/maps".into(),
+            source,
+        })?;
+        Ok(found)
     };
     // The very files mapped, whatever their paths hold now.
     let mut files = Vec::new();
     let mut points = Vec::new();
     for (addr, _) in targets {
-        let (range, offset) = mapping_of(addr).ok_or_else(|| {
+        let (range, offset) = mapping_of(addr)?.ok_or_else(|| {
             HooksError::Config(format!(
                 "hood's own code at {addr:#x} is in no executable mapping of /proc/self/maps"
             ))
@@ -361,26 +363,28 @@ fn attached_scope(pid: u32) -> Result<Scope, HooksError> {
             }
         }
     })?;
-    let maps_path = proc_dir.join("maps");
-    let maps = std::fs::read_to_string(&maps_path).map_err(|source| HooksError::Io {
-        what: format!("reading {}", maps_path.display()),
+    let mut mapped: Vec<(PathBuf, String)> = Vec::new();
+    hood_procfs::process::for_each_maps_line(pid, |line| {
+        let Some(m) = hood_raw::maps::parse_maps_line(line) else {
+            return true;
+        };
+        let path = m.path.trim_end();
+        if !m.is_exec()
+            || !path.starts_with('/')
+            || path.ends_with(" (deleted)")
+            || mapped.iter().any(|(_, p)| p == path)
+        {
+            return true;
+        }
+        // map_files names a mapping by its range in hex (leading zeros optional).
+        let range = format!("{:x}-{:x}", m.start, m.end);
+        mapped.push((proc_dir.join("map_files").join(range), path.to_string()));
+        true
+    })
+    .map_err(|source| HooksError::Io {
+        what: format!("reading {}", proc_dir.join("maps").display()),
         source,
     })?;
-    let mut mapped: Vec<(PathBuf, String)> = Vec::new();
-    for line in maps.lines() {
-        let f: Vec<&str> = line.splitn(6, char::is_whitespace).collect();
-        let (Some(range), Some(perms), Some(path)) = (f.first(), f.get(1), f.get(5)) else {
-            continue;
-        };
-        let path = path.trim();
-        if !perms.contains('x') || !path.starts_with('/') || path.ends_with(" (deleted)") {
-            continue;
-        }
-        if mapped.iter().any(|(_, p)| p == path) {
-            continue;
-        }
-        mapped.push((proc_dir.join("map_files").join(range), path.to_string()));
-    }
     Ok(Scope {
         exe: exe_link,
         exe_name: shown.to_string_lossy().into_owned(),

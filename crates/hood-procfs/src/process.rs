@@ -1,5 +1,6 @@
 //! One process's state under /proc as the recorders read it: its mappings, name, threads,
-//! executable, environment and kernel-thread flag, and the list of processes. The monitor's
+//! owner, executable, environment and kernel-thread flag, the list of processes, and hood's
+//! own mappings and `[vdso]` image. The monitor's
 //! [`ProcReader`](crate::ProcReader) reads the same files for `hood top`; this is the door for
 //! everyone else, so that no recorder parses /proc by hand.
 //!
@@ -16,12 +17,21 @@ use std::path::PathBuf;
 /// A longer line cannot come from the kernel; it is skipped.
 const MAX_MAPS_LINE: usize = 4096 + 256;
 
+/// The most bytes of one /proc/PID/maps read. The kernel writes that text as it is read, and a
+/// process of a user's can make it a quarter of a gigabyte (65,530 mappings of 4 KiB paths),
+/// which takes the kernel seconds to write (its cost grows with the bytes: long paths are
+/// slow to name); 4 MiB holds 40,000 mappings of ordinary paths (about 100 bytes a line).
+pub const MAX_MAPS_READ: u64 = 4 << 20;
+
 /// The executable lines of /proc/PID/maps the hook recorders keep per process (as many as a
 /// profile's snapshot keeps): ordinary processes need a few hundred lines of ~100 bytes.
 pub const MAX_EXEC_MAPS_BYTES: usize = 2 << 20;
 
 /// The most bytes of /proc/PID/comm or a thread's comm read (the kernel's names have 16).
 const MAX_COMM: u64 = 64;
+
+/// The most bytes of the `[vdso]` image read (the kernel's is two pages).
+const MAX_VDSO: u64 = 1 << 20;
 
 fn open(path: &str) -> std::io::Result<File> {
     OpenOptions::new()
@@ -78,6 +88,14 @@ pub fn thread_comm(pid: u32, tid: u32) -> Option<String> {
     comm_at(&format!("{pid}/task/{tid}/comm"))
 }
 
+/// The user `pid` runs as (the owner of /proc/PID); `None` when it has ended.
+pub fn uid(pid: u32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(format!("/proc/{pid}"))
+        .ok()
+        .map(|m| m.uid())
+}
+
 /// The executable of `pid` as the kernel names it (` (deleted)` when replaced); `None` when
 /// it has ended or may not be read.
 pub fn exe(pid: u32) -> Option<PathBuf> {
@@ -118,28 +136,48 @@ pub fn kernel_threads() -> Vec<u32> {
 
 /// Each line of `pid`'s /proc/PID/maps in turn (without its newline), read line by line: a
 /// process can have 65,530 mappings of 4 KiB paths, a quarter of a gigabyte of text, and none
-/// of it is held here. `f` returns `false` to stop. An error when the file cannot be opened
-/// (the process has ended, or hood may not read it).
-pub fn for_each_maps_line(pid: u32, mut f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
-    let mut r = BufReader::new(open(&format!("/proc/{pid}/maps"))?);
+/// of it is held here; the lines past the first [`MAX_MAPS_READ`] bytes are not read. `f`
+/// returns `false` to stop. An error when the file cannot be opened (the process has ended,
+/// or hood may not read it).
+pub fn for_each_maps_line(pid: u32, f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
+    maps_lines_at(&format!("/proc/{pid}/maps"), f).map(|_| ())
+}
+
+/// Each line of hood's own /proc/self/maps in turn, as [`for_each_maps_line`] reads a
+/// process's (through `self`: hood's pid may be another in the pid namespace of /proc).
+pub fn for_each_own_maps_line(f: impl FnMut(&str) -> bool) -> std::io::Result<()> {
+    maps_lines_at("/proc/self/maps", f).map(|_| ())
+}
+
+/// The lines of the maps file at `path`, up to [`MAX_MAPS_READ`] bytes; `Ok(false)` when
+/// lines past that were left unread.
+fn maps_lines_at(path: &str, mut f: impl FnMut(&str) -> bool) -> std::io::Result<bool> {
+    // One byte past the bound tells a file of exactly that size from a longer one. Large
+    // reads: fewer calls into the kernel, which finds its place in the mappings on each.
+    let mut r = BufReader::with_capacity(128 << 10, open(path)?.take(MAX_MAPS_READ + 1));
     let mut line = Vec::new();
+    let mut read = 0u64;
     loop {
         line.clear();
         match (&mut r)
             .take(MAX_MAPS_LINE as u64 + 1)
             .read_until(b'\n', &mut line)
         {
-            Ok(0) | Err(_) => return Ok(()),
-            Ok(_) => {}
+            Ok(0) | Err(_) => return Ok(true),
+            Ok(n) => read += n as u64,
+        }
+        if read > MAX_MAPS_READ {
+            // This line runs past the bound: it and the rest are not read.
+            return Ok(false);
         }
         if line.last() != Some(&b'\n') && line.len() > MAX_MAPS_LINE {
             // Not a line the kernel writes: skip to its end.
-            let _ = r.skip_until(b'\n');
+            read += r.skip_until(b'\n').unwrap_or(0) as u64;
             continue;
         }
         let text = String::from_utf8_lossy(&line);
         if !f(text.trim_end_matches('\n')) {
-            return Ok(());
+            return Ok(true);
         }
     }
 }
@@ -147,19 +185,63 @@ pub fn for_each_maps_line(pid: u32, mut f: impl FnMut(&str) -> bool) -> std::io:
 /// The executable lines of `pid`'s /proc/PID/maps, as many as fit in `max_bytes`, and how
 /// many executable lines did not fit; `None` when it cannot be read (the process has ended).
 pub fn exec_maps(pid: u32, max_bytes: usize) -> Option<(String, u64)> {
-    let (mut kept, mut dropped) = (String::new(), 0u64);
-    let read = for_each_maps_line(pid, |text| {
+    exec_maps_of(pid, max_bytes).map(|m| (m.text, m.dropped))
+}
+
+/// What [`exec_maps_of`] read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecMaps {
+    /// The executable lines kept, each with its newline.
+    pub text: String,
+    /// Executable lines read that did not fit.
+    pub dropped: u64,
+    /// The file was longer than [`MAX_MAPS_READ`]: its lines past that were not read, and
+    /// executable ones among them are not counted in `dropped`.
+    pub unread: bool,
+}
+
+/// [`exec_maps`], saying also whether the file was read to its end.
+pub fn exec_maps_of(pid: u32, max_bytes: usize) -> Option<ExecMaps> {
+    let mut out = ExecMaps::default();
+    let whole = maps_lines_at(&format!("/proc/{pid}/maps"), |text| {
         if hood_raw::maps::parse_maps_line(text).is_some_and(|m| m.is_exec()) {
-            if kept.len() + text.len() < max_bytes {
-                kept.push_str(text);
-                kept.push('\n');
+            if out.text.len() + text.len() < max_bytes {
+                out.text.push_str(text);
+                out.text.push('\n');
             } else {
-                dropped += 1;
+                out.dropped += 1;
             }
         }
         true
-    });
-    read.ok().map(|()| (kept, dropped))
+    })
+    .ok()?;
+    out.unread = !whole;
+    Some(out)
+}
+
+/// The `[vdso]` ELF image of hood's own process (the same for every process on this
+/// kernel), read from /proc/self/mem; `None` without one, or one larger than 1 MiB.
+pub fn own_vdso() -> Option<Vec<u8>> {
+    use std::io::{Seek, SeekFrom};
+    let mut range = None;
+    for_each_own_maps_line(|l| match hood_raw::maps::parse_maps_line(l) {
+        Some(m) if m.path == "[vdso]" => {
+            range = Some((m.start, m.end));
+            false
+        }
+        _ => true,
+    })
+    .ok()?;
+    let (start, end) = range?;
+    let len = end - start;
+    if len > MAX_VDSO {
+        return None;
+    }
+    let mut mem = open("/proc/self/mem").ok()?;
+    mem.seek(SeekFrom::Start(start)).ok()?;
+    let mut buf = vec![0u8; len as usize];
+    mem.read_exact(&mut buf).ok()?;
+    Some(buf)
 }
 
 #[cfg(test)]
@@ -186,9 +268,25 @@ mod tests {
         assert!(pids().contains(&me));
         assert_eq!(exe(me).as_deref(), Some(me_exe.as_path()));
         assert!(!is_kernel_thread(me));
+        assert_eq!(uid(me), Some(rustix::process::geteuid().as_raw()));
+        let mut own = 0;
+        for_each_own_maps_line(|l| {
+            own += usize::from(l.ends_with(me_exe.to_str().unwrap()));
+            true
+        })
+        .unwrap();
+        assert!(own > 0);
+        // An ELF image, the size of its mapping.
+        let vdso = own_vdso().unwrap();
+        assert!(
+            vdso.starts_with(b"\x7fELF") && vdso.len().is_multiple_of(4096),
+            "{}",
+            vdso.len()
+        );
         // Pids stop at the kernel's pid_max (at most 2^22).
         let gone = u32::MAX - 1;
         assert_eq!(comm(gone), None);
+        assert_eq!(uid(gone), None);
         assert_eq!(exec_maps(gone, 1 << 20), None);
         assert!(tids(gone).is_empty());
         assert!(for_each_maps_line(gone, |_| true).is_err());

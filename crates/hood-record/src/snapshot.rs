@@ -7,12 +7,13 @@ use std::fs;
 use std::path::Path;
 
 use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk, MAX_SNAPSHOT_MAPS};
+use hood_procfs::process;
 
 /// Snapshot `pids` (or every process when `None`) from /proc. Vanished processes are skipped.
 pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
     match pids {
         Some(p) => processes_of(p.iter().map(|&p| p as u32).collect()),
-        None => processes_of(all_pids()),
+        None => processes_of(process::pids()),
     }
 }
 
@@ -21,20 +22,11 @@ pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
 pub fn processes_since(earlier: &ProcSnapshotChunk) -> ProcSnapshotChunk {
     let known: BTreeSet<u32> = earlier.processes.iter().map(|p| p.pid).collect();
     processes_of(
-        all_pids()
+        process::pids()
             .into_iter()
             .filter(|p| !known.contains(p))
             .collect(),
     )
-}
-
-fn all_pids() -> Vec<u32> {
-    fs::read_dir("/proc")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Bytes of executable-mapping text one snapshot keeps over all its processes: 16 processes
@@ -57,20 +49,20 @@ fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSna
     let mut share = per_process;
     let mut held = 0usize;
     for pid in list {
-        let base = format!("/proc/{pid}");
-        let Some((maps, maps_dropped)) = exec_maps(&format!("{base}/maps"), share) else {
+        let Some(process::ExecMaps {
+            text: maps,
+            dropped: maps_dropped,
+            unread: maps_unread,
+        }) = process::exec_maps_of(pid, share)
+        else {
             continue;
         };
-        let comm = read_trim(&format!("{base}/comm"));
-        let mut threads = Vec::new();
-        if let Ok(rd) = fs::read_dir(format!("{base}/task")) {
-            for e in rd.flatten() {
-                if let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) {
-                    threads.push((tid, read_trim(&format!("{base}/task/{tid}/comm"))));
-                }
-            }
-        }
-        threads.sort();
+        let comm = process::comm(pid).unwrap_or_default();
+        // In tid order.
+        let threads = process::tids(pid)
+            .into_iter()
+            .map(|tid| (tid, process::thread_comm(pid, tid).unwrap_or_default()))
+            .collect();
         held += maps.len();
         out.processes.push(ProcSnapshot {
             pid,
@@ -78,6 +70,7 @@ fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSna
             maps,
             threads,
             maps_dropped,
+            maps_unread,
         });
         while held > total {
             let largest = out
@@ -118,38 +111,6 @@ fn cut_maps(p: &mut ProcSnapshot, limit: usize) -> usize {
     p.maps.len()
 }
 
-/// The executable lines of the maps file at `path`, read line by line, as many as fit in
-/// `limit` bytes, and how many executable lines did not fit; `None` when it cannot be read
-/// (the process is gone).
-fn exec_maps(path: &str, limit: usize) -> Option<(String, u64)> {
-    use std::io::BufRead;
-    let mut r = std::io::BufReader::new(fs::File::open(path).ok()?);
-    let (mut kept, mut dropped) = (String::new(), 0u64);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        // A maps line is at most a path (PATH_MAX) and its fields: bounded by the kernel.
-        match r.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(_) if kept.is_empty() && dropped == 0 => return None,
-            Err(_) => break,
-        }
-        let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches('\n');
-        if !hood_raw::maps::parse_maps_line(text).is_some_and(|m| m.is_exec()) {
-            continue;
-        }
-        if kept.len() + text.len() < limit {
-            kept.push_str(text);
-            kept.push('\n');
-        } else {
-            dropped += 1;
-        }
-    }
-    Some((kept, dropped))
-}
-
 /// How many of the first processes whose mappings were cut are named one by one; the rest
 /// are summed up in one line, so a user's many processes cannot flood root's terminal.
 const NAMED_CUTS: usize = 3;
@@ -163,27 +124,45 @@ pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk) -> Vec<String> {
         MAX_SNAPSHOT_MAPS >> 20,
         MAX_SNAPSHOT_TEXT >> 20
     );
+    let unread = format!(
+        "nor any past the first {} MiB of the file, which were not read",
+        process::MAX_MAPS_READ >> 20
+    );
     let cut: Vec<&ProcSnapshot> = snap
         .processes
         .iter()
-        .filter(|p| p.maps_dropped > 0)
+        .filter(|p| p.maps_dropped > 0 || p.maps_unread)
         .collect();
     let mut notes: Vec<String> = cut
         .iter()
         .take(NAMED_CUTS)
         .map(|p| {
+            let more = if p.maps_unread {
+                format!(", {unread}")
+            } else {
+                String::new()
+            };
             format!(
-                "pid {} ({}): {} executable mappings of /proc/{}/maps were not kept ({caps}); \
-                 samples in them stay unnamed",
+                "pid {} ({}): {} executable mappings of /proc/{}/maps were not kept{more} \
+                 ({caps}); samples in them stay unnamed",
                 p.pid, p.comm, p.maps_dropped, p.pid
             )
         })
         .collect();
     if cut.len() > NAMED_CUTS {
         let rest = &cut[NAMED_CUTS..];
+        let unread_n = rest.iter().filter(|p| p.maps_unread).count();
+        let more = if unread_n > 0 {
+            format!(
+                ", nor any past the first {} MiB of the maps of {unread_n} of them",
+                process::MAX_MAPS_READ >> 20
+            )
+        } else {
+            String::new()
+        };
         notes.push(format!(
-            "{} more processes: {} executable mappings not kept ({caps}); samples in them \
-             stay unnamed",
+            "{} more processes: {} executable mappings not kept{more} ({caps}); samples in \
+             them stay unnamed",
             rest.len(),
             rest.iter().map(|p| p.maps_dropped).sum::<u64>()
         ));
@@ -278,26 +257,17 @@ pub fn kernel_build_id() -> Option<String> {
 
 /// The `[vdso]` ELF image of this process (the same for every process on this kernel).
 pub fn vdso() -> Option<Vec<u8>> {
-    let maps = fs::read_to_string("/proc/self/maps").ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let range = line.split_ascii_whitespace().next()?;
-    let (s, e) = range.split_once('-')?;
-    let (s, e) = (
-        u64::from_str_radix(s, 16).ok()?,
-        u64::from_str_radix(e, 16).ok()?,
-    );
-    use std::io::{Read, Seek, SeekFrom};
-    let mut mem = fs::File::open("/proc/self/mem").ok()?;
-    mem.seek(SeekFrom::Start(s)).ok()?;
-    let mut buf = vec![0u8; (e - s) as usize];
-    mem.read_exact(&mut buf).ok()?;
-    Some(buf)
+    process::own_vdso()
 }
 
 /// The part of a JIT map kept in a recording. Maps are text a JIT appends to (a few MB for a
 /// large Java or node process); a file any user can plant in /tmp may claim any size (sparse),
 /// so only its beginning, whole lines, is read beyond this.
 pub const MAX_PERF_MAP: u64 = 64 << 20;
+
+/// The longest line of a JIT map kept: an address, a size and a name (C++ and Java names run
+/// to a few KiB). A longer one is left out, and the zeros of a file's holes are never read.
+const MAX_PERF_MAP_LINE: usize = 64 << 10;
 
 /// The /tmp/perf-PID.map text of each pid that has one, and warnings about the maps that are
 /// not read (or not whole). A map is read as perf reads it: a regular file, not a symbolic
@@ -314,21 +284,19 @@ pub(crate) fn perf_maps_in(
     max: u64,
     gone_owner: u32,
 ) -> (Vec<(u32, String)>, Vec<String>) {
-    use hood_format::untrusted::{read, Policy};
-    use std::os::unix::fs::MetadataExt;
+    use hood_format::untrusted::{read_lines, Policy};
     let mut maps = Vec::new();
     let mut warnings = Vec::new();
     for &pid in pids {
         let path = dir.join(format!("perf-{pid}.map"));
         // The process's user owns /proc/PID; a process that is gone has none, and then only
         // root's map or `gone_owner`'s is read.
-        let uid = fs::metadata(format!("/proc/{pid}")).map_or(gone_owner, |m| m.uid());
-        match read(&path, Policy::owned_by_root_or(uid), max) {
-            Ok(b) => {
-                let mut bytes = b.bytes;
-                if b.cut {
-                    let whole = bytes.iter().rposition(|&c| c == b'\n').map_or(0, |i| i + 1);
-                    bytes.truncate(whole);
+        let uid = process::uid(pid).unwrap_or(gone_owner);
+        // Read a line at a time, the holes of a sparse file skipped: a map claiming
+        // gigabytes costs what its lines hold, at most `max`.
+        match read_lines(&path, Policy::owned_by_root_or(uid), max, MAX_PERF_MAP_LINE) {
+            Ok(l) => {
+                if l.cut {
                     warnings.push(format!(
                         "{}: larger than {} MiB; only its first {} MiB are kept, so JIT \
                          functions named further on stay unnamed",
@@ -337,7 +305,16 @@ pub(crate) fn perf_maps_in(
                         max >> 20
                     ));
                 }
-                maps.push((pid, String::from_utf8_lossy(&bytes).into_owned()));
+                if l.dropped > 0 {
+                    warnings.push(format!(
+                        "{}: {} lines left out (longer than {} KiB, or in a stretch of the \
+                         file that holds no data)",
+                        path.display(),
+                        l.dropped,
+                        MAX_PERF_MAP_LINE >> 10
+                    ));
+                }
+                maps.push((pid, String::from_utf8_lossy(&l.text).into_owned()));
             }
             Err(hood_format::FormatError::Io { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound => {}
@@ -489,6 +466,30 @@ mod tests {
         assert!(
             warnings[0].contains(&path.display().to_string())
                 && warnings[0].contains("larger than"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_sparse_perf_map_costs_only_its_lines() {
+        // Attack 18/19 of issue 29: a map claiming 10 GiB, its lines at the start and the end.
+        let dir = tempfile::tempdir().unwrap();
+        let me = std::process::id();
+        let path = dir.path().join(format!("perf-{me}.map"));
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(10 << 30).unwrap();
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(b"1000 10 first\n", 0).unwrap();
+        f.write_all_at(b"\n2000 10 last\n", 5 << 30).unwrap();
+        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), MAX_PERF_MAP, 0);
+        let kept = &maps[0].1;
+        assert!(kept.starts_with("1000 10 first\n"), "{:?}", &kept[..20]);
+        assert!(kept.len() <= MAX_PERF_MAP as usize);
+        // Where the file system knows holes, the lines past it are kept too and nothing is
+        // cut; elsewhere the zeros are read up to the bound as overlong lines, left out.
+        assert!(
+            kept.ends_with("\n2000 10 last\n")
+                || warnings.iter().any(|w| w.contains("larger than")),
             "{warnings:?}"
         );
     }

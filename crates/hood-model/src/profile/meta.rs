@@ -160,6 +160,10 @@ pub struct ProcSnapshot {
     /// Executable mappings left out of `maps` past either cap: samples in them are not
     /// named.
     pub maps_dropped: u64,
+    /// /proc/PID/maps was longer than the recorder reads (4 MiB): the executable mappings
+    /// past that were neither kept nor counted in `maps_dropped`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub maps_unread: bool,
 }
 
 /// Bytes of executable-mapping lines a snapshot keeps per process: about 16,000 mappings of
