@@ -302,6 +302,16 @@ fn end(a: &mut Asm) {
 fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
+    // A whole-system session needs the clock at nearly every switch (the outgoing thread's
+    // wait begins, the incoming one's ends): read it once. A task session reads it only for
+    // its own threads.
+    let now = match m.filter {
+        None => {
+            a.call(helper::KTIME_GET_NS).store(FP, NOW, R0);
+            Now::Saved
+        }
+        Some(_) => Now::Read,
+    };
     // Switch-in: only threads the table holds (traced ones) are looked up.
     a.load(R9, R6, 16);
     lookup(&mut a, m.waits, Whose::Reg(R9), false);
@@ -310,10 +320,10 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
         .load(R7, R8, THIS_START)
         .jeq_imm(R7, 0, "switch_out")
         .store_imm(R8, THIS_START, 0);
-    skip_if_shorter(&mut a, min_ns, "switch_out");
+    skip_if_shorter(&mut a, now, min_ns, "switch_out");
     // A long wait, unless the thread's stacks were taken less than `gap_ns` ago (the
     // report charges it to the thread's previous stacks): its stacks are taken now.
-    take_or_count(&mut a, m.skipped_waits, gap_ns, "switch_out");
+    take_or_count(&mut a, now, m.skipped_waits, gap_ns, "switch_out");
     // Its user stack is copied on the way back to user space.
     a.store(R8, LONG_START, R7)
         .store_imm(FP, -16, 0)
@@ -371,10 +381,9 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
     // first wait makes the entry).
     a.label("blocked");
     lookup(&mut a, m.waits, Whose::Reg(R9), true);
-    a.jeq_imm(R0, 0, "noted")
-        .mov(R7, R0)
-        .call(helper::KTIME_GET_NS)
-        .store(R7, THIS_START, R0);
+    a.jeq_imm(R0, 0, "noted").mov(R7, R0);
+    now.get(&mut a);
+    a.store(R7, THIS_START, R0);
     // A user thread without an rseq area (Go's, a static binary's, glibc's rseq tunable
     // off) passes no `rseq_update` on its way back to user space: its copy is taken now.
     a.label("noted")
@@ -385,7 +394,9 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
         .and_imm(R2, PF_KTHREAD)
         .jne_imm(R2, 0, "out")
         .ja("copy");
-    a.label("preempt").call(helper::KTIME_GET_NS).mov(R7, R0);
+    a.label("preempt");
+    now.get(&mut a);
+    a.mov(R7, R0);
     if gap_ns > 0 {
         // A preempted thread that has blocked before has an entry: its copies count
         // against the same bound (its copy at this switch is taken now or never).
@@ -412,12 +423,12 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
 /// With `gap_ns` above 0: `goto skip` (counting the wait in this CPU's slot of `skipped`)
 /// unless the thread whose wait table entry R8 points at had its stacks taken at least
 /// `gap_ns` ago; otherwise note that they are taken now. R7 (the wait's start) is kept.
-fn take_or_count(a: &mut Asm, skipped: &Map, gap_ns: u64, skip: &'static str) {
+fn take_or_count(a: &mut Asm, now: Now, skipped: &Map, gap_ns: u64, skip: &'static str) {
     if gap_ns == 0 {
         return;
     }
-    a.call(helper::KTIME_GET_NS)
-        .load(R1, R8, LAST_TAKEN)
+    now.get(a);
+    a.load(R1, R8, LAST_TAKEN)
         .mov(R2, R0)
         .sub(R2, R1)
         .load_imm64(R1, gap_ns)
@@ -454,12 +465,32 @@ fn wait_start_or_skip(a: &mut Asm, waits: Table<'_>, whose: Whose, field: i16) {
         .jeq_imm(R7, 0, "out");
 }
 
+/// Where the stack keeps the clock a program read once ([`Now::Saved`]).
+const NOW: i16 = -40;
+
+/// How a program gets the time (`bpf_ktime_get_ns`).
+#[derive(Clone, Copy)]
+enum Now {
+    /// Read at the program's start into the stack at [`NOW`].
+    Saved,
+    /// Read the clock where it is needed.
+    Read,
+}
+
+impl Now {
+    /// `R0 = now` (R1–R5 clobbered when the clock is read).
+    fn get(self, a: &mut Asm) {
+        match self {
+            Now::Saved => a.load(R0, FP, NOW),
+            Now::Read => a.call(helper::KTIME_GET_NS),
+        };
+    }
+}
+
 /// `goto to` unless at least `min_ns` passed since R7.
-fn skip_if_shorter(a: &mut Asm, min_ns: u64, to: &'static str) {
-    a.call(helper::KTIME_GET_NS)
-        .sub(R0, R7)
-        .load_imm64(R1, min_ns)
-        .jlt(R0, R1, to);
+fn skip_if_shorter(a: &mut Asm, now: Now, min_ns: u64, to: &'static str) {
+    now.get(a);
+    a.sub(R0, R7).load_imm64(R1, min_ns).jlt(R0, R1, to);
 }
 
 /// `rseq_update(t)`, in a thread with an rseq area on its way back to user space after it
@@ -485,7 +516,7 @@ fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64) -> Vec<Insn> {
     a.load(R9, R6, 0);
     wait_start_or_skip(&mut a, m.waits, Whose::Reg(R9), THIS_START);
     a.mov(R8, R0);
-    skip_if_shorter(&mut a, min_ns, "out");
+    skip_if_shorter(&mut a, Now::Read, min_ns, "out");
     if gap_ns > 0 {
         // The wakee's stacks will be left untaken at its switch-in by the same test (its
         // clock only moves on): so is its waker's.
