@@ -17,15 +17,25 @@ mod cmd {
     pub const MAP_UPDATE_ELEM: libc::c_long = 2;
     pub const PROG_LOAD: libc::c_long = 5;
     pub const RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+    pub const BTF_LOAD: libc::c_long = 18;
 }
 
 /// Map types.
 pub(crate) mod map_type {
+    pub const HASH: u32 = 1;
     pub const ARRAY: u32 = 2;
     pub const PERF_EVENT_ARRAY: u32 = 4;
     pub const PERCPU_ARRAY: u32 = 6;
     pub const LRU_HASH: u32 = 9;
+    /// Task-local storage: one value per task, kept in the task itself (kernel 5.11+).
+    pub const TASK_STORAGE: u32 = 29;
 }
+
+/// `BPF_F_NO_PREALLOC`: a map whose values are allocated on demand (task storage needs it).
+pub(crate) const NO_PREALLOC: u32 = 1;
+
+/// `BPF_LOCAL_STORAGE_GET_F_CREATE`: `task_storage_get` creates a zeroed value if none.
+pub(crate) const STORAGE_CREATE: i32 = 1;
 
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`: a program run with the tracepoint's arguments.
 const PROG_RAW_TRACEPOINT: u32 = 17;
@@ -46,6 +56,8 @@ pub(crate) mod helper {
     pub const PERF_EVENT_OUTPUT: i32 = 25;
     pub const GET_CURRENT_TASK: i32 = 35;
     pub const GET_TASK_STACK: i32 = 141;
+    pub const TASK_STORAGE_GET: i32 = 156;
+    pub const GET_CURRENT_TASK_BTF: i32 = 158;
 }
 
 /// The size of `union bpf_attr` hood passes: every field it sets lies within it, the rest is
@@ -93,12 +105,32 @@ impl Map {
         max_entries: u32,
         name: &str,
     ) -> io::Result<Map> {
+        Map::create_typed(ty, key_size, value_size, max_entries, 0, name, None)
+    }
+
+    /// `BPF_MAP_CREATE` with `map_flags`, and with the key's and value's types when `btf`
+    /// (a loaded BTF object, the key's type id, the value's type id) is given.
+    pub fn create_typed(
+        ty: u32,
+        key_size: u32,
+        value_size: u32,
+        max_entries: u32,
+        flags: u32,
+        name: &str,
+        btf: Option<(&OwnedFd, u32, u32)>,
+    ) -> io::Result<Map> {
         let mut a = [0u8; ATTR_SIZE];
         put_u32(&mut a, 0, ty);
         put_u32(&mut a, 4, key_size);
         put_u32(&mut a, 8, value_size);
         put_u32(&mut a, 12, max_entries);
+        put_u32(&mut a, 16, flags);
         put_name(&mut a, 28, name);
+        if let Some((fd, key, value)) = btf {
+            put_u32(&mut a, 48, fd.as_raw_fd() as u32);
+            put_u32(&mut a, 52, key);
+            put_u32(&mut a, 56, value);
+        }
         // SAFETY: BPF_MAP_CREATE's attribute holds no pointer.
         let fd = owned(unsafe { crate::sys::bpf(cmd::MAP_CREATE, &mut a) }?)?;
         Ok(Map {
@@ -147,6 +179,17 @@ impl Map {
     pub fn fd(&self) -> &OwnedFd {
         &self.fd
     }
+}
+
+/// `BPF_BTF_LOAD`: hand the kernel type information (a raw BTF blob) that maps can name
+/// their key and value types in.
+pub(crate) fn load_btf(blob: &[u8]) -> io::Result<OwnedFd> {
+    let mut a = [0u8; ATTR_SIZE];
+    put_u64(&mut a, 0, blob.as_ptr() as u64);
+    put_u32(&mut a, 16, blob.len() as u32);
+    // SAFETY: `blob` is a live slice of `blob.len()` bytes, which is all the kernel reads (no
+    // log buffer is given).
+    owned(unsafe { crate::sys::bpf(cmd::BTF_LOAD, &mut a) }?)
 }
 
 /// A program the kernel refused: its error and, when it said why, the verifier's log.

@@ -2,6 +2,9 @@
 //! `/sys/kernel/btf/vmlinux`): the type id a BTF-typed tracepoint program is loaded against,
 //! and where a field lies in a kernel structure.
 //!
+//! It also writes the smallest BTF a map needs to name its key and value types
+//! ([`u64_struct`]): task-local storage maps are refused without it.
+//!
 //! The file is the kernel's, but it is read as untrusted bytes all the same: its size is
 //! capped, every offset is checked against the bytes read, and a type record that does not
 //! fit ends the walk with an error instead of a guess.
@@ -16,8 +19,9 @@ const MAX_BTF_BYTES: u64 = 64 << 20;
 
 const MAGIC: u16 = 0xeb9f;
 
-/// BTF kinds hood looks up (`BTF_KIND_*`).
+/// BTF kinds hood looks up or writes (`BTF_KIND_*`).
 pub(crate) mod kind {
+    pub const INT: u32 = 1;
     pub const STRUCT: u32 = 4;
     pub const TYPEDEF: u32 = 8;
 }
@@ -167,6 +171,60 @@ impl Btf {
     }
 }
 
+/// A BTF blob of two types, for a map keyed by `int` whose value is `struct name` of the
+/// 64-bit unsigned `members`, in order: `(blob, id of int, id of the struct)`.
+pub(crate) fn u64_struct(name: &str, members: &[&str]) -> (Vec<u8>, u32, u32) {
+    let mut strings = vec![0u8];
+    let mut string = |s: &str| {
+        let at = strings.len() as u32;
+        strings.extend_from_slice(s.as_bytes());
+        strings.push(0);
+        at
+    };
+    let int = string("int");
+    let u64_name = string("__u64");
+    let struct_name = string(name);
+    let member_names: Vec<u32> = members.iter().map(|m| string(m)).collect();
+    let mut types: Vec<u32> = vec![
+        // 1: int, 4 bytes, signed (encoding bit 0 at bit 24), 32 bits.
+        int,
+        kind::INT << 24,
+        4,
+        (1 << 24) | 32,
+        // 2: __u64, 8 bytes, unsigned, 64 bits.
+        u64_name,
+        kind::INT << 24,
+        8,
+        64,
+        // 3: struct name { __u64 members...; }.
+        struct_name,
+        (kind::STRUCT << 24) | members.len() as u32,
+        8 * members.len() as u32,
+    ];
+    for (i, &m) in member_names.iter().enumerate() {
+        // Name, type, bit offset.
+        types.extend_from_slice(&[m, 2, 64 * i as u32]);
+    }
+    let types: Vec<u8> = types.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let mut b = Vec::with_capacity(24 + types.len() + strings.len());
+    b.extend_from_slice(&MAGIC.to_le_bytes());
+    // Version 1, no flags.
+    b.extend_from_slice(&[1, 0]);
+    let header = [
+        24u32,
+        0,
+        types.len() as u32,
+        types.len() as u32,
+        strings.len() as u32,
+    ];
+    for w in header {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    b.extend_from_slice(&types);
+    b.extend_from_slice(&strings);
+    (b, 1, 3)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,6 +278,15 @@ mod tests {
         assert_eq!(btf.member_offset("task_struct", "pid"), Some(1200));
         assert_eq!(btf.member_offset("task_struct", "flags"), Some(8));
         assert_eq!(btf.member_offset("task_struct", "nope"), None);
+    }
+
+    #[test]
+    fn the_written_types_read_back() {
+        let (b, key, value) = u64_struct("hood_wait", &["a", "b", "c"]);
+        let btf = Btf::parse(&b).unwrap();
+        assert_eq!(btf.find(kind::INT, "int"), Some(key));
+        assert_eq!(btf.find(kind::STRUCT, "hood_wait"), Some(value));
+        assert_eq!(btf.member_offset("hood_wait", "c"), Some(16));
     }
 
     #[test]

@@ -43,6 +43,19 @@
 //! there, so a recording looks the same either way. Task sessions keep a filter of the traced
 //! processes and their children (followed at fork), so no other process's stack is taken.
 //!
+//! **Where the per-thread state lives.** The programs run at every switch, wake-up and return
+//! to user space of the machine, so their own cost is what a context-switch storm pays even
+//! when no stack is taken. The wait table (and a task session's filter of forked tasks) is
+//! task-local storage (`BPF_MAP_TYPE_TASK_STORAGE`, kernel 5.11 and later): the value hangs
+//! off the task, reached in a few pointer steps, and goes away with it. Its map needs BTF for
+//! its key and value, which [`crate::btf::u64_struct`] writes by hand. Counted with the
+//! kernel's `bpf_stats` in a pinned ping-pong storm on a busy machine, the programs took
+//! 143–211, 101–146 and 70–101 ns per run (switch, wake-up, return) with LRU hashes keyed by
+//! task pointer (0.6–0.9 µs of a 2.9 µs round trip), and 129–169, 96–110 and 55–79 with task
+//! storage; a program that only returns, 36–39. The rest is dispatch, two clock reads and two
+//! look-ups per switch. A kernel that refuses task storage gets the hashes (the recording
+//! says why).
+//!
 //! Raw tracepoints are used, not the perf tracepoint events: a program attached to a perf
 //! tracepoint event runs for every perf user of that tracepoint and overwrites the first
 //! bytes of their records.
@@ -97,7 +110,10 @@ pub(crate) struct DeferredStacks {
     kstack_map: Map,
     _kstack_buf: Map,
     _waits: Map,
-    _filter: Option<Map>,
+    _filter: Vec<Map>,
+    /// Why the per-task values are in LRU hashes rather than task-local storage (the kernel
+    /// refused it), if they are.
+    pub fallback: Option<String>,
     /// Per CPU: long waits whose stacks the rate bound left untaken, and preempted
     /// threads' copies it left untaken.
     skipped: [Map; 2],
@@ -142,13 +158,87 @@ fn refused(what: impl Into<String>) -> impl FnOnce(io::Error) -> Refused {
     }
 }
 
+/// Where the programs keep a value per task.
+#[derive(Clone, Copy)]
+enum Table<'a> {
+    /// Task-local storage (`BPF_MAP_TYPE_TASK_STORAGE`): the value hangs off the task itself,
+    /// found in a few pointer steps and freed with the task.
+    Task(&'a Map),
+    /// An LRU hash keyed by the task pointer (kernels that refuse task storage): a hash and
+    /// a bucket walk per look-up; stale entries age out.
+    Hash(&'a Map),
+}
+
+/// A task whose table entry a program looks up.
+#[derive(Clone, Copy)]
+enum Whose {
+    /// The task a register points at (a BTF-typed tracepoint argument).
+    Reg(u8),
+    /// The task running the program.
+    Current,
+}
+
+/// `R0 = &table[whose]` (or 0 if it has none; with `create`, a zeroed entry is made if
+/// possible). R1–R5 are clobbered; FP-8 is used as the hash key.
+fn lookup(a: &mut Asm, table: Table<'_>, whose: Whose, create: bool) {
+    match table {
+        Table::Task(map) => {
+            match whose {
+                Whose::Reg(r) => a.mov(R2, r),
+                Whose::Current => a.call(helper::GET_CURRENT_TASK_BTF).mov(R2, R0),
+            };
+            a.load_map(R1, map.fd())
+                .mov_imm(R3, 0)
+                .mov_imm(R4, if create { bpf::STORAGE_CREATE } else { 0 })
+                .call(helper::TASK_STORAGE_GET);
+        }
+        Table::Hash(map) => {
+            match whose {
+                Whose::Reg(r) => a.store(FP, -8, r),
+                Whose::Current => a.call(helper::GET_CURRENT_TASK).store(FP, -8, R0),
+            };
+            a.load_map(R1, map.fd())
+                .mov(R2, FP)
+                .add_imm(R2, -8)
+                .call(helper::MAP_LOOKUP_ELEM);
+            if create {
+                // A zeroed entry (FP-32..FP-8), then the look-up again.
+                a.jne_imm(R0, 0, "created")
+                    .store_imm(FP, -32, 0)
+                    .store_imm(FP, -24, 0)
+                    .store_imm(FP, -16, 0)
+                    .load_map(R1, map.fd())
+                    .mov(R2, FP)
+                    .add_imm(R2, -8)
+                    .mov(R3, FP)
+                    .add_imm(R3, -32)
+                    .mov_imm(R4, 0)
+                    .call(helper::MAP_UPDATE_ELEM)
+                    .load_map(R1, map.fd())
+                    .mov(R2, FP)
+                    .add_imm(R2, -8)
+                    .call(helper::MAP_LOOKUP_ELEM)
+                    .label("created");
+            }
+        }
+    }
+}
+
+/// The traced tasks of a task session: the processes named at the start (by process id),
+/// and every task forked by a traced one (by task).
+#[derive(Clone, Copy)]
+struct Filter<'a> {
+    pids: &'a Map,
+    tasks: Table<'a>,
+}
+
 /// The maps the programs share.
 struct Maps<'a> {
-    /// Per blocked thread (key: its task pointer): when it first left the CPU in its current
-    /// system call, and when it left for its current wait (0 once its kernel stack is
-    /// taken).
-    waits: &'a Map,
-    filter: Option<&'a Map>,
+    /// Per blocked thread: when it first left the CPU in its current system call, when it
+    /// left for its current wait (0 once its kernel stack is taken), and when its stacks
+    /// were last taken.
+    waits: Table<'a>,
+    filter: Option<Filter<'a>>,
     /// Per-CPU outputs of user stack copies.
     out: &'a Map,
     /// Per-CPU outputs of kernel stacks.
@@ -171,22 +261,17 @@ const LAST_TAKEN: i16 = 16;
 const WAIT_VALUE: u32 = 24;
 
 /// `if the current task is not traced goto out` (task sessions: the filter holds the traced
-/// processes' ids and the task pointers of their children and threads).
-fn filter_or_skip(a: &mut Asm, filter: Option<&Map>) {
+/// processes' ids and the children and threads they forked since).
+fn filter_or_skip(a: &mut Asm, filter: Option<Filter<'_>>) {
     let Some(filter) = filter else {
         return;
     };
-    a.call(helper::GET_CURRENT_PID_TGID)
+    lookup(a, filter.tasks, Whose::Current, false);
+    a.jne_imm(R0, 0, "traced")
+        .call(helper::GET_CURRENT_PID_TGID)
         .rsh_imm(R0, 32)
         .store(FP, -8, R0)
-        .load_map(R1, filter.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
-        .jne_imm(R0, 0, "traced")
-        .call(helper::GET_CURRENT_TASK)
-        .store(FP, -8, R0)
-        .load_map(R1, filter.fd())
+        .load_map(R1, filter.pids.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
         .call(helper::MAP_LOOKUP_ELEM)
@@ -217,22 +302,28 @@ fn end(a: &mut Asm) {
 fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
+    // A whole-system session needs the clock at nearly every switch (the outgoing thread's
+    // wait begins, the incoming one's ends): read it once. A task session reads it only for
+    // its own threads.
+    let now = match m.filter {
+        None => {
+            a.call(helper::KTIME_GET_NS).store(FP, NOW, R0);
+            Now::Saved
+        }
+        Some(_) => Now::Read,
+    };
     // Switch-in: only threads the table holds (traced ones) are looked up.
-    a.load(R9, R6, 16)
-        .store(FP, -8, R9)
-        .load_map(R1, m.waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
-        .jeq_imm(R0, 0, "switch_out")
+    a.load(R9, R6, 16);
+    lookup(&mut a, m.waits, Whose::Reg(R9), false);
+    a.jeq_imm(R0, 0, "switch_out")
         .mov(R8, R0)
         .load(R7, R8, THIS_START)
         .jeq_imm(R7, 0, "switch_out")
         .store_imm(R8, THIS_START, 0);
-    skip_if_shorter(&mut a, min_ns, "switch_out");
+    skip_if_shorter(&mut a, now, min_ns, "switch_out");
     // A long wait, unless the thread's stacks were taken less than `gap_ns` ago (the
     // report charges it to the thread's previous stacks): its stacks are taken now.
-    take_or_count(&mut a, m.skipped_waits, gap_ns, "switch_out");
+    take_or_count(&mut a, now, m.skipped_waits, gap_ns, "switch_out");
     // Its user stack is copied on the way back to user space.
     a.store(R8, LONG_START, R7)
         .store_imm(FP, -16, 0)
@@ -270,38 +361,29 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
         .jne_imm(R7, 0, "preempt")
         .load(R8, R6, 24)
         .jeq_imm(R8, 0, "preempt");
-    // Its last switch: forget it.
-    a.call(helper::GET_CURRENT_TASK)
-        .store(FP, -8, R0)
-        .mov(R1, R8)
-        .and_imm(R1, TASK_DEAD)
-        .jeq_imm(R1, 0, "blocked")
-        .load_map(R1, m.waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_DELETE_ELEM)
-        .ja("out");
-    // Blocked: note when (a long wait earlier in the same system call keeps its mark).
-    a.label("blocked")
-        .call(helper::KTIME_GET_NS)
-        .mov(R7, R0)
-        .load_map(R1, m.waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
-        .jeq_imm(R0, 0, "first_wait")
-        .store(R0, THIS_START, R7)
-        .ja("noted");
-    a.label("first_wait")
-        .store_imm(FP, -24, 0)
-        .store(FP, -16, R7)
-        .load_map(R1, m.waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .mov(R3, FP)
-        .add_imm(R3, -24)
-        .mov_imm(R4, 0)
-        .call(helper::MAP_UPDATE_ELEM);
+    // Its last switch: forget it (task storage goes with the task).
+    a.load(R9, R6, 8).mov(R1, R8).and_imm(R1, TASK_DEAD);
+    match m.waits {
+        Table::Task(_) => {
+            a.jne_imm(R1, 0, "out");
+        }
+        Table::Hash(map) => {
+            a.jeq_imm(R1, 0, "blocked")
+                .store(FP, -8, R9)
+                .load_map(R1, map.fd())
+                .mov(R2, FP)
+                .add_imm(R2, -8)
+                .call(helper::MAP_DELETE_ELEM)
+                .ja("out");
+        }
+    }
+    // Blocked: note when (a long wait earlier in the same system call keeps its mark; a
+    // first wait makes the entry).
+    a.label("blocked");
+    lookup(&mut a, m.waits, Whose::Reg(R9), true);
+    a.jeq_imm(R0, 0, "noted").mov(R7, R0);
+    now.get(&mut a);
+    a.store(R7, THIS_START, R0);
     // A user thread without an rseq area (Go's, a static binary's, glibc's rseq tunable
     // off) passes no `rseq_update` on its way back to user space: its copy is taken now.
     a.label("noted")
@@ -312,17 +394,15 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
         .and_imm(R2, PF_KTHREAD)
         .jne_imm(R2, 0, "out")
         .ja("copy");
-    a.label("preempt").call(helper::KTIME_GET_NS).mov(R7, R0);
+    a.label("preempt");
+    now.get(&mut a);
+    a.mov(R7, R0);
     if gap_ns > 0 {
         // A preempted thread that has blocked before has an entry: its copies count
         // against the same bound (its copy at this switch is taken now or never).
-        a.load(R1, R6, 8)
-            .store(FP, -8, R1)
-            .load_map(R1, m.waits.fd())
-            .mov(R2, FP)
-            .add_imm(R2, -8)
-            .call(helper::MAP_LOOKUP_ELEM)
-            .jeq_imm(R0, 0, "copy")
+        a.load(R9, R6, 8);
+        lookup(&mut a, m.waits, Whose::Reg(R9), false);
+        a.jeq_imm(R0, 0, "copy")
             .mov(R8, R0)
             .load(R1, R8, LAST_TAKEN)
             .mov(R2, R7)
@@ -343,12 +423,12 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
 /// With `gap_ns` above 0: `goto skip` (counting the wait in this CPU's slot of `skipped`)
 /// unless the thread whose wait table entry R8 points at had its stacks taken at least
 /// `gap_ns` ago; otherwise note that they are taken now. R7 (the wait's start) is kept.
-fn take_or_count(a: &mut Asm, skipped: &Map, gap_ns: u64, skip: &'static str) {
+fn take_or_count(a: &mut Asm, now: Now, skipped: &Map, gap_ns: u64, skip: &'static str) {
     if gap_ns == 0 {
         return;
     }
-    a.call(helper::KTIME_GET_NS)
-        .load(R1, R8, LAST_TAKEN)
+    now.get(a);
+    a.load(R1, R8, LAST_TAKEN)
         .mov(R2, R0)
         .sub(R2, R1)
         .load_imm64(R1, gap_ns)
@@ -376,24 +456,41 @@ fn count(a: &mut Asm, counter: &Map, to: &'static str) {
         .ja(to);
 }
 
-/// `R7 = waits[key at FP-8]` at `field` (a wait's start), or `goto out` when it has none;
-/// R0 still points at the entry.
-fn wait_start_or_skip(a: &mut Asm, waits: &Map, field: i16) {
-    a.load_map(R1, waits.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
-        .jeq_imm(R0, 0, "out")
+/// `R7 = waits[whose]` at `field` (a wait's start), or `goto out` when it has none; R0 still
+/// points at the entry.
+fn wait_start_or_skip(a: &mut Asm, waits: Table<'_>, whose: Whose, field: i16) {
+    lookup(a, waits, whose, false);
+    a.jeq_imm(R0, 0, "out")
         .load(R7, R0, field)
         .jeq_imm(R7, 0, "out");
 }
 
+/// Where the stack keeps the clock a program read once ([`Now::Saved`]).
+const NOW: i16 = -40;
+
+/// How a program gets the time (`bpf_ktime_get_ns`).
+#[derive(Clone, Copy)]
+enum Now {
+    /// Read at the program's start into the stack at [`NOW`].
+    Saved,
+    /// Read the clock where it is needed.
+    Read,
+}
+
+impl Now {
+    /// `R0 = now` (R1–R5 clobbered when the clock is read).
+    fn get(self, a: &mut Asm) {
+        match self {
+            Now::Saved => a.load(R0, FP, NOW),
+            Now::Read => a.call(helper::KTIME_GET_NS),
+        };
+    }
+}
+
 /// `goto to` unless at least `min_ns` passed since R7.
-fn skip_if_shorter(a: &mut Asm, min_ns: u64, to: &'static str) {
-    a.call(helper::KTIME_GET_NS)
-        .sub(R0, R7)
-        .load_imm64(R1, min_ns)
-        .jlt(R0, R1, to);
+fn skip_if_shorter(a: &mut Asm, now: Now, min_ns: u64, to: &'static str) {
+    now.get(a);
+    a.sub(R0, R7).load_imm64(R1, min_ns).jlt(R0, R1, to);
 }
 
 /// `rseq_update(t)`, in a thread with an rseq area on its way back to user space after it
@@ -402,26 +499,24 @@ fn skip_if_shorter(a: &mut Asm, min_ns: u64, to: &'static str) {
 /// found long at its switch-in (whose kernel stack was taken then).
 fn on_return(m: &Maps<'_>) -> Vec<Insn> {
     let mut a = Asm::default();
-    a.mov(R6, R1)
-        .call(helper::GET_CURRENT_TASK)
-        .store(FP, -8, R0);
-    wait_start_or_skip(&mut a, m.waits, LONG_START);
+    a.mov(R6, R1);
+    wait_start_or_skip(&mut a, m.waits, Whose::Current, LONG_START);
     a.store_imm(R0, LONG_START, 0);
     emit(&mut a, m.out, DEFERRED_RETURN);
     end(&mut a);
     a.finish()
 }
 
-/// `sched_waking(p)`, in the waker.
+/// `sched_waking(p)` (BTF-typed), in the waker.
 fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
     // A task session copies only its own wakers' stacks.
     filter_or_skip(&mut a, m.filter);
-    a.load(R2, R6, 0).store(FP, -8, R2);
-    wait_start_or_skip(&mut a, m.waits, THIS_START);
+    a.load(R9, R6, 0);
+    wait_start_or_skip(&mut a, m.waits, Whose::Reg(R9), THIS_START);
     a.mov(R8, R0);
-    skip_if_shorter(&mut a, min_ns, "out");
+    skip_if_shorter(&mut a, Now::Read, min_ns, "out");
     if gap_ns > 0 {
         // The wakee's stacks will be left untaken at its switch-in by the same test (its
         // clock only moves on): so is its waker's.
@@ -436,22 +531,30 @@ fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64) -> Vec<Insn> {
     a.finish()
 }
 
-/// `sched_process_fork(parent, child)`, in the parent: a traced task's child or thread is
-/// traced too.
-fn on_fork(filter: &Map) -> Vec<Insn> {
+/// `sched_process_fork(parent, child)` (BTF-typed), in the parent: a traced task's child or
+/// thread is traced too.
+fn on_fork(filter: Filter<'_>) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
     filter_or_skip(&mut a, Some(filter));
-    a.load(R2, R6, 8)
-        .store(FP, -8, R2)
-        .store_imm(FP, -16, 1)
-        .load_map(R1, filter.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .mov(R3, FP)
-        .add_imm(R3, -16)
-        .mov_imm(R4, 0)
-        .call(helper::MAP_UPDATE_ELEM);
+    a.load(R9, R6, 8);
+    match filter.tasks {
+        Table::Task(_) => {
+            lookup(&mut a, filter.tasks, Whose::Reg(R9), true);
+            a.jeq_imm(R0, 0, "out").store_imm(R0, 0, 1);
+        }
+        Table::Hash(map) => {
+            a.store(FP, -8, R9)
+                .store_imm(FP, -16, 1)
+                .load_map(R1, map.fd())
+                .mov(R2, FP)
+                .add_imm(R2, -8)
+                .mov(R3, FP)
+                .add_imm(R3, -16)
+                .mov_imm(R4, 0)
+                .call(helper::MAP_UPDATE_ELEM);
+        }
+    }
     end(&mut a);
     a.finish()
 }
@@ -467,10 +570,54 @@ fn threads_now() -> u32 {
         .unwrap_or(0)
 }
 
+/// How the programs keep their per-task values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tables {
+    /// Task-local storage (kernel 5.11 and later).
+    TaskStorage,
+    /// LRU hashes keyed by task pointer (the fallback).
+    Hash,
+}
+
+/// A task-local storage map whose value is `struct name` of the u64 `members` (the kernel
+/// wants the key's and value's types).
+fn task_storage(name: &str, members: &[&str]) -> io::Result<Map> {
+    let (blob, key, value) = crate::btf::u64_struct(name, members);
+    let btf = bpf::load_btf(&blob)?;
+    Map::create_typed(
+        map_type::TASK_STORAGE,
+        4,
+        8 * members.len() as u32,
+        0,
+        bpf::NO_PREALLOC,
+        name,
+        Some((&btf, key, value)),
+    )
+}
+
 /// Load and attach the programs. `min_ns`: the shortest wait whose stacks are copied;
 /// `gap_ns`: the least time between two takings of one thread's stacks (0: no bound);
 /// `traced`: the processes of a task session (`None`: the whole system).
+///
+/// The programs keep their per-task values in task-local storage; a kernel that refuses it
+/// gets LRU hashes instead, and [`DeferredStacks::fallback`] says why.
 pub(crate) fn load(
+    min_ns: u64,
+    gap_ns: u64,
+    traced: Option<&[i32]>,
+) -> Result<DeferredStacks, Refused> {
+    match load_with(Tables::TaskStorage, min_ns, gap_ns, traced) {
+        Ok(d) => Ok(d),
+        Err(why) => {
+            let mut d = load_with(Tables::Hash, min_ns, gap_ns, traced)?;
+            d.fallback = Some(why.to_string());
+            Ok(d)
+        }
+    }
+}
+
+fn load_with(
+    tables: Tables,
     min_ns: u64,
     gap_ns: u64,
     traced: Option<&[i32]>,
@@ -487,9 +634,13 @@ pub(crate) fn load(
         source: io::Error::from(io::ErrorKind::NotFound),
         log: String::new(),
     };
-    let switch_type = btf
-        .find(crate::btf::kind::TYPEDEF, "btf_trace_sched_switch")
-        .ok_or_else(|| missing("the type of tracepoint sched_switch"))?;
+    let tracepoint_type = |tp: &str| {
+        btf.find(crate::btf::kind::TYPEDEF, &format!("btf_trace_{tp}"))
+            .ok_or_else(|| missing(&format!("the type of tracepoint {tp}")))
+    };
+    let switch_type = tracepoint_type("sched_switch")?;
+    let waking_type = tracepoint_type("sched_waking")?;
+    let fork_type = tracepoint_type("sched_process_fork")?;
     let member = |name: &str| {
         btf.member_offset("task_struct", name)
             .and_then(|o| i16::try_from(o).ok())
@@ -501,20 +652,52 @@ pub(crate) fn load(
         rseq: member("rseq")?,
     };
     drop(btf);
-    let waits = Map::create(map_type::LRU_HASH, 8, WAIT_VALUE, entries, "hood_waits")
-        .map_err(refused("the wait table (BPF LRU hash map)"))?;
+    let waits = match tables {
+        Tables::TaskStorage => {
+            task_storage("hood_waits", &["long_start", "this_start", "last_taken"])
+                .map_err(refused("the wait table (BPF task-local storage)"))?
+        }
+        Tables::Hash => Map::create(map_type::LRU_HASH, 8, WAIT_VALUE, entries, "hood_waits")
+            .map_err(refused("the wait table (BPF LRU hash map)"))?,
+    };
+    // The traced processes by id, and (task storage) the tasks they fork; with hashes both
+    // go in one LRU hash (an id and a task pointer never collide).
     let filter = match traced {
-        None => None,
+        None => Vec::new(),
         Some(pids) => {
-            let f = Map::create(map_type::LRU_HASH, 8, 8, 1 << 16, "hood_traced")
-                .map_err(refused("the traced-task filter (BPF LRU hash map)"))?;
+            let f = match tables {
+                Tables::TaskStorage => vec![
+                    Map::create(
+                        map_type::HASH,
+                        8,
+                        8,
+                        pids.len().max(1) as u32,
+                        "hood_traced",
+                    )
+                    .map_err(refused("the traced processes (BPF hash map)"))?,
+                    task_storage("hood_traced_t", &["traced"])
+                        .map_err(refused("the traced tasks (BPF task-local storage)"))?,
+                ],
+                Tables::Hash => vec![
+                    Map::create(map_type::LRU_HASH, 8, 8, 1 << 16, "hood_traced")
+                        .map_err(refused("the traced-task filter (BPF LRU hash map)"))?,
+                ],
+            };
             for &pid in pids {
-                f.update(&(pid as u64).to_ne_bytes(), &1u64.to_ne_bytes())
+                f[0].update(&(pid as u64).to_ne_bytes(), &1u64.to_ne_bytes())
                     .map_err(refused(format!("the traced-task filter (pid {pid})")))?;
             }
-            Some(f)
+            f
         }
     };
+    let table = |m| match tables {
+        Tables::TaskStorage => Table::Task(m),
+        Tables::Hash => Table::Hash(m),
+    };
+    let filter_tables = filter.first().map(|pids| Filter {
+        pids,
+        tasks: table(filter.last().unwrap_or(pids)),
+    });
     let max_cpu = crate::cpus::online_cpus()
         .map_err(|e| Refused {
             what: "the online CPUs".into(),
@@ -550,8 +733,8 @@ pub(crate) fn load(
     };
     let skipped = [counter("hood_skip_waits")?, counter("hood_skip_copies")?];
     let maps = Maps {
-        waits: &waits,
-        filter: filter.as_ref(),
+        waits: table(&waits),
+        filter: filter_tables,
         out: &out,
         kstacks: &kstacks,
         kstack_buf: &kstack_buf,
@@ -587,10 +770,14 @@ pub(crate) fn load(
             Some(switch_type),
         ),
         ("rseq_update", on_return(&maps), None),
-        ("sched_waking", on_waking(&maps, waker_min, gap_ns), None),
+        (
+            "sched_waking",
+            on_waking(&maps, waker_min, gap_ns),
+            Some(waking_type),
+        ),
     ];
-    if let Some(f) = &filter {
-        programs.push(("sched_process_fork", on_fork(f), None));
+    if let Some(f) = filter_tables {
+        programs.push(("sched_process_fork", on_fork(f), Some(fork_type)));
     }
     let mut progs = Vec::new();
     let mut links = Vec::new();
@@ -620,6 +807,7 @@ pub(crate) fn load(
         _kstack_buf: kstack_buf,
         _waits: waits,
         _filter: filter,
+        fallback: None,
         skipped,
         cpu_slots: max_cpu + 1,
         ids: Vec::new(),
@@ -705,9 +893,15 @@ mod tests {
             eprintln!("skipped: loading BPF programs needs root");
             return;
         }
-        for traced in [None, Some(&[std::process::id() as i32][..])] {
-            let d = load(10_000, 1_000_000, traced).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
-            assert_eq!(d.links.len(), 3 + usize::from(traced.is_some()));
+        for tables in [Tables::TaskStorage, Tables::Hash] {
+            for traced in [None, Some(&[std::process::id() as i32][..])] {
+                let d = load_with(tables, 10_000, 1_000_000, traced)
+                    .unwrap_or_else(|e| panic!("{tables:?}: {e}\n{}", e.log));
+                assert_eq!(d.links.len(), 3 + usize::from(traced.is_some()));
+            }
         }
+        // This kernel (5.11 or later) takes task-local storage: no fallback.
+        let d = load(10_000, 0, None).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
+        assert_eq!(d.fallback, None);
     }
 }

@@ -167,7 +167,16 @@ pub(crate) fn open_target(
                 cfg.off_cpu_stack_gap_ns,
                 traced.as_deref(),
             ) {
-                Ok(d) => Some(d),
+                Ok(d) => {
+                    if let Some(why) = &d.fallback {
+                        notes.push(format!(
+                            "off-CPU: hood's BPF programs keep their per-thread state in hash \
+                             tables, because the kernel refused task-local storage ({why}); a \
+                             context-switch storm costs the workload more"
+                        ));
+                    }
+                    Some(d)
+                }
                 Err(e) => {
                     notes.push(format!(
                         "off-CPU: every context switch copies its user stack, because the \
