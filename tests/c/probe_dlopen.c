@@ -1,0 +1,34 @@
+/* dlopen under --probe (issue 26): main calls before_load() twice, loads the library named by
+ * argv[1] (tests/c/probe_plugin.c, built as libprobe_plugin.so) with dlopen, waits until hood
+ * has probed plugin_work (probe_wait.h), then calls plugin_work(i) for i = 0..6: 7 calls of
+ * plugin_work, 1+2+3+1+2+3+1 = 13 of plugin_leaf. Without an argument: no dlopen.
+ * Build: gcc -O1 probe_dlopen.c -ldl */
+#include <dlfcn.h>
+#include <stdio.h>
+
+#include "probe_wait.h"
+
+__attribute__((noinline)) int before_load(int i) { __asm__ volatile("" ::: "memory"); return i; }
+
+int main(int argc, char **argv) {
+    for (int i = 0; i < 2; i++)
+        before_load(i);
+    if (argc < 2)
+        return 0;
+    void *h = dlopen(argv[1], RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "dlopen: %s\n", dlerror());
+        return 2;
+    }
+    int (*work)(int) = (int (*)(int))dlsym(h, "plugin_work");
+    if (!work) {
+        fprintf(stderr, "dlsym: %s\n", dlerror());
+        return 2;
+    }
+    wait_probed((const void *)work, "plugin_work");
+    int s = 0;
+    for (int i = 0; i < 7; i++)
+        s += work(i);
+    printf("%d\n", s);
+    return 0;
+}
