@@ -692,11 +692,6 @@ fn bad_specs_get_true_errors() {
             "no function of",
         ),
         (
-            vec!["libnosuch:f".into()],
-            vec![prog.display().to_string()],
-            "no library named \"libnosuch\"",
-        ),
-        (
             vec![format!("{}:f", not_elf.display())],
             vec![prog.display().to_string()],
             "is not a valid ELF file",
@@ -1019,4 +1014,308 @@ fn several_pids_resolve_specs_in_their_own_programs() {
             "pid {p}: leaf {leaf} is not 3 × tick {tick}"
         );
     }
+}
+
+/// Build tests/c/`src` with gcc (-O1, as `c_program`) and `extra` flags into `out`.
+fn gcc(src: &str, out: &Path, extra: &[&str]) {
+    let st = Command::new("gcc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(out)
+        .arg(repo().join("tests/c").join(src))
+        .args(extra)
+        .status()
+        .expect("gcc must be installed to build the test workloads");
+    assert!(st.success(), "gcc failed on {src}");
+}
+
+/// The code-path text of each thread section of `--paths`: (heading, lines).
+fn path_sections(paths: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for l in paths.lines() {
+        if l.starts_with("====") {
+            out.push((l.to_string(), Vec::new()));
+        } else if let Some(s) = out.last_mut() {
+            s.1.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// How many lines of a `--paths` section are calls of `f`.
+fn calls_in(lines: &[String], f: &str) -> usize {
+    lines
+        .iter()
+        .filter(|l| l.contains(&format!("-> {f} ")))
+        .count()
+}
+
+/// Issue 26: a library the program loads with dlopen, which no spec could be resolved in at
+/// the start, gets its probes when it is mapped: named by library (`LIB:GLOB`, which waits
+/// for it with a note) and by a bare glob (the program's own code includes its plugins), exact
+/// counts in `hood calls` and `hood trace`, and the late placement said with its time.
+/// tests/c/probe_dlopen.c waits until its probe is there before calling (calls made before
+/// are not seen: said in the docs).
+#[test]
+fn dlopen_library_is_probed_when_loaded() {
+    if !common::root("dlopen_library_is_probed_when_loaded") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libprobe_plugin.so");
+    gcc("probe_plugin.c", &lib, &["-shared", "-fPIC"]);
+    let prog = dir.path().join("probe_dlopen");
+    gcc("probe_dlopen.c", &prog, &["-ldl"]);
+    let want = counts(&[("before_load", 2), ("plugin_work", 7), ("plugin_leaf", 13)]);
+
+    let calls = dir.path().join("c.data");
+    let out = ok(
+        hood()
+            .args(["calls", "run", "-o"])
+            .arg(&calls)
+            .args(["--probe", "before_load"])
+            .args(["--probe", "libprobe_plugin.so:plugin_*"])
+            .arg("--")
+            .arg(&prog)
+            .arg(&lib)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood calls run --probe (dlopen)",
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("--probe libprobe_plugin.so:plugin_*: no library named")
+            && said.contains("waiting"),
+        "{said}"
+    );
+    assert!(
+        said.contains("probed late: ")
+            && said.contains("libprobe_plugin.so (a library it loaded (dlopen), pid ")
+            && said.contains("2 functions probed from "),
+        "{said}"
+    );
+    assert!(!said.contains("was not probed"), "{said}");
+    assert_eq!(calls_per_function(&calls), want, "{said}");
+
+    // A bare glob matches the plugin's functions too (and the program's), not libc's.
+    let trace = dir.path().join("t.data");
+    let out = ok(
+        hood()
+            .args(["trace", "record", "-o"])
+            .arg(&trace)
+            .args(["--probe", "*_l*"])
+            .args(["--probe", "libprobe_plugin:plugin_work"])
+            .arg("--")
+            .arg(&prog)
+            .arg(&lib)
+            .stdout(Stdio::null())
+            .output()
+            .unwrap(),
+        "hood trace record --probe (dlopen)",
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("was not probed"), "{said}");
+    let (got, v) = trace_calls(&trace);
+    assert_eq!(got, want, "{said}");
+    assert_eq!(v["analysis"]["threads"].as_array().unwrap().len(), 1, "{v}");
+    let rep = ok(
+        hood()
+            .args(["trace", "report", "--paths"])
+            .arg(&trace)
+            .output()
+            .unwrap(),
+        "hood trace report --paths",
+    );
+    let notes = String::from_utf8_lossy(&rep.stderr);
+    assert!(
+        notes.contains("libprobe_plugin.so (a library it loaded (dlopen), pid ")
+            && notes.contains("calls made before were not seen"),
+        "the report says what was probed late: {notes}"
+    );
+    let paths = String::from_utf8_lossy(&rep.stdout).to_string();
+    // plugin_leaf nests inside plugin_work: 13 calls at depth 1.
+    assert_eq!(
+        paths
+            .lines()
+            .filter(|l| l.contains("    -> plugin_leaf "))
+            .count(),
+        13,
+        "{paths}"
+    );
+
+    // Without the dlopen, the waiting spec probes nothing and hood says so.
+    let out = hood()
+        .args(["calls", "run", "-o"])
+        .arg(dir.path().join("n.data"))
+        .args(["--probe", "libprobe_plugin.so:plugin_*"])
+        .arg("--")
+        .arg(&prog)
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("waiting") && said.contains("no probed function was called"),
+        "{said}"
+    );
+}
+
+/// Issue 26: a process that execs another program (tests/c/probe_exec.c copied under another
+/// name: another file) has the specs resolved again in the new program: its functions are
+/// probed, named from its own symbols, in a new image (a second section of `--paths`, a second
+/// process of the call-path file, the old one "exec"), and the old image's functions keep
+/// their names; a libc function probed from the start goes on being counted in the new image
+/// (same libc file). Exact counts on both sides.
+#[test]
+fn exec_is_followed_with_names_on_both_sides() {
+    if !common::root("exec_is_followed_with_names_on_both_sides") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("probe_exec");
+    gcc("probe_exec.c", &prog, &[]);
+    let target = dir.path().join("exec_target");
+    std::fs::copy(&prog, &target).unwrap();
+    let specs = [
+        "--probe",
+        "before_exec",
+        "--probe",
+        "after_exec",
+        "--probe",
+        "main",
+        "--probe",
+        "libc.so.6:getpid",
+    ];
+
+    let calls = dir.path().join("c.data");
+    let out = ok(
+        hood()
+            .args(["calls", "run", "-o"])
+            .arg(&calls)
+            .args(specs)
+            .arg("--")
+            .arg(&prog)
+            .arg(&target)
+            .output()
+            .unwrap(),
+        "hood calls run --probe (exec)",
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("exec_target (the program it exec'd, pid "),
+        "{said}"
+    );
+    assert!(!said.contains("was not probed"), "{said}");
+    let rep = ok(
+        hood()
+            .args(["calls", "report", "-f", "--format", "json"])
+            .arg(&calls)
+            .output()
+            .unwrap(),
+        "hood calls report",
+    );
+    let v: Value = serde_json::from_slice(&rep.stdout).unwrap();
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2, "one process per image: {v}");
+    assert_eq!(procs[0]["pid"], procs[1]["pid"]);
+    let rows = |p: &Value| -> std::collections::BTreeMap<String, u64> {
+        p["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["path"][0].as_str().unwrap().to_string(),
+                    r["calls"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (old, new) = if procs[0]["state"] == "exec" {
+        (&procs[0], &procs[1])
+    } else {
+        (&procs[1], &procs[0])
+    };
+    assert_eq!(old["state"], "exec", "{v}");
+    assert!(old["exe"].as_str().unwrap().ends_with("/probe_exec"), "{v}");
+    assert!(
+        new["exe"].as_str().unwrap().ends_with("/exec_target"),
+        "{v}"
+    );
+    // The old main never returned: an entry without its exit, not a completed call.
+    let old_rows = rows(old);
+    assert_eq!(old_rows.get("before_exec"), Some(&3), "{v}");
+    assert_eq!(old_rows.get("getpid"), Some(&1), "{v}");
+    assert_eq!(old_rows.get("after_exec"), None, "{v}");
+    let new_rows = rows(new);
+    assert_eq!(new_rows.get("after_exec"), Some(&5), "{v}");
+    assert_eq!(new_rows.get("getpid"), Some(&2), "{v}");
+    assert_eq!(new_rows.get("before_exec"), None, "{v}");
+
+    let trace = dir.path().join("t.data");
+    let out = ok(
+        hood()
+            .args(["trace", "record", "-o"])
+            .arg(&trace)
+            .args(specs)
+            .arg("--")
+            .arg(&prog)
+            .arg(&target)
+            .output()
+            .unwrap(),
+        "hood trace record --probe (exec)",
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!said.contains("was not probed"), "{said}");
+    let (got, v) = trace_calls(&trace);
+    assert_eq!(got.get("before_exec"), Some(&3), "{v}");
+    assert_eq!(got.get("after_exec"), Some(&5), "{v}");
+    assert_eq!(got.get("getpid"), Some(&3), "{v}");
+    let unnamed: Vec<&String> = got.keys().filter(|n| n.starts_with("0x")).collect();
+    assert!(unnamed.is_empty(), "unnamed functions: {unnamed:?}");
+    let threads = v["analysis"]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 2, "one thread per image: {threads:?}");
+    assert_eq!(threads[0]["tid"], threads[1]["tid"]);
+    assert!(
+        threads[0]["exe"].as_str().unwrap().ends_with("/probe_exec"),
+        "{threads:?}"
+    );
+    assert!(
+        threads[1]["exe"]
+            .as_str()
+            .unwrap()
+            .ends_with("/exec_target"),
+        "{threads:?}"
+    );
+    let paths = String::from_utf8_lossy(
+        &ok(
+            hood()
+                .args(["trace", "report", "--paths"])
+                .arg(&trace)
+                .output()
+                .unwrap(),
+            "hood trace report --paths",
+        )
+        .stdout,
+    )
+    .to_string();
+    let s = path_sections(&paths);
+    assert_eq!(s.len(), 2, "{paths}");
+    assert!(s[0].0.contains("/probe_exec)"), "{paths}");
+    assert!(s[1].0.contains("/exec_target)"), "{paths}");
+    assert_eq!(calls_in(&s[0].1, "before_exec"), 3, "{paths}");
+    assert_eq!(calls_in(&s[0].1, "getpid"), 1, "{paths}");
+    assert_eq!(calls_in(&s[0].1, "after_exec"), 0, "{paths}");
+    assert!(
+        s[0].1
+            .iter()
+            .any(|l| l.contains("-> main ") && l.contains("running at end")),
+        "the old main never returned: {paths}"
+    );
+    assert_eq!(calls_in(&s[1].1, "after_exec"), 5, "{paths}");
+    assert_eq!(calls_in(&s[1].1, "getpid"), 2, "{paths}");
+    assert_eq!(calls_in(&s[1].1, "before_exec"), 0, "{paths}");
 }
