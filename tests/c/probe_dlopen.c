@@ -1,7 +1,8 @@
 /* dlopen under --probe (issue 26): main calls before_load() twice, loads the library named by
  * argv[1] (tests/c/probe_plugin.c, built as libprobe_plugin.so) with dlopen, waits until hood
  * has probed plugin_work (probe_wait.h), then calls plugin_work(i) for i = 0..6: 7 calls of
- * plugin_work, 1+2+3+1+2+3+1 = 13 of plugin_leaf. Without an argument: no dlopen.
+ * plugin_work, 1+2+3+1+2+3+1 = 13 of plugin_leaf. Without an argument: no dlopen. With a
+ * second argument, it reads a line from stdin first (the test attaches hood meanwhile).
  * Build: gcc -O1 probe_dlopen.c -ldl */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -15,6 +16,11 @@ int main(int argc, char **argv) {
         before_load(i);
     if (argc < 2)
         return 0;
+    if (argc > 2) {
+        char line[16];
+        if (!fgets(line, sizeof line, stdin))
+            return 3;
+    }
     void *h = dlopen(argv[1], RTLD_NOW);
     if (!h) {
         fprintf(stderr, "dlopen: %s\n", dlerror());

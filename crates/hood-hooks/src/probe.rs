@@ -1005,9 +1005,15 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     let per_call = measured.map_or(COST_PER_CALL_NS, |c| c.per_call_ns());
     let what = probes_what(&sel);
     log(&format!(
-        "probing {what} in {} file{}: {:.1} µs per call{} (an entry and a return trap{}){}",
-        n_objects,
-        if n_objects == 1 { "" } else { "s" },
+        "probing {}: {:.1} µs per call{} (an entry and a return trap{}){}",
+        if n_objects == 0 {
+            "no function yet (the specs wait for libraries loaded later)".to_string()
+        } else {
+            format!(
+                "{what} in {n_objects} file{}",
+                if n_objects == 1 { "" } else { "s" }
+            )
+        },
         per_call as f64 / 1000.0,
         if measured.is_some() {
             ", measured"
@@ -1043,6 +1049,12 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             cfg.specs.join(" --probe "),
             COST_PER_CALL_NS as f64 / 1000.0
         ),
+    };
+    // What the attached processes' programs need or have mapped, read before their probes
+    // are enabled: a library mapped from then on is the program's doing.
+    let attached: Vec<(u32, std::collections::HashSet<String>)> = match &cfg.run {
+        ProbeRun::Pids(p) => p.iter().map(|&p| (p, attached_needed(p))).collect(),
+        ProbeRun::Command(_) => Vec::new(),
     };
     let mut signals = Forwarder::install()?;
     let mut child = None;
@@ -1119,10 +1131,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         &sel,
         &keys,
         child.as_ref().map(|c| c.pid() as u32),
-        match &cfg.run {
-            ProbeRun::Pids(p) => p.iter().map(|&p| (p, attached_needed(p))).collect(),
-            ProbeRun::Command(_) => Vec::new(),
-        },
+        attached,
     );
     // Every function's name, the late ones' as they come.
     let mut names: Vec<(u64, String)> = sel

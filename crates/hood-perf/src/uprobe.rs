@@ -25,6 +25,12 @@
 //! A command started by hood is probed from its exec (`enable_on_exec`, `inherit`: threads and
 //! children follow); the threads of a running process are probed each (`inherit` again, for
 //! the threads and children they start), from [`UprobeRecorder::enable`] on.
+//! With `track`, each task also has a side-band event (a software dummy event with `mmap2`,
+//! `comm_exec` and `task`) in the same rings: its new executable mappings, execs, forks and
+//! exits, from which the caller learns where probes must be added for an exec'd program or a
+//! library loaded later ([`UprobeRecorder::add_points`], [`UprobeRecorder::attach`]: events
+//! opened on each thread of a running process, inherited from then on, writing into the
+//! recorder's rings).
 
 use std::io;
 use std::io::Write as _;

@@ -1319,3 +1319,71 @@ fn exec_is_followed_with_names_on_both_sides() {
     assert_eq!(calls_in(&s[1].1, "getpid"), 2, "{paths}");
     assert_eq!(calls_in(&s[1].1, "before_exec"), 0, "{paths}");
 }
+
+/// Issue 26: attached to a running process (`-p`), a library it loads afterwards gets its
+/// probes too: the libraries it had mapped at the attach are its own, a new one is its
+/// program's doing.
+#[test]
+fn attached_process_dlopen_is_followed() {
+    if !common::root("attached_process_dlopen_is_followed") {
+        return;
+    }
+    let _g = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join("libprobe_plugin.so");
+    gcc("probe_plugin.c", &lib, &["-shared", "-fPIC"]);
+    let prog = dir.path().join("probe_dlopen");
+    gcc("probe_dlopen.c", &prog, &["-ldl"]);
+    let mut p = Command::new(&prog)
+        .arg(&lib)
+        .arg("wait")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let data = dir.path().join("a.data");
+    let mut h = hood()
+        .args([
+            "calls",
+            "record",
+            "--probe",
+            "libprobe_plugin.so:plugin_*",
+            "-p",
+        ])
+        .arg(p.id().to_string())
+        .arg("-o")
+        .arg(&data)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(h.stderr.take().unwrap());
+    let mut said = String::new();
+    loop {
+        let mut l = String::new();
+        if err.read_line(&mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        said.push_str(&l);
+        if l.contains("attached to pid") {
+            break;
+        }
+    }
+    assert!(said.contains("attached to pid"), "{said}");
+    {
+        use std::io::Write as _;
+        let mut stdin = p.stdin.take().unwrap();
+        stdin.write_all(b"go\n").unwrap();
+    }
+    assert!(p.wait().unwrap().success());
+    err.read_to_string(&mut said).unwrap();
+    assert!(h.wait().unwrap().success(), "{said}");
+    assert!(
+        said.contains("a library it loaded (dlopen), pid "),
+        "{said}"
+    );
+    assert_eq!(
+        calls_per_function(&data),
+        counts(&[("plugin_work", 7), ("plugin_leaf", 13)]),
+        "{said}"
+    );
+}
