@@ -260,20 +260,18 @@ impl Follower {
                 let parent = self.procs.get(&ppid).cloned().unwrap_or_default();
                 // Probes placed in the parent before the fork are inherited; those placed
                 // after, on a file the child has mapped too, are placed in the child.
-                let (had, missing): (Vec<(u32, u64)>, Vec<(u32, u64)>) = parent
+                let missing: Vec<u32> = parent
                     .placed
                     .iter()
-                    .map(|(&p, &at)| (p, at))
-                    .partition(|&(_, at)| at <= time);
-                self.procs.insert(
-                    pid,
-                    ProcState {
-                        awaiting_exe: false,
-                        placed: had.into_iter().collect(),
-                        ..parent
-                    },
-                );
-                let missing: Vec<u32> = missing.into_iter().map(|(p, _)| p).collect();
+                    .filter(|&(_, &at)| at > time)
+                    .map(|(&p, _)| p)
+                    .collect();
+                let mut child = ProcState {
+                    awaiting_exe: false,
+                    ..parent
+                };
+                child.placed.retain(|_, at| *at <= time);
+                self.procs.insert(pid, child);
                 self.place(pid, &missing, rec);
                 None
             }
