@@ -1225,7 +1225,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                      switches: &mut Option<SwitchRecorder>,
                      consumer: &mut dyn Consumer,
                      last: bool|
-     -> Result<u64, HooksError> {
+     -> Result<(u64, bool), HooksError> {
         let before = monotonic_ns();
         per_cpu.clear();
         uprobes.drain(&mut |cpu, b| {
@@ -1265,18 +1265,20 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             ids_known = uprobes.ids().len();
         }
         names.append(&mut follower.named);
-        Ok(got)
+        // A mapping or exec waiting to settle: the next round comes soon, for its probes.
+        let waiting = order.pending.iter().any(|i| matches!(i, Item::Track(..)));
+        Ok((got, waiting))
     };
     let mut stop_why: Option<String> = None;
     let status = match child.as_mut() {
         Some(c) => {
             let ended = signals.watch(c, &mut |_stop| {
-                let got = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                     return Ok::<_, HooksError>(ControlFlow::Break(()));
                 }
-                Ok(ControlFlow::Continue(pause(got, since)))
+                Ok(ControlFlow::Continue(pause(got, since, waiting)))
             })?;
             match ended {
                 Some(e) => Some(e),
@@ -1292,7 +1294,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                 ProbeRun::Command(_) => Vec::new(),
             };
             loop {
-                let got = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if let Some(s) = signals.request() {
                     stop_why = Some(format!("{} received", signal::name(s.signal)));
@@ -1312,7 +1314,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                     stop_why = Some("every attached process ended".into());
                     break;
                 }
-                std::thread::sleep(pause(got, since));
+                std::thread::sleep(pause(got, since, waiting));
             }
             None
         }
@@ -1452,9 +1454,13 @@ const HEADROOM_HITS: f64 = (RING_PAGES * 4096 / 40 / 8) as f64;
 /// Sleep between rounds: long enough that the recorder does not wake hundreds of times a second
 /// in a server probed at a few thousand hits a second (each wake-up takes a CPU from it), short
 /// enough that at the rate of the last round no ring fills: at most an eighth of one ring's
-/// hits, between 2 ms and 20 ms (20 ms when idle).
-fn pause(got: u64, since: Duration) -> Duration {
+/// hits, between 2 ms and 20 ms (20 ms when idle; 2 ms while a mapping or exec waits to be
+/// handled: the functions it brings are probed that much sooner).
+fn pause(got: u64, since: Duration, waiting: bool) -> Duration {
     let (min, max) = (Duration::from_millis(2), Duration::from_millis(20));
+    if waiting {
+        return min;
+    }
     if got == 0 {
         return max;
     }
@@ -1477,12 +1483,14 @@ mod tests {
     fn rounds_are_paced_by_the_hit_rate() {
         let ms = Duration::from_millis;
         // Idle, and a server at a few thousand hits a second: 20 ms.
-        assert_eq!(pause(0, ms(20)), ms(20));
-        assert_eq!(pause(60, ms(20)), ms(20));
+        assert_eq!(pause(0, ms(20), false), ms(20));
+        assert_eq!(pause(60, ms(20), false), ms(20));
+        // A mapping to handle: soon.
+        assert_eq!(pause(0, ms(20), true), ms(2));
         // A tight loop at a million hits a second: an eighth of a ring (3,276 hits) in 3.3 ms.
-        let p = pause(20_000, ms(20));
+        let p = pause(20_000, ms(20), false);
         assert!(p > ms(3) && p < ms(4), "{p:?}");
         // Faster still: never below 2 ms.
-        assert_eq!(pause(1_000_000, ms(2)), ms(2));
+        assert_eq!(pause(1_000_000, ms(2), false), ms(2));
     }
 }
