@@ -1221,6 +1221,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     let mut per_cpu: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
     let mut last_round = Instant::now();
     let started = Instant::now();
+    let mut late_said = 0;
     let mut round = |uprobes: &mut UprobeRecorder,
                      switches: &mut Option<SwitchRecorder>,
                      consumer: &mut dyn Consumer,
@@ -1265,6 +1266,11 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             ids_known = uprobes.ids().len();
         }
         names.append(&mut follower.named);
+        // Said as it happens: from now on its calls are seen.
+        for l in &follower.late[late_said..] {
+            log(&format!("probed late: {l}"));
+        }
+        late_said = follower.late.len();
         // A mapping or exec waiting to settle: the next round comes soon, for its probes.
         let waiting = order.pending.iter().any(|i| matches!(i, Item::Track(..)));
         Ok((got, waiting))
@@ -1345,9 +1351,6 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             "{lost_total} probe hits LOST: the kernel's rings filled faster than hood emptied them; calls around the gaps show as repaired or without their entry (probe fewer functions, or give hood a CPU)"
         )
     });
-    for l in &follower.late {
-        log(&format!("probed late: {l}"));
-    }
     for n in &follower.notes {
         log(&format!("note: {n}"));
     }

@@ -972,5 +972,45 @@ mod tests {
         assert!(e.to_string().contains("no function of"), "{e}");
         let e = select(&[parse_spec("libnosuch:f").unwrap()], &scope).unwrap_err();
         assert!(e.to_string().contains("no library named"), "{e}");
+        assert!(matches!(e, SymbolError::ProbeLibraryAbsent { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn specs_apply_to_a_mapped_file_by_its_role() {
+        let s = |t: &str| parse_spec(t).unwrap();
+        let lib = "/usr/lib/libplugin.so.1";
+        // A bare glob: the program's own code, its plugins included, not what it needs.
+        assert!(applies_to_mapped(&s("f*"), "/bin/prog", MappedRole::Exe));
+        assert!(applies_to_mapped(&s("f*"), lib, MappedRole::Loaded));
+        assert!(!applies_to_mapped(&s("f*"), lib, MappedRole::Needed));
+        // A library by name, glob or path, whether needed or loaded; never the program.
+        for role in [MappedRole::Needed, MappedRole::Loaded] {
+            assert!(applies_to_mapped(&s("libplugin:f"), lib, role));
+            assert!(applies_to_mapped(&s("libplugin.so.1:f"), lib, role));
+            assert!(applies_to_mapped(&s("libplug*:f"), lib, role));
+            assert!(applies_to_mapped(
+                &s("/usr/lib/libplugin.so.1:f"),
+                lib,
+                role
+            ));
+            assert!(!applies_to_mapped(&s("/lib/libplugin.so.1:f"), lib, role));
+            assert!(!applies_to_mapped(&s("libc:f"), lib, role));
+        }
+        assert!(!applies_to_mapped(
+            &s("libplugin:f"),
+            "/bin/prog",
+            MappedRole::Exe
+        ));
+        // The exec'd program by its name.
+        assert!(applies_to_mapped(
+            &s("prog:main"),
+            "/bin/prog",
+            MappedRole::Exe
+        ));
+        assert!(!applies_to_mapped(
+            &s("other:main"),
+            "/bin/prog",
+            MappedRole::Exe
+        ));
     }
 }

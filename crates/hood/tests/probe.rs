@@ -1049,6 +1049,42 @@ fn calls_in(lines: &[String], f: &str) -> usize {
         .count()
 }
 
+/// Run `cmd` (hood) to its end, reading its stderr line by line: each time a line holds the
+/// next of `triggers`, a line is written to the probed program's stdin (`stdin`, else hood's,
+/// which a command hood starts inherits). Once hood's stderr ends, the program's stdin is
+/// closed (a program still waiting on it ends). Returns hood's success and its stderr.
+fn run_synced(
+    cmd: &mut Command,
+    stdin: Option<std::process::ChildStdin>,
+    triggers: &[&str],
+) -> (bool, String) {
+    use std::io::Write as _;
+    if stdin.is_none() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut h = cmd.stderr(Stdio::piped()).spawn().unwrap();
+    let mut to = stdin.or_else(|| h.stdin.take());
+    let mut err = BufReader::new(h.stderr.take().unwrap());
+    let mut said = String::new();
+    let mut next = 0;
+    loop {
+        let mut l = String::new();
+        if err.read_line(&mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        said.push_str(&l);
+        if triggers.get(next).is_some_and(|t| l.contains(t)) {
+            next += 1;
+            if let Some(w) = to.as_mut() {
+                let _ = w.write_all(b"go\n");
+                let _ = w.flush();
+            }
+        }
+    }
+    drop(to);
+    (h.wait().unwrap().success(), said)
+}
+
 /// Issue 26: a library the program loads with dlopen, which no spec could be resolved in at
 /// the start, gets its probes when it is mapped: named by library (`LIB:GLOB`, which waits
 /// for it with a note) and by a bare glob (the program's own code includes its plugins), exact
@@ -1069,7 +1105,7 @@ fn dlopen_library_is_probed_when_loaded() {
     let want = counts(&[("before_load", 2), ("plugin_work", 7), ("plugin_leaf", 13)]);
 
     let calls = dir.path().join("c.data");
-    let out = ok(
+    let (fine, said) = run_synced(
         hood()
             .args(["calls", "run", "-o"])
             .arg(&calls)
@@ -1078,12 +1114,12 @@ fn dlopen_library_is_probed_when_loaded() {
             .arg("--")
             .arg(&prog)
             .arg(&lib)
-            .stdout(Stdio::null())
-            .output()
-            .unwrap(),
-        "hood calls run --probe (dlopen)",
+            .arg("sync")
+            .stdout(Stdio::null()),
+        None,
+        &["probing ", "probed late: "],
     );
-    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(fine, "{said}");
     assert!(
         said.contains("--probe libprobe_plugin.so:plugin_*: no library named")
             && said.contains("waiting"),
@@ -1095,12 +1131,11 @@ fn dlopen_library_is_probed_when_loaded() {
             && said.contains("2 functions probed from "),
         "{said}"
     );
-    assert!(!said.contains("was not probed"), "{said}");
     assert_eq!(calls_per_function(&calls), want, "{said}");
 
     // A bare glob matches the plugin's functions too (and the program's), not libc's.
     let trace = dir.path().join("t.data");
-    let out = ok(
+    let (fine, said) = run_synced(
         hood()
             .args(["trace", "record", "-o"])
             .arg(&trace)
@@ -1109,13 +1144,12 @@ fn dlopen_library_is_probed_when_loaded() {
             .arg("--")
             .arg(&prog)
             .arg(&lib)
-            .stdout(Stdio::null())
-            .output()
-            .unwrap(),
-        "hood trace record --probe (dlopen)",
+            .arg("sync")
+            .stdout(Stdio::null()),
+        None,
+        &["probing ", "probed late: "],
     );
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!said.contains("was not probed"), "{said}");
+    assert!(fine, "{said}");
     let (got, v) = trace_calls(&trace);
     assert_eq!(got, want, "{said}");
     assert_eq!(v["analysis"]["threads"].as_array().unwrap().len(), 1, "{v}");
@@ -1191,24 +1225,22 @@ fn exec_is_followed_with_names_on_both_sides() {
     ];
 
     let calls = dir.path().join("c.data");
-    let out = ok(
+    let (fine, said) = run_synced(
         hood()
             .args(["calls", "run", "-o"])
             .arg(&calls)
             .args(specs)
             .arg("--")
             .arg(&prog)
-            .arg(&target)
-            .output()
-            .unwrap(),
-        "hood calls run --probe (exec)",
+            .arg(&target),
+        None,
+        &["probed late: "],
     );
-    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(fine, "{said}");
     assert!(
         said.contains("exec_target (the program it exec'd, pid "),
         "{said}"
     );
-    assert!(!said.contains("was not probed"), "{said}");
     let rep = ok(
         hood()
             .args(["calls", "report", "-f", "--format", "json"])
@@ -1256,20 +1288,18 @@ fn exec_is_followed_with_names_on_both_sides() {
     assert_eq!(new_rows.get("before_exec"), None, "{v}");
 
     let trace = dir.path().join("t.data");
-    let out = ok(
+    let (fine, said) = run_synced(
         hood()
             .args(["trace", "record", "-o"])
             .arg(&trace)
             .args(specs)
             .arg("--")
             .arg(&prog)
-            .arg(&target)
-            .output()
-            .unwrap(),
-        "hood trace record --probe (exec)",
+            .arg(&target),
+        None,
+        &["probed late: "],
     );
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!said.contains("was not probed"), "{said}");
+    assert!(fine, "{said}");
     let (got, v) = trace_calls(&trace);
     assert_eq!(got.get("before_exec"), Some(&3), "{v}");
     assert_eq!(got.get("after_exec"), Some(&5), "{v}");
@@ -1336,47 +1366,33 @@ fn attached_process_dlopen_is_followed() {
     gcc("probe_dlopen.c", &prog, &["-ldl"]);
     let mut p = Command::new(&prog)
         .arg(&lib)
-        .arg("wait")
+        .arg("sync")
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let data = dir.path().join("a.data");
-    let mut h = hood()
-        .args([
-            "calls",
-            "record",
-            "--probe",
-            "libprobe_plugin.so:plugin_*",
-            "-p",
-        ])
-        .arg(p.id().to_string())
-        .arg("-o")
-        .arg(&data)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(h.stderr.take().unwrap());
-    let mut said = String::new();
-    loop {
-        let mut l = String::new();
-        if err.read_line(&mut l).unwrap_or(0) == 0 {
-            break;
-        }
-        said.push_str(&l);
-        if l.contains("attached to pid") {
-            break;
-        }
-    }
-    assert!(said.contains("attached to pid"), "{said}");
-    {
-        use std::io::Write as _;
-        let mut stdin = p.stdin.take().unwrap();
-        stdin.write_all(b"go\n").unwrap();
-    }
-    assert!(p.wait().unwrap().success());
-    err.read_to_string(&mut said).unwrap();
-    assert!(h.wait().unwrap().success(), "{said}");
+    let pid = p.id();
+    let stdin = p.stdin.take();
+    // Reaped as soon as it ends: hood ends when the process is gone, not a zombie.
+    let reaper = std::thread::spawn(move || p.wait().unwrap().success());
+    let (fine, said) = run_synced(
+        hood()
+            .args([
+                "calls",
+                "record",
+                "--probe",
+                "libprobe_plugin.so:plugin_*",
+                "-p",
+            ])
+            .arg(pid.to_string())
+            .arg("-o")
+            .arg(&data),
+        stdin,
+        &["attached to pid", "probed late: "],
+    );
+    assert!(reaper.join().unwrap(), "{said}");
+    assert!(fine, "{said}");
     assert!(
         said.contains("a library it loaded (dlopen), pid "),
         "{said}"

@@ -492,3 +492,89 @@ impl Follower {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A side-band record as the kernel writes it (header, body, then the sample id: pid/tid,
+    /// time, cpu, identifier).
+    fn record(ty: u32, misc: u16, body: &[u8], pid: u32, time: u64) -> Vec<u8> {
+        let mut r = Vec::new();
+        let size = 8 + body.len() + 32;
+        r.extend_from_slice(&ty.to_le_bytes());
+        r.extend_from_slice(&misc.to_le_bytes());
+        r.extend_from_slice(&(size as u16).to_le_bytes());
+        r.extend_from_slice(body);
+        r.extend_from_slice(&pid.to_le_bytes());
+        r.extend_from_slice(&pid.to_le_bytes());
+        r.extend_from_slice(&time.to_le_bytes());
+        r.extend_from_slice(&0u64.to_le_bytes());
+        r.extend_from_slice(&7u64.to_le_bytes());
+        r
+    }
+
+    fn mmap2(pid: u32, start: u64, len: u64, path: &str) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.extend_from_slice(&pid.to_le_bytes());
+        b.extend_from_slice(&pid.to_le_bytes());
+        b.extend_from_slice(&start.to_le_bytes());
+        b.extend_from_slice(&len.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&[0u8; 24]);
+        b.extend_from_slice(&[0u8; 8]);
+        b.extend_from_slice(path.as_bytes());
+        b.resize((b.len() + 8) & !7, 0);
+        b
+    }
+
+    #[test]
+    fn side_band_records_are_read_and_bad_bytes_end_them() {
+        let mut ring = record(10, 2, &mmap2(42, 0x7000, 0x2000, "/lib/libx.so"), 42, 5);
+        let mut comm = Vec::new();
+        comm.extend_from_slice(&42u32.to_le_bytes());
+        comm.extend_from_slice(&42u32.to_le_bytes());
+        comm.extend_from_slice(b"prog\0\0\0\0");
+        ring.extend(record(3, 1 << 13, &comm, 42, 6));
+        // A thread's start is no new process; a process's is.
+        let fork = |pid: u32, ppid: u32, time: u64| {
+            let mut b = Vec::new();
+            for v in [pid, ppid, pid + 1, ppid] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+            b.extend_from_slice(&time.to_le_bytes());
+            b
+        };
+        ring.extend(record(7, 0, &fork(42, 42, 7), 42, 7));
+        ring.extend(record(7, 0, &fork(43, 42, 8), 43, 8));
+        let mut out = Vec::new();
+        assert!(decode_tracking(&ring, 0, &mut out));
+        assert_eq!(
+            out,
+            vec![
+                (
+                    5,
+                    Track::Mmap {
+                        pid: 42,
+                        start: 0x7000,
+                        len: 0x2000,
+                        path: "/lib/libx.so".into()
+                    }
+                ),
+                (6, Track::Exec { pid: 42 }),
+                (8, Track::Fork { pid: 43, ppid: 42 }),
+            ]
+        );
+        // Cut anywhere, or garbage: no panic, what came before is kept.
+        for cut in 0..ring.len() {
+            let mut out = Vec::new();
+            let _ = decode_tracking(&ring[..cut], 0, &mut out);
+            assert!(out.len() <= 3);
+        }
+        let mut out = Vec::new();
+        let junk: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        let _ = decode_tracking(&junk, 0, &mut out);
+    }
+}
