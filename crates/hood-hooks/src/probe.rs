@@ -25,12 +25,17 @@ use hood_proc::clock::monotonic_ns;
 use hood_proc::signal::{self, Forwarder};
 use hood_raw::frames::for_each_frame;
 use hood_symbols::probe::{self as spec, ProbeSpec, Scope, Selection, CONFIRM_ABOVE};
+use hood_symbols::SymbolError;
 use hood_tracemodel::calls::{Limits, ProcessCalls, ThreadBuilder};
 use hood_tracemodel::trace::{
     encode_raw, ProbeCost, ProbeCosts, ProcessTrace, ThreadInfo, TraceMeta, PAYLOAD_VERSION,
 };
 
 use crate::HooksError;
+
+mod follow;
+
+use follow::{Follower, NewPoint, Told, Track};
 
 /// What one probe hit costs the probed program, measured on the machine the docs were written
 /// on (bench/probe: an entry and a return, each a breakpoint trap into the kernel and a perf
@@ -130,7 +135,7 @@ pub fn calibrate() -> Result<Calibration, HooksError> {
         files.push(file);
     }
     let tid = rustix::thread::gettid().as_raw_nonzero().get();
-    let mut rec = UprobeRecorder::open(&points, &UprobeTarget::Threads(vec![tid]), 64)?;
+    let mut rec = UprobeRecorder::open(&points, &UprobeTarget::Threads(vec![tid]), 64, false)?;
     let ids: HashMap<u64, (u32, bool)> =
         rec.ids().iter().map(|i| (i.id, (i.point, i.ret))).collect();
     rec.enable()?;
@@ -199,19 +204,23 @@ fn us(ns: u64) -> f64 {
 /// replaces (read from the file at the probe's offset; an unreadable one counts as
 /// single-stepped, the higher figure).
 fn stepped_points(sel: &Selection) -> Vec<bool> {
-    use std::os::unix::fs::FileExt as _;
     sel.points
         .iter()
         .map(|p| {
-            let mut b = [0u8; 8];
-            let n = sel
-                .objects
+            sel.objects
                 .get(p.object)
-                .and_then(|o| o.file.read_at(&mut b, p.offset).ok())
-                .unwrap_or(0);
-            !hood_perf::uprobe_cost::kernel_emulates(&b[..n])
+                .is_none_or(|o| stepped_at(&o.file, p.offset))
         })
         .collect()
+}
+
+/// Whether the kernel single-steps the instruction at `offset` of `file` (an unreadable one
+/// counts as single-stepped, the higher figure).
+fn stepped_at(file: &std::fs::File, offset: u64) -> bool {
+    use std::os::unix::fs::FileExt as _;
+    let mut b = [0u8; 8];
+    let n = file.read_at(&mut b, offset).unwrap_or(0);
+    !hood_perf::uprobe_cost::kernel_emulates(&b[..n])
 }
 
 /// Whose calls are probed.
@@ -284,7 +293,29 @@ pub fn select(cfg: &ProbeConfig) -> Result<Selection, HooksError> {
                 exe_name: prog.clone(),
                 mapped: Vec::new(),
             };
-            spec::select(&specs, &scope)?
+            // A library not among those the program needs may be loaded later (dlopen):
+            // its spec waits for it, said in a note.
+            let mut specs = specs;
+            let mut waiting = Vec::new();
+            loop {
+                match spec::select(&specs, &scope) {
+                    Ok(mut sel) => {
+                        sel.notes.splice(0..0, waiting);
+                        break sel;
+                    }
+                    Err(SymbolError::ProbeLibraryAbsent { spec: text, reason }) => {
+                        specs.retain(|s| s.text != text);
+                        waiting.push(waiting_note(&text, &reason));
+                        if specs.is_empty() {
+                            break Selection {
+                                notes: waiting,
+                                ..Selection::default()
+                            };
+                        }
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
         }
         ProbeRun::Pids(pids) => select_in_processes(&specs, pids)?,
     };
@@ -331,6 +362,9 @@ fn select_in_processes(specs: &[ProbeSpec], pids: &[u32]) -> Result<Selection, H
             }
         }
         match (hit, first_error) {
+            (false, Some(SymbolError::ProbeLibraryAbsent { spec: text, reason })) => {
+                all.notes.push(waiting_note(&text, &reason));
+            }
             (false, Some(e)) => return Err(e.into()),
             (true, Some(_)) => all.notes.extend(misses.into_iter().map(|m| {
                 format!(
@@ -342,6 +376,32 @@ fn select_in_processes(specs: &[ProbeSpec], pids: &[u32]) -> Result<Selection, H
         }
     }
     Ok(all)
+}
+
+/// What a spec whose library is not there yet says: it waits for a `dlopen`.
+fn waiting_note(text: &str, reason: &str) -> String {
+    let reason = reason.split("; name the library").next().unwrap_or(reason);
+    format!(
+        "--probe {text}: {reason}; waiting: probed if a process loads such a library (dlopen) while hood records"
+    )
+}
+
+/// The file names a running process's image needs or has mapped: libraries it maps later
+/// but its executable does not need are ones it loads itself (dlopen).
+fn attached_needed(pid: u32) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    let Ok(scope) = attached_scope(pid) else {
+        return out;
+    };
+    for (_, shown) in &scope.mapped {
+        out.insert(shown.rsplit('/').next().unwrap_or(shown).to_string());
+    }
+    if let Ok(f) = hood_format::untrusted::open(&scope.exe, hood_format::untrusted::Policy::NAMED) {
+        if let Ok(d) = spec::dependencies(&f, &scope.exe) {
+            out.extend(d);
+        }
+    }
+    out
 }
 
 /// The executable and mapped libraries of a running process, opened through
@@ -463,8 +523,10 @@ struct Finish<'a> {
     symbols: BTreeMap<u64, String>,
     /// What was probed and what it costs, for the notes.
     describe: String,
-    /// What the selection said (entry-only functions, inlined copies, libraries skipped).
+    /// What the selection said (entry-only functions, inlined copies, libraries skipped),
+    /// then (from `notes_at_start` on) what was probed late (an exec, a dlopen).
     notes: &'a [String],
+    notes_at_start: usize,
     /// The command ended (else it, or the attached processes, run on).
     ended: bool,
 }
@@ -476,35 +538,104 @@ trait Consumer {
     fn switches(&mut self, _per_cpu: &BTreeMap<u32, Vec<u8>>) -> Result<(), HooksError> {
         Ok(())
     }
+    /// `pid` exec'd at `time`: its hits from then on are a new image's.
+    fn exec(&mut self, pid: u32, time: u64) -> Result<(), HooksError>;
+    /// The executable of `pid`'s current image.
+    fn image_exe(&mut self, pid: u32, path: &str) {
+        let _ = (pid, path);
+    }
+    /// Functions probed late (their hits follow).
+    fn more_points(&mut self, new: &[NewPoint]);
     /// Write the end of the output and put it in place.
     fn finish(self: Box<Self>, f: &Finish) -> Result<(), HooksError>;
 }
 
+/// An image of a process: its pid and when it started (the recording's start, or its exec).
+type Image = (u32, u64);
+
 /// The per-process facts both outputs need.
 struct Procs {
-    exe_of: HashMap<u32, String>,
+    /// Executable per image that had hits.
+    exe_of: BTreeMap<Image, String>,
     /// The executable probed, for a process gone before its first hit was read.
     exe_default: String,
-    /// First and last hit per (pid, tid).
-    threads: BTreeMap<(u32, u32), (u64, u64, u64)>,
+    start_mono_ns: u64,
+    /// The current image of a process that exec'd while recorded.
+    current: HashMap<u32, u64>,
+    /// The executable of a process's current image, from its mapping.
+    exe_hint: HashMap<u32, String>,
+    /// Images left by an exec.
+    replaced: std::collections::HashSet<Image>,
+    /// First and last hit, and hits, per (image, tid).
+    threads: BTreeMap<(u32, u64, u32), (u64, u64, u64)>,
 }
 
 impl Procs {
-    fn see(&mut self, h: &Hit) -> bool {
+    fn new(exe_default: String, start_mono_ns: u64) -> Procs {
+        Procs {
+            exe_of: BTreeMap::new(),
+            exe_default,
+            start_mono_ns,
+            current: HashMap::new(),
+            exe_hint: HashMap::new(),
+            replaced: Default::default(),
+            threads: BTreeMap::new(),
+        }
+    }
+
+    /// The image a hit of `pid` belongs to now.
+    fn image(&self, pid: u32) -> Image {
+        (
+            pid,
+            self.current
+                .get(&pid)
+                .copied()
+                .unwrap_or(self.start_mono_ns),
+        )
+    }
+
+    /// Count `h`; its image, and whether it is the image's first hit.
+    fn see(&mut self, h: &Hit) -> (Image, bool) {
+        let img = self.image(h.pid);
         let e = self
             .threads
-            .entry((h.pid, h.tid))
+            .entry((img.0, img.1, h.tid))
             .or_insert((h.time, h.time, 0));
         e.1 = h.time;
         e.2 += 1;
-        if self.exe_of.contains_key(&h.pid) {
-            return false;
+        if self.exe_of.contains_key(&img) {
+            return (img, false);
         }
-        let exe = hood_procfs::process::exe(h.pid)
-            .map(|p| p.to_string_lossy().into_owned())
+        let exe = self
+            .exe_hint
+            .get(&h.pid)
+            .cloned()
+            .or_else(|| hood_procfs::process::exe(h.pid).map(|p| p.to_string_lossy().into_owned()))
             .unwrap_or_else(|| self.exe_default.clone());
-        self.exe_of.insert(h.pid, exe);
-        true
+        self.exe_of.insert(img, exe);
+        (img, true)
+    }
+
+    /// `pid` exec'd at `time`: the image it leaves, if it had hits.
+    fn exec(&mut self, pid: u32, time: u64) -> Option<Image> {
+        let old = self.image(pid);
+        self.current.insert(pid, time);
+        self.exe_hint.remove(&pid);
+        self.exe_of.contains_key(&old).then(|| {
+            self.replaced.insert(old);
+            old
+        })
+    }
+
+    /// An image's state at the end.
+    fn state(&self, img: &Image, ended: bool) -> &'static str {
+        if self.replaced.contains(img) {
+            "exec"
+        } else if ended {
+            "exited"
+        } else {
+            "running"
+        }
     }
 }
 
@@ -515,7 +646,9 @@ struct TraceOut {
     funcs: Vec<u64>,
     symbols: BTreeMap<u64, String>,
     notes: Vec<String>,
-    words: BTreeMap<(u32, u32), (u64, Vec<u64>)>,
+    words: BTreeMap<(u32, u64, u32), (u64, Vec<u64>)>,
+    /// Functions were probed late: the process chunks written so far lack them.
+    grown: bool,
     /// The cost per call taken out of the times (None: left in).
     cost: Option<ProbeCosts>,
     /// Per point: an entry probe only (its calls are written as entries and returns at once).
@@ -523,13 +656,14 @@ struct TraceOut {
 }
 
 impl TraceOut {
-    fn process(&self, pid: u32, lost: &BTreeMap<u32, u64>, state: &str) -> ProcessTrace {
+    fn process(&self, img: Image, lost: &BTreeMap<u32, u64>, state: &str) -> ProcessTrace {
+        let (pid, start) = img;
         let threads = self
             .procs
             .threads
             .iter()
-            .filter(|((p, _), _)| *p == pid)
-            .map(|(&(_, tid), &(_, _, n))| ThreadInfo {
+            .filter(|((p, s, _), _)| (*p, *s) == img)
+            .map(|(&(_, _, tid), &(_, _, n))| ThreadInfo {
                 tid,
                 exit_ticks: None,
                 written: n,
@@ -540,11 +674,11 @@ impl TraceOut {
         ProcessTrace {
             pid,
             ppid: 0,
-            exe: self.procs.exe_of.get(&pid).cloned().unwrap_or_default(),
+            exe: self.procs.exe_of.get(&img).cloned().unwrap_or_default(),
             clock: "monotonic".into(),
             ticks_per_sec: 1_000_000_000,
-            start_ticks: self.start_mono_ns,
-            start_mono_ns: self.start_mono_ns,
+            start_ticks: start,
+            start_mono_ns: start,
             state: state.into(),
             flags: 0,
             capacity: 0,
@@ -574,10 +708,18 @@ impl TraceOut {
 
 impl Consumer for TraceOut {
     fn hits(&mut self, hits: &[Hit]) -> Result<(), HooksError> {
+        if std::mem::take(&mut self.grown) {
+            let imgs: Vec<Image> = self.procs.exe_of.keys().copied().collect();
+            for img in imgs {
+                let p = self.process(img, &BTreeMap::new(), self.procs.state(&img, false));
+                self.write_process(&p)?;
+            }
+        }
         for h in hits {
-            if self.procs.see(h) {
+            let (img, first) = self.procs.see(h);
+            if first {
                 // A provisional process chunk, so a killed recorder's file reads.
-                let p = self.process(h.pid, &BTreeMap::new(), "running");
+                let p = self.process(img, &BTreeMap::new(), "running");
                 self.write_process(&p)?;
             }
             let kind = if h.ret {
@@ -587,7 +729,7 @@ impl Consumer for TraceOut {
             };
             let e = self
                 .words
-                .entry((h.pid, h.tid))
+                .entry((img.0, img.1, h.tid))
                 .or_insert_with(|| (h.time, Vec::new()));
             if e.1.is_empty() {
                 e.0 = h.time;
@@ -602,9 +744,9 @@ impl Consumer for TraceOut {
                 ));
             }
         }
-        for (&(pid, tid), (anchor, words)) in self.words.iter_mut() {
+        for (&(pid, start, tid), (anchor, words)) in self.words.iter_mut() {
             for part in words.chunks(hood_tracemodel::trace::MAX_EVENTS_PER_CHUNK) {
-                let (payload, last) = encode_raw(pid, tid, self.start_mono_ns, *anchor, part);
+                let (payload, last) = encode_raw(pid, tid, start, *anchor, part);
                 self.w.write_chunk(tags::trace::EVENTS, &payload, true)?;
                 *anchor = last;
             }
@@ -612,6 +754,35 @@ impl Consumer for TraceOut {
         }
         self.w.flush()?;
         Ok(())
+    }
+
+    fn exec(&mut self, pid: u32, time: u64) -> Result<(), HooksError> {
+        if let Some(old) = self.procs.exec(pid, time) {
+            let p = self.process(old, &BTreeMap::new(), "exec");
+            self.write_process(&p)?;
+        }
+        Ok(())
+    }
+
+    fn image_exe(&mut self, pid: u32, path: &str) {
+        self.procs.exe_hint.insert(pid, path.to_string());
+    }
+
+    fn more_points(&mut self, new: &[NewPoint]) {
+        for n in new {
+            let i = n.index as usize;
+            if self.funcs.len() <= i {
+                self.funcs.resize(i + 1, 0);
+                self.entry_only.resize(i + 1, false);
+            }
+            self.funcs[i] = n.key;
+            self.entry_only[i] = n.entry_only;
+            self.symbols.insert(n.key, n.name.clone());
+            if let (Some(c), true) = (self.cost.as_mut(), n.stepped) {
+                c.mark_stepped(n.key);
+            }
+        }
+        self.grown = true;
     }
 
     fn switches(&mut self, per_cpu: &BTreeMap<u32, Vec<u8>>) -> Result<(), HooksError> {
@@ -628,18 +799,20 @@ impl Consumer for TraceOut {
     }
 
     fn finish(mut self: Box<Self>, f: &Finish) -> Result<(), HooksError> {
+        self.notes
+            .extend(f.notes.iter().skip(f.notes_at_start).cloned());
         if let Some(n) = &f.lost_note {
             self.notes.push(n.clone());
         }
-        let pids: Vec<u32> = self.procs.exe_of.keys().copied().collect();
+        let imgs: Vec<Image> = self.procs.exe_of.keys().copied().collect();
         let state = if f.ended { "exited" } else { "running" };
-        for pid in pids {
-            let p = self.process(pid, f.lost, state);
+        for img in imgs {
+            let p = self.process(img, f.lost, self.procs.state(&img, f.ended));
             self.write_process(&p)?;
         }
         if self.procs.exe_of.is_empty() {
             // No hit at all: the file still says what was probed.
-            let mut p = self.process(0, f.lost, state);
+            let mut p = self.process((0, self.start_mono_ns), f.lost, state);
             p.exe = f.argv.first().cloned().unwrap_or_default();
             p.notes
                 .push("no probed function was called while hood recorded".to_string());
@@ -656,7 +829,7 @@ impl Consumer for TraceOut {
 
 struct CallsOut {
     procs: Procs,
-    builders: BTreeMap<(u32, u32), ThreadBuilder>,
+    builders: BTreeMap<(u32, u64, u32), ThreadBuilder>,
     keys: Vec<u64>,
     cost: Option<ProbeCosts>,
     /// Per point: an entry probe only (its calls are counted, with no time).
@@ -666,11 +839,14 @@ struct CallsOut {
 impl Consumer for CallsOut {
     fn hits(&mut self, hits: &[Hit]) -> Result<(), HooksError> {
         for h in hits {
-            self.procs.see(h);
-            let b = self.builders.entry((h.pid, h.tid)).or_insert_with(|| {
-                ThreadBuilder::compensated(h.tid, self.cost.clone().unwrap_or_default())
-            });
-            let f = self.keys[h.point as usize];
+            let (img, _) = self.procs.see(h);
+            let b = self
+                .builders
+                .entry((img.0, img.1, h.tid))
+                .or_insert_with(|| {
+                    ThreadBuilder::compensated(h.tid, self.cost.clone().unwrap_or_default())
+                });
+            let f = self.keys.get(h.point as usize).copied().unwrap_or(0);
             if self.entry_only.get(h.point as usize) == Some(&true) {
                 if !h.ret {
                     b.counted(f);
@@ -684,6 +860,33 @@ impl Consumer for CallsOut {
         Ok(())
     }
 
+    fn exec(&mut self, pid: u32, time: u64) -> Result<(), HooksError> {
+        self.procs.exec(pid, time);
+        Ok(())
+    }
+
+    fn image_exe(&mut self, pid: u32, path: &str) {
+        self.procs.exe_hint.insert(pid, path.to_string());
+    }
+
+    fn more_points(&mut self, new: &[NewPoint]) {
+        for n in new {
+            let i = n.index as usize;
+            if self.keys.len() <= i {
+                self.keys.resize(i + 1, 0);
+                self.entry_only.resize(i + 1, false);
+            }
+            self.keys[i] = n.key;
+            self.entry_only[i] = n.entry_only;
+            if let (Some(c), true) = (self.cost.as_mut(), n.stepped) {
+                c.mark_stepped(n.key);
+                for b in self.builders.values_mut() {
+                    b.mark_stepped(n.key);
+                }
+            }
+        }
+    }
+
     fn finish(self: Box<Self>, f: &Finish) -> Result<(), HooksError> {
         let CallsOut {
             procs,
@@ -692,13 +895,14 @@ impl Consumer for CallsOut {
             cost,
             entry_only: _,
         } = *self;
-        let mut out: BTreeMap<u32, ProcessCalls> = BTreeMap::new();
-        for ((pid, _tid), b) in builders {
+        let mut out: BTreeMap<Image, ProcessCalls> = BTreeMap::new();
+        for ((pid, start, _tid), b) in builders {
             let unmatched = b.unmatched_exits;
-            let p = out.entry(pid).or_insert_with(|| ProcessCalls {
+            let img = (pid, start);
+            let p = out.entry(img).or_insert_with(|| ProcessCalls {
                 pid,
                 ppid: 0,
-                exe: procs.exe_of.get(&pid).cloned().unwrap_or_default(),
+                exe: procs.exe_of.get(&img).cloned().unwrap_or_default(),
                 ticks_per_sec: 1_000_000_000,
                 clock: "monotonic".into(),
                 compensate: cost.is_some(),
@@ -706,7 +910,7 @@ impl Consumer for CallsOut {
                 comp_child_ticks: cost.as_ref().map_or(0, |c| c.emulated.child_ns),
                 flags: 0,
                 limits: Limits::default(),
-                state: if f.ended { "exited" } else { "running" }.into(),
+                state: procs.state(&img, f.ended).into(),
                 span_ns: f.end_mono_ns.saturating_sub(f.start_mono_ns),
                 threads: Vec::new(),
                 symbols: f.symbols.clone(),
@@ -742,24 +946,72 @@ impl Consumer for CallsOut {
     }
 }
 
-/// Time order across CPUs: hits wait until every ring has been drained past their time.
+/// A hit or a side-band record (an exec, a mapping, a fork, an exit).
+enum Item {
+    Hit(Hit),
+    Track(u64, Track),
+}
+
+impl Item {
+    fn time(&self) -> u64 {
+        match self {
+            Item::Hit(h) => h.time,
+            Item::Track(t, _) => *t,
+        }
+    }
+}
+
+/// Time order across CPUs: hits and side-band records wait until every ring has been drained
+/// past their time.
 struct Orderer {
-    pending: Vec<Hit>,
-    ready: Vec<Hit>,
+    pending: Vec<Item>,
+    ready: Vec<Item>,
+    hits: Vec<Hit>,
+    new: Vec<NewPoint>,
 }
 
 impl Orderer {
-    /// Hand on the hits older than `settled` (all of them with `None`).
-    fn release(&mut self, settled: Option<u64>, out: &mut dyn Consumer) -> Result<(), HooksError> {
-        self.pending.sort_by_key(|h| h.time);
+    /// Hand on the hits and records older than `settled` (all of them with `None`), in time
+    /// order: hits to `out`, records to `follow` (which places the probes they call for in
+    /// `rec`), and what they change to `out`.
+    fn release(
+        &mut self,
+        settled: Option<u64>,
+        out: &mut dyn Consumer,
+        follow: &mut Follower,
+        rec: &mut UprobeRecorder,
+    ) -> Result<(), HooksError> {
+        self.pending.sort_by_key(Item::time);
         let n = match settled {
-            Some(t) => self.pending.partition_point(|h| h.time <= t),
+            Some(t) => self.pending.partition_point(|i| i.time() <= t),
             None => self.pending.len(),
         };
         self.ready.clear();
         self.ready.extend(self.pending.drain(..n));
-        if !self.ready.is_empty() {
-            out.hits(&self.ready)?;
+        self.hits.clear();
+        for item in self.ready.drain(..) {
+            match item {
+                Item::Hit(h) => self.hits.push(h),
+                Item::Track(time, t) => {
+                    if !self.hits.is_empty() {
+                        out.hits(&self.hits)?;
+                        self.hits.clear();
+                    }
+                    self.new.clear();
+                    let told = follow.handle(time, t, rec, &mut self.new);
+                    if !self.new.is_empty() {
+                        out.more_points(&self.new);
+                    }
+                    match told {
+                        Some(Told::Exec { pid }) => out.exec(pid, time)?,
+                        Some(Told::Exe { pid, path }) => out.image_exe(pid, &path),
+                        None => {}
+                    }
+                }
+            }
+        }
+        if !self.hits.is_empty() {
+            out.hits(&self.hits)?;
         }
         Ok(())
     }
@@ -890,9 +1142,15 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         ),
     };
     log(&format!(
-        "probing {what} in {} file{}: {figure} (an entry and a return trap{}){}",
-        n_objects,
-        if n_objects == 1 { "" } else { "s" },
+        "probing {}: {figure} (an entry and a return trap{}){}",
+        if n_objects == 0 {
+            "no function yet (the specs wait for libraries loaded later)".to_string()
+        } else {
+            format!(
+                "{what} in {n_objects} file{}",
+                if n_objects == 1 { "" } else { "s" }
+            )
+        },
         if sel.points.iter().any(|p| p.entry_only.is_some()) {
             "; an entry-only probe is one trap"
         } else {
@@ -933,12 +1191,18 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             COST_PER_CALL_NS as f64 / 1000.0
         ),
     };
+    // What the attached processes' programs need or have mapped, read before their probes
+    // are enabled: a library mapped from then on is the program's doing.
+    let attached: Vec<(u32, std::collections::HashSet<String>)> = match &cfg.run {
+        ProbeRun::Pids(p) => p.iter().map(|&p| (p, attached_needed(p))).collect(),
+        ProbeRun::Command(_) => Vec::new(),
+    };
     let mut signals = Forwarder::install()?;
     let mut child = None;
     let (mut uprobes, mut switches) = match &cfg.run {
         ProbeRun::Command(argv) => {
             let c = Child::spawn_held(argv, &[] as &[(std::ffi::OsString, std::ffi::OsString)])?;
-            let u = UprobeRecorder::open(&points, &UprobeTarget::Child(c.pid()), RING_PAGES)?;
+            let u = UprobeRecorder::open(&points, &UprobeTarget::Child(c.pid()), RING_PAGES, true)?;
             let s = if cfg.sched && matches!(cfg.output, ProbeOutput::Trace(_)) {
                 match SwitchRecorder::open_child(c.pid(), 64) {
                     Ok(s) => Some(s),
@@ -958,8 +1222,12 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             for &pid in pids {
                 tids.extend(hood_perf::threads_of(pid as i32)?);
             }
-            let u =
-                UprobeRecorder::open(&points, &UprobeTarget::Threads(tids.clone()), RING_PAGES)?;
+            let u = UprobeRecorder::open(
+                &points,
+                &UprobeTarget::Threads(tids.clone()),
+                RING_PAGES,
+                true,
+            )?;
             let s = if cfg.sched && matches!(cfg.output, ProbeOutput::Trace(_)) {
                 match SwitchRecorder::open_threads(&tids, 64) {
                     Ok(s) => Some(s),
@@ -985,12 +1253,34 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             (u, s)
         }
     };
-    let ids: HashMap<u64, (u32, bool)> = uprobes
+    let mut ids: HashMap<u64, (u32, bool)> = uprobes
         .ids()
         .iter()
         .map(|i| (i.id, (i.point, i.ret)))
         .collect();
+    let mut ids_known = uprobes.ids().len();
     let start_mono_ns = monotonic_ns();
+    let specs: Vec<ProbeSpec> = cfg
+        .specs
+        .iter()
+        .filter_map(|s| spec::parse_spec(s).ok())
+        .collect();
+    let mut follower = Follower::new(
+        specs,
+        cfg.yes,
+        start_mono_ns,
+        &sel,
+        &keys,
+        child.as_ref().map(|c| c.pid() as u32),
+        attached,
+    );
+    // Every function's name, the late ones' as they come.
+    let mut names: Vec<(u64, String)> = sel
+        .points
+        .iter()
+        .zip(&keys)
+        .map(|(p, &k)| (k, p.name.clone()))
+        .collect();
     let argv = match &cfg.run {
         ProbeRun::Command(a) => a.clone(),
         ProbeRun::Pids(p) => vec![format!(
@@ -998,15 +1288,13 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             p.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
         )],
     };
-    let procs = Procs {
-        exe_of: HashMap::new(),
-        exe_default: sel
-            .objects
+    let procs = Procs::new(
+        sel.objects
             .first()
             .map(|o| o.path.display().to_string())
             .unwrap_or_default(),
-        threads: BTreeMap::new(),
-    };
+        start_mono_ns,
+    );
     let mut consumer: Box<dyn Consumer> = match &cfg.output {
         ProbeOutput::Trace(path) => {
             let mut w = Writer::create(path, FileKind::Trace)?;
@@ -1044,6 +1332,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                     .chain(sel.notes.iter().cloned())
                     .collect(),
                 words: BTreeMap::new(),
+                grown: false,
                 cost,
                 entry_only: entry_only.clone(),
             })
@@ -1062,30 +1351,41 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     let mut order = Orderer {
         pending: Vec::new(),
         ready: Vec::new(),
+        hits: Vec::new(),
+        new: Vec::new(),
     };
+    let mut hits_buf: Vec<Hit> = Vec::new();
+    let mut tracks: Vec<(u64, Track)> = Vec::new();
     let mut lost: BTreeMap<u32, u64> = BTreeMap::new();
     let mut events = 0u64;
     let mut malformed = false;
     let mut per_cpu: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
     let mut last_round = Instant::now();
     let started = Instant::now();
+    let mut late_said = 0;
     let mut round = |uprobes: &mut UprobeRecorder,
                      switches: &mut Option<SwitchRecorder>,
                      consumer: &mut dyn Consumer,
                      last: bool|
-     -> Result<u64, HooksError> {
+     -> Result<(u64, bool), HooksError> {
         let before = monotonic_ns();
         per_cpu.clear();
         uprobes.drain(&mut |cpu, b| {
             per_cpu.entry(cpu).or_default().extend_from_slice(b);
             Ok(())
         })?;
-        let n0 = order.pending.len();
-        for b in per_cpu.values() {
-            malformed |= !decode_hits(b, &ids, &mut order.pending, &mut lost);
+        hits_buf.clear();
+        tracks.clear();
+        for (&cpu, b) in &per_cpu {
+            malformed |= !decode_hits(b, &ids, &mut hits_buf, &mut lost);
+            malformed |= !follow::decode_tracking(b, cpu, &mut tracks);
         }
-        let got = (order.pending.len() - n0) as u64;
+        let got = hits_buf.len() as u64;
         events += got;
+        order.pending.extend(hits_buf.drain(..).map(Item::Hit));
+        order
+            .pending
+            .extend(tracks.drain(..).map(|(t, r)| Item::Track(t, r)));
         if let Some(s) = switches.as_mut() {
             per_cpu.clear();
             s.drain(&mut |cpu, b| {
@@ -1094,19 +1394,38 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             })?;
             consumer.switches(&per_cpu)?;
         }
-        order.release((!last).then(|| before.saturating_sub(SETTLE_NS)), consumer)?;
-        Ok(got)
+        order.release(
+            (!last).then(|| before.saturating_sub(SETTLE_NS)),
+            consumer,
+            &mut follower,
+            uprobes,
+        )?;
+        if uprobes.ids().len() > ids_known {
+            for i in &uprobes.ids()[ids_known..] {
+                ids.insert(i.id, (i.point, i.ret));
+            }
+            ids_known = uprobes.ids().len();
+        }
+        names.append(&mut follower.named);
+        // Said as it happens: from now on its calls are seen.
+        for l in &follower.late[late_said..] {
+            log(&format!("probed late: {l}"));
+        }
+        late_said = follower.late.len();
+        // A mapping or exec waiting to settle: the next round comes soon, for its probes.
+        let waiting = order.pending.iter().any(|i| matches!(i, Item::Track(..)));
+        Ok((got, waiting))
     };
     let mut stop_why: Option<String> = None;
     let status = match child.as_mut() {
         Some(c) => {
             let ended = signals.watch(c, &mut |_stop| {
-                let got = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                     return Ok::<_, HooksError>(ControlFlow::Break(()));
                 }
-                Ok(ControlFlow::Continue(pause(got, since)))
+                Ok(ControlFlow::Continue(pause(got, since, waiting)))
             })?;
             match ended {
                 Some(e) => Some(e),
@@ -1122,7 +1441,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                 ProbeRun::Command(_) => Vec::new(),
             };
             loop {
-                let got = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if let Some(s) = signals.request() {
                     stop_why = Some(format!("{} received", signal::name(s.signal)));
@@ -1142,7 +1461,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                     stop_why = Some("every attached process ended".into());
                     break;
                 }
-                std::thread::sleep(pause(got, since));
+                std::thread::sleep(pause(got, since, waiting));
             }
             None
         }
@@ -1173,6 +1492,16 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             "{lost_total} probe hits LOST: the kernel's rings filled faster than hood emptied them; calls around the gaps show as repaired or without their entry (probe fewer functions, or give hood a CPU)"
         )
     });
+    for n in &follower.notes {
+        log(&format!("note: {n}"));
+    }
+    let notes: Vec<String> = sel
+        .notes
+        .iter()
+        .chain(&follower.notes)
+        .chain(&follower.late)
+        .cloned()
+        .collect();
     consumer.finish(&Finish {
         cfg,
         argv: &argv,
@@ -1180,14 +1509,10 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         end_mono_ns,
         lost: &lost,
         lost_note: lost_note.clone(),
-        symbols: sel
-            .points
-            .iter()
-            .zip(&keys)
-            .map(|(p, &k)| (k, p.name.clone()))
-            .collect(),
+        symbols: names.into_iter().collect(),
         describe: describe.clone(),
-        notes: &sel.notes,
+        notes: &notes,
+        notes_at_start: sel.notes.len(),
         ended: status.is_some(),
     })?;
     let hits = format!(
@@ -1273,9 +1598,13 @@ const HEADROOM_HITS: f64 = (RING_PAGES * 4096 / 40 / 8) as f64;
 /// Sleep between rounds: long enough that the recorder does not wake hundreds of times a second
 /// in a server probed at a few thousand hits a second (each wake-up takes a CPU from it), short
 /// enough that at the rate of the last round no ring fills: at most an eighth of one ring's
-/// hits, between 2 ms and 20 ms (20 ms when idle).
-fn pause(got: u64, since: Duration) -> Duration {
+/// hits, between 2 ms and 20 ms (20 ms when idle; 2 ms while a mapping or exec waits to be
+/// handled: the functions it brings are probed that much sooner).
+fn pause(got: u64, since: Duration, waiting: bool) -> Duration {
     let (min, max) = (Duration::from_millis(2), Duration::from_millis(20));
+    if waiting {
+        return min;
+    }
     if got == 0 {
         return max;
     }
@@ -1298,12 +1627,14 @@ mod tests {
     fn rounds_are_paced_by_the_hit_rate() {
         let ms = Duration::from_millis;
         // Idle, and a server at a few thousand hits a second: 20 ms.
-        assert_eq!(pause(0, ms(20)), ms(20));
-        assert_eq!(pause(60, ms(20)), ms(20));
+        assert_eq!(pause(0, ms(20), false), ms(20));
+        assert_eq!(pause(60, ms(20), false), ms(20));
+        // A mapping to handle: soon.
+        assert_eq!(pause(0, ms(20), true), ms(2));
         // A tight loop at a million hits a second: an eighth of a ring (3,276 hits) in 3.3 ms.
-        let p = pause(20_000, ms(20));
+        let p = pause(20_000, ms(20), false);
         assert!(p > ms(3) && p < ms(4), "{p:?}");
         // Faster still: never below 2 ms.
-        assert_eq!(pause(1_000_000, ms(2)), ms(2));
+        assert_eq!(pause(1_000_000, ms(2), false), ms(2));
     }
 }

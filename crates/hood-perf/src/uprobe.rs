@@ -25,6 +25,12 @@
 //! A command started by hood is probed from its exec (`enable_on_exec`, `inherit`: threads and
 //! children follow); the threads of a running process are probed each (`inherit` again, for
 //! the threads and children they start), from [`UprobeRecorder::enable`] on.
+//! With `track`, each task also has a side-band event (a software dummy event with `mmap2`,
+//! `comm_exec` and `task`) in the same rings: its new executable mappings, execs, forks and
+//! exits, from which the caller learns where probes must be added for an exec'd program or a
+//! library loaded later ([`UprobeRecorder::add_points`], [`UprobeRecorder::attach`]: events
+//! opened on each thread of a running process, inherited from then on, writing into the
+//! recorder's rings).
 
 use std::io;
 use std::io::Write as _;
@@ -159,25 +165,65 @@ fn attr(id: u64, child: bool) -> perf_event_attr {
     crate::attr::task_tracepoint(id, UPROBE_SAMPLE_TYPE, child)
 }
 
+/// The side-band event of a probed task: no samples, only its `PERF_RECORD_MMAP2` (new
+/// executable mappings: an exec's program and libraries, a `dlopen`), `COMM` (exec), `FORK`
+/// and `EXIT` records, with the hits' sample id (pid, tid, time, cpu, id) appended.
+fn tracking_attr(child: bool) -> perf_event_attr {
+    let mut a = perf_event_attr {
+        type_: b::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<perf_event_attr>() as u32,
+        config: b::PERF_COUNT_SW_DUMMY as u64,
+        sample_type: UPROBE_SAMPLE_TYPE,
+        ..Default::default()
+    };
+    a.__bindgen_anon_1.sample_period = 1;
+    a.set_disabled(1);
+    a.set_enable_on_exec(u64::from(child));
+    a.set_inherit(1);
+    a.set_sample_id_all(1);
+    a.set_mmap(1);
+    a.set_mmap2(1);
+    a.set_comm(1);
+    a.set_comm_exec(1);
+    a.set_task(1);
+    a.set_use_clockid(1);
+    a.clockid = libc::CLOCK_MONOTONIC;
+    a.set_watermark(1);
+    a.wakeup_watermark = 1 << 16;
+    a
+}
+
 /// Open probes and their per-CPU rings.
 pub struct UprobeRecorder {
     // Rings are unmapped before their descriptors close, and the definitions are removed
     // after (a definition in use cannot be removed).
     rings: Vec<Ring>,
-    fds: Vec<OwnedFd>,
-    _defs: Definitions,
+    /// Each event, with what it probes (none: a side-band event).
+    fds: Vec<(OwnedFd, Option<UprobeId>)>,
+    defs: Definitions,
     ids: Vec<UprobeId>,
+    root: PathBuf,
+    group: String,
+    /// Per point: its path (for errors) and tracepoint ids (entry, return if any).
+    points: Vec<(UprobePoint, u64, Option<u64>)>,
+    /// Per CPU: the CPU and the index in `fds` of the event whose ring its events share.
+    leaders: Vec<(u32, usize)>,
 }
 
 impl UprobeRecorder {
     /// Open an entry probe (and, where the point says so, a return probe) on every point for `target`,
     /// on every online CPU, with a ring of `ring_pages` data pages (a power of two) per CPU.
+    /// With `track`, each CPU's ring also receives the tasks' new executable mappings, execs,
+    /// forks and exits (a side-band event per task and CPU, as the probes follow them), so
+    /// that probes can be added ([`add_points`](Self::add_points),
+    /// [`attach`](Self::attach)) where a process execs or loads a library.
     /// Root (or CAP_PERFMON and CAP_SYS_ADMIN) is needed. The descriptor limit is raised to
     /// its hard limit first: points × kinds × CPUs × threads descriptors are held.
     pub fn open(
         points: &[UprobePoint],
         target: &UprobeTarget,
         ring_pages: usize,
+        track: bool,
     ) -> Result<UprobeRecorder, PerfError> {
         if !ring_pages.is_power_of_two() {
             return Err(PerfError::InvalidConfig(format!(
@@ -185,127 +231,201 @@ impl UprobeRecorder {
             )));
         }
         let root = tracefs::mount_point()?;
-        let mut defs = Definitions {
-            file: root.join("uprobe_events"),
-            names: Vec::new(),
+        let mut rec = UprobeRecorder {
+            rings: Vec::new(),
+            fds: Vec::new(),
+            defs: Definitions {
+                file: root.join("uprobe_events"),
+                names: Vec::new(),
+            },
+            ids: Vec::new(),
+            group: format!("{GROUP_PREFIX}{}", std::process::id()),
+            root,
+            points: Vec::new(),
+            leaders: Vec::new(),
         };
-        let group = format!("{GROUP_PREFIX}{}", std::process::id());
-        // Tracepoint id per (point, kind).
-        let mut tp: Vec<(u32, bool, u64)> = Vec::new();
-        for (i, p) in points.iter().enumerate() {
+        rec.add_points(points)?;
+        let cpus = online_cpus()?;
+        let (tasks, child) = match target {
+            UprobeTarget::Child(pid) => (vec![*pid], true),
+            UprobeTarget::Threads(t) => (t.clone(), false),
+        };
+        let kinds: usize = rec
+            .points
+            .iter()
+            .map(|p| 1 + usize::from(p.2.is_some()))
+            .sum();
+        let want = (kinds + usize::from(track)) * cpus.len() * tasks.len() + 64;
+        sys::raise_fd_limit(want as u64);
+        for &cpu in &cpus {
+            let mut leader: Option<usize> = None;
+            for &task in &tasks {
+                if track {
+                    let mut a = tracking_attr(child);
+                    match sys::perf_event_open(&mut a, task, cpu as i32) {
+                        Ok(fd) => rec.join_ring(fd, cpu, ring_pages, &mut leader, task, None)?,
+                        // A thread that ended since it was listed: nothing to probe.
+                        Err(e) if !child && e.raw_os_error() == Some(libc::ESRCH) => continue,
+                        Err(e) => {
+                            return Err(crate::error::open_error(
+                                e,
+                                "the mappings, execs and forks of a probed task",
+                                format!("pid {task} on CPU {cpu}"),
+                                task,
+                            ))
+                        }
+                    }
+                }
+                let all: Vec<u32> = (0..rec.points.len() as u32).collect();
+                rec.open_points(&all, task, cpu, child, ring_pages, &mut leader)?;
+            }
+            if let Some(l) = leader {
+                rec.leaders.push((cpu, l));
+            }
+        }
+        if rec.fds.is_empty() {
+            return Err(PerfError::NoSuchProcess(
+                tasks.first().copied().unwrap_or(0),
+            ));
+        }
+        Ok(rec)
+    }
+
+    /// Define `points` in tracefs (after those defined so far, which keep their indices):
+    /// returns the index of the first. They are probed in no task until
+    /// [`attach`](Self::attach)ed to some.
+    pub fn add_points(&mut self, points: &[UprobePoint]) -> Result<u32, PerfError> {
+        let first = self.points.len() as u32;
+        for p in points {
             if p.path.contains(char::is_whitespace) {
                 return Err(PerfError::InvalidConfig(format!(
                     "probe path {:?} holds white space",
                     p.path
                 )));
             }
+            let i = self.points.len();
+            let mut tp = [0u64; 2];
             let kinds: &[bool] = if p.returns { &[false, true] } else { &[false] };
             for &ret in kinds {
                 let ev = format!("{}{i}", if ret { "r" } else { "p" });
-                let name = format!("{group}/{ev}");
+                let name = format!("{}/{ev}", self.group);
                 let line = format!(
                     "{}:{name} {}:{:#x}",
                     if ret { "r" } else { "p" },
                     p.path,
                     p.offset
                 );
-                defs.define(&line, name)?;
-                tp.push((
-                    i as u32,
-                    ret,
-                    tracefs::tracepoint_id_in(&root, &group, &ev)?,
-                ));
+                self.defs.define(&line, name)?;
+                tp[usize::from(ret)] = tracefs::tracepoint_id_in(&self.root, &self.group, &ev)?;
+            }
+            self.points
+                .push((p.clone(), tp[0], p.returns.then_some(tp[1])));
+        }
+        Ok(first)
+    }
+
+    /// Probe `points` (indices of [`add_points`](Self::add_points) or
+    /// [`open`](Self::open)) in `tasks` (the threads of a process: each follows the threads
+    /// and children it starts from now on), from now on: their hits go to the rings of the
+    /// recorder. A thread that has ended is skipped. Returns the events opened.
+    pub fn attach(&mut self, points: &[u32], tasks: &[i32]) -> Result<usize, PerfError> {
+        let before = self.fds.len();
+        let kinds: usize = points
+            .iter()
+            .filter_map(|&i| self.points.get(i as usize))
+            .map(|p| 1 + usize::from(p.2.is_some()))
+            .sum();
+        sys::raise_fd_limit((before + kinds * self.leaders.len() * tasks.len() + 64) as u64);
+        for (cpu, l) in self.leaders.clone() {
+            for &task in tasks {
+                let mut leader = Some(l);
+                self.open_points(points, task, cpu, false, 0, &mut leader)?;
             }
         }
-        let cpus = online_cpus()?;
-        let (tasks, child) = match target {
-            UprobeTarget::Child(pid) => (vec![*pid], true),
-            UprobeTarget::Threads(t) => (t.clone(), false),
+        enable_in_order(&self.fds[before..])?;
+        Ok(self.fds.len() - before)
+    }
+
+    /// Open the events of `points` for `task` on `cpu`. A thread that ended since it
+    /// was listed (not a child held by hood) is skipped.
+    fn open_points(
+        &mut self,
+        points: &[u32],
+        task: i32,
+        cpu: u32,
+        child: bool,
+        ring_pages: usize,
+        leader: &mut Option<usize>,
+    ) -> Result<(), PerfError> {
+        for &i in points {
+            let Some((p, entry, ret)) = self.points.get(i as usize).cloned() else {
+                continue;
+            };
+            for (tp_id, is_ret) in [(Some(entry), false), (ret, true)] {
+                let Some(tp_id) = tp_id else { continue };
+                let mut a = attr(tp_id, child);
+                let fd = match sys::perf_event_open(&mut a, task, cpu as i32) {
+                    Ok(fd) => fd,
+                    Err(e) if !child && e.raw_os_error() == Some(libc::ESRCH) => return Ok(()),
+                    Err(e) => return Err(open_error(e, &p, is_ret, task, cpu)),
+                };
+                self.join_ring(fd, cpu, ring_pages, leader, task, Some((i, is_ret)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Keep `fd` (an event of `task` on `cpu`), writing into the CPU's ring (mapped on it
+    /// when it is the CPU's first event); `id`: the point and kind it probes.
+    fn join_ring(
+        &mut self,
+        fd: OwnedFd,
+        cpu: u32,
+        ring_pages: usize,
+        leader: &mut Option<usize>,
+        task: i32,
+        id: Option<(u32, bool)>,
+    ) -> Result<(), PerfError> {
+        match *leader {
+            None => {
+                self.rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
+                *leader = Some(self.fds.len());
+            }
+            Some(l) => sys::ioc_set_output(&fd, &self.fds[l].0).map_err(|e| PerfError::Sys {
+                call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
+                what: format!("uprobe of pid {task} on CPU {cpu}"),
+                source: e,
+            })?,
+        }
+        let id = match id {
+            Some((point, ret)) => {
+                let id = sys::ioc_id(&fd).map_err(|e| PerfError::Sys {
+                    call: "ioctl(PERF_EVENT_IOC_ID)",
+                    what: format!("uprobe of pid {task} on CPU {cpu}"),
+                    source: e,
+                })?;
+                let id = UprobeId { id, point, ret };
+                self.ids.push(id);
+                Some(id)
+            }
+            None => None,
         };
-        let want = tp.len() * cpus.len() * tasks.len() + 64;
-        sys::raise_fd_limit(want as u64);
-        let mut rings = Vec::new();
-        let mut fds: Vec<OwnedFd> = Vec::new();
-        let mut ids = Vec::new();
-        for &cpu in &cpus {
-            let mut leader: Option<usize> = None;
-            for &task in &tasks {
-                for &(i, ret, tp_id) in &tp {
-                    {
-                        let p = &points[i as usize];
-                        let mut a = attr(tp_id, child);
-                        let fd = match sys::perf_event_open(&mut a, task, cpu as i32) {
-                            Ok(fd) => fd,
-                            // A thread that ended since it was listed: nothing to probe.
-                            Err(e) if !child && e.raw_os_error() == Some(libc::ESRCH) => break,
-                            Err(e) => return Err(open_error(e, p, ret, task, cpu)),
-                        };
-                        match leader {
-                            None => {
-                                rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
-                                leader = Some(fds.len());
-                            }
-                            Some(l) => {
-                                sys::ioc_set_output(&fd, &fds[l]).map_err(|e| PerfError::Sys {
-                                    call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
-                                    what: format!("uprobe of pid {task} on CPU {cpu}"),
-                                    source: e,
-                                })?
-                            }
-                        }
-                        let id = sys::ioc_id(&fd).map_err(|e| PerfError::Sys {
-                            call: "ioctl(PERF_EVENT_IOC_ID)",
-                            what: format!("uprobe of pid {task} on CPU {cpu}"),
-                            source: e,
-                        })?;
-                        ids.push(UprobeId { id, point: i, ret });
-                        fds.push(fd);
-                    }
-                }
-            }
-        }
-        if fds.is_empty() {
-            return Err(PerfError::NoSuchProcess(
-                tasks.first().copied().unwrap_or(0),
-            ));
-        }
-        Ok(UprobeRecorder {
-            rings,
-            fds,
-            _defs: defs,
-            ids,
-        })
+        self.fds.push((fd, id));
+        Ok(())
     }
 
     /// Start the probes of running threads (a child's start at its exec by themselves). The
     /// return probes are enabled first, so no call is seen to start without being seen to end
     /// (a call already running when the probes come may still show only its end).
     pub fn enable(&self) -> Result<(), PerfError> {
-        let order = self
-            .ids
-            .iter()
-            .zip(&self.fds)
-            .filter(|(i, _)| i.ret)
-            .chain(self.ids.iter().zip(&self.fds).filter(|(i, _)| !i.ret));
-        for (_, fd) in order {
-            sys::ioc_enable(fd).map_err(|e| PerfError::Sys {
-                call: "ioctl(PERF_EVENT_IOC_ENABLE)",
-                what: "uprobe".into(),
-                source: e,
-            })?;
-        }
-        Ok(())
+        enable_in_order(&self.fds)
     }
 
     /// Stop every probe (entries first), before the rings are drained a last time.
     pub fn disable(&self) {
-        let order = self
-            .ids
-            .iter()
-            .zip(&self.fds)
-            .filter(|(i, _)| !i.ret)
-            .chain(self.ids.iter().zip(&self.fds).filter(|(i, _)| i.ret));
-        for (_, fd) in order {
+        let entries = self.fds.iter().filter(|(_, i)| i.is_some_and(|i| !i.ret));
+        let rest = self.fds.iter().filter(|(_, i)| !i.is_some_and(|i| !i.ret));
+        for (fd, _) in entries.chain(rest) {
             let _ = sys::ioc_disable(fd);
         }
     }
@@ -329,6 +449,21 @@ impl UprobeRecorder {
     ) -> Result<usize, PerfError> {
         crate::ring::drain_all(&mut self.rings, sink)
     }
+}
+
+/// Enable `fds`: side-band events and return probes before entry probes, so no call is seen
+/// to start without being seen to end.
+fn enable_in_order(fds: &[(OwnedFd, Option<UprobeId>)]) -> Result<(), PerfError> {
+    let first = fds.iter().filter(|(_, i)| !i.is_some_and(|i| !i.ret));
+    let entries = fds.iter().filter(|(_, i)| i.is_some_and(|i| !i.ret));
+    for (fd, _) in first.chain(entries) {
+        sys::ioc_enable(fd).map_err(|e| PerfError::Sys {
+            call: "ioctl(PERF_EVENT_IOC_ENABLE)",
+            what: "uprobe".into(),
+            source: e,
+        })?;
+    }
+    Ok(())
 }
 
 fn open_error(e: io::Error, p: &UprobePoint, ret: bool, pid: i32, cpu: u32) -> PerfError {

@@ -51,6 +51,15 @@ pub enum SymbolError {
         /// Why, with the fix.
         reason: String,
     },
+    /// A `--probe OBJECT:GLOB` whose library is not among those the program needs or has
+    /// mapped: it may still be loaded later (`dlopen`).
+    #[error("--probe {spec}: {reason}")]
+    ProbeLibraryAbsent {
+        /// The spec as given.
+        spec: String,
+        /// What was looked at.
+        reason: String,
+    },
     /// The code or source text asked for cannot be shown.
     #[error("{}: {reason}", path.display())]
     NoCode {

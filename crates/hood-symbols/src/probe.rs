@@ -25,7 +25,9 @@ use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use object::elf::{DT_NEEDED, DT_RPATH, DT_RUNPATH, EM_X86_64, PF_X, PT_LOAD, SHT_DYNAMIC};
+use object::elf::{
+    DT_NEEDED, DT_RPATH, DT_RUNPATH, EM_X86_64, PF_X, PT_INTERP, PT_LOAD, SHT_DYNAMIC,
+};
 use object::read::elf::{Dyn as _, FileHeader as _, ProgramHeader as _, SectionHeader as _};
 use object::read::ReadCache;
 
@@ -490,7 +492,7 @@ pub fn select(specs: &[ProbeSpec], scope: &Scope) -> Result<Selection, SymbolErr
                 }
                 if targets.is_empty() {
                     let have: Vec<&str> = libs.iter().map(|c| c.base.as_str()).collect();
-                    return Err(SymbolError::Probe {
+                    return Err(SymbolError::ProbeLibraryAbsent {
                         spec: spec.text.clone(),
                         reason: format!(
                             "no library named {o:?} {} (it has: {}); name the library by its file name (libc.so.6) or path",
@@ -603,6 +605,102 @@ pub fn select(specs: &[ProbeSpec], scope: &Scope) -> Result<Selection, SymbolErr
         ));
     }
     Ok(sel)
+}
+
+/// What a file mapped into a process while hood records is to that process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MappedRole {
+    /// The executable of an image it has just exec'd: `GLOB` and `PROG:GLOB` specs.
+    Exe,
+    /// A library its executable (or one of its libraries) needs (`DT_NEEDED`, the program
+    /// interpreter): `OBJECT:GLOB` specs that name it, as at the start.
+    Needed,
+    /// A library it loaded itself (`dlopen`, a plugin): `OBJECT:GLOB` specs that name it and
+    /// `GLOB` specs (the program's own code).
+    Loaded,
+}
+
+/// The libraries `file` needs (`DT_NEEDED`) and its program interpreter (`PT_INTERP`), by
+/// file name: what a loader maps with it, told apart from what the program loads itself.
+pub fn dependencies(file: &File, path: &Path) -> Result<Vec<String>, SymbolError> {
+    let mut names = facts(file, path)?.needed;
+    let data = ReadCache::new(file);
+    if let Ok(elf) = sections64(&data) {
+        let (h, e) = (elf.header, elf.endian);
+        if let Ok(phdrs) = h.program_headers(e, &data) {
+            for p in phdrs.iter().filter(|p| p.p_type(e) == PT_INTERP) {
+                // A path no longer than a path can be.
+                if p.p_filesz(e) > 4096 {
+                    continue;
+                }
+                if let Ok(b) = p.data(e, &data) {
+                    let s = String::from_utf8_lossy(b.split(|&c| c == 0).next().unwrap_or(&[]))
+                        .into_owned();
+                    if let Some(base) = s.rsplit('/').next().filter(|b| !b.is_empty()) {
+                        names.push(base.to_string());
+                    }
+                }
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Whether `spec` names functions of a file mapped as `shown` in `role`.
+pub fn applies_to_mapped(spec: &ProbeSpec, shown: &str, role: MappedRole) -> bool {
+    let base = shown.rsplit('/').next().unwrap_or(shown);
+    match (spec.object.as_deref(), role) {
+        (None, MappedRole::Exe | MappedRole::Loaded) => true,
+        (None, MappedRole::Needed) => false,
+        (Some(o), MappedRole::Exe) => o == shown || (!base.is_empty() && glob(o, base)),
+        (Some(o), _) if o.contains('/') => o == shown,
+        (Some(o), _) => names_library(o, base),
+    }
+}
+
+/// Resolve `specs` in one file a process mapped while hood records (the executable of an
+/// image it exec'd, a library it loaded), opened at `open_at` (`/proc/PID/map_files/…`: the
+/// very file mapped) and shown as `shown` (the path the kernel reported). Only the specs that
+/// apply to the file in its `role` are looked at; one that selects nothing here is no error
+/// (it is about another file), a file that cannot be read is a note.
+pub fn select_mapped(
+    specs: &[ProbeSpec],
+    open_at: &Path,
+    shown: &str,
+    role: MappedRole,
+) -> Selection {
+    let scope = Scope {
+        exe: open_at.to_path_buf(),
+        exe_name: shown.to_string(),
+        mapped: Vec::new(),
+    };
+    let mut all = Selection::default();
+    for s in specs {
+        if !applies_to_mapped(s, shown, role) {
+            continue;
+        }
+        let here = ProbeSpec {
+            text: s.text.clone(),
+            object: None,
+            pattern: s.pattern.clone(),
+        };
+        match select(std::slice::from_ref(&here), &scope) {
+            Ok(mut sel) => {
+                for o in sel.objects.iter_mut() {
+                    o.path = PathBuf::from(shown);
+                }
+                all.merge(sel);
+            }
+            Err(SymbolError::Probe { .. }) => {}
+            Err(e) => {
+                let n = format!("{shown}: not probed: {e}");
+                if !all.notes.contains(&n) {
+                    all.notes.push(n);
+                }
+            }
+        }
+    }
+    all
 }
 
 /// Where a Go function's probe goes.
@@ -874,5 +972,45 @@ mod tests {
         assert!(e.to_string().contains("no function of"), "{e}");
         let e = select(&[parse_spec("libnosuch:f").unwrap()], &scope).unwrap_err();
         assert!(e.to_string().contains("no library named"), "{e}");
+        assert!(matches!(e, SymbolError::ProbeLibraryAbsent { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn specs_apply_to_a_mapped_file_by_its_role() {
+        let s = |t: &str| parse_spec(t).unwrap();
+        let lib = "/usr/lib/libplugin.so.1";
+        // A bare glob: the program's own code, its plugins included, not what it needs.
+        assert!(applies_to_mapped(&s("f*"), "/bin/prog", MappedRole::Exe));
+        assert!(applies_to_mapped(&s("f*"), lib, MappedRole::Loaded));
+        assert!(!applies_to_mapped(&s("f*"), lib, MappedRole::Needed));
+        // A library by name, glob or path, whether needed or loaded; never the program.
+        for role in [MappedRole::Needed, MappedRole::Loaded] {
+            assert!(applies_to_mapped(&s("libplugin:f"), lib, role));
+            assert!(applies_to_mapped(&s("libplugin.so.1:f"), lib, role));
+            assert!(applies_to_mapped(&s("libplug*:f"), lib, role));
+            assert!(applies_to_mapped(
+                &s("/usr/lib/libplugin.so.1:f"),
+                lib,
+                role
+            ));
+            assert!(!applies_to_mapped(&s("/lib/libplugin.so.1:f"), lib, role));
+            assert!(!applies_to_mapped(&s("libc:f"), lib, role));
+        }
+        assert!(!applies_to_mapped(
+            &s("libplugin:f"),
+            "/bin/prog",
+            MappedRole::Exe
+        ));
+        // The exec'd program by its name.
+        assert!(applies_to_mapped(
+            &s("prog:main"),
+            "/bin/prog",
+            MappedRole::Exe
+        ));
+        assert!(!applies_to_mapped(
+            &s("other:main"),
+            "/bin/prog",
+            MappedRole::Exe
+        ));
     }
 }

@@ -57,6 +57,12 @@ impl ThreadBuilder {
         }
     }
 
+    /// `func` (a function probed late) is of the single-stepped kind: its calls from now on
+    /// are compensated with that figure.
+    pub fn mark_stepped(&mut self, func: u64) {
+        self.cost.mark_stepped(func);
+    }
+
     /// One more call of `func` on the path under the open calls (made on its first call):
     /// that path.
     fn call_under_open(&mut self, func: u64) -> u32 {

@@ -158,6 +158,13 @@ impl ProbeCosts {
         }
     }
 
+    /// `func` (a function probed late) is of the single-stepped kind.
+    pub fn mark_stepped(&mut self, func: u64) {
+        if let Err(i) = self.stepped_funcs.binary_search(&func) {
+            self.stepped_funcs.insert(i, func);
+        }
+    }
+
     /// A process's costs as its trace holds them (zero when it holds none).
     pub fn of_process(p: &ProcessTrace) -> ProbeCosts {
         ProbeCosts {

@@ -45,7 +45,9 @@ pub struct RunArgs {
     pub keep: bool,
     /// Probe the functions SPEC names with uprobes instead of the runtime (no rebuild
     /// needed): GLOB for the program's functions ('parse_*', 'Foo::bar'), OBJECT:GLOB for a
-    /// library's ('libc.so.6:malloc'). Repeatable. Each call costs the program two kernel
+    /// library's ('libc.so.6:malloc'). Repeatable. Programs a process execs and libraries
+    /// it loads later (dlopen) are probed too, a few ms after they are mapped. Each call
+    /// costs the program two kernel
     /// traps (a few µs, measured at the start and taken out of the own times unless
     /// HOOD_COMPENSATE=0); more than 1000 functions need --yes. Root only.
     #[arg(long, value_name = "SPEC", conflicts_with = "keep")]

@@ -70,9 +70,11 @@ pub struct RecordArgs {
     /// Probe the functions SPEC names with uprobes instead of the runtime: no rebuild needed,
     /// and running processes too (-p). SPEC is GLOB (functions of the program, e.g.
     /// 'parse_*', 'Foo::bar', demangled names match) or OBJECT:GLOB for a library
-    /// ('libc.so.6:malloc', 'libc:str*', '/path/lib.so:f'). Repeatable. Each call costs the
-    /// program two kernel traps (a few µs, measured at the start and taken out of the times
-    /// unless HOOD_COMPENSATE=0); more than 1000 functions need --yes. Root only.
+    /// ('libc.so.6:malloc', 'libc:str*', '/path/lib.so:f'). Repeatable. Programs a process
+    /// execs and libraries it loads later (dlopen) are probed too, a few ms after they are
+    /// mapped. Each call costs the program two kernel traps (a few µs, measured at the start
+    /// and taken out of the times unless HOOD_COMPENSATE=0); more than 1000 functions need
+    /// --yes. Root only.
     #[arg(
         long,
         value_name = "SPEC",
