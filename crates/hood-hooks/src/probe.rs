@@ -770,17 +770,8 @@ impl Consumer for TraceOut {
 
     fn more_points(&mut self, new: &[NewPoint]) {
         for n in new {
-            let i = n.index as usize;
-            if self.funcs.len() <= i {
-                self.funcs.resize(i + 1, 0);
-                self.entry_only.resize(i + 1, false);
-            }
-            self.funcs[i] = n.key;
-            self.entry_only[i] = n.entry_only;
+            note_point(n, &mut self.funcs, &mut self.entry_only, &mut self.cost);
             self.symbols.insert(n.key, n.name.clone());
-            if let (Some(c), true) = (self.cost.as_mut(), n.stepped) {
-                c.mark_stepped(n.key);
-            }
         }
         self.grown = true;
     }
@@ -824,6 +815,31 @@ impl Consumer for TraceOut {
         }
         self.w.commit()?;
         Ok(())
+    }
+}
+
+/// A point probed late, in an output's per-point tables: its key and whether it is entry
+/// only, and its kind of first instruction in the costs. True when it is of the
+/// single-stepped kind and the times are compensated.
+fn note_point(
+    n: &NewPoint,
+    keys: &mut Vec<u64>,
+    entry_only: &mut Vec<bool>,
+    cost: &mut Option<ProbeCosts>,
+) -> bool {
+    let i = n.index as usize;
+    if keys.len() <= i {
+        keys.resize(i + 1, 0);
+        entry_only.resize(i + 1, false);
+    }
+    keys[i] = n.key;
+    entry_only[i] = n.entry_only;
+    match (cost.as_mut(), n.stepped) {
+        (Some(c), true) => {
+            c.mark_stepped(n.key);
+            true
+        }
+        _ => false,
     }
 }
 
@@ -871,15 +887,7 @@ impl Consumer for CallsOut {
 
     fn more_points(&mut self, new: &[NewPoint]) {
         for n in new {
-            let i = n.index as usize;
-            if self.keys.len() <= i {
-                self.keys.resize(i + 1, 0);
-                self.entry_only.resize(i + 1, false);
-            }
-            self.keys[i] = n.key;
-            self.entry_only[i] = n.entry_only;
-            if let (Some(c), true) = (self.cost.as_mut(), n.stepped) {
-                c.mark_stepped(n.key);
+            if note_point(n, &mut self.keys, &mut self.entry_only, &mut self.cost) {
                 for b in self.builders.values_mut() {
                     b.mark_stepped(n.key);
                 }
