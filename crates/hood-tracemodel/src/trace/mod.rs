@@ -127,10 +127,12 @@ impl ProcessTrace {
     /// What a probed call of `func` cost (zero for instrumented programs and uncompensated
     /// probe traces).
     pub fn probe_cost_of(&self, func: u64) -> ProbeCost {
-        match (self.probe_cost, self.probe_cost_stepped) {
-            (Some(_), Some(s)) if self.probe_stepped.binary_search(&func).is_ok() => s,
-            (c, _) => c.unwrap_or_default(),
-        }
+        cost_of(
+            self.probe_cost.unwrap_or_default(),
+            self.probe_cost.and(self.probe_cost_stepped),
+            &self.probe_stepped,
+            func,
+        )
     }
 }
 
@@ -177,10 +179,20 @@ impl ProbeCosts {
     /// What a call of `func` costs. (A list not sorted, which hood never writes, only
     /// misplaces some functions between the two figures.)
     pub fn of(&self, func: u64) -> ProbeCost {
-        match self.stepped {
-            Some(s) if self.stepped_funcs.binary_search(&func).is_ok() => s,
-            _ => self.emulated,
-        }
+        cost_of(self.emulated, self.stepped, &self.stepped_funcs, func)
+    }
+}
+
+/// `stepped` for a function of the sorted list `stepped_funcs`, else `emulated`.
+fn cost_of(
+    emulated: ProbeCost,
+    stepped: Option<ProbeCost>,
+    stepped_funcs: &[u64],
+    func: u64,
+) -> ProbeCost {
+    match stepped {
+        Some(s) if stepped_funcs.binary_search(&func).is_ok() => s,
+        _ => emulated,
     }
 }
 
