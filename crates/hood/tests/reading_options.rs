@@ -248,14 +248,23 @@ fn diff_takes_its_two_recordings_with_i() {
 /// one thread; the older `-t PID` and `-a` still work; an ID that matches nothing exits 1.
 #[test]
 fn ps_takes_p_tid_and_h_as_the_readers_do() {
-    // This test process: its pid, and its threads (the harness runs tests on threads).
+    // This test process and a thread of its own that lives until the test ends (a harness
+    // thread running another test may end while ps runs, as one did on CI).
     let me = std::process::id();
-    let tids: Vec<u32> = std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    let other = *tids.iter().find(|&&t| t != me).expect("a second thread");
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let keeper = std::thread::spawn(move || {
+        // "/proc/thread-self" links to "PID/task/TID".
+        let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+        let tid: u32 = link
+            .file_name()
+            .and_then(|n| n.to_str()?.parse().ok())
+            .expect("a tid in /proc/thread-self");
+        tid_tx.send(tid).unwrap();
+        let _ = stop_rx.recv();
+    });
+    let other: u32 = tid_rx.recv().unwrap();
+    assert_ne!(other, me);
     // The ID column of each row.
     let ids = |args: &[&str]| -> (Option<i32>, BTreeSet<u32>) {
         let out = run(hood().arg("ps").args(args));
@@ -288,6 +297,8 @@ fn ps_takes_p_tid_and_h_as_the_readers_do() {
         let out = run(hood().args(["ps", opt, NO_SUCH_ID]));
         assert_eq!(out.status.code(), Some(1), "ps {opt}:\n{}", text(&out));
     }
+    drop(stop_tx);
+    keeper.join().unwrap();
 }
 
 /// The IDs of a JSON frame's tasks and of its threads.
