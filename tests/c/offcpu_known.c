@@ -156,6 +156,7 @@ static void *worker_main(void *arg) {
 }
 
 int main(int argc, char **argv) {
+    uint64_t start = now(); /* CLOCK_MONOTONIC: lets a bench clip a peer's view to this run */
     int cycles = argc > 1 ? atoi(argv[1]) : 20;
     fsync_path = argc > 2 ? argv[2] : "./offcpu_known.fsync";
     memset(block, 'h', sizeof block);
@@ -175,6 +176,7 @@ int main(int argc, char **argv) {
     pthread_join(f, NULL);
     pthread_join(h, NULL);
     unlink(fsync_path);
+    printf("start %llu\n", (unsigned long long)start);
     printf("worker %d\nfeeder %d\nholder %d\n", tids[0], tids[1], tids[2]);
     for (int p = 0; p < PHASES; p++)
         printf("phase %s %llu\n", names[p], (unsigned long long)spent[p]);
