@@ -10,7 +10,7 @@ use super::model::{
     CodeMap, DsoFile, FrameLine, Func, FuncId, Location, Mode, Process, Profile, Sample, Thread,
     WakeContext, Waker,
 };
-use super::offcpu::{self, RawWaker, Tracker, BEFORE_RECORDING};
+use super::offcpu::{self, RawWaker, Tracker, BEFORE_RECORDING, NEW_THREAD};
 use hood_raw::maps::{
     hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile, Processes,
     MAX_MAPPINGS,
@@ -580,6 +580,8 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     if let Some(d) = derived.as_mut() {
         let before = int.pseudo("[off CPU since before the recording]");
         let before = int.stack(&[before]);
+        let new_thread = int.pseudo("[new thread, waiting for its first CPU]");
+        let new_thread = int.stack(&[new_thread]);
         // The kernel takes no sample of a wake-up in an interrupt on an idle CPU (the idle
         // task runs no tracepoint sampling): in a recording that saw every other wake-up and
         // lost nothing, a blocked interval without a waker was ended by such an interrupt.
@@ -612,6 +614,8 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         for s in &mut d.samples {
             if s.locs == BEFORE_RECORDING {
                 s.locs = before;
+            } else if s.locs == NEW_THREAD {
+                s.locs = new_thread;
             } else if s.period < min_ns {
                 d.stats.short += 1;
                 d.stats.short_ns += s.period;

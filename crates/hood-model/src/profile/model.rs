@@ -82,7 +82,8 @@ pub struct ThreadTime {
     pub on_cpu_ns: u64,
     /// Blocked, ns.
     pub blocked_ns: u64,
-    /// Runnable but not running (preempted, or woken and waiting for a CPU), ns.
+    /// Runnable but not running (preempted, woken and waiting for a CPU, or new and waiting
+    /// for its first CPU), ns.
     pub runnable_ns: u64,
     /// Off-CPU intervals.
     pub intervals: u64,

@@ -90,6 +90,10 @@ pub(crate) struct Derived {
 /// The location stack of an interval that began before the recording (a pseudo-frame).
 pub(crate) const BEFORE_RECORDING: u32 = u32::MAX;
 
+/// The location stack of a new thread's wait for its first CPU (a pseudo-frame): from its
+/// creation to its first switch-in it is runnable, as `/proc/PID/schedstat` counts it.
+pub(crate) const NEW_THREAD: u32 = u32::MAX - 1;
+
 /// Follows switches and wake-ups in time order.
 #[derive(Debug, Default)]
 pub(crate) struct Tracker {
@@ -125,8 +129,17 @@ impl Tracker {
         let t = self.thread(pid, tid, time);
         if !t.switched && t.out.is_none() {
             t.begin = time.max(t.begin);
-            // A new thread is on a CPU (or runnable) from its creation: no unknown stretch.
+            // A new thread is runnable from its creation until its first switch-in (or a
+            // sample that shows it running): no unknown stretch.
             t.switched = true;
+            t.out = Some(Out {
+                pid,
+                time,
+                cpu: 0,
+                state: 0,
+                locs: NEW_THREAD,
+                waker: None,
+            });
         }
     }
 
@@ -344,24 +357,38 @@ impl Tracker {
 
 /// In a recording whose stacks were taken at most so many times a second per thread: each
 /// interval of at least `min_ns` whose stacks were left untaken (its stack is `no_stack`)
-/// is charged to the stack of its thread's previous such interval that has one, as a CPU
-/// sample stands for the time around it; its waker, when the same thread woke both and its
-/// own user stack is missing, to that interval's waker's stack. Intervals
-/// with no earlier stack keep `no_stack`. Returns how many intervals (a blocked wait and the
-/// runnable stretch after its wake-up are one), and their time.
+/// is charged to the stack of its thread's previous interval of the same kind that has one,
+/// as a CPU sample stands for the time around it: a blocked wait (and the runnable stretch
+/// after its wake-up) to the previous blocked wait's, a preemption to the previous
+/// preemption's (a thread preempted on its way back from waking another is not where it
+/// waits); its waker, when the same thread woke both and its own user stack is missing, to
+/// that interval's waker's stack. Intervals with no earlier stack of their kind keep
+/// `no_stack`. Returns how many intervals (a blocked wait and the runnable stretch after its
+/// wake-up are one), and their time.
 pub(crate) fn charge_to_previous(d: &mut Derived, min_ns: u64, no_stack: u32) -> (u64, u64) {
-    let mut last: HashMap<u32, u32> = HashMap::default();
+    // Keyed by thread and kind (true: a blocked wait).
+    let mut last: HashMap<(u32, bool), u32> = HashMap::default();
     let mut last_waker: HashMap<u32, (u32, u32)> = HashMap::default();
     // Where each thread's last charged stretch ended: the runnable stretch of the same wait
     // begins there.
     let mut ended: HashMap<u32, u64> = HashMap::default();
+    // Where each thread's last blocked stretch ended: a runnable stretch that begins there is
+    // the same wait's, after its wake-up.
+    let mut blocked_end: HashMap<u32, u64> = HashMap::default();
     let (mut n, mut ns) = (0u64, 0u64);
     for (i, s) in d.samples.iter_mut().enumerate() {
-        if s.locs == BEFORE_RECORDING || s.period < min_ns {
+        let wait = match s.mode {
+            Mode::Blocked => {
+                blocked_end.insert(s.tid, s.time + s.period);
+                true
+            }
+            _ => blocked_end.get(&s.tid) == Some(&s.time),
+        };
+        if s.locs == BEFORE_RECORDING || s.locs == NEW_THREAD || s.period < min_ns {
             continue;
         }
         if s.locs == no_stack {
-            let Some(&l) = last.get(&s.tid) else {
+            let Some(&l) = last.get(&(s.tid, wait)) else {
                 continue;
             };
             s.locs = l;
@@ -371,7 +398,7 @@ pub(crate) fn charge_to_previous(d: &mut Derived, min_ns: u64, no_stack: u32) ->
             }
             ns += s.period;
         } else {
-            last.insert(s.tid, s.locs);
+            last.insert((s.tid, wait), s.locs);
         }
         let Some(w) = d.waker_of.get(i).copied().flatten() else {
             continue;
@@ -478,12 +505,23 @@ mod tests {
             t.switch_in(7, at + back);
             at += 1_000;
         }
+        // Then a preemption with its stack (77), a long wait and a preemption without: each
+        // takes its own kind's previous stack.
+        for (state, locs, back) in [
+            (TASK_REPORT_PREEMPTED, 77, 20),
+            (S, NONE, 30),
+            (TASK_REPORT_PREEMPTED, NONE, 25),
+        ] {
+            t.switch_out(7, 7, 0, at, state, locs);
+            t.switch_in(7, at + back);
+            at += 1_000;
+        }
         t.switch_out(8, 8, 1, 2_000, S, NONE);
         t.switch_in(8, 2_080);
         let mut d = t.finish(10_000);
         let (n, ns) = charge_to_previous(&mut d, 10, NONE);
         // The blocked and runnable stretches of one wait count once.
-        assert_eq!((n, ns), (2, 130));
+        assert_eq!((n, ns), (4, 185));
         let locs: Vec<(u32, u64, u32)> = d
             .samples
             .iter()
@@ -497,6 +535,9 @@ mod tests {
                 (7, 30, 42),
                 (7, 60, 42),
                 (7, 5, NONE),
+                (7, 20, 77),
+                (7, 30, 42),
+                (7, 25, 77),
                 (8, 80, NONE)
             ]
         );
@@ -519,6 +560,41 @@ mod tests {
         let th = d.threads[0];
         assert_eq!(th.before_first_switch_ns, 3_000);
         assert_eq!(th.on_cpu_ns, 500);
+    }
+
+    #[test]
+    fn a_new_thread_is_runnable_until_its_first_switch_in() {
+        let mut t = Tracker::new(1_000);
+        t.fork(5, 8, 2_000);
+        t.switch_in(8, 2_700);
+        t.switch_out(8, 8, 0, 3_000, S, 1);
+        t.waking(8, waker(9, 3_400, true));
+        t.switch_in(8, 3_500);
+        // A thread whose first switch-in was lost: its first sample ends the wait.
+        t.fork(5, 11, 2_000);
+        t.running(5, 11, 2_200);
+        let d = t.finish(6_000);
+        let got: Vec<(u32, u64, u64, Mode, u32)> = d
+            .samples
+            .iter()
+            .map(|s| (s.tid, s.time, s.period, s.mode, s.stack))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (8, 2_000, 700, Mode::Runnable, NEW_THREAD),
+                (8, 3_000, 400, Mode::Blocked, 1),
+                (8, 3_400, 100, Mode::Runnable, 1),
+                (11, 2_000, 200, Mode::Runnable, NEW_THREAD),
+            ]
+        );
+        let th = d.threads.iter().find(|th| th.tid == 8).unwrap();
+        assert_eq!(th.lifetime_ns, 4_000);
+        assert_eq!(
+            (th.blocked_ns, th.runnable_ns, th.on_cpu_ns),
+            (400, 800, 2_800)
+        );
+        assert_eq!(th.before_first_switch_ns, 0);
     }
 
     #[test]
