@@ -276,7 +276,7 @@ pub fn render_reconcile_text(
         }
     )?;
     let head = format!(
-        "{:>7} {:>8} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>7} {:>8} {:>9} {:>9} {:>7} {:5}  ",
+        "{:>7} {:>8} {:>6} {:>8} {:>6} {:>6} {:>8} {:>6} {:>7} {:>8} {:>9} {:>9} {:>7} {:>5} {:5}  ",
         "calls%",
         "profiler",
         "net%",
@@ -290,6 +290,7 @@ pub fn render_reconcile_text(
         "runnable",
         "explained",
         "Δpoints",
+        "±σ",
         "agree"
     );
     let room = opts.width.saturating_sub(head.chars().count()).max(16);
@@ -302,7 +303,7 @@ pub fn render_reconcile_text(
         };
         writeln!(
             out,
-            "{:>7.1} {:>8.1} {:>6.1} {:>8.1} {:>6.1} {:>6.1} {:>8.1} {:>6.1} {:>7} {:>8} {:>9} {:>9.1} {:>+7.1} {:5}  {}",
+            "{:>7.1} {:>8.1} {:>6.1} {:>8.1} {:>6.1} {:>6.1} {:>8.1} {:>6.1} {:>7} {:>8} {:>9} {:>9.1} {:>+7.1} {:>5.1} {:5}  {}",
             row.calls_percent,
             row.profiler_points,
             row.net_percent,
@@ -316,6 +317,7 @@ pub fn render_reconcile_text(
             row.runnable_points.map_or_else(|| "?".to_string(), points),
             row.explained_percent,
             row.delta_points,
+            row.explained_error_points,
             match (row.over, row.agree) {
                 (_, true) => "yes",
                 (true, false) => "NO",
@@ -328,11 +330,32 @@ pub fn render_reconcile_text(
     if rest > 0 {
         writeln!(out, "({rest} more functions; --top 0 shows all)")?;
     }
-    writeln!(
+    // A disagreement inside the statistical side's own sampling error says more samples
+    // are needed, not that time hides somewhere.
+    let noisy = r
+        .rows
+        .iter()
+        .filter(|row| {
+            row.over
+                && !row.agree
+                && row.delta_points.abs() <= r.tolerance_points + 2.0 * row.explained_error_points
+        })
+        .count();
+    write!(
         out,
         "{} of {} functions over {} % agree within {} points.",
         r.agreeing, r.considered, r.over_percent, r.tolerance_points
     )?;
+    if noisy > 0 {
+        write!(
+            out,
+            " {noisy} of the others within {} points + twice their sampling error (±σ, one \
+             standard deviation of the statistical share): more samples would tell (a higher \
+             -F or a longer run).",
+            r.tolerance_points
+        )?;
+    }
+    writeln!(out)?;
     out.flush()?;
     Ok(())
 }
@@ -364,4 +387,98 @@ pub fn render_reconcile_json(
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hood_reconcile::ReconcileRow;
+
+    fn row(name: &str, calls_percent: f64, delta: f64, sigma: f64) -> ReconcileRow {
+        ReconcileRow {
+            name: name.into(),
+            calls: 1,
+            calls_ns: 0.0,
+            calls_percent,
+            profiler_ns: 0.0,
+            profiler_points: 0.0,
+            net_percent: calls_percent,
+            sampled_ns: 0.0,
+            entry_ns: 0.0,
+            exit_ns: 0.0,
+            library_ns: 0.0,
+            irq_ns: 0.0,
+            hooks_ns: 0.0,
+            blocked_ns: None,
+            runnable_ns: None,
+            sampled_percent: calls_percent - delta,
+            entry_points: 0.0,
+            exit_points: 0.0,
+            library_points: 0.0,
+            irq_points: 0.0,
+            hooks_points: 0.0,
+            blocked_points: None,
+            runnable_points: None,
+            explained_percent: calls_percent - delta,
+            delta_points: delta,
+            explained_error_points: sigma,
+            over: calls_percent > 5.0,
+            agree: delta.abs() <= 2.0,
+        }
+    }
+
+    fn text(rows: Vec<ReconcileRow>) -> String {
+        let r = Reconcile {
+            matched_by: MatchedBy::Pid,
+            comms: vec!["prog".into()],
+            calls_total_ns: 1e9,
+            stat_total_ns: 1e9,
+            outside_ns: 0.0,
+            hooks_ns: 0.0,
+            profiler_ns: 0.0,
+            irq_ns: 0.0,
+            compensated: true,
+            hooks_split_at_stamps: false,
+            off_cpu: false,
+            samples: 100,
+            considered: rows.iter().filter(|r| r.over).count(),
+            agreeing: rows.iter().filter(|r| r.over && r.agree).count(),
+            rows,
+            tolerance_points: 2.0,
+            over_percent: 5.0,
+            warnings: Vec::new(),
+        };
+        let mut out = Vec::new();
+        let opts = CallsDiffTextOptions {
+            rows: usize::MAX,
+            width: usize::MAX,
+        };
+        render_reconcile_text(&r, "c.data", "p.data", &opts, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn the_table_gives_each_functions_sampling_error_and_counts_disagreements_inside_it() {
+        // a agrees; b is 3 points off with a 1-point error (inside 2 + 2σ); c is 9 points off
+        // with the same error; d is under 5 %.
+        let t = text(vec![
+            row("a", 40.0, 0.5, 1.5),
+            row("b", 30.0, 3.0, 1.0),
+            row("c", 25.0, -9.0, 1.0),
+            row("d", 5.0, 4.0, 0.1),
+        ]);
+        assert!(t.contains("Δpoints    ±σ agree"), "{t}");
+        let b = t.lines().find(|l| l.ends_with(" b")).unwrap();
+        assert!(b.contains("   +3.0   1.0 NO "), "{b}");
+        assert!(
+            t.contains("1 of 3 functions over 5 % agree within 2 points. 1 of the others within 2 points + twice their sampling error"),
+            "{t}"
+        );
+        // All agreeing: the closing line alone.
+        let t = text(vec![row("a", 40.0, 0.5, 1.5)]);
+        assert!(
+            t.ends_with("1 of 1 functions over 5 % agree within 2 points.\n"),
+            "{t}"
+        );
+    }
 }
