@@ -778,6 +778,18 @@ impl Work {
     fn shell(&self, script: &str) -> Command {
         let mut c = Command::new("bash");
         c.args(["-c", script]).current_dir(self.path());
+        // As typed at a terminal: Ctrl-C and Ctrl-\ at their defaults, even when this test runs
+        // as a background job of a non-interactive shell, which starts it with both ignored
+        // (a program that inherits an ignored SIGINT never ends on the Ctrl-C the calls step
+        // sends, and the step waited for it forever).
+        // SAFETY: only async-signal-safe calls (signal) between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGQUIT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         for (k, v) in &self.env {
             c.env(k, v);
         }
@@ -974,7 +986,18 @@ fn step(w: &mut Work, s: Step, cmd: &str) {
             let mut bg = w.children.pop().expect("calls run");
             // SAFETY: kill has no memory preconditions; the pid is our own child's.
             unsafe { libc::kill(hood_pid as i32, libc::SIGINT) };
-            let st = bg.wait().expect("wait");
+            let deadline = Instant::now() + LIMIT;
+            let st = loop {
+                if let Some(st) = bg.try_wait().expect("wait") {
+                    break st;
+                }
+                if Instant::now() > deadline {
+                    let _ = bg.kill();
+                    let _ = bg.wait();
+                    panic!("`hood calls run` did not end on Ctrl-C within {LIMIT:?}");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            };
             assert_eq!(
                 st.code(),
                 Some(130),
