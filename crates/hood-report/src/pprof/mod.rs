@@ -10,8 +10,9 @@
 //! them, a location has one line per function at its address, innermost inlined function
 //! first, each with its line number, and functions carry their source file: one pprof function
 //! per hood function and source file, since a function's lines can lie in several files (a
-//! macro's body expanded in it: Rust's `assert_unsafe_precondition!`, C's header macros) and a
-//! pprof line names its file only through its function; mappings then say
+//! Rust macro's body expanded in it carries the lines of the macro's file, as core's
+//! `assert_unsafe_precondition!` does) and a pprof line names its file only through its
+//! function; mappings then say
 //! they have file names, line numbers and inline frames (`go tool pprof -lines`, `-list`).
 //! Profiles without locations (hand-built ones) get one location per function, address 0. Labels `pid`,
 //! `tid`, `comm` (process name), `thread` (thread name) and `mode` (user/kernel/idle) on every
