@@ -8,7 +8,11 @@
 //! build-id as the process mapped the file (the profiled program's first, as pprof tools
 //! expect; `[kernel.kallsyms]` spans the kernel addresses sampled). Where debug info gave
 //! them, a location has one line per function at its address, innermost inlined function
-//! first, each with its line number, and functions carry their source file; mappings then say
+//! first, each with its line number, and functions carry their source file: one pprof function
+//! per hood function and source file, since a function's lines can lie in several files (a
+//! Rust macro's body expanded in it carries the lines of the macro's file, as core's
+//! `assert_unsafe_precondition!` does) and a pprof line names its file only through its
+//! function; mappings then say
 //! they have file names, line numbers and inline frames (`go tool pprof -lines`, `-list`).
 //! Profiles without locations (hand-built ones) get one location per function, address 0. Labels `pid`,
 //! `tid`, `comm` (process name), `thread` (thread name) and `mode` (user/kernel/idle) on every
@@ -115,7 +119,9 @@ struct Tables<'a> {
     dso_map: HashMap<&'a str, u64>,
     /// Mapping by index into `Profile::code_maps`.
     code_map: HashMap<u32, u64>,
-    func_ids: HashMap<FuncId, u64>,
+    /// pprof function by hood function and source file (index into
+    /// `Profile::source_files`).
+    func_ids: HashMap<(FuncId, Option<u32>), u64>,
     /// Location standing for a whole function (no address known).
     func_loc: HashMap<FuncId, u64>,
     /// Location by `Profile::locations` index.
@@ -213,21 +219,25 @@ impl<'a> Tables<'a> {
         id
     }
 
-    /// The pprof function of `f`; `file`: its source file, where first met.
-    fn function(&mut self, f: FuncId, file: Option<&str>, st: &mut Strings) -> u64 {
-        if let Some(&id) = self.func_ids.get(&f) {
+    /// The pprof function of `f` in source file `file` (index into `Profile::source_files`):
+    /// pprof gives a line's file only through its function, so a function whose lines lie in
+    /// several files is one pprof function per file, each with the same name (pprof's
+    /// function-level views merge them by name).
+    fn function(&mut self, f: FuncId, file: Option<u32>, st: &mut Strings) -> u64 {
+        if let Some(&id) = self.func_ids.get(&(f, file)) {
             return id;
         }
         let id = self.function.len() as u64 + 1;
         let name = st.id(&self.prof.funcs[f as usize].name);
+        let path = file.and_then(|i| self.prof.source_files.get(i as usize));
         self.function.push(proto::Function {
             id,
             name,
             system_name: name,
-            filename: file.map_or(0, |p| st.id(p)),
+            filename: path.map_or(0, |p| st.id(p)),
             start_line: i64::from(self.prof.funcs[f as usize].start_line),
         });
-        self.func_ids.insert(f, id);
+        self.func_ids.insert((f, file), id);
         id
     }
 
@@ -301,7 +311,7 @@ impl<'a> Tables<'a> {
             let line = lines
                 .iter()
                 .map(|fl| proto::Line {
-                    function_id: self.function(fl.func, prof.source_file(fl), st),
+                    function_id: self.function(fl.func, fl.file, st),
                     line: i64::from(fl.line),
                     ..proto::Line::default()
                 })

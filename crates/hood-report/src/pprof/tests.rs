@@ -381,3 +381,67 @@ fn labeled_pprof_keeps_inlined_functions_as_lines_of_their_location() {
         ]
     );
 }
+
+#[test]
+fn each_line_names_its_own_file_when_a_function_spans_files() {
+    use hood_model::profile::{FrameLine, Location};
+    // `sq` (inlined) has code from two files, as a Rust function with a macro's body
+    // expanded in it does: split.c:3 inside work60, and macros.h:7 inside work10.
+    let mut prof = profile_with_inlined_locations();
+    prof.source_files.push("macros.h".into()); // 1
+    let first = prof.lines.len() as u32;
+    prof.lines.push(FrameLine {
+        func: 5,
+        file: Some(1),
+        line: 7,
+    });
+    prof.lines.push(FrameLine {
+        func: 2,
+        file: Some(0),
+        line: 30,
+    });
+    prof.locations.push(Location {
+        func: 2,
+        address: 0x1210,
+        map: None,
+        lines: (first, first + 2),
+    }); // 4
+    prof.stacks.push(vec![5, 2, 0]); // 7
+    prof.loc_stacks.push(vec![4, 1]); // 3
+    for s in prof.samples.iter_mut().filter(|s| s.stack == 2) {
+        s.stack = 7;
+        s.locs = 3;
+    }
+    let p = decode(&prof, &Filter::default());
+    let text = |i: i64| p.string_table[i as usize].clone();
+    let line_of = |l: &proto::Line| {
+        let f = &p.function[(l.function_id - 1) as usize];
+        (text(f.name), text(f.filename), l.line)
+    };
+    let mut seen: Vec<(String, String, i64)> = p
+        .location
+        .iter()
+        .filter(|l| l.address == 0x1010 || l.address == 0x1210)
+        .flat_map(|l| l.line.iter().map(line_of))
+        .collect();
+    seen.sort();
+    let want = |n: &str, f: &str, l| (n.to_string(), f.to_string(), l);
+    assert_eq!(
+        seen,
+        vec![
+            want("sq", "macros.h", 7),
+            want("sq", "split.c", 3),
+            want("work10", "split.c", 30),
+            want("work60", "split.c", 12),
+        ],
+        "every line in the file hood's profile gives it"
+    );
+    // One pprof function per (function, file): sq twice, the others once.
+    let sq: Vec<String> = p
+        .function
+        .iter()
+        .filter(|f| text(f.name) == "sq")
+        .map(|f| text(f.filename))
+        .collect();
+    assert_eq!(sq.len(), 2, "{sq:?}");
+}
