@@ -65,7 +65,11 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         }
         let opts = CallsPprofOptions {
             threads: a.threads,
-            build_ids: ids.ids,
+            build_ids: ids
+                .ids
+                .into_iter()
+                .map(|(exe, id)| (exe, id.to_string()))
+                .collect(),
             collected_unix_ns: file.meta.map_or(0, |m| m.collected_realtime_ns),
             comments: ids.comments,
         };
