@@ -1,6 +1,5 @@
 //! `hood calls report`.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use hood_report::calls::{render_collapsed, render_json, render_text, CallsReportOptions};
@@ -90,13 +89,12 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         threads: a.threads,
         notes: a.notes,
     };
-    let text = match a.format {
-        FormatArg::Text => render_text(&procs, &opts),
-        FormatArg::Json => render_json(&procs, &opts),
-        FormatArg::Collapsed => render_collapsed(&procs, &opts),
+    match a.format {
+        FormatArg::Text => render_text(&procs, &opts, &mut out)?,
+        FormatArg::Json => render_json(&procs, &opts, &mut out)?,
+        FormatArg::Collapsed => render_collapsed(&procs, &opts, &mut out)?,
         FormatArg::Pprof => unreachable!("handled above"),
-    };
-    out.write_all(text.as_bytes())?;
+    }
     out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
