@@ -13,7 +13,6 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 
-use hood_raw::maps::hex_encode;
 use hood_raw::perfdata::PerfFile;
 use hood_raw::records::Event;
 use hood_raw::replay::StackUnwinder;
@@ -40,8 +39,8 @@ pub fn is_perf_data(path: &Path) -> bool {
 pub struct PerfImport {
     /// The recording, ready for [`crate::profile::build_profile`].
     pub raw: RawRecording,
-    /// Build-id (hex) of the kernel the file was recorded on, from its build-id table.
-    pub kernel_build_id: Option<String>,
+    /// Build-id of the kernel the file was recorded on, from its build-id table.
+    pub kernel_build_id: Option<hood_raw::BuildId>,
     /// Records of types hood does not use (context switches, aux data, ...).
     pub skipped: u64,
 }
@@ -161,13 +160,12 @@ pub fn load_bytes(
 
     let mut kernel_build_id = None;
     for (name, id, _mode) in &features.build_ids {
-        let hex = hex_encode(id);
         if name.starts_with("[kernel.kallsyms]") {
-            kernel_build_id = Some(hex.clone());
+            kernel_build_id = Some(*id);
         }
-        raw.build_ids.insert(name.clone(), hex);
+        raw.build_ids.insert(name.clone(), *id);
     }
-    meta.kernel_build_id = kernel_build_id.clone();
+    meta.kernel_build_id = kernel_build_id;
 
     if let Some((at, left)) = walked.damaged_at {
         raw.warnings.push(format!(

@@ -13,7 +13,7 @@ struct ByFile {
     /// Name kernel addresses `k@ADDR` (otherwise they stay unresolved).
     kernel: bool,
     /// Every file asked about, with the build-id it came with.
-    seen: Vec<(String, Option<Vec<u8>>)>,
+    seen: Vec<(String, Option<hood_model::profile::BuildId>)>,
 }
 
 impl ByFile {
@@ -34,7 +34,7 @@ impl Resolver for ByFile {
             .collect()
     }
     fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
-        self.seen.push((file.path.clone(), file.build_id.clone()));
+        self.seen.push((file.path.clone(), file.build_id));
         offsets
             .iter()
             .map(|&o| {
@@ -317,7 +317,7 @@ fn an_all_zero_build_id_names_no_build() {
     raw.decoded.chains = vec![CONTEXT_USER, 0x40_0100];
     let zero = |file: &str| {
         Event::Mmap(Box::new(Mapping {
-            build_id: Some(vec![0; 20]),
+            build_id: hood_model::profile::BuildId::from_bytes(&[0; 20]),
             ..match map(10, file) {
                 Event::Mmap(m) => *m,
                 _ => unreachable!(),
@@ -328,7 +328,10 @@ fn an_all_zero_build_id_names_no_build() {
     // A perf.data's build-id table can hold zeros too.
     raw.decoded.events.push(at(3, map(11, "/b")));
     raw.decoded.events.push(at(4, sample(11, (0, 2))));
-    raw.build_ids.insert("/b".into(), "00".repeat(20));
+    raw.build_ids.insert(
+        "/b".into(),
+        hood_model::profile::BuildId::from_hex(&"00".repeat(20)).unwrap(),
+    );
     let mut files = ByFile::new(false, false);
     build_profile(&raw, &mut files);
     let mut seen = files.seen;

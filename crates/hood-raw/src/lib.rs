@@ -1,6 +1,6 @@
 //! Owns the decoders of raw bytes as the kernel and perf write them: perf ring records and
 //! their attributes ([`records`], [`attr`], [`frames`], [`stackcopy`]), the perf.data
-//! container ([`perfdata`]), the irq tracepoint records of traces ([`irq`]), tracefs formats
+//! container ([`perfdata`]), build-ids ([`BuildId`]), the irq tracepoint records of traces ([`irq`]), tracefs formats
 //! and pages ([`tracefs`]), /proc/PID/maps and address spaces over time ([`maps`]), the replay
 //! of side-band records to an unwinder ([`replay`]), and the one bounds-checked byte reader
 //! ([`bytes`]). May depend on no hood crate (serde, rustc-hash, thiserror only); never on the
@@ -13,6 +13,7 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod attr;
+pub mod build_id;
 pub mod bytes;
 pub mod frames;
 pub mod irq;
@@ -22,6 +23,8 @@ pub mod records;
 pub mod replay;
 pub mod stackcopy;
 pub mod tracefs;
+
+pub use build_id::BuildId;
 
 /// Errors of the raw decoders.
 #[derive(Debug, thiserror::Error)]

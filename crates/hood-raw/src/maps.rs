@@ -7,6 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use rustc_hash::FxHashMap;
 
+use crate::BuildId;
+
 /// Index of a mapped file in [`Files`].
 pub type FileId = u32;
 
@@ -15,8 +17,8 @@ pub type FileId = u32;
 pub struct MappedFile {
     /// Path or pseudo-name as the kernel reported it.
     pub path: String,
-    /// Build-id bytes.
-    pub build_id: Option<Vec<u8>>,
+    /// Its build-id, when known.
+    pub build_id: Option<BuildId>,
 }
 
 impl MappedFile {
@@ -352,7 +354,7 @@ pub fn parse_maps_line(line: &str) -> Option<MapsLine<'_>> {
 pub fn load_proc_maps(
     text: &str,
     files: &mut Files,
-    build_ids: &BTreeMap<String, String>,
+    build_ids: &BTreeMap<String, BuildId>,
     space: &mut AddressSpace<FileId>,
 ) {
     for m in text.lines().filter_map(parse_maps_line) {
@@ -360,26 +362,10 @@ pub fn load_proc_maps(
             continue;
         }
         let path = m.path.to_string();
-        let build_id = build_ids.get(&path).and_then(|h| hex_decode(h));
+        let build_id = build_ids.get(&path).copied();
         let file = files.intern(MappedFile { path, build_id });
         space.insert(m.start, m.end, m.offset, file);
     }
-}
-
-/// Decode lowercase/uppercase hex; `None` on bad input.
-pub fn hex_decode(h: &str) -> Option<Vec<u8>> {
-    if !h.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
-/// Encode bytes as lowercase hex.
-pub fn hex_encode(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[cfg(test)]

@@ -138,8 +138,9 @@ pub struct Features {
     pub nr_cpus_online: Option<u32>,
     /// perf's command line.
     pub cmdline: Vec<String>,
-    /// Build-ids of the files samples hit: (file name, build-id bytes, cpumode).
-    pub build_ids: Vec<(String, Vec<u8>, u8)>,
+    /// Build-ids of the files samples hit: (file name, build-id, cpumode); entries whose
+    /// build-id is empty are left out.
+    pub build_ids: Vec<(String, crate::BuildId, u8)>,
     /// Event names from the event description, with the ids of each event.
     pub event_names: Vec<(String, Vec<u64>)>,
 }
@@ -544,7 +545,7 @@ fn read_feature(id: u64, b: &[u8], out: &mut Features) -> Result<(), String> {
 const MISC_BUILD_ID_SIZE: u16 = 1 << 15;
 
 /// One `perf_record_header_build_id`: header, pid, a 24-byte build-id field, the file name.
-fn build_id_entry(rec: &[u8], out: &mut Vec<(String, Vec<u8>, u8)>) -> Result<(), String> {
+fn build_id_entry(rec: &[u8], out: &mut Vec<(String, crate::BuildId, u8)>) -> Result<(), String> {
     let misc = u16_at(rec, 4).ok_or("a build-id entry is cut short")?;
     let id = rec.get(12..36).ok_or("a build-id entry is cut short")?;
     let len = if misc & MISC_BUILD_ID_SIZE != 0 {
@@ -553,6 +554,8 @@ fn build_id_entry(rec: &[u8], out: &mut Vec<(String, Vec<u8>, u8)>) -> Result<()
         20
     };
     let name = cstr(rec.get(36..).unwrap_or(&[]));
-    out.push((name, id[..len].to_vec(), (misc & 7) as u8));
+    if let Some(id) = crate::BuildId::from_bytes(&id[..len]) {
+        out.push((name, id, (misc & 7) as u8));
+    }
     Ok(())
 }

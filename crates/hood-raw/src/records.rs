@@ -342,7 +342,7 @@ pub struct Mapping {
     /// File name or pseudo-name.
     pub filename: String,
     /// Build-id when the kernel supplied it.
-    pub build_id: Option<Vec<u8>>,
+    pub build_id: Option<crate::BuildId>,
 }
 
 /// An event with its timestamp (CLOCK_MONOTONIC ns; 0 if unknown).
@@ -680,7 +680,7 @@ impl Decoded {
                     let ids = c.bytes(24)?;
                     if misc & MISC_MMAP_BUILD_ID != 0 {
                         let n = (ids[0] as usize).min(20);
-                        build_id = Some(ids[4..4 + n].to_vec());
+                        build_id = crate::BuildId::from_bytes(&ids[4..4 + n]);
                     }
                     c.skip(8)?; // prot, flags
                 }

@@ -225,7 +225,7 @@ impl Resolver for SymResolver<'_> {
     fn file(&mut self, file: &MappedFile, offsets: &[u64]) -> Vec<Option<Resolved>> {
         names(
             self.sym
-                .symbolize_file(Path::new(&file.path), file.build_id.as_deref(), offsets),
+                .symbolize_file(Path::new(&file.path), file.build_id.as_ref(), offsets),
         )
     }
 

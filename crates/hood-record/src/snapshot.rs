@@ -170,12 +170,14 @@ pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk) -> Vec<String> {
     notes
 }
 
-/// Build-ids (hex) of the given ELF files; unreadable files are left out.
-pub fn build_ids<'a>(paths: impl Iterator<Item = &'a str>) -> BTreeMap<String, String> {
+/// Build-ids of the given ELF files; unreadable files are left out.
+pub fn build_ids<'a>(
+    paths: impl Iterator<Item = &'a str>,
+) -> BTreeMap<String, hood_symbols::BuildId> {
     let mut out = BTreeMap::new();
     for p in paths {
         if let Ok(Some(id)) = hood_symbols::read_build_id(Path::new(p)) {
-            out.insert(p.to_string(), hood_symbols::hex(&id));
+            out.insert(p.to_string(), id);
         }
     }
     out
@@ -250,9 +252,9 @@ pub fn wait_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
 }
 
 /// The kernel's build-id from /sys/kernel/notes.
-pub fn kernel_build_id() -> Option<String> {
+pub fn kernel_build_id() -> Option<hood_symbols::BuildId> {
     let notes = fs::read("/sys/kernel/notes").ok()?;
-    hood_symbols::build_id_from_notes(&notes).map(|id| hood_symbols::hex(&id))
+    hood_symbols::build_id_from_notes(&notes)
 }
 
 /// The `[vdso]` ELF image of this process (the same for every process on this kernel).

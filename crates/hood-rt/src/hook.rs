@@ -17,6 +17,16 @@ use crate::clock;
 const STALE_WINDOW: u64 = 1 << 20;
 
 /// Pointers for one hook invocation.
+///
+/// The slot invariant, which every `unsafe fn` here taking a `Slot` requires of its caller:
+/// `h` points at the header of a live, mapped segment and `t` at the calling thread's slot in
+/// it, initialised by `runtime::init_slot`. The slot is `h.thread_slot_size` bytes laid out as
+/// hood-abi's `SlotLayout` says: the thread header, `max_depth` frames, `max_paths` path
+/// nodes, `hash_size` u32 hash buckets. Only this thread writes its frames, nodes, buckets and
+/// the header fields the hooks write (the recorder reads them), and the limits in `h` do not
+/// change while the segment is mapped. Node indices this thread stored (in frames, in
+/// `last_child`, `next_sibling` and the hash chains) are below `max_paths`, and `depth` is at
+/// most `max_depth`.
 pub struct Slot {
     /// Segment header.
     pub h: *mut SegmentHeader,
@@ -25,65 +35,111 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// Frame `i` of the thread's stack.
+    ///
+    /// # Safety
+    /// The slot invariant holds and `i < max_depth`.
     #[inline(always)]
     unsafe fn frame(&self, i: u32) -> *mut Frame {
-        // SAFETY (caller): i < max_depth; frames follow the thread header.
-        (self.t as *mut u8)
-            .add(THREAD_HEADER_SIZE)
-            .cast::<Frame>()
-            .add(i as usize)
+        // SAFETY: the frames follow the THREAD_HEADER_SIZE-byte thread header and there are
+        // `max_depth` of them, and `i < max_depth`: both offsets stay inside the slot.
+        unsafe {
+            (self.t as *mut u8)
+                .add(THREAD_HEADER_SIZE)
+                .cast::<Frame>()
+                .add(i as usize)
+        }
     }
+    /// Node 0 of the thread's path table.
+    ///
+    /// # Safety
+    /// The slot invariant holds.
     #[inline(always)]
     unsafe fn nodes(&self) -> *mut PathNode {
-        let depth = (*self.h).max_depth as usize;
-        (self.t as *mut u8)
-            .add(THREAD_HEADER_SIZE + depth * core::mem::size_of::<Frame>())
-            .cast::<PathNode>()
+        // SAFETY: `h` points at the live segment header.
+        let depth = unsafe { (*self.h).max_depth } as usize;
+        // SAFETY: the path nodes follow the header and the `max_depth` frames inside the slot
+        // (its size was computed from these limits without overflow).
+        unsafe {
+            (self.t as *mut u8)
+                .add(THREAD_HEADER_SIZE + depth * core::mem::size_of::<Frame>())
+                .cast::<PathNode>()
+        }
     }
+    /// Bucket 0 of the thread's hash index.
+    ///
+    /// # Safety
+    /// The slot invariant holds.
     #[inline(always)]
     unsafe fn hash(&self) -> *mut u32 {
-        self.nodes().add((*self.h).max_paths as usize).cast::<u32>()
+        // SAFETY: the `hash_size` buckets follow the `max_paths` nodes inside the slot, and
+        // `h` points at the live segment header.
+        unsafe { self.nodes().add((*self.h).max_paths as usize).cast::<u32>() }
     }
 }
 
 /// Find or insert the path node (parent, func); LOST_NODE when the table is full. The flag is
 /// FRAME_SLOW when the last-child cache missed.
+///
+/// # Safety
+/// The slot invariant holds, and `parent` is [`NO_PARENT`] or a node index of this table.
 #[inline(always)]
 unsafe fn lookup(s: &Slot, parent: u32, func: u64) -> (u32, u32) {
-    let nodes = s.nodes();
+    // SAFETY: the slot invariant.
+    let nodes = unsafe { s.nodes() };
     let mut last = 0;
     if parent != NO_PARENT {
-        last = (*nodes.add(parent as usize)).last_child;
-        if last != 0 && (*nodes.add(last as usize)).func == func {
-            return (last, 0);
+        // SAFETY: `parent` and the `last_child` this thread stored in it are node indices
+        // below `max_paths`, so both nodes are inside the table.
+        unsafe {
+            last = (*nodes.add(parent as usize)).last_child;
+            if last != 0 && (*nodes.add(last as usize)).func == func {
+                return (last, 0);
+            }
         }
         if parent == LOST_NODE {
             return (LOST_NODE, 0);
         }
     }
-    let found = lookup_slow(s, parent, func);
+    // SAFETY: the slot invariant; `parent` as required above.
+    let found = unsafe { lookup_slow(s, parent, func) };
     if parent != NO_PARENT && found != LOST_NODE {
-        (*nodes.add(parent as usize)).last_child = found;
-        // The next call after `last` was `found`: a parent that calls several functions in
-        // turn finds the next one through this link (see `enter_fast`).
-        if last != 0 {
-            (*nodes.add(last as usize)).next_sibling = found;
+        // SAFETY: `parent`, `found` (returned by `lookup_slow`) and `last` are node indices
+        // below `max_paths`, and the nodes are this thread's to write.
+        unsafe {
+            (*nodes.add(parent as usize)).last_child = found;
+            // The next call after `last` was `found`: a parent that calls several functions
+            // in turn finds the next one through this link (see `enter_fast`).
+            if last != 0 {
+                (*nodes.add(last as usize)).next_sibling = found;
+            }
         }
     }
     (found, FRAME_SLOW)
 }
 
+/// The hash lookup of [`lookup`], inserting the node when it is not there.
+///
+/// # Safety
+/// As for [`lookup`].
 #[inline(never)]
 unsafe fn lookup_slow(s: &Slot, parent: u32, func: u64) -> u32 {
-    let h = &*s.h;
-    let t = &mut *s.t;
-    let nodes = s.nodes();
-    let bucket = s
-        .hash()
-        .add(path_hash(parent, func, h.hash_size.wrapping_sub(1)) as usize);
-    let mut i = *bucket;
+    // SAFETY: the slot invariant: `h` is the live header and `t` this thread's header, whose
+    // plain fields only this thread writes (frames, nodes and buckets lie after it).
+    let (h, t) = unsafe { (&*s.h, &mut *s.t) };
+    // SAFETY: the slot invariant.
+    let nodes = unsafe { s.nodes() };
+    // SAFETY: `path_hash` masks with `hash_size - 1` (a power of two), so the bucket is one
+    // of the slot's `hash_size` buckets.
+    let bucket = unsafe {
+        s.hash()
+            .add(path_hash(parent, func, h.hash_size.wrapping_sub(1)) as usize)
+    };
+    // SAFETY: `bucket` is inside the slot (above) and only this thread writes it.
+    let mut i = unsafe { *bucket };
     while i != 0 && i < h.max_paths {
-        let n = &*nodes.add(i as usize);
+        // SAFETY: `i < max_paths`, checked just above: a node of the table.
+        let n = unsafe { &*nodes.add(i as usize) };
         if n.func == func && n.parent == parent {
             return i;
         }
@@ -98,18 +154,23 @@ unsafe fn lookup_slow(s: &Slot, parent: u32, func: u64) -> u32 {
     let depth = if parent == NO_PARENT {
         1
     } else {
-        (*nodes.add(parent as usize)).depth.wrapping_add(1)
+        // SAFETY: `parent` is a node index of this table (the caller's promise).
+        unsafe { (*nodes.add(parent as usize)).depth.wrapping_add(1) }
     };
-    let n = &mut *nodes.add(used as usize);
+    // SAFETY: `used < max_paths`, checked above: the first free node, which no reader of
+    // this thread's table looks at until `paths_used` (released below) covers it.
+    let n = unsafe { &mut *nodes.add(used as usize) };
     n.func = func;
     n.parent = parent;
-    n.next = *bucket;
+    // SAFETY: `bucket` is inside the slot and only this thread writes it.
+    n.next = unsafe { *bucket };
     n.calls = 0;
     n.own_ticks = 0;
     n.last_child = 0;
     n.next_sibling = 0;
     n.depth = depth;
-    *bucket = used;
+    // SAFETY: as above.
+    unsafe { *bucket = used };
     t.paths_used.store(used.wrapping_add(1), Ordering::Release);
     used
 }
@@ -119,8 +180,11 @@ unsafe fn lookup_slow(s: &Slot, parent: u32, func: u64) -> u32 {
 /// longjmp, and the parent's last-child cache names `func`. Then the call is counted on that
 /// node and pushed, with one timestamp, and true returned; otherwise nothing is changed and
 /// false returned, for [`enter`]. No hashing, calls, atomics or stores outside this thread's
-/// slot. Caller guarantees `h` is the live calls-mode segment, `t` this thread's initialised
-/// slot in it, and the TSC is the clock.
+/// slot.
+///
+/// # Safety
+/// `h` is the live calls-mode segment, `t` this thread's initialised slot in it (the slot
+/// invariant of [`Slot`]), and the TSC is the clock.
 #[inline(always)]
 pub unsafe fn enter_fast(
     h: *const SegmentHeader,
@@ -128,8 +192,9 @@ pub unsafe fn enter_fast(
     func: u64,
     sp: u64,
 ) -> bool {
-    let hd = &*h;
-    let th = &mut *t;
+    // SAFETY: the slot invariant: `h` is the live header and `t` this thread's header, which
+    // no other reference in this call aliases (frames and nodes lie after it).
+    let (hd, th) = unsafe { (&*h, &mut *t) };
     if !enter_busy(th) {
         return true;
     }
@@ -146,26 +211,36 @@ pub unsafe fn enter_fast(
         leave_busy(th);
         return false;
     }
-    let top = &*s.frame(d - 1);
-    let nodes = s.nodes();
-    let parent = &mut *nodes.add(top.node as usize);
+    // SAFETY: `0 < d <= max_depth` (the slot invariant): the top open frame.
+    let top = unsafe { &*s.frame(d - 1) };
+    // SAFETY: the slot invariant.
+    let nodes = unsafe { s.nodes() };
+    // SAFETY: the open frame's node is one this thread stored: below `max_paths`.
+    let parent = unsafe { &mut *nodes.add(top.node as usize) };
     let mut c = parent.last_child;
     if (top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW) || c == 0 {
         leave_busy(th);
         return false;
     }
-    if (*nodes.add(c as usize)).func != func {
-        // A parent that calls several functions in turn: the one called after the last.
-        c = (*nodes.add(c as usize)).next_sibling;
-        if c == 0 || (*nodes.add(c as usize)).func != func {
-            leave_busy(th);
-            return false;
+    // SAFETY: `c`, the parent's `last_child`, and its `next_sibling` are node indices this
+    // thread stored: below `max_paths`. A child is never its own parent, so the node read
+    // here is not the one `parent` borrows.
+    unsafe {
+        if (*nodes.add(c as usize)).func != func {
+            // A parent that calls several functions in turn: the one called after the last.
+            c = (*nodes.add(c as usize)).next_sibling;
+            if c == 0 || (*nodes.add(c as usize)).func != func {
+                leave_busy(th);
+                return false;
+            }
+            parent.last_child = c;
         }
-        parent.last_child = c;
     }
-    let n = &mut *nodes.add(c as usize);
+    // SAFETY: as above: a node below `max_paths`, not `parent`'s (whose borrow ended).
+    let n = unsafe { &mut *nodes.add(c as usize) };
     n.calls = n.calls.wrapping_add(1);
-    let f = &mut *s.frame(d);
+    // SAFETY: `d < max_depth`, checked above: the frame pushed, above `top`.
+    let f = unsafe { &mut *s.frame(d) };
     f.node = c;
     f.flags = 0;
     f.func = func;
@@ -183,7 +258,7 @@ pub unsafe fn enter_fast(
 /// read here, and the name must stay. `tsc` (a constant where it is inlined): the TSC is the
 /// clock, else [`clock::now`].
 #[inline(always)]
-unsafe fn entry_stamped(t: &mut ThreadHeader, f: &mut Frame, d: u32, tsc: bool) {
+fn entry_stamped(t: &mut ThreadHeader, f: &mut Frame, d: u32, tsc: bool) {
     let now = if tsc { clock::tsc() } else { clock::now() };
     f.entry_ticks = now;
     t.last_ticks.store(now, Ordering::Relaxed);
@@ -194,10 +269,13 @@ unsafe fn entry_stamped(t: &mut ThreadHeader, f: &mut Frame, d: u32, tsc: bool) 
 /// The common exit: the thread is not inside a hook, no reset is pending, no call is open past
 /// `max_depth`, and `func` is the top frame's. Then the frame is closed as [`exit`] closes it,
 /// with one timestamp, and true returned; otherwise nothing is changed and false returned.
-/// Caller guarantees as for [`enter_fast`].
+///
+/// # Safety
+/// As for [`enter_fast`].
 #[inline(always)]
 pub unsafe fn exit_fast(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64) -> bool {
-    exit_stamped(h, t, func)
+    // SAFETY: the caller's promise, which is `exit_stamped`'s.
+    unsafe { exit_stamped(h, t, func) }
 }
 
 /// [`exit_fast`] from its timestamp on, which is all of it: the exit hook's code before the
@@ -206,11 +284,15 @@ pub unsafe fn exit_fast(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64
 /// by the names `exit_stamped` and `exit_stamped_slow` in the stacks of the hooks' samples
 /// (hood-reconcile's `EXIT_STAMPED`): every exit timestamp is read in one of them, and the
 /// names must stay.
+///
+/// # Safety
+/// As for [`enter_fast`].
 #[inline(always)]
 unsafe fn exit_stamped(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64) -> bool {
     let now = clock::tsc();
-    let hd = &*h;
-    let th = &mut *t;
+    // SAFETY: the slot invariant: `h` is the live header and `t` this thread's header, which
+    // no other reference in this call aliases (frames and nodes lie after it).
+    let (hd, th) = unsafe { (&*h, &mut *t) };
     if !enter_busy(th) {
         return true;
     }
@@ -222,13 +304,16 @@ unsafe fn exit_stamped(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64)
     if d == 0
         || th.overflow_depth != 0
         || hd.reset_gen.load(Ordering::Relaxed) != th.seen_gen.load(Ordering::Relaxed)
-        || (*s.frame(d - 1)).func != func
+        // SAFETY: `0 < d <= max_depth` (the slot invariant): the top frame is in the stack.
+        || unsafe { (*s.frame(d - 1)).func } != func
     {
         leave_busy(th);
         return false;
     }
-    let elapsed = now.wrapping_sub((*s.frame(d - 1)).entry_ticks);
-    close(&s, d - 1, elapsed);
+    // SAFETY: as above.
+    let elapsed = now.wrapping_sub(unsafe { (*s.frame(d - 1)).entry_ticks });
+    // SAFETY: the slot invariant, and `d - 1 < depth`.
+    unsafe { close(&s, d - 1, elapsed) };
     th.depth.store(d - 1, Ordering::Release);
     th.last_ticks.store(now, Ordering::Relaxed);
     leave_busy(th);
@@ -240,7 +325,7 @@ unsafe fn exit_stamped(h: *const SegmentHeader, t: *mut ThreadHeader, func: u64)
 /// interrupted function. The flag is only ever touched by the owner thread, and a handler
 /// runs on the same thread, so a compiler fence orders it.
 #[inline(always)]
-unsafe fn enter_busy(t: &mut ThreadHeader) -> bool {
+fn enter_busy(t: &mut ThreadHeader) -> bool {
     if t.busy != 0 {
         return false;
     }
@@ -249,24 +334,30 @@ unsafe fn enter_busy(t: &mut ThreadHeader) -> bool {
     true
 }
 
+/// Leave the hook [`enter_busy`] entered.
 #[inline(always)]
-unsafe fn leave_busy(t: &mut ThreadHeader) {
+fn leave_busy(t: &mut ThreadHeader) {
     compiler_fence(Ordering::SeqCst);
     t.busy = 0;
 }
 
-/// Entry hook body, with the stack pointer of the hook's caller. Caller guarantees `s` points
-/// at this thread's initialised slot.
+/// Entry hook body, with the stack pointer of the hook's caller.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`.
 #[inline(always)]
 pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
-    let h = &*s.h;
-    let t = &mut *s.t;
+    // SAFETY: the slot invariant: `h` is the live header and `t` this thread's header, whose
+    // plain fields only this thread writes (frames and nodes lie after it; the functions called below
+    // take `s` and reach the header through the same pointer while this borrow is not in use).
+    let (h, t) = unsafe { (&*s.h, &mut *s.t) };
     if t.busy != 0 {
         return;
     }
     t.busy = 1;
     if h.reset_gen.load(Ordering::Relaxed) != t.seen_gen.load(Ordering::Relaxed) {
-        reset(s);
+        // SAFETY: the slot invariant.
+        unsafe { reset(s) };
     }
     let mut d = t.depth.load(Ordering::Relaxed);
     if d >= h.max_depth {
@@ -283,7 +374,8 @@ pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
     // Frames below the current stack pointer were unwound without exit hooks (longjmp).
     let mut keep = d;
     while keep > 0 {
-        let top = &*s.frame(keep - 1);
+        // SAFETY: `keep - 1 < d < max_depth`: an open frame.
+        let top = unsafe { &*s.frame(keep - 1) };
         if top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW {
             keep -= 1;
         } else {
@@ -291,19 +383,26 @@ pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
         }
     }
     if keep < d {
-        close_unwound(s, keep, d);
+        // SAFETY: the slot invariant, and `keep < d <= depth`.
+        unsafe { close_unwound(s, keep, d) };
         d = keep;
     }
     let (node, flags) = if d == 0 {
-        lookup(s, NO_PARENT, func)
+        // SAFETY: the slot invariant; a top-level call has no parent.
+        unsafe { lookup(s, NO_PARENT, func) }
     } else if d >= h.max_path_len {
-        fold(s, d, func)
+        // SAFETY: the slot invariant, and `max_path_len <= d < max_depth`.
+        unsafe { fold(s, d, func) }
     } else {
-        lookup(s, (*s.frame(d - 1)).node, func)
+        // SAFETY: the slot invariant; frame `d - 1` is open and its node is one this thread
+        // stored.
+        unsafe { lookup(s, (*s.frame(d - 1)).node, func) }
     };
-    let n = &mut *s.nodes().add(node as usize);
+    // SAFETY: `lookup` returns a node below `max_paths` (or LOST_NODE, node 0).
+    let n = unsafe { &mut *s.nodes().add(node as usize) };
     n.calls = n.calls.wrapping_add(1);
-    let f = &mut *s.frame(d);
+    // SAFETY: `d < max_depth` (checked above, and `d` only decreased since): the frame pushed.
+    let f = unsafe { &mut *s.frame(d) };
     f.node = node;
     f.flags = flags;
     f.func = func;
@@ -312,24 +411,32 @@ pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
     entry_stamped(t, f, d, false);
 }
 
-/// Exit hook body. Caller guarantees `s` points at this thread's initialised slot.
+/// Exit hook body.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`.
 #[inline(always)]
 pub unsafe fn exit(s: &Slot, func: u64) {
-    exit_stamped_slow(s, func)
+    // SAFETY: the caller's promise, which is `exit_stamped_slow`'s.
+    unsafe { exit_stamped_slow(s, func) }
 }
 
 /// [`exit`] from its timestamp on, which is all of it (see [`exit_stamped`]).
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`.
 #[inline(always)]
 unsafe fn exit_stamped_slow(s: &Slot, func: u64) {
     let now = clock::now();
-    let h = &*s.h;
-    let t = &mut *s.t;
+    // SAFETY: as in `enter`.
+    let (h, t) = unsafe { (&*s.h, &mut *s.t) };
     if t.busy != 0 {
         return;
     }
     t.busy = 1;
     if h.reset_gen.load(Ordering::Relaxed) != t.seen_gen.load(Ordering::Relaxed) {
-        reset(s);
+        // SAFETY: the slot invariant.
+        unsafe { reset(s) };
     }
     if t.overflow_depth > 0 {
         t.overflow_depth -= 1;
@@ -338,26 +445,33 @@ unsafe fn exit_stamped_slow(s: &Slot, func: u64) {
     }
     let mut d = t.depth.load(Ordering::Relaxed);
     if d == 0 {
-        mismatch(s, 1);
+        // SAFETY: the slot invariant.
+        unsafe { mismatch(s, 1) };
         t.busy = 0;
         return;
     }
-    if (*s.frame(d - 1)).func != func {
+    // SAFETY: `0 < d <= max_depth` (the slot invariant): the top frame is in the stack.
+    if unsafe { (*s.frame(d - 1)).func } != func {
         // Exits were skipped (longjmp, exception): find the nearest open call of `func`.
         let mut k = d - 1;
-        while k > 0 && (*s.frame(k - 1)).func != func {
+        // SAFETY: `k - 1 < d`: an open frame.
+        while k > 0 && unsafe { (*s.frame(k - 1)).func } != func {
             k -= 1;
         }
         if k == 0 {
-            mismatch(s, 1);
+            // SAFETY: the slot invariant.
+            unsafe { mismatch(s, 1) };
             t.busy = 0;
             return;
         }
-        close_unwound(s, k, d);
+        // SAFETY: the slot invariant, and `k < d <= depth`.
+        unsafe { close_unwound(s, k, d) };
         d = k;
     }
-    let elapsed = now.wrapping_sub((*s.frame(d - 1)).entry_ticks);
-    close(s, d - 1, elapsed);
+    // SAFETY: `0 < d <= depth`: the frame being closed.
+    let elapsed = now.wrapping_sub(unsafe { (*s.frame(d - 1)).entry_ticks });
+    // SAFETY: the slot invariant, and `d - 1 < depth`.
+    unsafe { close(s, d - 1, elapsed) };
     t.depth.store(d - 1, Ordering::Release);
     t.last_ticks.store(now, Ordering::Relaxed);
     t.busy = 0;
@@ -366,11 +480,14 @@ unsafe fn exit_stamped_slow(s: &Slot, func: u64) {
 /// The node of a call at depth `d` >= `max_path_len`: its path is folded to the first
 /// `max_path_len - 1` functions of its path followed by `func`, so the call is counted (and
 /// per-function totals stay exact); the folding is counted.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`, and `max_path_len <= d <= depth`.
 #[cold]
 #[inline(never)]
 unsafe fn fold(s: &Slot, d: u32, func: u64) -> (u32, u32) {
-    let h = &*s.h;
-    let t = &mut *s.t;
+    // SAFETY: as in `enter`.
+    let (h, t) = unsafe { (&*s.h, &mut *s.t) };
     t.flags |= FLAG_PATH_OVERRUN;
     h.flags.fetch_or(FLAG_PATH_OVERRUN, Ordering::Relaxed);
     if d == h.max_path_len {
@@ -383,16 +500,24 @@ unsafe fn fold(s: &Slot, d: u32, func: u64) -> (u32, u32) {
         t.folded_calls.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Relaxed,
     );
-    let (node, flags) = lookup(s, folded_parent(s), func);
+    // SAFETY: the slot invariant; `folded_parent` needs `max_path_len <= depth`, and the
+    // node it gives is one this thread stored.
+    let (node, flags) = unsafe { lookup(s, folded_parent(s), func) };
     (node, flags | FRAME_FOLDED)
 }
 
 /// Parent node of folded calls: that of the frame at depth `max_path_len - 1`.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`, and `max_path_len <= depth` (a folded call
+/// is open or being opened), so frame `max_path_len - 2` is open.
 #[inline(always)]
 unsafe fn folded_parent(s: &Slot) -> u32 {
-    let l = (*s.h).max_path_len;
+    // SAFETY: `h` is the live header.
+    let l = unsafe { (*s.h).max_path_len };
     if l >= 2 {
-        (*s.frame(l - 2)).node
+        // SAFETY: `l - 2 < max_path_len <= depth <= max_depth`: an open frame.
+        unsafe { (*s.frame(l - 2)).node }
     } else {
         NO_PARENT
     }
@@ -407,11 +532,14 @@ unsafe fn folded_parent(s: &Slot) -> u32 {
 /// the time after that moment, when the program ran on in it. (Before, it was charged for the
 /// whole unwound subtree, whose completed calls had already been counted: own times summed to
 /// more than the run.) Counted as mismatched exits.
-/// Caller guarantees `s` points at this thread's initialised slot and `keep <= d <= depth`.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`, and `keep <= d <= depth`.
 #[cold]
 #[inline(never)]
 unsafe fn close_unwound(s: &Slot, keep: u32, d: u32) {
-    let t = &*s.t;
+    // SAFETY: `t` is this thread's header.
+    let t = unsafe { &*s.t };
     let last = t.last_ticks.load(Ordering::Relaxed);
     let jump = t.jump_ticks.load(Ordering::Relaxed);
     let at = if jump > last { jump } else { last };
@@ -420,26 +548,32 @@ unsafe fn close_unwound(s: &Slot, keep: u32, d: u32) {
         i -= 1;
         // A frame entered after `at` cannot exist (every hook stores its time there), but a
         // reset re-times open frames to the reset: such a frame is closed with no time.
-        close(s, i, at.saturating_sub((*s.frame(i)).entry_ticks));
+        // SAFETY: the slot invariant, and `i < d <= depth`: an open frame.
+        unsafe { close(s, i, at.saturating_sub((*s.frame(i)).entry_ticks)) };
     }
-    mismatch(s, u64::from(d - keep));
+    // SAFETY: the slot invariant.
+    unsafe { mismatch(s, u64::from(d - keep)) };
 }
 
 /// Close frame `i`, which ran for `elapsed` ticks: its own time (less the deeper calls' and
 /// the hooks' own cost) goes to its path node, and `elapsed` (plus the hooks' cost the caller
-/// saw) to its parent's deeper time. Caller guarantees `s` points at this thread's initialised
-/// slot and `i < depth`.
+/// saw) to its parent's deeper time.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`, and `i < depth`.
 #[inline(always)]
 unsafe fn close(s: &Slot, i: u32, elapsed: u64) {
-    let h = &*s.h;
-    let f = &*s.frame(i);
+    // SAFETY: `h` is the live header; `i < depth <= max_depth`: an open frame.
+    let (h, f) = unsafe { (&*s.h, &*s.frame(i)) };
     let own = elapsed
         .wrapping_sub(f.deeper_ticks)
         .wrapping_sub(h.comp_self_ticks);
-    let n = &mut *s.nodes().add(f.node as usize);
+    // SAFETY: the frame's node is one this thread stored: below `max_paths`.
+    let n = unsafe { &mut *s.nodes().add(f.node as usize) };
     n.own_ticks = n.own_ticks.wrapping_add(own);
     if i > 0 {
-        let p = &mut *s.frame(i - 1);
+        // SAFETY: `i - 1 < i`: the open parent frame, not the one `f` borrows.
+        let p = unsafe { &mut *s.frame(i - 1) };
         let comp = if f.flags & FRAME_SLOW != 0 {
             h.comp_child_slow_ticks
         } else {
@@ -449,36 +583,52 @@ unsafe fn close(s: &Slot, i: u32, elapsed: u64) {
     }
 }
 
+/// Count `n` exits that did not match the open calls.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`.
 #[cold]
 unsafe fn mismatch(s: &Slot, n: u64) {
-    let t = &*s.t;
+    // SAFETY: the slot invariant: `h` is the live header and `t` this thread's header, which
+    // no other reference in this call aliases.
+    let (h, t) = unsafe { (&*s.h, &mut *s.t) };
     t.mismatched.store(
         t.mismatched.load(Ordering::Relaxed).wrapping_add(n),
         Ordering::Relaxed,
     );
-    (*s.t).flags |= FLAG_MISMATCH;
-    (*s.h).flags.fetch_or(FLAG_MISMATCH, Ordering::Relaxed);
+    t.flags |= FLAG_MISMATCH;
+    h.flags.fetch_or(FLAG_MISMATCH, Ordering::Relaxed);
 }
 
 /// Clear this thread's table and re-insert the open calls with zero counts, so that running
 /// functions are measured from the reset on (the stack outlives resets).
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`, except that the frames' nodes may be stale
+/// (they are rebuilt here).
 #[cold]
 #[inline(never)]
 pub unsafe fn reset(s: &Slot) {
-    let h = &*s.h;
-    let t = &mut *s.t;
+    // SAFETY: the slot invariant: `h` is the live header and `t` this thread's header (the
+    // lookups below reach it through the same pointer, while this borrow is not in use).
+    let (h, t) = unsafe { (&*s.h, &mut *s.t) };
     t.seen_gen
         .store(h.reset_gen.load(Ordering::Relaxed), Ordering::Relaxed);
-    clear_table(s);
+    // SAFETY: the slot invariant.
+    unsafe { clear_table(s) };
     let now = clock::now();
     let d = t.depth.load(Ordering::Relaxed);
     let mut parent = NO_PARENT;
     for i in 0..d {
-        let f = &mut *s.frame(i);
+        // SAFETY: `i < depth <= max_depth`: an open frame.
+        let f = unsafe { &mut *s.frame(i) };
         f.node = if i >= h.max_path_len {
-            lookup(s, folded_parent(s), f.func).0
+            // SAFETY: the slot invariant; `max_path_len <= i < depth`, and the frames below
+            // `i` hold nodes of the rebuilt table.
+            unsafe { lookup(s, folded_parent(s), f.func).0 }
         } else {
-            parent = lookup(s, parent, f.func).0;
+            // SAFETY: `parent` is NO_PARENT or the node just found for frame `i - 1`.
+            parent = unsafe { lookup(s, parent, f.func).0 };
             parent
         };
         f.entry_ticks = now;
@@ -493,13 +643,22 @@ pub unsafe fn reset(s: &Slot) {
 }
 
 /// Empty the path table: node 0 (lost) only, hash index zeroed.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`, except that the nodes need not be
+/// initialised.
 pub unsafe fn clear_table(s: &Slot) {
-    let h = &*s.h;
-    let t = &*s.t;
+    // SAFETY: the slot invariant: `h` is the live header and `t` this thread's header.
+    let (h, t) = unsafe { (&*s.h, &*s.t) };
     let used = t.paths_used.load(Ordering::Relaxed).min(h.max_paths) as usize;
-    core::ptr::write_bytes(s.nodes(), 0, used.max(1));
-    core::ptr::write_bytes(s.hash(), 0, h.hash_size as usize);
-    let lost = &mut *s.nodes();
+    // SAFETY: `used.max(1) <= max_paths` nodes (`max_paths >= 1`: `Config` clamps it to at
+    // least 2) and `hash_size` buckets are inside the slot, which only this thread writes.
+    unsafe {
+        core::ptr::write_bytes(s.nodes(), 0, used.max(1));
+        core::ptr::write_bytes(s.hash(), 0, h.hash_size as usize);
+    }
+    // SAFETY: node 0 is inside the table, and no other reference to it is live.
+    let lost = unsafe { &mut *s.nodes() };
     lost.parent = NO_PARENT;
     lost.depth = 1;
     t.paths_used.store(1, Ordering::Release);

@@ -22,6 +22,8 @@ mod index;
 mod interpose;
 mod runtime;
 mod segment;
+#[cfg(test)]
+mod tests;
 mod tls;
 mod trace;
 

@@ -213,17 +213,24 @@ fn init_process() -> Option<bool> {
 /// # Safety
 /// `h` is the live segment mapping (its header area holds the free-slot bytes).
 unsafe fn reuse_slot(h: *mut SegmentHeader) -> Option<u32> {
-    let hd = &*h;
+    // SAFETY: `h` is the live segment header.
+    let hd = unsafe { &*h };
     let n = hd
         .threads_used
         .load(Ordering::Relaxed)
         .min(hd.max_threads)
         .min(hood_abi::REUSABLE_SLOTS);
-    let free = (h as *mut u8)
-        .add(hood_abi::FREE_SLOTS_OFFSET as usize)
-        .cast::<AtomicU8>();
+    // SAFETY: the free-slot bytes (REUSABLE_SLOTS of them) lie inside the header area at
+    // FREE_SLOTS_OFFSET, which every segment maps.
+    let free = unsafe {
+        (h as *mut u8)
+            .add(hood_abi::FREE_SLOTS_OFFSET as usize)
+            .cast::<AtomicU8>()
+    };
     for i in 0..n {
-        let b = &*free.add(i as usize);
+        // SAFETY: `i < n <= REUSABLE_SLOTS`: one of those bytes, accessed atomically (the
+        // recorder writes them too).
+        let b = unsafe { &*free.add(i as usize) };
         if b.load(Ordering::Relaxed) == hood_abi::SLOT_FREE
             && b.compare_exchange(hood_abi::SLOT_FREE, 0, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
@@ -259,40 +266,55 @@ fn init_thread(h: *mut SegmentHeader) -> *mut ThreadHeader {
 /// Initialise slot `t` for the calling thread and make it current. A reused slot still holds
 /// its former thread's counters: the header is zeroed first (its `state` is 0 until the
 /// release store below publishes the slot).
+///
+/// # Safety
+/// `h` is the live segment and `t` a slot in it that the calling thread has just claimed (no
+/// other thread uses it).
 unsafe fn init_slot(h: *mut SegmentHeader, t: *mut ThreadHeader) {
     let s = Slot { h, t };
     // Kept: the calls table's clearing below needs to know how much of it was used.
-    let paths_used = (*t).paths_used.load(Ordering::Relaxed);
-    ptr::write_bytes(t.cast::<u8>(), 0, hood_abi::THREAD_HEADER_SIZE);
-    (*t).paths_used.store(paths_used, Ordering::Relaxed);
-    let th = &mut *t;
-    th.tid = libc::syscall(libc::SYS_gettid) as u32;
+    // SAFETY: `t` is a slot inside the mapping, claimed by this thread.
+    let paths_used = unsafe { (*t).paths_used.load(Ordering::Relaxed) };
+    // SAFETY: the thread header is the first THREAD_HEADER_SIZE bytes of the claimed slot,
+    // and all-zero bytes are a valid `ThreadHeader` (integers and atomics).
+    unsafe { ptr::write_bytes(t.cast::<u8>(), 0, hood_abi::THREAD_HEADER_SIZE) };
+    // SAFETY: as above; from here on `th` is the only reference to the header.
+    let th = unsafe { &mut *t };
+    th.paths_used.store(paths_used, Ordering::Relaxed);
+    // SAFETY: gettid takes no arguments and cannot fail.
+    th.tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
     th.depth.store(0, Ordering::Relaxed);
     th.overflow_depth = 0;
     th.busy = 0;
+    // SAFETY: `h` is the live segment header.
+    let hd = unsafe { &*h };
     th.seen_gen
-        .store((*h).reset_gen.load(Ordering::Relaxed), Ordering::Relaxed);
-    if (*h).mode == hood_abi::MODE_TRACE {
+        .store(hd.reset_gen.load(Ordering::Relaxed), Ordering::Relaxed);
+    if hd.mode == hood_abi::MODE_TRACE {
         th.trace_pos.store(0, Ordering::Relaxed);
         th.trace_dropped.store(0, Ordering::Relaxed);
         th.trace_written.store(0, Ordering::Relaxed);
         th.trace_read.store(0, Ordering::Relaxed);
         th.lost_calls.store(0, Ordering::Relaxed);
         // Stream mode: the first event finds the ring's room through the general path.
-        let stop = if (*h).trace_full == hood_abi::TRACE_FULL_STREAM {
+        let stop = if hd.trace_full == hood_abi::TRACE_FULL_STREAM {
             0
         } else {
-            (*h).trace_capacity
+            hd.trace_capacity
         };
         th.trace_stop.store(stop, Ordering::Relaxed);
     } else {
-        hook::clear_table(&s);
+        // SAFETY: `s` is this thread's calls-mode slot in the live segment; `clear_table`
+        // needs no initialised nodes, and `paths_used` (kept above) bounds what it clears.
+        unsafe { hook::clear_table(&s) };
     }
     th.reset_ticks.store(clock::now(), Ordering::Relaxed);
     th.state.store(THREAD_LIVE, Ordering::Release);
     let key = KEY.load(Ordering::Relaxed);
     if key != u32::MAX {
-        libc::pthread_setspecific(key, t as *const libc::c_void);
+        // SAFETY: `key` was created by `pthread_key_create` and is never deleted; the value
+        // is only handed back to `thread_exit`.
+        unsafe { libc::pthread_setspecific(key, t as *const libc::c_void) };
     }
     tls_set(t);
 }

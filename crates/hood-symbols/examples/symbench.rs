@@ -99,7 +99,7 @@ fn main() {
         .collect();
     kaddrs.sort_unstable();
     kaddrs.dedup();
-    let ids: Vec<Option<Vec<u8>>> = batches
+    let ids: Vec<Option<hood_symbols::BuildId>> = batches
         .iter()
         .map(|(p, _)| read_build_id(p).ok().flatten())
         .collect();
@@ -128,7 +128,7 @@ fn main() {
         let t2 = Instant::now();
         (uoffs, uok) = (0, 0);
         for ((path, offs), id) in batches.iter().zip(&ids) {
-            let res = s.symbolize_file(path, id.as_deref(), offs);
+            let res = s.symbolize_file(path, id.as_ref(), offs);
             uoffs += offs.len();
             uok += res.iter().filter(|r| r.is_ok()).count();
         }
@@ -136,7 +136,7 @@ fn main() {
         let total = t0.elapsed();
         let t3 = Instant::now();
         for ((path, offs), id) in batches.iter().zip(&ids) {
-            let _ = s.symbolize_file(path, id.as_deref(), offs);
+            let _ = s.symbolize_file(path, id.as_ref(), offs);
         }
         let t_warm = t3.elapsed();
         kok = kres.iter().filter(|r| r.is_ok()).count();

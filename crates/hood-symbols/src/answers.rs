@@ -33,7 +33,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::cache::{dir_from_env, my_uid, nofollow, touch, trim, CheckedDir};
-use crate::{hex, InlinedFrame, Resolution, SourceLine, Sym, Unresolved};
+use crate::{BuildId, InlinedFrame, Resolution, SourceLine, Sym, Unresolved};
 
 /// Default budget of the cache: far more than the answers of every binary a machine runs.
 pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
@@ -84,13 +84,13 @@ impl SymbolCacheConfig {
 /// set back). `None` if the file cannot be looked at.
 pub(crate) fn key(
     real: &Path,
-    build_id: Option<&[u8]>,
+    build_id: Option<&BuildId>,
     debug: &str,
     inlined: bool,
 ) -> Option<String> {
     let m = fs::metadata(real).ok().filter(|m| m.is_file())?;
-    let who = match build_id.filter(|id| id.len() >= 2) {
-        Some(id) => format!("{}.{}.{}", hex(id), m.len(), owner(&m)),
+    let who = match build_id.filter(|id| id.as_bytes().len() >= 2) {
+        Some(id) => format!("{id}.{}.{}", m.len(), owner(&m)),
         None => format!(
             "noid-{:x}-{}-{}-{}.{}-{}.{}",
             m.dev(),

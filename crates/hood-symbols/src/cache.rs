@@ -150,7 +150,7 @@ fn trusted_path(dir: &Path, me: u32) -> Result<(), String> {
 
 /// A cached file is used if it is a regular file (not a symlink) of the cache's owner with
 /// the build-id asked for.
-pub(crate) fn cached_ok(path: &Path, build_id: &[u8]) -> bool {
+pub(crate) fn cached_ok(path: &Path, build_id: &crate::BuildId) -> bool {
     let Ok(f) = OpenOptions::new()
         .read(true)
         .custom_flags(nofollow())
@@ -163,7 +163,7 @@ pub(crate) fn cached_ok(path: &Path, build_id: &[u8]) -> bool {
     };
     meta.is_file()
         && meta.uid() == my_uid()
-        && matches!(build_id_of_file(f, path), Ok(Some(id)) if id == build_id)
+        && matches!(build_id_of_file(f, path), Ok(Some(id)) if id == *build_id)
 }
 
 /// The default root of hood's caches: `$XDG_CACHE_HOME/hood`, else `$HOME/.cache/hood`.

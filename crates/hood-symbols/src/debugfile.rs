@@ -21,8 +21,8 @@ use object::read::ReadCache;
 use object::Endianness;
 
 use crate::elfread::{build_id_at, sections64, Elf64};
-use crate::hex;
 use crate::open::{open, BINARY, DEBUG};
+use crate::BuildId;
 
 /// Larger `.gnu_debuglink` sections are not debug links.
 const MAX_DEBUGLINK: u64 = 4096;
@@ -70,7 +70,7 @@ impl DebugFile {
     pub(crate) fn find(
         real: &Path,
         recorded: &Path,
-        id: Option<&[u8]>,
+        id: Option<&BuildId>,
         dirs: &[PathBuf],
     ) -> Option<DebugFile> {
         let path = id
@@ -97,11 +97,11 @@ impl DebugFile {
 /// The separate debug file for `build_id` in one of `dirs` (each laid out as
 /// `DIR/.build-id/XX/YYYY.debug`), if one exists and carries the same build-id: a debug file
 /// left over from another build of the binary is never trusted.
-pub fn debug_file_path(build_id: &[u8], dirs: &[PathBuf]) -> Option<PathBuf> {
-    if build_id.len() < 2 {
+pub fn debug_file_path(build_id: &BuildId, dirs: &[PathBuf]) -> Option<PathBuf> {
+    if build_id.as_bytes().len() < 2 {
         return None;
     }
-    let h = hex(build_id);
+    let h = build_id.to_string();
     let path = dirs
         .iter()
         .map(|d| {
@@ -110,7 +110,7 @@ pub fn debug_file_path(build_id: &[u8], dirs: &[PathBuf]) -> Option<PathBuf> {
                 .join(format!("{}.debug", &h[2..]))
         })
         .find(|p| p.is_file())?;
-    (build_id_at(&path, DEBUG).ok()?.as_deref() == Some(build_id)).then_some(path)
+    (build_id_at(&path, DEBUG).ok()?.as_ref() == Some(build_id)).then_some(path)
 }
 
 /// The debug file named by the `.gnu_debuglink` of `real` (recorded as `recorded`) whose
@@ -121,7 +121,7 @@ pub(crate) fn debug_link_path(
     real: &Path,
     recorded: &Path,
     dirs: &[PathBuf],
-    id: Option<&[u8]>,
+    id: Option<&BuildId>,
 ) -> Option<PathBuf> {
     let (name, crc) = read_debuglink(real)?;
     let bin_dir = real.parent()?;
@@ -136,7 +136,7 @@ pub(crate) fn debug_link_path(
         c.as_path() != real
             && file_crc32(c) == Some(crc)
             && match (id, build_id_at(c, DEBUG).ok().flatten()) {
-                (Some(a), Some(b)) => a == b.as_slice(),
+                (Some(a), Some(b)) => *a == b,
                 _ => true,
             }
     })

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::cache::{cached_ok, nofollow, CheckedDir};
-use crate::{hex, read_build_id};
+use crate::{read_build_id, BuildId};
 
 /// How long a miss is remembered.
 const MISS_TTL: Duration = Duration::from_secs(600);
@@ -132,7 +132,7 @@ pub(crate) struct Debuginfod {
     /// The cache directory's check, made once: `Err` says why it cannot be used.
     dir: CheckedDir,
     /// Build-ids asked for in this run.
-    asked: HashSet<Vec<u8>>,
+    asked: HashSet<BuildId>,
 }
 
 impl Debuginfod {
@@ -157,11 +157,11 @@ impl Debuginfod {
     /// in messages. Problems worth saying (cache refused, server errors) go to `warn`.
     pub(crate) fn fetch(
         &mut self,
-        build_id: &[u8],
+        build_id: &BuildId,
         what: &str,
         warn: &mut dyn FnMut(String, String),
     ) -> Option<PathBuf> {
-        if build_id.len() < 2 || !self.asked.insert(build_id.to_vec()) {
+        if build_id.as_bytes().len() < 2 || !self.asked.insert(*build_id) {
             return None;
         }
         let dir = match self.cache_dir() {
@@ -171,7 +171,7 @@ impl Debuginfod {
                 return None;
             }
         };
-        let h = hex(build_id);
+        let h = build_id.to_string();
         let path = dir.join(format!("{h}.debug"));
         if cached_ok(&path, build_id) {
             return Some(path);
@@ -219,7 +219,7 @@ impl Debuginfod {
         &self,
         url: &str,
         h: &str,
-        build_id: &[u8],
+        build_id: &BuildId,
         dir: &Path,
         path: &Path,
         what: &str,
@@ -299,7 +299,7 @@ impl Debuginfod {
         tmp.flush().map_err(|e| e.to_string())?;
         // The server's word is not taken: the file must be ELF with the build-id asked for.
         match read_build_id(tmp.path()) {
-            Ok(Some(id)) if id == build_id => {}
+            Ok(Some(id)) if id == *build_id => {}
             Ok(_) => return Err("the file served has another build-id".into()),
             Err(e) => return Err(format!("the file served is not usable: {e}")),
         }

@@ -14,8 +14,8 @@ use crate::debugfile::{has_dwarf, DebugFile};
 use crate::plt::Plt;
 use crate::symbolizer::{hash_of, Verdict};
 use crate::{
-    build_id_from_bytes, hex, InlinedFrame, Resolution, SourceLine, Sym, SymbolError, Symbolizer,
-    Unresolved,
+    build_id_from_bytes, BuildId, InlinedFrame, Resolution, SourceLine, Sym, SymbolError,
+    Symbolizer, Unresolved,
 };
 
 const LEFT: &str = "its frames are left unresolved";
@@ -38,27 +38,26 @@ impl Symbolizer {
     pub fn symbolize_file(
         &mut self,
         path: &Path,
-        expected_build_id: Option<&[u8]>,
+        expected_build_id: Option<&BuildId>,
         file_offsets: &[u64],
     ) -> Vec<Resolution> {
         if file_offsets.is_empty() {
             return Vec::new();
         }
-        let expected = expected_build_id.filter(|b| !b.is_empty());
-        let key = (path.to_path_buf(), expected.map(<[u8]>::to_vec));
+        let key = (path.to_path_buf(), expected_build_id.copied());
         let verdict = match self.files.get(&key) {
             Some(v) => v.clone(),
             None => {
-                let v = self.check_file(path, expected);
+                let v = self.check_file(path, expected_build_id);
                 self.files.insert(key, v.clone());
                 v
             }
         };
         match verdict {
             Ok((real, id)) => {
-                let dbg = self.debug_file(&real, path, id.as_deref());
+                let dbg = self.debug_file(&real, path, id.as_ref());
                 let shown = path.display().to_string();
-                let key = self.answers_key(&real, id.as_deref(), dbg.as_ref());
+                let key = self.answers_key(&real, id.as_ref(), dbg.as_ref());
                 let Some(key) = key else {
                     let out = self.read_answers(&real, dbg.as_ref(), &shown, file_offsets);
                     return self.demangled(out);
@@ -133,7 +132,7 @@ impl Symbolizer {
     fn answers_key(
         &self,
         real: &Path,
-        id: Option<&[u8]>,
+        id: Option<&BuildId>,
         dbg: Option<&DebugFile>,
     ) -> Option<String> {
         self.answers.as_ref()?;
@@ -178,7 +177,12 @@ impl Symbolizer {
 
     /// The separate debug file of the binary `real` (mapped as `recorded`, build-id `id`),
     /// looked for once.
-    fn debug_file(&mut self, real: &Path, recorded: &Path, id: Option<&[u8]>) -> Option<DebugFile> {
+    fn debug_file(
+        &mut self,
+        real: &Path,
+        recorded: &Path,
+        id: Option<&BuildId>,
+    ) -> Option<DebugFile> {
         if let Some(found) = self.debug_files.get(real) {
             return found.clone();
         }
@@ -278,7 +282,7 @@ impl Symbolizer {
     }
 
     /// Decides once whether `path` may be read: present, ELF, same build-id.
-    fn check_file(&mut self, path: &Path, expected: Option<&[u8]>) -> Verdict {
+    fn check_file(&mut self, path: &Path, expected: Option<&BuildId>) -> Verdict {
         let shown = path.display().to_string();
         let mut real = self.rooted(path);
         if !real.exists() {
@@ -324,11 +328,10 @@ impl Symbolizer {
             }
         };
         if let Some(exp) = expected {
-            if actual.as_deref() != Some(exp) {
-                let now = actual.as_deref().map_or("none".to_string(), hex);
+            if actual.as_ref() != Some(exp) {
+                let now = actual.map_or("none".to_string(), |id| id.to_string());
                 let msg = format!(
-                    "binary {shown} changed since recording (build-id {} recorded, {now} now); {LEFT}",
-                    hex(exp)
+                    "binary {shown} changed since recording (build-id {exp} recorded, {now} now); {LEFT}"
                 );
                 self.warn(shown, msg);
                 return Err(Unresolved::BuildIdMismatch);

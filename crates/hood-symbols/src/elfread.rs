@@ -18,7 +18,7 @@ use object::read::elf::{FileHeader, NoteIterator, ProgramHeader as _, SectionHea
 use object::read::ReadCache;
 use object::{Endianness, ReadRef};
 
-use crate::SymbolError;
+use crate::{BuildId, SymbolError};
 
 /// Upper bound on the header tables and note areas read (4 MiB: tens of thousands of
 /// section headers).
@@ -69,7 +69,7 @@ fn bounded_sections<'a, Elf: FileHeader, R: ReadRef<'a>>(
 /// ([`SymbolError::NotElf`]).
 /// The file is opened as a binary at the path it was mapped from: a regular file, never through
 /// a symbolic link ([`SymbolError::Refused`] otherwise).
-pub fn read_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
+pub fn read_build_id(path: &Path) -> Result<Option<BuildId>, SymbolError> {
     build_id_at(path, crate::open::BINARY)
 }
 
@@ -77,12 +77,12 @@ pub fn read_build_id(path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
 pub(crate) fn build_id_at(
     path: &Path,
     policy: crate::open::Policy,
-) -> Result<Option<Vec<u8>>, SymbolError> {
+) -> Result<Option<BuildId>, SymbolError> {
     build_id_of_file(crate::open::open(path, policy)?, path)
 }
 
 /// [`read_build_id`] of a file already opened (`path` names it in errors).
-pub(crate) fn build_id_of_file(file: File, path: &Path) -> Result<Option<Vec<u8>>, SymbolError> {
+pub(crate) fn build_id_of_file(file: File, path: &Path) -> Result<Option<BuildId>, SymbolError> {
     build_id_in(&ReadCache::new(file)).map_err(|reason| SymbolError::NotElf {
         what: path.display().to_string(),
         reason,
@@ -91,7 +91,7 @@ pub(crate) fn build_id_of_file(file: File, path: &Path) -> Result<Option<Vec<u8>
 
 /// Returns the GNU build-id of an ELF image held in memory (for example
 /// the `[vdso]` bytes), `Ok(None)` if it has no build-id note.
-pub fn build_id_from_bytes(image: &[u8]) -> Result<Option<Vec<u8>>, SymbolError> {
+pub fn build_id_from_bytes(image: &[u8]) -> Result<Option<BuildId>, SymbolError> {
     build_id_in(image).map_err(|reason| SymbolError::NotElf {
         what: "in-memory image".to_string(),
         reason,
@@ -100,23 +100,13 @@ pub fn build_id_from_bytes(image: &[u8]) -> Result<Option<Vec<u8>>, SymbolError>
 
 /// The GNU build-id in a raw little-endian note area such as /sys/kernel/notes (the running
 /// kernel's notes), or `None` when there is none.
-pub fn build_id_from_notes(notes: &[u8]) -> Option<Vec<u8>> {
+pub fn build_id_from_notes(notes: &[u8]) -> Option<BuildId> {
     let notes = NoteIterator::<Elf64>::new(Endianness::Little, 4, notes).ok()?;
     gnu_build_id::<Elf64>(notes, Endianness::Little)
 }
 
-/// Lower-case hex of a build-id (or any byte string).
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
 /// The build-id of the ELF file or image in `data`, 32- or 64-bit, either byte order.
-fn build_id_in<'a, R: ReadRef<'a>>(data: R) -> Result<Option<Vec<u8>>, &'static str> {
+fn build_id_in<'a, R: ReadRef<'a>>(data: R) -> Result<Option<BuildId>, &'static str> {
     // The 32-bit header is the shorter one: enough to read the identification bytes.
     let ident = &data
         .read_at::<FileHeader32<Endianness>>(0)
@@ -132,7 +122,7 @@ fn build_id_in<'a, R: ReadRef<'a>>(data: R) -> Result<Option<Vec<u8>>, &'static 
     }
 }
 
-fn build_id_of<'a, Elf, R>(data: R) -> Result<Option<Vec<u8>>, &'static str>
+fn build_id_of<'a, Elf, R>(data: R) -> Result<Option<BuildId>, &'static str>
 where
     Elf: FileHeader<Endian = Endianness>,
     R: ReadRef<'a>,
@@ -170,14 +160,15 @@ where
     Ok(None)
 }
 
-/// The descriptor of the first GNU build-id note of a note area.
+/// The descriptor of the first GNU build-id note of a note area; `None` when there is none,
+/// or when it is empty or longer than a [`BuildId`] holds.
 fn gnu_build_id<Elf: FileHeader>(
     mut notes: NoteIterator<'_, Elf>,
     endian: Elf::Endian,
-) -> Option<Vec<u8>> {
+) -> Option<BuildId> {
     while let Ok(Some(note)) = notes.next() {
         if note.name() == b"GNU" && note.n_type(endian) == NT_GNU_BUILD_ID {
-            return Some(note.desc().to_vec());
+            return BuildId::from_bytes(note.desc());
         }
     }
     None
@@ -206,7 +197,7 @@ mod tests {
         assert_eq!(from_file, from_bytes);
         // rustc on Linux passes --build-id to the linker.
         let id = from_file.expect("rust test binaries carry a GNU build-id");
-        assert!(id.len() >= 8, "build-id {} too short", hex(&id));
+        assert!(id.as_bytes().len() >= 8, "build-id {id} too short");
     }
 
     /// An image whose section headers are gone, or whose note section claims more than any
@@ -219,10 +210,7 @@ mod tests {
         let mut no_sections = bytes.clone();
         no_sections[0x28..0x30].fill(0);
         no_sections[0x3c..0x3e].fill(0);
-        assert_eq!(
-            build_id_from_bytes(&no_sections).expect("parse"),
-            Some(id.clone())
-        );
+        assert_eq!(build_id_from_bytes(&no_sections).expect("parse"), Some(id));
         let s = sections64(&bytes[..]).expect("sections");
         let shoff = s.header.e_shoff(s.endian) as usize;
         let mut huge = bytes.clone();
@@ -238,10 +226,5 @@ mod tests {
         let mut none = no_sections;
         none[0x20..0x28].fill(0);
         assert_eq!(build_id_from_bytes(&none).expect("parse"), None);
-    }
-
-    #[test]
-    fn hex_formats_lower_case() {
-        assert_eq!(hex(&[0xab, 0x01, 0xff]), "ab01ff");
     }
 }

@@ -1,8 +1,8 @@
 //! Owns names and lines: ELF symbols, DWARF lines and inlined frames, separate debug files,
 //! debuginfod, the DWARF cache, the symbol cache of answers per binary, kallsyms, perf maps,
 //! symfiles, and the source text and machine code `hood annotate` shows. May depend on
-//! blazesym, object and ureq, and on hood-format for its door to untrusted files (every file
-//! here is opened through [`hood_format::untrusted`]).
+//! blazesym, object and ureq, on hood-format for its door to untrusted files (every file
+//! here is opened through [`hood_format::untrusted`]), and on hood-raw for [`BuildId`].
 //!
 //! Address → symbol resolution for hood reports.
 //!
@@ -61,9 +61,10 @@ pub use answers::{SymbolCacheConfig, DEFAULT_MAX_BYTES as SYMBOL_CACHE_DEFAULT_M
 pub use debugfile::debug_file_path;
 pub use debuginfod::{DebuginfodConfig, Progress};
 pub use demangle::{demangle, demangle_short};
-pub use elfread::{build_id_from_bytes, build_id_from_notes, hex, read_build_id};
+pub use elfread::{build_id_from_bytes, build_id_from_notes, read_build_id};
 pub use error::SymbolError;
 pub use funcs::{function_symbols, function_symbols_of, FunctionSymbol};
+pub use hood_raw::BuildId;
 pub use section::section_data;
 pub use source::{read_source, read_source_for, FunctionCode};
 pub use symbolizer::{SymbolStats, Symbolizer};

@@ -85,7 +85,7 @@ impl Symbolizer {
     pub fn function_code(
         &mut self,
         path: &Path,
-        expected_build_id: Option<&[u8]>,
+        expected_build_id: Option<&crate::BuildId>,
         offset: u64,
         max: u64,
     ) -> Result<FunctionCode, SymbolError> {

@@ -13,7 +13,7 @@ use crate::{Resolution, SymbolError, SymbolTable, SymbolizerOptions, Unresolved}
 
 /// Whether an ELF file may be read, decided once per file: the file to read and its
 /// build-id, or why not.
-pub(crate) type Verdict = Result<(PathBuf, Option<Vec<u8>>), Unresolved>;
+pub(crate) type Verdict = Result<(PathBuf, Option<crate::BuildId>), Unresolved>;
 
 /// Where a report's answers for ELF files came from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,7 +39,7 @@ pub struct Symbolizer {
     kernel: Option<SymbolTable>,
     symfile: Option<SymbolTable>,
     /// (path as recorded, expected build-id) → verdict.
-    pub(crate) files: HashMap<(PathBuf, Option<Vec<u8>>), Verdict>,
+    pub(crate) files: HashMap<(PathBuf, Option<crate::BuildId>), Verdict>,
     /// Device and inode of each binary whose build-id was checked: what is read later must be
     /// that file.
     pub(crate) checked: HashMap<PathBuf, (u64, u64)>,

@@ -33,7 +33,6 @@ use object::Endianness;
 use crate::cache::{cached_ok, touch, trim, CheckedDir};
 use crate::elfread::build_id_at;
 use crate::elfread::sections64;
-use crate::hex;
 
 /// Most bytes a compressed debug section may claim per compressed byte, beyond
 /// [`RATIO_FLOOR`]. Real DWARF compresses 2-35 times (Debian's and Ubuntu's debug files; a
@@ -153,7 +152,7 @@ impl Unpacker {
         let id = build_id_at(file, crate::open::DEBUG)
             .ok()
             .flatten()
-            .filter(|id| id.len() >= 2)?;
+            .filter(|id| id.as_bytes().len() >= 2)?;
         if plan.unpacked_size > self.cfg.max_bytes {
             return None;
         }
@@ -166,7 +165,7 @@ impl Unpacker {
                 return None;
             }
         };
-        let dst = dir.join(format!("{}.{}.debug", hex(&id), plan.file_size));
+        let dst = dir.join(format!("{id}.{}.debug", plan.file_size));
         if cached_ok(&dst, &id) {
             touch(&dst);
             return Some(dst);

@@ -38,7 +38,7 @@ fn offsets(bin: &Path) -> Vec<u64> {
 fn resolve(
     cache: Option<&Path>,
     bin: &Path,
-    id: Option<&[u8]>,
+    id: Option<&hood_symbols::BuildId>,
     offs: &[u64],
 ) -> (Vec<Resolution>, Vec<String>, SymbolStats) {
     let mut s = symbolizer(cache);

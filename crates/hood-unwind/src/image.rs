@@ -58,7 +58,7 @@ pub struct Image {
     pub(crate) eh_frame_hdr: Option<Section>,
     pub(crate) debug_frame: Option<Bytes>,
     /// The GNU build-id note.
-    pub(crate) build_id: Option<Vec<u8>>,
+    pub(crate) build_id: Option<hood_raw::BuildId>,
     /// The entry point (`e_entry`; 0 for a library).
     pub(crate) entry: u64,
     /// Unwind sections not read: over [`MAX_SECTION_BYTES`] or stored sparse.
@@ -364,7 +364,11 @@ impl Image {
             eh_frame,
             eh_frame_hdr,
             debug_frame,
-            build_id: file.build_id().ok().flatten().map(<[u8]>::to_vec),
+            build_id: file
+                .build_id()
+                .ok()
+                .flatten()
+                .and_then(hood_raw::BuildId::from_bytes),
             entry: file.entry(),
             refused: refused.into_inner(),
             go_restorers,

@@ -182,7 +182,7 @@ impl Unwinder {
         len: u64,
         pgoff: u64,
         path: &str,
-        build_id: Option<&[u8]>,
+        build_id: Option<&hood_raw::BuildId>,
     ) {
         let Some(end) = start.checked_add(len).filter(|_| len > 0) else {
             return;
@@ -333,7 +333,12 @@ impl Unwinder {
     }
 
     /// The image behind `path` as `pid` sees it, read once per file.
-    fn image_for(&mut self, pid: u32, path: &str, build_id: Option<&[u8]>) -> Option<Arc<Image>> {
+    fn image_for(
+        &mut self,
+        pid: u32,
+        path: &str,
+        build_id: Option<&hood_raw::BuildId>,
+    ) -> Option<Arc<Image>> {
         if path == "[vdso]" {
             return self.vdso.clone();
         }
@@ -357,7 +362,7 @@ impl Unwinder {
                     .ok()
                     .map(|(mut img, _)| {
                         if !img.has_cfi() {
-                            if let Some(dbg) = img.build_id.as_deref().and_then(|b| {
+                            if let Some(dbg) = img.build_id.as_ref().and_then(|b| {
                                 hood_symbols::debug_file_path(b, &self.opts.debug_dirs)
                             }) {
                                 img.add_debug_frame_from(&dbg);
@@ -392,8 +397,8 @@ impl Unwinder {
 
 /// A file whose build-id differs from the one the kernel reported is another build of the
 /// binary: its unwind rules would be wrong.
-fn build_id_matches(image: &Image, want: Option<&[u8]>) -> bool {
-    match (want, image.build_id.as_deref()) {
+fn build_id_matches(image: &Image, want: Option<&hood_raw::BuildId>) -> bool {
+    match (want, image.build_id.as_ref()) {
         (Some(w), Some(have)) => w == have,
         _ => true,
     }
@@ -408,7 +413,7 @@ impl hood_raw::replay::StackUnwinder for Unwinder {
             m.len,
             m.pgoff,
             &m.filename,
-            m.build_id.as_deref(),
+            m.build_id.as_ref(),
         );
     }
     fn exec(&mut self, pid: u32) {

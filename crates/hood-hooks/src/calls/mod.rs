@@ -68,8 +68,8 @@ pub(crate) fn collect_with(
 /// not record them).
 #[derive(Debug, Default)]
 pub struct ExeBuildIds {
-    /// Executable path → build-id in hex.
-    pub ids: HashMap<String, String>,
+    /// Executable path → build-id.
+    pub ids: HashMap<String, hood_symbols::BuildId>,
     /// What was found, one line per executable (for the output's comments).
     pub comments: Vec<String>,
     /// The executables whose build-id could not be read, and why.
@@ -88,7 +88,7 @@ pub fn exe_build_ids(procs: &[ProcessCalls]) -> ExeBuildIds {
             Ok(Some(id)) => {
                 out.comments
                     .push(format!("build-id of {} read at report time", p.exe));
-                out.ids.insert(p.exe.clone(), hood_symbols::hex(&id));
+                out.ids.insert(p.exe.clone(), id);
             }
             Ok(None) => out.comments.push(format!("{} has no build-id", p.exe)),
             Err(e) => {

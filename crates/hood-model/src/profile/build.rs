@@ -12,8 +12,7 @@ use super::model::{
 };
 use super::offcpu::{self, RawWaker, Tracker, BEFORE_RECORDING, NEW_THREAD};
 use hood_raw::maps::{
-    hex_decode, hex_encode, load_proc_maps, AddressSpace, FileId, Files, MappedFile, Processes,
-    MAX_MAPPINGS,
+    load_proc_maps, AddressSpace, FileId, Files, MappedFile, Processes, MAX_MAPPINGS,
 };
 use hood_raw::records::{
     Event, Mapping, Truncation, CONTEXT_KERNEL, CONTEXT_MAX, CONTEXT_USER, CPUMODE_KERNEL,
@@ -171,7 +170,7 @@ struct World {
     capped: std::collections::BTreeSet<u32>,
     comms: BTreeMap<u32, String>,
     threads: BTreeMap<u32, BTreeMap<u32, String>>,
-    build_ids: BTreeMap<String, String>,
+    build_ids: BTreeMap<String, hood_raw::BuildId>,
 }
 
 impl World {
@@ -284,7 +283,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     };
     world
         .build_ids
-        .extend(raw.build_ids.iter().map(|(k, v)| (k.clone(), v.clone())));
+        .extend(raw.build_ids.iter().map(|(k, v)| (k.clone(), *v)));
     for p in &raw.snapshot.processes {
         let mut space = AddressSpace::default();
         load_proc_maps(&p.maps, &mut world.files, &world.build_ids, &mut space);
@@ -343,14 +342,10 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 } = &**m;
                 // An all-zero build-id (perf 6.x writes them when its build-id code fails)
                 // names no build: the file is found by its path instead.
-                let named = |b: &Vec<u8>| b.iter().any(|&x| x != 0);
-                let build_id = build_id.clone().filter(named).or_else(|| {
-                    world
-                        .build_ids
-                        .get(filename)
-                        .and_then(|h| hex_decode(h))
-                        .filter(named)
-                });
+                let named = |b: &hood_raw::BuildId| b.names_a_build();
+                let build_id = build_id
+                    .filter(named)
+                    .or_else(|| world.build_ids.get(filename).copied().filter(named));
                 let file = world.files.intern(MappedFile {
                     path: filename.clone(),
                     build_id,
@@ -913,7 +908,7 @@ fn symbolize(
             "[kernel.kallsyms]".into(),
             DsoFile {
                 path: "[kernel.kallsyms]".into(),
-                build_id: prof.meta.kernel_build_id.clone(),
+                build_id: prof.meta.kernel_build_id,
             },
         );
     }
@@ -930,7 +925,7 @@ fn symbolize(
                     .entry(short.clone())
                     .or_insert_with(|| DsoFile {
                         path: file.path.clone(),
-                        build_id: file.build_id.as_deref().map(hex_encode),
+                        build_id: file.build_id,
                     });
                 (short, false)
             }

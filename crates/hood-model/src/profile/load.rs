@@ -25,8 +25,8 @@ pub struct RawRecording {
     pub decoded: Decoded,
     /// Processes at start.
     pub snapshot: ProcSnapshotChunk,
-    /// Build-ids (hex) of files named by mmap records without one.
-    pub build_ids: BTreeMap<String, String>,
+    /// Build-ids of files named by mmap records without one.
+    pub build_ids: BTreeMap<String, hood_raw::BuildId>,
     /// Raw /proc/kallsyms text.
     pub kallsyms: String,
     /// The `[vdso]` image.
@@ -174,7 +174,9 @@ impl RawRecording {
                     rec.snapshot.processes.extend(more.processes);
                     rec.snapshot.build_ids.extend(more.build_ids);
                 }
-                tags::profile::BUILD_IDS => rec.build_ids = json("build-id", off, &data)?,
+                tags::profile::BUILD_IDS => {
+                    rec.build_ids = hood_raw::build_id::from_hex_map(json("build-id", off, &data)?)
+                }
                 tags::profile::KALLSYMS => match chunk.deferred {
                     // Read once the whole file has been (and only if no KALLSYMS_USED came).
                     Some(d) => deferred_kallsyms = Some(d),

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use hood_raw::BuildId;
 use serde::{Deserialize, Serialize};
 
 /// How a sampled recording was made. Stored as JSON in the `profile::META` chunk.
@@ -32,8 +33,10 @@ pub struct RecordMeta {
     pub hostname: String,
     /// `uname -r` of the recording machine.
     pub kernel_release: String,
-    /// Kernel build-id (hex) of the recording machine, when readable.
-    pub kernel_build_id: Option<String>,
+    /// Kernel build-id of the recording machine, when readable (hex in the file; one that
+    /// is not a build-id is read as none).
+    #[serde(deserialize_with = "hood_raw::build_id::deserialize_option")]
+    pub kernel_build_id: Option<BuildId>,
     /// CPU number of each ring, in ring order.
     pub cpus: Vec<u32>,
     /// CLOCK_MONOTONIC at the start, ns (the clock of every sample timestamp).
@@ -177,6 +180,8 @@ pub const MAX_SNAPSHOT_MAPS: usize = 2 << 20;
 pub struct ProcSnapshotChunk {
     /// Processes.
     pub processes: Vec<ProcSnapshot>,
-    /// Build-id (hex) by file path, for files named in `maps`.
-    pub build_ids: BTreeMap<String, String>,
+    /// Build-id by file path, for files named in `maps` (hex in the file; entries that are
+    /// not a build-id are left out).
+    #[serde(deserialize_with = "hood_raw::build_id::deserialize_map")]
+    pub build_ids: BTreeMap<String, BuildId>,
 }

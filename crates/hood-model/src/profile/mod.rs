@@ -13,6 +13,7 @@ mod offcpu;
 pub use build::{
     build_profile, offcpu_min_words, Resolved, ResolvedFrame, Resolver, OFF_CPU_DSO, TRUNCATED_DSO,
 };
+pub use hood_raw::BuildId;
 pub use load::RawRecording;
 pub use meta::{
     CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats, MAX_SNAPSHOT_MAPS,

@@ -139,8 +139,8 @@ pub struct FrameLine {
 pub struct DsoFile {
     /// Full path or pseudo-name as the recording named it.
     pub path: String,
-    /// Build-id (lowercase hex) when known.
-    pub build_id: Option<String>,
+    /// Build-id when known (lower-case hex in JSON).
+    pub build_id: Option<hood_raw::BuildId>,
 }
 
 /// A thread seen in the recording.

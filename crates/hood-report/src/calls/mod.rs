@@ -4,14 +4,14 @@
 pub mod diff;
 
 use std::borrow::Cow;
-use std::fmt::Write as _;
+use std::io::Write;
 
 use hood_tracemodel::calls::{
     function_rows, path_rows, path_size, sort_rows, ProcessCalls, Row, SortKey,
 };
 use serde::Serialize;
 
-use crate::safe;
+use crate::{safe, ReportError};
 
 /// Report options (built by the binary from its arguments).
 #[derive(Debug, Clone)]
@@ -91,8 +91,11 @@ fn shorten(path: &[String], full: bool) -> String {
 }
 
 /// The text report for all processes.
-pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
-    let mut out = String::new();
+pub fn render_text(
+    procs: &[ProcessCalls],
+    o: &CallsReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
     let rule = "-".repeat(80);
     for p in procs {
         let rows = rows(p, o);
@@ -106,12 +109,12 @@ pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
         } else {
             path_size(p, false).paths
         };
-        let _ = writeln!(out, "{rule}");
+        writeln!(out, "{rule}")?;
         let title = format!("{} [{}] ({})", safe::text(p.comm()), p.pid, p.state);
-        let _ = writeln!(out, "{title:<60}{:>20}", format!("{count} {what}"));
-        let _ = writeln!(out, "{rule}");
+        writeln!(out, "{title:<60}{:>20}", format!("{count} {what}"))?;
+        writeln!(out, "{rule}")?;
         for n in p.flag_notes().iter().chain(p.notes.iter()) {
-            let _ = writeln!(out, "  ! {}", safe::text(n));
+            writeln!(out, "  ! {}", safe::text(n))?;
         }
         let tcol = if o.threads {
             format!("{:>8}", "tid")
@@ -119,30 +122,34 @@ pub fn render_text(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
             String::new()
         };
         let label = if o.functions { "function" } else { "path" };
-        let _ = writeln!(out, "{tcol}{:>10}  {:>12}  {label}", "calls", "msecs");
-        let _ = writeln!(out, "{rule}");
+        writeln!(out, "{tcol}{:>10}  {:>12}  {label}", "calls", "msecs")?;
+        writeln!(out, "{rule}")?;
         for r in &rows {
             let tcol = match (o.threads, r.tid) {
                 (true, Some(t)) => format!("{t:>8}"),
                 _ => String::new(),
             };
             let mark = if r.running { "*" } else { " " };
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{tcol}{:>10}  {:>12.3}{mark} {}",
                 r.calls,
                 r.msecs,
                 shorten(&r.path, o.full_paths)
-            );
+            )?;
         }
-        let _ = writeln!(out);
+        writeln!(out)?;
     }
-    out.push_str(if o.notes { NOTES } else { NOTES_SHORT });
-    out
+    out.write_all(if o.notes { NOTES } else { NOTES_SHORT }.as_bytes())?;
+    Ok(())
 }
 
 /// Versioned JSON (`{"schema_version":1,"processes":[...]}`, docs/json.md).
-pub fn render_json(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
+pub fn render_json(
+    procs: &[ProcessCalls],
+    o: &CallsReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
     #[derive(Serialize)]
     struct P<'a> {
         pid: u32,
@@ -185,13 +192,18 @@ pub fn render_json(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
             })
             .collect(),
     };
-    serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)?;
+    Ok(())
 }
 
 /// Collapsed stacks (`comm;f1;f2 µs`), one line per path, own time in microseconds, for
 /// flamegraph tools.
-pub fn render_collapsed(procs: &[ProcessCalls], o: &CallsReportOptions) -> String {
-    let mut out = String::new();
+pub fn render_collapsed(
+    procs: &[ProcessCalls],
+    o: &CallsReportOptions,
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
     for p in procs {
         let mut rows = path_rows(p, o.threads);
         sort_rows(&mut rows, SortKey::Name);
@@ -201,16 +213,16 @@ pub fn render_collapsed(procs: &[ProcessCalls], o: &CallsReportOptions) -> Strin
                 continue;
             }
             let tid = r.tid.map(|t| format!(";tid {t}")).unwrap_or_default();
-            let _ = writeln!(
+            writeln!(
                 out,
                 "{} [{}]{tid};{} {us}",
                 p.comm(),
                 p.pid,
                 r.path.join(";")
-            );
+            )?;
         }
     }
-    out
+    Ok(())
 }
 
 /// What a collection wrote, one line each for standard error: the processes and call paths

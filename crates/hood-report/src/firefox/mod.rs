@@ -34,7 +34,7 @@ use fxprof_processed_profile::{
     Timestamp,
 };
 use hood_model::profile::aggregate::{Filter, Measure};
-use hood_model::profile::{FuncId, Profile, Sample, StackId};
+use hood_model::profile::{BuildId, FuncId, Profile, Sample, StackId};
 use serde_json::{json, Value};
 
 use crate::profile::header::target;
@@ -231,15 +231,9 @@ impl Builder<'_> {
 /// The Breakpad id of an ELF build-id: its first 16 bytes as a GUID (the first three fields
 /// little-endian), upper-case hex, then the age 0 — as the Firefox Profiler and dump_syms
 /// name Linux libraries.
-pub fn breakpad_id(build_id_hex: &str) -> Option<String> {
-    let bytes: Vec<u8> = (0..build_id_hex.len() / 2)
-        .map(|i| u8::from_str_radix(build_id_hex.get(2 * i..2 * i + 2)?, 16).ok())
-        .collect::<Option<_>>()?;
-    if bytes.is_empty() {
-        return None;
-    }
+pub fn breakpad_id(build_id: &BuildId) -> String {
     let mut g = [0u8; 16];
-    for (d, s) in g.iter_mut().zip(&bytes) {
+    for (d, s) in g.iter_mut().zip(build_id.as_bytes()) {
         *d = *s;
     }
     g[0..4].reverse();
@@ -247,7 +241,7 @@ pub fn breakpad_id(build_id_hex: &str) -> Option<String> {
     g[6..8].reverse();
     let mut s: String = g.iter().map(|b| format!("{b:02X}")).collect();
     s.push('0');
-    Some(s)
+    s
 }
 
 /// The profile as fxprof-processed-profile serialized it, read back with the thread tables
@@ -370,15 +364,15 @@ fn fill_frames(
         }
         let file = prof.dso_files.get(dso);
         let path = file.map_or(dso, |f| f.path.as_str());
-        let build_id = file.and_then(|f| f.build_id.as_deref()).unwrap_or("");
+        let build_id = file.and_then(|f| f.build_id.as_ref());
         lib_of.insert(dso, libs.len());
         libs.push(json!({
             "name": dso,
             "path": path,
             "debugName": dso,
             "debugPath": path,
-            "breakpadId": breakpad_id(build_id).unwrap_or_default(),
-            "codeId": (!build_id.is_empty()).then_some(build_id),
+            "breakpadId": build_id.map(breakpad_id).unwrap_or_default(),
+            "codeId": build_id.map(BuildId::to_string),
             "arch": std::env::consts::ARCH,
         }));
     }

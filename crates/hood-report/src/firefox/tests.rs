@@ -133,6 +133,7 @@ fn the_profile_is_marked_symbolicated() {
 
 #[test]
 fn breakpad_ids_are_the_build_id_as_a_guid_plus_age() {
+    let breakpad_id = |hex: &str| BuildId::from_hex(hex).map(|id| super::breakpad_id(&id));
     // dump_syms and the Firefox Profiler: first three GUID fields byte-swapped, age 0.
     assert_eq!(
         breakpad_id("9575fb0d69d12e97b531a639fd38552843f761ff").as_deref(),

@@ -164,7 +164,10 @@ impl<'a> Tables<'a> {
         let id = self.mapping.len() as u64 + 1;
         let file = self.prof.dso_files.get(dso);
         let path = file.map_or(dso, |d| d.path.as_str());
-        let build_id = file.and_then(|d| d.build_id.as_deref()).unwrap_or("");
+        let build_id = file
+            .and_then(|d| d.build_id)
+            .map(|id| id.to_string())
+            .unwrap_or_default();
         let lines = self.has_lines && dso != "[kernel.kallsyms]";
         self.mapping.push(proto::Mapping {
             id,
@@ -172,7 +175,7 @@ impl<'a> Tables<'a> {
             memory_limit: range.1,
             file_offset: range.2,
             filename: st.id(path),
-            build_id: st.id(build_id),
+            build_id: st.id(&build_id),
             has_functions: true,
             // Lines and inlined frames come from DWARF; say so only when some were found
             // (the kernel is named from kallsyms: never).

@@ -60,7 +60,7 @@ pub(crate) fn small_profile() -> Profile {
         "split".into(),
         DsoFile {
             path: "/tmp/split".into(),
-            build_id: Some("abcd".into()),
+            build_id: hood_model::profile::BuildId::from_hex("abcd"),
         },
     );
     let mut t = 1_000;

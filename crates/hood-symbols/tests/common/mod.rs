@@ -145,7 +145,7 @@ pub fn binutils(args: &[&std::ffi::OsStr]) {
 /// `DIR/.build-id/XX/YYYY.debug`.
 pub fn split_debug(bin: &Path, dir: &Path, extra: &[&str]) {
     let id = hood_symbols::read_build_id(bin).unwrap().expect("build-id");
-    let h = hood_symbols::hex(&id);
+    let h = id.to_string();
     let sub = dir.join(".build-id").join(&h[..2]);
     std::fs::create_dir_all(&sub).unwrap();
     let dbg = sub.join(format!("{}.debug", &h[2..]));

@@ -179,14 +179,10 @@ fn function_bytes(
         .dso_files
         .get(dso)
         .ok_or_else(|| anyhow::anyhow!("{dso}: its path is not in the recording"))?;
-    let build_id = file
-        .build_id
-        .as_deref()
-        .and_then(hood_raw::maps::hex_decode);
     let mut sym = hood_symbols::Symbolizer::new(super::report::symbolizer_options(opts))?;
     let code = sym.function_code(
         std::path::Path::new(&file.path),
-        build_id.as_deref(),
+        file.build_id.as_ref(),
         *off,
         MAX_FUNCTION,
     )?;

@@ -1,6 +1,5 @@
 //! `hood calls report`.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use hood_report::calls::{render_collapsed, render_json, render_text, CallsReportOptions};
@@ -65,7 +64,11 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         }
         let opts = CallsPprofOptions {
             threads: a.threads,
-            build_ids: ids.ids,
+            build_ids: ids
+                .ids
+                .into_iter()
+                .map(|(exe, id)| (exe, id.to_string()))
+                .collect(),
             collected_unix_ns: file.meta.map_or(0, |m| m.collected_realtime_ns),
             comments: ids.comments,
         };
@@ -86,13 +89,12 @@ pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
         threads: a.threads,
         notes: a.notes,
     };
-    let text = match a.format {
-        FormatArg::Text => render_text(&procs, &opts),
-        FormatArg::Json => render_json(&procs, &opts),
-        FormatArg::Collapsed => render_collapsed(&procs, &opts),
+    match a.format {
+        FormatArg::Text => render_text(&procs, &opts, &mut out)?,
+        FormatArg::Json => render_json(&procs, &opts, &mut out)?,
+        FormatArg::Collapsed => render_collapsed(&procs, &opts, &mut out)?,
         FormatArg::Pprof => unreachable!("handled above"),
-    };
-    out.write_all(text.as_bytes())?;
+    }
     out.finish()?;
     Ok(ExitCode::SUCCESS)
 }
