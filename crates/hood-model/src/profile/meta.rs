@@ -180,3 +180,11 @@ pub struct ProcSnapshotChunk {
     /// Build-id (hex) by file path, for files named in `maps`.
     pub build_ids: BTreeMap<String, String>,
 }
+
+impl ProcSnapshotChunk {
+    /// The chunk's JSON. Serialized here rather than by the recorder: this crate is built
+    /// optimized even in debug builds, and a snapshot may hold tens of MiB of mappings.
+    pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(self)
+    }
+}
