@@ -139,6 +139,10 @@ struct CpuState {
 /// the way a fixed hash's could, at a fraction of SipHash's cost per packet.
 type Keyed = foldhash::fast::RandomState;
 
+/// Packets settled without a consumer on one socket, and the samples waiting on them (with
+/// their "off soon" flag).
+type AckWaiters = (u64, Vec<(usize, bool)>);
+
 /// CPU numbers a kernel gives are below this (x86's largest `NR_CPUS`): their state is found
 /// by index. A crafted file's larger numbers go to a map.
 const DENSE_CPUS: u32 = 8192;
@@ -221,7 +225,7 @@ pub struct Attributor<'a> {
     owner: HashMap<u64, (u64, u32), Keyed>,
     /// Packets settled without a consumer that were TCP ACKs on a socket: charged to its
     /// owner at the end. By socket: (packets, waiting samples with their "off soon" flag).
-    acks: HashMap<u64, (u64, Vec<(usize, bool)>), Keyed>,
+    acks: HashMap<u64, AckWaiters, Keyed>,
     seq: u64,
 }
 
