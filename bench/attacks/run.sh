@@ -736,7 +736,8 @@ verdict 57 "hood serve under 900 parallel /metrics requests (5 /healthz)" $ok "h
 # --- every number of bench/attacks/INDEX.md: this run's verdict, or the test that replays it ---
 echo
 echo "Issue 29's 66 attacks (bench/attacks/INDEX.md):"
-rows=$(grep -E '^\| [0-9]+ \|' bench/attacks/INDEX.md)
+# (the rows of its numbered list only, not those of the table of measured figures above it)
+rows=$(sed -n '/^## The 66 attacks/,$p' bench/attacks/INDEX.md | grep -E '^\| [0-9]+ \|')
 held=0 failed=0 by_test=0 skipped=0
 while IFS='|' read -r _ num what _ where _; do
     num=${num// /}

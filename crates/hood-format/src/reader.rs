@@ -167,18 +167,37 @@ impl Reader {
         self.lazy.push(tag);
     }
 
-    /// The payload of a chunk [`defer`](Self::defer) left in the file: read, checked and
-    /// decompressed now.
-    pub fn read_deferred(&mut self, d: &Deferred) -> Result<Vec<u8>, FormatError> {
-        let path = self.path.clone();
-        let io = |source| FormatError::Io { path, source };
-        // Read from where the chunk is, then go back to where the walk of the file was.
+    /// The first `n` bytes (fewer when it is shorter) of the payload of a chunk
+    /// [`defer`](Self::defer) left in the file, without decompressing the rest: its stored
+    /// bytes are read and checked, and only the first zstd block(s) that hold those bytes are
+    /// decompressed. For a caller that must learn what a chunk is about before reading it
+    /// whole (once) later. Not counted in [`payloads_read`]: the payload itself is not read.
+    pub fn read_deferred_prefix(&mut self, d: &Deferred, n: usize) -> Result<Vec<u8>, FormatError> {
+        let mut stored = Vec::new();
+        self.read_stored(d, &mut stored)?;
+        if !d.zstd {
+            stored.truncate(n);
+            return Ok(stored);
+        }
+        let bad = |e: std::io::Error| format!("zstd payload does not decompress: {e}");
+        let mut out = Vec::with_capacity(n.min(d.raw_len as usize));
+        zstd::stream::read::Decoder::with_buffer(&stored[..])
+            .and_then(|dec| dec.take(n as u64).read_to_end(&mut out))
+            .map_err(|e| self.corrupt(d.offset, bad(e)))?;
+        Ok(out)
+    }
+
+    /// The stored (maybe compressed) bytes of a deferred chunk, checked; the reader's place
+    /// in its walk of the file is kept.
+    fn read_stored(&mut self, d: &Deferred, stored: &mut Vec<u8>) -> Result<(), FormatError> {
         crate::memory::check(&self.path, d.offset)?;
         let pos = self.pos;
-        let mut stored = Vec::new();
         let read = match self.input.seek(SeekFrom::Start(d.at)) {
-            Ok(_) => self.read_checked(d.offset, d.stored_len, d.crc, &mut stored),
-            Err(e) => Err(io(e)),
+            Ok(_) => self.read_checked(d.offset, d.stored_len, d.crc, stored),
+            Err(e) => Err(FormatError::Io {
+                path: self.path.clone(),
+                source: e,
+            }),
         };
         self.pos = pos;
         if let Err(e) = self.input.seek(SeekFrom::Start(pos)) {
@@ -187,7 +206,14 @@ impl Reader {
                 source: e,
             });
         }
-        read?;
+        read
+    }
+
+    /// The payload of a chunk [`defer`](Self::defer) left in the file: read, checked and
+    /// decompressed now.
+    pub fn read_deferred(&mut self, d: &Deferred) -> Result<Vec<u8>, FormatError> {
+        let mut stored = Vec::new();
+        self.read_stored(d, &mut stored)?;
         PAYLOADS_READ.fetch_add(1, Ordering::Relaxed);
         if !d.zstd {
             return Ok(stored);

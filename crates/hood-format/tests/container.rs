@@ -185,6 +185,16 @@ fn deferred_payloads_are_read_at_the_end_exactly_and_checked() {
     }
     let d = deferred.expect("0x0103 deferred");
     assert_eq!(r.read_deferred(&d).unwrap(), want[1].1);
+    // Its first bytes alone, the rest left compressed: the same bytes as the whole one's
+    // beginning, and all of it when more are asked for than it holds.
+    for n in [0, 1, 4, want[1].1.len(), want[1].1.len() + 10] {
+        let end = n.min(want[1].1.len());
+        assert_eq!(
+            r.read_deferred_prefix(&d, n).unwrap(),
+            want[1].1[..end],
+            "{n}"
+        );
+    }
 
     let mut p = Reader::from_bytes(bytes.clone(), "mem").unwrap();
     p.defer(0x0103);

@@ -273,6 +273,8 @@ struct Run<'a> {
     collector: Collector,
     /// The processes at the start (`-a`, `-p`), to find the ones started while it was taken.
     snap: Option<ProcSnapshotChunk>,
+    /// What the run may still read of /proc/PID/maps, over all its processes.
+    maps_budget: hood_procfs::process::MapsBudget,
     start_mono: u64,
     started: Instant,
     paused_at: Option<Instant>,
@@ -432,14 +434,20 @@ fn describe<'a>(
         perf_event_max_stack: hood_perf::limits::max_stack(),
     };
     writer.write_chunk(tags::profile::META, &serde_json::to_vec(&meta)?, false)?;
+    // Every read of /proc/PID/maps of this run (the snapshot, processes found later, the
+    // unwinder's re-reads) is charged to one budget.
+    let maps_budget = hood_procfs::process::MapsBudget::default();
     // Stack copies are unwound as they are drained; the file stores the chains, described by
     // the attribute without the copy's fields.
     let mut rewriter = hood_unwind::Rewriter::new(
         &session.attr_bytes(),
         hood_unwind::Options {
             live: true,
-            read_maps: Some(|pid, each_line| {
-                hood_procfs::process::for_each_maps_line(pid, each_line).is_ok()
+            read_maps: Some({
+                let budget = maps_budget.clone();
+                hood_unwind::MapsReader::new(move |pid, each_line| {
+                    budget.for_each_line(pid, each_line)
+                })
             }),
             ..Default::default()
         },
@@ -458,8 +466,8 @@ fn describe<'a>(
     // killed; the slower snapshot, kernel symbols and vDSO follow.
     writer.flush()?;
     let snap = match &cfg.who {
-        Who::System => Some(snapshot::processes(None)),
-        Who::Pids(p) => Some(snapshot::processes(Some(p))),
+        Who::System => Some(snapshot::processes(None, &maps_budget)),
+        Who::Pids(p) => Some(snapshot::processes(Some(p), &maps_budget)),
         Who::Command(_) => None,
     };
     if let (Some(rw), Some(snap)) = (rewriter.as_mut(), snap.as_ref()) {
@@ -467,15 +475,15 @@ fn describe<'a>(
             rw.unwinder().load_proc_maps(p.pid, &p.maps);
         }
     }
-    for note in snap.iter().flat_map(snapshot::dropped_maps_notes) {
+    for note in snap
+        .iter()
+        .flat_map(|s| snapshot::dropped_maps_notes(s, &maps_budget))
+        .chain(maps_budget.take_note())
+    {
         log(&note);
     }
     if let Some(snap) = &snap {
-        writer.write_chunk(
-            tags::profile::PROC_SNAPSHOT,
-            &serde_json::to_vec(snap)?,
-            true,
-        )?;
+        writer.write_chunk(tags::profile::PROC_SNAPSHOT, &snap.to_json()?, true)?;
     }
     // Kernel symbols are needed only when kernel code is sampled (a user-space-only
     // recording has no kernel frames), and stored only once a sample is (a recording without
@@ -538,6 +546,7 @@ fn describe<'a>(
         stored_attr,
         collector,
         snap,
+        maps_budget,
         start_mono,
         started: Instant::now(),
         paused_at: None,
@@ -594,15 +603,18 @@ impl Run<'_> {
         let (Who::System, Some(snap)) = (&self.cfg.who, &self.snap) else {
             return Ok(());
         };
-        let late = snapshot::processes_since(snap);
+        let late = snapshot::processes_since(snap, &self.maps_budget);
         if late.processes.is_empty() {
             return Ok(());
         }
-        for note in snapshot::dropped_maps_notes(&late) {
+        for note in snapshot::dropped_maps_notes(&late, &self.maps_budget)
+            .into_iter()
+            .chain(self.maps_budget.take_note())
+        {
             log(&note);
         }
         self.collector.load_proc_maps(&late.processes);
-        let json = serde_json::to_vec(&late).map_err(fault(Stop::Write))?;
+        let json = late.to_json().map_err(fault(Stop::Write))?;
         self.held
             .writer
             .write_chunk(tags::profile::PROC_SNAPSHOT, &json, true)
@@ -774,8 +786,13 @@ impl Run<'_> {
             mut paused,
             mut exit_status,
             growth,
+            maps_budget,
             ..
         } = self;
+        // Said once a run: here when the unwinder's re-reads were the first to run out.
+        if let Some(note) = maps_budget.take_note() {
+            log(&note);
+        }
         let Held {
             mut writer,
             mut command,

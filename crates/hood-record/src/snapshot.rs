@@ -7,25 +7,27 @@ use std::fs;
 use std::path::Path;
 
 use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk, MAX_SNAPSHOT_MAPS};
-use hood_procfs::process;
+use hood_procfs::process::{self, MapsBudget};
 
-/// Snapshot `pids` (or every process when `None`) from /proc. Vanished processes are skipped.
-pub fn processes(pids: Option<&[i32]>) -> ProcSnapshotChunk {
+/// Snapshot `pids` (or every process when `None`) from /proc, their maps read within
+/// `budget` (the recording's). Vanished processes are skipped.
+pub fn processes(pids: Option<&[i32]>, budget: &MapsBudget) -> ProcSnapshotChunk {
     match pids {
-        Some(p) => processes_of(p.iter().map(|&p| p as u32).collect()),
-        None => processes_of(process::pids()),
+        Some(p) => processes_of(p.iter().map(|&p| p as u32).collect(), budget),
+        None => processes_of(process::pids(), budget),
     }
 }
 
 /// The processes now running that `earlier` does not hold: those started between a snapshot
 /// and the moment the events were enabled, whose fork and exec the events did not see.
-pub fn processes_since(earlier: &ProcSnapshotChunk) -> ProcSnapshotChunk {
+pub fn processes_since(earlier: &ProcSnapshotChunk, budget: &MapsBudget) -> ProcSnapshotChunk {
     let known: BTreeSet<u32> = earlier.processes.iter().map(|p| p.pid).collect();
     processes_of(
         process::pids()
             .into_iter()
             .filter(|p| !known.contains(p))
             .collect(),
+        budget,
     )
 }
 
@@ -35,8 +37,8 @@ pub fn processes_since(earlier: &ProcSnapshotChunk) -> ProcSnapshotChunk {
 /// cap, could still make root's recorder hold and store gigabytes.
 pub const MAX_SNAPSHOT_TEXT: usize = 32 << 20;
 
-fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
-    processes_within(list, MAX_SNAPSHOT_MAPS, MAX_SNAPSHOT_TEXT)
+fn processes_of(list: Vec<u32>, budget: &MapsBudget) -> ProcSnapshotChunk {
+    processes_within(list, MAX_SNAPSHOT_MAPS, MAX_SNAPSHOT_TEXT, budget)
 }
 
 /// The snapshot of `list`, each process keeping at most `per_process` bytes of executable
@@ -44,7 +46,12 @@ fn processes_of(list: Vec<u32>) -> ProcSnapshotChunk {
 /// most text are cut first, each down to an equal share (halved until the whole fits), so
 /// one user's many large processes neither blow up the snapshot nor leave the others
 /// unnamed. What is cut is counted in each process's `maps_dropped`.
-fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSnapshotChunk {
+fn processes_within(
+    list: Vec<u32>,
+    per_process: usize,
+    total: usize,
+    budget: &MapsBudget,
+) -> ProcSnapshotChunk {
     let mut out = ProcSnapshotChunk::default();
     let mut share = per_process;
     let mut held = 0usize;
@@ -53,7 +60,7 @@ fn processes_within(list: Vec<u32>, per_process: usize, total: usize) -> ProcSna
             text: maps,
             dropped: maps_dropped,
             unread: maps_unread,
-        }) = process::exec_maps_of(pid, share)
+        }) = budget.exec_maps(pid, share)
         else {
             continue;
         };
@@ -116,8 +123,9 @@ fn cut_maps(p: &mut ProcSnapshot, limit: usize) -> usize {
 const NAMED_CUTS: usize = 3;
 
 /// What the recorder says of the processes whose executable mappings did not all fit in the
-/// snapshot: one line for each of the first few, one line summing up the rest.
-pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk) -> Vec<String> {
+/// snapshot: one line for each of the first few, one line summing up the rest. Those cut
+/// short by the recording's budget of maps reads are left to `budget`'s own note.
+pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk, budget: &MapsBudget) -> Vec<String> {
     let caps = format!(
         "root's recorder keeps at most {} MiB of them per process and {} MiB over all \
          processes, cutting the largest first",
@@ -131,13 +139,13 @@ pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk) -> Vec<String> {
     let cut: Vec<&ProcSnapshot> = snap
         .processes
         .iter()
-        .filter(|p| p.maps_dropped > 0 || p.maps_unread)
+        .filter(|p| p.maps_dropped > 0 || (p.maps_unread && !budget.short_of(p.pid)))
         .collect();
     let mut notes: Vec<String> = cut
         .iter()
         .take(NAMED_CUTS)
         .map(|p| {
-            let more = if p.maps_unread {
+            let more = if p.maps_unread && !budget.short_of(p.pid) {
                 format!(", {unread}")
             } else {
                 String::new()
@@ -151,7 +159,10 @@ pub(crate) fn dropped_maps_notes(snap: &ProcSnapshotChunk) -> Vec<String> {
         .collect();
     if cut.len() > NAMED_CUTS {
         let rest = &cut[NAMED_CUTS..];
-        let unread_n = rest.iter().filter(|p| p.maps_unread).count();
+        let unread_n = rest
+            .iter()
+            .filter(|p| p.maps_unread && !budget.short_of(p.pid))
+            .count();
         let more = if unread_n > 0 {
             format!(
                 ", nor any past the first {} MiB of the maps of {unread_n} of them",
@@ -515,12 +526,13 @@ mod tests {
             .collect();
         std::thread::sleep(Duration::from_millis(300));
         let pids: Vec<u32> = kids.iter().map(|k| k.id()).collect();
-        let whole = processes_within(pids.clone(), MAX_SNAPSHOT_MAPS, usize::MAX);
+        let budget = MapsBudget::default();
+        let whole = processes_within(pids.clone(), MAX_SNAPSHOT_MAPS, usize::MAX, &budget);
         let whole_len: usize = whole.processes.iter().map(|p| p.maps.len()).sum();
         assert_eq!(whole.processes.len(), pids.len());
         assert!(whole.processes.iter().all(|p| p.maps_dropped == 0));
         let total = whole_len / 2;
-        let cut = processes_within(pids, MAX_SNAPSHOT_MAPS, total);
+        let cut = processes_within(pids, MAX_SNAPSHOT_MAPS, total, &budget);
         for k in &mut kids {
             let _ = k.kill();
             let _ = k.wait();
@@ -558,7 +570,7 @@ mod tests {
         // The build-ids are of the files the kept lines name.
         assert!(cut.build_ids.len() <= whole.build_ids.len());
         // Said: the first few one by one, the rest summed up in one line.
-        let notes = dropped_maps_notes(&cut);
+        let notes = dropped_maps_notes(&cut, &budget);
         let cut_procs: Vec<&ProcSnapshot> = cut
             .processes
             .iter()

@@ -27,6 +27,7 @@ mod space;
 mod walk;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use image::Image;
 pub use rewrite::{
@@ -79,9 +80,33 @@ pub use hood_raw::records::Truncation;
 pub const MAX_FRAMES: usize = 1024;
 
 /// Reads `pid`'s /proc/PID/maps, calling the closure with each line (without its newline)
-/// until it returns `false`; `false` when the file cannot be read. The recorder passes
-/// hood-procfs's reader, so the unwinder parses no /proc file itself.
-pub type MapsReader = fn(pid: u32, each_line: &mut dyn FnMut(&str) -> bool) -> bool;
+/// until it returns `false`; `false` when the file was not read. The recorder passes
+/// hood-procfs's reader (within its run's budget of maps reads), so the unwinder parses no
+/// /proc file itself.
+#[derive(Clone)]
+pub struct MapsReader(Arc<MapsFn>);
+
+type MapsFn = dyn Fn(u32, &mut dyn FnMut(&str) -> bool) -> bool + Send + Sync;
+
+impl MapsReader {
+    /// A reader calling `f`.
+    pub fn new(
+        f: impl Fn(u32, &mut dyn FnMut(&str) -> bool) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        MapsReader(Arc::new(f))
+    }
+
+    /// Read `pid`'s maps, `each_line` called with each line.
+    pub fn read(&self, pid: u32, each_line: &mut dyn FnMut(&str) -> bool) -> bool {
+        (self.0)(pid, each_line)
+    }
+}
+
+impl std::fmt::Debug for MapsReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MapsReader")
+    }
+}
 
 /// How the unwinder finds files.
 #[derive(Debug, Clone)]

@@ -297,7 +297,7 @@ impl Unwinder {
     /// Re-read `/proc/PID/maps` with [`Options::read_maps`](crate::Options::read_maps) (a
     /// process started or mapped code before the recorder saw it).
     fn refresh(&mut self, pid: u32) {
-        let Some(read_maps) = self.opts.read_maps else {
+        let Some(read_maps) = self.opts.read_maps.clone() else {
             return;
         };
         let now = Instant::now();
@@ -311,7 +311,7 @@ impl Unwinder {
         self.refreshed.insert(pid, now);
         // Line by line: a process of a user's can have 65,530 mappings of 4 KiB paths, a
         // quarter of a gigabyte of text; only its executable lines are kept, up to the cap.
-        read_maps(pid, &mut |line| {
+        read_maps.read(pid, &mut |line| {
             self.load_proc_maps(pid, line);
             true
         });

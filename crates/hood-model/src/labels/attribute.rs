@@ -9,6 +9,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::events::{EvKind, Event};
@@ -126,6 +127,64 @@ struct Run {
 struct CpuState {
     hard: Option<Run>,
     soft: Option<Run>,
+    /// The last packet that entered the stack on this CPU, until its softirq ends.
+    last_net: Option<u64>,
+    /// Block requests completed in the open handler run, waiting for their waiter's wake-up.
+    waiting_block: Vec<u64>,
+}
+
+/// The hasher of the join tables, whose keys come from the recording (socket and packet
+/// addresses, devices and sectors, written by a kernel an attacker may have steered, or by a
+/// crafted file): foldhash, seeded at random per table, so they cannot be chosen to collide
+/// the way a fixed hash's could, at a fraction of SipHash's cost per packet.
+type Keyed = foldhash::fast::RandomState;
+
+/// Packets settled without a consumer on one socket, and the samples waiting on them (with
+/// their "off soon" flag).
+type AckWaiters = (u64, Vec<(usize, bool)>);
+
+/// CPU numbers a kernel gives are below this (x86's largest `NR_CPUS`): their state is found
+/// by index. A crafted file's larger numbers go to a map.
+const DENSE_CPUS: u32 = 8192;
+
+/// Per-CPU state, by CPU number.
+struct PerCpu<T> {
+    dense: Vec<Option<T>>,
+    other: HashMap<u32, T, Keyed>,
+}
+
+impl<T: Default> PerCpu<T> {
+    fn new() -> Self {
+        PerCpu {
+            dense: Vec::new(),
+            other: HashMap::default(),
+        }
+    }
+
+    fn get_mut(&mut self, cpu: u32) -> Option<&mut T> {
+        match cpu < DENSE_CPUS {
+            true => self.dense.get_mut(cpu as usize)?.as_mut(),
+            false => self.other.get_mut(&cpu),
+        }
+    }
+
+    fn entry(&mut self, cpu: u32) -> &mut T {
+        if cpu >= DENSE_CPUS {
+            return self.other.entry(cpu).or_default();
+        }
+        let i = cpu as usize;
+        if i >= self.dense.len() {
+            self.dense.resize_with(i + 1, || None);
+        }
+        self.dense[i].get_or_insert_with(T::default)
+    }
+
+    /// Every CPU that has state, and it, taken out.
+    fn drain(&mut self) -> Vec<T> {
+        let mut all: Vec<T> = self.dense.drain(..).flatten().collect();
+        all.extend(self.other.drain().map(|(_, v)| v));
+        all
+    }
 }
 
 fn open(run: &mut Option<Run>) -> Option<&mut Run> {
@@ -153,20 +212,20 @@ pub struct Attributor<'a> {
     kthreads: &'a HashSet<u32>,
     off: &'a [(u64, u64)],
     slots: Vec<Slot>,
-    cpus: HashMap<u32, CpuState>,
-    tags: HashMap<u64, Tag>,
+    cpus: PerCpu<CpuState>,
+    /// Tags by id. The ids are this attributor's own counter, never the recording's: a fixed
+    /// fast hash is safe here.
+    tags: FxHashMap<u64, Tag>,
     next_tag: u64,
     counts: TagCounts,
-    by_skb: HashMap<u64, u64>,
-    by_sk: HashMap<u64, VecDeque<u64>>,
-    last_net: HashMap<u32, u64>,
-    issuer: HashMap<(u64, u64), (u64, u32)>,
-    waiting_block: HashMap<u32, Vec<u64>>,
+    by_skb: HashMap<u64, u64, Keyed>,
+    by_sk: HashMap<u64, VecDeque<u64>, Keyed>,
+    issuer: HashMap<(u64, u64), (u64, u32), Keyed>,
     /// The last task that sent or received on each socket (with the event's sequence).
-    owner: HashMap<u64, (u64, u32)>,
+    owner: HashMap<u64, (u64, u32), Keyed>,
     /// Packets settled without a consumer that were TCP ACKs on a socket: charged to its
     /// owner at the end. By socket: (packets, waiting samples with their "off soon" flag).
-    acks: HashMap<u64, (u64, Vec<(usize, bool)>)>,
+    acks: HashMap<u64, AckWaiters, Keyed>,
     seq: u64,
 }
 
@@ -179,17 +238,15 @@ impl<'a> Attributor<'a> {
             kthreads,
             off,
             slots: vec![Slot::Wait; samples.len()],
-            cpus: HashMap::new(),
-            tags: HashMap::new(),
+            cpus: PerCpu::new(),
+            tags: FxHashMap::default(),
             next_tag: 0,
             counts: TagCounts::default(),
-            by_skb: HashMap::new(),
-            by_sk: HashMap::new(),
-            last_net: HashMap::new(),
-            issuer: HashMap::new(),
-            waiting_block: HashMap::new(),
-            owner: HashMap::new(),
-            acks: HashMap::new(),
+            by_skb: HashMap::default(),
+            by_sk: HashMap::default(),
+            issuer: HashMap::default(),
+            owner: HashMap::default(),
+            acks: HashMap::default(),
             seq: 0,
         }
     }
@@ -257,7 +314,7 @@ impl<'a> Attributor<'a> {
     /// Give tag `id` to the innermost open run of `cpu` (its samples waiting for a first
     /// tag take this one). Whether there was such a run.
     fn tag_run(&mut self, cpu: u32, id: u64) -> bool {
-        let Some(st) = self.cpus.get_mut(&cpu) else {
+        let Some(st) = self.cpus.get_mut(cpu) else {
             return false;
         };
         let in_hard = open(&mut st.hard).is_some();
@@ -294,7 +351,7 @@ impl<'a> Attributor<'a> {
     }
 
     fn end_run(&mut self, cpu: u32, hard: bool) {
-        let st = self.cpus.entry(cpu).or_default();
+        let st = self.cpus.entry(cpu);
         let slot = if hard { &mut st.hard } else { &mut st.soft };
         if let Some(r) = open(slot) {
             r.ended = true;
@@ -307,15 +364,14 @@ impl<'a> Attributor<'a> {
                 before_first,
             });
         }
-        if let Some(list) = self.waiting_block.remove(&cpu) {
-            for id in list {
-                self.release(id);
-            }
+        let list = std::mem::take(&mut self.cpus.entry(cpu).waiting_block);
+        for id in list {
+            self.release(id);
         }
     }
 
     fn start_run(&mut self, cpu: u32, vec: Option<u32>) {
-        let st = self.cpus.entry(cpu).or_default();
+        let st = self.cpus.entry(cpu);
         let slot = if vec.is_none() {
             &mut st.hard
         } else {
@@ -395,14 +451,14 @@ impl<'a> Attributor<'a> {
 
     /// One event; events must come in time order.
     pub fn event(&mut self, e: &Event) {
-        self.cpus.entry(e.cpu).or_default();
+        self.cpus.entry(e.cpu);
         match e.kind {
             EvKind::IrqEntry { .. } => self.start_run(e.cpu, None),
             EvKind::IrqExit => self.end_run(e.cpu, true),
             EvKind::SoftEntry { vec } => self.start_run(e.cpu, Some(vec)),
             EvKind::SoftExit { .. } => {
                 self.end_run(e.cpu, false);
-                if let Some(t) = self.last_net.remove(&e.cpu) {
+                if let Some(t) = self.cpus.entry(e.cpu).last_net.take() {
                     self.release(t);
                 }
             }
@@ -411,13 +467,13 @@ impl<'a> Attributor<'a> {
                 self.counts.net += 1;
                 self.set_skb(skb, t);
                 self.hold(t);
-                if let Some(old) = self.last_net.insert(e.cpu, t) {
+                if let Some(old) = self.cpus.entry(e.cpu).last_net.replace(t) {
                     self.release(old);
                 }
                 self.tag_run(e.cpu, t);
             }
             EvKind::SkReady { sk } => {
-                if let Some(&t) = self.last_net.get(&e.cpu) {
+                if let Some(t) = self.cpus.entry(e.cpu).last_net {
                     self.queue_on(sk, t);
                 }
             }
@@ -480,15 +536,25 @@ impl<'a> Attributor<'a> {
                 self.hold(t);
                 if self.tag_run(e.cpu, t) {
                     self.hold(t);
-                    self.waiting_block.entry(e.cpu).or_default().push(t);
+                    self.cpus.entry(e.cpu).waiting_block.push(t);
                 }
                 self.release(t);
             }
             // The first wake-up after a completion, in the same handler run, is its waiter.
-            EvKind::Waking { pid } if pid != 0 && !self.kthreads.contains(&pid) => {
+            // (Most wake-ups follow no completion: the CPU's list is looked at first, the
+            // kernel threads' set only when a request waits.)
+            EvKind::Waking { pid }
+                if pid != 0
+                    && self
+                        .cpus
+                        .get_mut(e.cpu)
+                        .is_some_and(|st| !st.waiting_block.is_empty())
+                    && !self.kthreads.contains(&pid) =>
+            {
                 let first = self
-                    .waiting_block
-                    .get_mut(&e.cpu)
+                    .cpus
+                    .get_mut(e.cpu)
+                    .map(|st| &mut st.waiting_block)
                     .and_then(|l| (!l.is_empty()).then(|| l.remove(0)));
                 if let Some(t) = first {
                     if let Some(tag) = self.tags.get_mut(&t) {
@@ -504,7 +570,7 @@ impl<'a> Attributor<'a> {
     /// Sample `i`, once every event up to its time was given.
     pub fn sample(&mut self, i: usize) {
         let s = &self.samples[i];
-        if let Some(st) = self.cpus.get_mut(&s.cpu) {
+        if let Some(st) = self.cpus.get_mut(s.cpu) {
             let in_hard = open(&mut st.hard).is_some();
             let run = match in_hard {
                 true => open(&mut st.hard),
@@ -545,22 +611,21 @@ impl<'a> Attributor<'a> {
 
     /// All events and samples given: settle what is left and charge the rest.
     pub fn finish(mut self) -> Attribution {
-        let cpus: Vec<u32> = self.cpus.keys().copied().collect();
-        for cpu in cpus {
-            if let Some(st) = self.cpus.get_mut(&cpu) {
-                let runs = [st.hard.take(), st.soft.take()];
-                for r in runs.into_iter().flatten() {
-                    self.close(r);
-                }
+        let cpus = self.cpus.drain();
+        let mut per_cpu_held = Vec::new();
+        for st in cpus {
+            for r in [st.hard, st.soft].into_iter().flatten() {
+                self.close(r);
             }
+            per_cpu_held.extend(st.last_net);
+            per_cpu_held.extend(st.waiting_block);
         }
         let held: Vec<u64> = self
             .by_skb
             .drain()
             .map(|(_, t)| t)
             .chain(self.by_sk.drain().flat_map(|(_, q)| q))
-            .chain(self.last_net.drain().map(|(_, t)| t))
-            .chain(self.waiting_block.drain().flat_map(|(_, l)| l))
+            .chain(per_cpu_held)
             .collect();
         for t in held {
             self.release(t);
@@ -601,7 +666,7 @@ impl<'a> Attributor<'a> {
 }
 
 /// Past [`MAX_JOIN`] entries, forget the older half (by the sequence number kept with each).
-fn forget_older_half<K: Copy + Eq + std::hash::Hash, V>(map: &mut HashMap<K, (u64, V)>) {
+fn forget_older_half<K: Copy + Eq + std::hash::Hash, V>(map: &mut HashMap<K, (u64, V), Keyed>) {
     if map.len() <= MAX_JOIN {
         return;
     }

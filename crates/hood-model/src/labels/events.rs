@@ -1,7 +1,5 @@
 //! Typed events decoded from raw tracepoint records, fields located by the format files.
 
-use std::collections::HashMap;
-
 use hood_raw::tracefs::format::{EventFormat, Field};
 use hood_raw::tracefs::page::{decode_page, PageInfo, PageLayout};
 
@@ -106,9 +104,30 @@ pub struct Event {
     pub kind: EvKind,
 }
 
+/// The traced events the decoder knows, told apart once when the formats are read rather
+/// than by name for each record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    IrqEntry,
+    IrqExit,
+    SoftEntry,
+    SoftExit,
+    NetRx,
+    SkbCopy,
+    SkbConsume,
+    SkReady,
+    RecvLen,
+    RqIssue,
+    RqComplete,
+    Waking,
+    TcpProbe,
+    SendLen,
+}
+
 #[derive(Debug, Clone)]
 struct Shape {
-    name: String,
+    id: u64,
+    which: Which,
     a: Option<Field>,
     b: Option<Field>,
     c: Option<Field>,
@@ -117,7 +136,9 @@ struct Shape {
 /// Turns raw records into [`Event`]s using the recorded format files.
 #[derive(Debug, Clone, Default)]
 pub struct Decoder {
-    shapes: HashMap<u64, Shape>,
+    /// The known events by their recorded type id: a dozen at most, looked up by a scan (no
+    /// hashing per record, and nothing a crafted file's ids could make collide).
+    shapes: Vec<Shape>,
     common_type: Option<Field>,
     common_pid: Option<Field>,
     common_flags: Option<Field>,
@@ -142,16 +163,21 @@ impl Decoder {
                 d.common_pid = f.field("common_pid").cloned();
                 d.common_flags = f.field("common_flags").cloned();
             }
-            let (a, b) = match ev.name.as_str() {
-                "tcp_probe" => ("skbaddr", "skaddr"),
-                "sock_send_length" => ("sk", "ret"),
-                "irq_handler_entry" | "irq_handler_exit" => ("irq", ""),
-                "softirq_entry" | "softirq_exit" => ("vec", ""),
-                "netif_receive_skb" | "skb_copy_datagram_iovec" | "consume_skb" => ("skbaddr", ""),
-                "sk_data_ready" => ("skaddr", ""),
-                "sock_recv_length" => ("sk", "ret"),
-                "block_rq_issue" | "block_rq_complete" => ("dev", "sector"),
-                "sched_waking" => ("pid", ""),
+            let (which, a, b) = match ev.name.as_str() {
+                "tcp_probe" => (Which::TcpProbe, "skbaddr", "skaddr"),
+                "sock_send_length" => (Which::SendLen, "sk", "ret"),
+                "irq_handler_entry" => (Which::IrqEntry, "irq", ""),
+                "irq_handler_exit" => (Which::IrqExit, "irq", ""),
+                "softirq_entry" => (Which::SoftEntry, "vec", ""),
+                "softirq_exit" => (Which::SoftExit, "vec", ""),
+                "netif_receive_skb" => (Which::NetRx, "skbaddr", ""),
+                "skb_copy_datagram_iovec" => (Which::SkbCopy, "skbaddr", ""),
+                "consume_skb" => (Which::SkbConsume, "skbaddr", ""),
+                "sk_data_ready" => (Which::SkReady, "skaddr", ""),
+                "sock_recv_length" => (Which::RecvLen, "sk", "ret"),
+                "block_rq_issue" => (Which::RqIssue, "dev", "sector"),
+                "block_rq_complete" => (Which::RqComplete, "dev", "sector"),
+                "sched_waking" => (Which::Waking, "pid", ""),
                 _ => continue,
             };
             let a = f.field(a).cloned();
@@ -162,15 +188,16 @@ impl Decoder {
             if a.is_none() || f.id == 0 {
                 continue;
             }
-            d.shapes.insert(
-                f.id,
-                Shape {
-                    name: ev.name.clone(),
-                    a,
-                    b,
-                    c,
-                },
-            );
+            // One shape per event and per id, the later format taking the place of the earlier
+            // (the kernel has one of each; a crafted file's repeats cannot grow the scan).
+            d.shapes.retain(|s| s.id != f.id && s.which != which);
+            d.shapes.push(Shape {
+                id: f.id,
+                which,
+                a,
+                b,
+                c,
+            });
         }
         d
     }
@@ -183,42 +210,41 @@ impl Decoder {
     /// Decode one record; `None` for unknown ids or short records.
     pub fn decode(&self, cpu: u32, time: u64, rec: &[u8]) -> Option<Event> {
         let id = self.common_type.as_ref()?.read(rec)?;
-        let s = self.shapes.get(&id)?;
+        let s = self.shapes.iter().find(|s| s.id == id)?;
         let a = s.a.as_ref()?.read(rec)?;
         let b = s.b.as_ref().and_then(|f| f.read(rec));
         let need_b = || b;
-        let kind = match s.name.as_str() {
-            "irq_handler_entry" => EvKind::IrqEntry { irq: a as u32 },
-            "irq_handler_exit" => EvKind::IrqExit,
-            "softirq_entry" => EvKind::SoftEntry { vec: a as u32 },
-            "softirq_exit" => EvKind::SoftExit { vec: a as u32 },
-            "netif_receive_skb" => EvKind::NetRx { skb: a },
-            "skb_copy_datagram_iovec" => EvKind::SkbCopy { skb: a },
-            "consume_skb" => EvKind::SkbConsume { skb: a },
-            "sk_data_ready" => EvKind::SkReady { sk: a },
-            "sock_recv_length" => EvKind::RecvLen {
+        let kind = match s.which {
+            Which::IrqEntry => EvKind::IrqEntry { irq: a as u32 },
+            Which::IrqExit => EvKind::IrqExit,
+            Which::SoftEntry => EvKind::SoftEntry { vec: a as u32 },
+            Which::SoftExit => EvKind::SoftExit { vec: a as u32 },
+            Which::NetRx => EvKind::NetRx { skb: a },
+            Which::SkbCopy => EvKind::SkbCopy { skb: a },
+            Which::SkbConsume => EvKind::SkbConsume { skb: a },
+            Which::SkReady => EvKind::SkReady { sk: a },
+            Which::RecvLen => EvKind::RecvLen {
                 sk: a,
                 ret: need_b()? as i64,
             },
-            "block_rq_issue" => EvKind::RqIssue {
+            Which::RqIssue => EvKind::RqIssue {
                 dev: a,
                 sector: need_b()?,
             },
-            "block_rq_complete" => EvKind::RqComplete {
+            Which::RqComplete => EvKind::RqComplete {
                 dev: a,
                 sector: need_b()?,
             },
-            "sched_waking" => EvKind::Waking { pid: a as u32 },
-            "tcp_probe" => EvKind::TcpProbe {
+            Which::Waking => EvKind::Waking { pid: a as u32 },
+            Which::TcpProbe => EvKind::TcpProbe {
                 skb: a,
                 sk: need_b()?,
                 len: s.c.as_ref().and_then(|f| f.read(rec))?,
             },
-            "sock_send_length" => EvKind::SendLen {
+            Which::SendLen => EvKind::SendLen {
                 sk: a,
                 ret: need_b()? as i64,
             },
-            _ => return None,
         };
         let pid = self
             .common_pid

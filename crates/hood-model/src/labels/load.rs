@@ -128,7 +128,11 @@ struct CpuEvents {
     chunks: VecDeque<Deferred>,
     data: Vec<u8>,
     at: usize,
-    events: VecDeque<Event>,
+    /// The events of the page being read, in time order, and the next one's index.
+    events: Vec<Event>,
+    next_event: usize,
+    /// The event this stream has in the merge's heap.
+    head: Option<Event>,
 }
 
 impl CpuEvents {
@@ -140,8 +144,7 @@ impl CpuEvents {
         page_size: usize,
         counts: &mut DecodeCounts,
     ) -> Result<Option<Event>, ModelError> {
-        let mut page = Vec::new();
-        while self.events.is_empty() {
+        while self.next_event >= self.events.len() {
             if self.at >= self.data.len() {
                 let Some(d) = self.chunks.pop_front() else {
                     return Ok(None);
@@ -150,13 +153,21 @@ impl CpuEvents {
                 self.at = 4.min(self.data.len());
             }
             let end = self.at.saturating_add(page_size).min(self.data.len());
-            page.clear();
-            decode_page_into(dec, self.cpu, &self.data[self.at..end], &mut page, counts);
+            self.events.clear();
+            self.next_event = 0;
+            decode_page_into(
+                dec,
+                self.cpu,
+                &self.data[self.at..end],
+                &mut self.events,
+                counts,
+            );
             self.at = end;
-            page.sort_by_key(|e| e.time);
-            self.events.extend(page.drain(..));
+            self.events.sort_by_key(|e| e.time);
         }
-        Ok(self.events.pop_front())
+        let e = self.events[self.next_event];
+        self.next_event += 1;
+        Ok(Some(e))
     }
 }
 
@@ -186,11 +197,12 @@ impl LabelsRecording {
         let dec = Decoder::new(&self.meta);
         let ps = self.meta.page_size.max(1);
         let mut decode = DecodeCounts::default();
-        // Which CPU each chunk holds (its first four bytes), then each CPU's chunks in order.
+        // Which CPU each chunk holds (its first four bytes, the rest left compressed: each
+        // chunk is decompressed whole once, when streamed), then each CPU's chunks in order.
         let mut cpus: BTreeMap<u32, CpuEvents> = BTreeMap::new();
         if let Some(reader) = self.reader.as_mut() {
             for d in &self.pages {
-                let data = reader.read_deferred(d)?;
+                let data = reader.read_deferred_prefix(d, 4)?;
                 let Some(head) = data.get(..4) else {
                     continue;
                 };
@@ -201,7 +213,9 @@ impl LabelsRecording {
                         chunks: VecDeque::new(),
                         data: Vec::new(),
                         at: 0,
-                        events: VecDeque::new(),
+                        events: Vec::new(),
+                        next_event: 0,
+                        head: None,
                     })
                     .chunks
                     .push_back(*d);
@@ -220,22 +234,36 @@ impl LabelsRecording {
         let mut events = 0u64;
         let mut streams: Vec<CpuEvents> = cpus.into_values().collect();
         // Each CPU's next event, smallest (time, cpu) first: the order of a stable sort of
-        // all events by (time, cpu).
+        // all events by (time, cpu). The heap holds only each stream's key; its event waits
+        // in the stream, and the top is replaced in place (one sift) when its stream goes on.
         let mut heads = BinaryHeap::new();
         if let Some(reader) = self.reader.as_mut() {
             for (k, st) in streams.iter_mut().enumerate() {
                 if let Some(e) = st.next(reader, &dec, ps, &mut decode)? {
-                    heads.push(Reverse((e.time, e.cpu, k, HeadEvent(e))));
+                    heads.push(Reverse((e.time, e.cpu, k)));
+                    st.head = Some(e);
                 }
             }
-            while let Some(Reverse((_, _, k, HeadEvent(e)))) = heads.pop() {
-                while let Some(i) = next_sample.next_if(|&i| samples[i as usize].time < e.time) {
+            while let Some(mut top) = heads.peek_mut() {
+                let Reverse((time, _, k)) = *top;
+                let st = &mut streams[k];
+                let Some(e) = st.head.take() else {
+                    std::collections::binary_heap::PeekMut::pop(top);
+                    continue;
+                };
+                while let Some(i) = next_sample.next_if(|&i| samples[i as usize].time < time) {
                     att.sample(i as usize);
                 }
                 att.event(&e);
                 events += 1;
-                if let Some(n) = streams[k].next(reader, &dec, ps, &mut decode)? {
-                    heads.push(Reverse((n.time, n.cpu, k, HeadEvent(n))));
+                match st.next(reader, &dec, ps, &mut decode)? {
+                    Some(n) => {
+                        *top = Reverse((n.time, n.cpu, k));
+                        st.head = Some(n);
+                    }
+                    None => {
+                        std::collections::binary_heap::PeekMut::pop(top);
+                    }
                 }
             }
         }
@@ -278,25 +306,5 @@ impl LabelsRecording {
                 .map(|s| s.budget.clone())
                 .unwrap_or_default(),
         })
-    }
-}
-
-/// An event in the merge's heap, ordered by the (time, cpu, stream) before it only.
-struct HeadEvent(Event);
-
-impl PartialEq for HeadEvent {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for HeadEvent {}
-impl PartialOrd for HeadEvent {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for HeadEvent {
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
     }
 }

@@ -185,3 +185,11 @@ pub struct ProcSnapshotChunk {
     #[serde(deserialize_with = "hood_raw::build_id::deserialize_map")]
     pub build_ids: BTreeMap<String, BuildId>,
 }
+
+impl ProcSnapshotChunk {
+    /// The chunk's JSON. Serialized here rather than by the recorder: this crate is built
+    /// optimized even in debug builds, and a snapshot may hold tens of MiB of mappings.
+    pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(self)
+    }
+}
