@@ -70,6 +70,8 @@ sched_wait = int(prog["schedstat"].split()[1])
 head = re.compile(r"^\s*(-?\d+)\s+([0-9.]+):\s+sched:(\w+):\s(.*)$")
 field = lambda body, k: re.search(r"(?:^|\s)" + k + r"=(\S+)", body)[1]
 blocked, runnable, out, woke = {}, {}, {}, {}
+outs, ins = {}, {}
+last_event = 0.0
 def clip(a, b):
     return max(0.0, b - max(a, start))
 for line in open(sys.argv[2]):
@@ -77,10 +79,13 @@ for line in open(sys.argv[2]):
     if not m:
         continue
     t, ev, body = float(m[2]), m[3], m[4]
+    last_event = max(last_event, t)
     if ev == "sched_switch":
         prev, state = field(body, "prev_pid"), field(body, "prev_state")
         nxt = body.split("==>", 1)[1]
         nxt = re.search(r"next_pid=(\d+)", nxt)[1]
+        ins[nxt] = ins.get(nxt, 0) + 1
+        outs[prev] = outs.get(prev, 0) + 1
         if nxt in out:
             o, st = out.pop(nxt)
             w = woke.pop(nxt, None)
@@ -98,6 +103,11 @@ for line in open(sys.argv[2]):
             woke[tid] = t
     elif ev == "sched_wakeup_new":
         out[field(body, "pid")] = (t, "R")
+life = int(prog["lifetime"].split()[0]) / 1e9
+if last_event < start + life:
+    # Debian's perf 6.1 sometimes dies on its own: say so rather than compare a part.
+    print(f"perf sched record's events end {start + life - last_event:.2f} s before the program did "
+          "(perf stopped early): its columns below cover only part of the run")
 print("per thread (ms):        hood blocked  perf blocked   ratio    hood runnable  perf runnable   ratio")
 for tid, comm, lt, on, bl, ru in hood:
     hb, hr = int(bl) / 1e6, int(ru) / 1e6
@@ -105,6 +115,11 @@ for tid, comm, lt, on, bl, ru in hood:
     rb = f"{hb / pb:7.3f}" if pb > 0 else "      -"
     rr = f"{hr / pr:7.3f}" if pr > 0 else "      -"
     print(f"  {comm + '/' + tid:<20} {hb:12.1f} {pb:13.1f} {rb}   {hr:13.1f} {pr:14.1f} {rr}")
+    # A thread's last switch-out (at its exit) has no switch-in after it, and one seen
+    # first switching in or out may lack one more at the edges.
+    missing = outs.get(tid, 0) - ins.get(tid, 0) - 1
+    if missing > 1:
+        print(f"  {'':20} perf's events lack {missing} of this thread's switch-ins (lost by perf): its columns are short")
     if tid == worker and sched_wait:
         print(f"  {'':20} the worker's runnable beside its own schedstat run-queue wait "
               f"{sched_wait / 1e6:.1f} ms: ratio {hr / (sched_wait / 1e6):.3f}")
