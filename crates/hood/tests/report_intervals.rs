@@ -111,16 +111,24 @@ fn a_pinned_pairs_preemptions_are_gaps_not_late_samples() {
     // Each thread waits for the CPU while the other has it (turns of a few ms; the machine's
     // other tasks only add turns): many preemptions in 2 s.
     assert!(cpu.gaps("preempted") >= 20, "{cpu:?}\n{report}");
-    // The spinning threads never block between two of their samples.
-    assert_eq!(cpu.gaps("blocked"), 0, "{cpu:?}\n{report}");
+    // The spinning threads never block between two of their samples. The main thread does
+    // (it waits in pthread_join), and is sampled on both sides of that wait when starting
+    // and ending the process take more than a period (seen on a fresh machine): one
+    // blocked gap at most per such thread.
+    let waiters = threads_beside_the_pair(&file);
+    assert!(
+        cpu.gaps("blocked") <= waiters,
+        "{cpu:?}: more blocked gaps than the {waiters} thread(s) beside the spinning pair \
+         sampled twice or more\n{report}"
+    );
     // The gaps are left out: the intervals are the timer's own, seldom late (the rule
     // before counted 29 % of this workload's samples late).
     assert!(cpu.late_percent < 5.0, "{cpu:?}\n{report}");
     assert!(!report.contains("has no context switches"), "{report}");
 }
 
-/// Pairs of consecutive samples of one thread: each thread's samples less one.
-fn sample_pairs(file: &Path) -> u64 {
+/// Each thread's sample count, from the JSON report.
+fn thread_samples(file: &Path) -> Vec<u64> {
     let out = run(hood().args(["report", "--format", "json", "-i"]).arg(file));
     assert!(out.status.success(), "{}", text(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -128,8 +136,24 @@ fn sample_pairs(file: &Path) -> u64 {
         .as_array()
         .unwrap()
         .iter()
-        .map(|t| t["samples"].as_u64().unwrap().saturating_sub(1))
+        .map(|t| t["samples"].as_u64().unwrap())
+        .collect()
+}
+
+/// Pairs of consecutive samples of one thread: each thread's samples less one.
+fn sample_pairs(file: &Path) -> u64 {
+    thread_samples(file)
+        .iter()
+        .map(|n| n.saturating_sub(1))
         .sum()
+}
+
+/// Threads other than the two spinning ones (the two with most samples) that were sampled
+/// at least twice, so that a gap between two of their samples is counted.
+fn threads_beside_the_pair(file: &Path) -> u64 {
+    let mut samples = thread_samples(file);
+    samples.sort_unstable_by(|a, b| b.cmp(a));
+    samples.iter().skip(2).filter(|&&n| n >= 2).count() as u64
 }
 
 /// Without context switches, the other thread's samples between two of a thread's own show
