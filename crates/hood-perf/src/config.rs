@@ -127,6 +127,10 @@ pub struct SamplingConfig {
     /// stacks (a rate bound, as `freq_hz` bounds CPU samples); a long wait within it gets
     /// none, and the report charges it to the thread's previous stacks. 0: no bound.
     pub off_cpu_stack_gap_ns: u64,
+    /// With deferred stacks: keep the programs' per-thread state in LRU hashes from the
+    /// start, as a kernel that refuses task-local storage gets them (`hood record` sets it
+    /// for `HOOD_OFF_CPU_BPF=hash`, so that path is tested on kernels that take task storage).
+    pub off_cpu_hash_tables: bool,
 }
 
 impl Default for SamplingConfig {
@@ -143,6 +147,7 @@ impl Default for SamplingConfig {
             off_cpu: false,
             off_cpu_min_ns: 0,
             off_cpu_stack_gap_ns: 0,
+            off_cpu_hash_tables: false,
         }
     }
 }

@@ -111,9 +111,8 @@ pub(crate) struct DeferredStacks {
     _kstack_buf: Map,
     _waits: Map,
     _filter: Vec<Map>,
-    /// Why the per-task values are in LRU hashes rather than task-local storage (the kernel
-    /// refused it), if they are.
-    pub fallback: Option<String>,
+    /// Why the per-task values are in LRU hashes rather than task-local storage, if they are.
+    pub fallback: Option<Fallback>,
     /// Per CPU: long waits whose stacks the rate bound left untaken, and preempted
     /// threads' copies it left untaken.
     skipped: [Map; 2],
@@ -129,6 +128,15 @@ impl std::fmt::Debug for DeferredStacks {
             .field("outputs", &self.ids)
             .finish_non_exhaustive()
     }
+}
+
+/// Why the programs keep their per-task values in LRU hashes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fallback {
+    /// The kernel refused task-local storage (what it refused, and its answer).
+    Refused(String),
+    /// The session asked for the hashes ([`crate::SamplingConfig::off_cpu_hash_tables`]).
+    Asked,
 }
 
 /// Why deferred stacks are not in use (the session copies every stack instead).
@@ -600,17 +608,24 @@ fn task_storage(name: &str, members: &[&str]) -> io::Result<Map> {
 /// `traced`: the processes of a task session (`None`: the whole system).
 ///
 /// The programs keep their per-task values in task-local storage; a kernel that refuses it
-/// gets LRU hashes instead, and [`DeferredStacks::fallback`] says why.
+/// gets LRU hashes instead, and [`DeferredStacks::fallback`] says why. `hashes`: use the
+/// hashes from the start.
 pub(crate) fn load(
     min_ns: u64,
     gap_ns: u64,
     traced: Option<&[i32]>,
+    hashes: bool,
 ) -> Result<DeferredStacks, Refused> {
-    match load_with(Tables::TaskStorage, min_ns, gap_ns, traced) {
+    let first = match hashes {
+        true => Err(Fallback::Asked),
+        false => load_with(Tables::TaskStorage, min_ns, gap_ns, traced)
+            .map_err(|why| Fallback::Refused(why.to_string())),
+    };
+    match first {
         Ok(d) => Ok(d),
         Err(why) => {
             let mut d = load_with(Tables::Hash, min_ns, gap_ns, traced)?;
-            d.fallback = Some(why.to_string());
+            d.fallback = Some(why);
             Ok(d)
         }
     }
@@ -901,7 +916,10 @@ mod tests {
             }
         }
         // This kernel (5.11 or later) takes task-local storage: no fallback.
-        let d = load(10_000, 0, None).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
+        let d = load(10_000, 0, None, false).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
         assert_eq!(d.fallback, None);
+        // Asked for, the hashes are used and the session says so.
+        let d = load(10_000, 0, None, true).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
+        assert_eq!(d.fallback, Some(Fallback::Asked));
     }
 }

@@ -12,7 +12,7 @@ use perf_event_open_sys::bindings::perf_event_attr;
 use crate::attr::{self, AttrOpts};
 use crate::cpus::threads_of;
 use crate::offcpu::{self, OffCpuTracepoints};
-use crate::offcpu_bpf::{self, DeferredStacks};
+use crate::offcpu_bpf::{self, DeferredStacks, Fallback};
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
 
@@ -166,14 +166,23 @@ pub(crate) fn open_target(
                 cfg.off_cpu_min_ns,
                 cfg.off_cpu_stack_gap_ns,
                 traced.as_deref(),
+                cfg.off_cpu_hash_tables,
             ) {
                 Ok(d) => {
-                    if let Some(why) = &d.fallback {
-                        notes.push(format!(
+                    match &d.fallback {
+                        Some(Fallback::Refused(why)) => notes.push(format!(
                             "off-CPU: hood's BPF programs keep their per-thread state in hash \
                              tables, because the kernel refused task-local storage ({why}); a \
                              context-switch storm costs the workload more"
-                        ));
+                        )),
+                        Some(Fallback::Asked) => notes.push(
+                            "off-CPU: hood's BPF programs keep their per-thread state in hash \
+                             tables, as asked (HOOD_OFF_CPU_BPF=hash), the way of a kernel \
+                             that refuses task-local storage; a context-switch storm costs the \
+                             workload more"
+                                .to_string(),
+                        ),
+                        None => {}
                     }
                     Some(d)
                 }

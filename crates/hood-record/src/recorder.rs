@@ -995,6 +995,13 @@ fn defer_off_cpu_stacks() -> bool {
     std::env::var_os("HOOD_OFF_CPU_BPF").is_none_or(|v| v != "0")
 }
 
+/// Whether the BPF programs keep their per-thread state in hash tables from the start
+/// (`HOOD_OFF_CPU_BPF=hash`), as on a kernel that refuses task-local storage: that path,
+/// tested on kernels that take task storage.
+fn off_cpu_hash_tables() -> bool {
+    std::env::var_os("HOOD_OFF_CPU_BPF").is_some_and(|v| v == "hash")
+}
+
 /// Open the events; an unprivileged user who may not sample the kernel (perf_event_paranoid 2)
 /// still gets a user-space profile of their own processes, with a note, as perf does.
 fn open_session(
@@ -1007,6 +1014,7 @@ fn open_session(
     if sampling.off_cpu && defer_stacks {
         sampling.off_cpu_min_ns = cfg.off_cpu_min.as_nanos().min(u128::from(u64::MAX)) as u64;
         sampling.off_cpu_stack_gap_ns = stack_gap_ns(cfg.off_cpu_rate);
+        sampling.off_cpu_hash_tables = off_cpu_hash_tables();
     }
     match Session::open(&sampling, target) {
         Err(hood_perf::PerfError::Permission { paranoid, .. })

@@ -164,9 +164,9 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "HOOD_OFF_CPU_BPF",
-        shown: "1 | 0 (1)",
-        what: "`0`: `hood record --off-cpu` takes every context switch's and wake-up's stack instead of loading BPF programs that take stacks only for waits of at least `--off-cpu-min` (the default, as root); a context-switch storm costs about three times as much",
-        values: Values::OneOf(&["1", "0"]),
+        shown: "1 | 0 | hash (1)",
+        what: "`0`: `hood record --off-cpu` takes every context switch's and wake-up's stack instead of loading BPF programs that take stacks only for waits of at least `--off-cpu-min` (the default, as root); a context-switch storm costs about three times as much. `hash`: the programs keep their per-thread state in hash tables, as they do on a kernel that refuses task-local storage (for tests of that path; a storm costs a little more)",
+        values: Values::OneOf(&["1", "0", "hash"]),
     },
     Var {
         name: "HOOD_KEEP_STACK_COPIES",

@@ -75,7 +75,11 @@ fn folded_lines(file: &Path, args: &[&str]) -> Vec<(String, u64)> {
 /// to the mutex phase's earlier stacks that way came to 7 % of that phase's time, woken by
 /// the disk.
 /// `a_rate_bound_charges_untaken_waits_to_their_threads_stacks` checks the bound.
-fn record_known(dir: &Path, cycles: &str, env: &[(&str, &str)]) -> (std::path::PathBuf, Known) {
+fn record_known(
+    dir: &Path,
+    cycles: &str,
+    env: &[(&str, &str)],
+) -> (std::path::PathBuf, Known, String) {
     let prog = c_program("offcpu_known");
     let file = dir.join("offcpu.data");
     let out = run(hood()
@@ -92,13 +96,16 @@ fn record_known(dir: &Path, cycles: &str, env: &[(&str, &str)]) -> (std::path::P
         stderr.contains("context switches and wake-ups recorded"),
         "{stderr}"
     );
-    (file, parse_known(&String::from_utf8_lossy(&out.stdout)))
+    let known = parse_known(&String::from_utf8_lossy(&out.stdout));
+    (file, known, stderr.into_owned())
 }
 
-/// The three ways the kernel takes a wait's stacks, each held to the same answer: every
+/// The four ways the kernel takes a wait's stacks, each held to the same answer: every
 /// switch and wake-up with its stacks; BPF programs taking them only for long waits, the user
 /// copy on the thread's way back to user space (`rseq_update`); the same for threads without
-/// an rseq area (glibc's tunable off), whose copy is taken at the switch.
+/// an rseq area (glibc's tunable off), whose copy is taken at the switch; the programs with
+/// their per-thread state in hash tables, as on a kernel that refuses task-local storage
+/// (`HOOD_OFF_CPU_BPF=hash`), which the recorder says.
 #[test]
 fn known_shares_wakers_and_each_threads_time_add_up() {
     if !privileged("known_shares_wakers_and_each_threads_time_add_up") {
@@ -113,9 +120,17 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
             ("HOOD_OFF_CPU_BPF", "1"),
             ("GLIBC_TUNABLES", "glibc.pthread.rseq=0"),
         ][..],
+        // The programs' state in hash tables, as a kernel that refuses task storage gets.
+        &[("HOOD_OFF_CPU_BPF", "hash")][..],
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let (file, known) = record_known(dir.path(), "20", env);
+        let (file, known, stderr) = record_known(dir.path(), "20", env);
+        let hashes = env.contains(&("HOOD_OFF_CPU_BPF", "hash"));
+        assert_eq!(
+            stderr.contains("keep their per-thread state in hash tables, as asked"),
+            hashes,
+            "{env:?}: {stderr}"
+        );
         known_answer_holds(dir.path(), &file, &known);
     }
 }
