@@ -12,8 +12,10 @@ use hood_abi::{
 
 use crate::clock;
 
-/// Frames whose saved stack pointer is below the current one by less than this are stale
-/// (unwound by longjmp or an exception); a bigger gap means another stack (sigaltstack).
+/// Frames whose saved stack pointer is at or below the current one, by less than this, are
+/// stale (unwound by longjmp or an exception); a bigger gap means another stack (sigaltstack).
+/// At, too: a call nested in an open frame always has a lower stack pointer (its return
+/// address at least), so an equal one is a sibling of a frame that ran no exit hook.
 const STALE_WINDOW: u64 = 1 << 20;
 
 /// Pointers for one hook invocation.
@@ -218,7 +220,7 @@ pub unsafe fn enter_fast(
     // SAFETY: the open frame's node is one this thread stored: below `max_paths`.
     let parent = unsafe { &mut *nodes.add(top.node as usize) };
     let mut c = parent.last_child;
-    if (top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW) || c == 0 {
+    if (top.sp <= sp && sp.wrapping_sub(top.sp) < STALE_WINDOW) || c == 0 {
         leave_busy(th);
         return false;
     }
@@ -376,7 +378,7 @@ pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
     while keep > 0 {
         // SAFETY: `keep - 1 < d < max_depth`: an open frame.
         let top = unsafe { &*s.frame(keep - 1) };
-        if top.sp < sp && sp.wrapping_sub(top.sp) < STALE_WINDOW {
+        if top.sp <= sp && sp.wrapping_sub(top.sp) < STALE_WINDOW {
             keep -= 1;
         } else {
             break;
