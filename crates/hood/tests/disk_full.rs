@@ -61,16 +61,28 @@ fn a_full_disk_ends_the_recording_and_the_summary_counts_what_the_file_holds() {
         return;
     }
     let _l = perf_lock();
-    // The start of a recording (kernel symbols, processes) takes about 1 MB; the rest fills
-    // within seconds at 4999 Hz on every CPU with a busy process.
-    let Some(disk) = SmallDisk::mount("1600k") else {
-        return;
-    };
     let mut spinner = Command::new(c_program("spinner"))
         .arg("60000")
         .stdout(Stdio::null())
         .spawn()
         .expect("spinner");
+    // The start of a recording (kernel symbols, every process's mappings) is about 1 MB, more
+    // on a machine running more (a fixed 1600 KiB disk was filled by it under a parallel
+    // build, before any sample). So the disk is sized from a short recording of this machine
+    // as it is now, plus 1 MiB that fills within seconds at 4999 Hz on every CPU with a busy
+    // process.
+    let probe = tempfile::tempdir().unwrap();
+    let short = probe.path().join("short.hood");
+    let out = run(hood()
+        .args(["record", "-a", "-F", "4999", "-d", "0.3", "-o"])
+        .arg(&short));
+    assert!(out.status.success(), "{}", text(&out));
+    let start_kib = std::fs::metadata(&short).unwrap().len() / 1024;
+    let Some(disk) = SmallDisk::mount(&format!("{}k", start_kib + 1024)) else {
+        let _ = spinner.kill();
+        let _ = spinner.wait();
+        return;
+    };
     let file = disk.mnt.join("full.hood");
     let out = run(hood()
         .args(["record", "-a", "-F", "4999", "-d", "60", "-o"])
