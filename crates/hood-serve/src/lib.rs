@@ -215,6 +215,74 @@ impl std::fmt::Debug for Log {
     }
 }
 
+/// The start of every scratch directory's name. After it come the server's pid and start time
+/// (clock ticks since boot, from /proc/PID/stat) and tempfile's random part, so that a later
+/// server can tell the directory of a killed one from one in use.
+const SCRATCH_PREFIX: &str = "hood-serve-";
+
+/// `hood-serve-PID-START-` for this process.
+fn scratch_prefix() -> String {
+    let pid = std::process::id();
+    let start = i32::try_from(pid)
+        .ok()
+        .and_then(hood_procfs::state_and_start)
+        .map_or(0, |(_, start)| start);
+    format!("{SCRATCH_PREFIX}{pid}-{start}-")
+}
+
+/// Whether the server a scratch directory's name (after [`SCRATCH_PREFIX`]) names is still
+/// running: the same pid with the same start time, not a zombie. A name that does not parse
+/// (another program's, an older hood's) counts as in use: it is left alone.
+fn scratch_in_use(rest: &str) -> bool {
+    let mut it = rest.splitn(3, '-');
+    let (Some(Ok(pid)), Some(Ok(start)), Some(_)) = (
+        it.next().map(str::parse::<i32>),
+        it.next().map(str::parse::<u64>),
+        it.next(),
+    ) else {
+        return true;
+    };
+    hood_procfs::state_and_start(pid)
+        .is_some_and(|(state, t)| t == start && !matches!(state, 'Z' | 'X'))
+}
+
+/// Remove the scratch directories in `base` that killed servers left behind: real directories
+/// (not links) of this user named for a server that is gone. One line for the log each.
+fn clean_stale_scratch(base: &Path) -> Vec<String> {
+    let mut said = Vec::new();
+    let Ok(rd) = std::fs::read_dir(base) else {
+        return said;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for ent in rd.flatten() {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(SCRATCH_PREFIX) else {
+            continue;
+        };
+        let path = ent.path();
+        // Never through a link, and never another user's (anyone may create names in /tmp).
+        let Ok(md) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        use std::os::unix::fs::MetadataExt;
+        if !md.is_dir() || md.uid() != me || scratch_in_use(rest) {
+            continue;
+        }
+        said.push(match std::fs::remove_dir_all(&path) {
+            Ok(()) => format!(
+                "hood serve: removed {}, left behind by a hood serve that was killed",
+                path.display()
+            ),
+            Err(e) => format!(
+                "hood serve: warning: cannot remove {}, left behind by a hood serve that was \
+                 killed: {e}",
+                path.display()
+            ),
+        });
+    }
+    said
+}
+
 /// A bound server, before it serves.
 pub struct Server {
     listener: http::Listener,
@@ -236,10 +304,14 @@ impl Server {
     /// [`bind`](Self::bind), with the server's messages to `log`: the listening line (and the
     /// warning when a non-loopback address has no token) now, the rest while it serves.
     pub fn bind_logged(cfg: &Config, log: Log) -> Result<Server, ServeError> {
+        // A killed server (SIGKILL) could not remove its scratch directory: the next one does.
+        for line in clean_stale_scratch(&std::env::temp_dir()) {
+            log.say(&line);
+        }
         // The scratch directory exists before the port accepts a request.
         // Mode 0700: the profiles in it hold kernel addresses (each file is 0600 as well).
         let scratch = tempfile::Builder::new()
-            .prefix("hood-serve-")
+            .prefix(&scratch_prefix())
             .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .tempdir()
             .map_err(ServeError::Scratch)?;

@@ -261,6 +261,52 @@ fn sigterm_stops_the_server_and_removes_its_scratch_directory() {
     assert_eq!(entries(), 0, "scratch directory left behind");
 }
 
+/// SIGKILL leaves a server no time to remove its scratch directory: the next server removes
+/// it, and only it (not a running server's, not another user's, not a name it did not make).
+#[test]
+fn a_killed_servers_scratch_directory_is_removed_by_the_next_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let names = || {
+        let mut v: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // Another user's directory named as a dead server's, and a name no server makes.
+    let foreign = tmp.path().join("hood-serve-1-0-planted");
+    std::fs::create_dir(&foreign).unwrap();
+    std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).unwrap();
+    std::fs::create_dir(tmp.path().join("hood-serve-unparsed")).unwrap();
+    let kept = names();
+    let mut killed = serve_in(&[], tmp.path());
+    let with_killed = names();
+    assert_eq!(with_killed.len(), kept.len() + 1, "{with_killed:?}");
+    let _ = killed.child.kill();
+    let _ = killed.child.wait();
+    assert_eq!(
+        names(),
+        with_killed,
+        "SIGKILL left its directory (as it must)"
+    );
+    let running = serve_in(&[], tmp.path());
+    let after = names();
+    assert_eq!(after.len(), kept.len() + 1, "{after:?}");
+    assert!(kept.iter().all(|k| after.contains(k)), "{after:?}");
+    assert!(
+        !after
+            .iter()
+            .any(|n| with_killed.contains(n) && !kept.contains(n)),
+        "the killed server's directory is still there: {after:?}"
+    );
+    // A third server leaves the running one's directory alone.
+    let third = serve_in(&[], tmp.path());
+    assert_eq!(names().len(), kept.len() + 2, "{:?}", names());
+    drop(third);
+    drop(running);
+}
+
 #[test]
 fn profile_of_one_pid_and_the_machine() {
     if !privileged("profile_of_one_pid_and_the_machine") {
