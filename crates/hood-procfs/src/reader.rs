@@ -143,20 +143,35 @@ struct Held {
 /// fills it. Per-task /proc files produce their whole content in the first read when it fits,
 /// so a short read ends it.
 fn pread_all(fd: &OwnedFd, buf: &mut Vec<u8>) -> io::Result<usize> {
+    pread_bounded(fd, buf, usize::MAX).map(|(n, _)| n)
+}
+
+/// The most of a task's `cmdline` read: the longest one argument can be (the kernel's
+/// `MAX_ARG_STRLEN`). A process may have megabytes of arguments (a quarter of its stack
+/// limit, up to 6 MiB); every process's would be kept in memory by the monitor.
+pub(crate) const CMDLINE_MAX: usize = 128 << 10;
+
+/// [`pread_all`], reading at most `max` bytes: (bytes read, whether the file had more).
+fn pread_bounded(fd: &OwnedFd, buf: &mut Vec<u8>, max: usize) -> io::Result<(usize, bool)> {
     if buf.len() < 4096 {
         buf.resize(4096, 0);
     }
     let mut len = 0;
     loop {
-        let got = match rustix::io::pread(fd, &mut buf[len..], len as u64) {
+        let end = buf.len().min(max.saturating_add(1));
+        let got = match rustix::io::pread(fd, &mut buf[len..end], len as u64) {
             Ok(n) => n,
             Err(rustix::io::Errno::INTR) => continue,
             Err(e) => return Err(e.into()),
         };
-        let room = buf.len() - len;
+        let room = end - len;
         len += got;
+        if len > max {
+            // One byte past the cap was asked for, to tell "exactly max" from "more".
+            return Ok((max, true));
+        }
         if got == 0 || got < room {
-            return Ok(len);
+            return Ok((len, false));
         }
         let new_len = buf.len() * 2;
         buf.resize(new_len, 0);
@@ -830,8 +845,18 @@ impl ProcReader {
             }
         }
         if opts.cmdline {
-            if let Some(n) = self.read_task_file("cmdline") {
-                t.cmdline = Some(parse::parse_cmdline(&self.buf[..n]));
+            if let Some(fd) = self.open_task_file("cmdline") {
+                if let Ok((n, more)) = pread_bounded(&fd, &mut self.buf, CMDLINE_MAX) {
+                    let mut args = parse::parse_cmdline(&self.buf[..n]);
+                    if more {
+                        // Cut: the last argument shown ends with an ellipsis, as ps cuts.
+                        match args.last_mut() {
+                            Some(last) => last.push('…'),
+                            None => args.push("…".to_string()),
+                        }
+                    }
+                    t.cmdline = Some(args);
+                }
             }
         }
         Some(t)

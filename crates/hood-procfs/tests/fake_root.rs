@@ -290,3 +290,34 @@ fn pressure_disks_and_nets_are_read_and_derived() {
     ProcReader::with_root(c.path()).read_system_io(&mut s3);
     assert!(s3.pressure.is_none() && s3.disks.is_none() && s3.nets.is_none());
 }
+
+/// A command line of megabytes (a process may have up to 6 MiB of arguments) is read to the
+/// cap, 128 KiB, and shown cut with an ellipsis: the monitor keeps every process's.
+#[test]
+fn a_huge_command_line_is_read_to_its_cap_and_marked_cut() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let root = dir.path();
+    fake_proc(root);
+    let arg = "x".repeat(100_000);
+    let huge: String = (0..40).map(|_| format!("{arg}\0")).collect();
+    write(root, "42/cmdline", &huge);
+    let mut r = ProcReader::with_root(root);
+    let opts = ScanOptions {
+        cmdline: true,
+        ..ScanOptions::default()
+    };
+    let s = r.snapshot(&opts).expect("snapshot");
+    let w = s.tasks.iter().find(|t| t.pid == 42).expect("pid 42");
+    let args = w.cmdline.as_ref().expect("cmdline read");
+    let bytes: usize = args.iter().map(|a| a.len() + 1).sum();
+    assert!(bytes <= (128 << 10) + 8, "{bytes} bytes kept");
+    assert_eq!(args.len(), 2, "one whole argument and the cut one");
+    assert!(args[1].ends_with('…'), "marked cut");
+    assert_eq!(args[0], arg);
+    // Exactly at the cap is not cut.
+    let exact = "y".repeat(128 << 10);
+    write(root, "42/cmdline", &exact);
+    let s = r.snapshot(&opts).expect("snapshot");
+    let w = s.tasks.iter().find(|t| t.pid == 42).expect("pid 42");
+    assert_eq!(w.cmdline.as_deref(), Some(&[exact][..]));
+}
