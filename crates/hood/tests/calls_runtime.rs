@@ -267,29 +267,6 @@ fn longjmp_out_of_nested_calls_is_repaired() {
     assert!(w.contains("30 exits did not match"), "{w}");
 }
 
-/// After the longjmp, outer() calls inner(2) again from the same stack pointer: the new
-/// frames lie at the addresses of the three left without exits, and are their siblings.
-#[test]
-fn a_call_at_the_stack_pointer_of_a_frame_left_by_longjmp_is_its_sibling() {
-    let d = tmp();
-    let exe = build_c("calls_longjmp", d.path(), &[]);
-    let data = calls_run(d.path(), &[exe.to_str().unwrap(), "again"], &[]);
-    let doc = report_json(&data, &[]);
-    let p = &doc["processes"][0];
-    assert_eq!(calls_of(p, "main outer"), Some(10));
-    assert_eq!(calls_of(p, "main outer inner"), Some(20), "{:?}", rows(p));
-    assert_eq!(calls_of(p, "main outer inner inner inner"), Some(20));
-    assert_eq!(
-        calls_of(p, "main outer inner inner inner inner"),
-        None,
-        "the second inner(2) nested in the frames the longjmp left: {:?}",
-        rows(p)
-    );
-    assert_eq!(calls_of(p, "main outer after"), Some(10));
-    let w = p["warnings"].to_string();
-    assert!(w.contains("30 exits did not match"), "{w}");
-}
-
 /// Own milliseconds per function (the last element of each path), summed over its paths.
 fn own_ms_of(p: &Value, func: &str) -> f64 {
     rows(p)
