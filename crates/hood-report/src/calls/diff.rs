@@ -260,7 +260,7 @@ pub fn render_reconcile_text(
             amount(r.hooks_ns),
             amount(r.profiler_ns),
             if r.hooks_split_at_stamps {
-                "split between each function and its callers at the hooks' timestamps, as their samples show"
+                "on the CPU, spread as the compensation was; waits in the hooks split at their timestamps, as their stacks show"
             } else {
                 "split by rule: each function keeps its calibrated part, its callers take the rest"
             }
