@@ -82,23 +82,22 @@
 # (no waits) is where the number can be checked. The same hood on a recording made before
 # with the old runtime (no such frames: the old rule, said on the Profiler cost line):
 # mainSimpleSort -15.7, mainGtU +20.8, 2 of 6.
-# 2026-11-27, stop 38: the split by the samples' addresses was the error on a quiet machine.
-# `hood annotate --asm hood_rt::calls_enter / calls_exit` on this recording: 51 % of the entry
-# hook's and 54 % of the exit hook's samples fall on the instruction after `rdtsc`; the samples
-# put about 23 ns a mainGtU call between the call's timestamps, while the compensated own time
-# (22 ns a call) already matched the sampled work (14 ns) within 8 ns: the calibration was
-# right and the addresses were not (where in the clock read the counter is latched, no address
-# shows). Now the hooks' CPU time beyond the compensation is spread as the compensation was and
-# only the hooks' waits are split at the timestamps. Same recordings reconciled both ways
-# (release recorder and runtime, machine at load 2.2 from a niced build; Δ points of the
-# functions over 5 %):
-#   quiet:  mainGtU +40.0 -> +2.8, mainSimpleSort -39.1 -> -2.1, mainQSort3 -0.4 -> +2.0;
-#           mainGtU +39.0 -> -2.7, mainSimpleSort -38.6 -> +3.1, sendMTFValues -9.6 -> -1.0;
-#           mainGtU +28.9 -> -0.1, mainSimpleSort -27.0 -> +1.3 (every function within 1.3).
-#   two spinners beside it: mainGtU +36.4 -> +8.6, mainSimpleSort -35.0 -> -7.1;
-#           mainGtU +32.5 -> +10.1, mainSimpleSort -30.4 -> -9.2, sendMTFValues -10.1 -> -5.0.
-# Counted by the 2-point rule the quiet runs went from 3/6, 3/6 to 2/5, 2/5 (three rows at
-# 2.0-3.1) and 3/6 to 6/6; the loaded ones from 4/7, 4/8 to 4/6, 4/8.
+# 2026-11-27, stop 38: the cause of the disagreement on a quiet machine was hood-reconcile not
+# knowing the hooks' current frames: since the hooks jump to a common path per mode, the frame
+# under an instrumented function is `hood_rt::calls_enter` / `calls_exit` (or `hook_other`),
+# not `__cyg_profile_func_exit` / `hood_rt::entry`, so every hook sample and wait counted on
+# the caller's side (mainGtU's profiler column was minus its whole compensation) and no exit
+# code was found. With the frames known, the split by the samples' addresses still left
+# mainGtU and mainSimpleSort 2-8 points apart (`hood annotate --asm hood_rt::calls_enter`:
+# half of each hook's samples fall on the instruction after `rdtsc`, and where in the read the
+# counter is latched no address shows); the hooks' CPU time beyond the compensation is now
+# spread as the compensation was, and only their waits are split at the timestamps. Three
+# recordings (release recorder and runtime; the machine at load 2 from a niced build, two of
+# them beside two shell busy loops), functions over 5 %, Δ points, frames unknown -> frames
+# known, split by address -> spread as compensated:
+#   quiet:  mainGtU +28.9 -> +7.6 -> -0.2, mainSimpleSort -27.0 -> -6.2 -> +1.5: 3/6, 3/5, 5/5;
+#   loaded: mainGtU +26.1 -> +2.6 -> +0.6, mainSimpleSort -24.5 -> -2.0 -> +0.2: 3/6, 3/5, 5/5;
+#   loaded: mainGtU +32.5 -> +5.8 -> +0.6, mainSimpleSort -30.4 -> -4.7 -> +0.2: 4/8, 5/7, 7/7.
 # Usage: bench/diff/reconcile.sh        HOOD=path/to/hood uses that binary (and the
 # libhood_rt.so beside it, or $HOOD_RT_LIB) instead of building the release ones.
 set -eu

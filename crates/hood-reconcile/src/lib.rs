@@ -53,8 +53,9 @@
 //! all beyond the calibration and go where their stacks put them. Their **time on the CPU**
 //! beyond the compensation is spread as the compensation was (the same code, a few percent
 //! slower in every call), not by the samples' addresses: the clock read is half of a hook's
-//! samples, and where inside it the counter is latched no address shows (on bzip2 the
-//! addresses put about 25 ns a call of a tiny function on the wrong side). What the hooks
+//! samples, and where inside it the counter is latched no address shows (on bzip2 on a quiet
+//! machine the addresses left 6–8 points between the tiny `mainGtU` and its caller, about
+//! 10 ns a call; spread as compensated, at most 1.5). What the hooks
 //! cost beyond the compensation, so split, is the call side's **profiler** cost, and a
 //! function's **net** share is its own time less its cost. A runtime whose stacks show neither frame (from before this split) gets the rule it
 //! had: the function keeps its calibrated part (`comp_self`, at most what the sampler saw)
@@ -266,9 +267,28 @@ enum HookKind {
 /// their PLT stubs) and the entry hook's body, `hood_rt::entry`, which the exported entry
 /// hook jumps to.
 fn hook_kind(name: &str) -> Option<HookKind> {
-    if name.starts_with("__cyg_profile_func_enter") || name == "hood_rt::entry" {
+    // The exported hooks (and their PLT stubs), the runtime's dispatch (`entry`), the common
+    // paths each mode's hooks jump to (`calls_enter`, `trace_exit`, ...), and the calls
+    // mode's inlined parts; `hook_other`, which serves both, is told by what is below it.
+    const ENTRY: [&str; 6] = [
+        "__cyg_profile_func_enter",
+        "hood_rt::entry",
+        "hood_rt::enter_hook",
+        "hood_rt::calls_enter",
+        "hood_rt::trace_enter",
+        "hood_rt::hook::ent",
+    ];
+    const EXIT: [&str; 6] = [
+        "__cyg_profile_func_exit",
+        "hood_rt::exit_hook",
+        "hood_rt::calls_exit",
+        "hood_rt::trace_exit",
+        "hood_rt::hook::exit",
+        "hood_rt::hook::close",
+    ];
+    if ENTRY.iter().any(|p| name.starts_with(p)) {
         Some(HookKind::Entry)
-    } else if name.starts_with("__cyg_profile_func_exit") {
+    } else if EXIT.iter().any(|p| name.starts_with(p)) {
         Some(HookKind::Exit)
     } else {
         None
@@ -412,9 +432,9 @@ fn profiler_cost(
 ///   timestamps is not used for it: the clock read is most of a hook's time (half of its
 ///   samples fall on the instruction after `rdtsc`), and where inside that read the counter
 ///   is latched, and which neighbouring instructions the CPU runs around it out of order,
-///   no instruction address shows. On bzip2 on a quiet machine (6.6 M calls of the tiny
-///   `mainGtU`), the split by address put about 25 ns a call on the wrong side: 27–29 points
-///   of disagreement, against 2 when spread as the compensation.
+///   no instruction address shows. On bzip2 (6.6 M calls of the tiny `mainGtU`), the split by
+///   address left mainGtU and its caller 2–8 points apart, about 10 ns a call; spread as the
+///   compensation, at most 1.5, quiet or loaded.
 ///
 /// The total is the hooks' measured cost less the compensated one, as before.
 fn profiler_cost_at_stamps(
@@ -461,6 +481,8 @@ struct Walk<'a> {
     hook_below: bool,
     /// The frame just below it, when that is one of the runtime's hooks.
     hook_called: Option<&'a str>,
+    /// Which hook the runtime's frames below it are in, if they tell.
+    hook: Option<HookKind>,
     /// Below it, the runtime's code from a hook's timestamp on ([`ENTRY_STAMPED`] or
     /// [`EXIT_STAMPED`]).
     stamped: bool,
@@ -507,6 +529,14 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
         .and_then(|i| func(frames[i]))
         .filter(|f| is_hook(&f.name, &f.dso))
         .map(|f| f.name.as_str());
+    // Which hook: the first of the runtime's frames, from the one the function called
+    // towards the leaf, that tells.
+    let hook = frames[..depth]
+        .iter()
+        .rev()
+        .filter_map(|&id| func(id))
+        .filter(|f| is_hook(&f.name, &f.dso))
+        .find_map(|f| hook_kind(&f.name));
     let caller = frames[depth + 1..].iter().find_map(|&id| {
         let f = func(id)?;
         (!f.kernel)
@@ -540,6 +570,7 @@ fn walk<'a>(prof: &'a Profile, instrumented: &HashSet<&'a str>, s: &Sample) -> O
         depth,
         hook_below,
         hook_called,
+        hook,
         stamped,
         irq,
         first_user,
@@ -720,7 +751,7 @@ pub fn reconcile(calls: &[ProcessCalls], prof: &Profile) -> Reconcile {
             // Which side of the call's timestamps the hook was on when sampled (or
             // preempted): inside, the call profile counts it in this function's own time;
             // outside, in the caller's.
-            let inside = match wk.hook_called.and_then(hook_kind) {
+            let inside = match wk.hook {
                 Some(HookKind::Entry) => wk.stamped,
                 Some(HookKind::Exit) => !wk.stamped,
                 None => false,
@@ -1245,6 +1276,79 @@ mod tests {
             (row3("tiny").profiler_ns - (2e6 * scale + 6e6)).abs() < 1.0,
             "a wait before the exit hook's timestamp is tiny's: {:?}",
             row3("tiny")
+        );
+
+        // The runtime's hooks as they are now: the exported hooks jump to each mode's common
+        // path (`calls_enter`, `calls_exit`), whose frames are the ones under the function;
+        // the rest go through `hook_other`, which serves both and is told by what is below.
+        let now: Vec<Samples<'_>> = vec![
+            samples[0],
+            samples[1],
+            (
+                &[
+                    ("hood_rt::hook::enter_fast", RT),
+                    ("hood_rt::calls_enter", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                5,
+                Mode::User,
+            ),
+            (
+                &[
+                    (ENTRY_STAMPED, RT),
+                    ("hood_rt::hook::enter", RT),
+                    ("hood_rt::hook_other", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                4,
+                Mode::User,
+            ),
+            (
+                &[
+                    ("hood_rt::hook::exit_fast", RT),
+                    ("hood_rt::calls_exit", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                3,
+                Mode::User,
+            ),
+            (
+                &[
+                    ("irqentry_exit_to_user_mode", "[kernel.kallsyms]"),
+                    (EXIT_STAMPED, RT),
+                    ("hood_rt::hook::exit_fast", RT),
+                    ("hood_rt::calls_exit", RT),
+                    ("tiny", W),
+                    ("outer", W),
+                ],
+                6,
+                Mode::Runnable,
+            ),
+        ];
+        let r4 = reconcile(std::slice::from_ref(&c), &prof(9, &now, true));
+        let row4 = |n: &str| r4.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert!(r4.hooks_split_at_stamps);
+        assert!((row4("tiny").profiler_ns - row("tiny").profiler_ns).abs() < 1.0);
+        assert!((row4("outer").profiler_ns - row("outer").profiler_ns).abs() < 1.0);
+        assert!(row4("tiny").agree && row4("outer").agree, "{:?}", r4.rows);
+        // A wait in `calls_exit` before its timestamp is inside the call: tiny's.
+        let mut before = now.clone();
+        before[5].0 = &[
+            ("irqentry_exit_to_user_mode", "[kernel.kallsyms]"),
+            ("hood_rt::hook::exit_fast", RT),
+            ("hood_rt::calls_exit", RT),
+            ("tiny", W),
+            ("outer", W),
+        ];
+        let r5 = reconcile(std::slice::from_ref(&c), &prof(9, &before, true));
+        let row5 = |n: &str| r5.rows.iter().find(|x| x.name == n).unwrap().clone();
+        assert!(
+            (row5("tiny").profiler_ns - (2e6 * scale + 6e6)).abs() < 1.0,
+            "{:?}",
+            row5("tiny")
         );
 
         // The same samples without the timestamps' frames (an older runtime): the rule
