@@ -98,6 +98,12 @@
 #   quiet:  mainGtU +28.9 -> +7.6 -> -0.2, mainSimpleSort -27.0 -> -6.2 -> +1.5: 3/6, 3/5, 5/5;
 #   loaded: mainGtU +26.1 -> +2.6 -> +0.6, mainSimpleSort -24.5 -> -2.0 -> +0.2: 3/6, 3/5, 5/5;
 #   loaded: mainGtU +32.5 -> +5.8 -> +0.6, mainSimpleSort -30.4 -> -4.7 -> +0.2: 4/8, 5/7, 7/7.
+# Three more quiet ones (load 2), frames known, split by address -> spread as compensated:
+#   mainGtU +8.8 -> +7.0, mainSimpleSort -7.7 -> -6.7 (4/6 both ways);
+#   mainGtU +5.5 -> -0.8, mainSimpleSort -6.9 -> +0.1, mainQSort3 +2.0 both (4/5 -> 4/5);
+#   mainGtU +7.3 -> -3.8, mainSimpleSort -4.5 -> +4.4 (3/5 -> 3/5).
+# So not settled: over the six, the spread rule's worst pair is 7 points (the address split's
+# 8.8), in one run of six; the sampling error of each is about 1.
 # Usage: bench/diff/reconcile.sh        HOOD=path/to/hood uses that binary (and the
 # libhood_rt.so beside it, or $HOOD_RT_LIB) instead of building the release ones.
 set -eu
