@@ -382,7 +382,7 @@ fn measure(s: &Slot, alternate: bool) -> (u64, u64) {
             // Each the least of the rounds: what slows a round (an interrupt, a cache miss,
             // a preemption) only adds, and the pair's and the own time's rounds need not be
             // the same (taking the own time from the fastest pair's round left it that
-            // round's noise: 19.5–27 ns, and up to 122, over 30 process starts).
+            // round's noise: up to 122 ns over 30 process starts, against 24.3–29.5 so).
             best = (best.0.min(per_pair), best.1.min(own / (2 * N)));
         }
     }
