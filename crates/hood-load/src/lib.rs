@@ -1,0 +1,30 @@
+//! hood's door for reading recordings back: the library behind `hood report`, `annotate`,
+//! `diff` and serve's profile endpoint. A profile recording (hood's own or a perf.data file)
+//! is read with its `--labels` part in one pass, interpreted by hood-model and every unique
+//! address named once by hood-symbols ([`load_profile`]).
+//!
+//! Owns: reading a recording and naming its addresses, and what a perf.data file lacks taken
+//! from this system (kallsyms, the vDSO, JIT maps). May depend on: hood-model, hood-raw,
+//! hood-symbols, hood-unwind and hood-procfs (this system's kallsyms and JIT maps); never on
+//! a recorder (hood-record, hood-hooks), a renderer or the binary. It prints nothing: warnings
+//! go into what it returns.
+
+#![forbid(unsafe_code)]
+// Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
+mod perfdata;
+mod profile;
+
+pub use profile::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};
+
+/// What stopped a recording from being read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// Reading a recording (hood's own or a perf.data file) failed.
+    #[error(transparent)]
+    Model(#[from] hood_model::ModelError),
+    /// Setting up symbolization failed.
+    #[error(transparent)]
+    Symbols(#[from] hood_symbols::SymbolError),
+}
