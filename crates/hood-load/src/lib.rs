@@ -1,18 +1,20 @@
 //! hood's door for reading recordings back: the library behind `hood report`, `annotate`,
-//! `diff` and serve's profile endpoint. A profile recording (hood's own or a perf.data file)
-//! is read with its `--labels` part in one pass, interpreted by hood-model and every unique
-//! address named once by hood-symbols ([`load_profile`]).
+//! `diff`, `calls report` and serve's profile endpoint. A profile recording (hood's own or a
+//! perf.data file) is read with its `--labels` part in one pass, interpreted by hood-model and
+//! every unique address named once by hood-symbols ([`load_profile`]); a call-path recording
+//! is read into hood-tracemodel's tables ([`calls::read`]).
 //!
 //! Owns: reading a recording and naming its addresses, and what a perf.data file lacks taken
-//! from this system (kallsyms, the vDSO, JIT maps). May depend on: hood-model, hood-raw,
-//! hood-symbols, hood-unwind and hood-procfs (this system's kallsyms and JIT maps); never on
-//! a recorder (hood-record, hood-hooks), a renderer or the binary. It prints nothing: warnings
-//! go into what it returns.
+//! from this system (kallsyms, the vDSO, JIT maps). May depend on: hood-format, hood-model,
+//! hood-tracemodel, hood-raw, hood-symbols, hood-unwind and hood-procfs (this system's kallsyms
+//! and JIT maps); never on a recorder (hood-record, hood-hooks), a renderer or the binary. It
+//! prints nothing: warnings go to the caller.
 
 #![forbid(unsafe_code)]
 // Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod calls;
 mod perfdata;
 mod profile;
 
@@ -27,4 +29,18 @@ pub enum LoadError {
     /// Setting up symbolization failed.
     #[error(transparent)]
     Symbols(#[from] hood_symbols::SymbolError),
+    /// The file could not be opened or read, or is of another kind.
+    #[error(transparent)]
+    Format(#[from] hood_format::FormatError),
+    /// A call-path file's process chunk could not be decoded.
+    #[error("{}", path.display())]
+    CallsDecode {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with the chunk.
+        source: hood_tracemodel::TraceModelError,
+    },
+    /// A call-path file without call-path data.
+    #[error("{}: no call-path data in this file", .0.display())]
+    NoCallPaths(std::path::PathBuf),
 }

@@ -44,7 +44,7 @@ fn refuse_profile_options(args: &DiffArgs, what: &str) -> anyhow::Result<()> {
 
 fn read_calls(path: &Path, which: &str, comm: Option<&str>) -> anyhow::Result<Vec<ProcessCalls>> {
     crate::cmd::note_killed_writers(path, hood_format::FileKind::Calls);
-    let file = hood_hooks::calls::read(path, &mut |w| {
+    let file = hood_load::calls::read(path, &mut |w| {
         errln!("hood: warning: {which}: {}", crate::cmd::clean(w))
     })
     .map_err(|e| anyhow::Error::from(e).context(which.to_string()))?;
