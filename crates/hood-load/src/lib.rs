@@ -2,7 +2,9 @@
 //! `diff`, `calls report` and serve's profile endpoint. A profile recording (hood's own or a
 //! perf.data file) is read with its `--labels` part in one pass, interpreted by hood-model and
 //! every unique address named once by hood-symbols ([`load_profile`]); a call-path recording
-//! is read into hood-tracemodel's tables ([`calls::read`]).
+//! is read into hood-tracemodel's tables ([`calls::read`]). [`open_for`] says what kind of
+//! file a recording is before a command reads it, with one message for a file of another
+//! kind, naming what it is and the command that reads it.
 //!
 //! Owns: reading a recording and naming its addresses, and what a perf.data file lacks taken
 //! from this system (kallsyms, the vDSO, JIT maps). May depend on: hood-format, hood-model,
@@ -15,9 +17,11 @@
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod calls;
+mod kind;
 mod perfdata;
 mod profile;
 
+pub use kind::{open, open_for, Command, Kind, WrongKind};
 pub use profile::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};
 
 /// What stopped a recording from being read.
@@ -29,6 +33,9 @@ pub enum LoadError {
     /// Setting up symbolization failed.
     #[error(transparent)]
     Symbols(#[from] hood_symbols::SymbolError),
+    /// The file is of a kind the command does not read.
+    #[error("{0}")]
+    WrongKind(WrongKind),
     /// The file could not be opened or read, or is of another kind.
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),

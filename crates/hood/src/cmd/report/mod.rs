@@ -148,10 +148,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     crate::cmd::note_killed_writers(&args.input, hood_format::FileKind::Profile);
-    let loaded = match args.labels {
-        true => load_profile_labeled(&args.input, &args.symbols),
-        false => load_profile(&args.input, &args.symbols).map(|p| (p, None)),
-    };
+    let loaded = hood_load::open_for(&args.input, hood_load::Command::Report)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| match args.labels {
+            true => load_profile_labeled(&args.input, &args.symbols),
+            false => load_profile(&args.input, &args.symbols).map(|p| (p, None)),
+        });
     let (prof, labels) = loaded.map_err(|e| {
         super::missing_file(
             e,

@@ -12,13 +12,16 @@ use super::{FormatArg, ReportArgs};
 pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
     let file = crate::cmd::select::input(&c.input, &c.file, "hood-trace.data");
     crate::cmd::note_killed_writers(&file, hood_format::FileKind::Trace);
-    let head = scan(&file).map_err(|e| {
-        crate::cmd::missing_file(
-            e.into(),
-            &file,
-            "write one with `hood trace record -- PROGRAM`, or name the file with -i FILE",
-        )
-    })?;
+    let head = hood_load::open_for(&file, hood_load::Command::TraceReport)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| Ok(scan(&file)?))
+        .map_err(|e| {
+            crate::cmd::missing_file(
+                e,
+                &file,
+                "write one with `hood trace record -- PROGRAM`, or name the file with -i FILE",
+            )
+        })?;
     for w in &head.warnings {
         errln!(
             "hood: warning: {}",
