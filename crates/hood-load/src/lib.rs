@@ -2,7 +2,8 @@
 //! `diff`, `calls report` and serve's profile endpoint. A profile recording (hood's own or a
 //! perf.data file) is read with its `--labels` part in one pass, interpreted by hood-model and
 //! every unique address named once by hood-symbols ([`load_profile`]); a call-path recording
-//! is read into hood-tracemodel's tables ([`calls::read`]). [`open_for`] says what kind of
+//! is read into hood-tracemodel's tables ([`calls::read`]); an event trace is opened for the
+//! passes of its report ([`trace::TraceFile`]). [`open_for`] says what kind of
 //! file a recording is before a command reads it, with one message for a file of another
 //! kind, naming what it is and the command that reads it.
 //!
@@ -20,6 +21,7 @@ pub mod calls;
 mod kind;
 mod perfdata;
 mod profile;
+pub mod trace;
 
 pub use kind::{open, open_for, Command, Kind, WrongKind};
 pub use profile::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};
@@ -33,6 +35,9 @@ pub enum LoadError {
     /// Setting up symbolization failed.
     #[error(transparent)]
     Symbols(#[from] hood_symbols::SymbolError),
+    /// A trace file could not be read.
+    #[error(transparent)]
+    Trace(#[from] hood_tracemodel::TraceModelError),
     /// The file is of a kind the command does not read.
     #[error("{0}")]
     WrongKind(WrongKind),
