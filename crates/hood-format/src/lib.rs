@@ -33,5 +33,5 @@ pub use output::{
     left_by_killed_writers, read_command, size_words, wrote_line, OutputFile, Placed, Stale,
 };
 pub use prefetch::Prefetch;
-pub use reader::{expect_kind, payloads_read, Chunk, ChunkInfo, Deferred, Reader};
+pub use reader::{expect_kind, header_of, payloads_read, Chunk, ChunkInfo, Deferred, Reader};
 pub use writer::Writer;

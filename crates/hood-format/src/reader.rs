@@ -126,23 +126,7 @@ impl Reader {
                 path: path.to_owned(),
                 source,
             })?;
-        let header = FileHeader::decode(&hb).map_err(|what| {
-            if what == "bad magic" {
-                not_hood_or_short(path, &hb)
-            } else {
-                FormatError::BadHeader {
-                    path: path.to_owned(),
-                    what,
-                }
-            }
-        })?;
-        if header.version > FORMAT_VERSION {
-            return Err(FormatError::UnsupportedVersion {
-                path: path.to_owned(),
-                found: header.version,
-                supported: FORMAT_VERSION,
-            });
-        }
+        let header = checked_header(path, &hb)?;
         Ok(Reader {
             input,
             stored: Vec::new(),
@@ -442,6 +426,37 @@ impl Reader {
         ));
         Ok(None)
     }
+}
+
+/// The header of the file at `path` whose first bytes (up to [`FILE_HEADER_LEN`], fewer when
+/// the file is shorter) are `head`, with the errors [`Reader::open`] gives for them: not a
+/// hood file (a perf.data file named as such), cut short, damaged, or of a newer format.
+pub fn header_of(path: &Path, head: &[u8]) -> Result<FileHeader, FormatError> {
+    match head.first_chunk::<FILE_HEADER_LEN>() {
+        Some(hb) => checked_header(path, hb),
+        None => Err(not_hood_or_short(path, head)),
+    }
+}
+
+fn checked_header(path: &Path, hb: &[u8; FILE_HEADER_LEN]) -> Result<FileHeader, FormatError> {
+    let header = FileHeader::decode(hb).map_err(|what| {
+        if what == "bad magic" {
+            not_hood_or_short(path, hb)
+        } else {
+            FormatError::BadHeader {
+                path: path.to_owned(),
+                what,
+            }
+        }
+    })?;
+    if header.version > FORMAT_VERSION {
+        return Err(FormatError::UnsupportedVersion {
+            path: path.to_owned(),
+            found: header.version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    Ok(header)
 }
 
 fn not_hood_or_short(path: &Path, head: &[u8]) -> FormatError {

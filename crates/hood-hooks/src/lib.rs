@@ -5,8 +5,9 @@
 //! recorder's private directory, the stale ones killed recorders leave), reading and checking
 //! segments into `hood_tracemodel`'s call-path and trace values, naming the hooked functions, the
 //! `calls` recorder (`run`, `get`, `reset`: tables collected into Calls files, snapshots while
-//! the command runs) and its file, streaming trace rings into a trace file while the program
-//! runs, pre-faulting those rings, and the `--filter/--exclude` address table. May
+//! the command runs) and its file (written here, read back by hood-load), streaming trace
+//! rings into a trace file while the program runs, pre-faulting those rings, and the
+//! `--filter/--exclude` address table. May
 //! depend on: hood-abi (the segment layout), hood-model, hood-raw (irq records, /proc maps), hood-format, hood-symbols,
 //! hood-procfs, hood-proc (the system calls on shared files and other processes' memory) and
 //! hood-perf (a trace's context-switch and irq rings); never on the `hood` binary. Segments are
@@ -23,8 +24,6 @@ pub mod runtime;
 pub mod segments;
 pub mod symbols;
 pub mod trace;
-
-use std::path::PathBuf;
 
 /// What a recorder of the hooks could not do.
 #[derive(Debug, thiserror::Error)]
@@ -57,17 +56,6 @@ pub enum HooksError {
     /// A recorder that starts a command was given none.
     #[error("no command given")]
     NoCommand,
-    /// A Calls file's process chunk could not be decoded.
-    #[error("{}", path.display())]
-    Decode {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with the chunk.
-        source: hood_tracemodel::TraceModelError,
-    },
-    /// A Calls file without call-path data.
-    #[error("{}: no call-path data in this file", .0.display())]
-    NoCallPaths(PathBuf),
     /// The output file could not be written: what it holds instead.
     #[error("{what}")]
     Output {

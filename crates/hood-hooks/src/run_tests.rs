@@ -168,13 +168,10 @@ fn a_watch_that_fails_kills_the_command_and_writes_its_tables() {
             if w.starts_with("recording stopped early") && w.contains("hood calls report -i"))),
         "{said:?}"
     );
-    let back = calls::read(&out, &mut |w| panic!("{w}")).expect("a readable file");
-    assert_eq!(back.procs.len(), 1);
-    assert!(
-        back.procs[0].exe.ends_with("trace_stream"),
-        "{}",
-        back.procs[0].exe
-    );
+    let (procs, warnings) = calls::file::written(&out);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(procs.len(), 1);
+    assert!(procs[0].exe.ends_with("trace_stream"), "{}", procs[0].exe);
     assert!(
         dirs_left("calls-run").is_empty(),
         "{:?}",

@@ -20,6 +20,7 @@
 
 pub mod cgroups;
 pub mod exits;
+pub mod host;
 pub mod irq_handlers;
 pub mod parse;
 pub mod process;

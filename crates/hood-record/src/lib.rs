@@ -5,8 +5,8 @@
 //! maps, labels events), and finalizes the file on every way out.
 //!
 //! Owns: the recording loop and its file's chunks, the start-up snapshot, the labels events
-//! recorder, the state of a detached recording (`hood start`/`stop`), and reading a recording
-//! back with its symbols ([`load_profile`]). May depend on:
+//! recorder and the state of a detached recording (`hood start`/`stop`); it writes recordings
+//! and never reads one back (hood-load does). May depend on:
 //! hood-format, hood-raw, hood-model, hood-perf, hood-proc, hood-procfs, hood-symbols, hood-unwind (and
 //! rustix's safe calls, serde, thiserror); never on the binary or a renderer. Its callers pass
 //! a [`RecordConfig`], a [`Control`] (stop, pause, print requests) and a message sink; the
@@ -20,7 +20,6 @@ mod collect;
 mod config;
 mod interactive;
 mod labels;
-mod load;
 mod recorder;
 pub mod session;
 pub mod snapshot;
@@ -31,7 +30,6 @@ pub use config::{
     DEFAULT_FREQ_HZ, DEFAULT_OFF_CPU_RATE,
 };
 pub use interactive::Interactive;
-pub use load::{load_profile, load_profile_labeled, load_profile_timed, LoadTiming};
 pub use recorder::{record, Control, CopyStep, Finished, NoControl, Outcome, Request, StopFlag};
 
 /// What stopped a recording from starting or going on.
@@ -74,10 +72,4 @@ pub enum RecordError {
     /// A chunk's metadata could not be encoded.
     #[error("encoding the recording's metadata: {0}")]
     Json(#[from] serde_json::Error),
-    /// Reading a recording (hood's own or a perf.data file) failed.
-    #[error(transparent)]
-    Model(#[from] hood_model::ModelError),
-    /// Setting up symbolization failed.
-    #[error(transparent)]
-    Symbols(#[from] hood_symbols::SymbolError),
 }

@@ -1,6 +1,6 @@
 //! What the report needs besides the samples, captured at record time: processes and their
-//! mappings at start, kallsyms, the vdso image, build-ids and JIT perf maps. A perf.data file
-//! lacks some of them; [`import_perf_data`] takes them from this system when it can.
+//! mappings at start, kallsyms, the vdso image, build-ids and JIT perf maps (kallsyms and the
+//! JIT maps read by hood-procfs, which reads them for a perf.data file's report too).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -8,6 +8,9 @@ use std::path::Path;
 
 use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk, MAX_SNAPSHOT_MAPS};
 use hood_procfs::process::{self, MapsBudget};
+
+pub use hood_procfs::host::{kallsyms, perf_maps, MAX_PERF_MAP};
+pub use hood_symbols::kernel_build_id;
 
 /// Snapshot `pids` (or every process when `None`) from /proc, their maps read within
 /// `budget` (the recording's). Vanished processes are skipped.
@@ -200,16 +203,6 @@ fn read_trim(path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The text of /proc/kallsyms, or `None` with addresses hidden (kptr_restrict) or unreadable.
-pub fn kallsyms() -> Option<String> {
-    let text = fs::read_to_string("/proc/kallsyms").ok()?;
-    let hidden = text
-        .lines()
-        .take(50)
-        .all(|l| l.starts_with("0000000000000000"));
-    (!hidden).then_some(text)
-}
-
 /// The kernel's entry code of system calls and page faults in `kallsyms`: the address ranges
 /// of `entry_SYSCALL_64` (up to the next symbol after `entry_SYSCALL_64_after_hwframe`),
 /// `do_syscall_64`, `asm_exc_page_fault` and `exc_page_fault`. A blocked thread whose kernel
@@ -262,79 +255,9 @@ pub fn wait_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
     out
 }
 
-/// The kernel's build-id from /sys/kernel/notes.
-pub fn kernel_build_id() -> Option<hood_symbols::BuildId> {
-    let notes = fs::read("/sys/kernel/notes").ok()?;
-    hood_symbols::build_id_from_notes(&notes)
-}
-
 /// The `[vdso]` ELF image of this process (the same for every process on this kernel).
 pub fn vdso() -> Option<Vec<u8>> {
     process::own_vdso()
-}
-
-/// The part of a JIT map kept in a recording. Maps are text a JIT appends to (a few MB for a
-/// large Java or node process); a file any user can plant in /tmp may claim any size (sparse),
-/// so only its beginning, whole lines, is read beyond this.
-pub const MAX_PERF_MAP: u64 = 64 << 20;
-
-/// The longest line of a JIT map kept: an address, a size and a name (C++ and Java names run
-/// to a few KiB). A longer one is left out, and the zeros of a file's holes are never read.
-const MAX_PERF_MAP_LINE: usize = 64 << 10;
-
-/// The /tmp/perf-PID.map text of each pid that has one, and warnings about the maps that are
-/// not read (or not whole). A map is read as perf reads it: a regular file, not a symbolic
-/// link, owned by root or by the process's user (any user can write to /tmp), never blocking.
-pub fn perf_maps(pids: &BTreeSet<u32>) -> (Vec<(u32, String)>, Vec<String>) {
-    perf_maps_in(Path::new("/tmp"), pids, MAX_PERF_MAP, 0)
-}
-
-/// [`perf_maps`] in `dir`, keeping at most `max` bytes of each. The map of a process that is
-/// gone must belong to root or to `gone_owner`.
-pub(crate) fn perf_maps_in(
-    dir: &Path,
-    pids: &BTreeSet<u32>,
-    max: u64,
-    gone_owner: u32,
-) -> (Vec<(u32, String)>, Vec<String>) {
-    use hood_format::untrusted::{read_lines, Policy};
-    let mut maps = Vec::new();
-    let mut warnings = Vec::new();
-    for &pid in pids {
-        let path = dir.join(format!("perf-{pid}.map"));
-        // The process's user owns /proc/PID; a process that is gone has none, and then only
-        // root's map or `gone_owner`'s is read.
-        let uid = process::uid(pid).unwrap_or(gone_owner);
-        // Read a line at a time, the holes of a sparse file skipped: a map claiming
-        // gigabytes costs what its lines hold, at most `max`.
-        match read_lines(&path, Policy::owned_by_root_or(uid), max, MAX_PERF_MAP_LINE) {
-            Ok(l) => {
-                if l.cut {
-                    warnings.push(format!(
-                        "{}: larger than {} MiB; only its first {} MiB are kept, so JIT \
-                         functions named further on stay unnamed",
-                        path.display(),
-                        max >> 20,
-                        max >> 20
-                    ));
-                }
-                if l.dropped > 0 {
-                    warnings.push(format!(
-                        "{}: {} lines left out (longer than {} KiB, or in a stretch of the \
-                         file that holds no data)",
-                        path.display(),
-                        l.dropped,
-                        MAX_PERF_MAP_LINE >> 10
-                    ));
-                }
-                maps.push((pid, String::from_utf8_lossy(&l.text).into_owned()));
-            }
-            Err(hood_format::FormatError::Io { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => warnings.push(format!("JIT map not read: {e}")),
-        }
-    }
-    (maps, warnings)
 }
 
 /// Host name and kernel release.
@@ -345,168 +268,9 @@ pub fn uname() -> (String, String) {
     )
 }
 
-/// Import a perf.data file. perf does not store kallsyms or the `[vdso]` image: when the file
-/// was recorded on the running kernel (same build-id, or same release if it stored none),
-/// they are taken from this system; otherwise kernel frames stay unresolved, with a warning.
-/// Stack copies of `perf record --call-graph dwarf` are unwound against the binaries on this
-/// machine, as perf report does.
-pub fn import_perf_data(
-    path: &Path,
-) -> Result<hood_model::profile::RawRecording, hood_model::ModelError> {
-    let mut unwinder = hood_unwind::Unwinder::new(hood_unwind::Options::default());
-    if let Some(v) = vdso() {
-        unwinder.set_vdso(&v);
-    }
-    let imp = hood_model::perfdata::load(path, Some(&mut unwinder))?;
-    let mut raw = imp.raw;
-    let st = unwinder.stats();
-    if st.stacks > 0 && st.complete < st.stacks {
-        raw.warnings.push(format!(
-            "{} of {} user stack copies in {} were unwound only in part (see the [truncated: …] frames)",
-            st.stacks - st.complete,
-            st.stacks,
-            path.display()
-        ));
-    }
-    // JIT maps, read at report time as `perf report` reads them: /tmp/perf-PID.map of each
-    // sampled process, through the same checks as a recording's (not a link, not blocking,
-    // owned by root or the process's user). The processes of a perf.data file have usually
-    // exited; then the map may also belong to the owner of the perf.data file, who recorded
-    // them (perf report trusts maps of the user running it).
-    let pids: BTreeSet<u32> = raw
-        .decoded
-        .events
-        .iter()
-        .filter_map(|t| match t.event {
-            hood_raw::records::Event::Sample { pid, .. } if pid != 0 && pid != u32::MAX => {
-                Some(pid)
-            }
-            _ => None,
-        })
-        .collect();
-    let owner = {
-        use std::os::unix::fs::MetadataExt;
-        fs::metadata(path).map_or(0, |m| m.uid())
-    };
-    let (maps, warnings) = perf_maps_in(Path::new("/tmp"), &pids, MAX_PERF_MAP, owner);
-    raw.perf_maps.extend(maps);
-    raw.warnings.extend(warnings);
-    let running = kernel_build_id();
-    let release = fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let same_kernel = match (&imp.kernel_build_id, &running) {
-        (Some(a), Some(b)) => a == b,
-        _ if raw.meta.kernel_release.is_empty() => {
-            raw.warnings.push(format!(
-                "{} does not say which kernel recorded it; kernel frames are named from this system's",
-                path.display()
-            ));
-            true
-        }
-        _ => raw.meta.kernel_release == release.trim(),
-    };
-    if same_kernel {
-        raw.kallsyms = kallsyms().unwrap_or_default();
-        raw.vdso = vdso().unwrap_or_default();
-    } else {
-        raw.warnings.push(format!(
-            "{} was recorded on another kernel ({}); kernel frames are unresolved",
-            path.display(),
-            raw.meta.kernel_release
-        ));
-    }
-    Ok(raw)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::symlink;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn planted_perf_maps_are_refused_without_blocking() {
-        let dir = tempfile::tempdir().unwrap();
-        let me = std::process::id();
-        // This process's own map (root's or its user's file) is kept whole.
-        std::fs::write(dir.path().join(format!("perf-{me}.map")), "1000 10 jit_a\n").unwrap();
-        // A FIFO, a link and a directory at the paths of other pids.
-        let fifo = dir.path().join("perf-1.map");
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &fifo,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o666),
-            0,
-        )
-        .unwrap();
-        symlink("/etc/passwd", dir.path().join("perf-2.map")).unwrap();
-        std::fs::create_dir(dir.path().join("perf-3.map")).unwrap();
-        let t = Instant::now();
-        let (maps, warnings) =
-            perf_maps_in(dir.path(), &BTreeSet::from([1, 2, 3, me, 4]), 1 << 20, 0);
-        assert!(t.elapsed() < Duration::from_secs(5));
-        assert_eq!(maps, vec![(me, "1000 10 jit_a\n".to_string())]);
-        assert_eq!(warnings.len(), 3, "{warnings:?}");
-        assert!(warnings[0].contains("perf-1.map is a FIFO"), "{warnings:?}");
-        assert!(
-            warnings[1].contains("perf-2.map is a symbolic link"),
-            "{warnings:?}"
-        );
-        assert!(
-            warnings[2].contains("perf-3.map is a directory"),
-            "{warnings:?}"
-        );
-    }
-
-    #[test]
-    fn a_huge_perf_map_is_cut_at_a_whole_line_with_a_warning() {
-        let dir = tempfile::tempdir().unwrap();
-        let me = std::process::id();
-        let path = dir.path().join(format!("perf-{me}.map"));
-        let line = "7f0000001000 10 a_jit_function_name\n";
-        std::fs::write(&path, line.repeat(100)).unwrap();
-        // Sparse beyond the lines: claims 8 GiB.
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_len(8 << 30)
-            .unwrap();
-        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1000, 0);
-        let kept = &maps[0].1;
-        assert_eq!(kept.len(), 1000 / line.len() * line.len());
-        assert!(kept.ends_with('\n'));
-        assert!(
-            warnings[0].contains(&path.display().to_string())
-                && warnings[0].contains("larger than"),
-            "{warnings:?}"
-        );
-    }
-
-    #[test]
-    fn a_sparse_perf_map_costs_only_its_lines() {
-        // Attack 18/19 of issue 29: a map claiming 10 GiB, its lines at the start and the end.
-        let dir = tempfile::tempdir().unwrap();
-        let me = std::process::id();
-        let path = dir.path().join(format!("perf-{me}.map"));
-        let f = std::fs::File::create(&path).unwrap();
-        f.set_len(10 << 30).unwrap();
-        use std::os::unix::fs::FileExt;
-        f.write_all_at(b"1000 10 first\n", 0).unwrap();
-        f.write_all_at(b"\n2000 10 last\n", 5 << 30).unwrap();
-        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), MAX_PERF_MAP, 0);
-        let kept = &maps[0].1;
-        assert!(kept.starts_with("1000 10 first\n"), "{:?}", &kept[..20]);
-        assert!(kept.len() <= MAX_PERF_MAP as usize);
-        // Where the file system knows holes, the lines past it are kept too and nothing is
-        // cut; elsewhere the zeros are read up to the bound as overlong lines, left out.
-        assert!(
-            kept.ends_with("\n2000 10 last\n")
-                || warnings.iter().any(|w| w.contains("larger than")),
-            "{warnings:?}"
-        );
-    }
-
     #[test]
     fn a_snapshot_past_its_total_cuts_the_largest_processes_and_counts_every_line_cut() {
         // Sleeping processes (whose mappings stay as they are) of two programs.
@@ -524,7 +288,7 @@ mod tests {
                 c.spawn().unwrap()
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(std::time::Duration::from_millis(300));
         let pids: Vec<u32> = kids.iter().map(|k| k.id()).collect();
         let budget = MapsBudget::default();
         let whole = processes_within(pids.clone(), MAX_SNAPSHOT_MAPS, usize::MAX, &budget);
@@ -598,23 +362,6 @@ mod tests {
                 "{notes:?}"
             );
         }
-    }
-
-    #[test]
-    fn another_users_perf_map_is_refused() {
-        if !rustix::process::geteuid().is_root() {
-            eprintln!("SKIPPED (needs root to chown): another_users_perf_map_is_refused");
-            return;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let me = std::process::id();
-        let path = dir.path().join(format!("perf-{me}.map"));
-        std::fs::write(&path, "1000 10 evil\n").unwrap();
-        rustix::fs::chown(&path, Some(rustix::fs::Uid::from_raw(4242)), None).unwrap();
-        // This process runs as root: only root's map is its.
-        let (maps, warnings) = perf_maps_in(dir.path(), &BTreeSet::from([me]), 1 << 20, 0);
-        assert!(maps.is_empty());
-        assert!(warnings[0].contains("uid 4242"), "{warnings:?}");
     }
 }
 

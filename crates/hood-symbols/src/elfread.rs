@@ -105,6 +105,12 @@ pub fn build_id_from_notes(notes: &[u8]) -> Option<BuildId> {
     gnu_build_id::<Elf64>(notes, Endianness::Little)
 }
 
+/// The running kernel's build-id, from /sys/kernel/notes; `None` when unreadable or absent.
+pub fn kernel_build_id() -> Option<BuildId> {
+    let notes = std::fs::read("/sys/kernel/notes").ok()?;
+    build_id_from_notes(&notes)
+}
+
 /// The build-id of the ELF file or image in `data`, 32- or 64-bit, either byte order.
 fn build_id_in<'a, R: ReadRef<'a>>(data: R) -> Result<Option<BuildId>, &'static str> {
     // The 32-bit header is the shorter one: enough to read the identification bytes.

@@ -61,7 +61,7 @@ pub use answers::{SymbolCacheConfig, DEFAULT_MAX_BYTES as SYMBOL_CACHE_DEFAULT_M
 pub use debugfile::debug_file_path;
 pub use debuginfod::{DebuginfodConfig, Progress};
 pub use demangle::{demangle, demangle_short};
-pub use elfread::{build_id_from_bytes, build_id_from_notes, read_build_id};
+pub use elfread::{build_id_from_bytes, build_id_from_notes, kernel_build_id, read_build_id};
 pub use error::SymbolError;
 pub use funcs::{function_symbols, function_symbols_of, FunctionSymbol};
 pub use hood_raw::BuildId;

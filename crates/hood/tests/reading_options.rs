@@ -419,3 +419,113 @@ fn top_takes_p_and_tid_as_the_readers_do() {
     drop(end_tx);
     keeper.join().unwrap();
 }
+
+/// Each reading command given a recording of a kind it does not read says, in one message,
+/// what the file is, the command that reads it, and what this command reads (issue 23).
+#[test]
+fn a_recording_of_another_kind_names_the_command_that_reads_it() {
+    use hood_format::{FileKind, Writer};
+    let dir = tempfile::tempdir().unwrap();
+    let hood_file = |name: &str, kind: FileKind| {
+        let p = dir.path().join(name);
+        Writer::create(&p, kind).unwrap().commit().unwrap();
+        p
+    };
+    let profile = hood_file("x.hood", FileKind::Profile);
+    let calls = hood_file("x.calls", FileKind::Calls);
+    let trace = hood_file("x.trace", FileKind::Trace);
+    let monitor = hood_file("x.seg", FileKind::Monitor);
+    let perf = dir.path().join("perf.data");
+    let mut bytes = b"PERFILE2".to_vec();
+    bytes.resize(200, 0);
+    std::fs::write(&perf, bytes).unwrap();
+
+    let is = |p: &Path, what: &str, reader: &str| {
+        format!(
+            "{} is {what}; read it with `{reader}`",
+            p.display(),
+            reader = reader.replace("FILE", &p.display().to_string())
+        )
+    };
+    let as_profile = |p: &Path| {
+        is(
+            p,
+            "a sampled-profile recording (hood record)",
+            "hood report -i FILE",
+        )
+    };
+    let as_perf = |p: &Path| is(p, "a perf.data file (perf record)", "hood report -i FILE");
+    let as_calls = |p: &Path| {
+        is(
+            p,
+            "a call-path recording (hood calls run)",
+            "hood calls report -i FILE",
+        )
+    };
+    let as_trace = |p: &Path| {
+        is(
+            p,
+            "an event-trace recording (hood trace record)",
+            "hood trace report -i FILE",
+        )
+    };
+    let as_monitor = |p: &Path| {
+        is(
+            p,
+            "a monitor-store segment (hood top --record)",
+            "hood top --replay DIR",
+        )
+    };
+    let cases = [
+        ("report", &calls, as_calls(&calls)),
+        ("report", &trace, as_trace(&trace)),
+        ("report", &monitor, as_monitor(&monitor)),
+        ("annotate", &calls, as_calls(&calls)),
+        ("annotate", &trace, as_trace(&trace)),
+        ("calls report", &profile, as_profile(&profile)),
+        ("calls report", &perf, as_perf(&perf)),
+        ("calls report", &trace, as_trace(&trace)),
+        ("trace report", &profile, as_profile(&profile)),
+        ("trace report", &perf, as_perf(&perf)),
+        ("trace report", &calls, as_calls(&calls)),
+    ];
+    for (command, file, is) in cases {
+        let reads = match command {
+            "calls report" => "call-path recordings (hood calls run)",
+            "trace report" => "event traces (hood trace record)",
+            _ => "sampled profiles (hood record, perf record)",
+        };
+        let tail: &[&str] = if command == "annotate" {
+            &["main"]
+        } else {
+            &[]
+        };
+        let out = run(hood()
+            .args(command.split(' '))
+            .arg("-i")
+            .arg(file)
+            .args(tail));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{command} {file:?}: {err}");
+        assert_eq!(
+            err.trim_end(),
+            format!("hood: error: {is}; `hood {command}` reads {reads}"),
+            "{command} {file:?}"
+        );
+    }
+    // `hood diff` reads profiles, call paths and traces; a monitor segment is none of them.
+    let out = run(hood()
+        .args(["diff", "-i"])
+        .arg(&profile)
+        .arg("-i")
+        .arg(&monitor));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "hood: error: {}; `hood diff` reads profiles, call-path recordings or event traces",
+            as_monitor(&monitor)
+        )
+    );
+}

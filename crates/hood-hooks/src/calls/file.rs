@@ -1,21 +1,12 @@
-//! Writing and reading Calls-kind files (hood-format container, chunks tags::calls::*).
+//! Writing Calls-kind files (hood-format container, chunks tags::calls::*); hood-load reads
+//! them back.
 
 use std::path::Path;
 
-use hood_format::{tags, FileKind, FormatError, OutputFile, Reader, Writer};
-use hood_tracemodel::calls::{
-    decode_process, encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION,
-};
+use hood_format::{tags, FileKind, FormatError, OutputFile, Writer};
+use hood_tracemodel::calls::{encode_process, CallsMeta, ProcessCalls, PAYLOAD_VERSION};
 
 use crate::HooksError;
-
-/// A Calls file as read.
-pub struct CallsFile {
-    /// One entry per process, in file order.
-    pub procs: Vec<ProcessCalls>,
-    /// The collection's description (command, time), when its chunk is there and readable.
-    pub meta: Option<CallsMeta>,
-}
 
 /// Start a Calls file for `path` (see [`Writer::create`]: it replaces `path` only when put in
 /// place); unless it is written in place (a pipe), it reads as a valid file of no processes
@@ -91,36 +82,17 @@ fn body<W: std::io::Write>(
     Ok(())
 }
 
-/// Read a Calls file; the reader's warnings (truncation) go to `warn`.
-pub fn read(path: &Path, warn: &mut dyn FnMut(&str)) -> Result<CallsFile, HooksError> {
-    let mut r = Reader::open(path)?;
-    hood_format::expect_kind(&r, FileKind::Calls, "hood calls report")?;
-    let mut procs = Vec::new();
-    let mut meta = None;
-    let mut saw_meta = false;
-    for c in r.chunks() {
-        let c = c?;
-        match c.tag {
-            tags::calls::META => {
-                saw_meta = true;
-                meta = meta.or_else(|| serde_json::from_slice(&c.data).ok());
-            }
-            tags::calls::PROCESS => {
-                procs.push(decode_process(&c.data, c.offset).map_err(|source| {
-                    HooksError::Decode {
-                        path: path.to_path_buf(),
-                        source,
-                    }
-                })?)
-            }
-            _ => {}
-        }
-    }
-    for w in r.warnings() {
-        warn(w);
-    }
-    if !saw_meta && procs.is_empty() {
-        return Err(HooksError::NoCallPaths(path.to_path_buf()));
-    }
-    Ok(CallsFile { procs, meta })
+/// The processes of a Calls file as written, read back chunk by chunk with the reader's
+/// warnings, for the writer's tests (hood-load is the reader users get).
+#[cfg(test)]
+pub(crate) fn written(path: &Path) -> (Vec<ProcessCalls>, Vec<String>) {
+    let mut r = hood_format::Reader::open(path).expect("a readable file");
+    assert_eq!(r.kind(), FileKind::Calls);
+    let procs = r
+        .chunks()
+        .map(|c| c.expect("a whole chunk"))
+        .filter(|c| c.tag == tags::calls::PROCESS)
+        .map(|c| hood_tracemodel::calls::decode_process(&c.data, c.offset).expect("a process"))
+        .collect();
+    (procs, r.warnings().to_vec())
 }

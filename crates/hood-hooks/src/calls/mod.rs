@@ -1,7 +1,7 @@
 //! The `calls` recorder: collecting the call-path tables hood-rt keeps in its segments into
-//! Calls-kind files (`hood calls run`, `get`, `reset`), and reading those files back.
+//! Calls-kind files (`hood calls run`, `get`, `reset`); hood-load reads those files back.
 
-mod file;
+pub(crate) mod file;
 mod run;
 
 use std::collections::HashMap;
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use hood_tracemodel::calls::{ProcessCalls, ThreadCalls};
 
-pub use file::{read, write, CallsFile};
+pub use file::write;
 pub use run::{get, reset, run, GetConfig, Got, Ran, Reset, RunConfig};
 
 use crate::{segments, symbols, HooksError};

@@ -1,16 +1,16 @@
-//! `hood trace report` on a trace file: the file is read twice, never whole: once for
-//! everything but the events (processes, switches, irqs, each thread's first event:
-//! [`hood_tracemodel::trace::scan`], by the caller), then chunk by chunk through the analysis, which
+//! `hood trace report` on a trace: the file is read twice, never whole, by its reader (a
+//! [`hood_tracemodel::trace::Events`], hood-load's trace file): once for everything but the
+//! events (processes, switches, irqs, each thread's first event), then chunk by chunk through
+//! the analysis, which
 //! keeps per-function and per-thread state only. The code-path trace is printed thread by
 //! thread as its lines complete; a thread with more lines than the analysis holds is walked
 //! twice (the first walk finds the results of the calls still open when lines must be printed).
 
 use std::io::Write;
-use std::path::Path;
 
 use hood_tracemodel::trace::{
-    for_each_events, tag_listing, Analysis, AnalysisOptions, Analyzer, PathLine, Probe, Sink,
-    ThreadKey, ThreadSummary, TraceHead, WakerFunctions, WakerTops,
+    tag_listing, Analysis, AnalysisOptions, Analyzer, Events, PathLine, Probe, Sink, ThreadKey,
+    ThreadSummary, WakerFunctions, WakerTops,
 };
 
 use crate::ReportError;
@@ -56,13 +56,13 @@ pub enum Written {
     NoEvents,
 }
 
-/// Write the report of `file` (whose [`TraceHead`] the caller scanned) to `out`.
+/// Write the report of `trace` to `out`.
 pub fn report(
-    file: &Path,
-    head: &TraceHead,
+    trace: &dyn Events,
     c: &TraceReport,
     out: &mut dyn Write,
 ) -> Result<Written, ReportError> {
+    let head = trace.head();
     if c.tags {
         super::tags(&tag_listing(&head.processes), out)?;
         return Ok(Written::Report);
@@ -90,12 +90,12 @@ pub fn report(
     // The lines and slices name the function each traced waker was in: one more pass over
     // the wakers' events, when any woke a traced thread.
     let wakers = if paths || c.view == View::Chrome {
-        waker_functions(file, head)?
+        waker_functions(trace)?
     } else {
         WakerFunctions::new()
     };
     if paths && c.view != View::Chrome {
-        return print_paths(file, c, head, &opts, &threads, &wakers, out);
+        return print_paths(trace, c, &opts, &threads, &wakers, out);
     }
     let mut a = Analyzer::new(head, &opts);
     a.set_wakers(&wakers);
@@ -105,15 +105,14 @@ pub fn report(
                 w: super::ChromeWriter::begin(out)?,
                 out,
             };
-            feed_all(file, head, &mut a, &|_| true, &mut sink)?;
+            feed_all(trace, &mut a, &|_| true, &mut sink)?;
             let mut done = a.finish();
             sink.w.records(&mut done, sink.out)?;
             sink.w.end(&done.threads, done.origin_mono_ns, sink.out)?;
         }
         _ => {
             feed_all(
-                file,
-                head,
+                trace,
                 &mut a,
                 &|_| true,
                 &mut hood_tracemodel::trace::NoSink,
@@ -132,7 +131,8 @@ pub fn report(
 }
 
 /// The function each traced waker was in at its wake-ups (see [`WakerTops`]).
-fn waker_functions(file: &Path, head: &TraceHead) -> Result<WakerFunctions, ReportError> {
+fn waker_functions(trace: &dyn Events) -> Result<WakerFunctions, ReportError> {
+    let head = trace.head();
     let mut tops = WakerTops::new(head);
     if tops.is_empty() {
         return Ok(WakerFunctions::new());
@@ -143,7 +143,7 @@ fn waker_functions(file: &Path, head: &TraceHead) -> Result<WakerFunctions, Repo
         .map(|t| t.key())
         .filter(|k| tops.wants(k.pid, k.tid))
         .collect();
-    for_each_events(file, head, &|k| want.contains(&k), &mut |te| {
+    trace.for_each_events(&|k| want.contains(&k), &mut |te| {
         tops.feed(&te);
         Ok(())
     })?;
@@ -152,14 +152,13 @@ fn waker_functions(file: &Path, head: &TraceHead) -> Result<WakerFunctions, Repo
 
 /// Feed the events of the threads `want` picks, chunk by chunk, to `a`.
 fn feed_all(
-    file: &Path,
-    head: &TraceHead,
+    trace: &dyn Events,
     a: &mut Analyzer,
     want: &dyn Fn(ThreadKey) -> bool,
     sink: &mut dyn Sink,
 ) -> Result<(), ReportError> {
     let mut io_err = None;
-    for_each_events(file, head, want, &mut |te| {
+    trace.for_each_events(want, &mut |te| {
         if io_err.is_none() {
             if let Err(e) = a.feed(&te, sink) {
                 io_err = Some(e);
@@ -215,14 +214,14 @@ impl Sink for LineSink<'_> {
 
 /// The code-path trace (text or JSON), one thread at a time, in the order threads start.
 fn print_paths(
-    file: &Path,
+    trace: &dyn Events,
     c: &TraceReport,
-    head: &TraceHead,
     opts: &AnalysisOptions,
     threads: &[ThreadKey],
     wakers: &WakerFunctions,
     out: &mut dyn Write,
 ) -> Result<Written, ReportError> {
+    let head = trace.head();
     let mut a = Analyzer::new(head, opts);
     a.set_wakers(wakers);
     let mut json = match c.view {
@@ -232,7 +231,7 @@ fn print_paths(
     for &key in threads {
         let one = move |k: ThreadKey| k == key;
         // First walk: it counts the thread in the totals and, if its lines fit, holds them.
-        feed_all(file, head, &mut a, &one, &mut Probe)?;
+        feed_all(trace, &mut a, &one, &mut Probe)?;
         let Some(first) = a.end(key) else {
             continue;
         };
@@ -252,7 +251,7 @@ fn print_paths(
                 json: json.as_mut(),
                 out,
             };
-            feed_all(file, head, &mut b, &one, &mut sink)?;
+            feed_all(trace, &mut b, &one, &mut sink)?;
             b.end(key).map(|e| e.summary.lines).unwrap_or_default()
         };
         match json.as_mut() {

@@ -588,6 +588,20 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
     Ok(t)
 }
 
+/// A trace to report: its head (pass 1) and its events for as many more passes as a report
+/// needs, every EVENTS chunk in order, decoded against the head. hood-load's trace file is
+/// one; a renderer takes this, never a path.
+pub trait Events {
+    /// What pass 1 read: processes, threads, switches, irqs, warnings.
+    fn head(&self) -> &TraceHead;
+    /// Every EVENTS chunk of the threads `want` picks, in file order, to `f`.
+    fn for_each_events(
+        &self,
+        want: &dyn Fn(ThreadKey) -> bool,
+        f: &mut dyn FnMut(ThreadEvents) -> Result<(), TraceModelError>,
+    ) -> Result<(), TraceModelError>;
+}
+
 /// Pass 2: every EVENTS chunk of the file in order, decoded against `head`'s processes (one
 /// chunk in memory at a time). `want` picks the threads to decode.
 pub fn for_each_events(

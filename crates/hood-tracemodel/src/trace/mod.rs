@@ -14,7 +14,7 @@ pub use analysis::{
 pub use codec::{
     decode_events, decode_raw, decode_switches, decode_words, encode_events, encode_raw,
     events_header, for_each_events, for_each_events_in, last_ticks, load, load_readers, scan,
-    scan_reader, SwitchDecode, ThreadIndex, TraceHead, EVENTS_HEADER,
+    scan_reader, Events, SwitchDecode, ThreadIndex, TraceHead, EVENTS_HEADER,
 };
 pub use timeline::{PathItem, PathLine, Waker, WakerKind};
 pub use wake::{

@@ -50,13 +50,16 @@ pub struct AnnotateArgs {
 /// Run `hood annotate`.
 pub fn run(args: &AnnotateArgs) -> anyhow::Result<ExitCode> {
     crate::cmd::note_killed_writers(&args.input, hood_format::FileKind::Profile);
-    let prof = load_profile(&args.input, &args.symbols).map_err(|e| {
-        super::missing_file(
-            e,
-            &args.input,
-            "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
-        )
-    })?;
+    let prof = hood_load::open_for(&args.input, hood_load::Command::Annotate)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| load_profile(&args.input, &args.symbols))
+        .map_err(|e| {
+            super::missing_file(
+                e,
+                &args.input,
+                "record one with `hood record -- COMMAND`, or name a recording with -i FILE",
+            )
+        })?;
     for w in &prof.warnings {
         errln!("hood: warning: {}", super::clean(w));
     }

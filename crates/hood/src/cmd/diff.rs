@@ -164,28 +164,21 @@ enum Kind {
     Calls,
     /// `hood trace`.
     Trace,
-    /// Neither (missing, empty, damaged, another kind): the profile reader names the problem.
+    /// Not readable as a recording (missing, empty, damaged): the profile reader names the
+    /// problem.
     Unknown,
 }
 
-fn kind_of(path: &Path) -> Kind {
-    match hood_format::Reader::open(path).map(|r| r.kind()) {
-        Ok(hood_format::FileKind::Calls) => Kind::Calls,
-        Ok(hood_format::FileKind::Trace) => Kind::Trace,
-        Ok(hood_format::FileKind::Profile) => Kind::Profile,
-        Ok(_) => Kind::Unknown,
-        Err(_) => {
-            let mut magic = [0u8; 8];
-            let perf = hood_format::untrusted::open(path, hood_format::untrusted::Policy::NAMED)
-                .ok()
-                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic).ok())
-                .is_some_and(|()| &magic == b"PERFILE2");
-            if perf {
-                Kind::Profile
-            } else {
-                Kind::Unknown
-            }
-        }
+/// What `path` holds; a file `hood diff` does not read (a monitor segment, a newer hood's
+/// file) is refused here with what it is and what reads it.
+fn kind_of(path: &Path) -> anyhow::Result<Kind> {
+    use hood_load::Kind as K;
+    match hood_load::open_for(path, hood_load::Command::Diff) {
+        Ok(K::Calls) => Ok(Kind::Calls),
+        Ok(K::Trace) => Ok(Kind::Trace),
+        Ok(_) => Ok(Kind::Profile),
+        Err(e @ hood_load::LoadError::WrongKind(_)) => Err(e.into()),
+        Err(_) => Ok(Kind::Unknown),
     }
 }
 
@@ -201,7 +194,7 @@ fn kind_words(k: Kind) -> &'static str {
 /// Run `hood diff`.
 pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let (base_path, new_path) = args.files()?;
-    let (kb, kn) = (kind_of(&base_path), kind_of(&new_path));
+    let (kb, kn) = (kind_of(&base_path)?, kind_of(&new_path)?);
     if args.reconcile {
         return super::diff_calls::reconcile(
             args,

@@ -12,6 +12,7 @@ use hood_report::calls::diff::{
 use hood_tracemodel::calls::{
     calls_diff, calls_side, CallsBy, CallsSide, ProcessCalls, TraceCalls,
 };
+use hood_tracemodel::trace::Events;
 
 use super::diff::{DiffArgs, DiffByArg, DiffFormatArg, DiffSortArg};
 use super::report::text_width;
@@ -44,7 +45,7 @@ fn refuse_profile_options(args: &DiffArgs, what: &str) -> anyhow::Result<()> {
 
 fn read_calls(path: &Path, which: &str, comm: Option<&str>) -> anyhow::Result<Vec<ProcessCalls>> {
     crate::cmd::note_killed_writers(path, hood_format::FileKind::Calls);
-    let file = hood_hooks::calls::read(path, &mut |w| {
+    let file = hood_load::calls::read(path, &mut |w| {
         errln!("hood: warning: {which}: {}", crate::cmd::clean(w))
     })
     .map_err(|e| anyhow::Error::from(e).context(which.to_string()))?;
@@ -62,8 +63,9 @@ fn read_trace(
     comm: Option<&str>,
 ) -> anyhow::Result<CallsSide> {
     crate::cmd::note_killed_writers(path, hood_format::FileKind::Trace);
-    let head = hood_tracemodel::trace::scan(path)
+    let trace = hood_load::trace::TraceFile::open(path)
         .map_err(|e| anyhow::Error::from(e).context(which.to_string()))?;
+    let head = trace.head();
     for w in &head.warnings {
         errln!(
             "hood: warning: {which}: {}",
@@ -77,17 +79,16 @@ fn read_trace(
             .map(|p| p.pid)
             .collect()
     });
-    let mut walk = TraceCalls::new(&head, by);
-    hood_tracemodel::trace::for_each_events(
-        path,
-        &head,
-        &|k| pids.as_ref().is_none_or(|s| s.contains(&k.pid)),
-        &mut |te| {
-            walk.feed(&te);
-            Ok(())
-        },
-    )
-    .map_err(|e| anyhow::Error::from(e).context(which.to_string()))?;
+    let mut walk = TraceCalls::new(head, by);
+    trace
+        .for_each_events(
+            &|k| pids.as_ref().is_none_or(|s| s.contains(&k.pid)),
+            &mut |te| {
+                walk.feed(&te);
+                Ok(())
+            },
+        )
+        .map_err(|e| anyhow::Error::from(e).context(which.to_string()))?;
     let mut side = walk.finish();
     if let Some(s) = &pids {
         side.processes = s.len();

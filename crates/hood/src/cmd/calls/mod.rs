@@ -344,7 +344,7 @@ fn probe(
         output: ProbeOutput::Calls(output.clone()),
     };
     let out = hood_hooks::probe::record(&cfg, &mut |m| super::say_as("hood calls", m))?;
-    if let Ok(f) = calls::read(&output, &mut |_| {}) {
+    if let Ok(f) = hood_load::calls::read(&output, &mut |_| {}) {
         summary(&f.procs, &output);
     }
     // 1 when the command succeeded (or the processes were attached) but no probed function

@@ -11,7 +11,12 @@ use super::{FormatArg, ReportArgs, SortArg};
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
     let path = crate::cmd::select::input(&a.input, &a.file, "hood-calls.data");
     crate::cmd::note_killed_writers(&path, hood_format::FileKind::Calls);
-    let file = hood_hooks::calls::read(&path, &mut |w| errln!("hood: warning: {}", crate::cmd::clean(w)))
+    let file = hood_load::open_for(&path, hood_load::Command::CallsReport)
+        .and_then(|_| {
+            hood_load::calls::read(&path, &mut |w| {
+                errln!("hood: warning: {}", crate::cmd::clean(w))
+            })
+        })
         .map_err(|e| {
             crate::cmd::missing_file(
                 e.into(),

@@ -21,7 +21,7 @@ pub use resolver::symbolizer_options;
 /// `HOOD_TIMING` set: the two phases' times on standard error, and how many file addresses
 /// the symbol cache answered.
 pub fn load_profile(path: &Path, sym_opts: &SymbolOpts) -> anyhow::Result<Profile> {
-    let (prof, t) = hood_record::load_profile_timed(path, symbolizer_options(sym_opts))?;
+    let (prof, t) = hood_load::load_profile_timed(path, symbolizer_options(sym_opts))?;
     print_timing(&t);
     Ok(prof)
 }
@@ -32,13 +32,13 @@ fn load_profile_labeled(
     path: &Path,
     sym_opts: &SymbolOpts,
 ) -> anyhow::Result<(Profile, Option<LabelsRecording>)> {
-    let (prof, labels, t) = hood_record::load_profile_labeled(path, symbolizer_options(sym_opts))?;
+    let (prof, labels, t) = hood_load::load_profile_labeled(path, symbolizer_options(sym_opts))?;
     print_timing(&t);
     Ok((prof, labels))
 }
 
 /// The load's timing lines, with `HOOD_TIMING` set.
-fn print_timing(t: &hood_record::LoadTiming) {
+fn print_timing(t: &hood_load::LoadTiming) {
     if std::env::var_os("HOOD_TIMING").is_some() {
         errln!(
             "hood: load {:.1} ms, interpret+symbolize {:.1} ms",
@@ -148,10 +148,12 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     crate::cmd::note_killed_writers(&args.input, hood_format::FileKind::Profile);
-    let loaded = match args.labels {
-        true => load_profile_labeled(&args.input, &args.symbols),
-        false => load_profile(&args.input, &args.symbols).map(|p| (p, None)),
-    };
+    let loaded = hood_load::open_for(&args.input, hood_load::Command::Report)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| match args.labels {
+            true => load_profile_labeled(&args.input, &args.symbols),
+            false => load_profile(&args.input, &args.symbols).map(|p| (p, None)),
+        });
     let (prof, labels) = loaded.map_err(|e| {
         super::missing_file(
             e,

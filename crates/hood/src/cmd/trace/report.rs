@@ -3,8 +3,9 @@
 
 use std::process::ExitCode;
 
+use hood_load::trace::TraceFile;
 use hood_report::trace::{TraceReport, View, Written};
-use hood_tracemodel::trace::scan;
+use hood_tracemodel::trace::Events;
 
 use super::{FormatArg, ReportArgs};
 
@@ -12,13 +13,16 @@ use super::{FormatArg, ReportArgs};
 pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
     let file = crate::cmd::select::input(&c.input, &c.file, "hood-trace.data");
     crate::cmd::note_killed_writers(&file, hood_format::FileKind::Trace);
-    let head = scan(&file).map_err(|e| {
-        crate::cmd::missing_file(
-            e.into(),
-            &file,
-            "write one with `hood trace record -- PROGRAM`, or name the file with -i FILE",
-        )
-    })?;
+    let trace = hood_load::open_for(&file, hood_load::Command::TraceReport)
+        .and_then(|_| TraceFile::open(&file))
+        .map_err(|e| {
+            crate::cmd::missing_file(
+                e.into(),
+                &file,
+                "write one with `hood trace record -- PROGRAM`, or name the file with -i FILE",
+            )
+        })?;
+    let head = trace.head();
     for w in &head.warnings {
         errln!(
             "hood: warning: {}",
@@ -45,7 +49,7 @@ pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
         tags: c.tags,
         lines: c.lines,
     };
-    let written = hood_report::trace::report(&file, &head, &what, &mut out)?;
+    let written = hood_report::trace::report(&trace, &what, &mut out)?;
     out.finish()?;
     if written == Written::NoEvents {
         errln!(

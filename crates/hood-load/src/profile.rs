@@ -1,7 +1,7 @@
 //! Reading a recording back: the records interpreted by hood-model, every unique address named
 //! once by hood-symbols from what the recording stored (kallsyms, the vDSO, JIT perf maps) and
-//! from the files on disk. The one loader behind `hood report`, `annotate` and serve's profile
-//! endpoint.
+//! from the files on disk. The one loader behind `hood report`, `annotate`, `diff` and serve's
+//! profile endpoint.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,7 +15,7 @@ use hood_raw::maps::MappedFile;
 use hood_symbols::text::SkippedLine;
 use hood_symbols::{Resolution, SourceLine, SymbolTable, Symbolizer, SymbolizerOptions};
 
-use crate::RecordError;
+use crate::LoadError;
 
 /// How long [`load_profile_timed`] took, and where the names of file addresses came from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -33,7 +33,7 @@ pub struct LoadTiming {
 /// Load the recording at `path` (hood's own, or a perf.data file) and symbolize each unique
 /// address once, with `opts`. The kernel's symbols are indexed on a second thread while the
 /// records are read and interpreted.
-pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, RecordError> {
+pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, LoadError> {
     load_profile_timed(path, opts).map(|(p, _)| p)
 }
 
@@ -42,7 +42,7 @@ pub fn load_profile(path: &Path, opts: SymbolizerOptions) -> Result<Profile, Rec
 pub fn load_profile_timed(
     path: &Path,
     opts: SymbolizerOptions,
-) -> Result<(Profile, LoadTiming), RecordError> {
+) -> Result<(Profile, LoadTiming), LoadError> {
     load(path, opts, false).map(|(p, _, t)| (p, t))
 }
 
@@ -51,7 +51,7 @@ pub fn load_profile_timed(
 pub fn load_profile_labeled(
     path: &Path,
     opts: SymbolizerOptions,
-) -> Result<(Profile, Option<LabelsRecording>, LoadTiming), RecordError> {
+) -> Result<(Profile, Option<LabelsRecording>, LoadTiming), LoadError> {
     load(path, opts, true)
 }
 
@@ -59,7 +59,7 @@ fn load(
     path: &Path,
     opts: SymbolizerOptions,
     labels: bool,
-) -> Result<(Profile, Option<LabelsRecording>, LoadTiming), RecordError> {
+) -> Result<(Profile, Option<LabelsRecording>, LoadTiming), LoadError> {
     let t0 = Instant::now();
     std::thread::scope(|scope| {
         let mut job = None;
@@ -83,7 +83,7 @@ fn load(
             });
         };
         let mut raw = if hood_model::perfdata::is_perf_data(path) {
-            let mut raw = crate::snapshot::import_perf_data(path)?;
+            let mut raw = crate::perfdata::import_perf_data(path)?;
             index_kallsyms(std::mem::take(&mut raw.kallsyms));
             raw
         } else if labels {
@@ -149,7 +149,7 @@ impl<'a> SymResolver<'a> {
         kernel_job: Option<KernelJob<'a>>,
         vdso: &'a [u8],
         perf_maps: &'a BTreeMap<u32, String>,
-    ) -> Result<SymResolver<'a>, RecordError> {
+    ) -> Result<SymResolver<'a>, LoadError> {
         let has_symfile = opts.symfile.is_some();
         let sym = Symbolizer::new(opts)?;
         Ok(SymResolver {
