@@ -185,8 +185,8 @@ pub fn render_json(
                 state: &p.state,
                 ticks_per_sec: p.ticks_per_sec,
                 compensate: p.compensate,
-                comp_self_ns: ticks_ns(p.comp_self_ticks, p.ticks_per_sec),
-                comp_child_ns: ticks_ns(p.comp_child_ticks, p.ticks_per_sec),
+                comp_self_ns: p.ticks_to_ms(p.comp_self_ticks as i64) * 1e6,
+                comp_child_ns: p.ticks_to_ms(p.comp_child_ticks as i64) * 1e6,
                 flags: p.flags,
                 warnings: p
                     .flag_notes()
@@ -201,14 +201,6 @@ pub fn render_json(
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)?;
     Ok(())
-}
-
-/// `ticks` of a clock running `per_sec` ticks a second, in ns (0 for an unknown rate).
-fn ticks_ns(ticks: u64, per_sec: u64) -> f64 {
-    if per_sec == 0 {
-        return 0.0;
-    }
-    ticks as f64 * 1e9 / per_sec as f64
 }
 
 /// Collapsed stacks (`comm;f1;f2 µs`), one line per path, own time in microseconds, for
