@@ -83,7 +83,16 @@ struct Gate {
     /// Switch-out samples held until their thread runs again, by thread id.
     held: HashMap<u32, Held>,
     held_bytes: usize,
+    /// Buffers of held switch-outs already stored, kept for the next ones: a storm holds
+    /// and stores one per switch, and an allocation and a free each time were a few
+    /// percent of the recorder's CPU.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Spare buffers kept at most, and the largest kept (a switch-out without a stack copy is
+/// a few hundred bytes; one with a copy is not worth keeping).
+const SPARE_BUFFERS: usize = 256;
+const SPARE_BYTES: usize = 1024;
 
 /// A switch-out sample waiting for its thread to run again.
 struct Held {
@@ -325,6 +334,7 @@ impl Rewriter {
             min_ns,
             held: HashMap::default(),
             held_bytes: 0,
+            spare: Vec::new(),
         });
     }
 
@@ -417,6 +427,10 @@ impl Rewriter {
         // And its switch or wake-up fields read once (off-CPU recordings).
         let mut sched: Vec<Option<SchedRaw>> = Vec::with_capacity(self.order.capacity());
         let layout = self.gate.as_ref().map(|g| &g.layout);
+        // Deferred copies in this round: in a storm most rounds have none, and then there is
+        // nothing to join.
+        let copy_ids = self.deferred.as_ref().map(|d| &d.ids);
+        let mut copies = 0usize;
         for (ring, (_, bytes)) in input.iter().enumerate() {
             let broken = for_each_frame(bytes, |f| {
                 let mut sample = NO_EVENT;
@@ -427,6 +441,9 @@ impl Rewriter {
                         .and_then(|b| stackcopy::parse(&self.attr, b));
                     let t = parts.as_ref().map_or(0, |s| s.time);
                     if let Some(p) = parts {
+                        if let (Some(ids), Some(id)) = (copy_ids, p.id) {
+                            copies += usize::from(ids.contains(&id));
+                        }
                         sample = parsed.len();
                         sched.push(layout.and_then(|l| l.read(p.raw())));
                         parsed.push(p);
@@ -447,7 +464,13 @@ impl Rewriter {
                 self.stats.malformed += 1;
             }
         }
-        self.join_neighbours(&parsed, &sched);
+        match (copies, self.deferred.as_mut()) {
+            (0, Some(d)) => {
+                d.pairs.clear();
+                d.paired.clear();
+            }
+            _ => self.join_neighbours(&parsed, &sched),
+        }
         self.order
             .sort_by_key(|&(time, ring, at, ..)| (time, ring, at));
         let order = std::mem::take(&mut self.order);
@@ -474,7 +497,7 @@ impl Rewriter {
                 continue;
             }
             let mut joined = None;
-            if let Some(d) = self.deferred.as_ref() {
+            if let Some(d) = self.deferred.as_ref().filter(|d| !d.pairs.is_empty()) {
                 if d.paired.contains(&(part, at)) {
                     continue;
                 }
@@ -726,6 +749,16 @@ impl Rewriter {
         if let Some(out) = output.get_mut(h.ring) {
             self.sample(&h.rec, joined_user(&h), got_kernel(&h), out, false);
         }
+        self.recycle(h.rec);
+    }
+
+    /// Keep a stored switch-out's buffer for the next one held.
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if let Some(g) = self.gate.as_mut() {
+            if g.spare.len() < SPARE_BUFFERS && buf.capacity() <= SPARE_BYTES {
+                g.spare.push(buf);
+            }
+        }
     }
 
     /// Route one sample through the off-CPU gate (module notes), or unwind it at once.
@@ -902,10 +935,13 @@ impl Rewriter {
         let Some(g) = self.gate.as_mut() else {
             return;
         };
+        let mut buf = g.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(rec);
         let h = Held {
             time,
             ring,
-            rec: rec.to_vec(),
+            rec: buf,
             user,
             kernel,
         };
@@ -916,6 +952,7 @@ impl Rewriter {
             if let Some(out) = output.get_mut(old.ring) {
                 self.sample(&old.rec, joined_user(&old), got_kernel(&old), out, false);
             }
+            self.recycle(old.rec);
         }
         if self
             .gate
@@ -946,6 +983,7 @@ impl Rewriter {
             if let Some(out) = output.get_mut(h.ring) {
                 self.sample(&h.rec, None, Kernel::Own, out, true);
             }
+            self.recycle(h.rec);
             return;
         }
         if ready(&h) {
