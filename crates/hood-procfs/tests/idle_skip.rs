@@ -33,6 +33,17 @@ fn pid(p: u32) -> rustix::process::Pid {
     rustix::process::Pid::from_raw(p as i32).expect("pid")
 }
 
+/// A nice value other than `n` (the children inherit this test's, which is not 0 under
+/// `nice cargo test`).
+fn other_nice(n: i64) -> i32 {
+    let n = n as i32;
+    if n <= 14 {
+        n + 5
+    } else {
+        n - 5
+    }
+}
+
 /// Set the nice value of `p` from outside: the process does not run for it, so a kept record
 /// shows the old value until it is read again.
 fn renice(p: u32, nice: i32) {
@@ -60,22 +71,27 @@ fn sleepers_are_kept_and_runners_reread() {
     let s = r.snapshot(&opts).unwrap();
     assert!(r.counts().kept > 0, "{:?}", r.counts());
     let kept = find(&s.tasks, spid).clone();
+    let n0 = find(&first.tasks, spid).nice;
     assert_eq!(
         (kept.name.as_str(), kept.state, kept.nice),
-        ("sleep", 'S', 0)
+        ("sleep", 'S', n0)
     );
     // The kept record is what a full read says.
     let full = ProcReader::new().snapshot(&opts).unwrap();
     assert_eq!(&kept, find(&full.tasks, spid));
     // Reniced from outside, it did not run: the record is kept as it was...
-    renice(spid, 5);
+    let n1 = other_nice(n0);
+    renice(spid, n1);
     let s = r.snapshot(&opts).unwrap();
-    assert_eq!(find(&s.tasks, spid).nice, 0, "a kept record is not read");
+    assert_eq!(find(&s.tasks, spid).nice, n0, "a kept record is not read");
     // ...until named by reread.
     r.reread([spid]);
     let s = r.snapshot(&opts).unwrap();
     let t = find(&s.tasks, spid);
-    assert_eq!((t.name.as_str(), t.state, t.nice), ("sleep", 'S', 5));
+    assert_eq!(
+        (t.name.as_str(), t.state, t.nice),
+        ("sleep", 'S', i64::from(n1))
+    );
     r.reread([]);
     // Our own process is multi-threaded (the test harness) or running: always read.
     find(&s.tasks, std::process::id());
@@ -126,8 +142,10 @@ fn periodic_reads_bound_the_age_of_kept_records() {
         kept += r.counts().kept;
     }
     assert!(kept > 0, "nothing was kept");
-    renice(spid, 7);
-    let seen = (1..=4).find(|_| find(&r.snapshot(&opts).unwrap().tasks, spid).nice == 7);
+    let n1 = other_nice(find(&r.snapshot(&opts).unwrap().tasks, spid).nice);
+    renice(spid, n1);
+    let seen =
+        (1..=4).find(|_| find(&r.snapshot(&opts).unwrap().tasks, spid).nice == i64::from(n1));
     assert!(
         seen.is_some(),
         "the new nice value did not show within 4 snapshots"
