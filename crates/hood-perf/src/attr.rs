@@ -16,6 +16,10 @@ pub const BASE_SAMPLE_TYPE: u64 = (b::PERF_SAMPLE_IDENTIFIER
 /// SP (7), IP (8) — what unwinding starts from. They appear in the record in this order.
 pub const USER_REGS_MASK: u64 = (1 << 6) | (1 << 7) | (1 << 8);
 
+/// The user instruction pointer alone (`PERF_REG_X86_IP`), for events that need no unwinding
+/// but whose samples should still say whether the task has a user context.
+pub const USER_IP_MASK: u64 = 1 << 8;
+
 /// Per-open choices that are not part of the user's configuration.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AttrOpts {
@@ -60,9 +64,10 @@ pub(crate) fn build(cfg: &SamplingConfig, event: EventKind, opts: AttrOpts) -> p
         }
     }
     if cfg.off_cpu {
-        // Every event of an off-CPU session shares one sample layout: the tracepoints' raw
-        // records say which switch or wake-up a sample is (a timer sample's raw part is the
-        // kernel's empty placeholder, 8 bytes).
+        // Every event of an off-CPU session shares this sample layout (but with deferred
+        // stacks the tracepoints drop the stack copy: `Session::layouts`): the tracepoints'
+        // raw records say which switch or wake-up a sample is (a timer sample's raw part is
+        // the kernel's empty placeholder, 8 bytes).
         st |= b::PERF_SAMPLE_RAW as u64;
     }
     attr.sample_type = st;

@@ -8,7 +8,8 @@
 //!
 //! # What the rings contain
 //!
-//! Every event of a session shares one attribute ([`Session::attr_bytes`]):
+//! Every event of a session shares one attribute ([`Session::attr_bytes`]), except the
+//! off-CPU tracepoints with deferred stacks, which drop the stack copy ([`Session::layouts`]):
 //! `sample_type` = IDENTIFIER | IP | TID | TIME | CPU | PERIOD (+ CALLCHAIN when
 //! asked), `sample_id_all = 1`, timestamps from CLOCK_MONOTONIC, frequency mode.
 //! Side-band records (MMAP, MMAP2 with build ids when the kernel has them, COMM

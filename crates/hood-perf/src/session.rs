@@ -60,6 +60,7 @@ pub struct Session {
     pub(crate) attr: perf_event_attr,
     pub(crate) cpus: Vec<u32>,
     off_cpu: Option<OffCpuTracepoints>,
+    layouts: Vec<(u64, Vec<u8>)>,
 }
 
 impl fmt::Debug for Session {
@@ -93,6 +94,7 @@ impl Session {
             attr,
             off_cpu,
             deferred,
+            layouts,
         } = open_target(cfg, target, &cpus)?;
         let pollfds = fds
             .iter()
@@ -122,6 +124,7 @@ impl Session {
             attr,
             cpus,
             off_cpu,
+            layouts,
         })
     }
 
@@ -140,7 +143,15 @@ impl Session {
         attr::to_bytes(&self.attr)
     }
 
-    /// The `sample_type` bits of every sample in the rings.
+    /// The events whose samples are laid out otherwise than [`Session::attr_bytes`] says, as
+    /// (id, attribute bytes): with deferred off-CPU stacks, the switch and wake-up
+    /// tracepoints carry no user registers, stack copy size or empty call chain. Their
+    /// samples start with PERF_SAMPLE_IDENTIFIER, so a reader picks the layout by the id.
+    pub fn layouts(&self) -> &[(u64, Vec<u8>)] {
+        &self.layouts
+    }
+
+    /// The `sample_type` bits of the samples in the rings (but see [`Session::layouts`]).
     pub fn sample_type(&self) -> u64 {
         self.attr.sample_type
     }

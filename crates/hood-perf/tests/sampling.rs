@@ -327,3 +327,75 @@ fn mono_ns() -> u64 {
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
+
+/// With deferred off-CPU stacks, the switch and wake-up samples are laid out apart from the
+/// timer's ([`Session::layouts`]): no stack copy size, no empty call chain, one user register.
+/// Each record of those events has exactly that layout, and the id at its start names it.
+#[test]
+fn deferred_off_cpu_tracepoints_have_their_own_smaller_layout() {
+    if !privileged(
+        0,
+        "deferred_off_cpu_tracepoints_have_their_own_smaller_layout",
+    ) {
+        return;
+    }
+    let c = SamplingConfig {
+        user_stack: hood_perf::UserStack::AUTO,
+        off_cpu: true,
+        off_cpu_min_ns: 10_000,
+        ..cfg()
+    };
+    let mut s = Session::open(&c, &Target::System).unwrap();
+    assert!(s.deferred_stack_ids().is_some(), "{:?}", s.notes());
+    let layouts: std::collections::BTreeMap<u64, Vec<u8>> = s.layouts().iter().cloned().collect();
+    assert_eq!(
+        layouts.len(),
+        2 * s.cpus().len(),
+        "a switch and a wake-up event per CPU"
+    );
+    let (regs_user, stack_user, callchain) = (1u64 << 12, 1u64 << 13, 1u64 << 5);
+    for a in layouts.values() {
+        let st = u64_at(a, 24);
+        assert_eq!(st & (stack_user | callchain), 0, "{st:#x}");
+        assert_ne!(st & regs_user, 0, "{st:#x}");
+        assert_eq!(u64_at(a, 80), 1 << 8, "only the user IP");
+        assert_eq!(u32_at(a, 88), 0, "no stack copy");
+    }
+    let tp = s.off_cpu().unwrap().clone();
+    let sleeper = std::thread::spawn(|| {
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+    s.enable().unwrap();
+    let mut got = Collected::default();
+    collect(&mut s, Duration::from_millis(300), &mut got);
+    s.disable().unwrap();
+    drain(&mut s, &mut got);
+    sleeper.join().unwrap();
+    let mut seen = [0usize; 2];
+    for recs in got.records().values() {
+        for r in recs.iter().filter(|r| r.ty == RECORD_SAMPLE) {
+            if !layouts.contains_key(&u64_at(&r.body, 0)) {
+                continue;
+            }
+            // IDENTIFIER, IP, TID, TIME, CPU, PERIOD; then the raw field; then the user
+            // registers' ABI word and, for a task with a user context, its IP.
+            let raw = u32_at(&r.body, 48) as usize;
+            let common_type = u64::from(u16::from_ne_bytes([r.body[52], r.body[53]]));
+            let kind = [tp.switch_id, tp.waking_id]
+                .iter()
+                .position(|&id| id == common_type);
+            let kind = kind.unwrap_or_else(|| panic!("common_type {common_type}"));
+            seen[kind] += 1;
+            let end = 52 + raw;
+            let abi = u64_at(&r.body, end);
+            let regs = if abi == 0 { 0 } else { 8 };
+            assert_eq!(r.body.len(), end + 8 + regs, "a record of {common_type}");
+        }
+    }
+    assert!(
+        seen[0] > 0 && seen[1] > 0,
+        "switches and wake-ups: {seen:?}"
+    );
+}

@@ -455,6 +455,9 @@ fn describe<'a>(
     if let (Some(rw), Some(ids)) = (rewriter.as_mut(), session.deferred_stack_ids()) {
         rw.set_deferred(ids, early.entry_code);
     }
+    if let Some(rw) = rewriter.as_mut() {
+        rw.set_layouts(session.layouts());
+    }
     if let (Some(rw), Some(max)) = (rewriter.as_mut(), hood_perf::limits::max_stack()) {
         rw.set_kernel_max_stack(max);
     }

@@ -184,6 +184,24 @@ pub const DEFERRED_WAKER: u64 = 3;
 /// u64 start, u64 tid`, then the addresses).
 pub const DEFERRED_KSTACK: u64 = 4;
 
+/// A sample body parsed by its event's own layout when `layouts` has one (its first word is
+/// PERF_SAMPLE_IDENTIFIER), else as the session's `attr` with a stack copy.
+fn parse_body<'a>(
+    attr: &Attr,
+    layouts: &HashMap<u64, Attr>,
+    body: &'a [u8],
+) -> Option<SampleParts<'a>> {
+    if !layouts.is_empty() {
+        let id = body
+            .get(..8)
+            .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        if let Some(a) = id.and_then(|id| layouts.get(&id)) {
+            return hood_raw::records::parse_sample(a, body);
+        }
+    }
+    stackcopy::parse(attr, body)
+}
+
 /// `(kind, start)` of a deferred copy's raw record.
 fn deferred_kind(raw: &[u8]) -> Option<(u64, u64)> {
     let w = |i: usize| Some(u64::from_ne_bytes(raw.get(i..i + 8)?.try_into().ok()?));
@@ -249,6 +267,8 @@ const NO_EVENT: usize = usize::MAX;
 
 /// Rewrites drained ring bytes; see the module notes.
 pub struct Rewriter {
+    /// Events whose samples have their own layout ([`Rewriter::set_layouts`]), by id.
+    layouts: HashMap<u64, Attr>,
     attr: Attr,
     stored_attr: Vec<u8>,
     unwinder: Unwinder,
@@ -296,7 +316,38 @@ impl Rewriter {
             copy_cuts: HashMap::default(),
             keep_raw: Vec::new(),
             raw_out: Vec::new(),
+            layouts: HashMap::default(),
         })
+    }
+
+    /// Samples of the events `layouts` names by id are laid out by their own attribute (as
+    /// bytes), not the session's: hood-perf's off-CPU tracepoints with deferred stacks carry
+    /// no user registers or stack copy size. They are rewritten into the stored layout all the
+    /// same. An attribute that does not parse, or that lacks PERF_SAMPLE_IDENTIFIER or the
+    /// session's fields before the call chain, is left out (its samples then fail to parse as
+    /// the session's and are counted malformed).
+    pub fn set_layouts(&mut self, layouts: &[(u64, Vec<u8>)]) {
+        let head = sample::IDENTIFIER
+            | sample::IP
+            | sample::TID
+            | sample::TIME
+            | sample::ADDR
+            | sample::ID
+            | sample::STREAM_ID
+            | sample::CPU
+            | sample::PERIOD
+            | sample::READ;
+        for (id, bytes) in layouts {
+            let Ok(a) = Attr::parse(bytes) else {
+                continue;
+            };
+            if a.sample_type & sample::IDENTIFIER != 0
+                && a.sample_type & head == self.attr.sample_type & head
+                && a.read_format == self.attr.read_format
+            {
+                self.layouts.insert(*id, a);
+            }
+        }
     }
 
     /// The raw-copy fallback: in the next rounds, the samples of output `o` with
@@ -438,7 +489,7 @@ impl Rewriter {
                     let parts = f
                         .bytes
                         .get(8..)
-                        .and_then(|b| stackcopy::parse(&self.attr, b));
+                        .and_then(|b| parse_body(&self.attr, &self.layouts, b));
                     let t = parts.as_ref().map_or(0, |s| s.time);
                     if let Some(p) = parts {
                         if let (Some(ids), Some(id)) = (copy_ids, p.id) {
@@ -1006,13 +1057,13 @@ impl Rewriter {
         out: &mut Vec<u8>,
         short: bool,
     ) {
-        let attr = &self.attr;
-        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(attr, b)) else {
+        let (attr, layouts) = (&self.attr, &self.layouts);
+        let Some(s) = rec.get(8..).and_then(|b| parse_body(attr, layouts, b)) else {
             self.stats.malformed += 1;
             out.extend_from_slice(rec);
             return;
         };
-        let u = user.map(|u| u.get(8..).and_then(|b| stackcopy::parse(attr, b)));
+        let u = user.map(|u| u.get(8..).and_then(|b| parse_body(attr, layouts, b)));
         if matches!(u, Some(None)) {
             self.stats.malformed += 1;
         }
@@ -1028,7 +1079,10 @@ impl Rewriter {
         kernel: Kernel<'_>,
         out: &mut Vec<u8>,
     ) {
-        let Some(s) = rec.get(8..).and_then(|b| stackcopy::parse(&self.attr, b)) else {
+        let Some(s) = rec
+            .get(8..)
+            .and_then(|b| parse_body(&self.attr, &self.layouts, b))
+        else {
             self.stats.malformed += 1;
             out.extend_from_slice(rec);
             return;
@@ -1360,6 +1414,108 @@ mod tests {
             n
         };
         assert_eq!(count(&out[0]) + count(&out[1]), 7, "every record is stored");
+    }
+
+    /// A switch sample of `tid` at `time` to `next` in the trimmed layout of hood-perf's
+    /// deferred tracepoints: id, tid, time, raw record, user ABI and IP; no chain, no stack.
+    fn trimmed_switch(id: u64, tid: u32, time: u64, next: u32) -> Vec<u8> {
+        let mut raw = vec![0u8; 64];
+        raw[..2].copy_from_slice(&SWITCH_ID.to_le_bytes());
+        raw[24..28].copy_from_slice(&tid.to_le_bytes());
+        raw[32..40].copy_from_slice(&1u64.to_le_bytes());
+        raw[56..60].copy_from_slice(&next.to_le_bytes());
+        let mut b = Vec::new();
+        b.extend_from_slice(&id.to_le_bytes());
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&tid.to_le_bytes());
+        b.extend_from_slice(&time.to_le_bytes());
+        b.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+        b.extend_from_slice(&raw);
+        b.extend_from_slice(&2u64.to_le_bytes());
+        b.extend_from_slice(&0x40_1000u64.to_le_bytes());
+        let mut r = Vec::new();
+        r.extend_from_slice(&kind::SAMPLE.to_le_bytes());
+        r.extend_from_slice(&0u16.to_le_bytes());
+        r.extend_from_slice(&((b.len() + 8) as u16).to_le_bytes());
+        r.extend_from_slice(&b);
+        r
+    }
+
+    #[test]
+    fn samples_of_their_own_layout_are_stored_as_the_sessions_are() {
+        let with_id = |bytes: &mut Vec<u8>, st: u64, regs: u64| {
+            bytes[24..32].copy_from_slice(&(st | sample::IDENTIFIER).to_le_bytes());
+            bytes[80..88].copy_from_slice(&regs.to_le_bytes());
+        };
+        let mut session = attr_bytes();
+        let st = u64::from_le_bytes(session[24..32].try_into().unwrap());
+        let regs = u64::from_le_bytes(session[80..88].try_into().unwrap());
+        with_id(&mut session, st, regs);
+        let mut own = session.clone();
+        with_id(
+            &mut own,
+            st & !(sample::CALLCHAIN | sample::STACK_USER),
+            1 << stackcopy::reg::IP,
+        );
+        let make = |layouts: &[(u64, Vec<u8>)]| {
+            let mut rw = Rewriter::new(&session, Options::default()).expect("stack samples");
+            rw.set_off_cpu(SchedLayout::from_formats(&formats()).expect("layout"), MIN);
+            // Deferred stacks (no copy comes in these rounds), as hood-perf trims only then.
+            rw.set_deferred(&[77], Vec::new());
+            rw.set_layouts(layouts);
+            rw
+        };
+        let raw_switch = |tid: u32, time: u64, next: u32| {
+            let mut raw = vec![0u8; 64];
+            raw[..2].copy_from_slice(&SWITCH_ID.to_le_bytes());
+            raw[24..28].copy_from_slice(&tid.to_le_bytes());
+            raw[32..40].copy_from_slice(&1u64.to_le_bytes());
+            raw[56..60].copy_from_slice(&next.to_le_bytes());
+            sample_record(Some(5), tid, time, &[], &raw, false, 0)
+        };
+        let timer =
+            |tid, time| sample_record(Some(9), tid, time, &[CONTEXT_KERNEL, 1], &[], true, 0);
+        // Thread 10's short wait (1 µs to 3 µs) and thread 11's long one (4 µs to 40 µs),
+        // each ended by a timer sample of the thread: in the session's layout, then in the
+        // trimmed one.
+        let rounds = |switch: &dyn Fn(u32, u64, u32) -> Vec<u8>| -> Vec<u8> {
+            [
+                switch(10, 1_000, 0),
+                timer(10, 3_000),
+                switch(11, 4_000, 0),
+                timer(11, 40_000),
+            ]
+            .concat()
+        };
+        let mut a = make(&[]);
+        let mut out_a = vec![Vec::new()];
+        a.rewrite(&[(0, &rounds(&raw_switch)[..])], &mut out_a);
+        a.release_all(&mut out_a);
+        let mut b = make(&[(5, own.clone())]);
+        let mut out_b = vec![Vec::new()];
+        b.rewrite(
+            &[(0, &rounds(&|t, time, n| trimmed_switch(5, t, time, n))[..])],
+            &mut out_b,
+        );
+        b.release_all(&mut out_b);
+        assert_eq!(b.stats().malformed, 0);
+        assert_eq!(b.stats().short_waits, a.stats().short_waits);
+        assert_eq!(a.stats().short_waits, 1);
+        assert_eq!(out_a, out_b, "the same records stored");
+        // Without the layout, the trimmed samples do not parse as the session's.
+        let mut c = make(&[]);
+        let mut out_c = vec![Vec::new()];
+        c.rewrite(
+            &[(0, &rounds(&|t, time, n| trimmed_switch(5, t, time, n))[..])],
+            &mut out_c,
+        );
+        assert_eq!(c.stats().malformed, 2);
+        // A layout that does not keep the session's fields before the call chain is refused.
+        let mut d = make(&[]);
+        let mut bad = own.clone();
+        with_id(&mut bad, st & !sample::TIME, 1 << stackcopy::reg::IP);
+        d.set_layouts(&[(5, bad)]);
+        assert!(d.layouts.is_empty());
     }
 
     #[test]
