@@ -9,6 +9,7 @@
 //! `kallsyms` and `vdso` from the running system when it is the recording's
 //! ([`PerfImport::kernel_build_id`] tells which kernel that was).
 
+use crate::profile::RecordMode;
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
@@ -129,7 +130,7 @@ pub fn load_bytes(
             "imported from perf.data (perf {})",
             features.perf_version.as_deref().unwrap_or("?")
         ),
-        mode: "perf record".into(),
+        mode: RecordMode::PerfRecord,
         command: features.cmdline.clone(),
         hostname: features.hostname.clone().unwrap_or_default(),
         kernel_release: features.os_release.clone().unwrap_or_default(),

@@ -158,7 +158,7 @@ fn intervals_measure_gaps_in_periods() {
 #[test]
 fn a_commands_intervals_leave_out_cpu_migrations() {
     let mut p = profile();
-    p.meta.mode = "command".into();
+    p.meta.mode = hood_model::profile::RecordMode::Command;
     p.samples.clear();
     let cpus = [0, 0, 0, 1, 1, 1, 0, 0, 0];
     for (k, &cpu) in cpus.iter().enumerate() {
@@ -174,7 +174,7 @@ fn a_commands_intervals_leave_out_cpu_migrations() {
     assert!(iv.iter().all(|c| c.delayed_share == 0.0));
     // The same samples of a whole-system recording are per CPU: CPU 0's gap of 4 ms is
     // a long interval there.
-    p.meta.mode = "system".into();
+    p.meta.mode = hood_model::profile::RecordMode::System;
     let iv = intervals(&p, 1_000_000);
     assert_eq!(iv[0].max_ns, 4_000_000);
     assert_eq!(iv[0].off_cpu, OffCpuGaps::default());
@@ -200,7 +200,7 @@ fn sample(tid: u32, cpu: u32, time: u64) -> Sample {
 #[test]
 fn threads_taking_turns_on_one_cpu_share_it_without_late_samples() {
     let mut p = profile();
-    p.meta.mode = "command".into();
+    p.meta.mode = hood_model::profile::RecordMode::Command;
     p.samples.clear();
     // Turns of 3 ms: thread 10 at 1, 2, 3 ms, thread 11 at 4, 5, 6 ms, ...; 4 turns each.
     for k in 0..24u64 {
@@ -229,7 +229,7 @@ fn threads_taking_turns_on_one_cpu_share_it_without_late_samples() {
 #[test]
 fn switches_tell_a_preempted_or_blocked_thread_from_a_late_sample() {
     let mut p = profile();
-    p.meta.mode = "command".into();
+    p.meta.mode = hood_model::profile::RecordMode::Command;
     p.samples.clear();
     // Samples at 1, 2, 5, 6, 9, 10 ms; off CPU from 2.5 to 4.5 ms (runnable) and from 6.5
     // to 7.5 ms (blocked) then 7.5 to 8.5 ms (woken, runnable).

@@ -278,7 +278,7 @@ fn a_wait_recorded_without_a_stack_says_so() {
     use hood_raw::records::{example_sched_formats, SchedLayout, TASK_UNINTERRUPTIBLE};
     let formats = example_sched_formats(1, 2);
     let mut raw = RawRecording::default();
-    raw.meta.mode = "system".into();
+    raw.meta.mode = hood_model::profile::RecordMode::System;
     raw.meta.off_cpu = Some(OffCpuMeta {
         formats: formats.clone(),
         min_ns: 0,

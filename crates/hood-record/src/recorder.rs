@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_model::profile::meta::OffCpuMeta;
-use hood_model::profile::{ProcSnapshotChunk, RecordMeta, RecordStats};
+use hood_model::profile::{ProcSnapshotChunk, RecordMeta, RecordMode, RecordStats};
 use hood_perf::{Readiness, Session, Target};
 use hood_proc::child::{Child, Exit};
 
@@ -390,11 +390,10 @@ fn describe<'a>(
     let meta = RecordMeta {
         hood_version: env!("CARGO_PKG_VERSION").to_string(),
         mode: match cfg.who {
-            Who::System => "system",
-            Who::Pids(_) => "pids",
-            Who::Command(_) => "command",
-        }
-        .into(),
+            Who::System => RecordMode::System,
+            Who::Pids(_) => RecordMode::Pids,
+            Who::Command(_) => RecordMode::Command,
+        },
         command: match &cfg.who {
             Who::Command(a) => a.clone(),
             _ => Vec::new(),

@@ -3,6 +3,7 @@
 //! or nanoseconds when the filter's [`Measure`] takes off-CPU time in (a CPU sample then
 //! weighs its period: the nanoseconds of cpu-clock it stands for).
 
+use crate::profile::RecordMode;
 use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
@@ -517,7 +518,7 @@ pub const INTERVAL_BUCKETS: [f64; 8] = [0.5, 0.9, 1.1, 1.5, 2.0, 4.0, 16.0, f64:
 /// Whether [`intervals`] measures each thread's timer (a command's or attached processes'
 /// recording) rather than each CPU's (a whole-system recording).
 pub fn intervals_per_thread(prof: &Profile) -> bool {
-    matches!(prof.meta.mode.as_str(), "command" | "pids")
+    matches!(prof.meta.mode, RecordMode::Command | RecordMode::Pids)
 }
 
 /// Per-CPU sampling intervals relative to the nominal period `period_ns`.

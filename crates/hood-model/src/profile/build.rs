@@ -1,6 +1,7 @@
 //! Interpreting a raw recording: follow processes through fork/exec/mmap, turn every sample's
 //! addresses into locations, symbolize each unique location once, and intern stacks.
 
+use crate::profile::RecordMode;
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -311,8 +312,8 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
     // Off-CPU intervals, when the recording has switches and wake-ups.
     // A started command's threads exist from its first recorded event (the exec that
     // enabled the events), not from the moment hood started.
-    let tracker_start = match raw.meta.mode.as_str() {
-        "command" => raw
+    let tracker_start = match raw.meta.mode {
+        RecordMode::Command => raw
             .decoded
             .events
             .iter()
@@ -326,7 +327,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
         .sched
         .as_ref()
         .map(|_| Tracker::new(tracker_start));
-    let whole_system = raw.meta.mode == "system";
+    let whole_system = raw.meta.mode == RecordMode::System;
     let mut last_time = 0;
     for ev in &raw.decoded.events {
         last_time = last_time.max(ev.time);

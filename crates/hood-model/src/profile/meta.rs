@@ -6,14 +6,36 @@ use std::collections::BTreeMap;
 use hood_raw::BuildId;
 use serde::{Deserialize, Serialize};
 
+/// What a recording sampled ([`RecordMeta::mode`]), stored as its word in the file and
+/// the JSON report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecordMode {
+    /// `hood record -a`: every CPU.
+    #[serde(rename = "system")]
+    System,
+    /// `hood record -p`: processes attached to.
+    #[serde(rename = "pids")]
+    Pids,
+    /// `hood record -- CMD`: a command the recorder started.
+    #[serde(rename = "command")]
+    Command,
+    /// A perf.data file read by hood.
+    #[serde(rename = "perf record")]
+    PerfRecord,
+    /// None stored, or a word this hood does not know (a newer hood's file).
+    #[default]
+    #[serde(rename = "", other)]
+    Unknown,
+}
+
 /// How a sampled recording was made. Stored as JSON in the `profile::META` chunk.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct RecordMeta {
     /// Version of hood that wrote the file.
     pub hood_version: String,
-    /// `system`, `pids` or `command`.
-    pub mode: String,
+    /// What was sampled: stored as `system`, `pids`, `command` or `perf record`.
+    pub mode: RecordMode,
     /// The profiled command line (`command` mode).
     pub command: Vec<String>,
     /// Attached pids (`pids` mode).
@@ -191,5 +213,35 @@ impl ProcSnapshotChunk {
     /// optimized even in debug builds, and a snapshot may hold tens of MiB of mappings.
     pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
         serde_json::to_vec(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mode_is_stored_as_the_words_files_have_always_held() {
+        for (mode, word) in [
+            (RecordMode::System, "system"),
+            (RecordMode::Pids, "pids"),
+            (RecordMode::Command, "command"),
+            (RecordMode::PerfRecord, "perf record"),
+            (RecordMode::Unknown, ""),
+        ] {
+            let m = RecordMeta {
+                mode,
+                ..RecordMeta::default()
+            };
+            let v: serde_json::Value = serde_json::to_value(&m).unwrap();
+            assert_eq!(v["mode"], word);
+            let back: RecordMeta = serde_json::from_value(v).unwrap();
+            assert_eq!(back.mode, mode);
+        }
+        // A file without the field, or with a word of a newer hood, still reads.
+        let m: RecordMeta = serde_json::from_str(r#"{"hood_version": "0.1.0"}"#).unwrap();
+        assert_eq!(m.mode, RecordMode::Unknown);
+        let m: RecordMeta = serde_json::from_str(r#"{"mode": "cgroup"}"#).unwrap();
+        assert_eq!(m.mode, RecordMode::Unknown);
     }
 }

@@ -16,7 +16,8 @@ pub use build::{
 pub use hood_raw::BuildId;
 pub use load::RawRecording;
 pub use meta::{
-    CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordStats, MAX_SNAPSHOT_MAPS,
+    CpuCounts, ProcSnapshot, ProcSnapshotChunk, RecordMeta, RecordMode, RecordStats,
+    MAX_SNAPSHOT_MAPS,
 };
 pub use model::{
     CodeMap, DsoFile, FrameLine, Func, FuncId, LocId, Location, Mode, OffCpuStats, Process,

@@ -22,7 +22,7 @@ pub(crate) fn small_profile() -> Profile {
         meta: RecordMeta {
             event: "cpu-clock".into(),
             freq_hz: 1000,
-            mode: "system".into(),
+            mode: hood_model::profile::RecordMode::System,
             ..RecordMeta::default()
         },
         funcs: vec![

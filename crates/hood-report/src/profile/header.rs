@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use hood_model::profile::aggregate::{Filter, Totals};
-use hood_model::profile::{Mode, Profile};
+use hood_model::profile::{Mode, Profile, RecordMode};
 
 use super::fmt::{pct, rule, secs, wrap};
 use crate::{safe, ReportError};
@@ -12,15 +12,15 @@ use crate::{safe, ReportError};
 /// What was recorded, in words: `command ./a.out x`, `system-wide`, `pids 1, 2`.
 pub fn target(prof: &Profile) -> String {
     let m = &prof.meta;
-    match m.mode.as_str() {
-        "system" => "system-wide (all CPUs, kernel and user)".into(),
-        "pids" => {
+    match m.mode {
+        RecordMode::System => "system-wide (all CPUs, kernel and user)".into(),
+        RecordMode::Pids => {
             let pids: Vec<String> = m.pids.iter().map(u32::to_string).collect();
             format!("pids {}", pids.join(", "))
         }
         _ if !m.command.is_empty() => format!("command `{}`", m.command.join(" ")),
-        "" => "unknown".into(),
-        other => other.to_string(),
+        RecordMode::PerfRecord => "perf record".into(),
+        RecordMode::Command | RecordMode::Unknown => "unknown".into(),
     }
 }
 
@@ -61,7 +61,7 @@ pub fn achieved_hz(prof: &Profile) -> f64 {
 /// recording, whose rate is per CPU.
 pub fn achieved_hz_per_thread(prof: &Profile) -> Option<(f64, usize, usize)> {
     let ns = active_ns(prof);
-    if prof.meta.mode == "system" || ns == 0 {
+    if prof.meta.mode == RecordMode::System || ns == 0 {
         return None;
     }
     let mut tids: Vec<u32> = Vec::new();

@@ -138,7 +138,7 @@ fn intervals_show_delay_distribution_per_cpu() {
     let mut p = b.finish(&[]);
     // A whole-system recording: each CPU on its own timer (the builder's one thread is on
     // two CPUs at START, which a command's recording would take for a migration).
-    p.meta.mode = "system".into();
+    p.meta.mode = hood_model::profile::RecordMode::System;
     let s = render(render_intervals, &p, &ReportOptions::default());
     assert!(s.contains("Nominal period: 1000.0 µs"));
     assert!(s.contains("CPU 0") && !s.contains("CPU 1"));

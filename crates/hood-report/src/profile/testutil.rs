@@ -20,7 +20,7 @@ impl Builder {
     pub fn new() -> Self {
         let prof = Profile {
             meta: RecordMeta {
-                mode: "command".into(),
+                mode: hood_model::profile::RecordMode::Command,
                 command: vec!["./work".into(), "60".into()],
                 event: "cpu-clock".into(),
                 requested_event: "cpu-clock".into(),
