@@ -628,13 +628,13 @@ impl Procs {
     }
 
     /// An image's state at the end.
-    fn state(&self, img: &Image, ended: bool) -> &'static str {
+    fn state(&self, img: &Image, ended: bool) -> hood_tracemodel::ProcessState {
         if self.replaced.contains(img) {
-            "exec"
+            hood_tracemodel::ProcessState::Exec
         } else if ended {
-            "exited"
+            hood_tracemodel::ProcessState::Exited
         } else {
-            "running"
+            hood_tracemodel::ProcessState::Running
         }
     }
 }
@@ -656,7 +656,12 @@ struct TraceOut {
 }
 
 impl TraceOut {
-    fn process(&self, img: Image, lost: &BTreeMap<u32, u64>, state: &str) -> ProcessTrace {
+    fn process(
+        &self,
+        img: Image,
+        lost: &BTreeMap<u32, u64>,
+        state: hood_tracemodel::ProcessState,
+    ) -> ProcessTrace {
         let (pid, start) = img;
         let threads = self
             .procs
@@ -679,7 +684,7 @@ impl TraceOut {
             ticks_per_sec: 1_000_000_000,
             start_ticks: start,
             start_mono_ns: start,
-            state: state.into(),
+            state,
             flags: 0,
             capacity: 0,
             full: "stream".into(),
@@ -719,7 +724,11 @@ impl Consumer for TraceOut {
             let (img, first) = self.procs.see(h);
             if first {
                 // A provisional process chunk, so a killed recorder's file reads.
-                let p = self.process(img, &BTreeMap::new(), "running");
+                let p = self.process(
+                    img,
+                    &BTreeMap::new(),
+                    hood_tracemodel::ProcessState::Running,
+                );
                 self.write_process(&p)?;
             }
             let kind = if h.ret {
@@ -758,7 +767,7 @@ impl Consumer for TraceOut {
 
     fn exec(&mut self, pid: u32, time: u64) -> Result<(), HooksError> {
         if let Some(old) = self.procs.exec(pid, time) {
-            let p = self.process(old, &BTreeMap::new(), "exec");
+            let p = self.process(old, &BTreeMap::new(), hood_tracemodel::ProcessState::Exec);
             self.write_process(&p)?;
         }
         Ok(())
@@ -796,7 +805,11 @@ impl Consumer for TraceOut {
             self.notes.push(n.clone());
         }
         let imgs: Vec<Image> = self.procs.exe_of.keys().copied().collect();
-        let state = if f.ended { "exited" } else { "running" };
+        let state = if f.ended {
+            hood_tracemodel::ProcessState::Exited
+        } else {
+            hood_tracemodel::ProcessState::Running
+        };
         for img in imgs {
             let p = self.process(img, f.lost, self.procs.state(&img, f.ended));
             self.write_process(&p)?;
@@ -918,7 +931,7 @@ impl Consumer for CallsOut {
                 comp_child_ticks: cost.as_ref().map_or(0, |c| c.emulated.child_ns),
                 flags: 0,
                 limits: Limits::default(),
-                state: procs.state(&img, f.ended).into(),
+                state: procs.state(&img, f.ended),
                 span_ns: f.end_mono_ns.saturating_sub(f.start_mono_ns),
                 threads: Vec::new(),
                 symbols: f.symbols.clone(),

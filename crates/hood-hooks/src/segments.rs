@@ -426,37 +426,47 @@ pub fn to_processes(segs: &[Segment]) -> Vec<(ProcessCalls, bool)> {
                 .max()
                 .unwrap_or(h.start_ticks);
             let (state, end, live) = if h.state == hood_abi::STATE_EXITED {
-                ("exited", h.exit_ticks, false)
+                (hood_tracemodel::ProcessState::Exited, h.exit_ticks, false)
             } else if newest.get(&h.pid) != Some(&h.start_mono_ns) {
-                ("exec", last, false)
+                (hood_tracemodel::ProcessState::Exec, last, false)
             } else if pid_alive(h.pid) {
                 let dt = now_mono.saturating_sub(h.start_mono_ns) as u128;
                 (
-                    "running",
+                    hood_tracemodel::ProcessState::Running,
                     h.start_ticks + (dt * h.ticks_per_sec as u128 / 1_000_000_000) as u64,
                     true,
                 )
             } else {
-                ("gone", last, false)
+                (hood_tracemodel::ProcessState::Gone, last, false)
             };
             (decode(s, state, end), live)
         })
         .collect()
 }
 
-fn decode(s: &Segment, state: &str, end: u64) -> ProcessCalls {
+fn decode(s: &Segment, state: hood_tracemodel::ProcessState, end: u64) -> ProcessCalls {
     decode_threads(&s.header, &s.threads, state, end)
 }
 
 /// The tables of one exited thread of the process whose header is `h` (a slot a recorder
 /// takes before giving it to a new thread).
 pub fn exited_thread_calls(h: &HeaderView, t: &ThreadView) -> Option<ThreadCalls> {
-    decode_threads(h, std::slice::from_ref(t), "running", t.exit_ticks)
-        .threads
-        .pop()
+    decode_threads(
+        h,
+        std::slice::from_ref(t),
+        hood_tracemodel::ProcessState::Running,
+        t.exit_ticks,
+    )
+    .threads
+    .pop()
 }
 
-fn decode_threads(h: &HeaderView, slots: &[ThreadView], state: &str, end: u64) -> ProcessCalls {
+fn decode_threads(
+    h: &HeaderView,
+    slots: &[ThreadView],
+    state: hood_tracemodel::ProcessState,
+    end: u64,
+) -> ProcessCalls {
     let mut notes = Vec::new();
     let mut threads = Vec::new();
     let mut begin = u64::MAX;
@@ -508,7 +518,7 @@ fn decode_threads(h: &HeaderView, slots: &[ThreadView], state: &str, end: u64) -
             paths,
         });
     }
-    if state == "gone" {
+    if state == hood_tracemodel::ProcessState::Gone {
         notes.push("process died without running its exit handlers (killed?); running calls are timed to its last hook".into());
     }
     let begin = if begin == u64::MAX {
@@ -538,7 +548,7 @@ fn decode_threads(h: &HeaderView, slots: &[ThreadView], state: &str, end: u64) -
             max_path_len: h.max_path_len,
             max_threads: h.max_threads,
         },
-        state: state.into(),
+        state,
         span_ns,
         threads,
         symbols: Default::default(),

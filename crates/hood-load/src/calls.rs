@@ -71,7 +71,7 @@ mod tests {
             comp_child_ticks: 0,
             flags: 0,
             limits: Limits::default(),
-            state: "exited".into(),
+            state: hood_tracemodel::ProcessState::Exited,
             span_ns: 5,
             threads: Vec::new(),
             symbols: BTreeMap::from([(0x1000, "main".to_string())]),

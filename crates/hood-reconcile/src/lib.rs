@@ -967,7 +967,7 @@ mod tests {
             comp_child_ticks: 0,
             flags: 0,
             limits: Limits::default(),
-            state: "exited".into(),
+            state: hood_tracemodel::ProcessState::Exited,
             span_ns: 0,
             threads: vec![ThreadCalls::ended(9, paths)],
             symbols: own.iter().map(|&(a, n, _)| (a, n.to_string())).collect(),

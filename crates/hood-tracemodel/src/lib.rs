@@ -11,6 +11,47 @@
 pub mod calls;
 pub mod trace;
 
+/// What became of an instrumented process by the time its tables or events were collected,
+/// stored as its word (`running`, `exited`, `gone`, `exec`) in files and JSON.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum ProcessState {
+    /// Still running.
+    #[serde(rename = "running")]
+    Running,
+    /// Exited through its exit handlers.
+    #[default]
+    #[serde(rename = "exited")]
+    Exited,
+    /// Died without running its exit handlers (killed or crashed).
+    #[serde(rename = "gone")]
+    Gone,
+    /// Replaced by an exec (the new image has a recording of its own).
+    #[serde(rename = "exec")]
+    Exec,
+    /// A word this hood does not know (a newer hood's file).
+    #[serde(rename = "", other)]
+    Unknown,
+}
+
+impl ProcessState {
+    /// The word files, JSON and reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProcessState::Running => "running",
+            ProcessState::Exited => "exited",
+            ProcessState::Gone => "gone",
+            ProcessState::Exec => "exec",
+            ProcessState::Unknown => "",
+        }
+    }
+}
+
+impl std::fmt::Display for ProcessState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Errors of the trace and call-path model.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceModelError {
@@ -23,4 +64,27 @@ pub enum TraceModelError {
     /// A chunk's content is malformed.
     #[error("malformed recording: {0}")]
     Malformed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProcessState;
+
+    #[test]
+    fn a_process_state_is_stored_as_its_word() {
+        for s in [
+            ProcessState::Running,
+            ProcessState::Exited,
+            ProcessState::Gone,
+            ProcessState::Exec,
+            ProcessState::Unknown,
+        ] {
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.as_str()));
+            assert_eq!(serde_json::from_str::<ProcessState>(&json).unwrap(), s);
+        }
+        // A newer hood's word still reads.
+        let s: ProcessState = serde_json::from_str("\"frozen\"").unwrap();
+        assert_eq!(s, ProcessState::Unknown);
+    }
 }

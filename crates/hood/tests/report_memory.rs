@@ -154,7 +154,7 @@ fn calls_table(dir: &Path, deep: bool) -> PathBuf {
             max_path_len: PATHS,
             max_threads: 1,
         },
-        state: "exited".into(),
+        state: hood_tracemodel::ProcessState::Exited,
         span_ns: 1,
         threads: vec![ThreadCalls::ended(4242, paths)],
         symbols: (1..=PATHS)

@@ -50,7 +50,7 @@ pub(crate) fn collect_with(
     let mut procs = Vec::new();
     let mut finished = Vec::new();
     for (seg, (mut p, live)) in segs.iter().zip(segments::to_processes(&segs)) {
-        if p.state != "exec" {
+        if p.state != hood_tracemodel::ProcessState::Exec {
             if let Some(r) = retired.get(&p.pid) {
                 p.threads.extend(r.iter().cloned());
             }

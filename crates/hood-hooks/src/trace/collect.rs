@@ -83,7 +83,7 @@ pub fn process_of(h: &HeaderView) -> ProcessTrace {
         ticks_per_sec: h.ticks_per_sec,
         start_ticks: h.start_ticks,
         start_mono_ns: h.start_mono_ns,
-        state: "running".into(),
+        state: hood_tracemodel::ProcessState::Running,
         flags: 0,
         capacity: h.trace_capacity,
         full: match h.trace_full {
@@ -139,16 +139,16 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
     for s in segs {
         let h = &s.header;
         let state = if h.state == hood_abi::STATE_EXITED {
-            "exited"
+            hood_tracemodel::ProcessState::Exited
         } else if newest.get(&h.pid) != Some(&h.start_mono_ns) {
-            "exec"
+            hood_tracemodel::ProcessState::Exec
         } else if segments::pid_alive(h.pid) {
-            "running"
+            hood_tracemodel::ProcessState::Running
         } else {
-            "gone"
+            hood_tracemodel::ProcessState::Gone
         };
         let mut notes = Vec::new();
-        if state == "gone" {
+        if state == hood_tracemodel::ProcessState::Gone {
             notes.push("process ended without running its exit handlers (killed or crashed); its events up to then are kept".to_string());
         }
         if h.flags & hood_abi::FLAG_FUNC_OVERRUN != 0 {
@@ -187,7 +187,7 @@ pub fn collect(dir: &Path, warnings: &mut Vec<String>) -> (Vec<ProcessTrace>, Ve
             .filter_map(|(i, l)| Some((i as u64, l.clone()?)))
             .collect();
         procs.push(ProcessTrace {
-            state: state.into(),
+            state,
             flags: h.flags,
             threads: s
                 .threads

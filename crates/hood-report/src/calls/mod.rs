@@ -182,7 +182,7 @@ pub fn render_json(
                 pid: p.pid,
                 ppid: p.ppid,
                 exe: &p.exe,
-                state: &p.state,
+                state: p.state.as_str(),
                 ticks_per_sec: p.ticks_per_sec,
                 compensate: p.compensate,
                 comp_self_ns: p.ticks_to_ms(p.comp_self_ticks as i64) * 1e6,

@@ -304,7 +304,7 @@ mod tests {
             comp_child_ticks: 0,
             flags: 0,
             limits: Limits::default(),
-            state: "exited".into(),
+            state: crate::ProcessState::Exited,
             span_ns: 0,
             threads,
             symbols: Default::default(),

@@ -580,7 +580,7 @@ mod tests {
                 ticks_per_sec: 1_000_000_000,
                 start_ticks: 0,
                 start_mono_ns: 0,
-                state: "exited".into(),
+                state: crate::ProcessState::Exited,
                 flags: 0,
                 capacity: 0,
                 full: "stop".into(),

@@ -45,9 +45,8 @@ pub struct ProcessCalls {
     pub flags: u32,
     /// Limits in force: paths per thread, stack depth, path length, threads.
     pub limits: Limits,
-    /// State at collection: "running", "exited", "gone" (died without exit handler) or
-    /// "exec" (replaced by exec).
-    pub state: String,
+    /// State at collection.
+    pub state: crate::ProcessState,
     /// Wall-clock ns (CLOCK_MONOTONIC) covered by the table, from start/reset to exit/collection.
     pub span_ns: u64,
     /// Per-thread tables.

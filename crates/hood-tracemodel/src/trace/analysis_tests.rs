@@ -16,7 +16,7 @@ fn process() -> ProcessTrace {
         ticks_per_sec: 1_000_000_000,
         start_ticks: 0,
         start_mono_ns: 0,
-        state: "exited".into(),
+        state: crate::ProcessState::Exited,
         flags: 0,
         capacity: 64,
         full: "stop".into(),

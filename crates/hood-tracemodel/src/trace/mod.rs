@@ -86,8 +86,8 @@ pub struct ProcessTrace {
     pub start_ticks: u64,
     /// ...and CLOCK_MONOTONIC ns at the same instant.
     pub start_mono_ns: u64,
-    /// "exited", "gone" (killed before its exit handlers ran), "exec" or "running".
-    pub state: String,
+    /// What became of the process by the end of the recording.
+    pub state: crate::ProcessState,
     /// hood-abi FLAG_* bits (buffer full, wrapped, tag overrun).
     pub flags: u32,
     /// Events per thread buffer.

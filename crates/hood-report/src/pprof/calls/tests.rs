@@ -39,7 +39,7 @@ fn known() -> ProcessCalls {
         comp_child_ticks: 0,
         flags: 0,
         limits: Limits::default(),
-        state: "exited".into(),
+        state: hood_tracemodel::ProcessState::Exited,
         span_ns: 9_000_000,
         threads: vec![
             t(42, paths),
