@@ -329,8 +329,10 @@ fn mono_ns() -> u64 {
 }
 
 /// With deferred off-CPU stacks, the switch and wake-up samples are laid out apart from the
-/// timer's ([`Session::layouts`]): no stack copy size, no empty call chain, one user register.
-/// Each record of those events has exactly that layout, and the id at its start names it.
+/// timer's ([`Session::layouts`]): no stack copy size, one user register, and no empty call
+/// chain (a task session's whole-CPU wake-ups keep their kernel chain). Each record of those
+/// events has exactly that layout, and the id at its start names it; system-wide and task
+/// sessions alike.
 #[test]
 fn deferred_off_cpu_tracepoints_have_their_own_smaller_layout() {
     if !privileged(
@@ -339,27 +341,44 @@ fn deferred_off_cpu_tracepoints_have_their_own_smaller_layout() {
     ) {
         return;
     }
+    for target in [Target::System, Target::Tasks(vec![own_pid()])] {
+        deferred_layouts(&target);
+    }
+}
+
+fn deferred_layouts(target: &Target) {
     let c = SamplingConfig {
         user_stack: hood_perf::UserStack::AUTO,
         off_cpu: true,
         off_cpu_min_ns: 10_000,
         ..cfg()
     };
-    let mut s = Session::open(&c, &Target::System).unwrap();
+    let mut s = Session::open(&c, target).unwrap();
     assert!(s.deferred_stack_ids().is_some(), "{:?}", s.notes());
     let layouts: std::collections::BTreeMap<u64, Vec<u8>> = s.layouts().iter().cloned().collect();
-    assert_eq!(
-        layouts.len(),
-        2 * s.cpus().len(),
-        "a switch and a wake-up event per CPU"
-    );
+    let cpus = s.cpus().len();
+    match target {
+        // A switch and a wake-up event per CPU.
+        Target::System => assert_eq!(layouts.len(), 2 * cpus),
+        // A switch event per thread and CPU, a whole-CPU wake-up event per CPU.
+        _ => assert!(layouts.len() >= 2 * cpus, "{}", layouts.len()),
+    }
     let (regs_user, stack_user, callchain) = (1u64 << 12, 1u64 << 13, 1u64 << 5);
+    let mut chained = 0;
     for a in layouts.values() {
         let st = u64_at(a, 24);
-        assert_eq!(st & (stack_user | callchain), 0, "{st:#x}");
+        assert_eq!(st & stack_user, 0, "{st:#x}");
         assert_ne!(st & regs_user, 0, "{st:#x}");
+        chained += usize::from(st & callchain != 0);
         assert_eq!(u64_at(a, 80), 1 << 8, "only the user IP");
         assert_eq!(u32_at(a, 88), 0, "no stack copy");
+    }
+    match target {
+        Target::System => assert_eq!(chained, 0),
+        _ => assert_eq!(
+            chained, cpus,
+            "the whole-CPU wake-ups keep their kernel chain"
+        ),
     }
     let tp = s.off_cpu().unwrap().clone();
     let sleeper = std::thread::spawn(|| {
@@ -376,19 +395,23 @@ fn deferred_off_cpu_tracepoints_have_their_own_smaller_layout() {
     let mut seen = [0usize; 2];
     for recs in got.records().values() {
         for r in recs.iter().filter(|r| r.ty == RECORD_SAMPLE) {
-            if !layouts.contains_key(&u64_at(&r.body, 0)) {
+            let Some(a) = layouts.get(&u64_at(&r.body, 0)) else {
                 continue;
+            };
+            // IDENTIFIER, IP, TID, TIME, CPU, PERIOD; the call chain if kept; the raw field;
+            // then the user registers' ABI word and, for a task with a user context, its IP.
+            let mut at = 48;
+            if u64_at(a, 24) & callchain != 0 {
+                at += 8 + 8 * u64_at(&r.body, at) as usize;
             }
-            // IDENTIFIER, IP, TID, TIME, CPU, PERIOD; then the raw field; then the user
-            // registers' ABI word and, for a task with a user context, its IP.
-            let raw = u32_at(&r.body, 48) as usize;
-            let common_type = u64::from(u16::from_ne_bytes([r.body[52], r.body[53]]));
+            let raw = u32_at(&r.body, at) as usize;
+            let common_type = u64::from(u16::from_ne_bytes([r.body[at + 4], r.body[at + 5]]));
             let kind = [tp.switch_id, tp.waking_id]
                 .iter()
                 .position(|&id| id == common_type);
             let kind = kind.unwrap_or_else(|| panic!("common_type {common_type}"));
             seen[kind] += 1;
-            let end = 52 + raw;
+            let end = at + 4 + raw;
             let abi = u64_at(&r.body, end);
             let regs = if abi == 0 { 0 } else { 8 };
             assert_eq!(r.body.len(), end + 8 + regs, "a record of {common_type}");
