@@ -460,15 +460,18 @@ fn checked_header(path: &Path, hb: &[u8; FILE_HEADER_LEN]) -> Result<FileHeader,
 }
 
 fn not_hood_or_short(path: &Path, head: &[u8]) -> FormatError {
-    let hint = if head.starts_with(b"PERFILE2") {
+    // (An empty file first: every magic starts with no bytes.)
+    let hint = if head.is_empty() {
+        " (the file is empty)".to_string()
+    } else if head.starts_with(b"PERFILE2") {
         " (it is a perf.data file written by `perf record`; use `perf report` on it)".to_string()
-    } else if head.len() < FILE_HEADER_LEN && crate::header::MAGIC.starts_with(head) {
+    } else if head.len() < FILE_HEADER_LEN
+        && (head.starts_with(&crate::header::MAGIC) || crate::header::MAGIC.starts_with(head))
+    {
         format!(
             " (only {} bytes: the recording was cut before its header was written)",
             head.len()
         )
-    } else if head.is_empty() {
-        " (the file is empty)".to_string()
     } else {
         String::new()
     };
