@@ -156,9 +156,13 @@ pub fn collapsed(file: &Path, extra: &[&str]) -> Vec<(Vec<String>, u64)> {
     folded(&out.stdout)
 }
 
-/// Serializes the tests of one binary that sample the machine, so they do not steal each
-/// other's CPU time (cargo runs tests in parallel threads).
-pub fn perf_lock() -> std::sync::MutexGuard<'static, ()> {
+/// The one lock of a test binary. A test holds it while it samples the machine, measures
+/// times or shares, runs thousands of threads, or uses state of the whole machine (tracefs
+/// instances and uprobes, cgroups, system-wide recordings): such tests never overlap, also
+/// when they come from different files of one binary (cargo runs a binary's tests in parallel
+/// threads, but its binaries one after another). Tests that only read files, parse help or
+/// check a refusal run free.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
