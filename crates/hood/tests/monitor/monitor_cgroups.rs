@@ -217,7 +217,7 @@ fn a_cgroup_shows_in_the_column_the_tree_a_replay_and_metrics() {
     assert_eq!(cgs[0]["path"], path.as_str());
 
     // /metrics: the cgroup's series, its labels escaped, its CPU counting.
-    let sv = common::serve::Serve::start(&[], &std::env::temp_dir(), Stdio::null());
+    let sv = common::serve::Serve::start_private(&[], Stdio::null());
     let series = format!(
         "hood_cgroup_cpu_seconds_total{{cgroup=\"/hood-test-{id}-\\\"q\\\\.service\",\
          name=\"service:hood-test-{id}-\\\"q\\\\\"}}"

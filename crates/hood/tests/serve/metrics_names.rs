@@ -12,7 +12,7 @@ use common::serve::Serve;
 
 /// `hood serve` with `extra` arguments, ready (answering /healthz) on a port of its own.
 fn start(extra: &[&str]) -> Serve {
-    Serve::start(extra, &std::env::temp_dir(), Stdio::null())
+    Serve::start_private(extra, Stdio::null())
 }
 
 /// The body of `GET /metrics`.

@@ -11,9 +11,10 @@ use common::serve::{get, Serve};
 use common::*;
 use prost::Message;
 
-/// Start `hood serve` on a free loopback port with `extra` arguments; wait until it listens.
+/// Start `hood serve` on a free loopback port with `extra` arguments and a TMPDIR of its own;
+/// wait until it listens.
 fn serve(extra: &[&str]) -> Serve {
-    serve_in(extra, &std::env::temp_dir())
+    Serve::start_private(extra, Stdio::null())
 }
 
 /// `serve` with TMPDIR set to `tmp`.

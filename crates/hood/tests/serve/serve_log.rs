@@ -13,7 +13,7 @@ use common::*;
 /// `hood serve` on a free loopback port, its stderr going to `log`.
 fn serve(log: &std::path::Path) -> Serve {
     let err = std::fs::File::create(log).unwrap();
-    Serve::start(&[], &std::env::temp_dir(), Stdio::from(err))
+    Serve::start_private(&[], Stdio::from(err))
 }
 
 /// HTTP/1.0 GET: the status code and body length.
