@@ -16,6 +16,9 @@ fn hood() -> Command {
 
 /// Record `cmd` into `dir/t.data` (segments under `dir`); the recorder must succeed.
 fn record(dir: &Path, cmd: &[&str]) -> (PathBuf, String) {
+    // Not beside the timing tests of this binary: trace_irq_edges floods loopback UDP, which
+    // takes a CPU in softirqs.
+    let _one = common::exclusive();
     let (data, out) = common::trace_record(dir, "t.data", &[], cmd);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(out.status.success(), "hood trace record failed: {stderr}");

@@ -16,6 +16,9 @@ use common::{hood, text};
 
 /// Record the program; returns (pid, reader tid, writer tid).
 fn record(dir: &Path, data: &Path) -> (u32, u32, u32) {
+    // Wake-ups of every CPU, and waits timed to the millisecond: not beside the other
+    // recordings of this binary.
+    let _one = common::exclusive();
     let prog = common::instrumented("trace_wake", dir, &[], &["-lpthread"]);
     let out = hood()
         .args(["trace", "record", "-o"])
