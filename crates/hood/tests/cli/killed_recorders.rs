@@ -228,6 +228,9 @@ fn start_phases(
 
 #[test]
 fn killed_calls_run_leaves_its_last_snapshot_and_no_segments() {
+    // Killed at set times and expected to have written by then: not beside the busy tests
+    // of this binary (the spinner of killed_record, the commands of docs_commands).
+    let _l = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let exe = instrumented("calls_phases", dir.path(), &[], &[]);
     for at in KILL_AT {
@@ -383,6 +386,9 @@ fn killed_labels_recorder_leaves_a_readable_file_and_the_next_tracefs_user_clean
 
 #[test]
 fn killed_trace_record_takes_its_command_along_and_the_next_run_frees_its_segments() {
+    // Killed at set times and expected to have written by then: not beside the busy tests
+    // of this binary (the spinner of killed_record, the commands of docs_commands).
+    let _l = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let exe = instrumented("calls_phases", dir.path(), &[], &[]);
     let base = dir.path().join("shm");

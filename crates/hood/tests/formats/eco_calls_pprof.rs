@@ -13,6 +13,9 @@ use common::*;
 
 /// `hood calls run` with the release runtime and a private segment directory.
 fn calls_run(dir: &Path, argv: &[&str]) -> PathBuf {
+    // Own times are wall-clock: a CPU hog beside the workload would reorder its functions, and
+    // the workload is a CPU hog beside the sampling tests of this binary.
+    let _one = exclusive();
     let data = dir.join("calls.data");
     let out = hood()
         .args(["calls", "run", "-o"])
