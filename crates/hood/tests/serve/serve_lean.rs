@@ -68,8 +68,11 @@ fn stopped_and_continued_sleepers_show_in_the_next_scrape() {
         .local_addr()
         .unwrap()
         .port();
+    // Killed at the end: its scratch directory goes with the test's, not into /tmp.
+    let tmp = tempfile::tempdir().unwrap();
     let server = Kill(vec![hood()
         .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env("TMPDIR", tmp.path())
         .stderr(Stdio::null())
         .spawn()
         .expect("hood serve")]);

@@ -52,6 +52,8 @@ fn prometheus_scrapes_hood_serve() {
     let _serve = Killed(
         hood()
             .args(["serve", "--listen", &format!("127.0.0.1:{hood_port}")])
+            // Killed at the end: its scratch directory goes with the test's, not into /tmp.
+            .env("TMPDIR", dir.path())
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn hood serve"),
