@@ -1,5 +1,5 @@
 -- Errors raised and caught, at shallow and at deep C stacks, for the Lua tests of `hood calls`
--- (crates/hood/tests/calls_lua.rs). Every error() is one luaD_throw, a longjmp out of traced C
+-- (crates/hood/tests/calls_trace/calls_runtime.rs). Every error() is one luaD_throw, a longjmp out of traced C
 -- frames back to the pcall that catches it. Prints "THROWN CAUGHT".
 local rounds = tonumber(ARG) or 2000
 local thrown, caught = 0, 0

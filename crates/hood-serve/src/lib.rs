@@ -94,6 +94,9 @@ pub enum ServeError {
     /// /proc could not be read for `/metrics`.
     #[error("reading /proc: {0}")]
     Proc(#[from] hood_procfs::ProcError),
+    /// The `/metrics` text could not be written.
+    #[error("encoding /metrics: {0}")]
+    Metrics(#[from] hood_report::ReportError),
 }
 
 /// An answer to a request: status, content type, extra headers and body.
@@ -420,7 +423,7 @@ impl State {
             let work = tokio::task::spawn_blocking(move || {
                 if path == "/metrics" {
                     match self.scraper.scrape() {
-                        Ok(body) => Answer::bytes(200, CONTENT_TYPE, body.into_bytes()),
+                        Ok(body) => Answer::bytes(200, CONTENT_TYPE, body),
                         Err(e) => Answer::text(500, format!("{e}\n")),
                     }
                 } else {

@@ -66,7 +66,7 @@ impl Scraper {
     }
 
     /// Encode the metrics text of a new snapshot.
-    pub fn scrape(&self) -> Result<String, ServeError> {
+    pub fn scrape(&self) -> Result<Vec<u8>, ServeError> {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let Inner { reader, recent } = &mut *st;
         let cur = reader.snapshot(&self.scan)?;
@@ -92,7 +92,9 @@ impl Scraper {
         reader.reread(tasks.iter().map(|t| t.pid));
         drop(st);
         add_ctx(&mut tasks);
-        Ok(render_metrics(&view, &tasks, self.build))
+        let mut body = Vec::new();
+        render_metrics(&mut body, &view, &tasks, self.build)?;
+        Ok(body)
     }
 }
 

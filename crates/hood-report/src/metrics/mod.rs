@@ -64,8 +64,13 @@ pub struct BuildInfo<'a> {
     pub date: &'a str,
 }
 
-/// Encode `view` with per-process series for `tasks` (see [`select_tasks`]).
-pub fn render_metrics(view: &SystemView, tasks: &[TaskView], build: BuildInfo<'_>) -> String {
+/// Encode `view` with per-process series for `tasks` (see [`select_tasks`]) into `out`.
+pub fn render_metrics(
+    out: &mut dyn std::io::Write,
+    view: &SystemView,
+    tasks: &[TaskView],
+    build: BuildInfo<'_>,
+) -> Result<(), crate::ReportError> {
     let mut e = Enc::default();
     e.family(
         "hood_build_info",
@@ -84,7 +89,8 @@ pub fn render_metrics(view: &SystemView, tasks: &[TaskView], build: BuildInfo<'_
     system(&mut e, view);
     processes(&mut e, tasks);
     cgroups(&mut e, view);
-    e.finish()
+    out.write_all(e.finish().as_bytes())?;
+    Ok(())
 }
 
 /// At most this many cgroups get series (those with the most CPU time, it and below).

@@ -99,7 +99,7 @@ fn check_syntax(text: &str) -> BTreeMap<String, Vec<(String, f64)>> {
 #[test]
 fn system_families_and_values() {
     let v = view();
-    let text = render_metrics(&v, &v.tasks, BUILD);
+    let text = rendered(&v, &v.tasks, BUILD);
     let f = check_syntax(&text);
     let cpu = &f["hood_cpu_seconds_total"];
     let get = |fam: &[(String, f64)], s: &str| fam.iter().find(|(k, _)| k == s).map(|x| x.1);
@@ -156,7 +156,7 @@ fn system_families_and_values() {
 #[test]
 fn process_series_escape_names() {
     let v = view();
-    let text = render_metrics(&v, &v.tasks[1..2], BUILD);
+    let text = rendered(&v, &v.tasks[1..2], BUILD);
     let f = check_syntax(&text);
     let series = r#"{pid="20",name="busy \"x\"\\y"}"#;
     assert_eq!(
@@ -203,7 +203,7 @@ fn values_and_labels_format() {
 #[test]
 fn names_follow_the_naming_guide() {
     let v = view();
-    let text = render_metrics(&v, &v.tasks, BUILD);
+    let text = rendered(&v, &v.tasks, BUILD);
     let mut kinds = BTreeMap::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix("# TYPE ") {
@@ -263,7 +263,7 @@ fn cgroups_are_bounded_to_the_busiest_and_their_labels_escaped() {
         ..CgroupView::default()
     });
     v.cgroups = Some(cgs);
-    let text = render_metrics(&v, &[], BUILD);
+    let text = rendered(&v, &[], BUILD);
     let cpu: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("hood_cgroup_cpu_seconds_total{"))
@@ -287,4 +287,11 @@ fn cgroups_are_bounded_to_the_busiest_and_their_labels_escaped() {
         1
     );
     assert!(!text.contains("hood_cgroup_read_bytes_per_second"));
+}
+
+/// [`render_metrics`] into a string.
+fn rendered(view: &SystemView, tasks: &[TaskView], build: BuildInfo<'_>) -> String {
+    let mut out = Vec::new();
+    render_metrics(&mut out, view, tasks, build).expect("write to a Vec");
+    String::from_utf8(out).expect("UTF-8")
 }

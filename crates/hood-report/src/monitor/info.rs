@@ -1,30 +1,31 @@
 //! `hood info`: the tree listing and one node as indented text.
 
+use std::io::Write;
+
 use serde_json::Value;
 
 use super::fmt::human_bytes;
-use crate::safe;
+use crate::{safe, ReportError};
 
-/// Render the list of paths with descriptions.
-pub fn render_paths(paths: &[(String, String)]) -> String {
+/// Render the list of paths with descriptions into `out`.
+pub fn render_paths(out: &mut dyn Write, paths: &[(String, String)]) -> Result<(), ReportError> {
     let w = paths
         .iter()
         .map(|(p, _)| p.len())
         .max()
         .unwrap_or(0)
         .min(48);
-    let mut s = String::new();
     for (p, d) in paths {
         let (p, d) = (safe::text(p), safe::text(d));
-        s.push_str(&format!("{p:<w$}  {d}\n"));
+        writeln!(out, "{p:<w$}  {d}")?;
     }
-    s
+    Ok(())
 }
 
 /// Render one node as `key: value` lines in the tree's own order (load one, five, fifteen),
 /// nested objects indented, list items by id; byte counts in binary units (`--json` keeps
-/// the raw numbers).
-pub fn render_node(path: &str, v: &Value) -> String {
+/// the raw numbers). Into `out`.
+pub fn render_node(out: &mut dyn Write, path: &str, v: &Value) -> Result<(), ReportError> {
     let mut s = String::new();
     let last = path.trim_matches('.').rsplit('.').next().unwrap_or("");
     let in_bytes = path.split('.').any(|seg| seg == "physmem");
@@ -40,7 +41,8 @@ pub fn render_node(path: &str, v: &Value) -> String {
             value(v, in_bytes || is_bytes_key(last))
         )),
     }
-    s
+    out.write_all(s.as_bytes())?;
+    Ok(())
 }
 
 /// Keys whose numbers count bytes.

@@ -1,9 +1,12 @@
 //! `hood ps` (HelenOS's `tasks`) and `hood uptime` (HelenOS's `stats`).
 
+use std::io::Write;
+
 use hood_monitor::{SortKey, SystemView};
 
 use super::fmt::{bytes, clock, uptime};
 use super::table::{render_table, Column};
+use crate::ReportError;
 
 /// What `hood ps` prints.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,13 +45,14 @@ pub fn ps_columns(layout: PsLayout) -> Vec<Column> {
     c
 }
 
-/// Render `hood ps`.
+/// Render `hood ps` into `out`.
 pub fn render_ps(
+    out: &mut dyn Write,
     v: &SystemView,
     layout: PsLayout,
     width: usize,
     sorted: Option<SortKey>,
-) -> String {
+) -> Result<(), ReportError> {
     let mut lines = Vec::new();
     if layout.load {
         lines.push(format!(
@@ -88,22 +92,25 @@ pub fn render_ps(
         };
         lines.extend(render_table(rows, &ps_columns(layout), width, sorted));
     }
-    let mut s = lines.join("\n");
-    s.push('\n');
-    s
+    out.write_all(lines.join("\n").as_bytes())?;
+    out.write_all(b"\n")?;
+    Ok(())
 }
 
-/// Render `hood uptime`: ` 12:00:00 up 3 days,  2:01,  2 tasks, load average: 0.00, 0.01, 0.05`.
-pub fn render_uptime(v: &SystemView) -> String {
-    format!(
-        " {} up {},  {} tasks,  load average: {:.2}, {:.2}, {:.2}\n",
+/// Render `hood uptime` into `out`: ` 12:00:00 up 3 days,  2:01,  2 tasks, load average: 0.00,
+/// 0.01, 0.05`.
+pub fn render_uptime(out: &mut dyn Write, v: &SystemView) -> Result<(), ReportError> {
+    writeln!(
+        out,
+        " {} up {},  {} tasks,  load average: {:.2}, {:.2}, {:.2}",
         clock(v.uptime.wall_time_s, v.uptime.utc_offset_s),
         uptime(v.uptime.seconds),
         v.counts.tasks,
         v.load.one,
         v.load.five,
         v.load.fifteen
-    )
+    )?;
+    Ok(())
 }
 
 /// `hood uptime --json`: `system.uptime`, `system.load` and the task count.

@@ -156,9 +156,13 @@ pub fn collapsed(file: &Path, extra: &[&str]) -> Vec<(Vec<String>, u64)> {
     folded(&out.stdout)
 }
 
-/// Serializes the tests of one binary that sample the machine, so they do not steal each
-/// other's CPU time (cargo runs tests in parallel threads).
-pub fn perf_lock() -> std::sync::MutexGuard<'static, ()> {
+/// The one lock of a test binary. A test holds it while it samples the machine, measures
+/// times or shares, runs thousands of threads, or uses state of the whole machine (tracefs
+/// instances and uprobes, cgroups, system-wide recordings): such tests never overlap, also
+/// when they come from different files of one binary (cargo runs a binary's tests in parallel
+/// threads, but its binaries one after another). Tests that only read files, parse help or
+/// check a refusal run free.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -307,17 +311,34 @@ pub struct Bounded {
 }
 
 /// Run `cmd` (stdin and stdout to /dev/null) until it exits or `limit` passes (then kill it),
-/// and measure its own peak RSS with wait4 (a hang detector: a command that works ends long
-/// before the limit).
+/// and measure its own peak RSS (a hang detector: a command that works ends long before the
+/// limit).
+///
+/// The command runs as the child of tests/c/peak_rss.c, which reports its wait4 `ru_maxrss`:
+/// Linux starts a child's `ru_maxrss` at the peak RSS of the process that spawned it, so
+/// spawned straight from this test binary (grown by its other tests) it would measure the
+/// binary. What runs is `cmd`'s program, arguments, environment changes and directory.
 pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Bounded {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
+    let result = tempfile::NamedTempFile::new().expect("temp file");
+    let mut wrapped = Command::new(c_program("peak_rss"));
+    wrapped
+        .arg(result.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        wrapped.current_dir(d);
+    }
     let errf = tempfile::tempfile().expect("temp file");
-    #[allow(
-        clippy::zombie_processes,
-        reason = "reaped below with wait4, for its rusage"
-    )]
-    let mut child = cmd
+    #[allow(clippy::zombie_processes, reason = "reaped below with wait4")]
+    let mut child = wrapped
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(errf.try_clone().expect("dup"))
@@ -326,30 +347,40 @@ pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Bounded {
     let pid = child.id() as libc::pid_t;
     let deadline = std::time::Instant::now() + limit;
     let mut killed = false;
-    let (status, usage) = loop {
+    loop {
         let mut st: libc::c_int = 0;
-        // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `st` and `ru` are valid for writes; `pid` is our own unreaped child.
-        let r = unsafe { libc::wait4(pid, &mut st, libc::WNOHANG, &mut ru) };
+        // SAFETY: `st` is valid for writes; `pid` is our own unreaped child; a null rusage
+        // is allowed.
+        let r = unsafe { libc::wait4(pid, &mut st, libc::WNOHANG, std::ptr::null_mut()) };
         if r == pid {
-            break (std::process::ExitStatus::from_raw(st), ru);
+            break;
         }
         assert_eq!(r, 0, "wait4: {}", std::io::Error::last_os_error());
         if !killed && std::time::Instant::now() > deadline {
+            // peak_rss takes its child along (PR_SET_PDEATHSIG).
             let _ = child.kill();
             killed = true;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    }
     let mut stderr = String::new();
     use std::io::{Read, Seek};
     let mut errf = errf;
     errf.rewind().expect("rewind");
     errf.read_to_string(&mut stderr).expect("read stderr");
+    // "MAXRSS_KIB WAIT_STATUS", once the command ended (not when it was killed).
+    let measured = std::fs::read_to_string(result.path()).unwrap_or_default();
+    let mut fields = measured.split_whitespace().map(|f| f.parse::<i64>());
+    let (max_rss_kb, status) = match (fields.next(), fields.next()) {
+        (Some(Ok(kb)), Some(Ok(st))) if !killed => (kb, Some(st as libc::c_int)),
+        _ => {
+            assert!(killed, "peak_rss wrote no result: {stderr}");
+            (0, None)
+        }
+    };
     Bounded {
-        status: (!killed).then_some(status),
-        max_rss_kb: usage.ru_maxrss,
+        status: status.map(std::process::ExitStatus::from_raw),
+        max_rss_kb,
         stderr,
     }
 }

@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 pub struct Serve {
     pub child: Child,
     pub port: u16,
+    /// The server's private TMPDIR, if it has one of its own: removed after the server is
+    /// killed, with the scratch directory a killed server leaves (which the next `hood serve`
+    /// on the same TMPDIR would remove and say so).
+    pub tmp: Option<tempfile::TempDir>,
 }
 
 impl Drop for Serve {
@@ -39,6 +43,15 @@ pub fn free_port() -> u16 {
 }
 
 impl Serve {
+    /// [`Serve::start`] with a TMPDIR of its own, removed after the server (not /tmp, where
+    /// a killed server's scratch directory would meet the next server of any test).
+    pub fn start_private(extra: &[&str], stderr: Stdio) -> Serve {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut s = Serve::start(extra, tmp.path(), stderr);
+        s.tmp = Some(tmp);
+        s
+    }
+
     /// Start `hood serve` on a free loopback port with `extra` arguments, TMPDIR `tmp` and
     /// stderr to `stderr`; wait until it listens.
     pub fn start(extra: &[&str], tmp: &Path, stderr: Stdio) -> Serve {
@@ -51,7 +64,11 @@ impl Serve {
             .stderr(stderr)
             .spawn()
             .expect("spawn hood serve");
-        let s = Serve { child, port };
+        let s = Serve {
+            child,
+            port,
+            tmp: None,
+        };
         let start = Instant::now();
         // Ready is when /healthz answers, not when the port takes connections: the port is
         // bound before the first /proc snapshot, which opens descriptors of its own (a test

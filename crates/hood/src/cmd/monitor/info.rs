@@ -9,7 +9,7 @@ use hood_monitor::tree::{list_paths, lookup};
 use hood_monitor::ScanOptions;
 use hood_report::monitor::info::{render_node, render_node_json, render_paths, render_paths_json};
 
-use super::{emit, reader, sample};
+use super::{emit, emit_with, reader, sample};
 
 /// List the `system.*` tree, or print one node of it.
 #[derive(Debug, Args)]
@@ -47,15 +47,15 @@ pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
     };
     let Some(path) = args.path else {
         let paths = list_paths(&view);
-        emit(&match args.json {
-            true => render_paths_json(view.schema_version, &paths),
-            false => render_paths(&paths),
-        })?;
+        match args.json {
+            true => emit(&render_paths_json(view.schema_version, &paths))?,
+            false => emit_with(|out| render_paths(out, &paths))?,
+        }
         return Ok(ExitCode::SUCCESS);
     };
     match lookup(&view, &path) {
         Some(node) if args.json => emit(&render_node_json(view.schema_version, &path, &node))?,
-        Some(node) => emit(&render_node(&path, &node))?,
+        Some(node) => emit_with(|out| render_node(out, &path, &node))?,
         None => {
             errln!("hood info: no node {path:?}; run `hood info` for the list of nodes");
             return Ok(ExitCode::from(1));

@@ -97,3 +97,17 @@ pub(crate) fn emit(s: &str) -> anyhow::Result<()> {
         .and_then(|_| out.flush())
         .context("writing to standard output")
 }
+
+/// Render to stdout as [`emit`] writes text (a closed pipe is an error, with the same message).
+pub(crate) fn emit_with(
+    render: impl FnOnce(&mut dyn Write) -> Result<(), hood_report::ReportError>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    render(&mut out)
+        .map_err(|e| match e {
+            hood_report::ReportError::Io(e) => e,
+            other => std::io::Error::other(other),
+        })
+        .and_then(|()| out.flush())
+        .context("writing to standard output")
+}

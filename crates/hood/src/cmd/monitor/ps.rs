@@ -8,7 +8,7 @@ use clap::Args;
 use hood_monitor::{arrange, ScanOptions, SortKey};
 use hood_report::monitor::ps::{render_ps, PsLayout};
 
-use super::{descending, emit, out_width, reader, sample, sort_key};
+use super::{descending, emit, emit_with, out_width, reader, sample, sort_key};
 
 /// List tasks: ID, threads, memory, user and system time, name.
 #[derive(Debug, Args)]
@@ -150,7 +150,7 @@ pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;
     } else {
-        emit(&render_ps(&view, cfg.layout, out_width(), Some(cfg.key)))?;
+        emit_with(|out| render_ps(out, &view, cfg.layout, out_width(), Some(cfg.key)))?;
     }
     Ok(ExitCode::SUCCESS)
 }

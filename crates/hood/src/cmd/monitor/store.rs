@@ -255,9 +255,15 @@ pub(crate) fn replay_batch(c: ReplayBatch<'_>) -> anyhow::Result<ExitCode> {
                         filter: (!c.filter.is_empty()).then(|| c.filter.to_string()),
                     };
                     let tasks = hood_report::metrics::select_tasks(&v, &sel);
-                    let text = hood_report::metrics::render_metrics(&v, &tasks, build);
-                    om.add(&text, v.uptime.wall_time_s.saturating_mul(1000));
-                    Ok(())
+                    let mut text = Vec::new();
+                    hood_report::metrics::render_metrics(&mut text, &v, &tasks, build)
+                        .map_err(anyhow::Error::from)
+                        .map(|()| {
+                            om.add(
+                                &String::from_utf8_lossy(&text),
+                                v.uptime.wall_time_s.saturating_mul(1000),
+                            )
+                        })
                 }
             };
             let out = out.and_then(|()| {

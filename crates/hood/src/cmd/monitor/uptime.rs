@@ -8,7 +8,7 @@ use clap::Args;
 use hood_monitor::ScanOptions;
 use hood_report::monitor::ps::{render_uptime, render_uptime_json};
 
-use super::{emit, reader, sample};
+use super::{emit, emit_with, reader, sample};
 
 /// Show the time, how long the system has been up, and the load averages.
 #[derive(Debug, Args)]
@@ -25,9 +25,9 @@ pub struct UptimeArgs {
 pub fn run(args: UptimeArgs) -> anyhow::Result<ExitCode> {
     let mut r = reader(&args.proc_root);
     let v = sample(&mut r, &ScanOptions::default(), Duration::ZERO)?;
-    emit(&match args.json {
-        true => render_uptime_json(&v),
-        false => render_uptime(&v),
-    })?;
+    match args.json {
+        true => emit(&render_uptime_json(&v))?,
+        false => emit_with(|out| render_uptime(out, &v))?,
+    }
     Ok(ExitCode::SUCCESS)
 }
