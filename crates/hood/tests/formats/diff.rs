@@ -402,7 +402,7 @@ fn bad_inputs_get_errors_that_name_the_file() {
     };
     check(&missing, &empty, "BASE", &missing, "no such file");
     check(&calls, &missing, "BASE", &calls, "hood calls report");
-    check(&empty, &calls, "BASE", &empty, "0 bytes");
+    check(&empty, &calls, "BASE", &empty, "the file is empty");
 }
 
 #[test]
