@@ -379,14 +379,16 @@ fn bad_inputs_get_errors_that_name_the_file() {
     let missing = d.join("missing.data");
     let empty = d.join("empty.data");
     std::fs::write(&empty, b"").unwrap();
-    // A call-path recording where a profile is expected.
+    // A call-path recording where a profile is expected (a busy run: under the lock).
     let prog = instrumented("calls_known", d, &[], &[]);
     let calls = d.join("calls.data");
+    let serial = exclusive();
     let out = run(hood()
         .args(["calls", "run", "-o"])
         .arg(&calls)
         .arg("--")
         .arg(&prog));
+    drop(serial);
     assert!(out.status.success(), "{}", text(&out));
 
     let check = |base: &Path, new: &Path, which: &str, named: &Path, words: &str| {

@@ -229,10 +229,12 @@ fn diff_takes_its_two_recordings_with_i() {
     let dir = tempfile::tempdir().unwrap();
     let spinner = common::c_program("spinner");
     let (a, b) = (dir.path().join("a.data"), dir.path().join("b.data"));
+    let serial = common::exclusive();
     for f in [&a, &b] {
         let out = common::record(f, &["--", spinner.to_str().unwrap(), "200"]);
         assert!(out.status.success(), "{}", text(&out));
     }
+    drop(serial);
     let named = run(hood().args(["diff", "--format", "json"]).arg(&a).arg(&b));
     let flags = run(hood()
         .args(["diff", "--format", "json", "-i"])
