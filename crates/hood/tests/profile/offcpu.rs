@@ -124,18 +124,38 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
         &[("HOOD_OFF_CPU_BPF", "hash")][..],
     ] {
         let dir = tempfile::tempdir().unwrap();
+        let before = stolen_ns();
         let (file, known, stderr) = record_known(dir.path(), "20", env);
+        let stolen = stolen_ns().saturating_sub(before);
         let hashes = env.contains(&("HOOD_OFF_CPU_BPF", "hash"));
         assert_eq!(
             stderr.contains("keep their per-thread state in hash tables, as asked"),
             hashes,
             "{env:?}: {stderr}"
         );
-        known_answer_holds(dir.path(), &file, &known);
+        known_answer_holds(dir.path(), &file, &known, stolen);
     }
 }
 
-fn known_answer_holds(dir: &Path, file: &Path, known: &Known) {
+/// The time the hypervisor took this virtual machine's CPUs from it, all CPUs together
+/// (`steal` in /proc/stat, in USER_HZ ticks: 100 a second on Linux).
+fn stolen_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    ticks * 10_000_000
+}
+
+/// `stolen`: the machine's CPU time taken by the hypervisor during the recording. A thread the
+/// hypervisor stops is still on its CPU as the guest kernel sees it, so hood (like `perf sched
+/// timehist`, from the same switches) counts that time as on CPU, while schedstat's run time
+/// leaves it out: on a host busy enough to steal 100 ms of a 2 s run, the two were 70–130 ms
+/// apart. So hood's on-CPU time may exceed schedstat's by at most what was stolen.
+fn known_answer_holds(dir: &Path, file: &Path, known: &Known, stolen: u64) {
     let file = file.to_path_buf();
 
     // Each thread's time: exact from its switches, and the worker's agrees with the
@@ -164,9 +184,10 @@ fn known_answer_holds(dir: &Path, file: &Path, known: &Known) {
         "worker lifetime {life} ns, the program measured {} ns",
         known.lifetime
     );
+    let tolerance = known.lifetime / 50;
     assert!(
-        pts(on, known.sched_run) <= 2.0,
-        "on CPU {on} ns, schedstat says {} ns",
+        on + tolerance >= known.sched_run && on <= known.sched_run + stolen + tolerance,
+        "on CPU {on} ns, schedstat says {} ns ({stolen} ns stolen by the hypervisor meanwhile)",
         known.sched_run
     );
     assert!(
@@ -176,17 +197,26 @@ fn known_answer_holds(dir: &Path, file: &Path, known: &Known) {
     );
 
     // Each phase's share of the worker's time, from the wall-clock view's stacks (only the
-    // worker runs the phase functions), within 2 points of what the program measured.
+    // worker runs the phase functions), within 2 points of what the program measured. The
+    // CPU samples come from cpu-clock, which does not run while the hypervisor holds the
+    // CPU, and the program's clock does: the spinning phase may come short by what was
+    // stolen.
     let lines = folded_lines(&file, &["--wall"]);
+    let stolen_pts = 100.0 * stolen as f64 / known.lifetime as f64;
     for (phase, &want) in &known.phases {
         let got: u64 = lines
             .iter()
             .filter(|(s, _)| s.contains(&format!(";{phase};")) || s.ends_with(&format!(";{phase}")))
             .map(|(_, n)| n)
             .sum();
+        let short = match got < want {
+            true => stolen_pts,
+            false => 0.0,
+        };
         assert!(
-            pts(got, want) <= 2.0,
-            "{phase}: hood {got} ns, the program measured {want} ns ({:.1} points apart)",
+            pts(got, want) <= 2.0 + short,
+            "{phase}: hood {got} ns, the program measured {want} ns ({:.1} points apart; \
+             {stolen} ns stolen by the hypervisor meanwhile)",
             pts(got, want)
         );
     }
