@@ -795,7 +795,9 @@ fn probe_cost_is_measured_and_taken_out() {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let comp = dir.path().join("c.data");
+    let before = common::stolen_ns();
     let said = record(&comp, "1");
+    let stolen = common::stolen_ns().saturating_sub(before);
     assert!(
         said.contains(
             "µs per call for the 1 function whose first instruction the kernel emulates and"
@@ -813,9 +815,14 @@ fn probe_cost_is_measured_and_taken_out() {
     let c = net_per_call(&comp);
     let r = net_per_call(&raw);
     let work = c["work"].0;
+    // work() spins on its thread's CPU clock, which stops while the hypervisor holds the
+    // CPU; the trace's net time does not (no switch says so): at most what was stolen
+    // during the recording, spread over work's 200 calls, comes on top.
+    let stolen_per_call = stolen / 200;
     assert!(
-        (85_000..=115_000).contains(&work),
-        "work() runs 100 µs per call; compensated {work} ns (uncompensated {} ns)",
+        (85_000..=115_000 + stolen_per_call).contains(&work),
+        "work() runs 100 µs per call; compensated {work} ns (uncompensated {} ns; {stolen} ns \
+         stolen by the hypervisor during the recording)",
         r["work"].0
     );
     let (tiny, tiny_raw) = (c["tiny"].0, r["tiny"].0);

@@ -156,6 +156,21 @@ pub fn collapsed(file: &Path, extra: &[&str]) -> Vec<(Vec<String>, u64)> {
     folded(&out.stdout)
 }
 
+/// The time the hypervisor took this virtual machine's CPUs from it so far, all CPUs
+/// together (`steal` in /proc/stat, in USER_HZ ticks: 100 a second on Linux). A thread the
+/// hypervisor stops is still on its CPU as the guest kernel sees it, so a recording counts
+/// that time as the thread's; CLOCK_THREAD_CPUTIME_ID, schedstat and cpu-clock do not.
+pub fn stolen_ns() -> u64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    ticks * 10_000_000
+}
+
 /// The one lock of a test binary. A test holds it while it samples the machine, measures
 /// times or shares, runs thousands of threads, or uses state of the whole machine (tracefs
 /// instances and uprobes, cgroups, system-wide recordings): such tests never overlap, also

@@ -124,9 +124,9 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
         &[("HOOD_OFF_CPU_BPF", "hash")][..],
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let before = stolen_ns();
+        let before = common::stolen_ns();
         let (file, known, stderr) = record_known(dir.path(), "20", env);
-        let stolen = stolen_ns().saturating_sub(before);
+        let stolen = common::stolen_ns().saturating_sub(before);
         let hashes = env.contains(&("HOOD_OFF_CPU_BPF", "hash"));
         assert_eq!(
             stderr.contains("keep their per-thread state in hash tables, as asked"),
@@ -135,19 +135,6 @@ fn known_shares_wakers_and_each_threads_time_add_up() {
         );
         known_answer_holds(dir.path(), &file, &known, stolen);
     }
-}
-
-/// The time the hypervisor took this virtual machine's CPUs from it, all CPUs together
-/// (`steal` in /proc/stat, in USER_HZ ticks: 100 a second on Linux).
-fn stolen_ns() -> u64 {
-    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
-    let ticks: u64 = stat
-        .lines()
-        .find(|l| l.starts_with("cpu "))
-        .and_then(|l| l.split_whitespace().nth(8))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    ticks * 10_000_000
 }
 
 /// `stolen`: the machine's CPU time taken by the hypervisor during the recording. A thread the
