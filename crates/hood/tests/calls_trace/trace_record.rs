@@ -111,6 +111,7 @@ fn known_answer_net_times_and_off_cpu() {
     let p = prog.to_str().unwrap();
     let (mut outer, mut inner, mut elapsed, mut off) = (vec![], vec![], vec![], vec![]);
     let mut last = PathBuf::new();
+    let before = common::stolen_ns();
     for i in 0..3 {
         let d = record_ok(t.0.path(), &format!("k{i}.data"), &[], &[p, "8"]);
         let a = report_json(&d, &[]);
@@ -129,8 +130,18 @@ fn known_answer_net_times_and_off_cpu() {
     }
     let (o, i, e, f) = (median(outer), median(inner), median(elapsed), median(off));
     eprintln!("outer net {o:.3} ms, inner net {i:.3} ms, outer elapsed {e:.3} ms, off-CPU {f:.3} ms per call");
-    assert!((o - 8.0).abs() <= 0.8, "outer net {o} ms, want 8 ± 10 %");
-    assert!((i - 4.0).abs() <= 0.4, "inner net {i} ms, want 4 ± 10 %");
+    // The program burns its thread's CPU clock, which stops while the hypervisor holds the
+    // CPU; the trace's net time does not (no switch says so). What was stolen during the
+    // three recordings, spread over their 24 calls, may come on top.
+    let stolen = common::stolen_ns().saturating_sub(before) as f64 / 24e6;
+    assert!(
+        o >= 8.0 - 0.8 && o <= 8.0 + 0.8 + stolen,
+        "outer net {o} ms, want 8 ± 10 % (+ {stolen:.3} ms stolen by the hypervisor a call)"
+    );
+    assert!(
+        i >= 4.0 - 0.4 && i <= 4.0 + 0.4 + stolen,
+        "inner net {i} ms, want 4 ± 10 % (+ {stolen:.3} ms stolen by the hypervisor a call)"
+    );
     assert!(e >= 27.0 * 0.9, "outer elapsed {e} ms, want >= 27 ms");
     assert!(
         f >= 15.0 * 0.95,
