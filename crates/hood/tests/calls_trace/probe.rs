@@ -902,8 +902,9 @@ fn probe_cost_is_measured_and_taken_out() {
     };
     let (work, work_raw) = (per_call("work", "base"), per_call("work", "new"));
     assert!(
-        (85_000..=115_000).contains(&work),
-        "hood diff: work() per call {work} ns compensated, {work_raw} ns uncompensated"
+        (85_000..=115_000 + stolen_per_call).contains(&work),
+        "hood diff: work() per call {work} ns compensated, {work_raw} ns uncompensated \
+         ({stolen} ns stolen by the hypervisor during the recording)"
     );
     let (tiny, tiny_raw) = (per_call("tiny", "base"), per_call("tiny", "new"));
     assert!(
