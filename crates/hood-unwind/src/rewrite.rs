@@ -1419,11 +1419,7 @@ mod tests {
     /// A switch sample of `tid` at `time` to `next` in the trimmed layout of hood-perf's
     /// deferred tracepoints: id, tid, time, raw record, user ABI and IP; no chain, no stack.
     fn trimmed_switch(id: u64, tid: u32, time: u64, next: u32) -> Vec<u8> {
-        let mut raw = vec![0u8; 64];
-        raw[..2].copy_from_slice(&SWITCH_ID.to_le_bytes());
-        raw[24..28].copy_from_slice(&tid.to_le_bytes());
-        raw[32..40].copy_from_slice(&1u64.to_le_bytes());
-        raw[56..60].copy_from_slice(&next.to_le_bytes());
+        let raw = switch_raw(tid, 1, next);
         let mut b = Vec::new();
         b.extend_from_slice(&id.to_le_bytes());
         b.extend_from_slice(&tid.to_le_bytes());
@@ -1466,12 +1462,7 @@ mod tests {
             rw
         };
         let raw_switch = |tid: u32, time: u64, next: u32| {
-            let mut raw = vec![0u8; 64];
-            raw[..2].copy_from_slice(&SWITCH_ID.to_le_bytes());
-            raw[24..28].copy_from_slice(&tid.to_le_bytes());
-            raw[32..40].copy_from_slice(&1u64.to_le_bytes());
-            raw[56..60].copy_from_slice(&next.to_le_bytes());
-            sample_record(Some(5), tid, time, &[], &raw, false, 0)
+            sample_record(Some(5), tid, time, &[], &switch_raw(tid, 1, next), false, 0)
         };
         let timer =
             |tid, time| sample_record(Some(9), tid, time, &[CONTEXT_KERNEL, 1], &[], true, 0);
