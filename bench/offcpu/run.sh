@@ -9,7 +9,11 @@
 #      pinned (SCHED_FIFO on CPU 0): the storm's slowdown, recorder CPU and file size, hood
 #      -a --off-cpu (deferred stacks, the default: the kernel copies stacks only for long
 #      waits) vs `perf sched record`, and hood with HOOD_OFF_CPU_BPF=0 (every stack);
-#   3. an ordinary rate (~2,000 switches/s): hood's recorder CPU as a share of one CPU.
+#   3. an ordinary rate (~2,000 switches/s): hood's recorder CPU as a share of one CPU;
+#   4. the same beside a busy machine's wake-ups (two other processes woken by their timers
+#      ~10,000 times a second each): hood's default (its BPF program records only the traced
+#      threads' wake-ups) against HOOD_OFF_CPU_WAKEUPS=all (every wake-up of the machine
+#      sampled with the tracepoint, as before), interleaved.
 # HOOD=path/to/hood uses that binary instead of building this tree's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -207,3 +211,6 @@ done
 awk -v c1="$(cpu_of "$out/tick-$secs.time")" -v c2="$(cpu_of "$out/tick-$((2 * secs)).time")" -v s="$secs" 'BEGIN {
     printf "hood --off-cpu -p: %.3f s CPU over %d s, %.3f s over %d s: steady state %.2f%% of one CPU (target < 1%%), the start %.3f s\n", c1, s, c2, 2 * s, 100 * (c2 - c1) / s, 2 * c1 - c2 }'
 grep -E "context switches" "$out/tick.log" || true
+
+echo; echo "== 4. the ordinary rate beside a busy machine's wake-ups"
+HOOD=$hood bench/offcpu/busy.sh "$secs" "$rounds"

@@ -53,8 +53,10 @@ pub(crate) mod helper {
     pub const KTIME_GET_NS: i32 = 5;
     pub const GET_SMP_PROCESSOR_ID: i32 = 8;
     pub const GET_CURRENT_PID_TGID: i32 = 14;
+    pub const GET_CURRENT_COMM: i32 = 16;
     pub const PERF_EVENT_OUTPUT: i32 = 25;
     pub const GET_CURRENT_TASK: i32 = 35;
+    pub const PROBE_READ_KERNEL: i32 = 113;
     pub const GET_TASK_STACK: i32 = 141;
     pub const TASK_STORAGE_GET: i32 = 156;
     pub const GET_CURRENT_TASK_BTF: i32 = 158;
@@ -317,6 +319,9 @@ const LDX_DW: u8 = 0x79;
 const LDX_W: u8 = 0x61;
 const STX_DW: u8 = 0x7b;
 const ST_DW: u8 = 0x7a;
+const STX_W: u8 = 0x63;
+const STX_H: u8 = 0x6b;
+const STX_B: u8 = 0x73;
 const LD_IMM64: u8 = 0x18;
 const JA: u8 = 0x05;
 const JEQ_K: u8 = 0x15;
@@ -397,6 +402,17 @@ impl Asm {
     /// `*(u64 *)(dst + off) = src`.
     pub fn store(&mut self, dst: u8, off: i16, src: u8) -> &mut Self {
         self.push(STX_DW, dst, src, off, 0)
+    }
+
+    /// `*(uN *)(dst + off) = src` for a store of `bytes` (1, 2, 4 or 8) bytes.
+    pub fn store_sized(&mut self, bytes: u8, dst: u8, off: i16, src: u8) -> &mut Self {
+        let code = match bytes {
+            1 => STX_B,
+            2 => STX_H,
+            4 => STX_W,
+            _ => STX_DW,
+        };
+        self.push(code, dst, src, off, 0)
     }
 
     /// `*(u64 *)(dst + off) = imm`.

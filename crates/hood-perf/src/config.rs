@@ -131,6 +131,13 @@ pub struct SamplingConfig {
     /// start, as a kernel that refuses task-local storage gets them (`hood record` sets it
     /// for `HOOD_OFF_CPU_BPF=hash`, so that path is tested on kernels that take task storage).
     pub off_cpu_hash_tables: bool,
+    /// With deferred stacks, in a task session: the program on `sched_waking` writes a
+    /// wake-up record (the tracepoint's layout, the waker's kernel call chain) for each
+    /// wake-up of a traced thread, instead of whole-CPU `sched_waking` events that sample
+    /// every wake-up of the machine. Their `common_flags` are 0: the reader sets the
+    /// interrupt bits from the waker's kernel stack (`hood record` sets this when it knows
+    /// the kernel's interrupt entry code from kallsyms). See [`crate::Session::wake_output_ids`].
+    pub off_cpu_bpf_wakeups: bool,
 }
 
 impl Default for SamplingConfig {
@@ -148,6 +155,7 @@ impl Default for SamplingConfig {
             off_cpu_min_ns: 0,
             off_cpu_stack_gap_ns: 0,
             off_cpu_hash_tables: false,
+            off_cpu_bpf_wakeups: false,
         }
     }
 }

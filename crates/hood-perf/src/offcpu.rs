@@ -12,9 +12,12 @@
 //!
 //! Whole-system sessions open both per CPU. Task sessions open both per task (following new
 //! threads and children, as the timer event does), ask the switch event for the kernel's
-//! switch-in/out records (`context_switch`, which give the time a task comes back), and add one
-//! whole-CPU `sched_waking` event per CPU without a user stack, so wake-ups by interrupts and
-//! other processes are seen too (kernel stack, pid and name of the waker only).
+//! switch-in/out records (`context_switch`, which give the time a task comes back), and see
+//! the wake-ups of their threads by interrupts and other processes too (kernel stack, pid and
+//! name of the waker only): with deferred stacks and
+//! [`crate::SamplingConfig::off_cpu_bpf_wakeups`], hood's BPF program writes a record for each
+//! wake-up of a traced thread ([`WakingLayout`], [`wake_output`]); otherwise one whole-CPU
+//! `sched_waking` event per CPU without a user stack samples every wake-up of the machine.
 
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
@@ -52,6 +55,111 @@ impl OffCpuTracepoints {
             formats,
         })
     }
+}
+
+/// Where the fields of a `sched_waking` record lie, from its `format` text: hood's BPF
+/// program writes records of that layout for the wake-ups of a task session's threads
+/// ([`crate::SamplingConfig::off_cpu_bpf_wakeups`]), so a recording holds the same records
+/// either way. `(offset, size)` in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WakingLayout {
+    pub id: u16,
+    pub common_type: (u16, u16),
+    pub common_flags: (u16, u16),
+    pub common_pid: (u16, u16),
+    pub comm: (u16, u16),
+    pub pid: (u16, u16),
+    pub prio: Option<(u16, u16)>,
+    pub target_cpu: Option<(u16, u16)>,
+    /// Bytes of the record (the end of its last field).
+    pub size: u16,
+}
+
+/// The largest record hood's program writes: the tracepoint's fields (the kernel's are 36
+/// bytes), then the waker's `comm` ([`WakingLayout::waker_comm_at`]).
+pub(crate) const WAKING_MAX: u16 = 64;
+
+impl WakingLayout {
+    /// Where the record hood's program writes keeps the waker's `comm` (16 bytes): after the
+    /// tracepoint's fields, at the next 8-byte boundary (hood-raw's `SchedLayout::waker_comm`
+    /// reads it there). A task session's waker may be a process the recording does not
+    /// otherwise know; the tracepoint's own `comm` is the wakee's.
+    pub fn waker_comm_at(&self) -> u16 {
+        self.size.next_multiple_of(8)
+    }
+
+    /// Bytes of the record hood's program writes.
+    pub fn record_size(&self) -> u16 {
+        self.waker_comm_at() + 16
+    }
+
+    /// The layout of `sched:sched_waking` (id `id`) from its `format` text; `None` unless
+    /// every field hood writes is there with the size it expects, within [`WAKING_MAX`].
+    pub fn parse(id: u64, format: &str) -> Option<WakingLayout> {
+        let field = |name: &str, size: u16| -> Option<(u16, u16)> {
+            format.lines().find_map(|line| {
+                let mut decl = None;
+                let mut off = None;
+                let mut sz = None;
+                for part in line.trim().split(';') {
+                    let part = part.trim();
+                    if let Some(d) = part.strip_prefix("field:") {
+                        decl = Some(d.trim());
+                    } else if let Some(o) = part.strip_prefix("offset:") {
+                        off = o.trim().parse::<u16>().ok();
+                    } else if let Some(z) = part.strip_prefix("size:") {
+                        sz = z.trim().parse::<u16>().ok();
+                    }
+                }
+                // The declaration ends with the name, an array's with `name[N]`.
+                let d = decl?;
+                let last = d.rsplit(|c: char| c.is_whitespace() || c == '*').next()?;
+                let bare = last.split('[').next()?;
+                (bare == name && sz? == size).then_some((off?, size))
+            })
+        };
+        let common_type = field("common_type", 2)?;
+        let common_flags = field("common_flags", 1)?;
+        let common_pid = field("common_pid", 4)?;
+        let comm = field("comm", 16)?;
+        let pid = field("pid", 4)?;
+        let prio = field("prio", 4);
+        let target_cpu = field("target_cpu", 4);
+        let all = [
+            Some(common_type),
+            Some(common_flags),
+            Some(common_pid),
+            Some(comm),
+            Some(pid),
+            prio,
+            target_cpu,
+        ];
+        let size = all.iter().flatten().map(|&(o, s)| o + s).max()?;
+        // Stores of each width must be aligned to it, and the record must fit the buffer.
+        let aligned = all.iter().flatten().all(|&(o, s)| o % s.min(8) == 0);
+        let fits = size.next_multiple_of(8) + 16 <= WAKING_MAX;
+        (common_type.0 == 0 && fits && aligned).then_some(WakingLayout {
+            id: u16::try_from(id).ok()?,
+            common_type,
+            common_flags,
+            common_pid,
+            comm,
+            pid,
+            prio,
+            target_cpu,
+            size,
+        })
+    }
+}
+
+/// The attribute of a CPU's wake-up output of a task session whose wake-ups hood's BPF
+/// program writes: a BPF output event laid out as [`cpu_wakeups`] (the waker's kernel call
+/// chain, no user stack), one sample per record the program emits.
+pub(crate) fn wake_output(base: &perf_event_attr) -> perf_event_attr {
+    let mut a = cpu_wakeups(base, 0);
+    a.type_ = b::PERF_TYPE_SOFTWARE;
+    a.config = u64::from(b::PERF_COUNT_SW_BPF_OUTPUT);
+    a
 }
 
 /// The attribute of one tracepoint event, made from the session's sampling attribute `base`:
@@ -143,5 +251,81 @@ mod tests {
         assert_eq!(w.sample_type, base.sample_type);
         assert_eq!((w.inherit(), w.disabled(), w.enable_on_exec()), (0, 0, 0));
         assert_eq!((w.exclude_callchain_user(), w.sample_stack_user), (1, 0));
+        let o = wake_output(&base);
+        assert_eq!((o.type_, o.config), (b::PERF_TYPE_SOFTWARE, 10));
+        assert_eq!(o.sample_type, w.sample_type);
+        assert_eq!(
+            (o.inherit(), o.disabled(), o.exclude_callchain_user()),
+            (0, 0, 1)
+        );
+    }
+
+    const WAKING: &str = "name: sched_waking\nID: 335\nformat:\n\
+        \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+        \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+        \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+        \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+        \tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+        \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+        \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+        \tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n\n\
+        print fmt: \"comm=%s pid=%d\", REC->comm, REC->pid\n";
+
+    #[test]
+    fn the_waking_layout_comes_from_the_format_text() {
+        let l = WakingLayout::parse(335, WAKING).expect("the kernel's layout");
+        assert_eq!(l.id, 335);
+        assert_eq!(
+            (l.common_type, l.common_flags, l.common_pid),
+            ((0, 2), (2, 1), (4, 4))
+        );
+        assert_eq!((l.comm, l.pid), ((8, 16), (24, 4)));
+        assert_eq!(
+            (l.prio, l.target_cpu, l.size),
+            (Some((28, 4)), Some((32, 4)), 36)
+        );
+        assert_eq!((l.waker_comm_at(), l.record_size()), (40, 56));
+        // A field hood writes that is missing or of another size: no layout (the session
+        // records wake-ups with the tracepoint instead).
+        assert_eq!(
+            WakingLayout::parse(335, &WAKING.replace("pid_t pid;", "pid_t wakee;")),
+            None
+        );
+        assert_eq!(
+            WakingLayout::parse(
+                335,
+                &WAKING.replace(
+                    "comm[16];\toffset:8;\tsize:16",
+                    "comm[32];\toffset:8;\tsize:32"
+                )
+            ),
+            None
+        );
+        assert_eq!(
+            WakingLayout::parse(335, &WAKING.replace("offset:24", "offset:90")),
+            None
+        );
+        // Room for the waker's name after the fields: a record up to 48 bytes.
+        assert!(WakingLayout::parse(335, &WAKING.replace("offset:32", "offset:44")).is_some());
+        assert_eq!(
+            WakingLayout::parse(335, &WAKING.replace("offset:32", "offset:48")),
+            None
+        );
+        assert_eq!(
+            WakingLayout::parse(335, &WAKING.replace("offset:24", "offset:26")),
+            None
+        );
+        assert_eq!(WakingLayout::parse(1 << 20, WAKING), None);
+        // Optional fields may be missing.
+        let l = WakingLayout::parse(335, &WAKING.replace("int target_cpu", "int other")).unwrap();
+        assert_eq!((l.target_cpu, l.size), (None, 32));
+        // The real kernel's format parses (when tracefs is there).
+        if let Ok(tp) = OffCpuTracepoints::find() {
+            assert!(
+                WakingLayout::parse(tp.waking_id, &tp.formats[1]).is_some(),
+                "{}",
+                tp.formats[1]
+            );
+        }
     }
 }

@@ -66,6 +66,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
 use crate::bpf::{self, helper, map_type, reg::*, Asm, Insn, Map};
+use crate::offcpu::{WakingLayout, WAKING_MAX};
 use crate::sys;
 
 /// What an output sample's raw record (`u64 kind, u64 start`) is: the user stack of a thread
@@ -98,6 +99,25 @@ struct TaskOffsets {
     flags: i16,
     /// `rseq`: the thread's registered rseq area (null when it has none).
     rseq: i16,
+    /// `tgid`, `comm` and `prio`, and the CPU the task is on (`thread_info.cpu`, else
+    /// `cpu`), for the wake-up records of a task session ([`WakeRecords`]).
+    tgid: i16,
+    comm: i16,
+    prio: i16,
+    cpu: Option<i16>,
+}
+
+/// The wake-up records a task session's program on `sched_waking` writes, in the
+/// tracepoint's own layout, for every wake-up of a traced thread (whoever wakes it) and no
+/// other: the whole-CPU `sched_waking` events they replace sampled every wake-up of the
+/// machine with its kernel stack, most of a busy machine's recording work. The waker's
+/// kernel stack is the output sample's call chain, and its `comm` follows the tracepoint's
+/// fields ([`WakingLayout::waker_comm_at`]); `common_flags` is left 0 (a program
+/// cannot read the interrupt context on kernels that do not list per-CPU variables in
+/// kallsyms), and the recorder sets its interrupt bits from that stack.
+struct WakeRecords<'a> {
+    map: &'a Map,
+    layout: WakingLayout,
 }
 
 /// The loaded and attached programs of one session, and the per-CPU output events.
@@ -108,6 +128,9 @@ pub(crate) struct DeferredStacks {
     outputs: Vec<OwnedFd>,
     out_map: Map,
     kstack_map: Map,
+    /// A task session's wake-up outputs (per CPU), when its program writes wake-up records.
+    wake_map: Option<Map>,
+    wake_ids: Vec<u64>,
     _kstack_buf: Map,
     _waits: Map,
     _filter: Vec<Map>,
@@ -257,6 +280,8 @@ struct Maps<'a> {
     skipped_waits: &'a Map,
     /// Per CPU: preempted threads' copies left untaken by the rate bound.
     skipped_copies: &'a Map,
+    /// A task session's wake-up records, when the session writes them.
+    wakes: Option<WakeRecords<'a>>,
 }
 
 /// Offsets into a wait table value: when the long wait whose user stack is still to be copied
@@ -516,12 +541,26 @@ fn on_return(m: &Maps<'_>) -> Vec<Insn> {
 }
 
 /// `sched_waking(p)` (BTF-typed), in the waker.
-fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64) -> Vec<Insn> {
+fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<Insn> {
     let mut a = Asm::default();
     a.mov(R6, R1);
+    a.load(R9, R6, 0);
+    if let (Some(w), Some(filter)) = (&m.wakes, m.filter) {
+        // A task session: only its own threads' wake-ups, by whoever wakes them.
+        lookup(&mut a, filter.tasks, Whose::Reg(R9), false);
+        a.jne_imm(R0, 0, "wakee_traced")
+            .load32(R1, R9, off.tgid)
+            .store(FP, -8, R1)
+            .load_map(R1, filter.pids.fd())
+            .mov(R2, FP)
+            .add_imm(R2, -8)
+            .call(helper::MAP_LOOKUP_ELEM)
+            .jeq_imm(R0, 0, "out")
+            .label("wakee_traced");
+        wake_record(&mut a, w, off);
+    }
     // A task session copies only its own wakers' stacks.
     filter_or_skip(&mut a, m.filter);
-    a.load(R9, R6, 0);
     wait_start_or_skip(&mut a, m.waits, Whose::Reg(R9), THIS_START);
     a.mov(R8, R0);
     skip_if_shorter(&mut a, Now::Read, min_ns, "out");
@@ -537,6 +576,55 @@ fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64) -> Vec<Insn> {
     emit(&mut a, m.out, DEFERRED_WAKER);
     end(&mut a);
     a.finish()
+}
+
+/// Where the stack holds a wake-up record being built ([`WAKING_MAX`] bytes).
+const WAKE_BUF: i16 = -48 - WAKING_MAX as i16;
+
+/// Write the wake-up record of task R9 (the wakee) woken by the current task, in the
+/// tracepoint's layout, to the current CPU's wake-up output. R6 holds the context; R1–R5
+/// and R0 are clobbered.
+fn wake_record(a: &mut Asm, w: &WakeRecords<'_>, off: &TaskOffsets) {
+    let l = &w.layout;
+    let at = |f: (u16, u16)| WAKE_BUF + f.0 as i16;
+    for i in 0..(WAKING_MAX as i16 / 8) {
+        a.store_imm(FP, WAKE_BUF + 8 * i, 0);
+    }
+    a.mov_imm(R1, i32::from(l.id))
+        .store_sized(2, FP, at(l.common_type), R1)
+        .call(helper::GET_CURRENT_PID_TGID)
+        .store_sized(4, FP, at(l.common_pid), R0)
+        .mov(R1, FP)
+        .add_imm(R1, i32::from(at(l.comm)))
+        .mov_imm(R2, 16)
+        .mov(R3, R9)
+        .add_imm(R3, i32::from(off.comm))
+        .call(helper::PROBE_READ_KERNEL)
+        .load32(R1, R9, off.pid)
+        .store_sized(4, FP, at(l.pid), R1);
+    if let Some(prio) = l.prio {
+        a.load32(R1, R9, off.prio).store_sized(4, FP, at(prio), R1);
+    }
+    if let Some(cpu) = l.target_cpu {
+        match off.cpu {
+            Some(o) => a.load32(R1, R9, o),
+            None => a.mov_imm(R1, -1),
+        };
+        a.store_sized(4, FP, at(cpu), R1);
+    }
+    // The waker's name, after the fields.
+    a.mov(R1, FP)
+        .add_imm(R1, i32::from(WAKE_BUF) + i32::from(l.waker_comm_at()))
+        .mov_imm(R2, 16)
+        .call(helper::GET_CURRENT_COMM);
+    a.mov(R1, R6)
+        .load_map(R2, w.map.fd())
+        // BPF_F_CURRENT_CPU, zero-extended.
+        .mov32_imm(R3, 0xffff_ffff)
+        .mov(R4, FP)
+        .add_imm(R4, i32::from(WAKE_BUF))
+        .mov_imm(R5, i32::from(l.record_size()))
+        .call(helper::PERF_EVENT_OUTPUT);
 }
 
 /// `sched_process_fork(parent, child)` (BTF-typed), in the parent: a traced task's child or
@@ -605,7 +693,9 @@ fn task_storage(name: &str, members: &[&str]) -> io::Result<Map> {
 
 /// Load and attach the programs. `min_ns`: the shortest wait whose stacks are copied;
 /// `gap_ns`: the least time between two takings of one thread's stacks (0: no bound);
-/// `traced`: the processes of a task session (`None`: the whole system).
+/// `traced`: the processes of a task session (`None`: the whole system); `wakes`: with
+/// `traced`, write a wake-up record of that layout for each wake-up of a traced thread
+/// ([`DeferredStacks::writes_wakeups`]).
 ///
 /// The programs keep their per-task values in task-local storage; a kernel that refuses it
 /// gets LRU hashes instead, and [`DeferredStacks::fallback`] says why. `hashes`: use the
@@ -615,16 +705,17 @@ pub(crate) fn load(
     gap_ns: u64,
     traced: Option<&[i32]>,
     hashes: bool,
+    wakes: Option<WakingLayout>,
 ) -> Result<DeferredStacks, Refused> {
     let first = match hashes {
         true => Err(Fallback::Asked),
-        false => load_with(Tables::TaskStorage, min_ns, gap_ns, traced)
+        false => load_with(Tables::TaskStorage, min_ns, gap_ns, traced, wakes)
             .map_err(|why| Fallback::Refused(why.to_string())),
     };
     match first {
         Ok(d) => Ok(d),
         Err(why) => {
-            let mut d = load_with(Tables::Hash, min_ns, gap_ns, traced)?;
+            let mut d = load_with(Tables::Hash, min_ns, gap_ns, traced, wakes)?;
             d.fallback = Some(why);
             Ok(d)
         }
@@ -636,6 +727,7 @@ fn load_with(
     min_ns: u64,
     gap_ns: u64,
     traced: Option<&[i32]>,
+    wakes: Option<WakingLayout>,
 ) -> Result<DeferredStacks, Refused> {
     // Every thread that may be blocked at once needs an entry; stale ones (a thread without
     // an rseq area keeps its entry after its wait) age out of the LRU.
@@ -661,10 +753,20 @@ fn load_with(
             .and_then(|o| i16::try_from(o).ok())
             .ok_or_else(|| missing(&format!("task_struct.{name}")))
     };
+    let cpu = btf
+        .member_offset("task_struct", "thread_info")
+        .zip(btf.member_offset("thread_info", "cpu"))
+        .map(|(t, c)| t + c)
+        .or_else(|| btf.member_offset("task_struct", "cpu"))
+        .and_then(|o| i16::try_from(o).ok());
     let off = TaskOffsets {
         pid: member("pid")?,
         flags: member("flags")?,
         rseq: member("rseq")?,
+        tgid: member("tgid")?,
+        comm: member("comm")?,
+        prio: member("prio")?,
+        cpu,
     };
     drop(btf);
     let waits = match tables {
@@ -747,6 +849,13 @@ fn load_with(
             .map_err(refused("the rate bound's counters (BPF array)"))
     };
     let skipped = [counter("hood_skip_waits")?, counter("hood_skip_copies")?];
+    let wake_map = match (wakes, traced) {
+        (Some(_), Some(_)) => Some(
+            Map::create(map_type::PERF_EVENT_ARRAY, 4, 4, max_cpu + 1, "hood_wakes")
+                .map_err(refused("the wake-up output array (BPF perf event array)"))?,
+        ),
+        _ => None,
+    };
     let maps = Maps {
         waits: table(&waits),
         filter: filter_tables,
@@ -755,6 +864,10 @@ fn load_with(
         kstack_buf: &kstack_buf,
         skipped_waits: &skipped[0],
         skipped_copies: &skipped[1],
+        wakes: wake_map
+            .as_ref()
+            .zip(wakes)
+            .map(|(map, layout)| WakeRecords { map, layout }),
     };
     // A wait the recorder finds just long enough must not lack its stacks, and the programs
     // read the clock a little apart from the samples the recorder measures with, so they take
@@ -787,7 +900,7 @@ fn load_with(
         ("rseq_update", on_return(&maps), None),
         (
             "sched_waking",
-            on_waking(&maps, waker_min, gap_ns),
+            on_waking(&maps, waker_min, gap_ns, &off),
             Some(waking_type),
         ),
     ];
@@ -819,6 +932,8 @@ fn load_with(
         outputs: Vec::new(),
         out_map: out,
         kstack_map: kstacks,
+        wake_map,
+        wake_ids: Vec::new(),
         _kstack_buf: kstack_buf,
         _waits: waits,
         _filter: filter,
@@ -873,6 +988,29 @@ impl DeferredStacks {
         &self.ids
     }
 
+    /// Whether the program on `sched_waking` writes a task session's wake-up records, to
+    /// outputs added with [`DeferredStacks::add_wake_output`] (instead of whole-CPU
+    /// `sched_waking` events).
+    pub fn writes_wakeups(&self) -> bool {
+        self.wake_map.is_some()
+    }
+
+    /// Add CPU `cpu`'s wake-up output event (already sending into that CPU's ring).
+    pub fn add_wake_output(&mut self, cpu: u32, fd: &OwnedFd) -> io::Result<()> {
+        let Some(map) = &self.wake_map else {
+            return Err(io::Error::from(io::ErrorKind::Unsupported));
+        };
+        let id = sys::ioc_id(fd)?;
+        map.update(&cpu.to_ne_bytes(), &(fd.as_raw_fd() as u32).to_ne_bytes())?;
+        self.wake_ids.push(id);
+        Ok(())
+    }
+
+    /// The ids of the wake-up output events.
+    pub fn wake_ids(&self) -> &[u64] {
+        &self.wake_ids
+    }
+
     /// What the rate bound left untaken so far, over all CPUs: the stacks of long waits
     /// (at their switch-in), and the copies of preempted threads (at their switch-out).
     /// `None` if the counters could not be read.
@@ -902,6 +1040,12 @@ mod tests {
         root
     }
 
+    /// This kernel's `sched_waking` layout.
+    fn waking() -> WakingLayout {
+        let tp = crate::offcpu::OffCpuTracepoints::find().expect("tracefs");
+        WakingLayout::parse(tp.waking_id, &tp.formats[1]).expect("the kernel's layout")
+    }
+
     #[test]
     fn the_kernel_accepts_the_programs_for_both_kinds_of_session() {
         if !privileged() {
@@ -910,16 +1054,20 @@ mod tests {
         }
         for tables in [Tables::TaskStorage, Tables::Hash] {
             for traced in [None, Some(&[std::process::id() as i32][..])] {
-                let d = load_with(tables, 10_000, 1_000_000, traced)
-                    .unwrap_or_else(|e| panic!("{tables:?}: {e}\n{}", e.log));
-                assert_eq!(d.links.len(), 3 + usize::from(traced.is_some()));
+                for wakes in [None, Some(waking())] {
+                    let d = load_with(tables, 10_000, 1_000_000, traced, wakes)
+                        .unwrap_or_else(|e| panic!("{tables:?}: {e}\n{}", e.log));
+                    assert_eq!(d.links.len(), 3 + usize::from(traced.is_some()));
+                    // Only a task session writes wake-up records.
+                    assert_eq!(d.writes_wakeups(), traced.is_some() && wakes.is_some());
+                }
             }
         }
         // This kernel (5.11 or later) takes task-local storage: no fallback.
-        let d = load(10_000, 0, None, false).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
+        let d = load(10_000, 0, None, false, None).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
         assert_eq!(d.fallback, None);
         // Asked for, the hashes are used and the session says so.
-        let d = load(10_000, 0, None, true).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
+        let d = load(10_000, 0, None, true, None).unwrap_or_else(|e| panic!("{e}\n{}", e.log));
         assert_eq!(d.fallback, Some(Fallback::Asked));
     }
 }

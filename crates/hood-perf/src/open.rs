@@ -11,7 +11,7 @@ use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
 use crate::attr::{self, AttrOpts};
 use crate::cpus::threads_of;
-use crate::offcpu::{self, OffCpuTracepoints};
+use crate::offcpu::{self, OffCpuTracepoints, WakingLayout};
 use crate::offcpu_bpf::{self, DeferredStacks, Fallback};
 use crate::ring::Ring;
 use crate::{sys, EventKind, PerfError, SamplingConfig, Target};
@@ -165,11 +165,24 @@ pub(crate) fn open_target(
                 Target::Child(pid) => Some(vec![*pid]),
                 Target::Tasks(pids) => Some(pids.clone()),
             };
+            let wakes = off_cpu
+                .as_ref()
+                .filter(|_| cfg.off_cpu_bpf_wakeups && traced.is_some())
+                .and_then(|tp| WakingLayout::parse(tp.waking_id, tp.formats.get(1)?));
+            if cfg.off_cpu_bpf_wakeups && traced.is_some() && wakes.is_none() {
+                notes.push(
+                    "off-CPU: the sched_waking tracepoint's format is not the one hood's BPF \
+                     program writes, so the recording samples every wake-up of the machine \
+                     (costlier on a busy machine)"
+                        .to_string(),
+                );
+            }
             match offcpu_bpf::load(
                 cfg.off_cpu_min_ns,
                 cfg.off_cpu_stack_gap_ns,
                 traced.as_deref(),
                 cfg.off_cpu_hash_tables,
+                wakes,
             ) {
                 Ok(d) => {
                     match &d.fallback {
@@ -239,8 +252,13 @@ pub(crate) fn open_target(
             first
         }
     };
-    let cpu_fds = match (&b.off_cpu, target) {
-        (Some(tp), Target::Tasks(_) | Target::Child(_)) => b.add_cpu_wakeups(tp.waking_id)?,
+    // A task session's wake-ups: written by the BPF program for its own threads only, or
+    // else sampled on every CPU for every thread.
+    let bpf_wakes = deferred.as_ref().is_some_and(|d| d.writes_wakeups());
+    let mut cpu_fds = match (&b.off_cpu, target) {
+        (Some(tp), Target::Tasks(_) | Target::Child(_)) if !bpf_wakes => {
+            b.add_cpu_wakeups(tp.waking_id)?
+        }
         _ => Vec::new(),
     };
     let rings = b
@@ -269,6 +287,17 @@ pub(crate) fn open_target(
             let copies = open(offcpu_bpf::output_attr(&attr))?;
             let kstacks = open(offcpu_bpf::kstack_output_attr(&attr))?;
             d.add_outputs(cpu, copies, kstacks).map_err(fail)?;
+            if d.writes_wakeups() {
+                // Laid out as the whole-CPU wake-up events would be (trimmed as they are).
+                let mut w = offcpu::wake_output(&attr);
+                trim(true, &mut w, 0);
+                let fd = open(w)?;
+                let id = sys::ioc_id(&fd).map_err(fail)?;
+                b.layouts.push((id, attr::to_bytes(&w)));
+                d.add_wake_output(cpu, &fd).map_err(fail)?;
+                // Enabled and disabled with the session (a paused recording writes none).
+                cpu_fds.push(fd);
+            }
         }
     }
     let mut all_notes = b.opener.notes;
@@ -291,6 +320,19 @@ pub(crate) fn open_target(
         deferred,
         layouts: b.layouts,
     })
+}
+
+/// [`Builder::trim`]: with `defer_stacks`, drop the stack copy and the `also` fields of `a`
+/// and keep one user register; returns whether it did.
+fn trim(defer_stacks: bool, a: &mut perf_event_attr, also: u32) -> bool {
+    let copy = u64::from(b::PERF_SAMPLE_REGS_USER | b::PERF_SAMPLE_STACK_USER);
+    if !defer_stacks || a.sample_type & copy != copy {
+        return false;
+    }
+    a.sample_type &= !u64::from(b::PERF_SAMPLE_STACK_USER | also);
+    a.sample_regs_user = attr::USER_IP_MASK;
+    a.sample_stack_user = 0;
+    true
 }
 
 /// Whether an off-CPU session of `cfg` lets the kernel copy user stacks only for long waits
@@ -443,14 +485,7 @@ impl Builder<'_> {
     /// stack copies, so it exists whenever the samples carry them). Returns whether `a` was
     /// trimmed.
     fn trim(&self, a: &mut perf_event_attr, also: u32) -> bool {
-        let copy = u64::from(b::PERF_SAMPLE_REGS_USER | b::PERF_SAMPLE_STACK_USER);
-        if !self.defer_stacks || a.sample_type & copy != copy {
-            return false;
-        }
-        a.sample_type &= !u64::from(b::PERF_SAMPLE_STACK_USER | also);
-        a.sample_regs_user = attr::USER_IP_MASK;
-        a.sample_stack_user = 0;
-        true
+        trim(self.defer_stacks, a, also)
     }
 
     /// Keep the id and layout of an event opened with [`Builder::trim`]'s layout.

@@ -173,6 +173,15 @@ impl Session {
         self.deferred.as_ref().map(|d| d.output_ids())
     }
 
+    /// The ids of the events whose samples are a task session's wake-ups written by its BPF
+    /// program ([`SamplingConfig::off_cpu_bpf_wakeups`]): `sched_waking` records of the
+    /// session's own threads whose `common_flags` are 0, for the reader to set their
+    /// interrupt bits from the waker's kernel call chain. Empty when the session samples
+    /// wake-ups with the tracepoint.
+    pub fn wake_output_ids(&self) -> &[u64] {
+        self.deferred.as_ref().map_or(&[], |d| d.wake_ids())
+    }
+
     /// What the deferred programs' rate bound left untaken
     /// ([`SamplingConfig::off_cpu_stack_gap_ns`]): long waits' stacks, and preempted threads'
     /// copies; `None` without deferred stacks or if the kernel's counters could not be read.

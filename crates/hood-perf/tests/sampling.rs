@@ -422,3 +422,106 @@ fn deferred_layouts(target: &Target) {
         "switches and wake-ups: {seen:?}"
     );
 }
+
+/// A task session whose BPF program writes its wake-ups (`off_cpu_bpf_wakeups`): one output
+/// per CPU, laid out as the whole-CPU wake-up events were (the waker's kernel call chain),
+/// each record in `sched_waking`'s layout with the waker's name after it. A thread of ours
+/// reading a pipe that another process (a shell, started before the session, so not
+/// followed) writes gets its wake-ups, named after the shell; the shell itself, woken
+/// whenever one of its `sleep`s exits, gets none: no wake-up of a thread the session does
+/// not trace is recorded.
+#[test]
+fn a_task_sessions_bpf_wakeups_are_of_its_own_threads_only() {
+    if !privileged(0, "a_task_sessions_bpf_wakeups_are_of_its_own_threads_only") {
+        return;
+    }
+    use std::io::Read;
+    let mut shell = std::process::Command::new("sh")
+        .args(["-c", "while :; do echo x; sleep 0.002; done"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let shell_pid = shell.id();
+    let mut pipe = shell.stdout.take().unwrap();
+    let c = SamplingConfig {
+        user_stack: hood_perf::UserStack::AUTO,
+        off_cpu: true,
+        off_cpu_min_ns: 10_000,
+        off_cpu_bpf_wakeups: true,
+        ..cfg()
+    };
+    let mut s = Session::open(&c, &Target::Tasks(vec![own_pid()])).unwrap();
+    let ids: Vec<u64> = s.wake_output_ids().to_vec();
+    assert_eq!(ids.len(), s.cpus().len(), "{:?}", s.notes());
+    let layouts: std::collections::BTreeMap<u64, Vec<u8>> = s.layouts().iter().cloned().collect();
+    let callchain = 1u64 << 5;
+    for id in &ids {
+        let st = u64_at(&layouts[id], 24);
+        assert_ne!(st & callchain, 0, "the waker's kernel chain");
+    }
+    let tp = s.off_cpu().unwrap().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() } as u32;
+            let mut b = [0u8; 64];
+            while !stop.load(Ordering::Relaxed) {
+                if pipe.read(&mut b).unwrap_or(0) == 0 {
+                    break;
+                }
+            }
+            tid
+        })
+    };
+    s.enable().unwrap();
+    let mut got = Collected::default();
+    collect(&mut s, Duration::from_millis(400), &mut got);
+    s.disable().unwrap();
+    drain(&mut s, &mut got);
+    stop.store(true, Ordering::Relaxed);
+    let _ = shell.kill();
+    let _ = shell.wait();
+    let reader_tid = reader.join().unwrap();
+    let (mut by_shell, mut all) = (0, 0);
+    for recs in got.records().values() {
+        for r in recs.iter().filter(|r| r.ty == RECORD_SAMPLE) {
+            let id = u64_at(&r.body, 0);
+            let Some(a) = layouts.get(&id) else {
+                continue;
+            };
+            let mut at = 48;
+            if u64_at(a, 24) & callchain != 0 {
+                at += 8 + 8 * u64_at(&r.body, at) as usize;
+            }
+            let size = u32_at(&r.body, at) as usize;
+            let raw = &r.body[at + 4..at + 4 + size];
+            let common_type = u64::from(u16::from_ne_bytes([raw[0], raw[1]]));
+            if common_type != tp.waking_id {
+                continue;
+            }
+            // Only the BPF outputs write wake-ups in this session.
+            assert!(ids.contains(&id), "a wake-up from event {id}");
+            // 36 bytes of fields, the waker's name at 40, padded as the kernel pads a raw
+            // field (its size word and data end on 8 bytes).
+            assert_eq!(size, 60, "the record's size");
+            assert_eq!(raw[2], 0, "common_flags: the reader sets them");
+            let wakee = u32::from_ne_bytes(raw[24..28].try_into().unwrap());
+            assert_ne!(
+                wakee, shell_pid,
+                "the untraced shell's wake-up was recorded"
+            );
+            let waker = &raw[40..56];
+            let waker = &waker[..waker.iter().position(|&b| b == 0).unwrap_or(16)];
+            all += 1;
+            if wakee == reader_tid && waker == b"sh" {
+                by_shell += 1;
+            }
+        }
+    }
+    assert!(
+        by_shell > 10,
+        "{by_shell} of {all} wake-ups of the reader by sh"
+    );
+}

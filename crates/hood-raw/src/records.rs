@@ -234,6 +234,10 @@ pub struct SchedLayout {
     prev_state: crate::tracefs::format::Field,
     next_pid: crate::tracefs::format::Field,
     wakee: crate::tracefs::format::Field,
+    /// Where a wake-up record written by hood's BPF program keeps the waker's `comm`: after
+    /// the tracepoint's fields, at the next 8-byte boundary (the tracepoint's own records
+    /// end before it).
+    waker_comm_at: usize,
 }
 
 /// `format` texts of `sched:sched_switch` and `sched:sched_waking` as a 6.x kernel writes
@@ -282,7 +286,27 @@ impl SchedLayout {
             prev_state: sw.field("prev_state")?.clone(),
             next_pid: sw.field("next_pid")?.clone(),
             wakee: wk.field("pid")?.clone(),
+            waker_comm_at: wk
+                .fields
+                .iter()
+                .map(|f| f.offset.saturating_add(f.size))
+                .max()?
+                .checked_next_multiple_of(8)?,
         })
+    }
+
+    /// The waker's `comm` (up to its first NUL) that a wake-up record written by hood's BPF
+    /// program carries after the tracepoint's fields (a task session's wake-ups: the waker
+    /// may be a process the recording does not otherwise know). `None` for the tracepoint's
+    /// own records.
+    pub fn waker_comm<'r>(&self, raw: &'r [u8]) -> Option<&'r [u8]> {
+        let c = raw.get(self.waker_comm_at..self.waker_comm_at.checked_add(16)?)?;
+        Some(&c[..c.iter().position(|&b| b == 0).unwrap_or(16)])
+    }
+
+    /// Where `common_flags` lies in a record of either tracepoint (its byte offset).
+    pub fn common_flags_offset(&self) -> usize {
+        self.common_flags.offset
     }
 
     /// What the raw field of a sample (`SampleParts::raw`) says, when the sample is one of
@@ -370,6 +394,9 @@ pub struct Decoded {
     /// The off-CPU tracepoints' layout, when the recording has them: their samples decode
     /// to [`Event::SwitchOut`] and [`Event::Waking`] instead of [`Event::Sample`].
     pub sched: Option<SchedLayout>,
+    /// Wakers' names carried by wake-up records ([`SchedLayout::waker_comm`]), by thread id:
+    /// the last one seen for each.
+    pub waker_comms: std::collections::HashMap<u32, String>,
 }
 
 /// The fields of a sample record's body, found from the attribute's `sample_type` in the
@@ -750,7 +777,7 @@ impl Decoded {
     }
 
     /// The switch or wake-up a sample stands for, when it is one of the off-CPU tracepoints.
-    fn sched_event(&self, s: &SampleParts<'_>, cpu: u32, chain: (u32, u32)) -> Option<Event> {
+    fn sched_event(&mut self, s: &SampleParts<'_>, cpu: u32, chain: (u32, u32)) -> Option<Event> {
         Some(match self.sched.as_ref()?.read(s.raw())? {
             SchedRaw::Switch {
                 prev_tid,
@@ -764,14 +791,23 @@ impl Decoded {
                 next_tid,
                 chain,
             },
-            SchedRaw::Waking { wakee, flags } => Event::Waking {
-                pid: s.pid,
-                tid: s.tid,
-                cpu,
-                wakee,
-                flags,
-                chain,
-            },
+            SchedRaw::Waking { wakee, flags } => {
+                let layout = self.sched.as_ref()?;
+                if let Some(c) = layout.waker_comm(s.raw()).filter(|c| !c.is_empty()) {
+                    if self.waker_comms.get(&s.tid).map(|n| n.as_bytes()) != Some(c) {
+                        self.waker_comms
+                            .insert(s.tid, String::from_utf8_lossy(c).into_owned());
+                    }
+                }
+                Event::Waking {
+                    pid: s.pid,
+                    tid: s.tid,
+                    cpu,
+                    wakee,
+                    flags,
+                    chain,
+                }
+            }
         })
     }
 

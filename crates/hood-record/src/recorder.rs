@@ -262,6 +262,9 @@ struct Held {
 struct Early {
     kallsyms: Option<String>,
     entry_code: Vec<(u64, u64)>,
+    /// The interrupt code a task session's BPF-written wake-ups are told apart by (empty:
+    /// its wake-ups are sampled with the tracepoint).
+    irq_code: Vec<(u64, u64, u8)>,
 }
 
 /// A run between its start and its finish.
@@ -347,7 +350,21 @@ fn open(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<(Held, Early), 
         .filter(|_| defer_off_cpu_stacks())
         .map(snapshot::wait_entry_ranges)
         .unwrap_or_default();
-    let session = open_session(cfg, &target, !entry_code.is_empty(), log)?;
+    let irq_code = match (&cfg.who, bpf_wakeups()) {
+        (Who::System, _) | (_, false) => Vec::new(),
+        _ => early_kallsyms
+            .as_deref()
+            .filter(|_| !entry_code.is_empty())
+            .map(snapshot::interrupt_ranges)
+            .unwrap_or_default(),
+    };
+    let session = open_session(
+        cfg,
+        &target,
+        !entry_code.is_empty(),
+        !irq_code.is_empty(),
+        log,
+    )?;
     for n in session.notes() {
         log(n);
     }
@@ -371,6 +388,7 @@ fn open(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<(Held, Early), 
     let early = Early {
         kallsyms: early_kallsyms,
         entry_code,
+        irq_code,
     };
     Ok((held, early))
 }
@@ -453,6 +471,7 @@ fn describe<'a>(
     );
     if let (Some(rw), Some(ids)) = (rewriter.as_mut(), session.deferred_stack_ids()) {
         rw.set_deferred(ids, early.entry_code);
+        rw.set_wake_outputs(session.wake_output_ids(), early.irq_code);
     }
     if let Some(rw) = rewriter.as_mut() {
         rw.set_layouts(session.layouts());
@@ -997,6 +1016,14 @@ fn defer_off_cpu_stacks() -> bool {
     std::env::var_os("HOOD_OFF_CPU_BPF").is_none_or(|v| v != "0")
 }
 
+/// Whether a task session's wake-ups are written by the BPF program for its own threads
+/// only (the default), or sampled for every thread of the machine with the tracepoint
+/// (`HOOD_OFF_CPU_WAKEUPS=all`, the way of a kernel whose interrupt code hood cannot find;
+/// kept to compare the two).
+fn bpf_wakeups() -> bool {
+    std::env::var_os("HOOD_OFF_CPU_WAKEUPS").is_none_or(|v| v != "all")
+}
+
 /// Whether the BPF programs keep their per-thread state in hash tables from the start
 /// (`HOOD_OFF_CPU_BPF=hash`), as on a kernel that refuses task-local storage: that path,
 /// tested on kernels that take task storage.
@@ -1010,6 +1037,7 @@ fn open_session(
     cfg: &RecordConfig,
     target: &Target,
     defer_stacks: bool,
+    bpf_wakeups: bool,
     log: &mut dyn FnMut(&str),
 ) -> Result<Session, hood_perf::PerfError> {
     let mut sampling = cfg.sampling.clone();
@@ -1017,6 +1045,7 @@ fn open_session(
         sampling.off_cpu_min_ns = cfg.off_cpu_min.as_nanos().min(u128::from(u64::MAX)) as u64;
         sampling.off_cpu_stack_gap_ns = stack_gap_ns(cfg.off_cpu_rate);
         sampling.off_cpu_hash_tables = off_cpu_hash_tables();
+        sampling.off_cpu_bpf_wakeups = bpf_wakeups;
     }
     match Session::open(&sampling, target) {
         Err(hood_perf::PerfError::Permission { paranoid, .. })

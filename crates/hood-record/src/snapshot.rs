@@ -255,6 +255,65 @@ pub fn wait_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
     out
 }
 
+/// The kernel code in `kallsyms` that tells the context of a task session's waker from its
+/// kernel stack, as `(start, end, common_flags bits)` ranges (hood-unwind's
+/// `Rewriter::set_wake_outputs`): a soft interrupt's handler loop (`handle_softirqs`, or
+/// `__do_softirq` before 6.8), a hard interrupt's entry (`asm_common_interrupt`,
+/// `common_interrupt` and the `sysvec_*` system vectors, the timer's included) and an NMI's
+/// (`asm_exc_nmi`, `exc_nmi`, `default_do_nmi`); each ends at the next symbol. Empty unless
+/// both a soft and a hard interrupt's code are found (names of x86-64 kernels; elsewhere a
+/// session samples every wake-up with the tracepoint, whose flags the kernel sets).
+pub fn interrupt_ranges(kallsyms: &str) -> Vec<(u64, u64, u8)> {
+    use hood_raw::records::trace_flags::{HARDIRQ, NMI, SOFTIRQ};
+    let mut all: Vec<u64> = Vec::new();
+    let mut starts: Vec<(u64, u8)> = Vec::new();
+    for line in kallsyms.lines() {
+        let mut f = line.split_ascii_whitespace();
+        let (Some(a), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(a, 16) else {
+            continue;
+        };
+        // Module symbols ("name [module]") are text too, but no interrupt entry lives there.
+        if addr == 0 || f.next().is_some() {
+            continue;
+        }
+        all.push(addr);
+        if !matches!(kind, "t" | "T") {
+            continue;
+        }
+        let flags = match name {
+            "handle_softirqs" | "__do_softirq" => SOFTIRQ,
+            "asm_exc_nmi" | "exc_nmi" | "default_do_nmi" => NMI,
+            "asm_common_interrupt" | "common_interrupt" => HARDIRQ,
+            n if n.starts_with("asm_sysvec_")
+                || n.starts_with("sysvec_")
+                || n.starts_with("__sysvec_") =>
+            {
+                HARDIRQ
+            }
+            _ => continue,
+        };
+        starts.push((addr, flags));
+    }
+    all.sort_unstable();
+    all.dedup();
+    let has = |f: u8| starts.iter().any(|&(_, g)| g == f);
+    if !has(SOFTIRQ) || !has(HARDIRQ) {
+        return Vec::new();
+    }
+    let mut out: Vec<(u64, u64, u8)> = starts
+        .into_iter()
+        .filter_map(|(lo, f)| {
+            let i = all.partition_point(|&a| a <= lo);
+            Some((lo, *all.get(i)?, f))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
 /// The `[vdso]` ELF image of this process (the same for every process on this kernel).
 pub fn vdso() -> Option<Vec<u8>> {
     process::own_vdso()
@@ -368,6 +427,52 @@ mod tests {
 #[cfg(test)]
 mod syscall_entry_tests {
     use super::*;
+
+    #[test]
+    fn interrupt_code_is_found_by_name_and_ends_at_the_next_symbol() {
+        use hood_raw::records::trace_flags::{HARDIRQ, NMI, SOFTIRQ};
+        let text = "\
+ffffffff81000100 T handle_softirqs
+ffffffff81000180 t run_ksoftirqd
+ffffffff81000200 T asm_sysvec_apic_timer_interrupt
+ffffffff81000220 T sysvec_apic_timer_interrupt
+ffffffff81000300 T __sysvec_apic_timer_interrupt
+ffffffff81000340 T asm_common_interrupt
+ffffffff81000360 T asm_exc_nmi
+ffffffff81000400 T do_syscall_64
+ffffffff81000500 d sysvec_table
+ffffffffc0000000 t sysvec_fake\t[somemodule]
+";
+        let r = interrupt_ranges(text);
+        assert_eq!(
+            r,
+            vec![
+                (0xffffffff81000100, 0xffffffff81000180, SOFTIRQ),
+                (0xffffffff81000200, 0xffffffff81000220, HARDIRQ),
+                (0xffffffff81000220, 0xffffffff81000300, HARDIRQ),
+                (0xffffffff81000300, 0xffffffff81000340, HARDIRQ),
+                (0xffffffff81000340, 0xffffffff81000360, HARDIRQ),
+                (0xffffffff81000360, 0xffffffff81000400, NMI),
+            ]
+        );
+        // Without a soft interrupt's handler loop (another architecture, or names this
+        // code does not know): nothing, so the session samples wake-ups with the tracepoint.
+        assert!(interrupt_ranges(&text.replace("handle_softirqs", "other")).is_empty());
+        // Hidden addresses (kptr_restrict) name no code.
+        let hidden: String = text
+            .lines()
+            .map(|l| format!("0000000000000000{}\n", &l[16..]))
+            .collect();
+        assert!(interrupt_ranges(&hidden).is_empty());
+        // This machine's kernel has them (when its symbols are readable).
+        if let Some(k) =
+            kallsyms().filter(|k| k.lines().any(|l| !l.starts_with("0000000000000000")))
+        {
+            if k.contains(" handle_softirqs") || k.contains(" __do_softirq") {
+                assert!(!interrupt_ranges(&k).is_empty());
+            }
+        }
+    }
 
     #[test]
     fn the_entry_code_ends_at_the_next_symbol() {

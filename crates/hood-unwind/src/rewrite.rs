@@ -146,11 +146,31 @@ struct Deferred {
     /// Switch and wake-up samples of this round joined to the output next to them in their
     /// ring: (input, offset) of the sample -> (input, offset, length) of the output.
     pairs: HashMap<(usize, usize), (usize, usize, usize)>,
+    /// Ids of a task session's wake-up outputs ([`Rewriter::set_wake_outputs`]).
+    wake_ids: HashSet<u64>,
+    /// The kernel code that tells a waker's context ([`Rewriter::set_wake_outputs`]).
+    irq_code: Vec<(u64, u64, u8)>,
+    /// A wake-up record being patched.
+    scratch: Vec<u8>,
     /// Outputs joined this round.
     paired: HashSet<(usize, usize)>,
 }
 
 impl Deferred {
+    /// The interrupt bits of `common_flags` for a waker whose kernel call chain is `chain`
+    /// (innermost first): those of the innermost frame in interrupt code, else 0.
+    fn wake_flags(&self, chain: impl Iterator<Item = u64>) -> u8 {
+        chain
+            .take_while(|&a| a != CONTEXT_USER)
+            .find_map(|a| {
+                self.irq_code
+                    .iter()
+                    .find(|&&(lo, hi, _)| a >= lo && a < hi)
+                    .map(|&(.., f)| f)
+            })
+            .unwrap_or(0)
+    }
+
     /// Whether a kernel call chain runs through system call or page fault entry code.
     fn through_entry(&self, chain: &[u64]) -> bool {
         chain
@@ -409,7 +429,24 @@ impl Rewriter {
             awaiting: HashMap::default(),
             pairs: HashMap::default(),
             paired: HashSet::default(),
+            wake_ids: HashSet::default(),
+            irq_code: Vec::new(),
+            scratch: Vec::new(),
         });
+    }
+
+    /// A task session's wake-ups come in samples of the events `ids`: `sched_waking` records
+    /// written by hood-perf's BPF program (the waker's kernel call chain, `common_flags` 0).
+    /// Each is stored with the interrupt bits of `common_flags` set as the tracepoint would
+    /// have set them, found in the waker's kernel stack: its innermost frame in one of
+    /// `irq_code`'s ranges `(start, end, flags)` gives the flags (a soft interrupt's handler
+    /// loop, a hard interrupt's or an NMI's entry code); none, a thread woke. Call after
+    /// [`Rewriter::set_deferred`].
+    pub fn set_wake_outputs(&mut self, ids: &[u64], irq_code: Vec<(u64, u64, u8)>) {
+        if let Some(d) = self.deferred.as_mut() {
+            d.wake_ids = ids.iter().copied().collect();
+            d.irq_code = irq_code;
+        }
     }
 
     /// Unwind and store every switch-out sample still held (their threads were not seen
@@ -572,9 +609,45 @@ impl Rewriter {
                 continue;
             }
             let raw = sched.get(sample).copied().flatten();
+            if let Some((buf, raw)) = self.patched_wakeup(rec, parts, raw) {
+                let parts = parse_body(&self.attr, &self.layouts, &buf[8..]);
+                self.gated_sample(time, ring, &buf, parts.as_ref(), Some(raw), joined, output);
+                if let Some(d) = self.deferred.as_mut() {
+                    d.scratch = buf;
+                }
+                continue;
+            }
             self.gated_sample(time, ring, rec, parts, raw, joined, output);
         }
         self.order = order;
+    }
+
+    /// A wake-up written by the BPF program ([`Rewriter::set_wake_outputs`]): a copy of
+    /// `rec` with its `common_flags` set from the waker's kernel stack, and what it says.
+    fn patched_wakeup(
+        &mut self,
+        rec: &[u8],
+        s: Option<&SampleParts<'_>>,
+        raw: Option<SchedRaw>,
+    ) -> Option<(Vec<u8>, SchedRaw)> {
+        let (s, Some(SchedRaw::Waking { wakee, .. })) = (s?, raw) else {
+            return None;
+        };
+        let g = self.gate.as_ref()?;
+        let d = self.deferred.as_mut()?;
+        if !s.id.is_some_and(|id| d.wake_ids.contains(&id)) {
+            return None;
+        }
+        let flags = d.wake_flags((0..s.chain_len()).filter_map(|i| s.chain_at(i)));
+        // The raw field lies inside the record: its data starts after its size word.
+        let at = (s.raw_field.as_ptr() as usize).checked_sub(rec.as_ptr() as usize)?
+            + 4
+            + g.layout.common_flags_offset();
+        let mut buf = std::mem::take(&mut d.scratch);
+        buf.clear();
+        buf.extend_from_slice(rec);
+        *buf.get_mut(at)? = flags;
+        Some((buf, SchedRaw::Waking { wakee, flags }))
     }
 
     /// The class of a sample record for joining deferred copies.
@@ -1597,6 +1670,69 @@ mod tests {
 
     fn copy_raw(kind: u64, start: u64) -> Vec<u8> {
         [kind.to_ne_bytes(), start.to_ne_bytes()].concat()
+    }
+
+    /// A task session's wake-ups written by the BPF program (`common_flags` 0) are stored
+    /// with the interrupt bits their waker's kernel stack shows: the innermost frame in
+    /// interrupt code decides. A wake-up of another event keeps its flags.
+    #[test]
+    fn bpf_wakeups_get_their_interrupt_context_from_the_wakers_kernel_stack() {
+        const WAKES: u64 = 3;
+        const SOFT: u64 = 0xffff_ffff_8100_2000;
+        const HARD: u64 = 0xffff_ffff_8100_3000;
+        let mut rw = Rewriter::new(&deferred_attr(), Options::default()).expect("stack samples");
+        rw.set_off_cpu(SchedLayout::from_formats(&formats()).expect("layout"), MIN);
+        rw.set_deferred(&[COPIES], Vec::new());
+        rw.set_wake_outputs(
+            &[WAKES],
+            vec![
+                (SOFT, SOFT + 0x100, trace_flags::SOFTIRQ),
+                (HARD, HARD + 0x100, trace_flags::HARDIRQ),
+            ],
+        );
+        let wake = |id: u64, wakee: u32, chain: &[u64]| {
+            let chain: Vec<u64> = [CONTEXT_KERNEL].iter().chain(chain).copied().collect();
+            sample_record(
+                Some(id),
+                20,
+                1_000 + u64::from(wakee),
+                &chain,
+                &waking_raw(wakee),
+                false,
+                1,
+            )
+        };
+        let cpu0: Vec<u8> = [
+            // A thread in a system call.
+            wake(WAKES, 1, &[OTHER_PC, SYSCALL_PC]),
+            // A timer interrupt on the way.
+            wake(WAKES, 2, &[OTHER_PC, HARD + 8, SYSCALL_PC]),
+            // A soft interrupt run on a hard interrupt's exit.
+            wake(WAKES, 3, &[OTHER_PC, SOFT + 4, HARD + 8]),
+            // A hard interrupt inside a soft interrupt.
+            wake(WAKES, 4, &[HARD + 8, SOFT + 4]),
+            // The same stack in a wake-up of another event: the kernel's flags stay.
+            wake(SAMPLES, 5, &[OTHER_PC, HARD + 8]),
+        ]
+        .concat();
+        let mut out = vec![Vec::new()];
+        rw.rewrite(&[(0, &cpu0)], &mut out);
+        rw.release_all(&mut out);
+        let stored = Attr::parse(rw.stored_attr()).unwrap();
+        let mut flags = std::collections::BTreeMap::new();
+        let _ = for_each_frame(&out[0], |f| {
+            if f.ty == kind::SAMPLE {
+                let s = hood_raw::records::parse_sample(&stored, &f.bytes[8..]).unwrap();
+                let raw = s.raw();
+                let wakee = u32::from_le_bytes(raw[24..28].try_into().unwrap());
+                flags.insert(wakee, raw[2]);
+            }
+        });
+        use trace_flags::{HARDIRQ, SOFTIRQ};
+        assert_eq!(
+            flags.into_iter().collect::<Vec<_>>(),
+            vec![(1, 0), (2, HARDIRQ), (3, SOFTIRQ), (4, HARDIRQ), (5, 0)]
+        );
     }
 
     #[test]

@@ -474,6 +474,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                         .get(pid)
                         .and_then(|t| t.get(tid))
                         .or_else(|| world.comms.get(pid))
+                        .or_else(|| raw.decoded.waker_comms.get(tid))
                         .cloned()
                         .unwrap_or_default()
                 };

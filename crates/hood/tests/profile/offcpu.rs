@@ -497,11 +497,14 @@ fn each_wait_is_charged_to_the_waker_of_its_mechanism() {
     let _serial = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let prog = c_program("offcpu_wakers");
-    // With the kernel copying every stack (the default), and only for long waits (BPF).
-    for bpf in ["0", "1"] {
-        let file = dir.path().join(format!("wakers-{bpf}.data"));
+    // With the kernel copying every stack, and only for long waits (BPF, the default);
+    // with BPF, the wake-ups written by hood's program (the default: their interrupt context
+    // read from the waker's kernel stack) and sampled with the tracepoint (its flags).
+    for (bpf, wakeups) in [("0", "all"), ("1", "all"), ("1", "bpf")] {
+        let file = dir.path().join(format!("wakers-{bpf}-{wakeups}.data"));
         let out = run(hood()
             .env("HOOD_OFF_CPU_BPF", bpf)
+            .env("HOOD_OFF_CPU_WAKEUPS", wakeups)
             .args(["record", "--off-cpu", "-o"])
             .arg(&file)
             .arg("--")
@@ -663,4 +666,82 @@ fn a_rate_bound_charges_untaken_waits_to_their_threads_stacks() {
         none * 100 <= all,
         "{none} of {all} ns without a stack:\n{wakes:#?}"
     );
+}
+
+/// A `-p` recording of a thread that another process wakes (a pipe written by its parent,
+/// renamed "feeder", which the recording does not trace): the waits are charged to the
+/// feeder by name, pid and kernel stack (the pipe write), both when hood's BPF program writes
+/// the session's wake-ups (the default: only the traced threads' wake-ups are recorded) and
+/// when every wake-up of the machine is sampled with the tracepoint
+/// (`HOOD_OFF_CPU_WAKEUPS=all`, which knows the feeder by pid only).
+#[test]
+fn a_wait_ended_by_an_untraced_process_names_that_process() {
+    if !privileged("a_wait_ended_by_an_untraced_process_names_that_process") {
+        return;
+    }
+    ensure_tracefs();
+    let _serial = exclusive();
+    let dir = tempfile::tempdir().unwrap();
+    let prog = c_program("offcpu_foreign");
+    for wakeups in ["bpf", "all"] {
+        let mut feeder = Command::new(&prog)
+            .arg("2")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let feeder_pid = feeder.id();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(feeder.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        let child: u32 = line.trim().parse().expect("the child's pid");
+        let file = dir.path().join(format!("foreign-{wakeups}.data"));
+        let mut cmd = hood();
+        if wakeups == "all" {
+            cmd.env("HOOD_OFF_CPU_WAKEUPS", "all");
+        }
+        let out = run(cmd
+            .args([
+                "record",
+                "--off-cpu",
+                "-d",
+                "1",
+                "-p",
+                &child.to_string(),
+                "-o",
+            ])
+            .arg(&file));
+        assert!(feeder.wait().unwrap().success());
+        assert!(out.status.success(), "{}", text(&out));
+        let wakes = folded_lines(&file, &["--by", "waker"]);
+        let (mut all, mut ok) = (0u64, 0u64);
+        for (stack, n) in &wakes {
+            let (wait, woke) = stack.split_once(";--;").expect("a waker part");
+            if !wait.split(';').any(|f| f == "wait_pipe") {
+                continue;
+            }
+            all += n;
+            let frames: Vec<&str> = woke.split(';').collect();
+            let name = match wakeups {
+                "bpf" => format!("[woken by feeder pid {feeder_pid} tid {feeder_pid}]"),
+                _ => format!("pid {feeder_pid} tid {feeder_pid}]"),
+            };
+            // Callee first: the waker's name is the last frame.
+            if frames.last().is_some_and(|f| f.ends_with(&name))
+                && frames.iter().any(|f| f.contains("pipe_write"))
+            {
+                ok += n;
+            }
+        }
+        assert!(
+            all > 500_000_000,
+            "{wakeups}: {all} ns blocked in wait_pipe:\n{wakes:#?}"
+        );
+        assert!(
+            ok * 100 >= all * 95,
+            "{wakeups}: {ok} of {all} ns woken by the feeder's pipe write:\n{wakes:#?}"
+        );
+    }
 }
