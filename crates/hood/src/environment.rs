@@ -169,6 +169,12 @@ pub const VARS: &[Var] = &[
         values: Values::OneOf(&["1", "0", "hash"]),
     },
     Var {
+        name: "HOOD_OFF_CPU_WAKEUPS",
+        shown: "bpf | all (bpf)",
+        what: "`all`: a `hood record --off-cpu` of a command or of `-p` processes samples every wake-up of the machine with the `sched_waking` tracepoint and keeps its threads' ones, instead of letting its BPF program write only the wake-ups of its own threads (the default with `HOOD_OFF_CPU_BPF=1`); costs more on a busy machine (for comparing the two)",
+        values: Values::OneOf(&["bpf", "all"]),
+    },
+    Var {
         name: "HOOD_KEEP_STACK_COPIES",
         shown: "1 | 0 (0)",
         what: "`1`: `hood record` stores every sample's raw user registers and stack copy for `hood report` to unwind, as it does by itself for the samples of a ring found half full (its unwinding fell behind); for tests of that path",
