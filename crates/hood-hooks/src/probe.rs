@@ -22,7 +22,8 @@ use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_perf::{SwitchRecorder, UprobePoint, UprobeRecorder, UprobeTarget};
 use hood_proc::child::{Child, Exit};
 use hood_proc::clock::monotonic_ns;
-use hood_proc::signal::{self, Forwarder};
+use hood_proc::signal;
+use hood_proc::steer::{Steer, Steering, STOP_GRACE};
 use hood_raw::frames::for_each_frame;
 use hood_symbols::probe::{self as spec, ProbeSpec, Scope, Selection, CONFIRM_ABOVE};
 use hood_symbols::SymbolError;
@@ -1074,8 +1075,15 @@ fn keys(sel: &Selection) -> Vec<u64> {
         .collect()
 }
 
-/// Record `cfg`. Messages for the user go to `log`, one line each.
-pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutcome, HooksError> {
+/// Record `cfg`, steered by `steer` (a [`hood_proc::signal::Forwarder`]: stop signals are
+/// passed on to a command started). A stop request ends a recording of attached processes at
+/// once; a command started gets [`STOP_GRACE`] to end, and is then waited for unprobed.
+/// Messages for the user go to `log`, one line each.
+pub fn record(
+    cfg: &ProbeConfig,
+    steer: &mut dyn Steer,
+    log: &mut dyn FnMut(&str),
+) -> Result<ProbeOutcome, HooksError> {
     let sel = select(cfg)?;
     for n in &sel.notes {
         log(&format!("note: {n}"));
@@ -1218,7 +1226,8 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         ProbeRun::Pids(p) => p.iter().map(|&p| (p, attached_needed(p))).collect(),
         ProbeRun::Command(_) => Vec::new(),
     };
-    let mut signals = Forwarder::install()?;
+    let mut steering = Steering::new(steer);
+    crate::run::not_stopped_yet(&mut steering)?;
     let mut child = None;
     let (mut uprobes, mut switches) = match &cfg.run {
         ProbeRun::Command(argv) => {
@@ -1440,18 +1449,25 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     let mut stop_why: Option<String> = None;
     let status = match child.as_mut() {
         Some(c) => {
-            let ended = signals.watch(c, &mut |_stop| {
+            let (prog, pid) = (&argv[0], c.pid());
+            let mut cut = None;
+            let ended = steering.watch(c, &mut |stop| {
                 let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                     return Ok::<_, HooksError>(ControlFlow::Break(()));
+                }
+                // A command that ignores the stop signal is not probed past the grace.
+                if let Some(s) = stop.filter(|s| s.at.elapsed() >= STOP_GRACE) {
+                    cut = Some(crate::run::still_runs(prog, pid, &s));
+                    return Ok(ControlFlow::Break(()));
                 }
                 Ok(ControlFlow::Continue(pause(got, since, waiting)))
             })?;
             match ended {
                 Some(e) => Some(e),
                 None => {
-                    stop_why = Some("the duration ended".into());
+                    stop_why = Some(cut.unwrap_or_else(|| "the duration ended".into()));
                     None
                 }
             }
@@ -1464,8 +1480,9 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             loop {
                 let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
-                if let Some(s) = signals.request() {
-                    stop_why = Some(format!("{} received", signal::name(s.signal)));
+                steering.look(None);
+                if let Some(s) = steering.stop() {
+                    stop_why = Some(format!("{} received", s.words()));
                     break;
                 }
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
@@ -1571,7 +1588,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             c.pid(),
             c.pid()
         ));
-        outcome.status = signals.wait(c, &mut || {})?.shell_code();
+        outcome.status = steering.wait(c)?.shell_code();
     }
     Ok(outcome)
 }

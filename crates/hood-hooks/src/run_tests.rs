@@ -105,8 +105,10 @@ fn a_round_that_fails_kills_the_command_and_finishes_the_trace_with_names() {
     // The third round that moved events fails (a full disk's ENOSPC).
     seam::fail(Point::TraceRound, 2);
     let mut lines = Vec::new();
-    let o = record::record(&cfg, &mut |l| lines.push(l.to_string()))
-        .expect("an error inside the run is an outcome, not an error");
+    let o = record::record(&cfg, &mut hood_proc::steer::NoSteer, &mut |l| {
+        lines.push(l.to_string())
+    })
+    .expect("an error inside the run is an outcome, not an error");
     let error = o.error.clone().unwrap_or_default();
     assert!(error.contains("fault injected"), "{o:?} {lines:?}");
     // Killed (SIGKILL: 128 + 9) and reaped, not waited for.
@@ -154,7 +156,8 @@ fn a_watch_that_fails_kills_the_command_and_writes_its_tables() {
     // The third look at the command once its segment exists fails.
     seam::fail(Point::CallsWatch, 2);
     let mut said = Vec::new();
-    let ran = calls::run(&cfg, &mut |m| said.push(m)).expect("the tables are written");
+    let ran = calls::run(&cfg, &mut hood_proc::steer::NoSteer, &mut |m| said.push(m))
+        .expect("the tables are written");
     let error = ran.error.clone().unwrap_or_default();
     assert!(error.contains("fault injected"), "{error:?} {said:?}");
     assert_eq!(ran.exit.shell_code(), 137, "{said:?}");

@@ -89,7 +89,7 @@ fn get_reset_and_run_say_why_they_did_nothing() {
         keep: false,
         argv: vec!["true".into()],
     };
-    match calls::run(&run, &mut |_| {}) {
+    match calls::run(&run, &mut hood_proc::steer::NoSteer, &mut |_| {}) {
         Err(e @ HooksError::Runtime(_)) => {
             let text = e.to_string();
             assert!(

@@ -19,6 +19,7 @@ pub mod shm;
 pub mod signal;
 pub mod space;
 pub mod stdio;
+pub mod steer;
 pub mod terminal;
 pub mod usage;
 
