@@ -297,7 +297,7 @@ fn open(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<(Held, Early), 
     // long waits, when it can tell a wait inside a system call or a page fault by its kernel
     // stack (kernel symbols readable).
     let early_kallsyms = match cfg.sampling.off_cpu {
-        true => snapshot::kallsyms(),
+        true => hood_procfs::host::kallsyms(),
         false => None,
     };
     let entry_code = early_kallsyms
@@ -371,7 +371,7 @@ fn describe<'a>(
         },
         hostname,
         kernel_release,
-        kernel_build_id: snapshot::kernel_build_id(),
+        kernel_build_id: hood_symbols::kernel_build_id(),
         cpus: session.cpus().to_vec(),
         start_monotonic_ns: start_mono,
         start_unix_ns: SystemTime::now()
@@ -449,7 +449,7 @@ fn describe<'a>(
     // recording has no kernel frames), and stored only once a sample is (a recording without
     // samples stays small).
     let kallsyms = if session.samples_kernel() {
-        let k = early.kallsyms.or_else(snapshot::kallsyms);
+        let k = early.kallsyms.or_else(hood_procfs::host::kallsyms);
         if k.is_none() {
             log(&format!(
                 "kernel addresses are hidden from hood, so kernel frames will be \
@@ -1046,7 +1046,7 @@ fn finalize<W: std::io::Write>(
         };
         writer.write_chunk(tags::profile::KALLSYMS_USED, used.as_bytes(), true)?;
     }
-    let (maps, warnings) = snapshot::perf_maps(&collector.pids);
+    let (maps, warnings) = hood_procfs::host::perf_maps(&collector.pids);
     for (pid, text) in maps {
         let mut payload = pid.to_le_bytes().to_vec();
         payload.extend_from_slice(text.as_bytes());
