@@ -14,7 +14,7 @@ fn process(pid: u32, exe: &str) -> ProcessCalls {
         ppid: 1,
         exe: exe.into(),
         ticks_per_sec: 1_000_000_000,
-        clock: "monotonic".into(),
+        clock: hood_tracemodel::Clock::Monotonic,
         compensate: false,
         comp_self_ticks: 0,
         comp_child_ticks: 0,
