@@ -260,7 +260,7 @@ pub struct ProbeConfig {
 }
 
 /// How a probe recording ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeOutcome {
     /// The command's exit status as a shell reports it (0 for attached processes).
     pub status: i32,
@@ -268,6 +268,10 @@ pub struct ProbeOutcome {
     pub events: u64,
     /// Hits the kernel lost (rings full).
     pub lost: u64,
+    /// The error that ended the recording early (a ring that could not be read, a write
+    /// that failed): a command started was killed, and the file holds what was recorded
+    /// before (logged).
+    pub error: Option<String>,
 }
 
 /// Ring pages per CPU: 1 MiB, 26,000 hits, drained every few milliseconds.
@@ -1412,6 +1416,11 @@ pub fn record(
         }
         let got = hits_buf.len() as u64;
         events += got;
+        // A test's fault: the n-th round that took hits fails.
+        #[cfg(test)]
+        if got > 0 {
+            crate::run::seam::fails(crate::run::seam::Point::ProbeRound)?;
+        }
         order.pending.extend(hits_buf.drain(..).map(Item::Hit));
         order
             .pending
@@ -1447,12 +1456,23 @@ pub fn record(
         Ok((got, waiting))
     };
     let mut stop_why: Option<String> = None;
+    // An error inside the run ends it as a stop does: the file is finished all the same.
+    let mut error: Option<String> = None;
+    // The command killed because of it (said once the rounds are over).
+    let mut killed = None;
     let status = match child.as_mut() {
         Some(c) => {
             let (prog, pid) = (&argv[0], c.pid());
             let mut cut = None;
-            let ended = steering.watch(c, &mut |stop| {
-                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+            let watched = steering.watch(c, &mut |stop| {
+                let (got, waiting) =
+                    match round(&mut uprobes, &mut switches, consumer.as_mut(), false) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            return Ok(ControlFlow::Break(()));
+                        }
+                    };
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                     return Ok::<_, HooksError>(ControlFlow::Break(()));
@@ -1463,9 +1483,20 @@ pub fn record(
                     return Ok(ControlFlow::Break(()));
                 }
                 Ok(ControlFlow::Continue(pause(got, since, waiting)))
-            })?;
+            });
+            let ended = watched.unwrap_or_else(|e: HooksError| {
+                error.get_or_insert(e.to_string());
+                None
+            });
             match ended {
                 Some(e) => Some(e),
+                // A run ended by an error probes nothing more: its command is not left
+                // running unprobed while the recorder waits for it.
+                None if error.is_some() => {
+                    killed = Some(pid);
+                    c.kill();
+                    c.try_wait().ok().flatten()
+                }
                 None => {
                     stop_why = Some(cut.unwrap_or_else(|| "the duration ended".into()));
                     None
@@ -1478,7 +1509,14 @@ pub fn record(
                 ProbeRun::Command(_) => Vec::new(),
             };
             loop {
-                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let (got, waiting) =
+                    match round(&mut uprobes, &mut switches, consumer.as_mut(), false) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            break;
+                        }
+                    };
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 steering.look(None);
                 if let Some(s) = steering.stop() {
@@ -1505,13 +1543,22 @@ pub fn record(
         }
     };
     uprobes.disable();
-    round(&mut uprobes, &mut switches, consumer.as_mut(), true)?;
+    if error.is_none() {
+        if let Err(e) = round(&mut uprobes, &mut switches, consumer.as_mut(), true) {
+            error = Some(e.to_string());
+        }
+    }
     let end_mono_ns = monotonic_ns();
     // The probes go with their descriptors, now: an attached process runs on unprobed.
     drop(uprobes);
     drop(switches);
     if let Some(why) = &stop_why {
         log(&format!("{why}: probes removed, recording finished"));
+    }
+    if let Some(pid) = killed {
+        log(&format!(
+            "killing the probed command (pid {pid}): the recording stopped on an error"
+        ));
     }
     if malformed {
         log("warning: a ring held malformed records; the hits after them in that round were skipped");
@@ -1524,6 +1571,7 @@ pub fn record(
         },
         events,
         lost: lost_total,
+        error: error.clone(),
     };
     let lost_note = (lost_total > 0).then(|| {
         format!(
@@ -1533,11 +1581,16 @@ pub fn record(
     for n in &follower.notes {
         log(&format!("note: {n}"));
     }
+    // Said by the recorder at the end, and by every report of the file.
+    let stopped = error
+        .as_ref()
+        .map(|e| format!("recording stopped early: {e}"));
     let notes: Vec<String> = sel
         .notes
         .iter()
         .chain(&follower.notes)
         .chain(&follower.late)
+        .chain(&stopped)
         .cloned()
         .collect();
     consumer.finish(&Finish {
@@ -1577,6 +1630,13 @@ pub fn record(
     }
     if let Some(Exit::Signal(s)) = status {
         log(&format!("{} was ended by {}", argv[0], signal::name(s)));
+    }
+    if let Some(e) = &error {
+        let (file, report) = match &cfg.output {
+            ProbeOutput::Trace(p) => (p, "hood trace report"),
+            ProbeOutput::Calls(p) => (p, "hood calls report"),
+        };
+        log(&crate::run::stopped_early(e, file, report));
     }
     // A command still running (-d ended the recording) is waited for, unprobed: it would die
     // with hood otherwise.

@@ -125,6 +125,8 @@ pub(crate) mod seam {
         TraceRound,
         /// A look at the command of `calls run` while it runs.
         CallsWatch,
+        /// A round of the probe session (`--probe`) that took hits.
+        ProbeRound,
     }
 
     thread_local! {

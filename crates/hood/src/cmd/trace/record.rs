@@ -82,8 +82,11 @@ fn probe(a: RecordArgs) -> anyhow::Result<ExitCode> {
     })?;
     // 1 when the command succeeded (or the processes were attached) but no probed function
     // was called: nothing to show, as docs/cli.md has it.
+    // 2 when an error ended the recording (said, with what the file holds).
     let status = out.status.clamp(0, 255) as u8;
-    Ok(ExitCode::from(if out.events == 0 && status == 0 {
+    Ok(ExitCode::from(if out.error.is_some() {
+        2
+    } else if out.events == 0 && status == 0 {
         1
     } else {
         status
