@@ -53,6 +53,12 @@ pub enum HooksError {
     /// The runtime library to preload is not where it should be.
     #[error("{0}")]
     Runtime(String),
+    /// A stop request (a signal, Ctrl-C) came before the command was started: it was not
+    /// started, and nothing was recorded.
+    #[error(
+        "{0} received before the command started: it was not started, and nothing was recorded"
+    )]
+    StoppedBeforeStart(String),
     /// A recorder that starts a command was given none.
     #[error("no command given")]
     NoCommand,

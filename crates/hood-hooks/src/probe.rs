@@ -22,7 +22,8 @@ use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_perf::{SwitchRecorder, UprobePoint, UprobeRecorder, UprobeTarget};
 use hood_proc::child::{Child, Exit};
 use hood_proc::clock::monotonic_ns;
-use hood_proc::signal::{self, Forwarder};
+use hood_proc::signal;
+use hood_proc::steer::{Steer, Steering, STOP_GRACE};
 use hood_raw::frames::for_each_frame;
 use hood_symbols::probe::{self as spec, ProbeSpec, Scope, Selection, CONFIRM_ABOVE};
 use hood_symbols::SymbolError;
@@ -259,7 +260,7 @@ pub struct ProbeConfig {
 }
 
 /// How a probe recording ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeOutcome {
     /// The command's exit status as a shell reports it (0 for attached processes).
     pub status: i32,
@@ -267,6 +268,10 @@ pub struct ProbeOutcome {
     pub events: u64,
     /// Hits the kernel lost (rings full).
     pub lost: u64,
+    /// The error that ended the recording early (a ring that could not be read, a write
+    /// that failed): a command started was killed, and the file holds what was recorded
+    /// before (logged).
+    pub error: Option<String>,
 }
 
 /// Ring pages per CPU: 1 MiB, 26,000 hits, drained every few milliseconds.
@@ -680,7 +685,7 @@ impl TraceOut {
             pid,
             ppid: 0,
             exe: self.procs.exe_of.get(&img).cloned().unwrap_or_default(),
-            clock: "monotonic".into(),
+            clock: hood_tracemodel::Clock::Monotonic,
             ticks_per_sec: 1_000_000_000,
             start_ticks: start,
             start_mono_ns: start,
@@ -925,7 +930,7 @@ impl Consumer for CallsOut {
                 ppid: 0,
                 exe: procs.exe_of.get(&img).cloned().unwrap_or_default(),
                 ticks_per_sec: 1_000_000_000,
-                clock: "monotonic".into(),
+                clock: hood_tracemodel::Clock::Monotonic,
                 compensate: cost.is_some(),
                 comp_self_ticks: cost.as_ref().map_or(0, |c| c.emulated.self_ns),
                 comp_child_ticks: cost.as_ref().map_or(0, |c| c.emulated.child_ns),
@@ -1074,8 +1079,15 @@ fn keys(sel: &Selection) -> Vec<u64> {
         .collect()
 }
 
-/// Record `cfg`. Messages for the user go to `log`, one line each.
-pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutcome, HooksError> {
+/// Record `cfg`, steered by `steer` (a [`hood_proc::signal::Forwarder`]: stop signals are
+/// passed on to a command started). A stop request ends a recording of attached processes at
+/// once; a command started gets [`STOP_GRACE`] to end, and is then waited for unprobed.
+/// Messages for the user go to `log`, one line each.
+pub fn record(
+    cfg: &ProbeConfig,
+    steer: &mut dyn Steer,
+    log: &mut dyn FnMut(&str),
+) -> Result<ProbeOutcome, HooksError> {
     let sel = select(cfg)?;
     for n in &sel.notes {
         log(&format!("note: {n}"));
@@ -1218,7 +1230,8 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         ProbeRun::Pids(p) => p.iter().map(|&p| (p, attached_needed(p))).collect(),
         ProbeRun::Command(_) => Vec::new(),
     };
-    let mut signals = Forwarder::install()?;
+    let mut steering = Steering::new(steer);
+    crate::run::not_stopped_yet(&mut steering)?;
     let mut child = None;
     let (mut uprobes, mut switches) = match &cfg.run {
         ProbeRun::Command(argv) => {
@@ -1403,6 +1416,11 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         }
         let got = hits_buf.len() as u64;
         events += got;
+        // A test's fault: the n-th round that took hits fails.
+        #[cfg(test)]
+        if got > 0 {
+            crate::run::seam::fails(crate::run::seam::Point::ProbeRound)?;
+        }
         order.pending.extend(hits_buf.drain(..).map(Item::Hit));
         order
             .pending
@@ -1438,20 +1456,49 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         Ok((got, waiting))
     };
     let mut stop_why: Option<String> = None;
+    // An error inside the run ends it as a stop does: the file is finished all the same.
+    let mut error: Option<String> = None;
+    // The command killed because of it (said once the rounds are over).
+    let mut killed = None;
     let status = match child.as_mut() {
         Some(c) => {
-            let ended = signals.watch(c, &mut |_stop| {
-                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+            let (prog, pid) = (&argv[0], c.pid());
+            let mut cut = None;
+            let watched = steering.watch(c, &mut |stop| {
+                let (got, waiting) =
+                    match round(&mut uprobes, &mut switches, consumer.as_mut(), false) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            return Ok(ControlFlow::Break(()));
+                        }
+                    };
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
                     return Ok::<_, HooksError>(ControlFlow::Break(()));
                 }
+                // A command that ignores the stop signal is not probed past the grace.
+                if let Some(s) = stop.filter(|s| s.at.elapsed() >= STOP_GRACE) {
+                    cut = Some(crate::run::still_runs(prog, pid, &s));
+                    return Ok(ControlFlow::Break(()));
+                }
                 Ok(ControlFlow::Continue(pause(got, since, waiting)))
-            })?;
+            });
+            let ended = watched.unwrap_or_else(|e: HooksError| {
+                error.get_or_insert(e.to_string());
+                None
+            });
             match ended {
                 Some(e) => Some(e),
+                // A run ended by an error probes nothing more: its command is not left
+                // running unprobed while the recorder waits for it.
+                None if error.is_some() => {
+                    killed = Some(pid);
+                    c.kill();
+                    c.try_wait().ok().flatten()
+                }
                 None => {
-                    stop_why = Some("the duration ended".into());
+                    stop_why = Some(cut.unwrap_or_else(|| "the duration ended".into()));
                     None
                 }
             }
@@ -1462,10 +1509,18 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
                 ProbeRun::Command(_) => Vec::new(),
             };
             loop {
-                let (got, waiting) = round(&mut uprobes, &mut switches, consumer.as_mut(), false)?;
+                let (got, waiting) =
+                    match round(&mut uprobes, &mut switches, consumer.as_mut(), false) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            break;
+                        }
+                    };
                 let since = std::mem::replace(&mut last_round, Instant::now()).elapsed();
-                if let Some(s) = signals.request() {
-                    stop_why = Some(format!("{} received", signal::name(s.signal)));
+                steering.look(None);
+                if let Some(s) = steering.stop() {
+                    stop_why = Some(format!("{} received", s.words()));
                     break;
                 }
                 if cfg.duration.is_some_and(|d| started.elapsed() >= d) {
@@ -1488,13 +1543,22 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         }
     };
     uprobes.disable();
-    round(&mut uprobes, &mut switches, consumer.as_mut(), true)?;
+    if error.is_none() {
+        if let Err(e) = round(&mut uprobes, &mut switches, consumer.as_mut(), true) {
+            error = Some(e.to_string());
+        }
+    }
     let end_mono_ns = monotonic_ns();
     // The probes go with their descriptors, now: an attached process runs on unprobed.
     drop(uprobes);
     drop(switches);
     if let Some(why) = &stop_why {
         log(&format!("{why}: probes removed, recording finished"));
+    }
+    if let Some(pid) = killed {
+        log(&format!(
+            "killing the probed command (pid {pid}): the recording stopped on an error"
+        ));
     }
     if malformed {
         log("warning: a ring held malformed records; the hits after them in that round were skipped");
@@ -1507,6 +1571,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
         },
         events,
         lost: lost_total,
+        error: error.clone(),
     };
     let lost_note = (lost_total > 0).then(|| {
         format!(
@@ -1516,11 +1581,16 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     for n in &follower.notes {
         log(&format!("note: {n}"));
     }
+    // Said by the recorder at the end, and by every report of the file.
+    let stopped = error
+        .as_ref()
+        .map(|e| format!("recording stopped early: {e}"));
     let notes: Vec<String> = sel
         .notes
         .iter()
         .chain(&follower.notes)
         .chain(&follower.late)
+        .chain(&stopped)
         .cloned()
         .collect();
     consumer.finish(&Finish {
@@ -1561,6 +1631,13 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
     if let Some(Exit::Signal(s)) = status {
         log(&format!("{} was ended by {}", argv[0], signal::name(s)));
     }
+    if let Some(e) = &error {
+        let (file, report) = match &cfg.output {
+            ProbeOutput::Trace(p) => (p, "hood trace report"),
+            ProbeOutput::Calls(p) => (p, "hood calls report"),
+        };
+        log(&crate::run::stopped_early(e, file, report));
+    }
     // A command still running (-d ended the recording) is waited for, unprobed: it would die
     // with hood otherwise.
     let mut outcome = outcome;
@@ -1571,7 +1648,7 @@ pub fn record(cfg: &ProbeConfig, log: &mut dyn FnMut(&str)) -> Result<ProbeOutco
             c.pid(),
             c.pid()
         ));
-        outcome.status = signals.wait(c, &mut || {})?.shell_code();
+        outcome.status = steering.wait(c)?.shell_code();
     }
     Ok(outcome)
 }

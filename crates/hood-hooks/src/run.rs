@@ -8,6 +8,9 @@ use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
 use hood_proc::child::Child;
+use hood_proc::steer::Steering;
+
+use crate::HooksError;
 
 /// The command a recorder started: killed (SIGKILL) and reaped on every way out that did not
 /// wait for it (an error before the run started, a panic); a no-op once it was reaped.
@@ -30,6 +33,29 @@ impl DerefMut for Command {
     fn deref_mut(&mut self) -> &mut Child {
         &mut self.0
     }
+}
+
+/// Look at the steer once before the command starts: a stop request that came already (a
+/// Ctrl-C while the recorder set up) ends the run there, with nothing started, as the signal
+/// would have ended the recorder before it was steered.
+pub(crate) fn not_stopped_yet(steering: &mut Steering<'_>) -> Result<(), HooksError> {
+    steering.look(None);
+    match steering.stop() {
+        Some(s) => Err(HooksError::StoppedBeforeStart(s.words())),
+        None => Ok(()),
+    }
+}
+
+/// What the recorder says when the command still runs [`STOP_GRACE`] after a stop request:
+/// recording stopped there.
+///
+/// [`STOP_GRACE`]: hood_proc::steer::STOP_GRACE
+pub(crate) fn still_runs(prog: &str, pid: i32, stop: &hood_proc::steer::StopRequest) -> String {
+    format!(
+        "{prog} (pid {pid}) still runs {} s after {}",
+        hood_proc::steer::STOP_GRACE.as_secs(),
+        stop.words()
+    )
 }
 
 /// A recorder's private segment directory: removed on every way out (a panic included),
@@ -99,6 +125,8 @@ pub(crate) mod seam {
         TraceRound,
         /// A look at the command of `calls run` while it runs.
         CallsWatch,
+        /// A round of the probe session (`--probe`) that took hits.
+        ProbeRound,
     }
 
     thread_local! {

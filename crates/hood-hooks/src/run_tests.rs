@@ -1,6 +1,6 @@
-//! Errors inside a run of `trace record` and `calls run`: a fault injected at the run's seam
-//! (no timing: the n-th round that moved events, the n-th look at a command whose segment
-//! exists) ends the run with its error; the command is killed and reaped, the file is finished
+//! Errors inside a run of `trace record`, `calls run` and the probe session: a fault injected
+//! at the run's seam (no timing: the n-th round that moved events or took hits, the n-th look
+//! at a command whose segment exists) ends the run with its error; the command is killed and reaped, the file is finished
 //! and put in place and reads back with names, and the segment directory is gone. They run the
 //! real recorders on an instrumented C program (gcc) with the release runtime, built as
 //! hood's own tests build it.
@@ -13,7 +13,8 @@ use super::seam::{self, Point};
 use crate::calls::{self, Message, RunConfig};
 use crate::trace::record::{self, Full, RecordConfig};
 
-/// One run at a time: both recorders catch the stop signals of the whole test process.
+/// One run at a time: they start commands on a machine of few CPUs, and `calls run` sets
+/// `HOOD_RT_LIB` for the whole test process.
 static ONE: Mutex<()> = Mutex::new(());
 
 /// The target directory this test binary was built in (…/target/debug/deps/hood_hooks-…).
@@ -105,8 +106,10 @@ fn a_round_that_fails_kills_the_command_and_finishes_the_trace_with_names() {
     // The third round that moved events fails (a full disk's ENOSPC).
     seam::fail(Point::TraceRound, 2);
     let mut lines = Vec::new();
-    let o = record::record(&cfg, &mut |l| lines.push(l.to_string()))
-        .expect("an error inside the run is an outcome, not an error");
+    let o = record::record(&cfg, &mut hood_proc::steer::NoSteer, &mut |l| {
+        lines.push(l.to_string())
+    })
+    .expect("an error inside the run is an outcome, not an error");
     let error = o.error.clone().unwrap_or_default();
     assert!(error.contains("fault injected"), "{o:?} {lines:?}");
     // Killed (SIGKILL: 128 + 9) and reaped, not waited for.
@@ -154,7 +157,8 @@ fn a_watch_that_fails_kills_the_command_and_writes_its_tables() {
     // The third look at the command once its segment exists fails.
     seam::fail(Point::CallsWatch, 2);
     let mut said = Vec::new();
-    let ran = calls::run(&cfg, &mut |m| said.push(m)).expect("the tables are written");
+    let ran = calls::run(&cfg, &mut hood_proc::steer::NoSteer, &mut |m| said.push(m))
+        .expect("the tables are written");
     let error = ran.error.clone().unwrap_or_default();
     assert!(error.contains("fault injected"), "{error:?} {said:?}");
     assert_eq!(ran.exit.shell_code(), 137, "{said:?}");
@@ -176,5 +180,63 @@ fn a_watch_that_fails_kills_the_command_and_writes_its_tables() {
         dirs_left("calls-run").is_empty(),
         "{:?}",
         dirs_left("calls-run")
+    );
+}
+
+/// The probe session (`--probe`, uprobes: root only) ends on a round that fails as the other
+/// recorders do: the command is killed, the trace is finished with what was recorded and the
+/// note of the stop, and the outcome says why.
+#[test]
+fn a_probe_round_that_fails_kills_the_command_and_finishes_the_trace() {
+    if !hood_proc::usage::running_as_root() {
+        eprintln!("skipped: uprobes need root");
+        return;
+    }
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let prog = trace_stream(dir.path());
+    let out = dir.path().join("p.trace");
+    let cfg = crate::probe::ProbeConfig {
+        specs: vec!["step".into()],
+        yes: false,
+        run: crate::probe::ProbeRun::Command(endless(&prog)),
+        duration: None,
+        sched: false,
+        output: crate::probe::ProbeOutput::Trace(out.clone()),
+    };
+    // The third round that took hits fails.
+    seam::fail(Point::ProbeRound, 2);
+    let mut lines = Vec::new();
+    let o = crate::probe::record(&cfg, &mut hood_proc::steer::NoSteer, &mut |l| {
+        lines.push(l.to_string())
+    })
+    .expect("an error inside the run is an outcome, not an error");
+    let error = o.error.clone().unwrap_or_default();
+    assert!(error.contains("fault injected"), "{error:?} {lines:?}");
+    // Killed (SIGKILL: 128 + 9) and reaped, not waited for.
+    assert_eq!(o.status, 137, "{lines:?}");
+    assert!(o.events > 0, "{lines:?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("killing the probed command")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("recording stopped early") && l.contains("hood trace report -i")),
+        "{lines:?}"
+    );
+    let head = hood_tracemodel::trace::scan(&out).expect("a readable trace");
+    assert!(head.warnings.is_empty(), "{:?}", head.warnings);
+    let p = head.processes.first().expect("the command's process");
+    assert!(p.symbols.values().any(|n| n == "step"), "{:?}", p.symbols);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("recording stopped early")),
+        "{:?}",
+        p.notes
     );
 }

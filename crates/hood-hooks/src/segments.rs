@@ -533,11 +533,7 @@ fn decode_threads(
         ppid: h.ppid,
         exe: h.exe_path.clone(),
         ticks_per_sec: h.ticks_per_sec,
-        clock: if h.clock == hood_abi::CLOCK_TSC {
-            "tsc".into()
-        } else {
-            "monotonic".into()
-        },
+        clock: hood_tracemodel::Clock::of_segment(h.clock),
         compensate: h.compensate,
         comp_self_ticks: h.comp_self_ticks,
         comp_child_ticks: h.comp_child_ticks,

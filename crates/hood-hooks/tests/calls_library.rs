@@ -14,7 +14,7 @@ fn process(pid: u32, exe: &str) -> ProcessCalls {
         ppid: 1,
         exe: exe.into(),
         ticks_per_sec: 1_000_000_000,
-        clock: "monotonic".into(),
+        clock: hood_tracemodel::Clock::Monotonic,
         compensate: false,
         comp_self_ticks: 0,
         comp_child_ticks: 0,
@@ -89,7 +89,7 @@ fn get_reset_and_run_say_why_they_did_nothing() {
         keep: false,
         argv: vec!["true".into()],
     };
-    match calls::run(&run, &mut |_| {}) {
+    match calls::run(&run, &mut hood_proc::steer::NoSteer, &mut |_| {}) {
         Err(e @ HooksError::Runtime(_)) => {
             let text = e.to_string();
             assert!(

@@ -65,7 +65,7 @@ mod tests {
             ppid: 1,
             exe: exe.into(),
             ticks_per_sec: 1_000_000_000,
-            clock: "monotonic".into(),
+            clock: hood_tracemodel::Clock::Monotonic,
             compensate: false,
             comp_self_ticks: 0,
             comp_child_ticks: 0,

@@ -1,6 +1,7 @@
 //! Process control for hood's recorders: the clock they stamp with, the state of standard
 //! output, and (as the recorders move out of the `hood` binary) starting and stopping the
-//! commands they record, signals, and reading or touching another process's memory.
+//! commands they record, signals, the one way every recorder is steered ([`steer`]), and
+//! reading or touching another process's memory.
 //!
 //! Owns: every system call of the recorders that is not a perf event, a tracefs file or the
 //! injected runtime (those live in `hood-perf` and `hood-rt`). May depend on: libc, rustix,
@@ -19,6 +20,7 @@ pub mod shm;
 pub mod signal;
 pub mod space;
 pub mod stdio;
+pub mod steer;
 pub mod terminal;
 pub mod usage;
 

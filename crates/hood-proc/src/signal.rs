@@ -1,17 +1,17 @@
 //! Signals of the recorders: the stop and pause requests a recorder honours, and the stop
 //! signals a recorder passes on to the command it started.
 
-use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rustix::process::Signal;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::exfiltrator::WithRawSiginfo;
 use signal_hook::iterator::SignalsInfo;
 
-use crate::child::{Child, Exit};
+use crate::child::Child;
+use crate::steer::{Request, Steer, StopRequest};
 use crate::ProcError;
 
 fn registering(what: &'static str) -> impl FnOnce(std::io::Error) -> ProcError {
@@ -122,24 +122,15 @@ pub(crate) fn ignored_at_start() -> Vec<i32> {
         .collect()
 }
 
-/// The first stop signal a recorder received while it watched its command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StopRequest {
-    /// Its number.
-    pub signal: i32,
-    /// When it was seen.
-    pub at: Instant,
-}
-
 /// Ctrl-C, SIGTERM and SIGHUP while a recorder waits for its command: the recorder does not
 /// die (it would leave no file behind); it passes the signal on to the command, waits for it
 /// to end, and finishes as after a normal exit. A signal the kernel sent to the whole process
 /// group (Ctrl-C or a hangup on the terminal) has reached the command already and is not sent
-/// twice. This is the one way every recorder that starts a command (`calls run`, `trace
-/// record`) is steered: [`Forwarder::watch`].
+/// twice. This is the [`Steer`] of every recorder that starts a command (`calls run`, `trace
+/// record`, `--probe`): each stop signal is a [`Request::Stop`], passed on to the command
+/// given to [`Steer::poll`].
 pub struct Forwarder {
     signals: SignalsInfo<WithRawSiginfo>,
-    first: Option<StopRequest>,
 }
 
 impl Forwarder {
@@ -151,78 +142,28 @@ impl Forwarder {
         Ok(Forwarder {
             signals: SignalsInfo::<WithRawSiginfo>::new(STOP_SIGNALS)
                 .map_err(registering("catching SIGINT/SIGTERM/SIGHUP"))?,
-            first: None,
         })
     }
+}
 
-    /// Pass the stop signals received since the last call on to `child` (unless the kernel
-    /// sent them to the whole process group).
-    pub fn forward(&mut self, child: &Child) {
+impl Steer for Forwarder {
+    /// The stop signals received since the last look, each passed on to `command` (unless
+    /// the kernel sent it to the whole process group).
+    fn poll(&mut self, command: Option<&Child>) -> Vec<Request> {
+        let mut out = Vec::new();
         for info in self.signals.pending() {
-            self.first.get_or_insert(StopRequest {
-                signal: info.si_signo,
+            out.push(Request::Stop(StopRequest {
+                signal: Some(info.si_signo),
                 at: Instant::now(),
-            });
+            }));
             if info.si_code == libc::SI_KERNEL {
                 continue;
             }
-            if let Some(sig) = Signal::from_named_raw(info.si_signo) {
-                let _ = child.signal(sig);
+            if let (Some(c), Some(sig)) = (command, Signal::from_named_raw(info.si_signo)) {
+                let _ = c.signal(sig);
             }
         }
-    }
-
-    /// Watch `child`: pass the stop signals on, and call `tick` with the first stop request so
-    /// far; `tick` does the recorder's work of the moment and answers how long to sleep before
-    /// the next look, or that the recorder stops watching. Returns how the child ended, or
-    /// `None` when `tick` stopped the watch first (the child still runs). Signals are sent
-    /// only while the child is unreaped, so its pid names no other process.
-    pub fn watch<E: From<ProcError>>(
-        &mut self,
-        child: &mut Child,
-        tick: &mut dyn FnMut(Option<StopRequest>) -> Result<ControlFlow<(), Duration>, E>,
-    ) -> Result<Option<Exit>, E> {
-        loop {
-            self.forward(child);
-            let next = tick(self.first)?;
-            if let Some(e) = child.try_wait()? {
-                return Ok(Some(e));
-            }
-            match next {
-                ControlFlow::Break(()) => return Ok(None),
-                ControlFlow::Continue(d) => std::thread::sleep(d),
-            }
-        }
-    }
-
-    /// Wait for `child`, passing the stop signals on and calling `tick` every 20 ms.
-    pub fn wait(&mut self, child: &mut Child, tick: &mut dyn FnMut()) -> Result<Exit, ProcError> {
-        loop {
-            // The tick never stops the watch: `None` does not happen.
-            let exit = self.watch(child, &mut |_| {
-                tick();
-                Ok::<_, ProcError>(ControlFlow::Continue(Duration::from_millis(20)))
-            })?;
-            if let Some(e) = exit {
-                return Ok(e);
-            }
-        }
-    }
-
-    /// The first stop signal received, if any.
-    pub fn received(&mut self) -> Option<i32> {
-        self.request().map(|r| r.signal)
-    }
-
-    /// The first stop signal received and when, if any.
-    pub fn request(&mut self) -> Option<StopRequest> {
-        for info in self.signals.pending() {
-            self.first.get_or_insert(StopRequest {
-                signal: info.si_signo,
-                at: Instant::now(),
-            });
-        }
-        self.first
+        out
     }
 }
 
@@ -243,6 +184,8 @@ pub fn name(sig: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::child::Exit;
+    use crate::steer::Steering;
 
     /// Unless this is that process (`HOOD_PROC_TEST_INNER` names the test: then `None`), run
     /// the test `name` again in a process of its own (this test binary), since it signals
@@ -303,6 +246,7 @@ mod tests {
         // SAFETY: setting this (test) process's disposition of SIGHUP to ignored.
         unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
         let mut fwd = Forwarder::install().unwrap();
+        let mut steering = Steering::new(&mut fwd);
         let dir = std::env::temp_dir().join(format!("hood-proc-ign-{}", std::process::id()));
         let mut child = Child::spawn(
             &[
@@ -313,7 +257,7 @@ mod tests {
             &[],
         )
         .unwrap();
-        assert!(fwd.wait(&mut child, &mut || {}).unwrap().success());
+        assert!(steering.wait(&mut child).unwrap().success());
         let text = std::fs::read_to_string(&dir).unwrap();
         let _ = std::fs::remove_file(&dir);
         let mask = u64::from_str_radix(text.split(':').nth(1).unwrap().trim(), 16).unwrap();
@@ -323,7 +267,8 @@ mod tests {
         // The recorder itself still catches it: a SIGHUP sent now is seen, not ignored.
         rustix::process::kill_process(rustix::process::getpid(), Signal::HUP).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
-        assert_eq!(fwd.received(), Some(libc::SIGHUP));
+        steering.look(None);
+        assert_eq!(steering.stop().and_then(|s| s.signal), Some(libc::SIGHUP));
         println!("ignored in the command: SIGHUP only");
     }
 
@@ -337,11 +282,13 @@ mod tests {
             return;
         }
         let mut fwd = Forwarder::install().unwrap();
+        let mut steering = Steering::new(&mut fwd);
         let mut child = Child::spawn(&["sleep", "30"], &[]).unwrap();
         rustix::process::kill_process(rustix::process::getpid(), Signal::TERM).unwrap();
-        let exit = fwd.wait(&mut child, &mut || {}).unwrap();
+        let exit = steering.wait(&mut child).unwrap();
         assert_eq!(exit, Exit::Signal(libc::SIGTERM));
-        assert_eq!(fwd.received(), Some(libc::SIGTERM));
-        println!("forwarded: {}", name(fwd.received().unwrap()));
+        let first = steering.stop().unwrap();
+        assert_eq!(first.signal, Some(libc::SIGTERM));
+        println!("forwarded: {}", first.words());
     }
 }

@@ -961,7 +961,7 @@ mod tests {
             ppid: 1,
             exe: "/x/work".into(),
             ticks_per_sec: 1000,
-            clock: "monotonic".into(),
+            clock: hood_tracemodel::Clock::Monotonic,
             compensate: true,
             comp_self_ticks: 0,
             comp_child_ticks: 0,

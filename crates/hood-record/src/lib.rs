@@ -9,8 +9,8 @@
 //! and never reads one back (hood-load does). May depend on:
 //! hood-format, hood-raw, hood-model, hood-perf, hood-proc, hood-procfs, hood-symbols, hood-unwind (and
 //! rustix's safe calls, serde, thiserror); never on the binary or a renderer. Its callers pass
-//! a [`RecordConfig`], a [`Control`] (stop, pause, print requests) and a message sink; the
-//! recorder prints nothing itself.
+//! a [`RecordConfig`], a [`hood_proc::steer::Steer`] (stop, pause, print requests: the one
+//! way every recorder is steered) and a message sink; the recorder prints nothing itself.
 
 #![forbid(unsafe_code)]
 // Only the binary prints (docs/ARCHITECTURE.md): a library's messages go to its caller.
@@ -18,7 +18,6 @@
 
 mod collect;
 mod config;
-mod interactive;
 mod labels;
 mod recorder;
 pub mod session;
@@ -29,8 +28,7 @@ pub use config::{
     parse_call_graph, ring_pages, stack_copy_cap, RecordConfig, Who, DEFAULT_EVENT,
     DEFAULT_FREQ_HZ, DEFAULT_OFF_CPU_RATE,
 };
-pub use interactive::Interactive;
-pub use recorder::{record, Control, CopyStep, Finished, NoControl, Outcome, Request, StopFlag};
+pub use recorder::{record, CopyStep, Finished, Outcome};
 
 /// What stopped a recording from starting or going on.
 #[derive(Debug, thiserror::Error)]

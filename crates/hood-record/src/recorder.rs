@@ -2,8 +2,6 @@
 //! rings into the file until told to stop, finalize.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
@@ -11,6 +9,7 @@ use hood_model::profile::meta::OffCpuMeta;
 use hood_model::profile::{ProcSnapshotChunk, RecordMeta, RecordMode, RecordStats};
 use hood_perf::{Readiness, Session, Target};
 use hood_proc::child::{Child, Exit};
+use hood_proc::steer::{Request, Steer};
 
 use crate::collect::Collector;
 use crate::config::{call_graph_name, RecordConfig, Who};
@@ -139,47 +138,6 @@ pub struct Finished {
     pub exit_status: Option<i32>,
 }
 
-/// What the caller asked for since the last look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Request {
-    /// Stop and write the file.
-    Stop,
-    /// Toggle sampling.
-    TogglePause,
-    /// Print the top functions so far.
-    PrintTop,
-}
-
-/// How the caller steers a running recording: looked at after each drain of the rings.
-pub trait Control {
-    /// Requests since the last look.
-    fn poll(&mut self) -> Vec<Request>;
-    /// Show the top functions of the recording so far, flushed to `path` (after
-    /// [`Request::PrintTop`]).
-    fn print_top(&mut self, _path: &Path) {}
-}
-
-/// No requests: the recording ends by its duration, or when its processes do.
-pub struct NoControl;
-
-impl Control for NoControl {
-    fn poll(&mut self) -> Vec<Request> {
-        Vec::new()
-    }
-}
-
-/// A stop flag (a server's SIGTERM, say): set means [`Request::Stop`].
-pub struct StopFlag<'a>(pub &'a AtomicBool);
-
-impl Control for StopFlag<'_> {
-    fn poll(&mut self) -> Vec<Request> {
-        match self.0.load(Ordering::Relaxed) {
-            true => vec![Request::Stop],
-            false => Vec::new(),
-        }
-    }
-}
-
 /// Why a run ended, written to the file's STATS chunk as `stop_reason`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -189,7 +147,7 @@ enum Stop {
     AttachedExited,
     /// `--duration` passed.
     Duration,
-    /// The caller's [`Control`] asked (a key, a signal, `hood stop`, a server's stop flag).
+    /// The caller's [`Steer`] asked (a key, a signal, `hood stop`, a server's stop flag).
     User,
     /// Reading the rings failed.
     Drain,
@@ -292,7 +250,7 @@ struct End {
     error: Option<String>,
 }
 
-/// Record according to `cfg`, steered by `control`; every message for the user (notes,
+/// Record according to `cfg`, steered by `steer`; every message for the user (notes,
 /// pauses, the summary at the end) goes to `log`, one line each, without a prefix.
 ///
 /// One skeleton: open (the file, the command held before its exec, the events) → describe
@@ -305,13 +263,13 @@ struct End {
 /// recorder when the run ended by an error).
 pub fn record(
     cfg: &RecordConfig,
-    control: &mut dyn Control,
+    steer: &mut dyn Steer,
     log: &mut dyn FnMut(&str),
 ) -> Result<Finished, RecordError> {
     let (held, early) = open(cfg, log)?;
     let mut run = describe(cfg, held, early, log)?;
     run.start()?;
-    let end = run.until_stop(control, log);
+    let end = run.until_stop(steer, log);
     Ok(run.finish(end, log))
 }
 
@@ -342,7 +300,7 @@ fn open(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<(Held, Early), 
     // long waits, when it can tell a wait inside a system call or a page fault by its kernel
     // stack (kernel symbols readable).
     let early_kallsyms = match cfg.sampling.off_cpu {
-        true => snapshot::kallsyms(),
+        true => hood_procfs::host::kallsyms(),
         false => None,
     };
     let entry_code = early_kallsyms
@@ -431,7 +389,7 @@ fn describe<'a>(
         },
         hostname,
         kernel_release,
-        kernel_build_id: snapshot::kernel_build_id(),
+        kernel_build_id: hood_symbols::kernel_build_id(),
         cpus: session.cpus().to_vec(),
         start_monotonic_ns: start_mono,
         start_unix_ns: SystemTime::now()
@@ -510,7 +468,7 @@ fn describe<'a>(
     // recording has no kernel frames), and stored only once a sample is (a recording without
     // samples stays small).
     let kallsyms = if session.samples_kernel() {
-        let k = early.kallsyms.or_else(snapshot::kallsyms);
+        let k = early.kallsyms.or_else(hood_procfs::host::kallsyms);
         if k.is_none() {
             log(&format!(
                 "kernel addresses are hidden from hood, so kernel frames will be \
@@ -601,9 +559,9 @@ impl Run<'_> {
 
     /// Drain the rings into the file until a stop: the caller's request, the end of the
     /// processes, the duration, or an error (which becomes the stop's reason).
-    fn until_stop(&mut self, control: &mut dyn Control, log: &mut dyn FnMut(&str)) -> End {
+    fn until_stop(&mut self, steer: &mut dyn Steer, log: &mut dyn FnMut(&str)) -> End {
         let ended = self.late_processes(log).and_then(|()| loop {
-            match self.turn(control, log) {
+            match self.turn(steer, log) {
                 Ok(None) => {}
                 Ok(Some(stop)) => break Ok(stop),
                 Err(f) => break Err(f),
@@ -646,7 +604,7 @@ impl Run<'_> {
     /// the run.
     fn turn(
         &mut self,
-        control: &mut dyn Control,
+        steer: &mut dyn Steer,
         log: &mut dyn FnMut(&str),
     ) -> Result<Option<Stop>, Fault> {
         // Tracepoint rings fill much faster than sample rings under a packet flood; drain
@@ -684,9 +642,9 @@ impl Run<'_> {
             return Ok(Some(Stop::Duration));
         }
         let mut stop = None;
-        for req in control.poll() {
+        for req in steer.poll(held.command.0.as_ref()) {
             match req {
-                Request::Stop => stop = Some(Stop::User),
+                Request::Stop(_) => stop = Some(Stop::User),
                 Request::TogglePause => match self.paused_at.take() {
                     Some(t) => {
                         self.paused += t.elapsed();
@@ -700,7 +658,7 @@ impl Run<'_> {
                     }
                 },
                 Request::PrintTop => match self.collector.flush(&mut held.writer, true) {
-                    Ok(()) => control.print_top(held.writer.file_path()),
+                    Ok(()) => steer.print_top(held.writer.file_path()),
                     Err(e) => log(&format!("cannot flush: {e}")),
                 },
             }
@@ -1117,7 +1075,7 @@ fn finalize<W: std::io::Write>(
         };
         writer.write_chunk(tags::profile::KALLSYMS_USED, used.as_bytes(), true)?;
     }
-    let (maps, warnings) = snapshot::perf_maps(&collector.pids);
+    let (maps, warnings) = hood_procfs::host::perf_maps(&collector.pids);
     for (pid, text) in maps {
         let mut payload = pid.to_le_bytes().to_vec();
         payload.extend_from_slice(text.as_bytes());

@@ -8,7 +8,10 @@ use std::sync::Mutex;
 use hood_model::profile::{RawRecording, RecordStats};
 
 use super::seam::{self, Point};
-use super::{record, Control, Request};
+use hood_proc::child::Child;
+use hood_proc::steer::{NoSteer, Request, Steer};
+
+use super::record;
 use crate::{RecordConfig, Who};
 
 // The privileged-test convention of hood's tests (one implementation for every crate).
@@ -45,10 +48,8 @@ fn a_poll_error_mid_run_finalizes_the_file_and_kills_the_command() {
     );
     seam::fail(Point::Wait, 2);
     let mut lines = Vec::new();
-    let f = record(&cfg, &mut super::NoControl, &mut |l| {
-        lines.push(l.to_string())
-    })
-    .expect("an error inside the run is an outcome, not an error");
+    let f = record(&cfg, &mut NoSteer, &mut |l| lines.push(l.to_string()))
+        .expect("an error inside the run is an outcome, not an error");
     let error = f.outcome.error.as_deref().unwrap_or_default();
     assert!(error.contains("poll"), "{error:?}");
     // The command was killed (SIGKILL: 128 + 9) and reaped, not waited for.
@@ -75,12 +76,12 @@ fn a_poll_error_mid_run_finalizes_the_file_and_kills_the_command() {
 /// Pauses at the first look, then resumes at the second (which the seam fails).
 struct PauseResume(u32);
 
-impl Control for PauseResume {
-    fn poll(&mut self) -> Vec<Request> {
+impl Steer for PauseResume {
+    fn poll(&mut self, _command: Option<&Child>) -> Vec<Request> {
         self.0 += 1;
         match self.0 {
             1 | 2 => vec![Request::TogglePause],
-            _ => vec![Request::Stop],
+            _ => vec![Request::stop()],
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What the report needs besides the samples, captured at record time: processes and their
-//! mappings at start, kallsyms, the vdso image, build-ids and JIT perf maps (kallsyms and the
-//! JIT maps read by hood-procfs, which reads them for a perf.data file's report too).
+//! mappings at start, the vdso image and build-ids. kallsyms and the JIT perf maps are read by
+//! hood-procfs (`hood_procfs::host`, which reads them for a perf.data file's report too) and
+//! the kernel's build-id by hood-symbols; the recorder imports them from there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -8,9 +9,6 @@ use std::path::Path;
 
 use hood_model::profile::{ProcSnapshot, ProcSnapshotChunk, MAX_SNAPSHOT_MAPS};
 use hood_procfs::process::{self, MapsBudget};
-
-pub use hood_procfs::host::{kallsyms, perf_maps, MAX_PERF_MAP};
-pub use hood_symbols::kernel_build_id;
 
 /// Snapshot `pids` (or every process when `None`) from /proc, their maps read within
 /// `budget` (the recording's). Vanished processes are skipped.

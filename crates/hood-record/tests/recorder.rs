@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use hood_format::tags;
 use hood_model::profile::RecordStats;
-use hood_record::{record, Control, RecordConfig, RecordError, Request, StopFlag, Who};
+use hood_proc::child::Child;
+use hood_proc::steer::{NoSteer, Request, Steer, StopFlag};
+use hood_record::{record, RecordConfig, RecordError, Who};
 
 /// One perf recording at a time in this test binary.
 static PERF: Mutex<()> = Mutex::new(());
@@ -49,10 +51,7 @@ fn a_command_is_recorded_and_its_exit_status_returned() {
         out.clone(),
     );
     let mut lines = Vec::new();
-    let f = record(&cfg, &mut hood_record::NoControl, &mut |l| {
-        lines.push(l.to_string())
-    })
-    .unwrap();
+    let f = record(&cfg, &mut NoSteer, &mut |l| lines.push(l.to_string())).unwrap();
     assert_eq!(f.exit_status, Some(3));
     assert!(f.outcome.error.is_none(), "{:?}", f.outcome.error);
     assert!(f.outcome.samples > 0, "no samples: {lines:?}");
@@ -106,10 +105,10 @@ fn a_stop_flag_ends_a_recording_of_the_machine() {
 /// Pauses, then stops: the pause is noted in the file and in the messages.
 struct Script(Vec<Vec<Request>>);
 
-impl Control for Script {
-    fn poll(&mut self) -> Vec<Request> {
+impl Steer for Script {
+    fn poll(&mut self, _command: Option<&Child>) -> Vec<Request> {
         if self.0.is_empty() {
-            vec![Request::Stop]
+            vec![Request::stop()]
         } else {
             self.0.remove(0)
         }
@@ -150,7 +149,7 @@ fn a_command_that_cannot_start_leaves_no_file() {
         Who::Command(vec!["no-such-command-hood-record".into()]),
         out.clone(),
     );
-    let e = record(&cfg, &mut hood_record::NoControl, &mut |_| {}).unwrap_err();
+    let e = record(&cfg, &mut NoSteer, &mut |_| {}).unwrap_err();
     assert!(
         matches!(
             e,

@@ -5,7 +5,8 @@
 //! Owns: the server (listening, connection and request limits, timeouts), routing and bearer
 //! tokens, the `/metrics` scraper, and the profile endpoint's [`profile::Recording`] (query,
 //! one profile at a time, hood-record's recorder in the request's thread, the pprof answer).
-//! May depend on: hood-procfs (the /proc reader), hood-record (the profile recorder),
+//! May depend on: hood-procfs (the /proc reader), hood-record (the profile recorder), hood-proc
+//! (its `StopFlag`, the recorder's steering),
 //! hood-monitor (snapshots), hood-model (profiles), hood-report (the metrics and pprof encoders), hyper and
 //! tokio; no unsafe. The endpoint calls a [`Profiler`]: the binary passes a
 //! [`profile::Recording`] with its symbolizer, the tests a stand-in.

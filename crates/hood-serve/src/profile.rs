@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use hood_model::profile::Profile;
-use hood_record::{RecordConfig, StopFlag, Who};
+use hood_proc::steer::StopFlag;
+use hood_record::{RecordConfig, Who};
 use hood_report::profile::ReportOptions;
 
 use crate::{Access, Answer, Profiler};

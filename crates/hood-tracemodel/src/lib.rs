@@ -11,6 +11,42 @@
 pub mod calls;
 pub mod trace;
 
+/// The clock of a process's timestamps, stored as its word (`tsc`, `monotonic`) in files and
+/// JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Clock {
+    /// TSC ticks, calibrated against CLOCK_MONOTONIC by the runtime.
+    #[serde(rename = "tsc")]
+    Tsc,
+    /// CLOCK_MONOTONIC nanoseconds (no invariant TSC, or `HOOD_CLOCK=monotonic`; uprobe
+    /// recordings).
+    #[serde(rename = "monotonic")]
+    Monotonic,
+    /// A word this hood does not know (a newer hood's file).
+    #[serde(rename = "", other)]
+    Unknown,
+}
+
+impl Clock {
+    /// The clock a runtime segment's header names (`hood_abi::CLOCK_*`): anything but the
+    /// TSC is CLOCK_MONOTONIC.
+    pub fn of_segment(kind: u32) -> Clock {
+        match kind {
+            hood_abi::CLOCK_TSC => Clock::Tsc,
+            _ => Clock::Monotonic,
+        }
+    }
+
+    /// The word files, JSON and reports use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clock::Tsc => "tsc",
+            Clock::Monotonic => "monotonic",
+            Clock::Unknown => "",
+        }
+    }
+}
+
 /// What became of an instrumented process by the time its tables or events were collected,
 /// stored as its word (`running`, `exited`, `gone`, `exec`) in files and JSON.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -68,7 +104,30 @@ pub enum TraceModelError {
 
 #[cfg(test)]
 mod tests {
-    use super::ProcessState;
+    use super::{Clock, ProcessState};
+
+    /// The clock's word in files and JSON is what the strings were: `tsc`, `monotonic`.
+    #[test]
+    fn a_clock_is_stored_as_its_word() {
+        assert_eq!(serde_json::to_string(&Clock::Tsc).unwrap(), "\"tsc\"");
+        assert_eq!(
+            serde_json::to_string(&Clock::Monotonic).unwrap(),
+            "\"monotonic\""
+        );
+        for c in [Clock::Tsc, Clock::Monotonic, Clock::Unknown] {
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(json, format!("\"{}\"", c.as_str()));
+            assert_eq!(serde_json::from_str::<Clock>(&json).unwrap(), c);
+        }
+        assert_eq!(Clock::of_segment(hood_abi::CLOCK_TSC), Clock::Tsc);
+        assert_eq!(
+            Clock::of_segment(hood_abi::CLOCK_MONOTONIC_NS),
+            Clock::Monotonic
+        );
+        // A newer hood's word still reads.
+        let c: Clock = serde_json::from_str("\"ptp\"").unwrap();
+        assert_eq!(c, Clock::Unknown);
+    }
 
     #[test]
     fn a_process_state_is_stored_as_its_word() {

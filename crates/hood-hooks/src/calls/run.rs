@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use hood_abi::{HeaderView, ThreadView, THREAD_EXITED, THREAD_HEADER_SIZE};
 use hood_proc::child::{Child, Exit};
 use hood_proc::shm::ShmFile;
-use hood_proc::signal::{self, Forwarder};
+use hood_proc::signal;
+use hood_proc::steer::{Steer, Steering, STOP_GRACE};
 use hood_tracemodel::calls::{ProcessCalls, ThreadCalls};
 
 use hood_format::{OutputFile, Writer};
@@ -209,21 +210,30 @@ impl Snapshots<'_> {
 
 /// Run the command of `cfg` with the runtime preloaded into a private segment directory,
 /// collect every process of its tree when it ends (and snapshots while it runs) into
-/// `cfg.output`. Signals to the recorder are forwarded to the command, which is killed when
-/// the recorder dies.
+/// `cfg.output`. Steered by `steer` (a [`hood_proc::signal::Forwarder`]: stop signals are
+/// passed on to the command); the command is killed when the recorder dies. A command that
+/// still runs [`STOP_GRACE`] after a stop request is not recorded any further: the tables are
+/// collected there, the file written, and the recorder waits for the command without
+/// recording (stop signals still passed on) and returns its status.
 ///
 /// One skeleton, as `hood record`'s and `hood trace record`'s: open (the segment directory,
-/// the file, the command) → until the command ends → finish. An error while the command runs
+/// the file, the command) → until the command ends or the grace after a stop passes → finish. An error while the command runs
 /// ends the run: the command is killed, its tables are collected and written all the same,
 /// and [`Ran::error`] says why. The command is killed and reaped, and the directory removed,
 /// on every way out, a panic included.
-pub fn run(cfg: &RunConfig, say: &mut dyn FnMut(Message)) -> Result<Ran, HooksError> {
+///
+/// [`STOP_GRACE`]: hood_proc::steer::STOP_GRACE
+pub fn run(
+    cfg: &RunConfig,
+    steer: &mut dyn Steer,
+    say: &mut dyn FnMut(Message),
+) -> Result<Ran, HooksError> {
     let lib = runtime::library()?;
     let dir = SegmentDir::new(
         segments::private_dir(&segments::shm_dir(), "calls-run", &mut cleaned(say))?,
         cfg.keep,
     );
-    let ran = run_in(cfg, &lib, dir.path(), say);
+    let ran = run_in(cfg, &lib, dir.path(), &mut Steering::new(steer), say);
     dir.close(&mut |m| say(Message::Note(m)));
     ran
 }
@@ -232,6 +242,7 @@ fn run_in(
     cfg: &RunConfig,
     lib: &Path,
     dir: &Path,
+    steering: &mut Steering<'_>,
     say: &mut dyn FnMut(Message),
 ) -> Result<Ran, HooksError> {
     let preload = runtime::preload(lib);
@@ -245,8 +256,7 @@ fn run_in(
         say(Message::Note(s.to_string()));
     }
     let special = out.in_place_output();
-    // Before the spawn, so a signal arriving right after it is not lost.
-    let mut signals = Forwarder::install()?;
+    crate::run::not_stopped_yet(steering)?;
     // The command is killed (SIGKILL) when the recorder dies, however it dies, rather than
     // run on unobserved with nobody to collect its tables; and on every way out of this
     // function that did not wait for it.
@@ -266,8 +276,15 @@ fn run_in(
         last: None,
     };
     let mut retirer = Retirer::default();
-    // Until the command ends, or an error ends the run.
-    let watched = signals.watch(&mut command, &mut |_| {
+    let pid = command.pid();
+    // Until the command ends, the grace after a stop request passes, or an error ends the
+    // run.
+    let mut cut = None;
+    let watched = steering.watch(&mut command, &mut |stop| {
+        if let Some(s) = stop.filter(|s| s.at.elapsed() >= STOP_GRACE) {
+            cut = Some(crate::run::still_runs(prog, pid, &s));
+            return Ok(ControlFlow::Break(()));
+        }
         retirer.tick(dir);
         // A test's fault: the n-th look once the command's segment exists fails.
         #[cfg(test)]
@@ -278,10 +295,10 @@ fn run_in(
         Ok::<_, HooksError>(ControlFlow::Continue(Duration::from_millis(20)))
     });
     let last = snapshots.last;
-    let (status, error) = match watched {
-        Ok(Some(exit)) => (exit, None),
-        // The tick never stops the watch.
-        Ok(None) => (command.wait()?, None),
+    let (ended, error) = match watched {
+        Ok(Some(exit)) => (Some(exit), None),
+        // The grace passed: the command runs on, and is waited for once the file is written.
+        Ok(None) => (None, None),
         Err(e) => {
             // A run ended by an error: the command is not left running unobserved; what its
             // tables hold when it is killed is collected, as after any kill.
@@ -290,25 +307,29 @@ fn run_in(
                 command.pid()
             )));
             command.kill();
-            (command.wait()?, Some(with_causes(&e)))
+            (Some(command.wait()?), Some(with_causes(&e)))
         }
     };
-    if let Some(sig) = signals.received() {
-        say(Message::Note(format!(
+    match (steering.stop().and_then(|s| s.signal), ended, &cut) {
+        (Some(sig), Some(status), _) => say(Message::Note(format!(
             "{} received; {prog} {}; collecting its tables",
             signal::name(sig),
             match status {
                 Exit::Signal(s) => format!("was ended by {}", signal::name(s)),
                 Exit::Code(c) => format!("exited with status {c}"),
             }
-        )));
+        ))),
+        (_, None, Some(why)) => say(Message::Warning(format!(
+            "{why}: recording stopped there; collecting its tables as they are now"
+        ))),
+        _ => {}
     }
     // What the output holds if the final file cannot be written.
     let fallback = |out: Writer<OutputFile>| match last {
         // The last snapshot is whole: it replaces the old file.
         Some(t) => match out.put_in_place().error {
             None => format!(
-                "{} holds the tables as of {:.1} s before the command ended (its last snapshot)",
+                "{} holds the tables as of {:.1} s before the recording ended (its last snapshot)",
                 cfg.output.display(),
                 t.elapsed().as_secs_f64()
             ),
@@ -361,6 +382,17 @@ fn run_in(
             "hood calls report",
         )));
     }
+    // A command that runs on after the file is written is waited for without recording (it
+    // dies with its recorder otherwise); stop signals still reach it.
+    let status = match ended {
+        Some(e) => e,
+        None => {
+            say(Message::Note(format!(
+                "{prog} (pid {pid}) runs on unrecorded; waiting for it to end (Ctrl-C or `kill {pid}` ends it)"
+            )));
+            steering.wait(&mut command)?
+        }
+    };
     Ok(Ran {
         exit: status,
         procs,

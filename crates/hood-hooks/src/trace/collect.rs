@@ -74,12 +74,7 @@ pub fn process_of(h: &HeaderView) -> ProcessTrace {
         pid: h.pid,
         ppid: h.ppid,
         exe: h.exe_path.clone(),
-        clock: if h.clock == hood_abi::CLOCK_TSC {
-            "tsc"
-        } else {
-            "monotonic"
-        }
-        .into(),
+        clock: hood_tracemodel::Clock::of_segment(h.clock),
         ticks_per_sec: h.ticks_per_sec,
         start_ticks: h.start_ticks,
         start_mono_ns: h.start_mono_ns,

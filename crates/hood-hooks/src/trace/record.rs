@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 use hood_format::{tags, FileKind, OutputFile, Writer};
 use hood_perf::{IrqRecorder, SwitchRecorder, WakeupRecorder, IRQ_SAMPLE_TYPE, WAKE_SAMPLE_TYPE};
 use hood_proc::child::{Child, Exit};
-use hood_proc::signal::{self, Forwarder, StopRequest};
+use hood_proc::signal;
+use hood_proc::steer::{Steer, Steering, StopRequest, STOP_GRACE};
 use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
 use hood_raw::irq::{IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta};
 use hood_tracemodel::trace::{
@@ -105,11 +106,6 @@ const ACTIVE_MS: u64 = 2;
 /// ...and after a second without events (5 once a stop signal came, to end promptly).
 const IDLE_MS: u64 = 20;
 
-/// How long the recorder goes on recording after a stop signal (passed on to the command)
-/// while the command finishes: after that the trace is finished and nothing more is written,
-/// even if the command ignores the signal and runs on.
-pub const STOP_GRACE: Duration = Duration::from_secs(2);
-
 /// The room recording leaves free on the output's file system, whatever `--max-size` says: 5 %
 /// of it, at most 1 GiB.
 pub fn free_margin(total: u64) -> u64 {
@@ -119,10 +115,11 @@ pub fn free_margin(total: u64) -> u64 {
 /// How often the free space is looked at.
 const SPACE_EVERY: Duration = Duration::from_millis(250);
 
-/// Record `cfg.argv` into `cfg.output`. A stop signal (SIGINT, SIGTERM, SIGHUP) is passed on
-/// to the command (unless the kernel sent it to the whole process group: Ctrl-C, a hangup);
-/// the recorder records on while the command finishes, at most [`STOP_GRACE`], then finishes
-/// the file. When the command runs on past that, or the file reaches its size limit, the
+/// Record `cfg.argv` into `cfg.output`, steered by `steer`. With a
+/// [`hood_proc::signal::Forwarder`], a stop signal (SIGINT, SIGTERM, SIGHUP) is passed on to
+/// the command (unless the kernel sent it to the whole process group: Ctrl-C, a hangup); after
+/// any stop request the recorder records on while the command finishes, at most
+/// [`STOP_GRACE`], then finishes the file. When the command runs on past that, or the file reaches its size limit, the
 /// recorder finishes the file, then waits for the command without recording (so it is not
 /// killed with its recorder) and returns its status. Messages for the user (notes, warnings,
 /// the summary) go to `log`, one line each.
@@ -134,12 +131,16 @@ const SPACE_EVERY: Duration = Duration::from_millis(250);
 /// file is finished as far as it can be written (cut at its last whole chunk otherwise) and put
 /// in place, and [`Outcome::error`] says why. The command is killed and reaped, and the
 /// segment directory removed, on every way out, a panic included.
-pub fn record(cfg: &RecordConfig, log: &mut dyn FnMut(&str)) -> Result<Outcome, HooksError> {
+pub fn record(
+    cfg: &RecordConfig,
+    steer: &mut dyn Steer,
+    log: &mut dyn FnMut(&str),
+) -> Result<Outcome, HooksError> {
     let dir = SegmentDir::new(
         segments::private_dir(&segments::shm_dir(), "trace", &mut |m| log(&m))?,
         cfg.keep,
     );
-    let result = open(cfg, dir.path(), log).and_then(|mut run| {
+    let result = open(cfg, dir.path(), Steering::new(steer), log).and_then(|mut run| {
         run.start()?;
         let end = run.until_stop();
         run.finish(end, log)
@@ -187,9 +188,8 @@ impl Limits<'_> {
         }
         if let Some(s) = stop.filter(|s| s.at.elapsed() >= STOP_GRACE) {
             return Some(format!(
-                "{prog} (pid {pid}) still runs {} s after {}: recording stopped there; the trace holds the events up to then",
-                STOP_GRACE.as_secs(),
-                signal::name(s.signal)
+                "{}: recording stopped there; the trace holds the events up to then",
+                crate::run::still_runs(prog, pid, &s)
             ));
         }
         None
@@ -197,11 +197,11 @@ impl Limits<'_> {
 }
 
 /// A trace run between its open and its finish.
-struct Run<'a> {
+struct Run<'a, 's> {
     cfg: &'a RecordConfig,
     dir: &'a Path,
     warnings: Vec<String>,
-    signals: Forwarder,
+    steering: Steering<'s>,
     command: Command,
     rounds: Rounds,
     /// Irqs are recorded (their counts are summed up at the end).
@@ -223,11 +223,12 @@ struct End {
 
 /// Open everything a run holds: the command (forked, held before its exec), the kernel rings,
 /// the file with its META. The command is killed on every error from here.
-fn open<'a>(
+fn open<'a, 's>(
     cfg: &'a RecordConfig,
     dir: &'a Path,
+    mut steering: Steering<'s>,
     log: &mut dyn FnMut(&str),
-) -> Result<Run<'a>, HooksError> {
+) -> Result<Run<'a, 's>, HooksError> {
     let prog = cfg
         .argv
         .first()
@@ -263,8 +264,7 @@ fn open<'a>(
     if cfg.start_off {
         set("HOOD_TRACE_START", "off".into());
     }
-    // Before the spawn, so a signal arriving right after it is not lost.
-    let signals = Forwarder::install()?;
+    crate::run::not_stopped_yet(&mut steering)?;
     let command = Command(Child::spawn_held(&cfg.argv, &env)?);
     let mut switches = None;
     if cfg.sched {
@@ -358,7 +358,7 @@ fn open<'a>(
         cfg,
         dir,
         warnings,
-        signals,
+        steering,
         command,
         rounds,
         irqs: irq_meta.is_some(),
@@ -367,7 +367,7 @@ fn open<'a>(
     })
 }
 
-impl Run<'_> {
+impl Run<'_, '_> {
     /// Let the command exec (an error if it could not: nothing was recorded), and start
     /// pre-faulting its buffers.
     fn start(&mut self) -> Result<(), HooksError> {
@@ -384,7 +384,7 @@ impl Run<'_> {
     fn until_stop(&mut self) -> End {
         let Run {
             cfg,
-            signals,
+            steering,
             command,
             rounds,
             writer,
@@ -402,7 +402,7 @@ impl Run<'_> {
         };
         let pid = command.pid();
         let (mut cut, mut error) = (None, None);
-        let watched = signals.watch(command, &mut |stop| {
+        let watched = steering.watch(command, &mut |stop| {
             let moved = match rounds.round(writer) {
                 Ok(n) => n,
                 Err(e) => {
@@ -444,7 +444,7 @@ impl Run<'_> {
             cfg,
             dir,
             mut warnings,
-            mut signals,
+            mut steering,
             mut command,
             mut rounds,
             irqs,
@@ -469,7 +469,7 @@ impl Run<'_> {
         if let Some(wk) = rounds.wake.as_mut() {
             wk.rec = None;
         }
-        if let (Some(sig), Some(exit)) = (signals.received(), ended) {
+        if let (Some(sig), Some(exit)) = (steering.stop().and_then(|s| s.signal), ended) {
             log(&format!(
                 "{} received; {prog} {}; writing the trace",
                 signal::name(sig),
@@ -533,7 +533,7 @@ impl Run<'_> {
                 log(&format!(
                     "{prog} (pid {pid}) runs on unrecorded; waiting for it to end (Ctrl-C or `kill {pid}` ends it)"
                 ));
-                Ok(signals.wait(command, &mut || {})?.shell_code())
+                Ok(steering.wait(command)?.shell_code())
             }
         };
         if procs.is_empty() && error.is_none() {

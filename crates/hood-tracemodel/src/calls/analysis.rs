@@ -298,7 +298,7 @@ mod tests {
             ppid: 0,
             exe: "/bin/x".into(),
             ticks_per_sec: 1000,
-            clock: "monotonic".into(),
+            clock: crate::Clock::Monotonic,
             compensate: false,
             comp_self_ticks: 0,
             comp_child_ticks: 0,

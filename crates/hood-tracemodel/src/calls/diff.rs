@@ -576,7 +576,7 @@ mod tests {
                 pid: 5,
                 ppid: 1,
                 exe: "/bin/w".into(),
-                clock: "monotonic".into(),
+                clock: crate::Clock::Monotonic,
                 ticks_per_sec: 1_000_000_000,
                 start_ticks: 0,
                 start_mono_ns: 0,

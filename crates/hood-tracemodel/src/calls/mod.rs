@@ -33,8 +33,8 @@ pub struct ProcessCalls {
     pub exe: String,
     /// Timestamp ticks per second recorded by the runtime.
     pub ticks_per_sec: u64,
-    /// "tsc" or "monotonic".
-    pub clock: String,
+    /// The clock of the timestamps (`tsc` or `monotonic`).
+    pub clock: crate::Clock,
     /// Overhead compensation was on.
     pub compensate: bool,
     /// Calibrated per-call self compensation (ticks).

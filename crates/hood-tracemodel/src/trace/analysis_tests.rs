@@ -12,7 +12,7 @@ fn process() -> ProcessTrace {
         pid: 7,
         ppid: 1,
         exe: "/bin/t".into(),
-        clock: "monotonic".into(),
+        clock: crate::Clock::Monotonic,
         ticks_per_sec: 1_000_000_000,
         start_ticks: 0,
         start_mono_ns: 0,

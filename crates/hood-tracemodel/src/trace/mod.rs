@@ -78,8 +78,8 @@ pub struct ProcessTrace {
     pub ppid: u32,
     /// Executable path.
     pub exe: String,
-    /// "tsc" or "monotonic".
-    pub clock: String,
+    /// The clock of the timestamps (`tsc` or `monotonic`).
+    pub clock: crate::Clock,
     /// Timestamp ticks per second (calibrated against CLOCK_MONOTONIC by the runtime).
     pub ticks_per_sec: u64,
     /// Timestamp at segment creation...

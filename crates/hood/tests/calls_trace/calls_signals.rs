@@ -1,14 +1,17 @@
 //! `hood calls run` stopped by Ctrl-C (SIGINT to its process group), SIGTERM or SIGHUP: the
-//! file is still written with the calls made so far and no segment directory is left; and
-//! `hood calls get -p` / `reset -p` reach the process that `hood calls run` started.
+//! file is still written with the calls made so far and no segment directory is left; a
+//! program that ignores the signal is recorded for the grace time only; and `hood calls get
+//! -p` / `reset -p` reach the process that `hood calls run` started.
 //!
 //! The workload is tests/c/calls_phases.c: one() 10 times, then "ready" on stdout and a wait
-//! for a line on stdin; after it, two() 20 times. Known answers by construction.
+//! for a line on stdin; after it, two() 20 times (tests/c/calls_stubborn.c: the same, with
+//! SIGHUP and SIGTERM ignored). Known answers by construction.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -25,7 +28,12 @@ fn hood() -> Command {
 /// default (a test harness may run with it ignored, and ignored signals stay ignored across
 /// exec), segments under `base`; returns once the program has said "ready".
 fn start(base: &Path, data: &Path) -> (Child, ChildStdin) {
-    let exe = instrumented("calls_phases", base, &[], &[]);
+    start_program(base, data, "calls_phases")
+}
+
+/// [`start`] with the program of tests/c/`program`.c.
+fn start_program(base: &Path, data: &Path, program: &str) -> (Child, ChildStdin) {
+    let exe = instrumented(program, base, &[], &[]);
     let mut c = hood();
     c.args(["calls", "run", "-o"])
         .arg(data)
@@ -141,6 +149,64 @@ fn sigterm_to_hood_writes_the_file() {
 #[test]
 fn sighup_to_hood_writes_the_file() {
     stopped_by(libc::SIGHUP, false);
+}
+
+/// A program that ignores SIGTERM: hood records on for the grace time only, then writes the
+/// file with the calls made so far, waits for the program without recording and exits with
+/// its status.
+#[test]
+fn a_program_that_ignores_sigterm_is_not_recorded_past_the_grace_time() {
+    let d = tempfile::tempdir().unwrap();
+    let data = d.path().join("ignored.data");
+    let (mut child, mut stdin) = start_program(d.path(), &data, "calls_stubborn");
+    let pid = child.id() as libc::pid_t;
+    // Read on a thread of its own, so a hood that says nothing cannot block the test.
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stderr.read(&mut buf) {
+            if tx
+                .send(String::from_utf8_lossy(&buf[..n]).into_owned())
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    // SAFETY: signalling our own child, hood alone (it leads a process group of its own).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    // The file is written while the program still runs; at most 30 s, so a hood that waits
+    // without limit fails the test instead of hanging it.
+    let t = Instant::now();
+    let mut err = String::new();
+    while !err.contains("runs on unrecorded") {
+        let left = Duration::from_secs(30).saturating_sub(t.elapsed());
+        match rx.recv_timeout(left) {
+            Ok(more) => err.push_str(&more),
+            Err(e) => {
+                // SAFETY: the process group hood led; what is left of it is ours to end.
+                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                let _ = child.wait();
+                panic!("no end of recording 30 s after SIGTERM ({e}): {err}");
+            }
+        }
+    }
+    assert!(err.contains("still runs 2 s after SIGTERM"), "{err}");
+    let doc = report(&data);
+    assert_eq!(calls(&doc, "main phase one"), Some(10), "{doc}");
+    assert_eq!(calls(&doc, "main phase two"), None, "{doc}");
+    // Phase two runs unrecorded; hood exits with the program's status.
+    stdin.write_all(b"go\n").unwrap();
+    drop(stdin);
+    let status = child.wait().expect("wait hood");
+    reader.join().unwrap();
+    let err = err + &rx.try_iter().collect::<String>();
+    assert_eq!(status.code(), Some(0), "{err}");
+    let doc = report(&data);
+    assert_eq!(calls(&doc, "main phase one"), Some(10), "{doc}");
+    assert_eq!(calls(&doc, "main phase two"), None, "{doc}");
+    assert_eq!(leftovers(d.path()), Vec::<PathBuf>::new());
 }
 
 /// The pid of the program `hood calls run` (pid `hood`) started.

@@ -143,7 +143,7 @@ fn calls_table(dir: &Path, deep: bool) -> PathBuf {
         ppid: 1,
         exe: "/tmp/planted".into(),
         ticks_per_sec: 1_000_000,
-        clock: "monotonic".into(),
+        clock: hood_tracemodel::Clock::Monotonic,
         compensate: false,
         comp_self_ticks: 0,
         comp_child_ticks: 0,

@@ -33,7 +33,7 @@ fn known() -> ProcessCalls {
         ppid: 1,
         exe: "/tmp/calls_known".into(),
         ticks_per_sec: 1_000_000,
-        clock: "monotonic".into(),
+        clock: hood_tracemodel::Clock::Monotonic,
         compensate: true,
         comp_self_ticks: 0,
         comp_child_ticks: 0,

@@ -22,6 +22,10 @@ pub struct CallsArgs {
 pub enum CallsCommand {
     /// Run a program built with -finstrument-functions with the runtime preloaded and collect
     /// every process of its tree at exit.
+    ///
+    /// Ctrl-C, SIGTERM and SIGHUP are passed on to the program, and the file is written when it
+    /// ends; a program that still runs 2 s after the signal is not recorded any further: the
+    /// file is written with its tables as they are then, and hood waits for the program.
     Run(RunArgs),
     /// Attach to running processes and collect call paths of the functions --probe names
     /// (uprobes: no rebuild needed), for -d seconds or until Ctrl-C.
@@ -228,7 +232,10 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
                 keep: a.keep,
                 argv: a.command,
             };
-            let ran = calls::run(&cfg, &mut say)?;
+            // Stop signals are passed on to the command; the recorder lives on to write the
+            // file.
+            let mut steer = hood_proc::signal::Forwarder::install()?;
+            let ran = calls::run(&cfg, &mut steer, &mut say)?;
             if !ran.procs.is_empty() {
                 summary(&ran.procs, &cfg.output);
             }
@@ -343,14 +350,18 @@ fn probe(
         sched: false,
         output: ProbeOutput::Calls(output.clone()),
     };
-    let out = hood_hooks::probe::record(&cfg, &mut |m| super::say_as("hood calls", m))?;
+    let mut steer = hood_proc::signal::Forwarder::install()?;
+    let out = hood_hooks::probe::record(&cfg, &mut steer, &mut |m| super::say_as("hood calls", m))?;
     if let Ok(f) = hood_load::calls::read(&output, &mut |_| {}) {
         summary(&f.procs, &output);
     }
     // 1 when the command succeeded (or the processes were attached) but no probed function
     // was called: nothing to show, as docs/cli.md has it.
+    // 2 when an error ended the recording (said, with what the file holds).
     let status = out.status.clamp(0, 255) as u8;
-    Ok(ExitCode::from(if out.events == 0 && status == 0 {
+    Ok(ExitCode::from(if out.error.is_some() {
+        2
+    } else if out.events == 0 && status == 0 {
         1
     } else {
         status

@@ -18,7 +18,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
     // Signals are caught from here on: a Ctrl-C or `hood stop` during the start-up snapshot
     // (every process's mappings and binaries with -a) stops the recording after its first
     // drain instead of killing it before the file is finalized.
-    let mut control = hood_record::Interactive::install(
+    let mut steer = hood_proc::steer::Interactive::install(
         keys,
         |m| errln!("hood: {}", crate::cmd::clean(m)),
         |path| {
@@ -30,7 +30,7 @@ pub fn run(args: &RecordArgs) -> anyhow::Result<ExitCode> {
             }
         },
     )?;
-    let finished = hood_record::record(&cfg, &mut control, &mut |m| {
+    let finished = hood_record::record(&cfg, &mut steer, &mut |m| {
         errln!("hood: {}", crate::cmd::clean(m))
     })?;
     let outcome = &finished.outcome;

@@ -22,6 +22,10 @@ pub enum TraceCommand {
     /// Run a program built with -finstrument-functions and record every function entry and
     /// exit, inline mark and context switch with nanosecond timestamps; or, with --probe, the
     /// entries and exits of chosen functions of any program, started or already running.
+    ///
+    /// Ctrl-C, SIGTERM and SIGHUP are passed on to the program, and the trace is finished when
+    /// it ends; a program that still runs 2 s after the signal is not recorded any further: the
+    /// trace is finished there, and hood waits for the program.
     Record(RecordArgs),
     /// Print a trace: function summary, code-path trace, JSON, Chrome trace or tag listing.
     Report(ReportArgs),

@@ -46,8 +46,10 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         runtime: hood_hooks::runtime::library()?,
     };
     // Stop signals are passed on to the command; the recorder lives on to finish the file.
-    let out =
-        hood_hooks::trace::record::record(&cfg, &mut |m| crate::cmd::say_as("hood trace", m))?;
+    let mut steer = hood_proc::signal::Forwarder::install()?;
+    let out = hood_hooks::trace::record::record(&cfg, &mut steer, &mut |m| {
+        crate::cmd::say_as("hood trace", m)
+    })?;
     // The command's status; 1 when it succeeded but left no trace (said on stderr), as
     // `hood calls run` and docs/cli.md have it; 2 when an error ended the recording (said,
     // with what the file holds), as `hood record` has it.
@@ -74,11 +76,17 @@ fn probe(a: RecordArgs) -> anyhow::Result<ExitCode> {
         sched: !a.no_sched,
         output: ProbeOutput::Trace(a.output),
     };
-    let out = hood_hooks::probe::record(&cfg, &mut |m| crate::cmd::say_as("hood trace", m))?;
+    let mut steer = hood_proc::signal::Forwarder::install()?;
+    let out = hood_hooks::probe::record(&cfg, &mut steer, &mut |m| {
+        crate::cmd::say_as("hood trace", m)
+    })?;
     // 1 when the command succeeded (or the processes were attached) but no probed function
     // was called: nothing to show, as docs/cli.md has it.
+    // 2 when an error ended the recording (said, with what the file holds).
     let status = out.status.clamp(0, 255) as u8;
-    Ok(ExitCode::from(if out.events == 0 && status == 0 {
+    Ok(ExitCode::from(if out.error.is_some() {
+        2
+    } else if out.events == 0 && status == 0 {
         1
     } else {
         status
