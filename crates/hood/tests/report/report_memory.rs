@@ -6,7 +6,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -46,7 +45,7 @@ fn deep_inline_chain(dir: &Path) -> PathBuf {
     let out = dir.join("deep");
     // Variable tracking is what makes gcc slow on deep inlining; lines and inlined frames
     // (what the report shows) do not need it.
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args([
             "-O2",
             "-g",
