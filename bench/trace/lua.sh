@@ -102,7 +102,7 @@ for r in range(rounds):
         tot, pc, rss, wall, err = run(cmd)
         R[name].append((tot, pc))
         if name.startswith("hood"):
-            m = re.search(r"(\d+) events written", err)
+            m = re.search(r"(\d+) events(?: written|;)", err)
             if not m or "events lost: 0" not in err:
                 sys.exit(f"hood trace record lost events or failed:\n{err}")
             events = int(m.group(1))
@@ -147,7 +147,7 @@ print(f"  with errors caught by pcall: uftrace record exit {p.returncode} ({last
 p = subprocess.run([hood, "trace", "record", "-o", hdata, "--"] + werr,
                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 err = p.stderr.decode(errors="replace")
-m = re.search(r"(\d+) events written", err)
+m = re.search(r"(\d+) events(?: written|;)", err)
 print(f"  with errors caught by pcall: hood trace record exit {p.returncode},"
       f" {m.group(1) if m else '?'} events, {'none lost' if 'events lost: 0' in err else 'LOST some'}")
 PY
