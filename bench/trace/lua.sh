@@ -7,8 +7,11 @@
 # (default: streaming) and `uftrace record`, the traced program's own CPU (bench/trace/cpu_of.c)
 # and, from those, hood's recorder CPU per event against the program's added CPU per event.
 # Reporting: time and peak RSS of `hood trace report` (function summary) and `uftrace report`
-# on the recordings just made. Every configuration runs once per round, rounds interleave them,
-# medians are printed with the load average before and after, and ratios at the end.
+# on the recordings just made; each command runs under tests/c/peak_rss.c, which reports the
+# command's own peak (spawned straight from Python, a command's ru_maxrss would start at
+# Python's peak: Linux keeps the launcher's high-water mark across fork and exec). Every
+# configuration runs once per round, rounds interleave them, medians are printed with the load
+# average before and after, and ratios at the end.
 # The comparison runs the script without its errors: uftrace 0.13 stops recording (call depth
 # past its limit, then "invalid dynsym idx") when Lua's error handling longjmps out of traced
 # frames; that run is tried once and its outcome printed, and hood records it too.
@@ -42,29 +45,37 @@ gcc -O2 -g -finstrument-functions -DLUA_USE_LINUX -I"$LUA_SRC" "$LUA_SRC"/*.c "$
     -o "$WORK/lua" -lm -ldl
 gcc -O2 -g -DLUA_USE_LINUX -I"$LUA_SRC" "$LUA_SRC"/*.c "$HERE/lua_main.c" -o "$WORK/lua_plain" -lm -ldl
 gcc -O2 "$HERE/cpu_of.c" -o "$WORK/cpu_of"
+gcc -O2 "$ROOT/tests/c/peak_rss.c" -o "$WORK/peak_rss"
 
 python3 - "$SCALE" "$ROUNDS" "$WORK" "$HOOD" "$HERE/bench.lua" <<'PY'
 import os, re, subprocess, sys, statistics, shutil, time
 scale, rounds, work, hood, script = sys.argv[1:]
 rounds = int(rounds)
-lua, plain, cpu_of = (os.path.join(work, x) for x in ("lua", "lua_plain", "cpu_of"))
+lua, plain, cpu_of, peak_rss = (
+    os.path.join(work, x) for x in ("lua", "lua_plain", "cpu_of", "peak_rss"))
 prog_file = os.path.join(work, "prog.cpu")
+rss_file = os.path.join(work, "peak.rss")
 
 def run(cmd, env=None, prog=True):
-    """(CPU of cmd and its children, program CPU from cpu_of, peak RSS KiB, wall s, stderr)."""
+    """(CPU of cmd and its children, program CPU from cpu_of, peak RSS KiB, wall s, stderr).
+    The CPU is wait4's of peak_rss, which waited for cmd (its own CPU is one fork and a wait);
+    the peak RSS is cmd's own, as peak_rss measured it."""
     e = dict(os.environ, **(env or {}))
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=e)
+    p = subprocess.Popen([peak_rss, rss_file] + cmd, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=e)
     err = p.stderr.read().decode(errors="replace")
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.monotonic() - t0
     if status != 0:
         sys.exit(f"{' '.join(cmd)} failed (wait status {status}):\n{err}")
+    with open(rss_file) as f:
+        maxrss = int(f.read().split()[0])
     pc = 0.0
     if prog:
         with open(prog_file) as f:
             pc = sum(map(float, f.read().split()))
-    return ru.ru_utime + ru.ru_stime, pc, ru.ru_maxrss, wall, err
+    return ru.ru_utime + ru.ru_stime, pc, maxrss, wall, err
 
 hdata = os.path.join(work, "t.data")
 udata = os.path.join(work, "uftrace.data")
@@ -91,7 +102,7 @@ for r in range(rounds):
         tot, pc, rss, wall, err = run(cmd)
         R[name].append((tot, pc))
         if name.startswith("hood"):
-            m = re.search(r"(\d+) events written", err)
+            m = re.search(r"(\d+) events(?: written|;)", err)
             if not m or "events lost: 0" not in err:
                 sys.exit(f"hood trace record lost events or failed:\n{err}")
             events = int(m.group(1))
@@ -136,7 +147,7 @@ print(f"  with errors caught by pcall: uftrace record exit {p.returncode} ({last
 p = subprocess.run([hood, "trace", "record", "-o", hdata, "--"] + werr,
                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 err = p.stderr.decode(errors="replace")
-m = re.search(r"(\d+) events written", err)
+m = re.search(r"(\d+) events(?: written|;)", err)
 print(f"  with errors caught by pcall: hood trace record exit {p.returncode},"
       f" {m.group(1) if m else '?'} events, {'none lost' if 'events lost: 0' in err else 'LOST some'}")
 PY

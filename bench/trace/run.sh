@@ -83,7 +83,7 @@ for r in range(rounds):
         res[name][0].append(total)
         res[name][1].append(prog)
         if cmd[1:] == rec[1:]:
-            m = re.search(r"(\d+) events written", err)
+            m = re.search(r"(\d+) events(?: written|;)", err)
             got = int(m.group(1)) if m else -1
             if name.endswith("HOOD_BEFORE build") and got >= 0:
                 # An older build may lose events (a smaller ring, a slower recorder): that is

@@ -26,18 +26,52 @@ pub fn cpu_seconds(whose: Whose) -> f64 {
     s(ru.ru_utime) + s(ru.ru_stime)
 }
 
-/// The peak resident size of this process in bytes (`getrusage`'s `ru_maxrss`); 0 if the
-/// kernel does not answer.
+/// The peak resident size of this program in bytes since it was executed: `VmHWM` of
+/// /proc/self/status, the high-water mark of this process's own address space. Not
+/// `getrusage`'s `ru_maxrss`: exec keeps the high-water mark of the address space it replaces
+/// in `ru_maxrss`, which is the launcher's peak when it started hood with vfork or
+/// posix_spawn (a 300 MB IDE or test binary would put hood at 300 MB before it read a
+/// byte), or its size at fork otherwise. `ru_maxrss` only where /proc is not mounted; 0 if
+/// the kernel answers neither.
 pub fn peak_resident_bytes() -> u64 {
+    own_peak_kib()
+        .unwrap_or_else(ru_maxrss_kib)
+        .saturating_mul(1024)
+}
+
+/// `VmHWM` (KiB) of /proc/self/status, read through a bounded buffer.
+fn own_peak_kib() -> Option<u64> {
+    use std::io::Read;
+    // The file is about 1.5 KiB; 16 KiB holds it with room to spare.
+    let mut text = Vec::with_capacity(4096);
+    std::fs::File::open("/proc/self/status")
+        .ok()?
+        .take(16 * 1024)
+        .read_to_end(&mut text)
+        .ok()?;
+    vm_hwm_kib(&text)
+}
+
+/// The `VmHWM:  N kB` line of a status text.
+fn vm_hwm_kib(status: &[u8]) -> Option<u64> {
+    status.split(|&b| b == b'\n').find_map(|line| {
+        let rest = line.strip_prefix(b"VmHWM:")?;
+        let rest = std::str::from_utf8(rest).ok()?;
+        let mut words = rest.split_ascii_whitespace();
+        let n = words.next()?.parse().ok()?;
+        (words.next() == Some("kB")).then_some(n)
+    })
+}
+
+/// `ru_maxrss` of this process (KiB; it includes what exec inherited); 0 if unknown.
+fn ru_maxrss_kib() -> u64 {
     // SAFETY: all-zero is a valid rusage (plain integers); getrusage only writes into it.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid, writable rusage and RUSAGE_SELF a value getrusage takes.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return 0;
     }
-    u64::try_from(ru.ru_maxrss)
-        .unwrap_or(0)
-        .saturating_mul(1024)
+    u64::try_from(ru.ru_maxrss).unwrap_or(0)
 }
 
 /// The machine's physical memory in bytes (`sysconf`); 0 if unknown.
@@ -155,6 +189,38 @@ mod tests {
         .unwrap();
         assert!(c.wait().unwrap().success());
         assert!(cpu_seconds(Whose::Children) > before);
+    }
+
+    #[test]
+    fn the_status_line_is_read_and_anything_else_refused() {
+        assert_eq!(
+            vm_hwm_kib(b"Name:\tx\nVmPeak:\t 9 kB\nVmHWM:\t    1128 kB\n"),
+            Some(1128)
+        );
+        assert_eq!(vm_hwm_kib(b"VmHWM:\t1 kB"), Some(1));
+        for bad in [
+            &b""[..],
+            b"VmHWM:\n",
+            b"VmHWM: 12 MB\n",
+            b"VmHWM: -1 kB\n",
+            b"VmHWM: 99999999999999999999999 kB\n",
+            b"VmHWM: \xff kB\n",
+            b"XVmHWM: 5 kB\n",
+        ] {
+            assert_eq!(vm_hwm_kib(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_peak_grows_with_what_this_program_touches() {
+        // (That it leaves out the launcher's peak: report_memory's memory cap test.)
+        let before = peak_resident_bytes();
+        let mut big = vec![0u8; 64 << 20];
+        for i in (0..big.len()).step_by(4096) {
+            big[i] = 1;
+        }
+        std::hint::black_box(&big);
+        assert!(peak_resident_bytes() >= before.max(64 << 20), "{before}");
     }
 
     #[test]

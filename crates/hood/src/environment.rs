@@ -159,7 +159,7 @@ pub const VARS: &[Var] = &[
     Var {
         name: "HOOD_REPORT_MAX_MEMORY",
         shown: "bytes (half the physical memory)",
-        what: "peak resident memory at which `hood report`, `annotate`, `diff`, `calls` and `trace` stop reading a recording with an error naming the file and the cap (checked before each chunk read; an output file being written is removed); 0: no cap",
+        what: "hood's own peak resident memory (VmHWM, not what the program that started hood had) at which `hood report`, `annotate`, `diff`, `calls` and `trace` stop reading a recording with an error naming the file and the cap (checked before each chunk read; an output file being written is removed); 0: no cap",
         values: Values::Count(0, u64::MAX),
     },
     Var {

@@ -69,7 +69,8 @@ fn run(cli: cli::Cli) -> anyhow::Result<ExitCode> {
     cmd::dispatch(command)
 }
 
-/// Readers of recordings stop with an error once this process's peak resident memory passes
+/// Readers of recordings stop with an error once this program's own peak resident memory
+/// (`VmHWM`, not the launcher's peak that `ru_maxrss` starts at) passes
 /// `HOOD_REPORT_MAX_MEMORY` bytes (default: half the physical memory; 0: no cap), checked
 /// before each chunk they read, instead of running the machine out of memory.
 fn cap_report_memory() {

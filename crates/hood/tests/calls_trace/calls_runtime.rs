@@ -3,7 +3,7 @@
 //! the reported call counts and times checked against what the programs do by construction.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::Value;
 
@@ -14,10 +14,7 @@ fn hood() -> &'static str {
     env!("CARGO_BIN_EXE_hood")
 }
 
-struct Tmp(
-    tempfile::TempDir,
-    #[allow(dead_code)] std::sync::MutexGuard<'static, ()>,
-);
+struct Tmp(tempfile::TempDir, #[allow(dead_code)] common::Exclusive);
 
 impl Tmp {
     fn path(&self) -> &Path {
@@ -39,7 +36,7 @@ fn calls_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
         "calls-{}.data",
         args.len() + dir.read_dir().map(|d| d.count()).unwrap_or(0)
     ));
-    let mut c = Command::new(hood());
+    let mut c = common::command(hood());
     c.args(["calls", "run", "-o"])
         .arg(&data)
         .arg("--")
@@ -62,7 +59,7 @@ fn calls_run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
 }
 
 fn report_json(data: &Path, extra: &[&str]) -> Value {
-    let out = Command::new(hood())
+    let out = common::command(hood())
         .args(["calls", "report", "--format", "json", "--sort", "name"])
         .args(extra)
         .arg(data)
@@ -443,7 +440,7 @@ fn long_paths_are_folded_with_their_calls_kept() {
         "{w}"
     );
     // The text report states it too.
-    let out = Command::new(hood())
+    let out = common::command(hood())
         .args(["calls", "report"])
         .arg(&data)
         .output()
@@ -492,7 +489,7 @@ fn recursion_20000_deep_counts_every_call() {
     let mut allocated = Vec::new();
     for depth in ["100", "20000"] {
         let dir = tempfile::tempdir().unwrap();
-        let st = Command::new(&exe)
+        let st = common::command(&exe)
             .args([depth, "1"])
             .env(
                 "LD_PRELOAD",
@@ -528,13 +525,13 @@ fn static_linking_works() {
         d.path(),
         &[lib.to_str().unwrap(), "-lpthread", "-ldl", "-lm"],
     );
-    let out = Command::new(&exe)
+    let out = common::command(&exe)
         .env("HOOD_SHM_DIR", d.path())
         .output()
         .expect("run");
     assert!(out.status.success());
     let data = d.path().join("static.data");
-    let out = Command::new(hood())
+    let out = common::command(hood())
         .args(["calls", "get", "-o"])
         .arg(&data)
         .env("HOOD_SHM_DIR", d.path())
@@ -566,7 +563,7 @@ fn reset_between_phases_shows_only_the_second() {
     use std::io::{BufRead, BufReader, Write};
     let d = tmp();
     let exe = build_c("calls_phases", d.path(), &[]);
-    let mut child = Command::new(&exe)
+    let mut child = common::command(&exe)
         .env(
             "LD_PRELOAD",
             common::runtime_release_dir().join("libhood_rt.so"),
@@ -584,7 +581,7 @@ fn reset_between_phases_shows_only_the_second() {
     let pid = child.id().to_string();
     // While the program waits: get shows phase 1 with main running.
     let mid = d.path().join("mid.data");
-    let st = Command::new(hood())
+    let st = common::command(hood())
         .args(["calls", "get", "-p", &pid, "-o"])
         .arg(&mid)
         .env("HOOD_SHM_DIR", d.path())
@@ -601,7 +598,7 @@ fn reset_between_phases_shows_only_the_second() {
         .iter()
         .any(|r| r["path"] == serde_json::json!(["main"]) && r["running"] == true);
     assert!(main_running, "main must be reported as running: {p}");
-    let st = Command::new(hood())
+    let st = common::command(hood())
         .args(["calls", "reset", "-p", &pid])
         .env("HOOD_SHM_DIR", d.path())
         .status()
@@ -610,7 +607,7 @@ fn reset_between_phases_shows_only_the_second() {
     child.stdin.take().unwrap().write_all(b"go\n").unwrap();
     assert!(child.wait().unwrap().success());
     let end = d.path().join("end.data");
-    let st = Command::new(hood())
+    let st = common::command(hood())
         .args(["calls", "get", "-p", &pid, "-o"])
         .arg(&end)
         .env("HOOD_SHM_DIR", d.path())
@@ -638,7 +635,7 @@ fn corrupt_segments_are_skipped_with_a_warning() {
     bad[8..12].copy_from_slice(&99u32.to_le_bytes());
     std::fs::write(d.path().join("hood-rt-2-2"), &bad).unwrap();
     let exe = build_c("calls_known", d.path(), &[]);
-    let out = Command::new(&exe)
+    let out = common::command(&exe)
         .env(
             "LD_PRELOAD",
             common::runtime_release_dir().join("libhood_rt.so"),
@@ -648,7 +645,7 @@ fn corrupt_segments_are_skipped_with_a_warning() {
         .unwrap();
     assert!(out.status.success());
     let data = d.path().join("c.data");
-    let out = Command::new(hood())
+    let out = common::command(hood())
         .args(["calls", "get", "--keep", "-o"])
         .arg(&data)
         .env("HOOD_SHM_DIR", d.path())
@@ -672,7 +669,7 @@ fn hood_abi_magic() -> [u8; 8] {
 #[test]
 fn uninstrumented_program_is_unaffected() {
     let d = tmp();
-    let out = Command::new(hood())
+    let out = common::command(hood())
         .args(["calls", "run", "-o"])
         .arg(d.path().join("x.data"))
         .args(["--", "sh", "-c", "exit 3"])
@@ -704,7 +701,7 @@ fn build_c(name: &str, dir: &Path, libs: &[&str]) -> PathBuf {
 /// The Lua 5.4 sources of the lua-src crate (a dev-dependency, so cargo has them).
 fn lua_sources() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
+    let out = common::command(cargo)
         .args(["metadata", "--format-version", "1", "--offline"])
         .current_dir(common::repo())
         .output()
@@ -740,7 +737,7 @@ fn build_lua(dir: &Path) -> PathBuf {
     files.sort();
     files.push(common::repo().join("bench/trace/lua_main.c"));
     let exe = dir.join("lua");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O2", "-g", "-finstrument-functions", "-DLUA_USE_LINUX"])
         .args(["-Dluai_makeseed(L)=0u", "-Dl_randomizePivot()=0u"])
         .arg("-I")
@@ -757,7 +754,7 @@ fn build_lua(dir: &Path) -> PathBuf {
 
 /// Calls per function name of the independent counter's output, named with `nm`.
 fn counted_calls(exe: &Path, counts: &Path) -> std::collections::HashMap<String, u64> {
-    let nm = Command::new("nm")
+    let nm = common::command("nm")
         .args(["--defined-only"])
         .arg(exe)
         .output()
@@ -799,7 +796,7 @@ fn lua_errors_keep_every_call_and_honest_own_times() {
     let script = common::repo().join("tests/lua/errors.lua");
     let counter = instrumented("count_hooks", d.path(), &["-shared", "-fPIC"], &["-ldl"]);
     let counts = d.path().join("counts.txt");
-    let out = Command::new(&lua)
+    let out = common::command(&lua)
         .arg(&script)
         .arg("2000")
         .env("LD_PRELOAD", &counter)

@@ -262,7 +262,7 @@ fn get_and_reset_reach_a_program_that_calls_run_started() {
 #[test]
 fn get_says_why_a_process_without_the_runtime_has_no_tables() {
     let d = tempfile::tempdir().unwrap();
-    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let mut sleeper = common::command("sleep").arg("30").spawn().unwrap();
     let pid = sleeper.id().to_string();
     let out = hood()
         .args(["calls", "get", "-p", &pid, "-o"])

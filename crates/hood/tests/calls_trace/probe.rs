@@ -17,7 +17,7 @@ use common::{c_program, hood, repo};
 
 /// One test at a time: they probe programs on 2 shared CPUs and read tracefs.
 /// (`common::exclusive()`: the one lock of every test of this binary that must run alone.)
-fn serial() -> std::sync::MutexGuard<'static, ()> {
+fn serial() -> common::Exclusive {
     common::exclusive()
 }
 
@@ -195,7 +195,7 @@ fn cpp_functions_by_demangled_names() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let prog = dir.path().join("probe_cpp");
-    let built = Command::new("g++")
+    let built = common::command("g++")
         .args(["-O1", "-o"])
         .arg(&prog)
         .arg(repo().join("tests/c/probe_cpp.cpp"))
@@ -244,7 +244,7 @@ impl Looper {
 
     /// `prog loop`, for a build of probe_known.c.
     fn start_of(prog: &Path) -> Looper {
-        let mut child = Command::new(prog)
+        let mut child = common::command(prog)
             .arg("loop")
             .stdout(Stdio::piped())
             .spawn()
@@ -416,7 +416,7 @@ fn sigkill_of_hood_leaves_the_program_running_unprobed() {
     assert!(!hood_definitions()
         .iter()
         .any(|l| l.contains(&format!("hood_{killed}/"))));
-    assert!(Command::new("kill")
+    assert!(common::command("kill")
         .args(["-INT", &h2.id().to_string()])
         .status()
         .unwrap()
@@ -482,7 +482,7 @@ fn stale_definitions_are_named_when_removed() {
 
 /// The file offset of leaf() (nm's address: the text segment of a gcc PIE maps at its offset).
 fn leaf_offset(prog: &Path) -> u64 {
-    let nm = Command::new("nm").arg(prog).output().unwrap();
+    let nm = common::command("nm").arg(prog).output().unwrap();
     String::from_utf8_lossy(&nm.stdout)
         .lines()
         .find_map(|l| {
@@ -504,7 +504,7 @@ fn go_programs_are_probed_at_entry_only() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("probe_known_go");
-    let built = Command::new("go")
+    let built = common::command("go")
         .args(["build", "-o"])
         .arg(&bin)
         .arg(repo().join("tests/go/probe_known.go"))
@@ -525,7 +525,7 @@ fn go_programs_are_probed_at_entry_only() {
             return;
         }
     }
-    let plain = ok(Command::new(&bin).output().unwrap(), "probe_known_go");
+    let plain = ok(common::command(&bin).output().unwrap(), "probe_known_go");
     let want = counts(&[("main.deep", 8004), ("main.leaf", 1040)]);
 
     let calls = dir.path().join("c.data");
@@ -677,7 +677,7 @@ fn bad_specs_get_true_errors() {
     let dir = tempfile::tempdir().unwrap();
     let prog = c_program("probe_known");
     let fifo = dir.path().join("fifo");
-    assert!(Command::new("mkfifo")
+    assert!(common::command("mkfifo")
         .arg(&fifo)
         .status()
         .unwrap()
@@ -929,7 +929,7 @@ fn rust_release_binary_by_demangled_glob() {
         .map(|d| d.join("rustc"))
         .filter(|p| p.exists())
         .unwrap_or_else(|| "rustc".into());
-    let built = Command::new(rustc)
+    let built = common::command(rustc)
         .args(["-O", "--edition", "2021", "-o"])
         .arg(&prog)
         .arg(repo().join("tests/rust/probe_rust.rs"))
@@ -973,7 +973,7 @@ fn several_pids_resolve_specs_in_their_own_programs() {
     let _g = serial();
     let dir = tempfile::tempdir().unwrap();
     let other = dir.path().join("probe_known_o0");
-    assert!(Command::new("gcc")
+    assert!(common::command("gcc")
         .args(["-O0", "-falign-functions=256", "-o"])
         .arg(&other)
         .arg(repo().join("tests/c/probe_known.c"))
@@ -1033,7 +1033,7 @@ fn several_pids_resolve_specs_in_their_own_programs() {
 
 /// Build tests/c/`src` with gcc (-O1, as `c_program`) and `extra` flags into `out`.
 fn gcc(src: &str, out: &Path, extra: &[&str]) {
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(out)
         .arg(repo().join("tests/c").join(src))
@@ -1379,7 +1379,7 @@ fn attached_process_dlopen_is_followed() {
     gcc("probe_plugin.c", &lib, &["-shared", "-fPIC"]);
     let prog = dir.path().join("probe_dlopen");
     gcc("probe_dlopen.c", &prog, &["-ldl"]);
-    let mut p = Command::new(&prog)
+    let mut p = common::command(&prog)
         .arg(&lib)
         .arg("sync")
         .stdin(Stdio::piped())

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::common;
 
 fn hood() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hood"))
+    common::command(env!("CARGO_BIN_EXE_hood"))
 }
 
 /// Record `cmd` into `dir/t.data` (segments under `dir`); the recorder must succeed.

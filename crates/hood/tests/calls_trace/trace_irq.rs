@@ -7,7 +7,7 @@
 //! HOOD_REQUIRE_PRIVILEGED=1.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
@@ -18,7 +18,7 @@ fn hood() -> &'static str {
 }
 
 fn record(dir: &Path, data: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Output {
-    let out = Command::new(hood())
+    let out = common::command(hood())
         .args(["trace", "record", "-o"])
         .arg(data)
         .arg("--")
@@ -41,7 +41,7 @@ fn record(dir: &Path, data: &Path, env: &[(&str, &str)], cmd: &[&str]) -> Output
 }
 
 fn report(data: &Path, extra: &[&str]) -> String {
-    let out = Command::new(hood())
+    let out = common::command(hood())
         .args(["trace", "report"])
         .args(extra)
         .arg(data)

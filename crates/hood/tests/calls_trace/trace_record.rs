@@ -3,7 +3,7 @@
 //! perf_event_open), and the reports checked against what the programs do by construction.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::Value;
 
@@ -13,10 +13,7 @@ fn hood() -> &'static str {
     env!("CARGO_BIN_EXE_hood")
 }
 
-struct Tmp(
-    tempfile::TempDir,
-    #[allow(dead_code)] std::sync::MutexGuard<'static, ()>,
-);
+struct Tmp(tempfile::TempDir, #[allow(dead_code)] common::Exclusive);
 
 /// One test at a time: the timing test must not share 2 CPUs with the others.
 /// (`common::exclusive()`: the one lock of every test of this binary that must run alone.)
@@ -40,7 +37,7 @@ fn record_ok(dir: &Path, data: &str, opts: &[&str], cmd: &[&str]) -> PathBuf {
 }
 
 fn report(data: &Path, extra: &[&str]) -> Output {
-    Command::new(hood())
+    common::command(hood())
         .args(["trace", "report"])
         .args(extra)
         .arg(data)
@@ -533,7 +530,7 @@ fn a_killed_recorder_leaves_a_readable_file() {
     let t = tmp();
     let prog = build_c("trace_stream", t.0.path());
     let data = t.0.path().join("k.data");
-    let mut child = Command::new(hood())
+    let mut child = common::command(hood())
         .args(["trace", "record", "-o"])
         .arg(&data)
         .args(["--", prog.to_str().unwrap(), "1000000", "0", "500"])
@@ -592,7 +589,7 @@ fn a_trace_killed_in_its_first_half_second_names_its_functions() {
     let t = tmp();
     let prog = build_c("trace_stream", t.0.path());
     let data = t.0.path().join("early.data");
-    let mut child = Command::new(hood())
+    let mut child = common::command(hood())
         .args(["trace", "record", "-o"])
         .arg(&data)
         .args(["--", prog.to_str().unwrap(), "100000000", "0", "500"])
@@ -668,7 +665,7 @@ fn a_signal_storm_during_hooks_keeps_every_event_in_place() {
         let data = t.0.path().join(format!("alarm{i}.data"));
         // Fixed buffers (--full stop, 8 M events, more than the ~6 M written): nothing depends
         // on the recorder keeping up on a loaded machine.
-        let out = Command::new(hood())
+        let out = common::command(hood())
             .args(["trace", "record", "--full", "stop", "-o"])
             .arg(&data)
             .args(["--", prog.to_str().unwrap(), "1000000"])
@@ -715,7 +712,7 @@ fn a_signal_storm_during_hooks_keeps_every_event_in_place() {
 
 /// `hood trace report ARGS DATA` with its address space limited to `mb` MB; its output.
 fn report_limited(data: &Path, args: &[&str], mb: u64) -> String {
-    let out = Command::new("prlimit")
+    let out = common::command("prlimit")
         .arg(format!("--as={}", mb << 20))
         .arg(hood())
         .args(["trace", "report"])
@@ -810,7 +807,7 @@ fn a_large_trace_is_reported_in_bounded_memory_in_every_view() {
         "{lines} lines in the window"
     );
     // The README's command: `hood trace report --format chrome -o t.json`.
-    let out = Command::new("prlimit")
+    let out = common::command("prlimit")
         .arg(format!("--as={}", 96 << 20))
         .arg(hood())
         .args([
@@ -851,7 +848,7 @@ fn under_load_net_time_never_exceeds_run_time() {
     let known = build_c("trace_known", t.0.path());
     let threads = build_c("trace_threads", t.0.path());
     let spinner = t.0.path().join("spinner");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O2", "-o"])
         .arg(&spinner)
         .arg(common::repo().join("tests/c/spinner.c"))
@@ -859,7 +856,7 @@ fn under_load_net_time_never_exceeds_run_time() {
         .unwrap();
     assert!(st.success());
     let mut spinners: Vec<std::process::Child> = (0..2)
-        .map(|_| Command::new(&spinner).arg("60000").spawn().unwrap())
+        .map(|_| common::command(&spinner).arg("60000").spawn().unwrap())
         .collect();
     let check = |a: &Value, what: &str| {
         let net: u64 = a["functions"]

@@ -26,7 +26,7 @@ fn hood() -> Command {
 
 /// One test at a time: they start, signal and time programs on a machine of 2 CPUs.
 /// (`common::exclusive()`: the one lock of every test of this binary that must run alone.)
-fn serial() -> std::sync::MutexGuard<'static, ()> {
+fn serial() -> common::Exclusive {
     common::exclusive()
 }
 
@@ -36,7 +36,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 fn start(base: &Path, data: &Path, prefix: &[&str], program: &[&str]) -> (Child, ChildStdin) {
     let mut c = match prefix.split_first() {
         Some((first, rest)) => {
-            let mut c = Command::new(first);
+            let mut c = common::command(first);
             c.args(rest).arg(env!("CARGO_BIN_EXE_hood"));
             c.env("HOOD_RT_LIB", runtime_release_dir().join("libhood_rt.so"));
             c

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::common;
 use common::{hood, listed_in_help, repo, run, text};
@@ -82,7 +82,7 @@ fn man_page_renders_and_documents_every_subcommand_exit_status_and_variable() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hood.1");
     std::fs::write(&file, &page).unwrap();
-    let Ok(out) = Command::new("man")
+    let Ok(out) = common::command("man")
         .args(["--warnings", "-l"])
         .arg(&file)
         .env("MANWIDTH", "100")
@@ -150,7 +150,7 @@ fn bash_completion_loads_and_completes_subcommands_and_options() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("hood.bash");
     std::fs::write(&file, &script).unwrap();
-    let out = run(Command::new("bash").arg("-n").arg(&file));
+    let out = run(common::command("bash").arg("-n").arg(&file));
     assert!(out.status.success(), "bash -n:\n{}", text(&out));
     // Complete `hood rep<TAB>`, `hood calls r<TAB>` and `hood report --for<TAB>` as bash would.
     let complete = |words: &str, cword: usize| -> Vec<String> {
@@ -160,7 +160,7 @@ fn bash_completion_loads_and_completes_subcommands_and_options() {
              \"${{COMP_WORDS[$COMP_CWORD-1]}}\"; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
             file.display()
         );
-        let out = run(Command::new("bash").arg("-c").arg(&prog));
+        let out = run(common::command("bash").arg("-c").arg(&prog));
         assert!(out.status.success(), "{words}:\n{}", text(&out));
         String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
@@ -204,12 +204,12 @@ fn zsh_and_fish_completions_name_every_subcommand() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("hood.sh");
         std::fs::write(&file, &script).unwrap();
-        match Command::new(shell).arg("-n").arg(&file).output() {
+        match common::command(shell).arg("-n").arg(&file).output() {
             Ok(out) => {
                 assert!(out.status.success(), "{shell} -n:\n{}", text(&out));
                 if shell == "fish" {
                     // fish completes from a script without a terminal: `hood rep<TAB>`.
-                    let out = run(Command::new("fish")
+                    let out = run(common::command("fish")
                         .arg("-c")
                         .arg(format!("source {}; complete -C 'hood rep'", file.display())));
                     let got = String::from_utf8_lossy(&out.stdout);
@@ -242,7 +242,7 @@ fn version_names_the_commit_and_build_date() {
             }
         });
     assert!(date_ok, "build date {date:?} in {v:?}");
-    let head = Command::new("git")
+    let head = common::command("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(repo())
         .output()
@@ -276,7 +276,7 @@ fn the_build_script_works_outside_git_and_honours_source_date_epoch() {
     let dir = tempfile::tempdir().unwrap();
     // Without OUT_DIR and TARGET: the script only prints the version lines, and writes no
     // runtime library over the one the hood under test carries.
-    let out = run(Command::new(build_script())
+    let out = run(common::command(build_script())
         .env_remove("OUT_DIR")
         .env_remove("TARGET")
         .env("CARGO_MANIFEST_DIR", dir.path())
@@ -290,7 +290,7 @@ fn the_build_script_works_outside_git_and_honours_source_date_epoch() {
     );
     // 951782400 is 2000-02-29 00:00 UTC: a leap day checks the calendar arithmetic.
     assert!(s.contains("cargo:rustc-env=BUILD_DATE=2000-02-29"), "{s}");
-    let out = run(Command::new(build_script())
+    let out = run(common::command(build_script())
         .env_remove("OUT_DIR")
         .env_remove("TARGET")
         .env("CARGO_MANIFEST_DIR", dir.path())
@@ -408,7 +408,7 @@ fn the_runtime_names_a_clock_it_does_not_understand() {
     let prog = common::instrumented("calls_known", dir.path(), &[], &[]);
     let lib = common::runtime_release_dir().join("libhood_rt.so");
     let run_with = |clock: &str| {
-        run(Command::new(&prog)
+        run(common::command(&prog)
             .env("LD_PRELOAD", &lib)
             .env("HOOD_SHM_DIR", dir.path())
             .env("HOOD_CLOCK", clock))

@@ -84,7 +84,7 @@ struct Files {
 /// One profile (when sampling is allowed), one trace and one call-path file for all tests.
 fn files() -> &'static Files {
     static F: OnceLock<Files> = OnceLock::new();
-    F.get_or_init(|| {
+    common::once(&F, || {
         let dir = tempfile::tempdir().expect("tempdir");
         let profile = common::privileged("cli_pipes profile").then(|| {
             let p = dir.path().join("profile.data");

@@ -6,7 +6,7 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use common::*;
 
@@ -21,7 +21,7 @@ impl SmallDisk {
         let dir = tempfile::tempdir().unwrap();
         let mnt = dir.path().join("small");
         std::fs::create_dir(&mnt).unwrap();
-        let st = Command::new("mount")
+        let st = common::command("mount")
             .args([
                 "-t",
                 "tmpfs",
@@ -43,7 +43,7 @@ impl SmallDisk {
 
 impl Drop for SmallDisk {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.mnt).status();
+        let _ = common::command("umount").arg(&self.mnt).status();
     }
 }
 
@@ -61,7 +61,7 @@ fn a_full_disk_ends_the_recording_and_the_summary_counts_what_the_file_holds() {
         return;
     }
     let _l = exclusive();
-    let mut spinner = Command::new(c_program("spinner"))
+    let mut spinner = common::command(c_program("spinner"))
         .arg("60000")
         .stdout(Stdio::null())
         .spawn()

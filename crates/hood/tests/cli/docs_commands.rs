@@ -789,7 +789,7 @@ impl Work {
     }
 
     fn shell(&self, script: &str) -> Command {
-        let mut c = Command::new("bash");
+        let mut c = common::command("bash");
         c.args(["-c", script]).current_dir(self.path());
         // As typed at a terminal: Ctrl-C and Ctrl-\ at their defaults, even when this test runs
         // as a background job of a non-interactive shell, which starts it with both ignored
@@ -884,7 +884,7 @@ fn third_party(cmd: &str, ran: Option<&Ran>) -> Option<String> {
         return None;
     }
     let tool = if cmd.contains("&& man ") { "man" } else { tool };
-    let found = Command::new("sh")
+    let found = common::command("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()
         .is_ok_and(|o| o.status.success());
@@ -1063,7 +1063,7 @@ fn run_all(w: &mut Work, skip_root_only: bool) -> Vec<String> {
     // hour (ended when the test ends). They must outlive every command before the last
     // `-p $PIDS` one: a minute was too short on a loaded machine ("no such process").
     for _ in 0..2 {
-        let c = Command::new(w.path().join("myprog"))
+        let c = common::command(w.path().join("myprog"))
             .arg("3600000")
             .spawn()
             .expect("myprog");

@@ -263,7 +263,7 @@ fn a_run_that_writes_nothing_leaves_the_previous_output_as_it_was() {
 fn outputs_that_are_pipes_devices_or_another_users_files_are_refused() {
     let dir = sticky_dir();
     let fifo = dir.path().join("planted.data");
-    let st = std::process::Command::new("mkfifo")
+    let st = common::command("mkfifo")
         .arg("-m")
         .arg("666")
         .arg(&fifo)

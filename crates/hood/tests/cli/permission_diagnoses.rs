@@ -6,7 +6,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use crate::common;
 use common::{hood, other_user, run, text};
@@ -74,7 +74,7 @@ fn another_users_process_is_the_obstacle_not_perf_event_paranoid() {
 
     // The user's own process, in the same setting, is recorded (user space only at
     // paranoid 2): the refusal above was about ownership.
-    let mut own = Command::new("sh")
+    let mut own = common::command("sh")
         .args(["-c", "while :; do :; done"])
         .uid(uid)
         .gid(gid)

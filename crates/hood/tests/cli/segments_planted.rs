@@ -80,7 +80,7 @@ struct Sleeper(Child);
 
 impl Sleeper {
     fn new() -> Sleeper {
-        Sleeper(Command::new("sleep").arg("300").spawn().unwrap())
+        Sleeper(common::command("sleep").arg("300").spawn().unwrap())
     }
     fn pid(&self) -> u32 {
         self.0.id()
@@ -108,7 +108,7 @@ fn fifo_named_like_a_segment_does_not_hang() {
     let (uid, gid) = other_user();
     let dir = sticky_dir();
     let fifo: PathBuf = dir.path().join("hood-rt-4242-1");
-    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let st = common::command("mkfifo").arg(&fifo).status().unwrap();
     assert!(st.success());
     std::os::unix::fs::chown(&fifo, Some(uid), Some(gid)).unwrap();
     let out_file = dir.path().join("c.data");
@@ -264,7 +264,7 @@ fn stale_private_dirs_of_killed_recorders_are_removed() {
     let (uid, gid) = other_user();
     let base = sticky_dir();
     // A pid that is gone: a child that has exited and been reaped.
-    let mut done = Command::new("true").spawn().unwrap();
+    let mut done = common::command("true").spawn().unwrap();
     let gone = done.id();
     done.wait().unwrap();
     let running = Sleeper::new();

@@ -138,7 +138,7 @@ fn forged_session_does_not_signal_an_innocent_process() {
     let state = tmp.path().join("state");
     std::fs::create_dir(&state).unwrap();
     std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let mut innocent = Command::new("sleep").arg("60").spawn().unwrap();
+    let mut innocent = common::command("sleep").arg("60").spawn().unwrap();
     let pid = innocent.id();
     for forged in [
         // The format of a hood that stored only the pid.

@@ -46,7 +46,7 @@ fn build_with(dir: &Path, flags: &[&str]) -> PathBuf {
     let src = dir.join("evil.c");
     std::fs::write(&src, SRC).unwrap();
     let plain = dir.join("evil.o0");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer"])
         .args(flags)
         .arg("-o")
@@ -56,7 +56,7 @@ fn build_with(dir: &Path, flags: &[&str]) -> PathBuf {
         .expect("gcc must be installed to build the test workload");
     assert!(st.success(), "gcc failed");
     let prog = dir.join("evil");
-    let st = Command::new("objcopy")
+    let st = common::command("objcopy")
         .arg(format!("--redefine-sym=spin={SYMBOL}"))
         .arg(&plain)
         .arg(&prog)
@@ -179,7 +179,7 @@ impl Drop for Running {
 }
 
 fn start(prog: &Path) -> Running {
-    let child = Command::new(prog)
+    let child = common::command(prog)
         .arg("30")
         .arg(ARG)
         .env("EVIL_COMM", COMM)

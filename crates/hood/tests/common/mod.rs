@@ -2,11 +2,14 @@
 //! privileged-test convention (skip with a message locally, fail in CI).
 #![allow(dead_code)]
 
+mod lock;
 mod privileged;
 pub mod serve;
 pub mod tmux;
 
 // Not every test binary runs privileged tests.
+#[allow(unused_imports)]
+pub use lock::{command, exclusive, once, shared, Exclusive};
 #[allow(unused_imports)]
 pub use privileged::privileged;
 
@@ -17,7 +20,7 @@ use std::sync::OnceLock;
 
 /// The hood binary under test.
 pub fn hood() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_hood"))
+    command(env!("CARGO_BIN_EXE_hood"))
 }
 
 /// Repository root.
@@ -28,7 +31,7 @@ pub fn repo() -> PathBuf {
 /// Build tests/c/NAME.c with gcc (-O1, frame pointers) into a per-process build dir; cached.
 pub fn c_program(name: &str) -> PathBuf {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"));
+    let dir = once(&DIR, || tempfile::tempdir().expect("temp dir"));
     let out = dir.path().join(name);
     if out.exists() {
         return out;
@@ -38,7 +41,7 @@ pub fn c_program(name: &str) -> PathBuf {
     static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = dir.path().join(format!("{name}.{n}.tmp"));
-    let st = Command::new("gcc")
+    let st = command("gcc")
         .args([
             "-O1",
             "-g",
@@ -58,7 +61,7 @@ pub fn c_program(name: &str) -> PathBuf {
 /// Build tests/c/NAME.c at -O2 with debug info and frame pointers into `dir/NAME`.
 pub fn c_program_o2(dir: &Path, name: &str) -> PathBuf {
     let out = dir.join(name);
-    let st = Command::new("gcc")
+    let st = command("gcc")
         .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&out)
         .arg(repo().join("tests/c").join(format!("{name}.c")))
@@ -89,6 +92,7 @@ pub fn listed_in_help(args: &[&str]) -> Vec<String> {
 
 /// Run and capture, with stdout/stderr shown on failure.
 pub fn run(cmd: &mut Command) -> Output {
+    shared();
     let out = cmd.output().expect("spawn");
     assert_ne!(out.status.code(), Some(101), "panicked:\n{}", text(&out));
     out
@@ -171,29 +175,18 @@ pub fn stolen_ns() -> u64 {
     ticks * 10_000_000
 }
 
-/// The one lock of a test binary. A test holds it while it samples the machine, measures
-/// times or shares, runs thousands of threads, or uses state of the whole machine (tracefs
-/// instances and uprobes, cgroups, system-wide recordings): such tests never overlap, also
-/// when they come from different files of one binary (cargo runs a binary's tests in parallel
-/// threads, but its binaries one after another). Tests that only read files, parse help or
-/// check a refusal run free.
-pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// Build hood-rt in release mode once per test binary (hook timing matters for the accuracy
 /// tests) into the target dir of the hood binary under test; returns `target/release`.
 pub fn runtime_release_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
+    once(&DIR, || {
         let target = Path::new(env!("CARGO_BIN_EXE_hood"))
             .parent()
             .and_then(Path::parent)
             .expect("target dir")
             .to_path_buf();
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let st = Command::new(cargo)
+        let st = command(cargo)
             .args(["build", "--release", "-p", "hood-rt", "--target-dir"])
             .arg(&target)
             .current_dir(repo())
@@ -202,13 +195,14 @@ pub fn runtime_release_dir() -> &'static Path {
         assert!(st.success(), "building hood-rt failed");
         target.join("release")
     })
+    .as_path()
 }
 
 /// `gcc -O2 -g -finstrument-functions FLAGS tests/c/NAME.c -o DIR/NAME LIBS`: a workload for
 /// the call-path profiler and the tracer.
 pub fn instrumented(name: &str, dir: &Path, flags: &[&str], libs: &[&str]) -> PathBuf {
     let out = dir.join(name);
-    let st = Command::new("gcc")
+    let st = command("gcc")
         .args(["-O2", "-g", "-finstrument-functions"])
         .args(flags)
         .arg(repo().join(format!("tests/c/{name}.c")))
@@ -227,7 +221,7 @@ pub const TRACEFS: &str = "/sys/kernel/tracing";
 /// Mount tracefs if it is not mounted yet (the tests that need it run as root).
 pub fn ensure_tracefs() {
     if !Path::new(TRACEFS).join("instances").is_dir() {
-        let _ = Command::new("mount")
+        let _ = command("mount")
             .args(["-t", "tracefs", "nodev", TRACEFS])
             .status();
     }
@@ -273,9 +267,9 @@ pub const OTHER_USER: &str = "hood-other";
 /// (uid, gid) of an ordinary second user, created with useradd on first use (as root).
 pub fn other_user() -> (u32, u32) {
     static IDS: OnceLock<(u32, u32)> = OnceLock::new();
-    *IDS.get_or_init(|| {
+    *once(&IDS, || {
         let id = |flag: &str| -> Option<u32> {
-            let out = Command::new("id").args([flag, OTHER_USER]).output().ok()?;
+            let out = command("id").args([flag, OTHER_USER]).output().ok()?;
             String::from_utf8_lossy(&out.stdout).trim().parse().ok()
         };
         // Several test binaries may race to create it: useradd fails while another holds
@@ -284,7 +278,7 @@ pub fn other_user() -> (u32, u32) {
             if let (Some(u), Some(g)) = (id("-u"), id("-g")) {
                 return (u, g);
             }
-            let _ = Command::new("useradd")
+            let _ = command("useradd")
                 .args([
                     "--system",
                     "--no-create-home",
@@ -337,7 +331,7 @@ pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Bounded {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
     let result = tempfile::NamedTempFile::new().expect("temp file");
-    let mut wrapped = Command::new(c_program("peak_rss"));
+    let mut wrapped = command(c_program("peak_rss"));
     wrapped
         .arg(result.path())
         .arg(cmd.get_program())
@@ -402,7 +396,7 @@ pub fn run_bounded(cmd: &mut Command, limit: std::time::Duration) -> Bounded {
 
 /// The GNU build-id of an ELF file as readelf prints it (lower-case hex).
 pub fn readelf_build_id(path: &Path) -> String {
-    let notes = Command::new("readelf")
+    let notes = command("readelf")
         .arg("-n")
         .arg(path)
         .output()
@@ -428,7 +422,7 @@ pub fn cargo_release_build(dir: &Path, name: &str, main_rs: &str, profile: &str)
     )
     .unwrap();
     std::fs::write(src.join("src/main.rs"), main_rs).unwrap();
-    let build = Command::new(env!("CARGO"))
+    let build = command(env!("CARGO"))
         .args([
             "build",
             "--release",
@@ -449,7 +443,7 @@ pub fn cargo_release_build(dir: &Path, name: &str, main_rs: &str, profile: &str)
 /// the caller adds the arguments. Spawning fails when `go` is not installed.
 #[allow(dead_code)]
 pub fn go_tool_pprof(home: &Path) -> Command {
-    let mut c = Command::new("go");
+    let mut c = command("go");
     c.args(["tool", "pprof"])
         .env("GOTOOLCHAIN", "local")
         .env("HOME", home);

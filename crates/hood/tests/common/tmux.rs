@@ -2,18 +2,20 @@
 //! session, send keys, wait for text on the screen. The session (and what runs in it) is
 //! killed when the [`Screen`] is dropped, however the test ends.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Run tmux with `args`; its stdout.
 pub fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    let out = super::command("tmux")
+        .args(args)
+        .output()
+        .expect("tmux runs");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Whether tmux is missing; then `test` says it is skipped, and why.
 pub fn missing(test: &str) -> bool {
-    if Command::new("tmux").arg("-V").output().is_ok() {
+    if super::command("tmux").arg("-V").output().is_ok() {
         return false;
     }
     println!("SKIPPED (tmux not installed: apt-get install -y tmux): {test}");

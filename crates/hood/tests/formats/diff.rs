@@ -8,7 +8,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use common::*;
@@ -37,7 +36,7 @@ impl Pair {
 fn build(dir: &Path, flags: &[&str]) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let out = dir.join("diff_known");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args([
             "-O1",
             "-g",
@@ -60,7 +59,13 @@ fn build(dir: &Path, flags: &[&str]) -> PathBuf {
 /// builds meet the same conditions, as A/B benchmarks run them.
 fn pair() -> &'static Pair {
     static PAIR: OnceLock<Pair> = OnceLock::new();
-    PAIR.get_or_init(|| {
+    if let Some(p) = PAIR.get() {
+        return p;
+    }
+    // Both builds and both recordings alone (common::once's initializer must not wait for
+    // the lock; a test that finds the pair made meanwhile only takes and lets go of it).
+    let _serial = exclusive();
+    common::once(&PAIR, || {
         let dir = tempfile::tempdir().unwrap();
         let base_bin = build(&dir.path().join("before"), &[]);
         let new_bin = build(&dir.path().join("after"), &["-DSLOW_B"]);
@@ -69,7 +74,6 @@ fn pair() -> &'static Pair {
             base_bin,
             new_bin,
         };
-        let _serial = exclusive();
         let rec = |out: PathBuf, bin: &Path| {
             hood()
                 .args(["record", "-F", "2999", "-o"])
@@ -321,13 +325,13 @@ fn perf_data_recordings_are_compared_alike() {
     }
     let p = pair();
     let d = p.dir.path();
-    if Command::new("perf").arg("--version").output().is_err() {
+    if common::command("perf").arg("--version").output().is_err() {
         eprintln!("SKIPPED (perf is not installed): hood diff of perf.data files");
         return;
     }
     let _serial = exclusive();
     let rec = |out: &Path, bin: &Path| {
-        Command::new("perf")
+        common::command("perf")
             .args(["record", "-q", "-F", "2999", "-g", "-o"])
             .arg(out)
             .arg("--")

@@ -5,7 +5,6 @@ use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 use serde_json::Value;
@@ -20,7 +19,7 @@ fn firefox(data: &Path) -> Value {
     assert!(out.status.success(), "{}", text(&out));
     let gz = std::fs::read(&out_file).unwrap();
     assert_eq!(&gz[..2], &[0x1f, 0x8b], "firefox output is gzip");
-    let plain = run(Command::new("gzip").arg("-dc").arg(&out_file));
+    let plain = run(common::command("gzip").arg("-dc").arg(&out_file));
     assert!(plain.status.success(), "gunzip: {}", text(&plain));
     serde_json::from_slice(&plain.stdout).expect("JSON")
 }

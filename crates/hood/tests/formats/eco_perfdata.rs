@@ -6,7 +6,6 @@ use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 
@@ -15,7 +14,7 @@ use common::*;
 fn perf_record_split(dir: &Path) -> PathBuf {
     let data = dir.join("p.data");
     let prog = c_program("split");
-    let out = run(Command::new("perf")
+    let out = run(common::command("perf")
         .args(["record", "-B", "-F", "999", "-g", "-o"])
         .arg(&data)
         .arg("--")
@@ -33,7 +32,7 @@ fn perf_record_split(dir: &Path) -> PathBuf {
 /// its own (Debian's perf 6.1 aborts with "stack smashing detected" in its build-id code,
 /// more often on a loaded machine): perf's bug, not hood's, so the comparison is skipped.
 fn perf_report(data: &Path) -> Option<(u64, HashMap<String, u64>)> {
-    let out = run(Command::new("perf")
+    let out = run(common::command("perf")
         .args([
             "report",
             "--stdio",
@@ -119,7 +118,7 @@ fn streamed_files_several_events_and_group_reads_match_perf_report() {
     ];
     for (name, args) in cases {
         let data = dir.path().join(format!("{name}.data"));
-        let mut cmd = Command::new("perf");
+        let mut cmd = common::command("perf");
         cmd.args(["record", "-B"]).args(args);
         if name == "streamed" {
             cmd.stdout(std::fs::File::create(&data).unwrap());
@@ -316,7 +315,7 @@ fn perf_data_jit_frames_are_named_from_the_perf_map() {
     let mut recorded = false;
     let mut last = String::new();
     for _ in 0..3 {
-        let out = run(Command::new("perf")
+        let out = run(common::command("perf")
             .args(["record", "-B", "-F", "999", "-g", "-o"])
             .arg(&data)
             .arg("--")

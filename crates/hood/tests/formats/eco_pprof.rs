@@ -5,7 +5,6 @@ use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
@@ -93,7 +92,7 @@ fn go_tool_pprof_shows_the_same_top_functions_as_hood_report() {
 
 /// Output of a binutils tool on `file`.
 fn binutils(tool: &str, args: &[&str], file: &Path) -> String {
-    let out = Command::new(tool)
+    let out = common::command(tool)
         .args(args)
         .arg(file)
         .output()

@@ -6,7 +6,7 @@
 use crate::common;
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use common::{hood, run};
 use serde_json::Value;
@@ -68,7 +68,7 @@ fn a_cgroup_made_here_is_filtered_shown_with_its_cpu_and_pressure() {
     let name = format!("hood-test-{}", std::process::id());
     let dir = root.join(&name);
     std::fs::create_dir(&dir).unwrap();
-    let kid = Command::new("sh")
+    let kid = common::command("sh")
         .args(["-c", "while :; do :; done"])
         .stdout(Stdio::null())
         .spawn()
@@ -152,7 +152,7 @@ fn a_cgroup_shows_in_the_column_the_tree_a_replay_and_metrics() {
     let leaf = format!("hood-test-{id}-\"q\\.service");
     let dir = root.join(&leaf);
     std::fs::create_dir(&dir).unwrap();
-    let kid = Command::new("sh")
+    let kid = common::command("sh")
         .args(["-c", "while :; do :; done"])
         .stdout(Stdio::null())
         .spawn()
@@ -238,7 +238,7 @@ fn a_cgroup_shows_in_the_column_the_tree_a_replay_and_metrics() {
     assert!(text.contains(&format!(
         "hood_cgroup_processes{{cgroup=\"/hood-test-{id}-\\\"q\\\\.service\""
     )));
-    if let Ok(mut lint) = Command::new("promtool")
+    if let Ok(mut lint) = common::command("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -6,7 +6,7 @@
 use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{hood, run};
@@ -19,7 +19,7 @@ const BURNER: &str = r#"echo $$; while :; do read -r l < /proc/$$/stat; set -- $
 
 /// Run the burner to its end; its pid.
 fn burn() -> u32 {
-    let out = Command::new("bash")
+    let out = common::command("bash")
         .args(["-c", BURNER])
         .stderr(Stdio::inherit())
         .output()
@@ -170,7 +170,7 @@ fn a_process_whose_threads_ended_at_earlier_refreshes_keeps_its_last_interval() 
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(700));
-    let mut p = Command::new(&prog)
+    let mut p = common::command(&prog)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

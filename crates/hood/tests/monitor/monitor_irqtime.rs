@@ -2,7 +2,8 @@
 //! no tracefs instance of its own); stale instances of dead hood processes are removed.
 
 use std::path::Path;
-use std::process::Command;
+
+use crate::common;
 
 const HOOD: &str = env!("CARGO_BIN_EXE_hood");
 
@@ -26,7 +27,7 @@ fn irq_time_measures_handlers_and_cleans_up() {
     // It plants and removes tracefs instances, as `record --labels` and the killed-recorder
     // tests do: never beside another user of tracefs.
     let _one = crate::common::exclusive();
-    let out = Command::new(HOOD)
+    let out = common::command(HOOD)
         .args(["top", "-b", "-n", "1", "-d", "0.1"])
         .arg("--irq-time")
         .output()
@@ -37,7 +38,7 @@ fn irq_time_measures_handlers_and_cleans_up() {
     // A stale instance of a dead hood process (pid beyond pid_max).
     let stale = inst.join("hood-4999999");
     std::fs::create_dir(&stale).expect("create stale instance");
-    let out = Command::new(HOOD)
+    let out = common::command(HOOD)
         .args([
             "top",
             "-b",

@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::process::Command;
-
 use common::tmux::{missing, Screen};
 
 const HOOD: &str = env!("CARGO_BIN_EXE_hood");
@@ -122,7 +120,7 @@ fn k_and_n_ask_first_then_act_on_the_selected_process_and_t_shows_the_tree() {
     if missing("k_and_n_ask_first_then_act_on_the_selected_process_and_t_shows_the_tree") {
         return;
     }
-    let mut kid = Command::new("sleep").arg("1000").spawn().unwrap();
+    let mut kid = common::command("sleep").arg("1000").spawn().unwrap();
     let pid = kid.id();
     let s = Screen::start(
         "hoodkeys",
@@ -195,7 +193,7 @@ fn k_and_n_ask_first_then_act_on_the_selected_process_and_t_shows_the_tree() {
 /// names.
 #[test]
 fn bash_completion_offers_the_sort_keys() {
-    let out = Command::new(HOOD)
+    let out = common::command(HOOD)
         .args(["--generate", "complete-bash"])
         .output()
         .unwrap();
@@ -239,7 +237,7 @@ fn child_of(parent: u32) -> u32 {
 /// its parent (its only child), its name behind a branch; without --tree no row has one.
 #[test]
 fn batch_tree_puts_a_child_under_its_parent_live_and_replayed() {
-    let mut sh = Command::new("sh")
+    let mut sh = common::command("sh")
         .args(["-c", "sleep 1000 & wait"])
         .spawn()
         .unwrap();
@@ -289,5 +287,5 @@ fn batch_tree_puts_a_child_under_its_parent_live_and_replayed() {
     check(&replayed, true);
     let _ = sh.kill();
     let _ = sh.wait();
-    let _ = Command::new("kill").arg(child.to_string()).status();
+    let _ = common::command("kill").arg(child.to_string()).status();
 }

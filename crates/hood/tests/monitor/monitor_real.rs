@@ -3,9 +3,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use serde_json::Value;
+
+use crate::common;
 
 const HOOD: &str = env!("CARGO_BIN_EXE_hood");
 const MIB96: f64 = 96.0 * 1024.0 * 1024.0;
@@ -47,7 +49,7 @@ fn build_kid(dir: &Path) -> PathBuf {
     let src = dir.join("kid.c");
     std::fs::write(&src, KID_C).expect("write C source");
     let exe = dir.join("hoodmonkid");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O0", "-pthread", "-o"])
         .arg(&exe)
         .arg(&src)
@@ -58,7 +60,7 @@ fn build_kid(dir: &Path) -> PathBuf {
 }
 
 fn spawn(exe: &Path, mode: &str) -> Kid {
-    let mut c = Command::new(exe)
+    let mut c = common::command(exe)
         .args([mode, "alpha"])
         .stdout(Stdio::piped())
         .spawn()
@@ -80,7 +82,7 @@ fn cpu_ticks(pid: u32) -> u64 {
 }
 
 fn hood_json(args: &[&str]) -> Value {
-    let out = Command::new(HOOD).args(args).output().expect("run hood");
+    let out = common::command(HOOD).args(args).output().expect("run hood");
     assert!(
         out.status.success(),
         "hood {args:?}: {}",
@@ -140,7 +142,10 @@ fn ps_and_info_report_the_known_process() {
     assert_eq!(threads.len(), 6);
     assert!(threads.iter().all(|t| t["tgid"] == pid));
 
-    let text = Command::new(HOOD).args(["ps"]).output().expect("hood ps");
+    let text = common::command(HOOD)
+        .args(["ps"])
+        .output()
+        .expect("hood ps");
     let text = String::from_utf8_lossy(&text.stdout);
     let line = text
         .lines()
@@ -161,7 +166,7 @@ fn top_batch_json_shows_busy_and_idle() {
     let idle = spawn(&exe, "idle");
     let t0 = std::time::Instant::now();
     let c0 = cpu_ticks(busy.0.id());
-    let out = Command::new(HOOD)
+    let out = common::command(HOOD)
         .args(["top", "-b", "-n", "2", "-d", "0.5", "--json"])
         .output()
         .expect("hood top");
@@ -212,7 +217,7 @@ fn top_batch_json_shows_busy_and_idle() {
 
 #[test]
 fn top_batch_text_frames() {
-    let out = Command::new(HOOD)
+    let out = common::command(HOOD)
         .args(["top", "-b", "-n", "2", "-d", "0.2", "--rows", "5"])
         .output()
         .expect("hood top");
@@ -221,7 +226,7 @@ fn top_batch_text_frames() {
     assert_eq!(text.matches("top - ").count(), 2);
     assert_eq!(text.matches("%CPU").count(), 2);
     for mode in ["i", "e"] {
-        let out = Command::new(HOOD)
+        let out = common::command(HOOD)
             .args(["top", "-b", "-n", "1", "-d", "0.2", "-m", mode])
             .output()
             .expect("hood top");
@@ -260,7 +265,7 @@ fn uptime_agrees_with_proc() {
     // The 1-minute average moves slowly (updated every 5 s): allow one update's change.
     let got = v["load"]["one"].as_f64().expect("load one");
     assert!((got - one).abs() < 1.0, "load {got} vs {one}");
-    let text = Command::new(HOOD)
+    let text = common::command(HOOD)
         .arg("uptime")
         .output()
         .expect("hood uptime");
@@ -273,7 +278,10 @@ fn uptime_agrees_with_proc() {
 
 #[test]
 fn info_lists_tree_and_rejects_unknown_path() {
-    let out = Command::new(HOOD).arg("info").output().expect("hood info");
+    let out = common::command(HOOD)
+        .arg("info")
+        .output()
+        .expect("hood info");
     let text = String::from_utf8_lossy(&out.stdout);
     for node in [
         "system.uptime",
@@ -288,13 +296,13 @@ fn info_lists_tree_and_rejects_unknown_path() {
     }
     let me = format!("system.tasks.{}", std::process::id());
     assert!(text.lines().any(|l| l.starts_with(&me)), "own pid listed");
-    let out = Command::new(HOOD)
+    let out = common::command(HOOD)
         .args(["info", "system.nothing"])
         .output()
         .expect("hood info");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("hood info"));
-    let load = Command::new(HOOD)
+    let load = common::command(HOOD)
         .args(["info", "system.load"])
         .output()
         .expect("hood info");

@@ -68,7 +68,7 @@ fn cpu_ms(pid: u32) -> u64 {
 }
 
 fn spawn(cmd: &str) -> Child {
-    Command::new("sh")
+    common::command("sh")
         .args(["-c", cmd])
         .stdout(Stdio::null())
         .spawn()
@@ -460,7 +460,7 @@ fn max_size_and_keep_remove_the_oldest_segments() {
     std::fs::copy(&segs[0], &old).unwrap();
     std::fs::copy(&segs[0], &recent).unwrap();
     for (p, ago) in [(&old, "3 hours ago"), (&recent, "20 minutes ago")] {
-        let st = Command::new("touch")
+        let st = common::command("touch")
             .args(["-d", ago])
             .arg(p)
             .status()
@@ -627,7 +627,7 @@ fn the_replay_screen_steps_and_jumps_through_recorded_time() {
     assert_eq!(views.len(), 4, "{err}");
     let shown = |v: &Value| {
         let t = time_of(v);
-        let out = Command::new("date")
+        let out = common::command("date")
             .args(["-u", "-d", &format!("@{t}"), "+%F %T"])
             .output()
             .unwrap();

@@ -6,7 +6,7 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -226,7 +226,7 @@ fn record_dio(dir: &Path) -> (Vec<(Vec<String>, u64)>, String) {
     let data = dir.join("dio.bin");
     let file = dir.join("dio.data");
     let prog = c_program("labels_dio");
-    let mut reader = Command::new(&prog)
+    let mut reader = common::command(&prog)
         .arg(&data)
         .arg("8")
         .stdout(Stdio::piped())

@@ -8,7 +8,6 @@ use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
@@ -264,7 +263,7 @@ fn firefox_loader_totals_equal_the_waits(dir: &Path, file: &Path) {
         serde_json::from_str(&report(file, &["--off-cpu", "--format", "json"])).unwrap();
     let period = 1_000_000_000 / json["meta"]["freq_hz"].as_u64().unwrap();
     let prefix = dir.join("npm");
-    let installed = Command::new("npm")
+    let installed = common::command("npm")
         .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
         .arg(&prefix)
         .arg("@firefox-devtools/profiler-cli@0.10.0")
@@ -278,7 +277,7 @@ fn firefox_loader_totals_equal_the_waits(dir: &Path, file: &Path) {
         return;
     }
     let pq = |args: &[&str]| {
-        let out = Command::new(&cli)
+        let out = common::command(&cli)
             .args(args)
             .env("HOME", dir)
             .output()
@@ -473,7 +472,7 @@ fn time_views_of_a_cpu_recording_say_how_to_record_waits() {
     let out = record(&file, &["--", prog.to_str().unwrap(), "100"]);
     assert!(out.status.success(), "{}", text(&out));
     for view in [&["--wall"][..], &["--off-cpu"], &["--by", "waker"]] {
-        let out = run(Command::new(env!("CARGO_BIN_EXE_hood"))
+        let out = run(common::command(env!("CARGO_BIN_EXE_hood"))
             .arg("report")
             .arg("-i")
             .arg(&file)

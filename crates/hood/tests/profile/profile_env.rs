@@ -2,8 +2,6 @@
 
 use crate::common;
 
-use std::process::Command;
-
 use common::*;
 
 #[test]
@@ -32,7 +30,7 @@ fn a_full_disk_stops_the_recording_cleanly_and_keeps_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
-    let st = Command::new("mount")
+    let st = common::command("mount")
         .args(["-t", "tmpfs", "-o", "size=1800k", "tmpfs"])
         .arg(&mnt)
         .status()
@@ -41,14 +39,14 @@ fn a_full_disk_stops_the_recording_cleanly_and_keeps_what_was_written() {
     struct Unmount(std::path::PathBuf);
     impl Drop for Unmount {
         fn drop(&mut self) {
-            let _ = Command::new("umount").arg(&self.0).status();
+            let _ = common::command("umount").arg(&self.0).status();
         }
     }
     let _guard = Unmount(mnt.clone());
     let file = mnt.join("full.data");
     let spin = c_program("spinner");
-    let mut a = Command::new(&spin).arg("20000").spawn().unwrap();
-    let mut b = Command::new(&spin).arg("20000").spawn().unwrap();
+    let mut a = common::command(&spin).arg("20000").spawn().unwrap();
+    let mut b = common::command(&spin).arg("20000").spawn().unwrap();
     let out = record(&file, &["-a", "-F", "4999", "-d", "20"]);
     let _ = (a.kill(), b.kill(), a.wait(), b.wait());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -2,13 +2,12 @@
 
 use crate::common;
 
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
 
 fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux");
+    let out = common::command("tmux").args(args).output().expect("tmux");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -17,7 +16,7 @@ fn keys_pause_print_and_stop() {
     if !privileged("record_keys") {
         return;
     }
-    if Command::new("tmux").arg("-V").output().is_err() {
+    if common::command("tmux").arg("-V").output().is_err() {
         assert_ne!(
             std::env::var("CI").as_deref(),
             Ok("true"),

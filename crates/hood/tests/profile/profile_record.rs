@@ -2,7 +2,7 @@
 
 use crate::common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
@@ -120,7 +120,7 @@ fn attach_to_a_running_pid() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("p.data");
     let prog = c_program("spinner");
-    let mut child = Command::new(&prog).arg("3000").spawn().unwrap();
+    let mut child = common::command(&prog).arg("3000").spawn().unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let pid = child.id().to_string();
     let out = record(&file, &["-p", &pid, "-d", "1"]);
@@ -169,7 +169,7 @@ fn system_wide_sees_a_workload_started_after_recording_began() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    let st = Command::new(&prog).arg("800").status().unwrap();
+    let st = common::command(&prog).arg("800").status().unwrap();
     assert!(st.success());
     let out = rec.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out));

@@ -8,7 +8,7 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::OnceLock;
 
 use common::*;
@@ -22,7 +22,7 @@ struct Known {
 }
 
 fn gcc(args: &[&str]) {
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(args)
         .status()
         .expect("gcc must be installed to build the test workloads");
@@ -31,7 +31,7 @@ fn gcc(args: &[&str]) {
 
 fn known() -> &'static Known {
     static K: OnceLock<Known> = OnceLock::new();
-    K.get_or_init(|| {
+    common::once(&K, || {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_str().unwrap().to_string();
         let src = repo().join("tests/c");
@@ -315,7 +315,7 @@ fn stacks_deeper_than_the_copy_are_completed_by_growing_it() {
             "cmd" => vec!["--", prog, "deep10", "4000"],
             _ => {
                 let c = child.insert(
-                    Command::new(&k.nofp)
+                    common::command(&k.nofp)
                         .args(["deep10", "60000"])
                         .stdout(Stdio::null())
                         .spawn()
@@ -358,7 +358,7 @@ fn stacks_deeper_than_the_copy_are_completed_by_growing_it() {
 
 /// The address ranges of the FDEs `readelf` lists in `file` (`.eh_frame` and `.debug_frame`).
 fn fde_ranges(file: &Path) -> Vec<(u64, u64)> {
-    let out = Command::new("readelf")
+    let out = common::command("readelf")
         .arg("--debug-dump=frames")
         .arg(file)
         .output()
@@ -379,7 +379,7 @@ fn fde_ranges(file: &Path) -> Vec<(u64, u64)> {
 
 /// The address of the symbol `name` in `file`, as `nm` lists it.
 fn symbol_address(file: &Path, name: &str) -> u64 {
-    let out = Command::new("nm")
+    let out = common::command("nm")
         .arg(file)
         .output()
         .expect("nm (binutils)");
@@ -600,7 +600,7 @@ fn attached_and_system_wide_recordings_unwind_running_processes() {
     }
     let _serial = exclusive();
     let k = known();
-    let mut child = Command::new(&k.nofp)
+    let mut child = common::command(&k.nofp)
         .args(["depth", "20000"])
         .stdout(Stdio::null())
         .spawn()
@@ -781,7 +781,7 @@ fn perf_dwarf_files_are_unwound_by_report() {
     if !privileged("perf_dwarf_input") {
         return;
     }
-    if Command::new("perf").arg("--version").output().is_err() {
+    if common::command("perf").arg("--version").output().is_err() {
         eprintln!("not run here: perf is not installed");
         return;
     }
@@ -793,7 +793,7 @@ fn perf_dwarf_files_are_unwound_by_report() {
     // Debian's perf 6.1 sometimes dies on its own in its build-id code; that is perf's bug,
     // not a failure of hood, so it is retried and, if it persists, reported and skipped.
     for _ in 0..3 {
-        let out = Command::new("perf")
+        let out = common::command("perf")
             .args([
                 "record",
                 "-N",
@@ -896,7 +896,7 @@ fn python_perf_trampolines_show_python_frames_inside_complete_stacks() {
 /// A CPython 3.12 or later (`-X perf` exists since 3.12): on PATH, or installed by pyenv.
 fn python_with_perf_support() -> Option<String> {
     let works = |p: &str| {
-        Command::new(p)
+        common::command(p)
             .args(["-c", "import sys; assert sys.version_info >= (3, 12)"])
             .output()
             .is_ok_and(|o| o.status.success())
@@ -1076,7 +1076,7 @@ fn debug_frame_from_a_separate_debug_file_found_by_build_id() {
         ],
         vec!["--strip-debug", so.to_str().unwrap()],
     ] {
-        let st = Command::new("objcopy").args(&args).status().unwrap();
+        let st = common::command("objcopy").args(&args).status().unwrap();
         assert!(st.success(), "objcopy {args:?}");
     }
     let id = build_id_hex(&so);
@@ -1099,7 +1099,7 @@ fn debug_frame_from_a_separate_debug_file_found_by_build_id() {
 
 /// The GNU build-id of an ELF file, as lowercase hex (from `readelf -n`).
 fn build_id_hex(path: &Path) -> String {
-    let out = Command::new("readelf")
+    let out = common::command("readelf")
         .arg("-n")
         .arg(path)
         .output()
@@ -1148,13 +1148,17 @@ fn compressed_debug_frame_is_read_in_every_form() {
                 pad.to_str().unwrap(),
             ],
         );
-        let st = Command::new("objcopy")
+        let st = common::command("objcopy")
             .arg(format!("--compress-debug-sections={how}"))
             .arg(&so)
             .status()
             .unwrap();
         assert!(st.success(), "objcopy --compress-debug-sections={how}");
-        let sections = Command::new("readelf").arg("-t").arg(&so).output().unwrap();
+        let sections = common::command("readelf")
+            .arg("-t")
+            .arg(&so)
+            .output()
+            .unwrap();
         let sections = String::from_utf8_lossy(&sections.stdout);
         // The section's entry (name, then its lines) says how it is compressed.
         let entry: String = sections
@@ -1186,7 +1190,7 @@ fn go_split(dir: &Path) -> PathBuf {
 /// `tests/go/SRC` built offline as `dir/BIN`.
 fn go_build(dir: &Path, src: &str, bin: &str) -> PathBuf {
     let bin = dir.join(bin);
-    let out = Command::new("go")
+    let out = common::command("go")
         .args(["build", "-o"])
         .arg(&bin)
         .arg(repo().join("tests/go").join(src))
@@ -1399,7 +1403,7 @@ fn samples_kept_raw_are_unwound_by_the_report_to_the_recorders_chains() {
     let k = known();
     let dl = k.dl.to_str().unwrap().to_string();
     let nofp = k.nofp.to_str().unwrap().to_string();
-    let mut child = Command::new(&k.nofp)
+    let mut child = common::command(&k.nofp)
         .args(["depth", "20000"])
         .stdout(Stdio::null())
         .spawn()

@@ -5,7 +5,6 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
@@ -36,7 +35,7 @@ int main(int argc, char **argv) {{ return (int)(spin(argc > 1 ? atof(argv[1]) : 
     )
     .unwrap();
     let prog = dir.join("user-prog");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&prog)
         .arg(&src)

@@ -14,7 +14,7 @@ use crate::common;
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -28,7 +28,7 @@ struct Stripped {
 }
 
 fn tool(args: &[&std::ffi::OsStr]) {
-    let st = Command::new(args[0])
+    let st = common::command(args[0])
         .args(&args[1..])
         .status()
         .unwrap_or_else(|e| panic!("{args:?}: {e} (binutils come with gcc)"));
@@ -38,7 +38,7 @@ fn tool(args: &[&std::ffi::OsStr]) {
 /// Builds, splits, strips (optionally adding a debug link) and records inline_hot in `dir`.
 fn stripped(dir: &Path, debuglink: bool) -> Stripped {
     let prog = dir.join("inline_hot");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&prog)
         .arg(repo().join("tests/c/inline_hot.c"))
@@ -177,7 +177,7 @@ fn serve(dir: &Path, srv: &Path, build_id: &str) -> Option<Server> {
         .local_addr()
         .unwrap()
         .port();
-    let child = match Command::new("debuginfod")
+    let child = match common::command("debuginfod")
         .args(["-p", &port.to_string(), "-d"])
         .arg(dir.join("debuginfod.sqlite"))
         .arg("-F")

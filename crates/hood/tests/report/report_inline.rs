@@ -13,7 +13,6 @@ use crate::common;
 
 use std::collections::HashMap as Map;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 
@@ -21,7 +20,7 @@ use common::*;
 fn build(dir: &Path) -> PathBuf {
     let out = c_program_o2(dir, "inline_hot");
     // The premise: no symbol names `mix`, its code is inside `outer_loop`.
-    let nm = Command::new("nm")
+    let nm = common::command("nm")
         .arg(&out)
         .output()
         .expect("nm (binutils)");
@@ -236,7 +235,7 @@ fn inlined_function_is_a_frame_under_its_caller_in_every_report() {
         .expect("Samples: line");
     assert_eq!(on_instructions, samples, "{asm}");
     let (lo, hi) = (ours[0], ours[ours.len() - 1]);
-    let objdump = Command::new("objdump")
+    let objdump = common::command("objdump")
         .args([
             "-d",
             &format!("--start-address={lo:#x}"),
@@ -311,7 +310,7 @@ fn go_pprof(dir: &Path, data: &Path, args: &[&str]) -> Option<String> {
 
 /// The `PT_LOAD` segments of `prog` per readelf: (file offset, virtual address, file size).
 fn loads(prog: &Path) -> Vec<(u64, u64, u64)> {
-    let out = Command::new("readelf")
+    let out = common::command("readelf")
         .arg("-lW")
         .arg(prog)
         .output()
@@ -386,7 +385,7 @@ fn locations_match_addr2line(
     }
     assert!(locs.len() >= 3, "too few locations in the program:\n{raw}");
     // addr2line -i -f -C: per address, "function\nfile:line" for each frame, innermost first.
-    let out = Command::new("addr2line")
+    let out = common::command("addr2line")
         .args(["-i", "-f", "-C", "-a", "-e"])
         .arg(prog)
         .args(locs.iter().map(|(a, _)| format!("{a:#x}")))
@@ -460,13 +459,13 @@ fn sampled_lines_match_addr2line_and_go_pprof_lists_them() {
     );
 
     // Functions carry their start line: outer_loop's is the line of its first instruction.
-    let nm = Command::new("nm").arg(&prog).output().unwrap();
+    let nm = common::command("nm").arg(&prog).output().unwrap();
     let start = String::from_utf8_lossy(&nm.stdout)
         .lines()
         .find(|l| l.ends_with(" outer_loop"))
         .and_then(|l| u64::from_str_radix(l.split(' ').next()?, 16).ok())
         .expect("outer_loop in nm");
-    let out = Command::new("addr2line")
+    let out = common::command("addr2line")
         .args(["-e"])
         .arg(&prog)
         .arg(format!("{start:#x}"))
@@ -525,7 +524,7 @@ fn sampled_lines_match_addr2line_and_go_pprof_lists_them() {
 /// Builds tests/c/rust_inline_files.rs (and its macro's file) with rustc -O and debug info.
 fn build_rust_inline_files(dir: &Path) -> PathBuf {
     let out = dir.join("rust_inline_files");
-    let st = Command::new("rustc")
+    let st = common::command("rustc")
         .args(["-O", "-g", "-C", "force-frame-pointers=yes", "-o"])
         .arg(&out)
         .arg(repo().join("tests/c/rust_inline_files.rs"))
@@ -668,7 +667,7 @@ fn firefox_frames_carry_inline_depth_lines_and_their_lib() {
 /// (gcc's line table gives the loop's own `for` line the counter and branch, about a sixth).
 fn profiler_cli_reads_the_lines(dir: &Path, gz: &Path) {
     let prefix = dir.join("npm");
-    let installed = Command::new("npm")
+    let installed = common::command("npm")
         .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
         .arg(&prefix)
         .arg("@firefox-devtools/profiler-cli@0.10.0")
@@ -682,7 +681,7 @@ fn profiler_cli_reads_the_lines(dir: &Path, gz: &Path) {
         return;
     }
     let pq = |args: &[&str]| {
-        let out = Command::new(&cli)
+        let out = common::command(&cli)
             .args(args)
             .env("HOME", dir)
             .output()

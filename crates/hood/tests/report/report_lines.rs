@@ -4,8 +4,6 @@
 
 use crate::common;
 
-use std::process::Command;
-
 use common::*;
 
 const SOURCE: &str = r#"#include <stdlib.h>
@@ -35,7 +33,7 @@ fn line_rows_keep_file_and_line_at_narrow_widths() {
     let src = src_dir.join("a_rather_long_source_file_name.c");
     std::fs::write(&src, SOURCE).unwrap();
     let prog = dir.path().join("longlines");
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args(["-O1", "-g", "-o"])
         .arg(&prog)
         .arg(&src)

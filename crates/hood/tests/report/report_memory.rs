@@ -6,7 +6,6 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use common::*;
@@ -46,7 +45,7 @@ fn deep_inline_chain(dir: &Path) -> PathBuf {
     let out = dir.join("deep");
     // Variable tracking is what makes gcc slow on deep inlining; lines and inlined frames
     // (what the report shows) do not need it.
-    let st = Command::new("gcc")
+    let st = common::command("gcc")
         .args([
             "-O2",
             "-g",
@@ -327,7 +326,9 @@ fn labels_report_of_a_udp_flood_takes_what_the_plain_report_takes() {
 
 /// `HOOD_REPORT_MAX_MEMORY`: a report that passes it stops with an error naming the
 /// recording, the cap and the variable, exit 2, and leaves no output file (whole or
-/// temporary) behind; with no cap (0) the same report is written.
+/// temporary) behind; with no cap (0) the same report is written. The cap is on hood's own
+/// peak: a report started by a program resident in 384 MiB (which Linux puts in the report's
+/// `ru_maxrss` from the start) passes a cap of 128 MiB.
 #[test]
 fn a_report_past_the_memory_cap_stops_with_a_message_and_no_output() {
     if !privileged("a_report_past_the_memory_cap_stops_with_a_message_and_no_output") {
@@ -377,6 +378,35 @@ fn a_report_past_the_memory_cap_stops_with_a_message_and_no_output() {
     assert!(left.is_empty(), "the capped report left {left:?}");
     let r = report("0");
     assert!(r.status.expect("report hung").success(), "{}", r.stderr);
+    assert!(std::fs::metadata(&pb).unwrap().len() > 0);
+
+    std::fs::remove_file(&pb).unwrap();
+    let maxrss = dir.path().join("maxrss");
+    let out = run(command(c_program("peaked_launcher"))
+        .arg("384")
+        .arg(&maxrss)
+        .arg(env!("CARGO_BIN_EXE_hood"))
+        .args(["report", "--format", "pprof", "-i"])
+        .arg(&data)
+        .arg("-o")
+        .arg(&pb)
+        .env("HOOD_REPORT_MAX_MEMORY", (128u64 << 20).to_string()));
+    let inherited: u64 = std::fs::read_to_string(&maxrss)
+        .unwrap_or_default()
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(
+        inherited >= 384 << 10,
+        "the launcher's 384 MiB did not reach the report's ru_maxrss ({inherited} KiB): the \
+         test proves nothing here\n{}",
+        text(&out)
+    );
+    assert!(
+        out.status.success(),
+        "a report under a program resident in 384 MiB was charged for it:\n{}",
+        text(&out)
+    );
     assert!(std::fs::metadata(&pb).unwrap().len() > 0);
 }
 /// `hood diff --by path` of two call-path files builds every path's functions as

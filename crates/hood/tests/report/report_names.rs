@@ -8,14 +8,13 @@
 use crate::common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::*;
 
 /// Builds tests/c/`src` with `compiler` and `flags` into `dir`.
 fn build(dir: &Path, compiler: &str, src: &str, flags: &[&str]) -> PathBuf {
     let out = dir.join(src.split('.').next().unwrap());
-    let st = Command::new(compiler)
+    let st = common::command(compiler)
         .args(flags)
         .arg("-o")
         .arg(&out)
@@ -103,7 +102,7 @@ fn plt_addresses_lie_in_the_plt(dir: &Path, prog: &Path, data: &Path) {
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
     // "[12] .plt PROGBITS 0000000000001020 001020 000050 10 AX 0 0 16": file ranges.
     let plt_of = |file: &Path| -> Vec<std::ops::Range<u64>> {
-        let sections = Command::new("readelf")
+        let sections = common::command("readelf")
             .arg("-SW")
             .arg(file)
             .output()
@@ -317,7 +316,7 @@ fn rust_names_carry_no_hash() {
         &["-O", "-g", "-C", "force-frame-pointers=yes"],
     );
     // The symbol does carry a hash: the report takes it off.
-    let nm = Command::new("nm")
+    let nm = common::command("nm")
         .arg(&prog)
         .output()
         .expect("nm (binutils)");

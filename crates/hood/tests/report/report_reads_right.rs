@@ -2,7 +2,7 @@
 //! is small and says why it is empty; the sample rate of a command is per running thread, so
 //! a single-threaded target does not read like lost samples.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::common;
 use common::{hood, run, text};
@@ -12,7 +12,7 @@ fn a_recording_without_samples_is_small_and_says_why() {
     // As root kernel code is sampled, and the kernel's symbols (about 1 MB compressed) were
     // stored whether or not a sample came.
     let dir = tempfile::tempdir().unwrap();
-    let mut sleeper = Command::new("sleep")
+    let mut sleeper = common::command("sleep")
         .arg("30")
         .stdout(Stdio::null())
         .spawn()

@@ -3,7 +3,7 @@
 //!
 //! One of hood's integration-test binaries, one per theme (`tests/THEME/main.rs`, a module per
 //! file; docs/ARCHITECTURE.md, "Tests"). A test that must not run beside others holds
-//! `common::exclusive()`.
+//! `common::exclusive()`; every process a test starts (`common::command`) waits for it.
 
 #[path = "../common/mod.rs"]
 mod common;

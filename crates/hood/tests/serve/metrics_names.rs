@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common;
@@ -40,7 +40,7 @@ fn value(text: &str, series: &str) -> Option<f64> {
 fn a_scrape_passes_promtool_check_metrics() {
     let s = start(&[]);
     let text = scrape(s.port);
-    let Ok(mut lint) = Command::new("promtool")
+    let Ok(mut lint) = common::command("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -115,7 +115,10 @@ fn voluntary(pid: u32) -> (u64, u64) {
 #[test]
 fn process_context_switches_count_every_thread() {
     let prog = common::c_program("ctx_threads");
-    let mut child = Command::new(&prog).arg("30").spawn().expect("ctx_threads");
+    let mut child = common::command(&prog)
+        .arg("30")
+        .spawn()
+        .expect("ctx_threads");
     let pid = child.id();
     let s = start(&["--process-filter", "ctx_threads"]);
     std::thread::sleep(Duration::from_millis(500));

@@ -4,7 +4,7 @@
 use crate::common;
 
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::serve::{get, Serve};
@@ -28,7 +28,7 @@ struct Spinner(Child);
 impl Spinner {
     fn start() -> Spinner {
         Spinner(
-            Command::new(c_program("spinner"))
+            common::command(c_program("spinner"))
                 .arg("120000")
                 .spawn()
                 .expect("spinner"),

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -55,7 +55,7 @@ fn stopped_and_continued_sleepers_show_in_the_next_scrape() {
     let sleepers = Kill(
         (0..N)
             .map(|_| {
-                Command::new("sleep")
+                common::command("sleep")
                     .arg("120")
                     .stdout(Stdio::null())
                     .spawn()

@@ -6,7 +6,7 @@
 use crate::common;
 
 use std::io::Read;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use common::serve::{get, Serve};
 use common::*;
@@ -18,7 +18,7 @@ struct InKernel(Child);
 impl InKernel {
     fn start() -> InKernel {
         InKernel(
-            Command::new("dd")
+            common::command("dd")
                 .args(["if=/dev/zero", "of=/dev/null", "bs=64k"])
                 .stderr(Stdio::null())
                 .spawn()
@@ -37,7 +37,7 @@ impl Drop for InKernel {
 /// GET `path` with curl as the user `uid`/`gid` (setpriv, no supplementary group of root's):
 /// (status, body).
 fn get_as(uid: u32, gid: u32, port: u16, path: &str, headers: &[&str]) -> (u16, Vec<u8>) {
-    let mut cmd = Command::new("setpriv");
+    let mut cmd = common::command("setpriv");
     cmd.arg(format!("--reuid={uid}"))
         .arg(format!("--regid={gid}"))
         .args(["--clear-groups", "curl"]);

@@ -5,7 +5,7 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::hood;
@@ -68,7 +68,7 @@ fn prometheus_scrapes_hood_serve() {
     )
     .unwrap();
     let _prom = Killed(
-        Command::new("prometheus")
+        common::command("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
                 "--storage.tsdb.path={}",
