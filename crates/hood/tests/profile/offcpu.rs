@@ -683,7 +683,7 @@ fn a_wait_ended_by_an_untraced_process_names_that_process() {
     let dir = tempfile::tempdir().unwrap();
     let prog = c_program("offcpu_foreign");
     for wakeups in ["bpf", "all"] {
-        let mut feeder = Command::new(&prog)
+        let mut feeder = command(&prog)
             .arg("2")
             .stdout(std::process::Stdio::piped())
             .spawn()
