@@ -21,6 +21,8 @@
 
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
+use hood_raw::tracefs::format::EventFormat;
+
 use crate::{tracefs, PerfError};
 
 /// The tracepoints an off-CPU session records, as `(subsystem, event)`.
@@ -71,84 +73,46 @@ pub(crate) struct WakingLayout {
     pub pid: (u16, u16),
     pub prio: Option<(u16, u16)>,
     pub target_cpu: Option<(u16, u16)>,
-    /// Bytes of the record (the end of its last field).
-    pub size: u16,
+    /// Where the waker's `comm` follows the fields (hood-raw's `waker_comm_at`, which reads
+    /// it back): a task session's waker may be a process the recording does not otherwise
+    /// know, and the tracepoint's own `comm` is the wakee's.
+    pub waker_comm_at: u16,
 }
 
 /// The largest record hood's program writes: the tracepoint's fields (the kernel's are 36
-/// bytes), then the waker's `comm` ([`WakingLayout::waker_comm_at`]).
+/// bytes), then the waker's `comm`.
 pub(crate) const WAKING_MAX: u16 = 64;
 
 impl WakingLayout {
-    /// Where the record hood's program writes keeps the waker's `comm` (16 bytes): after the
-    /// tracepoint's fields, at the next 8-byte boundary (hood-raw's `SchedLayout::waker_comm`
-    /// reads it there). A task session's waker may be a process the recording does not
-    /// otherwise know; the tracepoint's own `comm` is the wakee's.
-    pub fn waker_comm_at(&self) -> u16 {
-        self.size.next_multiple_of(8)
+    /// The layout of `sched:sched_waking` (id `id`) from its `format` text (read by
+    /// hood-raw's parser); `None` unless every field hood writes is there with the size it
+    /// expects, aligned to it, and the record fits [`WAKING_MAX`].
+    pub fn parse(id: u64, format: &str) -> Option<WakingLayout> {
+        let f = EventFormat::parse(format);
+        let field = |name: &str, size: u16| -> Option<(u16, u16)> {
+            let x = f.field(name).filter(|x| x.size == usize::from(size))?;
+            let off = u16::try_from(x.offset).ok()?;
+            // Stores of each width must be aligned to it.
+            (off % size.min(8) == 0).then_some((off, size))
+        };
+        let waker_comm_at = u16::try_from(hood_raw::records::waker_comm_at(&f)?).ok()?;
+        let layout = WakingLayout {
+            id: u16::try_from(id).ok()?,
+            common_type: field("common_type", 2).filter(|&(o, _)| o == 0)?,
+            common_flags: field("common_flags", 1)?,
+            common_pid: field("common_pid", 4)?,
+            comm: field("comm", 16)?,
+            pid: field("pid", 4)?,
+            prio: field("prio", 4),
+            target_cpu: field("target_cpu", 4),
+            waker_comm_at,
+        };
+        (layout.record_size() <= WAKING_MAX).then_some(layout)
     }
 
     /// Bytes of the record hood's program writes.
     pub fn record_size(&self) -> u16 {
-        self.waker_comm_at() + 16
-    }
-
-    /// The layout of `sched:sched_waking` (id `id`) from its `format` text; `None` unless
-    /// every field hood writes is there with the size it expects, within [`WAKING_MAX`].
-    pub fn parse(id: u64, format: &str) -> Option<WakingLayout> {
-        let field = |name: &str, size: u16| -> Option<(u16, u16)> {
-            format.lines().find_map(|line| {
-                let mut decl = None;
-                let mut off = None;
-                let mut sz = None;
-                for part in line.trim().split(';') {
-                    let part = part.trim();
-                    if let Some(d) = part.strip_prefix("field:") {
-                        decl = Some(d.trim());
-                    } else if let Some(o) = part.strip_prefix("offset:") {
-                        off = o.trim().parse::<u16>().ok();
-                    } else if let Some(z) = part.strip_prefix("size:") {
-                        sz = z.trim().parse::<u16>().ok();
-                    }
-                }
-                // The declaration ends with the name, an array's with `name[N]`.
-                let d = decl?;
-                let last = d.rsplit(|c: char| c.is_whitespace() || c == '*').next()?;
-                let bare = last.split('[').next()?;
-                (bare == name && sz? == size).then_some((off?, size))
-            })
-        };
-        let common_type = field("common_type", 2)?;
-        let common_flags = field("common_flags", 1)?;
-        let common_pid = field("common_pid", 4)?;
-        let comm = field("comm", 16)?;
-        let pid = field("pid", 4)?;
-        let prio = field("prio", 4);
-        let target_cpu = field("target_cpu", 4);
-        let all = [
-            Some(common_type),
-            Some(common_flags),
-            Some(common_pid),
-            Some(comm),
-            Some(pid),
-            prio,
-            target_cpu,
-        ];
-        let size = all.iter().flatten().map(|&(o, s)| o + s).max()?;
-        // Stores of each width must be aligned to it, and the record must fit the buffer.
-        let aligned = all.iter().flatten().all(|&(o, s)| o % s.min(8) == 0);
-        let fits = size.next_multiple_of(8) + 16 <= WAKING_MAX;
-        (common_type.0 == 0 && fits && aligned).then_some(WakingLayout {
-            id: u16::try_from(id).ok()?,
-            common_type,
-            common_flags,
-            common_pid,
-            comm,
-            pid,
-            prio,
-            target_cpu,
-            size,
-        })
+        self.waker_comm_at + 16
     }
 }
 
@@ -280,11 +244,8 @@ mod tests {
             ((0, 2), (2, 1), (4, 4))
         );
         assert_eq!((l.comm, l.pid), ((8, 16), (24, 4)));
-        assert_eq!(
-            (l.prio, l.target_cpu, l.size),
-            (Some((28, 4)), Some((32, 4)), 36)
-        );
-        assert_eq!((l.waker_comm_at(), l.record_size()), (40, 56));
+        assert_eq!((l.prio, l.target_cpu), (Some((28, 4)), Some((32, 4))));
+        assert_eq!((l.waker_comm_at, l.record_size()), (40, 56));
         // A field hood writes that is missing or of another size: no layout (the session
         // records wake-ups with the tracepoint instead).
         assert_eq!(
@@ -318,7 +279,7 @@ mod tests {
         assert_eq!(WakingLayout::parse(1 << 20, WAKING), None);
         // Optional fields may be missing.
         let l = WakingLayout::parse(335, &WAKING.replace("int target_cpu", "int other")).unwrap();
-        assert_eq!((l.target_cpu, l.size), (None, 32));
+        assert_eq!((l.target_cpu, l.waker_comm_at), (None, 40));
         // The real kernel's format parses (when tracefs is there).
         if let Ok(tp) = OffCpuTracepoints::find() {
             assert!(

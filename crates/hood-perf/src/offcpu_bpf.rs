@@ -112,7 +112,7 @@ struct TaskOffsets {
 /// other: the whole-CPU `sched_waking` events they replace sampled every wake-up of the
 /// machine with its kernel stack, most of a busy machine's recording work. The waker's
 /// kernel stack is the output sample's call chain, and its `comm` follows the tracepoint's
-/// fields ([`WakingLayout::waker_comm_at`]); `common_flags` is left 0 (a program
+/// fields (`WakingLayout::waker_comm_at`); `common_flags` is left 0 (a program
 /// cannot read the interrupt context on kernels that do not list per-CPU variables in
 /// kallsyms), and the recorder sets its interrupt bits from that stack.
 struct WakeRecords<'a> {
@@ -614,7 +614,7 @@ fn wake_record(a: &mut Asm, w: &WakeRecords<'_>, off: &TaskOffsets) {
     }
     // The waker's name, after the fields.
     a.mov(R1, FP)
-        .add_imm(R1, i32::from(WAKE_BUF) + i32::from(l.waker_comm_at()))
+        .add_imm(R1, i32::from(WAKE_BUF) + i32::from(l.waker_comm_at))
         .mov_imm(R2, 16)
         .call(helper::GET_CURRENT_COMM);
     a.mov(R1, R6)

@@ -270,6 +270,19 @@ pub fn example_sched_formats(switch_id: u16, waking_id: u16) -> Vec<String> {
     ]
 }
 
+/// Where a wake-up record written by hood's BPF program (hood-perf, a task session's
+/// wake-ups) keeps the waker's `comm`, 16 bytes: after the fields of `sched_waking`'s format
+/// `waking`, at the next 8-byte boundary (40 on x86-64). The program writes it there, and
+/// [`SchedLayout::waker_comm`] reads it; the tracepoint's own records end before it.
+pub fn waker_comm_at(waking: &crate::tracefs::format::EventFormat) -> Option<usize> {
+    waking
+        .fields
+        .iter()
+        .map(|f| f.offset.saturating_add(f.size))
+        .max()?
+        .checked_next_multiple_of(8)
+}
+
 impl SchedLayout {
     /// The layout from the `format` texts of `sched:sched_switch` and `sched:sched_waking`;
     /// `None` if a field hood needs is missing.
@@ -286,12 +299,7 @@ impl SchedLayout {
             prev_state: sw.field("prev_state")?.clone(),
             next_pid: sw.field("next_pid")?.clone(),
             wakee: wk.field("pid")?.clone(),
-            waker_comm_at: wk
-                .fields
-                .iter()
-                .map(|f| f.offset.saturating_add(f.size))
-                .max()?
-                .checked_next_multiple_of(8)?,
+            waker_comm_at: waker_comm_at(wk)?,
         })
     }
 

@@ -201,44 +201,61 @@ fn read_trim(path: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The kernel's text symbols in a `kallsyms` text, for finding code by name: each symbol's
+/// address, type and name, and where each ends (at the next symbol). Module symbols (a line
+/// ending in `[module]`) and hidden addresses (0, for a reader without the right) are left
+/// out.
+struct KernelText<'a> {
+    symbols: Vec<(u64, &'a str, &'a str)>,
+    /// Every symbol's address, sorted.
+    starts: Vec<u64>,
+}
+
+impl<'a> KernelText<'a> {
+    fn parse(kallsyms: &'a str) -> KernelText<'a> {
+        let mut symbols = Vec::new();
+        for line in kallsyms.lines() {
+            let mut f = line.split_ascii_whitespace();
+            let (Some(a), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+                continue;
+            };
+            match u64::from_str_radix(a, 16) {
+                Ok(addr) if addr != 0 && f.next().is_none() => symbols.push((addr, kind, name)),
+                _ => continue,
+            }
+        }
+        let mut starts: Vec<u64> = symbols.iter().map(|&(a, ..)| a).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        KernelText { symbols, starts }
+    }
+
+    /// The address of the text symbol `name`.
+    fn find(&self, name: &str) -> Option<u64> {
+        self.symbols
+            .iter()
+            .find(|&&(_, kind, n)| n == name && matches!(kind, "t" | "T"))
+            .map(|&(a, ..)| a)
+    }
+
+    /// Where the symbol at `addr` ends: the next symbol's address.
+    fn end_of(&self, addr: u64) -> Option<u64> {
+        let i = self.starts.partition_point(|&a| a <= addr);
+        self.starts.get(i).copied()
+    }
+}
+
 /// The kernel's entry code of system calls and page faults in `kallsyms`: the address ranges
 /// of `entry_SYSCALL_64` (up to the next symbol after `entry_SYSCALL_64_after_hwframe`),
 /// `do_syscall_64`, `asm_exc_page_fault` and `exc_page_fault`. A blocked thread whose kernel
 /// stack runs through them waits inside a system call or a page fault. Empty when the text
 /// names no system call entry (then waits cannot be told apart).
 pub fn wait_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
-    let mut starts: Vec<(u64, &str)> = Vec::new();
-    let mut all: Vec<u64> = Vec::new();
-    for line in kallsyms.lines() {
-        let mut f = line.split_ascii_whitespace();
-        let (Some(a), Some(_), Some(name)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(a, 16) else {
-            continue;
-        };
-        all.push(addr);
-        if matches!(
-            name,
-            "entry_SYSCALL_64"
-                | "entry_SYSCALL_64_after_hwframe"
-                | "do_syscall_64"
-                | "asm_exc_page_fault"
-                | "exc_page_fault"
-        ) {
-            starts.push((addr, name));
-        }
-    }
-    all.sort_unstable();
-    let end_after = |addr: u64| {
-        let i = all.partition_point(|&a| a <= addr);
-        all.get(i).copied()
-    };
-    let find = |n: &str| starts.iter().find(|(_, s)| *s == n).map(|&(a, _)| a);
+    let text = KernelText::parse(kallsyms);
     let mut out = Vec::new();
-    if let Some(lo) = find("entry_SYSCALL_64") {
-        let last = find("entry_SYSCALL_64_after_hwframe").unwrap_or(lo);
-        if let Some(hi) = end_after(last.max(lo)) {
+    if let Some(lo) = text.find("entry_SYSCALL_64") {
+        let last = text.find("entry_SYSCALL_64_after_hwframe").unwrap_or(lo);
+        if let Some(hi) = text.end_of(last.max(lo)) {
             out.push((lo, hi));
         }
     }
@@ -246,8 +263,8 @@ pub fn wait_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
         return out;
     }
     for name in ["do_syscall_64", "asm_exc_page_fault", "exc_page_fault"] {
-        if let Some(hi) = find(name).and_then(|lo| Some((lo, end_after(lo)?))) {
-            out.push(hi);
+        if let Some(r) = text.find(name).and_then(|lo| Some((lo, text.end_of(lo)?))) {
+            out.push(r);
         }
     }
     out
@@ -263,51 +280,31 @@ pub fn wait_entry_ranges(kallsyms: &str) -> Vec<(u64, u64)> {
 /// session samples every wake-up with the tracepoint, whose flags the kernel sets).
 pub fn interrupt_ranges(kallsyms: &str) -> Vec<(u64, u64, u8)> {
     use hood_raw::records::trace_flags::{HARDIRQ, NMI, SOFTIRQ};
-    let mut all: Vec<u64> = Vec::new();
-    let mut starts: Vec<(u64, u8)> = Vec::new();
-    for line in kallsyms.lines() {
-        let mut f = line.split_ascii_whitespace();
-        let (Some(a), Some(kind), Some(name)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        let Ok(addr) = u64::from_str_radix(a, 16) else {
-            continue;
-        };
-        // Module symbols ("name [module]") are text too, but no interrupt entry lives there.
-        if addr == 0 || f.next().is_some() {
-            continue;
-        }
-        all.push(addr);
-        if !matches!(kind, "t" | "T") {
-            continue;
-        }
-        let flags = match name {
-            "handle_softirqs" | "__do_softirq" => SOFTIRQ,
-            "asm_exc_nmi" | "exc_nmi" | "default_do_nmi" => NMI,
-            "asm_common_interrupt" | "common_interrupt" => HARDIRQ,
-            n if n.starts_with("asm_sysvec_")
-                || n.starts_with("sysvec_")
-                || n.starts_with("__sysvec_") =>
-            {
-                HARDIRQ
-            }
-            _ => continue,
-        };
-        starts.push((addr, flags));
-    }
-    all.sort_unstable();
-    all.dedup();
-    let has = |f: u8| starts.iter().any(|&(_, g)| g == f);
+    let text = KernelText::parse(kallsyms);
+    let mut out: Vec<(u64, u64, u8)> = text
+        .symbols
+        .iter()
+        .filter(|&&(_, kind, _)| matches!(kind, "t" | "T"))
+        .filter_map(|&(lo, _, name)| {
+            let flags = match name {
+                "handle_softirqs" | "__do_softirq" => SOFTIRQ,
+                "asm_exc_nmi" | "exc_nmi" | "default_do_nmi" => NMI,
+                "asm_common_interrupt" | "common_interrupt" => HARDIRQ,
+                n if n.starts_with("asm_sysvec_")
+                    || n.starts_with("sysvec_")
+                    || n.starts_with("__sysvec_") =>
+                {
+                    HARDIRQ
+                }
+                _ => return None,
+            };
+            Some((lo, text.end_of(lo)?, flags))
+        })
+        .collect();
+    let has = |f: u8| out.iter().any(|&(.., g)| g == f);
     if !has(SOFTIRQ) || !has(HARDIRQ) {
         return Vec::new();
     }
-    let mut out: Vec<(u64, u64, u8)> = starts
-        .into_iter()
-        .filter_map(|(lo, f)| {
-            let i = all.partition_point(|&a| a <= lo);
-            Some((lo, *all.get(i)?, f))
-        })
-        .collect();
     out.sort_unstable();
     out
 }
