@@ -296,20 +296,41 @@ const WAIT_VALUE: u32 = 24;
 /// `if the current task is not traced goto out` (task sessions: the filter holds the traced
 /// processes' ids and the children and threads they forked since).
 fn filter_or_skip(a: &mut Asm, filter: Option<Filter<'_>>) {
-    let Some(filter) = filter else {
-        return;
+    if let Some(filter) = filter {
+        traced_or_skip(a, filter, Tgid::Current, "traced");
+    }
+}
+
+/// Where a task's process id comes from, for [`traced_or_skip`].
+#[derive(Clone, Copy)]
+enum Tgid {
+    /// The running task's (`bpf_get_current_pid_tgid`).
+    Current,
+    /// Task R9's `tgid` member, at this offset (a BTF-typed tracepoint argument).
+    OfR9(i16),
+}
+
+/// `if the task is not traced goto out`: the current one, or task R9 (its filter entry, else
+/// its process among those traced from the start); `traced`: the label placed after, unique
+/// in the program.
+fn traced_or_skip(a: &mut Asm, filter: Filter<'_>, tgid: Tgid, traced: &'static str) {
+    let whose = match tgid {
+        Tgid::Current => Whose::Current,
+        Tgid::OfR9(_) => Whose::Reg(R9),
     };
-    lookup(a, filter.tasks, Whose::Current, false);
-    a.jne_imm(R0, 0, "traced")
-        .call(helper::GET_CURRENT_PID_TGID)
-        .rsh_imm(R0, 32)
-        .store(FP, -8, R0)
+    lookup(a, filter.tasks, whose, false);
+    a.jne_imm(R0, 0, traced);
+    match tgid {
+        Tgid::Current => a.call(helper::GET_CURRENT_PID_TGID).rsh_imm(R0, 32),
+        Tgid::OfR9(off) => a.load32(R0, R9, off),
+    };
+    a.store(FP, -8, R0)
         .load_map(R1, filter.pids.fd())
         .mov(R2, FP)
         .add_imm(R2, -8)
         .call(helper::MAP_LOOKUP_ELEM)
         .jeq_imm(R0, 0, "out")
-        .label("traced");
+        .label(traced);
 }
 
 /// Emit an output sample `{kind, R7}` into the current CPU's ring. R6 holds the context.
@@ -547,16 +568,7 @@ fn on_waking(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
     a.load(R9, R6, 0);
     if let (Some(w), Some(filter)) = (&m.wakes, m.filter) {
         // A task session: only its own threads' wake-ups, by whoever wakes them.
-        lookup(&mut a, filter.tasks, Whose::Reg(R9), false);
-        a.jne_imm(R0, 0, "wakee_traced")
-            .load32(R1, R9, off.tgid)
-            .store(FP, -8, R1)
-            .load_map(R1, filter.pids.fd())
-            .mov(R2, FP)
-            .add_imm(R2, -8)
-            .call(helper::MAP_LOOKUP_ELEM)
-            .jeq_imm(R0, 0, "out")
-            .label("wakee_traced");
+        traced_or_skip(&mut a, filter, Tgid::OfR9(off.tgid), "wakee_traced");
         wake_record(&mut a, w, off);
     }
     // A task session copies only its own wakers' stacks.
