@@ -176,9 +176,17 @@ fn known_answer_holds(dir: &Path, file: &Path, known: &Known, stolen: u64) {
         "on CPU {on} ns, schedstat says {} ns ({stolen} ns stolen by the hypervisor meanwhile)",
         known.sched_run
     );
+    // hood's runnable time starts at the wake-up (`sched_waking`), as `perf sched timehist`'s
+    // does; schedstat's at the enqueue on the wakee's CPU, which an idle CPU does itself when
+    // the wake-up's interrupt reaches it. On this VM, whose idle vCPUs the host deschedules,
+    // that came 0.1-0.35 ms a wait later on a quiet machine (11-55 ms over the worker's ~160
+    // waits; under load, with no CPU idle, the two agree). So hood's is never shorter, and
+    // longer by at most that trip per wait.
+    let waits = worker["intervals"].as_u64().unwrap();
     assert!(
-        pts(runnable, known.sched_wait) <= 2.0,
-        "runnable {runnable} ns, schedstat's run-queue wait is {} ns",
+        runnable + tolerance >= known.sched_wait
+            && runnable <= known.sched_wait + tolerance + waits * 500_000,
+        "runnable {runnable} ns over {waits} waits, schedstat's run-queue wait is {} ns",
         known.sched_wait
     );
 
