@@ -80,6 +80,22 @@ fn dirs_left(kind: &str) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
+/// The trace `out` is in place and finished: its command's process, its functions named
+/// (`step`), and the note of the early stop.
+fn finished_early_with_names(out: &Path) {
+    let head = hood_tracemodel::trace::scan(out).expect("a readable trace");
+    assert!(head.warnings.is_empty(), "{:?}", head.warnings);
+    let p = head.processes.first().expect("the command's process");
+    assert!(p.symbols.values().any(|n| n == "step"), "{:?}", p.symbols);
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.contains("recording stopped early")),
+        "{:?}",
+        p.notes
+    );
+}
+
 #[test]
 fn a_round_that_fails_kills_the_command_and_finishes_the_trace_with_names() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -127,18 +143,7 @@ fn a_round_that_fails_kills_the_command_and_finishes_the_trace_with_names() {
         .unwrap_or_else(|| panic!("{lines:?}"));
     assert!(said.contains("hood trace report -i"), "{said}");
     // The file is in place and finished: its processes, named, with the note of the stop.
-    let head = hood_tracemodel::trace::scan(&out).expect("a readable trace");
-    assert!(head.warnings.is_empty(), "{:?}", head.warnings);
-    let p = head.processes.first().expect("the command's process");
-    let names: Vec<&String> = p.symbols.values().collect();
-    assert!(names.iter().any(|n| *n == "step"), "{names:?}");
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n.contains("recording stopped early")),
-        "{:?}",
-        p.notes
-    );
+    finished_early_with_names(&out);
     assert!(dirs_left("trace").is_empty(), "{:?}", dirs_left("trace"));
 }
 
@@ -228,15 +233,5 @@ fn a_probe_round_that_fails_kills_the_command_and_finishes_the_trace() {
             .any(|l| l.starts_with("recording stopped early") && l.contains("hood trace report -i")),
         "{lines:?}"
     );
-    let head = hood_tracemodel::trace::scan(&out).expect("a readable trace");
-    assert!(head.warnings.is_empty(), "{:?}", head.warnings);
-    let p = head.processes.first().expect("the command's process");
-    assert!(p.symbols.values().any(|n| n == "step"), "{:?}", p.symbols);
-    assert!(
-        p.notes
-            .iter()
-            .any(|n| n.contains("recording stopped early")),
-        "{:?}",
-        p.notes
-    );
+    finished_early_with_names(&out);
 }
