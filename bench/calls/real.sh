@@ -38,6 +38,12 @@
 # Stop 39 (release recorder and runtime, NO_OPENSSL=1, least of 3, load 3.8 with a helper's
 # tests running, rdtsc 18.0-20.6 ns of CPU): CPU ratios bzip2 calls 0.42, trace 0.44 (0.135
 # against 0.141 s of program CPU above the plain build); pcre2 calls 0.10, trace 0.12.
+# 2026-11-28 (load 0.8-1.1, rdtsc 17.8-22.7 ns, least of 5): the whole tree (recorder and
+# program, an outer cpu_of) is measured too, and both recorders run again with a runtime built
+# with the `bench-clockless` feature (a counter in place of the TSC), which tells the clock's
+# cost from the rest: bzip2 calls 0.37 (tree 0.29), trace 0.35 (tree 0.40); the two TSC reads
+# of a call are 39 ns, 0.35 of uftrace's cost, the rest of the calls hooks 2.9 ns/call (0.03).
+# docs/calls.md has the table.
 # Usage: bench/calls/real.sh [ROUNDS]   (default 3)
 # HOOD=path/to/hood uses that binary (and the libhood_rt.so beside it, or $HOOD_RT_LIB)
 # instead of building the release ones. OPENSSL_BUILD=DIR keeps the OpenSSL build in DIR and
@@ -54,6 +60,11 @@ if [ -z "${HOOD:-}" ]; then
     HOOD=$TARGET/release/hood
     export HOOD_RT_LIB=$TARGET/release/libhood_rt.so
 fi
+# The same runtime with a counter in place of the TSC (the `bench-clockless` feature), in its
+# own target dir: its runs tell the hooks' cost without their two clock reads per call.
+(cd "$ROOT" && CARGO_TARGET_DIR=$TARGET/bench-clockless \
+    cargo build --release -q -p hood-rt --features bench-clockless)
+CLOCKLESS=$TARGET/bench-clockless/release/libhood_rt.so
 command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get install uftrace)" >&2; exit 1; }
 
 # The C sources, as the crates ship them.
@@ -99,11 +110,12 @@ text_file "$WORK/text" 1
 # reads per call are the floor under any per-call figure below.
 echo "rdtsc before: $("$WORK/clock" 20000000) ns"
 
-python3 - "$ROUNDS" "$WORK" "$HOOD" "$OPENSSL" <<'PY'
-import os, subprocess, sys, time
-rounds, work, hood, openssl = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+python3 - "$ROUNDS" "$WORK" "$HOOD" "$OPENSSL" "$CLOCKLESS" <<'PY'
+import json, os, subprocess, sys, time
+rounds, work, hood, openssl, clockless = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
 text = os.path.join(work, "text")
 cpu_file = os.path.join(work, "prog.cpu")
+tree_file = os.path.join(work, "tree.cpu")
 cpu_of = os.path.join(work, "cpu_of")
 progs = {
     "bzip2": lambda b: [b, "-c", "-k", text],
@@ -121,37 +133,64 @@ def configs(name):
     plain = binary("plain", name)
     instr = binary("instr", name)
     cmd = progs[name]
-    return ([("uninstrumented", [cpu_of, cpu_file] + cmd(plain))] if plain else []) + [
-        ("glibc empty hooks", [cpu_of, cpu_file] + cmd(instr)),
-        ("hood calls run", [hood, "calls", "run", "-o", os.path.join(work, "c.data"), "--", cpu_of, cpu_file] + cmd(instr)),
-        ("hood trace record", [hood, "trace", "record", "-o", os.path.join(work, "t.data"), "--", cpu_of, cpu_file] + cmd(instr)),
-        ("uftrace record", ["uftrace", "record", "--force", "-d", os.path.join(work, "uftrace.data"), cpu_of, cpu_file] + cmd(instr)),
+    prog = [cpu_of, cpu_file] + cmd(instr)
+    calls = [hood, "calls", "run", "-o", os.path.join(work, "c.data"), "--"] + prog
+    trace = [hood, "trace", "record", "-o", os.path.join(work, "t.data"), "--"] + prog
+    # (label, argv, runtime library or None)
+    return ([("uninstrumented", [cpu_of, cpu_file] + cmd(plain), None)] if plain else []) + [
+        ("glibc empty hooks", prog, None),
+        ("hood calls run", calls, None),
+        ("hood trace record", trace, None),
+        ("uftrace record", ["uftrace", "record", "--force", "-d", os.path.join(work, "uftrace.data")] + prog, None),
+        ("calls, no clock", calls, clockless),
+        ("trace, no clock", trace, clockless),
     ]
+def count_calls():
+    out = subprocess.run([hood, "calls", "report", "-i", os.path.join(work, "c.data"), "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(r["calls"] for p in json.loads(out)["processes"] for r in p["rows"])
 print(f"load average before: {os.getloadavg()[0]:.2f}")
 for name in progs:
     best = {}
+    ncalls = 0
     for _ in range(rounds):              # rounds interleave the configurations
-        for label, argv in configs(name):
+        for label, argv, lib in configs(name):
+            env = dict(os.environ, HOOD_SHM_DIR=work)
+            if lib:
+                env["HOOD_RT_LIB"] = lib
             t0 = time.monotonic()
-            r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env=dict(os.environ, HOOD_SHM_DIR=work), cwd=work)
+            # The outer cpu_of measures the whole tree: the recorder and the program.
+            r = subprocess.run([cpu_of, tree_file] + argv, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=env, cwd=work)
             wall = time.monotonic() - t0
             if r.returncode != 0:
                 sys.exit(f"{name}: {label} failed with status {r.returncode}: {' '.join(argv)}")
             cpu = sum(map(float, open(cpu_file).read().split()[:2]))
-            w, c = best.get(label, (1e9, 1e9))
-            best[label] = (min(w, wall), min(c, cpu))
+            tree = sum(map(float, open(tree_file).read().split()[:2]))
+            if label == "hood calls run":
+                ncalls = count_calls()
+            w, c, t = best.get(label, (1e9, 1e9, 1e9))
+            best[label] = (min(w, wall), min(c, cpu), min(t, tree))
     base = "uninstrumented" if "uninstrumented" in best else "glibc empty hooks"
-    base_w, base_c = best[base]
-    uft_w, uft_c = best["uftrace record"]
-    print(f"{name}: least of {rounds} runs; cost = above the {base} run; ratio = cost / uftrace's cost")
-    print(f"  {'':20} {'wall s':>8} {'prog CPU s':>10} {'wall cost':>10} {'CPU cost':>9} {'wall ratio':>10} {'CPU ratio':>9}")
-    for label, _ in configs(name):
-        w, c = best[label]
-        dw, dc = w - base_w, c - base_c
-        rw = dw / (uft_w - base_w) if uft_w > base_w else float("nan")
-        rc = dc / (uft_c - base_c) if uft_c > base_c else float("nan")
-        print(f"  {label:20} {w:8.3f} {c:10.3f} {dw:10.3f} {dc:9.3f} {rw:10.2f} {rc:9.2f}")
+    base_w, base_c, base_t = best[base]
+    uft_w, uft_c, uft_t = best["uftrace record"]
+    ratio = lambda d, u: d / u if u > 0 else float("nan")
+    print(f"{name}: {ncalls:,} calls; least of {rounds} runs; cost = above the {base} run; "
+          "ratio = cost / uftrace's cost; tree = recorder and program")
+    print(f"  {'':20} {'wall s':>8} {'prog CPU s':>10} {'tree CPU s':>10} {'ns/call':>8} "
+          f"{'wall ratio':>10} {'CPU ratio':>9} {'tree ratio':>10}")
+    for label, _, _ in configs(name):
+        w, c, t = best[label]
+        per_call = (c - base_c) * 1e9 / ncalls if ncalls else float("nan")
+        print(f"  {label:20} {w:8.3f} {c:10.3f} {t:10.3f} {per_call:8.1f} "
+              f"{ratio(w - base_w, uft_w - base_w):10.2f} {ratio(c - base_c, uft_c - base_c):9.2f} "
+              f"{ratio(t - base_t, uft_t - base_t):10.2f}")
+    # What the two clock reads of a call cost inside the hooks: the runs with and without them.
+    for mode, label in (("calls", "hood calls run"), ("trace", "hood trace record")):
+        clock = best[label][1] - best[f"{mode}, no clock"][1]
+        print(f"  {mode}: the clock reads are {clock * 1e9 / max(ncalls, 1):.1f} ns/call, "
+              f"{ratio(clock, uft_c - base_c):.2f} of uftrace's CPU cost; the rest of the hooks "
+              f"{ratio(best[f'{mode}, no clock'][1] - base_c, uft_c - base_c):.2f}")
 print(f"load average after: {os.getloadavg()[0]:.2f}")
 PY
 echo "rdtsc after: $("$WORK/clock" 20000000) ns"

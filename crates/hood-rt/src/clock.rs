@@ -19,20 +19,35 @@ pub fn now() -> u64 {
 }
 
 /// The TSC, for callers that checked [`using_tsc`]; 0 on other architectures.
+///
+/// With the `bench-clockless` feature it is a counter instead, so that `bench/calls/real.sh`
+/// can measure what the hooks cost without their clock reads (the times such a runtime
+/// records mean nothing).
 #[inline(always)]
 pub fn tsc() -> u64 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(feature = "bench-clockless")]
+    {
+        // Not a read-modify-write: one load and one store, as cheap as the hooks' own work.
+        let v = BENCH_TICKS.load(Ordering::Relaxed).wrapping_add(1);
+        BENCH_TICKS.store(v, Ordering::Relaxed);
+        v
+    }
+    #[cfg(all(target_arch = "x86_64", not(feature = "bench-clockless")))]
     {
         // SAFETY: rdtsc has no memory effects; `using_tsc` (checked by the caller) means
         // `init` found an invariant TSC. No lfence: events of one thread stay in program
         // order without serialising, and the hooks do not time single instructions.
         unsafe { core::arch::x86_64::_rdtsc() }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(all(not(target_arch = "x86_64"), not(feature = "bench-clockless")))]
     {
         0
     }
 }
+
+/// The counter [`tsc`] returns with the `bench-clockless` feature.
+#[cfg(feature = "bench-clockless")]
+static BENCH_TICKS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
 /// CLOCK_MONOTONIC in ns (vDSO, no syscall on Linux x86_64/aarch64).
 pub fn mono_ns() -> u64 {
