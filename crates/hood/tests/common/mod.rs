@@ -28,19 +28,28 @@ pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Build tests/c/NAME.c with gcc (-O1, frame pointers) into a per-process build dir; cached.
+/// Build tests/c/NAME.c with gcc (-O1, frame pointers); cached.
+///
+/// The programs live in the target's scratch directory (cargo's `CARGO_TARGET_TMPDIR`, which
+/// `cargo clean` removes) and are rebuilt when their source is newer. A temporary directory
+/// per test process, kept in a static, was never removed (statics are not dropped), and every
+/// run of a test binary left one in /tmp.
 pub fn c_program(name: &str) -> PathBuf {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = once(&DIR, || tempfile::tempdir().expect("temp dir"));
-    let out = dir.path().join(name);
-    if out.exists() {
-        return out;
-    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-programs-O1");
+    std::fs::create_dir_all(&dir).expect("the tests' program directory");
+    let out = dir.join(name);
     let src = repo().join("tests/c").join(format!("{name}.c"));
-    // Two tests of one binary may build the same program at once: each its own temporary.
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if let (Some(built), Some(written)) = (modified(&out), modified(&src)) {
+        if built >= written {
+            return out;
+        }
+    }
+    // Two tests, or two test binaries, may build the same program at once: each its own
+    // temporary, renamed into place (a running copy keeps its old file).
     static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.path().join(format!("{name}.{n}.tmp"));
+    let tmp = dir.join(format!("{name}.{}.{n}.tmp", std::process::id()));
     let st = command("gcc")
         .args([
             "-O1",
