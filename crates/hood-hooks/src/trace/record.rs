@@ -27,7 +27,7 @@ use hood_tracemodel::trace::{
 };
 
 use super::{collect, filter, prefault, stream};
-use crate::run::{Command, SegmentDir};
+use crate::run::{Command, End, SegmentDir};
 use crate::{segments, HooksError};
 
 /// How the threads' buffers are used.
@@ -208,17 +208,6 @@ struct Run<'a, 's> {
     irqs: bool,
     writer: Writer<OutputFile>,
     prefaulter: Option<prefault::Prefaulter>,
-}
-
-/// How the rounds ended.
-struct End {
-    /// How the command ended, when it did while recorded.
-    ended: Option<Exit>,
-    /// Why recording stopped while the command runs on (a limit, a command that ignored a
-    /// stop signal), if it did.
-    cut: Option<String>,
-    /// The error that ended the run, if one did.
-    error: Option<String>,
 }
 
 /// Open everything a run holds: the command (forked, held before its exec), the kernel rings,
