@@ -27,8 +27,8 @@ use super::{
 use crate::run::{Command, End};
 use crate::HooksError;
 
-/// Record `cfg`, steered by `steer` (a [`hood_proc::signal::Forwarder`]: stop signals are
-/// passed on to a command started). A stop request ends a recording of attached processes at
+/// Record `cfg`, steered by `steer` ([`hood_proc::signal::Signals::forwarding`]: stop signals
+/// are passed on to a command started). A stop request ends a recording of attached processes at
 /// once; a command started gets [`STOP_GRACE`] to end, and is then waited for unprobed.
 /// Messages for the user go to `log`, one line each.
 ///
