@@ -7,10 +7,23 @@
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
-use hood_proc::child::Child;
+use hood_proc::child::{Child, Exit};
 use hood_proc::steer::Steering;
 
 use crate::HooksError;
+
+/// How a run's rounds ended, handed from its `until_stop` to its `finish` (`trace record`
+/// and the probe session of `--probe`; `calls run` watches its command in one step).
+pub(crate) struct End {
+    /// How the command ended, when it did while recorded.
+    pub(crate) ended: Option<Exit>,
+    /// Why recording stopped before the command ended (a limit, `-d`, a command that ignored
+    /// a stop signal; for attached processes a stop request or the end of all of them), if it
+    /// did.
+    pub(crate) cut: Option<String>,
+    /// The error that ended the run, if one did.
+    pub(crate) error: Option<String>,
+}
 
 /// The command a recorder started: killed (SIGKILL) and reaped on every way out that did not
 /// wait for it (an error before the run started, a panic); a no-op once it was reaped.

@@ -21,68 +21,6 @@ fn registering(what: &'static str) -> impl FnOnce(std::io::Error) -> ProcError {
     }
 }
 
-/// What a recorder's SIGINT/SIGTERM and SIGUSR1 ask for.
-#[derive(Debug, Clone)]
-pub struct StopFlags {
-    /// Set by SIGINT or SIGTERM: finish and write. A second one while the first is being
-    /// handled ends the process at once (exit status 130).
-    pub stop: Arc<AtomicBool>,
-    /// Counts SIGUSR1s: each one pauses or resumes.
-    pub toggles: Toggles,
-}
-
-/// The SIGUSR1s received, one byte each on a socket the handler writes to, so two signals
-/// between two looks are two requests (pause, then resume), not one.
-#[derive(Debug, Clone)]
-pub struct Toggles(Arc<std::os::unix::net::UnixStream>);
-
-impl Toggles {
-    /// How many SIGUSR1s arrived since the last call.
-    pub fn take(&self) -> usize {
-        use std::io::Read;
-        let mut n = 0;
-        let mut buf = [0u8; 64];
-        while let Ok(k @ 1..) = (&*self.0).read(&mut buf) {
-            n += k;
-        }
-        n
-    }
-}
-
-impl StopFlags {
-    /// Catch SIGINT, SIGTERM and SIGUSR1; the handlers are installed once per process (a
-    /// server that records many times does not pile them up) and every call returns the same
-    /// flags, with pause requests left from an earlier recording dropped.
-    pub fn install() -> Result<StopFlags, ProcError> {
-        static FLAGS: OnceLock<StopFlags> = OnceLock::new();
-        let flags = match FLAGS.get() {
-            Some(f) => f.clone(),
-            None => {
-                note_ignored(&[SIGINT, SIGTERM]);
-                let stop = Arc::new(AtomicBool::new(false));
-                for sig in [SIGINT, SIGTERM] {
-                    // Registered first, so it sees the flag before this signal sets it.
-                    signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
-                        .map_err(registering("catching SIGINT/SIGTERM"))?;
-                    signal_hook::flag::register(sig, Arc::clone(&stop))
-                        .map_err(registering("catching SIGINT/SIGTERM"))?;
-                }
-                let (reader, writer) = std::os::unix::net::UnixStream::pair()
-                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
-                reader
-                    .set_nonblocking(true)
-                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
-                signal_hook::low_level::pipe::register(SIGUSR1, writer)
-                    .map_err(registering("catching SIGUSR1"))?;
-                let toggles = Toggles(Arc::new(reader));
-                FLAGS.get_or_init(|| StopFlags { stop, toggles }).clone()
-            }
-        };
-        flags.toggles.take();
-        Ok(flags)
-    }
-}
-
 /// The signals that stop a command: SIGINT, SIGTERM and SIGHUP.
 const STOP_SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
@@ -122,46 +60,128 @@ pub(crate) fn ignored_at_start() -> Vec<i32> {
         .collect()
 }
 
-/// Ctrl-C, SIGTERM and SIGHUP while a recorder waits for its command: the recorder does not
-/// die (it would leave no file behind); it passes the signal on to the command, waits for it
-/// to end, and finishes as after a normal exit. A signal the kernel sent to the whole process
-/// group (Ctrl-C or a hangup on the terminal) has reached the command already and is not sent
-/// twice. This is the [`Steer`] of every recorder that starts a command (`calls run`, `trace
-/// record`, `--probe`): each stop signal is a [`Request::Stop`], passed on to the command
-/// given to [`Steer::poll`].
-pub struct Forwarder {
-    signals: SignalsInfo<WithRawSiginfo>,
+/// The one way hood's recorders catch signals, and the [`Steer`] of each: every stop signal
+/// caught is a [`Request::Stop`] naming it, every SIGUSR1 (where caught) a
+/// [`Request::TogglePause`]. What is caught, and what a stop signal does besides, is chosen
+/// at install, by the two kinds of recorder:
+///
+/// - [`Signals::forwarding`], for the recorders that start a command (`calls run`, `trace
+///   record`, `--probe`): Ctrl-C, SIGTERM and SIGHUP do not kill the recorder (it would leave
+///   no file behind); each is passed on to the command given to [`Steer::poll`], and the
+///   recorder waits for the command to end and finishes as after a normal exit. A signal the
+///   kernel sent to the whole process group (Ctrl-C or a hangup on the terminal) has reached
+///   the command already and is not sent twice.
+/// - [`Signals::recording`], for `hood record` (through [`Interactive`], which adds the
+///   terminal's keys): SIGINT and SIGTERM stop and write the file, nothing is passed on (a
+///   command started gets Ctrl-C from the terminal, and is waited for), and a second one while
+///   the first is being handled ends the process at once with exit status 130, in the signal
+///   handler, so a finish that hangs can still be cut short. SIGUSR1 pauses or resumes, each
+///   one counted (two between two looks are a pause and a resume). SIGHUP is not caught: a
+///   hangup ends `hood record` as it ends other programs (the file is left as a killed
+///   recorder's).
+///
+/// [`Interactive`]: crate::steer::Interactive
+pub struct Signals {
+    /// The stop signals, with their senders' `si_code`.
+    stops: SignalsInfo<WithRawSiginfo>,
+    /// Pass each stop signal on to the command.
+    forward: bool,
+    /// The SIGUSR1s, when caught.
+    toggles: Option<Toggles>,
 }
 
-impl Forwarder {
-    /// Catch the stop signals from now on (the command gets the default dispositions back at
-    /// its exec, or the ignored ones ignored again). Install before starting the command, so
-    /// no signal in between is lost.
-    pub fn install() -> Result<Forwarder, ProcError> {
+impl Signals {
+    /// Catch SIGINT, SIGTERM and SIGHUP from now on, to pass them on to a command (see
+    /// [`Signals`]): the command gets the default dispositions back at its exec, or the
+    /// ignored ones ignored again. Install before starting the command, so no signal in
+    /// between is lost.
+    pub fn forwarding() -> Result<Signals, ProcError> {
         note_ignored(&STOP_SIGNALS);
-        Ok(Forwarder {
-            signals: SignalsInfo::<WithRawSiginfo>::new(STOP_SIGNALS)
+        Ok(Signals {
+            stops: SignalsInfo::<WithRawSiginfo>::new(STOP_SIGNALS)
                 .map_err(registering("catching SIGINT/SIGTERM/SIGHUP"))?,
+            forward: true,
+            toggles: None,
+        })
+    }
+
+    /// Catch SIGINT and SIGTERM (a second one ends the process, exit status 130) and SIGUSR1,
+    /// for `hood record` (see [`Signals`]). The handlers that abort and count SIGUSR1s are
+    /// installed once per process (a recorder started again does not pile them up); the
+    /// SIGUSR1s left from an earlier recording are dropped.
+    pub fn recording() -> Result<Signals, ProcError> {
+        const STOPS: [i32; 2] = [SIGINT, SIGTERM];
+        note_ignored(&STOPS);
+        static ONCE: OnceLock<Toggles> = OnceLock::new();
+        let toggles = match ONCE.get() {
+            Some(t) => t.clone(),
+            None => {
+                let seen = Arc::new(AtomicBool::new(false));
+                for sig in STOPS {
+                    // Registered first, so it sees the flag before this signal sets it.
+                    signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&seen))
+                        .map_err(registering("catching SIGINT/SIGTERM"))?;
+                    signal_hook::flag::register(sig, Arc::clone(&seen))
+                        .map_err(registering("catching SIGINT/SIGTERM"))?;
+                }
+                let (reader, writer) = std::os::unix::net::UnixStream::pair()
+                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
+                reader
+                    .set_nonblocking(true)
+                    .map_err(registering("creating a socket pair for SIGUSR1"))?;
+                signal_hook::low_level::pipe::register(SIGUSR1, writer)
+                    .map_err(registering("catching SIGUSR1"))?;
+                ONCE.get_or_init(|| Toggles(Arc::new(reader))).clone()
+            }
+        };
+        toggles.take();
+        Ok(Signals {
+            stops: SignalsInfo::<WithRawSiginfo>::new(STOPS)
+                .map_err(registering("catching SIGINT/SIGTERM"))?,
+            forward: false,
+            toggles: Some(toggles),
         })
     }
 }
 
-impl Steer for Forwarder {
-    /// The stop signals received since the last look, each passed on to `command` (unless
-    /// the kernel sent it to the whole process group).
+/// The SIGUSR1s received, one byte each on a socket the handler writes to, so two signals
+/// between two looks are two requests (pause, then resume), not one.
+#[derive(Debug, Clone)]
+struct Toggles(Arc<std::os::unix::net::UnixStream>);
+
+impl Toggles {
+    /// How many SIGUSR1s arrived since the last call.
+    fn take(&self) -> usize {
+        use std::io::Read;
+        let mut n = 0;
+        let mut buf = [0u8; 64];
+        while let Ok(k @ 1..) = (&*self.0).read(&mut buf) {
+            n += k;
+        }
+        n
+    }
+}
+
+impl Steer for Signals {
+    /// The stop signals received since the last look, each passed on to `command` when
+    /// forwarding (unless the kernel sent it to the whole process group), then a pause
+    /// request per SIGUSR1.
     fn poll(&mut self, command: Option<&Child>) -> Vec<Request> {
         let mut out = Vec::new();
-        for info in self.signals.pending() {
+        for info in self.stops.pending() {
             out.push(Request::Stop(StopRequest {
                 signal: Some(info.si_signo),
                 at: Instant::now(),
             }));
-            if info.si_code == libc::SI_KERNEL {
+            if !self.forward || info.si_code == libc::SI_KERNEL {
                 continue;
             }
             if let (Some(c), Some(sig)) = (command, Signal::from_named_raw(info.si_signo)) {
                 let _ = c.signal(sig);
             }
+        }
+        if let Some(t) = &self.toggles {
+            out.extend(std::iter::repeat_n(Request::TogglePause, t.take()));
         }
         out
     }
@@ -214,15 +234,58 @@ mod tests {
             assert!(text.contains("toggles: 0 2 0"), "{text}");
             return;
         }
-        let flags = StopFlags::install().unwrap();
-        let before = flags.toggles.take();
+        let mut signals = Signals::recording().unwrap();
+        let toggles = |s: &mut Signals| {
+            s.poll(None)
+                .iter()
+                .filter(|r| **r == Request::TogglePause)
+                .count()
+        };
+        let before = toggles(&mut signals);
         let me = rustix::process::getpid();
         for _ in 0..2 {
             rustix::process::kill_process(me, Signal::USR1).unwrap();
             std::thread::sleep(std::time::Duration::from_millis(50));
         }
-        let two = flags.toggles.take();
-        println!("toggles: {before} {two} {}", flags.toggles.take());
+        let two = toggles(&mut signals);
+        println!("toggles: {before} {two} {}", toggles(&mut signals));
+    }
+
+    /// `hood record`'s signals: a SIGINT is a stop request naming it, reported once and not
+    /// passed on; a second one ends the process at once with exit status 130, in the handler
+    /// (nothing looks at the requests any more). Run in a process of its own, since it
+    /// signals itself and is ended by it.
+    #[test]
+    fn a_recording_stops_on_the_first_sigint_and_aborts_on_the_second() {
+        const INNER: &str = "HOOD_PROC_TEST_INNER";
+        const NAME: &str = "a_recording_stops_on_the_first_sigint_and_aborts_on_the_second";
+        if std::env::var(INNER).is_err() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", &format!("signal::tests::{NAME}"), "--nocapture"])
+                .env(INNER, NAME)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(130), "{text}");
+            assert!(text.contains("first: SIGINT, once"), "{text}");
+            assert!(!text.contains("still alive"), "{text}");
+            return;
+        }
+        let mut signals = Signals::recording().unwrap();
+        let mut steering = Steering::new(&mut signals);
+        let me = rustix::process::getpid();
+        rustix::process::kill_process(me, Signal::INT).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let first = steering.look(None);
+        let again = steering.look(None);
+        assert!(matches!(first[..], [Request::Stop(_)]), "{first:?}");
+        assert!(again.is_empty(), "{again:?}");
+        let stop = steering.stop().unwrap();
+        println!("first: {}, once", stop.words());
+        rustix::process::kill_process(me, Signal::INT).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        println!("still alive");
     }
 
     #[test]
@@ -245,7 +308,7 @@ mod tests {
         }
         // SAFETY: setting this (test) process's disposition of SIGHUP to ignored.
         unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
-        let mut fwd = Forwarder::install().unwrap();
+        let mut fwd = Signals::forwarding().unwrap();
         let mut steering = Steering::new(&mut fwd);
         let dir = std::env::temp_dir().join(format!("hood-proc-ign-{}", std::process::id()));
         let mut child = Child::spawn(
@@ -281,7 +344,7 @@ mod tests {
             assert!(text.contains("forwarded: SIGTERM"), "{text}");
             return;
         }
-        let mut fwd = Forwarder::install().unwrap();
+        let mut fwd = Signals::forwarding().unwrap();
         let mut steering = Steering::new(&mut fwd);
         let mut child = Child::spawn(&["sleep", "30"], &[]).unwrap();
         rustix::process::kill_process(rustix::process::getpid(), Signal::TERM).unwrap();

@@ -2,10 +2,12 @@
 //! run`, the uprobe session of `--probe`) takes a [`Steer`] and looks at it once a round; what
 //! it may be asked is a [`Request`]. The implementations:
 //!
-//! - [`Forwarder`](crate::signal::Forwarder): SIGINT, SIGTERM and SIGHUP, passed on to the
-//!   command the recorder started (`calls run`, `trace record`, `--probe`);
-//! - [`Interactive`]: Ctrl-C/SIGTERM, SIGUSR1 and the keys of a recording started from a shell
-//!   (`hood record`);
+//! - [`Signals`], the one way signals are caught: [`Signals::forwarding`] (SIGINT, SIGTERM
+//!   and SIGHUP, passed on to the command the recorder started: `calls run`, `trace record`,
+//!   `--probe`) or [`Signals::recording`] (`hood record`'s Ctrl-C/SIGTERM, a second one
+//!   aborting, and SIGUSR1);
+//! - [`Interactive`]: `hood record`'s [`Signals`] and the keys of a recording started from a
+//!   shell;
 //! - [`StopFlag`]: a flag another thread sets (a server's shutdown);
 //! - [`NoSteer`]: nothing (the run ends by itself).
 //!
@@ -18,11 +20,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Receiver};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::child::{Child, Exit};
-use crate::signal::{StopFlags, Toggles};
+use crate::signal::Signals;
 use crate::terminal::Cbreak;
 use crate::ProcError;
 
@@ -182,12 +183,12 @@ impl<'a> Steering<'a> {
     }
 }
 
-/// Run control of a recording started from a shell: Ctrl-C / SIGTERM (the first finalizes, a
-/// second aborts), SIGUSR1 (pause/resume) and, when stdin is a terminal, the keys `a`
-/// (pause/resume), `p` (print the current top functions) and `q` (stop and write).
+/// Run control of a recording started from a shell: its [`Signals::recording`] (Ctrl-C /
+/// SIGTERM: the first finalizes, a second aborts; SIGUSR1: pause/resume) and, when stdin is a
+/// terminal, the keys `a` (pause/resume), `p` (print the current top functions) and `q` (stop
+/// and write).
 pub struct Interactive<'a> {
-    stop: Arc<AtomicBool>,
-    toggles: Toggles,
+    signals: Signals,
     keys: Option<Receiver<u8>>,
     /// Whether the keys were announced (at the first look, once sampling runs).
     announced: bool,
@@ -197,7 +198,7 @@ pub struct Interactive<'a> {
 }
 
 impl<'a> Interactive<'a> {
-    /// Catch SIGINT/SIGTERM/SIGUSR1 (once per process); read keys when `keys` and stdin is a
+    /// Catch SIGINT/SIGTERM/SIGUSR1 ([`Signals::recording`]); read keys when `keys` and stdin is a
     /// terminal. The keys are announced through `say`; the `p` key calls `print_top` with the
     /// recording flushed so far.
     pub fn install(
@@ -205,7 +206,7 @@ impl<'a> Interactive<'a> {
         say: impl FnMut(&str) + 'a,
         print_top: impl FnMut(&Path) + 'a,
     ) -> Result<Interactive<'a>, ProcError> {
-        let StopFlags { stop, toggles } = StopFlags::install()?;
+        let signals = Signals::recording()?;
         let (keys, tty) = if keys && std::io::stdin().is_terminal() {
             let tty = Cbreak::stdin();
             let (tx, rx) = channel();
@@ -223,8 +224,7 @@ impl<'a> Interactive<'a> {
             (None, None)
         };
         Ok(Interactive {
-            stop,
-            toggles,
+            signals,
             keys,
             announced: false,
             _tty: tty,
@@ -235,14 +235,8 @@ impl<'a> Interactive<'a> {
 }
 
 impl Steer for Interactive<'_> {
-    fn poll(&mut self, _command: Option<&Child>) -> Vec<Request> {
-        let mut out = Vec::new();
-        if self.stop.load(Ordering::SeqCst) {
-            out.push(Request::stop());
-        }
-        for _ in 0..self.toggles.take() {
-            out.push(Request::TogglePause);
-        }
+    fn poll(&mut self, command: Option<&Child>) -> Vec<Request> {
+        let mut out = self.signals.poll(command);
         if let Some(rx) = &self.keys {
             if !self.announced {
                 self.announced = true;

@@ -210,8 +210,8 @@ impl Snapshots<'_> {
 
 /// Run the command of `cfg` with the runtime preloaded into a private segment directory,
 /// collect every process of its tree when it ends (and snapshots while it runs) into
-/// `cfg.output`. Steered by `steer` (a [`hood_proc::signal::Forwarder`]: stop signals are
-/// passed on to the command); the command is killed when the recorder dies. A command that
+/// `cfg.output`. Steered by `steer` ([`hood_proc::signal::Signals::forwarding`]: stop
+/// signals are passed on to the command); the command is killed when the recorder dies. A command that
 /// still runs [`STOP_GRACE`] after a stop request is not recorded any further: the tables are
 /// collected there, the file written, and the recorder waits for the command without
 /// recording (stop signals still passed on) and returns its status.

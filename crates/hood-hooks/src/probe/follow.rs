@@ -472,7 +472,7 @@ impl Follower {
                     name: p.name.clone(),
                     key,
                     entry_only: p.entry_only.is_some(),
-                    stepped: super::stepped_at(&sel.objects[p.object].file, p.offset),
+                    stepped: super::calibrate::stepped_at(&sel.objects[p.object].file, p.offset),
                 },
             ));
         }

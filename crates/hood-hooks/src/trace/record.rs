@@ -27,7 +27,7 @@ use hood_tracemodel::trace::{
 };
 
 use super::{collect, filter, prefault, stream};
-use crate::run::{Command, SegmentDir};
+use crate::run::{Command, End, SegmentDir};
 use crate::{segments, HooksError};
 
 /// How the threads' buffers are used.
@@ -115,12 +115,12 @@ pub fn free_margin(total: u64) -> u64 {
 /// How often the free space is looked at.
 const SPACE_EVERY: Duration = Duration::from_millis(250);
 
-/// Record `cfg.argv` into `cfg.output`, steered by `steer`. With a
-/// [`hood_proc::signal::Forwarder`], a stop signal (SIGINT, SIGTERM, SIGHUP) is passed on to
-/// the command (unless the kernel sent it to the whole process group: Ctrl-C, a hangup); after
-/// any stop request the recorder records on while the command finishes, at most
-/// [`STOP_GRACE`], then finishes the file. When the command runs on past that, or the file reaches its size limit, the
-/// recorder finishes the file, then waits for the command without recording (so it is not
+/// Record `cfg.argv` into `cfg.output`, steered by `steer`. With
+/// [`hood_proc::signal::Signals::forwarding`], a stop signal (SIGINT, SIGTERM, SIGHUP) is
+/// passed on to the command (unless the kernel sent it to the whole process group: Ctrl-C, a
+/// hangup); after any stop request the recorder records on while the command finishes, at
+/// most [`STOP_GRACE`], then finishes the file. When the command runs on past that, or the
+/// file reaches its size limit, the recorder finishes the file, then waits for the command without recording (so it is not
 /// killed with its recorder) and returns its status. Messages for the user (notes, warnings,
 /// the summary) go to `log`, one line each.
 ///
@@ -208,17 +208,6 @@ struct Run<'a, 's> {
     irqs: bool,
     writer: Writer<OutputFile>,
     prefaulter: Option<prefault::Prefaulter>,
-}
-
-/// How the rounds ended.
-struct End {
-    /// How the command ended, when it did while recorded.
-    ended: Option<Exit>,
-    /// Why recording stopped while the command runs on (a limit, a command that ignored a
-    /// stop signal), if it did.
-    cut: Option<String>,
-    /// The error that ended the run, if one did.
-    error: Option<String>,
 }
 
 /// Open everything a run holds: the command (forked, held before its exec), the kernel rings,

@@ -234,7 +234,7 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
             };
             // Stop signals are passed on to the command; the recorder lives on to write the
             // file.
-            let mut steer = hood_proc::signal::Forwarder::install()?;
+            let mut steer = hood_proc::signal::Signals::forwarding()?;
             let ran = calls::run(&cfg, &mut steer, &mut say)?;
             if !ran.procs.is_empty() {
                 summary(&ran.procs, &cfg.output);
@@ -350,7 +350,7 @@ fn probe(
         sched: false,
         output: ProbeOutput::Calls(output.clone()),
     };
-    let mut steer = hood_proc::signal::Forwarder::install()?;
+    let mut steer = hood_proc::signal::Signals::forwarding()?;
     let out = hood_hooks::probe::record(&cfg, &mut steer, &mut |m| super::say_as("hood calls", m))?;
     if let Ok(f) = hood_load::calls::read(&output, &mut |_| {}) {
         summary(&f.procs, &output);

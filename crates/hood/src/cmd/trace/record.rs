@@ -46,7 +46,7 @@ pub fn record(a: RecordArgs) -> anyhow::Result<ExitCode> {
         runtime: hood_hooks::runtime::library()?,
     };
     // Stop signals are passed on to the command; the recorder lives on to finish the file.
-    let mut steer = hood_proc::signal::Forwarder::install()?;
+    let mut steer = hood_proc::signal::Signals::forwarding()?;
     let out = hood_hooks::trace::record::record(&cfg, &mut steer, &mut |m| {
         crate::cmd::say_as("hood trace", m)
     })?;
@@ -76,7 +76,7 @@ fn probe(a: RecordArgs) -> anyhow::Result<ExitCode> {
         sched: !a.no_sched,
         output: ProbeOutput::Trace(a.output),
     };
-    let mut steer = hood_proc::signal::Forwarder::install()?;
+    let mut steer = hood_proc::signal::Signals::forwarding()?;
     let out = hood_hooks::probe::record(&cfg, &mut steer, &mut |m| {
         crate::cmd::say_as("hood trace", m)
     })?;
