@@ -28,10 +28,21 @@ fn a_full_disk_stops_the_recording_cleanly_and_keeps_what_was_written() {
     }
     let _serial = exclusive();
     let dir = tempfile::tempdir().unwrap();
+    let spin = c_program("spinner");
+    let mut a = common::command(&spin).arg("30000").spawn().unwrap();
+    let mut b = common::command(&spin).arg("30000").spawn().unwrap();
+    // What a recording writes before its first samples (kernel symbols, every process's
+    // mappings) is about 1 MB and grows with what else runs: a fixed 1800k was filled by it
+    // alone on a busy machine, before any sample. The small file system gets what a short
+    // recording of this machine writes, plus 256 KiB for the samples to fill.
+    let short = dir.path().join("short.data");
+    let out = record(&short, &["-a", "-F", "4999", "-d", "0.3"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let size_k = std::fs::metadata(&short).unwrap().len() / 1024 + 256;
     let mnt = dir.path().join("small");
     std::fs::create_dir(&mnt).unwrap();
     let st = common::command("mount")
-        .args(["-t", "tmpfs", "-o", "size=1800k", "tmpfs"])
+        .args(["-t", "tmpfs", "-o", &format!("size={size_k}k"), "tmpfs"])
         .arg(&mnt)
         .status()
         .expect("mount");
@@ -44,9 +55,6 @@ fn a_full_disk_stops_the_recording_cleanly_and_keeps_what_was_written() {
     }
     let _guard = Unmount(mnt.clone());
     let file = mnt.join("full.data");
-    let spin = c_program("spinner");
-    let mut a = common::command(&spin).arg("20000").spawn().unwrap();
-    let mut b = common::command(&spin).arg("20000").spawn().unwrap();
     let out = record(&file, &["-a", "-F", "4999", "-d", "20"]);
     let _ = (a.kill(), b.kill(), a.wait(), b.wait());
     let err = String::from_utf8_lossy(&out.stderr);
