@@ -33,6 +33,10 @@
 #   Checked with the shipped runtime too: an lfence in outer just before the call (so the
 #   multiplies are done when tiny's hooks run) took tiny from +1.1 +1.3 +0.1 +1.8 +1.3 to
 #   +0.9 -1.0 +0.5 -1.7 -1.7 (5 interleaved pairs at load 5-7; not a bench case).
+#   The exit side, the other way (not a bench case either): a tiny that runs eight multiplies
+#   on its argument and stores the result before its exit hook, called 5 M times by a bare
+#   loop, Δ -10.3 -4.7 -5.3 -6.2 -6.0 (own 3.6-10.1 ns a call net against 10.1-13.3 sampled);
+#   with an lfence ending it, -0.6 +1.5 +12.0 -0.1 +1.0 (5 interleaved pairs, load 3.9-4.5).
 #   with lfence: after the chain Δ +5.0 +1.0 -1.1 +3.1 +1.9 +0.2 (4 of 6), after no work
 #     +1.1 +3.5 +1.7 -1.0 -0.3 +14.5 (5 of 6); the gap narrows to about 1.5 ns a call, but the
 #     calibrated pair costs 66-92 ns against 44-50 (about 20 ns a call more), and no more
