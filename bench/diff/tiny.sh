@@ -15,7 +15,9 @@
 # after no work), the control. "ns a call net" is tiny's own time a call less its profiler
 # cost, "sampled" what the sampler saw of its own code a call.
 # Usage: bench/diff/tiny.sh RUNS RT_LIB... (HOOD=path/to/hood, else the release build in
-# $CARGO_TARGET_DIR; BZIP2=0 skips bzip2). Needs root and gcc.
+# $CARGO_TARGET_DIR, built first; BZIP2=0 skips bzip2). Needs root and gcc. E.g. the shipped
+# runtime against a changed copy: bench/diff/tiny.sh 6 $T/release/libhood_rt.so /tmp/x/libhood_rt.so
+# (each runtime is labelled by its directory's name).
 #
 # 2026-11-28 (issue 28, helper recon28; release hood and runtime, the machine at load 3.5-5.9
 # from other helpers' builds, all under nice 19), 6 rounds, the shipped runtime against one
@@ -50,7 +52,10 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-HOOD=${HOOD:-$TARGET/release/hood}
+if [ -z "${HOOD:-}" ]; then
+    (cd "$ROOT" && cargo build --release -q -p hood-rt -p hood)
+    HOOD=$TARGET/release/hood
+fi
 RUNS=$1
 shift
 WORK=$(mktemp -d)
