@@ -104,6 +104,11 @@
 #   mainGtU +7.3 -> -3.8, mainSimpleSort -4.5 -> +4.4 (3/5 -> 3/5).
 # So not settled: over the six, the spread rule's worst pair is 7 points (the address split's
 # 8.8), in one run of six; the sampling error of each is about 1.
+# 2026-11-28 (issue 28, helper recon28): what is left between mainGtU and mainSimpleSort, and
+# between reconcile_tiny's tiny and outer, depends on the call site: the hooks' rdtsc does not
+# wait for the caller's instructions still executing (bench/diff/tiny.sh measures it, with
+# bzip2 and both runtimes interleaved; shipped runtime, load 3.5-5.9: bzip2 7 of 14 runs with
+# every function over 5 % within 2 points).
 # Usage: bench/diff/reconcile.sh        HOOD=path/to/hood uses that binary (and the
 # libhood_rt.so beside it, or $HOOD_RT_LIB) instead of building the release ones.
 set -eu

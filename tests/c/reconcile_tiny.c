@@ -6,8 +6,11 @@
    so most of the statistical profile's samples of outer and tiny fall inside the hooks
    (hood's runtime, libhood_rt.so), and the reconciliation must split them between the two
    functions as the call profile's timestamps and compensation do.
-   Usage: reconcile_tiny ROUNDS */
+   With a second argument `bare`, outer's steps do no work but the call (no multiply chain
+   in flight when tiny's entry hook reads the clock): bench/diff/tiny.sh's control.
+   Usage: reconcile_tiny ROUNDS [bare] */
 #include <stdlib.h>
+#include <string.h>
 
 static volatile unsigned long sink;
 
@@ -28,6 +31,13 @@ __attribute__((noinline)) void outer(long n) {
     sink = s;
 }
 
+__attribute__((noinline)) void outer_bare(long n) {
+    unsigned long s = 0;
+    for (long i = 0; i < n; i++)
+        s += (unsigned long)tiny((unsigned long)i, s);
+    sink = s;
+}
+
 __attribute__((noinline)) void plain(long n) {
     unsigned long x = (unsigned long)n;
     for (long i = 0; i < 40 * n; i++)
@@ -37,7 +47,10 @@ __attribute__((noinline)) void plain(long n) {
 
 int main(int argc, char **argv) {
     long n = argc > 1 ? atol(argv[1]) : 5000000;
-    outer(n);
+    if (argc > 2 && strcmp(argv[2], "bare") == 0)
+        outer_bare(n);
+    else
+        outer(n);
     plain(n);
     return 0;
 }
