@@ -36,7 +36,7 @@ psamples=$(perf report -i "$out/perf.data" --stdio --header-only 2>/dev/null | a
 plost=$(perf report -i "$out/perf.data" --stdio 2>/dev/null | awk -F'[ ,]+' '/^# Total Lost Samples/ {print $5}' | head -1)
 pevents=$(perf report -i "$out/perf.data" --stdio 2>/dev/null | grep -m1 "^# Samples:" || true)
 echo "perf: $(cpu_of "$out/perf.time") s CPU, $(rss_of "$out/perf.time") MB RSS, ${pevents#\# }, lost ${plost:-?}, $(du -m "$out/perf.data" | cut -f1) MB"
-echo "hood: $(cpu_of "$out/hood.time") s CPU, $(rss_of "$out/hood.time") MB RSS, $(grep -o '[0-9]* samples on' "$out/hood.log"), $(grep -o 'lost [0-9]* samples' "$out/hood.log"), $(du -m "$out/hood.data" | cut -f1) MB"
+echo "hood: $(cpu_of "$out/hood.time") s CPU, $(rss_of "$out/hood.time") MB RSS, $(grep -o '[0-9]* samples on' "$out/hood.log"), lost $(grep -oE 'lost [0-9]+ samples|[0-9]+ lost' "$out/hood.log" | grep -oE '[0-9]+' | head -1), $(du -m "$out/hood.data" | cut -f1) MB"
 awk -v h="$(cpu_of "$out/hood.time")" -v p="$(cpu_of "$out/perf.time")" 'BEGIN { if (p > 0) printf "recorder CPU ratio hood/perf: %.2f (target <= 1)\n", h / p }'
 
 echo; echo "== 2. report time on those recordings (text to /dev/null; median of ${REPORT_ROUNDS:-11} interleaved runs)"
