@@ -33,13 +33,8 @@ fn attr() -> perf_event_attr {
     a.set_enable_on_exec(1);
     a.set_inherit(1);
     a.set_context_switch(1);
-    a.set_sample_id_all(1);
     a.set_exclude_kernel(1);
-    a.set_exclude_hv(1);
-    a.set_use_clockid(1);
-    a.clockid = libc::CLOCK_MONOTONIC;
-    a.set_watermark(1);
-    a.wakeup_watermark = 4096;
+    crate::attr::on_trace_clock(&mut a, 4096);
     a
 }
 

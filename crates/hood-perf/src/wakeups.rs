@@ -36,12 +36,7 @@ fn base() -> perf_event_attr {
         sample_type: WAKE_SAMPLE_TYPE,
         ..Default::default()
     };
-    a.set_sample_id_all(1);
-    a.set_exclude_hv(1);
-    a.set_use_clockid(1);
-    a.clockid = libc::CLOCK_MONOTONIC;
-    a.set_watermark(1);
-    a.wakeup_watermark = 1 << 16;
+    crate::attr::on_trace_clock(&mut a, 1 << 16);
     a
 }
 
