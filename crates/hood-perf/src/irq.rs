@@ -117,6 +117,22 @@ impl IrqRecorder {
         &self.tracepoints
     }
 
+    /// What a recording's META says of these rings: the sample type and the tracepoints.
+    pub fn meta(&self) -> hood_raw::irq::IrqMeta {
+        hood_raw::irq::IrqMeta {
+            sample_type: IRQ_SAMPLE_TYPE,
+            tracepoints: self
+                .tracepoints
+                .iter()
+                .map(|t| hood_raw::irq::IrqTracepointMeta {
+                    name: t.name.clone(),
+                    id: t.id,
+                    format: t.format.clone(),
+                })
+                .collect(),
+        }
+    }
+
     /// Hand each CPU's unread records to `sink` (raw ring bytes: PERF_RECORD_SAMPLE and
     /// PERF_RECORD_LOST; one drain of a CPU may come in two slices where the ring wrapped).
     /// Returns the bytes drained.
