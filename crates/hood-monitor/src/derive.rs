@@ -490,7 +490,7 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
 }
 
 /// The devices of the previous snapshot by name, to find each one's counters of before.
-fn by_name<'a, T>(before: Option<&'a [T]>, name: fn(&T) -> &String) -> HashMap<&'a str, &'a T> {
+fn by_name<T>(before: Option<&[T]>, name: fn(&T) -> &String) -> HashMap<&str, &T> {
     before
         .unwrap_or_default()
         .iter()
