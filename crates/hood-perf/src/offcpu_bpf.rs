@@ -435,16 +435,8 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
         // against the same bound (its copy at this switch is taken now or never).
         a.load(R9, R6, 8);
         lookup(&mut a, m.waits, Whose::Reg(R9), false);
-        a.jeq_imm(R0, 0, "copy")
-            .mov(R8, R0)
-            .load(R1, R8, LAST_TAKEN)
-            .mov(R2, R7)
-            .sub(R2, R1)
-            .load_imm64(R1, gap_ns)
-            .jlt(R2, R1, "copy_bounded")
-            .store(R8, LAST_TAKEN, R7)
-            .ja("copy")
-            .label("copy_bounded");
+        a.jeq_imm(R0, 0, "copy").mov(R8, R0);
+        taken_since(&mut a, R7, gap_ns, "copy", "copy_bounded");
         count(&mut a, m.skipped_copies, "out");
     }
     a.label("copy");
@@ -461,16 +453,23 @@ fn take_or_count(a: &mut Asm, now: Now, skipped: &Map, gap_ns: u64, skip: &'stat
         return;
     }
     now.get(a);
-    a.load(R1, R8, LAST_TAKEN)
-        .mov(R2, R0)
-        .sub(R2, R1)
-        .load_imm64(R1, gap_ns)
-        .jlt(R2, R1, "bounded")
-        .store(R8, LAST_TAKEN, R0)
-        .ja("taken")
-        .label("bounded");
+    taken_since(a, R0, gap_ns, "taken", "bounded");
     count(a, skipped, skip);
     a.label("taken");
+}
+
+/// If the thread whose wait table entry R8 points at had its stacks taken at least `gap_ns`
+/// before the time in `now`, note that they are taken at `now` and `goto taken`; otherwise
+/// fall through at the label `bounded`.
+fn taken_since(a: &mut Asm, now: u8, gap_ns: u64, taken: &'static str, bounded: &'static str) {
+    a.load(R1, R8, LAST_TAKEN)
+        .mov(R2, now)
+        .sub(R2, R1)
+        .load_imm64(R1, gap_ns)
+        .jlt(R2, R1, bounded)
+        .store(R8, LAST_TAKEN, now)
+        .ja(taken)
+        .label(bounded);
 }
 
 /// Add one to this CPU's slot of the counter array `counter`, then `goto to`.
