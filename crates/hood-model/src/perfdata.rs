@@ -187,12 +187,7 @@ pub fn load_bytes(
             path.display()
         ));
     }
-    if raw.decoded.malformed > 0 {
-        raw.warnings.push(format!(
-            "{} malformed perf records were skipped",
-            raw.decoded.malformed
-        ));
-    }
+    raw.warn_malformed();
     let skipped = raw.decoded.skipped + walked.bookkeeping;
     if !stacks.samples.is_empty() {
         meta.call_graph = format!("dwarf,{}", stacks.max_size);

@@ -109,10 +109,7 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         .as_ref()
         .map(|cgs| derive_cgroups(iv, cgs, &whole.cgroup_tasks));
     let disks = cur.disks.as_ref().map(|ds| {
-        let before: HashMap<&str, &crate::raw::DiskRaw> = iv
-            .and_then(|(p, _)| p.disks.as_ref())
-            .map(|v| v.iter().map(|d| (d.name.as_str(), d)).collect())
-            .unwrap_or_default();
+        let before = by_name(iv.and_then(|(p, _)| p.disks.as_deref()), |d| &d.name);
         ds.iter()
             .map(|d| {
                 let b = before.get(d.name.as_str()).copied().zip(interval_s);
@@ -139,10 +136,7 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
             .collect()
     });
     let nets = cur.nets.as_ref().map(|ns| {
-        let before: HashMap<&str, &crate::raw::NetRaw> = iv
-            .and_then(|(p, _)| p.nets.as_ref())
-            .map(|v| v.iter().map(|d| (d.name.as_str(), d)).collect())
-            .unwrap_or_default();
+        let before = by_name(iv.and_then(|(p, _)| p.nets.as_deref()), |d| &d.name);
         ns.iter()
             .map(|n| {
                 let b = before.get(n.name.as_str()).copied().zip(interval_s);
@@ -492,6 +486,15 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
                 start_ticks: was.map_or(0, |b| b.start_time),
             }
         })
+        .collect()
+}
+
+/// The devices of the previous snapshot by name, to find each one's counters of before.
+fn by_name<T>(before: Option<&[T]>, name: fn(&T) -> &String) -> HashMap<&str, &T> {
+    before
+        .unwrap_or_default()
+        .iter()
+        .map(|d| (name(d).as_str(), d))
         .collect()
 }
 

@@ -130,11 +130,18 @@ pub(crate) fn task_tracepoint(id: u64, sample_type: u64, enable_on_exec: bool) -
     a.set_disabled(1);
     a.set_enable_on_exec(u64::from(enable_on_exec));
     a.set_inherit(1);
+    on_trace_clock(&mut a, 1 << 16);
+    a
+}
+
+/// What every event of a trace shares: records carry their sample id (`sample_id_all`), the
+/// hypervisor is left out, times are CLOCK_MONOTONIC (as the trace's other records), and the
+/// reader is woken when `watermark` bytes are waiting.
+pub(crate) fn on_trace_clock(a: &mut perf_event_attr, watermark: u32) {
     a.set_sample_id_all(1);
     a.set_exclude_hv(1);
     a.set_use_clockid(1);
     a.clockid = libc::CLOCK_MONOTONIC;
     a.set_watermark(1);
-    a.wakeup_watermark = 1 << 16;
-    a
+    a.wakeup_watermark = watermark;
 }

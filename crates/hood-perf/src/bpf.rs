@@ -432,6 +432,36 @@ impl Asm {
         self.push(0, 0, 0, 0, 0)
     }
 
+    /// `R0 = bpf_map_lookup_elem(map, FP + key)`: the value's address, or 0; the key is the
+    /// bytes stored on the stack at `key`. R1–R5 are clobbered.
+    pub fn map_lookup(&mut self, map: &OwnedFd, key: i32) -> &mut Self {
+        self.map_key_call(helper::MAP_LOOKUP_ELEM, map, key)
+    }
+
+    /// `R0 = bpf_map_delete_elem(map, FP + key)`, the key as [`Asm::map_lookup`] takes it.
+    pub fn map_delete(&mut self, map: &OwnedFd, key: i32) -> &mut Self {
+        self.map_key_call(helper::MAP_DELETE_ELEM, map, key)
+    }
+
+    /// `R0 = bpf_map_update_elem(map, FP + key, FP + value, BPF_ANY)`: key and value are
+    /// the bytes stored on the stack at those offsets. R1–R5 are clobbered.
+    pub fn map_update(&mut self, map: &OwnedFd, key: i32, value: i32) -> &mut Self {
+        self.load_map(reg::R1, map)
+            .mov(reg::R2, reg::FP)
+            .add_imm(reg::R2, key)
+            .mov(reg::R3, reg::FP)
+            .add_imm(reg::R3, value)
+            .mov_imm(reg::R4, 0)
+            .call(helper::MAP_UPDATE_ELEM)
+    }
+
+    fn map_key_call(&mut self, id: i32, map: &OwnedFd, key: i32) -> &mut Self {
+        self.load_map(reg::R1, map)
+            .mov(reg::R2, reg::FP)
+            .add_imm(reg::R2, key)
+            .call(id)
+    }
+
     /// Call helper `id`; the result is in R0, R1–R5 are clobbered.
     pub fn call(&mut self, id: i32) -> &mut Self {
         self.push(CALL, 0, 0, 0, id)

@@ -14,12 +14,11 @@
 //! enabled at once), time every irq handler of the machine for `hood top --irq-time`.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
 use crate::cpus::online_cpus;
-use crate::ring::Ring;
+use crate::ring::CpuRings;
 use crate::{sys, tracefs, PerfError};
 
 /// `sample_type` of the irq samples: `u32 pid, u32 tid, u64 time, u32 cpu, u32 res,
@@ -48,9 +47,7 @@ pub struct IrqTracepoint {
 
 /// Per-CPU irq rings of a child stopped before exec.
 pub struct IrqRecorder {
-    // Rings are unmapped before their descriptors close.
-    rings: Vec<Ring>,
-    _fds: Vec<OwnedFd>,
+    rings: CpuRings,
     tracepoints: Vec<IrqTracepoint>,
 }
 
@@ -88,11 +85,7 @@ impl IrqRecorder {
         ring_pages: usize,
         attr: fn(u64) -> perf_event_attr,
     ) -> Result<IrqRecorder, PerfError> {
-        if !ring_pages.is_power_of_two() {
-            return Err(PerfError::InvalidConfig(format!(
-                "ring pages must be a power of two, not {ring_pages}"
-            )));
-        }
+        let mut rings = CpuRings::new(ring_pages)?;
         let root = tracefs::mount_point()?;
         let mut tracepoints = Vec::new();
         for (sys, name) in IRQ_TRACEPOINTS {
@@ -108,38 +101,36 @@ impl IrqRecorder {
             -1 => "all tasks".to_string(),
             pid => format!("pid {pid}"),
         };
-        let mut rings = Vec::new();
-        let mut fds = Vec::new();
         for cpu in online_cpus()? {
-            let mut leader: Option<usize> = None;
             for tp in &tracepoints {
                 let mut a = attr(tp.id);
                 let fd = sys::perf_event_open(&mut a, pid, cpu as i32)
                     .map_err(|e| open_error(e, &tp.name, &whose, pid, cpu))?;
-                match leader {
-                    None => {
-                        rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
-                        leader = Some(fds.len());
-                    }
-                    Some(l) => sys::ioc_set_output(&fd, &fds[l]).map_err(|e| PerfError::Sys {
-                        call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
-                        what: format!("{} of {whose} on CPU {cpu}", tp.name),
-                        source: e,
-                    })?,
-                }
-                fds.push(fd);
+                rings.add(fd, cpu, || format!("{} of {whose} on CPU {cpu}", tp.name))?;
             }
         }
-        Ok(IrqRecorder {
-            rings,
-            _fds: fds,
-            tracepoints,
-        })
+        Ok(IrqRecorder { rings, tracepoints })
     }
 
     /// The tracepoints opened, with their ids and `format` texts.
     pub fn tracepoints(&self) -> &[IrqTracepoint] {
         &self.tracepoints
+    }
+
+    /// What a recording's META says of these rings: the sample type and the tracepoints.
+    pub fn meta(&self) -> hood_raw::irq::IrqMeta {
+        hood_raw::irq::IrqMeta {
+            sample_type: IRQ_SAMPLE_TYPE,
+            tracepoints: self
+                .tracepoints
+                .iter()
+                .map(|t| hood_raw::irq::IrqTracepointMeta {
+                    name: t.name.clone(),
+                    id: t.id,
+                    format: t.format.clone(),
+                })
+                .collect(),
+        }
     }
 
     /// Hand each CPU's unread records to `sink` (raw ring bytes: PERF_RECORD_SAMPLE and
@@ -149,7 +140,7 @@ impl IrqRecorder {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
-        crate::ring::drain_all(&mut self.rings, sink)
+        self.rings.drain(sink)
     }
 
     /// The attribute bytes of the event with tracepoint id `id` (for the recording file).

@@ -228,27 +228,15 @@ fn lookup(a: &mut Asm, table: Table<'_>, whose: Whose, create: bool) {
                 Whose::Reg(r) => a.store(FP, -8, r),
                 Whose::Current => a.call(helper::GET_CURRENT_TASK).store(FP, -8, R0),
             };
-            a.load_map(R1, map.fd())
-                .mov(R2, FP)
-                .add_imm(R2, -8)
-                .call(helper::MAP_LOOKUP_ELEM);
+            a.map_lookup(map.fd(), -8);
             if create {
                 // A zeroed entry (FP-32..FP-8), then the look-up again.
                 a.jne_imm(R0, 0, "created")
                     .store_imm(FP, -32, 0)
                     .store_imm(FP, -24, 0)
                     .store_imm(FP, -16, 0)
-                    .load_map(R1, map.fd())
-                    .mov(R2, FP)
-                    .add_imm(R2, -8)
-                    .mov(R3, FP)
-                    .add_imm(R3, -32)
-                    .mov_imm(R4, 0)
-                    .call(helper::MAP_UPDATE_ELEM)
-                    .load_map(R1, map.fd())
-                    .mov(R2, FP)
-                    .add_imm(R2, -8)
-                    .call(helper::MAP_LOOKUP_ELEM)
+                    .map_update(map.fd(), -8, -32)
+                    .map_lookup(map.fd(), -8)
                     .label("created");
             }
         }
@@ -325,10 +313,7 @@ fn traced_or_skip(a: &mut Asm, filter: Filter<'_>, tgid: Tgid, traced: &'static 
         Tgid::OfR9(off) => a.load32(R0, R9, off),
     };
     a.store(FP, -8, R0)
-        .load_map(R1, filter.pids.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -8)
-        .call(helper::MAP_LOOKUP_ELEM)
+        .map_lookup(filter.pids.fd(), -8)
         .jeq_imm(R0, 0, "out")
         .label(traced);
 }
@@ -381,10 +366,7 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
     // Its user stack is copied on the way back to user space.
     a.store(R8, LONG_START, R7)
         .store_imm(FP, -16, 0)
-        .load_map(R1, m.kstack_buf.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -16)
-        .call(helper::MAP_LOOKUP_ELEM)
+        .map_lookup(m.kstack_buf.fd(), -16)
         .jeq_imm(R0, 0, "switch_out")
         .mov(R8, R0)
         .store_imm(R8, 0, DEFERRED_KSTACK as i32)
@@ -424,10 +406,7 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
         Table::Hash(map) => {
             a.jeq_imm(R1, 0, "blocked")
                 .store(FP, -8, R9)
-                .load_map(R1, map.fd())
-                .mov(R2, FP)
-                .add_imm(R2, -8)
-                .call(helper::MAP_DELETE_ELEM)
+                .map_delete(map.fd(), -8)
                 .ja("out");
         }
     }
@@ -456,16 +435,8 @@ fn on_switch(m: &Maps<'_>, min_ns: u64, gap_ns: u64, off: &TaskOffsets) -> Vec<I
         // against the same bound (its copy at this switch is taken now or never).
         a.load(R9, R6, 8);
         lookup(&mut a, m.waits, Whose::Reg(R9), false);
-        a.jeq_imm(R0, 0, "copy")
-            .mov(R8, R0)
-            .load(R1, R8, LAST_TAKEN)
-            .mov(R2, R7)
-            .sub(R2, R1)
-            .load_imm64(R1, gap_ns)
-            .jlt(R2, R1, "copy_bounded")
-            .store(R8, LAST_TAKEN, R7)
-            .ja("copy")
-            .label("copy_bounded");
+        a.jeq_imm(R0, 0, "copy").mov(R8, R0);
+        taken_since(&mut a, R7, gap_ns, "copy", "copy_bounded");
         count(&mut a, m.skipped_copies, "out");
     }
     a.label("copy");
@@ -482,16 +453,23 @@ fn take_or_count(a: &mut Asm, now: Now, skipped: &Map, gap_ns: u64, skip: &'stat
         return;
     }
     now.get(a);
-    a.load(R1, R8, LAST_TAKEN)
-        .mov(R2, R0)
-        .sub(R2, R1)
-        .load_imm64(R1, gap_ns)
-        .jlt(R2, R1, "bounded")
-        .store(R8, LAST_TAKEN, R0)
-        .ja("taken")
-        .label("bounded");
+    taken_since(a, R0, gap_ns, "taken", "bounded");
     count(a, skipped, skip);
     a.label("taken");
+}
+
+/// If the thread whose wait table entry R8 points at had its stacks taken at least `gap_ns`
+/// before the time in `now`, note that they are taken at `now` and `goto taken`; otherwise
+/// fall through at the label `bounded`.
+fn taken_since(a: &mut Asm, now: u8, gap_ns: u64, taken: &'static str, bounded: &'static str) {
+    a.load(R1, R8, LAST_TAKEN)
+        .mov(R2, now)
+        .sub(R2, R1)
+        .load_imm64(R1, gap_ns)
+        .jlt(R2, R1, bounded)
+        .store(R8, LAST_TAKEN, now)
+        .ja(taken)
+        .label(bounded);
 }
 
 /// Add one to this CPU's slot of the counter array `counter`, then `goto to`.
@@ -499,10 +477,7 @@ fn count(a: &mut Asm, counter: &Map, to: &'static str) {
     a.call(helper::GET_SMP_PROCESSOR_ID)
         // A u32 key: the low half of this little-endian word.
         .store(FP, -16, R0)
-        .load_map(R1, counter.fd())
-        .mov(R2, FP)
-        .add_imm(R2, -16)
-        .call(helper::MAP_LOOKUP_ELEM)
+        .map_lookup(counter.fd(), -16)
         .jeq_imm(R0, 0, to)
         .load(R1, R0, 0)
         .add_imm(R1, 1)
@@ -654,13 +629,7 @@ fn on_fork(filter: Filter<'_>) -> Vec<Insn> {
         Table::Hash(map) => {
             a.store(FP, -8, R9)
                 .store_imm(FP, -16, 1)
-                .load_map(R1, map.fd())
-                .mov(R2, FP)
-                .add_imm(R2, -8)
-                .mov(R3, FP)
-                .add_imm(R3, -16)
-                .mov_imm(R4, 0)
-                .call(helper::MAP_UPDATE_ELEM);
+                .map_update(map.fd(), -8, -16);
         }
     }
     end(&mut a);

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::mem::offset_of;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use perf_event_open_sys::bindings::perf_event_mmap_page;
@@ -164,4 +164,66 @@ pub(crate) fn drain_all(
         n += r.drain(sink)?;
     }
     Ok(n)
+}
+
+/// The rings of a recorder that opens its events CPU by CPU, and the events: the first event
+/// opened on a CPU maps that CPU's ring, the CPU's others send their records to it. The one
+/// way irq, switch and wake-up recorders hold their rings.
+pub(crate) struct CpuRings {
+    // Rings are unmapped before their descriptors close.
+    rings: Vec<Ring>,
+    fds: Vec<OwnedFd>,
+    /// The ring-owning event of the CPU being opened (an index into `fds`).
+    leader: Option<usize>,
+    pages: usize,
+}
+
+impl CpuRings {
+    /// No rings yet; each will have `pages` data pages, which must be a power of two.
+    pub(crate) fn new(pages: usize) -> Result<CpuRings, PerfError> {
+        if !pages.is_power_of_two() {
+            return Err(PerfError::InvalidConfig(format!(
+                "ring pages must be a power of two, not {pages}"
+            )));
+        }
+        Ok(CpuRings {
+            rings: Vec::new(),
+            fds: Vec::new(),
+            leader: None,
+            pages,
+        })
+    }
+
+    /// Add `fd`, an event opened on `cpu`: the first since the CPU changed maps a ring, a
+    /// later one of the same CPU writes into that ring; `what` names the event if that fails.
+    pub(crate) fn add(
+        &mut self,
+        fd: OwnedFd,
+        cpu: u32,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), PerfError> {
+        match self.leader {
+            Some(l) if self.rings.last().is_some_and(|r| r.cpu() == cpu) => {
+                sys::ioc_set_output(&fd, &self.fds[l]).map_err(|e| PerfError::Sys {
+                    call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
+                    what: what(),
+                    source: e,
+                })?
+            }
+            _ => {
+                self.rings.push(Ring::map(fd.as_raw_fd(), cpu, self.pages)?);
+                self.leader = Some(self.fds.len());
+            }
+        }
+        self.fds.push(fd);
+        Ok(())
+    }
+
+    /// [`drain_all`] of the rings.
+    pub(crate) fn drain(
+        &mut self,
+        sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
+    ) -> Result<usize, PerfError> {
+        drain_all(&mut self.rings, sink)
+    }
 }

@@ -6,12 +6,11 @@
 //! The rings are per CPU because the kernel refuses to map inherited per-task events.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
 use crate::cpus::online_cpus;
-use crate::ring::Ring;
+use crate::ring::CpuRings;
 use crate::{sys, PerfError};
 
 /// The `sample_type` of switch records' sample id trailer: `u32 pid, u32 tid, u64 time`.
@@ -19,9 +18,7 @@ pub const SWITCH_SAMPLE_TYPE: u64 = (b::PERF_SAMPLE_TID | b::PERF_SAMPLE_TIME) a
 
 /// Open per-CPU switch rings of a child stopped before exec.
 pub struct SwitchRecorder {
-    // Rings are unmapped before their descriptors close.
-    rings: Vec<Ring>,
-    _fds: Vec<OwnedFd>,
+    rings: CpuRings,
 }
 
 fn attr() -> perf_event_attr {
@@ -36,13 +33,8 @@ fn attr() -> perf_event_attr {
     a.set_enable_on_exec(1);
     a.set_inherit(1);
     a.set_context_switch(1);
-    a.set_sample_id_all(1);
     a.set_exclude_kernel(1);
-    a.set_exclude_hv(1);
-    a.set_use_clockid(1);
-    a.clockid = libc::CLOCK_MONOTONIC;
-    a.set_watermark(1);
-    a.wakeup_watermark = 4096;
+    crate::attr::on_trace_clock(&mut a, 4096);
     a
 }
 
@@ -50,13 +42,7 @@ impl SwitchRecorder {
     /// Open the dummy event for `pid` (a child that has not exec'd yet) on every online CPU,
     /// each with a ring of `ring_pages` data pages (a power of two).
     pub fn open_child(pid: i32, ring_pages: usize) -> Result<SwitchRecorder, PerfError> {
-        if !ring_pages.is_power_of_two() {
-            return Err(PerfError::InvalidConfig(format!(
-                "ring pages must be a power of two, not {ring_pages}"
-            )));
-        }
-        let mut rings = Vec::new();
-        let mut fds = Vec::new();
+        let mut rings = CpuRings::new(ring_pages)?;
         for cpu in online_cpus()? {
             let mut a = attr();
             let fd = sys::perf_event_open(&mut a, pid, cpu as i32).map_err(|e| {
@@ -73,25 +59,19 @@ impl SwitchRecorder {
                     },
                 }
             })?;
-            rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
-            fds.push(fd);
+            rings.add(fd, cpu, || {
+                format!("context switches of pid {pid} on CPU {cpu}")
+            })?;
         }
-        Ok(SwitchRecorder { rings, _fds: fds })
+        Ok(SwitchRecorder { rings })
     }
 
     /// Open the dummy event for the running threads `tids` (and what they start from now on)
     /// on every online CPU, enabled at once; the events of a CPU share one ring of
     /// `ring_pages` data pages. A thread that ended since it was listed is skipped.
     pub fn open_threads(tids: &[i32], ring_pages: usize) -> Result<SwitchRecorder, PerfError> {
-        if !ring_pages.is_power_of_two() {
-            return Err(PerfError::InvalidConfig(format!(
-                "ring pages must be a power of two, not {ring_pages}"
-            )));
-        }
-        let mut rings = Vec::new();
-        let mut fds: Vec<OwnedFd> = Vec::new();
+        let mut rings = CpuRings::new(ring_pages)?;
         for cpu in online_cpus()? {
-            let mut leader: Option<usize> = None;
             for &tid in tids {
                 let mut a = attr();
                 a.set_enable_on_exec(0);
@@ -117,21 +97,12 @@ impl SwitchRecorder {
                         });
                     }
                 };
-                match leader {
-                    None => {
-                        rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
-                        leader = Some(fds.len());
-                    }
-                    Some(l) => sys::ioc_set_output(&fd, &fds[l]).map_err(|e| PerfError::Sys {
-                        call: "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
-                        what: format!("context switches of thread {tid} on CPU {cpu}"),
-                        source: e,
-                    })?,
-                }
-                fds.push(fd);
+                rings.add(fd, cpu, || {
+                    format!("context switches of thread {tid} on CPU {cpu}")
+                })?;
             }
         }
-        Ok(SwitchRecorder { rings, _fds: fds })
+        Ok(SwitchRecorder { rings })
     }
 
     /// Hand each CPU's unread records to `sink` (raw ring bytes; one drain of a CPU may come in
@@ -140,7 +111,7 @@ impl SwitchRecorder {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
-        crate::ring::drain_all(&mut self.rings, sink)
+        self.rings.drain(sink)
     }
 
     /// The attribute bytes used (for the recording file).

@@ -8,13 +8,12 @@
 //! CAP_PERFMON; the caller records without wake-ups otherwise.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
 
 use perf_event_open_sys::bindings::{self as b, perf_event_attr};
 
 use crate::cpus::online_cpus;
 use crate::offcpu::{self, OffCpuTracepoints};
-use crate::ring::Ring;
+use crate::ring::CpuRings;
 use crate::{sys, PerfError};
 
 /// `sample_type` of the wake-up samples: `u32 pid, u32 tid, u64 time, u32 cpu, u32 res,
@@ -24,9 +23,7 @@ pub const WAKE_SAMPLE_TYPE: u64 =
 
 /// Per-CPU `sched:sched_waking` rings.
 pub struct WakeupRecorder {
-    // Rings are unmapped before their descriptors close.
-    rings: Vec<Ring>,
-    _fds: Vec<OwnedFd>,
+    rings: CpuRings,
     tracepoints: OffCpuTracepoints,
 }
 
@@ -39,12 +36,7 @@ fn base() -> perf_event_attr {
         sample_type: WAKE_SAMPLE_TYPE,
         ..Default::default()
     };
-    a.set_sample_id_all(1);
-    a.set_exclude_hv(1);
-    a.set_use_clockid(1);
-    a.clockid = libc::CLOCK_MONOTONIC;
-    a.set_watermark(1);
-    a.wakeup_watermark = 1 << 16;
+    crate::attr::on_trace_clock(&mut a, 1 << 16);
     a
 }
 
@@ -58,14 +50,8 @@ impl WakeupRecorder {
     /// root / CAP_PERFMON and with [`PerfError::NoTracefs`] / [`PerfError::NoTracepoint`]
     /// when tracefs or the tracepoint is missing.
     pub fn open(ring_pages: usize) -> Result<WakeupRecorder, PerfError> {
-        if !ring_pages.is_power_of_two() {
-            return Err(PerfError::InvalidConfig(format!(
-                "ring pages must be a power of two, not {ring_pages}"
-            )));
-        }
+        let mut rings = CpuRings::new(ring_pages)?;
         let tracepoints = OffCpuTracepoints::find()?;
-        let mut rings = Vec::new();
-        let mut fds = Vec::new();
         for cpu in online_cpus()? {
             let mut a = attr(tracepoints.waking_id);
             let fd = sys::perf_event_open(&mut a, -1, cpu as i32).map_err(|e| {
@@ -82,14 +68,9 @@ impl WakeupRecorder {
                     },
                 }
             })?;
-            rings.push(Ring::map(fd.as_raw_fd(), cpu, ring_pages)?);
-            fds.push(fd);
+            rings.add(fd, cpu, || format!("wake-ups on CPU {cpu}"))?;
         }
-        Ok(WakeupRecorder {
-            rings,
-            _fds: fds,
-            tracepoints,
-        })
+        Ok(WakeupRecorder { rings, tracepoints })
     }
 
     /// The tracepoints' ids and `format` texts (to be stored with the records).
@@ -104,7 +85,7 @@ impl WakeupRecorder {
         &mut self,
         sink: &mut dyn FnMut(u32, &[u8]) -> io::Result<()>,
     ) -> Result<usize, PerfError> {
-        crate::ring::drain_all(&mut self.rings, sink)
+        self.rings.drain(sink)
     }
 }
 

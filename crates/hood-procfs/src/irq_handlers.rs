@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use hood_monitor::{HandlerTime, IrqTimeRaw};
-use hood_perf::{IrqRecorder, PerfError, IRQ_SAMPLE_TYPE};
-use hood_raw::irq::{Irq, IrqDecoder, IrqMeta, IrqTracepointMeta};
+use hood_perf::{IrqRecorder, PerfError};
+use hood_raw::irq::{Irq, IrqDecoder};
 
 use crate::ProcError;
 
@@ -65,18 +65,7 @@ impl IrqTracer {
     /// no tracefs, no irq events).
     pub fn start() -> Result<Self, ProcError> {
         let recorder = IrqRecorder::open_system(RING_PAGES).map_err(trace_error)?;
-        let meta = IrqMeta {
-            sample_type: IRQ_SAMPLE_TYPE,
-            tracepoints: recorder
-                .tracepoints()
-                .iter()
-                .map(|t| IrqTracepointMeta {
-                    name: t.name.clone(),
-                    id: t.id,
-                    format: t.format.clone(),
-                })
-                .collect(),
-        };
+        let meta = recorder.meta();
         Ok(IrqTracer {
             recorder,
             decoder: IrqDecoder::new(&meta),

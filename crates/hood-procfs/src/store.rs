@@ -757,6 +757,15 @@ impl Store {
         })
     }
 
+    /// The interval before `p` when `dir` is negative, after it otherwise.
+    fn step(&mut self, p: Pos, dir: i64) -> Option<Pos> {
+        if dir < 0 {
+            self.prev(p)
+        } else {
+            self.next(p)
+        }
+    }
+
     /// When the interval at `p` ended (ms since the Unix epoch).
     pub fn time_ms(&mut self, p: Pos) -> i64 {
         self.entry(p).wall_ms
@@ -1350,12 +1359,7 @@ impl Replay {
                 self.pos = Some(p);
                 return Ok(v);
             }
-            let q = if dir < 0 {
-                self.store.prev(p)
-            } else {
-                self.store.next(p)
-            };
-            match q {
+            match self.store.step(p, dir) {
                 Some(q) => p = q,
                 None => {
                     return Err(err(
@@ -1390,12 +1394,7 @@ impl Recorded for Replay {
                 };
                 let dir = n.signum();
                 for _ in 0..n.unsigned_abs() {
-                    let q = if dir < 0 {
-                        self.store.prev(p)
-                    } else {
-                        self.store.next(p)
-                    };
-                    match q {
+                    match self.store.step(p, dir) {
                         Some(q) => p = q,
                         None => break,
                     }

@@ -54,14 +54,16 @@ pub(crate) fn private_dir(dir: &Path, what: &str, var: &str) -> Result<PathBuf, 
     // As root, with HOME or XDG_CACHE_HOME still a user's (`sudo -E`, `su -m`), every
     // component is checked before anything is created through it, and again after.
     let me = my_uid();
-    if me == 0 {
-        trusted_path(dir, me).map_err(|why| {
+    let check_as_root = || match me {
+        0 => trusted_path(dir, me).map_err(|why| {
             format!(
                 "{what} {}: {why}; not used — set {var} to a directory of root's",
                 dir.display()
             )
-        })?;
-    }
+        }),
+        _ => Ok(()),
+    };
+    check_as_root()?;
     if let Some(parent) = dir.parent() {
         fs::create_dir_all(parent).map_err(|e| {
             format!(
@@ -81,14 +83,7 @@ pub(crate) fn private_dir(dir: &Path, what: &str, var: &str) -> Result<PathBuf, 
             ))
         }
     }
-    if me == 0 {
-        trusted_path(dir, me).map_err(|why| {
-            format!(
-                "{what} {}: {why}; not used — set {var} to a directory of root's",
-                dir.display()
-            )
-        })?;
-    }
+    check_as_root()?;
     let meta = fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let refuse = if !meta.file_type().is_dir() {
         Some("is not a directory (a symlink?)")

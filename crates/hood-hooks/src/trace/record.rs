@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hood_format::{tags, FileKind, OutputFile, Writer};
-use hood_perf::{IrqRecorder, SwitchRecorder, WakeupRecorder, IRQ_SAMPLE_TYPE, WAKE_SAMPLE_TYPE};
+use hood_perf::{IrqRecorder, SwitchRecorder, WakeupRecorder, WAKE_SAMPLE_TYPE};
 use hood_proc::child::{Child, Exit};
 use hood_proc::signal;
 use hood_proc::steer::{Steer, Steering, StopRequest, STOP_GRACE};
 use hood_proc::usage::{cpu_seconds, running_as_root, Whose};
-use hood_raw::irq::{IrqDecode, IrqDecoder, IrqMeta, IrqTracepointMeta};
+use hood_raw::irq::{IrqDecode, IrqDecoder};
 use hood_tracemodel::trace::{
     decode_switches, encode_raw, ProcessTrace, TaskName, TraceMeta, WakeDecoder, WakeMeta,
     MAX_EVENTS_PER_CHUNK, PAYLOAD_VERSION,
@@ -290,18 +290,7 @@ fn open<'a, 's>(
         sample_type: WAKE_SAMPLE_TYPE,
         formats: r.tracepoints().formats.clone(),
     });
-    let irq_meta = irqs.as_ref().map(|r: &IrqRecorder| IrqMeta {
-        sample_type: IRQ_SAMPLE_TYPE,
-        tracepoints: r
-            .tracepoints()
-            .iter()
-            .map(|t| IrqTracepointMeta {
-                name: t.name.clone(),
-                id: t.id,
-                format: t.format.clone(),
-            })
-            .collect(),
-    });
+    let irq_meta = irqs.as_ref().map(IrqRecorder::meta);
     // The file and its META chunk come first: from here on the file reads, up to the last
     // round of events written, whenever the recorder stops.
     // It grows beside the output and replaces it only when the trace is complete.

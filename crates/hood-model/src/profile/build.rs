@@ -272,6 +272,25 @@ fn locate_chain(
     }
 }
 
+/// [`locate_chain`] of a wait's or a wake-up's stack (kernel first, no sampled ip). A stack
+/// that never came (a kernel stack the BPF program could not take, a copy lost with its
+/// ring's overflow) is said as [`NO_STACK`], not shown as the kernel's address 0.
+fn locate_wait_chain(
+    world: &World,
+    int: &mut Interner,
+    frames: &mut Vec<u32>,
+    pid: u32,
+    chain: &[u64],
+    has_map: bool,
+) {
+    if chain.is_empty() {
+        frames.clear();
+        frames.push(int.pseudo(NO_STACK));
+    } else {
+        locate_chain(world, int, frames, pid, 0, true, chain, has_map);
+    }
+}
+
 /// Interpret and symbolize a raw recording.
 pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile {
     let mut world = World {
@@ -416,15 +435,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 };
                 let chain = raw.decoded.chain(*chain);
                 let has_map = raw.perf_maps.contains_key(pid);
-                if chain.is_empty() {
-                    // A wait whose stack never came (a kernel stack the BPF program could
-                    // not take, a copy lost with its ring's overflow): said, not shown as
-                    // the kernel's address 0.
-                    frames.clear();
-                    frames.push(int.pseudo(NO_STACK));
-                } else {
-                    locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
-                }
+                locate_wait_chain(&world, &mut int, &mut frames, *pid, chain, has_map);
                 let locs = int.stack(&frames);
                 t.switch_out(*pid, *tid, *cpu, ev.time, *state, locs);
                 if whole_system {
@@ -462,12 +473,7 @@ pub fn build_profile(raw: &RawRecording, resolver: &mut dyn Resolver) -> Profile
                 };
                 let has_user = chain.contains(&CONTEXT_USER);
                 let has_map = raw.perf_maps.contains_key(pid);
-                if chain.is_empty() {
-                    frames.clear();
-                    frames.push(int.pseudo(NO_STACK));
-                } else {
-                    locate_chain(&world, &mut int, &mut frames, *pid, 0, true, chain, has_map);
-                }
+                locate_wait_chain(&world, &mut int, &mut frames, *pid, chain, has_map);
                 let comm = || {
                     world
                         .threads

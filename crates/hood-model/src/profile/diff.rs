@@ -176,18 +176,6 @@ impl TimeOf {
     }
 }
 
-/// The last two components of a path (`src/main.rs`), as text reports show source files.
-fn short_path(path: &str) -> &str {
-    let mut cut = path.len();
-    for _ in 0..2 {
-        match path[..cut].rfind('/') {
-            Some(i) => cut = i,
-            None => return path,
-        }
-    }
-    &path[cut + 1..]
-}
-
 /// Sum one profile's kept samples per key, their time taken as `time` says.
 fn side(
     prof: &Profile,
@@ -252,8 +240,8 @@ fn side(
                 .and_then(|l| func_key(Some(l.func)).map(|fk| (l, fk)))
             {
                 Some((l, (fk, dso))) => {
-                    let name = match prof.source_file(&l) {
-                        Some(file) => format!("{}:{}", short_path(file), l.line),
+                    let name = match prof.short_source_file(&l) {
+                        Some(file) => format!("{file}:{}", l.line),
                         None => "[no line]".into(),
                     };
                     let k = Key {

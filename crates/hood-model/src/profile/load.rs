@@ -58,6 +58,17 @@ fn text(bytes: Vec<u8>) -> String {
 }
 
 impl RawRecording {
+    /// The warning of a recording (hood's or perf.data) whose perf records were not all
+    /// decodable.
+    pub(crate) fn warn_malformed(&mut self) {
+        if self.decoded.malformed > 0 {
+            self.warnings.push(format!(
+                "{} malformed perf records were skipped",
+                self.decoded.malformed
+            ));
+        }
+    }
+
     /// Read and decode the recording at `path`.
     pub fn load(path: &Path) -> Result<RawRecording, ModelError> {
         let mut kallsyms = String::new();
@@ -227,12 +238,7 @@ impl RawRecording {
                 path.display()
             ));
         }
-        if rec.decoded.malformed > 0 {
-            rec.warnings.push(format!(
-                "{} malformed perf records were skipped",
-                rec.decoded.malformed
-            ));
-        }
+        rec.warn_malformed();
         if !rec.stack_copies.is_empty() {
             // The copies name their samples by place: follow the sort (stable, as is
             // `Decoded::sort`).

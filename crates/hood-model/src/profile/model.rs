@@ -313,6 +313,21 @@ impl Profile {
             .map(String::as_str)
     }
 
+    /// The last two components of a [`FrameLine`]'s file name (`src/main.rs`), as text
+    /// reports show source lines, so that deep build paths do not eat the name column.
+    pub fn short_source_file(&self, line: &FrameLine) -> Option<&str> {
+        self.source_file(line).map(|path| {
+            let mut cut = path.len();
+            for _ in 0..2 {
+                match path[..cut].rfind('/') {
+                    Some(i) => cut = i,
+                    None => return path,
+                }
+            }
+            &path[cut + 1..]
+        })
+    }
+
     /// The process with `pid`.
     pub fn process(&self, pid: u32) -> Option<&Process> {
         self.processes

@@ -123,31 +123,29 @@ pub fn decode_page(
                 };
                 at += 8;
             }
-            0 => {
-                let Some(n) = u32_at(page, at + 4) else {
-                    info.malformed = true;
-                    break;
-                };
-                let n = n as usize;
-                if n < 4 || at + 4 + n > end {
-                    info.malformed = true;
-                    break;
-                }
-                ts = ts.wrapping_add(delta);
-                on_event(ts, &page[at + 8..at + 4 + n]);
-                info.events += 1;
-                at += 4 + n;
-            }
             _ => {
-                let n = type_len as usize * 4;
-                if at + 4 + n > end {
+                // A data event, `n` bytes after its header word: with type_len 0, `n` is the
+                // next word (which the `n` bytes include) and the data follow it; otherwise
+                // the data are type_len words.
+                let (data, n) = match type_len {
+                    0 => {
+                        let Some(n) = u32_at(page, at + 4) else {
+                            info.malformed = true;
+                            break;
+                        };
+                        (at + 8, n as usize)
+                    }
+                    _ => (at + 4, type_len as usize * 4),
+                };
+                let stop = at + 4 + n;
+                if stop < data || stop > end {
                     info.malformed = true;
                     break;
                 }
                 ts = ts.wrapping_add(delta);
-                on_event(ts, &page[at + 4..at + 4 + n]);
+                on_event(ts, &page[data..stop]);
                 info.events += 1;
-                at += 4 + n;
+                at = stop;
             }
         }
     }

@@ -23,38 +23,17 @@ pub struct CallsSource<'a> {
     pub kind: &'a str,
 }
 
-/// How the text tables are laid out.
-#[derive(Debug, Clone, Copy)]
-pub struct CallsDiffTextOptions {
-    /// At most this many rows (`usize::MAX`: all).
-    pub rows: usize,
-    /// Longest line, characters (`usize::MAX`: no limit).
-    pub width: usize,
-}
+/// How the text tables are laid out: as the profile diff's.
+pub type CallsDiffTextOptions = crate::profile::diff::DiffTextOptions;
 
 /// ns as text (`2.31 s`, `250.0 ms`, `12 µs`, `80 ns`).
 fn amount(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.2} s", v / 1e9)
-    } else if a >= 1e6 {
-        format!("{:.1} ms", v / 1e6)
-    } else if a >= 1e3 {
-        format!("{:.0} µs", v / 1e3)
-    } else {
-        format!("{v:.0} ns")
-    }
+    crate::profile::diff::amount(v, true)
 }
 
+/// A change in ns, with its sign (`+2.31 s`, `±0 ns`).
 fn signed(v: f64) -> String {
-    let s = amount(v);
-    if v > 0.0 {
-        format!("+{s}")
-    } else if v == 0.0 {
-        format!("±{s}")
-    } else {
-        s
-    }
+    crate::profile::diff::signed(v, true)
 }
 
 fn side_line(s: &CallsSource<'_>, d: &CallsDiffSide) -> String {

@@ -43,7 +43,7 @@ pub struct DiffTextOptions {
 }
 
 /// A time in ns as text (`2.31 s`, `250.0 ms`, `12 µs`), or a count when not timed.
-fn amount(v: f64, timed: bool) -> String {
+pub(crate) fn amount(v: f64, timed: bool) -> String {
     if !timed {
         return format!("{v:.0}");
     }
@@ -59,7 +59,8 @@ fn amount(v: f64, timed: bool) -> String {
     }
 }
 
-fn signed(v: f64, timed: bool) -> String {
+/// A change as [`amount`] writes it, with its sign (`+`, `±` for none).
+pub(crate) fn signed(v: f64, timed: bool) -> String {
     let s = amount(v, timed);
     if v > 0.0 {
         format!("+{s}")
@@ -362,24 +363,14 @@ pub fn render_diff_svg(
     let mut fg = flamegraph::Options::default();
     fg.negate_differentials = base_shape;
     fg.title = format!("hood diff: {} → {}", v.base_source, v.new_source);
-    let mut sub = format!(
+    let sub = format!(
         "{shape}'s shape; red: more {} in {} than in {}, blue: less",
         v.filter.unit(),
         v.new_source,
         v.base_source
     );
-    if let Some(f) = filter_text(v.filter) {
-        sub.push_str(&format!(", {f}"));
-    }
-    fg.subtitle = Some(sub);
     fg.count_name = v.filter.unit().into();
-    flamegraph::from_lines(&mut fg, lines.iter().map(String::as_str), out).map_err(|e| {
-        ReportError::Io(std::io::Error::new(
-            e.kind(),
-            format!("drawing the flamegraph: {e}"),
-        ))
-    })?;
-    Ok(())
+    super::folded::draw(&mut fg, sub, v.filter, &lines, out)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use hood_model::profile::aggregate::folded;
+use hood_model::profile::aggregate::{folded, Filter};
 use hood_model::profile::Profile;
 use inferno::flamegraph::{self, color::MultiPalette, Palette};
 
@@ -47,15 +47,27 @@ pub fn render_svg(
     let m = &prof.meta;
     let mut fg = flamegraph::Options::default();
     fg.title = format!("hood: {}", target(prof));
-    let mut sub = format!("{} at {} Hz, {}", m.event, m.freq_hz, opts.source);
-    if let Some(f) = filter_text(&opts.filter) {
-        sub.push_str(&format!(", {f}"));
-    }
-    fg.subtitle = Some(sub);
     fg.count_name = "samples".into();
     fg.colors = Palette::Multi(MultiPalette::Java);
     fg.hash = true; // the same function gets the same colour in every graph
-    flamegraph::from_lines(&mut fg, lines.iter().map(String::as_str), out).map_err(|e| {
+    let sub = format!("{} at {} Hz, {}", m.event, m.freq_hz, opts.source);
+    draw(&mut fg, sub, &opts.filter, &lines, out)
+}
+
+/// Draw `lines` (folded stacks and their counts) as `fg` says, under the subtitle `sub`
+/// followed by what `filter` keeps, if it keeps less than all.
+pub(crate) fn draw(
+    fg: &mut flamegraph::Options<'_>,
+    mut sub: String,
+    filter: &Filter,
+    lines: &[String],
+    out: &mut dyn Write,
+) -> Result<(), ReportError> {
+    if let Some(f) = filter_text(filter) {
+        sub.push_str(&format!(", {f}"));
+    }
+    fg.subtitle = Some(sub);
+    flamegraph::from_lines(fg, lines.iter().map(String::as_str), out).map_err(|e| {
         ReportError::Io(std::io::Error::new(
             e.kind(),
             format!("drawing the flamegraph: {e}"),

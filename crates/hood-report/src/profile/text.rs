@@ -197,23 +197,10 @@ pub(crate) fn line_label(
         return ("[no line]".into(), "[unknown]".into());
     };
     let func = func_label(prof, Some(l.func));
-    match prof.source_file(l) {
-        Some(file) => (format!("{}:{}", safe::text(short_path(file)), l.line), func),
+    match prof.short_source_file(l) {
+        Some(file) => (format!("{}:{}", safe::text(file), l.line), func),
         None => ("[no line]".into(), func),
     }
-}
-
-/// The last two components of a source path (`src/main.rs`), as perf's srcline does not,
-/// so that deep build paths do not eat the name column.
-fn short_path(path: &str) -> &str {
-    let mut cut = path.len();
-    for _ in 0..2 {
-        match path[..cut].rfind('/') {
-            Some(i) => cut = i,
-            None => return path,
-        }
-    }
-    &path[cut + 1..]
 }
 
 /// The bar width: narrower on narrow terminals, so that names keep their room.

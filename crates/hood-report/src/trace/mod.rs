@@ -281,48 +281,35 @@ fn notes(a: &Analysis, out: &mut dyn Write) -> Result<(), ReportError> {
                 t.pid, t.tid, t.overwritten, t.events
             )?;
         }
-        if t.irq_unmatched > 0 {
-            writeln!(
-                out,
-                "note: pid {} tid {}: {} irq entries without their exit (records lost), not timed",
-                t.pid, t.tid, t.irq_unmatched
-            )?;
-        }
-        if t.mismatched > 0 {
-            writeln!(
-                out,
-                "note: pid {} tid {}: {} exits repaired: calls left by longjmp or an exception (no exit event) were closed at the exit of a caller; they are counted, and timed up to that exit",
-                t.pid, t.tid, t.mismatched
-            )?;
-        }
-        if t.unmatched_exits > 0 {
-            writeln!(
-                out,
-                "note: pid {} tid {}: {} exits without their entry (entries lost to the buffer or made before a fork)",
-                t.pid, t.tid, t.unmatched_exits
-            )?;
+        // Counts of events that could not be timed as recorded: each a note when not zero.
+        for (n, what) in [
+            (
+                t.irq_unmatched,
+                "irq entries without their exit (records lost), not timed",
+            ),
+            (
+                t.mismatched,
+                "exits repaired: calls left by longjmp or an exception (no exit event) were closed at the exit of a caller; they are counted, and timed up to that exit",
+            ),
+            (
+                t.unmatched_exits,
+                "exits without their entry (entries lost to the buffer or made before a fork)",
+            ),
+        ] {
+            if n > 0 {
+                writeln!(out, "note: pid {} tid {}: {n} {what}", t.pid, t.tid)?;
+            }
         }
     }
-    if a.lost_irqs > 0 {
-        writeln!(
-            out,
-            "note: the kernel lost {} irq records: irq/softirq time is undercounted",
-            a.lost_irqs
-        )?;
-    }
-    if a.lost_wakeups > 0 {
-        writeln!(
-            out,
-            "note: the kernel lost {} wake-up records: some waits show no waker",
-            a.lost_wakeups
-        )?;
-    }
-    if a.lost_switches > 0 {
-        writeln!(
-            out,
-            "note: the kernel lost {} context-switch records",
-            a.lost_switches
-        )?;
+    // Records the kernel could not hand over: each a note when not zero.
+    for (n, what) in [
+        (a.lost_irqs, "irq records: irq/softirq time is undercounted"),
+        (a.lost_wakeups, "wake-up records: some waits show no waker"),
+        (a.lost_switches, "context-switch records"),
+    ] {
+        if n > 0 {
+            writeln!(out, "note: the kernel lost {n} {what}")?;
+        }
     }
     Ok(())
 }

@@ -500,13 +500,8 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
                 }
             }
             tags::trace::SWITCHES => {
-                if data.len() < 4 {
-                    return Err(TraceModelError::Malformed(format!(
-                        "switch chunk at offset {offset} is {} bytes",
-                        data.len()
-                    )));
-                }
-                let d = decode_switches(u32_at(&data, 0), &data[4..]);
+                let (cpu, body) = cpu_chunk(&data, "switch", offset)?;
+                let d = decode_switches(cpu, body);
                 t.switches.extend(d.switches);
                 t.lost_switches += d.lost;
                 if let Some(m) = d.malformed {
@@ -514,19 +509,10 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
                 }
             }
             tags::trace::IRQS => {
-                if data.len() < 4 {
-                    return Err(TraceModelError::Malformed(format!(
-                        "irq chunk at offset {offset} is {} bytes",
-                        data.len()
-                    )));
-                }
-                let Some(meta) = t.meta.as_ref().and_then(|m| m.irq.as_ref()) else {
-                    return Err(TraceModelError::Malformed(format!(
-                        "irq chunk at offset {offset} comes without the tracepoint formats in META"
-                    )));
-                };
+                let (cpu, body) = cpu_chunk(&data, "irq", offset)?;
+                let meta = formats(t.meta.as_ref().and_then(|m| m.irq.as_ref()), "irq", offset)?;
                 let dec = irq_decoder.get_or_insert_with(|| IrqDecoder::new(meta));
-                let d = dec.decode(u32_at(&data, 0), &data[4..]);
+                let d = dec.decode(cpu, body);
                 t.irqs.extend(d.irqs);
                 t.lost_irqs += d.lost;
                 if d.skipped > 0 {
@@ -540,19 +526,14 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
                 }
             }
             tags::trace::WAKEUPS => {
-                if data.len() < 4 {
-                    return Err(TraceModelError::Malformed(format!(
-                        "wake-up chunk at offset {offset} is {} bytes",
-                        data.len()
-                    )));
-                }
-                let Some(meta) = t.meta.as_ref().and_then(|m| m.wake.as_ref()) else {
-                    return Err(TraceModelError::Malformed(format!(
-                        "wake-up chunk at offset {offset} comes without the tracepoint formats in META"
-                    )));
-                };
+                let (cpu, body) = cpu_chunk(&data, "wake-up", offset)?;
+                let meta = formats(
+                    t.meta.as_ref().and_then(|m| m.wake.as_ref()),
+                    "wake-up",
+                    offset,
+                )?;
                 let dec = wake_decoder.get_or_insert_with(|| super::wake::WakeDecoder::new(meta));
-                let d = dec.decode(u32_at(&data, 0), &data[4..]);
+                let d = dec.decode(cpu, body);
                 t.wakeups.extend(d.wakeups);
                 t.lost_wakeups += d.lost;
                 if d.skipped > 0 {
@@ -586,6 +567,32 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
         )));
     }
     Ok(t)
+}
+
+/// A per-CPU chunk (switches, irqs, wake-ups): its CPU number and the records after it; a
+/// chunk shorter than the number is an error naming `what` and its offset.
+fn cpu_chunk<'a>(
+    data: &'a [u8],
+    what: &str,
+    offset: u64,
+) -> Result<(u32, &'a [u8]), TraceModelError> {
+    if data.len() < 4 {
+        return Err(TraceModelError::Malformed(format!(
+            "{what} chunk at offset {offset} is {} bytes",
+            data.len()
+        )));
+    }
+    Ok((u32_at(data, 0), &data[4..]))
+}
+
+/// The tracepoint formats META gave for a chunk of raw records; without them the chunk cannot
+/// be read, an error naming `what` and its offset.
+fn formats<'a, M>(meta: Option<&'a M>, what: &str, offset: u64) -> Result<&'a M, TraceModelError> {
+    meta.ok_or_else(|| {
+        TraceModelError::Malformed(format!(
+            "{what} chunk at offset {offset} comes without the tracepoint formats in META"
+        ))
+    })
 }
 
 /// A trace to report: its head (pass 1) and its events for as many more passes as a report

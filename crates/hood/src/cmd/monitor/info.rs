@@ -1,6 +1,5 @@
 //! `hood info [PATH]`: the `system.*` tree.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -23,24 +22,17 @@ pub struct InfoArgs {
     /// `hood top --delay` refreshes.
     #[arg(long = "delay", alias = "interval", value_name = "SECS", default_value_t = 0.25, value_parser = crate::cmd::values::interval_secs)]
     pub delay: f64,
-    /// Answer from the monitor store at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC) instead of
-    /// the live system; rates are those of the recorded interval.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub at: Option<String>,
-    /// With --at: the store recorded by `hood top --record`.
-    #[arg(long, value_name = "DIR", default_value = super::store::DEFAULT_STORE, requires = "at")]
-    pub store: PathBuf,
-    /// Read this directory instead of /proc (for tests with a fake tree).
-    #[arg(long, hide = true)]
-    pub proc_root: Option<PathBuf>,
+    /// The live system or the monitor store (`--at`, `--store`).
+    #[command(flatten)]
+    pub source: super::store::Source,
 }
 
 /// Run `hood info`.
 pub fn run(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    let view = match &args.at {
-        Some(at) => super::store::view_at("info", &args.store, at)?,
+    let view = match &args.source.at {
+        Some(at) => super::store::view_at("info", &args.source.store, at)?,
         None => sample(
-            &mut reader(&args.proc_root).with_system_io(),
+            &mut reader(&args.source.proc_root).with_system_io(),
             &ScanOptions::all(),
             Duration::from_secs_f64(args.delay),
         )?,

@@ -1,6 +1,5 @@
 //! `hood ps`: list tasks.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -54,16 +53,9 @@ pub struct PsArgs {
     /// `hood top --delay` refreshes.
     #[arg(long = "delay", alias = "interval", value_name = "SECS", default_value_t = 0.0, value_parser = crate::cmd::values::interval_secs)]
     pub delay: f64,
-    /// Answer from the monitor store at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC) instead of
-    /// the live system; rates are those of the recorded interval.
-    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
-    pub at: Option<String>,
-    /// With --at: the store recorded by `hood top --record`.
-    #[arg(long, value_name = "DIR", default_value = super::store::DEFAULT_STORE, requires = "at")]
-    pub store: PathBuf,
-    /// Read this directory instead of /proc (for tests with a fake tree).
-    #[arg(long, hide = true)]
-    pub proc_root: Option<PathBuf>,
+    /// The live system or the monitor store (`--at`, `--store`).
+    #[command(flatten)]
+    pub source: super::store::Source,
 }
 
 /// Plain configuration of one `hood ps` run.
@@ -99,7 +91,7 @@ impl PsArgs {
                 load: self.load,
                 cpus: self.cpus,
                 full: self.full,
-                measured: self.delay > 0.0 || self.at.is_some(),
+                measured: self.delay > 0.0 || self.source.at.is_some(),
             },
             key,
             desc: descending(self.sort.as_deref(), key),
@@ -111,16 +103,16 @@ impl PsArgs {
 /// Run `hood ps`.
 pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
     let cfg = args.config()?;
-    let mut view = match &args.at {
+    let mut view = match &args.source.at {
         Some(at) => {
             if cfg.layout.threads {
                 anyhow::bail!(
                     "the monitor store holds processes, not threads: -H and --tid read the live system only"
                 );
             }
-            super::store::view_at("ps", &args.store, at)?
+            super::store::view_at("ps", &args.source.store, at)?
         }
-        None => sample(&mut reader(&args.proc_root), &cfg.scan, cfg.interval)?,
+        None => sample(&mut reader(&args.source.proc_root), &cfg.scan, cfg.interval)?,
     };
     if let Some(pid) = args.pid.or(args.task) {
         if !view.tasks.iter().any(|t| t.pid == pid) {

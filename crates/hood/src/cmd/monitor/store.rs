@@ -22,6 +22,22 @@ use crate::cmd::clean;
 /// directory of the systemd unit (docs/monitor.md).
 pub const DEFAULT_STORE: &str = "/var/lib/hood/monitor";
 
+/// Where `hood ps` and `hood info` read from: the live system (or a fake /proc tree), or the
+/// monitor store at a time.
+#[derive(Debug, clap::Args)]
+pub struct Source {
+    /// Answer from the monitor store at TIME (10:42, 3h ago, 2026-11-26 10:42, UTC) instead of
+    /// the live system; rates are those of the recorded interval.
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub at: Option<String>,
+    /// With --at: the store recorded by `hood top --record`.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_STORE, requires = "at")]
+    pub store: PathBuf,
+    /// Read this directory instead of /proc (for tests with a fake tree).
+    #[arg(long, hide = true)]
+    pub proc_root: Option<PathBuf>,
+}
+
 /// Times are read and shown in UTC, as `hood top`'s clock shows them.
 pub const UTC_OFFSET_S: i32 = 0;
 
