@@ -75,7 +75,7 @@ fn assert_quiet(what: &str, out: &Output) {
 }
 
 struct Files {
-    _dir: tempfile::TempDir,
+    _dir: common::Scratch,
     profile: Option<PathBuf>,
     trace: PathBuf,
     calls: PathBuf,
@@ -85,7 +85,7 @@ struct Files {
 fn files() -> &'static Files {
     static F: OnceLock<Files> = OnceLock::new();
     common::once(&F, || {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = common::Scratch::new("cli-pipes");
         let profile = common::privileged("cli_pipes profile").then(|| {
             let p = dir.path().join("profile.data");
             let spinner = common::c_program("spinner");

@@ -67,6 +67,41 @@ pub fn c_program(name: &str) -> PathBuf {
     out
 }
 
+/// A directory for what a test binary makes once and keeps for all its tests (a value in a
+/// static, which is never dropped: a `TempDir` there was left in /tmp on every run).
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// `CARGO_TARGET_TMPDIR/NAME.PID`, made empty. Directories `NAME.*` of earlier runs whose
+    /// process is gone are removed first, so at most one per running test binary remains.
+    pub fn new(name: &str) -> Scratch {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        std::fs::create_dir_all(base).expect("the tests' scratch directory");
+        let prefix = format!("{name}.");
+        for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+            let file = e.file_name();
+            let Some(pid) = file.to_str().and_then(|f| f.strip_prefix(&prefix)) else {
+                continue;
+            };
+            let gone = pid
+                .parse::<u32>()
+                .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+            if gone {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        let dir = base.join(format!("{prefix}{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).expect("a scratch directory");
+        Scratch(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
 /// Build tests/c/NAME.c at -O2 with debug info and frame pointers into `dir/NAME`.
 pub fn c_program_o2(dir: &Path, name: &str) -> PathBuf {
     let out = dir.join(name);

@@ -19,7 +19,7 @@ const ROUNDS: &str = "7500";
 
 /// The two builds and their recordings, made once for the tests of this file.
 struct Pair {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
     base_bin: PathBuf,
     new_bin: PathBuf,
 }
@@ -66,7 +66,7 @@ fn pair() -> &'static Pair {
     // the lock; a test that finds the pair made meanwhile only takes and lets go of it).
     let _serial = exclusive();
     common::once(&PAIR, || {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::Scratch::new("diff-pair");
         let base_bin = build(&dir.path().join("before"), &[]);
         let new_bin = build(&dir.path().join("after"), &["-DSLOW_B"]);
         let p = Pair {

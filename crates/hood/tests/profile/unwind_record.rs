@@ -15,7 +15,7 @@ use common::*;
 
 /// The known-answer program and its libraries, built once per test process.
 struct Known {
-    dir: tempfile::TempDir,
+    dir: common::Scratch,
     nofp: PathBuf,
     fp: PathBuf,
     dl: PathBuf,
@@ -32,7 +32,7 @@ fn gcc(args: &[&str]) {
 fn known() -> &'static Known {
     static K: OnceLock<Known> = OnceLock::new();
     common::once(&K, || {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = common::Scratch::new("unwind-known");
         let d = dir.path().to_str().unwrap().to_string();
         let src = repo().join("tests/c");
         let lib = src.join("unwind_lib.c");
