@@ -140,7 +140,7 @@ pub enum MatchedBy {
 }
 
 /// One function's reconciliation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ReconcileRow {
     /// The function's name.
     pub name: String,
@@ -1776,32 +1776,16 @@ mod tests {
             |name: &str, calls: u64, sampled_ms: f64, hooks_ms: f64, delta: f64| ReconcileRow {
                 name: name.into(),
                 calls,
-                calls_ns: 0.0,
                 calls_percent: 10.0,
-                profiler_ns: 0.0,
-                profiler_points: 0.0,
                 net_percent: 10.0,
                 sampled_ns: sampled_ms * 1e6,
-                entry_ns: 0.0,
-                exit_ns: 0.0,
-                library_ns: 0.0,
-                irq_ns: 0.0,
                 hooks_ns: hooks_ms * 1e6,
-                blocked_ns: None,
-                runnable_ns: None,
-                sampled_percent: 0.0,
-                entry_points: 0.0,
-                exit_points: 0.0,
-                library_points: 0.0,
-                irq_points: 0.0,
-                hooks_points: 0.0,
-                blocked_points: None,
-                runnable_points: None,
                 explained_percent: 10.0 - delta,
                 delta_points: delta,
                 explained_error_points: 0.5,
                 over: name != "small",
                 agree: delta.abs() <= TOLERANCE_POINTS,
+                ..ReconcileRow::default()
             };
         let rows = vec![
             // 5 M calls, 0.7 ns of own code and 45 ns of hooks each, and their caller.

@@ -377,32 +377,15 @@ mod tests {
         ReconcileRow {
             name: name.into(),
             calls: 1,
-            calls_ns: 0.0,
             calls_percent,
-            profiler_ns: 0.0,
-            profiler_points: 0.0,
             net_percent: calls_percent,
-            sampled_ns: 0.0,
-            entry_ns: 0.0,
-            exit_ns: 0.0,
-            library_ns: 0.0,
-            irq_ns: 0.0,
-            hooks_ns: 0.0,
-            blocked_ns: None,
-            runnable_ns: None,
             sampled_percent: calls_percent - delta,
-            entry_points: 0.0,
-            exit_points: 0.0,
-            library_points: 0.0,
-            irq_points: 0.0,
-            hooks_points: 0.0,
-            blocked_points: None,
-            runnable_points: None,
             explained_percent: calls_percent - delta,
             delta_points: delta,
             explained_error_points: sigma,
             over: calls_percent > 5.0,
             agree: delta.abs() <= 2.0,
+            ..ReconcileRow::default()
         }
     }
 
