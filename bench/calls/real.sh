@@ -77,8 +77,7 @@ OS=$(echo "$REG" | awk '$1 == "openssl-src" {print $2}')/openssl
 build() { # NAME FLAGS...: both programs, into $WORK/NAME-bzip2 and $WORK/NAME-pcre2
     name=$1; shift
     gcc -O2 -g "$@" -w -o "$WORK/$name-bzip2" \
-        "$BZ/bzip2.c" "$BZ/blocksort.c" "$BZ/huffman.c" "$BZ/crctable.c" "$BZ/randtable.c" \
-        "$BZ/compress.c" "$BZ/decompress.c" "$BZ/bzlib.c"
+        $(bzip2_sources "$BZ")
     # As pcre2-sys builds it (its build.rs), without JIT.
     gcc -O2 -g "$@" -w -o "$WORK/$name-pcre2" -DPCRE2_CODE_UNIT_WIDTH=8 -DHAVE_CONFIG_H \
         -DPCRE2_STATIC -DSUPPORT_PCRE2_8 -DSUPPORT_UNICODE -DHAVE_STDLIB_H -DHAVE_MEMMOVE \

@@ -67,8 +67,7 @@ if [ "${BZIP2:-1}" != 0 ]; then
     . "$ROOT/bench/lib/c-sources.sh"
     BZ=$(crate_dirs "$WORK" bzip2-sys=0.1.13 | awk '$1 == "bzip2-sys" {print $2}')/bzip2-1.0.8
     gcc -O2 -g -finstrument-functions -fno-omit-frame-pointer -w -o "$WORK/bzip2" \
-        "$BZ/bzip2.c" "$BZ/blocksort.c" "$BZ/huffman.c" "$BZ/crctable.c" "$BZ/randtable.c" \
-        "$BZ/compress.c" "$BZ/decompress.c" "$BZ/bzlib.c"
+        $(bzip2_sources "$BZ")
     text_file "$WORK/text" 4
 fi
 one() { # label runtime tinyname program args...

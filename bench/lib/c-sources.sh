@@ -38,3 +38,11 @@ with open(sys.argv[1], "w") as f:
         size += len(line)
 PY
 }
+
+# bzip2_sources DIR: the C files of bzip2 1.0.8 in DIR (the bzip2-sys crate's bzip2-1.0.8),
+# the program with its library, for `gcc ... $(bzip2_sources "$BZ")`.
+bzip2_sources() {
+    for _f in bzip2 blocksort huffman crctable randtable compress decompress bzlib; do
+        printf '%s/%s.c\n' "$1" "$_f"
+    done
+}
