@@ -204,6 +204,19 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// The shortest interval a recorder measures the TSC's rate over (sleeping, not spinning, if
+/// its set-up took less): the runtime's own measurement spun for 2 ms.
+const TSC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// `HOOD_TSC_HZ` for the programs a recorder starts: the TSC's rate measured since `start`
+/// (taken when the recorder began), so that the runtime in each process it starts uses it
+/// instead of spinning ~2 ms of the program's CPU to measure it. `None` where there is no
+/// invariant TSC or the measurement failed (the runtime then measures as before).
+pub fn tsc_setting(start: Option<hood_proc::clock::TscRate>) -> Option<(OsString, OsString)> {
+    let hz = start?.finish(TSC_INTERVAL)?;
+    Some(("HOOD_TSC_HZ".into(), hz.to_string().into()))
+}
+
 /// The `LD_PRELOAD` value that loads `lib` first, then what the environment preloads already.
 pub fn preload(lib: &Path) -> OsString {
     let mut s = lib.as_os_str().to_owned();

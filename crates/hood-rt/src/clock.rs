@@ -106,13 +106,17 @@ fn invariant_tsc() -> bool {
 }
 
 /// Choose the clock (unless `force_mono`) and return (clock kind, ticks per second). The TSC
-/// rate is measured by spinning ~2 ms against CLOCK_MONOTONIC; [`refine`] improves it later.
-pub fn init(force_mono: bool) -> (u32, u64) {
+/// rate is `given` (a recorder's measurement, `HOOD_TSC_HZ`) when not 0, else measured by
+/// spinning ~2 ms against CLOCK_MONOTONIC; the process's exit improves it over its whole run.
+pub fn init(force_mono: bool, given: u64) -> (u32, u64) {
     if force_mono || !invariant_tsc() {
         USE_TSC.store(false, Ordering::Relaxed);
         return (hood_abi::CLOCK_MONOTONIC_NS, 1_000_000_000);
     }
     USE_TSC.store(true, Ordering::Relaxed);
+    if given != 0 {
+        return (hood_abi::CLOCK_TSC, given);
+    }
     let (t0, m0) = pair();
     let mut m1 = m0;
     while m1.wrapping_sub(m0) < 2_000_000 {
@@ -163,7 +167,7 @@ mod tests {
     /// One test for what the process-global clock choice changes: tests run in parallel.
     #[test]
     fn the_clock_choice_holds_and_a_pair_is_read_at_one_instant() {
-        let (kind, hz) = init(true);
+        let (kind, hz) = init(true, 0);
         assert_eq!((kind, hz), (hood_abi::CLOCK_MONOTONIC_NS, 1_000_000_000));
         assert!(!using_tsc());
         let m0 = mono_ns();
@@ -173,7 +177,7 @@ mod tests {
         assert!(m0 <= t && t <= m1, "{m0} <= {t} <= {m1}");
         assert!(m0 <= m && m <= m1, "{m0} <= {m} <= {m1}");
         assert!(now() >= t);
-        let (kind, hz) = init(false);
+        let (kind, hz) = init(false, 0);
         if kind == hood_abi::CLOCK_TSC {
             assert!(using_tsc());
             // A calibrated TSC of some real CPU: between 100 MHz and 10 GHz.
@@ -184,6 +188,13 @@ mod tests {
         } else {
             assert_eq!(kind, hood_abi::CLOCK_MONOTONIC_NS);
         }
-        init(true);
+        // A recorder's rate is taken as it is, without a spin.
+        if kind == hood_abi::CLOCK_TSC {
+            assert_eq!(
+                init(false, 2_100_000_000),
+                (hood_abi::CLOCK_TSC, 2_100_000_000)
+            );
+        }
+        init(true, 0);
     }
 }

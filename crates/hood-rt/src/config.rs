@@ -16,6 +16,9 @@ pub struct Config {
     pub compensate: bool,
     /// Use CLOCK_MONOTONIC even where an invariant TSC exists.
     pub force_mono: bool,
+    /// The TSC's rate a recorder measured (`HOOD_TSC_HZ`), so that this process need not; 0
+    /// when unset or not a CPU's rate.
+    pub tsc_hz: u64,
     /// Runtime disabled (`HOOD_DISABLE=1`).
     pub disabled: bool,
     /// Trace mode (`HOOD_MODE=trace`, set by `hood trace record`).
@@ -44,16 +47,36 @@ fn env(name: &[u8]) -> Option<&'static [u8]> {
     Some(unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes())
 }
 
-fn env_u32(name: &[u8], default: u32, min: u32, max: u32) -> u32 {
-    let Some(v) = env(name) else { return default };
+/// A whole number of decimal digits, saturating; `None` for anything else.
+fn digits(v: &[u8]) -> Option<u64> {
+    if v.is_empty() {
+        return None;
+    }
     let mut n: u64 = 0;
     for &b in v {
         if !b.is_ascii_digit() {
-            return default;
+            return None;
         }
         n = n.saturating_mul(10).saturating_add((b - b'0') as u64);
     }
-    n.clamp(min as u64, max as u64) as u32
+    Some(n)
+}
+
+fn env_u32(name: &[u8], default: u32, min: u32, max: u32) -> u32 {
+    match env(name).map(digits) {
+        Some(Some(n)) => n.clamp(min as u64, max as u64) as u32,
+        _ => default,
+    }
+}
+
+/// `HOOD_TSC_HZ`, set by `hood trace record` and `hood calls run`: the TSC's rate they
+/// measured once. Anything that is not a CPU's rate (100 MHz – 10 GHz) is ignored, and this
+/// process measures its own.
+fn tsc_hz() -> u64 {
+    match env(b"HOOD_TSC_HZ\0").and_then(digits) {
+        Some(hz) if (100_000_000..=10_000_000_000).contains(&hz) => hz,
+        _ => 0,
+    }
 }
 
 /// `HOOD_CLOCK`: `monotonic` forces CLOCK_MONOTONIC; unset or `tsc` keeps the default. Any
@@ -90,6 +113,7 @@ impl Config {
             hash_size: (max_paths as u64 * 2).next_power_of_two() as u32,
             compensate: env(b"HOOD_COMPENSATE\0") != Some(b"0"),
             force_mono: clock_is_monotonic(),
+            tsc_hz: tsc_hz(),
             disabled: env(b"HOOD_DISABLE\0") == Some(b"1"),
             trace: env(b"HOOD_MODE\0") == Some(b"trace"),
             trace_capacity: env_u32(b"HOOD_TRACE_BUFFER\0", 1 << 23, 16, 1 << 30) as u64,
@@ -124,5 +148,19 @@ impl Config {
     /// Segment directory.
     pub fn dir(&self) -> &[u8] {
         &self.dir[..self.dir_len]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::digits;
+
+    #[test]
+    fn numbers_from_the_environment_are_digits_only() {
+        assert_eq!(digits(b"2100000000"), Some(2_100_000_000));
+        assert_eq!(digits(b"99999999999999999999999"), Some(u64::MAX));
+        for bad in [&b""[..], b"-1", b"2.1e9", b" 5", b"0x10"] {
+            assert_eq!(digits(bad), None, "{bad:?}");
+        }
     }
 }

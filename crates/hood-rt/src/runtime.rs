@@ -170,7 +170,7 @@ fn init_process() -> Option<bool> {
     if cfg.disabled {
         return None;
     }
-    let (kind, rate) = clock::init(cfg.force_mono);
+    let (kind, rate) = clock::init(cfg.force_mono, cfg.tsc_hz);
     let h = segment::create(&cfg, kind, rate);
     if h.is_null() {
         return None;

@@ -205,6 +205,12 @@ pub const VARS: &[Var] = &[
         values: Values::OneOf(&["trace"]),
     },
     Var {
+        name: "HOOD_TSC_HZ",
+        shown: "100000000..10000000000",
+        what: "set by `hood trace record` and `hood calls run`: the TSC's rate in ticks per second, measured once by the recorder so that the runtime in each program it starts need not spin ~2 ms to measure it; not for users",
+        values: Values::Count(100_000_000, 10_000_000_000),
+    },
+    Var {
         name: "HOOD_TRACE_BUFFER",
         shown: "16..1073741824",
         what: "set by `hood trace record` from --buffer; not for users",

@@ -228,12 +228,13 @@ pub fn run(
     steer: &mut dyn Steer,
     say: &mut dyn FnMut(Message),
 ) -> Result<Ran, HooksError> {
+    let tsc = hood_proc::clock::TscRate::start();
     let lib = runtime::library()?;
     let dir = SegmentDir::new(
         segments::private_dir(&segments::shm_dir(), "calls-run", &mut cleaned(say))?,
         cfg.keep,
     );
-    let ran = run_in(cfg, &lib, dir.path(), &mut Steering::new(steer), say);
+    let ran = run_in(cfg, &lib, tsc, dir.path(), &mut Steering::new(steer), say);
     dir.close(&mut |m| say(Message::Note(m)));
     ran
 }
@@ -241,6 +242,7 @@ pub fn run(
 fn run_in(
     cfg: &RunConfig,
     lib: &Path,
+    tsc: Option<hood_proc::clock::TscRate>,
     dir: &Path,
     steering: &mut Steering<'_>,
     say: &mut dyn FnMut(Message),
@@ -260,13 +262,12 @@ fn run_in(
     // The command is killed (SIGKILL) when the recorder dies, however it dies, rather than
     // run on unobserved with nobody to collect its tables; and on every way out of this
     // function that did not wait for it.
-    let mut command = Command(Child::spawn(
-        &cfg.argv,
-        &[
-            ("LD_PRELOAD".into(), preload),
-            ("HOOD_SHM_DIR".into(), dir.as_os_str().to_owned()),
-        ],
-    )?);
+    let mut env = vec![
+        ("LD_PRELOAD".into(), preload),
+        ("HOOD_SHM_DIR".into(), dir.as_os_str().to_owned()),
+    ];
+    env.extend(runtime::tsc_setting(tsc));
+    let mut command = Command(Child::spawn(&cfg.argv, &env)?);
     let mut snapshots = Snapshots {
         dir,
         cfg,

@@ -136,11 +136,12 @@ pub fn record(
     steer: &mut dyn Steer,
     log: &mut dyn FnMut(&str),
 ) -> Result<Outcome, HooksError> {
+    let tsc = hood_proc::clock::TscRate::start();
     let dir = SegmentDir::new(
         segments::private_dir(&segments::shm_dir(), "trace", &mut |m| log(&m))?,
         cfg.keep,
     );
-    let result = open(cfg, dir.path(), Steering::new(steer), log).and_then(|mut run| {
+    let result = open(cfg, tsc, dir.path(), Steering::new(steer), log).and_then(|mut run| {
         run.start()?;
         let end = run.until_stop();
         run.finish(end, log)
@@ -214,6 +215,7 @@ struct Run<'a, 's> {
 /// the file with its META. The command is killed on every error from here.
 fn open<'a, 's>(
     cfg: &'a RecordConfig,
+    tsc: Option<hood_proc::clock::TscRate>,
     dir: &'a Path,
     mut steering: Steering<'s>,
     log: &mut dyn FnMut(&str),
@@ -253,6 +255,7 @@ fn open<'a, 's>(
     if cfg.start_off {
         set("HOOD_TRACE_START", "off".into());
     }
+    env.extend(crate::runtime::tsc_setting(tsc));
     crate::run::not_stopped_yet(&mut steering)?;
     let command = Command(Child::spawn_held(&cfg.argv, &env)?);
     let mut switches = None;
