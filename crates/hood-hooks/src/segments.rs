@@ -6,6 +6,8 @@
 //! hood, make it allocate, or make it write (see [`ShmFile`]).
 
 use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -191,20 +193,23 @@ pub fn scan(dir: &Path, pid: Option<u32>, write: bool, warnings: &mut Vec<String
     out
 }
 
-/// The segment files in `dir` that `known` does not hold yet (a process that started since the
-/// last look); nothing when `dir` cannot be read.
-pub(crate) fn new_segments(dir: &Path, known: impl Fn(&Path) -> bool) -> Vec<PathBuf> {
+/// The segment files in `dir` whose names `known` does not hold yet (a process that started
+/// since the last look), as (file name, path); nothing when `dir` cannot be read. Watchers key
+/// what they hold by file name: a look at a directory of many finished segments hashes a few
+/// bytes per entry and builds no path for the ones it knows.
+pub(crate) fn new_segments(dir: &Path, known: impl Fn(&OsStr) -> bool) -> Vec<(OsString, PathBuf)> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     rd.flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with(hood_abi::SEGMENT_PREFIX)
+        .filter_map(|e| {
+            let name = e.file_name();
+            (name
+                .as_bytes()
+                .starts_with(hood_abi::SEGMENT_PREFIX.as_bytes())
+                && !known(&name))
+            .then(|| (name, e.path()))
         })
-        .map(|e| e.path())
-        .filter(|p| !known(p))
         .collect()
 }
 

@@ -108,8 +108,8 @@ struct Snapshots<'a> {
 /// slots. Only processes that have used a quarter of their slots are looked at, every 20 ms.
 #[derive(Default)]
 struct Retirer {
-    /// Segments seen, opened for writing (`None`: not a call-path segment we read).
-    segs: HashMap<PathBuf, Option<(ShmFile, HeaderView)>>,
+    /// Segments seen, by file name, opened for writing.
+    segs: HashMap<std::ffi::OsString, (ShmFile, HeaderView)>,
     /// Tables of the threads taken out, by pid.
     retired: HashMap<u32, Vec<ThreadCalls>>,
     next: Option<Instant>,
@@ -123,15 +123,15 @@ impl Retirer {
             return;
         }
         self.next = Some(Instant::now() + Self::EVERY);
-        for path in segments::new_segments(dir, |p| self.segs.contains_key(p)) {
+        for (name, path) in segments::new_segments(dir, |n| self.segs.contains_key(n)) {
             // A header not written yet is looked at again next time.
             if let Ok((f, h, _)) =
                 segments::open_segment(&path, hood_abi::MODE_CALLS, "hood trace", true)
             {
-                self.segs.insert(path, Some((f, h)));
+                self.segs.insert(name, (f, h));
             }
         }
-        for (f, h) in self.segs.values_mut().flatten() {
+        for (f, h) in self.segs.values_mut() {
             let used = f
                 .read_fixed(
                     hood_abi::parse::THREADS_USED_OFFSET as u64,

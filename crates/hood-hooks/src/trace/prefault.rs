@@ -19,13 +19,14 @@
 //! [`hood_proc::shm::ShmFile`] (no links, no FIFOs, owner), like every segment hood reads.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hood_abi::{HeaderView, ThreadHeader, SEGMENT_PREFIX, STATE_EXITED, THREAD_HEADER_SIZE};
+use hood_abi::{HeaderView, ThreadHeader, STATE_EXITED, THREAD_HEADER_SIZE};
 use hood_proc::remote::{fault_pages, PAGE};
 use hood_proc::shm::ShmFile;
 
@@ -91,7 +92,7 @@ struct Seg {
 
 fn run(dir: &Path, stop: &AtomicBool) -> Stats {
     let mut stats = Stats::default();
-    let mut segs: HashMap<PathBuf, Option<Seg>> = HashMap::new();
+    let mut segs: HashMap<OsString, Option<Seg>> = HashMap::new();
     let mut last_scan: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) {
         if last_scan.is_none_or(|t| t.elapsed() >= Duration::from_millis(10)) {
@@ -112,22 +113,10 @@ fn run(dir: &Path, stop: &AtomicBool) -> Stats {
 }
 
 /// Pick up new segments (a segment whose header or mapping is not ready yet is retried).
-fn scan(dir: &Path, segs: &mut HashMap<PathBuf, Option<Seg>>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for ent in rd.flatten() {
-        let path = ent.path();
-        if segs.contains_key(&path)
-            || !ent
-                .file_name()
-                .to_string_lossy()
-                .starts_with(SEGMENT_PREFIX)
-        {
-            continue;
-        }
+fn scan(dir: &Path, segs: &mut HashMap<OsString, Option<Seg>>) {
+    for (name, path) in crate::segments::new_segments(dir, |n| segs.contains_key(n)) {
         if let Some(s) = open(&path) {
-            segs.insert(path, Some(s));
+            segs.insert(name, Some(s));
         }
     }
 }

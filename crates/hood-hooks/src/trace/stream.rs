@@ -15,6 +15,7 @@
 //! words are stored as they are (EVENTS version 3): the recorder does no work per event.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -78,7 +79,12 @@ struct StreamSeg {
 /// The streaming half of the recorder.
 pub struct Streamer {
     dir: PathBuf,
-    segs: HashMap<PathBuf, Option<StreamSeg>>,
+    /// Every segment file seen, by name (in the order they are drained); `None`: not a
+    /// streamed trace segment. Finished ones stay, marked `done`, for the names and threads
+    /// the end of the recording asks for.
+    segs: BTreeMap<OsString, Option<StreamSeg>>,
+    /// The newest segment of each pid (start time): an older one was left by an exec.
+    newest: HashMap<u32, u64>,
     payload: Vec<u8>,
     /// Names the functions of the provisional PROCESS chunks (`None`: it could not be made;
     /// functions are then shown by address until the end).
@@ -103,7 +109,8 @@ impl Streamer {
     pub fn new(dir: &Path) -> Streamer {
         Streamer {
             dir: dir.to_owned(),
-            segs: HashMap::new(),
+            segs: BTreeMap::new(),
+            newest: HashMap::new(),
             payload: Vec::new(),
             sym: crate::symbols::symbolizer().ok(),
             events: 0,
@@ -117,21 +124,21 @@ impl Streamer {
     pub fn drain<W: Write>(&mut self, w: &mut Writer<W>) -> Result<u64, HooksError> {
         self.scan();
         let mut moved = 0;
-        // Segments of a pid that has a newer segment were left by exec: finish them.
-        let mut newest: HashMap<u32, u64> = HashMap::new();
-        for s in self.segs.values().flatten() {
-            let e = newest.entry(s.header.pid).or_insert(0);
-            *e = (*e).max(s.header.start_mono_ns);
-        }
-        let mut keys: Vec<PathBuf> = self.segs.keys().cloned().collect();
-        keys.sort();
-        for k in keys {
-            let Some(Some(s)) = self.segs.get_mut(&k) else {
+        let Streamer {
+            dir,
+            segs,
+            newest,
+            payload,
+            sym,
+            skipped,
+            warnings,
+            ..
+        } = self;
+        for (name, s) in segs.iter_mut() {
+            let Some(s) = s.as_mut().filter(|s| !s.done) else {
                 continue;
             };
-            if s.done {
-                continue;
-            }
+            // Segments of a pid that has a newer segment were left by exec: finish them.
             let exec_left = newest.get(&s.header.pid) != Some(&s.header.start_mono_ns);
             let state = s
                 .file
@@ -143,20 +150,20 @@ impl Streamer {
                 || s.funcs_at
                     .is_some_and(|t| t.elapsed() >= provisional_every(s.provisionals))
             {
-                provisional_process(s, !exec_left, self.sym.as_mut(), w)?;
+                provisional_process(s, !exec_left, sym.as_mut(), w)?;
             }
-            match drain_seg(s, w, &mut self.payload) {
-                Ok((n, skipped)) => {
+            match drain_seg(s, w, payload) {
+                Ok((n, lost)) => {
                     moved += n;
-                    self.skipped += skipped;
+                    *skipped += lost;
                 }
                 // A write to the trace file that failed (a full disk) ends the recording, not
                 // one segment's streaming: the caller stops the run and says why.
                 Err(e @ HooksError::Format(_)) => return Err(e),
                 Err(e) => {
-                    self.warnings.push(format!(
+                    warnings.push(format!(
                         "segment {}: {e}; events after that were not recorded",
-                        k.display()
+                        dir.join(name).display()
                     ));
                     s.done = true;
                 }
@@ -173,11 +180,13 @@ impl Streamer {
     }
 
     fn scan(&mut self) {
-        for path in segments::new_segments(&self.dir, |p| self.segs.contains_key(p)) {
+        for (name, path) in segments::new_segments(&self.dir, |n| self.segs.contains_key(n)) {
             match segments::open_segment(&path, hood_abi::MODE_TRACE, "hood calls", true) {
                 Ok((file, header, maps)) if header.trace_full == hood_abi::TRACE_FULL_STREAM => {
+                    let newest = self.newest.entry(header.pid).or_insert(0);
+                    *newest = (*newest).max(header.start_mono_ns);
                     self.segs.insert(
-                        path,
+                        name,
                         Some(StreamSeg {
                             file,
                             header,
@@ -197,7 +206,7 @@ impl Streamer {
                     );
                 }
                 Ok(_) => {
-                    self.segs.insert(path, None);
+                    self.segs.insert(name, None);
                 }
                 // Not ready yet (header being written): look again next round.
                 Err(_) => {}
