@@ -172,6 +172,18 @@ impl ShmFile {
     pub fn allocate(&self, off: u64, len: u64) -> Result<(), ProcError> {
         allocate(&self.file, off, len)
     }
+
+    /// Give the memory behind `len` bytes from `off` back to the system (`fallocate` with
+    /// `FALLOC_FL_PUNCH_HOLE`): they read as zeros from then on, and the file keeps its size.
+    pub fn release(&self, off: u64, len: u64) -> Result<(), ProcError> {
+        use rustix::fs::FallocateFlags as F;
+        rustix::fs::fallocate(&self.file, F::PUNCH_HOLE | F::KEEP_SIZE, off, len).map_err(|e| {
+            ProcError::Sys {
+                what: format!("fallocate(PUNCH_HOLE, {off}, {len})"),
+                source: e.into(),
+            }
+        })
+    }
 }
 
 impl AsFd for ShmFile {
@@ -270,6 +282,22 @@ mod tests {
             }
             // A filesystem without fallocate (the temporary directory may be one).
             Err(e) => assert!(e.to_string().contains("fallocate"), "{e}"),
+        }
+        // Released memory reads as zeros, the size stays, the blocks go.
+        let q = d.path().join("ring");
+        std::fs::write(&q, [7u8; 65536]).unwrap();
+        let r = ShmFile::open(&q, true, None).unwrap();
+        match r.release(4096, 65536 - 4096) {
+            Ok(()) => {
+                let m = std::fs::metadata(&q).unwrap();
+                assert_eq!(m.len(), 65536, "size kept");
+                assert!(m.blocks() <= 16, "{} blocks", m.blocks());
+                let bytes = std::fs::read(&q).unwrap();
+                assert!(bytes[..4096].iter().all(|&b| b == 7));
+                assert!(bytes[4096..].iter().all(|&b| b == 0));
+            }
+            // A filesystem that cannot punch holes.
+            Err(e) => assert!(e.to_string().contains("PUNCH_HOLE"), "{e}"),
         }
         let ro = ShmFile::open(&p, false, None).unwrap();
         assert!(

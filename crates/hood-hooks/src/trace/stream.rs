@@ -170,6 +170,7 @@ impl Streamer {
             }
             if finished {
                 s.done = true;
+                release_rings(s);
             }
         }
         self.events += moved;
@@ -442,6 +443,29 @@ fn drain_seg<W: Write>(
         retire(s, i, &th)?;
     }
     Ok((total, skipped))
+}
+
+/// A finished segment's event rings, every event of which was taken, are given back to the
+/// system: a run that starts thousands of processes (a build, a test suite) would otherwise
+/// hold each one's ring pages in the segment directory's memory until it ends. What the end
+/// of the recording reads of the segment (its header, function table, maps and thread
+/// headers) stays. Where the file system cannot punch holes the memory stays, as before.
+fn release_rings(s: &StreamSeg) {
+    let h = &s.header;
+    let used = s
+        .file
+        .read_fixed(
+            hood_abi::parse::THREADS_USED_OFFSET as u64,
+            4,
+            "threads_used",
+        )
+        .map_or(0, |b| u32_at(&b, 0).min(h.max_threads));
+    let ring = h.trace_capacity.saturating_mul(hood_abi::TRACE_EVENT_SIZE);
+    for i in 0..used {
+        let _ = s
+            .file
+            .release(h.slot_offset(i) + THREAD_HEADER_SIZE as u64, ring);
+    }
 }
 
 /// Slot `i`'s thread has exited and every event of it was taken (`th`: its header as read at
