@@ -93,15 +93,23 @@ struct Seg {
 fn run(dir: &Path, stop: &AtomicBool) -> Stats {
     let mut stats = Stats::default();
     let mut segs: HashMap<OsString, Option<Seg>> = HashMap::new();
+    // The newest segment of each pid (start time): an older one was left by an exec.
+    let mut newest: HashMap<u32, u64> = HashMap::new();
     let mut last_scan: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) {
         if last_scan.is_none_or(|t| t.elapsed() >= Duration::from_millis(10)) {
-            scan(dir, &mut segs);
+            scan(dir, &mut segs, &mut newest);
             last_scan = Some(Instant::now());
         }
         let mut busy = false;
         for seg in segs.values_mut() {
             let Some(s) = seg else { continue };
+            // A segment its process left by exec is written no more, and the recorder gives
+            // its pages back: faulting them in again would undo that.
+            if newest.get(&s.header.pid) != Some(&s.header.start_mono_ns) {
+                *seg = None;
+                continue;
+            }
             match step(s, &mut stats) {
                 Ok(moved) => busy |= moved,
                 Err(()) => *seg = None,
@@ -112,38 +120,87 @@ fn run(dir: &Path, stop: &AtomicBool) -> Stats {
     stats
 }
 
+/// What a look at a new segment file found.
+enum Found {
+    /// A live trace segment to pre-fault.
+    Ready(Box<Seg>),
+    /// Not ready yet (header being written, or not mapped by its process yet; with its pid and
+    /// start once the header reads): look again.
+    Later(Option<(u32, u64)>),
+    /// Never to be pre-faulted: not a trace segment, or its process exited or left it by exec.
+    Never,
+}
+
 /// Pick up new segments (a segment whose header or mapping is not ready yet is retried).
-fn scan(dir: &Path, segs: &mut HashMap<OsString, Option<Seg>>) {
-    for (name, path) in crate::segments::new_segments(dir, |n| segs.contains_key(n)) {
-        if let Some(s) = open(&path) {
-            segs.insert(name, Some(s));
+fn scan(dir: &Path, segs: &mut HashMap<OsString, Option<Seg>>, newest: &mut HashMap<u32, u64>) {
+    let found: Vec<_> = crate::segments::new_segments(dir, |n| segs.contains_key(n))
+        .into_iter()
+        .map(|(name, path)| (name, open(&path)))
+        .collect();
+    // Every new segment's start first: of a fork's segment and the one its exec made, found
+    // in the same look, only the second is live.
+    for (_, f) in &found {
+        if let Found::Ready(s) = f {
+            let e = newest.entry(s.header.pid).or_insert(0);
+            *e = (*e).max(s.header.start_mono_ns);
+        }
+    }
+    for (name, f) in found {
+        match f {
+            Found::Ready(s) => {
+                segs.insert(name, Some(*s));
+            }
+            // Unmapped, and its pid has a newer segment: left by an exec, never to be mapped.
+            Found::Later(Some((pid, start))) if newest.get(&pid).is_some_and(|&n| n > start) => {
+                segs.insert(name, None);
+            }
+            Found::Never => {
+                segs.insert(name, None);
+            }
+            Found::Later(_) => {}
         }
     }
 }
 
-fn open(path: &Path) -> Option<Seg> {
+fn open(path: &Path) -> Found {
     // For writing: the `fallocate` fallback needs it.
-    let file = ShmFile::open(path, true, crate::segments::name_pid(path)).ok()?;
-    let head = file
+    let Ok(file) = ShmFile::open(path, true, crate::segments::name_pid(path)) else {
+        return Found::Later(None);
+    };
+    let Some(header) = file
         .read_fixed(0, hood_abi::HEADER_AREA_SIZE, "the header")
-        .ok()?;
-    let header = HeaderView::parse(&head).ok()?;
-    if header.mode != hood_abi::MODE_TRACE {
-        return None;
+        .ok()
+        .and_then(|head| HeaderView::parse(&head).ok())
+    else {
+        return Found::Later(None);
+    };
+    if header.mode != hood_abi::MODE_TRACE || header.state == STATE_EXITED {
+        return Found::Never;
     }
-    let base = mapping_base(header.pid, path);
-    Some(Seg {
+    let alive = crate::segments::pid_alive(header.pid);
+    let base = match mapping_base(header.pid, path) {
+        Ok(Some(b)) => Some(b),
+        // Its process does not map it yet (between the runtime's create and mmap), or no more
+        // (it exec'd: `scan` sees the newer segment).
+        Ok(None) if alive => return Found::Later(Some((header.pid, header.start_mono_ns))),
+        // Gone: nothing will write it again (allocating its pages would only hold memory).
+        Ok(None) | Err(()) if !alive => return Found::Never,
+        // Its mappings cannot be read: the `fallocate` fallback.
+        Ok(None) | Err(()) => None,
+    };
+    Found::Ready(Box::new(Seg {
         file,
         event_size: hood_abi::TRACE_EVENT_SIZE,
         pid: header.pid as i32,
         base,
         threads: Vec::new(),
         header,
-    })
+    }))
 }
 
-/// Start address of `path`'s mapping at offset 0 in process `pid`, from /proc/PID/maps.
-fn mapping_base(pid: u32, path: &Path) -> Option<u64> {
+/// Start address of `path`'s mapping at offset 0 in process `pid`, from /proc/PID/maps:
+/// `Ok(None)` when the process does not map it, `Err` when its mappings cannot be read.
+fn mapping_base(pid: u32, path: &Path) -> Result<Option<u64>, ()> {
     let want = path.to_string_lossy();
     let mut base = None;
     hood_procfs::process::for_each_maps_line(pid, |line| {
@@ -152,8 +209,8 @@ fn mapping_base(pid: u32, path: &Path) -> Option<u64> {
             .map(|m| m.start);
         base.is_none()
     })
-    .ok()?;
-    base
+    .map_err(|_| ())?;
+    Ok(base)
 }
 
 /// One look at a segment: fault pages ahead of every thread. Ok(true) when some thread moved;
@@ -221,7 +278,9 @@ mod tests {
     fn finds_own_mapping_base() {
         let exe = std::env::current_exe().unwrap();
         let len = std::fs::metadata(&exe).unwrap().len();
-        let base = super::mapping_base(std::process::id(), &exe).expect("mapping at offset 0");
+        let base = super::mapping_base(std::process::id(), &exe)
+            .unwrap()
+            .expect("mapping at offset 0");
         // The executable is mapped from offset 0 at `base`; its code lies within the file's
         // length above it.
         let code = here as fn() as usize as u64;
@@ -230,7 +289,7 @@ mod tests {
             "base {base:#x}, code {code:#x}, file {len} bytes"
         );
         let missing = exe.with_extension("not-mapped");
-        assert_eq!(super::mapping_base(std::process::id(), &missing), None);
+        assert_eq!(super::mapping_base(std::process::id(), &missing), Ok(None));
     }
 
     #[test]
