@@ -193,6 +193,67 @@ pub fn scan(dir: &Path, pid: Option<u32>, write: bool, warnings: &mut Vec<String
     out
 }
 
+/// Whether a segment directory gained entries since the last look (inotify), so that a watcher
+/// lists it only then: a run that starts thousands of processes keeps their finished segments
+/// in the directory, and listing it at every round of the recorder and the pre-faulter cost
+/// time in proportion to all of them, for a new entry now and then. Where the watch cannot be
+/// set up, every look lists the directory, as before.
+pub(crate) struct DirWatch {
+    fd: Option<std::os::fd::OwnedFd>,
+    /// List at the next look whatever the watch says: at first, and after a look that left a
+    /// file to look at again ([`DirWatch::again`]).
+    pending: bool,
+}
+
+impl DirWatch {
+    /// Watch `dir` for entries created in it or moved into it (the directory itself is not
+    /// followed if it is a link).
+    pub(crate) fn new(dir: &Path) -> DirWatch {
+        use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+        let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)
+            .ok()
+            .filter(|fd| {
+                let flags = WatchFlags::CREATE
+                    | WatchFlags::MOVED_TO
+                    | WatchFlags::ONLYDIR
+                    | WatchFlags::DONT_FOLLOW;
+                inotify::add_watch(fd, dir, flags).is_ok()
+            });
+        DirWatch { fd, pending: true }
+    }
+
+    /// True when the directory should be listed now: something was added since the last look
+    /// (or the kernel's event queue overflowed), a file was left for another look, this is
+    /// the first look, or there is no watch.
+    pub(crate) fn changed(&mut self) -> bool {
+        let mut any = std::mem::take(&mut self.pending);
+        let Some(fd) = &self.fd else {
+            return true;
+        };
+        // The events themselves do not matter, only that there were some.
+        let mut buf = [0u8; 4096];
+        loop {
+            match rustix::io::read(fd, &mut buf) {
+                Ok(0) => break,
+                Ok(_) => any = true,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(_) => {
+                    any = true;
+                    break;
+                }
+            }
+        }
+        any
+    }
+
+    /// The last look left a file to look at again (its header was not written yet): list
+    /// the directory at the next look too.
+    pub(crate) fn again(&mut self) {
+        self.pending = true;
+    }
+}
+
 /// The segment files in `dir` whose names `known` does not hold yet (a process that started
 /// since the last look), as (file name, path); nothing when `dir` cannot be read. Watchers key
 /// what they hold by file name: a look at a directory of many finished segments hashes a few
@@ -559,6 +620,29 @@ fn decode_threads(
 
 #[cfg(test)]
 pub(crate) mod tests {
+    #[test]
+    fn a_directory_is_listed_again_only_when_it_gained_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let mut w = super::DirWatch::new(d.path());
+        assert!(w.changed(), "the first look lists the directory");
+        assert!(!w.changed(), "nothing happened since");
+        std::fs::write(d.path().join("hood-rt-1-1"), b"x").unwrap();
+        assert!(w.changed(), "a file was created");
+        assert!(!w.changed());
+        std::fs::write(d.path().join("hood-rt-1-1"), b"rewritten").unwrap();
+        assert!(!w.changed(), "a write to a known file is not a new entry");
+        let other = tempfile::tempdir_in(d.path().parent().unwrap()).unwrap();
+        std::fs::write(other.path().join("f"), b"x").unwrap();
+        std::fs::rename(other.path().join("f"), d.path().join("hood-rt-2-2")).unwrap();
+        assert!(w.changed(), "a file was moved in");
+        w.again();
+        assert!(w.changed(), "a file was left for another look");
+        assert!(!w.changed());
+        // No watch (a directory that is not there): every look lists.
+        let mut none = super::DirWatch::new(&d.path().join("missing"));
+        assert!(none.changed() && none.changed());
+    }
+
     use std::os::unix::fs::PermissionsExt;
     use std::path::Path;
 

@@ -106,29 +106,45 @@ struct Snapshots<'a> {
 /// snapshot and the final file), and the slot is marked free for a new thread (hood-abi
 /// `FREE_SLOTS_OFFSET`). A server that starts threads per request then never runs out of
 /// slots. Only processes that have used a quarter of their slots are looked at, every 20 ms.
-#[derive(Default)]
 struct Retirer {
     /// Segments seen, by file name, opened for writing.
     segs: HashMap<std::ffi::OsString, (ShmFile, HeaderView)>,
     /// Tables of the threads taken out, by pid.
     retired: HashMap<u32, Vec<ThreadCalls>>,
     next: Option<Instant>,
+    /// Whether the directory gained segments since the last look.
+    watch: segments::DirWatch,
 }
 
 impl Retirer {
     const EVERY: Duration = Duration::from_millis(20);
+
+    fn new(dir: &Path) -> Retirer {
+        Retirer {
+            segs: HashMap::new(),
+            retired: HashMap::new(),
+            next: None,
+            watch: segments::DirWatch::new(dir),
+        }
+    }
 
     fn tick(&mut self, dir: &Path) {
         if self.next.is_some_and(|n| Instant::now() < n) {
             return;
         }
         self.next = Some(Instant::now() + Self::EVERY);
-        for (name, path) in segments::new_segments(dir, |n| self.segs.contains_key(n)) {
-            // A header not written yet is looked at again next time.
-            if let Ok((f, h, _)) =
-                segments::open_segment(&path, hood_abi::MODE_CALLS, "hood trace", true)
-            {
-                self.segs.insert(name, (f, h));
+        let new = match self.watch.changed() {
+            true => segments::new_segments(dir, |n| self.segs.contains_key(n)),
+            false => Vec::new(),
+        };
+        for (name, path) in new {
+            match segments::open_segment(&path, hood_abi::MODE_CALLS, "hood trace", true) {
+                Ok((f, h, _)) => {
+                    self.segs.insert(name, (f, h));
+                }
+                // A header not written yet is looked at again next time (and so is a
+                // segment of the other mode, as before).
+                Err(_) => self.watch.again(),
             }
         }
         for (f, h) in self.segs.values_mut() {
@@ -276,7 +292,7 @@ fn run_in(
         off: special,
         last: None,
     };
-    let mut retirer = Retirer::default();
+    let mut retirer = Retirer::new(dir);
     let pid = command.pid();
     // Until the command ends, the grace after a stop request passes, or an error ends the
     // run.

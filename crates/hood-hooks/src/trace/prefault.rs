@@ -95,10 +95,13 @@ fn run(dir: &Path, stop: &AtomicBool) -> Stats {
     let mut segs: HashMap<OsString, Option<Seg>> = HashMap::new();
     // The newest segment of each pid (start time): an older one was left by an exec.
     let mut newest: HashMap<u32, u64> = HashMap::new();
+    let mut watch = crate::segments::DirWatch::new(dir);
     let mut last_scan: Option<Instant> = None;
     while !stop.load(Ordering::Relaxed) {
-        if last_scan.is_none_or(|t| t.elapsed() >= Duration::from_millis(10)) {
-            scan(dir, &mut segs, &mut newest);
+        if last_scan.is_none_or(|t| t.elapsed() >= Duration::from_millis(10)) && watch.changed() {
+            if scan(dir, &mut segs, &mut newest) {
+                watch.again();
+            }
             last_scan = Some(Instant::now());
         }
         let mut busy = false;
@@ -131,8 +134,13 @@ enum Found {
     Never,
 }
 
-/// Pick up new segments (a segment whose header or mapping is not ready yet is retried).
-fn scan(dir: &Path, segs: &mut HashMap<OsString, Option<Seg>>, newest: &mut HashMap<u32, u64>) {
+/// Pick up new segments; true when one was not ready (its header or mapping), to be looked at
+/// again.
+fn scan(
+    dir: &Path,
+    segs: &mut HashMap<OsString, Option<Seg>>,
+    newest: &mut HashMap<u32, u64>,
+) -> bool {
     let found: Vec<_> = crate::segments::new_segments(dir, |n| segs.contains_key(n))
         .into_iter()
         .map(|(name, path)| (name, open(&path)))
@@ -145,6 +153,7 @@ fn scan(dir: &Path, segs: &mut HashMap<OsString, Option<Seg>>, newest: &mut Hash
             *e = (*e).max(s.header.start_mono_ns);
         }
     }
+    let mut later = false;
     for (name, f) in found {
         match f {
             Found::Ready(s) => {
@@ -157,9 +166,10 @@ fn scan(dir: &Path, segs: &mut HashMap<OsString, Option<Seg>>, newest: &mut Hash
             Found::Never => {
                 segs.insert(name, None);
             }
-            Found::Later(_) => {}
+            Found::Later(_) => later = true,
         }
     }
+    later
 }
 
 fn open(path: &Path) -> Found {
@@ -180,9 +190,12 @@ fn open(path: &Path) -> Found {
     let alive = crate::segments::pid_alive(header.pid);
     let base = match mapping_base(header.pid, path) {
         Ok(Some(b)) => Some(b),
-        // Its process does not map it yet (between the runtime's create and mmap), or no more
-        // (it exec'd: `scan` sees the newer segment).
-        Ok(None) if alive => return Found::Later(Some((header.pid, header.start_mono_ns))),
+        // Its process does not map it yet (between the runtime's create and mmap, a moment),
+        // or no more (it exec'd: `scan` sees the newer segment, if the new image made one).
+        Ok(None) if alive && !settled(&header) => {
+            return Found::Later(Some((header.pid, header.start_mono_ns)))
+        }
+        Ok(None) if alive => return Found::Never,
         // Gone: nothing will write it again (allocating its pages would only hold memory).
         Ok(None) | Err(()) if !alive => return Found::Never,
         // Its mappings cannot be read: the `fallocate` fallback.
@@ -196,6 +209,13 @@ fn open(path: &Path) -> Found {
         threads: Vec::new(),
         header,
     }))
+}
+
+/// True when the segment was made long enough ago that its process would map it by now (the
+/// runtime maps it right after creating it): an unmapped one is then left behind, by an exec
+/// into a program that made no segment of its own.
+fn settled(h: &HeaderView) -> bool {
+    hood_proc::clock::monotonic_ns().saturating_sub(h.start_mono_ns) > 100_000_000
 }
 
 /// Start address of `path`'s mapping at offset 0 in process `pid`, from /proc/PID/maps:

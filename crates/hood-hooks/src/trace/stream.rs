@@ -85,6 +85,8 @@ pub struct Streamer {
     segs: BTreeMap<OsString, Option<StreamSeg>>,
     /// The newest segment of each pid (start time): an older one was left by an exec.
     newest: HashMap<u32, u64>,
+    /// Whether the directory gained segments since the last look.
+    watch: segments::DirWatch,
     payload: Vec<u8>,
     /// Names the functions of the provisional PROCESS chunks (`None`: it could not be made;
     /// functions are then shown by address until the end).
@@ -111,6 +113,7 @@ impl Streamer {
             dir: dir.to_owned(),
             segs: BTreeMap::new(),
             newest: HashMap::new(),
+            watch: segments::DirWatch::new(dir),
             payload: Vec::new(),
             sym: crate::symbols::symbolizer().ok(),
             events: 0,
@@ -181,6 +184,9 @@ impl Streamer {
     }
 
     fn scan(&mut self) {
+        if !self.watch.changed() {
+            return;
+        }
         for (name, path) in segments::new_segments(&self.dir, |n| self.segs.contains_key(n)) {
             match segments::open_segment(&path, hood_abi::MODE_TRACE, "hood calls", true) {
                 Ok((file, header, maps)) if header.trace_full == hood_abi::TRACE_FULL_STREAM => {
@@ -210,7 +216,7 @@ impl Streamer {
                     self.segs.insert(name, None);
                 }
                 // Not ready yet (header being written): look again next round.
-                Err(_) => {}
+                Err(_) => self.watch.again(),
             }
         }
     }
