@@ -18,10 +18,30 @@ pub enum ModelError {
     /// The container could not be read.
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),
-    /// Raw bytes in the recording could not be decoded.
+    /// Raw bytes in the recording could not be decoded, or a chunk's content is malformed
+    /// (hood-raw's [`hood_raw::RawError::Malformed`], made by [`ModelError::malformed`]).
     #[error(transparent)]
     Raw(#[from] hood_raw::RawError),
-    /// A chunk's content is malformed.
-    #[error("malformed recording: {0}")]
-    Malformed(String),
+}
+
+impl ModelError {
+    /// A chunk's content is malformed: `malformed recording: {what}`.
+    pub fn malformed(what: String) -> Self {
+        Self::Raw(hood_raw::RawError::Malformed(what))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ModelError;
+
+    /// A malformed chunk reads as it did when it was a variant of its own.
+    #[test]
+    fn a_malformed_recording_says_so() {
+        let e = ModelError::malformed("stacks chunk at byte offset 64: short".into());
+        assert_eq!(
+            e.to_string(),
+            "malformed recording: stacks chunk at byte offset 64: short"
+        );
+    }
 }

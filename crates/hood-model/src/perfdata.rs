@@ -47,7 +47,7 @@ pub struct PerfImport {
 }
 
 fn perr(path: &Path, e: impl std::fmt::Display) -> ModelError {
-    ModelError::Malformed(format!(
+    ModelError::malformed(format!(
         "{}: not a readable perf.data file: {e}; check it with `perf report -i {}`",
         path.display(),
         path.display()

@@ -94,17 +94,32 @@ pub enum TraceModelError {
     /// The container could not be read.
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),
-    /// Raw bytes in the recording could not be decoded.
+    /// Raw bytes in the recording could not be decoded, or a chunk's content is malformed
+    /// (hood-raw's [`hood_raw::RawError::Malformed`], made by [`TraceModelError::malformed`]).
     #[error(transparent)]
     Raw(#[from] hood_raw::RawError),
-    /// A chunk's content is malformed.
-    #[error("malformed recording: {0}")]
-    Malformed(String),
+}
+
+impl TraceModelError {
+    /// A chunk's content is malformed: `malformed recording: {what}`.
+    pub fn malformed(what: String) -> Self {
+        Self::Raw(hood_raw::RawError::Malformed(what))
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Clock, ProcessState};
+    use super::{Clock, ProcessState, TraceModelError};
+
+    /// A malformed chunk reads as it did when it was a variant of its own.
+    #[test]
+    fn a_malformed_recording_says_so() {
+        let e = TraceModelError::malformed("calls process chunk at offset 64: short".into());
+        assert_eq!(
+            e.to_string(),
+            "malformed recording: calls process chunk at offset 64: short"
+        );
+    }
 
     /// The clock's word in files and JSON is what the strings were: `tsc`, `monotonic`.
     #[test]

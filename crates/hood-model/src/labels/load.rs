@@ -74,7 +74,7 @@ fn json<T: serde::de::DeserializeOwned>(
     data: &[u8],
 ) -> Result<T, ModelError> {
     serde_json::from_slice(data)
-        .map_err(|e| ModelError::Malformed(format!("{what} chunk at byte offset {off}: {e}")))
+        .map_err(|e| ModelError::malformed(format!("{what} chunk at byte offset {off}: {e}")))
 }
 
 /// The labels chunks of a recording, gathered while its chunks are read (by

@@ -50,7 +50,7 @@ fn json<T: serde::de::DeserializeOwned>(
     data: &[u8],
 ) -> Result<T, ModelError> {
     serde_json::from_slice(data)
-        .map_err(|e| ModelError::Malformed(format!("{what} chunk at byte offset {offset}: {e}")))
+        .map_err(|e| ModelError::malformed(format!("{what} chunk at byte offset {offset}: {e}")))
 }
 
 fn text(bytes: Vec<u8>) -> String {
@@ -151,7 +151,7 @@ impl RawRecording {
                 tags::profile::PERF_ATTR => attr = Some(Attr::parse(&data)?),
                 tags::profile::PERF_RECORDS => {
                     if data.len() < 4 {
-                        return Err(ModelError::Malformed(format!(
+                        return Err(ModelError::malformed(format!(
                             "record chunk at byte offset {off} is too short"
                         )));
                     }
@@ -163,7 +163,7 @@ impl RawRecording {
                 }
                 tags::profile::RAW_SAMPLES => {
                     let bad = || {
-                        ModelError::Malformed(format!(
+                        ModelError::malformed(format!(
                             "raw sample chunk at byte offset {off} is too short"
                         ))
                     };
@@ -220,7 +220,7 @@ impl RawRecording {
         }
         rec.labels = labels_chunks.and_then(|l| l.finish(reader.into_reader()));
         let Some(attr) = attr else {
-            return Err(ModelError::Malformed(format!(
+            return Err(ModelError::malformed(format!(
                 "{}: no event description chunk; the recording holds no samples (was it cut before recording started?)",
                 path.display()
             )));

@@ -44,22 +44,22 @@ pub fn decode_process(data: &[u8], offset: u64) -> Result<ProcessCalls, TraceMod
         version: u32,
     }
     let v: V = serde_json::from_slice(data).map_err(|e| {
-        TraceModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
+        TraceModelError::malformed(format!("calls process chunk at offset {offset}: {e}"))
     })?;
     if v.version > PAYLOAD_VERSION {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "calls process chunk at offset {offset} has payload version {}, this hood reads up to {PAYLOAD_VERSION}: upgrade hood",
             v.version
         )));
     }
     let e: Envelope<ProcessCalls> = serde_json::from_slice(data).map_err(|e| {
-        TraceModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
+        TraceModelError::malformed(format!("calls process chunk at offset {offset}: {e}"))
     })?;
     let p = e.process;
     for t in &p.threads {
         for (i, path) in t.paths.iter().enumerate() {
             if path.parent.is_some_and(|q| q as usize >= i) {
-                return Err(TraceModelError::Malformed(format!(
+                return Err(TraceModelError::malformed(format!(
                     "calls process chunk at offset {offset}: pid {} tid {} path {i} has a forward parent",
                     p.pid, t.tid
                 )));

@@ -83,7 +83,7 @@ fn events_owner<'a>(
     processes: &'a [ProcessTrace],
 ) -> Result<(&'a ProcessTrace, u32, u32, u64), TraceModelError> {
     if b.len() < EVENTS_HEADER {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "event chunk at offset {offset} has {} bytes, less than its {EVENTS_HEADER}-byte header",
             b.len()
         )));
@@ -93,7 +93,7 @@ fn events_owner<'a>(
         .iter()
         .find(|p| p.pid == pid && p.start_mono_ns == start)
         .ok_or_else(|| {
-            TraceModelError::Malformed(format!(
+            TraceModelError::malformed(format!(
                 "event chunk at offset {offset} belongs to pid {pid}, whose process chunk is missing"
             ))
         })?;
@@ -112,7 +112,7 @@ pub fn decode_raw(
     let (p, pid, tid, start_mono_ns) = events_owner(b, offset, processes)?;
     let body = &b[EVENTS_HEADER..];
     if !body.len().is_multiple_of(8) {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "event chunk at offset {offset}: {} bytes of events, not whole 8-byte events",
             body.len()
         )));
@@ -153,7 +153,7 @@ pub fn decode_words(
     let mut shift = 0u32;
     for (k, &byte) in b[EVENTS_HEADER..].iter().enumerate() {
         if shift > 63 {
-            return Err(TraceModelError::Malformed(format!(
+            return Err(TraceModelError::malformed(format!(
                 "event chunk at offset {offset}: overlong event at byte {}",
                 EVENTS_HEADER + k
             )));
@@ -175,7 +175,7 @@ pub fn decode_words(
         shift = 0;
     }
     if shift != 0 {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "event chunk at offset {offset}: its last event is cut off"
         )));
     }
@@ -217,7 +217,7 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 /// Decode an EVENTS payload (`offset` names the chunk in errors).
 pub fn decode_events(b: &[u8], offset: u64) -> Result<ThreadEvents, TraceModelError> {
     if b.len() < 8 || !(b.len() - 8).is_multiple_of(16) {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "event chunk at offset {offset} has {} bytes, not 8 + 16 per event",
             b.len()
         )));
@@ -279,15 +279,15 @@ fn json<T: serde::de::DeserializeOwned>(
     offset: u64,
 ) -> Result<T, TraceModelError> {
     let v: serde_json::Value = serde_json::from_slice(b)
-        .map_err(|e| TraceModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))?;
+        .map_err(|e| TraceModelError::malformed(format!("{what} chunk at offset {offset}: {e}")))?;
     let ver = v.get("version").and_then(|x| x.as_u64()).unwrap_or(0);
     if ver > PAYLOAD_VERSION as u64 {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "{what} chunk at offset {offset} has payload version {ver}; this hood reads {PAYLOAD_VERSION}: upgrade hood"
         )));
     }
     serde_json::from_value(v)
-        .map_err(|e| TraceModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))
+        .map_err(|e| TraceModelError::malformed(format!("{what} chunk at offset {offset}: {e}")))
 }
 
 #[derive(serde::Deserialize)]
@@ -481,7 +481,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
             tags::trace::EVENTS => {
                 let enc = Encoding::of(t.meta.as_ref());
                 if data.len() < 8 {
-                    return Err(TraceModelError::Malformed(format!(
+                    return Err(TraceModelError::malformed(format!(
                         "event chunk at offset {offset} has {} bytes, less than its header",
                         data.len()
                     )));
@@ -561,7 +561,7 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
         }
     }
     if t.meta.is_none() && t.processes.is_empty() {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "{}: no trace data in this file",
             r.path().display()
         )));
@@ -577,7 +577,7 @@ fn cpu_chunk<'a>(
     offset: u64,
 ) -> Result<(u32, &'a [u8]), TraceModelError> {
     if data.len() < 4 {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(TraceModelError::malformed(format!(
             "{what} chunk at offset {offset} is {} bytes",
             data.len()
         )));
@@ -589,7 +589,7 @@ fn cpu_chunk<'a>(
 /// be read, an error naming `what` and its offset.
 fn formats<'a, M>(meta: Option<&'a M>, what: &str, offset: u64) -> Result<&'a M, TraceModelError> {
     meta.ok_or_else(|| {
-        TraceModelError::Malformed(format!(
+        TraceModelError::malformed(format!(
             "{what} chunk at offset {offset} comes without the tracepoint formats in META"
         ))
     })
