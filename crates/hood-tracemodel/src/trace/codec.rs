@@ -515,12 +515,8 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
                 let d = dec.decode(cpu, body);
                 t.irqs.extend(d.irqs);
                 t.lost_irqs += d.lost;
-                if d.skipped > 0 {
-                    t.warnings.push(format!(
-                        "chunk at offset {offset}: {} irq samples of unknown layout skipped",
-                        d.skipped
-                    ));
-                }
+                t.warnings
+                    .extend(skipped_note(offset, d.skipped, "irq samples"));
                 if let Some(m) = d.malformed {
                     t.warnings.push(format!("chunk at offset {offset}: {m}"));
                 }
@@ -536,12 +532,8 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
                 let d = dec.decode(cpu, body);
                 t.wakeups.extend(d.wakeups);
                 t.lost_wakeups += d.lost;
-                if d.skipped > 0 {
-                    t.warnings.push(format!(
-                        "chunk at offset {offset}: {} wake-up records of unknown layout skipped",
-                        d.skipped
-                    ));
-                }
+                t.warnings
+                    .extend(skipped_note(offset, d.skipped, "wake-up records"));
             }
             tags::trace::TASKS => {
                 #[derive(serde::Deserialize)]
@@ -567,6 +559,12 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
         )));
     }
     Ok(t)
+}
+
+/// The warning for the `n` records (`what`: "irq samples") of a layout the decoder does not
+/// know that the chunk at `offset` held, if any.
+fn skipped_note(offset: u64, n: u64, what: &str) -> Option<String> {
+    (n > 0).then(|| format!("chunk at offset {offset}: {n} {what} of unknown layout skipped"))
 }
 
 /// A per-CPU chunk (switches, irqs, wake-ups): its CPU number and the records after it; a
