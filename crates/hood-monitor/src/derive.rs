@@ -109,52 +109,54 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         .as_ref()
         .map(|cgs| derive_cgroups(iv, cgs, &whole.cgroup_tasks));
     let disks = cur.disks.as_ref().map(|ds| {
-        let before = by_name(iv.and_then(|(p, _)| p.disks.as_deref()), |d| &d.name);
-        ds.iter()
-            .map(|d| {
-                let b = before.get(d.name.as_str()).copied().zip(interval_s);
-                DiskView {
-                    name: d.name.clone(),
-                    reads: d.reads,
-                    writes: d.writes,
-                    read_bytes: d.read_sectors.saturating_mul(512),
-                    write_bytes: d.write_sectors.saturating_mul(512),
-                    in_flight: d.in_flight,
-                    reads_per_s: b.and_then(|(b, s)| rate(b.reads, d.reads, s)),
-                    writes_per_s: b.and_then(|(b, s)| rate(b.writes, d.writes, s)),
-                    read_bytes_per_s: b
-                        .and_then(|(b, s)| rate(b.read_sectors, d.read_sectors, s))
-                        .map(|r| r * 512.0),
-                    write_bytes_per_s: b
-                        .and_then(|(b, s)| rate(b.write_sectors, d.write_sectors, s))
-                        .map(|r| r * 512.0),
-                    busy_percent: b
-                        .and_then(|(b, s)| rate(b.io_ms, d.io_ms, s))
-                        .map(|ms| (ms / 10.0).min(100.0)),
-                }
-            })
-            .collect()
+        let before = iv.and_then(|(p, _)| p.disks.as_deref());
+        per_device(
+            ds,
+            before,
+            interval_s,
+            |d| &d.name,
+            |d, b| DiskView {
+                name: d.name.clone(),
+                reads: d.reads,
+                writes: d.writes,
+                read_bytes: d.read_sectors.saturating_mul(512),
+                write_bytes: d.write_sectors.saturating_mul(512),
+                in_flight: d.in_flight,
+                reads_per_s: b.and_then(|(b, s)| rate(b.reads, d.reads, s)),
+                writes_per_s: b.and_then(|(b, s)| rate(b.writes, d.writes, s)),
+                read_bytes_per_s: b
+                    .and_then(|(b, s)| rate(b.read_sectors, d.read_sectors, s))
+                    .map(|r| r * 512.0),
+                write_bytes_per_s: b
+                    .and_then(|(b, s)| rate(b.write_sectors, d.write_sectors, s))
+                    .map(|r| r * 512.0),
+                busy_percent: b
+                    .and_then(|(b, s)| rate(b.io_ms, d.io_ms, s))
+                    .map(|ms| (ms / 10.0).min(100.0)),
+            },
+        )
     });
     let nets = cur.nets.as_ref().map(|ns| {
-        let before = by_name(iv.and_then(|(p, _)| p.nets.as_deref()), |d| &d.name);
-        ns.iter()
-            .map(|n| {
-                let b = before.get(n.name.as_str()).copied().zip(interval_s);
-                NetView {
-                    name: n.name.clone(),
-                    rx_bytes: n.rx_bytes,
-                    tx_bytes: n.tx_bytes,
-                    rx_packets: n.rx_packets,
-                    tx_packets: n.tx_packets,
-                    rx_errors: n.rx_errs.saturating_add(n.rx_drop),
-                    tx_errors: n.tx_errs.saturating_add(n.tx_drop),
-                    rx_bytes_per_s: b.and_then(|(b, s)| rate(b.rx_bytes, n.rx_bytes, s)),
-                    tx_bytes_per_s: b.and_then(|(b, s)| rate(b.tx_bytes, n.tx_bytes, s)),
-                    rx_packets_per_s: b.and_then(|(b, s)| rate(b.rx_packets, n.rx_packets, s)),
-                    tx_packets_per_s: b.and_then(|(b, s)| rate(b.tx_packets, n.tx_packets, s)),
-                }
-            })
-            .collect()
+        let before = iv.and_then(|(p, _)| p.nets.as_deref());
+        per_device(
+            ns,
+            before,
+            interval_s,
+            |n| &n.name,
+            |n, b| NetView {
+                name: n.name.clone(),
+                rx_bytes: n.rx_bytes,
+                tx_bytes: n.tx_bytes,
+                rx_packets: n.rx_packets,
+                tx_packets: n.tx_packets,
+                rx_errors: n.rx_errs.saturating_add(n.rx_drop),
+                tx_errors: n.tx_errs.saturating_add(n.tx_drop),
+                rx_bytes_per_s: b.and_then(|(b, s)| rate(b.rx_bytes, n.rx_bytes, s)),
+                tx_bytes_per_s: b.and_then(|(b, s)| rate(b.tx_bytes, n.tx_bytes, s)),
+                rx_packets_per_s: b.and_then(|(b, s)| rate(b.rx_packets, n.rx_packets, s)),
+                tx_packets_per_s: b.and_then(|(b, s)| rate(b.tx_packets, n.tx_packets, s)),
+            },
+        )
     });
 
     SystemView {
@@ -490,11 +492,22 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
 }
 
 /// The devices of the previous snapshot by name, to find each one's counters of before.
-fn by_name<T>(before: Option<&[T]>, name: fn(&T) -> &String) -> HashMap<&str, &T> {
-    before
+/// Each device of `now` (disks, network interfaces) made into its view by `view`, with the
+/// same-named device of the interval's start and the interval's seconds when both are known.
+fn per_device<'a, T, V>(
+    now: &'a [T],
+    before: Option<&'a [T]>,
+    interval_s: Option<f64>,
+    name: fn(&T) -> &String,
+    view: impl Fn(&'a T, Option<(&'a T, f64)>) -> V,
+) -> Vec<V> {
+    let before: HashMap<&str, &T> = before
         .unwrap_or_default()
         .iter()
         .map(|d| (name(d).as_str(), d))
+        .collect();
+    now.iter()
+        .map(|d| view(d, before.get(name(d).as_str()).copied().zip(interval_s)))
         .collect()
 }
 
