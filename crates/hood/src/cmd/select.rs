@@ -1,6 +1,9 @@
 //! The options every reading command (`report`, `annotate`, `calls report`, `trace report`)
 //! spells the same way: `-i FILE` for the recording, `-p/--pid` for one process and `--tid`
-//! for one thread (issue 30's one convention; docs/cli.md, "Conventions").
+//! for one thread (issue 30's one convention; docs/cli.md, "Conventions"). Also the options
+//! several commands share, each defined once: the list of processes `-p/--pid PID,...` of the
+//! recorders and `hood top` ([`Pids`]), and the samples a profile report or diff counts
+//! ([`SampleFilter`]).
 
 use std::path::{Path, PathBuf};
 
