@@ -19,16 +19,9 @@ pub enum ModelError {
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),
     /// Raw bytes in the recording could not be decoded, or a chunk's content is malformed
-    /// (hood-raw's [`hood_raw::RawError::Malformed`], made by [`ModelError::malformed`]).
+    /// ([`hood_raw::RawError::Malformed`]).
     #[error(transparent)]
     Raw(#[from] hood_raw::RawError),
-}
-
-impl ModelError {
-    /// A chunk's content is malformed: `malformed recording: {what}`.
-    pub fn malformed(what: String) -> Self {
-        Self::Raw(hood_raw::RawError::Malformed(what))
-    }
 }
 
 #[cfg(test)]
@@ -38,7 +31,9 @@ mod tests {
     /// A malformed chunk reads as it did when it was a variant of its own.
     #[test]
     fn a_malformed_recording_says_so() {
-        let e = ModelError::malformed("stacks chunk at byte offset 64: short".into());
+        let e = ModelError::from(hood_raw::RawError::Malformed(
+            "stacks chunk at byte offset 64: short".into(),
+        ));
         assert_eq!(
             e.to_string(),
             "malformed recording: stacks chunk at byte offset 64: short"

@@ -95,16 +95,9 @@ pub enum TraceModelError {
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),
     /// Raw bytes in the recording could not be decoded, or a chunk's content is malformed
-    /// (hood-raw's [`hood_raw::RawError::Malformed`], made by [`TraceModelError::malformed`]).
+    /// ([`hood_raw::RawError::Malformed`]).
     #[error(transparent)]
     Raw(#[from] hood_raw::RawError),
-}
-
-impl TraceModelError {
-    /// A chunk's content is malformed: `malformed recording: {what}`.
-    pub fn malformed(what: String) -> Self {
-        Self::Raw(hood_raw::RawError::Malformed(what))
-    }
 }
 
 #[cfg(test)]
@@ -114,7 +107,9 @@ mod tests {
     /// A malformed chunk reads as it did when it was a variant of its own.
     #[test]
     fn a_malformed_recording_says_so() {
-        let e = TraceModelError::malformed("calls process chunk at offset 64: short".into());
+        let e = TraceModelError::from(hood_raw::RawError::Malformed(
+            "calls process chunk at offset 64: short".into(),
+        ));
         assert_eq!(
             e.to_string(),
             "malformed recording: calls process chunk at offset 64: short"

@@ -1,6 +1,7 @@
 //! Chunk payloads of the Calls file kind (documented in docs/calls.md): JSON, one chunk per
 //! process, zstd-compressed by the container.
 
+use hood_raw::RawError;
 use serde::{Deserialize, Serialize};
 
 use super::ProcessCalls;
@@ -43,26 +44,24 @@ pub fn decode_process(data: &[u8], offset: u64) -> Result<ProcessCalls, TraceMod
     struct V {
         version: u32,
     }
-    let v: V = serde_json::from_slice(data).map_err(|e| {
-        TraceModelError::malformed(format!("calls process chunk at offset {offset}: {e}"))
-    })?;
+    let v: V = serde_json::from_slice(data)
+        .map_err(|e| RawError::Malformed(format!("calls process chunk at offset {offset}: {e}")))?;
     if v.version > PAYLOAD_VERSION {
-        return Err(TraceModelError::malformed(format!(
+        return Err(RawError::Malformed(format!(
             "calls process chunk at offset {offset} has payload version {}, this hood reads up to {PAYLOAD_VERSION}: upgrade hood",
             v.version
-        )));
+        )).into());
     }
-    let e: Envelope<ProcessCalls> = serde_json::from_slice(data).map_err(|e| {
-        TraceModelError::malformed(format!("calls process chunk at offset {offset}: {e}"))
-    })?;
+    let e: Envelope<ProcessCalls> = serde_json::from_slice(data)
+        .map_err(|e| RawError::Malformed(format!("calls process chunk at offset {offset}: {e}")))?;
     let p = e.process;
     for t in &p.threads {
         for (i, path) in t.paths.iter().enumerate() {
             if path.parent.is_some_and(|q| q as usize >= i) {
-                return Err(TraceModelError::malformed(format!(
+                return Err(RawError::Malformed(format!(
                     "calls process chunk at offset {offset}: pid {} tid {} path {i} has a forward parent",
                     p.pid, t.tid
-                )));
+                )).into());
             }
         }
     }
