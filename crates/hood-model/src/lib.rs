@@ -23,20 +23,3 @@ pub enum ModelError {
     #[error(transparent)]
     Raw(#[from] hood_raw::RawError),
 }
-
-#[cfg(test)]
-mod tests {
-    use super::ModelError;
-
-    /// A malformed chunk reads as it did when it was a variant of its own.
-    #[test]
-    fn a_malformed_recording_says_so() {
-        let e = ModelError::from(hood_raw::RawError::Malformed(
-            "stacks chunk at byte offset 64: short".into(),
-        ));
-        assert_eq!(
-            e.to_string(),
-            "malformed recording: stacks chunk at byte offset 64: short"
-        );
-    }
-}

@@ -268,3 +268,17 @@ impl RawRecording {
         copies.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A chunk that does not decode says so in the words it always did.
+    #[test]
+    fn an_undecodable_chunk_is_a_malformed_recording() {
+        let e = super::json::<u32>("META", 64, b"{").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("malformed recording: META chunk at byte offset 64: "),
+            "{e}"
+        );
+    }
+}

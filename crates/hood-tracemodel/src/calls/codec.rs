@@ -67,3 +67,17 @@ pub fn decode_process(data: &[u8], offset: u64) -> Result<ProcessCalls, TraceMod
     }
     Ok(p)
 }
+
+#[cfg(test)]
+mod tests {
+    /// A process chunk that does not decode says so in the words it always did.
+    #[test]
+    fn an_undecodable_process_chunk_is_a_malformed_recording() {
+        let e = super::decode_process(b"{", 64).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("malformed recording: calls process chunk at offset 64: "),
+            "{e}"
+        );
+    }
+}
