@@ -18,10 +18,8 @@ pub enum ModelError {
     /// The container could not be read.
     #[error(transparent)]
     Format(#[from] hood_format::FormatError),
-    /// Raw bytes in the recording could not be decoded.
+    /// Raw bytes in the recording could not be decoded, or a chunk's content is malformed
+    /// ([`hood_raw::RawError::Malformed`]).
     #[error(transparent)]
     Raw(#[from] hood_raw::RawError),
-    /// A chunk's content is malformed.
-    #[error("malformed recording: {0}")]
-    Malformed(String),
 }

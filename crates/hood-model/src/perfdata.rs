@@ -17,6 +17,7 @@ use std::path::Path;
 use hood_raw::perfdata::PerfFile;
 use hood_raw::records::Event;
 use hood_raw::replay::StackUnwinder;
+use hood_raw::RawError;
 
 use crate::profile::copies::{unwind_copies, StackCopies};
 
@@ -47,11 +48,12 @@ pub struct PerfImport {
 }
 
 fn perr(path: &Path, e: impl std::fmt::Display) -> ModelError {
-    ModelError::Malformed(format!(
+    RawError::Malformed(format!(
         "{}: not a readable perf.data file: {e}; check it with `perf report -i {}`",
         path.display(),
         path.display()
     ))
+    .into()
 }
 
 /// Read the perf.data file at `path`.

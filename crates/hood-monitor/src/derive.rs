@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::raw::{
-    CgroupRaw, CpuRaw, CpuTicks, CtxSwitches, ExitRaw, ExitsRaw, IoCounters, IrqLine, IrqTimeRaw,
-    PressureRaw, PsiLine, PsiRaw, Snapshot, TaskRaw, WholeCounts,
+    CgroupRaw, CpuRaw, CpuTicks, CtxSwitches, DiskRaw, ExitRaw, ExitsRaw, IoCounters, IrqLine,
+    IrqTimeRaw, NetRaw, PressureRaw, PsiLine, PsiRaw, Snapshot, TaskRaw, WholeCounts,
 };
 use crate::view::*;
 
@@ -108,54 +108,8 @@ pub fn derive(prev: Option<&Snapshot>, cur: &Snapshot) -> SystemView {
         .cgroups
         .as_ref()
         .map(|cgs| derive_cgroups(iv, cgs, &whole.cgroup_tasks));
-    let disks = cur.disks.as_ref().map(|ds| {
-        let before = by_name(iv.and_then(|(p, _)| p.disks.as_deref()), |d| &d.name);
-        ds.iter()
-            .map(|d| {
-                let b = before.get(d.name.as_str()).copied().zip(interval_s);
-                DiskView {
-                    name: d.name.clone(),
-                    reads: d.reads,
-                    writes: d.writes,
-                    read_bytes: d.read_sectors.saturating_mul(512),
-                    write_bytes: d.write_sectors.saturating_mul(512),
-                    in_flight: d.in_flight,
-                    reads_per_s: b.and_then(|(b, s)| rate(b.reads, d.reads, s)),
-                    writes_per_s: b.and_then(|(b, s)| rate(b.writes, d.writes, s)),
-                    read_bytes_per_s: b
-                        .and_then(|(b, s)| rate(b.read_sectors, d.read_sectors, s))
-                        .map(|r| r * 512.0),
-                    write_bytes_per_s: b
-                        .and_then(|(b, s)| rate(b.write_sectors, d.write_sectors, s))
-                        .map(|r| r * 512.0),
-                    busy_percent: b
-                        .and_then(|(b, s)| rate(b.io_ms, d.io_ms, s))
-                        .map(|ms| (ms / 10.0).min(100.0)),
-                }
-            })
-            .collect()
-    });
-    let nets = cur.nets.as_ref().map(|ns| {
-        let before = by_name(iv.and_then(|(p, _)| p.nets.as_deref()), |d| &d.name);
-        ns.iter()
-            .map(|n| {
-                let b = before.get(n.name.as_str()).copied().zip(interval_s);
-                NetView {
-                    name: n.name.clone(),
-                    rx_bytes: n.rx_bytes,
-                    tx_bytes: n.tx_bytes,
-                    rx_packets: n.rx_packets,
-                    tx_packets: n.tx_packets,
-                    rx_errors: n.rx_errs.saturating_add(n.rx_drop),
-                    tx_errors: n.tx_errs.saturating_add(n.tx_drop),
-                    rx_bytes_per_s: b.and_then(|(b, s)| rate(b.rx_bytes, n.rx_bytes, s)),
-                    tx_bytes_per_s: b.and_then(|(b, s)| rate(b.tx_bytes, n.tx_bytes, s)),
-                    rx_packets_per_s: b.and_then(|(b, s)| rate(b.rx_packets, n.rx_packets, s)),
-                    tx_packets_per_s: b.and_then(|(b, s)| rate(b.tx_packets, n.tx_packets, s)),
-                }
-            })
-            .collect()
-    });
+    let disks = per_device(cur, iv, |s| s.disks.as_deref(), |d| &d.name, disk_view);
+    let nets = per_device(cur, iv, |s| s.nets.as_deref(), |n| &n.name, net_view);
 
     SystemView {
         schema_version: SCHEMA_VERSION,
@@ -439,7 +393,6 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
             let (bu, bs) = was.map_or((0, 0), |b| (us(b.utime), us(b.stime)));
             let user_percent = pct(bu, utime);
             let kernel_percent = pct(bs, stime);
-            let r = |a: u64, b: u64| secs.and_then(|s| rate(a, b, s));
             let bctx = was.and_then(|b| b.ctx).unwrap_or_default();
             let bio = was.and_then(|b| b.io).unwrap_or_default();
             TaskView {
@@ -463,24 +416,8 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
                 user_percent,
                 kernel_percent,
                 processor: was.map_or(-1, |b| b.processor),
-                ctx_switches: Some(CtxView {
-                    voluntary: ctx.voluntary,
-                    involuntary: ctx.involuntary,
-                    voluntary_per_s: r(bctx.voluntary, ctx.voluntary),
-                    involuntary_per_s: r(bctx.involuntary, ctx.involuntary),
-                }),
-                io: Some(IoView {
-                    syscr: io.syscr,
-                    syscw: io.syscw,
-                    rchar: io.rchar,
-                    wchar: io.wchar,
-                    read_bytes: io.read_bytes,
-                    write_bytes: io.write_bytes,
-                    syscr_per_s: r(bio.syscr, io.syscr),
-                    syscw_per_s: r(bio.syscw, io.syscw),
-                    rchar_per_s: r(bio.rchar, io.rchar),
-                    wchar_per_s: r(bio.wchar, io.wchar),
-                }),
+                ctx_switches: Some(ctx_view(ctx, bctx, secs)),
+                io: Some(io_view(io, bio, secs)),
                 exited: true,
                 cgroup: was.and_then(|b| b.cgroup.clone()),
                 start_ticks: was.map_or(0, |b| b.start_time),
@@ -489,13 +426,99 @@ fn derive_exits(iv: Option<(&Snapshot, f64)>, cur: &Snapshot, ex: &ExitsRaw) -> 
         .collect()
 }
 
-/// The devices of the previous snapshot by name, to find each one's counters of before.
-fn by_name<T>(before: Option<&[T]>, name: fn(&T) -> &String) -> HashMap<&str, &T> {
-    before
-        .unwrap_or_default()
-        .iter()
-        .map(|d| (name(d).as_str(), d))
-        .collect()
+/// A task's context switches, with their rates over the `secs` since `before` (the counts
+/// then; zero when not known).
+fn ctx_view(c: CtxSwitches, before: CtxSwitches, secs: Option<f64>) -> CtxView {
+    let r = |b: u64, c: u64| secs.and_then(|s| rate(b, c, s));
+    CtxView {
+        voluntary: c.voluntary,
+        involuntary: c.involuntary,
+        voluntary_per_s: r(before.voluntary, c.voluntary),
+        involuntary_per_s: r(before.involuntary, c.involuntary),
+    }
+}
+
+/// A task's I/O counters, with their rates over the `secs` since `before` (the counters then;
+/// zero when not known).
+fn io_view(io: IoCounters, before: IoCounters, secs: Option<f64>) -> IoView {
+    let r = |b: u64, c: u64| secs.and_then(|s| rate(b, c, s));
+    IoView {
+        syscr: io.syscr,
+        syscw: io.syscw,
+        rchar: io.rchar,
+        wchar: io.wchar,
+        read_bytes: io.read_bytes,
+        write_bytes: io.write_bytes,
+        syscr_per_s: r(before.syscr, io.syscr),
+        syscw_per_s: r(before.syscw, io.syscw),
+        rchar_per_s: r(before.rchar, io.rchar),
+        wchar_per_s: r(before.wchar, io.wchar),
+    }
+}
+
+/// A disk's view, with its rates since `b` (the disk at the interval's start, and the
+/// interval's seconds).
+fn disk_view(d: &DiskRaw, b: Option<(&DiskRaw, f64)>) -> DiskView {
+    DiskView {
+        name: d.name.clone(),
+        reads: d.reads,
+        writes: d.writes,
+        read_bytes: d.read_sectors.saturating_mul(512),
+        write_bytes: d.write_sectors.saturating_mul(512),
+        in_flight: d.in_flight,
+        reads_per_s: b.and_then(|(b, s)| rate(b.reads, d.reads, s)),
+        writes_per_s: b.and_then(|(b, s)| rate(b.writes, d.writes, s)),
+        read_bytes_per_s: b
+            .and_then(|(b, s)| rate(b.read_sectors, d.read_sectors, s))
+            .map(|r| r * 512.0),
+        write_bytes_per_s: b
+            .and_then(|(b, s)| rate(b.write_sectors, d.write_sectors, s))
+            .map(|r| r * 512.0),
+        busy_percent: b
+            .and_then(|(b, s)| rate(b.io_ms, d.io_ms, s))
+            .map(|ms| (ms / 10.0).min(100.0)),
+    }
+}
+
+/// A network interface's view, with its rates since `b` (the interface at the interval's
+/// start, and the interval's seconds).
+fn net_view(n: &NetRaw, b: Option<(&NetRaw, f64)>) -> NetView {
+    NetView {
+        name: n.name.clone(),
+        rx_bytes: n.rx_bytes,
+        tx_bytes: n.tx_bytes,
+        rx_packets: n.rx_packets,
+        tx_packets: n.tx_packets,
+        rx_errors: n.rx_errs.saturating_add(n.rx_drop),
+        tx_errors: n.tx_errs.saturating_add(n.tx_drop),
+        rx_bytes_per_s: b.and_then(|(b, s)| rate(b.rx_bytes, n.rx_bytes, s)),
+        tx_bytes_per_s: b.and_then(|(b, s)| rate(b.tx_bytes, n.tx_bytes, s)),
+        rx_packets_per_s: b.and_then(|(b, s)| rate(b.rx_packets, n.rx_packets, s)),
+        tx_packets_per_s: b.and_then(|(b, s)| rate(b.tx_packets, n.tx_packets, s)),
+    }
+}
+
+/// Each device (disk, network interface) of the snapshot `cur` lists (`list`) made into its
+/// view by `view`, with the same-named device of the interval's start and the interval's
+/// seconds when both are known (`iv`); `None` when `cur` has no such list.
+fn per_device<'a, T: 'a, V>(
+    cur: &'a Snapshot,
+    iv: Option<(&'a Snapshot, f64)>,
+    list: fn(&Snapshot) -> Option<&[T]>,
+    name: fn(&T) -> &String,
+    view: impl Fn(&'a T, Option<(&'a T, f64)>) -> V,
+) -> Option<Vec<V>> {
+    let before: HashMap<&str, (&T, f64)> = iv
+        .and_then(|(p, s)| list(p).map(|l| l.iter().map(move |d| (name(d).as_str(), (d, s)))))
+        .into_iter()
+        .flatten()
+        .collect();
+    let now = list(cur)?;
+    Some(
+        now.iter()
+            .map(|d| view(d, before.get(name(d).as_str()).copied()))
+            .collect(),
+    )
 }
 
 fn rate(prev: u64, cur: u64, secs: f64) -> Option<f64> {
@@ -567,7 +590,6 @@ fn derive_tasks(
             let kernel_percent = pct(ps, t.stime);
             let cpu_percent = user_percent.zip(kernel_percent).map(|(u, k)| u + k);
             let res_bytes = t.rss_pages.saturating_mul(snap.page_size);
-            let r = |a: Option<u64>, b: u64| secs.zip(a).and_then(|(s, a)| rate(a, b, s));
             TaskView {
                 pid: t.pid,
                 tgid: t.tgid,
@@ -593,30 +615,12 @@ fn derive_tasks(
                 user_percent,
                 kernel_percent,
                 processor: t.processor,
-                ctx_switches: t.ctx.map(|c| {
-                    let b = before.and_then(|b| b.ctx);
-                    CtxView {
-                        voluntary: c.voluntary,
-                        involuntary: c.involuntary,
-                        voluntary_per_s: r(Some(b.map_or(0, |b| b.voluntary)), c.voluntary),
-                        involuntary_per_s: r(Some(b.map_or(0, |b| b.involuntary)), c.involuntary),
-                    }
-                }),
-                io: t.io.map(|io| {
-                    let b = before.and_then(|b| b.io).unwrap_or_default();
-                    IoView {
-                        syscr: io.syscr,
-                        syscw: io.syscw,
-                        rchar: io.rchar,
-                        wchar: io.wchar,
-                        read_bytes: io.read_bytes,
-                        write_bytes: io.write_bytes,
-                        syscr_per_s: r(Some(b.syscr), io.syscr),
-                        syscw_per_s: r(Some(b.syscw), io.syscw),
-                        rchar_per_s: r(Some(b.rchar), io.rchar),
-                        wchar_per_s: r(Some(b.wchar), io.wchar),
-                    }
-                }),
+                ctx_switches: t
+                    .ctx
+                    .map(|c| ctx_view(c, before.and_then(|b| b.ctx).unwrap_or_default(), secs)),
+                io: t
+                    .io
+                    .map(|io| io_view(io, before.and_then(|b| b.io).unwrap_or_default(), secs)),
                 exited: false,
                 cgroup: t.cgroup.clone(),
                 start_ticks: t.start_time,

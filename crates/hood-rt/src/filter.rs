@@ -107,17 +107,7 @@ fn basename(p: &[u8]) -> &[u8] {
 
 /// The verdict for `addr` from the table (cold: once per function).
 fn lookup(addr: u64) -> bool {
-    let mut info: libc::Dl_info = unsafe_zeroed_info();
-    let mut lm: *mut libc::c_void = ptr::null_mut();
-    // SAFETY: valid out-pointers; dladdr1 only reads the loader's structures.
-    let ok = unsafe {
-        libc::dladdr1(
-            addr as *const libc::c_void,
-            &mut info,
-            &mut lm,
-            RTLD_DL_LINKMAP,
-        )
-    };
+    let lm = link_map(addr);
     let mut cur = Cursor {
         p: TABLE.load(Ordering::Relaxed),
         len: TABLE_LEN.load(Ordering::Relaxed),
@@ -126,12 +116,12 @@ fn lookup(addr: u64) -> bool {
     let Some(unknown) = cur.u32() else {
         return true;
     };
-    if ok == 0 || lm.is_null() {
+    if lm.is_null() {
         return unknown != 0;
     }
     // SAFETY: dladdr1 returned the object's link_map; l_name is a NUL-terminated string.
     let (bias, name) = unsafe {
-        let l = &*(lm as *const LinkMapHead);
+        let l = &*lm;
         let name = if l.l_name.is_null() {
             &[][..]
         } else {
@@ -181,6 +171,27 @@ fn lookup(addr: u64) -> bool {
     unknown != 0
 }
 
+/// The loader's link map of the object that holds `addr` (its load bias and path), or null
+/// when no object does.
+fn link_map(addr: u64) -> *const LinkMapHead {
+    let mut info: libc::Dl_info = unsafe_zeroed_info();
+    let mut lm: *mut libc::c_void = ptr::null_mut();
+    // SAFETY: valid out-pointers; dladdr1 only reads the loader's structures.
+    let ok = unsafe {
+        libc::dladdr1(
+            addr as *const libc::c_void,
+            &mut info,
+            &mut lm,
+            RTLD_DL_LINKMAP,
+        )
+    };
+    if ok == 0 {
+        ptr::null()
+    } else {
+        lm as *const LinkMapHead
+    }
+}
+
 fn unsafe_zeroed_info() -> libc::Dl_info {
     libc::Dl_info {
         dli_fname: ptr::null(),
@@ -202,20 +213,10 @@ mod tests {
 
     /// The load bias of the object holding `addr`, as the runtime finds it.
     fn bias(addr: u64) -> u64 {
-        let mut info = unsafe_zeroed_info();
-        let mut lm: *mut libc::c_void = ptr::null_mut();
-        // SAFETY: valid out-pointers; dladdr1 only reads the loader's structures.
-        let ok = unsafe {
-            libc::dladdr1(
-                addr as *const libc::c_void,
-                &mut info,
-                &mut lm,
-                RTLD_DL_LINKMAP,
-            )
-        };
-        assert!(ok != 0 && !lm.is_null());
+        let lm = link_map(addr);
+        assert!(!lm.is_null());
         // SAFETY: dladdr1 returned the object's link_map.
-        unsafe { (*(lm as *const LinkMapHead)).l_addr as u64 }
+        unsafe { (*lm).l_addr as u64 }
     }
 
     /// A table file in the temporary directory, loaded; removed again.

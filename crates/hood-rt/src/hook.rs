@@ -346,6 +346,25 @@ fn leave_busy(t: &mut ThreadHeader) {
     t.busy = 0;
 }
 
+/// The start of the general hook bodies ([`enter`], [`exit`]): mark the thread inside a hook
+/// (false, nothing to do, when it already is: see [`enter_busy`]; no fence, as these bodies
+/// always had none), and clear its table first when the recorder asked for a reset since.
+///
+/// # Safety
+/// The slot invariant of [`Slot`] holds for `s`; `h` and `t` are its headers.
+#[inline(always)]
+unsafe fn begin(s: &Slot, h: &SegmentHeader, t: &mut ThreadHeader) -> bool {
+    if t.busy != 0 {
+        return false;
+    }
+    t.busy = 1;
+    if h.reset_gen.load(Ordering::Relaxed) != t.seen_gen.load(Ordering::Relaxed) {
+        // SAFETY: the slot invariant.
+        unsafe { reset(s) };
+    }
+    true
+}
+
 /// Entry hook body, with the stack pointer of the hook's caller.
 ///
 /// # Safety
@@ -356,13 +375,9 @@ pub unsafe fn enter(s: &Slot, func: u64, sp: u64) {
     // plain fields only this thread writes (frames and nodes lie after it; the functions called below
     // take `s` and reach the header through the same pointer while this borrow is not in use).
     let (h, t) = unsafe { (&*s.h, &mut *s.t) };
-    if t.busy != 0 {
+    // SAFETY: the slot invariant.
+    if !unsafe { begin(s, h, t) } {
         return;
-    }
-    t.busy = 1;
-    if h.reset_gen.load(Ordering::Relaxed) != t.seen_gen.load(Ordering::Relaxed) {
-        // SAFETY: the slot invariant.
-        unsafe { reset(s) };
     }
     let mut d = t.depth.load(Ordering::Relaxed);
     if d >= h.max_depth {
@@ -435,13 +450,9 @@ unsafe fn exit_stamped_slow(s: &Slot, func: u64) {
     let now = clock::now();
     // SAFETY: as in `enter`.
     let (h, t) = unsafe { (&*s.h, &mut *s.t) };
-    if t.busy != 0 {
+    // SAFETY: the slot invariant.
+    if !unsafe { begin(s, h, t) } {
         return;
-    }
-    t.busy = 1;
-    if h.reset_gen.load(Ordering::Relaxed) != t.seen_gen.load(Ordering::Relaxed) {
-        // SAFETY: the slot invariant.
-        unsafe { reset(s) };
     }
     if t.overflow_depth > 0 {
         t.overflow_depth -= 1;

@@ -107,19 +107,33 @@ unsafe fn event_unguarded(s: &Slot, index: u64, kind: u64) {
         }
     }
     // SAFETY: `pos < trace_stop <= trace_capacity` (this thread keeps `trace_stop` within the
-    // buffer; `room` and the wrap above give an index inside it): an event word of the slot,
-    // which only this thread writes.
+    // buffer; `room` and the wrap above give an index inside it).
+    unsafe { put(s.t, pos, encode_event(now, index, kind)) };
+}
+
+/// Write event `word` at ring index `pos` and publish it: the next index, and one more event
+/// written for the recorder.
+///
+/// # Safety
+/// `t` is this thread's initialised header in the live trace-mode segment and `pos <
+/// trace_stop <= trace_capacity`: an event word of the slot, which only this thread writes.
+#[inline(always)]
+unsafe fn put(t: *mut ThreadHeader, pos: u64, word: u64) {
+    // SAFETY: the caller's promise: the event word `pos` lies after the header, inside the
+    // slot.
     unsafe {
-        let ev = (s.t as *mut u8)
+        let ev = (t as *mut u8)
             .add(THREAD_HEADER_SIZE)
             .cast::<TraceEvent>()
             .add(pos as usize);
-        (*ev).word = encode_event(now, index, kind);
+        (*ev).word = word;
     }
-    t.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
+    // SAFETY: `t` is this thread's header.
+    let th = unsafe { &*t };
+    th.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
     // Release: the recorder loads `trace_written` (acquire) before it copies the event words.
-    t.trace_written.store(
-        t.trace_written.load(Ordering::Relaxed).wrapping_add(1),
+    th.trace_written.store(
+        th.trace_written.load(Ordering::Relaxed).wrapping_add(1),
         Ordering::Release,
     );
 }
@@ -179,20 +193,8 @@ pub unsafe fn event_fast(t: *mut ThreadHeader, index: u64, kind: u64) -> bool {
         unsafe { leave_busy(t) };
         return false;
     }
-    // SAFETY: `pos < trace_stop <= trace_capacity`: an event word of the slot, which only
-    // this thread writes.
-    unsafe {
-        let ev = (t as *mut u8)
-            .add(THREAD_HEADER_SIZE)
-            .cast::<TraceEvent>()
-            .add(pos as usize);
-        (*ev).word = encode_event(now, index, kind);
-    }
-    th.trace_pos.store(pos.wrapping_add(1), Ordering::Relaxed);
-    th.trace_written.store(
-        th.trace_written.load(Ordering::Relaxed).wrapping_add(1),
-        Ordering::Release,
-    );
+    // SAFETY: `t` is this thread's header and `pos < trace_stop <= trace_capacity`.
+    unsafe { put(t, pos, encode_event(now, index, kind)) };
     // SAFETY: as for `enter_busy`.
     unsafe { leave_busy(t) };
     true

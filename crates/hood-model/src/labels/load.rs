@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::path::Path;
 
 use hood_format::{tags, Deferred, Reader};
+use hood_raw::RawError;
 
 use super::attribute::{Attribution, Attributor};
 use super::events::{decode_page_into, DecodeCounts, Decoder, Event};
@@ -74,7 +75,7 @@ fn json<T: serde::de::DeserializeOwned>(
     data: &[u8],
 ) -> Result<T, ModelError> {
     serde_json::from_slice(data)
-        .map_err(|e| ModelError::Malformed(format!("{what} chunk at byte offset {off}: {e}")))
+        .map_err(|e| RawError::Malformed(format!("{what} chunk at byte offset {off}: {e}")).into())
 }
 
 /// The labels chunks of a recording, gathered while its chunks are read (by

@@ -107,16 +107,10 @@ pub struct Budget {
     pub off_ns: u64,
 }
 
-/// The per-packet events (`(sys, name)`) that cost control switches off part of the time.
-pub const PER_PACKET: &[(&str, &str)] = &[
-    ("net", "netif_receive_skb"),
-    ("sock", "sk_data_ready"),
-    ("skb", "skb_copy_datagram_iovec"),
-    ("skb", "consume_skb"),
-    ("sock", "sock_recv_length"),
-    ("tcp", "tcp_probe"),
-    ("sock", "sock_send_length"),
-];
+/// The per-packet events (`(sys, name)`) that cost control switches off part of the time:
+/// the seven of [`EVENTS`] after the four irq ones, from `netif_receive_skb` to
+/// `sock_send_length`.
+pub const PER_PACKET: &[(&str, &str)] = EVENTS.split_at(4).1.split_at(7).0;
 
 /// The kernel's counters of one CPU's buffer, parsed from its `stats` text.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -156,5 +150,22 @@ impl KernelCounts {
     /// Events the kernel wrote into the buffer.
     pub fn written(&self) -> u64 {
         self.read + self.entries + self.overrun + self.dropped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EVENTS, PER_PACKET};
+
+    /// The per-packet events are the ones from the packet's arrival to its send.
+    #[test]
+    fn the_per_packet_events_are_the_seven_from_arrival_to_send() {
+        assert_eq!(PER_PACKET.len(), 7);
+        assert_eq!(PER_PACKET.first(), Some(&("net", "netif_receive_skb")));
+        assert_eq!(PER_PACKET.last(), Some(&("sock", "sock_send_length")));
+        assert!(PER_PACKET.iter().all(|e| EVENTS.contains(e)));
+        assert!(!PER_PACKET
+            .iter()
+            .any(|(sys, _)| *sys == "irq" || *sys == "sched"));
     }
 }

@@ -7,6 +7,7 @@ use hood_format::{expect_kind, tags, FileKind, Reader};
 use hood_raw::attr::Attr;
 use hood_raw::records::Decoded;
 use hood_raw::replay::StackUnwinder;
+use hood_raw::RawError;
 
 use super::copies::{unwind_copies, StackCopies};
 use super::meta::{ProcSnapshotChunk, RecordMeta, RecordStats};
@@ -49,8 +50,9 @@ fn json<T: serde::de::DeserializeOwned>(
     offset: u64,
     data: &[u8],
 ) -> Result<T, ModelError> {
-    serde_json::from_slice(data)
-        .map_err(|e| ModelError::Malformed(format!("{what} chunk at byte offset {offset}: {e}")))
+    serde_json::from_slice(data).map_err(|e| {
+        RawError::Malformed(format!("{what} chunk at byte offset {offset}: {e}")).into()
+    })
 }
 
 fn text(bytes: Vec<u8>) -> String {
@@ -151,9 +153,10 @@ impl RawRecording {
                 tags::profile::PERF_ATTR => attr = Some(Attr::parse(&data)?),
                 tags::profile::PERF_RECORDS => {
                     if data.len() < 4 {
-                        return Err(ModelError::Malformed(format!(
+                        return Err(RawError::Malformed(format!(
                             "record chunk at byte offset {off} is too short"
-                        )));
+                        ))
+                        .into());
                     }
                     let cpu = u32::from_le_bytes([data[0], data[1], data[2], data[3]]);
                     match &attr {
@@ -163,9 +166,10 @@ impl RawRecording {
                 }
                 tags::profile::RAW_SAMPLES => {
                     let bad = || {
-                        ModelError::Malformed(format!(
+                        RawError::Malformed(format!(
                             "raw sample chunk at byte offset {off} is too short"
                         ))
+                        .into()
                     };
                     let (cpu, rest) = data.split_first_chunk::<4>().ok_or_else(bad)?;
                     let (len, rest) = rest.split_first_chunk::<4>().ok_or_else(bad)?;
@@ -220,10 +224,10 @@ impl RawRecording {
         }
         rec.labels = labels_chunks.and_then(|l| l.finish(reader.into_reader()));
         let Some(attr) = attr else {
-            return Err(ModelError::Malformed(format!(
+            return Err(RawError::Malformed(format!(
                 "{}: no event description chunk; the recording holds no samples (was it cut before recording started?)",
                 path.display()
-            )));
+            )).into());
         };
         for (cpu, data) in pending {
             rec.decoded.push_chunk(&attr, cpu, &data[4..]);
@@ -262,5 +266,19 @@ impl RawRecording {
         }
         unwind_copies(&mut self.decoded, &copies, u);
         copies.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A chunk that does not decode says so in the words it always did.
+    #[test]
+    fn an_undecodable_chunk_is_a_malformed_recording() {
+        let e = super::json::<u32>("META", 64, b"{").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("malformed recording: META chunk at byte offset 64: "),
+            "{e}"
+        );
     }
 }

@@ -90,14 +90,8 @@ pub fn render_calls_diff_text(
         )?;
     }
     let head = format!(
-        "{:>10} {:>8} {:>10} {:>10} {:>6} {:>6} {:>7} {:>10} {:>10} {:>8} {:5}  ",
-        "Δtime",
-        "Δ%",
-        "base",
-        "new",
-        "base%",
-        "new%",
-        "points",
+        "{} {:>10} {:>10} {:>8} {:5}  ",
+        crate::profile::diff::change_columns("Δtime"),
         "calls",
         "calls new",
         "Δcalls%",

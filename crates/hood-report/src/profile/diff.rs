@@ -71,6 +71,15 @@ pub(crate) fn signed(v: f64, timed: bool) -> String {
     }
 }
 
+/// The heads of a diff table's first columns, the change of `delta` (`Δtime`, `Δsamples`)
+/// and of the shares, as both diffs (profiles, calls) print them.
+pub(crate) fn change_columns(delta: &str) -> String {
+    format!(
+        "{:>10} {:>8} {:>10} {:>10} {:>6} {:>6} {:>7}",
+        delta, "Δ%", "base", "new", "base%", "new%", "points"
+    )
+}
+
 /// A change in percent (`+12.3%`), or `new` for a row BASE did not have.
 pub(crate) fn percent(p: Option<f64>) -> String {
     match p {
@@ -159,17 +168,7 @@ pub fn render_diff_text(
         d.noise_z
     )?;
     let unit = if timed { "time" } else { "samples" };
-    let head = format!(
-        "{:>10} {:>8} {:>10} {:>10} {:>6} {:>6} {:>7} {:5}  ",
-        format!("Δ{unit}"),
-        "Δ%",
-        "base",
-        "new",
-        "base%",
-        "new%",
-        "points",
-        ""
-    );
+    let head = format!("{} {:5}  ", change_columns(&format!("Δ{unit}")), "");
     let room = opts.width.saturating_sub(head.chars().count()).max(16);
     writeln!(out, "{head}{key}")?;
     for r in d.rows.iter().take(opts.rows) {

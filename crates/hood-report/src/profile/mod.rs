@@ -31,30 +31,34 @@ pub use json::{render_json, SCHEMA_VERSION};
 pub use text::render_text;
 pub use top::render_top;
 
-/// The key of the flat profile.
+/// The key of the flat profile. With the `clap` feature it is also `hood report --by`'s
+/// value, each variant's line its help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum By {
-    /// Self samples per function and process (the default layout).
+    /// Functions (per process sections).
     #[default]
     Function,
-    /// Self samples per file (executable, library, `[kernel.kallsyms]`).
+    /// Shared objects / executables.
     Dso,
-    /// Samples per process.
+    /// Processes, one row per PID.
     Process,
-    /// Samples per process name, all processes of one name together (unlike perf's
-    /// `--sort comm`, which groups by thread name: that is [`By::ThreadName`]).
+    /// Process names: all processes of one name in one row, with their number (perf's
+    /// `--sort comm` groups by thread name instead: that is thread-name).
     Comm,
-    /// Samples per thread name over all processes (perf's `--sort comm`): a thread not named
-    /// by its program carries its process's name.
+    /// Thread names over all processes, as perf's `--sort comm` groups (a thread its program
+    /// did not name carries the process's name).
     ThreadName,
-    /// Samples per thread.
+    /// Threads.
     Thread,
-    /// Self samples per source line (`file:line`) of the innermost function, inlined ones
-    /// included (perf's `--sort srcline`).
+    /// Source lines (`file:line`) of the sampled code, inlined functions' own lines
+    /// included, like perf's `--sort srcline`; needs DWARF debug info (`-g`).
     Line,
-    /// Off-CPU time per kernel reason (futex, sleep, poll, pipe, socket, disk I/O, ...).
+    /// Off-CPU time by kernel reason: lock (futex), sleep, poll/epoll, pipe, socket, disk
+    /// I/O, page fault, waiting for a CPU (a recording made with `--off-cpu`).
     Reason,
-    /// Blocked time per waker: who ended the wait (`--by waker`; the filter's `by_waker`).
+    /// Blocked time by who ended the wait: the waking thread (its process, function and the
+    /// kernel call that woke) or interrupt (a recording made with `--off-cpu`).
     Waker,
 }
 

@@ -180,26 +180,20 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
         )?;
     }
     if a.threads.iter().any(|t| t.streamed) {
-        let lost: u64 = a.threads.iter().map(|t| t.dropped).sum();
-        writeln!(
+        count_line(
             out,
-            "Events lost          = {lost}{}",
-            if lost > 0 {
-                " (the program outran the recorder: see the notes)"
-            } else {
-                " (streamed while the program ran)"
-            }
+            "Events lost",
+            a.threads.iter().map(|t| t.dropped).sum(),
+            " (the program outran the recorder: see the notes)",
+            " (streamed while the program ran)",
         )?;
     }
-    let repaired: u64 = a.threads.iter().map(|t| t.mismatched).sum();
-    writeln!(
+    count_line(
         out,
-        "Exits repaired       = {repaired}{}",
-        if repaired > 0 {
-            " (calls left by longjmp or an exception, without their exit event: counted, see the notes)"
-        } else {
-            ""
-        }
+        "Exits repaired",
+        a.threads.iter().map(|t| t.mismatched).sum(),
+        " (calls left by longjmp or an exception, without their exit event: counted, see the notes)",
+        "",
     )?;
     match (a.probe_cost, a.probe_cost_stepped) {
         (Some(c), Some(s)) => writeln!(
@@ -256,6 +250,19 @@ pub fn summary(a: &Analysis, limit: Option<usize>, out: &mut dyn Write) -> Resul
         out,
         "% real = net / traced thread time, % net = net / on-CPU time (run time); calls still running at the end are timed to it (in net) but not counted (nor in max/avg/min)."
     )?;
+    Ok(())
+}
+
+/// A count of the summary, `LABEL = N`, and what a count above zero (`some`) or of zero
+/// (`none`) means.
+fn count_line(
+    out: &mut dyn Write,
+    label: &str,
+    n: u64,
+    some: &str,
+    none: &str,
+) -> Result<(), ReportError> {
+    writeln!(out, "{label:<21}= {n}{}", if n > 0 { some } else { none })?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Chunk payloads of the Calls file kind (documented in docs/calls.md): JSON, one chunk per
 //! process, zstd-compressed by the container.
 
+use hood_raw::RawError;
 use serde::{Deserialize, Serialize};
 
 use super::ProcessCalls;
@@ -43,28 +44,40 @@ pub fn decode_process(data: &[u8], offset: u64) -> Result<ProcessCalls, TraceMod
     struct V {
         version: u32,
     }
-    let v: V = serde_json::from_slice(data).map_err(|e| {
-        TraceModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
-    })?;
+    let v: V = serde_json::from_slice(data)
+        .map_err(|e| RawError::Malformed(format!("calls process chunk at offset {offset}: {e}")))?;
     if v.version > PAYLOAD_VERSION {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "calls process chunk at offset {offset} has payload version {}, this hood reads up to {PAYLOAD_VERSION}: upgrade hood",
             v.version
-        )));
+        )).into());
     }
-    let e: Envelope<ProcessCalls> = serde_json::from_slice(data).map_err(|e| {
-        TraceModelError::Malformed(format!("calls process chunk at offset {offset}: {e}"))
-    })?;
+    let e: Envelope<ProcessCalls> = serde_json::from_slice(data)
+        .map_err(|e| RawError::Malformed(format!("calls process chunk at offset {offset}: {e}")))?;
     let p = e.process;
     for t in &p.threads {
         for (i, path) in t.paths.iter().enumerate() {
             if path.parent.is_some_and(|q| q as usize >= i) {
-                return Err(TraceModelError::Malformed(format!(
+                return Err(RawError::Malformed(format!(
                     "calls process chunk at offset {offset}: pid {} tid {} path {i} has a forward parent",
                     p.pid, t.tid
-                )));
+                )).into());
             }
         }
     }
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A process chunk that does not decode says so in the words it always did.
+    #[test]
+    fn an_undecodable_process_chunk_is_a_malformed_recording() {
+        let e = super::decode_process(b"{", 64).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("malformed recording: calls process chunk at offset 64: "),
+            "{e}"
+        );
+    }
 }

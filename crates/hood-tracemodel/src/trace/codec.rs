@@ -11,6 +11,7 @@ use super::{
 };
 use crate::TraceModelError;
 use hood_raw::frames::{for_each_frame, FrameError};
+use hood_raw::RawError;
 
 /// PERF_RECORD_LOST.
 const RECORD_LOST: u32 = 2;
@@ -83,17 +84,17 @@ fn events_owner<'a>(
     processes: &'a [ProcessTrace],
 ) -> Result<(&'a ProcessTrace, u32, u32, u64), TraceModelError> {
     if b.len() < EVENTS_HEADER {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "event chunk at offset {offset} has {} bytes, less than its {EVENTS_HEADER}-byte header",
             b.len()
-        )));
+        )).into());
     }
     let (pid, tid, start) = (u32_at(b, 0), u32_at(b, 4), u64_at(b, 8));
     let p = processes
         .iter()
         .find(|p| p.pid == pid && p.start_mono_ns == start)
         .ok_or_else(|| {
-            TraceModelError::Malformed(format!(
+            RawError::Malformed(format!(
                 "event chunk at offset {offset} belongs to pid {pid}, whose process chunk is missing"
             ))
         })?;
@@ -112,10 +113,11 @@ pub fn decode_raw(
     let (p, pid, tid, start_mono_ns) = events_owner(b, offset, processes)?;
     let body = &b[EVENTS_HEADER..];
     if !body.len().is_multiple_of(8) {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "event chunk at offset {offset}: {} bytes of events, not whole 8-byte events",
             body.len()
-        )));
+        ))
+        .into());
     }
     let mut ticks = u64_at(b, 16);
     let events = body
@@ -153,10 +155,11 @@ pub fn decode_words(
     let mut shift = 0u32;
     for (k, &byte) in b[EVENTS_HEADER..].iter().enumerate() {
         if shift > 63 {
-            return Err(TraceModelError::Malformed(format!(
+            return Err(RawError::Malformed(format!(
                 "event chunk at offset {offset}: overlong event at byte {}",
                 EVENTS_HEADER + k
-            )));
+            ))
+            .into());
         }
         v |= ((byte & 0x7f) as u64) << shift;
         if byte & 0x80 != 0 {
@@ -175,9 +178,10 @@ pub fn decode_words(
         shift = 0;
     }
     if shift != 0 {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "event chunk at offset {offset}: its last event is cut off"
-        )));
+        ))
+        .into());
     }
     Ok(ThreadEvents {
         pid,
@@ -217,10 +221,11 @@ fn u64_at(b: &[u8], o: usize) -> u64 {
 /// Decode an EVENTS payload (`offset` names the chunk in errors).
 pub fn decode_events(b: &[u8], offset: u64) -> Result<ThreadEvents, TraceModelError> {
     if b.len() < 8 || !(b.len() - 8).is_multiple_of(16) {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "event chunk at offset {offset} has {} bytes, not 8 + 16 per event",
             b.len()
-        )));
+        ))
+        .into());
     }
     let events = b[8..]
         .chunks_exact(16)
@@ -279,15 +284,15 @@ fn json<T: serde::de::DeserializeOwned>(
     offset: u64,
 ) -> Result<T, TraceModelError> {
     let v: serde_json::Value = serde_json::from_slice(b)
-        .map_err(|e| TraceModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))?;
+        .map_err(|e| RawError::Malformed(format!("{what} chunk at offset {offset}: {e}")))?;
     let ver = v.get("version").and_then(|x| x.as_u64()).unwrap_or(0);
     if ver > PAYLOAD_VERSION as u64 {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "{what} chunk at offset {offset} has payload version {ver}; this hood reads {PAYLOAD_VERSION}: upgrade hood"
-        )));
+        )).into());
     }
     serde_json::from_value(v)
-        .map_err(|e| TraceModelError::Malformed(format!("{what} chunk at offset {offset}: {e}")))
+        .map_err(|e| RawError::Malformed(format!("{what} chunk at offset {offset}: {e}")).into())
 }
 
 #[derive(serde::Deserialize)]
@@ -481,10 +486,11 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
             tags::trace::EVENTS => {
                 let enc = Encoding::of(t.meta.as_ref());
                 if data.len() < 8 {
-                    return Err(TraceModelError::Malformed(format!(
+                    return Err(RawError::Malformed(format!(
                         "event chunk at offset {offset} has {} bytes, less than its header",
                         data.len()
-                    )));
+                    ))
+                    .into());
                 }
                 let index = ThreadIndex {
                     pid: u32_at(&data, 0),
@@ -515,12 +521,8 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
                 let d = dec.decode(cpu, body);
                 t.irqs.extend(d.irqs);
                 t.lost_irqs += d.lost;
-                if d.skipped > 0 {
-                    t.warnings.push(format!(
-                        "chunk at offset {offset}: {} irq samples of unknown layout skipped",
-                        d.skipped
-                    ));
-                }
+                t.warnings
+                    .extend(skipped_note(offset, d.skipped, "irq samples"));
                 if let Some(m) = d.malformed {
                     t.warnings.push(format!("chunk at offset {offset}: {m}"));
                 }
@@ -536,12 +538,8 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
                 let d = dec.decode(cpu, body);
                 t.wakeups.extend(d.wakeups);
                 t.lost_wakeups += d.lost;
-                if d.skipped > 0 {
-                    t.warnings.push(format!(
-                        "chunk at offset {offset}: {} wake-up records of unknown layout skipped",
-                        d.skipped
-                    ));
-                }
+                t.warnings
+                    .extend(skipped_note(offset, d.skipped, "wake-up records"));
             }
             tags::trace::TASKS => {
                 #[derive(serde::Deserialize)]
@@ -561,12 +559,19 @@ pub fn scan_reader(mut r: Reader) -> Result<TraceHead, TraceModelError> {
         }
     }
     if t.meta.is_none() && t.processes.is_empty() {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "{}: no trace data in this file",
             r.path().display()
-        )));
+        ))
+        .into());
     }
     Ok(t)
+}
+
+/// The warning for the `n` records (`what`: "irq samples") of a layout the decoder does not
+/// know that the chunk at `offset` held, if any.
+fn skipped_note(offset: u64, n: u64, what: &str) -> Option<String> {
+    (n > 0).then(|| format!("chunk at offset {offset}: {n} {what} of unknown layout skipped"))
 }
 
 /// A per-CPU chunk (switches, irqs, wake-ups): its CPU number and the records after it; a
@@ -577,10 +582,11 @@ fn cpu_chunk<'a>(
     offset: u64,
 ) -> Result<(u32, &'a [u8]), TraceModelError> {
     if data.len() < 4 {
-        return Err(TraceModelError::Malformed(format!(
+        return Err(RawError::Malformed(format!(
             "{what} chunk at offset {offset} is {} bytes",
             data.len()
-        )));
+        ))
+        .into());
     }
     Ok((u32_at(data, 0), &data[4..]))
 }
@@ -589,9 +595,10 @@ fn cpu_chunk<'a>(
 /// be read, an error naming `what` and its offset.
 fn formats<'a, M>(meta: Option<&'a M>, what: &str, offset: u64) -> Result<&'a M, TraceModelError> {
     meta.ok_or_else(|| {
-        TraceModelError::Malformed(format!(
+        RawError::Malformed(format!(
             "{what} chunk at offset {offset} comes without the tracepoint formats in META"
         ))
+        .into()
     })
 }
 

@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use hood_model::profile::aggregate::{Filter, Measure};
 use hood_model::profile::diff::{diff, DiffBy};
-use hood_model::profile::{Mode, Profile};
+use hood_model::profile::Profile;
 use hood_report::profile::diff::{self as render, DiffTextOptions, DiffView};
 
-use super::report::{load_profile, text_width, SymbolOpts};
+use super::report::{load_profile, SymbolOpts, Written};
 
 /// What the rows of `hood diff` are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -62,7 +62,12 @@ addresses, another directory) meet theirs. Two `hood calls` or two `hood trace` 
 compare calls (exact) and own time per function or --by path; a trace's times are judged by \
 the calls' own variation, a call-path table's by no rule (it holds sums only). \
 `--reconcile CALLS PROFILE` holds a call profile against a profile of the same program. \
-Details: README, section \"Comparing two recordings\"."
+Details: README, section \"Comparing two recordings\".",
+    mut_arg("comm", |a| a.help("Only processes with this name (in both recordings)")),
+    mut_arg("wall", |a| a.help(
+        "Wall-clock time (both recordings made with `--off-cpu`): CPU samples and waits"
+    )),
+    mut_arg("off_cpu", |a| a.help("Only off-CPU time (both recordings made with `--off-cpu`)")),
 )]
 pub struct DiffArgs {
     /// The recording before the change: a profile (hood's own, or a perf.data file), a
@@ -90,21 +95,9 @@ pub struct DiffArgs {
     /// What the rows are.
     #[arg(long = "by", value_enum, default_value_t = DiffByArg::Function)]
     pub by: DiffByArg,
-    /// Only processes with this name (in both recordings).
-    #[arg(long = "comm")]
-    pub comm: Option<String>,
-    /// Only kernel-mode samples.
-    #[arg(long = "kernel", conflicts_with = "user")]
-    pub kernel: bool,
-    /// Only user-mode samples.
-    #[arg(long = "user")]
-    pub user: bool,
-    /// Wall-clock time (both recordings made with `--off-cpu`): CPU samples and waits.
-    #[arg(long = "wall", conflicts_with = "off_cpu")]
-    pub wall: bool,
-    /// Only off-CPU time (both recordings made with `--off-cpu`).
-    #[arg(long = "off-cpu")]
-    pub off_cpu: bool,
+    /// `--comm`, `--kernel`/`--user`, `--wall`, `--off-cpu` (help lines set above).
+    #[command(flatten)]
+    pub samples: crate::cmd::select::SampleFilter,
     /// The order of the rows.
     #[arg(long = "sort", value_enum, default_value_t = DiffSortArg::Time)]
     pub sort: DiffSortArg,
@@ -118,16 +111,9 @@ pub struct DiffArgs {
     /// that code only BASE ran shows (in blue); colours still show the change to NEW.
     #[arg(long = "base-shape")]
     pub base_shape: bool,
-    /// Write here instead of standard output.
-    #[arg(short = 'o', long = "output")]
-    pub output: Option<PathBuf>,
-    /// How code is named.
+    /// `-o`, how code is named, `--width`.
     #[command(flatten)]
-    pub symbols: SymbolOpts,
-    /// Longest line of the text table in characters; longer names are cut with `…`
-    /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
-    #[arg(long = "width", value_name = "COLUMNS")]
-    pub width: Option<usize>,
+    pub out: Written,
 }
 
 /// Read one side, naming it in any error.
@@ -241,24 +227,12 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if args.format == DiffFormatArg::Pprof {
-        super::refuse_binary_on_terminal(args.output.as_deref(), "pprof", "diff.pb.gz")?;
+        super::refuse_binary_on_terminal(args.out.output.as_deref(), "pprof", "diff.pb.gz")?;
     }
-    let measure = if args.wall {
-        Measure::Wall
-    } else if args.off_cpu {
-        Measure::OffCpu
-    } else {
-        Measure::CpuSamples
-    };
+    let measure = args.samples.measure(false);
     let filter = Filter {
-        comm: args.comm.clone(),
-        mode: if args.kernel {
-            Some(Mode::Kernel)
-        } else if args.user {
-            Some(Mode::User)
-        } else {
-            None
-        },
+        comm: args.samples.comm.clone(),
+        mode: args.samples.mode(),
         measure,
         ..Filter::default()
     };
@@ -266,13 +240,13 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let (base, new) = std::thread::scope(|s| {
         let base = std::thread::Builder::new()
             .name("base".into())
-            .spawn_scoped(s, || load(&base_path, "BASE", &args.symbols));
-        let new = load(&new_path, "NEW", &args.symbols);
+            .spawn_scoped(s, || load(&base_path, "BASE", &args.out.symbols));
+        let new = load(&new_path, "NEW", &args.out.symbols);
         let base = match base {
             Ok(h) => h
                 .join()
                 .unwrap_or_else(|_| Err(anyhow::anyhow!("reading BASE failed"))),
-            Err(_) => load(&base_path, "BASE", &args.symbols),
+            Err(_) => load(&base_path, "BASE", &args.out.symbols),
         };
         (base, new)
     });
@@ -336,12 +310,12 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<ExitCode> {
         filter: &filter,
         diff: &d,
     };
-    let mut out = super::Output::open(args.output.as_deref())?;
+    let mut out = super::Output::open(args.out.output.as_deref())?;
     match args.format {
         DiffFormatArg::Text => {
             let opts = DiffTextOptions {
                 rows: if args.top == 0 { usize::MAX } else { args.top },
-                width: text_width(args.width, args.output.is_some()),
+                width: args.out.text_width(),
             };
             render::render_diff_text(&view, &opts, &mut out)?
         }

@@ -15,15 +15,14 @@ use hood_tracemodel::calls::{
 use hood_tracemodel::trace::Events;
 
 use super::diff::{DiffArgs, DiffByArg, DiffFormatArg, DiffSortArg};
-use super::report::text_width;
 
 /// Options of the profile diff that have no meaning here, named in the refusal.
 fn refuse_profile_options(args: &DiffArgs, what: &str) -> anyhow::Result<()> {
     let given: Vec<&str> = [
-        (args.kernel, "--kernel"),
-        (args.user, "--user"),
-        (args.wall, "--wall"),
-        (args.off_cpu, "--off-cpu"),
+        (args.samples.kernel, "--kernel"),
+        (args.samples.user, "--user"),
+        (args.samples.wall, "--wall"),
+        (args.samples.off_cpu, "--off-cpu"),
     ]
     .into_iter()
     .filter(|(on, _)| *on)
@@ -117,7 +116,7 @@ pub fn run(
             }
         ),
     };
-    let comm = args.comm.as_deref();
+    let comm = args.samples.comm.as_deref();
     let side = |path: &Path, which: &str| -> anyhow::Result<CallsSide> {
         if trace {
             read_trace(path, which, by, comm)
@@ -171,13 +170,13 @@ pub fn run(
         CallsSource { source: &bs, kind },
         CallsSource { source: &ns, kind },
     );
-    let mut out = super::Output::open(args.output.as_deref())?;
+    let mut out = super::Output::open(args.out.output.as_deref())?;
     if args.format == DiffFormatArg::Json {
         render_calls_diff_json(&d, &b, &n, &mut out)?;
     } else {
         let opts = CallsDiffTextOptions {
             rows: if args.top == 0 { usize::MAX } else { args.top },
-            width: text_width(args.width, args.output.is_some()),
+            width: args.out.text_width(),
         };
         render_calls_diff_text(&d, &b, &n, &opts, &mut out)?;
     }
@@ -206,12 +205,12 @@ pub fn reconcile(
             if both { "both call-path recordings" } else { "neither a call-path recording" }
         ),
     };
-    let procs = read_calls(calls_path, "CALLS", args.comm.as_deref())?;
+    let procs = read_calls(calls_path, "CALLS", args.samples.comm.as_deref())?;
     if procs.is_empty() {
         errln!(
             "hood: {} holds no process{}: nothing to reconcile; `hood calls report {}` shows what it holds",
             calls_path.display(),
-            args.comm
+            args.samples.comm
                 .as_deref()
                 .map(|c| format!(" named {c}"))
                 .unwrap_or_default(),
@@ -220,7 +219,7 @@ pub fn reconcile(
         return Ok(ExitCode::from(1));
     }
     crate::cmd::note_killed_writers(prof_path, hood_format::FileKind::Profile);
-    let prof = super::report::load_profile(prof_path, &args.symbols).map_err(|e| {
+    let prof = super::report::load_profile(prof_path, &args.out.symbols).map_err(|e| {
         super::missing_file(
             e,
             prof_path,
@@ -239,13 +238,13 @@ pub fn reconcile(
         calls_path.display().to_string(),
         prof_path.display().to_string(),
     );
-    let mut out = super::Output::open(args.output.as_deref())?;
+    let mut out = super::Output::open(args.out.output.as_deref())?;
     if args.format == DiffFormatArg::Json {
         render_reconcile_json(&r, &cs, &ps, &mut out)?;
     } else {
         let opts = CallsDiffTextOptions {
             rows: if args.top == 0 { usize::MAX } else { args.top },
-            width: text_width(args.width, args.output.is_some()),
+            width: args.out.text_width(),
         };
         render_reconcile_text(&r, &cs, &ps, &opts, &mut out)?;
     }

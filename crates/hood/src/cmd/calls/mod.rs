@@ -79,14 +79,17 @@ pub struct RunArgs {
 
 /// `hood calls record`.
 #[derive(Debug, Args)]
+#[command(mut_arg("pid", |a| a.required(true).help(
+    "The running processes (comma-separated; the specs are resolved in each one's own program \
+and libraries); they run on unchanged afterwards"
+)))]
 pub struct ProbeRecordArgs {
     /// The functions to probe: GLOB or OBJECT:GLOB, as `hood calls run --probe` (repeatable).
     #[arg(long, value_name = "SPEC", required = true)]
     pub probe: Vec<String>,
-    /// The running processes (comma-separated; the specs are resolved in each one's own
-    /// program and libraries); they run on unchanged afterwards.
-    #[arg(short = 'p', long = "pid", value_delimiter = ',', required = true)]
-    pub pid: Vec<u32>,
+    /// `-p/--pid` (help line set above).
+    #[command(flatten)]
+    pub pids: crate::cmd::select::Pids<u32>,
     /// Stop after SECS seconds (else at Ctrl-C or SIGTERM, or when the processes end).
     #[arg(short = 'd', long = "duration", value_name = "SECS", value_parser = crate::cmd::values::record_secs)]
     pub duration: Option<f64>,
@@ -148,18 +151,11 @@ pub enum FormatArg {
 
 /// `hood calls report`.
 #[derive(Debug, Args)]
+#[command(mut_arg("input", |a| a.help("The file written by `hood calls run`, `record` or `get` (default hood-calls.data)")))]
 pub struct ReportArgs {
-    /// The file written by `hood calls run`, `record` or `get` (default hood-calls.data).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        conflicts_with = "file"
-    )]
-    pub input: Option<PathBuf>,
-    /// The same file named after the options (`hood calls report FILE`).
-    #[arg(value_name = "FILE", hide = true)]
-    pub file: Option<PathBuf>,
+    /// `-i FILE`, or FILE after the options (`hood calls report FILE`).
+    #[command(flatten)]
+    pub input: crate::cmd::select::InputFile,
     /// Totals per function instead of per path.
     #[arg(short = 'f', long = "functions")]
     pub functions: bool,
@@ -221,7 +217,7 @@ pub fn run(args: CallsArgs) -> anyhow::Result<ExitCode> {
         CallsCommand::Record(a) => probe(
             a.probe,
             a.yes,
-            hood_hooks::probe::ProbeRun::Pids(a.pid),
+            hood_hooks::probe::ProbeRun::Pids(a.pids.pid),
             a.duration,
             a.output,
         ),

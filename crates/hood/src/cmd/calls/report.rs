@@ -9,7 +9,7 @@ use hood_tracemodel::calls::SortKey;
 use super::{FormatArg, ReportArgs, SortArg};
 
 pub fn report(a: ReportArgs) -> anyhow::Result<ExitCode> {
-    let path = crate::cmd::select::input(&a.input, &a.file, "hood-calls.data");
+    let path = a.input.path("hood-calls.data");
     crate::cmd::note_killed_writers(&path, hood_format::FileKind::Calls);
     let file = hood_load::open_for(&path, hood_load::Command::CallsReport)
         .and_then(|_| {

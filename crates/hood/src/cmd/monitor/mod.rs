@@ -52,6 +52,18 @@ pub(crate) fn sample(
     Ok(derive(Some(&first), &second))
 }
 
+/// `--sort KEY` and `--filter TEXT`, spelled the same by `hood ps` and `hood top`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Order {
+    /// Sort by KEY (pid, name, user, state, threads, pri, nice, virt, mem, cpu, ucpu, kcpu,
+    /// time, ctx, syscalls, bytes); prefix `+` ascending, `-` descending.
+    #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = crate::cmd::values::SortKeys)]
+    pub sort: Option<String>,
+    /// Only tasks whose pid, name, user or command line contains TEXT.
+    #[arg(long, value_name = "TEXT")]
+    pub filter: Option<String>,
+}
+
 /// Parse `--sort KEY` (default given), telling the valid keys on error.
 pub(crate) fn sort_key(s: Option<&str>, default: SortKey) -> anyhow::Result<SortKey> {
     match s {

@@ -42,13 +42,9 @@ pub struct PsArgs {
     /// Print the `system.*` view as JSON (docs/monitor.md).
     #[arg(long)]
     pub json: bool,
-    /// Sort by KEY (pid, name, user, state, threads, pri, nice, virt, mem, cpu, ucpu, kcpu,
-    /// time, ctx, syscalls, bytes); prefix `+` ascending, `-` descending.
-    #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = crate::cmd::values::SortKeys)]
-    pub sort: Option<String>,
-    /// Only tasks whose pid, name, user or command line contains TEXT.
-    #[arg(long, value_name = "TEXT")]
-    pub filter: Option<String>,
+    /// `--sort KEY`, `--filter TEXT`.
+    #[command(flatten)]
+    pub order: super::Order,
     /// Measure CPU percentages and rates over this many seconds (0: none, the default), as
     /// `hood top --delay` refreshes.
     #[arg(long = "delay", alias = "interval", value_name = "SECS", default_value_t = 0.0, value_parser = crate::cmd::values::interval_secs)]
@@ -69,7 +65,7 @@ struct PsConfig {
 
 impl PsArgs {
     fn config(&self) -> anyhow::Result<PsConfig> {
-        let key = sort_key(self.sort.as_deref(), SortKey::Pid)?;
+        let key = sort_key(self.order.sort.as_deref(), SortKey::Pid)?;
         let threads = self.threads || self.task.is_some() || self.tid.is_some();
         // The threads of one process (`-H -p PID`, `-t PID`), or of all.
         let threads_of = self.pid.or(self.task).filter(|_| threads);
@@ -78,7 +74,7 @@ impl PsArgs {
                 status: self.json,
                 owner: self.full,
                 io: self.json,
-                cmdline: self.json || self.full || self.filter.is_some(),
+                cmdline: self.json || self.full || self.order.filter.is_some(),
                 threads: threads && threads_of.is_none(),
                 threads_of,
                 cpu_mhz: self.cpus || self.json,
@@ -94,7 +90,7 @@ impl PsArgs {
                 measured: self.delay > 0.0 || self.source.at.is_some(),
             },
             key,
-            desc: descending(self.sort.as_deref(), key),
+            desc: descending(self.order.sort.as_deref(), key),
             interval: Duration::from_secs_f64(self.delay),
         })
     }
@@ -137,7 +133,7 @@ pub fn run(args: PsArgs) -> anyhow::Result<ExitCode> {
         &mut view,
         cfg.key,
         cfg.desc,
-        args.filter.as_deref().unwrap_or(""),
+        args.order.filter.as_deref().unwrap_or(""),
     );
     if args.json {
         emit(&(serde_json::to_string_pretty(&view)? + "\n"))?;

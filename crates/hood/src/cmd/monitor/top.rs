@@ -20,6 +20,11 @@ use super::{descending, emit, out_width, reader_with_exits, sort_key, store};
 
 /// Full-screen system monitor (batch mode when stdout is not a terminal).
 #[derive(Debug, Args)]
+#[command(mut_arg("pid", |a| a.conflicts_with("record").help(
+    "Only these processes (comma-separated; with -H, their threads), live or with --replay. \
+An ID that matches no task exits 1. A dump of a replay (-b) reads the store's per-process \
+index: a day of one process in well under a second"
+)))]
 pub struct TopArgs {
     /// Seconds between refreshes (default 1; 5 with --record). `-d SECS`, as top and htop
     /// spell it, works too.
@@ -35,23 +40,12 @@ pub struct TopArgs {
     /// Batch mode: one JSON object per frame (JSON Lines) with the whole `system.*` view.
     #[arg(long)]
     pub json: bool,
-    /// Sort by KEY (see `hood ps --help`); prefix `+` ascending, `-` descending.
-    #[arg(long, value_name = "KEY", allow_hyphen_values = true, value_parser = crate::cmd::values::SortKeys)]
-    pub sort: Option<String>,
-    /// Only tasks whose pid, name, user or command line contains TEXT.
-    #[arg(long, value_name = "TEXT")]
-    pub filter: Option<String>,
-    /// Only these processes (comma-separated; with -H, their threads), live or with
-    /// --replay. An ID that matches no task exits 1. A dump of a replay (-b) reads the
-    /// store's per-process index: a day of one process in well under a second.
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_name = "PID",
-        value_delimiter = ',',
-        conflicts_with = "record"
-    )]
-    pub pid: Vec<u32>,
+    /// `--sort KEY`, `--filter TEXT`.
+    #[command(flatten)]
+    pub order: super::Order,
+    /// `-p/--pid` (help line set above).
+    #[command(flatten)]
+    pub pids: crate::cmd::select::Pids<u32>,
     /// Only these threads (comma-separated thread IDs, as `hood ps -H` shows them): shows
     /// threads (-H). Live only: the monitor store holds processes.
     #[arg(long = "tid", value_name = "TID", value_delimiter = ',', conflicts_with_all = ["record", "replay"])]
@@ -157,7 +151,7 @@ pub(crate) const REREAD_EVERY: u32 = 10;
 pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     let mode = parse_mode(&args.mode, args.threads || !args.tid.is_empty())?;
     let pick = Pick {
-        pids: args.pid.clone(),
+        pids: args.pids.pid.clone(),
         tids: args.tid.clone(),
     };
     let default_key = if mode == Mode::Ipc {
@@ -165,8 +159,8 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
     } else {
         SortKey::Cpu
     };
-    let key = sort_key(args.sort.as_deref(), default_key)?;
-    let desc = descending(args.sort.as_deref(), key);
+    let key = sort_key(args.order.sort.as_deref(), default_key)?;
+    let desc = descending(args.order.sort.as_deref(), key);
     if let Some(dir) = &args.record {
         return store::record(store::RecordConfig {
             dir,
@@ -206,7 +200,7 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             mode,
             sort: key,
             descending: desc,
-            filter: args.filter.unwrap_or_default(),
+            filter: args.order.filter.unwrap_or_default(),
             delay,
             irq_time: args.irq_time,
             tree: args.tree,
@@ -254,7 +248,12 @@ pub fn run(args: TopArgs) -> anyhow::Result<ExitCode> {
             store::keep_cgroup(&mut v, cg);
         }
         pick.keep(&mut v);
-        arrange(&mut v, key, desc, args.filter.as_deref().unwrap_or(""));
+        arrange(
+            &mut v,
+            key,
+            desc,
+            args.order.filter.as_deref().unwrap_or(""),
+        );
         if args.json {
             emit(&(serde_json::to_string(&v)? + "\n"))?;
         } else if args.csv {
@@ -312,7 +311,7 @@ fn replay(
     batch: bool,
     pick: Pick,
 ) -> anyhow::Result<ExitCode> {
-    let filter = args.filter.as_deref().unwrap_or("");
+    let filter = args.order.filter.as_deref().unwrap_or("");
     if batch {
         let dump = match (args.json, args.csv, args.openmetrics) {
             (true, _, _) => store::Dump::Json,

@@ -11,18 +11,16 @@ use hood_record::{RecordConfig, Who};
 
 /// Arguments of `hood record` (and `hood start`).
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("pid", |a| a.conflicts_with("command").help(
+    "Attach to running processes (all their threads), comma-separated"
+)))]
 pub struct RecordArgs {
     /// Profile the whole system: every CPU, kernel and user, idle included.
     #[arg(short = 'a', long = "all-cpus", conflicts_with_all = ["pid", "command"])]
     pub all: bool,
-    /// Attach to running processes (all their threads), comma-separated.
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_delimiter = ',',
-        conflicts_with = "command"
-    )]
-    pub pid: Vec<i32>,
+    /// `-p/--pid` (help line set above).
+    #[command(flatten)]
+    pub pids: crate::cmd::select::Pids<i32>,
     /// Sampling frequency in Hz.
     #[arg(short = 'F', long = "freq", default_value_t = hood_record::DEFAULT_FREQ_HZ)]
     pub freq: u64,
@@ -115,13 +113,13 @@ impl RecordArgs {
     pub fn to_config(&self) -> anyhow::Result<(RecordConfig, bool)> {
         let who = if self.all {
             Who::System
-        } else if !self.pid.is_empty() {
-            for &p in &self.pid {
+        } else if !self.pids.pid.is_empty() {
+            for &p in &self.pids.pid {
                 if p <= 0 {
                     bail!("invalid pid {p}: pids are positive numbers");
                 }
             }
-            Who::Pids(self.pid.clone())
+            Who::Pids(self.pids.pid.clone())
         } else if !self.command.is_empty() {
             Who::Command(self.command.clone())
         } else {

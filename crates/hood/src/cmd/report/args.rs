@@ -3,34 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-
-/// Grouping of the flat profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ByArg {
-    /// Functions (per process sections).
-    Function,
-    /// Shared objects / executables.
-    Dso,
-    /// Processes, one row per PID.
-    Process,
-    /// Process names: all processes of one name in one row, with their number (perf's
-    /// `--sort comm` groups by thread name instead: that is thread-name).
-    Comm,
-    /// Thread names over all processes, as perf's `--sort comm` groups (a thread its program
-    /// did not name carries the process's name).
-    ThreadName,
-    /// Threads.
-    Thread,
-    /// Source lines (`file:line`) of the sampled code, inlined functions' own lines
-    /// included, like perf's `--sort srcline`; needs DWARF debug info (`-g`).
-    Line,
-    /// Off-CPU time by kernel reason: lock (futex), sleep, poll/epoll, pipe, socket, disk
-    /// I/O, page fault, waiting for a CPU (a recording made with `--off-cpu`).
-    Reason,
-    /// Blocked time by who ended the wait: the waking thread (its process, function and the
-    /// kernel call that woke) or interrupt (a recording made with `--off-cpu`).
-    Waker,
-}
+use hood_report::profile::By;
 
 /// Call-graph direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -70,29 +43,14 @@ pub struct ReportArgs {
     #[arg(long = "min-percent", default_value_t = 1.0, value_parser = crate::cmd::values::percent)]
     pub min_percent: f64,
     /// What to group the flat profile by.
-    #[arg(long = "by", value_enum, default_value_t = ByArg::Function)]
-    pub by: ByArg,
+    #[arg(long = "by", value_enum, default_value_t = By::Function)]
+    pub by: By,
     /// Only this process (`-p/--pid`), only this thread (`--tid`).
     #[command(flatten)]
     pub select: crate::cmd::select::Select,
-    /// Only processes with this name.
-    #[arg(long = "comm")]
-    pub comm: Option<String>,
-    /// Only kernel-mode samples.
-    #[arg(long = "kernel", conflicts_with = "user")]
-    pub kernel: bool,
-    /// Only user-mode samples.
-    #[arg(long = "user")]
-    pub user: bool,
-    /// Wall-clock time (a recording made with `--off-cpu`): CPU samples weigh their period
-    /// and off-CPU waits their length, so each thread's time adds up to its lifetime;
-    /// `--by thread` shows each thread's lifetime split into on CPU, blocked and runnable.
-    #[arg(long = "wall", conflicts_with = "off_cpu")]
-    pub wall: bool,
-    /// Only off-CPU time (a recording made with `--off-cpu`): where threads blocked or
-    /// waited for a CPU, by the stack they left the CPU with.
-    #[arg(long = "off-cpu")]
-    pub off_cpu: bool,
+    /// `--comm`, `--kernel`/`--user`, `--wall`, `--off-cpu`.
+    #[command(flatten)]
+    pub samples: crate::cmd::select::SampleFilter,
     /// Print a call tree.
     #[arg(long = "call-graph", value_enum)]
     pub call_graph: Option<CallGraphArg>,
@@ -107,16 +65,32 @@ pub struct ReportArgs {
     /// Output format.
     #[arg(long = "format", value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
+    /// `-o`, how code is named, `--width`.
+    #[command(flatten)]
+    pub out: Written,
+}
+
+/// Where a profile report or diff goes and how it names code: the last options of `hood
+/// report` and `hood diff`.
+#[derive(Debug, Clone, Args)]
+pub struct Written {
     /// Write here instead of standard output.
     #[arg(short = 'o', long = "output")]
     pub output: Option<PathBuf>,
     /// How code is named.
     #[command(flatten)]
     pub symbols: SymbolOpts,
-    /// Longest line of the text report in characters; longer names are cut with `…`
+    /// Longest line of the text output in characters; longer names are cut with `…`
     /// (0: no limit). Default: the terminal's width, else $COLUMNS, else 120.
     #[arg(long = "width", value_name = "COLUMNS")]
     pub width: Option<usize>,
+}
+
+impl Written {
+    /// The text's width: `--width`, else the terminal's (see [`super::text_width`]).
+    pub fn text_width(&self) -> usize {
+        super::text_width(self.width, self.output.is_some())
+    }
 }
 
 /// How code is named: the options of every command that symbolizes (`hood report`, `hood

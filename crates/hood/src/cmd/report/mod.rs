@@ -10,10 +10,10 @@ use std::time::Instant;
 
 use hood_model::labels::LabelsRecording;
 use hood_model::profile::aggregate::{Filter, Measure};
-use hood_model::profile::{Mode, Profile};
+use hood_model::profile::Profile;
 use hood_report::profile as render;
 
-pub use args::{ByArg, CallGraphArg, FormatArg, ReportArgs, SymbolOpts};
+pub use args::{CallGraphArg, FormatArg, ReportArgs, SymbolOpts, Written};
 pub use resolver::symbolizer_options;
 
 /// Load and symbolize the recording at `path` with the user's naming options (`--full-names`,
@@ -62,41 +62,21 @@ impl ReportArgs {
                 self.min_percent
             );
         }
-        let by_waker = self.by == ByArg::Waker;
-        let measure = if self.wall {
-            Measure::Wall
-        } else if self.off_cpu || by_waker || self.by == ByArg::Reason {
-            Measure::OffCpu
-        } else {
-            Measure::CpuSamples
-        };
+        let by_waker = self.by == render::By::Waker;
+        let measure = self
+            .samples
+            .measure(by_waker || self.by == render::By::Reason);
         let filter = Filter {
             pid: self.select.pid,
             tid: self.select.tid,
-            comm: self.comm.clone(),
-            mode: if self.kernel {
-                Some(Mode::Kernel)
-            } else if self.user {
-                Some(Mode::User)
-            } else {
-                None
-            },
+            comm: self.samples.comm.clone(),
+            mode: self.samples.mode(),
             measure,
             by_waker,
         };
         Ok(render::ReportOptions {
             min_percent: self.min_percent,
-            by: match self.by {
-                ByArg::Function => render::By::Function,
-                ByArg::Dso => render::By::Dso,
-                ByArg::Process => render::By::Process,
-                ByArg::Comm => render::By::Comm,
-                ByArg::ThreadName => render::By::ThreadName,
-                ByArg::Thread => render::By::Thread,
-                ByArg::Line => render::By::Line,
-                ByArg::Reason => render::By::Reason,
-                ByArg::Waker => render::By::Waker,
-            },
+            by: self.by,
             filter,
             call_graph: match self.call_graph {
                 None => render::CallGraph::None,
@@ -104,22 +84,15 @@ impl ReportArgs {
                 Some(CallGraphArg::Callee) => render::CallGraph::Callee,
             },
             source: self.input.display().to_string(),
-            width: self.text_width(),
+            width: self.out.text_width(),
             ..render::ReportOptions::default()
         })
     }
 }
 
-impl ReportArgs {
-    /// The width of the text report ([`text_width`]).
-    fn text_width(&self) -> usize {
-        text_width(self.width, self.output.is_some())
-    }
-}
-
 /// The width of a text report: `--width` (0: no limit), else the terminal's when standard
 /// output is one (not `to_file`), else `COLUMNS`, else 120.
-pub fn text_width(width: Option<usize>, to_file: bool) -> usize {
+fn text_width(width: Option<usize>, to_file: bool) -> usize {
     use std::io::IsTerminal as _;
     match width {
         Some(0) => usize::MAX,
@@ -140,19 +113,21 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let opts = args.to_options()?;
     match args.format {
         FormatArg::Pprof => {
-            super::refuse_binary_on_terminal(args.output.as_deref(), "pprof", "profile.pb.gz")?
+            super::refuse_binary_on_terminal(args.out.output.as_deref(), "pprof", "profile.pb.gz")?
         }
-        FormatArg::Firefox => {
-            super::refuse_binary_on_terminal(args.output.as_deref(), "firefox", "profile.json.gz")?
-        }
+        FormatArg::Firefox => super::refuse_binary_on_terminal(
+            args.out.output.as_deref(),
+            "firefox",
+            "profile.json.gz",
+        )?,
         _ => {}
     }
     crate::cmd::note_killed_writers(&args.input, hood_format::FileKind::Profile);
     let loaded = hood_load::open_for(&args.input, hood_load::Command::Report)
         .map_err(anyhow::Error::from)
         .and_then(|_| match args.labels {
-            true => load_profile_labeled(&args.input, &args.symbols),
-            false => load_profile(&args.input, &args.symbols).map(|p| (p, None)),
+            true => load_profile_labeled(&args.input, &args.out.symbols),
+            false => load_profile(&args.input, &args.out.symbols).map(|p| (p, None)),
         });
     let (prof, labels) = loaded.map_err(|e| {
         super::missing_file(
@@ -168,7 +143,7 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
             args.input.display()
         );
     }
-    let mut out = super::Output::open(args.output.as_deref())?;
+    let mut out = super::Output::open(args.out.output.as_deref())?;
     // The text report shows warnings in its header; other formats have no place for them.
     if args.intervals || args.format != FormatArg::Text {
         for w in &prof.warnings {
@@ -218,13 +193,13 @@ pub fn run(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // no sample matches.
     if none_match {
         let mut what = args.select.words();
-        if let Some(c) = &args.comm {
+        if let Some(c) = &args.samples.comm {
             what.push(format!("--comm {c}"));
         }
-        if args.kernel {
+        if args.samples.kernel {
             what.push("--kernel".into());
         }
-        if args.user {
+        if args.samples.user {
             what.push("--user".into());
         }
         errln!(
@@ -274,7 +249,7 @@ fn render_labels(
         labeled: &labeled,
         source: &opts.source,
         pid: args.select.pid,
-        comm: args.comm.as_deref(),
+        comm: args.samples.comm.as_deref(),
     };
     for w in &prof.warnings {
         errln!("hood: warning: {}", crate::cmd::clean(w));

@@ -42,6 +42,11 @@ pub enum FullArg {
 
 /// `hood trace record`.
 #[derive(Debug, Args)]
+#[command(mut_arg("pid", |a| a.requires("probe").conflicts_with("command").help(
+    "Attach to running processes (comma-separated) and probe them (with --probe; the specs are \
+resolved in each one's own program and libraries); Ctrl-C or SIGTERM detaches and leaves them \
+running"
+)))]
 pub struct RecordArgs {
     /// Output file.
     #[arg(short, long, default_value = "hood-trace.data")]
@@ -85,17 +90,9 @@ pub struct RecordArgs {
         conflicts_with_all = ["filter", "exclude", "full", "buffer", "start_off", "keep", "max_size"]
     )]
     pub probe: Vec<String>,
-    /// Attach to running processes (comma-separated) and probe them (with --probe; the specs
-    /// are resolved in each one's own program and libraries); Ctrl-C or SIGTERM detaches and
-    /// leaves them running.
-    #[arg(
-        short = 'p',
-        long = "pid",
-        value_delimiter = ',',
-        requires = "probe",
-        conflicts_with = "command"
-    )]
-    pub pid: Vec<u32>,
+    /// `-p/--pid` (help line set above).
+    #[command(flatten)]
+    pub pids: crate::cmd::select::Pids<u32>,
     /// With --probe: stop recording after SECS seconds (an attached process runs on; a
     /// started command is waited for).
     #[arg(short = 'd', long = "duration", value_name = "SECS", requires = "probe", value_parser = crate::cmd::values::record_secs)]
@@ -126,18 +123,11 @@ pub enum FormatArg {
 
 /// `hood trace report`.
 #[derive(Debug, Args)]
+#[command(mut_arg("input", |a| a.help("The file written by `hood trace record` (default hood-trace.data)")))]
 pub struct ReportArgs {
-    /// The file written by `hood trace record` (default hood-trace.data).
-    #[arg(
-        short = 'i',
-        long = "input",
-        value_name = "FILE",
-        conflicts_with = "file"
-    )]
-    pub input: Option<PathBuf>,
-    /// The same file named after the options (`hood trace report FILE`).
-    #[arg(value_name = "FILE", hide = true)]
-    pub file: Option<PathBuf>,
+    /// `-i FILE`, or FILE after the options (`hood trace report FILE`).
+    #[command(flatten)]
+    pub input: crate::cmd::select::InputFile,
     /// Print the code-path trace instead of the summary.
     #[arg(long)]
     pub paths: bool,

@@ -67,10 +67,10 @@ fn probe(a: RecordArgs) -> anyhow::Result<ExitCode> {
     let cfg = ProbeConfig {
         specs: a.probe,
         yes: a.yes,
-        run: if a.pid.is_empty() {
+        run: if a.pids.pid.is_empty() {
             ProbeRun::Command(a.command)
         } else {
-            ProbeRun::Pids(a.pid)
+            ProbeRun::Pids(a.pids.pid)
         },
         duration: a.duration.map(std::time::Duration::from_secs_f64),
         sched: !a.no_sched,

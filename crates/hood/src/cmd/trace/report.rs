@@ -11,7 +11,7 @@ use super::{FormatArg, ReportArgs};
 
 /// `hood trace report`, with its warnings on standard error.
 pub fn report(c: ReportArgs) -> anyhow::Result<ExitCode> {
-    let file = crate::cmd::select::input(&c.input, &c.file, "hood-trace.data");
+    let file = c.input.path("hood-trace.data");
     crate::cmd::note_killed_writers(&file, hood_format::FileKind::Trace);
     let trace = hood_load::open_for(&file, hood_load::Command::TraceReport)
         .and_then(|_| TraceFile::open(&file))
