@@ -76,6 +76,18 @@ struct StreamSeg {
     done: bool,
 }
 
+impl StreamSeg {
+    /// The thread slots the process has used so far (at most its header's number of slots).
+    fn threads_used(&self) -> Result<u32, HooksError> {
+        let b = self.file.read_fixed(
+            hood_abi::parse::THREADS_USED_OFFSET as u64,
+            4,
+            "threads_used",
+        )?;
+        Ok(u32_at(&b, 0).min(self.header.max_threads))
+    }
+}
+
 /// The streaming half of the recorder.
 pub struct Streamer {
     dir: PathBuf,
@@ -337,14 +349,7 @@ fn drain_seg<W: Write>(
     payload: &mut Vec<u8>,
 ) -> Result<(u64, u64), HooksError> {
     let h = &s.header;
-    let used = s
-        .file
-        .read_fixed(
-            hood_abi::parse::THREADS_USED_OFFSET as u64,
-            4,
-            "threads_used",
-        )
-        .map(|b| u32_at(&b, 0).min(h.max_threads))?;
+    let used = s.threads_used()?;
     let cap = h.trace_capacity;
     let (mut total, mut skipped) = (0, 0);
     // Slots of exited threads taken whole, with their headers: given back after the walk.
@@ -458,14 +463,7 @@ fn drain_seg<W: Write>(
 /// headers) stays. Where the file system cannot punch holes the memory stays, as before.
 fn release_rings(s: &StreamSeg) {
     let h = &s.header;
-    let used = s
-        .file
-        .read_fixed(
-            hood_abi::parse::THREADS_USED_OFFSET as u64,
-            4,
-            "threads_used",
-        )
-        .map_or(0, |b| u32_at(&b, 0).min(h.max_threads));
+    let used = s.threads_used().unwrap_or(0);
     let ring = h.trace_capacity.saturating_mul(hood_abi::TRACE_EVENT_SIZE);
     for i in 0..used {
         let _ = s
