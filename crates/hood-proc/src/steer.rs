@@ -149,7 +149,9 @@ impl<'a> Steering<'a> {
     /// signals on to `child`), call `round` with the first stop request so far, then look at
     /// the command. `round` does the recorder's work of the moment and answers how long to
     /// sleep before the next look, or that the recorder stops. Returns how the command
-    /// ended, or `None` when `round` stopped first (the command still runs).
+    /// ended, or `None` when `round` stopped first (the command still runs). When the command
+    /// has ended, the steer is looked at once more (passing nothing on): a Ctrl-C that ended
+    /// the command while `round` ran reached the recorder too, and is its stop request.
     pub fn watch<E: From<ProcError>>(
         &mut self,
         child: &mut Child,
@@ -159,6 +161,7 @@ impl<'a> Steering<'a> {
             self.look(Some(child));
             let next = round(self.stop)?;
             if let Some(e) = child.try_wait()? {
+                self.look(None);
                 return Ok(Some(e));
             }
             match next {
@@ -297,5 +300,25 @@ mod tests {
             .unwrap();
         assert_eq!(exit, Some(Exit::Code(3)));
         assert!(rounds >= 1);
+    }
+
+    /// A stop that comes while a round runs and the command ends meanwhile (a Ctrl-C to the
+    /// process group ends both) is still the recorder's stop request when the watch returns.
+    #[test]
+    fn a_stop_that_came_with_the_commands_end_is_remembered() {
+        let flag = AtomicBool::new(false);
+        let mut f = StopFlag(&flag);
+        let mut s = Steering::new(&mut f);
+        let mut child = Child::spawn(&["sh", "-c", "exit 0"], &[]).unwrap();
+        let exit = s
+            .watch(&mut child, &mut |_| {
+                // The command ends and the stop comes while the recorder works.
+                std::thread::sleep(Duration::from_millis(200));
+                flag.store(true, Ordering::Relaxed);
+                Ok::<_, ProcError>(ControlFlow::Continue(Duration::from_millis(5)))
+            })
+            .unwrap();
+        assert_eq!(exit, Some(Exit::Code(0)));
+        assert!(s.stop().is_some(), "the stop request was lost");
     }
 }
