@@ -10,6 +10,11 @@
 # HOOD_BEFORE=path/to/an/older/hood (with HOOD_BEFORE_RT=its libhood_rt.so) runs that build in
 # the same rounds, to measure a change before and after.
 # Not a pass/fail test: on a shared machine the figures move with the load (printed).
+# 2026-11-28 (load 1.0-1.2, `bench/calls/procs.sh 200 3`, HOOD_BEFORE = 5a244f7): ms of tree
+# CPU per process, ratio to uftrace's 10.16: calls 7.49 (0.74) -> 5.39 (0.53), trace 9.64
+# (0.95) -> 6.71 (0.66), after the runtime stopped spinning 2 ms per process to measure the TSC
+# (HOOD_TSC_HZ), the recorders stopped listing every finished segment at each round, and
+# trace record gave finished processes' rings back. docs/calls.md has the table.
 # Usage: bench/calls/procs.sh [N] [ROUNDS]   (defaults 200 and 3)
 # HOOD=path/to/hood uses that binary (and the libhood_rt.so beside it, or $HOOD_RT_LIB).
 set -eu

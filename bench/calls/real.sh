@@ -44,6 +44,9 @@
 # cost from the rest: bzip2 calls 0.37 (tree 0.29), trace 0.35 (tree 0.40); the two TSC reads
 # of a call are 39 ns, 0.35 of uftrace's cost, the rest of the calls hooks 2.9 ns/call (0.03).
 # docs/calls.md has the table.
+# Rerun 2026-11-28 after HOOD_TSC_HZ and the recorder's per-process work (load 1.2-1.4, rdtsc
+# 17.4-22.8 ns, least of 5): tree ratios bzip2 calls 0.38, trace 0.43; pcre2 0.11, 0.13 (run
+# to run these move by ~0.05 at this load). docs/calls.md says why trace stays above 0.3.
 # Usage: bench/calls/real.sh [ROUNDS]   (default 3)
 # HOOD=path/to/hood uses that binary (and the libhood_rt.so beside it, or $HOOD_RT_LIB)
 # instead of building the release ones. OPENSSL_BUILD=DIR keeps the OpenSSL build in DIR and
