@@ -22,14 +22,8 @@ N=${1:-200}
 ROUNDS=${2:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-if [ -z "${HOOD:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q -p hood-rt -p hood)
-    HOOD=$TARGET/release/hood
-    export HOOD_RT_LIB=$TARGET/release/libhood_rt.so
-fi
+. "$ROOT/bench/lib/hood.sh"
+bench_init
 command -v uftrace >/dev/null || { echo "uftrace is not installed (apt-get install uftrace)" >&2; exit 1; }
 . "$ROOT/bench/lib/c-sources.sh"
 BZ=$(crate_dirs "$WORK" bzip2-sys=0.1.13 | awk '{print $2}')/bzip2-1.0.8

@@ -55,14 +55,8 @@ set -eu
 ROUNDS=${1:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-if [ -z "${HOOD:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q -p hood-rt -p hood)
-    HOOD=$TARGET/release/hood
-    export HOOD_RT_LIB=$TARGET/release/libhood_rt.so
-fi
+. "$ROOT/bench/lib/hood.sh"
+bench_init
 # The same runtime with a counter in place of the TSC (the `bench-clockless` feature), in its
 # own target dir: its runs tell the hooks' cost without their two clock reads per call.
 (cd "$ROOT" && CARGO_TARGET_DIR=$TARGET/bench-clockless \

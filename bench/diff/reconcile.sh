@@ -114,14 +114,8 @@
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-if [ -z "${HOOD:-}" ]; then
-    (cd "$ROOT" && cargo build --release -q -p hood-rt -p hood)
-    HOOD=$TARGET/release/hood
-    export HOOD_RT_LIB=$TARGET/release/libhood_rt.so
-fi
+. "$ROOT/bench/lib/hood.sh"
+bench_init
 export HOOD_SHM_DIR=$WORK
 
 . "$ROOT/bench/lib/c-sources.sh"
