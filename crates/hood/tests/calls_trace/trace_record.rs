@@ -486,61 +486,11 @@ fn streaming_keeps_every_event_of_a_trace_far_longer_than_the_buffer() {
     assert!(report_text(&d, &[]).contains("Events lost          = 0 "));
 }
 
-/// A finished process's event rings are given back while the recording goes on (a run that
-/// starts thousands of processes would otherwise hold each one's ring memory to the end): the
-/// kept segment of a program that wrote 1,200,002 events (9.6 MB of its ring) holds less than
-/// 1 MiB afterwards, and the trace still reads whole, with names.
-#[test]
-fn a_finished_processs_ring_memory_is_given_back() {
+/// `hood trace record --keep -- CMD`: the file, and each segment it kept (file name, bytes of
+/// memory or disk it holds); the kept directory is removed.
+fn record_kept(dir: &Path, data: &str, cmd: &[&str]) -> (PathBuf, Vec<(String, u64)>) {
     use std::os::unix::fs::MetadataExt;
-    let t = tmp();
-    let prog = build_c("trace_stream", t.0.path());
-    let (d, out) = record(
-        t.0.path(),
-        "r.data",
-        &["--keep"],
-        &[prog.to_str().unwrap(), "200000", "0", "250"],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    let kept = err
-        .lines()
-        .find_map(|l| l.split("segments kept in ").nth(1))
-        .unwrap_or_else(|| panic!("no kept directory named: {err}"));
-    let segs: Vec<_> = std::fs::read_dir(kept.trim())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("hood-rt-"))
-        .collect();
-    assert_eq!(segs.len(), 1, "{segs:?}");
-    let m = segs[0].metadata().unwrap();
-    assert!(
-        m.blocks() * 512 < 1 << 20,
-        "{} bytes held by a finished segment of {} bytes",
-        m.blocks() * 512,
-        m.len()
-    );
-    let a = report_json(&d, &[]);
-    assert_eq!(a["events"], 1_200_002);
-    assert_eq!(calls(&a, "leaf"), 400_000);
-    std::fs::remove_dir_all(kept.trim()).ok();
-}
-
-/// Fifty processes that each live a moment (trace_forks: fork, 1000 calls, `_exit`): most are
-/// gone before the recorder's pre-faulter first looks at them, and their rings must not be
-/// allocated then (256 KiB each, held to the end of the run): every kept segment holds less
-/// than 128 KiB, and every call is in the trace.
-#[test]
-fn short_lived_processes_hold_no_ring_memory_after_they_end() {
-    use std::os::unix::fs::MetadataExt;
-    let t = tmp();
-    let prog = build_c("trace_forks", t.0.path());
-    let (d, out) = record(
-        t.0.path(),
-        "f.data",
-        &["--keep"],
-        &[prog.to_str().unwrap(), "50"],
-    );
+    let (d, out) = record(dir, data, &["--keep"], cmd);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let kept = err
@@ -549,23 +499,56 @@ fn short_lived_processes_hold_no_ring_memory_after_they_end() {
         .unwrap_or_else(|| panic!("no kept directory named: {err}"))
         .trim()
         .to_string();
-    let held: Vec<(String, u64)> = std::fs::read_dir(&kept)
+    let held = std::fs::read_dir(&kept)
         .unwrap()
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("hood-rt-"))
         .map(|e| {
+            let m = e.metadata().unwrap();
             (
                 e.file_name().to_string_lossy().into_owned(),
-                e.metadata().unwrap().blocks() * 512,
+                m.blocks() * 512,
             )
         })
         .collect();
+    std::fs::remove_dir_all(&kept).ok();
+    (d, held)
+}
+
+/// A finished process's event rings are given back while the recording goes on (a run that
+/// starts thousands of processes would otherwise hold each one's ring memory to the end): the
+/// kept segment of a program that wrote 1,200,002 events (9.6 MB of its ring) holds less than
+/// 1 MiB afterwards, and the trace still reads whole, with names.
+#[test]
+fn a_finished_processs_ring_memory_is_given_back() {
+    let t = tmp();
+    let prog = build_c("trace_stream", t.0.path());
+    let (d, held) = record_kept(
+        t.0.path(),
+        "r.data",
+        &[prog.to_str().unwrap(), "200000", "0", "250"],
+    );
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert!(held[0].1 < 1 << 20, "held by a finished segment: {held:?}");
+    let a = report_json(&d, &[]);
+    assert_eq!(a["events"], 1_200_002);
+    assert_eq!(calls(&a, "leaf"), 400_000);
+}
+
+/// Fifty processes that each live a moment (trace_forks: fork, 1000 calls, `_exit`): most are
+/// gone before the recorder's pre-faulter first looks at them, and their rings must not be
+/// allocated then (256 KiB each, held to the end of the run): every kept segment holds less
+/// than 128 KiB, and every call is in the trace.
+#[test]
+fn short_lived_processes_hold_no_ring_memory_after_they_end() {
+    let t = tmp();
+    let prog = build_c("trace_forks", t.0.path());
+    let (d, held) = record_kept(t.0.path(), "f.data", &[prog.to_str().unwrap(), "50"]);
     assert_eq!(held.len(), 51, "{held:?}");
     let big: Vec<_> = held.iter().filter(|(_, b)| *b >= 128 << 10).collect();
     assert!(big.is_empty(), "segments holding 128 KiB or more: {big:?}");
     let a = report_json(&d, &[]);
     assert_eq!(calls(&a, "work"), 50_000);
-    std::fs::remove_dir_all(&kept).ok();
 }
 
 /// A 16-event ring against a program that never pauses: the program outruns the recorder.
