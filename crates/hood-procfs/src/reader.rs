@@ -689,6 +689,11 @@ impl ProcReader {
         let mut threads = Vec::new();
         let mut seeds = Vec::new();
         for t in tasks {
+            // No CPU time at all: no ended thread had any either (most kernel threads and
+            // idle daemons), so its threads need not be read.
+            if t.utime.saturating_add(t.stime) == 0 {
+                continue;
+            }
             threads.clear();
             self.scan_threads(t.pid, opts, &mut threads);
             if threads.is_empty() {
