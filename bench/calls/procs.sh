@@ -35,9 +35,11 @@ gcc -O2 "$ROOT/bench/trace/cpu_of.c" -o "$WORK/cpu_of"
 text_file "$WORK/text" 1
 head -c 16384 "$WORK/text" > "$WORK/small"
 
-python3 - "$N" "$ROUNDS" "$WORK" "$HOOD" "${HOOD_BEFORE:-}" "${HOOD_BEFORE_RT:-}" <<'PY'
-import os, subprocess, sys, time
-n, rounds, work, hood, before, before_rt = sys.argv[1:7]
+python3 - "$N" "$ROUNDS" "$WORK" "$HOOD" "${HOOD_BEFORE:-}" "${HOOD_BEFORE_RT:-}" "$ROOT" <<'PY'
+import os, sys
+n, rounds, work, hood, before, before_rt, root = sys.argv[1:8]
+sys.path.insert(0, os.path.join(root, "bench", "lib"))
+from runs import run_tree
 n, rounds = int(n), int(rounds)
 tree_file = os.path.join(work, "tree.cpu")
 cpu_of = os.path.join(work, "cpu_of")
@@ -63,13 +65,7 @@ for _ in range(rounds):
         env = dict(os.environ)
         if lib:
             env["HOOD_RT_LIB"] = lib
-        t0 = time.monotonic()
-        r = subprocess.run([cpu_of, tree_file] + argv, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, env=env, cwd=work)
-        wall = time.monotonic() - t0
-        if r.returncode != 0:
-            sys.exit(f"{label} failed with status {r.returncode}: {' '.join(argv)}")
-        tree = sum(map(float, open(tree_file).read().split()[:2]))
+        wall, tree = run_tree(cpu_of, tree_file, argv, env, work, label)
         w, t = best.get(label, (1e9, 1e9))
         best[label] = (min(w, wall), min(t, tree))
 base_w, base_t = best["uninstrumented"]

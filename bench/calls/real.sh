@@ -106,9 +106,11 @@ text_file "$WORK/text" 1
 # reads per call are the floor under any per-call figure below.
 echo "rdtsc before: $("$WORK/clock" 20000000) ns"
 
-python3 - "$ROUNDS" "$WORK" "$HOOD" "$OPENSSL" "$CLOCKLESS" <<'PY'
-import json, os, subprocess, sys, time
+python3 - "$ROUNDS" "$WORK" "$HOOD" "$OPENSSL" "$CLOCKLESS" "$ROOT" <<'PY'
+import json, os, subprocess, sys
 rounds, work, hood, openssl, clockless = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+sys.path.insert(0, os.path.join(sys.argv[6], "bench", "lib"))
+from runs import run_tree
 text = os.path.join(work, "text")
 cpu_file = os.path.join(work, "prog.cpu")
 tree_file = os.path.join(work, "tree.cpu")
@@ -154,15 +156,9 @@ for name in progs:
             env = dict(os.environ, HOOD_SHM_DIR=work)
             if lib:
                 env["HOOD_RT_LIB"] = lib
-            t0 = time.monotonic()
             # The outer cpu_of measures the whole tree: the recorder and the program.
-            r = subprocess.run([cpu_of, tree_file] + argv, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env=env, cwd=work)
-            wall = time.monotonic() - t0
-            if r.returncode != 0:
-                sys.exit(f"{name}: {label} failed with status {r.returncode}: {' '.join(argv)}")
+            wall, tree = run_tree(cpu_of, tree_file, argv, env, work, f"{name}: {label}")
             cpu = sum(map(float, open(cpu_file).read().split()[:2]))
-            tree = sum(map(float, open(tree_file).read().split()[:2]))
             if label == "hood calls run":
                 ncalls = count_calls()
             w, c, t = best.get(label, (1e9, 1e9, 1e9))
